@@ -1,0 +1,21 @@
+//! What crosses clemu's process boundaries.
+//!
+//! # How it works
+//!
+//! clemu is several programs (sigsleep, agent, controller, runworkload,
+//! calcmets) that talk through files and sockets. Everything one of them
+//! writes and another reads is defined here, once, with no runtime logic:
+//!
+//! - [`record`]: the job record that `sigsleep` appends when a job ends, as
+//!   a framed, versioned, CRC-checked binary frame, with an encoder and a
+//!   streaming decoder that survives torn and corrupt input. The byte layout
+//!   is in `docs/record-format.md`.
+//! - [`seconds`]: decimal seconds from command lines and traces, read exactly
+//!   into nanoseconds.
+//!
+//! The crate is deliberately boring: plain types, plain functions, no I/O
+//! beyond `std::io::Read`, so that the lightest binary (`sigsleep`) and the
+//! heaviest (`controller`) can both depend on it.
+
+pub mod record;
+pub mod seconds;

@@ -1,0 +1,740 @@
+//! The job record: one frame per finished job, appended by `sigsleep`.
+//! This module owns the frame layout, its encoder and its streaming decoder.
+//!
+//! A frame is a 14-byte little-endian header followed by a bincode payload:
+//!
+//! | offset | size | field                                      |
+//! |-------:|-----:|--------------------------------------------|
+//! | 0      | 4    | magic `C L J R` (`43 4C 4A 52`)            |
+//! | 4      | 2    | format version, `u16` (currently 1)        |
+//! | 6      | 4    | payload length in bytes, `u32`             |
+//! | 10     | 4    | CRC-32 (IEEE) of the payload, `u32`        |
+//! | 14     | n    | payload: [`JobRecord`] in bincode 1.3.3    |
+//!
+//! The payload encoding and every field are described byte by byte in
+//! `docs/record-format.md`. The decoder ([`RecordReader`]) never trusts the
+//! input: a frame whose header is implausible, whose CRC does not match or
+//! whose payload does not decode is counted and skipped, and decoding resumes
+//! at the next occurrence of the magic after the bad frame's start. A frame
+//! cut short by the end of the input is counted as torn.
+
+use std::borrow::Cow;
+use std::fmt;
+use std::io::{self, Read};
+
+use bincode::Options;
+use serde::{Deserialize, Serialize};
+
+/// First four bytes of every frame; also what the decoder searches for when
+/// it resynchronises after damage.
+pub const MAGIC: [u8; 4] = *b"CLJR";
+/// The payload layout written by this version of clemu.
+pub const VERSION: u16 = 1;
+/// Bytes before the payload: magic, version, length, CRC.
+pub const HEADER_LEN: usize = 14;
+/// Largest payload a frame may declare. A record with a million suspensions
+/// still fits; anything larger is treated as a corrupt length field, which
+/// also bounds how far the decoder reads ahead to check one frame.
+pub const MAX_PAYLOAD: usize = 16 << 20;
+
+/// How a job ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(into = "u8", try_from = "u8")]
+pub enum Status {
+    /// Ran for its full requested run time.
+    Completed,
+    /// Ended early by `SIGTERM`/`SIGINT` (a cancel).
+    Cancelled,
+    /// Could not run as asked.
+    Failed,
+    /// Stopped when its wall-time limit was reached.
+    Timeout,
+}
+
+impl Status {
+    pub const ALL: [Status; 4] = [
+        Status::Completed,
+        Status::Cancelled,
+        Status::Failed,
+        Status::Timeout,
+    ];
+
+    /// The name used in JSON, CSV and on command lines.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Completed => "completed",
+            Status::Cancelled => "cancelled",
+            Status::Failed => "failed",
+            Status::Timeout => "timeout",
+        }
+    }
+}
+
+impl fmt::Display for Status {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl From<Status> for u8 {
+    fn from(s: Status) -> u8 {
+        match s {
+            Status::Completed => 0,
+            Status::Cancelled => 1,
+            Status::Failed => 2,
+            Status::Timeout => 3,
+        }
+    }
+}
+
+impl TryFrom<u8> for Status {
+    type Error = String;
+    fn try_from(v: u8) -> Result<Self, String> {
+        Status::ALL
+            .get(usize::from(v))
+            .copied()
+            .ok_or_else(|| format!("unknown job status code {v}"))
+    }
+}
+
+/// Facts about a run that the numbers alone do not tell, as a bit set.
+#[derive(Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Flags(pub u32);
+
+impl Flags {
+    /// A `SIGCONT` arrived without a `SIGTSTP` before it: the job was stopped
+    /// by a bare `SIGSTOP` it could not see. The matching suspension's
+    /// suspend instant is the latest one possible (the resume instant, or the
+    /// job's deadline if that passed while it was stopped), so the recorded
+    /// suspended time is a lower bound.
+    pub const BARE_STOP: Flags = Flags(1 << 0);
+    /// No submit instant was given; `submit` equals `start`.
+    pub const SUBMIT_UNKNOWN: Flags = Flags(1 << 1);
+    /// More signals arrived at once than sigsleep could log; the suspension
+    /// list is incomplete (the run time it counted is still right).
+    pub const EVENTS_LOST: Flags = Flags(1 << 2);
+
+    /// Every known flag with its name, in bit order.
+    pub const NAMES: [(Flags, &'static str); 3] = [
+        (Flags::BARE_STOP, "bare_stop"),
+        (Flags::SUBMIT_UNKNOWN, "submit_unknown"),
+        (Flags::EVENTS_LOST, "events_lost"),
+    ];
+
+    pub fn contains(self, other: Flags) -> bool {
+        self.0 & other.0 == other.0
+    }
+
+    pub fn insert(&mut self, other: Flags) {
+        self.0 |= other.0;
+    }
+
+    /// Names of the bits that are set; unknown bits come out as `bitN`.
+    pub fn names(self) -> impl Iterator<Item = Cow<'static, str>> {
+        (0..32).filter(move |b| self.0 & (1 << b) != 0).map(|b| {
+            Flags::NAMES
+                .iter()
+                .find(|(f, _)| f.0 == 1 << b)
+                .map(|(_, n)| Cow::Borrowed(*n))
+                .unwrap_or_else(|| Cow::Owned(format!("bit{b}")))
+        })
+    }
+}
+
+impl fmt::Debug for Flags {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.names()).finish()
+    }
+}
+
+/// One stretch during which the job was suspended, as CLOCK_REALTIME
+/// nanoseconds since the Unix epoch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Suspension {
+    pub suspend: i64,
+    pub resume: i64,
+}
+
+impl Suspension {
+    pub fn duration_ns(&self) -> i64 {
+        self.resume.saturating_sub(self.suspend)
+    }
+}
+
+/// What one execution of a job leaves behind. Instants are CLOCK_REALTIME
+/// nanoseconds since the Unix epoch; durations are nanoseconds.
+///
+/// The node name borrows from the decoder's buffer when read back, so that
+/// reading millions of records does not allocate one string each; use
+/// [`JobRecord::into_owned`] to keep a record past the next read.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobRecord<'a> {
+    /// Job id (the trace's job number when replaying a trace).
+    pub id: u64,
+    /// Cores allocated to the job.
+    pub cores: u32,
+    /// First node the job ran on.
+    #[serde(borrow)]
+    pub node: Cow<'a, str>,
+    /// When the job was submitted.
+    pub submit: i64,
+    /// When the job's process started.
+    pub start: i64,
+    /// When the job's process ended.
+    pub end: i64,
+    /// Requested run time: unsuspended time the job sleeps.
+    pub runtime: u64,
+    /// Requested wall-time limit, 0 when unknown.
+    pub walltime: u64,
+    pub status: Status,
+    pub flags: Flags,
+    /// Suspensions in the order they happened.
+    pub suspensions: Vec<Suspension>,
+}
+
+impl JobRecord<'_> {
+    /// A copy that owns its node name.
+    pub fn into_owned(self) -> JobRecord<'static> {
+        JobRecord {
+            node: Cow::Owned(self.node.into_owned()),
+            ..self
+        }
+    }
+
+    /// Total suspended time in nanoseconds.
+    pub fn suspended_ns(&self) -> i64 {
+        self.suspensions.iter().map(Suspension::duration_ns).sum()
+    }
+}
+
+/// Why a record could not be encoded.
+#[derive(Debug)]
+pub enum EncodeError {
+    /// The payload would exceed [`MAX_PAYLOAD`] (an absurd suspension count).
+    TooLarge(usize),
+    Bincode(bincode::Error),
+}
+
+impl fmt::Display for EncodeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            EncodeError::TooLarge(n) => write!(
+                f,
+                "job record payload of {n} bytes exceeds the {MAX_PAYLOAD}-byte frame limit"
+            ),
+            EncodeError::Bincode(e) => write!(f, "cannot encode job record: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for EncodeError {}
+
+fn payload_options() -> impl Options {
+    // Fixed-width little-endian integers, u64 length prefixes: the layout of
+    // bincode 1.3's `bincode::serialize`, written out in docs/record-format.md.
+    bincode::DefaultOptions::new()
+        .with_fixint_encoding()
+        .with_little_endian()
+}
+
+/// Appends one complete frame for `rec` to `out`.
+pub fn encode(rec: &JobRecord<'_>, out: &mut Vec<u8>) -> Result<(), EncodeError> {
+    let at = out.len();
+    out.extend_from_slice(&[0; HEADER_LEN]);
+    if let Err(e) = payload_options().serialize_into(&mut *out, rec) {
+        out.truncate(at);
+        return Err(EncodeError::Bincode(e));
+    }
+    let len = out.len() - at - HEADER_LEN;
+    if len > MAX_PAYLOAD {
+        out.truncate(at);
+        return Err(EncodeError::TooLarge(len));
+    }
+    let crc = crc32fast::hash(&out[at + HEADER_LEN..]);
+    let header = &mut out[at..at + HEADER_LEN];
+    header[0..4].copy_from_slice(&MAGIC);
+    header[4..6].copy_from_slice(&VERSION.to_le_bytes());
+    // `len <= MAX_PAYLOAD` was checked above, so it fits a u32.
+    header[6..10].copy_from_slice(&(len as u32).to_le_bytes());
+    header[10..14].copy_from_slice(&crc.to_le_bytes());
+    Ok(())
+}
+
+/// A frame for `rec` on its own, ready for a single `write(2)`.
+pub fn encode_to_vec(rec: &JobRecord<'_>) -> Result<Vec<u8>, EncodeError> {
+    let mut out = Vec::with_capacity(HEADER_LEN + 96 + rec.node.len() + 16 * rec.suspensions.len());
+    encode(rec, &mut out)?;
+    Ok(out)
+}
+
+/// What a decoder has seen so far besides good records.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DecodeStats {
+    /// Records decoded and returned.
+    pub records: u64,
+    /// Damaged frames: implausible length, CRC mismatch, a payload that did
+    /// not decode, or a run of stray bytes (a frame whose magic was hit).
+    pub corrupt: u64,
+    /// Frames cut short by the end of the input (a write that never finished).
+    pub torn: u64,
+    /// Intact frames of a format version this build does not know.
+    pub unsupported: u64,
+    /// Bytes skipped while looking for the next magic.
+    pub skipped_bytes: u64,
+}
+
+impl DecodeStats {
+    /// Frames lost to damage of any kind (what calcmets reports as corrupt).
+    pub fn damaged(&self) -> u64 {
+        self.corrupt + self.torn
+    }
+
+    pub fn add(&mut self, other: &DecodeStats) {
+        self.records += other.records;
+        self.corrupt += other.corrupt;
+        self.torn += other.torn;
+        self.unsupported += other.unsupported;
+        self.skipped_bytes += other.skipped_bytes;
+    }
+}
+
+/// Streaming decoder over any reader. Memory use is bounded by the largest
+/// frame (at most [`HEADER_LEN`] + [`MAX_PAYLOAD`]), not by the input size.
+pub struct RecordReader<R> {
+    inner: R,
+    buf: Vec<u8>,
+    /// Start of the bytes not yet consumed.
+    pos: usize,
+    /// End of the bytes read so far.
+    end: usize,
+    eof: bool,
+    stats: DecodeStats,
+    /// Whether the damage at hand has been counted already: stray bytes that
+    /// follow a counted bad frame are its remains, not a second loss.
+    damage_counted: bool,
+}
+
+/// Where a CRC-checked frame sits in the decoder's buffer.
+struct FrameAt {
+    start: usize,
+    payload: std::ops::Range<usize>,
+}
+
+/// Outcome of looking at the bytes at `pos`, which start with the magic.
+enum Frame {
+    /// A record's payload occupies `pos + HEADER_LEN .. pos + total`.
+    Good { total: usize },
+    /// An intact frame of another version: skip it whole.
+    Unsupported { total: usize },
+    /// Need more bytes to decide; at end of input this is a torn frame.
+    Incomplete { want: usize },
+    /// Damaged: resume the search one byte further.
+    Corrupt,
+}
+
+impl<R: Read> RecordReader<R> {
+    pub fn new(inner: R) -> Self {
+        RecordReader {
+            inner,
+            buf: vec![0; 64 * 1024],
+            pos: 0,
+            end: 0,
+            eof: false,
+            stats: DecodeStats::default(),
+            damage_counted: false,
+        }
+    }
+
+    pub fn stats(&self) -> DecodeStats {
+        self.stats
+    }
+
+    /// The next intact record, owned, or `Ok(None)` at the end of the input.
+    /// Damage is counted in [`RecordReader::stats`], never returned as an
+    /// error; only errors of the underlying reader are.
+    pub fn next_record(&mut self) -> io::Result<Option<JobRecord<'static>>> {
+        while let Some(frame) = self.next_frame()? {
+            match decode_payload(&self.buf[frame.payload.clone()]) {
+                Some(rec) => {
+                    self.stats.records += 1;
+                    return Ok(Some(rec.into_owned()));
+                }
+                None => self.reject(frame.start),
+            }
+        }
+        Ok(None)
+    }
+
+    /// Calls `f` on every intact record until the end of the input, without
+    /// copying: the record borrows the decoder's buffer. This is the fast
+    /// path for reading millions of records. Stops at the first error of the
+    /// reader or of `f`.
+    pub fn for_each_record<E: From<io::Error>>(
+        &mut self,
+        mut f: impl FnMut(&JobRecord<'_>) -> Result<(), E>,
+    ) -> Result<(), E> {
+        while let Some(frame) = self.next_frame()? {
+            match decode_payload(&self.buf[frame.payload.clone()]) {
+                Some(rec) => {
+                    self.stats.records += 1;
+                    f(&rec)?;
+                }
+                None => self.reject(frame.start),
+            }
+        }
+        Ok(())
+    }
+
+    /// A frame whose CRC matched but whose payload did not decode (a bug or
+    /// a forgery, not line noise): count it and resume right after its start.
+    fn reject(&mut self, start: usize) {
+        self.count_corrupt();
+        self.pos = start + 1;
+    }
+
+    fn count_corrupt(&mut self) {
+        self.stats.corrupt += 1;
+        self.damage_counted = true;
+    }
+
+    /// Stray bytes between frames. In a file that only sigsleep writes they
+    /// are the remains of a frame whose magic was damaged, so a run of them
+    /// not already explained by a counted bad frame counts as one.
+    fn skip(&mut self, n: usize) {
+        if n > 0 {
+            self.stats.skipped_bytes += n as u64;
+            if !self.damage_counted {
+                self.count_corrupt();
+            }
+            self.pos += n;
+        }
+    }
+
+    /// The next frame whose header is plausible and whose CRC matches. `pos`
+    /// moves past it; its bytes stay in the buffer until the next call.
+    fn next_frame(&mut self) -> io::Result<Option<FrameAt>> {
+        loop {
+            if !self.seek_magic()? {
+                return Ok(None);
+            }
+            match self.inspect() {
+                Frame::Good { total } => {
+                    let start = self.pos;
+                    self.pos += total;
+                    self.damage_counted = false;
+                    return Ok(Some(FrameAt {
+                        start,
+                        payload: start + HEADER_LEN..start + total,
+                    }));
+                }
+                Frame::Unsupported { total } => {
+                    self.stats.unsupported += 1;
+                    self.pos += total;
+                }
+                Frame::Corrupt => {
+                    self.count_corrupt();
+                    self.pos += 1;
+                }
+                Frame::Incomplete { want } => {
+                    if !self.fill(want)? {
+                        // The input ends inside this frame. If its length
+                        // field lied, a later frame may still be in reach.
+                        self.stats.torn += 1;
+                        self.damage_counted = true;
+                        self.pos += 1;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Moves `pos` to the next magic, reading as needed. Returns false at
+    /// the end of the input (remaining bytes counted as skipped).
+    fn seek_magic(&mut self) -> io::Result<bool> {
+        loop {
+            let hay = &self.buf[self.pos..self.end];
+            if hay.len() >= MAGIC.len() {
+                if hay[..4] == MAGIC {
+                    return Ok(true);
+                }
+                match find_magic(hay) {
+                    Some(i) => {
+                        self.skip(i);
+                        return Ok(true);
+                    }
+                    // Keep a tail that could be the start of a magic.
+                    None => self.skip(hay.len() - (MAGIC.len() - 1)),
+                }
+            }
+            if !self.fill(MAGIC.len())? {
+                let left = self.end - self.pos;
+                if left > 0 && MAGIC.starts_with(&self.buf[self.pos..self.end]) {
+                    // A write that stopped within the magic itself.
+                    if !self.damage_counted {
+                        self.stats.torn += 1;
+                    }
+                    self.pos = self.end;
+                } else {
+                    self.skip(left);
+                }
+                return Ok(false);
+            }
+        }
+    }
+
+    fn inspect(&self) -> Frame {
+        let avail = &self.buf[self.pos..self.end];
+        if avail.len() < HEADER_LEN {
+            return Frame::Incomplete { want: HEADER_LEN };
+        }
+        let version = u16::from_le_bytes([avail[4], avail[5]]);
+        let len = u32::from_le_bytes([avail[6], avail[7], avail[8], avail[9]]) as usize;
+        let crc = u32::from_le_bytes([avail[10], avail[11], avail[12], avail[13]]);
+        if len > MAX_PAYLOAD || version == 0 {
+            return Frame::Corrupt;
+        }
+        let total = HEADER_LEN + len;
+        if avail.len() < total {
+            return Frame::Incomplete { want: total };
+        }
+        if crc32fast::hash(&avail[HEADER_LEN..total]) != crc {
+            return Frame::Corrupt;
+        }
+        if version != VERSION {
+            return Frame::Unsupported { total };
+        }
+        Frame::Good { total }
+    }
+
+    /// Reads until at least `want` bytes are available from `pos`. Returns
+    /// false if the input ended first.
+    fn fill(&mut self, want: usize) -> io::Result<bool> {
+        while self.end - self.pos < want {
+            if self.eof {
+                return Ok(false);
+            }
+            if self.buf.len() - self.pos < want || self.end == self.buf.len() {
+                // Move the unconsumed bytes to the front, growing if one
+                // frame needs more room than the buffer has.
+                self.buf.copy_within(self.pos..self.end, 0);
+                self.end -= self.pos;
+                self.pos = 0;
+                if self.buf.len() < want {
+                    self.buf.resize(want.next_power_of_two(), 0);
+                }
+            }
+            match self.inner.read(&mut self.buf[self.end..]) {
+                Ok(0) => self.eof = true,
+                Ok(n) => self.end += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(true)
+    }
+}
+
+fn find_magic(hay: &[u8]) -> Option<usize> {
+    // The magic's first byte is rare in record payloads, so a byte scan
+    // followed by a compare is enough; this only runs after damage.
+    let mut from = 0;
+    while let Some(i) = hay[from..].iter().position(|&b| b == MAGIC[0]) {
+        let at = from + i;
+        if hay.len() - at < MAGIC.len() {
+            return None;
+        }
+        if hay[at..at + MAGIC.len()] == MAGIC {
+            return Some(at);
+        }
+        from = at + 1;
+    }
+    None
+}
+
+fn decode_payload(payload: &[u8]) -> Option<JobRecord<'_>> {
+    payload_options()
+        .with_limit(payload.len() as u64)
+        .reject_trailing_bytes()
+        .deserialize(payload)
+        .ok()
+}
+
+/// Decodes a whole byte slice: every intact record (owned) and the stats.
+pub fn decode_all(bytes: &[u8]) -> (Vec<JobRecord<'static>>, DecodeStats) {
+    let mut reader = RecordReader::new(bytes);
+    let mut out = Vec::new();
+    // Reading from a slice cannot fail.
+    while let Ok(Some(rec)) = reader.next_record() {
+        out.push(rec);
+    }
+    (out, reader.stats())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    pub(crate) fn sample(id: u64) -> JobRecord<'static> {
+        JobRecord {
+            id,
+            cores: 16,
+            node: Cow::Owned(format!("vn{id:04}")),
+            submit: 1_700_000_000_000_000_000,
+            start: 1_700_000_001_000_000_000,
+            end: 1_700_000_012_000_000_000,
+            runtime: 10_000_000_000,
+            walltime: 60_000_000_000,
+            status: Status::Completed,
+            flags: Flags::default(),
+            suspensions: vec![Suspension {
+                suspend: 1_700_000_002_000_000_000,
+                resume: 1_700_000_003_000_000_000,
+            }],
+        }
+    }
+
+    #[test]
+    fn header_layout_is_as_documented() {
+        let frame = encode_to_vec(&sample(7)).unwrap();
+        assert_eq!(&frame[0..4], b"CLJR");
+        assert_eq!(&frame[4..6], &[1, 0]);
+        let len = u32::from_le_bytes(frame[6..10].try_into().unwrap()) as usize;
+        assert_eq!(len, frame.len() - HEADER_LEN);
+        let crc = u32::from_le_bytes(frame[10..14].try_into().unwrap());
+        assert_eq!(crc, crc32fast::hash(&frame[HEADER_LEN..]));
+        // Payload starts with the job id as a little-endian u64, then cores
+        // as u32, then the node name as u64 length + bytes.
+        assert_eq!(&frame[14..22], &7u64.to_le_bytes());
+        assert_eq!(&frame[22..26], &16u32.to_le_bytes());
+        assert_eq!(&frame[26..34], &6u64.to_le_bytes());
+        assert_eq!(&frame[34..40], b"vn0007");
+    }
+
+    #[test]
+    fn payload_bytes_match_the_documented_layout() {
+        let rec = sample(1);
+        let frame = encode_to_vec(&rec).unwrap();
+        let mut want = Vec::new();
+        want.extend_from_slice(&1u64.to_le_bytes());
+        want.extend_from_slice(&16u32.to_le_bytes());
+        want.extend_from_slice(&6u64.to_le_bytes());
+        want.extend_from_slice(b"vn0001");
+        for v in [rec.submit, rec.start, rec.end] {
+            want.extend_from_slice(&v.to_le_bytes());
+        }
+        want.extend_from_slice(&rec.runtime.to_le_bytes());
+        want.extend_from_slice(&rec.walltime.to_le_bytes());
+        want.push(0); // status completed
+        want.extend_from_slice(&0u32.to_le_bytes()); // flags
+        want.extend_from_slice(&1u64.to_le_bytes()); // one suspension
+        want.extend_from_slice(&rec.suspensions[0].suspend.to_le_bytes());
+        want.extend_from_slice(&rec.suspensions[0].resume.to_le_bytes());
+        assert_eq!(&frame[HEADER_LEN..], &want[..]);
+    }
+
+    #[test]
+    fn garbage_between_frames_is_skipped_and_counted() {
+        let mut bytes = b"xxjunkC".to_vec();
+        encode(&sample(1), &mut bytes).unwrap();
+        bytes.extend_from_slice(b"CLJ"); // a torn write of the magic alone
+        let (recs, stats) = decode_all(&bytes);
+        assert_eq!(recs, vec![sample(1)]);
+        assert_eq!(stats.skipped_bytes, 7);
+        assert_eq!(stats.corrupt, 1, "stray bytes are damage");
+        assert_eq!(stats.torn, 1);
+    }
+
+    #[test]
+    fn torn_last_frame_is_counted_and_earlier_ones_survive() {
+        let mut bytes = Vec::new();
+        encode(&sample(1), &mut bytes).unwrap();
+        encode(&sample(2), &mut bytes).unwrap();
+        bytes.truncate(bytes.len() - 5);
+        let (recs, stats) = decode_all(&bytes);
+        assert_eq!(recs, vec![sample(1)]);
+        assert_eq!(stats.torn, 1);
+        assert_eq!(stats.corrupt, 0);
+    }
+
+    #[test]
+    fn a_torn_frame_followed_by_later_appends_costs_only_itself() {
+        let mut bytes = Vec::new();
+        encode(&sample(1), &mut bytes).unwrap();
+        let good = bytes.len();
+        encode(&sample(2), &mut bytes).unwrap();
+        bytes.truncate(good + 20); // writer died mid-frame
+        encode(&sample(3), &mut bytes).unwrap();
+        let (recs, stats) = decode_all(&bytes);
+        assert_eq!(recs, vec![sample(1), sample(3)]);
+        assert_eq!(stats.corrupt, 1);
+    }
+
+    #[test]
+    fn crc_mismatch_is_corrupt() {
+        let mut bytes = encode_to_vec(&sample(1)).unwrap();
+        let n = bytes.len();
+        bytes[n - 1] ^= 0x40;
+        encode(&sample(2), &mut bytes).unwrap();
+        let (recs, stats) = decode_all(&bytes);
+        assert_eq!(recs, vec![sample(2)]);
+        assert_eq!(stats.corrupt, 1);
+    }
+
+    #[test]
+    fn unknown_version_is_skipped_whole() {
+        let mut bytes = encode_to_vec(&sample(1)).unwrap();
+        bytes[4] = 9;
+        encode(&sample(2), &mut bytes).unwrap();
+        let (recs, stats) = decode_all(&bytes);
+        assert_eq!(recs, vec![sample(2)]);
+        assert_eq!(stats.unsupported, 1);
+        assert_eq!(stats.corrupt, 0);
+    }
+
+    #[test]
+    fn huge_length_field_is_corrupt_without_reading_ahead() {
+        let mut bytes = encode_to_vec(&sample(1)).unwrap();
+        bytes[6..10].copy_from_slice(&u32::MAX.to_le_bytes());
+        encode(&sample(2), &mut bytes).unwrap();
+        let (recs, stats) = decode_all(&bytes);
+        assert_eq!(recs, vec![sample(2)]);
+        assert_eq!(stats.corrupt, 1);
+    }
+
+    #[test]
+    fn frames_larger_than_the_initial_buffer_decode() {
+        let mut rec = sample(5);
+        rec.suspensions = (0..10_000)
+            .map(|i| Suspension {
+                suspend: i,
+                resume: i + 1,
+            })
+            .collect();
+        let bytes = encode_to_vec(&rec).unwrap();
+        assert!(bytes.len() > 64 * 1024);
+        let (recs, stats) = decode_all(&bytes);
+        assert_eq!(recs, vec![rec]);
+        assert_eq!(stats.records, 1);
+    }
+
+    #[test]
+    fn bad_status_code_in_a_valid_frame_is_corrupt() {
+        let mut bytes = encode_to_vec(&sample(1)).unwrap();
+        let status_at = HEADER_LEN + 8 + 4 + 8 + 6 + 8 * 5;
+        bytes[status_at] = 77;
+        let crc = crc32fast::hash(&bytes[HEADER_LEN..]);
+        bytes[10..14].copy_from_slice(&crc.to_le_bytes());
+        let (recs, stats) = decode_all(&bytes);
+        assert!(recs.is_empty());
+        assert_eq!(stats.corrupt, 1);
+    }
+
+    #[test]
+    fn flag_names() {
+        let mut f = Flags::BARE_STOP;
+        f.insert(Flags(1 << 9));
+        let names: Vec<_> = f.names().collect();
+        assert_eq!(names, vec!["bare_stop", "bit9"]);
+    }
+}

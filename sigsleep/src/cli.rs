@@ -1,0 +1,231 @@
+//! sigsleep's command line: what the launcher typed, turned into a checked
+//! [`Config`]. Hand-rolled over `lexopt` to keep the binary small.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+pub const HELP: &str = "\
+sigsleep: play one job of an emulated cluster.
+
+Sleeps for the job's run time, counting only time during which it was not
+suspended, then appends one job record to the log and exits.
+
+USAGE:
+    sigsleep --runtime SECONDS --log PATH [OPTIONS]
+
+OPTIONS:
+    --runtime SECONDS     unsuspended time to sleep (decimal seconds, e.g. 12.5)
+    --log PATH            file to append the record to (or env SIGSLEEP_LOG)
+    --id N                job id written in the record [default: 0]
+    --cores N             cores allocated to the job [default: 1]
+    --walltime SECONDS    wall-time limit; reaching it ends the job with status
+                          timeout [default: 0, no limit]
+    --submit UNIX_SECONDS when the job was submitted [default: the start,
+                          flagged submit_unknown]
+    --node NAME           first node of the job [default: this host's name]
+    -h, --help            print this help
+    -V, --version         print the version
+
+SIGNALS:
+    SIGTSTP   suspend: the instant is recorded and the process stops itself
+              (default action). Time stopped does not count as run time.
+    SIGCONT   resume: the instant is recorded and the remaining sleep is
+              recomputed from an absolute deadline. A SIGCONT with no SIGTSTP
+              before it means a bare SIGSTOP stopped the job unseen: the
+              record is flagged bare_stop and the suspension is taken to start
+              as late as possible (its length is then a lower bound).
+    SIGSTOP   after a SIGTSTP (Slurm sends SIGTSTP, then SIGSTOP 2 s later)
+              it changes nothing: TSTP, STOP, CONT is one suspension.
+    SIGTERM, SIGINT
+              end the job now with status cancelled; a suspended job ends
+              when it is continued (send SIGCONT after the signal).
+    Launchers should start sigsleep with these four signals blocked: it
+    installs its handlers first, then lets them in, so a suspension that
+    arrives right after launch is still accounted.
+
+RECORD:
+    One frame (magic, version, length, CRC-32, bincode payload) appended with
+    a single write(2) on an O_APPEND file, so any number of jobs can share a
+    log. Read it with `calcmets dump`.
+
+EXIT STATUS:
+    0     completed: slept the full run time
+    1     the log could not be opened or the record not written
+    2     usage error (bad or missing flags)
+    124   timeout: the wall-time limit was reached first
+    130   cancelled by SIGINT
+    143   cancelled by SIGTERM
+";
+
+/// A checked command line.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    pub runtime_ns: u64,
+    pub walltime_ns: u64,
+    pub id: u64,
+    pub cores: u32,
+    pub submit_ns: Option<i64>,
+    pub node: Option<String>,
+    pub log: PathBuf,
+}
+
+#[derive(Debug, PartialEq)]
+pub enum Parsed {
+    Run(Config),
+    Help,
+    Version,
+}
+
+/// Parses `args` (the program name first, as from `std::env::args_os`).
+/// `env_log` is `SIGSLEEP_LOG`, used when `--log` is absent.
+pub fn parse(
+    args: impl IntoIterator<Item = OsString>,
+    env_log: Option<OsString>,
+) -> Result<Parsed, String> {
+    use lexopt::prelude::*;
+    let mut p = lexopt::Parser::from_iter(args);
+    let mut runtime = None;
+    let mut walltime = 0;
+    let mut id = 0;
+    let mut cores = 1;
+    let mut submit = None;
+    let mut node = None;
+    let mut log = None;
+    while let Some(arg) = p.next().map_err(|e| e.to_string())? {
+        match arg {
+            Long("runtime") => runtime = Some(seconds("--runtime", &text(&mut p)?)?),
+            Long("walltime") => walltime = seconds("--walltime", &text(&mut p)?)?,
+            Long("id") => id = number("--id", &text(&mut p)?)?,
+            Long("cores") => {
+                cores = number("--cores", &text(&mut p)?)?;
+                if cores == 0 {
+                    return Err("--cores must be at least 1".into());
+                }
+            }
+            Long("submit") => submit = Some(instant("--submit", &text(&mut p)?)?),
+            Long("node") => node = Some(text(&mut p)?),
+            Long("log") => log = Some(PathBuf::from(p.value().map_err(|e| e.to_string())?)),
+            Short('h') | Long("help") => return Ok(Parsed::Help),
+            Short('V') | Long("version") => return Ok(Parsed::Version),
+            other => return Err(other.unexpected().to_string()),
+        }
+    }
+    let runtime_ns = runtime.ok_or("--runtime SECONDS is required")?;
+    let log = log
+        .or_else(|| env_log.filter(|v| !v.is_empty()).map(PathBuf::from))
+        .ok_or("--log PATH (or SIGSLEEP_LOG) is required")?;
+    Ok(Parsed::Run(Config {
+        runtime_ns,
+        walltime_ns: walltime,
+        id,
+        cores,
+        submit_ns: submit,
+        node,
+        log,
+    }))
+}
+
+fn text(p: &mut lexopt::Parser) -> Result<String, String> {
+    p.value()
+        .map_err(|e| e.to_string())?
+        .into_string()
+        .map_err(|v| format!("not valid UTF-8: {v:?}"))
+}
+
+fn number<T: std::str::FromStr>(flag: &str, v: &str) -> Result<T, String> {
+    v.parse()
+        .map_err(|_| format!("{flag}: expected a non-negative integer, got {v:?}"))
+}
+
+/// Decimal seconds (non-negative) as nanoseconds.
+fn seconds(flag: &str, v: &str) -> Result<u64, String> {
+    formats::seconds::parse_ns(v)
+        .and_then(|ns| u64::try_from(ns).ok())
+        .ok_or_else(|| format!("{flag}: expected a non-negative number of seconds, got {v:?}"))
+}
+
+/// Decimal seconds since the Unix epoch as nanoseconds.
+fn instant(flag: &str, v: &str) -> Result<i64, String> {
+    formats::seconds::parse_ns(v)
+        .ok_or_else(|| format!("{flag}: expected Unix time in seconds, got {v:?}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(args: &[&str]) -> Result<Parsed, String> {
+        parse(
+            std::iter::once("sigsleep")
+                .chain(args.iter().copied())
+                .map(OsString::from),
+            None,
+        )
+    }
+
+    #[test]
+    fn full_command_line() {
+        let p = run(&[
+            "--runtime",
+            "1.5",
+            "--id",
+            "42",
+            "--cores",
+            "16",
+            "--walltime",
+            "60",
+            "--submit",
+            "1700000000.25",
+            "--node",
+            "vn0001",
+            "--log",
+            "/tmp/x",
+        ])
+        .unwrap();
+        assert_eq!(
+            p,
+            Parsed::Run(Config {
+                runtime_ns: 1_500_000_000,
+                walltime_ns: 60_000_000_000,
+                id: 42,
+                cores: 16,
+                submit_ns: Some(1_700_000_000_250_000_000),
+                node: Some("vn0001".into()),
+                log: "/tmp/x".into(),
+            })
+        );
+    }
+
+    #[test]
+    fn log_from_environment() {
+        let p = parse(
+            ["sigsleep", "--runtime", "0"].map(OsString::from),
+            Some("/tmp/env.log".into()),
+        )
+        .unwrap();
+        match p {
+            Parsed::Run(c) => assert_eq!(c.log, PathBuf::from("/tmp/env.log")),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn bad_input_is_refused_with_the_flag_named() {
+        for (args, needle) in [
+            (&["--log", "x"][..], "--runtime"),
+            (&["--runtime", "1"][..], "--log"),
+            (&["--runtime", "-1", "--log", "x"][..], "--runtime"),
+            (&["--runtime", "NaN", "--log", "x"][..], "--runtime"),
+            (
+                &["--runtime", "1", "--log", "x", "--cores", "0"][..],
+                "--cores",
+            ),
+            (&["--runtime", "1", "--log", "x", "--id", "-3"][..], "--id"),
+            (&["--runtime", "1", "--log", "x", "--bogus"][..], "--bogus"),
+            (&["--runtime"][..], "--runtime"),
+        ] {
+            let err = run(args).unwrap_err();
+            assert!(err.contains(needle), "{args:?}: {err}");
+        }
+    }
+}

@@ -1,0 +1,270 @@
+//! The job's accounting: turns signal events into suspensions and says when
+//! the job is due to end. Pure logic, no system calls, so it is unit-tested.
+
+use formats::record::{Flags, Status, Suspension};
+
+use crate::clock::Stamp;
+
+/// What the signal handlers observed, in the order they ran.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Event {
+    /// `SIGTSTP`: the job is being suspended.
+    Suspend(Stamp),
+    /// `SIGCONT`: the job runs again.
+    Resume(Stamp),
+    /// `SIGTERM` or `SIGINT` (the signal number): end now, cancelled.
+    Terminate(Stamp, i32),
+}
+
+/// Counted time and suspensions of one job.
+#[derive(Debug)]
+pub struct Ledger {
+    start: Stamp,
+    /// Unsuspended nanoseconds to count before the job ends: the requested
+    /// run time, or the wall-time limit when that is shorter.
+    target: i64,
+    /// Whether reaching `target` means the wall-time limit cut the job short.
+    limited: bool,
+    /// Monotonic nanoseconds spent in closed suspensions.
+    suspended: i64,
+    /// Start of the suspension in progress, if any.
+    open: Option<Stamp>,
+    suspensions: Vec<Suspension>,
+    flags: Flags,
+    /// The signal that asked the job to end early.
+    terminated_by: Option<i32>,
+}
+
+/// How the job ended, ready to be written as a record.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Outcome {
+    pub status: Status,
+    pub flags: Flags,
+    pub suspensions: Vec<Suspension>,
+    /// The signal that cancelled the job, if one did.
+    pub terminated_by: Option<i32>,
+}
+
+impl Ledger {
+    /// `runtime` and `walltime` in nanoseconds; a `walltime` of 0 is no limit.
+    pub fn new(start: Stamp, runtime: u64, walltime: u64) -> Ledger {
+        let limited = walltime > 0 && walltime < runtime;
+        let target = if limited { walltime } else { runtime };
+        Ledger {
+            start,
+            target: i64::try_from(target).unwrap_or(i64::MAX),
+            limited,
+            suspended: 0,
+            open: None,
+            // Room for a few suspensions so that the common case never
+            // reallocates while the job runs.
+            suspensions: Vec::with_capacity(8),
+            flags: Flags::default(),
+            terminated_by: None,
+        }
+    }
+
+    pub fn flag(&mut self, f: Flags) {
+        self.flags.insert(f);
+    }
+
+    /// Monotonic instant at which the job has counted its time, or `None`
+    /// while it is suspended (it then waits for `SIGCONT` without limit).
+    pub fn deadline(&self) -> Option<i64> {
+        match self.open {
+            Some(_) => None,
+            None => Some(self.running_deadline()),
+        }
+    }
+
+    fn running_deadline(&self) -> i64 {
+        self.start
+            .mono
+            .saturating_add(self.target)
+            .saturating_add(self.suspended)
+    }
+
+    pub fn terminated_by(&self) -> Option<i32> {
+        self.terminated_by
+    }
+
+    pub fn apply(&mut self, ev: Event) {
+        match ev {
+            Event::Suspend(at) => {
+                // A second SIGTSTP while suspended (a launcher repeating
+                // itself) changes nothing: the first instant stands.
+                if self.open.is_none() {
+                    self.open = Some(at);
+                }
+            }
+            Event::Resume(at) => match self.open.take() {
+                Some(from) => self.close(from, at),
+                None => {
+                    // Stopped without a SIGTSTP first. The stop began at
+                    // some unknown instant before `at`, but not after the
+                    // deadline: had the job been running then, it would have
+                    // ended. Take the latest possible start, so the job is
+                    // never made longer than asked.
+                    self.flags.insert(Flags::BARE_STOP);
+                    let from_mono = at.mono.min(self.running_deadline()).max(self.start.mono);
+                    let from = Stamp {
+                        real: at.real - (at.mono - from_mono),
+                        mono: from_mono,
+                    };
+                    self.close(from, at);
+                }
+            },
+            Event::Terminate(_, sig) => {
+                if self.terminated_by.is_none() {
+                    self.terminated_by = Some(sig);
+                }
+            }
+        }
+    }
+
+    fn close(&mut self, from: Stamp, to: Stamp) {
+        self.suspended += (to.mono - from.mono).max(0);
+        self.suspensions.push(Suspension {
+            suspend: from.real,
+            resume: to.real,
+        });
+    }
+
+    /// Closes the books at `end`. A suspension still open (the job was
+    /// cancelled while suspended) ends at `end`.
+    pub fn finish(mut self, end: Stamp) -> Outcome {
+        if let Some(from) = self.open.take() {
+            self.close(from, end);
+        }
+        let status = if self.terminated_by.is_some() {
+            Status::Cancelled
+        } else if self.limited {
+            Status::Timeout
+        } else {
+            Status::Completed
+        };
+        Outcome {
+            status,
+            flags: self.flags,
+            suspensions: self.suspensions,
+            terminated_by: self.terminated_by,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const S: i64 = 1_000_000_000;
+
+    /// Wall clock runs 1,000,000 s ahead of the monotonic clock here.
+    fn at(secs: i64) -> Stamp {
+        Stamp {
+            real: (1_000_000 + secs) * S,
+            mono: secs * S,
+        }
+    }
+
+    #[test]
+    fn deadline_moves_by_each_suspension() {
+        let mut l = Ledger::new(at(0), 10 * S as u64, 0);
+        assert_eq!(l.deadline(), Some(10 * S));
+        l.apply(Event::Suspend(at(2)));
+        assert_eq!(l.deadline(), None);
+        l.apply(Event::Resume(at(5)));
+        assert_eq!(l.deadline(), Some(13 * S));
+        l.apply(Event::Suspend(at(6)));
+        l.apply(Event::Resume(at(7)));
+        assert_eq!(l.deadline(), Some(14 * S));
+        let out = l.finish(at(14));
+        assert_eq!(out.status, Status::Completed);
+        assert_eq!(
+            out.suspensions,
+            vec![
+                Suspension {
+                    suspend: at(2).real,
+                    resume: at(5).real
+                },
+                Suspension {
+                    suspend: at(6).real,
+                    resume: at(7).real
+                },
+            ]
+        );
+        assert_eq!(out.flags, Flags::default());
+    }
+
+    #[test]
+    fn slurm_sequence_is_one_suspension() {
+        // SIGTSTP, then SIGSTOP 2 s later (invisible), then SIGCONT.
+        let mut l = Ledger::new(at(0), 10 * S as u64, 0);
+        l.apply(Event::Suspend(at(1)));
+        l.apply(Event::Resume(at(4)));
+        let out = l.finish(at(13));
+        assert_eq!(out.suspensions.len(), 1);
+        assert!(!out.flags.contains(Flags::BARE_STOP));
+    }
+
+    #[test]
+    fn bare_stop_before_the_deadline_is_flagged_with_no_time_claimed() {
+        let mut l = Ledger::new(at(0), 10 * S as u64, 0);
+        l.apply(Event::Resume(at(6)));
+        assert_eq!(l.deadline(), Some(10 * S));
+        let out = l.finish(at(10));
+        assert!(out.flags.contains(Flags::BARE_STOP));
+        assert_eq!(
+            out.suspensions,
+            vec![Suspension {
+                suspend: at(6).real,
+                resume: at(6).real
+            }]
+        );
+    }
+
+    #[test]
+    fn bare_stop_across_the_deadline_counts_the_time_past_it() {
+        let mut l = Ledger::new(at(0), 10 * S as u64, 0);
+        l.apply(Event::Resume(at(25)));
+        assert_eq!(l.deadline(), Some(25 * S));
+        let out = l.finish(at(25));
+        assert_eq!(
+            out.suspensions,
+            vec![Suspension {
+                suspend: at(10).real,
+                resume: at(25).real
+            }]
+        );
+    }
+
+    #[test]
+    fn terminate_while_suspended_closes_the_suspension_at_the_end() {
+        let mut l = Ledger::new(at(0), 10 * S as u64, 0);
+        l.apply(Event::Suspend(at(3)));
+        l.apply(Event::Terminate(at(8), libc::SIGTERM));
+        l.apply(Event::Resume(at(8)));
+        assert_eq!(l.terminated_by(), Some(libc::SIGTERM));
+        let out = l.finish(at(8));
+        assert_eq!(out.status, Status::Cancelled);
+        assert_eq!(out.suspensions.len(), 1);
+        assert_eq!(out.suspensions[0].resume, at(8).real);
+    }
+
+    #[test]
+    fn wall_time_shorter_than_run_time_ends_in_timeout() {
+        let l = Ledger::new(at(0), 100 * S as u64, 30 * S as u64);
+        assert_eq!(l.deadline(), Some(30 * S));
+        assert_eq!(l.finish(at(30)).status, Status::Timeout);
+        let l = Ledger::new(at(0), 30 * S as u64, 30 * S as u64);
+        assert_eq!(l.finish(at(30)).status, Status::Completed);
+    }
+
+    #[test]
+    fn repeated_suspend_keeps_the_first_instant() {
+        let mut l = Ledger::new(at(0), 10 * S as u64, 0);
+        l.apply(Event::Suspend(at(1)));
+        l.apply(Event::Suspend(at(2)));
+        l.apply(Event::Resume(at(3)));
+        assert_eq!(l.deadline(), Some(12 * S));
+    }
+}

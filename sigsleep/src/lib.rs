@@ -1,0 +1,168 @@
+//! sigsleep: one job of an emulated cluster, as a real process.
+//!
+//! # How it works
+//!
+//! The job sleeps until it has counted its requested run time while not
+//! suspended, then appends one [`formats::record`] frame to a log and exits.
+//!
+//! 1. [`signals::install`] blocks `SIGTSTP`, `SIGCONT`, `SIGTERM` and
+//!    `SIGINT` and installs their handlers before anything else, so a signal
+//!    sent right after launch is accounted rather than lost.
+//! 2. The start instant is read, the flags parsed, the log opened.
+//! 3. The main loop waits in `ppoll` on a timerfd armed at the absolute
+//!    deadline; that wait is the only place the four signals are unblocked. Handlers log timestamped events and return; a `SIGTSTP`
+//!    handler also stops the process (default action re-raised). After each
+//!    wake the loop feeds the events to the [`ledger::Ledger`], which
+//!    recomputes the absolute monotonic deadline `start + run time + time
+//!    suspended`, so no error accumulates across sleeps.
+//! 4. At the deadline, or on `SIGTERM`/`SIGINT`, the record is encoded and
+//!    written with exactly one `write(2)` on an `O_APPEND` file descriptor:
+//!    concurrent jobs sharing a log never interleave.
+//!
+//! No async runtime, no threads, one allocation for the record at the end:
+//! thousands of these sleep at once on one host.
+
+pub mod cli;
+pub mod clock;
+pub mod ledger;
+pub mod signals;
+
+use std::borrow::Cow;
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+
+use formats::record::{self, Flags, JobRecord};
+
+use crate::cli::{Config, Parsed};
+use crate::ledger::Ledger;
+
+/// Exit code: the record could not be written.
+pub const EXIT_LOG: i32 = 1;
+/// Exit code: usage error.
+pub const EXIT_USAGE: i32 = 2;
+/// Exit code: the wall-time limit ended the job (as coreutils `timeout`).
+pub const EXIT_TIMEOUT: i32 = 124;
+
+/// Runs sigsleep with the process's own arguments; returns the exit code.
+pub fn main_exit_code() -> i32 {
+    let waiter = match signals::install() {
+        Ok(w) => w,
+        Err(e) => {
+            eprintln!("sigsleep: cannot install signal handlers: {e}");
+            return EXIT_USAGE;
+        }
+    };
+    let start = clock::now();
+    let cfg = match cli::parse(std::env::args_os(), std::env::var_os("SIGSLEEP_LOG")) {
+        Ok(Parsed::Run(cfg)) => cfg,
+        Ok(Parsed::Help) => {
+            print!("{}", cli::HELP);
+            return 0;
+        }
+        Ok(Parsed::Version) => {
+            println!("sigsleep {}", env!("CARGO_PKG_VERSION"));
+            return 0;
+        }
+        Err(e) => {
+            eprintln!("sigsleep: {e}\nTry 'sigsleep --help' for more information.");
+            return EXIT_USAGE;
+        }
+    };
+    let mut log = match OpenOptions::new().append(true).create(true).open(&cfg.log) {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("sigsleep: cannot open log {}: {e}", cfg.log.display());
+            return EXIT_LOG;
+        }
+    };
+
+    let mut ledger = Ledger::new(start, cfg.runtime_ns, cfg.walltime_ns);
+    loop {
+        signals::drain(|ev| ledger.apply(ev));
+        if ledger.terminated_by().is_some() {
+            break;
+        }
+        let now = clock::now();
+        match ledger.deadline() {
+            Some(d) if now.mono >= d => break,
+            deadline => waiter.wait_until(deadline),
+        }
+    }
+    let end = clock::now();
+    if signals::lost() {
+        ledger.flag(Flags::EVENTS_LOST);
+    }
+    let outcome = ledger.finish(end);
+    let code = match outcome.terminated_by {
+        Some(sig) => 128 + sig,
+        None if outcome.status == record::Status::Timeout => EXIT_TIMEOUT,
+        None => 0,
+    };
+    match write_record(&cfg, start.real, end.real, outcome, &mut log) {
+        Ok(()) => code,
+        Err(e) => {
+            eprintln!(
+                "sigsleep: cannot write record to {}: {e}",
+                cfg.log.display()
+            );
+            EXIT_LOG
+        }
+    }
+}
+
+fn write_record(
+    cfg: &Config,
+    start: i64,
+    end: i64,
+    outcome: ledger::Outcome,
+    log: &mut File,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let mut flags = outcome.flags;
+    let submit = cfg.submit_ns.unwrap_or_else(|| {
+        flags.insert(Flags::SUBMIT_UNKNOWN);
+        start
+    });
+    let node = match &cfg.node {
+        Some(n) => Cow::Borrowed(n.as_str()),
+        None => Cow::Owned(host_name()),
+    };
+    let rec = JobRecord {
+        id: cfg.id,
+        cores: cfg.cores,
+        node,
+        submit,
+        start,
+        end,
+        runtime: cfg.runtime_ns,
+        walltime: cfg.walltime_ns,
+        status: outcome.status,
+        flags,
+        suspensions: outcome.suspensions,
+    };
+    let frame = record::encode_to_vec(&rec)?;
+    // One write(2): O_APPEND makes it land whole at the end of the file even
+    // with thousands of writers. A short write (disk full) leaves a torn
+    // frame that readers detect; it is reported, not retried, because a
+    // second write could interleave with another job's record.
+    let n = log.write(&frame)?;
+    if n != frame.len() {
+        return Err(format!("short write: {n} of {} bytes", frame.len()).into());
+    }
+    Ok(())
+}
+
+fn host_name() -> String {
+    // SAFETY: a zeroed utsname is valid for uname to fill.
+    let mut u: libc::utsname = unsafe { std::mem::zeroed() };
+    // SAFETY: `u` is a valid, writable utsname.
+    if unsafe { libc::uname(&mut u) } != 0 {
+        return String::new();
+    }
+    let bytes: Vec<u8> = u
+        .nodename
+        .iter()
+        .take_while(|&&c| c != 0)
+        .map(|&c| c as u8)
+        .collect();
+    String::from_utf8_lossy(&bytes).into_owned()
+}

@@ -1,0 +1,71 @@
+//! Bad flags are a usage error (exit 2); a log that cannot be opened is an
+//! error on stderr (exit 1) and nothing is run.
+
+#![allow(clippy::unwrap_used)] // tests: a failure should panic
+
+mod common;
+use common::*;
+
+#[test]
+fn bad_flags_exit_2_with_a_message() {
+    for args in [
+        &["--log", "/tmp/x"][..],
+        &["--runtime", "abc", "--log", "/tmp/x"],
+        &["--runtime", "1", "--log", "/tmp/x", "--cores", "0"],
+        &["--runtime", "1", "--log", "/tmp/x", "--frobnicate"],
+    ] {
+        let out = sigsleep()
+            .args(args)
+            .env_remove("SIGSLEEP_LOG")
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.starts_with("sigsleep: "), "{err}");
+        assert_eq!(err.lines().count(), 2, "{err}");
+    }
+}
+
+#[test]
+fn unopenable_log_exits_1_at_once() {
+    let started = std::time::Instant::now();
+    let out = sigsleep()
+        .args(["--runtime", "30", "--log", "/nonexistent/dir/jobs.rec"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(started.elapsed().as_secs() < 10, "it slept before failing");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("/nonexistent/dir/jobs.rec"), "{err}");
+}
+
+#[test]
+fn log_path_from_environment() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("env.rec");
+    let out = sigsleep()
+        .args(["--runtime", "0", "--id", "9"])
+        .env("SIGSLEEP_LOG", &log)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(only_record(&log).id, 9);
+}
+
+#[test]
+fn help_documents_signals_and_exit_codes() {
+    let out = sigsleep().arg("--help").output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let help = String::from_utf8_lossy(&out.stdout);
+    for needle in [
+        "SIGTSTP",
+        "SIGCONT",
+        "SIGSTOP",
+        "SIGTERM",
+        "EXIT STATUS",
+        "124",
+        "143",
+    ] {
+        assert!(help.contains(needle), "--help lacks {needle}");
+    }
+}

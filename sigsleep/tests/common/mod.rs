@@ -1,0 +1,95 @@
+//! Helpers shared by sigsleep's integration tests: launch the real binary
+//! the way a launcher should, send real signals, read back real records.
+#![allow(dead_code)] // each test file uses a different subset
+#![allow(clippy::unwrap_used)] // test helpers: a failure should panic the test
+
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use formats::record::{decode_all, DecodeStats, JobRecord};
+
+pub const MS: i64 = 1_000_000;
+pub const S: i64 = 1_000_000_000;
+
+pub fn sigsleep() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_sigsleep"))
+}
+
+/// Starts `cmd` in its own process group with the job signals blocked, as
+/// the agent does, so that a signal sent at once is not lost.
+pub fn launch(mut cmd: Command) -> Child {
+    // SAFETY: only async-signal-safe calls between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            let mut set: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut set);
+            for s in [libc::SIGTSTP, libc::SIGCONT, libc::SIGTERM, libc::SIGINT] {
+                libc::sigaddset(&mut set, s);
+            }
+            libc::sigprocmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+            Ok(())
+        });
+    }
+    cmd.process_group(0).stdin(Stdio::null());
+    cmd.spawn().expect("spawn sigsleep")
+}
+
+pub fn signal(child: &Child, sig: libc::c_int) {
+    // SAFETY: plain kill(2) on our own child's pid.
+    let rc = unsafe { libc::kill(child.id() as libc::pid_t, sig) };
+    assert_eq!(rc, 0, "kill({}, {sig})", child.id());
+}
+
+pub fn now_ns() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as i64
+}
+
+pub fn sleep_ms(ms: u64) {
+    std::thread::sleep(Duration::from_millis(ms));
+}
+
+/// The process state letter from /proc/PID/stat ('S' sleeping, 'T' stopped).
+pub fn state(child: &Child) -> char {
+    let stat = std::fs::read_to_string(format!("/proc/{}/stat", child.id())).unwrap();
+    // The state follows the parenthesised command name.
+    let after = &stat[stat.rfind(')').unwrap() + 2..];
+    after.chars().next().unwrap()
+}
+
+/// Polls until the process is in state `want` (up to 10 s).
+pub fn wait_state(child: &Child, want: char) {
+    for _ in 0..1000 {
+        if state(child) == want {
+            return;
+        }
+        sleep_ms(10);
+    }
+    panic!("process {} never reached state {want}", child.id());
+}
+
+pub fn records(path: &Path) -> (Vec<JobRecord<'static>>, DecodeStats) {
+    decode_all(&std::fs::read(path).unwrap())
+}
+
+pub fn only_record(path: &Path) -> JobRecord<'static> {
+    let (recs, stats) = records(path);
+    assert_eq!(stats.damaged(), 0, "{stats:?}");
+    assert_eq!(recs.len(), 1, "{recs:?}");
+    recs.into_iter().next().unwrap()
+}
+
+/// Asserts |a - b| <= tol, in nanoseconds, with a readable message.
+#[track_caller]
+pub fn assert_near(what: &str, a: i64, b: i64, tol: i64) {
+    assert!(
+        (a - b).abs() <= tol,
+        "{what}: {a} vs {b} differ by {:.3} ms (tolerance {:.3} ms)",
+        (a - b) as f64 / 1e6,
+        tol as f64 / 1e6
+    );
+}
