@@ -104,9 +104,10 @@ pub struct Flags(pub u32);
 
 impl Flags {
     /// A `SIGCONT` arrived without a `SIGTSTP` before it: the job was stopped
-    /// by a bare `SIGSTOP` it could not see. The matching suspension's
-    /// suspend instant is the latest one possible (the resume instant, or the
-    /// job's deadline if that passed while it was stopped), so the recorded
+    /// by a bare `SIGSTOP` it could not see (or a resume overtook its
+    /// suspend). The stop is taken to start as late as possible: no
+    /// suspension is recorded unless the job's deadline passed while it was
+    /// stopped, and then one from the deadline to the resume. The recorded
     /// suspended time is a lower bound.
     pub const BARE_STOP: Flags = Flags(1 << 0);
     /// No submit instant was given; `submit` equals `start`.
@@ -313,7 +314,19 @@ pub struct RecordReader<R> {
     /// Whether the damage at hand has been counted already: stray bytes that
     /// follow a counted bad frame are its remains, not a second loss.
     damage_counted: bool,
+    /// Stream offset of `buf[0]`.
+    base: u64,
+    /// Stream offset up to which a large frame failed its CRC. A large frame
+    /// starting before it is given up without a CRC of its own: otherwise
+    /// a crafted file of headers that each claim megabytes would cost a
+    /// megabyte-long CRC per byte of input.
+    shadow: u64,
 }
+
+/// Frames longer than this that start inside the extent of a large frame
+/// that failed its CRC are not checked (see `RecordReader::shadow`). Real
+/// records are about a hundred bytes; 4 KiB is 250 suspensions.
+const LARGE: usize = 4096;
 
 /// Where a CRC-checked frame sits in the decoder's buffer.
 struct FrameAt {
@@ -343,6 +356,8 @@ impl<R: Read> RecordReader<R> {
             eof: false,
             stats: DecodeStats::default(),
             damage_counted: false,
+            base: 0,
+            shadow: 0,
         }
     }
 
@@ -483,7 +498,7 @@ impl<R: Read> RecordReader<R> {
         }
     }
 
-    fn inspect(&self) -> Frame {
+    fn inspect(&mut self) -> Frame {
         let avail = &self.buf[self.pos..self.end];
         if avail.len() < HEADER_LEN {
             return Frame::Incomplete { want: HEADER_LEN };
@@ -498,7 +513,20 @@ impl<R: Read> RecordReader<R> {
         if avail.len() < total {
             return Frame::Incomplete { want: total };
         }
-        if crc32fast::hash(&avail[HEADER_LEN..total]) != crc {
+        let payload = &avail[HEADER_LEN..total];
+        // Cheap checks first, so that noise which happens to hold the magic
+        // rarely costs a CRC.
+        if version == VERSION && !v1_shape_fits(payload) {
+            return Frame::Corrupt;
+        }
+        let at = self.base + self.pos as u64;
+        if len > LARGE && at < self.shadow {
+            return Frame::Corrupt;
+        }
+        if crc32fast::hash(payload) != crc {
+            if len > LARGE {
+                self.shadow = self.shadow.max(at + total as u64);
+            }
             return Frame::Corrupt;
         }
         if version != VERSION {
@@ -519,6 +547,7 @@ impl<R: Read> RecordReader<R> {
                 // frame needs more room than the buffer has.
                 self.buf.copy_within(self.pos..self.end, 0);
                 self.end -= self.pos;
+                self.base += self.pos as u64;
                 self.pos = 0;
                 if self.buf.len() < want {
                     self.buf.resize(want.next_power_of_two(), 0);
@@ -533,6 +562,26 @@ impl<R: Read> RecordReader<R> {
         }
         Ok(true)
     }
+}
+
+/// Whether a version-1 payload's length agrees with the lengths it holds:
+/// 73 fixed bytes, the node name's `k` bytes and 16 per suspension.
+fn v1_shape_fits(payload: &[u8]) -> bool {
+    const FIXED: usize = 73;
+    let u64_at = |at: usize| -> Option<usize> {
+        let b = payload.get(at..at + 8)?;
+        usize::try_from(u64::from_le_bytes(b.try_into().ok()?)).ok()
+    };
+    let Some(k) = u64_at(12) else { return false };
+    if k > payload.len().saturating_sub(FIXED) {
+        return false;
+    }
+    let Some(m) = u64_at(65 + k) else {
+        return false;
+    };
+    m.checked_mul(16)
+        .and_then(|s| s.checked_add(FIXED + k))
+        .is_some_and(|n| n == payload.len())
 }
 
 fn find_magic(hay: &[u8]) -> Option<usize> {
@@ -553,8 +602,10 @@ fn find_magic(hay: &[u8]) -> Option<usize> {
 }
 
 fn decode_payload(payload: &[u8]) -> Option<JobRecord<'_>> {
+    // No byte limit: reading from a slice cannot go past its end, and
+    // bincode caps what it preallocates for a claimed length, so a lying
+    // length prefix fails at the end of the payload instead of allocating.
     payload_options()
-        .with_limit(payload.len() as u64)
         .reject_trailing_bytes()
         .deserialize(payload)
         .ok()
@@ -728,6 +779,42 @@ mod tests {
         let (recs, stats) = decode_all(&bytes);
         assert!(recs.is_empty());
         assert_eq!(stats.corrupt, 1);
+    }
+
+    #[test]
+    fn headers_that_claim_megabytes_cost_linear_time() {
+        // Every 16 bytes a header claiming 8 MiB, over 12 MiB: checking each
+        // claim by CRC would hash ~6 TB. Version 1 claims fail the payload
+        // shape check; version 2 ones (no shape known) the shadow of the
+        // first failed CRC.
+        for version in [1u8, 2] {
+            let mut bytes = Vec::new();
+            while bytes.len() < 12 << 20 {
+                bytes.extend_from_slice(&[b'C', b'L', b'J', b'R', version, 0]);
+                bytes.extend_from_slice(&(8u32 << 20).to_le_bytes());
+                bytes.extend_from_slice(&[0; 6]);
+            }
+            encode(&sample(1), &mut bytes).unwrap();
+            let t = std::time::Instant::now();
+            let (recs, _) = decode_all(&bytes);
+            assert_eq!(recs, vec![sample(1)], "version {version}");
+            assert!(
+                t.elapsed().as_secs() < 20,
+                "version {version}: took {:?}",
+                t.elapsed()
+            );
+        }
+    }
+
+    #[test]
+    fn payload_shape_check() {
+        let frame = encode_to_vec(&sample(3)).unwrap();
+        assert!(v1_shape_fits(&frame[HEADER_LEN..]));
+        assert!(!v1_shape_fits(&frame[HEADER_LEN..frame.len() - 1]));
+        assert!(!v1_shape_fits(&[]));
+        let mut big = frame[HEADER_LEN..].to_vec();
+        big[12..20].copy_from_slice(&u64::MAX.to_le_bytes());
+        assert!(!v1_shape_fits(&big));
     }
 
     #[test]

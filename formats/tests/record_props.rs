@@ -105,6 +105,27 @@ proptest! {
     }
 
     #[test]
+    fn frames_in_noise_are_all_found(
+        parts in prop::collection::vec(
+            (record(), prop::collection::vec(any::<u8>(), 0..64)),
+            1..12,
+        )
+    ) {
+        // Garbage between intact frames (a stray file concatenated, a
+        // partly overwritten block) costs no intact frame.
+        let mut bytes = Vec::new();
+        for (r, noise) in &parts {
+            bytes.extend_from_slice(noise);
+            encode(r, &mut bytes).unwrap();
+        }
+        let (out, stats) = decode_all(&bytes);
+        let want: Vec<_> = parts.iter().map(|(r, _)| r.clone()).collect();
+        prop_assert_eq!(&out, &want);
+        let noisy = parts.iter().any(|(_, n)| !n.is_empty());
+        prop_assert_eq!(stats.damaged() > 0, noisy, "{:?}", stats);
+    }
+
+    #[test]
     fn truncation_keeps_every_whole_frame_and_counts_the_torn_one(
         recs in prop::collection::vec(record(), 1..12),
         cut in any::<prop::sample::Index>(),

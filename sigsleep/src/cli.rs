@@ -27,13 +27,16 @@ OPTIONS:
     -V, --version         print the version
 
 SIGNALS:
-    SIGTSTP   suspend: the instant is recorded and the process stops itself
-              (default action). Time stopped does not count as run time.
+    SIGTSTP   suspend: the instant is recorded and the signal's default action
+              stops the process. Time stopped does not count as run time. (In
+              an orphaned process group the kernel ignores that action: the
+              job is then suspended without being stopped, until SIGCONT.)
     SIGCONT   resume: the instant is recorded and the remaining sleep is
               recomputed from an absolute deadline. A SIGCONT with no SIGTSTP
               before it means a bare SIGSTOP stopped the job unseen: the
-              record is flagged bare_stop and the suspension is taken to start
-              as late as possible (its length is then a lower bound).
+              record is flagged bare_stop and the stop is taken to start as
+              late as possible, so no suspended time is claimed unless the
+              deadline passed while it was stopped (a lower bound).
     SIGSTOP   after a SIGTSTP (Slurm sends SIGTSTP, then SIGSTOP 2 s later)
               it changes nothing: TSTP, STOP, CONT is one suspension.
     SIGTERM, SIGINT
@@ -41,7 +44,9 @@ SIGNALS:
               when it is continued (send SIGCONT after the signal).
     Launchers should start sigsleep with these four signals blocked: it
     installs its handlers first, then lets them in, so a suspension that
-    arrives right after launch is still accounted.
+    arrives right after launch is still accounted. A SIGCONT sent at any
+    time after a SIGTSTP resumes the job, however close behind it comes. A
+    SIGINT that the launcher left ignored stays ignored.
 
 RECORD:
     One frame (magic, version, length, CRC-32, bincode payload) appended with
@@ -51,7 +56,8 @@ RECORD:
 EXIT STATUS:
     0     completed: slept the full run time
     1     the log could not be opened or the record not written
-    2     usage error (bad or missing flags)
+    2     usage error (bad or missing flags), or the signal handlers could
+          not be installed
     124   timeout: the wall-time limit was reached first
     130   cancelled by SIGINT
     143   cancelled by SIGTERM

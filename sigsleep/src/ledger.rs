@@ -100,18 +100,23 @@ impl Ledger {
             Event::Resume(at) => match self.open.take() {
                 Some(from) => self.close(from, at),
                 None => {
-                    // Stopped without a SIGTSTP first. The stop began at
-                    // some unknown instant before `at`, but not after the
-                    // deadline: had the job been running then, it would have
-                    // ended. Take the latest possible start, so the job is
-                    // never made longer than asked.
+                    // A SIGCONT with no SIGTSTP before it: a bare SIGSTOP
+                    // stopped the job unseen (or a resume overtook its
+                    // suspend, which the kernel then discarded). A stop
+                    // began at some unknown instant before `at`, but not
+                    // after the deadline: had the job been running then, it
+                    // would have ended. Take the latest possible start, so
+                    // the job is never made longer than asked; that leaves
+                    // a suspension only if the deadline passed meanwhile.
                     self.flags.insert(Flags::BARE_STOP);
                     let from_mono = at.mono.min(self.running_deadline()).max(self.start.mono);
-                    let from = Stamp {
-                        real: at.real - (at.mono - from_mono),
-                        mono: from_mono,
-                    };
-                    self.close(from, at);
+                    if from_mono < at.mono {
+                        let from = Stamp {
+                            real: at.real - (at.mono - from_mono),
+                            mono: from_mono,
+                        };
+                        self.close(from, at);
+                    }
                 }
             },
             Event::Terminate(_, sig) => {
@@ -213,13 +218,7 @@ mod tests {
         assert_eq!(l.deadline(), Some(10 * S));
         let out = l.finish(at(10));
         assert!(out.flags.contains(Flags::BARE_STOP));
-        assert_eq!(
-            out.suspensions,
-            vec![Suspension {
-                suspend: at(6).real,
-                resume: at(6).real
-            }]
-        );
+        assert_eq!(out.suspensions, vec![]);
     }
 
     #[test]

@@ -34,7 +34,7 @@ use std::io::Write;
 use formats::record::{self, Flags, JobRecord};
 
 use crate::cli::{Config, Parsed};
-use crate::ledger::Ledger;
+use crate::ledger::{Event, Ledger};
 
 /// Exit code: the record could not be written.
 pub const EXIT_LOG: i32 = 1;
@@ -83,9 +83,15 @@ pub fn main_exit_code() -> i32 {
             break;
         }
         let now = clock::now();
-        match ledger.deadline() {
-            Some(d) if now.mono >= d => break,
-            deadline => waiter.wait_until(deadline),
+        let deadline = ledger.deadline();
+        if deadline.is_some_and(|d| now.mono >= d) {
+            break;
+        }
+        if waiter.wait_until(deadline) {
+            // Handlers that ran during the wait came first.
+            signals::drain(|ev| ledger.apply(ev));
+            ledger.apply(Event::Suspend(clock::now()));
+            waiter.take_stop();
         }
     }
     let end = clock::now();

@@ -1,12 +1,25 @@
-//! The asynchronous side of sigsleep: signal handlers and the event log they
-//! fill. Everything here runs in signal context or sets it up.
+//! The asynchronous side of sigsleep: how the four job signals reach the
+//! main loop, and how a suspension stops the process.
 //!
-//! The four job signals (`SIGTSTP`, `SIGCONT`, `SIGTERM`, `SIGINT`) stay
-//! blocked except while the main loop waits in [`Waiter::wait`], which unblocks them
-//! atomically (`ppoll` with a signal mask). Handlers therefore only ever run
-//! inside that wait, one at a time (each blocks the others), and the main
-//! loop reads the log with no handler running: no locks, no races, no
-//! wake-up lost between "check" and "sleep".
+//! All four (`SIGTSTP`, `SIGCONT`, `SIGTERM`, `SIGINT`) stay blocked except
+//! while the main loop waits in [`Waiter::wait_until`]:
+//!
+//! - `SIGCONT`, `SIGTERM` and `SIGINT` have handlers that log a timestamped
+//!   event in a small ring. The wait unblocks them atomically (`ppoll` with
+//!   a signal mask), so handlers run only inside it, one at a time, and the
+//!   main loop reads the ring with no handler running.
+//! - `SIGTSTP` is never unblocked by the wait and has no handler. A signalfd
+//!   tells the wait that one is pending; the main loop records the instant
+//!   and then lets that very signal in with its default action
+//!   ([`Waiter::take_stop`]), which stops the process.
+//!
+//! Why not stop from a handler: a process that stops itself must generate a
+//! stop signal, and the kernel discards a pending `SIGCONT` when it does. A
+//! resume that arrives while the suspend is being handled would be lost and
+//! the job stopped for good. Stopping with the launcher's own, still
+//! pending, `SIGTSTP` leaves the race to the kernel, which settles it: a
+//! `SIGCONT` sent first discards the pending `SIGTSTP`, one sent later
+//! continues the stopped process.
 
 use std::io;
 use std::mem::MaybeUninit;
@@ -18,17 +31,16 @@ use crate::ledger::Event;
 
 const JOB_SIGNALS: [libc::c_int; 4] = [libc::SIGTSTP, libc::SIGCONT, libc::SIGTERM, libc::SIGINT];
 
-/// Events the handlers logged and the main loop has not read yet. The
-/// handler's mask blocks the other job signals and the wait's mask is lifted
-/// when a handler returns, so one wait sees one or two events; 16 leaves a
-/// wide margin before [`lost`] is set, and keeps the ring (and so each
-/// process's writable pages) small.
+/// Events the handlers logged and the main loop has not read yet. A handler
+/// blocks the other job signals and the wait's mask is lifted once a
+/// handler returns, so one wait sees one or two events; 16 leaves a wide
+/// margin before [`lost`] is set, and keeps each process's writable pages
+/// few.
 const CAP: usize = 16;
 
-const KIND_SUSPEND: u8 = 1;
-const KIND_RESUME: u8 = 2;
-const KIND_TERM: u8 = 3;
-const KIND_INT: u8 = 4;
+const KIND_RESUME: u8 = 1;
+const KIND_TERM: u8 = 2;
+const KIND_INT: u8 = 3;
 
 struct Slot {
     kind: AtomicU8,
@@ -65,7 +77,7 @@ fn push(kind: u8, at: Stamp) {
 }
 
 /// Hands every logged event to `f`, oldest first. Call only with the job
-/// signals blocked (anywhere outside [`Waiter::wait`]).
+/// signals blocked (anywhere outside [`Waiter::wait_until`]).
 pub fn drain(mut f: impl FnMut(Event)) {
     let head = HEAD.load(Relaxed);
     let mut tail = TAIL.load(Relaxed);
@@ -76,7 +88,6 @@ pub fn drain(mut f: impl FnMut(Event)) {
             mono: slot.mono.load(Relaxed),
         };
         match slot.kind.load(Relaxed) {
-            KIND_SUSPEND => f(Event::Suspend(at)),
             KIND_RESUME => f(Event::Resume(at)),
             KIND_TERM => f(Event::Terminate(at, libc::SIGTERM)),
             KIND_INT => f(Event::Terminate(at, libc::SIGINT)),
@@ -109,22 +120,9 @@ impl Drop for SavedErrno {
     }
 }
 
-extern "C" fn on_tstp(_: libc::c_int) {
-    let _errno = SavedErrno::save();
-    push(KIND_SUSPEND, clock::now());
-    // Stop the way the terminal driver would: default action, then the
-    // signal again. It stays pending (blocked) until the handler's mask is
-    // lifted, and a SIGCONT sent meanwhile discards it, so a resume racing
-    // the suspend can never leave the job stopped for good.
-    set_action(libc::SIGTSTP, libc::SIG_DFL);
-    // SAFETY: raise is async-signal-safe.
-    unsafe { libc::raise(libc::SIGTSTP) };
-}
-
 extern "C" fn on_cont(_: libc::c_int) {
     let _errno = SavedErrno::save();
     push(KIND_RESUME, clock::now());
-    set_action(libc::SIGTSTP, handler(on_tstp));
 }
 
 extern "C" fn on_end(sig: libc::c_int) {
@@ -142,67 +140,117 @@ fn handler(f: extern "C" fn(libc::c_int)) -> libc::sighandler_t {
     f as *const () as libc::sighandler_t
 }
 
-fn job_mask() -> libc::sigset_t {
+fn set_of(signals: &[libc::c_int]) -> libc::sigset_t {
     let mut set = MaybeUninit::<libc::sigset_t>::uninit();
     // SAFETY: sigemptyset initialises the set; sigaddset takes valid numbers.
     unsafe {
         libc::sigemptyset(set.as_mut_ptr());
-        for s in JOB_SIGNALS {
+        for &s in signals {
             libc::sigaddset(set.as_mut_ptr(), s);
         }
         set.assume_init()
     }
 }
 
-fn set_action(sig: libc::c_int, handler: libc::sighandler_t) -> bool {
-    // SAFETY: a zeroed sigaction is valid; the mask is filled before use;
-    // sigaction is async-signal-safe.
+/// Whether the launcher left `sig` ignored.
+fn ignored(sig: libc::c_int) -> bool {
+    // SAFETY: a zeroed sigaction is valid to receive the current one; a
+    // null new action only queries.
     unsafe {
-        let mut sa: libc::sigaction = std::mem::zeroed();
-        sa.sa_sigaction = handler;
-        sa.sa_mask = job_mask();
-        // No SA_RESTART: a handler must interrupt the wait so that the main
-        // loop recomputes the deadline.
-        sa.sa_flags = 0;
-        libc::sigaction(sig, &sa, ptr::null_mut()) == 0
+        let mut old: libc::sigaction = std::mem::zeroed();
+        libc::sigaction(sig, ptr::null(), &mut old) == 0 && old.sa_sigaction == libc::SIG_IGN
     }
 }
 
-/// Blocks the job signals, then installs their handlers. Launchers start
-/// sigsleep with these signals blocked so that nothing is lost before this
-/// runs; a signal already pending is delivered at the first [`Waiter::wait`].
+fn set_action(sig: libc::c_int, handler: libc::sighandler_t) -> io::Result<()> {
+    // SAFETY: a zeroed sigaction is valid; the mask is filled before use.
+    let rc = unsafe {
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = handler;
+        sa.sa_mask = set_of(&JOB_SIGNALS);
+        // No SA_RESTART: a handler must interrupt the wait so that the main
+        // loop recomputes the deadline.
+        sa.sa_flags = 0;
+        libc::sigaction(sig, &sa, ptr::null_mut())
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+fn fd_or_err(fd: libc::c_int) -> io::Result<libc::c_int> {
+    if fd < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(fd)
+    }
+}
+
+/// Blocks the job signals, then installs their handlers and the `SIGTSTP`
+/// watch. Launchers start sigsleep with these signals blocked so that
+/// nothing is lost before this runs; a signal already pending is seen at the
+/// first [`Waiter::wait_until`].
 pub fn install() -> io::Result<Waiter> {
-    let mask = job_mask();
     let mut old = MaybeUninit::<libc::sigset_t>::uninit();
     // SAFETY: valid sets; `old` is written by the call.
-    if unsafe { libc::sigprocmask(libc::SIG_BLOCK, &mask, old.as_mut_ptr()) } != 0 {
+    if unsafe { libc::sigprocmask(libc::SIG_BLOCK, &set_of(&JOB_SIGNALS), old.as_mut_ptr()) } != 0 {
         return Err(io::Error::last_os_error());
     }
     // SAFETY: initialised by the successful sigprocmask above.
     let mut during_wait = unsafe { old.assume_init() };
-    for s in JOB_SIGNALS {
+    for s in [libc::SIGCONT, libc::SIGTERM, libc::SIGINT] {
         // SAFETY: a valid set and signal number.
         unsafe { libc::sigdelset(&mut during_wait, s) };
     }
-    let handlers: [(libc::c_int, libc::sighandler_t); 4] = [
-        (libc::SIGTSTP, handler(on_tstp)),
-        (libc::SIGCONT, handler(on_cont)),
-        (libc::SIGTERM, handler(on_end)),
-        (libc::SIGINT, handler(on_end)),
-    ];
-    for (sig, handler) in handlers {
-        if !set_action(sig, handler) {
-            return Err(io::Error::last_os_error());
-        }
+    // SAFETY: as above; SIGTSTP stays blocked while waiting (it is watched
+    // through the signalfd instead).
+    unsafe { libc::sigaddset(&mut during_wait, libc::SIGTSTP) };
+
+    set_action(libc::SIGCONT, handler(on_cont))?;
+    set_action(libc::SIGTERM, handler(on_end))?;
+    // A shell starts background jobs with SIGINT ignored so that ^C at the
+    // terminal spares them; keep that choice.
+    if !ignored(libc::SIGINT) {
+        set_action(libc::SIGINT, handler(on_end))?;
     }
-    Waiter::new(during_wait)
+    // The default action is what stops the job in `take_stop`, whatever
+    // the launcher had set.
+    set_action(libc::SIGTSTP, libc::SIG_DFL)?;
+
+    // SAFETY: plain system calls; the descriptors belong to the Waiter and
+    // live as long as the process.
+    let tstp = fd_or_err(unsafe {
+        libc::signalfd(
+            -1,
+            &set_of(&[libc::SIGTSTP]),
+            libc::SFD_CLOEXEC | libc::SFD_NONBLOCK,
+        )
+    })?;
+    // SAFETY: as above.
+    let timer = fd_or_err(unsafe {
+        libc::timerfd_create(
+            libc::CLOCK_MONOTONIC,
+            libc::TFD_CLOEXEC | libc::TFD_NONBLOCK,
+        )
+    })?;
+    Ok(Waiter {
+        during_wait,
+        tstp,
+        timer,
+    })
 }
 
 /// The one place where the job signals are let in.
 pub struct Waiter {
-    /// The launcher's signal mask minus the job signals: other signals the
-    /// launcher chose to block stay blocked while waiting.
+    /// The launcher's signal mask with SIGCONT, SIGTERM and SIGINT let in
+    /// (other signals the launcher blocked stay blocked) and SIGTSTP kept
+    /// out.
     during_wait: libc::sigset_t,
+    /// Readable while a SIGTSTP is pending. Never read: the pending signal
+    /// is what stops the process in [`Waiter::take_stop`].
+    tstp: libc::c_int,
     /// A CLOCK_MONOTONIC timer armed at the absolute deadline. `ppoll`'s own
     /// timeout is relative and the kernel lets it run late by 0.1 % of its
     /// length (2 ms on a 2 s sleep); a timerfd fires on time.
@@ -210,61 +258,62 @@ pub struct Waiter {
 }
 
 impl Waiter {
-    fn new(during_wait: libc::sigset_t) -> io::Result<Waiter> {
-        // SAFETY: plain system call; the fd is owned by the Waiter and lives
-        // as long as the process.
-        let timer = unsafe {
-            libc::timerfd_create(
-                libc::CLOCK_MONOTONIC,
-                libc::TFD_CLOEXEC | libc::TFD_NONBLOCK,
-            )
-        };
-        if timer < 0 {
-            return Err(io::Error::last_os_error());
+    /// Sleeps until the monotonic instant `deadline_ns` (forever if `None`),
+    /// until a handler has run, or until a SIGTSTP is pending. Returns
+    /// whether a SIGTSTP is pending.
+    pub fn wait_until(&self, deadline_ns: Option<i64>) -> bool {
+        let mut fds = [
+            libc::pollfd {
+                fd: self.tstp,
+                events: libc::POLLIN,
+                revents: 0,
+            },
+            libc::pollfd {
+                fd: self.timer,
+                events: libc::POLLIN,
+                revents: 0,
+            },
+        ];
+        let mut nfds = 1;
+        if let Some(ns) = deadline_ns {
+            let spec = libc::itimerspec {
+                it_interval: libc::timespec {
+                    tv_sec: 0,
+                    tv_nsec: 0,
+                },
+                it_value: libc::timespec {
+                    tv_sec: (ns / 1_000_000_000) as libc::time_t,
+                    tv_nsec: (ns % 1_000_000_000) as libc::c_long,
+                },
+            };
+            // SAFETY: a valid timerfd and itimerspec; old value not wanted.
+            let armed = unsafe {
+                libc::timerfd_settime(self.timer, libc::TFD_TIMER_ABSTIME, &spec, ptr::null_mut())
+            };
+            // A valid timerfd and a positive instant cannot fail; if it did,
+            // return at once rather than wait without a deadline.
+            if armed != 0 {
+                return false;
+            }
+            nfds = 2;
         }
-        Ok(Waiter { during_wait, timer })
+        // SAFETY: `fds` holds `nfds` valid entries; no timeout (the timer is
+        // the timeout); the mask is a valid set.
+        let n = unsafe { libc::ppoll(fds.as_mut_ptr(), nfds, ptr::null(), &self.during_wait) };
+        n > 0 && fds[0].revents & libc::POLLIN != 0
     }
 
-    /// Sleeps with the job signals unblocked until the monotonic instant
-    /// `deadline_ns` (forever if `None`) or until a handler has run.
-    pub fn wait_until(&self, deadline_ns: Option<i64>) {
-        let mut pfd = libc::pollfd {
-            fd: self.timer,
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        let nfds = match deadline_ns {
-            Some(ns) => {
-                let spec = libc::itimerspec {
-                    it_interval: libc::timespec {
-                        tv_sec: 0,
-                        tv_nsec: 0,
-                    },
-                    it_value: libc::timespec {
-                        tv_sec: (ns / 1_000_000_000) as libc::time_t,
-                        tv_nsec: (ns % 1_000_000_000) as libc::c_long,
-                    },
-                };
-                // SAFETY: a valid timerfd and itimerspec; old value not wanted.
-                let armed = unsafe {
-                    libc::timerfd_settime(
-                        self.timer,
-                        libc::TFD_TIMER_ABSTIME,
-                        &spec,
-                        ptr::null_mut(),
-                    )
-                };
-                // An unarmable timer cannot happen for a valid fd and a
-                // positive instant; if it did, waiting without it would hang.
-                if armed != 0 {
-                    return;
-                }
-                1
-            }
-            None => 0,
-        };
-        // SAFETY: `pfd` is a valid pollfd for `nfds` entries; no timeout
-        // (the timer is the timeout); the mask is a valid set.
-        unsafe { libc::ppoll(&mut pfd, nfds, ptr::null(), &self.during_wait) };
+    /// Lets the pending SIGTSTP in with its default action, which stops the
+    /// process here until a SIGCONT; then shuts SIGTSTP out again. If a
+    /// SIGCONT came first, the kernel has already discarded the SIGTSTP and
+    /// this returns at once (the SIGCONT's handler runs at the next wait).
+    pub fn take_stop(&self) {
+        let tstp = set_of(&[libc::SIGTSTP]);
+        // SAFETY: valid sets. Unblocking delivers the pending SIGTSTP on the
+        // way out of the call: the process stops right there.
+        unsafe {
+            libc::sigprocmask(libc::SIG_UNBLOCK, &tstp, ptr::null_mut());
+            libc::sigprocmask(libc::SIG_BLOCK, &tstp, ptr::null_mut());
+        }
     }
 }

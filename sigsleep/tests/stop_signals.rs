@@ -19,19 +19,46 @@ fn bare_sigstop_is_detected_on_sigcont_and_flagged() {
     signal(&child, libc::SIGSTOP);
     wait_state(&child, 'T');
     sleep_ms(300);
-    let resumed = now_ns();
     signal(&child, libc::SIGCONT);
     assert_eq!(child.wait().unwrap().code(), Some(0));
 
     let rec = only_record(&log);
     assert_eq!(rec.status, Status::Completed);
     assert!(rec.flags.contains(Flags::BARE_STOP), "{rec:?}");
+    // The stop began unseen, before the deadline: sigsleep claims no
+    // suspended time for it, so the job counted the stop as run time.
+    assert_eq!(rec.suspensions, vec![], "{rec:?}");
+    assert_near("wall", rec.end - rec.start, 1_000 * MS, ACCOUNTING);
+}
+
+#[test]
+fn bare_sigstop_across_the_deadline_counts_the_time_past_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("jobs.rec");
+    let mut cmd = sigsleep();
+    cmd.args(["--runtime", "0.3", "--log"]).arg(&log);
+    let mut child = launch(cmd);
+    sleep_ms(100);
+    signal(&child, libc::SIGSTOP);
+    wait_state(&child, 'T');
+    sleep_ms(700);
+    let resumed = now_ns();
+    signal(&child, libc::SIGCONT);
+    assert_eq!(child.wait().unwrap().code(), Some(0));
+
+    let rec = only_record(&log);
+    assert!(rec.flags.contains(Flags::BARE_STOP), "{rec:?}");
     assert_eq!(rec.suspensions.len(), 1, "{rec:?}");
-    // The stop began unseen: sigsleep claims no suspended time before the
-    // deadline, so the pair collapses onto the resume instant.
     let s = rec.suspensions[0];
-    assert_eq!(s.suspend, s.resume);
-    assert_near("resume instant", s.resume, resumed, 100 * MS);
+    // From the deadline (start + 0.3 s) to the resume.
+    assert_near("suspend", s.suspend, rec.start + 300 * MS, ACCOUNTING);
+    assert_near("resume", s.resume, resumed, DELIVERY);
+    assert_near(
+        "wall - suspended",
+        rec.end - rec.start - rec.suspended_ns(),
+        300 * MS,
+        ACCOUNTING,
+    );
 }
 
 #[test]
@@ -56,12 +83,12 @@ fn slurm_sequence_is_one_suspension() {
     let rec = only_record(&log);
     assert!(!rec.flags.contains(Flags::BARE_STOP), "{rec:?}");
     assert_eq!(rec.suspensions.len(), 1, "{rec:?}");
-    assert_near("suspend", rec.suspensions[0].suspend, suspended, 100 * MS);
-    assert_near("resume", rec.suspensions[0].resume, resumed, 100 * MS);
+    assert_near("suspend", rec.suspensions[0].suspend, suspended, DELIVERY);
+    assert_near("resume", rec.suspensions[0].resume, resumed, DELIVERY);
     assert_near(
         "wall - suspended",
         rec.end - rec.start - rec.suspended_ns(),
         500 * MS,
-        20 * MS,
+        ACCOUNTING,
     );
 }

@@ -8,10 +8,6 @@ use common::*;
 
 use formats::record::{Flags, Status};
 
-/// Signal delivery on a loaded 2-core machine can lag by tens of ms; the
-/// instants a test takes around kill(2) are compared with this tolerance.
-const DELIVERY: i64 = 100 * MS;
-
 #[test]
 fn two_suspensions_are_recorded_and_excluded_from_run_time() {
     let dir = tempfile::tempdir().unwrap();
@@ -54,13 +50,12 @@ fn two_suspensions_are_recorded_and_excluded_from_run_time() {
     for (got, (s, r)) in rec.suspensions.iter().zip(&sent) {
         assert_near("suspend instant", got.suspend, *s, DELIVERY);
         assert_near("resume instant", got.resume, *r, DELIVERY);
+        // Each interval is what the test held the job stopped for, to
+        // within the difference of two delivery lags.
+        assert_near("interval", got.resume - got.suspend, r - s, INTERVAL);
     }
-    // The suspended time is what the job was actually stopped for, known to
-    // the test within the delivery lag of each end.
-    let stopped: i64 = sent.iter().map(|(s, r)| r - s).sum();
-    assert_near("suspended time", rec.suspended_ns(), stopped, 2 * DELIVERY);
     // sigsleep's own accounting: wall = run + suspended, to within the
-    // timer's wake-up latency.
+    // timer's wake-up latency, and never short.
     let wall = rec.end - rec.start;
     assert!(
         wall - rec.suspended_ns() >= 1_500 * MS,
@@ -70,7 +65,7 @@ fn two_suspensions_are_recorded_and_excluded_from_run_time() {
         "wall - suspended",
         wall - rec.suspended_ns(),
         1_500 * MS,
-        20 * MS,
+        ACCOUNTING,
     );
 }
 
@@ -96,6 +91,6 @@ fn a_suspension_right_after_launch_is_accounted() {
         "wall - suspended",
         rec.end - rec.start - rec.suspended_ns(),
         300 * MS,
-        20 * MS,
+        ACCOUNTING,
     );
 }

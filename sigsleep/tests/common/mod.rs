@@ -13,13 +13,33 @@ use formats::record::{decode_all, DecodeStats, JobRecord};
 pub const MS: i64 = 1_000_000;
 pub const S: i64 = 1_000_000_000;
 
+// Tolerances. On an idle machine every figure below is well under 1 ms;
+// these are sized for a loaded 2-core CI machine, where a process can wait
+// tens of milliseconds to be scheduled, so that the tests never flake. The
+// latency itself is measured by the benchmarks, not here.
+
+/// An instant the test took around kill(2) against the instant sigsleep
+/// recorded when the signal was delivered.
+pub const DELIVERY: i64 = 250 * MS;
+/// A suspended interval against the interval between the test's two
+/// kill(2) calls: the difference of two delivery lags.
+pub const INTERVAL: i64 = 25 * MS;
+/// sigsleep's own accounting (wall − suspended against the run time): only
+/// the timer's wake-up latency.
+pub const ACCOUNTING: i64 = 50 * MS;
+
 pub fn sigsleep() -> Command {
     Command::new(env!("CARGO_BIN_EXE_sigsleep"))
 }
 
 /// Starts `cmd` in its own process group with the job signals blocked, as
 /// the agent does, so that a signal sent at once is not lost.
-pub fn launch(mut cmd: Command) -> Child {
+pub fn launch(cmd: Command) -> Child {
+    launch_in_group(cmd, 0)
+}
+
+/// As [`launch`], in process group `pgid` (0: a new group of its own).
+pub fn launch_in_group(mut cmd: Command, pgid: libc::pid_t) -> Child {
     // SAFETY: only async-signal-safe calls between fork and exec.
     unsafe {
         cmd.pre_exec(|| {
@@ -32,7 +52,7 @@ pub fn launch(mut cmd: Command) -> Child {
             Ok(())
         });
     }
-    cmd.process_group(0).stdin(Stdio::null());
+    cmd.process_group(pgid).stdin(Stdio::null());
     cmd.spawn().expect("spawn sigsleep")
 }
 
