@@ -1,25 +1,109 @@
-//! calcmets's command line (clap derive).
+//! calcmets's command line (clap derive): what the user typed. `lib.rs`
+//! turns it into checked parameters.
 
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+
+const EXAMPLES: &str = "\
+Examples:
+  calcmets results/shrink-100                  metrics of one replay run
+  calcmets results/                            every run in it, side by side
+  calcmets --swf trace.swf.gz results/shrink-100
+                                               a run beside its original trace
+  calcmets --cores 57600 --format json jobs.rec
+  calcmets --by size --format csv results/
+  calcmets dump jobs.rec | head
+
+Runs: a directory holding manifest.json (as runworkload leaves one per
+shrinking factor) is a run of its own, as is each such directory directly
+inside a given one and each --swf trace; other files and directories are
+read together as one run. Directories are searched recursively for *.rec.
+
+Exit status: 0 ok, 1 ran but found damaged or malformed input with
+--strict, 2 usage or input error.";
 
 #[derive(Debug, Parser)]
 #[command(
     name = "calcmets",
     version,
     about = "Scheduling metrics from clemu job records or SWF traces",
-    after_help = "Examples:\n  calcmets dump results/shrink-100 | head\n  calcmets dump --format jsonl jobs.rec > jobs.jsonl"
+    long_about = "Scheduling metrics from clemu job records or SWF traces: wait, response, \
+                  slowdown, bounded slowdown, weighted slowdown, utilization, makespan and \
+                  suspensions, as defined in DESIGN.md (\"Metric definitions\").",
+    after_help = EXAMPLES,
+    args_conflicts_with_subcommands = true
 )]
 pub struct Cli {
     #[command(subcommand)]
-    pub command: Command,
+    pub command: Option<Command>,
+    #[command(flatten)]
+    pub metrics: MetricsArgs,
 }
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Print every record as one JSON object per line.
     Dump(DumpArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct MetricsArgs {
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+    /// τ of the bounded slowdown, in seconds.
+    #[arg(long, default_value = "10", value_name = "SECONDS", value_parser = seconds)]
+    pub tau: i64,
+    /// Total cores of the cluster, for utilization [default: the run's
+    /// manifest.json, or the trace's MaxProcs, else MaxNodes].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub cores: Option<u64>,
+    /// Keep the jobs submitted in [T0, T1) and count, for utilization, only
+    /// the executed core-seconds inside it. Seconds in the input's time
+    /// base: since the Unix epoch for records, since the trace's start for
+    /// SWF.
+    #[arg(long, value_name = "T0:T1", value_parser = window)]
+    pub window: Option<(i64, i64)>,
+    /// Break the metrics down by job-size class (1, 2, 3-4, 5-8, ... cores).
+    #[arg(long, value_enum, value_name = "size")]
+    pub by: Option<By>,
+    /// Read a workload trace (SWF, plain or gzip) as a run of its own; may
+    /// be repeated.
+    #[arg(long = "swf", value_name = "TRACE")]
+    pub swf: Vec<PathBuf>,
+    /// Which jobs count: `completed` (records: status completed; SWF:
+    /// status 1 or -1) or `all` (every status; SWF: every non-partial line).
+    #[arg(long, value_enum, default_value_t = StatusFilter::Completed)]
+    pub status: StatusFilter,
+    /// Read every record input as one run, even results directories.
+    #[arg(long)]
+    pub merge: bool,
+    /// Exit with status 1 on any warning (damaged frames, malformed lines).
+    #[arg(long)]
+    pub strict: bool,
+    /// Record files, directories (searched recursively for *.rec) or results
+    /// directories; `-` reads records from standard input.
+    #[arg(value_name = "INPUT")]
+    pub inputs: Vec<PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    Table,
+    Json,
+    Csv,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum By {
+    Size,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum StatusFilter {
+    Completed,
+    All,
 }
 
 #[derive(Debug, Args)]
@@ -40,4 +124,24 @@ pub struct DumpArgs {
 pub enum DumpFormat {
     /// One JSON object per line.
     Jsonl,
+}
+
+fn seconds(s: &str) -> Result<i64, String> {
+    formats::seconds::parse_ns(s)
+        .filter(|&ns| ns >= 0)
+        .ok_or_else(|| format!("expected a non-negative number of seconds, got {s:?}"))
+}
+
+fn window(s: &str) -> Result<(i64, i64), String> {
+    let (a, b) = s
+        .split_once(':')
+        .ok_or_else(|| format!("expected T0:T1, got {s:?}"))?;
+    let parse = |v: &str| {
+        formats::seconds::parse_ns(v).ok_or_else(|| format!("{v:?} is not a time in seconds"))
+    };
+    let (t0, t1) = (parse(a)?, parse(b)?);
+    if t1 <= t0 {
+        return Err(format!("the window {s:?} ends before it starts"));
+    }
+    Ok((t0, t1))
 }

@@ -2,7 +2,7 @@
 //! line, walked recursively and streamed one file at a time.
 
 use std::fs::File;
-use std::io::{self, BufReader, Read};
+use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
@@ -70,12 +70,12 @@ fn walk(dir: &Path, found: &mut Vec<PathBuf>) -> Result<()> {
 }
 
 fn open(src: &Source) -> Result<Box<dyn Read>> {
+    // The decoder buffers on its own: a file is read straight into it.
     Ok(match src {
         Source::Stdin => Box::new(io::stdin().lock()),
-        Source::File(p) => Box::new(BufReader::with_capacity(
-            256 * 1024,
-            File::open(p).with_context(|| format!("cannot open {}", p.display()))?,
-        )),
+        Source::File(p) => {
+            Box::new(File::open(p).with_context(|| format!("cannot open {}", p.display()))?)
+        }
     })
 }
 

@@ -2,39 +2,216 @@
 //!
 //! # How it works
 //!
-//! [`inputs`] expands the files and directories on the command line into
-//! record sources and streams each through the [`formats::record`] decoder,
-//! never holding a whole file in memory; damaged frames are counted per file
-//! and reported on standard error. Subcommands consume the stream:
-//!
-//! - [`dump`] prints each record as one JSON line.
+//! [`runs`] groups the command line into runs (a results directory, a trace,
+//! or the remaining record files together). Each run is streamed, never
+//! loaded whole: records through the [`formats::record`] decoder (damaged
+//! frames are counted per file), traces through [`formats::swf`] (malformed
+//! lines become warnings naming the line). Every job goes through one
+//! [`metrics::Accum`], which applies DESIGN.md's metric definitions with
+//! integer sums and [`dist::Dist`] distributions (exact up to 65,536 jobs,
+//! an HDR histogram past that), so memory does not grow with the input.
+//! [`report`] prints the runs side by side as a table, JSON or CSV;
+//! [`dump`] prints records as JSON lines.
 //!
 //! The binary is a thin `main.rs`: [`run`] returns an [`Outcome`] and `main`
-//! maps it to the exit code (0 ok, 1 ran but found a problem, 2 usage or
-//! internal error; a closed pipe counts as success).
+//! maps it to the exit code (0 ok, 1 ran but found a problem with
+//! `--strict`, 2 usage or input error; a closed pipe counts as success).
 
 pub mod cli;
+pub mod dist;
 pub mod dump;
 pub mod inputs;
+pub mod metrics;
+pub mod report;
+pub mod runs;
 
 use std::io::{self, BufWriter, Write};
+use std::path::Path;
 
-use anyhow::Result;
+use anyhow::{anyhow, bail, Context, Result};
+use formats::record::{JobRecord, Status};
+use formats::swf;
 
-use crate::cli::{Cli, Command, DumpArgs};
+use crate::cli::{Cli, Command, DumpArgs, Format, MetricsArgs, StatusFilter};
+use crate::metrics::{Accum, JobView, Params, Summary};
+use crate::report::Named;
+use crate::runs::{Run, RunInput};
 
 /// How a run ended, for the exit code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {
-    /// Everything read was sound.
+    /// Everything read was sound, or problems were only warned about.
     Clean,
-    /// The run completed but found damage or warnings and `--strict` was given.
+    /// Input had damage or malformed lines and `--strict` was given.
     Problems,
 }
 
+/// Warnings are printed one per line on standard error; past this many,
+/// only their number.
+const MAX_WARNINGS_SHOWN: usize = 20;
+
 pub fn run(cli: Cli) -> Result<Outcome> {
     match cli.command {
-        Command::Dump(args) => dump_records(&args),
+        Some(Command::Dump(args)) => dump_records(&args),
+        None => metrics_of(&cli.metrics),
+    }
+}
+
+fn metrics_of(args: &MetricsArgs) -> Result<Outcome> {
+    if args.inputs.is_empty() && args.swf.is_empty() {
+        bail!("nothing to read: give record files or directories, or --swf TRACE (see --help)");
+    }
+    let params = Params {
+        tau_ns: args.tau,
+        window: args.window,
+        by_size: args.by.is_some(),
+    };
+    let plan = runs::plan(&args.inputs, &args.swf, args.merge)?;
+    let mut warnings = Vec::new();
+    let mut results = Vec::with_capacity(plan.len());
+    for run in &plan {
+        let summary = match &run.input {
+            RunInput::Records(sources) => records_run(run, sources, args, &params, &mut warnings)?,
+            RunInput::Swf(path) => swf_run(path, args, &params, &mut warnings)?,
+        };
+        results.push(Named {
+            name: run.name.clone(),
+            summary,
+        });
+    }
+
+    let stdout = io::stdout().lock();
+    let mut out = BufWriter::new(stdout);
+    match args.format {
+        Format::Table => report::table(&mut out, &results)?,
+        Format::Json => report::json(&mut out, &results)?,
+        Format::Csv => report::csv(&mut out, &results)?,
+    }
+    out.flush()?;
+    print_warnings(&warnings);
+    Ok(if args.strict && !warnings.is_empty() {
+        Outcome::Problems
+    } else {
+        Outcome::Clean
+    })
+}
+
+fn records_run(
+    run: &Run,
+    sources: &[inputs::Source],
+    args: &MetricsArgs,
+    params: &Params,
+    warnings: &mut Vec<String>,
+) -> Result<Summary> {
+    // Ask for the core count before reading: a long read that ends in
+    // "cannot compute utilization" would waste the user's time.
+    let cores = args.cores.or(run.manifest_cores).ok_or_else(|| {
+        anyhow!(
+            "{}: utilization needs the cluster's total cores: pass --cores N \
+             (no manifest.json with \"cores\" was found)",
+            run.name
+        )
+    })?;
+    summarize_records(
+        sources,
+        params,
+        cores,
+        args.status == StatusFilter::All,
+        warnings,
+    )
+}
+
+/// The metrics of the records in `sources`, taken together; damage is
+/// counted in `skipped.corrupt` and described in `warnings`.
+pub fn summarize_records(
+    sources: &[inputs::Source],
+    params: &Params,
+    cores: u64,
+    all_statuses: bool,
+    warnings: &mut Vec<String>,
+) -> Result<Summary> {
+    let mut acc = Accum::new();
+    let stats = inputs::for_each_record(sources, |rec: &JobRecord<'_>| {
+        acc.add(
+            params,
+            &JobView {
+                cores: u64::from(rec.cores),
+                submit: rec.submit,
+                start: rec.start,
+                end: rec.end,
+                suspensions: &rec.suspensions,
+                status_ok: all_statuses || rec.status == Status::Completed,
+            },
+        );
+        Ok(())
+    })?;
+    warnings.extend(inputs::damage_report(&stats));
+    let corrupt = stats.iter().map(|(_, s)| s.damaged() + s.unsupported).sum();
+    Ok(acc.finish(params, Some(cores), corrupt))
+}
+
+fn swf_run(
+    path: &Path,
+    args: &MetricsArgs,
+    params: &Params,
+    warnings: &mut Vec<String>,
+) -> Result<Summary> {
+    let name = path.display();
+    let mut reader = swf::open(path).with_context(|| format!("cannot open {name}"))?;
+    let all = args.status == StatusFilter::All;
+    let mut acc = Accum::new();
+    while let Some(line) = reader
+        .next_job()
+        .with_context(|| format!("cannot read {name}"))?
+    {
+        let job = match line {
+            Ok(job) => job,
+            Err(e) => {
+                warnings.push(format!("{name}:{}: {}", e.line, e.message));
+                continue;
+            }
+        };
+        if job.is_partial() {
+            continue;
+        }
+        let status = job.status();
+        let submit = job.submit_ns();
+        let start = submit + job.wait_ns().unwrap_or(0);
+        acc.add(
+            params,
+            &JobView {
+                cores: job.procs().unwrap_or(0),
+                submit,
+                start,
+                end: start + job.run_ns().unwrap_or(0),
+                suspensions: &[],
+                status_ok: all
+                    || status == swf::status::COMPLETED
+                    || status == swf::status::UNKNOWN,
+            },
+        );
+    }
+    let cores = args
+        .cores
+        .or_else(|| reader.header().cores())
+        .ok_or_else(|| {
+            anyhow!(
+            "{name}: utilization needs the cluster's total cores: the trace has no MaxProcs or \
+             MaxNodes header, so pass --cores N"
+        )
+        })?;
+    Ok(acc.finish(params, Some(cores), 0))
+}
+
+fn print_warnings(warnings: &[String]) {
+    for w in warnings.iter().take(MAX_WARNINGS_SHOWN) {
+        eprintln!("calcmets: warning: {w}");
+    }
+    if warnings.len() > MAX_WARNINGS_SHOWN {
+        eprintln!(
+            "calcmets: warning: ... and {} more warnings",
+            warnings.len() - MAX_WARNINGS_SHOWN
+        );
     }
 }
 
@@ -45,9 +222,7 @@ fn dump_records(args: &DumpArgs) -> Result<Outcome> {
     let stats = inputs::for_each_record(&sources, |rec| dump::write_jsonl(&mut out, rec))?;
     out.flush()?;
     let report = inputs::damage_report(&stats);
-    for line in &report {
-        eprintln!("calcmets: warning: {line}");
-    }
+    print_warnings(&report);
     Ok(if args.strict && !report.is_empty() {
         Outcome::Problems
     } else {

@@ -10,6 +10,8 @@
 //!   a framed, versioned, CRC-checked binary frame, with an encoder and a
 //!   streaming decoder that survives torn and corrupt input. The byte layout
 //!   is in `docs/record-format.md`.
+//! - [`swf`] (feature `swf`): workload traces in the Standard Workload
+//!   Format, plain or gzip-compressed.
 //! - [`seconds`]: decimal seconds from command lines and traces, read exactly
 //!   into nanoseconds.
 //!
@@ -19,3 +21,5 @@
 
 pub mod record;
 pub mod seconds;
+#[cfg(feature = "swf")]
+pub mod swf;

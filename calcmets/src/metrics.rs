@@ -1,0 +1,482 @@
+//! The metric definitions of DESIGN.md, applied one job at a time.
+//! [`Accum`] owns the running sums and distributions of one run;
+//! [`Accum::finish`] turns them into the [`Summary`] that is printed.
+//!
+//! For each included job i, with cores c, submit s, first start b, end e and
+//! total suspended time z: run time r = e − b − z, wait w = b − s, response
+//! R = e − s, slowdown R / r, bounded slowdown max(1, R / max(r, τ)),
+//! weighted slowdown Σ c·R / Σ c·r, utilization Σ c·r / (C·(t1 − t0)) over
+//! [t0, t1] = [min s, max e]. All sums are integers (nanoseconds, core·ns),
+//! so results do not depend on the order in which jobs are read.
+
+use std::collections::BTreeMap;
+
+use formats::record::Suspension;
+use serde::Serialize;
+
+use crate::dist::Dist;
+
+/// Ratios (slowdowns) are kept as integers in units of 1e-9.
+const RATIO: f64 = 1e9;
+const NS: f64 = 1e9;
+
+/// What a run's metrics depend on besides its jobs.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Params {
+    /// τ of the bounded slowdown, in nanoseconds.
+    pub tau_ns: i64,
+    /// `--window T0:T1` in nanoseconds (the time base of the input).
+    pub window: Option<(i64, i64)>,
+    /// Whether to break the metrics down by job-size class.
+    pub by_size: bool,
+}
+
+/// One job as the metrics see it, whether it came from a record or a trace.
+#[derive(Debug, Clone, Copy)]
+pub struct JobView<'a> {
+    pub cores: u64,
+    pub submit: i64,
+    pub start: i64,
+    pub end: i64,
+    pub suspensions: &'a [Suspension],
+    /// Whether its status lets it be included (completed, for records).
+    pub status_ok: bool,
+}
+
+/// The running state of one run (or of one size class of it).
+#[derive(Clone)]
+pub struct Accum {
+    jobs: u64,
+    excluded: u64,
+    wait: Dist,
+    response: Dist,
+    slowdown: Dist,
+    bounded: Dist,
+    /// Σ c·r in core·ns.
+    area: i128,
+    /// Σ c·R in core·ns (numerator of the weighted slowdown).
+    area_response: i128,
+    /// Σ c·(executed time inside the window) in core·ns.
+    window_area: i128,
+    t0: i64,
+    t1: i64,
+    suspended_jobs: u64,
+    suspensions: u64,
+    suspended_ns: i128,
+    by_size: BTreeMap<u32, Accum>,
+}
+
+impl Default for Accum {
+    fn default() -> Accum {
+        Accum {
+            jobs: 0,
+            excluded: 0,
+            wait: Dist::default(),
+            response: Dist::default(),
+            slowdown: Dist::default(),
+            bounded: Dist::default(),
+            area: 0,
+            area_response: 0,
+            window_area: 0,
+            // The empty fold of min/max, so the first job sets both.
+            t0: i64::MAX,
+            t1: i64::MIN,
+            suspended_jobs: 0,
+            suspensions: 0,
+            suspended_ns: 0,
+            by_size: BTreeMap::new(),
+        }
+    }
+}
+
+impl Accum {
+    pub fn new() -> Accum {
+        Accum::default()
+    }
+
+    /// Adds one job: included, excluded, or (outside `--window`) ignored.
+    pub fn add(&mut self, p: &Params, job: &JobView<'_>) {
+        if let Some((w0, w1)) = p.window {
+            if job.submit < w0 || job.submit >= w1 {
+                return;
+            }
+        }
+        let z: i64 = job
+            .suspensions
+            .iter()
+            .map(|s| s.resume.saturating_sub(s.suspend).max(0))
+            .sum();
+        let r = job.end - job.start - z;
+        if !job.status_ok || r <= 0 || job.cores == 0 {
+            self.excluded += 1;
+            if p.by_size {
+                self.class(job.cores).excluded += 1;
+            }
+            return;
+        }
+        self.include(p, job, r, z);
+        if p.by_size {
+            self.class(job.cores).include(p, job, r, z);
+        }
+    }
+
+    fn class(&mut self, cores: u64) -> &mut Accum {
+        self.by_size.entry(size_class(cores)).or_default()
+    }
+
+    fn include(&mut self, p: &Params, job: &JobView<'_>, r: i64, z: i64) {
+        let w = job.start - job.submit;
+        let resp = job.end - job.submit;
+        self.jobs += 1;
+        self.wait.add(w);
+        self.response.add(resp);
+        // Ratios are positive: adding a half and truncating rounds them,
+        // without a call into libm for every job.
+        let slow = resp as f64 / r as f64;
+        self.slowdown.add((slow * RATIO + 0.5) as i64);
+        let bounded = (resp as f64 / r.max(p.tau_ns) as f64).max(1.0);
+        self.bounded.add((bounded * RATIO + 0.5) as i64);
+        let c = i128::from(job.cores);
+        self.area += c * i128::from(r);
+        self.area_response += c * i128::from(resp);
+        if let Some((w0, w1)) = p.window {
+            self.window_area += c * i128::from(executed_within(job, w0, w1));
+        }
+        self.t0 = self.t0.min(job.submit);
+        self.t1 = self.t1.max(job.end);
+        if !job.suspensions.is_empty() {
+            self.suspended_jobs += 1;
+            self.suspensions += job.suspensions.len() as u64;
+            self.suspended_ns += i128::from(z);
+        }
+    }
+
+    pub fn finish(mut self, p: &Params, cores: Option<u64>, corrupt: u64) -> Summary {
+        let (t0, t1) = match p.window {
+            Some(w) => w,
+            None => (self.t0, self.t1),
+        };
+        // With no job and no window, t0 > t1 (the empty fold): no span.
+        let span = if t1 > t0 { (t1 - t0) as f64 } else { 0.0 };
+        let utilization = match (self.jobs, cores) {
+            (0, _) | (_, None) => None,
+            _ if span <= 0.0 => None,
+            (_, Some(c)) => {
+                let area = if p.window.is_some() {
+                    self.window_area
+                } else {
+                    self.area
+                };
+                Some(area as f64 / (c as f64 * span))
+            }
+        };
+        let by_size = p.by_size.then(|| {
+            std::mem::take(&mut self.by_size)
+                .into_iter()
+                .map(|(k, mut acc)| {
+                    // A class's utilization is its share of the whole run's
+                    // window, so the classes add up to the run's; its window
+                    // is the run's.
+                    let class_params = Params {
+                        window: Some((t0, t1)),
+                        by_size: false,
+                        ..*p
+                    };
+                    if p.window.is_none() {
+                        acc.window_area = acc.area;
+                    }
+                    let (lo, hi) = class_bounds(k);
+                    SizeClass {
+                        class: class_label(k),
+                        min_cores: lo,
+                        max_cores: hi,
+                        summary: acc.finish(&class_params, cores, 0),
+                    }
+                })
+                .collect()
+        });
+        let jobs = self.jobs;
+        let makespan = (jobs > 0).then(|| (self.t1 - self.t0) as f64 / NS);
+        Summary {
+            jobs,
+            cores,
+            tau: p.tau_ns as f64 / NS,
+            window: (jobs > 0 || p.window.is_some()).then(|| [t0 as f64 / NS, t1 as f64 / NS]),
+            makespan,
+            wait: seconds(&mut self.wait),
+            response: seconds(&mut self.response),
+            slowdown: ratios(&mut self.slowdown),
+            bounded_slowdown: ratios(&mut self.bounded),
+            weighted_slowdown: (self.area > 0)
+                .then(|| self.area_response as f64 / self.area as f64),
+            utilization,
+            suspended_jobs: self.suspended_jobs,
+            suspensions: self.suspensions,
+            suspended_time: self.suspended_ns as f64 / NS,
+            skipped: Skipped {
+                corrupt,
+                excluded: self.excluded,
+            },
+            approximate: self.wait.approximate(),
+            by_size,
+        }
+    }
+}
+
+/// Executed time of `job` (start to end, minus suspensions) inside [w0, w1).
+fn executed_within(job: &JobView<'_>, w0: i64, w1: i64) -> i64 {
+    let overlap = |a: i64, b: i64| (b.min(w1) - a.max(w0)).max(0);
+    let mut t = overlap(job.start, job.end);
+    for s in job.suspensions {
+        let a = s.suspend.max(job.start);
+        let b = s.resume.min(job.end);
+        if b > a {
+            t -= overlap(a, b);
+        }
+    }
+    t.max(0)
+}
+
+/// Size class k holds jobs of (2^(k−1), 2^k] cores; class 0 is 1 core.
+pub fn size_class(cores: u64) -> u32 {
+    if cores <= 1 {
+        0
+    } else {
+        64 - (cores - 1).leading_zeros()
+    }
+}
+
+fn class_bounds(k: u32) -> (u64, u64) {
+    match k {
+        0 => (1, 1),
+        _ => ((1u64 << (k - 1)) + 1, 1u64 << k),
+    }
+}
+
+fn class_label(k: u32) -> String {
+    match class_bounds(k) {
+        (lo, hi) if lo == hi => lo.to_string(),
+        (lo, hi) => format!("{lo}-{hi}"),
+    }
+}
+
+/// Mean and nearest-rank percentiles, in seconds or as plain ratios.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Stats {
+    pub mean: Option<f64>,
+    pub p50: Option<f64>,
+    pub p95: Option<f64>,
+    pub p99: Option<f64>,
+    pub max: Option<f64>,
+}
+
+fn scaled(d: &mut Dist, unit: f64) -> Stats {
+    match d.quantiles() {
+        None => Stats {
+            mean: None,
+            p50: None,
+            p95: None,
+            p99: None,
+            max: None,
+        },
+        Some(q) => Stats {
+            mean: Some(q.mean / unit),
+            p50: Some(q.p50 as f64 / unit),
+            p95: Some(q.p95 as f64 / unit),
+            p99: Some(q.p99 as f64 / unit),
+            max: Some(q.max as f64 / unit),
+        },
+    }
+}
+
+fn seconds(d: &mut Dist) -> Stats {
+    scaled(d, NS)
+}
+
+fn ratios(d: &mut Dist) -> Stats {
+    scaled(d, RATIO)
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Skipped {
+    /// Damaged or unreadable record frames.
+    pub corrupt: u64,
+    /// Jobs not included: status, r ≤ 0 or no cores.
+    pub excluded: u64,
+}
+
+/// The metrics of one run, with exactly the keys of DESIGN.md
+/// ("calcmets --format json"), plus `by_size` when asked for.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Summary {
+    pub jobs: u64,
+    pub cores: Option<u64>,
+    pub tau: f64,
+    pub window: Option<[f64; 2]>,
+    pub makespan: Option<f64>,
+    pub wait: Stats,
+    pub response: Stats,
+    pub slowdown: Stats,
+    pub bounded_slowdown: Stats,
+    pub weighted_slowdown: Option<f64>,
+    pub utilization: Option<f64>,
+    pub suspended_jobs: u64,
+    pub suspensions: u64,
+    pub suspended_time: f64,
+    pub skipped: Skipped,
+    /// Whether the percentiles came from the histogram (more than 65,536
+    /// jobs): within 0.1 % of the exact values. Not printed in JSON.
+    #[serde(skip)]
+    pub approximate: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub by_size: Option<Vec<SizeClass>>,
+}
+
+/// The metrics of the jobs of one size class.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SizeClass {
+    pub class: String,
+    pub min_cores: u64,
+    pub max_cores: u64,
+    #[serde(flatten)]
+    pub summary: Summary,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const S: i64 = 1_000_000_000;
+
+    fn params() -> Params {
+        Params {
+            tau_ns: 10 * S,
+            window: None,
+            by_size: false,
+        }
+    }
+
+    fn job(cores: u64, s: i64, b: i64, e: i64, susp: &[Suspension]) -> JobView<'_> {
+        JobView {
+            cores,
+            submit: s * S,
+            start: b * S,
+            end: e * S,
+            suspensions: susp,
+            status_ok: true,
+        }
+    }
+
+    #[test]
+    fn hand_computed_run() {
+        // Job A: 4 cores, submitted 0, started 10, ended 110, never
+        //   suspended: w 10, r 100, R 110, sld 1.1, bsld 1.1.
+        // Job B: 2 cores, submitted 20, started 20, ended 70, suspended
+        //   30..40: z 10, r 40, w 0, R 50, sld 1.25, bsld 1.25.
+        // Job C: 1 core, submitted 50, started 60, ended 65: r 5, w 10,
+        //   R 15, sld 3, bsld max(1, 15 / max(5, 10)) = 1.5.
+        let susp = [Suspension {
+            suspend: 30 * S,
+            resume: 40 * S,
+        }];
+        let p = params();
+        let mut acc = Accum::new();
+        acc.add(&p, &job(4, 0, 10, 110, &[]));
+        acc.add(&p, &job(2, 20, 20, 70, &susp));
+        acc.add(&p, &job(1, 50, 60, 65, &[]));
+        let s = acc.finish(&p, Some(8), 0);
+        assert_eq!(s.jobs, 3);
+        assert_eq!(s.window, Some([0.0, 110.0]));
+        assert_eq!(s.makespan, Some(110.0));
+        assert_eq!(s.wait.mean, Some(20.0 / 3.0));
+        assert_eq!((s.wait.p50, s.wait.max), (Some(10.0), Some(10.0)));
+        assert_eq!(s.response.mean, Some(175.0 / 3.0));
+        assert_eq!(s.response.p50, Some(50.0));
+        assert_eq!(s.slowdown.max, Some(3.0));
+        assert_eq!(s.slowdown.p50, Some(1.25));
+        assert_eq!(s.bounded_slowdown.max, Some(1.5));
+        // Σ c·R / Σ c·r = (4·110 + 2·50 + 1·15) / (4·100 + 2·40 + 1·5)
+        assert_eq!(s.weighted_slowdown, Some(555.0 / 485.0));
+        // Σ c·r / (C·(t1 − t0)) = 485 / (8·110)
+        assert_eq!(s.utilization, Some(485.0 / 880.0));
+        assert_eq!(
+            (s.suspended_jobs, s.suspensions, s.suspended_time),
+            (1, 1, 10.0)
+        );
+    }
+
+    #[test]
+    fn zero_run_time_and_bad_status_are_excluded() {
+        let p = params();
+        let mut acc = Accum::new();
+        acc.add(&p, &job(4, 0, 10, 10, &[]));
+        let mut failed = job(4, 0, 10, 20, &[]);
+        failed.status_ok = false;
+        acc.add(&p, &failed);
+        acc.add(&p, &job(0, 0, 10, 20, &[]));
+        let s = acc.finish(&p, Some(8), 2);
+        assert_eq!(s.jobs, 0);
+        assert_eq!(
+            s.skipped,
+            Skipped {
+                corrupt: 2,
+                excluded: 3
+            }
+        );
+        assert_eq!(s.wait.mean, None);
+        assert_eq!(s.utilization, None);
+        assert_eq!(s.window, None);
+    }
+
+    #[test]
+    fn window_keeps_jobs_submitted_inside_and_clips_their_execution() {
+        let susp = [Suspension {
+            suspend: 40 * S,
+            resume: 60 * S,
+        }];
+        let p = Params {
+            window: Some((20 * S, 100 * S)),
+            ..params()
+        };
+        let mut acc = Accum::new();
+        acc.add(&p, &job(2, 10, 10, 50, &[])); // submitted before: dropped
+        acc.add(&p, &job(4, 30, 30, 130, &susp)); // runs 30..130 minus 40..60
+        let s = acc.finish(&p, Some(10), 0);
+        assert_eq!(s.jobs, 1);
+        assert_eq!(s.skipped.excluded, 0);
+        // Inside [20, 100): executed 30..40 and 60..100 = 50 s on 4 cores.
+        assert_eq!(s.utilization, Some(200.0 / (10.0 * 80.0)));
+        assert_eq!(s.window, Some([20.0, 100.0]));
+    }
+
+    #[test]
+    fn size_classes_are_powers_of_two() {
+        assert_eq!(
+            [1, 2, 3, 4, 5, 8, 9, 16, 17].map(size_class),
+            [0, 1, 2, 2, 3, 3, 4, 4, 5]
+        );
+        assert_eq!(class_label(0), "1");
+        assert_eq!(class_label(1), "2");
+        assert_eq!(class_label(2), "3-4");
+        assert_eq!(class_label(5), "17-32");
+    }
+
+    #[test]
+    fn size_class_utilizations_add_up_to_the_run() {
+        let p = Params {
+            by_size: true,
+            ..params()
+        };
+        let mut acc = Accum::new();
+        acc.add(&p, &job(4, 0, 10, 110, &[]));
+        acc.add(&p, &job(1, 50, 60, 65, &[]));
+        acc.add(&p, &job(3, 5, 6, 26, &[]));
+        let s = acc.finish(&p, Some(8), 0);
+        let classes = s.by_size.unwrap();
+        assert_eq!(classes.len(), 2);
+        assert_eq!(classes[0].class, "1");
+        assert_eq!(classes[1].summary.jobs, 2);
+        let sum: f64 = classes.iter().map(|c| c.summary.utilization.unwrap()).sum();
+        assert!((sum - s.utilization.unwrap()).abs() < 1e-12);
+    }
+}

@@ -1,0 +1,136 @@
+//! Which inputs form which run. A run is one column of output: a results
+//! directory that runworkload left (it holds `manifest.json`), a trace given
+//! with `--swf`, or everything else on the command line taken together.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+
+use crate::inputs::{self, Source};
+
+/// Name of the file that marks a results directory.
+pub const MANIFEST: &str = "manifest.json";
+
+#[derive(Debug, Clone)]
+pub struct Run {
+    pub name: String,
+    pub input: RunInput,
+    /// Total cores from the run's manifest, if it has one.
+    pub manifest_cores: Option<u64>,
+}
+
+#[derive(Debug, Clone)]
+pub enum RunInput {
+    Records(Vec<Source>),
+    Swf(PathBuf),
+}
+
+/// Groups the command line into runs. Each results directory (one holding
+/// `manifest.json`, or each such directory directly inside a given one) is a
+/// run of its own; every `--swf` trace is a run; the remaining files and
+/// directories form one run named "records". With `merge`, all record
+/// inputs form a single run whatever they are.
+pub fn plan(inputs: &[PathBuf], traces: &[PathBuf], merge: bool) -> Result<Vec<Run>> {
+    let mut runs = Vec::new();
+    let mut loose = Vec::new();
+    for input in inputs {
+        if merge {
+            loose.push(input.clone());
+            continue;
+        }
+        if input.is_dir() {
+            if input.join(MANIFEST).is_file() {
+                runs.push(results_dir(input)?);
+                continue;
+            }
+            let children = result_children(input)?;
+            if !children.is_empty() {
+                for child in children {
+                    runs.push(results_dir(&child)?);
+                }
+                continue;
+            }
+        }
+        loose.push(input.clone());
+    }
+    if !loose.is_empty() {
+        let manifest_cores = match loose.as_slice() {
+            [one] if one.join(MANIFEST).is_file() => read_manifest_cores(&one.join(MANIFEST))?,
+            _ => None,
+        };
+        runs.push(Run {
+            name: "records".into(),
+            input: RunInput::Records(inputs::expand(&loose)?),
+            manifest_cores,
+        });
+    }
+    for t in traces {
+        runs.push(Run {
+            name: trace_name(t),
+            input: RunInput::Swf(t.clone()),
+            manifest_cores: None,
+        });
+    }
+    Ok(runs)
+}
+
+fn result_children(dir: &Path) -> Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).with_context(|| format!("cannot list {}", dir.display()))? {
+        let path = entry
+            .with_context(|| format!("cannot list {}", dir.display()))?
+            .path();
+        if path.join(MANIFEST).is_file() {
+            out.push(path);
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+fn results_dir(dir: &Path) -> Result<Run> {
+    let manifest = dir.join(MANIFEST);
+    let text = std::fs::read_to_string(&manifest)
+        .with_context(|| format!("cannot read {}", manifest.display()))?;
+    let value: serde_json::Value = serde_json::from_str(&text)
+        .with_context(|| format!("{} is not valid JSON", manifest.display()))?;
+    let name = value
+        .get("label")
+        .and_then(|v| v.as_str())
+        .map(str::to_string)
+        .unwrap_or_else(|| {
+            dir.file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_else(|| dir.display().to_string())
+        });
+    Ok(Run {
+        name,
+        input: RunInput::Records(inputs::expand(&[dir.to_path_buf()])?),
+        manifest_cores: cores_of(&value),
+    })
+}
+
+fn read_manifest_cores(path: &Path) -> Result<Option<u64>> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let value: serde_json::Value = serde_json::from_str(&text)
+        .with_context(|| format!("{} is not valid JSON", path.display()))?;
+    Ok(cores_of(&value))
+}
+
+fn cores_of(manifest: &serde_json::Value) -> Option<u64> {
+    manifest
+        .get("cores")
+        .and_then(serde_json::Value::as_u64)
+        .filter(|&c| c > 0)
+}
+
+fn trace_name(path: &Path) -> String {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| path.display().to_string());
+    name.trim_end_matches(".gz")
+        .trim_end_matches(".swf")
+        .to_string()
+}

@@ -1,0 +1,88 @@
+//! Every real trace in ../shared/workloads (the Parallel Workloads Archive
+//! copies the project develops against) parses, with plausible metrics.
+
+#![allow(clippy::unwrap_used)] // tests: a failure should panic
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use serde_json::Value;
+
+fn workloads() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/workloads")
+}
+
+#[test]
+fn every_shared_trace_gives_plausible_metrics() {
+    let dir = workloads();
+    let mut traces: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e} (the shared traces are needed)", dir.display()))
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            let n = p.to_string_lossy();
+            n.ends_with(".swf") || n.ends_with(".swf.gz")
+        })
+        .collect();
+    traces.sort();
+    assert!(traces.len() >= 4, "{traces:?}");
+    for t in &traces {
+        let out = Command::new(env!("CARGO_BIN_EXE_calcmets"))
+            .args(["--format", "json", "--strict", "--swf"])
+            .arg(t)
+            .output()
+            .unwrap();
+        let name = t.display();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{name}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let jobs = v["jobs"].as_u64().unwrap();
+        assert!(jobs > 0, "{name}");
+        let u = v["utilization"].as_f64().unwrap();
+        assert!(u > 0.0 && u <= 1.0, "{name}: utilization {u}");
+        for k in ["wait", "response", "slowdown", "bounded_slowdown"] {
+            let s = &v[k];
+            let q: Vec<f64> = ["p50", "p95", "p99", "max"]
+                .iter()
+                .map(|p| s[*p].as_f64().unwrap())
+                .collect();
+            assert!(q.windows(2).all(|w| w[0] <= w[1]), "{name} {k}: {q:?}");
+            assert!(q[0] >= 0.0, "{name} {k}");
+            let mean = s["mean"].as_f64().unwrap();
+            assert!(mean >= 0.0 && mean <= q[3], "{name} {k}: mean {mean}");
+        }
+        assert!(
+            v["bounded_slowdown"]["p50"].as_f64().unwrap() >= 1.0,
+            "{name}"
+        );
+        assert!(v["slowdown"]["p50"].as_f64().unwrap() >= 1.0, "{name}");
+        assert!(v["weighted_slowdown"].as_f64().unwrap() >= 1.0, "{name}");
+        assert_eq!(v["suspensions"], 0, "{name}");
+    }
+}
+
+#[test]
+fn known_counts_of_the_shared_traces() {
+    // From ../shared/workloads/README.md: status counts per trace.
+    for (file, jobs, cores) in [
+        // The 40-job sample: 22 completed, 18 failed.
+        ("KTH-SP2-1996-2.1-cln.sample40.swf", 22, 100),
+        // NASA: every status is -1 (unknown), so all are included but the
+        // 173 with run time 0.
+        ("NASA-iPSC-1993-3.1-cln.swf.gz", 18_239 - 173, 128),
+        // RICC: 431,549 completed, two of which ran for 0 s.
+        ("RICC-2010-2.swf.gz", 431_547, 8192),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_calcmets"))
+            .args(["--format", "json", "--swf"])
+            .arg(workloads().join(file))
+            .output()
+            .unwrap();
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v["jobs"], jobs, "{file}");
+        assert_eq!(v["cores"], cores, "{file}");
+    }
+}

@@ -1,0 +1,596 @@
+//! Workload traces in the Standard Workload Format (SWF 2.2) of the Parallel
+//! Workloads Archive: the header, the 18 fields of each job line, and a
+//! streaming reader for plain or gzip-compressed files.
+//!
+//! What the archive's files really contain (see the traces' READMEs): `-1`
+//! for "unknown" in any field, times that may be fractional, header lines
+//! that may be missing, repeated (`Note`, `Queue`) or continued on a `;` line
+//! without a key, and `MaxJobs`/`MaxRecords` that describe the original log
+//! rather than the cleaned file. A malformed line is a [`LineError`] naming
+//! its line, never a panic and never the end of the file.
+
+use std::fmt;
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, Read};
+use std::path::Path;
+
+/// Field numbers (1-based, as the SWF definition counts them).
+pub mod field {
+    pub const JOB: usize = 1;
+    pub const SUBMIT: usize = 2;
+    pub const WAIT: usize = 3;
+    pub const RUN: usize = 4;
+    pub const ALLOC_PROCS: usize = 5;
+    pub const AVG_CPU: usize = 6;
+    pub const USED_MEM: usize = 7;
+    pub const REQ_PROCS: usize = 8;
+    pub const REQ_TIME: usize = 9;
+    pub const REQ_MEM: usize = 10;
+    pub const STATUS: usize = 11;
+    pub const USER: usize = 12;
+    pub const GROUP: usize = 13;
+    pub const EXECUTABLE: usize = 14;
+    pub const QUEUE: usize = 15;
+    pub const PARTITION: usize = 16;
+    pub const PRECEDING: usize = 17;
+    pub const THINK: usize = 18;
+}
+
+/// Number of fields on a job line.
+pub const FIELDS: usize = 18;
+
+/// Job status values (field 11).
+pub mod status {
+    pub const FAILED: i64 = 0;
+    pub const COMPLETED: i64 = 1;
+    /// Partial execution, to be continued (checkpointed or swapped out).
+    pub const PARTIAL: i64 = 2;
+    /// Last partial execution; the job completed.
+    pub const PARTIAL_LAST_COMPLETED: i64 = 3;
+    /// Last partial execution; the job failed.
+    pub const PARTIAL_LAST_FAILED: i64 = 4;
+    pub const CANCELLED: i64 = 5;
+    pub const UNKNOWN: i64 = -1;
+}
+
+/// One job line: the 18 fields as numbers, `-1` meaning unknown.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SwfJob {
+    /// Line number in the file (1-based), for messages.
+    pub line: u64,
+    pub fields: [f64; FIELDS],
+}
+
+impl SwfJob {
+    /// Field `n` (1-based).
+    pub fn get(&self, n: usize) -> f64 {
+        self.fields[n - 1]
+    }
+
+    fn known(&self, n: usize) -> Option<f64> {
+        let v = self.get(n);
+        (v >= 0.0).then_some(v)
+    }
+
+    fn known_ns(&self, n: usize) -> Option<i64> {
+        self.known(n).map(secs_to_ns)
+    }
+
+    pub fn id(&self) -> i64 {
+        self.get(field::JOB) as i64
+    }
+
+    /// Submit time, seconds from the trace's start, as nanoseconds.
+    pub fn submit_ns(&self) -> i64 {
+        secs_to_ns(self.get(field::SUBMIT))
+    }
+
+    /// Wait time in nanoseconds; `None` when unknown.
+    pub fn wait_ns(&self) -> Option<i64> {
+        self.known_ns(field::WAIT)
+    }
+
+    /// Run time in nanoseconds; `None` when unknown.
+    pub fn run_ns(&self) -> Option<i64> {
+        self.known_ns(field::RUN)
+    }
+
+    /// Requested wall time in nanoseconds; `None` when unknown.
+    pub fn req_time_ns(&self) -> Option<i64> {
+        self.known_ns(field::REQ_TIME)
+    }
+
+    pub fn alloc_procs(&self) -> Option<u64> {
+        self.known(field::ALLOC_PROCS).map(|v| v.round() as u64)
+    }
+
+    pub fn req_procs(&self) -> Option<u64> {
+        self.known(field::REQ_PROCS).map(|v| v.round() as u64)
+    }
+
+    /// Processors the job used: allocated, or requested when the allocation
+    /// is unknown (DESIGN.md's SWF rule).
+    pub fn procs(&self) -> Option<u64> {
+        if self.get(field::ALLOC_PROCS) < 0.0 {
+            self.req_procs()
+        } else {
+            self.alloc_procs()
+        }
+    }
+
+    pub fn status(&self) -> i64 {
+        self.get(field::STATUS) as i64
+    }
+
+    /// Whether this line is one part of a checkpointed or swapped job; the
+    /// job's summary line carries its totals.
+    pub fn is_partial(&self) -> bool {
+        matches!(
+            self.status(),
+            status::PARTIAL | status::PARTIAL_LAST_COMPLETED | status::PARTIAL_LAST_FAILED
+        )
+    }
+}
+
+fn secs_to_ns(s: f64) -> i64 {
+    // Round half away from zero without a call into libm: this runs for
+    // several fields of every line of a trace.
+    let ns = s * 1e9;
+    (if ns >= 0.0 { ns + 0.5 } else { ns - 0.5 }) as i64
+}
+
+/// The `; Key: value` lines of a trace, in order.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Header {
+    pub entries: Vec<(String, String)>,
+}
+
+impl Header {
+    /// The first value given for `key` (case-insensitive).
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.entries
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(key))
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// The leading integer of `key`'s value, if positive.
+    pub fn positive(&self, key: &str) -> Option<u64> {
+        let v = self.get(key)?.split_whitespace().next()?;
+        v.parse::<u64>().ok().filter(|&n| n > 0)
+    }
+
+    pub fn max_procs(&self) -> Option<u64> {
+        self.positive("MaxProcs")
+    }
+
+    pub fn max_nodes(&self) -> Option<u64> {
+        self.positive("MaxNodes")
+    }
+
+    /// `UnixStartTime`: the epoch second that submit time 0 stands for.
+    pub fn unix_start_time(&self) -> Option<i64> {
+        self.get("UnixStartTime")?
+            .split_whitespace()
+            .next()?
+            .parse()
+            .ok()
+    }
+
+    /// Total cores for utilization: `MaxProcs`, else `MaxNodes`.
+    pub fn cores(&self) -> Option<u64> {
+        self.max_procs().or_else(|| self.max_nodes())
+    }
+
+    fn take(&mut self, comment: &str) {
+        // "; Key: value". A continuation line is indented further (";
+        // <many spaces> text", where the text may well hold a colon, as in a
+        // URL) and a bare ";" is a separator: SWF gives neither a key.
+        let indent = comment.len() - comment.trim_start().len();
+        let Some((key, value)) = comment.split_once(':') else {
+            return;
+        };
+        let key = key.trim();
+        if indent > 2 || key.is_empty() || key.contains(char::is_whitespace) {
+            return;
+        }
+        self.entries
+            .push((key.to_string(), value.trim().to_string()));
+    }
+}
+
+/// A job line that could not be read.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LineError {
+    pub line: u64,
+    pub message: String,
+}
+
+impl fmt::Display for LineError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "line {}: {}", self.line, self.message)
+    }
+}
+
+/// Streams the job lines of a trace, collecting the header as it goes.
+pub struct SwfReader<R> {
+    inner: R,
+    line: u64,
+    buf: Vec<u8>,
+    header: Header,
+    /// The job last read, lent out by [`SwfReader::next_job`] rather than
+    /// moved: a trace has hundreds of thousands of them.
+    job: SwfJob,
+}
+
+/// Opens a trace, plain or gzip-compressed (recognised by its first bytes,
+/// whatever the file is called). A compressed trace is inflated on a thread
+/// of its own, so that parsing overlaps inflation.
+pub fn open(path: &Path) -> io::Result<SwfReader<Box<dyn BufRead + Send>>> {
+    let mut file = BufReader::with_capacity(1 << 20, File::open(path)?);
+    let gz = file.fill_buf()?.starts_with(&[0x1f, 0x8b]);
+    let inner: Box<dyn BufRead + Send> = if gz {
+        Box::new(Inflater::spawn(flate2::bufread::MultiGzDecoder::new(file))?)
+    } else {
+        Box::new(file)
+    };
+    Ok(SwfReader::new(inner))
+}
+
+/// A reader fed by a thread that inflates a gzip stream ahead of it, in
+/// blocks, through a bounded channel. Dropping the reader ends the thread
+/// (its next send fails).
+struct Inflater {
+    blocks: std::sync::mpsc::Receiver<io::Result<Vec<u8>>>,
+    block: Vec<u8>,
+    at: usize,
+    done: bool,
+}
+
+impl Inflater {
+    const BLOCK: usize = 1 << 20;
+
+    fn spawn<R: Read + Send + 'static>(mut source: R) -> io::Result<Inflater> {
+        // Four blocks in flight: enough to keep both sides busy, little
+        // memory.
+        let (tx, rx) = std::sync::mpsc::sync_channel(4);
+        std::thread::Builder::new()
+            .name("swf-inflate".into())
+            .spawn(move || loop {
+                let mut block = vec![0; Self::BLOCK];
+                let mut n = 0;
+                let step = loop {
+                    match source.read(&mut block[n..]) {
+                        Ok(0) => break Ok(()),
+                        Ok(k) => {
+                            n += k;
+                            if n == block.len() {
+                                break Ok(());
+                            }
+                        }
+                        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                        Err(e) => break Err(e),
+                    }
+                };
+                block.truncate(n);
+                let last = n == 0 || step.is_err();
+                let msg = step.map(|()| block);
+                if tx.send(msg).is_err() || last {
+                    return;
+                }
+            })?;
+        Ok(Inflater {
+            blocks: rx,
+            block: Vec::new(),
+            at: 0,
+            done: false,
+        })
+    }
+}
+
+impl Read for Inflater {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        let avail = self.fill_buf()?;
+        let n = avail.len().min(out.len());
+        out[..n].copy_from_slice(&avail[..n]);
+        self.consume(n);
+        Ok(n)
+    }
+}
+
+impl BufRead for Inflater {
+    fn fill_buf(&mut self) -> io::Result<&[u8]> {
+        while self.at == self.block.len() && !self.done {
+            match self.blocks.recv() {
+                Ok(Ok(b)) if b.is_empty() => self.done = true,
+                Ok(Ok(b)) => {
+                    self.block = b;
+                    self.at = 0;
+                }
+                Ok(Err(e)) => {
+                    self.done = true;
+                    return Err(e);
+                }
+                // The thread ended without a last empty block: it failed to
+                // send, which only happens once we are gone. Treat as EOF.
+                Err(_) => self.done = true,
+            }
+        }
+        Ok(&self.block[self.at..])
+    }
+
+    fn consume(&mut self, n: usize) {
+        self.at = (self.at + n).min(self.block.len());
+    }
+}
+
+/// Reads a whole trace from memory (tests, small inputs).
+pub fn from_bytes(bytes: &[u8]) -> SwfReader<&[u8]> {
+    SwfReader::new(bytes)
+}
+
+impl<R: BufRead> SwfReader<R> {
+    pub fn new(inner: R) -> Self {
+        SwfReader {
+            inner,
+            line: 0,
+            buf: Vec::with_capacity(256),
+            header: Header::default(),
+            job: SwfJob {
+                line: 0,
+                fields: [0.0; FIELDS],
+            },
+        }
+    }
+
+    /// The header lines seen so far. Traces put them first, so after the
+    /// first job this is normally complete.
+    pub fn header(&self) -> &Header {
+        &self.header
+    }
+
+    /// The next job line, a [`LineError`] for a malformed one, or `None` at
+    /// the end. Only errors of the underlying reader are `Err`.
+    pub fn next_job(&mut self) -> io::Result<Option<Result<&SwfJob, LineError>>> {
+        loop {
+            let avail = self.inner.fill_buf()?;
+            if avail.is_empty() {
+                return Ok(None);
+            }
+            // Lines are parsed where they lie in the reader's buffer; only
+            // one that straddles the end of the buffer is copied out.
+            let outcome = match memchr::memchr(b'\n', avail) {
+                Some(i) => {
+                    self.line += 1;
+                    let raw = &avail[..i];
+                    let o = take_line(&mut self.header, raw, self.line, false, &mut self.job);
+                    self.inner.consume(i + 1);
+                    o
+                }
+                None => {
+                    self.buf.clear();
+                    self.inner.read_until(b'\n', &mut self.buf)?;
+                    self.line += 1;
+                    let torn = !self.buf.ends_with(b"\n");
+                    take_line(&mut self.header, &self.buf, self.line, torn, &mut self.job)
+                }
+            };
+            if let Some(result) = outcome {
+                return Ok(Some(result.map(|()| &self.job)));
+            }
+        }
+    }
+}
+
+/// What one raw line is: a job (parsed into `job`), a malformed job, or
+/// (`None`) a header or blank line, which goes into `header` or nowhere.
+fn take_line(
+    header: &mut Header,
+    raw: &[u8],
+    line: u64,
+    torn: bool,
+    job: &mut SwfJob,
+) -> Option<Result<(), LineError>> {
+    let text = trim(raw);
+    if text.is_empty() {
+        return None;
+    }
+    if text[0] == b';' {
+        if let Ok(s) = std::str::from_utf8(&text[1..]) {
+            header.take(s);
+        }
+        return None;
+    }
+    Some(parse_line_into(text, line, job).map_err(|mut e| {
+        if torn {
+            e.message.push_str(" (the file ends mid-line: truncated?)");
+        }
+        e
+    }))
+}
+
+/// Field separators: SWF uses spaces and tabs; any control byte counts.
+fn is_space(b: u8) -> bool {
+    b <= b' '
+}
+
+fn trim(b: &[u8]) -> &[u8] {
+    let start = b.iter().position(|&c| !is_space(c)).unwrap_or(b.len());
+    let end = b
+        .iter()
+        .rposition(|&c| !is_space(c))
+        .map_or(start, |e| e + 1);
+    &b[start..end]
+}
+
+/// Parses the 18 whitespace-separated numbers of a job line.
+///
+/// One pass over the bytes: almost every SWF field is a small integer, read
+/// digit by digit as the token is scanned; anything else (a fraction, an
+/// exponent, garbage) falls back to the float parser for that token alone.
+pub fn parse_line(text: &[u8], line: u64) -> Result<SwfJob, LineError> {
+    let mut job = SwfJob {
+        line,
+        fields: [0.0; FIELDS],
+    };
+    parse_line_into(text, line, &mut job)?;
+    Ok(job)
+}
+
+/// [`parse_line`] into an existing job (all fields overwritten on success).
+pub fn parse_line_into(text: &[u8], line: u64, job: &mut SwfJob) -> Result<(), LineError> {
+    job.line = line;
+    let fields = &mut job.fields;
+    let mut n = 0;
+    let mut i = 0;
+    let len = text.len();
+    loop {
+        while i < len && is_space(text[i]) {
+            i += 1;
+        }
+        if i == len {
+            break;
+        }
+        if n == FIELDS {
+            let extra = n + text[i..]
+                .split(|&c| is_space(c))
+                .filter(|t| !t.is_empty())
+                .count();
+            return Err(LineError {
+                line,
+                message: format!("expected {FIELDS} fields, found {extra}"),
+            });
+        }
+        let start = i;
+        let neg = text[i] == b'-';
+        if neg {
+            i += 1;
+        }
+        let digits = i;
+        let mut v: i64 = 0;
+        while i < len && text[i].is_ascii_digit() && i - digits < 15 {
+            v = v * 10 + i64::from(text[i] - b'0');
+            i += 1;
+        }
+        let ends_here = i == len || is_space(text[i]);
+        fields[n] = if i > digits && ends_here {
+            if neg {
+                -v as f64
+            } else {
+                v as f64
+            }
+        } else {
+            while i < len && !is_space(text[i]) {
+                i += 1;
+            }
+            number(&text[start..i]).ok_or_else(|| LineError {
+                line,
+                message: format!(
+                    "field {} is not a number: {:?}",
+                    n + 1,
+                    String::from_utf8_lossy(&text[start..i])
+                ),
+            })?
+        };
+        n += 1;
+    }
+    if n != FIELDS {
+        return Err(LineError {
+            line,
+            message: format!("expected {FIELDS} fields, found {n}"),
+        });
+    }
+    Ok(())
+}
+
+/// A number token that is not a plain integer: a float, or garbage.
+fn number(tok: &[u8]) -> Option<f64> {
+    let v: f64 = std::str::from_utf8(tok).ok()?.parse().ok()?;
+    v.is_finite().then_some(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TRACE: &str = "\
+; Version: 2.2
+; Computer: Test
+; MaxNodes: 64
+; MaxProcs: 128
+; Note: first
+;       continued without a key
+;              http://example.org/not-a-key
+; Note: second
+;
+    1   0  10  100  4 -1 -1  4  200 -1  1 1 1 -1 1 -1 -1 -1
+    2  5.5 -1  0.25 -1 -1 -1  8  -1 -1 -1 1 1 -1 1 -1 -1 -1
+    3  7  1  2  3
+    4  8  x  2  3 -1 -1 3 -1 -1 1 1 1 -1 1 -1 -1 -1
+";
+
+    #[test]
+    fn header_and_jobs() {
+        let mut r = from_bytes(TRACE.as_bytes());
+        let j1 = *r.next_job().unwrap().unwrap().unwrap();
+        assert_eq!(r.header().max_procs(), Some(128));
+        assert_eq!(r.header().max_nodes(), Some(64));
+        assert_eq!(r.header().cores(), Some(128));
+        assert_eq!(r.header().get("note"), Some("first"));
+        assert_eq!(r.header().entries.len(), 6);
+        assert_eq!(j1.id(), 1);
+        assert_eq!(j1.line, 10);
+        assert_eq!(j1.wait_ns(), Some(10_000_000_000));
+        assert_eq!(j1.procs(), Some(4));
+        assert_eq!(j1.req_time_ns(), Some(200_000_000_000));
+
+        let j2 = *r.next_job().unwrap().unwrap().unwrap();
+        assert_eq!(j2.submit_ns(), 5_500_000_000);
+        assert_eq!(j2.wait_ns(), None);
+        assert_eq!(j2.run_ns(), Some(250_000_000));
+        assert_eq!(j2.procs(), Some(8), "requested when allocated is unknown");
+        assert_eq!(j2.status(), status::UNKNOWN);
+
+        let e3 = r.next_job().unwrap().unwrap().unwrap_err();
+        assert_eq!(e3.line, 12);
+        assert!(e3.message.contains("found 5"), "{e3}");
+        let e4 = r.next_job().unwrap().unwrap().unwrap_err();
+        assert!(e4.to_string().starts_with("line 13: field 3"), "{e4}");
+        assert!(r.next_job().unwrap().is_none());
+    }
+
+    #[test]
+    fn truncated_last_line_is_an_error_that_says_so() {
+        let mut r = from_bytes(b"1 0 0 5 1 -1 -1 1 -1 -1 1 1");
+        let e = r.next_job().unwrap().unwrap().unwrap_err();
+        assert!(e.message.contains("truncated"), "{e}");
+    }
+
+    #[test]
+    fn numbers() {
+        assert_eq!(number(b"-1"), Some(-1.0));
+        assert_eq!(number(b"36660"), Some(36660.0));
+        assert_eq!(number(b"12.75"), Some(12.75));
+        assert_eq!(number(b"1e3"), Some(1000.0));
+        assert_eq!(number(b"-"), None);
+        let j = parse_line(b"1 -2 3.5 1e2 -0.5 -1 -1 8 -1 -1 1 1 1 -1 1 -1 -1 -1", 1).unwrap();
+        assert_eq!(&j.fields[..5], &[1.0, -2.0, 3.5, 100.0, -0.5]);
+        assert!(
+            parse_line(b"1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20", 1)
+                .unwrap_err()
+                .message
+                .contains("found 20")
+        );
+        assert!(parse_line(b"1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 1-8", 1).is_err());
+        assert_eq!(number(b"inf"), None);
+        assert_eq!(number(b"3x"), None);
+    }
+
+    #[test]
+    fn partial_lines() {
+        let mut j = parse_line(b"1 0 0 5 1 -1 -1 1 -1 -1 2 1 1 -1 1 -1 -1 -1", 1).unwrap();
+        assert!(j.is_partial());
+        j.fields[field::STATUS - 1] = 5.0;
+        assert!(!j.is_partial());
+    }
+}
