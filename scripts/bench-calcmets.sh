@@ -44,17 +44,15 @@ for count in $((n / 5)) "$n"; do
   rm -f "$tmp/r.rec"
 done
 
-echo
-echo "## calcmets --swf against Python, on $(basename "$trace")"
-[ -f "$trace" ] || { echo "bench-calcmets: no trace at $trace (set TRACE=...)" >&2; exit 2; }
-rust_t=(); py_t=()
-for _ in 1 2 3; do
-  s=$(date +%s.%N); "$bin/calcmets" --swf "$trace" --format json > "$tmp/rust.json"; e=$(date +%s.%N)
-  rust_t+=("$(awk "BEGIN{print $e - $s}")")
-  s=$(date +%s.%N); python3 scripts/calcmets_swf.py "$trace" > "$tmp/py.json"; e=$(date +%s.%N)
-  py_t+=("$(awk "BEGIN{print $e - $s}")")
-done
-python3 - "$tmp/rust.json" "$tmp/py.json" "${rust_t[*]}" "${py_t[*]}" <<'PY'
+compare() { # trace label
+  local trace=$1 label=$2 rust_t=() py_t=()
+  for _ in 1 2 3; do
+    s=$(date +%s.%N); "$bin/calcmets" --swf "$trace" --format json > "$tmp/rust.json"; e=$(date +%s.%N)
+    rust_t+=("$(awk "BEGIN{print $e - $s}")")
+    s=$(date +%s.%N); python3 scripts/calcmets_swf.py "$trace" > "$tmp/py.json"; e=$(date +%s.%N)
+    py_t+=("$(awk "BEGIN{print $e - $s}")")
+  done
+  python3 - "$tmp/rust.json" "$tmp/py.json" "${rust_t[*]}" "${py_t[*]}" "$label" <<'PY'
 import json, sys, statistics
 rust, py = (json.load(open(p)) for p in sys.argv[1:3])
 rt = [float(x) for x in sys.argv[3].split()]
@@ -68,9 +66,18 @@ for k in ("wait", "response", "slowdown", "bounded_slowdown"):
         # within 0.1 % (DESIGN.md allows it).
         assert abs(rust[k][q] - py[k][q]) <= 1e-3 * abs(py[k][q]) + 1e-9, (k, q, rust[k][q], py[k][q])
 r, p = statistics.median(rt), statistics.median(pt)
-print(f"| {'implementation':<26} | {'median s (3 runs)':>17} |")
-print(f"|{'-'*28}|{'-'*19}|")
-print(f"| {'calcmets --swf':<26} | {r:>17.3f} |")
-print(f"| {'scripts/calcmets_swf.py':<26} | {p:>17.3f} |")
-print(f"\nspeed-up: {p / r:.1f}x   (both report {rust['jobs']} jobs, utilization {rust['utilization']:.6f})")
+print(f"| {sys.argv[5]:<22} | {r:>13.3f} | {p:>13.3f} | {p / r:>8.1f}x |")
 PY
+}
+
+echo
+echo "## calcmets --swf against Python, on $(basename "$trace")"
+[ -f "$trace" ] || { echo "bench-calcmets: no trace at $trace (set TRACE=...)" >&2; exit 2; }
+echo "(median of 3 runs each, alternating; both report the same jobs and metrics)"
+echo
+printf "| %-22s | %-13s | %-13s | %-9s |\n" input "calcmets s" "Python s" "speed-up"
+printf "|%s|%s|%s|%s|\n" ------------------------ --------------- --------------- -----------
+compare "$trace" "as shipped"
+case "$trace" in
+  *.gz) zcat "$trace" > "$tmp/plain.swf"; compare "$tmp/plain.swf" "decompressed first" ;;
+esac

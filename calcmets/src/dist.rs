@@ -76,6 +76,35 @@ impl Dist {
         self.hist = Some(h);
     }
 
+    /// Takes in everything `other` has seen, as if its values had been
+    /// added here (in any order: the result does not depend on it).
+    pub fn merge(&mut self, other: Dist) {
+        self.count += other.count;
+        self.sum += other.sum;
+        self.min = self.min.min(other.min);
+        self.max = self.max.max(other.max);
+        if other.hist.is_some() && self.hist.is_none() {
+            self.spill();
+        }
+        match (&mut self.hist, other.hist) {
+            (Some(h), Some(o)) => {
+                // Auto-resizing histograms take any other's range.
+                let _ = h.add(&o);
+            }
+            (Some(h), None) => {
+                for v in other.exact {
+                    record(h, v);
+                }
+            }
+            (None, _) => {
+                self.exact.extend(other.exact);
+                if self.exact.len() > EXACT_LIMIT {
+                    self.spill();
+                }
+            }
+        }
+    }
+
     pub fn count(&self) -> u64 {
         self.count
     }
@@ -178,6 +207,32 @@ mod tests {
         assert_eq!(round_sig(48_739_288_875_008, 4), 48_740_000_000_000);
         assert_eq!(round_sig(999, 4), 999);
         assert_eq!(round_sig(99_996, 4), 100_000);
+    }
+
+    #[test]
+    fn merging_equals_adding_everything_to_one() {
+        for (a, b) in [
+            (10, 20),
+            (EXACT_LIMIT as i64, 10),
+            (10, EXACT_LIMIT as i64 + 5),
+            (70_000, 70_000),
+        ] {
+            let mut one = Dist::default();
+            let mut left = Dist::default();
+            let mut right = Dist::default();
+            for v in 0..a {
+                one.add(v * 3);
+                left.add(v * 3);
+            }
+            for v in 0..b {
+                one.add(v * 7 + 1);
+                right.add(v * 7 + 1);
+            }
+            left.merge(right);
+            assert_eq!(left.count(), one.count());
+            assert_eq!(left.approximate(), one.approximate(), "{a} {b}");
+            assert_eq!(left.quantiles(), one.quantiles(), "{a} {b}");
+        }
     }
 
     #[test]

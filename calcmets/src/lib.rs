@@ -5,8 +5,8 @@
 //! [`runs`] groups the command line into runs (a results directory, a trace,
 //! or the remaining record files together). Each run is streamed, never
 //! loaded whole: records through the [`formats::record`] decoder (damaged
-//! frames are counted per file), traces through [`formats::swf`] (malformed
-//! lines become warnings naming the line). Every job goes through one
+//! frames are counted per file), traces through [`formats::swf`] on every
+//! core ([`trace`]; malformed lines become warnings naming the line). Every job goes through one
 //! [`metrics::Accum`], which applies DESIGN.md's metric definitions with
 //! integer sums and [`dist::Dist`] distributions (exact up to 65,536 jobs,
 //! an HDR histogram past that), so memory does not grow with the input.
@@ -24,13 +24,13 @@ pub mod inputs;
 pub mod metrics;
 pub mod report;
 pub mod runs;
+pub mod trace;
 
 use std::io::{self, BufWriter, Write};
 use std::path::Path;
 
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{anyhow, bail, Result};
 use formats::record::{JobRecord, Status};
-use formats::swf;
 
 use crate::cli::{Cli, Command, DumpArgs, Format, MetricsArgs, StatusFilter};
 use crate::metrics::{Accum, JobView, Params, Summary};
@@ -156,51 +156,16 @@ fn swf_run(
     params: &Params,
     warnings: &mut Vec<String>,
 ) -> Result<Summary> {
-    let name = path.display();
-    let mut reader = swf::open(path).with_context(|| format!("cannot open {name}"))?;
-    let all = args.status == StatusFilter::All;
-    let mut acc = Accum::new();
-    while let Some(line) = reader
-        .next_job()
-        .with_context(|| format!("cannot read {name}"))?
-    {
-        let job = match line {
-            Ok(job) => job,
-            Err(e) => {
-                warnings.push(format!("{name}:{}: {}", e.line, e.message));
-                continue;
-            }
-        };
-        if job.is_partial() {
-            continue;
-        }
-        let status = job.status();
-        let submit = job.submit_ns();
-        let start = submit + job.wait_ns().unwrap_or(0);
-        acc.add(
-            params,
-            &JobView {
-                cores: job.procs().unwrap_or(0),
-                submit,
-                start,
-                end: start + job.run_ns().unwrap_or(0),
-                suspensions: &[],
-                status_ok: all
-                    || status == swf::status::COMPLETED
-                    || status == swf::status::UNKNOWN,
-            },
-        );
-    }
-    let cores = args
-        .cores
-        .or_else(|| reader.header().cores())
-        .ok_or_else(|| {
-            anyhow!(
-            "{name}: utilization needs the cluster's total cores: the trace has no MaxProcs or \
-             MaxNodes header, so pass --cores N"
+    let read = trace::read(path, params, args.status == StatusFilter::All)?;
+    warnings.extend(read.warnings);
+    let cores = args.cores.or_else(|| read.header.cores()).ok_or_else(|| {
+        anyhow!(
+            "{}: utilization needs the cluster's total cores: the trace has no MaxProcs or \
+             MaxNodes header, so pass --cores N",
+            path.display()
         )
-        })?;
-    Ok(acc.finish(params, Some(cores), 0))
+    })?;
+    Ok(read.accum.finish(params, Some(cores), 0))
 }
 
 fn print_warnings(warnings: &[String]) {

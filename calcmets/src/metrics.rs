@@ -94,6 +94,28 @@ impl Accum {
         Accum::default()
     }
 
+    /// Takes in everything `other` has seen, as if its jobs had been added
+    /// here: partial results of separate threads combine into one.
+    pub fn merge(&mut self, other: Accum) {
+        self.jobs += other.jobs;
+        self.excluded += other.excluded;
+        self.wait.merge(other.wait);
+        self.response.merge(other.response);
+        self.slowdown.merge(other.slowdown);
+        self.bounded.merge(other.bounded);
+        self.area += other.area;
+        self.area_response += other.area_response;
+        self.window_area += other.window_area;
+        self.t0 = self.t0.min(other.t0);
+        self.t1 = self.t1.max(other.t1);
+        self.suspended_jobs += other.suspended_jobs;
+        self.suspensions += other.suspensions;
+        self.suspended_ns += other.suspended_ns;
+        for (k, acc) in other.by_size {
+            self.by_size.entry(k).or_default().merge(acc);
+        }
+    }
+
     /// Adds one job: included, excluded, or (outside `--window`) ignored.
     pub fn add(&mut self, p: &Params, job: &JobView<'_>) {
         if let Some((w0, w1)) = p.window {

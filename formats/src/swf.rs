@@ -182,6 +182,12 @@ impl Header {
         self.max_procs().or_else(|| self.max_nodes())
     }
 
+    /// Appends the entries of a header read after this one (the next chunk
+    /// of the same file).
+    pub fn extend(&mut self, later: Header) {
+        self.entries.extend(later.entries);
+    }
+
     fn take(&mut self, comment: &str) {
         // "; Key: value". A continuation line is indented further (";
         // <many spaces> text", where the text may well hold a colon, as in a
@@ -227,14 +233,19 @@ pub struct SwfReader<R> {
 /// whatever the file is called). A compressed trace is inflated on a thread
 /// of its own, so that parsing overlaps inflation.
 pub fn open(path: &Path) -> io::Result<SwfReader<Box<dyn BufRead + Send>>> {
+    Ok(SwfReader::new(open_text(path)?))
+}
+
+/// The text of a trace, inflated if it is gzip-compressed: for readers that
+/// cut it into chunks themselves (see [`parse_chunk`]).
+pub fn open_text(path: &Path) -> io::Result<Box<dyn BufRead + Send>> {
     let mut file = BufReader::with_capacity(1 << 20, File::open(path)?);
     let gz = file.fill_buf()?.starts_with(&[0x1f, 0x8b]);
-    let inner: Box<dyn BufRead + Send> = if gz {
+    Ok(if gz {
         Box::new(Inflater::spawn(flate2::bufread::MultiGzDecoder::new(file))?)
     } else {
         Box::new(file)
-    };
-    Ok(SwfReader::new(inner))
+    })
 }
 
 /// A reader fed by a thread that inflates a gzip stream ahead of it, in
@@ -380,6 +391,41 @@ impl<R: BufRead> SwfReader<R> {
             }
         }
     }
+}
+
+/// Parses a run of whole lines, as a reader cut at newlines hands them out,
+/// for readers that split a trace across threads. Header lines go into
+/// `header`; each job line, or the error of a malformed one, goes to `f`,
+/// with line numbers counted from `first_line`. `last` says the chunk ends
+/// the file, so a final line without a newline is a truncated one. Returns
+/// the number of lines in the chunk.
+pub fn parse_chunk(
+    chunk: &[u8],
+    first_line: u64,
+    last: bool,
+    header: &mut Header,
+    mut f: impl FnMut(Result<&SwfJob, LineError>),
+) -> u64 {
+    let mut job = SwfJob {
+        line: 0,
+        fields: [0.0; FIELDS],
+    };
+    let mut line = first_line;
+    let mut rest = chunk;
+    let mut count = 0;
+    while !rest.is_empty() {
+        let (raw, next, ended) = match memchr::memchr(b'\n', rest) {
+            Some(i) => (&rest[..i], &rest[i + 1..], true),
+            None => (rest, &rest[rest.len()..], false),
+        };
+        if let Some(r) = take_line(header, raw, line, last && !ended, &mut job) {
+            f(r.map(|()| &job));
+        }
+        line += 1;
+        count += 1;
+        rest = next;
+    }
+    count
 }
 
 /// What one raw line is: a job (parsed into `job`), a malformed job, or
@@ -557,6 +603,38 @@ mod tests {
         let e4 = r.next_job().unwrap().unwrap().unwrap_err();
         assert!(e4.to_string().starts_with("line 13: field 3"), "{e4}");
         assert!(r.next_job().unwrap().is_none());
+    }
+
+    #[test]
+    fn chunks_read_as_the_whole() {
+        let whole = TRACE.as_bytes();
+        let cut = TRACE.find("    2 ").unwrap();
+        let mut jobs = Vec::new();
+        let mut errors = Vec::new();
+        let mut header = Header::default();
+        let n1 = parse_chunk(&whole[..cut], 1, false, &mut header, |r| match r {
+            Ok(j) => jobs.push(*j),
+            Err(e) => errors.push(e),
+        });
+        let mut later = Header::default();
+        let n2 = parse_chunk(&whole[cut..], 1 + n1, true, &mut later, |r| match r {
+            Ok(j) => jobs.push(*j),
+            Err(e) => errors.push(e),
+        });
+        header.extend(later);
+        assert_eq!(n1 + n2, TRACE.lines().count() as u64);
+        let mut r = from_bytes(whole);
+        let mut seq_jobs = Vec::new();
+        let mut seq_errors = Vec::new();
+        while let Some(x) = r.next_job().unwrap() {
+            match x {
+                Ok(j) => seq_jobs.push(*j),
+                Err(e) => seq_errors.push(e),
+            }
+        }
+        assert_eq!(jobs, seq_jobs);
+        assert_eq!(errors, seq_errors);
+        assert_eq!(&header, r.header());
     }
 
     #[test]
