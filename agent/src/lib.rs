@@ -1,7 +1,61 @@
 //! agent: the per-host daemon that hosts many virtual nodes.
 //!
-//! Not built yet. When it is, one agent process registers with the
-//! controller, runs one lightweight task per virtual node, launches
-//! `sigsleep` for each job in its own process group, forwards suspend,
-//! resume and cancel as real signals, reaps its children and heartbeats.
-//! See DESIGN.md, "The pieces".
+//! # How it works
+//!
+//! An agent connects to the controller ([`uplink`]), proves it knows the
+//! shared secret, registers the virtual nodes it hosts, and receives the
+//! controller's settings (suspension mode, grace periods, heartbeat).
+//! Each virtual node is one tokio task ([`node`]) that owns the jobs
+//! started on it: it launches `sigsleep` through the process-wide
+//! [`spawn::Launcher`] (one spawner thread, one reaper thread, for any
+//! number of jobs), signals the job's process group to suspend, resume or
+//! cancel it, and reports how the job ended. Jobs write their records
+//! either straight into the controller's record directory (agents the
+//! controller hosts itself) or into a local spool ([`records`]) whose new
+//! frames are sent to the controller as jobs end.
+//!
+//! An agent only ever runs the `sigsleep` of its own configuration, with
+//! arguments it builds itself from numbers; nothing a peer sends is
+//! executed. Jobs ask the kernel to kill them if the agent dies
+//! (`sigsleep --die-with-parent`), and an agent that stops ends its jobs.
+
+pub mod node;
+pub mod records;
+pub mod settings;
+pub mod spawn;
+pub mod uplink;
+
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::{anyhow, Result};
+use formats::wire::{self, Conn, Role};
+use tokio::net::TcpStream;
+
+/// Connects to the controller at `addr` and authenticates, retrying for up
+/// to `patience` while it is not there yet.
+pub async fn connect(addr: &str, secret: &[u8], patience: Duration) -> Result<Conn<TcpStream>> {
+    let deadline = tokio::time::Instant::now() + patience;
+    loop {
+        match TcpStream::connect(addr).await {
+            Ok(stream) => {
+                stream.set_nodelay(true)?;
+                let mut conn = Conn::new(stream);
+                wire::connect(&mut conn, secret, Role::Agent)
+                    .await
+                    .map_err(|e| anyhow!("controller {addr}: {e}"))?;
+                return Ok(conn);
+            }
+            Err(e) if tokio::time::Instant::now() < deadline => {
+                tracing::debug!(%addr, %e, "controller not reachable yet");
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+            Err(e) => return Err(anyhow!("cannot reach the controller at {addr}: {e}")),
+        }
+    }
+}
+
+/// Reads the shared secret, refusing a world-readable file.
+pub fn secret(path: &Path) -> Result<Vec<u8>> {
+    wire::read_secret(path).map_err(|e| anyhow!(e))
+}

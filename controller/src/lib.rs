@@ -1,6 +1,203 @@
-//! controller: the central daemon that owns the cluster's truth.
+//! controller: the central daemon that owns the cluster's truth, and the
+//! client commands that talk to it.
 //!
-//! Not built yet. When it is, it holds the nodes, the queue, the partitions
-//! and the scheduling policy, journals accepted work, and its subcommands
-//! (`serve`, `submit`, `queue`, `nodes`, ...) are the client. See DESIGN.md,
-//! "The pieces".
+//! # How it works
+//!
+//! `controller serve` loads the [`config`], then runs:
+//!
+//! - the [`server`] task, sole owner of the [`state::Cluster`] (nodes,
+//!   jobs, queue, agents). Everything that changes the state arrives as an
+//!   event on one channel; scheduling runs in batches: events set a "needs
+//!   scheduling" flag and a pass runs at most every
+//!   `schedule_interval_ms`, asking the [`policy`] (pure code over a
+//!   snapshot) which jobs to start where;
+//! - the [`listener`], one task per [`connection`]: each authenticates its
+//!   peer (HMAC over fresh nonces, [`formats::wire`]), then relays an
+//!   agent's events or a client's requests to the server, and the server's
+//!   orders back;
+//! - the [`records`] sink, sole writer of the record file, for records
+//!   streamed by agents on other hosts;
+//! - with `[agents] local = true`, the agents themselves, in this process,
+//!   connected through in-memory pipes: one command, one process, a whole
+//!   cluster.
+//!
+//! The client subcommands ([`client`]) send one request each and print the
+//! answer as a table or JSON ([`views`]).
+
+pub mod cli;
+pub mod client;
+pub mod config;
+pub mod connection;
+pub mod listener;
+pub mod policy;
+pub mod records;
+pub mod server;
+pub mod state;
+pub mod views;
+
+use std::io::Write;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::Path;
+use std::sync::Arc;
+
+use agent::uplink::AgentSpec;
+use anyhow::{anyhow, Context, Result};
+use formats::wire::{self, Conn, Role};
+use tokio::net::TcpListener;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use tracing::{info, warn};
+
+use crate::config::{Cluster as Config, PolicyName};
+use crate::policy::Policy;
+
+/// Name of the file in the state directory that holds the address the
+/// controller listens on (the real one, when the config asks for port 0).
+pub const ADDRESS_FILE: &str = "address";
+
+/// Reads the secret, creating it (random, mode 0600) if the file does not
+/// exist yet: a fresh cluster needs no setup step.
+pub fn ensure_secret(path: &Path) -> Result<Vec<u8>> {
+    if !path.exists() {
+        if let Some(dir) = path.parent() {
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(dir)
+                .with_context(|| format!("cannot create {}", dir.display()))?;
+        }
+        let mut bytes = [0u8; 32];
+        getrandom_fill(&mut bytes)?;
+        let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(path)
+            .with_context(|| format!("cannot create secret file {}", path.display()))?;
+        writeln!(f, "{hex}").with_context(|| format!("cannot write {}", path.display()))?;
+        info!(file = %path.display(), "created a new shared secret");
+    }
+    agent::secret(path)
+}
+
+fn getrandom_fill(buf: &mut [u8]) -> Result<()> {
+    let mut f = std::fs::File::open("/dev/urandom").context("cannot open /dev/urandom")?;
+    std::io::Read::read_exact(&mut f, buf).context("cannot read /dev/urandom")
+}
+
+pub fn policy(name: PolicyName) -> Box<dyn Policy + Send> {
+    match name {
+        PolicyName::Fcfs => Box::new(policy::Fcfs),
+        PolicyName::Easy => Box::new(policy::Easy),
+    }
+}
+
+/// Runs the controller until `shutdown` fires or a client asks it to stop.
+pub async fn serve(config: Config, shutdown: CancellationToken) -> Result<()> {
+    let config = Arc::new(config);
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&config.state_dir)
+        .with_context(|| {
+            format!(
+                "cannot create state directory {}",
+                config.state_dir.display()
+            )
+        })?;
+    let secret = ensure_secret(&config.secret_file)?;
+    let record_path = records::record_file(&config.record_dir)?;
+    let listener = TcpListener::bind(&config.listen)
+        .await
+        .with_context(|| format!("cannot listen on {}", config.listen))?;
+    let addr = listener.local_addr()?;
+    std::fs::write(config.state_dir.join(ADDRESS_FILE), addr.to_string())
+        .with_context(|| format!("cannot write to {}", config.state_dir.display()))?;
+    info!(
+        %addr,
+        nodes = config.nodes.len(),
+        cores = config.total_cores(),
+        policy = ?config.policy,
+        records = %record_path.display(),
+        "controller listening"
+    );
+
+    let (sink, sink_task) = records::start(&record_path)?;
+    let (events_tx, events_rx) = mpsc::channel(4096);
+    let done = CancellationToken::new();
+    let shared = Arc::new(connection::Shared {
+        secret: secret.clone(),
+        events: events_tx,
+        records: sink,
+        done: done.clone(),
+    });
+    let server = server::Server::new(
+        state::Cluster::new(Arc::clone(&config)),
+        policy(config.policy),
+        events_rx,
+        done.clone(),
+    );
+    let server_task = tokio::spawn(server.run(shutdown.clone()));
+    let tasks = TaskTracker::new();
+    tasks.spawn(listener::run(
+        listener,
+        Arc::clone(&shared),
+        tasks.clone(),
+        done.clone(),
+    ));
+
+    if config.local_agents {
+        for host in &config.hosts {
+            let spec = AgentSpec {
+                host: host.name.clone(),
+                nodes: host
+                    .nodes
+                    .iter()
+                    .map(|&n| config.nodes[n].name.clone())
+                    .collect(),
+                cpus: host.nodes.first().map_or(0, |&n| config.nodes[n].cpus),
+                memory_mb: host.nodes.first().map_or(0, |&n| config.nodes[n].memory_mb),
+                sigsleep: config.agent.sigsleep.clone(),
+                log: record_path.clone(),
+            };
+            start_local_agent(spec, &secret, Arc::clone(&shared), &tasks, done.clone());
+        }
+    }
+
+    let stopped = server_task.await;
+    done.cancel();
+    tasks.close();
+    tasks.wait().await;
+    drop(shared);
+    let _ = sink_task.await;
+    stopped.map_err(|e| anyhow!("the server task failed: {e}"))?;
+    Ok(())
+}
+
+/// An agent in this process, talking to the server through an in-memory
+/// pipe with the same protocol as a remote one.
+fn start_local_agent(
+    spec: AgentSpec,
+    secret: &[u8],
+    shared: Arc<connection::Shared>,
+    tasks: &TaskTracker,
+    done: CancellationToken,
+) {
+    let (server_end, agent_end) = tokio::io::duplex(1 << 16);
+    let peer = format!("local:{}", spec.host);
+    tasks.spawn(connection::serve(server_end, peer, true, shared));
+    let secret = secret.to_vec();
+    tasks.spawn(async move {
+        let host = spec.host.clone();
+        let mut conn = Conn::new(agent_end);
+        if let Err(e) = wire::connect(&mut conn, &secret, Role::Agent).await {
+            warn!(%host, %e, "local agent could not connect");
+            return;
+        }
+        if let Err(e) = agent::uplink::serve(conn, spec, done).await {
+            warn!(%host, "local agent stopped: {e:#}");
+        }
+    });
+}

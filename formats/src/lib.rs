@@ -12,6 +12,10 @@
 //!   is in `docs/record-format.md`.
 //! - [`swf`] (feature `swf`): workload traces in the Standard Workload
 //!   Format, plain or gzip-compressed.
+//! - [`nodeset`] (feature `nodeset`): ClusterShell's nodeset notation, with
+//!   `@group` names from clemu's configuration.
+//! - [`wire`] (feature `wire`): the framed, authenticated protocol between
+//!   controller, agents and clients, and its messages.
 //! - [`seconds`]: decimal seconds from command lines and traces, read exactly
 //!   into nanoseconds.
 //!
@@ -19,7 +23,11 @@
 //! beyond `std::io::Read`, so that the lightest binary (`sigsleep`) and the
 //! heaviest (`controller`) can both depend on it.
 
+#[cfg(feature = "nodeset")]
+pub mod nodeset;
 pub mod record;
 pub mod seconds;
 #[cfg(feature = "swf")]
 pub mod swf;
+#[cfg(feature = "wire")]
+pub mod wire;

@@ -611,6 +611,41 @@ fn decode_payload(payload: &[u8]) -> Option<JobRecord<'_>> {
         .ok()
 }
 
+/// Length of the longest prefix of `bytes` made of whole frames (headers
+/// read, payloads fully present; CRCs are left to the reader) and of stray
+/// bytes between them. For tailing a log that writers are still appending
+/// to: what lies past the prefix may be a frame not yet fully written.
+pub fn complete_prefix(bytes: &[u8]) -> usize {
+    let mut pos = 0;
+    loop {
+        let rest = &bytes[pos..];
+        if rest.len() < MAGIC.len() {
+            return pos;
+        }
+        if rest[..4] != MAGIC {
+            match find_magic(rest) {
+                Some(i) => pos += i,
+                // Keep a tail that may be the start of a magic.
+                None => return bytes.len() - (MAGIC.len() - 1),
+            }
+            continue;
+        }
+        if rest.len() < HEADER_LEN {
+            return pos;
+        }
+        let len = u32::from_le_bytes([rest[6], rest[7], rest[8], rest[9]]) as usize;
+        if len > MAX_PAYLOAD {
+            // Not a frame: step over its magic.
+            pos += 1;
+            continue;
+        }
+        if rest.len() < HEADER_LEN + len {
+            return pos;
+        }
+        pos += HEADER_LEN + len;
+    }
+}
+
 /// Decodes a whole byte slice: every intact record (owned) and the stats.
 pub fn decode_all(bytes: &[u8]) -> (Vec<JobRecord<'static>>, DecodeStats) {
     let mut reader = RecordReader::new(bytes);
@@ -815,6 +850,20 @@ mod tests {
         let mut big = frame[HEADER_LEN..].to_vec();
         big[12..20].copy_from_slice(&u64::MAX.to_le_bytes());
         assert!(!v1_shape_fits(&big));
+    }
+
+    #[test]
+    fn complete_prefix_stops_before_a_partial_frame() {
+        let mut bytes = Vec::new();
+        encode(&sample(1), &mut bytes).unwrap();
+        let one = bytes.len();
+        encode(&sample(2), &mut bytes).unwrap();
+        let two = bytes.len();
+        assert_eq!(complete_prefix(&bytes), two);
+        assert_eq!(complete_prefix(&bytes[..two - 1]), one);
+        assert_eq!(complete_prefix(&bytes[..one + 3]), one);
+        assert_eq!(complete_prefix(&bytes[..2]), 0);
+        assert_eq!(complete_prefix(b"xxxxxxCL"), 5);
     }
 
     #[test]

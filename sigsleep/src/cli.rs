@@ -23,6 +23,8 @@ OPTIONS:
     --submit UNIX_SECONDS when the job was submitted [default: the start,
                           flagged submit_unknown]
     --node NAME           first node of the job [default: this host's name]
+    --die-with-parent PID end (SIGKILL, no record) when the launcher PID dies;
+                          if it is already gone, exit 1 at once
     -h, --help            print this help
     -V, --version         print the version
 
@@ -55,7 +57,8 @@ RECORD:
 
 EXIT STATUS:
     0     completed: slept the full run time
-    1     the log could not be opened or the record not written
+    1     the log could not be opened or the record not written, or the
+          launcher of --die-with-parent was already gone
     2     usage error (bad or missing flags), or the signal handlers could
           not be installed
     124   timeout: the wall-time limit was reached first
@@ -73,6 +76,8 @@ pub struct Config {
     pub submit_ns: Option<i64>,
     pub node: Option<String>,
     pub log: PathBuf,
+    /// The launcher whose death ends this job.
+    pub parent: Option<u32>,
 }
 
 #[derive(Debug, PartialEq)]
@@ -97,6 +102,7 @@ pub fn parse(
     let mut submit = None;
     let mut node = None;
     let mut log = None;
+    let mut parent = None;
     while let Some(arg) = p.next().map_err(|e| e.to_string())? {
         match arg {
             Long("runtime") => runtime = Some(seconds("--runtime", &text(&mut p)?)?),
@@ -110,6 +116,7 @@ pub fn parse(
             }
             Long("submit") => submit = Some(instant("--submit", &text(&mut p)?)?),
             Long("node") => node = Some(text(&mut p)?),
+            Long("die-with-parent") => parent = Some(number("--die-with-parent", &text(&mut p)?)?),
             Long("log") => log = Some(PathBuf::from(p.value().map_err(|e| e.to_string())?)),
             Short('h') | Long("help") => return Ok(Parsed::Help),
             Short('V') | Long("version") => return Ok(Parsed::Version),
@@ -128,6 +135,7 @@ pub fn parse(
         submit_ns: submit,
         node,
         log,
+        parent,
     }))
 }
 
@@ -198,6 +206,7 @@ mod tests {
                 submit_ns: Some(1_700_000_000_250_000_000),
                 node: Some("vn0001".into()),
                 log: "/tmp/x".into(),
+                parent: None,
             })
         );
     }

@@ -68,6 +68,12 @@ pub fn main_exit_code() -> i32 {
             return EXIT_USAGE;
         }
     };
+    if let Some(parent) = cfg.parent {
+        if !die_with(parent) {
+            eprintln!("sigsleep: launcher {parent} is gone; not starting");
+            return EXIT_LOG;
+        }
+    }
     let mut log = match OpenOptions::new().append(true).create(true).open(&cfg.log) {
         Ok(f) => f,
         Err(e) => {
@@ -155,6 +161,23 @@ fn write_record(
         return Err(format!("short write: {n} of {} bytes", frame.len()).into());
     }
     Ok(())
+}
+
+/// Asks for SIGKILL when the launching thread dies, so that a job never
+/// outlives its agent. Returns false if the launcher `parent` is already
+/// gone (this process was handed to another parent before it could ask).
+fn die_with(parent: u32) -> bool {
+    // SAFETY: plain prctl and getppid calls.
+    unsafe {
+        libc::prctl(
+            libc::PR_SET_PDEATHSIG,
+            libc::SIGKILL as libc::c_ulong,
+            0,
+            0,
+            0,
+        );
+        libc::getppid() as u32 == parent
+    }
 }
 
 fn host_name() -> String {

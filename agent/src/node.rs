@@ -1,0 +1,210 @@
+//! A virtual node: one lightweight task that owns the job processes started
+//! on it, turns commands into real signals to their process groups, and
+//! reports how each ended.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use formats::wire::{Exit, FromAgent, RunSettings, StartJob, SuspendMode};
+use futures_util::stream::{FuturesUnordered, StreamExt};
+use nix::sys::signal::{killpg, Signal};
+use nix::unistd::Pid;
+use tokio::sync::mpsc;
+use tokio::time::{sleep_until, Duration, Instant};
+use tracing::{debug, warn};
+
+use crate::spawn::Launcher;
+
+/// What a node task is asked to do.
+#[derive(Debug)]
+pub enum NodeCmd {
+    Start(StartJob),
+    Suspend(u64),
+    Resume(u64),
+    Cancel(u64),
+}
+
+/// Shared by every node task of an agent.
+pub struct NodeContext {
+    pub launcher: Launcher,
+    pub sigsleep: PathBuf,
+    /// The record file sigsleep appends to.
+    pub log: PathBuf,
+    pub settings: RunSettings,
+    /// Events for the controller; the uplink holds the receiver. Bounded:
+    /// a node waits rather than piling events up if the uplink lags.
+    pub events: mpsc::Sender<FromAgent>,
+}
+
+/// A job process this node owns.
+struct Job {
+    pid: i32,
+    suspended: bool,
+    /// `slurm` mode: when to follow the `SIGTSTP` with a `SIGSTOP`.
+    stop_at: Option<Instant>,
+    /// After a cancel: when `SIGTERM` has had its chance.
+    kill_at: Option<Instant>,
+}
+
+/// A node's handle: commands go in through a bounded channel. Dropping
+/// every handle ends the task, which first ends its jobs.
+pub type NodeHandle = mpsc::Sender<NodeCmd>;
+
+pub fn start(name: String, ctx: Arc<NodeContext>) -> (NodeHandle, tokio::task::JoinHandle<()>) {
+    let (tx, rx) = mpsc::channel(16);
+    let task = tokio::spawn(run(name, rx, ctx));
+    (tx, task)
+}
+
+fn signal(pid: i32, sig: Signal) {
+    // The job's process group is its pid (spawned with pgroup 0). A group
+    // that is already gone (the job just ended) is not an error.
+    if let Err(e) = killpg(Pid::from_raw(pid), sig) {
+        debug!(pid, ?sig, %e, "signal not delivered");
+    }
+}
+
+async fn run(name: String, mut rx: mpsc::Receiver<NodeCmd>, ctx: Arc<NodeContext>) {
+    let mut jobs: HashMap<u64, Job> = HashMap::new();
+    let mut exits = FuturesUnordered::new();
+    let suspend_grace = Duration::from_millis(ctx.settings.suspend_grace_ms);
+    let kill_grace = Duration::from_millis(ctx.settings.kill_grace_ms);
+    let mut closing = false;
+    loop {
+        let next_timer = jobs
+            .values()
+            .flat_map(|j| [j.stop_at, j.kill_at])
+            .flatten()
+            .min();
+        tokio::select! {
+            cmd = rx.recv(), if !closing => match cmd {
+                None => {
+                    // The agent is going away: end every job, then stop.
+                    closing = true;
+                    for job in jobs.values_mut() {
+                        cancel(job, kill_grace);
+                    }
+                }
+                Some(NodeCmd::Start(s)) => {
+                    let id = s.job;
+                    match launch(&ctx, &s).await {
+                        Ok(spawned) => {
+                            debug!(job = id, node = %name, pid = spawned.pid, "started");
+                            jobs.insert(id, Job {
+                                pid: spawned.pid,
+                                suspended: false,
+                                stop_at: None,
+                                kill_at: None,
+                            });
+                            exits.push(async move {
+                                // A dropped sender means the reaper lost the
+                                // child: report it as killed.
+                                (id, spawned.exit.await.unwrap_or(Exit::Signal(9)))
+                            });
+                            let _ = ctx.events.send(FromAgent::Started { job: id, pid: spawned.pid as u32 }).await;
+                        }
+                        Err(e) => {
+                            warn!(job = id, node = %name, %e, "cannot start {}", ctx.sigsleep.display());
+                            let _ = ctx.events.send(FromAgent::Ended { job: id, exit: Exit::SpawnFailed }).await;
+                        }
+                    }
+                }
+                Some(NodeCmd::Suspend(id)) => {
+                    if let Some(job) = jobs.get_mut(&id) {
+                        if !job.suspended {
+                            job.suspended = true;
+                            match ctx.settings.suspend_mode {
+                                SuspendMode::Tstp => signal(job.pid, Signal::SIGTSTP),
+                                SuspendMode::Slurm => {
+                                    signal(job.pid, Signal::SIGTSTP);
+                                    job.stop_at = Some(Instant::now() + suspend_grace);
+                                }
+                                SuspendMode::Stop => signal(job.pid, Signal::SIGSTOP),
+                            }
+                        }
+                    }
+                }
+                Some(NodeCmd::Resume(id)) => {
+                    if let Some(job) = jobs.get_mut(&id) {
+                        if job.suspended {
+                            job.suspended = false;
+                            job.stop_at = None;
+                            signal(job.pid, Signal::SIGCONT);
+                        }
+                    }
+                }
+                Some(NodeCmd::Cancel(id)) => {
+                    if let Some(job) = jobs.get_mut(&id) {
+                        cancel(job, kill_grace);
+                    }
+                }
+            },
+            Some((id, exit)) = exits.next() => {
+                jobs.remove(&id);
+                debug!(job = id, node = %name, ?exit, "ended");
+                let _ = ctx.events.send(FromAgent::Ended { job: id, exit }).await;
+            }
+            () = sleep_until(next_timer.unwrap_or_else(Instant::now)), if next_timer.is_some() => {
+                let now = Instant::now();
+                for job in jobs.values_mut() {
+                    if job.stop_at.is_some_and(|t| t <= now) {
+                        job.stop_at = None;
+                        signal(job.pid, Signal::SIGSTOP);
+                    }
+                    if job.kill_at.is_some_and(|t| t <= now) {
+                        job.kill_at = None;
+                        signal(job.pid, Signal::SIGKILL);
+                    }
+                }
+            }
+        }
+        if closing && jobs.is_empty() {
+            return;
+        }
+    }
+}
+
+/// `SIGTERM` (sigsleep records the job as cancelled), then `SIGCONT` if it
+/// is suspended so that it can act on it, and `SIGKILL` if it has not ended
+/// after the grace period.
+fn cancel(job: &mut Job, grace: Duration) {
+    if job.kill_at.is_some() {
+        return;
+    }
+    signal(job.pid, Signal::SIGTERM);
+    if job.suspended {
+        job.suspended = false;
+        job.stop_at = None;
+        signal(job.pid, Signal::SIGCONT);
+    }
+    job.kill_at = Some(Instant::now() + grace);
+}
+
+async fn launch(ctx: &NodeContext, s: &StartJob) -> std::io::Result<crate::spawn::Spawned> {
+    let secs = |ns: u64| format!("{}.{:09}", ns / 1_000_000_000, ns % 1_000_000_000);
+    let submit = format!(
+        "{}.{:09}",
+        s.submit_ns.div_euclid(1_000_000_000),
+        s.submit_ns.rem_euclid(1_000_000_000)
+    );
+    let args = vec![
+        "--runtime".into(),
+        secs(s.runtime_ns),
+        "--walltime".into(),
+        secs(s.walltime_ns),
+        "--id".into(),
+        s.job.to_string(),
+        "--cores".into(),
+        s.cores.to_string(),
+        "--submit".into(),
+        submit,
+        "--node".into(),
+        s.node.clone(),
+        "--log".into(),
+        ctx.log.display().to_string(),
+        "--die-with-parent".into(),
+        std::process::id().to_string(),
+    ];
+    ctx.launcher.spawn(&ctx.sigsleep, &args).await
+}

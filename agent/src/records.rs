@@ -1,0 +1,82 @@
+//! The spool: the local file that jobs of a remote agent append their
+//! records to, read as it grows so that finished records can be sent to
+//! the controller. Owns the read position.
+
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Seek, SeekFrom};
+use std::path::Path;
+
+use anyhow::{Context, Result};
+
+pub struct Spool {
+    file: File,
+    /// Bytes read but not yet sent: the start of a frame still being
+    /// written.
+    pending: Vec<u8>,
+}
+
+impl Spool {
+    /// Opens (creating) the spool. Records already in it belong to an
+    /// earlier run and are not sent again.
+    pub fn open(path: &Path) -> Result<Spool> {
+        let mut file = OpenOptions::new()
+            .read(true)
+            .append(true)
+            .create(true)
+            .open(path)
+            .with_context(|| format!("cannot open record spool {}", path.display()))?;
+        file.seek(SeekFrom::End(0))
+            .with_context(|| format!("cannot seek in {}", path.display()))?;
+        Ok(Spool {
+            file,
+            pending: Vec::new(),
+        })
+    }
+
+    /// The whole frames appended since the last call.
+    pub fn read_new(&mut self) -> Result<Vec<u8>> {
+        self.file
+            .read_to_end(&mut self.pending)
+            .context("cannot read the record spool")?;
+        let whole = formats::record::complete_prefix(&self.pending);
+        let rest = self.pending.split_off(whole);
+        Ok(std::mem::replace(&mut self.pending, rest))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    #[test]
+    fn only_new_whole_frames_are_read() {
+        use formats::record::{encode_to_vec, Flags, JobRecord, Status};
+        let rec = |id| JobRecord {
+            id,
+            cores: 1,
+            node: "n".into(),
+            submit: 0,
+            start: 0,
+            end: 1,
+            runtime: 1,
+            walltime: 0,
+            status: Status::Completed,
+            flags: Flags::default(),
+            suspensions: vec![],
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("spool.rec");
+        std::fs::write(&path, encode_to_vec(&rec(0)).unwrap()).unwrap();
+        let mut spool = Spool::open(&path).unwrap();
+        assert!(spool.read_new().unwrap().is_empty(), "old records stay");
+        let one = encode_to_vec(&rec(1)).unwrap();
+        let two = encode_to_vec(&rec(2)).unwrap();
+        let mut w = OpenOptions::new().append(true).open(&path).unwrap();
+        w.write_all(&one).unwrap();
+        w.write_all(&two[..5]).unwrap();
+        assert_eq!(spool.read_new().unwrap(), one);
+        w.write_all(&two[5..]).unwrap();
+        assert_eq!(spool.read_new().unwrap(), two);
+    }
+}

@@ -1,0 +1,282 @@
+//! Starting job processes and learning how they ended. Owns the two
+//! process-wide threads that do it: the spawner and the reaper.
+//!
+//! - The **spawner** starts every job with `posix_spawn` (glibc's fast
+//!   vfork path): in a process group of its own, with the four job signals
+//!   blocked (sigsleep lets them in once its handlers are ready, so a
+//!   suspension sent at once is not lost), stdin on `/dev/null`. It is one
+//!   long-lived thread on purpose: sigsleep asks for SIGKILL when its
+//!   parent dies (`--die-with-parent`), and the kernel means the *thread*
+//!   that created it. A short-lived thread would kill its jobs when it
+//!   exits.
+//! - The **reaper** waits for any child (`waitid(P_ALL)`) and hands each
+//!   exit to whoever spawned that pid. One thread for thousands of jobs,
+//!   no file descriptor per job. It reaps every child of the process, so
+//!   nothing else in a process that hosts agents may start children of
+//!   its own and wait for them.
+
+use std::collections::HashMap;
+use std::ffi::CString;
+use std::io;
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+use std::sync::{mpsc, Arc, Condvar, Mutex, OnceLock};
+
+use formats::wire::Exit;
+use nix::errno::Errno;
+use nix::spawn::{posix_spawn, PosixSpawnAttr, PosixSpawnFileActions, PosixSpawnFlags};
+use nix::sys::signal::{SigSet, Signal};
+use nix::sys::wait::{waitid, Id, WaitPidFlag, WaitStatus};
+use nix::unistd::Pid;
+use tokio::sync::oneshot;
+
+/// A started job process.
+pub struct Spawned {
+    pub pid: i32,
+    /// Fires once, when the process has ended and been reaped.
+    pub exit: oneshot::Receiver<Exit>,
+}
+
+struct Request {
+    argv: Vec<CString>,
+    reply: oneshot::Sender<io::Result<Spawned>>,
+}
+
+/// Children the reaper waits for, and who wants to hear of each.
+#[derive(Default)]
+struct Children {
+    waiters: HashMap<i32, oneshot::Sender<Exit>>,
+}
+
+struct Shared {
+    children: Mutex<Children>,
+    /// Signalled when a child is added, so the reaper can stop idling.
+    added: Condvar,
+}
+
+/// Handle to the process's spawner and reaper threads.
+#[derive(Clone)]
+pub struct Launcher {
+    requests: mpsc::Sender<Request>,
+}
+
+impl Launcher {
+    /// The process's launcher, starting its threads on first use.
+    pub fn global() -> io::Result<Launcher> {
+        static GLOBAL: OnceLock<Launcher> = OnceLock::new();
+        if let Some(l) = GLOBAL.get() {
+            return Ok(l.clone());
+        }
+        let l = Launcher::start()?;
+        Ok(GLOBAL.get_or_init(|| l).clone())
+    }
+
+    fn start() -> io::Result<Launcher> {
+        let shared = Arc::new(Shared {
+            children: Mutex::new(Children::default()),
+            added: Condvar::new(),
+        });
+        let (tx, rx) = mpsc::channel::<Request>();
+        let s = Arc::clone(&shared);
+        std::thread::Builder::new()
+            .name("clemu-spawner".into())
+            .spawn(move || spawner(&rx, &s))?;
+        let s = Arc::clone(&shared);
+        std::thread::Builder::new()
+            .name("clemu-reaper".into())
+            .spawn(move || reaper(&s))?;
+        Ok(Launcher { requests: tx })
+    }
+
+    /// Starts `program` with `args`.
+    pub async fn spawn(&self, program: &Path, args: &[String]) -> io::Result<Spawned> {
+        let mut argv = Vec::with_capacity(args.len() + 1);
+        argv.push(cstring(program.as_os_str().as_bytes())?);
+        for a in args {
+            argv.push(cstring(a.as_bytes())?);
+        }
+        let (reply, answer) = oneshot::channel();
+        self.requests
+            .send(Request { argv, reply })
+            .map_err(|_| io::Error::other("the spawner thread is gone"))?;
+        answer
+            .await
+            .map_err(|_| io::Error::other("the spawner thread is gone"))?
+    }
+}
+
+fn cstring(b: &[u8]) -> io::Result<CString> {
+    CString::new(b).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL in argument"))
+}
+
+/// The signals a job starts with blocked and their default actions.
+fn job_signals() -> SigSet {
+    let mut s = SigSet::empty();
+    for sig in [
+        Signal::SIGTSTP,
+        Signal::SIGCONT,
+        Signal::SIGTERM,
+        Signal::SIGINT,
+    ] {
+        s.add(sig);
+    }
+    s
+}
+
+fn attributes() -> nix::Result<(PosixSpawnAttr, PosixSpawnFileActions)> {
+    let mut attr = PosixSpawnAttr::init()?;
+    attr.set_flags(
+        PosixSpawnFlags::POSIX_SPAWN_SETPGROUP
+            | PosixSpawnFlags::POSIX_SPAWN_SETSIGMASK
+            | PosixSpawnFlags::POSIX_SPAWN_SETSIGDEF,
+    )?;
+    // Group 0: a new group led by the job, so signals go to the group.
+    attr.set_pgroup(Pid::from_raw(0))?;
+    attr.set_sigmask(&job_signals())?;
+    let mut defaults = job_signals();
+    defaults.add(Signal::SIGPIPE);
+    defaults.add(Signal::SIGHUP);
+    attr.set_sigdefault(&defaults)?;
+    let mut files = PosixSpawnFileActions::init()?;
+    files.add_open(
+        0,
+        c"/dev/null",
+        nix::fcntl::OFlag::O_RDONLY,
+        nix::sys::stat::Mode::empty(),
+    )?;
+    Ok((attr, files))
+}
+
+fn spawner(requests: &mpsc::Receiver<Request>, shared: &Shared) {
+    let env: Vec<CString> = std::env::vars_os()
+        .filter_map(|(k, v)| {
+            let mut kv = k.as_bytes().to_vec();
+            kv.push(b'=');
+            kv.extend_from_slice(v.as_bytes());
+            CString::new(kv).ok()
+        })
+        .collect();
+    let prepared = attributes();
+    // Requests keep coming as long as some Launcher exists; this thread
+    // must outlive every child (see the module docs), so it never returns
+    // while the process runs jobs: it blocks here when idle.
+    while let Ok(req) = requests.recv() {
+        let result = match &prepared {
+            Err(e) => Err(io::Error::from(*e)),
+            Ok((attr, files)) => {
+                let (tx, rx) = oneshot::channel();
+                // Registered under the lock, before the reaper can look
+                // the pid up.
+                let mut children = shared.children.lock().unwrap_or_else(|p| p.into_inner());
+                match posix_spawn(req.argv[0].as_c_str(), files, attr, &req.argv, &env) {
+                    Ok(pid) => {
+                        children.waiters.insert(pid.as_raw(), tx);
+                        shared.added.notify_one();
+                        Ok(Spawned {
+                            pid: pid.as_raw(),
+                            exit: rx,
+                        })
+                    }
+                    Err(e) => Err(io::Error::from(e)),
+                }
+            }
+        };
+        // The requester may have gone away; the child, if any, is reaped
+        // anyway.
+        let _ = req.reply.send(result);
+    }
+    // Every Launcher is gone, so no job will be added; stay alive for the
+    // children already running.
+    loop {
+        std::thread::park();
+    }
+}
+
+fn reaper(shared: &Shared) {
+    loop {
+        {
+            let mut children = shared.children.lock().unwrap_or_else(|p| p.into_inner());
+            while children.waiters.is_empty() {
+                children = shared
+                    .added
+                    .wait(children)
+                    .unwrap_or_else(|p| p.into_inner());
+            }
+        }
+        let (pid, exit) = match waitid(Id::All, WaitPidFlag::WEXITED) {
+            Ok(WaitStatus::Exited(pid, code)) => (pid, Exit::Code(code)),
+            Ok(WaitStatus::Signaled(pid, sig, _)) => (pid, Exit::Signal(sig as i32)),
+            Ok(_) | Err(Errno::EINTR) => continue,
+            Err(_) => {
+                // ECHILD: the children we wait for were reaped by someone
+                // else. Forget them rather than spin.
+                let mut children = shared.children.lock().unwrap_or_else(|p| p.into_inner());
+                for (_, tx) in children.waiters.drain() {
+                    let _ = tx.send(Exit::Signal(0));
+                }
+                continue;
+            }
+        };
+        let waiter = shared
+            .children
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .waiters
+            .remove(&pid.as_raw());
+        if let Some(tx) = waiter {
+            let _ = tx.send(exit);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn exit_codes_and_signals_reach_the_spawner() {
+        let l = Launcher::global().unwrap();
+        let ok = l
+            .spawn(Path::new("/bin/sh"), &["-c".into(), "exit 7".into()])
+            .await
+            .unwrap();
+        assert_eq!(ok.exit.await.unwrap(), Exit::Code(7));
+        let killed = l
+            .spawn(Path::new("/bin/sh"), &["-c".into(), "kill -9 $$".into()])
+            .await
+            .unwrap();
+        assert_eq!(killed.exit.await.unwrap(), Exit::Signal(9));
+        let missing = l.spawn(Path::new("/nonexistent/sigsleep"), &[]).await;
+        assert!(missing.is_err());
+    }
+
+    #[tokio::test]
+    async fn children_start_in_their_own_group_with_job_signals_blocked() {
+        let l = Launcher::global().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        // cp copies its own /proc entries and touches no signal.
+        let copy = |from: &str, to: &str| {
+            let l = l.clone();
+            let to = dir.path().join(to);
+            let from = from.to_string();
+            async move {
+                let s = l
+                    .spawn(Path::new("/bin/cp"), &[from, to.display().to_string()])
+                    .await
+                    .unwrap();
+                assert_eq!(s.exit.await.unwrap(), Exit::Code(0));
+                std::fs::read_to_string(to).unwrap()
+            }
+        };
+        let status = copy("/proc/self/status", "status").await;
+        let blk = status.lines().find(|l| l.starts_with("SigBlk")).unwrap();
+        let mask = u64::from_str_radix(blk.split_whitespace().nth(1).unwrap(), 16).unwrap();
+        // SIGINT 2, SIGTERM 15, SIGCONT 18, SIGTSTP 20: bits 1, 14, 17, 19.
+        assert_eq!(mask & 0xa4002, 0xa4002, "{blk}");
+        let stat = copy("/proc/self/stat", "stat").await;
+        let fields: Vec<&str> = stat[stat.rfind(')').unwrap() + 2..].split(' ').collect();
+        // After the name: state, ppid, pgrp.
+        let pid = stat.split(' ').next().unwrap();
+        assert_eq!(fields[2], pid, "own process group: {stat}");
+    }
+}

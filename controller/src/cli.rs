@@ -1,0 +1,334 @@
+//! The `controller` command line: `serve`, the client subcommands, and
+//! `nodeset`. What the user typed becomes a request; [`run`] carries it
+//! out and returns the exit code's meaning.
+
+use std::path::PathBuf;
+
+use anyhow::{anyhow, bail, Context, Result};
+use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
+use formats::wire::{JobSpec, Request, Response};
+use tokio_util::sync::CancellationToken;
+
+use crate::client;
+use crate::config::Cluster;
+use crate::views;
+
+const EXAMPLES: &str = "\
+Examples:
+  controller serve --config configs/demo.toml
+  controller --config configs/demo.toml submit --cores 16 --runtime 60 --count 4
+  controller --config configs/demo.toml queue
+  controller --config configs/demo.toml suspend 3
+  controller --config configs/demo.toml nodes --format json
+  controller --config configs/demo.toml drain 'vn[001-004]' --reason maintenance
+  controller nodeset -f 'vn[0000-3599]!vn[0100-0199]'
+
+Exit status: 0 ok, 1 done but something was refused (an unknown job id, a
+submission the cluster cannot run), 2 usage error or no controller.";
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "controller",
+    version,
+    about = "clemu's controller: run the emulated cluster, or talk to it",
+    after_help = EXAMPLES
+)]
+pub struct Cli {
+    /// Cluster configuration file (TOML).
+    #[arg(long, global = true, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Controller address for client commands [default: the running
+    /// controller's, from its state directory, else the config's listen].
+    #[arg(long, global = true, value_name = "ADDR")]
+    pub addr: Option<String>,
+    /// Shared secret file [default: the config's].
+    #[arg(long, global = true, value_name = "FILE")]
+    pub secret_file: Option<PathBuf>,
+    /// Output of queue, nodes, stats and submit.
+    #[arg(long, global = true, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    Table,
+    Json,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the controller (and, with [agents] local = true, its agents).
+    Serve {
+        /// Address to listen on [default: the config's listen].
+        #[arg(long, value_name = "ADDR")]
+        listen: Option<String>,
+        /// Directory for the secret and runtime state.
+        #[arg(long, value_name = "DIR")]
+        state_dir: Option<PathBuf>,
+        /// Directory the job records go to.
+        #[arg(long, value_name = "DIR")]
+        record_dir: Option<PathBuf>,
+    },
+    /// Submit jobs; prints their ids.
+    Submit(SubmitArgs),
+    /// Jobs waiting and running.
+    Queue {
+        /// Also jobs that are over.
+        #[arg(long)]
+        all: bool,
+    },
+    /// Nodes and their state.
+    Nodes,
+    /// Counts and counters of the whole cluster.
+    Stats,
+    /// Cancel jobs.
+    Cancel {
+        #[arg(required = true, value_name = "JOBID")]
+        ids: Vec<u64>,
+    },
+    /// Suspend running jobs (their processes get real signals).
+    Suspend {
+        #[arg(required = true, value_name = "JOBID")]
+        ids: Vec<u64>,
+    },
+    /// Resume suspended jobs.
+    Resume {
+        #[arg(required = true, value_name = "JOBID")]
+        ids: Vec<u64>,
+    },
+    /// Take nodes out of scheduling (running jobs go on).
+    Drain {
+        nodes: String,
+        #[arg(long, default_value = "")]
+        reason: String,
+    },
+    /// Put drained nodes back.
+    Undrain { nodes: String },
+    /// Cancel every job, stop the agents and the controller.
+    Shutdown,
+    /// Nodeset notation, as ClusterShell's `nodeset`.
+    Nodeset(NodesetArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct SubmitArgs {
+    /// Cores per job.
+    #[arg(long, value_name = "N")]
+    pub cores: u32,
+    /// Run time in seconds (time the job sleeps while not suspended).
+    #[arg(long, value_name = "SECONDS", value_parser = seconds)]
+    pub runtime: u64,
+    /// Wall-time limit in seconds (0: none).
+    #[arg(long, value_name = "SECONDS", value_parser = seconds, default_value = "0")]
+    pub walltime: u64,
+    #[arg(long, value_name = "NAME")]
+    pub partition: Option<String>,
+    /// How many identical jobs.
+    #[arg(long, value_name = "K", default_value_t = 1)]
+    pub count: u32,
+    /// Memory per core (MiB, or a size like 2G).
+    #[arg(long, value_name = "SIZE", default_value = "0")]
+    pub mem_per_cpu: String,
+}
+
+#[derive(Debug, Args)]
+#[command(group(ArgGroup::new("mode").required(true).args(["fold", "expand", "count"])))]
+pub struct NodesetArgs {
+    /// Fold into the most compact form.
+    #[arg(short = 'f', long)]
+    pub fold: bool,
+    /// Expand into names.
+    #[arg(short = 'e', long)]
+    pub expand: bool,
+    /// Count the nodes.
+    #[arg(short = 'c', long)]
+    pub count: bool,
+    /// Separator of expanded names.
+    #[arg(short = 'S', long, default_value = " ")]
+    pub separator: String,
+    /// Nodesets; several are taken together (union). `@group` names come
+    /// from --config.
+    #[arg(required = true, value_name = "NODESET")]
+    pub exprs: Vec<String>,
+}
+
+fn seconds(s: &str) -> Result<u64, String> {
+    formats::seconds::parse_ns(s)
+        .and_then(|n| u64::try_from(n).ok())
+        .ok_or_else(|| format!("expected a non-negative number of seconds, got {s:?}"))
+}
+
+/// How a command ended, for the exit code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    Ok,
+    /// Done, but something was refused.
+    Refused,
+}
+
+fn load(cli: &Cli) -> Result<Cluster> {
+    let path = cli
+        .config
+        .as_ref()
+        .ok_or_else(|| anyhow!("--config FILE is required"))?;
+    Cluster::load(path)
+}
+
+pub async fn run(cli: Cli, shutdown: CancellationToken) -> Result<Outcome> {
+    match &cli.command {
+        Command::Nodeset(a) => nodeset(&cli, a),
+        Command::Serve {
+            listen,
+            state_dir,
+            record_dir,
+        } => {
+            let mut config = load(&cli)?;
+            if let Some(l) = listen {
+                config.listen = l.clone();
+            }
+            if let Some(d) = state_dir {
+                if cli.secret_file.is_none() && config.secret_file.starts_with(&config.state_dir) {
+                    config.secret_file = d.join("secret");
+                }
+                config.state_dir = d.clone();
+            }
+            if let Some(s) = &cli.secret_file {
+                config.secret_file = s.clone();
+            }
+            if let Some(d) = record_dir {
+                config.record_dir = d.clone();
+            }
+            crate::serve(config, shutdown).await?;
+            Ok(Outcome::Ok)
+        }
+        _ => client_command(&cli).await,
+    }
+}
+
+async fn client_command(cli: &Cli) -> Result<Outcome> {
+    let config = load(cli)?;
+    let addr = client::address(&config, cli.addr.as_deref());
+    let secret = client::secret(&config, cli.secret_file.as_deref())?;
+    let req = match &cli.command {
+        Command::Submit(a) => {
+            if a.count == 0 {
+                bail!("--count must be at least 1");
+            }
+            let mem = crate::config::parse_size_str(&a.mem_per_cpu).context("--mem-per-cpu")?;
+            let spec = JobSpec {
+                cores: a.cores,
+                mem_per_cpu_mb: mem,
+                runtime_ns: a.runtime,
+                walltime_ns: a.walltime,
+                partition: a.partition.clone(),
+                submit_ns: None,
+            };
+            Request::Submit(vec![spec; a.count as usize])
+        }
+        Command::Queue { all } => Request::Queue { all: *all },
+        Command::Nodes => Request::Nodes,
+        Command::Stats => Request::Stats,
+        Command::Cancel { ids } => Request::Cancel(ids.clone()),
+        Command::Suspend { ids } => Request::Suspend(ids.clone()),
+        Command::Resume { ids } => Request::Resume(ids.clone()),
+        Command::Drain { nodes, reason } => Request::Drain {
+            nodes: nodes.clone(),
+            reason: reason.clone(),
+        },
+        Command::Undrain { nodes } => Request::Undrain {
+            nodes: nodes.clone(),
+        },
+        Command::Shutdown => Request::Shutdown,
+        Command::Serve { .. } | Command::Nodeset(_) => unreachable_command()?,
+    };
+    let resp = client::request(&addr, &secret, &req).await?;
+    let json = cli.format == Format::Json;
+    let print_json = |v: serde_json::Value| -> Result<()> {
+        println!("{}", serde_json::to_string_pretty(&v)?);
+        Ok(())
+    };
+    match resp {
+        Response::Submitted(ids) => {
+            if json {
+                print_json(serde_json::json!(ids))?;
+            } else {
+                for id in ids {
+                    println!("{id}");
+                }
+            }
+        }
+        Response::Queue(jobs) => {
+            if json {
+                print_json(views::queue_json(&jobs))?;
+            } else {
+                print!("{}", views::queue_table(&jobs, crate::state::wall_ns()));
+            }
+        }
+        Response::Nodes(nodes) => {
+            if json {
+                print_json(views::nodes_json(&nodes))?;
+            } else {
+                print!("{}", views::nodes_table(&nodes));
+            }
+        }
+        Response::Stats(s) => {
+            if json {
+                print_json(views::stats_json(&s))?;
+            } else {
+                print!("{}", views::stats_table(&s));
+            }
+        }
+        Response::Jobs(outcomes) => {
+            let mut refused = false;
+            for o in outcomes {
+                if let Some(e) = o.error {
+                    eprintln!("controller: job {}: {e}", o.id);
+                    refused = true;
+                }
+            }
+            return Ok(if refused {
+                Outcome::Refused
+            } else {
+                Outcome::Ok
+            });
+        }
+        Response::Drained(nodes) => println!("{nodes}"),
+        Response::ShuttingDown => eprintln!("controller: shutting down"),
+        Response::Error(e) => {
+            eprintln!("controller: {e}");
+            return Ok(Outcome::Refused);
+        }
+    }
+    Ok(Outcome::Ok)
+}
+
+fn unreachable_command() -> Result<Request> {
+    Err(anyhow!("not a client command"))
+}
+
+fn nodeset(cli: &Cli, a: &NodesetArgs) -> Result<Outcome> {
+    let groups = match &cli.config {
+        Some(_) => load(cli)?.groups,
+        None => formats::nodeset::Groups::new(),
+    };
+    let mut all = String::new();
+    for e in &a.exprs {
+        if !all.is_empty() {
+            all.push(',');
+        }
+        all.push('(');
+        all.push_str(e);
+        all.push(')');
+    }
+    let set = groups.parse(&all).map_err(|e| anyhow!(e))?;
+    if a.count {
+        println!("{}", set.len());
+    } else if a.expand {
+        println!("{}", formats::nodeset::expand(&set).join(&a.separator));
+    } else {
+        println!("{set}");
+    }
+    Ok(Outcome::Ok)
+}

@@ -1,0 +1,504 @@
+//! The cluster configuration file (TOML): what the user wrote, checked and
+//! resolved into a [`Cluster`] description that `serve` and the clients use.
+//!
+//! Paths in the file are relative to the file's directory; paths on the
+//! command line are relative to the working directory.
+
+use std::collections::BTreeMap;
+use std::hash::{Hash, Hasher};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use agent::settings::{AgentSettings, SuspendMode};
+use anyhow::{anyhow, bail, Context, Result};
+use formats::nodeset::{self, Groups};
+use serde::Deserialize;
+
+/// The file as written.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    #[serde(default)]
+    controller: ControllerSection,
+    #[serde(default)]
+    agents: AgentsSection,
+    #[serde(default)]
+    nodes: Vec<NodesSection>,
+    #[serde(default)]
+    groups: BTreeMap<String, String>,
+    #[serde(default)]
+    partitions: Vec<PartitionSection>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ControllerSection {
+    listen: Option<String>,
+    secret_file: Option<PathBuf>,
+    state_dir: Option<PathBuf>,
+    record_dir: Option<PathBuf>,
+    policy: Option<String>,
+    schedule_interval_ms: Option<u64>,
+    /// Seconds past a job's wall-time limit before the controller cancels
+    /// it (sigsleep itself stops at the limit; this is the safety net).
+    timeout_grace_ms: Option<u64>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AgentsSection {
+    local: Option<bool>,
+    sigsleep: Option<PathBuf>,
+    suspend_mode: Option<String>,
+    suspend_grace_ms: Option<u64>,
+    kill_grace_ms: Option<u64>,
+    heartbeat_ms: Option<u64>,
+    heartbeat_timeout_ms: Option<u64>,
+    #[serde(default)]
+    host: Vec<HostSection>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct HostSection {
+    name: String,
+    nodes: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NodesSection {
+    names: String,
+    cpus: u32,
+    #[serde(default)]
+    memory: Option<toml::Value>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PartitionSection {
+    name: String,
+    #[serde(default = "all_nodes")]
+    nodes: String,
+    #[serde(default)]
+    priority: u32,
+    #[serde(default)]
+    default: bool,
+    /// Largest wall time a job may ask for, in seconds (0: no limit).
+    #[serde(default)]
+    max_time_s: u64,
+}
+
+fn all_nodes() -> String {
+    "ALL".into()
+}
+
+/// Scheduling policies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PolicyName {
+    Fcfs,
+    Easy,
+}
+
+impl PolicyName {
+    pub fn parse(s: &str) -> Result<PolicyName> {
+        match s {
+            "fcfs" => Ok(PolicyName::Fcfs),
+            "easy" => Ok(PolicyName::Easy),
+            other => bail!("unknown policy {other:?} (known: fcfs, easy)"),
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct NodeDef {
+    pub name: String,
+    pub cpus: u32,
+    pub memory_mb: u64,
+}
+
+#[derive(Debug, Clone)]
+pub struct PartitionDef {
+    pub name: String,
+    /// Indices into [`Cluster::nodes`].
+    pub nodes: Vec<usize>,
+    pub priority: u32,
+    pub default: bool,
+    pub max_time_ns: u64,
+}
+
+#[derive(Debug, Clone)]
+pub struct HostDef {
+    pub name: String,
+    pub nodes: Vec<usize>,
+}
+
+/// The resolved configuration.
+#[derive(Debug, Clone)]
+pub struct Cluster {
+    /// Where the file is, for messages.
+    pub source: PathBuf,
+    pub listen: String,
+    pub secret_file: PathBuf,
+    pub state_dir: PathBuf,
+    pub record_dir: PathBuf,
+    pub policy: PolicyName,
+    pub schedule_interval: Duration,
+    pub timeout_grace: Duration,
+    pub nodes: Vec<NodeDef>,
+    pub groups: Groups,
+    pub partitions: Vec<PartitionDef>,
+    /// Whether `serve` hosts every node in its own process.
+    pub local_agents: bool,
+    /// How nodes are laid out on agent hosts (one local agent per host).
+    pub hosts: Vec<HostDef>,
+    pub agent: AgentSettings,
+    pub heartbeat_timeout: Duration,
+}
+
+impl Cluster {
+    pub fn load(path: &Path) -> Result<Cluster> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read config {}", path.display()))?;
+        Cluster::from_str(&text, path)
+    }
+
+    /// Parses a config; `path` is where it came from (for relative paths
+    /// and messages).
+    pub fn from_str(text: &str, path: &Path) -> Result<Cluster> {
+        let name = path.display();
+        let file: File = toml::from_str(text).map_err(|e| {
+            // toml's message spans several lines (it quotes the source);
+            // keep the first, which names the line and the problem.
+            let msg = e.to_string();
+            let first = msg.lines().next().unwrap_or("").trim().to_string();
+            let detail = msg.lines().last().unwrap_or("").trim().to_string();
+            anyhow!("{name}: {first} {detail}")
+        })?;
+        let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        let rel = |p: PathBuf| if p.is_absolute() { p } else { base.join(p) };
+
+        let mut groups = Groups::new();
+        for (g, expr) in &file.groups {
+            groups.define(g, expr);
+        }
+        let mut nodes = Vec::new();
+        let mut index = BTreeMap::new();
+        for (i, n) in file.nodes.iter().enumerate() {
+            let set = groups
+                .parse(&n.names)
+                .map_err(|e| anyhow!("{name}: nodes[{i}].names: {e}"))?;
+            if n.cpus == 0 {
+                bail!("{name}: nodes[{i}] ({}): cpus must be at least 1", n.names);
+            }
+            let memory_mb = match &n.memory {
+                None => 0,
+                Some(v) => parse_size(v).map_err(|e| anyhow!("{name}: nodes[{i}].memory: {e}"))?,
+            };
+            for node in set.iter() {
+                if index.insert(node.clone(), nodes.len()).is_some() {
+                    bail!("{name}: node {node} is defined twice");
+                }
+                nodes.push(NodeDef {
+                    name: node,
+                    cpus: n.cpus,
+                    memory_mb,
+                });
+            }
+        }
+        if nodes.is_empty() {
+            bail!("{name}: no [[nodes]]: a cluster needs at least one node");
+        }
+        let resolve = |what: &str, expr: &str| -> Result<Vec<usize>> {
+            if expr == "ALL" {
+                return Ok((0..nodes.len()).collect());
+            }
+            let set = groups
+                .parse(expr)
+                .map_err(|e| anyhow!("{name}: {what}: {e}"))?;
+            set.iter()
+                .map(|n| {
+                    index
+                        .get(&n)
+                        .copied()
+                        .ok_or_else(|| anyhow!("{name}: {what}: node {n} is not in [[nodes]]"))
+                })
+                .collect()
+        };
+
+        let mut partitions = Vec::new();
+        for p in &file.partitions {
+            if partitions.iter().any(|q: &PartitionDef| q.name == p.name) {
+                bail!("{name}: partition {} is defined twice", p.name);
+            }
+            partitions.push(PartitionDef {
+                name: p.name.clone(),
+                nodes: resolve(&format!("partition {}", p.name), &p.nodes)?,
+                priority: p.priority,
+                default: p.default,
+                max_time_ns: p.max_time_s.saturating_mul(1_000_000_000),
+            });
+        }
+        if partitions.is_empty() {
+            partitions.push(PartitionDef {
+                name: "batch".into(),
+                nodes: (0..nodes.len()).collect(),
+                priority: 0,
+                default: true,
+                max_time_ns: 0,
+            });
+        }
+        match partitions.iter().filter(|p| p.default).count() {
+            0 => partitions[0].default = true,
+            1 => {}
+            _ => bail!("{name}: more than one partition has default = true"),
+        }
+
+        let mut hosts = Vec::new();
+        for h in &file.agents.host {
+            hosts.push(HostDef {
+                name: h.name.clone(),
+                nodes: resolve(&format!("agents.host {}", h.name), &h.nodes)?,
+            });
+        }
+        let mut seen = vec![false; nodes.len()];
+        for h in &hosts {
+            for &n in &h.nodes {
+                if std::mem::replace(&mut seen[n], true) {
+                    bail!("{name}: node {} is on two agent hosts", nodes[n].name);
+                }
+            }
+        }
+        if hosts.is_empty() {
+            hosts.push(HostDef {
+                name: "local".into(),
+                nodes: (0..nodes.len()).collect(),
+            });
+        }
+
+        let c = &file.controller;
+        let policy = PolicyName::parse(c.policy.as_deref().unwrap_or("easy"))
+            .map_err(|e| anyhow!("{name}: controller.policy: {e}"))?;
+        let state_dir = match &c.state_dir {
+            Some(p) => rel(p.clone()),
+            None => default_state_dir(path),
+        };
+        let a = &file.agents;
+        let suspend_mode = match a.suspend_mode.as_deref() {
+            None => SuspendMode::Tstp,
+            Some(s) => {
+                SuspendMode::parse(s).map_err(|e| anyhow!("{name}: agents.suspend_mode: {e}"))?
+            }
+        };
+        let mut agent = AgentSettings {
+            suspend_mode,
+            ..AgentSettings::default()
+        };
+        if let Some(p) = &a.sigsleep {
+            agent.sigsleep = rel(p.clone());
+        }
+        if let Some(ms) = a.suspend_grace_ms {
+            agent.suspend_grace = Duration::from_millis(ms);
+        }
+        if let Some(ms) = a.kill_grace_ms {
+            agent.kill_grace = Duration::from_millis(ms);
+        }
+        if let Some(ms) = a.heartbeat_ms {
+            if ms == 0 {
+                bail!("{name}: agents.heartbeat_ms must be positive");
+            }
+            agent.heartbeat = Duration::from_millis(ms);
+        }
+        let heartbeat_timeout = Duration::from_millis(
+            a.heartbeat_timeout_ms
+                .unwrap_or(10 * agent.heartbeat.as_millis() as u64),
+        );
+        Ok(Cluster {
+            source: path.to_path_buf(),
+            listen: c
+                .listen
+                .clone()
+                .unwrap_or_else(|| formats::wire::DEFAULT_ADDR.into()),
+            secret_file: c
+                .secret_file
+                .clone()
+                .map(rel)
+                .unwrap_or_else(|| state_dir.join("secret")),
+            record_dir: c
+                .record_dir
+                .clone()
+                .map(rel)
+                .unwrap_or_else(|| state_dir.join("records")),
+            state_dir,
+            policy,
+            schedule_interval: Duration::from_millis(c.schedule_interval_ms.unwrap_or(10)),
+            timeout_grace: Duration::from_millis(c.timeout_grace_ms.unwrap_or(10_000)),
+            nodes,
+            groups,
+            partitions,
+            local_agents: a.local.unwrap_or(false),
+            hosts,
+            agent,
+            heartbeat_timeout,
+        })
+    }
+
+    pub fn total_cores(&self) -> u64 {
+        self.nodes.iter().map(|n| u64::from(n.cpus)).sum()
+    }
+
+    /// The node names of `idx`, folded.
+    pub fn fold(&self, idx: &[usize]) -> String {
+        nodeset::fold(idx.iter().map(|&i| self.nodes[i].name.as_str()))
+    }
+}
+
+/// A per-user, per-config directory under the temporary directory, so that
+/// `serve` and the clients of the same config file agree on where the
+/// secret is without writing into the directory the config lives in.
+fn default_state_dir(config: &Path) -> PathBuf {
+    let abs = std::fs::canonicalize(config).unwrap_or_else(|_| config.to_path_buf());
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    abs.hash(&mut h);
+    let stem = config
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "cluster".into());
+    // SAFETY: getuid cannot fail.
+    let uid = unsafe { libc::getuid() };
+    std::env::temp_dir()
+        .join(format!("clemu-{uid}"))
+        .join(format!("{stem}-{:08x}", h.finish() as u32))
+}
+
+/// A memory size: a number of MiB, or a string with a unit (K, M, G, T,
+/// powers of 1024; "64G", "512M").
+pub fn parse_size(v: &toml::Value) -> Result<u64> {
+    match v {
+        toml::Value::Integer(n) if *n >= 0 => Ok(*n as u64),
+        toml::Value::String(s) => parse_size_str(s),
+        other => bail!("expected MiB or a size like \"64G\", got {other}"),
+    }
+}
+
+pub fn parse_size_str(s: &str) -> Result<u64> {
+    let t = s.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: u64 = num
+        .parse()
+        .map_err(|_| anyhow!("expected a size like \"64G\", got {s:?}"))?;
+    let mib = match unit
+        .trim()
+        .to_ascii_uppercase()
+        .trim_end_matches("IB")
+        .trim_end_matches('B')
+    {
+        "" | "M" => n,
+        "K" => n.div_ceil(1024),
+        "G" => n * 1024,
+        "T" => n * 1024 * 1024,
+        _ => bail!("unknown size unit in {s:?} (use K, M, G or T)"),
+    };
+    Ok(mib)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load(text: &str) -> Result<Cluster> {
+        Cluster::from_str(text, Path::new("/etc/clemu/test.toml"))
+    }
+
+    #[test]
+    fn a_full_config() {
+        let c = load(
+            r#"
+            [controller]
+            listen = "0.0.0.0:9000"
+            policy = "fcfs"
+            state_dir = "state"
+
+            [agents]
+            local = true
+            suspend_mode = "slurm"
+
+            [[agents.host]]
+            name = "h1"
+            nodes = "vn[1-2]"
+
+            [[agents.host]]
+            name = "h2"
+            nodes = "vn[3-4]"
+
+            [[nodes]]
+            names = "vn[1-4]"
+            cpus = 16
+            memory = "64G"
+
+            [groups]
+            low = "vn[1-2]"
+
+            [[partitions]]
+            name = "low"
+            nodes = "@low"
+            priority = 1
+
+            [[partitions]]
+            name = "high"
+            nodes = "ALL"
+            priority = 10
+            default = true
+            "#,
+        )
+        .unwrap();
+        assert_eq!(c.nodes.len(), 4);
+        assert_eq!(c.nodes[0].memory_mb, 65536);
+        assert_eq!(c.total_cores(), 64);
+        assert_eq!(c.policy, PolicyName::Fcfs);
+        assert_eq!(c.state_dir, PathBuf::from("/etc/clemu/state"));
+        assert_eq!(c.secret_file, PathBuf::from("/etc/clemu/state/secret"));
+        assert_eq!(c.partitions[0].nodes, vec![0, 1]);
+        assert!(c.partitions[1].default && !c.partitions[0].default);
+        assert_eq!(c.hosts.len(), 2);
+        assert_eq!(c.agent.suspend_mode, SuspendMode::Slurm);
+        assert!(c.local_agents);
+        assert_eq!(c.fold(&[0, 1, 3]), "vn[1-2,4]");
+    }
+
+    #[test]
+    fn mistakes_name_what_is_wrong() {
+        for (text, needle) in [
+            ("[[nodes]]\nnames = \"vn[1-2]\"\ncpus = 0\n", "cpus must be at least 1"),
+            ("[[nodes]]\nnames = \"vn[1-2\"\ncpus = 1\n", "nodes[0].names"),
+            ("[[nodes]]\nnames = \"vn1\"\ncpus = 1\nmemory = \"3X\"\n", "unknown size unit"),
+            ("[[nodes]]\nnames = \"vn1\"\ncpus = 1\ncolour = 3\n", "unknown field"),
+            ("[[nodes]]\nnames = \"vn1\"\ncpus = 1\n[[partitions]]\nname = \"p\"\nnodes = \"vn2\"\n", "vn2 is not in"),
+            ("[[nodes]]\nnames = \"vn1\"\ncpus = 1\n[controller]\npolicy = \"lottery\"\n", "unknown policy"),
+            ("[[nodes]]\nnames = \"vn1,vn1\"\ncpus = 1\n[[nodes]]\nnames = \"vn1\"\ncpus = 2\n", "defined twice"),
+            ("", "no [[nodes]]"),
+            ("[[nodes]\n", "test.toml"),
+        ] {
+            let err = load(text).unwrap_err().to_string();
+            assert!(err.contains(needle), "{text:?}: {err}");
+            assert!(err.contains("test.toml"), "{err}");
+            assert_eq!(err.lines().count(), 1, "{err}");
+        }
+    }
+
+    #[test]
+    fn sizes() {
+        for (s, mib) in [
+            ("512", 512),
+            ("512M", 512),
+            ("64G", 65536),
+            ("1T", 1 << 20),
+            ("2048K", 2),
+            ("8GiB", 8192),
+        ] {
+            assert_eq!(parse_size_str(s).unwrap(), mib, "{s}");
+        }
+        assert!(parse_size_str("G").is_err());
+    }
+}

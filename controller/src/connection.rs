@@ -1,0 +1,177 @@
+//! One peer connection: the handshake, then either an agent's stream of
+//! events (and records) in both directions, or a client's requests, one at
+//! a time. A peer that fails the handshake, sends a malformed or oversized
+//! frame or speaks out of turn is logged with its address and dropped;
+//! nothing it sent reaches the cluster state.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use formats::wire::{self, Conn, FromAgent, Request, Response, Role, ToAgent, WireError};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+use tracing::{debug, info, warn};
+
+use crate::records::SinkHandle;
+use crate::server::Event;
+use crate::state::AgentId;
+
+/// What every connection needs.
+pub struct Shared {
+    pub secret: Vec<u8>,
+    pub events: mpsc::Sender<Event>,
+    pub records: SinkHandle,
+    /// Fires when the server has stopped.
+    pub done: CancellationToken,
+}
+
+static NEXT_AGENT: AtomicU64 = AtomicU64::new(1);
+
+/// Serves one connection to its end. `local`: an agent hosted in this
+/// process, over an in-memory pipe.
+pub async fn serve<T: AsyncRead + AsyncWrite + Unpin>(
+    io: T,
+    peer: String,
+    local: bool,
+    shared: Arc<Shared>,
+) {
+    let mut conn = Conn::new(io);
+    let role = match wire::accept(&mut conn, &shared.secret).await {
+        Ok(r) => r,
+        Err(e) => {
+            warn!(%peer, %e, "refused a connection");
+            return;
+        }
+    };
+    let result = match role {
+        Role::Agent => agent(conn, &peer, local, &shared).await,
+        Role::Client => client(conn, &shared).await,
+    };
+    match result {
+        Ok(()) => debug!(%peer, "connection closed"),
+        Err(e) => warn!(%peer, "dropped the connection: {e}"),
+    }
+}
+
+async fn agent<T: AsyncRead + AsyncWrite + Unpin>(
+    mut conn: Conn<T>,
+    peer: &str,
+    local: bool,
+    shared: &Shared,
+) -> Result<(), String> {
+    let first = tokio::time::timeout(wire::HANDSHAKE_TIMEOUT, conn.recv::<FromAgent>())
+        .await
+        .map_err(|_| "no registration".to_string())?
+        .map_err(|e| e.to_string())?;
+    let FromAgent::Register {
+        host,
+        nodes,
+        cpus,
+        memory_mb,
+    } = first
+    else {
+        return Err("an agent spoke before registering".into());
+    };
+    let agent: AgentId = NEXT_AGENT.fetch_add(1, Ordering::Relaxed);
+    let (link, mut orders) = mpsc::unbounded_channel();
+    let (reply, answer) = oneshot::channel();
+    shared
+        .events
+        .send(Event::AgentUp {
+            agent,
+            host: host.clone(),
+            nodes,
+            cpus,
+            memory_mb,
+            local,
+            link,
+            reply,
+        })
+        .await
+        .map_err(|_| "the controller is stopping".to_string())?;
+    let settings = match answer.await {
+        Ok(Ok(s)) => s,
+        Ok(Err(why)) => {
+            let _ = conn.send(&ToAgent::Rejected(why.clone())).await;
+            return Err(format!("refused agent {host}: {why}"));
+        }
+        Err(_) => return Err("the controller is stopping".into()),
+    };
+    conn.send(&ToAgent::Registered(settings))
+        .await
+        .map_err(|e| e.to_string())?;
+    info!(%peer, %host, agent, "agent registered");
+
+    let why = loop {
+        tokio::select! {
+            msg = conn.recv::<FromAgent>() => match msg {
+                Ok(FromAgent::Records(frames)) => {
+                    if shared.records.send((peer.to_string(), frames)).await.is_err() {
+                        break "the record sink is gone".to_string();
+                    }
+                }
+                Ok(FromAgent::Register { .. }) => break "registered twice".into(),
+                Ok(msg) => {
+                    if shared.events.send(Event::FromAgent { agent, msg }).await.is_err() {
+                        break "the controller stopped".into();
+                    }
+                }
+                Err(WireError::Closed) => break "disconnected".into(),
+                Err(e) => break e.to_string(),
+            },
+            order = orders.recv() => match order {
+                Some(msg) => {
+                    if let Err(e) = conn.send(&msg).await {
+                        break e.to_string();
+                    }
+                }
+                // The server dropped the link: it considers the agent gone.
+                None => break "dropped by the controller".into(),
+            },
+            () = shared.done.cancelled() => break "the controller stopped".into(),
+        }
+    };
+    let _ = shared
+        .events
+        .send(Event::AgentGone {
+            agent,
+            why: why.clone(),
+        })
+        .await;
+    if why == "disconnected" || why == "the controller stopped" {
+        Ok(())
+    } else {
+        Err(format!("agent {host}: {why}"))
+    }
+}
+
+async fn client<T: AsyncRead + AsyncWrite + Unpin>(
+    mut conn: Conn<T>,
+    shared: &Shared,
+) -> Result<(), String> {
+    loop {
+        let req = tokio::select! {
+            r = conn.recv::<Request>() => match r {
+                Ok(r) => r,
+                Err(WireError::Closed) => return Ok(()),
+                Err(e) => return Err(e.to_string()),
+            },
+            () = shared.done.cancelled() => return Ok(()),
+        };
+        let (reply, answer) = oneshot::channel();
+        let resp = if shared
+            .events
+            .send(Event::Request { req, reply })
+            .await
+            .is_err()
+        {
+            Response::Error("the controller is stopping".into())
+        } else {
+            answer
+                .await
+                .unwrap_or_else(|_| Response::Error("the controller is stopping".into()))
+        };
+        conn.send(&resp).await.map_err(|e| e.to_string())?;
+    }
+}

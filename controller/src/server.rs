@@ -1,0 +1,235 @@
+//! The server task: sole owner of the [`Cluster`]. Connections send it
+//! [`Event`]s; it applies them, runs the scheduling policy in batches (a
+//! "needs scheduling" flag and a minimum interval between passes), checks
+//! heartbeats and wall-time limits once a second, and sends what agents
+//! must do through their links.
+
+use std::collections::HashMap;
+use std::time::Instant;
+
+use formats::wire::{FromAgent, Request, Response, RunSettings, ToAgent};
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+use tracing::{debug, info};
+
+use crate::policy::Policy;
+use crate::state::{AgentId, Cluster, Outbox};
+
+/// What connections tell the server.
+pub enum Event {
+    /// An agent asks to register. `link` carries what the server sends it.
+    AgentUp {
+        agent: AgentId,
+        host: String,
+        nodes: String,
+        cpus: u32,
+        memory_mb: u64,
+        /// Hosted in the controller's process: records land in the record
+        /// directory directly and are not streamed.
+        local: bool,
+        link: mpsc::UnboundedSender<ToAgent>,
+        reply: oneshot::Sender<Result<RunSettings, String>>,
+    },
+    FromAgent {
+        agent: AgentId,
+        msg: FromAgent,
+    },
+    AgentGone {
+        agent: AgentId,
+        why: String,
+    },
+    Request {
+        req: Request,
+        reply: oneshot::Sender<Response>,
+    },
+}
+
+/// Links to connected agents. Unbounded on purpose: the state cannot wait
+/// for one slow agent, and what is queued is bounded by the jobs it runs.
+#[derive(Default)]
+struct Links(HashMap<AgentId, mpsc::UnboundedSender<ToAgent>>);
+
+impl Outbox for Links {
+    fn to_agent(&mut self, agent: AgentId, msg: ToAgent) {
+        if let Some(tx) = self.0.get(&agent) {
+            // A closed link means the agent is going; its AgentGone follows.
+            let _ = tx.send(msg);
+        }
+    }
+}
+
+pub struct Server {
+    pub cluster: Cluster,
+    policy: Box<dyn Policy + Send>,
+    links: Links,
+    events: mpsc::Receiver<Event>,
+    /// Cancelled when the server has finished: the listener and the local
+    /// agents stop.
+    done: CancellationToken,
+    /// Set once a shutdown was asked for: when it must be over by.
+    stopping: Option<Instant>,
+}
+
+impl Server {
+    pub fn new(
+        cluster: Cluster,
+        policy: Box<dyn Policy + Send>,
+        events: mpsc::Receiver<Event>,
+        done: CancellationToken,
+    ) -> Server {
+        Server {
+            cluster,
+            policy,
+            links: Links::default(),
+            events,
+            done,
+            stopping: None,
+        }
+    }
+
+    pub async fn run(mut self, shutdown: CancellationToken) {
+        let interval = self.cluster.config.schedule_interval;
+        let mut tick = tokio::time::interval(std::time::Duration::from_secs(1));
+        let mut last_pass = Instant::now() - interval;
+        let mut next_pass: Option<tokio::time::Instant> = None;
+        loop {
+            if self.cluster.needs_schedule && next_pass.is_none() && self.stopping.is_none() {
+                next_pass = Some(tokio::time::Instant::from_std(last_pass + interval));
+            }
+            tokio::select! {
+                ev = self.events.recv() => match ev {
+                    Some(ev) => self.handle(ev),
+                    None => break,
+                },
+                () = tokio::time::sleep_until(next_pass.unwrap_or_else(tokio::time::Instant::now)), if next_pass.is_some() => {
+                    next_pass = None;
+                    last_pass = Instant::now();
+                    self.pass(last_pass);
+                }
+                _ = tick.tick() => self.tick(),
+                () = shutdown.cancelled(), if self.stopping.is_none() => self.begin_shutdown(),
+            }
+            if let Some(deadline) = self.stopping {
+                if self.cluster.agents.is_empty() || Instant::now() >= deadline {
+                    break;
+                }
+            }
+        }
+        info!("controller stopped");
+        self.done.cancel();
+    }
+
+    fn pass(&mut self, now: Instant) {
+        self.cluster.needs_schedule = false;
+        let snapshot = self.cluster.snapshot(now);
+        let starts = self.policy.schedule(&snapshot);
+        let n = starts.len();
+        self.cluster.start(starts, now, &mut self.links);
+        let took = now.elapsed();
+        self.cluster.counters.passes += 1;
+        self.cluster.counters.last_pass = took;
+        debug!(
+            queued = snapshot.queue.len(),
+            started = n,
+            ?took,
+            "scheduling pass"
+        );
+    }
+
+    fn tick(&mut self) {
+        let now = Instant::now();
+        self.cluster.enforce_walltime(now, &mut self.links);
+        for agent in self.cluster.silent_agents(now) {
+            self.links.0.remove(&agent);
+            self.cluster
+                .agent_down(agent, "no heartbeat", &mut self.links);
+        }
+    }
+
+    fn begin_shutdown(&mut self) {
+        info!("shutting down: cancelling jobs, stopping agents");
+        self.cluster.shutdown(&mut self.links);
+        let grace = self.cluster.config.agent.kill_grace + std::time::Duration::from_secs(5);
+        self.stopping = Some(Instant::now() + grace);
+    }
+
+    fn handle(&mut self, ev: Event) {
+        let now = Instant::now();
+        match ev {
+            Event::AgentUp {
+                agent,
+                host,
+                nodes,
+                cpus,
+                memory_mb,
+                local,
+                link,
+                reply,
+            } => {
+                let result = if self.stopping.is_some() {
+                    Err("the controller is shutting down".to_string())
+                } else {
+                    self.cluster
+                        .agent_up(agent, &host, &nodes, cpus, memory_mb, now)
+                        .map(|()| self.cluster.config.agent.run_settings(!local))
+                };
+                if result.is_ok() {
+                    self.links.0.insert(agent, link);
+                }
+                let _ = reply.send(result);
+            }
+            Event::FromAgent { agent, msg } => match msg {
+                FromAgent::Started { job, pid } => debug!(job, pid, "job process started"),
+                FromAgent::Ended { job, exit } => self.cluster.job_ended(agent, job, exit),
+                FromAgent::Heartbeat { running } => self.cluster.heartbeat(agent, running, now),
+                // Handled by the connection (records) or refused there
+                // (a second registration).
+                FromAgent::Records(_) | FromAgent::Register { .. } => {}
+            },
+            Event::AgentGone { agent, why } => {
+                self.links.0.remove(&agent);
+                self.cluster.agent_down(agent, &why, &mut self.links);
+            }
+            Event::Request { req, reply } => {
+                let resp = self.request(req, now);
+                let _ = reply.send(resp);
+            }
+        }
+    }
+
+    fn request(&mut self, req: Request, now: Instant) -> Response {
+        match req {
+            Request::Submit(specs) => {
+                if self.stopping.is_some() {
+                    return Response::Error("the controller is shutting down".into());
+                }
+                match self.cluster.submit(specs) {
+                    Ok(ids) => Response::Submitted(ids),
+                    Err(e) => Response::Error(e),
+                }
+            }
+            Request::Queue { all } => Response::Queue(self.cluster.queue(all)),
+            Request::Nodes => Response::Nodes(self.cluster.node_infos()),
+            Request::Stats => Response::Stats(self.cluster.stats()),
+            Request::Cancel(ids) => Response::Jobs(self.cluster.cancel(&ids, &mut self.links)),
+            Request::Suspend(ids) => {
+                Response::Jobs(self.cluster.suspend(&ids, now, &mut self.links))
+            }
+            Request::Resume(ids) => Response::Jobs(self.cluster.resume(&ids, now, &mut self.links)),
+            Request::Drain { nodes, reason } => match self.cluster.drain(&nodes, &reason) {
+                Ok(n) => Response::Drained(n),
+                Err(e) => Response::Error(e),
+            },
+            Request::Undrain { nodes } => match self.cluster.undrain(&nodes) {
+                Ok(n) => Response::Drained(n),
+                Err(e) => Response::Error(e),
+            },
+            Request::Shutdown => {
+                if self.stopping.is_none() {
+                    self.begin_shutdown();
+                }
+                Response::ShuttingDown
+            }
+        }
+    }
+}

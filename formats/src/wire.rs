@@ -1,0 +1,686 @@
+//! The wire protocol between the controller, its agents and its clients:
+//! message types, framing, and the authenticated handshake.
+//!
+//! Every connection is TCP (or, for agents hosted inside the controller, an
+//! in-memory pipe) carrying length-delimited frames (a 4-byte big-endian
+//! length, then that many bytes, at most [`MAX_FRAME`]) of bincode
+//! messages. It opens with a handshake:
+//!
+//! 1. server → [`Hello`]: protocol version and a fresh random nonce;
+//! 2. client → [`Auth`]: its version, its role (agent or client), its own
+//!    nonce, and HMAC-SHA256(secret, "clemu client" ‖ role ‖ server nonce ‖
+//!    client nonce);
+//! 3. server → [`Welcome`] with HMAC-SHA256(secret, "clemu server" ‖
+//!    client nonce ‖ server nonce), so the client knows the server too.
+//!
+//! A wrong version, a wrong proof or a message out of turn ends the
+//! connection before anything it sent is acted on. Nonces are fresh on both
+//! sides, so a recorded handshake cannot be replayed. After the handshake
+//! an agent speaks [`FromAgent`] and hears [`ToAgent`]; a client sends one
+//! [`Request`] at a time and gets one [`Response`].
+
+use std::fmt;
+use std::io;
+use std::time::Duration;
+
+use bincode::Options;
+use futures_util::{SinkExt, StreamExt};
+use hmac::{Hmac, Mac};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use sha2::Sha256;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio_util::codec::{Framed, LengthDelimitedCodec};
+
+/// Version of this protocol; both ends must speak the same.
+pub const PROTOCOL: u32 = 1;
+/// Largest frame either side accepts (a batch of records can be large).
+pub const MAX_FRAME: usize = 16 << 20;
+/// How long a peer has to complete the handshake.
+pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
+/// Default listen and connect address of the controller.
+pub const DEFAULT_ADDR: &str = "127.0.0.1:7817";
+
+type Nonce = [u8; 32];
+type Proof = [u8; 32];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Role {
+    /// A per-host daemon hosting virtual nodes.
+    Agent,
+    /// A command line client (submit, queue, ...) or a replay driver.
+    Client,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Hello {
+    pub protocol: u32,
+    pub nonce: Nonce,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Auth {
+    pub protocol: u32,
+    pub role: Role,
+    pub nonce: Nonce,
+    pub proof: Proof,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Welcome {
+    pub proof: Proof,
+}
+
+/// A job as submitted.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JobSpec {
+    /// Cores in total (spread over as many nodes as needed).
+    pub cores: u32,
+    /// Memory per allocated core, in MiB (0: none asked).
+    pub mem_per_cpu_mb: u64,
+    /// Run time the job's sigsleep sleeps, in nanoseconds.
+    pub runtime_ns: u64,
+    /// Wall-time limit in nanoseconds, 0 for none.
+    pub walltime_ns: u64,
+    /// Partition; `None` for the default one.
+    pub partition: Option<String>,
+    /// Submit instant to record (CLOCK_REALTIME ns); `None`: when the
+    /// controller accepts it. A replay driver passes its own target.
+    pub submit_ns: Option<i64>,
+}
+
+/// Job states, as DESIGN.md names them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum JobState {
+    Pending,
+    Running,
+    Suspended,
+    Completed,
+    Cancelled,
+    Failed,
+    Timeout,
+    NodeFail,
+}
+
+impl JobState {
+    pub const ALL: [JobState; 8] = [
+        JobState::Pending,
+        JobState::Running,
+        JobState::Suspended,
+        JobState::Completed,
+        JobState::Cancelled,
+        JobState::Failed,
+        JobState::Timeout,
+        JobState::NodeFail,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JobState::Pending => "pending",
+            JobState::Running => "running",
+            JobState::Suspended => "suspended",
+            JobState::Completed => "completed",
+            JobState::Cancelled => "cancelled",
+            JobState::Failed => "failed",
+            JobState::Timeout => "timeout",
+            JobState::NodeFail => "node_fail",
+        }
+    }
+
+    /// Whether the job is over.
+    pub fn is_final(self) -> bool {
+        !matches!(
+            self,
+            JobState::Pending | JobState::Running | JobState::Suspended
+        )
+    }
+}
+
+/// Node states, as DESIGN.md names them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum NodeState {
+    Idle,
+    Mixed,
+    Allocated,
+    Drained,
+    Down,
+}
+
+impl NodeState {
+    pub const ALL: [NodeState; 5] = [
+        NodeState::Idle,
+        NodeState::Mixed,
+        NodeState::Allocated,
+        NodeState::Drained,
+        NodeState::Down,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NodeState::Idle => "idle",
+            NodeState::Mixed => "mixed",
+            NodeState::Allocated => "allocated",
+            NodeState::Drained => "drained",
+            NodeState::Down => "down",
+        }
+    }
+}
+
+/// One job in the queue view.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JobInfo {
+    pub id: u64,
+    pub state: JobState,
+    pub partition: String,
+    pub cores: u32,
+    /// Allocated nodes, folded; empty while pending.
+    pub nodes: String,
+    pub submit_ns: i64,
+    /// First start, 0 while pending.
+    pub start_ns: i64,
+    /// End, 0 while not over.
+    pub end_ns: i64,
+    pub runtime_ns: u64,
+    pub walltime_ns: u64,
+    /// Why it waits or how it ended, when there is something to say.
+    pub reason: String,
+}
+
+/// One node in the nodes view.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NodeInfo {
+    pub name: String,
+    pub state: NodeState,
+    pub cpus: u32,
+    pub alloc_cpus: u32,
+    pub memory_mb: u64,
+    pub alloc_memory_mb: u64,
+    /// Host of the agent serving it; empty when none is connected.
+    pub host: String,
+    pub reason: String,
+}
+
+/// Counts and counters of the whole cluster.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ClusterStats {
+    /// Jobs by state, in [`JobState::ALL`] order.
+    pub jobs: Vec<(JobState, u64)>,
+    /// Nodes by state, in [`NodeState::ALL`] order.
+    pub nodes: Vec<(NodeState, u64)>,
+    pub cores: u64,
+    pub alloc_cores: u64,
+    pub agents: u64,
+    pub submitted: u64,
+    pub started: u64,
+    pub ended: u64,
+    pub suspensions: u64,
+    pub schedule_passes: u64,
+    /// Duration of the last scheduling pass, in nanoseconds.
+    pub last_pass_ns: u64,
+}
+
+/// What happened to one job of a cancel, suspend or resume request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JobOutcome {
+    pub id: u64,
+    /// `None` if done, else why not.
+    pub error: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub enum Request {
+    Submit(Vec<JobSpec>),
+    /// Active jobs; with `all`, finished ones too.
+    Queue {
+        all: bool,
+    },
+    Nodes,
+    Stats,
+    Cancel(Vec<u64>),
+    Suspend(Vec<u64>),
+    Resume(Vec<u64>),
+    Drain {
+        nodes: String,
+        reason: String,
+    },
+    Undrain {
+        nodes: String,
+    },
+    Shutdown,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub enum Response {
+    Submitted(Vec<u64>),
+    Queue(Vec<JobInfo>),
+    Nodes(Vec<NodeInfo>),
+    Stats(ClusterStats),
+    Jobs(Vec<JobOutcome>),
+    /// Nodes affected (folded).
+    Drained(String),
+    ShuttingDown,
+    Error(String),
+}
+
+/// A job to start on an agent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StartJob {
+    pub job: u64,
+    /// The job's first node: the one whose task runs the process.
+    pub node: String,
+    pub cores: u32,
+    pub runtime_ns: u64,
+    pub walltime_ns: u64,
+    pub submit_ns: i64,
+}
+
+/// How an agent delivers a suspension (DESIGN.md, "Suspension modes").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SuspendMode {
+    /// `SIGTSTP`: sigsleep records the instant and stops itself.
+    Tstp,
+    /// `SIGTSTP`, then `SIGSTOP` after a grace period, as slurmstepd does.
+    Slurm,
+    /// A bare `SIGSTOP`: sigsleep only notices on `SIGCONT`.
+    Stop,
+}
+
+impl SuspendMode {
+    pub fn parse(s: &str) -> Result<SuspendMode, String> {
+        match s {
+            "tstp" => Ok(SuspendMode::Tstp),
+            "slurm" => Ok(SuspendMode::Slurm),
+            "stop" => Ok(SuspendMode::Stop),
+            other => Err(format!(
+                "unknown suspend mode {other:?} (known: tstp, slurm, stop)"
+            )),
+        }
+    }
+}
+
+/// How the controller wants an agent to run its jobs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunSettings {
+    pub heartbeat_ms: u64,
+    pub suspend_mode: SuspendMode,
+    /// `slurm` mode: milliseconds between `SIGTSTP` and `SIGSTOP`.
+    pub suspend_grace_ms: u64,
+    /// Milliseconds between `SIGTERM` and `SIGKILL` on cancel.
+    pub kill_grace_ms: u64,
+    /// Send finished records to the controller (false when the agent
+    /// writes them straight into the controller's record directory).
+    pub stream_records: bool,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub enum ToAgent {
+    /// Registration accepted, with how to run jobs.
+    Registered(RunSettings),
+    /// Registration refused; the agent should give up.
+    Rejected(String),
+    Start(StartJob),
+    Suspend(u64),
+    Resume(u64),
+    Cancel(u64),
+    /// Stop every job and exit.
+    Shutdown,
+}
+
+/// How a job's process ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Exit {
+    Code(i32),
+    Signal(i32),
+    /// The process could not be started.
+    SpawnFailed,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub enum FromAgent {
+    /// First message: the nodes this agent hosts.
+    Register {
+        host: String,
+        nodes: String,
+        cpus: u32,
+        memory_mb: u64,
+    },
+    Started {
+        job: u64,
+        pid: u32,
+    },
+    Ended {
+        job: u64,
+        exit: Exit,
+    },
+    /// Finished records, as the frames sigsleep wrote.
+    Records(Vec<u8>),
+    Heartbeat {
+        running: u32,
+    },
+}
+
+/// Why a connection ended or a message was refused.
+#[derive(Debug)]
+pub enum WireError {
+    Io(io::Error),
+    /// The peer hung up.
+    Closed,
+    /// A frame longer than [`MAX_FRAME`].
+    TooLarge,
+    /// A frame that is not a message of the expected kind.
+    Malformed(String),
+    /// The handshake failed: wrong secret, version or order.
+    Refused(String),
+    Timeout,
+}
+
+impl fmt::Display for WireError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            WireError::Io(e) => write!(f, "{e}"),
+            WireError::Closed => write!(f, "connection closed"),
+            WireError::TooLarge => write!(f, "frame larger than {MAX_FRAME} bytes"),
+            WireError::Malformed(e) => write!(f, "malformed message: {e}"),
+            WireError::Refused(e) => write!(f, "handshake refused: {e}"),
+            WireError::Timeout => write!(f, "timed out"),
+        }
+    }
+}
+
+impl std::error::Error for WireError {}
+
+impl From<io::Error> for WireError {
+    fn from(e: io::Error) -> Self {
+        // The codec reports an oversized frame as InvalidData.
+        if e.kind() == io::ErrorKind::InvalidData && e.to_string().contains("frame size") {
+            WireError::TooLarge
+        } else {
+            WireError::Io(e)
+        }
+    }
+}
+
+fn options() -> impl Options {
+    bincode::DefaultOptions::new()
+        .with_fixint_encoding()
+        .with_little_endian()
+        .with_limit(MAX_FRAME as u64)
+}
+
+/// A framed, message-typed connection over any byte stream.
+pub struct Conn<T> {
+    framed: Framed<T, LengthDelimitedCodec>,
+}
+
+impl<T: AsyncRead + AsyncWrite + Unpin> Conn<T> {
+    pub fn new(io: T) -> Self {
+        let codec = LengthDelimitedCodec::builder()
+            .max_frame_length(MAX_FRAME)
+            .new_codec();
+        Conn {
+            framed: Framed::new(io, codec),
+        }
+    }
+
+    pub async fn send<M: Serialize>(&mut self, msg: &M) -> Result<(), WireError> {
+        let bytes = options()
+            .serialize(msg)
+            .map_err(|e| WireError::Malformed(e.to_string()))?;
+        self.framed
+            .send(tokio_util::bytes::Bytes::from(bytes))
+            .await
+            .map_err(WireError::from)?;
+        Ok(())
+    }
+
+    /// The next message; `Err(Closed)` when the peer hung up cleanly.
+    pub async fn recv<M: DeserializeOwned>(&mut self) -> Result<M, WireError> {
+        match self.framed.next().await {
+            None => Err(WireError::Closed),
+            Some(Err(e)) => Err(e.into()),
+            Some(Ok(frame)) => options()
+                .reject_trailing_bytes()
+                .deserialize(&frame)
+                .map_err(|e| WireError::Malformed(e.to_string())),
+        }
+    }
+
+    pub fn into_inner(self) -> T {
+        self.framed.into_inner()
+    }
+}
+
+fn nonce() -> Result<Nonce, WireError> {
+    let mut n = [0u8; 32];
+    getrandom::fill(&mut n).map_err(|e| WireError::Io(io::Error::other(e.to_string())))?;
+    Ok(n)
+}
+
+fn mac(secret: &[u8], parts: &[&[u8]]) -> Proof {
+    let mut m =
+        <Hmac<Sha256> as Mac>::new_from_slice(secret).expect("HMAC takes a key of any length");
+    for p in parts {
+        m.update(p);
+    }
+    m.finalize().into_bytes().into()
+}
+
+fn role_byte(r: Role) -> u8 {
+    match r {
+        Role::Agent => 1,
+        Role::Client => 2,
+    }
+}
+
+/// Constant-time comparison, so that timing does not leak the proof.
+fn same(a: &Proof, b: &Proof) -> bool {
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+async fn timed<F: std::future::Future<Output = Result<R, WireError>>, R>(
+    f: F,
+) -> Result<R, WireError> {
+    tokio::time::timeout(HANDSHAKE_TIMEOUT, f)
+        .await
+        .map_err(|_| WireError::Timeout)?
+}
+
+/// The server's side of the handshake. Returns the peer's role.
+pub async fn accept<T: AsyncRead + AsyncWrite + Unpin>(
+    conn: &mut Conn<T>,
+    secret: &[u8],
+) -> Result<Role, WireError> {
+    timed(async {
+        let server_nonce = nonce()?;
+        conn.send(&Hello {
+            protocol: PROTOCOL,
+            nonce: server_nonce,
+        })
+        .await?;
+        let auth: Auth = conn.recv().await?;
+        if auth.protocol != PROTOCOL {
+            return Err(WireError::Refused(format!(
+                "protocol {} (this side speaks {PROTOCOL})",
+                auth.protocol
+            )));
+        }
+        let want = mac(
+            secret,
+            &[
+                b"clemu client",
+                &[role_byte(auth.role)],
+                &server_nonce,
+                &auth.nonce,
+            ],
+        );
+        if !same(&want, &auth.proof) {
+            return Err(WireError::Refused("wrong secret".into()));
+        }
+        let proof = mac(secret, &[b"clemu server", &auth.nonce, &server_nonce]);
+        conn.send(&Welcome { proof }).await?;
+        Ok(auth.role)
+    })
+    .await
+}
+
+/// The client's side of the handshake.
+pub async fn connect<T: AsyncRead + AsyncWrite + Unpin>(
+    conn: &mut Conn<T>,
+    secret: &[u8],
+    role: Role,
+) -> Result<(), WireError> {
+    timed(async {
+        let hello: Hello = conn.recv().await?;
+        if hello.protocol != PROTOCOL {
+            return Err(WireError::Refused(format!(
+                "the server speaks protocol {} (this side speaks {PROTOCOL})",
+                hello.protocol
+            )));
+        }
+        let client_nonce = nonce()?;
+        let proof = mac(
+            secret,
+            &[
+                b"clemu client",
+                &[role_byte(role)],
+                &hello.nonce,
+                &client_nonce,
+            ],
+        );
+        conn.send(&Auth {
+            protocol: PROTOCOL,
+            role,
+            nonce: client_nonce,
+            proof,
+        })
+        .await?;
+        let welcome: Welcome = match conn.recv().await {
+            Ok(w) => w,
+            // A server that refuses us just hangs up.
+            Err(WireError::Closed | WireError::Io(_)) => {
+                return Err(WireError::Refused(
+                    "the server closed the connection (wrong secret?)".into(),
+                ))
+            }
+            Err(e) => return Err(e),
+        };
+        let want = mac(secret, &[b"clemu server", &client_nonce, &hello.nonce]);
+        if !same(&want, &welcome.proof) {
+            return Err(WireError::Refused(
+                "the server does not know the secret".into(),
+            ));
+        }
+        Ok(())
+    })
+    .await
+}
+
+/// Reads a shared secret from a file. Refuses a file that others can read
+/// (the secret is all that stands between the network and the cluster) and
+/// an empty one. Trailing newlines are not part of the secret.
+pub fn read_secret(path: &std::path::Path) -> Result<Vec<u8>, String> {
+    use std::os::unix::fs::PermissionsExt;
+    let meta = std::fs::metadata(path)
+        .map_err(|e| format!("cannot read secret file {}: {e}", path.display()))?;
+    let mode = meta.permissions().mode();
+    if mode & 0o004 != 0 {
+        return Err(format!(
+            "secret file {} is readable by everyone (mode {:o}); chmod 600 it",
+            path.display(),
+            mode & 0o777
+        ));
+    }
+    let mut bytes = std::fs::read(path)
+        .map_err(|e| format!("cannot read secret file {}: {e}", path.display()))?;
+    while bytes.last().is_some_and(|b| *b == b'\n' || *b == b'\r') {
+        bytes.pop();
+    }
+    if bytes.is_empty() {
+        return Err(format!("secret file {} is empty", path.display()));
+    }
+    Ok(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn pair(
+        server_secret: &'static [u8],
+        client_secret: &'static [u8],
+    ) -> (Result<Role, WireError>, Result<(), WireError>) {
+        let (a, b) = tokio::io::duplex(4096);
+        let server = tokio::spawn(async move {
+            let mut c = Conn::new(a);
+            accept(&mut c, server_secret).await
+        });
+        let mut c = Conn::new(b);
+        let client = connect(&mut c, client_secret, Role::Agent).await;
+        drop(c);
+        (server.await.unwrap(), client)
+    }
+
+    #[tokio::test]
+    async fn handshake_with_the_same_secret() {
+        let (s, c) = pair(b"k", b"k").await;
+        assert_eq!(s.unwrap(), Role::Agent);
+        c.unwrap();
+    }
+
+    #[tokio::test]
+    async fn handshake_with_another_secret_is_refused_on_both_sides() {
+        let (s, c) = pair(b"k", b"not k").await;
+        assert!(matches!(s, Err(WireError::Refused(_))), "{s:?}");
+        assert!(matches!(c, Err(WireError::Refused(_))), "{c:?}");
+    }
+
+    #[tokio::test]
+    async fn a_replayed_auth_fails() {
+        // Record an honest client's Auth, then send it on a new connection.
+        let (a, b) = tokio::io::duplex(4096);
+        let server = tokio::spawn(async move { accept(&mut Conn::new(a), b"k").await });
+        let mut c = Conn::new(b);
+        let hello: Hello = c.recv().await.unwrap();
+        let n = [7u8; 32];
+        let auth = Auth {
+            protocol: PROTOCOL,
+            role: Role::Client,
+            nonce: n,
+            proof: mac(b"k", &[b"clemu client", &[2], &hello.nonce, &n]),
+        };
+        c.send(&auth).await.unwrap();
+        assert!(server.await.unwrap().is_ok());
+
+        let (a, b) = tokio::io::duplex(4096);
+        let server = tokio::spawn(async move { accept(&mut Conn::new(a), b"k").await });
+        let mut c = Conn::new(b);
+        let _: Hello = c.recv().await.unwrap();
+        c.send(&auth).await.unwrap();
+        assert!(matches!(server.await.unwrap(), Err(WireError::Refused(_))));
+    }
+
+    #[tokio::test]
+    async fn garbage_and_oversized_frames_are_errors_not_panics() {
+        use tokio::io::AsyncWriteExt;
+        let (a, mut b) = tokio::io::duplex(1 << 16);
+        let server = tokio::spawn(async move { accept(&mut Conn::new(a), b"k").await });
+        // A frame header claiming 1 GiB.
+        b.write_all(&(1u32 << 30).to_be_bytes()).await.unwrap();
+        let r = server.await.unwrap();
+        assert!(matches!(r, Err(WireError::TooLarge)), "{r:?}");
+
+        let (a, mut b) = tokio::io::duplex(1 << 16);
+        let server = tokio::spawn(async move { accept(&mut Conn::new(a), b"k").await });
+        b.write_all(&5u32.to_be_bytes()).await.unwrap();
+        b.write_all(b"hello").await.unwrap();
+        let r = server.await.unwrap();
+        assert!(matches!(r, Err(WireError::Malformed(_))), "{r:?}");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_silent_peer_times_out() {
+        let (a, _b) = tokio::io::duplex(4096);
+        let r = accept(&mut Conn::new(a), b"k").await;
+        assert!(matches!(r, Err(WireError::Timeout)), "{r:?}");
+    }
+}
