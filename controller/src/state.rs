@@ -401,17 +401,36 @@ impl Cluster {
             return;
         }
         let cancelled = job.ending_as;
+        let asked = |default: JobState| match cancelled {
+            Some(JobState::Timeout) => (JobState::Timeout, "wall-time limit".to_string()),
+            Some(s) => (s, "cancelled".to_string()),
+            None => (default, String::new()),
+        };
         let (state, reason) = match exit {
             Exit::Code(0) => (JobState::Completed, String::new()),
             Exit::Code(124) => (JobState::Timeout, "wall-time limit".into()),
-            Exit::Code(c) if c > 128 => (
-                cancelled.unwrap_or(JobState::Cancelled),
-                format!("signal {}", c - 128),
-            ),
-            Exit::Signal(s) => (
-                cancelled.unwrap_or(JobState::Failed),
-                format!("killed by signal {s}"),
-            ),
+            Exit::Code(c) if c > 128 => {
+                let (s, r) = asked(JobState::Cancelled);
+                (
+                    s,
+                    if r.is_empty() {
+                        format!("signal {}", c - 128)
+                    } else {
+                        r
+                    },
+                )
+            }
+            Exit::Signal(sig) => {
+                let (s, r) = asked(JobState::Failed);
+                (
+                    s,
+                    if r.is_empty() {
+                        format!("killed by signal {sig}")
+                    } else {
+                        r
+                    },
+                )
+            }
             Exit::Code(c) => (JobState::Failed, format!("sigsleep exited {c}")),
             Exit::SpawnFailed => (JobState::Failed, "could not start sigsleep".into()),
         };
@@ -661,9 +680,7 @@ impl Cluster {
             state: j.state,
             partition: self.config.partitions[j.partition].name.clone(),
             cores: j.spec.cores,
-            nodes: self
-                .config
-                .fold(&j.alloc.iter().map(|(n, _)| *n).collect::<Vec<_>>()),
+            nodes: j.nodes.clone(),
             submit_ns: j.submit_ns,
             start_ns: j.start_ns,
             end_ns: j.end_ns,

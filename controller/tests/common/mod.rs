@@ -1,0 +1,253 @@
+//! Helpers for the controller's integration tests: a real `controller
+//! serve` process on a free loopback port, the real client commands, real
+//! sigsleep processes and their record files.
+#![allow(dead_code)] // each test file uses a different subset
+#![allow(clippy::unwrap_used)] // test helpers: a failure should panic
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use formats::record::{decode_all, JobRecord};
+
+pub fn bin_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_controller"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+pub fn binary(name: &str) -> PathBuf {
+    let p = bin_dir().join(name);
+    assert!(
+        p.is_file(),
+        "{} is missing: run the tests with `cargo test --workspace`, which builds it",
+        p.display()
+    );
+    p
+}
+
+/// A running controller with its own state directory.
+pub struct Cluster {
+    pub dir: tempfile::TempDir,
+    pub config: PathBuf,
+    pub serve: Child,
+}
+
+/// `nodes` of `cpus` cores, hosted in-process if `local`, plus `extra`
+/// TOML.
+pub fn config_text(dir: &Path, nodes: &str, cpus: u32, local: bool, extra: &str) -> String {
+    format!(
+        r#"
+[controller]
+listen = "127.0.0.1:0"
+state_dir = "{state}"
+record_dir = "{records}"
+schedule_interval_ms = 5
+timeout_grace_ms = 2000
+
+[agents]
+local = {local}
+sigsleep = "{sigsleep}"
+kill_grace_ms = 2000
+heartbeat_ms = 200
+heartbeat_timeout_ms = 2000
+
+[[nodes]]
+names = "{nodes}"
+cpus = {cpus}
+memory = "16G"
+
+{extra}
+"#,
+        state = dir.join("state").display(),
+        records = dir.join("records").display(),
+        sigsleep = binary("sigsleep").display(),
+    )
+}
+
+impl Cluster {
+    pub fn start(nodes: &str, cpus: u32, extra: &str) -> Cluster {
+        Cluster::launch(nodes, cpus, true, extra, true)
+    }
+
+    /// A controller whose nodes are hosted by agent processes started
+    /// separately (the nodes are down until then).
+    pub fn start_remote(nodes: &str, cpus: u32) -> Cluster {
+        Cluster::launch(nodes, cpus, false, "", false)
+    }
+
+    fn launch(nodes: &str, cpus: u32, local: bool, extra: &str, wait_up: bool) -> Cluster {
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("cluster.toml");
+        std::fs::write(&config, config_text(dir.path(), nodes, cpus, local, extra)).unwrap();
+        let serve = Command::new(binary("controller"))
+            .arg("serve")
+            .arg("--config")
+            .arg(&config)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(dir.path().join("serve.log")).unwrap())
+            .spawn()
+            .unwrap();
+        let c = Cluster { dir, config, serve };
+        c.wait_for("the controller to listen", || {
+            c.ctl(&["stats"]).status.success()
+        });
+        if wait_up {
+            c.wait_nodes_up();
+        }
+        c
+    }
+
+    pub fn wait_nodes_up(&self) {
+        self.wait_for("every node to be up", || {
+            json_of(&self.ok(&["nodes", "--format", "json"]))
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|n| n["state"] != "down")
+        });
+    }
+
+    pub fn ctl(&self, args: &[&str]) -> Output {
+        Command::new(binary("controller"))
+            .arg("--config")
+            .arg(&self.config)
+            .args(args)
+            .output()
+            .unwrap()
+    }
+
+    /// Runs a client command that must succeed; returns its stdout.
+    pub fn ok(&self, args: &[&str]) -> String {
+        let out = self.ctl(args);
+        assert!(
+            out.status.success(),
+            "controller {args:?}: {}\n{}",
+            String::from_utf8_lossy(&out.stderr),
+            self.log()
+        );
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    pub fn submit(&self, args: &[&str]) -> Vec<u64> {
+        let mut all = vec!["submit"];
+        all.extend_from_slice(args);
+        self.ok(&all)
+            .lines()
+            .map(|l| l.trim().parse().unwrap())
+            .collect()
+    }
+
+    pub fn job(&self, id: u64) -> serde_json::Value {
+        let q = json_of(&self.ok(&["queue", "--all", "--format", "json"]));
+        q.as_array()
+            .unwrap()
+            .iter()
+            .find(|j| j["id"] == id)
+            .cloned()
+            .unwrap_or_else(|| panic!("no job {id} in the queue"))
+    }
+
+    pub fn state(&self, id: u64) -> String {
+        self.job(id)["state"].as_str().unwrap().to_string()
+    }
+
+    pub fn wait_state(&self, id: u64, want: &str) {
+        self.wait_for(&format!("job {id} to be {want}"), || self.state(id) == want);
+    }
+
+    pub fn wait_for(&self, what: &str, mut ok: impl FnMut() -> bool) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !ok() {
+            assert!(
+                Instant::now() < deadline,
+                "timed out waiting for {what}\n{}",
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    pub fn records(&self) -> Vec<JobRecord<'static>> {
+        let path = self.dir.path().join("records/jobs.rec");
+        let (recs, stats) = decode_all(&std::fs::read(path).unwrap_or_default());
+        assert_eq!(stats.damaged(), 0);
+        recs
+    }
+
+    pub fn record(&self, id: u64) -> JobRecord<'static> {
+        let mut found: Vec<_> = self.records().into_iter().filter(|r| r.id == id).collect();
+        assert_eq!(found.len(), 1, "records of job {id}: {found:?}");
+        found.remove(0)
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("serve.log")).unwrap_or_default()
+    }
+
+    pub fn address(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("state/address"))
+            .unwrap()
+            .trim()
+            .to_string()
+    }
+
+    pub fn pids(&self, id: u64) -> Vec<i32> {
+        sigsleep_pids(id, &self.dir.path().join("records/jobs.rec"))
+    }
+
+    pub fn secret_path(&self) -> PathBuf {
+        self.dir.path().join("state/secret")
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        // SAFETY: kill(2) on our own child.
+        unsafe { libc::kill(self.serve.id() as i32, libc::SIGTERM) };
+        let deadline = Instant::now() + Duration::from_secs(15);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.serve.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.serve.kill();
+        let _ = self.serve.wait();
+    }
+}
+
+pub fn json(out: &Output) -> serde_json::Value {
+    json_of(&String::from_utf8_lossy(&out.stdout))
+}
+
+pub fn json_of(s: &str) -> serde_json::Value {
+    serde_json::from_str(s).unwrap_or(serde_json::Value::Null)
+}
+
+/// Pids of live sigsleep processes of job `id` writing to `log`, from
+/// /proc (tests run in parallel, each cluster numbering its jobs from 1).
+pub fn sigsleep_pids(id: u64, log: &Path) -> Vec<i32> {
+    let want = format!("--id\0{id}\0");
+    let log = format!("--log\0{}\0", log.display());
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .map(|c| {
+                    let c = String::from_utf8_lossy(&c);
+                    c.contains("sigsleep") && c.contains(&want) && c.contains(&log)
+                })
+                .unwrap_or(false)
+        })
+        .collect()
+}
+
+/// The state letter of a process ('S', 'T', ...), or None if it is gone.
+pub fn proc_state(pid: i32) -> Option<char> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat[stat.rfind(')')? + 2..].chars().next()
+}

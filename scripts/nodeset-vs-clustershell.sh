@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# Checks `controller nodeset` against ClusterShell's own `nodeset` tool on
+# fixed cases and on random ones: fold (-f), expand (-e) and count (-c) must
+# print the same thing.
+#
+#   scripts/nodeset-vs-clustershell.sh [RANDOM_CASES]     (default 300)
+#
+# Installs ClusterShell from PyPI if `nodeset` is not on the PATH.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+n=${1:-300}
+command -v nodeset >/dev/null || python3 -m pip install -q ClusterShell
+cargo build -q -p controller
+host=$(rustc -vV | sed -n 's/^host: //p')
+ctl=target/$host/debug/controller
+[ -x "$ctl" ] || ctl=target/debug/controller
+
+cases=$(mktemp)
+trap 'rm -f "$cases"' EXIT
+cat > "$cases" <<'CASES'
+vn[0000-3599]
+a[2-8/2]
+da[1-3]c[1-2]
+vn[1-10],vn[5-20]
+vn[1-10]!vn[3-4]
+vn[1-10]&vn[5-20]
+vn[1-10]^vn[5-20]
+vn[1-4],vn[6-7]&vn[2-6]
+vn[1-4]!vn2,vn10
+node1,node2,node3
+node[01-10]
+node[001-002],node[003]
+a1b1,a1b2,a2b1,a2b2
+a1b1,a1b2,a2b1
+x[1-3]y[1-2]z[1-2]
+foo,bar
+foo1,foo01
+node[9-11]
+node[09-11]
+n[1-100/3]
+r[1-2]sw[1-2]-port[1-2]
+node-1,node-2
+node[0-2]-eth0
+c[1-2]-[1-3]
+n1,n001
+vn[000000-099999]!vn[000100-099899]
+CASES
+python3 - "$n" >> "$cases" <<'PY'
+import random, sys
+random.seed(7)
+ops = [",", "!", "&", "^"]
+def term():
+    p = random.choice(["vn", "n", "r1sw", "node-"])
+    pad = random.choice([0, 2, 4])
+    a = random.randrange(0, 60); b = a + random.randrange(0, 40)
+    if random.random() < 0.3:
+        return f"{p}{a:0{pad}d}"
+    step = random.choice(["", "", "/2", "/3"])
+    return f"{p}[{a:0{pad}d}-{b:0{pad}d}{step}]"
+for _ in range(int(sys.argv[1])):
+    k = random.randrange(1, 4)
+    s = term()
+    for _ in range(k - 1):
+        s += random.choice(ops) + term()
+    print(s)
+PY
+
+fail=0; total=0
+while IFS= read -r expr; do
+  for mode in -f -e -c; do
+    total=$((total + 1))
+    want=$(nodeset "$mode" "$expr" 2>&1 || true)
+    got=$("$ctl" nodeset "$mode" "$expr" 2>&1 || true)
+    if [ "$want" != "$got" ]; then
+      fail=$((fail + 1))
+      echo "DIFFERS: nodeset $mode '$expr'"
+      echo "  ClusterShell: ${want:0:200}"
+      echo "  clemu:        ${got:0:200}"
+    fi
+  done
+done < "$cases"
+echo "nodeset: $((total - fail)) of $total cases agree with ClusterShell ($(nodeset --version 2>&1 | head -1))"
+[ "$fail" -eq 0 ]
