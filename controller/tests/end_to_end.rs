@@ -57,7 +57,10 @@ fn suspend_and_resume_are_real_signals_and_recorded() {
     let r = c.record(id);
     assert_eq!(r.suspensions.len(), 1, "{r:?}");
     let z = r.suspended_ns();
-    assert!((800_000_000..5_000_000_000).contains(&z), "suspended {z} ns");
+    assert!(
+        (800_000_000..5_000_000_000).contains(&z),
+        "suspended {z} ns"
+    );
     // Run time excludes the suspension.
     let run = r.end - r.start - z;
     assert!((run - 2_000_000_000).abs() < 100_000_000, "run {run} ns");
