@@ -46,16 +46,23 @@ impl AgentSettings {
 }
 
 /// `sigsleep` beside the running executable (where `cargo build` puts it),
-/// else `sigsleep` on the PATH.
+/// else the first on the PATH, else the bare name (which will not start,
+/// and says so).
 pub fn default_sigsleep() -> PathBuf {
-    std::env::current_exe()
-        .ok()
-        .and_then(|exe| {
-            // Test binaries live one level down, in deps/.
-            let dir = exe.parent()?;
-            [dir.join("sigsleep"), dir.parent()?.join("sigsleep")]
-                .into_iter()
-                .find(|p| p.is_file())
+    let beside = std::env::current_exe().ok().and_then(|exe| {
+        // Test binaries live one level down, in deps/.
+        let dir = exe.parent()?;
+        [dir.join("sigsleep"), dir.parent()?.join("sigsleep")]
+            .into_iter()
+            .find(|p| p.is_file())
+    });
+    beside
+        .or_else(|| {
+            std::env::var_os("PATH").and_then(|paths| {
+                std::env::split_paths(&paths)
+                    .map(|d| d.join("sigsleep"))
+                    .find(|p| p.is_file())
+            })
         })
         .unwrap_or_else(|| PathBuf::from("sigsleep"))
 }

@@ -52,9 +52,10 @@ pub struct MetricsArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
-    /// τ of the bounded slowdown, in seconds.
-    #[arg(long, default_value = "10", value_name = "SECONDS", value_parser = seconds)]
-    pub tau: i64,
+    /// τ of the bounded slowdown, in seconds [default: the run's
+    /// manifest.json, else 10].
+    #[arg(long, value_name = "SECONDS", value_parser = seconds)]
+    pub tau: Option<i64>,
     /// Total cores of the cluster, for utilization [default: the run's
     /// manifest.json, or the trace's MaxProcs, else MaxNodes].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]

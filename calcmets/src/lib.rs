@@ -50,6 +50,9 @@ pub enum Outcome {
 /// only their number.
 const MAX_WARNINGS_SHOWN: usize = 20;
 
+/// τ of the bounded slowdown when neither `--tau` nor a manifest says.
+pub const DEFAULT_TAU_NS: i64 = 10_000_000_000;
+
 pub fn run(cli: Cli) -> Result<Outcome> {
     match cli.command {
         Some(Command::Dump(args)) => dump_records(&args),
@@ -61,15 +64,15 @@ fn metrics_of(args: &MetricsArgs) -> Result<Outcome> {
     if args.inputs.is_empty() && args.swf.is_empty() {
         bail!("nothing to read: give record files or directories, or --swf TRACE (see --help)");
     }
-    let params = Params {
-        tau_ns: args.tau,
-        window: args.window,
-        by_size: args.by.is_some(),
-    };
     let plan = runs::plan(&args.inputs, &args.swf, args.merge)?;
     let mut warnings = Vec::new();
     let mut results = Vec::with_capacity(plan.len());
     for run in &plan {
+        let params = Params {
+            tau_ns: args.tau.or(run.manifest_tau).unwrap_or(DEFAULT_TAU_NS),
+            window: args.window,
+            by_size: args.by.is_some(),
+        };
         let summary = match &run.input {
             RunInput::Records(sources) => records_run(run, sources, args, &params, &mut warnings)?,
             RunInput::Swf(path) => swf_run(path, args, &params, &mut warnings)?,

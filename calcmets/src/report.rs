@@ -152,7 +152,9 @@ pub fn table(out: &mut impl Write, runs: &[Named]) -> io::Result<()> {
     rows.push(("jobs".into(), each(&|s| s.jobs.to_string())));
     rows.push(("cores".into(), each(&|s| opt_int(s.cores))));
     rows.push(("makespan (s)".into(), each(&|s| opt(s.makespan))));
-    let tau = runs.first().map_or(10.0, |r| r.summary.tau);
+    // One τ for all columns when they agree; "run's" when runs differ.
+    let taus: Vec<f64> = runs.iter().map(|r| r.summary.tau).collect();
+    let same_tau = taus.windows(2).all(|w| w[0] == w[1]);
     type StatsOf = fn(&Summary) -> Stats;
     let stats: [(&str, StatsOf); 4] = [
         ("wait (s)", |s| s.wait),
@@ -161,10 +163,15 @@ pub fn table(out: &mut impl Write, runs: &[Named]) -> io::Result<()> {
         ("bounded slowdown", |s| s.bounded_slowdown),
     ];
     for (label, get) in stats {
-        let label = if label == "bounded slowdown" {
-            format!("bounded slowdown (tau {} s)", num(tau))
-        } else {
+        let label = if label != "bounded slowdown" {
             label.to_string()
+        } else if same_tau {
+            format!(
+                "bounded slowdown (tau {} s)",
+                num(taus.first().copied().unwrap_or(10.0))
+            )
+        } else {
+            "bounded slowdown (each run's tau)".to_string()
         };
         for (which, pick) in [
             ("mean", (|s: &Stats| s.mean) as fn(&Stats) -> Option<f64>),
@@ -205,10 +212,10 @@ pub fn table(out: &mut impl Write, runs: &[Named]) -> io::Result<()> {
         each(&|s| s.skipped.corrupt.to_string()),
     ));
 
-    let header: Vec<String> = if runs.len() == 1 {
-        vec!["value".into()]
-    } else {
-        runs.iter().map(|r| r.name.clone()).collect()
+    // A lone run of loose record files has no name worth a column title.
+    let header: Vec<String> = match runs {
+        [one] if one.name == "records" => vec!["value".into()],
+        _ => runs.iter().map(|r| r.name.clone()).collect(),
     };
     print_grid(out, "metric", &header, &rows)?;
 

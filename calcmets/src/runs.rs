@@ -17,6 +17,8 @@ pub struct Run {
     pub input: RunInput,
     /// Total cores from the run's manifest, if it has one.
     pub manifest_cores: Option<u64>,
+    /// τ from the run's manifest (a replay scales it with its times).
+    pub manifest_tau: Option<i64>,
 }
 
 #[derive(Debug, Clone)]
@@ -54,14 +56,18 @@ pub fn plan(inputs: &[PathBuf], traces: &[PathBuf], merge: bool) -> Result<Vec<R
         loose.push(input.clone());
     }
     if !loose.is_empty() {
-        let manifest_cores = match loose.as_slice() {
-            [one] if one.join(MANIFEST).is_file() => read_manifest_cores(&one.join(MANIFEST))?,
-            _ => None,
+        let (manifest_cores, manifest_tau) = match loose.as_slice() {
+            [one] if one.join(MANIFEST).is_file() => {
+                let m = read_manifest(&one.join(MANIFEST))?;
+                (cores_of(&m), tau_of(&m))
+            }
+            _ => (None, None),
         };
         runs.push(Run {
             name: "records".into(),
             input: RunInput::Records(inputs::expand(&loose)?),
             manifest_cores,
+            manifest_tau,
         });
     }
     for t in traces {
@@ -69,6 +75,7 @@ pub fn plan(inputs: &[PathBuf], traces: &[PathBuf], merge: bool) -> Result<Vec<R
             name: trace_name(t),
             input: RunInput::Swf(t.clone()),
             manifest_cores: None,
+            manifest_tau: None,
         });
     }
     Ok(runs)
@@ -89,11 +96,7 @@ fn result_children(dir: &Path) -> Result<Vec<PathBuf>> {
 }
 
 fn results_dir(dir: &Path) -> Result<Run> {
-    let manifest = dir.join(MANIFEST);
-    let text = std::fs::read_to_string(&manifest)
-        .with_context(|| format!("cannot read {}", manifest.display()))?;
-    let value: serde_json::Value = serde_json::from_str(&text)
-        .with_context(|| format!("{} is not valid JSON", manifest.display()))?;
+    let value = read_manifest(&dir.join(MANIFEST))?;
     let name = value
         .get("label")
         .and_then(|v| v.as_str())
@@ -107,15 +110,22 @@ fn results_dir(dir: &Path) -> Result<Run> {
         name,
         input: RunInput::Records(inputs::expand(&[dir.to_path_buf()])?),
         manifest_cores: cores_of(&value),
+        manifest_tau: tau_of(&value),
     })
 }
 
-fn read_manifest_cores(path: &Path) -> Result<Option<u64>> {
+fn read_manifest(path: &Path) -> Result<serde_json::Value> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let value: serde_json::Value = serde_json::from_str(&text)
-        .with_context(|| format!("{} is not valid JSON", path.display()))?;
-    Ok(cores_of(&value))
+    serde_json::from_str(&text).with_context(|| format!("{} is not valid JSON", path.display()))
+}
+
+fn tau_of(manifest: &serde_json::Value) -> Option<i64> {
+    manifest
+        .get("tau")
+        .and_then(serde_json::Value::as_f64)
+        .filter(|t| *t >= 0.0)
+        .map(|t| (t * 1e9).round() as i64)
 }
 
 fn cores_of(manifest: &serde_json::Value) -> Option<u64> {

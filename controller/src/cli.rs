@@ -295,6 +295,10 @@ async fn client_command(cli: &Cli) -> Result<Outcome> {
             });
         }
         Response::Drained(nodes) => println!("{nodes}"),
+        Response::Records(frames) => {
+            use std::io::Write;
+            std::io::stdout().write_all(&frames)?;
+        }
         Response::ShuttingDown => eprintln!("controller: shutting down"),
         Response::Error(e) => {
             eprintln!("controller: {e}");

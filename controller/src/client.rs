@@ -32,20 +32,42 @@ pub fn secret(config: &Cluster, flag: Option<&Path>) -> Result<Vec<u8>> {
     })
 }
 
+/// An authenticated client connection, for many requests in a row.
+pub struct Session {
+    addr: String,
+    conn: Conn<TcpStream>,
+}
+
+impl Session {
+    pub async fn open(addr: &str, secret: &[u8]) -> Result<Session> {
+        let stream = TcpStream::connect(addr)
+            .await
+            .with_context(|| format!("cannot reach the controller at {addr}"))?;
+        stream.set_nodelay(true)?;
+        let mut conn = Conn::new(stream);
+        wire::connect(&mut conn, secret, Role::Client)
+            .await
+            .map_err(|e| anyhow!("controller {addr}: {e}"))?;
+        Ok(Session {
+            addr: addr.to_string(),
+            conn,
+        })
+    }
+
+    pub async fn call(&mut self, req: &Request) -> Result<Response> {
+        let addr = &self.addr;
+        self.conn
+            .send(req)
+            .await
+            .map_err(|e| anyhow!("controller {addr}: {e}"))?;
+        self.conn
+            .recv::<Response>()
+            .await
+            .map_err(|e| anyhow!("controller {addr}: {e}"))
+    }
+}
+
 /// One request, one response.
 pub async fn request(addr: &str, secret: &[u8], req: &Request) -> Result<Response> {
-    let stream = TcpStream::connect(addr)
-        .await
-        .with_context(|| format!("cannot reach the controller at {addr}"))?;
-    stream.set_nodelay(true)?;
-    let mut conn = Conn::new(stream);
-    wire::connect(&mut conn, secret, Role::Client)
-        .await
-        .map_err(|e| anyhow!("controller {addr}: {e}"))?;
-    conn.send(req)
-        .await
-        .map_err(|e| anyhow!("controller {addr}: {e}"))?;
-    conn.recv::<Response>()
-        .await
-        .map_err(|e| anyhow!("controller {addr}: {e}"))
+    Session::open(addr, secret).await?.call(req).await
 }

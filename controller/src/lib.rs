@@ -138,6 +138,7 @@ pub async fn serve(config: Config, shutdown: CancellationToken) -> Result<()> {
         policy(config.policy),
         events_rx,
         done.clone(),
+        record_path.clone(),
     );
     let server_task = tokio::spawn(server.run(shutdown.clone()));
     let tasks = TaskTracker::new();

@@ -44,6 +44,25 @@ pub fn start(path: &Path) -> Result<(SinkHandle, tokio::task::JoinHandle<()>)> {
     Ok((tx, task))
 }
 
+/// The frames of the records of `ids` in the record file at `path`. Read
+/// while the file grows: only whole frames are decoded.
+pub fn read_jobs(path: &Path, ids: &[u64]) -> std::io::Result<Vec<u8>> {
+    let wanted: std::collections::HashSet<u64> = ids.iter().copied().collect();
+    let file = match File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e),
+    };
+    let mut reader = RecordReader::new(std::io::BufReader::new(file));
+    let mut out = Vec::new();
+    while let Some(rec) = reader.next_record()? {
+        if wanted.contains(&rec.id) {
+            let _ = encode(&rec, &mut out);
+        }
+    }
+    Ok(out)
+}
+
 fn append(file: &mut File, peer: &str, bytes: &[u8]) -> std::io::Result<()> {
     let mut reader = RecordReader::new(bytes);
     let mut out = Vec::with_capacity(bytes.len());

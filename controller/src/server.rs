@@ -68,6 +68,8 @@ pub struct Server {
     done: CancellationToken,
     /// Set once a shutdown was asked for: when it must be over by.
     stopping: Option<Instant>,
+    /// The record file, for clients that fetch records.
+    record_path: std::path::PathBuf,
 }
 
 impl Server {
@@ -76,6 +78,7 @@ impl Server {
         policy: Box<dyn Policy + Send>,
         events: mpsc::Receiver<Event>,
         done: CancellationToken,
+        record_path: std::path::PathBuf,
     ) -> Server {
         Server {
             cluster,
@@ -84,6 +87,7 @@ impl Server {
             events,
             done,
             stopping: None,
+            record_path,
         }
     }
 
@@ -142,7 +146,7 @@ impl Server {
         for agent in self.cluster.silent_agents(now) {
             self.links.0.remove(&agent);
             self.cluster
-                .agent_down(agent, "no heartbeat", &mut self.links);
+                .agent_down(agent, "no heartbeat", false, &mut self.links);
         }
     }
 
@@ -188,7 +192,8 @@ impl Server {
             },
             Event::AgentGone { agent, why } => {
                 self.links.0.remove(&agent);
-                self.cluster.agent_down(agent, &why, &mut self.links);
+                self.cluster
+                    .agent_down(agent, &why, self.stopping.is_some(), &mut self.links);
             }
             Event::Request { req, reply } => {
                 let resp = self.request(req, now);
@@ -223,6 +228,10 @@ impl Server {
             Request::Undrain { nodes } => match self.cluster.undrain(&nodes) {
                 Ok(n) => Response::Drained(n),
                 Err(e) => Response::Error(e),
+            },
+            Request::Records(ids) => match crate::records::read_jobs(&self.record_path, &ids) {
+                Ok(frames) => Response::Records(frames),
+                Err(e) => Response::Error(format!("cannot read records: {e}")),
             },
             Request::Shutdown => {
                 if self.stopping.is_none() {

@@ -596,12 +596,17 @@ impl Cluster {
     }
 
     /// An agent is gone: its nodes are down and the jobs it ran, or that
-    /// held any of its nodes, end as `node_fail`.
-    pub fn agent_down(&mut self, agent: AgentId, why: &str, out: &mut impl Outbox) {
+    /// held any of its nodes, end as `node_fail`. `expected`: the cluster
+    /// is shutting down, which is no cause for a warning.
+    pub fn agent_down(&mut self, agent: AgentId, why: &str, expected: bool, out: &mut impl Outbox) {
         let Some(a) = self.agents.remove(&agent) else {
             return;
         };
-        warn!(agent, host = %a.host, why, "agent down");
+        if expected {
+            info!(agent, host = %a.host, why, "agent left");
+        } else {
+            warn!(agent, host = %a.host, why, "agent down");
+        }
         let lost: std::collections::HashSet<usize> = a.nodes.iter().copied().collect();
         for &n in &a.nodes {
             self.nodes[n].agent = None;
@@ -888,7 +893,7 @@ mod tests {
         let mut out = Recorder::default();
         let id = c.submit(vec![spec(2)]).unwrap()[0];
         pass(&mut c, &mut out);
-        c.agent_down(7, "heartbeat timeout", &mut out);
+        c.agent_down(7, "heartbeat timeout", false, &mut out);
         assert_eq!(c.queue(true)[0].state, JobState::NodeFail);
         assert!(c.nodes.iter().all(|n| n.state() == NodeState::Down));
         let id2 = c.submit(vec![spec(1)]).unwrap()[0];

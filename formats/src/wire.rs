@@ -246,6 +246,9 @@ pub enum Request {
     Undrain {
         nodes: String,
     },
+    /// The records of these jobs from the controller's record file, for a
+    /// client on another host (a replay driving a remote cluster).
+    Records(Vec<u64>),
     Shutdown,
 }
 
@@ -258,6 +261,8 @@ pub enum Response {
     Jobs(Vec<JobOutcome>),
     /// Nodes affected (folded).
     Drained(String),
+    /// Record frames, as sigsleep wrote them.
+    Records(Vec<u8>),
     ShuttingDown,
     Error(String),
 }

@@ -1,0 +1,260 @@
+//! runworkload's command line: what the user typed, checked into a
+//! [`Plan`].
+
+use std::path::PathBuf;
+
+use anyhow::{anyhow, bail, Context, Result};
+use clap::{Parser, ValueEnum};
+
+use crate::schedule::Schedule;
+use crate::trace::{self, SliceSpec};
+use crate::{Plan, Remote};
+
+const EXAMPLES: &str = "\
+Examples:
+  runworkload --config configs/demo.toml --workload configs/workloads/kth-sp2-200.swf \\
+              --speedup 10000 --shrink 100:50:50 --out results
+  runworkload --config cluster.toml --workload RICC-2010-2.swf.gz --skip 1000 --jobs 5000 \\
+              --shrink 100:50:10 --speedup 600
+  runworkload --config cluster.toml --workload trace.swf --schedule groups --warmup-jobs 100 \\
+              --warmup 60 --group 10 --period 5 --drift 0.2
+
+Times: a factor f (percent) scales every submit time, run time and wall-time
+limit by f/100; --speedup S divides them all by S on top (so S = 3600 plays
+an hour in a second). Each job gets --cores-per-proc cores per trace processor.
+
+Results: OUT/shrink-FFF/ per factor, with records/, jobs.csv, manifest.json
+and metrics.json; `calcmets OUT` reads them all side by side.
+
+Exit status: 0 ok, 1 interrupted or the trace had malformed lines with
+--strict, 2 usage or input error.";
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "runworkload",
+    version,
+    about = "Replay a workload trace on an emulated clemu cluster",
+    after_help = EXAMPLES
+)]
+pub struct Cli {
+    /// Cluster configuration (TOML); the embedded cluster is started from it.
+    #[arg(long, value_name = "FILE")]
+    pub config: PathBuf,
+    /// Workload trace (SWF, plain or gzip).
+    #[arg(long, value_name = "TRACE")]
+    pub workload: PathBuf,
+    /// Replay this many jobs of the trace [default: all].
+    #[arg(long, value_name = "N")]
+    pub jobs: Option<u64>,
+    /// Skip the first K jobs of the trace.
+    #[arg(long, value_name = "K", default_value_t = 0)]
+    pub skip: u64,
+    /// Shrinking factors in percent: INI:END:STEP (100:50:10 gives 100, 90,
+    /// ..., 50), or one factor.
+    #[arg(long, value_name = "INI:END:STEP", default_value = "100")]
+    pub shrink: String,
+    /// Divide every time by this on top of the factor.
+    #[arg(long, value_name = "X", default_value_t = 1.0)]
+    pub speedup: f64,
+    /// Cores per trace processor.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub cores_per_proc: u32,
+    /// Results directory.
+    #[arg(long, value_name = "DIR", default_value = "results")]
+    pub out: PathBuf,
+    /// Replace runs already in --out.
+    #[arg(long)]
+    pub force: bool,
+    /// Drive a running controller (with its agents) instead of starting the
+    /// config's cluster here.
+    #[arg(long, value_name = "ADDR")]
+    pub controller: Option<String>,
+    /// Shared secret of --controller [default: the config's].
+    #[arg(long, value_name = "FILE")]
+    pub secret_file: Option<PathBuf>,
+    /// Virtual-time simulation (reserved; not available yet).
+    #[arg(long)]
+    pub simulate: bool,
+    /// When jobs are submitted.
+    #[arg(long, value_enum, default_value_t = ScheduleMode::Trace)]
+    pub schedule: ScheduleMode,
+    /// groups: jobs submitted at once at the start.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub warmup_jobs: usize,
+    /// groups: seconds before the first group.
+    #[arg(long, value_name = "SECONDS", default_value = "0")]
+    pub warmup: String,
+    /// groups: jobs per group.
+    #[arg(long, value_name = "G", default_value_t = 1)]
+    pub group: usize,
+    /// groups: seconds between groups (shrunk with the run; not sped up:
+    /// the group schedule is in replay time).
+    #[arg(long, value_name = "SECONDS", default_value = "1")]
+    pub period: String,
+    /// groups: seconds added to every period (not shrunk).
+    #[arg(long, value_name = "SECONDS", default_value = "0")]
+    pub drift: String,
+    /// τ of the bounded slowdown in the metrics, in trace seconds (shrunk
+    /// and sped up with each run).
+    #[arg(long, value_name = "SECONDS", default_value = "10")]
+    pub tau: String,
+    /// Malformed trace lines are an error, not a warning.
+    #[arg(long)]
+    pub strict: bool,
+    /// No progress bar.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+    /// More log output (-v, -vv); RUST_LOG also works.
+    #[arg(long, short = 'v', action = clap::ArgAction::Count)]
+    pub verbose: u8,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ScheduleMode {
+    /// Each job at its own (shrunk) submit time.
+    Trace,
+    /// Warm-up jobs at once, then groups at a fixed period.
+    Groups,
+}
+
+/// Factors in percent from INI:END:STEP, or a single number.
+pub fn factors(s: &str) -> Result<Vec<f64>> {
+    let parts: Vec<&str> = s.split(':').collect();
+    let num = |p: &str| -> Result<f64> {
+        let v: f64 = p
+            .trim()
+            .parse()
+            .map_err(|_| anyhow!("--shrink: {p:?} is not a number"))?;
+        if !(v > 0.0 && v <= 1000.0) {
+            bail!("--shrink: {v} is not a percentage in (0, 1000]");
+        }
+        Ok(v)
+    };
+    let out: Vec<f64> = match parts.as_slice() {
+        [one] => vec![num(one)?],
+        [ini, end, step] => {
+            let (ini, end, step) = (num(ini)?, num(end)?, num(step)?);
+            let n = ((ini - end).abs() / step + 1e-9).floor() as usize + 1;
+            let dir = if end < ini { -1.0 } else { 1.0 };
+            (0..n).map(|k| ini + dir * step * k as f64).collect()
+        }
+        _ => bail!("--shrink: expected INI:END:STEP or one factor, got {s:?}"),
+    };
+    Ok(out.into_iter().map(|p| p / 100.0).collect())
+}
+
+fn seconds(flag: &str, s: &str) -> Result<i64> {
+    formats::seconds::parse_ns(s)
+        .filter(|&n| n >= 0)
+        .ok_or_else(|| anyhow!("{flag}: expected a non-negative number of seconds, got {s:?}"))
+}
+
+/// Checks the command line and reads the trace slice.
+pub fn plan(cli: &Cli) -> Result<(Plan, Vec<String>)> {
+    if cli.simulate {
+        bail!("--simulate (the virtual-time twin) is not available yet");
+    }
+    if !(cli.speedup > 0.0 && cli.speedup.is_finite()) {
+        bail!("--speedup must be a positive number");
+    }
+    if cli.cores_per_proc == 0 {
+        bail!("--cores-per-proc must be at least 1");
+    }
+    let config = controller::config::Cluster::load(&cli.config)?;
+    let default = config
+        .partitions
+        .iter()
+        .find(|p| p.default)
+        .map(|p| {
+            p.nodes
+                .iter()
+                .map(|&n| u64::from(config.nodes[n].cpus))
+                .sum()
+        })
+        .unwrap_or(0);
+    let slice = trace::read(
+        &cli.workload,
+        &SliceSpec {
+            skip: cli.skip,
+            take: cli.jobs,
+            cores_per_proc: cli.cores_per_proc,
+            max_cores: default,
+        },
+    )?;
+    let warnings = slice.warnings.clone();
+    if cli.strict && !warnings.is_empty() {
+        bail!(
+            "{} (and {} more malformed lines; --strict)",
+            warnings[0],
+            warnings.len() - 1
+        );
+    }
+    let schedule = match cli.schedule {
+        ScheduleMode::Trace => Schedule::Trace,
+        ScheduleMode::Groups => {
+            if cli.group == 0 {
+                bail!("--group must be at least 1");
+            }
+            Schedule::Groups {
+                warmup_jobs: cli.warmup_jobs,
+                warmup_ns: seconds("--warmup", &cli.warmup)?,
+                group: cli.group,
+                period_ns: seconds("--period", &cli.period)?,
+                drift_ns: seconds("--drift", &cli.drift)?,
+            }
+        }
+    };
+    let remote = match &cli.controller {
+        None => None,
+        Some(addr) => {
+            let path = cli
+                .secret_file
+                .clone()
+                .unwrap_or_else(|| config.secret_file.clone());
+            let secret = formats::wire::read_secret(&path)
+                .map_err(|e| anyhow!(e))
+                .context("--controller needs the cluster's secret (--secret-file)")?;
+            Some(Remote {
+                addr: addr.clone(),
+                secret,
+            })
+        }
+    };
+    let plan = Plan {
+        config_path: cli.config.clone(),
+        config,
+        workload: cli.workload.clone(),
+        slice,
+        skip: cli.skip,
+        take: cli.jobs,
+        cores_per_proc: cli.cores_per_proc,
+        factors: factors(&cli.shrink)?,
+        speedup: cli.speedup,
+        schedule,
+        out: cli.out.clone(),
+        remote,
+        force: cli.force,
+        progress: !cli.quiet,
+        tau_ns: seconds("--tau", &cli.tau)?,
+    };
+    Ok((plan, warnings))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shrink_sweeps() {
+        assert_eq!(
+            factors("100:50:10").unwrap(),
+            [1.0, 0.9, 0.8, 0.7, 0.6, 0.5]
+        );
+        assert_eq!(factors("100:50:50").unwrap(), [1.0, 0.5]);
+        assert_eq!(factors("80").unwrap(), [0.8]);
+        assert_eq!(factors("50:100:25").unwrap(), [0.5, 0.75, 1.0]);
+        for bad in ["", "x", "100:50", "0", "-5:1:1", "100:50:0"] {
+            assert!(factors(bad).is_err(), "{bad:?}");
+        }
+    }
+}

@@ -1,0 +1,127 @@
+use std::io::IsTerminal;
+use std::process::ExitCode;
+
+use clap::Parser;
+use runworkload::cli::{self, Cli};
+use tokio_util::sync::CancellationToken;
+
+/// The embedded cluster's jobs need the sigsleep binary. `cargo run -p
+/// runworkload` builds only runworkload; when that is how this program was
+/// started and sigsleep is not built yet, build it the same way.
+fn ensure_sigsleep(path: &std::path::Path) -> Result<Option<std::path::PathBuf>, String> {
+    if path.is_file() {
+        return Ok(None);
+    }
+    let (Some(cargo), Ok(exe)) = (std::env::var_os("CARGO"), std::env::current_exe()) else {
+        return Err(format!(
+            "sigsleep not found at {}: build it (cargo build --release) or set [agents] sigsleep",
+            path.display()
+        ));
+    };
+    let release = exe.components().any(|c| c.as_os_str() == "release");
+    eprintln!("runworkload: building sigsleep, which the jobs run (once)");
+    let mut cmd = std::process::Command::new(cargo);
+    cmd.args(["build", "-q", "-p", "sigsleep"]);
+    if release {
+        cmd.arg("--release");
+    }
+    let built = cmd.status().map_err(|e| format!("cannot run cargo: {e}"))?;
+    let beside = exe.with_file_name("sigsleep");
+    if built.success() && beside.is_file() {
+        Ok(Some(beside))
+    } else {
+        Err(format!(
+            "sigsleep not found at {} and could not be built",
+            path.display()
+        ))
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let level = match cli.verbose {
+        0 => "warn",
+        1 => "info",
+        _ => "debug",
+    };
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level)),
+        )
+        .init();
+    let (mut plan, warnings) = match cli::plan(&cli) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("runworkload: {e:#}");
+            return ExitCode::from(2);
+        }
+    };
+    plan.progress = plan.progress && std::io::stderr().is_terminal();
+    if plan.remote.is_none() {
+        match ensure_sigsleep(&plan.config.agent.sigsleep) {
+            Ok(Some(built)) => plan.config.agent.sigsleep = built,
+            Ok(None) => {}
+            Err(e) => {
+                eprintln!("runworkload: {e}");
+                return ExitCode::from(2);
+            }
+        }
+    }
+    for w in warnings.iter().take(20) {
+        eprintln!("runworkload: warning: {w}");
+    }
+    if warnings.len() > 20 {
+        eprintln!(
+            "runworkload: warning: ... and {} more malformed lines",
+            warnings.len() - 20
+        );
+    }
+    let s = &plan.slice;
+    eprintln!(
+        "runworkload: {} jobs to replay from {} ({} read, {} too large for the cluster, {} with unknown run time or size)",
+        s.jobs.len(),
+        plan.workload.display(),
+        s.read,
+        s.too_large,
+        s.unknown
+    );
+    let rt = match tokio::runtime::Runtime::new() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("runworkload: cannot start the runtime: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    rt.block_on(async {
+        let stop = CancellationToken::new();
+        let token = stop.clone();
+        tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                eprintln!("\nrunworkload: interrupted; cancelling jobs, keeping finished records");
+                token.cancel();
+            }
+        });
+        match runworkload::replay(&plan, &stop).await {
+            Ok(results) => {
+                for r in &results {
+                    eprintln!("runworkload: {} -> {}", r.label, r.dir.display());
+                }
+                println!();
+                if let Err(e) = runworkload::compare(&results, &mut std::io::stdout().lock()) {
+                    eprintln!("runworkload: {e}");
+                }
+                if results.iter().any(|r| r.interrupted) {
+                    ExitCode::from(1)
+                } else {
+                    ExitCode::SUCCESS
+                }
+            }
+            Err(e) => {
+                eprintln!("runworkload: {e:#}");
+                ExitCode::from(2)
+            }
+        }
+    })
+}

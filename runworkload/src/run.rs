@@ -1,0 +1,498 @@
+//! One replay at one shrinking factor: bring up (or reach) the cluster,
+//! submit every job at its absolute deadline, watch until all are over,
+//! and leave a results directory (records, `jobs.csv`, `manifest.json`,
+//! `metrics.json`).
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{anyhow, bail, Context, Result};
+use calcmets::metrics::{Params, Summary};
+use controller::client::Session;
+use formats::wire::{ClusterStats, JobInfo, JobSpec, JobState, Request, Response};
+use indicatif::{ProgressBar, ProgressStyle};
+use serde_json::json;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+use tracing::{info, warn};
+
+use crate::schedule::{self, Scale};
+use crate::Plan;
+
+/// What one run left behind.
+pub struct RunResult {
+    pub label: String,
+    pub dir: PathBuf,
+    pub summary: Summary,
+    pub interrupted: bool,
+}
+
+/// Time between taking the start instant and the first deadline, so that
+/// the first jobs are not late by the set-up of the loop itself.
+const LEAD: Duration = Duration::from_millis(200);
+/// The submitter sleeps to this much before a deadline, then yields until
+/// it: tokio's timer has millisecond granularity.
+const SPIN: Duration = Duration::from_millis(2);
+
+pub fn label(factor: f64) -> String {
+    format!("shrink-{:03}", (factor * 100.0).round() as u64)
+}
+
+fn wall_ns() -> i64 {
+    controller::state::wall_ns()
+}
+
+/// The cluster a run talks to, and how it ends.
+enum Cluster {
+    Embedded {
+        addr: String,
+        secret: Vec<u8>,
+        stop: CancellationToken,
+        task: tokio::task::JoinHandle<Result<()>>,
+    },
+    Remote {
+        addr: String,
+        secret: Vec<u8>,
+    },
+}
+
+impl Cluster {
+    fn addr(&self) -> &str {
+        match self {
+            Cluster::Embedded { addr, .. } | Cluster::Remote { addr, .. } => addr,
+        }
+    }
+
+    fn secret(&self) -> &[u8] {
+        match self {
+            Cluster::Embedded { secret, .. } | Cluster::Remote { secret, .. } => secret,
+        }
+    }
+}
+
+async fn embedded(plan: &Plan, dir: &Path) -> Result<Cluster> {
+    let mut cfg = plan.config.clone();
+    cfg.listen = "127.0.0.1:0".into();
+    cfg.state_dir = dir.join("state");
+    cfg.secret_file = cfg.state_dir.join("secret");
+    cfg.record_dir = dir.join("records");
+    cfg.local_agents = true;
+    let address_file = cfg.state_dir.join(controller::ADDRESS_FILE);
+    let secret_file = cfg.secret_file.clone();
+    let stop = CancellationToken::new();
+    let task = tokio::spawn(controller::serve(cfg, stop.clone()));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if task.is_finished() {
+            return match task.await {
+                Ok(Err(e)) => Err(e.context("the embedded cluster failed to start")),
+                _ => Err(anyhow!("the embedded cluster stopped at start")),
+            };
+        }
+        if let (Ok(addr), Ok(secret)) = (
+            std::fs::read_to_string(&address_file),
+            formats::wire::read_secret(&secret_file),
+        ) {
+            let addr = addr.trim().to_string();
+            if Session::open(&addr, &secret).await.is_ok() {
+                return Ok(Cluster::Embedded {
+                    addr,
+                    secret,
+                    stop,
+                    task,
+                });
+            }
+        }
+        if Instant::now() > deadline {
+            stop.cancel();
+            bail!("the embedded cluster did not come up within 30 s");
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+fn active(s: &ClusterStats) -> u64 {
+    s.jobs
+        .iter()
+        .filter(|(st, _)| !st.is_final())
+        .map(|(_, n)| n)
+        .sum()
+}
+
+fn count(s: &ClusterStats, want: JobState) -> u64 {
+    s.jobs
+        .iter()
+        .find(|(st, _)| *st == want)
+        .map_or(0, |(_, n)| *n)
+}
+
+async fn stats(session: &mut Session) -> Result<ClusterStats> {
+    match session.call(&Request::Stats).await? {
+        Response::Stats(s) => Ok(s),
+        other => Err(anyhow!("unexpected answer to stats: {other:?}")),
+    }
+}
+
+fn bar(plan: &Plan, label: &str, jobs: u64) -> ProgressBar {
+    if !plan.progress {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new(jobs);
+    bar.set_style(
+        ProgressStyle::with_template(
+            "{prefix:>11} [{elapsed_precise}] {bar:30} {pos}/{len} over  {msg}  ETA {eta}",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    bar.set_prefix(label.to_string());
+    bar
+}
+
+pub async fn run_factor(plan: &Plan, factor: f64, stop: &CancellationToken) -> Result<RunResult> {
+    let label = label(factor);
+    let dir = plan.out.join(&label);
+    if dir.join("manifest.json").exists() && !plan.force {
+        bail!(
+            "{} already holds a run; use another --out or --force to replace it",
+            dir.display()
+        );
+    }
+    if plan.force && dir.exists() {
+        std::fs::remove_dir_all(&dir).with_context(|| format!("cannot clear {}", dir.display()))?;
+    }
+    std::fs::create_dir_all(dir.join("records"))
+        .with_context(|| format!("cannot create {}", dir.display()))?;
+
+    let scale = Scale {
+        factor,
+        speedup: plan.speedup,
+    };
+    let jobs = &plan.slice.jobs;
+    let targets = schedule::targets(jobs, &plan.schedule, scale);
+    let specs: Vec<JobSpec> = jobs
+        .iter()
+        .map(|j| JobSpec {
+            cores: j.cores,
+            mem_per_cpu_mb: 0,
+            runtime_ns: scale.apply_u(j.run_ns),
+            walltime_ns: scale.apply_u(j.walltime_ns),
+            partition: None,
+            submit_ns: None,
+        })
+        .collect();
+    let mut order: Vec<usize> = (0..jobs.len()).collect();
+    order.sort_by_key(|&i| (targets[i], i));
+
+    let cluster = match &plan.remote {
+        None => embedded(plan, &dir).await?,
+        Some(r) => Cluster::Remote {
+            addr: r.addr.clone(),
+            secret: r.secret.clone(),
+        },
+    };
+    let mut session = Session::open(cluster.addr(), cluster.secret()).await?;
+    let mut monitor = Session::open(cluster.addr(), cluster.secret()).await?;
+    let before = stats(&mut monitor).await?;
+
+    let started_wall = wall_ns() + LEAD.as_nanos() as i64;
+    let start = Instant::now() + LEAD;
+    info!(run = %label, jobs = jobs.len(), factor, "replay starts");
+    let progress = bar(plan, &label, jobs.len() as u64);
+    let mut ids: Vec<u64> = vec![0; jobs.len()];
+    let mut actual: Vec<i64> = vec![0; jobs.len()];
+    let mut submitted = 0usize;
+    let mut interrupted = false;
+    let mut next_view = Instant::now();
+
+    // Submit at absolute deadlines; jobs whose deadline has passed go
+    // together in one request.
+    while submitted < order.len() {
+        let due = start + Duration::from_nanos(targets[order[submitted]].max(0) as u64);
+        loop {
+            let now = Instant::now();
+            if now >= due {
+                break;
+            }
+            if now >= next_view {
+                next_view = now + Duration::from_millis(250);
+                update(&progress, &stats(&mut monitor).await?, &before, submitted);
+                continue;
+            }
+            let wake = (due - SPIN).min(next_view);
+            tokio::select! {
+                () = tokio::time::sleep_until(wake), if wake > now => {}
+                () = tokio::task::yield_now(), if wake <= now => {}
+                () = stop.cancelled() => {
+                    interrupted = true;
+                    break;
+                }
+            }
+        }
+        if interrupted {
+            break;
+        }
+        let now = Instant::now();
+        let mut batch = Vec::new();
+        while submitted < order.len()
+            && start + Duration::from_nanos(targets[order[submitted]].max(0) as u64) <= now
+        {
+            batch.push(order[submitted]);
+            submitted += 1;
+        }
+        let sent = wall_ns();
+        let req = Request::Submit(batch.iter().map(|&i| specs[i].clone()).collect());
+        match session.call(&req).await? {
+            Response::Submitted(got) if got.len() == batch.len() => {
+                for (&i, id) in batch.iter().zip(got) {
+                    ids[i] = id;
+                    actual[i] = sent;
+                }
+            }
+            Response::Error(e) => bail!("the cluster refused jobs: {e}"),
+            other => bail!("unexpected answer to submit: {other:?}"),
+        }
+    }
+
+    // Wait for every job to be over.
+    if !interrupted {
+        loop {
+            let s = stats(&mut monitor).await?;
+            update(&progress, &s, &before, submitted);
+            if active(&s) == 0 {
+                break;
+            }
+            tokio::select! {
+                () = tokio::time::sleep(Duration::from_millis(200)) => {}
+                () = stop.cancelled() => {
+                    interrupted = true;
+                    break;
+                }
+            }
+        }
+    }
+    progress.finish_and_clear();
+    let ours: Vec<u64> = ids.iter().copied().filter(|&id| id != 0).collect();
+    if interrupted {
+        warn!(run = %label, "interrupted: cancelling this run's jobs");
+        if let Err(e) = session.call(&Request::Cancel(ours.clone())).await {
+            warn!("cannot cancel the jobs: {e:#}");
+        }
+        // Let the cancels land so that their records are written.
+        for _ in 0..100 {
+            if active(&stats(&mut monitor).await?) == 0 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+    let ended_wall = wall_ns();
+    let infos: HashMap<u64, JobInfo> = match session.call(&Request::Queue { all: true }).await? {
+        Response::Queue(q) => q.into_iter().map(|j| (j.id, j)).collect(),
+        _ => HashMap::new(),
+    };
+
+    let record_file = dir.join("records").join(controller::records::RECORD_FILE);
+    match cluster {
+        Cluster::Embedded { stop, task, .. } => {
+            let _ = session.call(&Request::Shutdown).await;
+            drop(session);
+            drop(monitor);
+            stop.cancel();
+            task.await
+                .map_err(|e| anyhow!("the embedded cluster failed: {e}"))?
+                .context("the embedded cluster failed")?;
+            // The secret and address of a cluster that is gone.
+            let _ = std::fs::remove_dir_all(dir.join("state"));
+        }
+        Cluster::Remote { .. } => match session.call(&Request::Records(ours.clone())).await? {
+            Response::Records(frames) => std::fs::write(&record_file, frames)
+                .with_context(|| format!("cannot write {}", record_file.display()))?,
+            other => bail!("cannot fetch the records from the controller: {other:?}"),
+        },
+    }
+
+    let summary = write_results(
+        plan,
+        &dir,
+        &label,
+        factor,
+        &targets,
+        &actual,
+        &ids,
+        &infos,
+        started_wall,
+        ended_wall,
+        interrupted,
+    )?;
+    Ok(RunResult {
+        label,
+        dir,
+        summary,
+        interrupted,
+    })
+}
+
+fn update(bar: &ProgressBar, s: &ClusterStats, before: &ClusterStats, submitted: usize) {
+    let over = s.ended.saturating_sub(before.ended)
+        + count(s, JobState::Cancelled).saturating_sub(count(before, JobState::Cancelled));
+    bar.set_position(over);
+    bar.set_message(format!(
+        "submitted {submitted}, running {}, suspended {}, pending {}",
+        count(s, JobState::Running),
+        count(s, JobState::Suspended),
+        count(s, JobState::Pending)
+    ));
+}
+
+/// τ of the bounded slowdown in this run's time: the trace's τ, shrunk
+/// and sped up like every other time, so that bounded slowdowns compare
+/// across factors and with the trace.
+fn tau_ns(plan: &Plan, factor: f64) -> i64 {
+    Scale {
+        factor,
+        speedup: plan.speedup,
+    }
+    .apply(plan.tau_ns)
+}
+
+/// Nearest-rank percentile of sorted values.
+fn rank(sorted: &[i64], q: f64) -> i64 {
+    if sorted.is_empty() {
+        return 0;
+    }
+    sorted[calcmets::dist::rank(q, sorted.len()) - 1]
+}
+
+#[allow(clippy::too_many_arguments)] // one run's bookkeeping, written once
+fn write_results(
+    plan: &Plan,
+    dir: &Path,
+    label: &str,
+    factor: f64,
+    targets: &[i64],
+    actual: &[i64],
+    ids: &[u64],
+    infos: &HashMap<u64, JobInfo>,
+    started_wall: i64,
+    ended_wall: i64,
+    interrupted: bool,
+) -> Result<Summary> {
+    let jobs = &plan.slice.jobs;
+    let mut late: Vec<i64> = (0..jobs.len())
+        .filter(|&i| ids[i] != 0)
+        .map(|i| actual[i] - (started_wall + targets[i]))
+        .collect();
+    late.sort_unstable();
+    let mut states: HashMap<&'static str, u64> = HashMap::new();
+    let mut csv = String::from(
+        "trace_id,job_id,cores,runtime_s,walltime_s,target_submit,actual_submit,lateness_ms,state\n",
+    );
+    let scale = Scale {
+        factor,
+        speedup: plan.speedup,
+    };
+    for (i, j) in jobs.iter().enumerate() {
+        let state = infos
+            .get(&ids[i])
+            .map_or("not_submitted", |info| info.state.as_str());
+        *states.entry(state).or_default() += 1;
+        let target = started_wall + targets[i];
+        csv.push_str(&format!(
+            "{},{},{},{:.3},{:.3},{:.6},{:.6},{:.3},{}\n",
+            j.trace_id,
+            ids[i],
+            j.cores,
+            scale.apply_u(j.run_ns) as f64 / 1e9,
+            scale.apply_u(j.walltime_ns) as f64 / 1e9,
+            target as f64 / 1e9,
+            actual[i] as f64 / 1e9,
+            if ids[i] == 0 {
+                0.0
+            } else {
+                (actual[i] - target) as f64 / 1e6
+            },
+            state
+        ));
+    }
+    std::fs::write(dir.join("jobs.csv"), csv).context("cannot write jobs.csv")?;
+
+    let cores = plan.config.total_cores();
+    let schedule = match &plan.schedule {
+        schedule::Schedule::Trace => json!({"mode": "trace"}),
+        schedule::Schedule::Groups {
+            warmup_jobs,
+            warmup_ns,
+            group,
+            period_ns,
+            drift_ns,
+        } => json!({
+            "mode": "groups",
+            "warmup_jobs": warmup_jobs,
+            "warmup": *warmup_ns as f64 / 1e9,
+            "group": group,
+            "period": *period_ns as f64 / 1e9,
+            "drift": *drift_ns as f64 / 1e9,
+        }),
+    };
+    let s = &plan.slice;
+    let manifest = json!({
+        "label": label,
+        "status": if interrupted { "interrupted" } else { "completed" },
+        "clemu_version": env!("CARGO_PKG_VERSION"),
+        "config": plan.config_path.display().to_string(),
+        "controller": plan.remote.as_ref().map_or("embedded".to_string(), |r| r.addr.clone()),
+        "policy": format!("{:?}", plan.config.policy).to_lowercase(),
+        "cores": cores,
+        "nodes": plan.config.nodes.len(),
+        "trace": {
+            "path": plan.workload.display().to_string(),
+            "max_procs": s.header.max_procs(),
+            "unix_start_time": s.header.unix_start_time(),
+        },
+        "slice": {
+            "skip": plan.skip,
+            "jobs": plan.take,
+            "read": s.read,
+            "replayed": s.jobs.len(),
+            "skipped_too_large": s.too_large,
+            "skipped_unknown": s.unknown,
+            "malformed_lines": s.warnings.len(),
+            "cores_per_proc": plan.cores_per_proc,
+        },
+        "factor": factor,
+        "speedup": plan.speedup,
+        "tau": tau_ns(plan, factor) as f64 / 1e9,
+        "schedule": schedule,
+        "start": started_wall as f64 / 1e9,
+        "end": ended_wall as f64 / 1e9,
+        "counts": states,
+        "lateness": {
+            "submitted": late.len(),
+            "p50": rank(&late, 0.50) as f64 / 1e9,
+            "p99": rank(&late, 0.99) as f64 / 1e9,
+            "max": late.last().copied().unwrap_or(0) as f64 / 1e9,
+            "mean": if late.is_empty() { 0.0 } else { late.iter().sum::<i64>() as f64 / late.len() as f64 / 1e9 },
+        },
+    });
+    let mut f =
+        std::fs::File::create(dir.join("manifest.json")).context("cannot write manifest.json")?;
+    writeln!(f, "{}", serde_json::to_string_pretty(&manifest)?)?;
+
+    let params = Params {
+        tau_ns: tau_ns(plan, factor),
+        window: None,
+        by_size: false,
+    };
+    let sources = calcmets::inputs::expand(&[dir.join("records")])?;
+    let mut warnings = Vec::new();
+    let summary = calcmets::summarize_records(&sources, &params, cores, false, &mut warnings)?;
+    for w in warnings {
+        warn!("{w}");
+    }
+    let mut f =
+        std::fs::File::create(dir.join("metrics.json")).context("cannot write metrics.json")?;
+    writeln!(f, "{}", serde_json::to_string_pretty(&summary)?)?;
+    Ok(summary)
+}

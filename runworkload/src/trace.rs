@@ -1,0 +1,182 @@
+//! The slice of a trace that a replay submits: SWF job lines turned into
+//! jobs with cores, run time and requested time, the rest counted.
+//!
+//! Mapping: a job gets `cores_per_proc` cores for each processor the trace
+//! gave it (allocated processors, else requested ones). Its run time is the
+//! trace's run time; its wall-time limit the trace's requested time, raised
+//! to the run time when the trace's job ran past its request (so replayed
+//! jobs end as the originals did rather than time out). Partial-execution
+//! lines (status 2, 3, 4) are not jobs: the job's summary line is.
+
+use std::path::Path;
+
+use anyhow::{bail, Context, Result};
+use formats::swf::{self, Header};
+
+/// A job to replay, times as in the trace (before shrinking).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TraceJob {
+    /// The trace's job number.
+    pub trace_id: i64,
+    /// Line in the trace.
+    pub line: u64,
+    /// Submit time in the trace, nanoseconds.
+    pub submit_ns: i64,
+    pub run_ns: u64,
+    /// Wall-time limit, 0 when the trace has none.
+    pub walltime_ns: u64,
+    pub cores: u32,
+}
+
+#[derive(Debug, Default)]
+pub struct Slice {
+    pub jobs: Vec<TraceJob>,
+    /// Job lines in the slice (after `skip`, at most `take`).
+    pub read: u64,
+    /// Needed more cores than the cluster has.
+    pub too_large: u64,
+    /// Unknown run time or processor count.
+    pub unknown: u64,
+    pub header: Header,
+    /// One per malformed line, naming file and line.
+    pub warnings: Vec<String>,
+}
+
+pub struct SliceSpec {
+    pub skip: u64,
+    pub take: Option<u64>,
+    pub cores_per_proc: u32,
+    /// Largest job the cluster can run.
+    pub max_cores: u64,
+}
+
+pub fn read(path: &Path, spec: &SliceSpec) -> Result<Slice> {
+    let name = path.display().to_string();
+    let mut reader = swf::open(path).with_context(|| format!("cannot open trace {name}"))?;
+    let mut slice = Slice::default();
+    let mut seen = 0u64;
+    while let Some(line) = reader
+        .next_job()
+        .with_context(|| format!("cannot read trace {name}"))?
+    {
+        let job = match line {
+            Ok(j) => *j,
+            Err(e) => {
+                slice
+                    .warnings
+                    .push(format!("{name}:{}: {}", e.line, e.message));
+                continue;
+            }
+        };
+        if job.is_partial() {
+            continue;
+        }
+        seen += 1;
+        if seen <= spec.skip {
+            continue;
+        }
+        if spec.take.is_some_and(|t| slice.read >= t) {
+            break;
+        }
+        slice.read += 1;
+        let (Some(run), Some(procs)) = (job.run_ns(), job.procs()) else {
+            slice.unknown += 1;
+            continue;
+        };
+        if procs == 0 {
+            slice.unknown += 1;
+            continue;
+        }
+        let cores = procs.saturating_mul(u64::from(spec.cores_per_proc));
+        if cores > spec.max_cores || cores > u64::from(u32::MAX) {
+            slice.too_large += 1;
+            continue;
+        }
+        let run_ns = run.max(0) as u64;
+        let walltime_ns = job
+            .req_time_ns()
+            .map_or(0, |r| (r.max(0) as u64).max(run_ns));
+        slice.jobs.push(TraceJob {
+            trace_id: job.id(),
+            line: job.line,
+            submit_ns: job.submit_ns(),
+            run_ns,
+            walltime_ns,
+            cores: cores as u32,
+        });
+    }
+    slice.header = reader.header().clone();
+    if slice.read == 0 {
+        bail!(
+            "{name}: no job in the slice (skip {}, {} job lines in the trace)",
+            spec.skip,
+            seen
+        );
+    }
+    Ok(slice)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TRACE: &str = "\
+; MaxProcs: 64
+    1   0  10  100  4 -1 -1  4 200 -1  1 1 1 -1 1 -1 -1 -1
+    2  10  -1  300 -1 -1 -1  8 200 -1  0 1 1 -1 1 -1 -1 -1
+    3  20   0   30  2 -1 -1  2  -1 -1  2 1 1 -1 1 -1 -1 -1
+    3  20   0   40  2 -1 -1  2  -1 -1  1 1 1 -1 1 -1 -1 -1
+    4  30   0   -1  2 -1 -1  2  -1 -1  1 1 1 -1 1 -1 -1 -1
+    5  40   0   10 99 -1 -1 99  -1 -1  1 1 1 -1 1 -1 -1 -1
+    6  50   0   10  1 -1 -1
+    7  60   0   10  1 -1 -1  1  60 -1  1 1 1 -1 1 -1 -1 -1
+";
+
+    fn spec(skip: u64, take: Option<u64>) -> SliceSpec {
+        SliceSpec {
+            skip,
+            take,
+            cores_per_proc: 2,
+            max_cores: 128,
+        }
+    }
+
+    #[test]
+    fn a_trace_becomes_jobs() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("t.swf");
+        std::fs::write(&p, TRACE).unwrap();
+        let s = read(&p, &spec(0, None)).unwrap();
+        let ids: Vec<i64> = s.jobs.iter().map(|j| j.trace_id).collect();
+        assert_eq!(ids, [1, 2, 3, 7]);
+        assert_eq!(s.jobs[0].cores, 8);
+        assert_eq!(
+            s.jobs[1].cores, 16,
+            "requested processors when allocated is unknown"
+        );
+        assert_eq!(
+            s.jobs[1].walltime_ns, 300_000_000_000,
+            "raised to the run time"
+        );
+        assert_eq!(
+            s.jobs[2].run_ns, 40_000_000_000,
+            "the summary line, not the partial one"
+        );
+        assert_eq!(s.jobs[2].walltime_ns, 0);
+        assert_eq!((s.read, s.unknown, s.too_large), (6, 1, 1));
+        assert_eq!(s.warnings.len(), 1);
+        assert!(s.warnings[0].contains("t.swf:8:"), "{:?}", s.warnings);
+        assert_eq!(s.header.max_procs(), Some(64));
+    }
+
+    #[test]
+    fn skip_and_take_choose_a_slice() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("t.swf");
+        std::fs::write(&p, TRACE).unwrap();
+        let s = read(&p, &spec(1, Some(2))).unwrap();
+        let ids: Vec<i64> = s.jobs.iter().map(|j| j.trace_id).collect();
+        assert_eq!(ids, [2, 3]);
+        assert!(read(&p, &spec(100, None)).is_err());
+    }
+}

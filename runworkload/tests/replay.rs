@@ -1,0 +1,350 @@
+//! Replays of a real trace on the embedded demo cluster, through the real
+//! binaries: one record per job, metrics that agree with calcmets, run
+//! times that scale with the factor, submissions on schedule, and the
+//! promised errors on bad traces.
+
+#![allow(clippy::unwrap_used)] // tests: a failure should panic
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use formats::record::decode_all;
+use serde_json::Value;
+
+fn bin(name: &str) -> PathBuf {
+    let p = PathBuf::from(env!("CARGO_BIN_EXE_runworkload"))
+        .parent()
+        .unwrap()
+        .join(name);
+    assert!(
+        p.is_file(),
+        "{} is missing: run `cargo test --workspace`",
+        p.display()
+    );
+    p
+}
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// A real trace: KTH from ../shared/workloads when present, else the slice
+/// of it bundled in configs/workloads.
+fn kth() -> (PathBuf, u64) {
+    for dir in [
+        repo().join("../shared/workloads"),
+        PathBuf::from("/work/shared/workloads"),
+    ] {
+        let p = dir.join("KTH-SP2-1996-2.1-cln.swf.gz");
+        if p.is_file() {
+            return (p, 4514);
+        }
+    }
+    (repo().join("configs/workloads/kth-sp2-200.swf"), 0)
+}
+
+fn replay(out: &Path, jobs: u32, extra: &[&str]) -> Output {
+    let (trace, skip) = kth();
+    Command::new(bin("runworkload"))
+        .arg("--config")
+        .arg(repo().join("configs/demo.toml"))
+        .arg("--workload")
+        .arg(&trace)
+        .args(["--skip", &skip.to_string(), "--jobs", &jobs.to_string()])
+        .args(["--cores-per-proc", "2", "-q"])
+        .arg("--out")
+        .arg(out)
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+fn json(path: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// (job id, run time in seconds) of every record of a run.
+fn run_times(dir: &Path) -> HashMap<u64, f64> {
+    let (recs, stats) = decode_all(&std::fs::read(dir.join("records/jobs.rec")).unwrap());
+    assert_eq!(stats.damaged(), 0);
+    recs.iter()
+        .map(|r| (r.id, (r.end - r.start - r.suspended_ns()) as f64 / 1e9))
+        .collect()
+}
+
+#[test]
+fn a_real_slice_replays_with_one_record_per_job_and_calcmets_agrees() {
+    let out = tempfile::tempdir().unwrap();
+    let o = replay(out.path(), 200, &["--shrink", "50", "--speedup", "40000"]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let dir = out.path().join("shrink-050");
+    let manifest = json(&dir.join("manifest.json"));
+    assert_eq!(manifest["status"], "completed");
+    assert_eq!(manifest["cores"], 256);
+    assert_eq!(manifest["slice"]["read"], 200);
+    assert_eq!(manifest["counts"]["completed"], 200);
+    // Every submitted job has exactly one record.
+    let (recs, _) = decode_all(&std::fs::read(dir.join("records/jobs.rec")).unwrap());
+    let mut ids: Vec<u64> = recs.iter().map(|r| r.id).collect();
+    ids.sort_unstable();
+    assert_eq!(ids, (1..=200).collect::<Vec<_>>());
+    // Metrics are sane and match calcmets on the results directory.
+    let metrics = json(&dir.join("metrics.json"));
+    let u = metrics["utilization"].as_f64().unwrap();
+    assert!(u > 0.05 && u <= 1.0, "utilization {u}");
+    assert!(metrics["bounded_slowdown"]["p50"].as_f64().unwrap() >= 1.0);
+    let c = Command::new(bin("calcmets"))
+        .args(["--format", "json"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(c.status.success(), "{}", String::from_utf8_lossy(&c.stderr));
+    let from_calcmets: Value = serde_json::from_slice(&c.stdout).unwrap();
+    assert_eq!(from_calcmets, metrics);
+    // The comparison table is printed.
+    let table = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        table.contains("shrink-050") && table.contains("utilization"),
+        "{table}"
+    );
+    // Submissions on time: the schedule is absolute.
+    assert!(
+        manifest["lateness"]["max"].as_f64().unwrap() < 0.5,
+        "{manifest}"
+    );
+}
+
+#[test]
+fn run_times_scale_with_the_factor() {
+    let out = tempfile::tempdir().unwrap();
+    let o = replay(
+        out.path(),
+        200,
+        &["--shrink", "100:50:50", "--speedup", "60000"],
+    );
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let full = run_times(&out.path().join("shrink-100"));
+    let half = run_times(&out.path().join("shrink-050"));
+    assert_eq!(full.len(), 200);
+    assert_eq!(half.len(), 200);
+    // Same jobs, same ids (each run numbers them from 1 in trace order);
+    // each run time halves, to within the timer's latency.
+    for (id, t) in &full {
+        let h = half[id];
+        assert!(
+            (t / 2.0 - h).abs() < 0.05,
+            "job {id}: {t} s at 100 %, {h} s at 50 %"
+        );
+    }
+    let m100 = json(&out.path().join("shrink-100/manifest.json"));
+    let m50 = json(&out.path().join("shrink-050/manifest.json"));
+    let span = |m: &Value| m["end"].as_f64().unwrap() - m["start"].as_f64().unwrap();
+    assert!(
+        span(&m50) < span(&m100) * 0.75,
+        "{} vs {}",
+        span(&m50),
+        span(&m100)
+    );
+    // calcmets sets the two runs side by side.
+    let c = Command::new(bin("calcmets"))
+        .arg(out.path())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&c.stdout);
+    assert!(
+        text.lines().next().unwrap().contains("shrink-050"),
+        "{text}"
+    );
+    assert!(
+        text.lines().next().unwrap().contains("shrink-100"),
+        "{text}"
+    );
+}
+
+#[test]
+fn the_group_schedule_submits_at_the_computed_deadlines() {
+    let out = tempfile::tempdir().unwrap();
+    let o = replay(
+        out.path(),
+        30,
+        &[
+            "--speedup",
+            "100000",
+            "--schedule",
+            "groups",
+            "--warmup-jobs",
+            "10",
+            "--warmup",
+            "1",
+            "--group",
+            "5",
+            "--period",
+            "0.6",
+            "--drift",
+            "0.1",
+            "--shrink",
+            "50",
+        ],
+    );
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let dir = out.path().join("shrink-050");
+    let manifest = json(&dir.join("manifest.json"));
+    let start = manifest["start"].as_f64().unwrap();
+    let csv = std::fs::read_to_string(dir.join("jobs.csv")).unwrap();
+    let rows: Vec<Vec<String>> = csv
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').map(String::from).collect())
+        .collect();
+    assert_eq!(rows.len(), 30);
+    for (i, r) in rows.iter().enumerate() {
+        let target: f64 = r[5].parse().unwrap();
+        let actual: f64 = r[6].parse().unwrap();
+        // 10 warm-up jobs at once, then groups of 5 at 1 + (0.1 + 0.6 · 50 %)·j.
+        let want = if i < 10 {
+            0.0
+        } else {
+            1.0 + 0.4 * ((i - 10) / 5) as f64
+        };
+        assert!(
+            (target - start - want).abs() < 1e-3,
+            "job {i}: target {}",
+            target - start
+        );
+        assert!(
+            actual >= target && actual - target < 0.25,
+            "job {i} late by {}",
+            actual - target
+        );
+    }
+}
+
+#[test]
+fn bad_traces_give_the_promised_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("bad.swf");
+    std::fs::write(
+        &trace,
+        "; MaxProcs: 8\n1 0 0 1 1 -1 -1 1 10 -1 1 1 1 -1 1 -1 -1 -1\n2 1 0 x 1 -1 -1 1 10 -1 1 1 1 -1 1 -1 -1 -1\n3 2 0 1 1\n",
+    )
+    .unwrap();
+    let run = |extra: &[&str]| {
+        Command::new(bin("runworkload"))
+            .arg("--config")
+            .arg(repo().join("configs/demo.toml"))
+            .arg("--workload")
+            .arg(&trace)
+            .arg("--out")
+            .arg(dir.path().join("out"))
+            .args(["-q", "--speedup", "100"])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    // Malformed lines: a warning each, naming file and line; the rest runs.
+    let o = run(&[]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("bad.swf:3:") && err.contains("bad.swf:4:"),
+        "{err}"
+    );
+    // --strict: an error, exit 2, nothing run.
+    let o = run(&["--strict", "--force"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("bad.swf:3:"));
+    // A missing trace, an empty slice, a bad factor: one-line errors.
+    for (workload, args, needle) in [
+        ("/nonexistent.swf", vec![], "/nonexistent.swf"),
+        (
+            trace.to_str().unwrap(),
+            vec!["--skip", "100"],
+            "no job in the slice",
+        ),
+        (
+            trace.to_str().unwrap(),
+            vec!["--shrink", "100:50"],
+            "--shrink",
+        ),
+    ] {
+        let o = Command::new(bin("runworkload"))
+            .arg("--config")
+            .arg(repo().join("configs/demo.toml"))
+            .args(["--workload", workload])
+            .args(&args)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains(needle), "{args:?}: {err}");
+    }
+    // An existing run is not overwritten without --force.
+    let o = run(&[]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--force"));
+}
+
+#[test]
+fn ctrl_c_stops_cleanly_and_keeps_what_finished() {
+    let out = tempfile::tempdir().unwrap();
+    let (trace, skip) = kth();
+    let mut child = Command::new(bin("runworkload"))
+        .arg("--config")
+        .arg(repo().join("configs/demo.toml"))
+        .arg("--workload")
+        .arg(&trace)
+        .args(["--skip", &skip.to_string(), "--jobs", "200", "-q"])
+        .args(["--speedup", "5000", "--shrink", "100:50:50"])
+        .arg("--out")
+        .arg(out.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_secs(4));
+    // SAFETY: kill(2) on our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(1), "interrupted runs exit 1");
+    let dir = out.path().join("shrink-100");
+    let manifest = json(&dir.join("manifest.json"));
+    assert_eq!(manifest["status"], "interrupted");
+    assert!(
+        !out.path().join("shrink-050").exists(),
+        "no run after the interrupted one"
+    );
+    let (recs, stats) = decode_all(&std::fs::read(dir.join("records/jobs.rec")).unwrap());
+    assert_eq!(stats.damaged(), 0);
+    let completed = manifest["counts"]["completed"].as_u64().unwrap_or(0);
+    assert!(completed > 0, "{manifest}");
+    assert_eq!(
+        recs.iter()
+            .filter(|r| r.status == formats::record::Status::Completed)
+            .count() as u64,
+        completed
+    );
+    // Nothing left running: every record's job is over, none still pending.
+    assert!(manifest["counts"].get("pending").is_none(), "{manifest}");
+    assert!(manifest["counts"].get("running").is_none(), "{manifest}");
+}
