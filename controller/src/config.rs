@@ -38,6 +38,10 @@ struct ControllerSection {
     state_dir: Option<PathBuf>,
     record_dir: Option<PathBuf>,
     policy: Option<String>,
+    /// "suspend": jobs of higher-priority partitions suspend lower ones.
+    preemption: Option<String>,
+    /// Gang scheduling time slice, in seconds.
+    time_slice_s: Option<f64>,
     schedule_interval_ms: Option<u64>,
     /// Seconds past a job's wall-time limit before the controller cancels
     /// it (sigsleep itself stops at the limit; this is the safety net).
@@ -87,6 +91,9 @@ struct PartitionSection {
     /// Largest wall time a job may ask for, in seconds (0: no limit).
     #[serde(default)]
     max_time_s: u64,
+    /// Jobs per core (gang time-slicing when above 1).
+    #[serde(default)]
+    oversubscribe: Option<u32>,
 }
 
 fn all_nodes() -> String {
@@ -125,6 +132,8 @@ pub struct PartitionDef {
     pub priority: u32,
     pub default: bool,
     pub max_time_ns: u64,
+    /// Jobs per core; above 1, gang time-slicing.
+    pub oversubscribe: u32,
 }
 
 #[derive(Debug, Clone)]
@@ -143,6 +152,10 @@ pub struct Cluster {
     pub state_dir: PathBuf,
     pub record_dir: PathBuf,
     pub policy: PolicyName,
+    /// Jobs of higher-priority partitions suspend lower-priority ones.
+    pub preemption: bool,
+    /// Gang scheduling's time slice.
+    pub time_slice: Duration,
     pub schedule_interval: Duration,
     pub timeout_grace: Duration,
     pub nodes: Vec<NodeDef>,
@@ -237,6 +250,14 @@ impl Cluster {
                 priority: p.priority,
                 default: p.default,
                 max_time_ns: p.max_time_s.saturating_mul(1_000_000_000),
+                oversubscribe: match p.oversubscribe {
+                    None => 1,
+                    Some(0) => bail!(
+                        "{name}: partition {}: oversubscribe must be at least 1",
+                        p.name
+                    ),
+                    Some(k) => k,
+                },
             });
         }
         if partitions.is_empty() {
@@ -246,6 +267,7 @@ impl Cluster {
                 priority: 0,
                 default: true,
                 max_time_ns: 0,
+                oversubscribe: 1,
             });
         }
         match partitions.iter().filter(|p| p.default).count() {
@@ -279,6 +301,17 @@ impl Cluster {
         let c = &file.controller;
         let policy = PolicyName::parse(c.policy.as_deref().unwrap_or("easy"))
             .map_err(|e| anyhow!("{name}: controller.policy: {e}"))?;
+        let preemption = match c.preemption.as_deref() {
+            None | Some("off") => false,
+            Some("suspend") => true,
+            Some(other) => {
+                bail!("{name}: controller.preemption: unknown mode {other:?} (known: off, suspend)")
+            }
+        };
+        let time_slice = c.time_slice_s.unwrap_or(30.0);
+        if !(time_slice > 0.0 && time_slice.is_finite()) {
+            bail!("{name}: controller.time_slice_s must be a positive number of seconds");
+        }
         let state_dir = match &c.state_dir {
             Some(p) => rel(p.clone()),
             None => default_state_dir(path),
@@ -331,6 +364,8 @@ impl Cluster {
                 .unwrap_or_else(|| state_dir.join("records")),
             state_dir,
             policy,
+            preemption,
+            time_slice: Duration::from_secs_f64(time_slice),
             schedule_interval: Duration::from_millis(c.schedule_interval_ms.unwrap_or(10)),
             timeout_grace: Duration::from_millis(c.timeout_grace_ms.unwrap_or(10_000)),
             nodes,

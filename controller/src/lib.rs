@@ -87,11 +87,15 @@ fn getrandom_fill(buf: &mut [u8]) -> Result<()> {
     std::io::Read::read_exact(&mut f, buf).context("cannot read /dev/urandom")
 }
 
-pub fn policy(name: PolicyName) -> Box<dyn Policy + Send> {
-    match name {
-        PolicyName::Fcfs => Box::new(policy::Fcfs),
-        PolicyName::Easy => Box::new(policy::Easy),
-    }
+/// The policy a config asks for.
+pub fn policy(config: &Config) -> Box<dyn Policy> {
+    Box::new(policy::Standard {
+        base: match config.policy {
+            PolicyName::Fcfs => policy::Base::Fcfs,
+            PolicyName::Easy => policy::Base::Easy,
+        },
+        preemption: config.preemption,
+    })
 }
 
 /// Runs the controller until `shutdown` fires or a client asks it to stop.
@@ -135,7 +139,7 @@ pub async fn serve(config: Config, shutdown: CancellationToken) -> Result<()> {
     });
     let server = server::Server::new(
         state::Cluster::new(Arc::clone(&config)),
-        policy(config.policy),
+        policy(&config),
         events_rx,
         done.clone(),
         record_path.clone(),

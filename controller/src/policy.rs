@@ -1,20 +1,102 @@
-//! Scheduling policies: pure functions from a [`Snapshot`] of the cluster
-//! to the jobs to start now and where. No I/O, no clock, no shared state:
-//! the same code can drive the emulation and a simulation, and tests build
-//! snapshots by hand.
+//! Scheduling policies: pure functions from a [`View`] of the cluster to
+//! [`Decisions`] (start a job on these cores, suspend, resume, cancel). No
+//! I/O, no clock, no hidden state: the emulation and the virtual-time
+//! simulation ([`crate::sim`]) run the very same code, and tests build
+//! views by hand.
+//!
+//! # Writing a policy
+//!
+//! A policy is a type that implements [`Policy`]. It sees every node's free
+//! cores and memory, the pending jobs in queue order and the jobs that
+//! hold resources, and answers with what to do now and, if it wants to be
+//! asked again at a given time even if nothing happens, when. Here is a
+//! complete one, "largest job first", with first-fit placement:
+//!
+//! ```
+//! use controller::policy::{Decision, Decisions, Free, Policy, View};
+//!
+//! struct LargestFirst;
+//!
+//! impl Policy for LargestFirst {
+//!     fn decide(&self, view: &View) -> Decisions {
+//!         let mut free = Free::new(view);
+//!         let mut queue: Vec<_> = view.queue.iter().collect();
+//!         queue.sort_by_key(|q| std::cmp::Reverse(q.cores));
+//!         let mut out = Decisions::default();
+//!         for q in queue {
+//!             // First fit over the job's partition; None if it does not fit.
+//!             if let Some(alloc) = free.place(view, q) {
+//!                 out.list.push(Decision::Start { job: q.job, alloc });
+//!             }
+//!         }
+//!         out
+//!     }
+//! }
+//! # let view = View::default();
+//! # assert!(LargestFirst.decide(&view).list.is_empty());
+//! ```
+//!
+//! The controller applies decisions in order and checks each (a start
+//! that would overbook a node is refused and logged), so a buggy policy
+//! cannot corrupt the cluster's state.
+//!
+//! # The built-in policy
+//!
+//! [`Standard`] combines, in this order each pass:
+//!
+//! 1. **gang time-slicing** in partitions with `oversubscribe = K > 1`
+//!    (Slurm's `PreemptMode=GANG`): up to K jobs share each core; a job
+//!    that has run for a time slice gives its cores to the job of its
+//!    partition that has waited longest, suspended or pending, so every
+//!    job runs in turn and none starves;
+//! 2. **preemption by suspension** (Slurm's `preempt/partition_prio` with
+//!    `PreemptMode=SUSPEND`): a pending job that does not fit suspends just
+//!    enough jobs of lower-priority partitions (fewest and lowest-priority
+//!    first) on the nodes it needs, and starts; suspended jobs keep their
+//!    memory;
+//! 3. **resumption**: jobs the policy suspended resume, oldest suspension
+//!    first, as soon as their cores are free again;
+//! 4. the **base policy** for what is left of the queue: [`Base::Fcfs`]
+//!    (strict first come, first served) or [`Base::Easy`] (EASY
+//!    backfilling).
 //!
 //! Placement is first fit over a partition's usable nodes: a job of `c`
 //! cores takes whatever free cores (and the memory they need) nodes have,
-//! in node order, until it has `c`. A node is never given more cores or
-//! memory than it has free.
+//! in node order, until it has `c`.
+
+use std::collections::HashSet;
 
 /// A node as the policy sees it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct FreeNode {
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct NodeView {
     pub cpus: u32,
-    pub mem_mb: u64,
+    /// Cores not used by running (or administratively suspended) jobs.
+    pub free_cpus: u32,
+    /// Memory not held by any job, running or suspended.
+    pub free_mem_mb: u64,
+    /// Cores that more jobs may still be allocated on: `cpus × K` minus
+    /// what running and suspended jobs hold (K the node's oversubscription,
+    /// 1 without gang scheduling).
+    pub free_slots: u32,
     /// Up (agent connected) and not drained.
     pub usable: bool,
+}
+
+/// Gang time-slicing of a partition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Gang {
+    /// Jobs per core at most (Slurm's `OverSubscribe=FORCE:K`).
+    pub oversubscribe: u32,
+    /// How long a job runs before it may have to give its cores up.
+    pub slice_ns: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct PartitionView {
+    pub nodes: Vec<usize>,
+    /// Higher wins, for queue order and preemption.
+    pub priority: u32,
+    pub gang: Option<Gang>,
 }
 
 /// A pending job, in queue order.
@@ -27,115 +109,173 @@ pub struct Queued {
     /// How long it is expected to run: its wall-time limit, or its run
     /// time when it has none (nanoseconds).
     pub estimate_ns: u64,
+    /// When it was submitted (same clock as `View::now_ns`).
+    pub submit_ns: i64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ActiveState {
+    Running,
+    /// Suspended by a policy: its cores are free, its memory held.
+    Suspended,
+    /// Suspended by an administrator: it keeps its cores; policies leave
+    /// it alone.
+    Held,
 }
 
 /// A job holding resources.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Running {
+pub struct Active {
     pub job: u64,
-    /// When it is expected to release its resources (same clock as `now`).
+    pub partition: usize,
+    pub cores: u32,
+    pub mem_per_cpu_mb: u64,
+    /// (node, cores).
+    pub alloc: Vec<(usize, u32)>,
+    pub state: ActiveState,
+    /// When it last started, resumed or was suspended.
+    pub since_ns: i64,
+    /// When it is expected to release its cores if it keeps running.
     pub expected_end_ns: i64,
-    /// (node, cores) it holds.
-    pub alloc: Vec<(usize, u32)>,
 }
 
+/// What a policy sees.
 #[derive(Debug, Clone, Default)]
-pub struct Snapshot {
+pub struct View {
     pub now_ns: i64,
-    pub nodes: Vec<FreeNode>,
-    /// Node indices of each partition.
-    pub partitions: Vec<Vec<usize>>,
-    /// Pending jobs, highest priority first, then oldest first.
+    pub nodes: Vec<NodeView>,
+    pub partitions: Vec<PartitionView>,
+    /// Pending jobs, highest partition priority first, then oldest first.
     pub queue: Vec<Queued>,
-    pub running: Vec<Running>,
+    pub active: Vec<Active>,
 }
 
-/// Start `job` on these (node, cores).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Start {
-    pub job: u64,
-    pub alloc: Vec<(usize, u32)>,
+pub enum Decision {
+    /// Start a pending job on these (node, cores).
+    Start {
+        job: u64,
+        alloc: Vec<(usize, u32)>,
+    },
+    Suspend(u64),
+    Resume(u64),
+    Cancel(u64),
 }
 
-/// The policies clemu knows.
-pub trait Policy {
-    fn schedule(&self, snapshot: &Snapshot) -> Vec<Start>;
+/// What to do now, and when to be asked again at the latest.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Decisions {
+    pub list: Vec<Decision>,
+    pub wake_at_ns: Option<i64>,
 }
 
-/// Strict first come, first served: start jobs in queue order while they
-/// fit; the first that does not fit blocks everything behind it.
-pub struct Fcfs;
+pub trait Policy: Send + Sync {
+    fn decide(&self, view: &View) -> Decisions;
+}
 
-/// EASY backfilling: like FCFS, but once the queue's head is blocked it
-/// gets a reservation (the earliest time enough cores free up, from the
-/// running jobs' expected ends), and a later job may start now only if it
-/// cannot delay that reservation: it ends before the reserved start, or it
-/// uses only cores the head will not need then.
-pub struct Easy;
+/// The base policy for starting jobs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Base {
+    /// Start jobs in queue order while they fit; the first that does not
+    /// fit blocks everything behind it.
+    Fcfs,
+    /// EASY backfilling: once the queue's head is blocked it gets a
+    /// reservation (the earliest time enough cores free up, from the
+    /// running jobs' expected ends), and a later job may start now only if
+    /// it cannot delay that reservation: it ends before the reserved start,
+    /// or it uses only cores the head will not need then. The reservation
+    /// counts cores, not memory.
+    Easy,
+}
 
-impl Policy for Fcfs {
-    fn schedule(&self, s: &Snapshot) -> Vec<Start> {
-        let mut free = Free::new(s);
-        let mut starts = Vec::new();
-        for q in &s.queue {
-            match free.place(s, q) {
-                Some(alloc) => starts.push(Start { job: q.job, alloc }),
-                None => break,
+/// The built-in policy (see the module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Standard {
+    pub base: Base,
+    /// Higher-priority partitions may suspend lower-priority jobs.
+    pub preemption: bool,
+}
+
+impl Policy for Standard {
+    fn decide(&self, v: &View) -> Decisions {
+        let mut free = Free::new(v);
+        let mut out = Decisions::default();
+        // Jobs already decided on in this pass.
+        let mut done: HashSet<u64> = HashSet::new();
+        for p in 0..v.partitions.len() {
+            if v.partitions[p].gang.is_some_and(|g| g.oversubscribe > 1) {
+                rotate(v, p, &mut free, &mut out, &mut done);
             }
         }
-        starts
+        if self.preemption {
+            preempt(v, &mut free, &mut out, &mut done);
+        }
+        resume(v, &mut free, &mut out, &mut done);
+        match self.base {
+            Base::Fcfs => fcfs(v, &mut free, &mut out, &done),
+            Base::Easy => easy(v, &mut free, &mut out, &done),
+        }
+        out
     }
 }
 
-impl Policy for Easy {
-    fn schedule(&self, s: &Snapshot) -> Vec<Start> {
-        let mut free = Free::new(s);
-        let mut starts = Vec::new();
-        // Expected ends of the jobs started before the head blocked, which
-        // the head's reservation must count as releases.
-        let mut ends = Vec::new();
-        let mut reservation: Option<Reservation> = None;
-        for q in &s.queue {
-            match &mut reservation {
-                None => match free.place(s, q) {
-                    Some(alloc) => {
-                        ends.push(end_of(s, q));
-                        starts.push(Start { job: q.job, alloc });
-                    }
-                    None => reservation = Some(Reservation::for_head(s, &free, q, &starts, &ends)),
-                },
-                Some(r) => {
-                    // Cheap test first: most of a long queue does not fit.
-                    if !free.might_fit(q) {
-                        continue;
-                    }
-                    let ends_in_time = end_of(s, q) <= r.shadow_ns;
-                    let Some(alloc) = free.try_place(s, q) else {
-                        continue;
-                    };
-                    let on_head_nodes: u32 = alloc
-                        .iter()
-                        .filter(|(n, _)| r.head_nodes[*n])
-                        .map(|(_, c)| c)
-                        .sum();
-                    if ends_in_time || on_head_nodes <= r.extra {
-                        if !ends_in_time {
-                            r.extra -= on_head_nodes;
-                        }
-                        free.take(s, q, &alloc);
-                        starts.push(Start { job: q.job, alloc });
-                    }
-                }
-            }
+fn gang_of(v: &View, partition: usize) -> Option<Gang> {
+    v.partitions[partition].gang.filter(|g| g.oversubscribe > 1)
+}
+
+fn fcfs(v: &View, free: &mut Free, out: &mut Decisions, done: &HashSet<u64>) {
+    for q in v.queue.iter().filter(|q| !done.contains(&q.job)) {
+        match free.place(v, q) {
+            Some(alloc) => out.list.push(Decision::Start { job: q.job, alloc }),
+            None => break,
         }
-        starts
     }
 }
 
 /// When `q` would end if it started now.
-fn end_of(s: &Snapshot, q: &Queued) -> i64 {
-    s.now_ns
+fn end_of(v: &View, q: &Queued) -> i64 {
+    v.now_ns
         .saturating_add(q.estimate_ns.min(i64::MAX as u64) as i64)
+}
+
+fn easy(v: &View, free: &mut Free, out: &mut Decisions, done: &HashSet<u64>) {
+    // Expected ends of the jobs started before the head blocked, which the
+    // head's reservation must count as releases.
+    let mut started: Vec<(i64, Vec<(usize, u32)>)> = Vec::new();
+    let mut reservation: Option<Reservation> = None;
+    for q in v.queue.iter().filter(|q| !done.contains(&q.job)) {
+        match &mut reservation {
+            None => match free.place(v, q) {
+                Some(alloc) => {
+                    started.push((end_of(v, q), alloc.clone()));
+                    out.list.push(Decision::Start { job: q.job, alloc });
+                }
+                None => reservation = Some(Reservation::for_head(v, free, q, &started)),
+            },
+            Some(r) => {
+                // Cheap test first: most of a long queue does not fit.
+                if !free.might_fit(q) {
+                    continue;
+                }
+                let ends_in_time = end_of(v, q) <= r.shadow_ns;
+                let Some(alloc) = free.try_place(v, q) else {
+                    continue;
+                };
+                let on_head_nodes: u32 = alloc
+                    .iter()
+                    .filter(|(n, _)| r.head_nodes[*n])
+                    .map(|(_, c)| c)
+                    .sum();
+                if ends_in_time || on_head_nodes <= r.extra {
+                    if !ends_in_time {
+                        r.extra -= on_head_nodes;
+                    }
+                    free.take(v, q, &alloc);
+                    out.list.push(Decision::Start { job: q.job, alloc });
+                }
+            }
+        }
+    }
 }
 
 /// The blocked head's reserved start and what is spare at that time.
@@ -149,15 +289,14 @@ struct Reservation {
 
 impl Reservation {
     fn for_head(
-        s: &Snapshot,
+        v: &View,
         free: &Free,
         head: &Queued,
-        started: &[Start],
-        ends: &[i64],
+        started: &[(i64, Vec<(usize, u32)>)],
     ) -> Reservation {
-        let mut head_nodes = vec![false; s.nodes.len()];
-        for &n in &s.partitions[head.partition] {
-            if s.nodes[n].usable {
+        let mut head_nodes = vec![false; v.nodes.len()];
+        for &n in &v.partitions[head.partition].nodes {
+            if v.nodes[n].usable {
                 head_nodes[n] = true;
             }
         }
@@ -170,14 +309,13 @@ impl Reservation {
         };
         // Releases: running jobs at their expected ends, and the jobs this
         // pass just started, at now + estimate.
-        let mut releases: Vec<(i64, u32)> = s
-            .running
+        let mut releases: Vec<(i64, u32)> = v
+            .active
             .iter()
-            .map(|r| (r.expected_end_ns, on_head(&r.alloc)))
+            .filter(|a| a.state == ActiveState::Running)
+            .map(|a| (a.expected_end_ns, on_head(&a.alloc)))
             .collect();
-        for (st, &end) in started.iter().zip(ends) {
-            releases.push((end, on_head(&st.alloc)));
-        }
+        releases.extend(started.iter().map(|(end, alloc)| (*end, on_head(alloc))));
         releases.sort_unstable();
         let mut avail = free.partition_free[head.partition];
         let mut shadow_ns = i64::MAX;
@@ -185,7 +323,7 @@ impl Reservation {
         for (end, cores) in releases {
             avail += u64::from(cores);
             if avail >= u64::from(head.cores) {
-                shadow_ns = end.max(s.now_ns);
+                shadow_ns = end.max(v.now_ns);
                 extra = (avail - u64::from(head.cores)).min(u64::from(u32::MAX)) as u32;
                 break;
             }
@@ -198,9 +336,217 @@ impl Reservation {
     }
 }
 
-/// Free resources during one pass, as jobs are placed.
-struct Free {
-    nodes: Vec<FreeNode>,
+/// Gang time-slicing of partition `p`: running jobs whose slice is over
+/// give way to the jobs that have waited longest (suspended or pending).
+fn rotate(v: &View, p: usize, free: &mut Free, out: &mut Decisions, done: &mut HashSet<u64>) {
+    let Some(gang) = gang_of(v, p) else { return };
+    // Waiting jobs, longest waiting first: suspended ones since their
+    // suspension, pending ones since their submission.
+    let mut waiting: Vec<(i64, Waiter)> = v
+        .active
+        .iter()
+        .enumerate()
+        .filter(|(_, a)| a.partition == p && a.state == ActiveState::Suspended)
+        .map(|(i, a)| (a.since_ns, Waiter::Suspended(i)))
+        .chain(
+            v.queue
+                .iter()
+                .enumerate()
+                .filter(|(_, q)| q.partition == p && !done.contains(&q.job))
+                .map(|(i, q)| (q.submit_ns, Waiter::Pending(i))),
+        )
+        .collect();
+    if waiting.is_empty() {
+        return;
+    }
+    waiting.sort_by_key(|(since, w)| (*since, w.key(v)));
+    let mut expired: Vec<&Active> = v
+        .active
+        .iter()
+        .filter(|a| {
+            a.partition == p
+                && a.state == ActiveState::Running
+                && v.now_ns - a.since_ns >= gang.slice_ns
+        })
+        .collect();
+    expired.sort_by_key(|a| (a.since_ns, a.job));
+    // Tentatively take every expired job off its cores; those whose cores
+    // nobody takes simply go on running.
+    for a in &expired {
+        free.give_back(a);
+    }
+    let mut served = 0;
+    for (_, w) in &waiting {
+        match *w {
+            Waiter::Suspended(i) => {
+                let a = &v.active[i];
+                if free.fits_alloc(&a.alloc) {
+                    free.take_alloc(&a.alloc);
+                    out.list.push(Decision::Resume(a.job));
+                    done.insert(a.job);
+                    served += 1;
+                }
+            }
+            Waiter::Pending(i) => {
+                let q = &v.queue[i];
+                if let Some(alloc) = free.place_slotted(v, q) {
+                    out.list.push(Decision::Start { job: q.job, alloc });
+                    done.insert(q.job);
+                    served += 1;
+                }
+            }
+        }
+    }
+    let mut displaced = 0;
+    for a in &expired {
+        if free.fits_alloc(&a.alloc) {
+            free.take_alloc(&a.alloc);
+        } else {
+            out.list.push(Decision::Suspend(a.job));
+            done.insert(a.job);
+            displaced += 1;
+        }
+    }
+    // Someone still waits: ask again when the first running job's slice
+    // ends (the jobs started or resumed now end theirs a slice from now).
+    if waiting.len() - served + displaced > 0 {
+        let next = v
+            .active
+            .iter()
+            .filter(|a| {
+                a.partition == p && a.state == ActiveState::Running && !done.contains(&a.job)
+            })
+            .map(|a| a.since_ns + gang.slice_ns)
+            .filter(|&t| t > v.now_ns)
+            .fold(v.now_ns + gang.slice_ns, i64::min);
+        out.wake_at_ns = Some(out.wake_at_ns.map_or(next, |w| w.min(next)));
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Waiter {
+    /// Index into `View::active`.
+    Suspended(usize),
+    /// Index into `View::queue`.
+    Pending(usize),
+}
+
+impl Waiter {
+    /// Tie-break between equal waiting times: job id.
+    fn key(&self, v: &View) -> u64 {
+        match *self {
+            Waiter::Suspended(i) => v.active[i].job,
+            Waiter::Pending(i) => v.queue[i].job,
+        }
+    }
+}
+
+/// Preemption by suspension: pending jobs that do not fit suspend jobs of
+/// lower-priority partitions.
+fn preempt(v: &View, free: &mut Free, out: &mut Decisions, done: &mut HashSet<u64>) {
+    let lowest = v
+        .active
+        .iter()
+        .filter(|a| a.state == ActiveState::Running)
+        .map(|a| v.partitions[a.partition].priority)
+        .min();
+    let Some(lowest) = lowest else { return };
+    for q in &v.queue {
+        let prio = v.partitions[q.partition].priority;
+        if prio <= lowest || done.contains(&q.job) || gang_of(v, q.partition).is_some() {
+            continue;
+        }
+        if free.try_place(v, q).is_some() {
+            // It fits as it is; the base policy starts it in queue order.
+            continue;
+        }
+        let on_part: Vec<bool> = {
+            let mut m = vec![false; v.nodes.len()];
+            for &n in &v.partitions[q.partition].nodes {
+                m[n] = v.nodes[n].usable;
+            }
+            m
+        };
+        // Victims: running jobs of lower priority with cores on the nodes
+        // the job may use; lowest priority first, then the largest (fewest
+        // victims), then the youngest.
+        let mut candidates: Vec<&Active> = v
+            .active
+            .iter()
+            .filter(|a| {
+                a.state == ActiveState::Running
+                    && !done.contains(&a.job)
+                    && v.partitions[a.partition].priority < prio
+                    && a.alloc.iter().any(|(n, _)| on_part[*n])
+            })
+            .collect();
+        candidates.sort_by_key(|a| {
+            (
+                v.partitions[a.partition].priority,
+                std::cmp::Reverse(a.cores),
+                std::cmp::Reverse(a.since_ns),
+                a.job,
+            )
+        });
+        let mut trial = free.clone();
+        let mut chosen: Vec<&Active> = Vec::new();
+        let mut alloc = None;
+        for a in candidates {
+            trial.give_back(a);
+            chosen.push(a);
+            if let Some(found) = trial.try_place(v, q) {
+                alloc = Some(found);
+                break;
+            }
+        }
+        let Some(alloc) = alloc else { continue };
+        // Spare victims the placement does not touch.
+        let used: HashSet<usize> = alloc.iter().map(|(n, _)| *n).collect();
+        for a in chosen {
+            if a.alloc.iter().any(|(n, _)| used.contains(n)) {
+                free.give_back(a);
+                out.list.push(Decision::Suspend(a.job));
+                done.insert(a.job);
+            }
+        }
+        free.take(v, q, &alloc);
+        out.list.push(Decision::Start { job: q.job, alloc });
+        done.insert(q.job);
+    }
+}
+
+/// Jobs the policy suspended (outside gang partitions) resume, oldest
+/// suspension first, as soon as their cores are free.
+fn resume(v: &View, free: &mut Free, out: &mut Decisions, done: &mut HashSet<u64>) {
+    let mut suspended: Vec<&Active> = v
+        .active
+        .iter()
+        .filter(|a| {
+            a.state == ActiveState::Suspended
+                && gang_of(v, a.partition).is_none()
+                && !done.contains(&a.job)
+        })
+        .collect();
+    suspended.sort_by_key(|a| {
+        (
+            std::cmp::Reverse(v.partitions[a.partition].priority),
+            a.since_ns,
+            a.job,
+        )
+    });
+    for a in suspended {
+        if free.fits_alloc(&a.alloc) {
+            free.take_alloc(&a.alloc);
+            out.list.push(Decision::Resume(a.job));
+            done.insert(a.job);
+        }
+    }
+}
+
+/// Free resources during one pass, as decisions are made.
+#[derive(Debug, Clone)]
+pub struct Free {
+    nodes: Vec<NodeView>,
     /// Free cores on usable nodes of each partition: lets a job that
     /// cannot fit be turned down without looking at any node.
     partition_free: Vec<u64>,
@@ -208,19 +554,19 @@ struct Free {
 }
 
 impl Free {
-    fn new(s: &Snapshot) -> Free {
-        let mut node_partitions = vec![Vec::new(); s.nodes.len()];
-        let partition_free = s
+    pub fn new(v: &View) -> Free {
+        let mut node_partitions = vec![Vec::new(); v.nodes.len()];
+        let partition_free = v
             .partitions
             .iter()
             .enumerate()
-            .map(|(p, nodes)| {
-                nodes
+            .map(|(p, part)| {
+                part.nodes
                     .iter()
                     .map(|&n| {
                         node_partitions[n].push(p);
-                        if s.nodes[n].usable {
-                            u64::from(s.nodes[n].cpus)
+                        if v.nodes[n].usable {
+                            u64::from(v.nodes[n].free_cpus)
                         } else {
                             0
                         }
@@ -229,10 +575,14 @@ impl Free {
             })
             .collect();
         Free {
-            nodes: s.nodes.clone(),
+            nodes: v.nodes.clone(),
             partition_free,
             node_partitions,
         }
+    }
+
+    pub fn node(&self, n: usize) -> &NodeView {
+        &self.nodes[n]
     }
 
     fn might_fit(&self, q: &Queued) -> bool {
@@ -241,24 +591,31 @@ impl Free {
             .is_some_and(|&f| f >= u64::from(q.cores))
     }
 
-    /// Where `q` would go now, without taking anything.
-    fn try_place(&self, s: &Snapshot, q: &Queued) -> Option<Vec<(usize, u32)>> {
+    /// Where `q` would go now (first fit), without taking anything.
+    pub fn try_place(&self, v: &View, q: &Queued) -> Option<Vec<(usize, u32)>> {
+        self.first_fit(v, q, false)
+    }
+
+    fn first_fit(&self, v: &View, q: &Queued, slotted: bool) -> Option<Vec<(usize, u32)>> {
         if q.cores == 0 || !self.might_fit(q) {
             return None;
         }
         let mut need = q.cores;
         let mut alloc = Vec::new();
-        for &n in &s.partitions[q.partition] {
+        for &n in &v.partitions[q.partition].nodes {
             let node = &self.nodes[n];
-            if !node.usable || node.cpus == 0 {
+            if !node.usable || node.free_cpus == 0 {
                 continue;
             }
             let by_mem = node
-                .mem_mb
+                .free_mem_mb
                 .checked_div(q.mem_per_cpu_mb)
                 .unwrap_or(u64::MAX)
                 .min(u64::from(u32::MAX)) as u32;
-            let take = node.cpus.min(need).min(by_mem);
+            let mut take = node.free_cpus.min(need).min(by_mem);
+            if slotted {
+                take = take.min(node.free_slots);
+            }
             if take > 0 {
                 alloc.push((n, take));
                 need -= take;
@@ -270,21 +627,63 @@ impl Free {
         None
     }
 
-    fn take(&mut self, _s: &Snapshot, q: &Queued, alloc: &[(usize, u32)]) {
+    /// Takes the cores and memory of `alloc` for `q`.
+    pub fn take(&mut self, _v: &View, q: &Queued, alloc: &[(usize, u32)]) {
         for &(n, c) in alloc {
+            self.use_cpus(n, c);
             let node = &mut self.nodes[n];
-            node.cpus -= c;
-            node.mem_mb -= u64::from(c) * q.mem_per_cpu_mb;
+            node.free_mem_mb -= u64::from(c) * q.mem_per_cpu_mb;
+            node.free_slots = node.free_slots.saturating_sub(c);
+        }
+    }
+
+    /// First fit, and take it.
+    pub fn place(&mut self, v: &View, q: &Queued) -> Option<Vec<(usize, u32)>> {
+        let alloc = self.try_place(v, q)?;
+        self.take(v, q, &alloc);
+        Some(alloc)
+    }
+
+    /// First fit within the gang slots, and take it.
+    fn place_slotted(&mut self, v: &View, q: &Queued) -> Option<Vec<(usize, u32)>> {
+        let alloc = self.first_fit(v, q, true)?;
+        self.take(v, q, &alloc);
+        Some(alloc)
+    }
+
+    fn use_cpus(&mut self, n: usize, c: u32) {
+        self.nodes[n].free_cpus -= c;
+        if self.nodes[n].usable {
             for &p in &self.node_partitions[n] {
                 self.partition_free[p] -= u64::from(c);
             }
         }
     }
 
-    fn place(&mut self, s: &Snapshot, q: &Queued) -> Option<Vec<(usize, u32)>> {
-        let alloc = self.try_place(s, q)?;
-        self.take(s, q, &alloc);
-        Some(alloc)
+    /// A running job's cores become free (it is to be suspended); its
+    /// memory stays held.
+    fn give_back(&mut self, a: &Active) {
+        for &(n, c) in &a.alloc {
+            self.nodes[n].free_cpus += c;
+            if self.nodes[n].usable {
+                for &p in &self.node_partitions[n] {
+                    self.partition_free[p] += u64::from(c);
+                }
+            }
+        }
+    }
+
+    fn fits_alloc(&self, alloc: &[(usize, u32)]) -> bool {
+        alloc
+            .iter()
+            .all(|&(n, c)| self.nodes[n].usable && self.nodes[n].free_cpus >= c)
+    }
+
+    /// A suspended job's cores are taken again (its memory it never gave).
+    fn take_alloc(&mut self, alloc: &[(usize, u32)]) {
+        for &(n, c) in alloc {
+            self.use_cpus(n, c);
+        }
     }
 }
 
@@ -294,10 +693,12 @@ mod tests {
 
     const S: i64 = 1_000_000_000;
 
-    fn node(cpus: u32) -> FreeNode {
-        FreeNode {
-            cpus,
-            mem_mb: 1 << 20,
+    fn node(free: u32) -> NodeView {
+        NodeView {
+            cpus: 4,
+            free_cpus: free,
+            free_mem_mb: 1 << 20,
+            free_slots: free,
             usable: true,
         }
     }
@@ -309,106 +710,117 @@ mod tests {
             cores,
             mem_per_cpu_mb: 0,
             estimate_ns: estimate_s * S as u64,
+            submit_ns: id as i64,
         }
     }
 
-    /// `free` cores now on 4 nodes of 4 cores (16 in all).
-    fn snapshot(free: [u32; 4], running: Vec<Running>, queue: Vec<Queued>) -> Snapshot {
-        Snapshot {
+    fn running(id: u64, partition: usize, alloc: Vec<(usize, u32)>, end_s: i64) -> Active {
+        Active {
+            job: id,
+            partition,
+            cores: alloc.iter().map(|(_, c)| c).sum(),
+            mem_per_cpu_mb: 0,
+            alloc,
+            state: ActiveState::Running,
+            since_ns: 0,
+            expected_end_ns: end_s * S,
+        }
+    }
+
+    /// `free` cores now on 4 nodes of 4 cores (16 in all), one partition.
+    fn view(free: [u32; 4], active: Vec<Active>, queue: Vec<Queued>) -> View {
+        View {
             now_ns: 100 * S,
             nodes: free.iter().map(|&c| node(c)).collect(),
-            partitions: vec![vec![0, 1, 2, 3]],
+            partitions: vec![PartitionView {
+                nodes: vec![0, 1, 2, 3],
+                priority: 0,
+                gang: None,
+            }],
             queue,
-            running,
+            active,
         }
     }
 
-    fn started(starts: &[Start]) -> Vec<u64> {
-        starts.iter().map(|s| s.job).collect()
+    const FCFS: Standard = Standard {
+        base: Base::Fcfs,
+        preemption: false,
+    };
+    const EASY: Standard = Standard {
+        base: Base::Easy,
+        preemption: false,
+    };
+
+    fn started(d: &Decisions) -> Vec<u64> {
+        d.list
+            .iter()
+            .filter_map(|x| match x {
+                Decision::Start { job, .. } => Some(*job),
+                _ => None,
+            })
+            .collect()
     }
 
     #[test]
     fn fcfs_starts_in_order_and_stops_at_the_first_that_does_not_fit() {
-        let s = snapshot(
+        let v = view(
             [4, 4, 0, 0],
             vec![],
             vec![job(1, 4, 10), job(2, 2, 10), job(3, 8, 10), job(4, 1, 10)],
         );
-        let starts = Fcfs.schedule(&s);
-        assert_eq!(started(&starts), [1, 2]);
-        assert_eq!(starts[0].alloc, [(0, 4)]);
-        assert_eq!(starts[1].alloc, [(1, 2)]);
+        let d = FCFS.decide(&v);
+        assert_eq!(
+            d.list,
+            [
+                Decision::Start {
+                    job: 1,
+                    alloc: vec![(0, 4)]
+                },
+                Decision::Start {
+                    job: 2,
+                    alloc: vec![(1, 2)]
+                }
+            ]
+        );
     }
 
     #[test]
     fn easy_backfills_a_small_job_that_ends_before_the_reservation() {
-        // 8 cores busy until t = 200 s (two jobs), 8 free. The head wants 12:
-        // reserved at 200 s, with 4 spare then.
-        let running = vec![
-            Running {
-                job: 10,
-                expected_end_ns: 200 * S,
-                alloc: vec![(2, 4)],
-            },
-            Running {
-                job: 11,
-                expected_end_ns: 300 * S,
-                alloc: vec![(3, 4)],
-            },
+        let active = vec![
+            running(10, 0, vec![(2, 4)], 200),
+            running(11, 0, vec![(3, 4)], 300),
         ];
-        let s = snapshot(
+        // The head wants all 16: reserved at 300 s with none spare. Job 2
+        // (8 cores) ends at 250 s: backfilled. Job 3 finds nothing left.
+        let v = view(
             [4, 4, 0, 0],
-            running,
-            vec![
-                job(1, 16, 500), // head: needs all 16, reserved at 300 s, 0 spare
-                job(2, 8, 150),  // ends at 250 <= 300: backfilled
-                job(3, 1, 10),   // nothing left now
-            ],
+            active,
+            vec![job(1, 16, 500), job(2, 8, 150), job(3, 1, 10)],
         );
-        let starts = Easy.schedule(&s);
-        assert_eq!(started(&starts), [2]);
+        assert_eq!(started(&EASY.decide(&v)), [2]);
     }
 
     #[test]
     fn easy_does_not_backfill_a_job_that_would_delay_the_head() {
-        let running = vec![Running {
-            job: 10,
-            expected_end_ns: 200 * S,
-            alloc: vec![(2, 4), (3, 4)],
-        }];
-        let s = snapshot(
+        let active = vec![running(10, 0, vec![(2, 4), (3, 4)], 200)];
+        let v = view(
             [4, 4, 0, 0],
-            running,
-            // Head needs 16: reserved at 200 s with nothing spare. Job 2 fits
-            // now but runs to 400 s: it would delay the head.
+            active.clone(),
             vec![job(1, 16, 500), job(2, 2, 300)],
         );
-        assert!(Easy.schedule(&s).is_empty());
-        // FCFS would not start it either; with a short run time EASY does.
-        let s = snapshot(
-            [4, 4, 0, 0],
-            vec![Running {
-                job: 10,
-                expected_end_ns: 200 * S,
-                alloc: vec![(2, 4), (3, 4)],
-            }],
-            vec![job(1, 16, 500), job(2, 2, 100)],
-        );
-        assert_eq!(started(&Easy.schedule(&s)), [2]);
+        assert!(started(&EASY.decide(&v)).is_empty());
+        let v = view([4, 4, 0, 0], active, vec![job(1, 16, 500), job(2, 2, 100)]);
+        assert_eq!(started(&EASY.decide(&v)), [2]);
     }
 
     #[test]
     fn easy_backfills_long_jobs_into_cores_the_head_will_not_need() {
-        let running = vec![Running {
-            job: 10,
-            expected_end_ns: 200 * S,
-            alloc: vec![(2, 4), (3, 4)],
-        }];
-        let s = snapshot(
+        let active = vec![running(10, 0, vec![(2, 4), (3, 4)], 200)];
+        // The head needs 12: reserved at 200 s with 4 spare. Two long 2-core
+        // jobs fit in the spare 4; a third would not.
+        let v = view(
             [4, 4, 0, 0],
-            running,
-            // Head needs 12: reserved at 200 s with 4 spare. Two long 2-core
-            // jobs fit in the spare 4; a third long one would not.
+            active,
             vec![
                 job(1, 12, 500),
                 job(2, 2, 900),
@@ -416,33 +828,173 @@ mod tests {
                 job(4, 2, 900),
             ],
         );
-        assert_eq!(started(&Easy.schedule(&s)), [2, 3]);
+        assert_eq!(started(&EASY.decide(&v)), [2, 3]);
     }
 
     #[test]
     fn memory_limits_placement() {
-        let mut s = snapshot([4, 4, 4, 4], vec![], vec![]);
-        s.nodes[0].mem_mb = 1000;
-        s.nodes[1].mem_mb = 4000;
-        s.queue = vec![Queued {
+        let mut v = view([4, 4, 4, 4], vec![], vec![]);
+        v.nodes[0].free_mem_mb = 1000;
+        v.nodes[1].free_mem_mb = 4000;
+        v.queue = vec![Queued {
             mem_per_cpu_mb: 1000,
             ..job(1, 5, 10)
         }];
-        let starts = Fcfs.schedule(&s);
-        // Node 0 has memory for 1 core, node 1 for 4.
-        assert_eq!(starts[0].alloc, [(0, 1), (1, 4)]);
+        let d = FCFS.decide(&v);
+        assert_eq!(
+            d.list,
+            [Decision::Start {
+                job: 1,
+                alloc: vec![(0, 1), (1, 4)]
+            }]
+        );
     }
 
     #[test]
-    fn unusable_nodes_get_nothing() {
-        let mut s = snapshot([4, 4, 4, 4], vec![], vec![job(1, 8, 10)]);
-        s.nodes[0].usable = false;
-        assert_eq!(Fcfs.schedule(&s)[0].alloc, [(1, 4), (2, 4)]);
+    fn preemption_suspends_the_fewest_lowest_priority_jobs() {
+        // All 16 cores busy with low-priority jobs: 1 core (job 10), 3 cores
+        // (11) on node 0; 4 cores each on nodes 1 (12), 2 (13), 3 (14).
+        let mut base = view([4, 4, 4, 4], vec![], vec![]);
+        let active = vec![
+            running(10, 0, vec![(0, 1)], 900),
+            running(11, 0, vec![(0, 3)], 900),
+            running(12, 0, vec![(1, 4)], 900),
+            running(13, 0, vec![(2, 4)], 900),
+            running(14, 0, vec![(3, 4)], 900),
+        ];
+        for n in &mut base.nodes {
+            n.free_cpus = 0;
+        }
+        base.partitions[0].priority = 1;
+        base.partitions.push(PartitionView {
+            nodes: vec![0, 1, 2, 3],
+            priority: 10,
+            gang: None,
+        });
+        base.active = active;
+        base.queue = vec![Queued {
+            partition: 1,
+            ..job(1, 4, 100)
+        }];
+        let d = Standard {
+            base: Base::Fcfs,
+            preemption: true,
+        }
+        .decide(&base);
+        // One victim suffices: a 4-core job (the largest first), the
+        // youngest of equal ones, here the highest id (all started at 0).
+        assert_eq!(
+            d.list,
+            [
+                Decision::Suspend(12),
+                Decision::Start {
+                    job: 1,
+                    alloc: vec![(1, 4)]
+                }
+            ]
+        );
     }
 
-    /// Property over many generated snapshots: whatever either policy
-    /// decides never gives a node more cores or memory than it has free,
-    /// places each job once, with exactly its cores.
+    #[test]
+    fn preempted_jobs_resume_when_their_cores_are_free_oldest_first() {
+        let mut v = view([4, 0, 4, 0], vec![], vec![]);
+        let mut a = running(12, 0, vec![(1, 4)], 900);
+        a.state = ActiveState::Suspended;
+        a.since_ns = 50 * S;
+        let mut b = running(13, 0, vec![(0, 4)], 900);
+        b.state = ActiveState::Suspended;
+        b.since_ns = 40 * S;
+        v.active = vec![a, b];
+        // Node 1 is busy (its preemptor still runs), node 0 free: only job
+        // 13 can resume; a pending job may then use node 2, not node 0.
+        v.queue = vec![job(1, 4, 10)];
+        let d = FCFS.decide(&v);
+        assert_eq!(
+            d.list,
+            [
+                Decision::Resume(13),
+                Decision::Start {
+                    job: 1,
+                    alloc: vec![(2, 4)]
+                }
+            ]
+        );
+    }
+
+    fn gang_view(slice_s: i64) -> View {
+        let mut v = view([4, 4, 4, 4], vec![], vec![]);
+        v.nodes.truncate(1);
+        v.nodes[0].free_slots = 8;
+        v.partitions[0] = PartitionView {
+            nodes: vec![0],
+            priority: 0,
+            gang: Some(Gang {
+                oversubscribe: 2,
+                slice_ns: slice_s * S,
+            }),
+        };
+        v
+    }
+
+    #[test]
+    fn gang_rotation_every_slice() {
+        // One 4-core node, two 4-core jobs time-sliced every 30 s.
+        let mut v = gang_view(30);
+        let mut a = running(1, 0, vec![(0, 4)], 900);
+        a.since_ns = 80 * S;
+        let mut b = running(2, 0, vec![(0, 4)], 900);
+        b.state = ActiveState::Suspended;
+        b.since_ns = 80 * S;
+        v.nodes[0].free_cpus = 0;
+        v.nodes[0].free_slots = 0;
+        v.active = vec![a.clone(), b.clone()];
+        // 20 s into job 1's slice: nothing to do; ask again at 110 s.
+        let d = FCFS.decide(&v);
+        assert!(d.list.is_empty(), "{d:?}");
+        assert_eq!(d.wake_at_ns, Some(110 * S));
+        // At 110 s the slice is over: job 2 resumes, job 1 is suspended.
+        v.now_ns = 110 * S;
+        let d = FCFS.decide(&v);
+        assert_eq!(d.list, [Decision::Resume(2), Decision::Suspend(1)]);
+    }
+
+    #[test]
+    fn gang_starts_a_new_job_in_turn_and_respects_the_oversubscription() {
+        let mut v = gang_view(30);
+        v.now_ns = 200 * S;
+        let mut a = running(1, 0, vec![(0, 4)], 900);
+        a.since_ns = 100 * S;
+        v.nodes[0].free_cpus = 0;
+        v.nodes[0].free_slots = 4; // K = 2: room for one more 4-core job
+        v.active = vec![a];
+        v.queue = vec![
+            Queued {
+                submit_ns: 150 * S,
+                ..job(5, 4, 100)
+            },
+            Queued {
+                submit_ns: 160 * S,
+                ..job(6, 4, 100)
+            },
+        ];
+        let d = FCFS.decide(&v);
+        // Job 5 takes job 1's turn; job 6 has no slot (K = 2) and waits.
+        assert_eq!(
+            d.list,
+            [
+                Decision::Start {
+                    job: 5,
+                    alloc: vec![(0, 4)]
+                },
+                Decision::Suspend(1)
+            ]
+        );
+        assert!(d.wake_at_ns.is_some());
+    }
+
+    /// Property over many generated views: whatever the policy decides
+    /// never gives a node more cores or memory than it has free, places
+    /// each job once, with exactly its cores.
     #[test]
     fn never_overbooked() {
         let mut x: u64 = 0x2545_F491_4F6C_DD1D;
@@ -454,11 +1006,16 @@ mod tests {
         };
         for _ in 0..2000 {
             let n = 1 + rnd(12) as usize;
-            let nodes: Vec<FreeNode> = (0..n)
-                .map(|_| FreeNode {
-                    cpus: rnd(17) as u32,
-                    mem_mb: rnd(64_000),
-                    usable: rnd(5) != 0,
+            let nodes: Vec<NodeView> = (0..n)
+                .map(|_| {
+                    let f = rnd(17) as u32;
+                    NodeView {
+                        cpus: 16,
+                        free_cpus: f,
+                        free_mem_mb: rnd(64_000),
+                        free_slots: f,
+                        usable: rnd(5) != 0,
+                    }
                 })
                 .collect();
             let queue: Vec<Queued> = (0..rnd(30))
@@ -468,44 +1025,53 @@ mod tests {
                     cores: 1 + rnd(40) as u32,
                     mem_per_cpu_mb: rnd(3) * 1000,
                     estimate_ns: rnd(1000) * S as u64,
+                    submit_ns: j as i64,
                 })
                 .collect();
-            let running = (0..rnd(5))
-                .map(|j| Running {
-                    job: 100 + j,
-                    expected_end_ns: (rnd(1000) as i64) * S,
-                    alloc: vec![(rnd(n as u64) as usize, 1 + rnd(8) as u32)],
-                })
-                .collect();
-            let s = Snapshot {
+            let v = View {
                 now_ns: 10 * S,
-                partitions: vec![(0..n).collect(), (0..n).filter(|i| i % 2 == 0).collect()],
+                partitions: vec![
+                    PartitionView {
+                        nodes: (0..n).collect(),
+                        priority: 0,
+                        gang: None,
+                    },
+                    PartitionView {
+                        nodes: (0..n).filter(|i| i % 2 == 0).collect(),
+                        priority: 0,
+                        gang: None,
+                    },
+                ],
                 nodes,
                 queue,
-                running,
+                active: vec![],
             };
-            for starts in [Fcfs.schedule(&s), Easy.schedule(&s)] {
+            for policy in [FCFS, EASY] {
+                let d = policy.decide(&v);
                 let mut cpus: Vec<u64> = vec![0; n];
                 let mut mem: Vec<u64> = vec![0; n];
-                let mut seen = std::collections::HashSet::new();
-                for st in &starts {
-                    assert!(seen.insert(st.job), "job {} placed twice", st.job);
-                    let q = s.queue.iter().find(|q| q.job == st.job).unwrap();
-                    let total: u32 = st.alloc.iter().map(|(_, c)| c).sum();
+                let mut seen = HashSet::new();
+                for x in &d.list {
+                    let Decision::Start { job, alloc } = x else {
+                        panic!("unexpected {x:?}");
+                    };
+                    assert!(seen.insert(*job), "job {job} placed twice");
+                    let q = v.queue.iter().find(|q| q.job == *job).unwrap();
+                    let total: u32 = alloc.iter().map(|(_, c)| c).sum();
                     assert_eq!(total, q.cores);
-                    for &(node, c) in &st.alloc {
-                        assert!(s.partitions[q.partition].contains(&node));
-                        assert!(s.nodes[node].usable);
+                    for &(node, c) in alloc {
+                        assert!(v.partitions[q.partition].nodes.contains(&node));
+                        assert!(v.nodes[node].usable);
                         cpus[node] += u64::from(c);
                         mem[node] += u64::from(c) * q.mem_per_cpu_mb;
                     }
                 }
                 for i in 0..n {
                     assert!(
-                        cpus[i] <= u64::from(s.nodes[i].cpus),
+                        cpus[i] <= u64::from(v.nodes[i].free_cpus),
                         "cpus overbooked on {i}"
                     );
-                    assert!(mem[i] <= s.nodes[i].mem_mb, "memory overbooked on {i}");
+                    assert!(mem[i] <= v.nodes[i].free_mem_mb, "memory overbooked on {i}");
                 }
             }
         }

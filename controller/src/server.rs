@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{debug, info};
 
 use crate::policy::Policy;
-use crate::state::{AgentId, Cluster, Outbox};
+use crate::state::{AgentId, Clock, Cluster, Now, Outbox};
 
 /// What connections tell the server.
 pub enum Event {
@@ -60,7 +60,10 @@ impl Outbox for Links {
 
 pub struct Server {
     pub cluster: Cluster,
-    policy: Box<dyn Policy + Send>,
+    policy: Box<dyn Policy>,
+    clock: Clock,
+    /// When the policy asked to be run again (gang time slices).
+    wake_at: Option<i64>,
     links: Links,
     events: mpsc::Receiver<Event>,
     /// Cancelled when the server has finished: the listener and the local
@@ -75,7 +78,7 @@ pub struct Server {
 impl Server {
     pub fn new(
         cluster: Cluster,
-        policy: Box<dyn Policy + Send>,
+        policy: Box<dyn Policy>,
         events: mpsc::Receiver<Event>,
         done: CancellationToken,
         record_path: std::path::PathBuf,
@@ -83,6 +86,8 @@ impl Server {
         Server {
             cluster,
             policy,
+            clock: Clock::start(),
+            wake_at: None,
             links: Links::default(),
             events,
             done,
@@ -97,8 +102,14 @@ impl Server {
         let mut last_pass = Instant::now() - interval;
         let mut next_pass: Option<tokio::time::Instant> = None;
         loop {
-            if self.cluster.needs_schedule && next_pass.is_none() && self.stopping.is_none() {
-                next_pass = Some(tokio::time::Instant::from_std(last_pass + interval));
+            if self.stopping.is_none() && next_pass.is_none() {
+                let due = if self.cluster.needs_schedule {
+                    Some(last_pass + interval)
+                } else {
+                    self.wake_at
+                        .map(|w| self.clock.instant(w).max(last_pass + interval))
+                };
+                next_pass = due.map(tokio::time::Instant::from_std);
             }
             tokio::select! {
                 ev = self.events.recv() => match ev {
@@ -108,7 +119,7 @@ impl Server {
                 () = tokio::time::sleep_until(next_pass.unwrap_or_else(tokio::time::Instant::now)), if next_pass.is_some() => {
                     next_pass = None;
                     last_pass = Instant::now();
-                    self.pass(last_pass);
+                    self.pass();
                 }
                 _ = tick.tick() => self.tick(),
                 () = shutdown.cancelled(), if self.stopping.is_none() => self.begin_shutdown(),
@@ -123,42 +134,46 @@ impl Server {
         self.done.cancel();
     }
 
-    fn pass(&mut self, now: Instant) {
+    fn pass(&mut self) {
+        let took = Instant::now();
+        let now = self.clock.now();
         self.cluster.needs_schedule = false;
-        let snapshot = self.cluster.snapshot(now);
-        let starts = self.policy.schedule(&snapshot);
-        let n = starts.len();
-        self.cluster.start(starts, now, &mut self.links);
-        let took = now.elapsed();
+        let view = self.cluster.view(now);
+        let decisions = self.policy.decide(&view);
+        let n = decisions.list.len();
+        self.wake_at = decisions.wake_at_ns;
+        self.cluster.apply(decisions.list, now, &mut self.links);
+        let took = took.elapsed();
         self.cluster.counters.passes += 1;
         self.cluster.counters.last_pass = took;
         debug!(
-            queued = snapshot.queue.len(),
-            started = n,
+            queued = view.queue.len(),
+            decisions = n,
             ?took,
             "scheduling pass"
         );
     }
 
     fn tick(&mut self) {
-        let now = Instant::now();
+        let now = self.clock.now();
         self.cluster.enforce_walltime(now, &mut self.links);
         for agent in self.cluster.silent_agents(now) {
             self.links.0.remove(&agent);
             self.cluster
-                .agent_down(agent, "no heartbeat", false, &mut self.links);
+                .agent_down(agent, "no heartbeat", false, now, &mut self.links);
         }
     }
 
     fn begin_shutdown(&mut self) {
         info!("shutting down: cancelling jobs, stopping agents");
-        self.cluster.shutdown(&mut self.links);
+        let now = self.clock.now();
+        self.cluster.shutdown(now, &mut self.links);
         let grace = self.cluster.config.agent.kill_grace + std::time::Duration::from_secs(5);
         self.stopping = Some(Instant::now() + grace);
     }
 
     fn handle(&mut self, ev: Event) {
-        let now = Instant::now();
+        let now = self.clock.now();
         match ev {
             Event::AgentUp {
                 agent,
@@ -184,7 +199,7 @@ impl Server {
             }
             Event::FromAgent { agent, msg } => match msg {
                 FromAgent::Started { job, pid } => debug!(job, pid, "job process started"),
-                FromAgent::Ended { job, exit } => self.cluster.job_ended(agent, job, exit),
+                FromAgent::Ended { job, exit } => self.cluster.job_ended(agent, job, exit, now),
                 FromAgent::Heartbeat { running } => self.cluster.heartbeat(agent, running, now),
                 // Handled by the connection (records) or refused there
                 // (a second registration).
@@ -193,7 +208,7 @@ impl Server {
             Event::AgentGone { agent, why } => {
                 self.links.0.remove(&agent);
                 self.cluster
-                    .agent_down(agent, &why, self.stopping.is_some(), &mut self.links);
+                    .agent_down(agent, &why, self.stopping.is_some(), now, &mut self.links);
             }
             Event::Request { req, reply } => {
                 let resp = self.request(req, now);
@@ -202,13 +217,13 @@ impl Server {
         }
     }
 
-    fn request(&mut self, req: Request, now: Instant) -> Response {
+    fn request(&mut self, req: Request, now: Now) -> Response {
         match req {
             Request::Submit(specs) => {
                 if self.stopping.is_some() {
                     return Response::Error("the controller is shutting down".into());
                 }
-                match self.cluster.submit(specs) {
+                match self.cluster.submit(specs, now) {
                     Ok(ids) => Response::Submitted(ids),
                     Err(e) => Response::Error(e),
                 }
@@ -216,7 +231,7 @@ impl Server {
             Request::Queue { all } => Response::Queue(self.cluster.queue(all)),
             Request::Nodes => Response::Nodes(self.cluster.node_infos()),
             Request::Stats => Response::Stats(self.cluster.stats()),
-            Request::Cancel(ids) => Response::Jobs(self.cluster.cancel(&ids, &mut self.links)),
+            Request::Cancel(ids) => Response::Jobs(self.cluster.cancel(&ids, now, &mut self.links)),
             Request::Suspend(ids) => {
                 Response::Jobs(self.cluster.suspend(&ids, now, &mut self.links))
             }

@@ -6,7 +6,7 @@
 use std::cmp::Reverse;
 use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use formats::wire::{
     ClusterStats, Exit, JobInfo, JobOutcome, JobSpec, JobState, NodeInfo, NodeState, StartJob,
@@ -15,7 +15,7 @@ use formats::wire::{
 use tracing::{info, warn};
 
 use crate::config;
-use crate::policy::{FreeNode, Queued, Running, Snapshot, Start};
+use crate::policy::{Active, ActiveState, Decision, Gang, NodeView, PartitionView, Queued, View};
 
 pub type AgentId = u64;
 
@@ -27,12 +27,62 @@ pub trait Outbox {
 /// Finished jobs kept for `queue --all`; older ones are forgotten.
 const HISTORY: usize = 100_000;
 
+/// An instant on both clocks the state uses: `mono` (nanoseconds on a
+/// monotonic clock, what durations and policies use) and `wall`
+/// (CLOCK_REALTIME nanoseconds, what users and records see). The server
+/// reads the real clocks; the simulator makes them up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Now {
+    pub mono: i64,
+    pub wall: i64,
+}
+
+/// The server's clock: monotonic nanoseconds since it started.
+#[derive(Debug, Clone, Copy)]
+pub struct Clock {
+    epoch: std::time::Instant,
+}
+
+impl Clock {
+    pub fn start() -> Clock {
+        Clock {
+            epoch: std::time::Instant::now(),
+        }
+    }
+
+    pub fn now(&self) -> Now {
+        Now {
+            mono: self.epoch.elapsed().as_nanos() as i64,
+            wall: wall_ns(),
+        }
+    }
+
+    /// The real instant of monotonic time `mono`.
+    pub fn instant(&self, mono: i64) -> std::time::Instant {
+        self.epoch + Duration::from_nanos(mono.max(0) as u64)
+    }
+}
+
+/// Why a job is suspended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SuspendedBy {
+    /// `controller suspend`: the job keeps its cores until resumed.
+    Admin,
+    /// The scheduling policy: its cores go to others, its memory stays.
+    Policy,
+}
+
 #[derive(Debug)]
 pub struct Node {
     pub name: String,
     pub cpus: u32,
     pub memory_mb: u64,
+    /// Cores in use: by running jobs and jobs an administrator suspended.
     pub alloc_cpus: u32,
+    /// Cores allocated to any job, suspended by the policy or not: what
+    /// gang time-slicing may oversubscribe up to K times.
+    pub slot_cpus: u32,
+    /// Memory of every job holding the node, suspended or not.
     pub alloc_mem_mb: u64,
     /// Drained, and why.
     pub drained: Option<String>,
@@ -75,9 +125,15 @@ pub struct Job {
     /// A cancel was sent; the state to end in (cancelled, or timeout when
     /// the controller enforced the wall-time limit).
     pub ending_as: Option<JobState>,
-    pub started_at: Option<Instant>,
-    pub suspended_since: Option<Instant>,
-    pub suspended_total: Duration,
+    pub suspended_by: Option<SuspendedBy>,
+    /// Monotonic ns: first start, last state change, start of the current
+    /// suspension, time suspended in all.
+    pub started_mono: Option<i64>,
+    pub since_mono: i64,
+    pub suspended_since: Option<i64>,
+    pub suspended_total: i64,
+    /// Submit instant on the monotonic clock, for gang fairness.
+    pub submit_mono: i64,
 }
 
 impl Job {
@@ -89,15 +145,13 @@ impl Job {
         }
     }
 
-    /// Time run, not counting suspensions.
-    fn run_time(&self, now: Instant) -> Duration {
-        let Some(start) = self.started_at else {
-            return Duration::ZERO;
+    /// Nanoseconds run, not counting suspensions.
+    fn run_time(&self, now: i64) -> i64 {
+        let Some(start) = self.started_mono else {
+            return 0;
         };
-        let suspended =
-            self.suspended_total + self.suspended_since.map_or(Duration::ZERO, |s| now - s);
-        now.saturating_duration_since(start)
-            .saturating_sub(suspended)
+        let suspended = self.suspended_total + self.suspended_since.map_or(0, |s| now - s);
+        (now - start - suspended).max(0)
     }
 }
 
@@ -105,7 +159,7 @@ impl Job {
 pub struct Agent {
     pub host: String,
     pub nodes: Vec<usize>,
-    pub last_seen: Instant,
+    pub last_seen: i64,
     pub running: u32,
 }
 
@@ -132,8 +186,9 @@ pub struct Cluster {
     next_id: u64,
     pub agents: HashMap<AgentId, Agent>,
     pub counters: Counters,
-    /// Origin of the monotonic nanoseconds policies see.
-    epoch: Instant,
+    /// Jobs per core each node allows: the largest `oversubscribe` of its
+    /// partitions (1 without gang time-slicing).
+    oversubscription: Vec<u32>,
     /// Set when something happened that may let a job start.
     pub needs_schedule: bool,
 }
@@ -156,6 +211,7 @@ impl Cluster {
                 cpus: n.cpus,
                 memory_mb: n.memory_mb,
                 alloc_cpus: 0,
+                slot_cpus: 0,
                 alloc_mem_mb: 0,
                 drained: None,
                 agent: None,
@@ -166,6 +222,12 @@ impl Cluster {
             .enumerate()
             .map(|(i, n)| (n.name.clone(), i))
             .collect();
+        let mut oversubscription = vec![1; nodes.len()];
+        for p in &config.partitions {
+            for &n in &p.nodes {
+                oversubscription[n] = oversubscription[n].max(p.oversubscribe.max(1));
+            }
+        }
         Cluster {
             config,
             nodes,
@@ -176,13 +238,9 @@ impl Cluster {
             next_id: 1,
             agents: HashMap::new(),
             counters: Counters::default(),
-            epoch: Instant::now(),
+            oversubscription,
             needs_schedule: false,
         }
-    }
-
-    fn mono_ns(&self, t: Instant) -> i64 {
-        t.saturating_duration_since(self.epoch).as_nanos() as i64
     }
 
     fn partition_of(&self, name: Option<&str>) -> Result<usize, String> {
@@ -198,7 +256,7 @@ impl Cluster {
 
     /// Accepts jobs; all or none: a job that can never run is refused with
     /// the reason, and so are the others of the same request.
-    pub fn submit(&mut self, specs: Vec<JobSpec>) -> Result<Vec<u64>, String> {
+    pub fn submit(&mut self, specs: Vec<JobSpec>, now: Now) -> Result<Vec<u64>, String> {
         let mut checked = Vec::with_capacity(specs.len());
         for (i, spec) in specs.into_iter().enumerate() {
             let p = self.partition_of(spec.partition.as_deref())?;
@@ -225,7 +283,6 @@ impl Cluster {
             }
             checked.push((p, spec));
         }
-        let now = wall_ns();
         let mut ids = Vec::with_capacity(checked.len());
         for (p, spec) in checked {
             let id = self.next_id;
@@ -235,7 +292,7 @@ impl Cluster {
                 id,
                 Job {
                     id,
-                    submit_ns: spec.submit_ns.unwrap_or(now),
+                    submit_ns: spec.submit_ns.unwrap_or(now.wall),
                     spec,
                     partition: p,
                     state: JobState::Pending,
@@ -246,9 +303,12 @@ impl Cluster {
                     agent: None,
                     reason: String::new(),
                     ending_as: None,
-                    started_at: None,
+                    suspended_by: None,
+                    started_mono: None,
+                    since_mono: now.mono,
                     suspended_since: None,
-                    suspended_total: Duration::ZERO,
+                    suspended_total: 0,
+                    submit_mono: now.mono,
                 },
             );
             self.pending.insert((Reverse(priority), id));
@@ -260,13 +320,16 @@ impl Cluster {
     }
 
     /// What the policy sees.
-    pub fn snapshot(&self, now: Instant) -> Snapshot {
+    pub fn view(&self, now: Now) -> View {
         let nodes = self
             .nodes
             .iter()
-            .map(|n| FreeNode {
-                cpus: n.cpus - n.alloc_cpus,
-                mem_mb: n.memory_mb.saturating_sub(n.alloc_mem_mb),
+            .enumerate()
+            .map(|(i, n)| NodeView {
+                cpus: n.cpus,
+                free_cpus: n.cpus.saturating_sub(n.alloc_cpus),
+                free_mem_mb: n.memory_mb.saturating_sub(n.alloc_mem_mb),
+                free_slots: (n.cpus * self.oversubscription[i]).saturating_sub(n.slot_cpus),
                 usable: n.agent.is_some() && n.drained.is_none(),
             })
             .collect();
@@ -280,87 +343,256 @@ impl Cluster {
                 cores: j.spec.cores,
                 mem_per_cpu_mb: j.spec.mem_per_cpu_mb,
                 estimate_ns: j.estimate_ns(),
+                submit_ns: j.submit_mono,
             })
             .collect();
-        let running = self
+        let active = self
             .jobs
             .values()
             .filter(|j| !j.alloc.is_empty())
             .map(|j| {
-                // Expected end: start + estimate + time suspended so far; a
-                // suspended job is taken to resume now.
+                // Expected end: start + estimate + time suspended so far.
                 let remaining =
-                    Duration::from_nanos(j.estimate_ns()).saturating_sub(j.run_time(now));
-                Running {
+                    (j.estimate_ns().min(i64::MAX as u64) as i64 - j.run_time(now.mono)).max(0);
+                Active {
                     job: j.id,
-                    expected_end_ns: self.mono_ns(now + remaining),
+                    partition: j.partition,
+                    cores: j.spec.cores,
+                    mem_per_cpu_mb: j.spec.mem_per_cpu_mb,
                     alloc: j.alloc.clone(),
+                    state: match j.suspended_by {
+                        None => ActiveState::Running,
+                        Some(SuspendedBy::Policy) => ActiveState::Suspended,
+                        Some(SuspendedBy::Admin) => ActiveState::Held,
+                    },
+                    since_ns: j.since_mono,
+                    expected_end_ns: now.mono.saturating_add(remaining),
                 }
             })
             .collect();
-        Snapshot {
-            now_ns: self.mono_ns(now),
+        View {
+            now_ns: now.mono,
             nodes,
             partitions: self
                 .config
                 .partitions
                 .iter()
-                .map(|p| p.nodes.clone())
+                .map(|p| PartitionView {
+                    nodes: p.nodes.clone(),
+                    priority: p.priority,
+                    gang: (p.oversubscribe > 1).then_some(Gang {
+                        oversubscribe: p.oversubscribe,
+                        slice_ns: self.config.time_slice.as_nanos() as i64,
+                    }),
+                })
                 .collect(),
             queue,
-            running,
+            active,
         }
     }
 
-    /// Carries out a policy's decisions.
-    pub fn start(&mut self, starts: Vec<Start>, now: Instant, out: &mut impl Outbox) {
-        for st in starts {
-            let Some(job) = self.jobs.get_mut(&st.job) else {
-                continue;
+    /// Carries out a policy's decisions, checking each: one that would
+    /// overbook a node or act on a job in the wrong state is refused and
+    /// logged.
+    pub fn apply(&mut self, decisions: Vec<Decision>, now: Now, out: &mut impl Outbox) {
+        for d in decisions {
+            let result = match d {
+                Decision::Start { job, alloc } => self.start_job(job, alloc, now, out),
+                Decision::Suspend(job) => self.policy_suspend(job, now, out),
+                Decision::Resume(job) => self.policy_resume(job, now, out),
+                Decision::Cancel(job) => self.cancel_at(job, JobState::Cancelled, now, out),
             };
-            let Some(&(first, _)) = st.alloc.first() else {
-                continue;
-            };
-            let Some(agent) = self.nodes[first].agent else {
-                continue;
-            };
-            self.pending.remove(&(
-                Reverse(self.config.partitions[job.partition].priority),
-                job.id,
-            ));
-            for &(n, c) in &st.alloc {
-                let node = &mut self.nodes[n];
-                node.alloc_cpus += c;
-                node.alloc_mem_mb += u64::from(c) * job.spec.mem_per_cpu_mb;
+            if let Err(e) = result {
+                warn!("policy decision refused: {e}");
             }
-            job.state = JobState::Running;
-            job.start_ns = wall_ns();
-            job.started_at = Some(now);
-            job.agent = Some(agent);
-            job.nodes = self
-                .config
-                .fold(&st.alloc.iter().map(|(n, _)| *n).collect::<Vec<_>>());
-            job.alloc = st.alloc;
-            out.to_agent(
-                agent,
-                ToAgent::Start(StartJob {
-                    job: job.id,
-                    node: self.nodes[first].name.clone(),
-                    cores: job.spec.cores,
-                    runtime_ns: job.spec.runtime_ns,
-                    walltime_ns: job.spec.walltime_ns,
-                    submit_ns: job.submit_ns,
-                }),
-            );
-            self.counters.started += 1;
         }
+    }
+
+    fn start_job(
+        &mut self,
+        id: u64,
+        alloc: Vec<(usize, u32)>,
+        now: Now,
+        out: &mut impl Outbox,
+    ) -> Result<(), String> {
+        let job = self
+            .jobs
+            .get(&id)
+            .ok_or_else(|| format!("start of unknown job {id}"))?;
+        if job.state != JobState::Pending {
+            return Err(format!(
+                "start of job {id}, which is {}",
+                job.state.as_str()
+            ));
+        }
+        let total: u32 = alloc.iter().map(|(_, c)| c).sum();
+        if total != job.spec.cores {
+            return Err(format!(
+                "start of job {id} on {total} cores, not {}",
+                job.spec.cores
+            ));
+        }
+        for &(n, c) in &alloc {
+            let node = self
+                .nodes
+                .get(n)
+                .ok_or_else(|| format!("start of job {id} on node {n}"))?;
+            let mem = u64::from(c) * job.spec.mem_per_cpu_mb;
+            if node.agent.is_none()
+                || node.alloc_cpus + c > node.cpus
+                || node.alloc_mem_mb + mem > node.memory_mb
+            {
+                return Err(format!(
+                    "start of job {id} would overbook node {}",
+                    node.name
+                ));
+            }
+        }
+        let (first, _) = alloc[0];
+        let agent = self.nodes[first]
+            .agent
+            .ok_or_else(|| format!("node of job {id} is down"))?;
+        let priority = self.config.partitions[job.partition].priority;
+        self.pending.remove(&(Reverse(priority), id));
+        let mem_per_cpu = job.spec.mem_per_cpu_mb;
+        for &(n, c) in &alloc {
+            let node = &mut self.nodes[n];
+            node.alloc_cpus += c;
+            node.slot_cpus += c;
+            node.alloc_mem_mb += u64::from(c) * mem_per_cpu;
+        }
+        let nodes = self
+            .config
+            .fold(&alloc.iter().map(|(n, _)| *n).collect::<Vec<_>>());
+        let first_name = self.nodes[first].name.clone();
+        let Some(job) = self.jobs.get_mut(&id) else {
+            return Err(format!("start of unknown job {id}"));
+        };
+        job.state = JobState::Running;
+        job.start_ns = now.wall;
+        job.started_mono = Some(now.mono);
+        job.since_mono = now.mono;
+        job.agent = Some(agent);
+        job.nodes = nodes;
+        job.alloc = alloc;
+        out.to_agent(
+            agent,
+            ToAgent::Start(StartJob {
+                job: id,
+                node: first_name,
+                cores: job.spec.cores,
+                runtime_ns: job.spec.runtime_ns,
+                walltime_ns: job.spec.walltime_ns,
+                submit_ns: job.submit_ns,
+            }),
+        );
+        self.counters.started += 1;
+        Ok(())
+    }
+
+    /// Moves a running job to suspended: `by` the policy (its cores become
+    /// free) or an administrator (it keeps them).
+    fn suspend_job(
+        &mut self,
+        id: u64,
+        by: SuspendedBy,
+        now: Now,
+        out: &mut impl Outbox,
+    ) -> Result<(), String> {
+        let job = self
+            .jobs
+            .get_mut(&id)
+            .ok_or_else(|| format!("no active job {id}"))?;
+        if job.state != JobState::Running || job.ending_as.is_some() {
+            return Err(format!("job {id} is {}, not running", job.state.as_str()));
+        }
+        job.state = JobState::Suspended;
+        job.suspended_by = Some(by);
+        job.suspended_since = Some(now.mono);
+        job.since_mono = now.mono;
+        if let Some(a) = job.agent {
+            out.to_agent(a, ToAgent::Suspend(id));
+        }
+        if by == SuspendedBy::Policy {
+            for &(n, c) in &job.alloc {
+                self.nodes[n].alloc_cpus -= c;
+            }
+            self.needs_schedule = true;
+        }
+        self.counters.suspensions += 1;
+        Ok(())
+    }
+
+    fn resume_job(
+        &mut self,
+        id: u64,
+        by: SuspendedBy,
+        now: Now,
+        out: &mut impl Outbox,
+    ) -> Result<(), String> {
+        let job = self
+            .jobs
+            .get(&id)
+            .ok_or_else(|| format!("no active job {id}"))?;
+        if job.state != JobState::Suspended {
+            return Err(format!("job {id} is {}, not suspended", job.state.as_str()));
+        }
+        if job.suspended_by != Some(by) {
+            return Err(match by {
+                SuspendedBy::Admin => format!(
+                    "job {id} was suspended by the scheduler; it resumes when its cores are free"
+                ),
+                SuspendedBy::Policy => format!("job {id} is held by an administrator"),
+            });
+        }
+        if by == SuspendedBy::Policy {
+            if let Some(&(n, _)) = job
+                .alloc
+                .iter()
+                .find(|&&(n, c)| self.nodes[n].alloc_cpus + c > self.nodes[n].cpus)
+            {
+                return Err(format!(
+                    "resume of job {id} would overbook node {}",
+                    self.nodes[n].name
+                ));
+            }
+            for &(n, c) in &job.alloc {
+                self.nodes[n].alloc_cpus += c;
+            }
+        }
+        let Some(job) = self.jobs.get_mut(&id) else {
+            return Err(format!("no active job {id}"));
+        };
+        job.state = JobState::Running;
+        job.suspended_by = None;
+        if let Some(s) = job.suspended_since.take() {
+            job.suspended_total += now.mono - s;
+        }
+        job.since_mono = now.mono;
+        if let Some(a) = job.agent {
+            out.to_agent(a, ToAgent::Resume(id));
+        }
+        Ok(())
+    }
+
+    fn policy_suspend(&mut self, id: u64, now: Now, out: &mut impl Outbox) -> Result<(), String> {
+        self.suspend_job(id, SuspendedBy::Policy, now, out)
+    }
+
+    fn policy_resume(&mut self, id: u64, now: Now, out: &mut impl Outbox) -> Result<(), String> {
+        self.resume_job(id, SuspendedBy::Policy, now, out)
     }
 
     fn release(&mut self, id: u64) {
         if let Some(job) = self.jobs.get_mut(&id) {
+            // A job the policy suspended has given its cores back already.
+            let holds_cores = job.suspended_by != Some(SuspendedBy::Policy);
             for (n, c) in std::mem::take(&mut job.alloc) {
                 let node = &mut self.nodes[n];
-                node.alloc_cpus -= c;
+                if holds_cores {
+                    node.alloc_cpus -= c;
+                }
+                node.slot_cpus -= c;
                 node.alloc_mem_mb -= u64::from(c) * job.spec.mem_per_cpu_mb;
             }
         }
@@ -368,7 +600,7 @@ impl Cluster {
     }
 
     /// Moves a job to a final state and into the history.
-    fn finish(&mut self, id: u64, state: JobState, reason: String) {
+    fn finish(&mut self, id: u64, state: JobState, reason: String, now: Now) {
         self.release(id);
         let Some(mut job) = self.jobs.remove(&id) else {
             return;
@@ -376,9 +608,9 @@ impl Cluster {
         self.pending
             .remove(&(Reverse(self.config.partitions[job.partition].priority), id));
         job.state = state;
-        job.end_ns = wall_ns();
+        job.end_ns = now.wall;
         job.reason = reason;
-        if job.started_at.is_some() {
+        if job.started_mono.is_some() {
             self.counters.ended += 1;
         }
         if self.done.len() == HISTORY {
@@ -389,7 +621,7 @@ impl Cluster {
     }
 
     /// An agent reported that a job's process ended.
-    pub fn job_ended(&mut self, agent: AgentId, id: u64, exit: Exit) {
+    pub fn job_ended(&mut self, agent: AgentId, id: u64, exit: Exit, now: Now) {
         let Some(job) = self.jobs.get(&id) else {
             return;
         };
@@ -434,22 +666,23 @@ impl Cluster {
             Exit::Code(c) => (JobState::Failed, format!("sigsleep exited {c}")),
             Exit::SpawnFailed => (JobState::Failed, "could not start sigsleep".into()),
         };
-        self.finish(id, state, reason);
+        self.finish(id, state, reason, now);
     }
 
-    pub fn cancel(&mut self, ids: &[u64], out: &mut impl Outbox) -> Vec<JobOutcome> {
+    pub fn cancel(&mut self, ids: &[u64], now: Now, out: &mut impl Outbox) -> Vec<JobOutcome> {
         ids.iter()
             .map(|&id| JobOutcome {
                 id,
-                error: self.cancel_one(id, JobState::Cancelled, out).err(),
+                error: self.cancel_at(id, JobState::Cancelled, now, out).err(),
             })
             .collect()
     }
 
-    fn cancel_one(
+    fn cancel_at(
         &mut self,
         id: u64,
         as_state: JobState,
+        now: Now,
         out: &mut impl Outbox,
     ) -> Result<(), String> {
         let job = self
@@ -458,7 +691,12 @@ impl Cluster {
             .ok_or_else(|| format!("no active job {id}"))?;
         match job.state {
             JobState::Pending => {
-                self.finish(id, JobState::Cancelled, "cancelled while pending".into());
+                self.finish(
+                    id,
+                    JobState::Cancelled,
+                    "cancelled while pending".into(),
+                    now,
+                );
             }
             JobState::Running | JobState::Suspended => {
                 if job.ending_as.is_none() {
@@ -473,49 +711,21 @@ impl Cluster {
         Ok(())
     }
 
-    pub fn suspend(&mut self, ids: &[u64], now: Instant, out: &mut impl Outbox) -> Vec<JobOutcome> {
+    /// `controller suspend`: the jobs keep their cores until resumed.
+    pub fn suspend(&mut self, ids: &[u64], now: Now, out: &mut impl Outbox) -> Vec<JobOutcome> {
         ids.iter()
-            .map(|&id| {
-                let error = match self.jobs.get_mut(&id) {
-                    None => Some(format!("no active job {id}")),
-                    Some(j) if j.state != JobState::Running => {
-                        Some(format!("job {id} is {}, not running", j.state.as_str()))
-                    }
-                    Some(j) => {
-                        j.state = JobState::Suspended;
-                        j.suspended_since = Some(now);
-                        if let Some(a) = j.agent {
-                            out.to_agent(a, ToAgent::Suspend(id));
-                        }
-                        self.counters.suspensions += 1;
-                        None
-                    }
-                };
-                JobOutcome { id, error }
+            .map(|&id| JobOutcome {
+                id,
+                error: self.suspend_job(id, SuspendedBy::Admin, now, out).err(),
             })
             .collect()
     }
 
-    pub fn resume(&mut self, ids: &[u64], now: Instant, out: &mut impl Outbox) -> Vec<JobOutcome> {
+    pub fn resume(&mut self, ids: &[u64], now: Now, out: &mut impl Outbox) -> Vec<JobOutcome> {
         ids.iter()
-            .map(|&id| {
-                let error = match self.jobs.get_mut(&id) {
-                    None => Some(format!("no active job {id}")),
-                    Some(j) if j.state != JobState::Suspended => {
-                        Some(format!("job {id} is {}, not suspended", j.state.as_str()))
-                    }
-                    Some(j) => {
-                        j.state = JobState::Running;
-                        if let Some(s) = j.suspended_since.take() {
-                            j.suspended_total += now - s;
-                        }
-                        if let Some(a) = j.agent {
-                            out.to_agent(a, ToAgent::Resume(id));
-                        }
-                        None
-                    }
-                };
-                JobOutcome { id, error }
+            .map(|&id| JobOutcome {
+                id,
+                error: self.resume_job(id, SuspendedBy::Admin, now, out).err(),
             })
             .collect()
     }
@@ -559,7 +769,7 @@ impl Cluster {
         expr: &str,
         cpus: u32,
         memory_mb: u64,
-        now: Instant,
+        now: Now,
     ) -> Result<(), String> {
         let idx = self.resolve(expr)?;
         if let Some(&n) = idx.iter().find(|&&n| self.nodes[n].agent.is_some()) {
@@ -587,7 +797,7 @@ impl Cluster {
             Agent {
                 host: host.to_string(),
                 nodes: idx,
-                last_seen: now,
+                last_seen: now.mono,
                 running: 0,
             },
         );
@@ -598,7 +808,14 @@ impl Cluster {
     /// An agent is gone: its nodes are down and the jobs it ran, or that
     /// held any of its nodes, end as `node_fail`. `expected`: the cluster
     /// is shutting down, which is no cause for a warning.
-    pub fn agent_down(&mut self, agent: AgentId, why: &str, expected: bool, out: &mut impl Outbox) {
+    pub fn agent_down(
+        &mut self,
+        agent: AgentId,
+        why: &str,
+        expected: bool,
+        now: Now,
+        out: &mut impl Outbox,
+    ) {
         let Some(a) = self.agents.remove(&agent) else {
             return;
         };
@@ -626,23 +843,24 @@ impl Cluster {
                 id,
                 JobState::NodeFail,
                 format!("agent on {} lost: {why}", a.host),
+                now,
             );
         }
     }
 
-    pub fn heartbeat(&mut self, agent: AgentId, running: u32, now: Instant) {
+    pub fn heartbeat(&mut self, agent: AgentId, running: u32, now: Now) {
         if let Some(a) = self.agents.get_mut(&agent) {
-            a.last_seen = now;
+            a.last_seen = now.mono;
             a.running = running;
         }
     }
 
     /// Agents not heard from within the timeout.
-    pub fn silent_agents(&self, now: Instant) -> Vec<AgentId> {
+    pub fn silent_agents(&self, now: Now) -> Vec<AgentId> {
         self.agents
             .iter()
             .filter(|(_, a)| {
-                now.saturating_duration_since(a.last_seen) > self.config.heartbeat_timeout
+                now.mono - a.last_seen > self.config.heartbeat_timeout.as_nanos() as i64
             })
             .map(|(&id, _)| id)
             .collect()
@@ -650,8 +868,8 @@ impl Cluster {
 
     /// Cancels running jobs past their wall-time limit by more than the
     /// grace (sigsleep stops itself at the limit; this is the safety net).
-    pub fn enforce_walltime(&mut self, now: Instant, out: &mut impl Outbox) {
-        let grace = self.config.timeout_grace;
+    pub fn enforce_walltime(&mut self, now: Now, out: &mut impl Outbox) {
+        let grace = self.config.timeout_grace.as_nanos() as i64;
         let over: Vec<u64> = self
             .jobs
             .values()
@@ -659,20 +877,20 @@ impl Cluster {
                 j.state == JobState::Running
                     && j.ending_as.is_none()
                     && j.spec.walltime_ns > 0
-                    && j.run_time(now) > Duration::from_nanos(j.spec.walltime_ns) + grace
+                    && j.run_time(now.mono) > j.spec.walltime_ns.min(i64::MAX as u64) as i64 + grace
             })
             .map(|j| j.id)
             .collect();
         for id in over {
-            let _ = self.cancel_one(id, JobState::Timeout, out);
+            let _ = self.cancel_at(id, JobState::Timeout, now, out);
         }
     }
 
     /// Cancels every job and tells every agent to stop.
-    pub fn shutdown(&mut self, out: &mut impl Outbox) {
+    pub fn shutdown(&mut self, now: Now, out: &mut impl Outbox) {
         let ids: Vec<u64> = self.jobs.keys().copied().collect();
         for id in ids {
-            let _ = self.cancel_one(id, JobState::Cancelled, out);
+            let _ = self.cancel_at(id, JobState::Cancelled, now, out);
         }
         for &a in self.agents.keys() {
             out.to_agent(a, ToAgent::Shutdown);
@@ -762,7 +980,7 @@ impl Cluster {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::policy::{Easy, Policy};
+    use crate::policy::{Base, Policy, Standard};
 
     #[derive(Default)]
     struct Recorder(Vec<(AgentId, ToAgent)>);
@@ -773,16 +991,28 @@ mod tests {
         }
     }
 
-    fn cluster() -> Cluster {
+    const S: i64 = 1_000_000_000;
+
+    fn at(secs: i64) -> Now {
+        Now {
+            mono: secs * S,
+            wall: (1_000 + secs) * S,
+        }
+    }
+
+    fn cluster_with(extra: &str) -> Cluster {
         let cfg = config::Cluster::from_str(
-            "[[nodes]]\nnames = \"vn[1-4]\"\ncpus = 4\nmemory = \"8G\"\n",
+            &format!("[[nodes]]\nnames = \"vn[1-4]\"\ncpus = 4\nmemory = \"8G\"\n{extra}"),
             std::path::Path::new("/tmp/t.toml"),
         )
         .unwrap();
         let mut c = Cluster::new(Arc::new(cfg));
-        c.agent_up(7, "h", "vn[1-4]", 4, 8192, Instant::now())
-            .unwrap();
+        c.agent_up(7, "h", "vn[1-4]", 4, 8192, at(0)).unwrap();
         c
+    }
+
+    fn cluster() -> Cluster {
+        cluster_with("")
     }
 
     fn spec(cores: u32) -> JobSpec {
@@ -796,30 +1026,39 @@ mod tests {
         }
     }
 
+    fn pass_at(c: &mut Cluster, out: &mut Recorder, now: Now, preemption: bool) {
+        let d = Standard {
+            base: Base::Easy,
+            preemption,
+        }
+        .decide(&c.view(now));
+        c.apply(d.list, now, out);
+    }
+
     fn pass(c: &mut Cluster, out: &mut Recorder) {
-        let now = Instant::now();
-        let starts = Easy.schedule(&c.snapshot(now));
-        c.start(starts, now, out);
+        pass_at(c, out, at(1), false);
     }
 
     #[test]
     fn a_job_runs_and_ends() {
         let mut c = cluster();
         let mut out = Recorder::default();
-        let ids = c.submit(vec![spec(6)]).unwrap();
+        let ids = c.submit(vec![spec(6)], at(0)).unwrap();
         pass(&mut c, &mut out);
         let j = &c.jobs[&ids[0]];
         assert_eq!(j.state, JobState::Running);
         assert_eq!(j.alloc, vec![(0, 4), (1, 2)]);
+        assert_eq!(j.start_ns, at(1).wall);
         assert_eq!(c.nodes[0].state(), NodeState::Allocated);
         assert_eq!(c.nodes[1].state(), NodeState::Mixed);
         assert_eq!(c.nodes[1].alloc_mem_mb, 2048);
         assert!(
             matches!(&out.0[0], (7, ToAgent::Start(s)) if s.node == "vn1" && s.cores == 6 && s.submit_ns == 5)
         );
-        c.job_ended(7, ids[0], Exit::Code(0));
+        c.job_ended(7, ids[0], Exit::Code(0), at(3));
         assert!(c.jobs.is_empty());
         assert_eq!(c.queue(true)[0].state, JobState::Completed);
+        assert_eq!(c.queue(true)[0].nodes, "vn[1-2]");
         assert_eq!(c.nodes[0].alloc_cpus + c.nodes[1].alloc_cpus, 0);
         assert_eq!(c.nodes[1].alloc_mem_mb, 0);
     }
@@ -829,7 +1068,7 @@ mod tests {
         let mut c = cluster();
         let mut out = Recorder::default();
         c.drain("vn[1-3]", "maintenance").unwrap();
-        let ids = c.submit(vec![spec(4), spec(4)]).unwrap();
+        let ids = c.submit(vec![spec(4), spec(4)], at(0)).unwrap();
         pass(&mut c, &mut out);
         assert_eq!(c.jobs[&ids[0]].alloc, vec![(3, 4)]);
         assert_eq!(c.jobs[&ids[1]].state, JobState::Pending);
@@ -850,9 +1089,9 @@ mod tests {
         ] {
             let mut c = cluster();
             let mut out = Recorder::default();
-            let id = c.submit(vec![spec(1)]).unwrap()[0];
+            let id = c.submit(vec![spec(1)], at(0)).unwrap()[0];
             pass(&mut c, &mut out);
-            c.job_ended(7, id, exit);
+            c.job_ended(7, id, exit, at(2));
             assert_eq!(c.queue(true)[0].state, want, "{exit:?}");
         }
     }
@@ -861,20 +1100,22 @@ mod tests {
     fn cancel_suspend_resume() {
         let mut c = cluster();
         let mut out = Recorder::default();
-        let ids = c.submit(vec![spec(1), spec(16)]).unwrap();
+        let ids = c.submit(vec![spec(1), spec(16)], at(0)).unwrap();
         pass(&mut c, &mut out);
         // The second needs every core and waits; cancelling it is at once.
-        assert_eq!(c.cancel(&[ids[1]], &mut out)[0].error, None);
+        assert_eq!(c.cancel(&[ids[1]], at(1), &mut out)[0].error, None);
         assert_eq!(
             c.queue(true).iter().find(|j| j.id == ids[1]).unwrap().state,
             JobState::Cancelled
         );
-        let now = Instant::now();
-        assert_eq!(c.suspend(&[ids[0]], now, &mut out)[0].error, None);
-        assert!(c.suspend(&[ids[0]], now, &mut out)[0].error.is_some());
+        assert_eq!(c.suspend(&[ids[0]], at(2), &mut out)[0].error, None);
+        assert!(c.suspend(&[ids[0]], at(2), &mut out)[0].error.is_some());
         assert_eq!(c.jobs[&ids[0]].state, JobState::Suspended);
-        assert_eq!(c.resume(&[ids[0]], now, &mut out)[0].error, None);
-        assert_eq!(c.cancel(&[ids[0]], &mut out)[0].error, None);
+        // An administrator's suspension keeps the cores.
+        assert_eq!(c.nodes[0].alloc_cpus, 1);
+        assert_eq!(c.resume(&[ids[0]], at(4), &mut out)[0].error, None);
+        assert_eq!(c.jobs[&ids[0]].suspended_total, 2 * S);
+        assert_eq!(c.cancel(&[ids[0]], at(5), &mut out)[0].error, None);
         let sent: Vec<String> = out.0.iter().map(|(_, m)| format!("{m:?}")).collect();
         assert!(
             sent[1].starts_with("Suspend")
@@ -883,7 +1124,7 @@ mod tests {
             "{sent:?}"
         );
         // It ends by SIGTERM: cancelled.
-        c.job_ended(7, ids[0], Exit::Code(143));
+        c.job_ended(7, ids[0], Exit::Code(143), at(6));
         assert!(c.jobs.is_empty());
     }
 
@@ -891,13 +1132,13 @@ mod tests {
     fn a_lost_agent_fails_its_jobs_and_downs_its_nodes() {
         let mut c = cluster();
         let mut out = Recorder::default();
-        let id = c.submit(vec![spec(2)]).unwrap()[0];
+        let id = c.submit(vec![spec(2)], at(0)).unwrap()[0];
         pass(&mut c, &mut out);
-        c.agent_down(7, "heartbeat timeout", false, &mut out);
+        c.agent_down(7, "heartbeat timeout", false, at(2), &mut out);
         assert_eq!(c.queue(true)[0].state, JobState::NodeFail);
         assert!(c.nodes.iter().all(|n| n.state() == NodeState::Down));
-        let id2 = c.submit(vec![spec(1)]).unwrap()[0];
-        pass(&mut c, &mut out);
+        let id2 = c.submit(vec![spec(1)], at(3)).unwrap()[0];
+        pass_at(&mut c, &mut out, at(4), false);
         assert_eq!(
             c.jobs[&id2].state,
             JobState::Pending,
@@ -909,23 +1150,110 @@ mod tests {
     #[test]
     fn impossible_jobs_are_refused_at_submit() {
         let mut c = cluster();
-        assert!(c.submit(vec![spec(17)]).unwrap_err().contains("has 16"));
-        assert!(c.submit(vec![spec(0)]).is_err());
+        assert!(c
+            .submit(vec![spec(17)], at(0))
+            .unwrap_err()
+            .contains("has 16"));
+        assert!(c.submit(vec![spec(0)], at(0)).is_err());
         let mut s = spec(1);
         s.partition = Some("nope".into());
-        assert!(c.submit(vec![s]).unwrap_err().contains("no partition"));
+        assert!(c
+            .submit(vec![s], at(0))
+            .unwrap_err()
+            .contains("no partition"));
     }
 
     #[test]
     fn an_unknown_or_taken_node_is_refused_at_registration() {
         let mut c = cluster();
         assert!(c
-            .agent_up(8, "h2", "vn9", 4, 0, Instant::now())
+            .agent_up(8, "h2", "vn9", 4, 0, at(0))
             .unwrap_err()
             .contains("no node vn9"));
         assert!(c
-            .agent_up(8, "h2", "vn1", 4, 0, Instant::now())
+            .agent_up(8, "h2", "vn1", 4, 0, at(0))
             .unwrap_err()
             .contains("already served"));
+    }
+
+    #[test]
+    fn bad_decisions_are_refused() {
+        let mut c = cluster();
+        let mut out = Recorder::default();
+        let ids = c.submit(vec![spec(4), spec(4)], at(0)).unwrap();
+        c.apply(
+            vec![
+                Decision::Start {
+                    job: ids[0],
+                    alloc: vec![(0, 4)],
+                },
+                // Same cores again: refused.
+                Decision::Start {
+                    job: ids[1],
+                    alloc: vec![(0, 4)],
+                },
+                // Wrong size: refused.
+                Decision::Start {
+                    job: ids[1],
+                    alloc: vec![(1, 3)],
+                },
+                Decision::Resume(ids[0]),
+                Decision::Suspend(999),
+            ],
+            at(1),
+            &mut out,
+        );
+        assert_eq!(c.jobs[&ids[0]].state, JobState::Running);
+        assert_eq!(c.jobs[&ids[1]].state, JobState::Pending);
+        assert_eq!(out.0.len(), 1);
+        assert_eq!(c.nodes[0].alloc_cpus, 4);
+    }
+
+    #[test]
+    fn preemption_suspends_low_priority_jobs_and_resumes_them_after() {
+        let mut c = cluster_with(
+            "[controller]\npreemption = \"suspend\"\n\
+             [[partitions]]\nname = \"low\"\npriority = 1\ndefault = true\n\
+             [[partitions]]\nname = \"high\"\npriority = 10\n",
+        );
+        let mut out = Recorder::default();
+        let low = c.submit(vec![spec(16)], at(0)).unwrap()[0];
+        pass_at(&mut c, &mut out, at(1), true);
+        let mut hi = spec(4);
+        hi.partition = Some("high".into());
+        let high = c.submit(vec![hi], at(2)).unwrap()[0];
+        pass_at(&mut c, &mut out, at(3), true);
+        assert_eq!(c.jobs[&low].state, JobState::Suspended);
+        assert_eq!(c.jobs[&high].state, JobState::Running);
+        // The victim keeps its memory, gives its cores.
+        assert_eq!(c.nodes[0].alloc_mem_mb, 8192);
+        assert_eq!(c.nodes.iter().map(|n| n.alloc_cpus).sum::<u32>(), 4);
+        c.job_ended(7, high, Exit::Code(0), at(5));
+        pass_at(&mut c, &mut out, at(6), true);
+        assert_eq!(c.jobs[&low].state, JobState::Running);
+        assert_eq!(c.jobs[&low].suspended_total, 3 * S);
+        let sent: Vec<String> = out.0.iter().map(|(_, m)| format!("{m:?}")).collect();
+        assert_eq!(sent.len(), 4, "{sent:?}");
+        assert!(
+            sent[1].starts_with("Suspend")
+                && sent[2].starts_with("Start")
+                && sent[3].starts_with("Resume")
+        );
+        // An administrator cannot resume what the scheduler suspended.
+        let id = c.submit(vec![hi_spec()], at(7)).unwrap()[0];
+        pass_at(&mut c, &mut out, at(8), true);
+        assert_eq!(c.jobs[&low].state, JobState::Suspended);
+        assert!(c.resume(&[low], at(9), &mut out)[0]
+            .error
+            .as_deref()
+            .unwrap()
+            .contains("scheduler"));
+        let _ = id;
+    }
+
+    fn hi_spec() -> JobSpec {
+        let mut s = spec(4);
+        s.partition = Some("high".into());
+        s
     }
 }
