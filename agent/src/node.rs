@@ -47,12 +47,14 @@ struct Job {
     kill_at: Option<Instant>,
 }
 
-/// A node's handle: commands go in through a bounded channel. Dropping
-/// every handle ends the task, which first ends its jobs.
-pub type NodeHandle = mpsc::Sender<NodeCmd>;
+/// A node's handle. Dropping every handle ends the task, which first ends
+/// its jobs. Unbounded on purpose: the uplink must never wait on a node
+/// (nodes wait on the uplink's event channel, so both waiting would
+/// deadlock); commands are bounded by the jobs the controller placed here.
+pub type NodeHandle = mpsc::UnboundedSender<NodeCmd>;
 
 pub fn start(name: String, ctx: Arc<NodeContext>) -> (NodeHandle, tokio::task::JoinHandle<()>) {
-    let (tx, rx) = mpsc::channel(16);
+    let (tx, rx) = mpsc::unbounded_channel();
     let task = tokio::spawn(run(name, rx, ctx));
     (tx, task)
 }
@@ -65,7 +67,7 @@ fn signal(pid: i32, sig: Signal) {
     }
 }
 
-async fn run(name: String, mut rx: mpsc::Receiver<NodeCmd>, ctx: Arc<NodeContext>) {
+async fn run(name: String, mut rx: mpsc::UnboundedReceiver<NodeCmd>, ctx: Arc<NodeContext>) {
     let mut jobs: HashMap<u64, Job> = HashMap::new();
     let mut exits = FuturesUnordered::new();
     let suspend_grace = Duration::from_millis(ctx.settings.suspend_grace_ms);

@@ -104,11 +104,11 @@ pub async fn serve<T: AsyncRead + AsyncWrite + Unpin>(
                         continue;
                     };
                     job_node.insert(s.job, s.node.clone());
-                    let _ = handle.send(NodeCmd::Start(s)).await;
+                    let _ = handle.send(NodeCmd::Start(s));
                 }
-                Ok(ToAgent::Suspend(id)) => route(&nodes, &job_node, id, NodeCmd::Suspend(id)).await,
-                Ok(ToAgent::Resume(id)) => route(&nodes, &job_node, id, NodeCmd::Resume(id)).await,
-                Ok(ToAgent::Cancel(id)) => route(&nodes, &job_node, id, NodeCmd::Cancel(id)).await,
+                Ok(ToAgent::Suspend(id)) => route(&nodes, &job_node, id, NodeCmd::Suspend(id)),
+                Ok(ToAgent::Resume(id)) => route(&nodes, &job_node, id, NodeCmd::Resume(id)),
+                Ok(ToAgent::Cancel(id)) => route(&nodes, &job_node, id, NodeCmd::Cancel(id)),
                 Ok(ToAgent::Shutdown) => break Ok(()),
                 Ok(other) => break Err(anyhow!("the controller sent {other:?} out of turn")),
                 Err(WireError::Closed) => break Err(anyhow!("the controller closed the connection")),
@@ -147,7 +147,7 @@ pub async fn serve<T: AsyncRead + AsyncWrite + Unpin>(
     outcome
 }
 
-async fn route(
+fn route(
     nodes: &HashMap<String, NodeHandle>,
     job_node: &HashMap<u64, String>,
     job: u64,
@@ -155,7 +155,7 @@ async fn route(
 ) {
     match job_node.get(&job).and_then(|n| nodes.get(n)) {
         Some(h) => {
-            let _ = h.send(cmd).await;
+            let _ = h.send(cmd);
         }
         // Already ended: the controller learns it from the Ended event.
         None => tracing::debug!(job, ?cmd, "no such job here"),

@@ -14,6 +14,7 @@ Examples:
   calcmets --cores 57600 --format json jobs.rec
   calcmets --by size --format csv results/
   calcmets dump jobs.rec | head
+  calcmets fidelity emulated/shrink-100 simulated/shrink-100
 
 Runs: a directory holding manifest.json (as runworkload leaves one per
 shrinking factor) is a run of its own, as is each such directory directly
@@ -45,6 +46,20 @@ pub struct Cli {
 pub enum Command {
     /// Print every record as one JSON object per line.
     Dump(DumpArgs),
+    /// Compare an emulated run with its virtual-time twin (`runworkload
+    /// --simulate`): per-job differences and the metrics side by side.
+    Fidelity(FidelityArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct FidelityArgs {
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+    /// Results directory of the emulated run.
+    pub emulated: PathBuf,
+    /// Results directory of the simulated run.
+    pub simulated: PathBuf,
 }
 
 #[derive(Debug, Args)]

@@ -20,6 +20,7 @@
 pub mod cli;
 pub mod dist;
 pub mod dump;
+pub mod fidelity;
 pub mod inputs;
 pub mod metrics;
 pub mod report;
@@ -56,6 +57,21 @@ pub const DEFAULT_TAU_NS: i64 = 10_000_000_000;
 pub fn run(cli: Cli) -> Result<Outcome> {
     match cli.command {
         Some(Command::Dump(args)) => dump_records(&args),
+        Some(Command::Fidelity(args)) => {
+            let mut out = io::stdout().lock();
+            let same_jobs = fidelity::compare(
+                &args.emulated,
+                &args.simulated,
+                args.format == Format::Json,
+                &mut out,
+            )?;
+            out.flush()?;
+            Ok(if same_jobs {
+                Outcome::Clean
+            } else {
+                Outcome::Problems
+            })
+        }
         None => metrics_of(&cli.metrics),
     }
 }

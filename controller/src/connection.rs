@@ -13,7 +13,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
-use crate::records::SinkHandle;
+use crate::records::Sink;
 use crate::server::Event;
 use crate::state::AgentId;
 
@@ -21,7 +21,7 @@ use crate::state::AgentId;
 pub struct Shared {
     pub secret: Vec<u8>,
     pub events: mpsc::Sender<Event>,
-    pub records: SinkHandle,
+    pub records: Sink,
     /// Fires when the server has stopped.
     pub done: CancellationToken,
 }
@@ -98,17 +98,27 @@ async fn agent<T: AsyncRead + AsyncWrite + Unpin>(
         }
         Err(_) => return Err("the controller is stopping".into()),
     };
-    conn.send(&ToAgent::Registered(settings))
-        .await
-        .map_err(|e| e.to_string())?;
+    if let Err(e) = conn.send(&ToAgent::Registered(settings)).await {
+        let why = e.to_string();
+        let _ = shared
+            .events
+            .send(Event::AgentGone {
+                agent,
+                why: why.clone(),
+            })
+            .await;
+        return Err(format!("agent {host}: {why}"));
+    }
     info!(%peer, %host, agent, "agent registered");
 
     let why = loop {
         tokio::select! {
             msg = conn.recv::<FromAgent>() => match msg {
                 Ok(FromAgent::Records(frames)) => {
-                    if shared.records.send((peer.to_string(), frames)).await.is_err() {
-                        break "the record sink is gone".to_string();
+                    // The server checks that they are records of jobs this
+                    // agent ran before they reach the record file.
+                    if shared.events.send(Event::Records { agent, frames }).await.is_err() {
+                        break "the controller stopped".into();
                     }
                 }
                 Ok(FromAgent::Register { .. }) => break "registered twice".into(),

@@ -32,6 +32,7 @@ pub mod listener;
 pub mod policy;
 pub mod records;
 pub mod server;
+pub mod sim;
 pub mod state;
 pub mod views;
 
@@ -128,13 +129,13 @@ pub async fn serve(config: Config, shutdown: CancellationToken) -> Result<()> {
         "controller listening"
     );
 
-    let (sink, sink_task) = records::start(&record_path)?;
+    let (sink, sink_thread) = records::start(&record_path)?;
     let (events_tx, events_rx) = mpsc::channel(4096);
     let done = CancellationToken::new();
     let shared = Arc::new(connection::Shared {
         secret: secret.clone(),
         events: events_tx,
-        records: sink,
+        records: sink.clone(),
         done: done.clone(),
     });
     let server = server::Server::new(
@@ -142,7 +143,7 @@ pub async fn serve(config: Config, shutdown: CancellationToken) -> Result<()> {
         policy(&config),
         events_rx,
         done.clone(),
-        record_path.clone(),
+        sink,
     );
     let server_task = tokio::spawn(server.run(shutdown.clone()));
     let tasks = TaskTracker::new();
@@ -176,7 +177,8 @@ pub async fn serve(config: Config, shutdown: CancellationToken) -> Result<()> {
     tasks.close();
     tasks.wait().await;
     drop(shared);
-    let _ = sink_task.await;
+    // Every Sink is gone now: the thread finishes its queue and ends.
+    let _ = tokio::task::spawn_blocking(move || sink_thread.join()).await;
     stopped.map_err(|e| anyhow!("the server task failed: {e}"))?;
     Ok(())
 }

@@ -266,7 +266,11 @@ fn easy(v: &View, free: &mut Free, out: &mut Decisions, done: &HashSet<u64>) {
                     .filter(|(n, _)| r.head_nodes[*n])
                     .map(|(_, c)| c)
                     .sum();
-                if ends_in_time || on_head_nodes <= r.extra {
+                // The reservation counts cores only: when the head needs
+                // memory, a job that would still run at its start could
+                // take that memory, so only jobs ending in time go.
+                let spare_ok = r.head_mem_free && on_head_nodes <= r.extra;
+                if ends_in_time || spare_ok {
                     if !ends_in_time {
                         r.extra -= on_head_nodes;
                     }
@@ -280,6 +284,8 @@ fn easy(v: &View, free: &mut Free, out: &mut Decisions, done: &HashSet<u64>) {
 
 /// The blocked head's reserved start and what is spare at that time.
 struct Reservation {
+    /// Whether the head asks no memory (so spare cores are truly spare).
+    head_mem_free: bool,
     shadow_ns: i64,
     /// Cores on the head's partition free at the shadow time beyond what
     /// the head needs.
@@ -329,6 +335,7 @@ impl Reservation {
             }
         }
         Reservation {
+            head_mem_free: head.mem_per_cpu_mb == 0,
             shadow_ns,
             extra,
             head_nodes,
@@ -829,6 +836,36 @@ mod tests {
             ],
         );
         assert_eq!(started(&EASY.decide(&v)), [2, 3]);
+    }
+
+    #[test]
+    fn easy_does_not_let_a_backfilled_job_take_the_heads_memory() {
+        // Two nodes of 4 cores / 4000 MiB; node 0 busy until 200 s. The head
+        // wants 6 cores of 1000 MiB: reserved at 200 s with 2 cores spare.
+        // A long 1-core job of 4000 MiB fits those spare cores but would
+        // take node 1's memory: not backfilled. A short one is.
+        let mut v = view(
+            [0, 4, 0, 0],
+            vec![running(10, 0, vec![(0, 4)], 200)],
+            vec![],
+        );
+        v.nodes.truncate(2);
+        v.partitions[0].nodes = vec![0, 1];
+        for n in &mut v.nodes {
+            n.free_mem_mb = 4000;
+        }
+        let head = Queued {
+            mem_per_cpu_mb: 1000,
+            ..job(1, 6, 500)
+        };
+        let long = Queued {
+            mem_per_cpu_mb: 4000,
+            ..job(2, 1, 900)
+        };
+        v.queue = vec![head, long];
+        assert!(started(&EASY.decide(&v)).is_empty());
+        v.queue[1].estimate_ns = 50 * S as u64;
+        assert_eq!(started(&EASY.decide(&v)), [2]);
     }
 
     #[test]

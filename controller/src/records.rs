@@ -1,21 +1,57 @@
-//! The record sink: the one writer of the controller's record file. Agents
-//! on other hosts send the records of finished jobs here; each batch is
-//! checked frame by frame and only intact records are appended.
+//! The record sink: one thread, the only writer of the controller's record
+//! file (besides the sigsleeps of agents hosted in this process, which
+//! append their own frames to it). Agents on other hosts send the records
+//! of finished jobs; the server checks them and hands them here. Reads for
+//! clients go through the same queue, so a read sees every record handed
+//! over before it.
 
+use std::collections::HashSet;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::mpsc;
 
 use anyhow::{Context, Result};
-use formats::record::{encode, RecordReader};
-use tokio::sync::mpsc;
+use formats::record::{encode, JobRecord, RecordReader};
+use tokio::sync::oneshot;
 use tracing::{error, warn};
 
 /// Name of the record file in the record directory.
 pub const RECORD_FILE: &str = "jobs.rec";
 
-/// Where to send a batch of frames, with the peer it came from.
-pub type SinkHandle = mpsc::Sender<(String, Vec<u8>)>;
+enum Work {
+    /// Frames, already checked, to append.
+    Append(Vec<u8>),
+    /// The frames of these jobs' records, for a client.
+    Read(Vec<u64>, oneshot::Sender<std::io::Result<Vec<u8>>>),
+}
+
+/// The sink's queue. Unbounded on purpose: the server loop hands records
+/// over without ever waiting; what is queued is at most the records of
+/// jobs that ended.
+#[derive(Clone)]
+pub struct Sink {
+    tx: mpsc::Sender<Work>,
+}
+
+impl Sink {
+    pub fn append(&self, frames: Vec<u8>) {
+        if !frames.is_empty() && self.tx.send(Work::Append(frames)).is_err() {
+            error!("the record sink is gone; records dropped");
+        }
+    }
+
+    /// The records of `ids`, read after everything appended before.
+    pub async fn read(&self, ids: Vec<u64>) -> std::io::Result<Vec<u8>> {
+        let (reply, answer) = oneshot::channel();
+        self.tx
+            .send(Work::Read(ids, reply))
+            .map_err(|_| std::io::Error::other("the record sink is gone"))?;
+        answer
+            .await
+            .map_err(|_| std::io::Error::other("the record sink is gone"))?
+    }
+}
 
 /// The record file of a record directory (created if needed).
 pub fn record_file(dir: &Path) -> Result<PathBuf> {
@@ -24,62 +60,75 @@ pub fn record_file(dir: &Path) -> Result<PathBuf> {
     Ok(dir.join(RECORD_FILE))
 }
 
-/// Starts the sink task; it ends when every handle is dropped.
-pub fn start(path: &Path) -> Result<(SinkHandle, tokio::task::JoinHandle<()>)> {
-    let file = OpenOptions::new()
+/// Starts the sink thread; it ends when every [`Sink`] is dropped.
+pub fn start(path: &Path) -> Result<(Sink, std::thread::JoinHandle<()>)> {
+    let mut file = OpenOptions::new()
         .append(true)
         .create(true)
         .open(path)
         .with_context(|| format!("cannot open record file {}", path.display()))?;
-    let (tx, mut rx) = mpsc::channel::<(String, Vec<u8>)>(256);
+    let (tx, rx) = mpsc::channel::<Work>();
     let path = path.to_path_buf();
-    let task = tokio::spawn(async move {
-        let mut file = file;
-        while let Some((peer, bytes)) = rx.recv().await {
-            if let Err(e) = append(&mut file, &peer, &bytes) {
-                error!(file = %path.display(), %e, "cannot write records");
+    let thread = std::thread::Builder::new()
+        .name("clemu-records".into())
+        .spawn(move || {
+            while let Ok(work) = rx.recv() {
+                match work {
+                    Work::Append(frames) => {
+                        // One write: the sigsleeps of local agents append
+                        // to the same file.
+                        if let Err(e) = file.write_all(&frames) {
+                            error!(file = %path.display(), %e, "cannot write records");
+                        }
+                    }
+                    Work::Read(ids, reply) => {
+                        let _ = reply.send(read_jobs(&path, &ids));
+                    }
+                }
             }
-        }
-    });
-    Ok((tx, task))
+        })
+        .context("cannot start the record sink")?;
+    Ok((Sink { tx }, thread))
 }
 
-/// The frames of the records of `ids` in the record file at `path`. Read
-/// while the file grows: only whole frames are decoded.
+/// Checks a batch of frames from an agent: only intact records for which
+/// `allowed` says yes are kept (re-encoded, which gives back their
+/// frames). Returns the kept frames and how many were dropped.
+pub fn check(frames: &[u8], mut allowed: impl FnMut(&JobRecord<'_>) -> bool) -> (Vec<u8>, u64) {
+    let mut reader = RecordReader::new(frames);
+    let mut out = Vec::with_capacity(frames.len());
+    let mut dropped = 0;
+    let _ = reader.for_each_record(|rec| -> std::io::Result<()> {
+        if allowed(rec) && encode(rec, &mut out).is_ok() {
+            return Ok(());
+        }
+        dropped += 1;
+        Ok(())
+    });
+    let s = reader.stats();
+    (out, dropped + s.damaged() + s.unsupported)
+}
+
+/// The frames of the records of `ids` in the record file at `path`, read
+/// while the file may grow: only whole frames are decoded.
 pub fn read_jobs(path: &Path, ids: &[u64]) -> std::io::Result<Vec<u8>> {
-    let wanted: std::collections::HashSet<u64> = ids.iter().copied().collect();
+    let wanted: HashSet<u64> = ids.iter().copied().collect();
     let file = match File::open(path) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(e) => return Err(e),
     };
-    let mut reader = RecordReader::new(std::io::BufReader::new(file));
+    let mut reader = RecordReader::new(file);
     let mut out = Vec::new();
-    while let Some(rec) = reader.next_record()? {
+    reader.for_each_record(|rec| -> std::io::Result<()> {
         if wanted.contains(&rec.id) {
-            let _ = encode(&rec, &mut out);
+            let _ = encode(rec, &mut out);
         }
+        Ok(())
+    })?;
+    let s = reader.stats();
+    if s.damaged() > 0 {
+        warn!(file = %path.display(), ?s, "damaged frames in the record file");
     }
     Ok(out)
-}
-
-fn append(file: &mut File, peer: &str, bytes: &[u8]) -> std::io::Result<()> {
-    let mut reader = RecordReader::new(bytes);
-    let mut out = Vec::with_capacity(bytes.len());
-    while let Some(rec) = reader.next_record()? {
-        // Re-encoding an intact record gives back its frame.
-        if encode(&rec, &mut out).is_err() {
-            continue;
-        }
-    }
-    let stats = reader.stats();
-    if stats.damaged() + stats.unsupported > 0 {
-        warn!(peer, ?stats, "dropped damaged records from an agent");
-    }
-    // One write: other writers (sigsleeps of agents on this host) append
-    // to the same file.
-    if !out.is_empty() {
-        file.write_all(&out)?;
-    }
-    Ok(())
 }

@@ -38,6 +38,11 @@ pub enum Event {
         agent: AgentId,
         why: String,
     },
+    /// Finished records an agent sent.
+    Records {
+        agent: AgentId,
+        frames: Vec<u8>,
+    },
     Request {
         req: Request,
         reply: oneshot::Sender<Response>,
@@ -71,8 +76,8 @@ pub struct Server {
     done: CancellationToken,
     /// Set once a shutdown was asked for: when it must be over by.
     stopping: Option<Instant>,
-    /// The record file, for clients that fetch records.
-    record_path: std::path::PathBuf,
+    /// Where checked records from agents go.
+    records: crate::records::Sink,
 }
 
 impl Server {
@@ -81,7 +86,7 @@ impl Server {
         policy: Box<dyn Policy>,
         events: mpsc::Receiver<Event>,
         done: CancellationToken,
-        record_path: std::path::PathBuf,
+        records: crate::records::Sink,
     ) -> Server {
         Server {
             cluster,
@@ -92,7 +97,7 @@ impl Server {
             events,
             done,
             stopping: None,
-            record_path,
+            records,
         }
     }
 
@@ -112,6 +117,9 @@ impl Server {
                 next_pass = due.map(tokio::time::Instant::from_std);
             }
             tokio::select! {
+                // Events first: heartbeats waiting in the queue after a long
+                // pass must be seen before agents are judged silent.
+                biased;
                 ev = self.events.recv() => match ev {
                     Some(ev) => self.handle(ev),
                     None => break,
@@ -210,6 +218,23 @@ impl Server {
                 self.cluster
                     .agent_down(agent, &why, self.stopping.is_some(), now, &mut self.links);
             }
+            Event::Records { agent, frames } => {
+                let cluster = &self.cluster;
+                let (kept, dropped) = crate::records::check(&frames, |r| {
+                    cluster
+                        .jobs
+                        .get(&r.id)
+                        .is_some_and(|j| j.agent == Some(agent))
+                });
+                if dropped > 0 {
+                    tracing::warn!(
+                        agent,
+                        dropped,
+                        "dropped records of jobs this agent does not run"
+                    );
+                }
+                self.records.append(kept);
+            }
             Event::Request { req, reply } => {
                 let resp = self.request(req, now);
                 let _ = reply.send(resp);
@@ -244,10 +269,9 @@ impl Server {
                 Ok(n) => Response::Drained(n),
                 Err(e) => Response::Error(e),
             },
-            Request::Records(ids) => match crate::records::read_jobs(&self.record_path, &ids) {
-                Ok(frames) => Response::Records(frames),
-                Err(e) => Response::Error(format!("cannot read records: {e}")),
-            },
+            // Answered by the connection through the record sink.
+            Request::Records(_) => Response::Error("records are read by the connection".into()),
+            Request::Jobs(ids) => Response::Queue(self.cluster.jobs_info(&ids)),
             Request::Shutdown => {
                 if self.stopping.is_none() {
                     self.begin_shutdown();

@@ -24,8 +24,9 @@ pub trait Outbox {
     fn to_agent(&mut self, agent: AgentId, msg: ToAgent);
 }
 
-/// Finished jobs kept for `queue --all`; older ones are forgotten.
-const HISTORY: usize = 100_000;
+/// Finished jobs kept for `queue --all` and replays' accounting; older
+/// ones are forgotten. Enough for the largest trace of the archive.
+const HISTORY: usize = 500_000;
 
 /// An instant on both clocks the state uses: `mono` (nanoseconds on a
 /// monotonic clock, what durations and policies use) and `wall`
@@ -181,14 +182,17 @@ pub struct Cluster {
     pub jobs: HashMap<u64, Job>,
     /// Pending jobs in queue order: partition priority, then id.
     pending: BTreeSet<(Reverse<u32>, u64)>,
-    /// Finished jobs, oldest first.
-    done: VecDeque<JobInfo>,
+    /// Finished jobs by id, and their ids oldest first (for forgetting).
+    done: HashMap<u64, JobInfo>,
+    done_order: VecDeque<u64>,
     next_id: u64,
     pub agents: HashMap<AgentId, Agent>,
     pub counters: Counters,
     /// Jobs per core each node allows: the largest `oversubscribe` of its
     /// partitions (1 without gang time-slicing).
     oversubscription: Vec<u32>,
+    /// (partition, MiB per core) → cores a job could ever get there.
+    capacity_cache: HashMap<(usize, u64), u64>,
     /// Set when something happened that may let a job start.
     pub needs_schedule: bool,
 }
@@ -234,11 +238,13 @@ impl Cluster {
             node_index,
             jobs: HashMap::new(),
             pending: BTreeSet::new(),
-            done: VecDeque::new(),
+            done: HashMap::new(),
+            done_order: VecDeque::new(),
             next_id: 1,
             agents: HashMap::new(),
             counters: Counters::default(),
             oversubscription,
+            capacity_cache: HashMap::new(),
             needs_schedule: false,
         }
     }
@@ -254,26 +260,49 @@ impl Cluster {
         }
     }
 
+    /// Cores of partition `p` that jobs asking `mem_per_cpu` MiB per core
+    /// could ever get (nodes' cores, or what their memory allows). Cached:
+    /// submissions come by the thousand.
+    fn capacity(&mut self, p: usize, mem_per_cpu: u64) -> u64 {
+        if let Some(&c) = self.capacity_cache.get(&(p, mem_per_cpu)) {
+            return c;
+        }
+        let c = self.config.partitions[p]
+            .nodes
+            .iter()
+            .map(|&n| {
+                let node = &self.nodes[n];
+                let by_mem = node.memory_mb.checked_div(mem_per_cpu).unwrap_or(u64::MAX);
+                u64::from(node.cpus).min(by_mem)
+            })
+            .sum();
+        self.capacity_cache.insert((p, mem_per_cpu), c);
+        c
+    }
+
     /// Accepts jobs; all or none: a job that can never run is refused with
     /// the reason, and so are the others of the same request.
     pub fn submit(&mut self, specs: Vec<JobSpec>, now: Now) -> Result<Vec<u64>, String> {
         let mut checked = Vec::with_capacity(specs.len());
         for (i, spec) in specs.into_iter().enumerate() {
             let p = self.partition_of(spec.partition.as_deref())?;
+            let capacity = self.capacity(p, spec.mem_per_cpu_mb);
             let part = &self.config.partitions[p];
-            let capacity: u64 = part
-                .nodes
-                .iter()
-                .map(|&n| u64::from(self.nodes[n].cpus))
-                .sum();
             if spec.cores == 0 {
                 return Err(format!("job {i}: cores must be at least 1"));
             }
             if u64::from(spec.cores) > capacity {
-                return Err(format!(
-                    "job {i}: {} cores, but partition {} has {capacity}",
-                    spec.cores, part.name
-                ));
+                return Err(if spec.mem_per_cpu_mb > 0 {
+                    format!(
+                        "job {i}: {} cores with {} MiB each, but partition {} has memory for {capacity}",
+                        spec.cores, spec.mem_per_cpu_mb, part.name
+                    )
+                } else {
+                    format!(
+                        "job {i}: {} cores, but partition {} has {capacity}",
+                        spec.cores, part.name
+                    )
+                });
             }
             if part.max_time_ns > 0 && spec.walltime_ns > part.max_time_ns {
                 return Err(format!(
@@ -613,11 +642,14 @@ impl Cluster {
         if job.started_mono.is_some() {
             self.counters.ended += 1;
         }
-        if self.done.len() == HISTORY {
-            self.done.pop_front();
+        if self.done_order.len() == HISTORY {
+            if let Some(old) = self.done_order.pop_front() {
+                self.done.remove(&old);
+            }
         }
         let info = self.info(&job);
-        self.done.push_back(info);
+        self.done.insert(id, info);
+        self.done_order.push_back(id);
     }
 
     /// An agent reported that a job's process ended.
@@ -917,10 +949,21 @@ impl Cluster {
     pub fn queue(&self, all: bool) -> Vec<JobInfo> {
         let mut v: Vec<JobInfo> = self.jobs.values().map(|j| self.info(j)).collect();
         if all {
-            v.extend(self.done.iter().cloned());
+            v.extend(self.done.values().cloned());
         }
         v.sort_by_key(|j| j.id);
         v
+    }
+
+    /// These jobs, active or finished, in the order asked; ids the
+    /// controller does not know (or has forgotten) are left out.
+    pub fn jobs_info(&self, ids: &[u64]) -> Vec<JobInfo> {
+        ids.iter()
+            .filter_map(|id| match self.jobs.get(id) {
+                Some(j) => Some(self.info(j)),
+                None => self.done.get(id).cloned(),
+            })
+            .collect()
     }
 
     pub fn node_infos(&self) -> Vec<NodeInfo> {
@@ -948,7 +991,7 @@ impl Cluster {
         for j in self.jobs.values() {
             *jobs.entry(j.state).or_default() += 1;
         }
-        for j in &self.done {
+        for j in self.done.values() {
             *jobs.entry(j.state).or_default() += 1;
         }
         let mut nodes: HashMap<NodeState, u64> = HashMap::new();
@@ -1153,7 +1196,7 @@ mod tests {
         assert!(c
             .submit(vec![spec(17)], at(0))
             .unwrap_err()
-            .contains("has 16"));
+            .contains("memory for 16"));
         assert!(c.submit(vec![spec(0)], at(0)).is_err());
         let mut s = spec(1);
         s.partition = Some("nope".into());

@@ -34,8 +34,15 @@ use tokio_util::codec::{Framed, LengthDelimitedCodec};
 
 /// Version of this protocol; both ends must speak the same.
 pub const PROTOCOL: u32 = 1;
-/// Largest frame either side accepts (a batch of records can be large).
+/// Largest frame a server accepts from an authenticated peer (a batch of
+/// records can be large).
 pub const MAX_FRAME: usize = 16 << 20;
+/// Largest frame before the handshake: a hello or an auth is tiny, and an
+/// unauthenticated peer gets no room to make the server buffer megabytes.
+pub const HANDSHAKE_FRAME: usize = 4 << 10;
+/// Largest frame a client accepts from the server it authenticated (a
+/// queue of hundreds of thousands of jobs).
+pub const MAX_REPLY_FRAME: usize = 1 << 30;
 /// How long a peer has to complete the handshake.
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
 /// Default listen and connect address of the controller.
@@ -249,6 +256,8 @@ pub enum Request {
     /// The records of these jobs from the controller's record file, for a
     /// client on another host (a replay driving a remote cluster).
     Records(Vec<u64>),
+    /// These jobs, active or finished (those the controller still knows).
+    Jobs(Vec<u64>),
     Shutdown,
 }
 
@@ -409,7 +418,6 @@ fn options() -> impl Options {
     bincode::DefaultOptions::new()
         .with_fixint_encoding()
         .with_little_endian()
-        .with_limit(MAX_FRAME as u64)
 }
 
 /// A framed, message-typed connection over any byte stream.
@@ -418,17 +426,25 @@ pub struct Conn<T> {
 }
 
 impl<T: AsyncRead + AsyncWrite + Unpin> Conn<T> {
+    /// A connection that accepts handshake-sized frames until
+    /// [`accept`]/[`connect`] raise the limit.
     pub fn new(io: T) -> Self {
         let codec = LengthDelimitedCodec::builder()
-            .max_frame_length(MAX_FRAME)
+            .max_frame_length(HANDSHAKE_FRAME)
             .new_codec();
         Conn {
             framed: Framed::new(io, codec),
         }
     }
 
+    /// Largest frame accepted from now on.
+    pub fn set_max_frame(&mut self, len: usize) {
+        self.framed.codec_mut().set_max_frame_length(len);
+    }
+
     pub async fn send<M: Serialize>(&mut self, msg: &M) -> Result<(), WireError> {
         let bytes = options()
+            .with_limit(MAX_REPLY_FRAME as u64)
             .serialize(msg)
             .map_err(|e| WireError::Malformed(e.to_string()))?;
         self.framed
@@ -443,7 +459,10 @@ impl<T: AsyncRead + AsyncWrite + Unpin> Conn<T> {
         match self.framed.next().await {
             None => Err(WireError::Closed),
             Some(Err(e)) => Err(e.into()),
+            // A message cannot be longer than its frame: the limit stops a
+            // forged length prefix from allocating more than the frame.
             Some(Ok(frame)) => options()
+                .with_limit(frame.len() as u64)
                 .reject_trailing_bytes()
                 .deserialize(&frame)
                 .map_err(|e| WireError::Malformed(e.to_string())),
@@ -523,6 +542,7 @@ pub async fn accept<T: AsyncRead + AsyncWrite + Unpin>(
         }
         let proof = mac(secret, &[b"clemu server", &auth.nonce, &server_nonce]);
         conn.send(&Welcome { proof }).await?;
+        conn.set_max_frame(MAX_FRAME);
         Ok(auth.role)
     })
     .await
@@ -575,6 +595,7 @@ pub async fn connect<T: AsyncRead + AsyncWrite + Unpin>(
                 "the server does not know the secret".into(),
             ));
         }
+        conn.set_max_frame(MAX_REPLY_FRAME);
         Ok(())
     })
     .await

@@ -72,7 +72,8 @@ pub struct Cli {
     /// Shared secret of --controller [default: the config's].
     #[arg(long, value_name = "FILE")]
     pub secret_file: Option<PathBuf>,
-    /// Virtual-time simulation (reserved; not available yet).
+    /// Run the virtual-time twin instead: the same policy code, no
+    /// processes, perfect timing (results in the same layout).
     #[arg(long)]
     pub simulate: bool,
     /// When jobs are submitted.
@@ -151,8 +152,8 @@ fn seconds(flag: &str, s: &str) -> Result<i64> {
 
 /// Checks the command line and reads the trace slice.
 pub fn plan(cli: &Cli) -> Result<(Plan, Vec<String>)> {
-    if cli.simulate {
-        bail!("--simulate (the virtual-time twin) is not available yet");
+    if cli.simulate && cli.controller.is_some() {
+        bail!("--simulate runs the config's cluster in virtual time; it takes no --controller");
     }
     if !(cli.speedup > 0.0 && cli.speedup.is_finite()) {
         bail!("--speedup must be a positive number");
@@ -236,6 +237,7 @@ pub fn plan(cli: &Cli) -> Result<(Plan, Vec<String>)> {
         force: cli.force,
         progress: !cli.quiet,
         tau_ns: seconds("--tau", &cli.tau)?,
+        simulate: cli.simulate,
     };
     Ok((plan, warnings))
 }

@@ -14,6 +14,12 @@
 //! directory: the records, `jobs.csv` (target and actual submit instant of
 //! each job), `manifest.json` and `metrics.json` (calcmets' numbers).
 //! [`compare`] prints the runs side by side with calcmets' table.
+//!
+//! With `--simulate`, each factor runs instead in virtual time
+//! ([`controller::sim`]): the same trace slice, factors, schedule, cluster
+//! and policy code, no processes, perfect timing; the results directory has
+//! the same layout, so calcmets reads both and `calcmets fidelity` sets an
+//! emulated run beside its twin.
 
 pub mod cli;
 pub mod run;
@@ -54,6 +60,8 @@ pub struct Plan {
     pub force: bool,
     pub progress: bool,
     pub tau_ns: i64,
+    /// Run the virtual-time twin instead of the emulation.
+    pub simulate: bool,
 }
 
 /// Runs every factor in turn; stops early (the run at hand marked

@@ -59,7 +59,7 @@ fn main() -> ExitCode {
         }
     };
     plan.progress = plan.progress && std::io::stderr().is_terminal();
-    if plan.remote.is_none() {
+    if plan.remote.is_none() && !plan.simulate {
         match ensure_sigsleep(&plan.config.agent.sigsleep) {
             Ok(Some(built)) => plan.config.agent.sigsleep = built,
             Ok(None) => {}
@@ -99,8 +99,15 @@ fn main() -> ExitCode {
         let token = stop.clone();
         tokio::spawn(async move {
             if tokio::signal::ctrl_c().await.is_ok() {
-                eprintln!("\nrunworkload: interrupted; cancelling jobs, keeping finished records");
+                eprintln!(
+                    "\nrunworkload: interrupted; cancelling jobs, keeping finished records \
+                     (Ctrl-C again to quit at once)"
+                );
                 token.cancel();
+            }
+            if tokio::signal::ctrl_c().await.is_ok() {
+                eprintln!("runworkload: quitting without cleaning up");
+                std::process::exit(130);
             }
         });
         match runworkload::replay(&plan, &stop).await {

@@ -184,6 +184,9 @@ pub async fn run_factor(plan: &Plan, factor: f64, stop: &CancellationToken) -> R
         .collect();
     let mut order: Vec<usize> = (0..jobs.len()).collect();
     order.sort_by_key(|&i| (targets[i], i));
+    if plan.simulate {
+        return simulate(plan, factor, label, dir, &targets, &specs, &order);
+    }
 
     let cluster = match &plan.remote {
         None => embedded(plan, &dir).await?,
@@ -255,12 +258,24 @@ pub async fn run_factor(plan: &Plan, factor: f64, stop: &CancellationToken) -> R
         }
     }
 
-    // Wait for every job to be over.
+    // Wait for every job to be over: the whole cluster's when it is ours,
+    // this run's own jobs when it is shared.
+    let remote = matches!(cluster, Cluster::Remote { .. });
+    let ours: Vec<u64> = ids.iter().copied().filter(|&id| id != 0).collect();
     if !interrupted {
         loop {
             let s = stats(&mut monitor).await?;
             update(&progress, &s, &before, submitted);
-            if active(&s) == 0 {
+            let left = if remote {
+                job_infos(&mut monitor, &ours)
+                    .await?
+                    .values()
+                    .filter(|j| !j.state.is_final())
+                    .count() as u64
+            } else {
+                active(&s)
+            };
+            if left == 0 {
                 break;
             }
             tokio::select! {
@@ -273,7 +288,6 @@ pub async fn run_factor(plan: &Plan, factor: f64, stop: &CancellationToken) -> R
         }
     }
     progress.finish_and_clear();
-    let ours: Vec<u64> = ids.iter().copied().filter(|&id| id != 0).collect();
     if interrupted {
         warn!(run = %label, "interrupted: cancelling this run's jobs");
         if let Err(e) = session.call(&Request::Cancel(ours.clone())).await {
@@ -288,9 +302,11 @@ pub async fn run_factor(plan: &Plan, factor: f64, stop: &CancellationToken) -> R
         }
     }
     let ended_wall = wall_ns();
-    let infos: HashMap<u64, JobInfo> = match session.call(&Request::Queue { all: true }).await? {
-        Response::Queue(q) => q.into_iter().map(|j| (j.id, j)).collect(),
-        _ => HashMap::new(),
+    let infos = job_infos(&mut session, &ours).await?;
+    let cores = if remote {
+        before.cores
+    } else {
+        plan.config.total_cores()
     };
 
     let record_file = dir.join("records").join(controller::records::RECORD_FILE);
@@ -306,11 +322,17 @@ pub async fn run_factor(plan: &Plan, factor: f64, stop: &CancellationToken) -> R
             // The secret and address of a cluster that is gone.
             let _ = std::fs::remove_dir_all(dir.join("state"));
         }
-        Cluster::Remote { .. } => match session.call(&Request::Records(ours.clone())).await? {
-            Response::Records(frames) => std::fs::write(&record_file, frames)
-                .with_context(|| format!("cannot write {}", record_file.display()))?,
-            other => bail!("cannot fetch the records from the controller: {other:?}"),
-        },
+        Cluster::Remote { .. } => {
+            let mut frames = Vec::new();
+            for chunk in ours.chunks(CHUNK) {
+                match session.call(&Request::Records(chunk.to_vec())).await? {
+                    Response::Records(f) => frames.extend_from_slice(&f),
+                    other => bail!("cannot fetch the records from the controller: {other:?}"),
+                }
+            }
+            std::fs::write(&record_file, frames)
+                .with_context(|| format!("cannot write {}", record_file.display()))?;
+        }
     }
 
     let summary = write_results(
@@ -325,6 +347,7 @@ pub async fn run_factor(plan: &Plan, factor: f64, stop: &CancellationToken) -> R
         started_wall,
         ended_wall,
         interrupted,
+        cores,
     )?;
     Ok(RunResult {
         label,
@@ -334,9 +357,119 @@ pub async fn run_factor(plan: &Plan, factor: f64, stop: &CancellationToken) -> R
     })
 }
 
+/// Ids per request when asking about many jobs: keeps each answer far
+/// below the frame limit.
+const CHUNK: usize = 20_000;
+
+/// What the controller knows of these jobs, by id.
+async fn job_infos(session: &mut Session, ids: &[u64]) -> Result<HashMap<u64, JobInfo>> {
+    let mut out = HashMap::with_capacity(ids.len());
+    for chunk in ids.chunks(CHUNK) {
+        match session.call(&Request::Jobs(chunk.to_vec())).await? {
+            Response::Queue(q) => out.extend(q.into_iter().map(|j| (j.id, j))),
+            other => bail!("unexpected answer about jobs: {other:?}"),
+        }
+    }
+    Ok(out)
+}
+
+/// The twin: the same jobs at their exact deadlines, in virtual time.
+fn simulate(
+    plan: &Plan,
+    factor: f64,
+    label: String,
+    dir: PathBuf,
+    targets: &[i64],
+    specs: &[JobSpec],
+    order: &[usize],
+) -> Result<RunResult> {
+    // A fixed epoch keeps runs reproducible: the trace's own start when
+    // it says, else the Unix epoch.
+    let epoch = plan.slice.header.unix_start_time().unwrap_or(0) * 1_000_000_000;
+    let jobs: Vec<controller::sim::SimJob> = order
+        .iter()
+        .map(|&i| controller::sim::SimJob {
+            spec: specs[i].clone(),
+            submit_ns: targets[i],
+        })
+        .collect();
+    let run = controller::sim::simulate(std::sync::Arc::new(plan.config.clone()), &jobs, epoch);
+    let mut frames = Vec::new();
+    for r in &run.records {
+        formats::record::encode(r, &mut frames)
+            .map_err(|e| anyhow!("cannot encode a simulated record: {e}"))?;
+    }
+    let record_file = dir.join("records").join(controller::records::RECORD_FILE);
+    std::fs::write(&record_file, frames)
+        .with_context(|| format!("cannot write {}", record_file.display()))?;
+    let mut ids = vec![0; specs.len()];
+    let mut actual = vec![0; specs.len()];
+    for (k, &i) in order.iter().enumerate() {
+        ids[i] = run.ids[k];
+        actual[i] = epoch + targets[i];
+    }
+    let states: HashMap<u64, JobInfo> = run
+        .records
+        .iter()
+        .map(|r| {
+            let state = match r.status {
+                formats::record::Status::Completed => JobState::Completed,
+                formats::record::Status::Cancelled => JobState::Cancelled,
+                formats::record::Status::Failed => JobState::Failed,
+                formats::record::Status::Timeout => JobState::Timeout,
+            };
+            (
+                r.id,
+                JobInfo {
+                    id: r.id,
+                    state,
+                    partition: String::new(),
+                    cores: r.cores,
+                    nodes: String::new(),
+                    submit_ns: r.submit,
+                    start_ns: r.start,
+                    end_ns: r.end,
+                    runtime_ns: r.runtime,
+                    walltime_ns: r.walltime,
+                    reason: String::new(),
+                },
+            )
+        })
+        .collect();
+    info!(run = %label, passes = run.passes, "simulated");
+    let summary = write_results(
+        plan,
+        &dir,
+        &label,
+        factor,
+        targets,
+        &actual,
+        &ids,
+        &states,
+        epoch,
+        epoch + run.end_ns,
+        false,
+        plan.config.total_cores(),
+    )?;
+    Ok(RunResult {
+        label,
+        dir,
+        summary,
+        interrupted: false,
+    })
+}
+
+/// Jobs in a final state.
+fn over(s: &ClusterStats) -> u64 {
+    s.jobs
+        .iter()
+        .filter(|(st, _)| st.is_final())
+        .map(|(_, n)| n)
+        .sum()
+}
+
 fn update(bar: &ProgressBar, s: &ClusterStats, before: &ClusterStats, submitted: usize) {
-    let over = s.ended.saturating_sub(before.ended)
-        + count(s, JobState::Cancelled).saturating_sub(count(before, JobState::Cancelled));
+    let over = over(s).saturating_sub(over(before));
     bar.set_position(over);
     bar.set_message(format!(
         "submitted {submitted}, running {}, suspended {}, pending {}",
@@ -378,6 +511,7 @@ fn write_results(
     started_wall: i64,
     ended_wall: i64,
     interrupted: bool,
+    cores: u64,
 ) -> Result<Summary> {
     let jobs = &plan.slice.jobs;
     let mut late: Vec<i64> = (0..jobs.len())
@@ -418,7 +552,6 @@ fn write_results(
     }
     std::fs::write(dir.join("jobs.csv"), csv).context("cannot write jobs.csv")?;
 
-    let cores = plan.config.total_cores();
     let schedule = match &plan.schedule {
         schedule::Schedule::Trace => json!({"mode": "trace"}),
         schedule::Schedule::Groups {
@@ -442,6 +575,7 @@ fn write_results(
         "status": if interrupted { "interrupted" } else { "completed" },
         "clemu_version": env!("CARGO_PKG_VERSION"),
         "config": plan.config_path.display().to_string(),
+        "mode": if plan.simulate { "simulated" } else { "emulated" },
         "controller": plan.remote.as_ref().map_or("embedded".to_string(), |r| r.addr.clone()),
         "policy": format!("{:?}", plan.config.policy).to_lowercase(),
         "cores": cores,
