@@ -229,14 +229,19 @@ impl Cluster {
             let set = groups
                 .parse(expr)
                 .map_err(|e| anyhow!("{name}: {what}: {e}"))?;
-            set.iter()
+            let mut found = set
+                .iter()
                 .map(|n| {
                     index
                         .get(&n)
                         .copied()
                         .ok_or_else(|| anyhow!("{name}: {what}: node {n} is not in [[nodes]]"))
                 })
-                .collect()
+                .collect::<Result<Vec<usize>>>()?;
+            // Placement walks a partition's nodes in the order [[nodes]]
+            // declares them, whatever order the node set was written in.
+            found.sort_unstable();
+            Ok(found)
         };
 
         let mut partitions = Vec::new();
@@ -269,6 +274,9 @@ impl Cluster {
                 max_time_ns: 0,
                 oversubscribe: 1,
             });
+        }
+        if partitions.len() > 64 {
+            bail!("{name}: more than 64 partitions");
         }
         match partitions.iter().filter(|p| p.default).count() {
             0 => partitions[0].default = true,

@@ -65,6 +65,7 @@
 //! in node order, until it has `c`.
 
 use std::collections::HashSet;
+use std::sync::Arc;
 
 /// A node as the policy sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -144,10 +145,14 @@ pub struct Active {
 pub struct View {
     pub now_ns: i64,
     pub nodes: Vec<NodeView>,
-    pub partitions: Vec<PartitionView>,
+    /// Shared, not copied, from pass to pass: it changes only with the
+    /// configuration. At most 64 partitions.
+    pub partitions: Arc<Vec<PartitionView>>,
     /// Pending jobs, highest partition priority first, then oldest first.
-    pub queue: Vec<Queued>,
-    pub active: Vec<Active>,
+    /// Shared with the cluster state, which keeps it in this order.
+    pub queue: Arc<Vec<Queued>>,
+    /// Started jobs (running or suspended), by job id.
+    pub active: Arc<Vec<Active>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -169,6 +174,11 @@ pub struct Decisions {
     pub wake_at_ns: Option<i64>,
 }
 
+/// A scheduling policy. `decide` is called after something happened (a
+/// job arrived or ended, a node changed) once no job is waiting to be
+/// (re)started, or when the time it asked to be woken at has come; it is
+/// not called when no job waits (pending or suspended by a policy) and no
+/// wake-up is due.
 pub trait Policy: Send + Sync {
     fn decide(&self, view: &View) -> Decisions;
 }
@@ -458,7 +468,7 @@ fn preempt(v: &View, free: &mut Free, out: &mut Decisions, done: &mut HashSet<u6
         .map(|a| v.partitions[a.partition].priority)
         .min();
     let Some(lowest) = lowest else { return };
-    for q in &v.queue {
+    for q in v.queue.iter() {
         let prio = v.partitions[q.partition].priority;
         if prio <= lowest || done.contains(&q.job) || gang_of(v, q.partition).is_some() {
             continue;
@@ -557,34 +567,53 @@ pub struct Free {
     /// Free cores on usable nodes of each partition: lets a job that
     /// cannot fit be turned down without looking at any node.
     partition_free: Vec<u64>,
-    node_partitions: Vec<Vec<usize>>,
+    /// The partitions of each node, as a bit set.
+    node_partitions: Vec<u64>,
+    /// Each partition's nodes, as a bit set over node indices.
+    members: Vec<Vec<u64>>,
+    /// Usable nodes with a free core, as a bit set over node indices. On a
+    /// busy cluster most nodes are full; first fit walks only these, so
+    /// trying a queue of jobs against thousands of nodes stays cheap.
+    open: Vec<u64>,
+}
+
+fn set_bit(set: &mut [u64], n: usize, on: bool) {
+    if on {
+        set[n / 64] |= 1 << (n % 64);
+    } else {
+        set[n / 64] &= !(1 << (n % 64));
+    }
 }
 
 impl Free {
     pub fn new(v: &View) -> Free {
-        let mut node_partitions = vec![Vec::new(); v.nodes.len()];
-        let partition_free = v
-            .partitions
-            .iter()
-            .enumerate()
-            .map(|(p, part)| {
-                part.nodes
-                    .iter()
-                    .map(|&n| {
-                        node_partitions[n].push(p);
-                        if v.nodes[n].usable {
-                            u64::from(v.nodes[n].free_cpus)
-                        } else {
-                            0
-                        }
-                    })
-                    .sum()
-            })
-            .collect();
+        let words = v.nodes.len().div_ceil(64);
+        let mut node_partitions = vec![0u64; v.nodes.len()];
+        let mut members = Vec::with_capacity(v.partitions.len());
+        let mut partition_free = Vec::with_capacity(v.partitions.len());
+        for (p, part) in v.partitions.iter().enumerate() {
+            let mut set = vec![0u64; words];
+            let mut free = 0;
+            for &n in &part.nodes {
+                node_partitions[n] |= 1 << (p % 64);
+                set_bit(&mut set, n, true);
+                if v.nodes[n].usable {
+                    free += u64::from(v.nodes[n].free_cpus);
+                }
+            }
+            members.push(set);
+            partition_free.push(free);
+        }
+        let mut open = vec![0u64; words];
+        for (n, node) in v.nodes.iter().enumerate() {
+            set_bit(&mut open, n, node.usable && node.free_cpus > 0);
+        }
         Free {
             nodes: v.nodes.clone(),
             partition_free,
             node_partitions,
+            members,
+            open,
         }
     }
 
@@ -603,31 +632,34 @@ impl Free {
         self.first_fit(v, q, false)
     }
 
-    fn first_fit(&self, v: &View, q: &Queued, slotted: bool) -> Option<Vec<(usize, u32)>> {
+    fn first_fit(&self, _v: &View, q: &Queued, slotted: bool) -> Option<Vec<(usize, u32)>> {
         if q.cores == 0 || !self.might_fit(q) {
             return None;
         }
         let mut need = q.cores;
         let mut alloc = Vec::new();
-        for &n in &v.partitions[q.partition].nodes {
-            let node = &self.nodes[n];
-            if !node.usable || node.free_cpus == 0 {
-                continue;
-            }
-            let by_mem = node
-                .free_mem_mb
-                .checked_div(q.mem_per_cpu_mb)
-                .unwrap_or(u64::MAX)
-                .min(u64::from(u32::MAX)) as u32;
-            let mut take = node.free_cpus.min(need).min(by_mem);
-            if slotted {
-                take = take.min(node.free_slots);
-            }
-            if take > 0 {
-                alloc.push((n, take));
-                need -= take;
-                if need == 0 {
-                    return Some(alloc);
+        let member = &self.members[q.partition];
+        for (w, (&m, &o)) in member.iter().zip(&self.open).enumerate() {
+            let mut bits = m & o;
+            while bits != 0 {
+                let n = w * 64 + bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                let node = &self.nodes[n];
+                let by_mem = node
+                    .free_mem_mb
+                    .checked_div(q.mem_per_cpu_mb)
+                    .unwrap_or(u64::MAX)
+                    .min(u64::from(u32::MAX)) as u32;
+                let mut take = node.free_cpus.min(need).min(by_mem);
+                if slotted {
+                    take = take.min(node.free_slots);
+                }
+                if take > 0 {
+                    alloc.push((n, take));
+                    need -= take;
+                    if need == 0 {
+                        return Some(alloc);
+                    }
                 }
             }
         }
@@ -660,9 +692,15 @@ impl Free {
 
     fn use_cpus(&mut self, n: usize, c: u32) {
         self.nodes[n].free_cpus -= c;
+        if self.nodes[n].free_cpus == 0 {
+            set_bit(&mut self.open, n, false);
+        }
         if self.nodes[n].usable {
-            for &p in &self.node_partitions[n] {
+            let mut bits = self.node_partitions[n];
+            while bits != 0 {
+                let p = bits.trailing_zeros() as usize;
                 self.partition_free[p] -= u64::from(c);
+                bits &= bits - 1;
             }
         }
     }
@@ -673,8 +711,12 @@ impl Free {
         for &(n, c) in &a.alloc {
             self.nodes[n].free_cpus += c;
             if self.nodes[n].usable {
-                for &p in &self.node_partitions[n] {
+                set_bit(&mut self.open, n, self.nodes[n].free_cpus > 0);
+                let mut bits = self.node_partitions[n];
+                while bits != 0 {
+                    let p = bits.trailing_zeros() as usize;
                     self.partition_free[p] += u64::from(c);
+                    bits &= bits - 1;
                 }
             }
         }
@@ -739,13 +781,13 @@ mod tests {
         View {
             now_ns: 100 * S,
             nodes: free.iter().map(|&c| node(c)).collect(),
-            partitions: vec![PartitionView {
+            partitions: Arc::new(vec![PartitionView {
                 nodes: vec![0, 1, 2, 3],
                 priority: 0,
                 gang: None,
-            }],
-            queue,
-            active,
+            }]),
+            queue: Arc::new(queue),
+            active: Arc::new(active),
         }
     }
 
@@ -850,7 +892,7 @@ mod tests {
             vec![],
         );
         v.nodes.truncate(2);
-        v.partitions[0].nodes = vec![0, 1];
+        Arc::make_mut(&mut v.partitions)[0].nodes = vec![0, 1];
         for n in &mut v.nodes {
             n.free_mem_mb = 4000;
         }
@@ -862,9 +904,9 @@ mod tests {
             mem_per_cpu_mb: 4000,
             ..job(2, 1, 900)
         };
-        v.queue = vec![head, long];
+        v.queue = Arc::new(vec![head, long]);
         assert!(started(&EASY.decide(&v)).is_empty());
-        v.queue[1].estimate_ns = 50 * S as u64;
+        Arc::make_mut(&mut v.queue)[1].estimate_ns = 50 * S as u64;
         assert_eq!(started(&EASY.decide(&v)), [2]);
     }
 
@@ -873,10 +915,10 @@ mod tests {
         let mut v = view([4, 4, 4, 4], vec![], vec![]);
         v.nodes[0].free_mem_mb = 1000;
         v.nodes[1].free_mem_mb = 4000;
-        v.queue = vec![Queued {
+        v.queue = Arc::new(vec![Queued {
             mem_per_cpu_mb: 1000,
             ..job(1, 5, 10)
-        }];
+        }]);
         let d = FCFS.decide(&v);
         assert_eq!(
             d.list,
@@ -902,17 +944,17 @@ mod tests {
         for n in &mut base.nodes {
             n.free_cpus = 0;
         }
-        base.partitions[0].priority = 1;
-        base.partitions.push(PartitionView {
+        Arc::make_mut(&mut base.partitions)[0].priority = 1;
+        Arc::make_mut(&mut base.partitions).push(PartitionView {
             nodes: vec![0, 1, 2, 3],
             priority: 10,
             gang: None,
         });
-        base.active = active;
-        base.queue = vec![Queued {
+        base.active = Arc::new(active);
+        base.queue = Arc::new(vec![Queued {
             partition: 1,
             ..job(1, 4, 100)
-        }];
+        }]);
         let d = Standard {
             base: Base::Fcfs,
             preemption: true,
@@ -941,10 +983,10 @@ mod tests {
         let mut b = running(13, 0, vec![(0, 4)], 900);
         b.state = ActiveState::Suspended;
         b.since_ns = 40 * S;
-        v.active = vec![a, b];
+        v.active = Arc::new(vec![a, b]);
         // Node 1 is busy (its preemptor still runs), node 0 free: only job
         // 13 can resume; a pending job may then use node 2, not node 0.
-        v.queue = vec![job(1, 4, 10)];
+        v.queue = Arc::new(vec![job(1, 4, 10)]);
         let d = FCFS.decide(&v);
         assert_eq!(
             d.list,
@@ -962,7 +1004,7 @@ mod tests {
         let mut v = view([4, 4, 4, 4], vec![], vec![]);
         v.nodes.truncate(1);
         v.nodes[0].free_slots = 8;
-        v.partitions[0] = PartitionView {
+        Arc::make_mut(&mut v.partitions)[0] = PartitionView {
             nodes: vec![0],
             priority: 0,
             gang: Some(Gang {
@@ -984,7 +1026,7 @@ mod tests {
         b.since_ns = 80 * S;
         v.nodes[0].free_cpus = 0;
         v.nodes[0].free_slots = 0;
-        v.active = vec![a.clone(), b.clone()];
+        v.active = Arc::new(vec![a.clone(), b.clone()]);
         // 20 s into job 1's slice: nothing to do; ask again at 110 s.
         let d = FCFS.decide(&v);
         assert!(d.list.is_empty(), "{d:?}");
@@ -1003,8 +1045,8 @@ mod tests {
         a.since_ns = 100 * S;
         v.nodes[0].free_cpus = 0;
         v.nodes[0].free_slots = 4; // K = 2: room for one more 4-core job
-        v.active = vec![a];
-        v.queue = vec![
+        v.active = Arc::new(vec![a]);
+        v.queue = Arc::new(vec![
             Queued {
                 submit_ns: 150 * S,
                 ..job(5, 4, 100)
@@ -1013,7 +1055,7 @@ mod tests {
                 submit_ns: 160 * S,
                 ..job(6, 4, 100)
             },
-        ];
+        ]);
         let d = FCFS.decide(&v);
         // Job 5 takes job 1's turn; job 6 has no slot (K = 2) and waits.
         assert_eq!(
@@ -1067,7 +1109,7 @@ mod tests {
                 .collect();
             let v = View {
                 now_ns: 10 * S,
-                partitions: vec![
+                partitions: Arc::new(vec![
                     PartitionView {
                         nodes: (0..n).collect(),
                         priority: 0,
@@ -1078,10 +1120,10 @@ mod tests {
                         priority: 0,
                         gang: None,
                     },
-                ],
+                ]),
                 nodes,
-                queue,
-                active: vec![],
+                queue: Arc::new(queue),
+                active: Arc::default(),
             };
             for policy in [FCFS, EASY] {
                 let d = policy.decide(&v);

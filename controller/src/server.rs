@@ -146,6 +146,13 @@ impl Server {
         let took = Instant::now();
         let now = self.clock.now();
         self.cluster.needs_schedule = false;
+        let woken = self.wake_at.is_some_and(|w| w <= now.mono);
+        if !self.cluster.anything_waits() && !woken {
+            // Nothing waits: no policy could start, resume or rotate
+            // anything.
+            self.wake_at = None;
+            return;
+        }
         let view = self.cluster.view(now);
         let decisions = self.policy.decide(&view);
         let n = decisions.list.len();

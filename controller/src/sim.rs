@@ -137,9 +137,15 @@ impl Sim {
 
     fn pass(&mut self, t: i64) {
         self.pass_queued = None;
+        self.cluster.needs_schedule = false;
+        let woken = self.wake_at.is_some_and(|w| w <= t);
+        if !self.cluster.anything_waits() && !woken {
+            // Nothing to decide: the server skips such passes too.
+            self.wake_at = None;
+            return;
+        }
         self.last_pass = t;
         self.passes += 1;
-        self.cluster.needs_schedule = false;
         let now = self.now(t);
         let decisions = self.policy.decide(&self.cluster.view(now));
         self.wake_at = decisions.wake_at_ns;

@@ -4,7 +4,7 @@
 //! drive the state synchronously with a recording outbox.
 
 use std::cmp::Reverse;
-use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -180,8 +180,12 @@ pub struct Cluster {
     node_index: HashMap<String, usize>,
     /// Jobs not yet over.
     pub jobs: HashMap<u64, Job>,
-    /// Pending jobs in queue order: partition priority, then id.
-    pending: BTreeSet<(Reverse<u32>, u64)>,
+    /// Pending jobs in queue order (partition priority, then id), as
+    /// policies see them. Kept up to date in place and shared with the
+    /// views of passes, so a pass copies nothing.
+    queue: Arc<Vec<Queued>>,
+    /// Jobs holding resources, by id, as policies see them.
+    active: Arc<Vec<Active>>,
     /// Finished jobs by id, and their ids oldest first (for forgetting).
     done: HashMap<u64, JobInfo>,
     done_order: VecDeque<u64>,
@@ -193,8 +197,12 @@ pub struct Cluster {
     oversubscription: Vec<u32>,
     /// (partition, MiB per core) → cores a job could ever get there.
     capacity_cache: HashMap<(usize, u64), u64>,
+    /// The partitions as policies see them; built once.
+    partition_views: Arc<Vec<PartitionView>>,
     /// Set when something happened that may let a job start.
     pub needs_schedule: bool,
+    /// Jobs suspended by the policy, waiting to resume.
+    policy_suspended: usize,
 }
 
 /// CLOCK_REALTIME nanoseconds now.
@@ -206,7 +214,15 @@ pub fn wall_ns() -> i64 {
 }
 
 impl Cluster {
+    /// Whether a pass could decide anything: some job waits (pending, or
+    /// suspended by the policy). Passes are skipped otherwise, unless the
+    /// policy asked to be woken.
+    pub fn anything_waits(&self) -> bool {
+        !self.queue.is_empty() || self.policy_suspended > 0
+    }
+
     pub fn new(config: Arc<config::Cluster>) -> Cluster {
+        let partition_config = Arc::clone(&config);
         let nodes: Vec<Node> = config
             .nodes
             .iter()
@@ -237,7 +253,8 @@ impl Cluster {
             nodes,
             node_index,
             jobs: HashMap::new(),
-            pending: BTreeSet::new(),
+            queue: Arc::new(Vec::new()),
+            active: Arc::new(Vec::new()),
             done: HashMap::new(),
             done_order: VecDeque::new(),
             next_id: 1,
@@ -245,7 +262,22 @@ impl Cluster {
             counters: Counters::default(),
             oversubscription,
             capacity_cache: HashMap::new(),
+            partition_views: Arc::new(
+                partition_config
+                    .partitions
+                    .iter()
+                    .map(|p| PartitionView {
+                        nodes: p.nodes.clone(),
+                        priority: p.priority,
+                        gang: (p.oversubscribe > 1).then_some(Gang {
+                            oversubscribe: p.oversubscribe,
+                            slice_ns: partition_config.time_slice.as_nanos() as i64,
+                        }),
+                    })
+                    .collect(),
+            ),
             needs_schedule: false,
+            policy_suspended: 0,
         }
     }
 
@@ -340,12 +372,50 @@ impl Cluster {
                     submit_mono: now.mono,
                 },
             );
-            self.pending.insert((Reverse(priority), id));
+            let q = Queued {
+                job: id,
+                partition: p,
+                cores: self.jobs[&id].spec.cores,
+                mem_per_cpu_mb: self.jobs[&id].spec.mem_per_cpu_mb,
+                estimate_ns: self.jobs[&id].estimate_ns(),
+                submit_ns: now.mono,
+            };
+            let queue = Arc::make_mut(&mut self.queue);
+            // Ids grow: a new job goes after every job of its priority.
+            let at = queue.partition_point(|o| {
+                (Reverse(self.partition_views[o.partition].priority), o.job)
+                    < (Reverse(priority), id)
+            });
+            queue.insert(at, q);
             ids.push(id);
         }
         self.counters.submitted += ids.len() as u64;
         self.needs_schedule = true;
         Ok(ids)
+    }
+
+    fn unqueue(&mut self, id: u64, partition: usize) {
+        let key = (Reverse(self.partition_views[partition].priority), id);
+        let views = &self.partition_views;
+        let queue = Arc::make_mut(&mut self.queue);
+        let at = queue.partition_point(|o| (Reverse(views[o.partition].priority), o.job) < key);
+        if queue.get(at).is_some_and(|q| q.job == id) {
+            queue.remove(at);
+        }
+    }
+
+    fn active_at(&self, id: u64) -> Option<usize> {
+        self.active.binary_search_by_key(&id, |a| a.job).ok()
+    }
+
+    /// Updates the policies' copy of an active job.
+    fn set_active(&mut self, id: u64, state: ActiveState, since: i64, expected_end: i64) {
+        if let Some(i) = self.active_at(id) {
+            let a = &mut Arc::make_mut(&mut self.active)[i];
+            a.state = state;
+            a.since_ns = since;
+            a.expected_end_ns = expected_end;
+        }
     }
 
     /// What the policy sees.
@@ -362,61 +432,12 @@ impl Cluster {
                 usable: n.agent.is_some() && n.drained.is_none(),
             })
             .collect();
-        let queue = self
-            .pending
-            .iter()
-            .filter_map(|(_, id)| self.jobs.get(id))
-            .map(|j| Queued {
-                job: j.id,
-                partition: j.partition,
-                cores: j.spec.cores,
-                mem_per_cpu_mb: j.spec.mem_per_cpu_mb,
-                estimate_ns: j.estimate_ns(),
-                submit_ns: j.submit_mono,
-            })
-            .collect();
-        let active = self
-            .jobs
-            .values()
-            .filter(|j| !j.alloc.is_empty())
-            .map(|j| {
-                // Expected end: start + estimate + time suspended so far.
-                let remaining =
-                    (j.estimate_ns().min(i64::MAX as u64) as i64 - j.run_time(now.mono)).max(0);
-                Active {
-                    job: j.id,
-                    partition: j.partition,
-                    cores: j.spec.cores,
-                    mem_per_cpu_mb: j.spec.mem_per_cpu_mb,
-                    alloc: j.alloc.clone(),
-                    state: match j.suspended_by {
-                        None => ActiveState::Running,
-                        Some(SuspendedBy::Policy) => ActiveState::Suspended,
-                        Some(SuspendedBy::Admin) => ActiveState::Held,
-                    },
-                    since_ns: j.since_mono,
-                    expected_end_ns: now.mono.saturating_add(remaining),
-                }
-            })
-            .collect();
         View {
             now_ns: now.mono,
             nodes,
-            partitions: self
-                .config
-                .partitions
-                .iter()
-                .map(|p| PartitionView {
-                    nodes: p.nodes.clone(),
-                    priority: p.priority,
-                    gang: (p.oversubscribe > 1).then_some(Gang {
-                        oversubscribe: p.oversubscribe,
-                        slice_ns: self.config.time_slice.as_nanos() as i64,
-                    }),
-                })
-                .collect(),
-            queue,
-            active,
+            partitions: Arc::clone(&self.partition_views),
+            queue: Arc::clone(&self.queue),
+            active: Arc::clone(&self.active),
         }
     }
 
@@ -481,9 +502,25 @@ impl Cluster {
         let agent = self.nodes[first]
             .agent
             .ok_or_else(|| format!("node of job {id} is down"))?;
-        let priority = self.config.partitions[job.partition].priority;
-        self.pending.remove(&(Reverse(priority), id));
+        let partition = job.partition;
         let mem_per_cpu = job.spec.mem_per_cpu_mb;
+        let (cores, estimate) = (job.spec.cores, job.estimate_ns());
+        self.unqueue(id, partition);
+        let active = Active {
+            job: id,
+            partition,
+            cores,
+            mem_per_cpu_mb: mem_per_cpu,
+            alloc: alloc.clone(),
+            state: ActiveState::Running,
+            since_ns: now.mono,
+            expected_end_ns: now
+                .mono
+                .saturating_add(estimate.min(i64::MAX as u64) as i64),
+        };
+        let list = Arc::make_mut(&mut self.active);
+        let at = list.partition_point(|a| a.job < id);
+        list.insert(at, active);
         for &(n, c) in &alloc {
             let node = &mut self.nodes[n];
             node.alloc_cpus += c;
@@ -546,8 +583,15 @@ impl Cluster {
             for &(n, c) in &job.alloc {
                 self.nodes[n].alloc_cpus -= c;
             }
+            self.policy_suspended += 1;
             self.needs_schedule = true;
         }
+        let state = match by {
+            SuspendedBy::Policy => ActiveState::Suspended,
+            SuspendedBy::Admin => ActiveState::Held,
+        };
+        // A suspended job releases nothing at a time one can tell.
+        self.set_active(id, state, now.mono, i64::MAX);
         self.counters.suspensions += 1;
         Ok(())
     }
@@ -588,6 +632,7 @@ impl Cluster {
             for &(n, c) in &job.alloc {
                 self.nodes[n].alloc_cpus += c;
             }
+            self.policy_suspended -= 1;
         }
         let Some(job) = self.jobs.get_mut(&id) else {
             return Err(format!("no active job {id}"));
@@ -601,6 +646,14 @@ impl Cluster {
         if let Some(a) = job.agent {
             out.to_agent(a, ToAgent::Resume(id));
         }
+        let remaining =
+            (job.estimate_ns().min(i64::MAX as u64) as i64 - job.run_time(now.mono)).max(0);
+        self.set_active(
+            id,
+            ActiveState::Running,
+            now.mono,
+            now.mono.saturating_add(remaining),
+        );
         Ok(())
     }
 
@@ -613,9 +666,15 @@ impl Cluster {
     }
 
     fn release(&mut self, id: u64) {
+        if let Some(i) = self.active_at(id) {
+            Arc::make_mut(&mut self.active).remove(i);
+        }
         if let Some(job) = self.jobs.get_mut(&id) {
             // A job the policy suspended has given its cores back already.
             let holds_cores = job.suspended_by != Some(SuspendedBy::Policy);
+            if !holds_cores {
+                self.policy_suspended -= 1;
+            }
             for (n, c) in std::mem::take(&mut job.alloc) {
                 let node = &mut self.nodes[n];
                 if holds_cores {
@@ -634,8 +693,7 @@ impl Cluster {
         let Some(mut job) = self.jobs.remove(&id) else {
             return;
         };
-        self.pending
-            .remove(&(Reverse(self.config.partitions[job.partition].priority), id));
+        self.unqueue(id, job.partition);
         job.state = state;
         job.end_ns = now.wall;
         job.reason = reason;
