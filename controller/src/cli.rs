@@ -110,6 +110,8 @@ pub enum Command {
     Shutdown,
     /// Nodeset notation, as ClusterShell's `nodeset`.
     Nodeset(NodesetArgs),
+    /// The scheduling policies a config can name ([controller] policy).
+    Policies,
 }
 
 #[derive(Debug, Args)]
@@ -179,6 +181,12 @@ fn load(cli: &Cli) -> Result<Cluster> {
 pub async fn run(cli: Cli, shutdown: CancellationToken) -> Result<Outcome> {
     match &cli.command {
         Command::Nodeset(a) => nodeset(&cli, a),
+        Command::Policies => {
+            for p in crate::policy::REGISTRY {
+                println!("{:<8} {}", p.name, p.about);
+            }
+            Ok(Outcome::Ok)
+        }
         Command::Serve {
             listen,
             state_dir,
@@ -241,7 +249,7 @@ async fn client_command(cli: &Cli) -> Result<Outcome> {
             nodes: nodes.clone(),
         },
         Command::Shutdown => Request::Shutdown,
-        Command::Serve { .. } | Command::Nodeset(_) => unreachable_command()?,
+        Command::Serve { .. } | Command::Nodeset(_) | Command::Policies => unreachable_command()?,
     };
     let resp = client::request(&addr, &secret, &req).await?;
     let json = cli.format == Format::Json;

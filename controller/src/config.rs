@@ -100,23 +100,6 @@ fn all_nodes() -> String {
     "ALL".into()
 }
 
-/// Scheduling policies.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PolicyName {
-    Fcfs,
-    Easy,
-}
-
-impl PolicyName {
-    pub fn parse(s: &str) -> Result<PolicyName> {
-        match s {
-            "fcfs" => Ok(PolicyName::Fcfs),
-            "easy" => Ok(PolicyName::Easy),
-            other => bail!("unknown policy {other:?} (known: fcfs, easy)"),
-        }
-    }
-}
-
 #[derive(Debug, Clone)]
 pub struct NodeDef {
     pub name: String,
@@ -151,7 +134,8 @@ pub struct Cluster {
     pub secret_file: PathBuf,
     pub state_dir: PathBuf,
     pub record_dir: PathBuf,
-    pub policy: PolicyName,
+    /// A name in [`crate::policy::REGISTRY`].
+    pub policy: String,
     /// Jobs of higher-priority partitions suspend lower-priority ones.
     pub preemption: bool,
     /// Gang scheduling's time slice.
@@ -307,8 +291,14 @@ impl Cluster {
         }
 
         let c = &file.controller;
-        let policy = PolicyName::parse(c.policy.as_deref().unwrap_or("easy"))
-            .map_err(|e| anyhow!("{name}: controller.policy: {e}"))?;
+        let policy = c.policy.clone().unwrap_or_else(|| "easy".into());
+        if crate::policy::find(&policy).is_none() {
+            let known: Vec<&str> = crate::policy::REGISTRY.iter().map(|p| p.name).collect();
+            bail!(
+                "{name}: controller.policy: unknown policy {policy:?} (known: {})",
+                known.join(", ")
+            );
+        }
         let preemption = match c.preemption.as_deref() {
             None | Some("off") => false,
             Some("suspend") => true,
@@ -499,7 +489,7 @@ mod tests {
         assert_eq!(c.nodes.len(), 4);
         assert_eq!(c.nodes[0].memory_mb, 65536);
         assert_eq!(c.total_cores(), 64);
-        assert_eq!(c.policy, PolicyName::Fcfs);
+        assert_eq!(c.policy, "fcfs");
         assert_eq!(c.state_dir, PathBuf::from("/etc/clemu/state"));
         assert_eq!(c.secret_file, PathBuf::from("/etc/clemu/state/secret"));
         assert_eq!(c.partitions[0].nodes, vec![0, 1]);

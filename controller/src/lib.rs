@@ -50,7 +50,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::{info, warn};
 
-use crate::config::{Cluster as Config, PolicyName};
+use crate::config::Cluster as Config;
 use crate::policy::Policy;
 
 /// Name of the file in the state directory that holds the address the
@@ -88,15 +88,16 @@ fn getrandom_fill(buf: &mut [u8]) -> Result<()> {
     std::io::Read::read_exact(&mut f, buf).context("cannot read /dev/urandom")
 }
 
-/// The policy a config asks for.
+/// The policy a config asks for (its name was checked when the config was
+/// read; an unknown one falls back to EASY).
 pub fn policy(config: &Config) -> Box<dyn Policy> {
-    Box::new(policy::Standard {
-        base: match config.policy {
-            PolicyName::Fcfs => policy::Base::Fcfs,
-            PolicyName::Easy => policy::Base::Easy,
-        },
-        preemption: config.preemption,
-    })
+    match policy::find(&config.policy) {
+        Some(p) => (p.make)(config),
+        None => Box::new(policy::Standard {
+            base: policy::Base::Easy,
+            preemption: config.preemption,
+        }),
+    }
 }
 
 /// Runs the controller until `shutdown` fires or a client asks it to stop.

@@ -37,8 +37,15 @@
 //! ```
 //!
 //! The controller applies decisions in order and checks each (a start
-//! that would overbook a node is refused and logged), so a buggy policy
-//! cannot corrupt the cluster's state.
+//! that would overbook a node is refused, logged and counted in
+//! `controller stats`), so a buggy policy cannot corrupt the cluster's
+//! state. Order matters: suspend a job before giving its cores away.
+//!
+//! To make a policy selectable with `[controller] policy = "name"`, in the
+//! emulation and in the virtual-time twin alike, put it in a file under
+//! `src/policy/`, declare the module below and add an [`Entry`] to
+//! [`REGISTRY`]. `src/policy/shortest_first.rs` (`policy = "sjf"`) is a
+//! complete example, with its test.
 //!
 //! # The built-in policy
 //!
@@ -66,6 +73,49 @@
 
 use std::collections::HashSet;
 use std::sync::Arc;
+
+mod shortest_first;
+
+/// A policy a configuration can name.
+pub struct Entry {
+    /// The value of `[controller] policy`.
+    pub name: &'static str,
+    pub about: &'static str,
+    pub make: fn(&crate::config::Cluster) -> Box<dyn Policy>,
+}
+
+/// Every policy a configuration can name.
+pub const REGISTRY: &[Entry] = &[
+    Entry {
+        name: "fcfs",
+        about: "first come, first served, with gang time-slicing and preemption",
+        make: |c| {
+            Box::new(Standard {
+                base: Base::Fcfs,
+                preemption: c.preemption,
+            })
+        },
+    },
+    Entry {
+        name: "easy",
+        about: "EASY backfilling, with gang time-slicing and preemption",
+        make: |c| {
+            Box::new(Standard {
+                base: Base::Easy,
+                preemption: c.preemption,
+            })
+        },
+    },
+    Entry {
+        name: "sjf",
+        about: "shortest job first, no reservation (the example policy)",
+        make: |_| Box::new(shortest_first::ShortestFirst),
+    },
+];
+
+pub fn find(name: &str) -> Option<&'static Entry> {
+    REGISTRY.iter().find(|p| p.name == name)
+}
 
 /// A node as the policy sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -392,28 +442,27 @@ fn rotate(v: &View, p: usize, free: &mut Free, out: &mut Decisions, done: &mut H
     for a in &expired {
         free.give_back(a);
     }
-    let mut served = 0;
+    let mut granted = Vec::new();
     for (_, w) in &waiting {
         match *w {
             Waiter::Suspended(i) => {
                 let a = &v.active[i];
                 if free.fits_alloc(&a.alloc) {
                     free.take_alloc(&a.alloc);
-                    out.list.push(Decision::Resume(a.job));
+                    granted.push(Decision::Resume(a.job));
                     done.insert(a.job);
-                    served += 1;
                 }
             }
             Waiter::Pending(i) => {
                 let q = &v.queue[i];
                 if let Some(alloc) = free.place_slotted(v, q) {
-                    out.list.push(Decision::Start { job: q.job, alloc });
+                    granted.push(Decision::Start { job: q.job, alloc });
                     done.insert(q.job);
-                    served += 1;
                 }
             }
         }
     }
+    let served = granted.len();
     let mut displaced = 0;
     for a in &expired {
         if free.fits_alloc(&a.alloc) {
@@ -424,6 +473,9 @@ fn rotate(v: &View, p: usize, free: &mut Free, out: &mut Decisions, done: &mut H
             displaced += 1;
         }
     }
+    // Decisions are carried out in order: the displaced jobs must be off
+    // the cores before the waiting ones are given them.
+    out.list.append(&mut granted);
     // Someone still waits: ask again when the first running job's slice
     // ends (the jobs started or resumed now end theirs a slice from now).
     if waiting.len() - served + displaced > 0 {
@@ -1031,10 +1083,12 @@ mod tests {
         let d = FCFS.decide(&v);
         assert!(d.list.is_empty(), "{d:?}");
         assert_eq!(d.wake_at_ns, Some(110 * S));
-        // At 110 s the slice is over: job 2 resumes, job 1 is suspended.
+        // At 110 s the slice is over: job 1 is suspended, then job 2
+        // resumes on its cores (in that order, or the resume would
+        // overbook them).
         v.now_ns = 110 * S;
         let d = FCFS.decide(&v);
-        assert_eq!(d.list, [Decision::Resume(2), Decision::Suspend(1)]);
+        assert_eq!(d.list, [Decision::Suspend(1), Decision::Resume(2)]);
     }
 
     #[test]
@@ -1061,11 +1115,11 @@ mod tests {
         assert_eq!(
             d.list,
             [
+                Decision::Suspend(1),
                 Decision::Start {
                     job: 5,
                     alloc: vec![(0, 4)]
                 },
-                Decision::Suspend(1)
             ]
         );
         assert!(d.wake_at_ns.is_some());

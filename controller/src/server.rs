@@ -105,17 +105,18 @@ impl Server {
         let interval = self.cluster.config.schedule_interval;
         let mut tick = tokio::time::interval(std::time::Duration::from_secs(1));
         let mut last_pass = Instant::now() - interval;
-        let mut next_pass: Option<tokio::time::Instant> = None;
         loop {
-            if self.stopping.is_none() && next_pass.is_none() {
-                let due = if self.cluster.needs_schedule {
-                    Some(last_pass + interval)
-                } else {
-                    self.wake_at
-                        .map(|w| self.clock.instant(w).max(last_pass + interval))
-                };
-                next_pass = due.map(tokio::time::Instant::from_std);
-            }
+            // Worked out afresh after every event: a job that ends or
+            // arrives must not wait for a policy wake-up set earlier.
+            let due = if self.stopping.is_some() {
+                None
+            } else if self.cluster.needs_schedule {
+                Some(last_pass + interval)
+            } else {
+                self.wake_at
+                    .map(|w| self.clock.instant(w).max(last_pass + interval))
+            };
+            let next_pass = due.map(tokio::time::Instant::from_std);
             tokio::select! {
                 // Events first: heartbeats waiting in the queue after a long
                 // pass must be seen before agents are judged silent.
@@ -125,9 +126,10 @@ impl Server {
                     None => break,
                 },
                 () = tokio::time::sleep_until(next_pass.unwrap_or_else(tokio::time::Instant::now)), if next_pass.is_some() => {
-                    next_pass = None;
-                    last_pass = Instant::now();
-                    self.pass();
+                    let started = Instant::now();
+                    if self.pass() {
+                        last_pass = started;
+                    }
                 }
                 _ = tick.tick() => self.tick(),
                 () = shutdown.cancelled(), if self.stopping.is_none() => self.begin_shutdown(),
@@ -142,7 +144,9 @@ impl Server {
         self.done.cancel();
     }
 
-    fn pass(&mut self) {
+    /// A scheduling pass; false if it was skipped, with nothing to decide
+    /// (then it does not count against the minimum interval).
+    fn pass(&mut self) -> bool {
         let took = Instant::now();
         let now = self.clock.now();
         self.cluster.needs_schedule = false;
@@ -151,7 +155,7 @@ impl Server {
             // Nothing waits: no policy could start, resume or rotate
             // anything.
             self.wake_at = None;
-            return;
+            return false;
         }
         let view = self.cluster.view(now);
         let decisions = self.policy.decide(&view);
@@ -167,6 +171,7 @@ impl Server {
             ?took,
             "scheduling pass"
         );
+        true
     }
 
     fn tick(&mut self) {

@@ -133,6 +133,9 @@ pub struct Job {
     pub since_mono: i64,
     pub suspended_since: Option<i64>,
     pub suspended_total: i64,
+    /// Wall-clock ns of each suspension and its resumption (0 while
+    /// suspended), as decided here: what the job's record should show.
+    pub suspensions: Vec<(i64, i64)>,
     /// Submit instant on the monotonic clock, for gang fairness.
     pub submit_mono: i64,
 }
@@ -172,6 +175,8 @@ pub struct Counters {
     pub suspensions: u64,
     pub passes: u64,
     pub last_pass: Duration,
+    /// Policy decisions refused as illegal (a policy bug, logged).
+    pub refused: u64,
 }
 
 pub struct Cluster {
@@ -369,6 +374,7 @@ impl Cluster {
                     since_mono: now.mono,
                     suspended_since: None,
                     suspended_total: 0,
+                    suspensions: Vec::new(),
                     submit_mono: now.mono,
                 },
             );
@@ -454,6 +460,7 @@ impl Cluster {
             };
             if let Err(e) = result {
                 warn!("policy decision refused: {e}");
+                self.counters.refused += 1;
             }
         }
     }
@@ -575,6 +582,7 @@ impl Cluster {
         job.state = JobState::Suspended;
         job.suspended_by = Some(by);
         job.suspended_since = Some(now.mono);
+        job.suspensions.push((now.wall, 0));
         job.since_mono = now.mono;
         if let Some(a) = job.agent {
             out.to_agent(a, ToAgent::Suspend(id));
@@ -641,6 +649,9 @@ impl Cluster {
         job.suspended_by = None;
         if let Some(s) = job.suspended_since.take() {
             job.suspended_total += now.mono - s;
+        }
+        if let Some(last) = job.suspensions.last_mut() {
+            last.1 = now.wall;
         }
         job.since_mono = now.mono;
         if let Some(a) = job.agent {
@@ -1000,6 +1011,7 @@ impl Cluster {
             runtime_ns: j.spec.runtime_ns,
             walltime_ns: j.spec.walltime_ns,
             reason: j.reason.clone(),
+            suspensions: j.suspensions.clone(),
         }
     }
 
@@ -1074,6 +1086,7 @@ impl Cluster {
             suspensions: self.counters.suspensions,
             schedule_passes: self.counters.passes,
             last_pass_ns: self.counters.last_pass.as_nanos() as u64,
+            refused_decisions: self.counters.refused,
         }
     }
 }

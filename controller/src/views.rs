@@ -63,6 +63,9 @@ pub fn queue_json(jobs: &[JobInfo]) -> serde_json::Value {
                     "runtime": j.runtime_ns as f64 / 1e9,
                     "walltime": j.walltime_ns as f64 / 1e9,
                     "reason": j.reason,
+                    "suspensions": j.suspensions.iter().map(|&(s, r)| {
+                        json!([s as f64 / 1e9, (r > 0).then(|| r as f64 / 1e9)])
+                    }).collect::<Vec<_>>(),
                 })
             })
             .collect(),
@@ -146,6 +149,7 @@ pub fn stats_json(s: &ClusterStats) -> serde_json::Value {
         "suspensions": s.suspensions,
         "schedule_passes": s.schedule_passes,
         "last_pass_seconds": s.last_pass_ns as f64 / 1e9,
+        "refused_decisions": s.refused_decisions,
     })
 }
 
@@ -181,6 +185,11 @@ pub fn stats_table(s: &ClusterStats) -> String {
         &mut out,
         "last pass",
         format!("{:.3} ms", s.last_pass_ns as f64 / 1e6),
+    );
+    line(
+        &mut out,
+        "refused decisions",
+        s.refused_decisions.to_string(),
     );
     out
 }

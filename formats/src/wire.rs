@@ -191,6 +191,9 @@ pub struct JobInfo {
     pub walltime_ns: u64,
     /// Why it waits or how it ended, when there is something to say.
     pub reason: String,
+    /// Wall-clock ns at which the controller suspended the job and resumed
+    /// it (0 while still suspended).
+    pub suspensions: Vec<(i64, i64)>,
 }
 
 /// One node in the nodes view.
@@ -224,6 +227,9 @@ pub struct ClusterStats {
     pub schedule_passes: u64,
     /// Duration of the last scheduling pass, in nanoseconds.
     pub last_pass_ns: u64,
+    /// Policy decisions the controller refused as illegal (overbooking, or
+    /// acting on a job in the wrong state): 0 unless a policy has a bug.
+    pub refused_decisions: u64,
 }
 
 /// What happened to one job of a cancel, suspend or resume request.

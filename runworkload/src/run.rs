@@ -432,11 +432,19 @@ fn simulate(
                     runtime_ns: r.runtime,
                     walltime_ns: r.walltime,
                     reason: String::new(),
+                    suspensions: r
+                        .suspensions
+                        .iter()
+                        .map(|s| (s.suspend, s.resume))
+                        .collect(),
                 },
             )
         })
         .collect();
     info!(run = %label, passes = run.passes, "simulated");
+    if run.refused > 0 {
+        warn!(run = %label, refused = run.refused, "the policy made decisions the cluster refused");
+    }
     let summary = write_results(
         plan,
         &dir,
@@ -577,7 +585,16 @@ fn write_results(
         "config": plan.config_path.display().to_string(),
         "mode": if plan.simulate { "simulated" } else { "emulated" },
         "controller": plan.remote.as_ref().map_or("embedded".to_string(), |r| r.addr.clone()),
-        "policy": format!("{:?}", plan.config.policy).to_lowercase(),
+        "policy": plan.config.policy,
+        "preemption": if plan.config.preemption { "suspend" } else { "off" },
+        "time_slice_s": plan.config.time_slice.as_secs_f64(),
+        "gang_partitions": plan
+            .config
+            .partitions
+            .iter()
+            .filter(|p| p.oversubscribe > 1)
+            .map(|p| json!({ "name": p.name, "oversubscribe": p.oversubscribe }))
+            .collect::<Vec<_>>(),
         "cores": cores,
         "nodes": plan.config.nodes.len(),
         "trace": {

@@ -35,7 +35,8 @@ pub struct Cluster {
 }
 
 /// `nodes` of `cpus` cores, hosted in-process if `local`, plus `extra`
-/// TOML.
+/// TOML: its leading keys belong to `[controller]`, and it may go on with
+/// tables of its own (`[[partitions]]`).
 pub fn config_text(dir: &Path, nodes: &str, cpus: u32, local: bool, extra: &str) -> String {
     format!(
         r#"
@@ -45,6 +46,7 @@ state_dir = "{state}"
 record_dir = "{records}"
 schedule_interval_ms = 5
 timeout_grace_ms = 2000
+{extra}
 
 [agents]
 local = {local}
@@ -57,8 +59,6 @@ heartbeat_timeout_ms = 2000
 names = "{nodes}"
 cpus = {cpus}
 memory = "16G"
-
-{extra}
 "#,
         state = dir.join("state").display(),
         records = dir.join("records").display(),
