@@ -292,13 +292,13 @@ impl Cluster {
 
         let c = &file.controller;
         let policy = c.policy.clone().unwrap_or_else(|| "easy".into());
-        if crate::policy::find(&policy).is_none() {
+        let Some(entry) = crate::policy::find(&policy) else {
             let known: Vec<&str> = crate::policy::REGISTRY.iter().map(|p| p.name).collect();
             bail!(
                 "{name}: controller.policy: unknown policy {policy:?} (known: {})",
                 known.join(", ")
             );
-        }
+        };
         let preemption = match c.preemption.as_deref() {
             None | Some("off") => false,
             Some("suspend") => true,
@@ -309,6 +309,18 @@ impl Cluster {
         let time_slice = c.time_slice_s.unwrap_or(30.0);
         if !(time_slice > 0.0 && time_slice.is_finite()) {
             bail!("{name}: controller.time_slice_s must be a positive number of seconds");
+        }
+        if !entry.suspends {
+            if preemption {
+                bail!("{name}: policy {policy:?} does not suspend jobs: preemption needs fcfs or easy");
+            }
+            if let Some(p) = partitions.iter().find(|p| p.oversubscribe > 1) {
+                bail!(
+                    "{name}: policy {policy:?} does not suspend jobs: partition {} time-slices \
+                     (oversubscribe), which needs fcfs or easy",
+                    p.name
+                );
+            }
         }
         let state_dir = match &c.state_dir {
             Some(p) => rel(p.clone()),

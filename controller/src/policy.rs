@@ -61,8 +61,9 @@
 //!    enough jobs of lower-priority partitions (fewest and lowest-priority
 //!    first) on the nodes it needs, and starts; suspended jobs keep their
 //!    memory;
-//! 3. **resumption**: jobs the policy suspended resume, oldest suspension
-//!    first, as soon as their cores are free again;
+//! 3. **resumption**: jobs the policy suspended resume, highest partition
+//!    priority then oldest suspension first, as soon as their cores are
+//!    free again; the first that cannot keeps its nodes reserved;
 //! 4. the **base policy** for what is left of the queue: [`Base::Fcfs`]
 //!    (strict first come, first served) or [`Base::Easy`] (EASY
 //!    backfilling).
@@ -71,7 +72,7 @@
 //! cores takes whatever free cores (and the memory they need) nodes have,
 //! in node order, until it has `c`.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 mod shortest_first;
@@ -81,6 +82,9 @@ pub struct Entry {
     /// The value of `[controller] policy`.
     pub name: &'static str,
     pub about: &'static str,
+    /// Whether it carries out preemption and gang time-slicing; a config
+    /// that asks for them with a policy that does not is refused.
+    pub suspends: bool,
     pub make: fn(&crate::config::Cluster) -> Box<dyn Policy>,
 }
 
@@ -89,6 +93,7 @@ pub const REGISTRY: &[Entry] = &[
     Entry {
         name: "fcfs",
         about: "first come, first served, with gang time-slicing and preemption",
+        suspends: true,
         make: |c| {
             Box::new(Standard {
                 base: Base::Fcfs,
@@ -99,6 +104,7 @@ pub const REGISTRY: &[Entry] = &[
     Entry {
         name: "easy",
         about: "EASY backfilling, with gang time-slicing and preemption",
+        suspends: true,
         make: |c| {
             Box::new(Standard {
                 base: Base::Easy,
@@ -109,6 +115,7 @@ pub const REGISTRY: &[Entry] = &[
     Entry {
         name: "sjf",
         about: "shortest job first, no reservation (the example policy)",
+        suspends: false,
         make: |_| Box::new(shortest_first::ShortestFirst),
     },
 ];
@@ -172,6 +179,9 @@ pub enum ActiveState {
     /// Suspended by an administrator: it keeps its cores; policies leave
     /// it alone.
     Held,
+    /// Being cancelled (or ended at its wall-time limit): it still holds
+    /// what it held until its process is gone; policies leave it alone.
+    Ending,
 }
 
 /// A job holding resources.
@@ -186,8 +196,12 @@ pub struct Active {
     pub state: ActiveState,
     /// When it last started, resumed or was suspended.
     pub since_ns: i64,
-    /// When it is expected to release its cores if it keeps running.
+    /// When it is expected to release its cores if it keeps running
+    /// (`i64::MAX` when it is not running).
     pub expected_end_ns: i64,
+    /// Expected run time still to go at `since_ns`: what a suspended job
+    /// would run for once resumed.
+    pub remaining_ns: i64,
 }
 
 /// What a policy sees.
@@ -273,7 +287,10 @@ impl Policy for Standard {
         resume(v, &mut free, &mut out, &mut done);
         match self.base {
             Base::Fcfs => fcfs(v, &mut free, &mut out, &done),
-            Base::Easy => easy(v, &mut free, &mut out, &done),
+            Base::Easy => {
+                let earlier = decided_ends(v, &out.list);
+                easy(v, &mut free, &mut out, &done, earlier);
+            }
         }
         out
     }
@@ -298,10 +315,53 @@ fn end_of(v: &View, q: &Queued) -> i64 {
         .saturating_add(q.estimate_ns.min(i64::MAX as u64) as i64)
 }
 
-fn easy(v: &View, free: &mut Free, out: &mut Decisions, done: &HashSet<u64>) {
-    // Expected ends of the jobs started before the head blocked, which the
-    // head's reservation must count as releases.
-    let mut started: Vec<(i64, Vec<(usize, u32)>)> = Vec::new();
+/// Expected ends of the jobs started or resumed by `decisions`, for the
+/// EASY reservation: they will release their cores too.
+fn decided_ends(v: &View, decisions: &[Decision]) -> Vec<(i64, Vec<(usize, u32)>)> {
+    let started: HashSet<u64> = decisions
+        .iter()
+        .filter_map(|d| match d {
+            Decision::Start { job, .. } => Some(*job),
+            _ => None,
+        })
+        .collect();
+    let mut ends: Vec<(i64, Vec<(usize, u32)>)> = Vec::new();
+    if !started.is_empty() {
+        let estimate: HashMap<u64, i64> = v
+            .queue
+            .iter()
+            .filter(|q| started.contains(&q.job))
+            .map(|q| (q.job, end_of(v, q)))
+            .collect();
+        for d in decisions {
+            if let Decision::Start { job, alloc } = d {
+                if let Some(&end) = estimate.get(job) {
+                    ends.push((end, alloc.clone()));
+                }
+            }
+        }
+    }
+    for d in decisions {
+        if let Decision::Resume(job) = d {
+            if let Ok(i) = v.active.binary_search_by_key(job, |a| a.job) {
+                let a = &v.active[i];
+                ends.push((v.now_ns.saturating_add(a.remaining_ns), a.alloc.clone()));
+            }
+        }
+    }
+    ends
+}
+
+fn easy(
+    v: &View,
+    free: &mut Free,
+    out: &mut Decisions,
+    done: &HashSet<u64>,
+    earlier: Vec<(i64, Vec<(usize, u32)>)>,
+) {
+    // Expected ends of the jobs started in this pass before the head
+    // blocked, which the head's reservation must count as releases.
+    let mut started = earlier;
     let mut reservation: Option<Reservation> = None;
     for q in v.queue.iter().filter(|q| !done.contains(&q.job)) {
         match &mut reservation {
@@ -384,7 +444,9 @@ impl Reservation {
         releases.extend(started.iter().map(|(end, alloc)| (*end, on_head(alloc))));
         releases.sort_unstable();
         let mut avail = free.partition_free[head.partition];
-        let mut shadow_ns = i64::MAX;
+        // No release in sight (the cores are held by suspended or held
+        // jobs): no time to backfill into, and nothing spare.
+        let mut shadow_ns = v.now_ns;
         let mut extra = 0;
         for (end, cores) in releases {
             avail += u64::from(cores);
@@ -443,6 +505,11 @@ fn rotate(v: &View, p: usize, free: &mut Free, out: &mut Decisions, done: &mut H
         free.give_back(a);
     }
     let mut granted = Vec::new();
+    // The longest-waiting suspended job that cannot have its cores back
+    // yet: its nodes are reserved for it, or younger jobs could keep
+    // taking them turn after turn and a job spread over several nodes
+    // would starve.
+    let mut reserved = false;
     for (_, w) in &waiting {
         match *w {
             Waiter::Suspended(i) => {
@@ -451,11 +518,14 @@ fn rotate(v: &View, p: usize, free: &mut Free, out: &mut Decisions, done: &mut H
                     free.take_alloc(&a.alloc);
                     granted.push(Decision::Resume(a.job));
                     done.insert(a.job);
+                } else if !reserved {
+                    free.block(&a.alloc);
+                    reserved = true;
                 }
             }
             Waiter::Pending(i) => {
                 let q = &v.queue[i];
-                if let Some(alloc) = free.place_slotted(v, q) {
+                if let Some(alloc) = free.place(v, q) {
                     granted.push(Decision::Start { job: q.job, alloc });
                     done.insert(q.job);
                 }
@@ -465,7 +535,8 @@ fn rotate(v: &View, p: usize, free: &mut Free, out: &mut Decisions, done: &mut H
     let served = granted.len();
     let mut displaced = 0;
     for a in &expired {
-        if free.fits_alloc(&a.alloc) {
+        // Cores nobody took go back to their job, reserved or not.
+        if free.still_free(&a.alloc) {
             free.take_alloc(&a.alloc);
         } else {
             out.list.push(Decision::Suspend(a.job));
@@ -513,20 +584,34 @@ impl Waiter {
 /// Preemption by suspension: pending jobs that do not fit suspend jobs of
 /// lower-priority partitions.
 fn preempt(v: &View, free: &mut Free, out: &mut Decisions, done: &mut HashSet<u64>) {
+    // Jobs above the lowest priority that holds (or waits to resume on)
+    // cores are this step's: they may suspend lower ones, and those that
+    // fit start before suspended lower ones resume.
     let lowest = v
         .active
         .iter()
-        .filter(|a| a.state == ActiveState::Running)
+        .filter(|a| matches!(a.state, ActiveState::Running | ActiveState::Suspended))
         .map(|a| v.partitions[a.partition].priority)
         .min();
     let Some(lowest) = lowest else { return };
+    // Priorities whose first job could not be placed, even by preemption:
+    // later jobs of the same priority do not jump it here (the base policy
+    // may still backfill them).
+    let mut stuck: HashSet<u32> = HashSet::new();
     for q in v.queue.iter() {
         let prio = v.partitions[q.partition].priority;
-        if prio <= lowest || done.contains(&q.job) || gang_of(v, q.partition).is_some() {
+        if prio <= lowest
+            || done.contains(&q.job)
+            || gang_of(v, q.partition).is_some()
+            || stuck.contains(&prio)
+        {
             continue;
         }
-        if free.try_place(v, q).is_some() {
-            // It fits as it is; the base policy starts it in queue order.
+        // It fits as it is: start it now, before suspended jobs of lower
+        // priority resume onto those cores.
+        if let Some(alloc) = free.place(v, q) {
+            out.list.push(Decision::Start { job: q.job, alloc });
+            done.insert(q.job);
             continue;
         }
         let on_part: Vec<bool> = {
@@ -559,16 +644,41 @@ fn preempt(v: &View, free: &mut Free, out: &mut Decisions, done: &mut HashSet<u6
         });
         let mut trial = free.clone();
         let mut chosen: Vec<&Active> = Vec::new();
-        let mut alloc = None;
+        let mut fits = false;
         for a in candidates {
             trial.give_back(a);
             chosen.push(a);
-            if let Some(found) = trial.try_place(v, q) {
-                alloc = Some(found);
+            if trial.try_place(v, q).is_some() {
+                fits = true;
                 break;
             }
         }
-        let Some(alloc) = alloc else { continue };
+        if !fits {
+            stuck.insert(prio);
+            continue;
+        }
+        // Just enough: drop every victim the job fits without, trying the
+        // last chosen (the least preferred) first.
+        let mut i = chosen.len();
+        while i > 0 {
+            i -= 1;
+            let mut without = free.clone();
+            for (k, a) in chosen.iter().enumerate() {
+                if k != i {
+                    without.give_back(a);
+                }
+            }
+            if without.try_place(v, q).is_some() {
+                chosen.remove(i);
+            }
+        }
+        let mut trial = free.clone();
+        for a in &chosen {
+            trial.give_back(a);
+        }
+        let Some(alloc) = trial.try_place(v, q) else {
+            continue;
+        };
         // Spare victims the placement does not touch.
         let used: HashSet<usize> = alloc.iter().map(|(n, _)| *n).collect();
         for a in chosen {
@@ -603,11 +713,18 @@ fn resume(v: &View, free: &mut Free, out: &mut Decisions, done: &mut HashSet<u64
             a.job,
         )
     });
+    let mut reserved = false;
     for a in suspended {
         if free.fits_alloc(&a.alloc) {
             free.take_alloc(&a.alloc);
             out.list.push(Decision::Resume(a.job));
             done.insert(a.job);
+        } else if !reserved {
+            // The first in line keeps its nodes: jobs started in the gaps
+            // could otherwise keep a job spread over several nodes
+            // suspended for ever.
+            free.block(&a.alloc);
+            reserved = true;
         }
     }
 }
@@ -627,6 +744,11 @@ pub struct Free {
     /// busy cluster most nodes are full; first fit walks only these, so
     /// trying a queue of jobs against thousands of nodes stays cheap.
     open: Vec<u64>,
+    /// Nodes reserved, for the rest of the pass, for a suspended job that
+    /// waits longest for them: nothing else is placed or resumed there.
+    blocked: Vec<u64>,
+    /// Partitions that time-slice: placement there stays within the slots.
+    gang: Vec<bool>,
 }
 
 fn set_bit(set: &mut [u64], n: usize, on: bool) {
@@ -665,7 +787,11 @@ impl Free {
             partition_free,
             node_partitions,
             members,
+            blocked: vec![0u64; words],
             open,
+            gang: (0..v.partitions.len())
+                .map(|p| gang_of(v, p).is_some())
+                .collect(),
         }
     }
 
@@ -679,20 +805,20 @@ impl Free {
             .is_some_and(|&f| f >= u64::from(q.cores))
     }
 
-    /// Where `q` would go now (first fit), without taking anything.
-    pub fn try_place(&self, v: &View, q: &Queued) -> Option<Vec<(usize, u32)>> {
-        self.first_fit(v, q, false)
-    }
-
-    fn first_fit(&self, _v: &View, q: &Queued, slotted: bool) -> Option<Vec<(usize, u32)>> {
+    /// Where `q` would go now (first fit), without taking anything: on
+    /// free cores of its partition's usable nodes, outside reserved nodes,
+    /// and within the slots in a partition that time-slices.
+    pub fn try_place(&self, _v: &View, q: &Queued) -> Option<Vec<(usize, u32)>> {
         if q.cores == 0 || !self.might_fit(q) {
             return None;
         }
+        let slotted = self.gang.get(q.partition).copied().unwrap_or(false);
         let mut need = q.cores;
         let mut alloc = Vec::new();
         let member = &self.members[q.partition];
-        for (w, (&m, &o)) in member.iter().zip(&self.open).enumerate() {
-            let mut bits = m & o;
+        let open = self.open.iter().zip(&self.blocked);
+        for (w, (&m, (&o, &b))) in member.iter().zip(open).enumerate() {
+            let mut bits = m & o & !b;
             while bits != 0 {
                 let n = w * 64 + bits.trailing_zeros() as usize;
                 bits &= bits - 1;
@@ -735,11 +861,11 @@ impl Free {
         Some(alloc)
     }
 
-    /// First fit within the gang slots, and take it.
-    fn place_slotted(&mut self, v: &View, q: &Queued) -> Option<Vec<(usize, u32)>> {
-        let alloc = self.first_fit(v, q, true)?;
-        self.take(v, q, &alloc);
-        Some(alloc)
+    /// Reserves these nodes for the rest of the pass.
+    fn block(&mut self, alloc: &[(usize, u32)]) {
+        for &(n, _) in alloc {
+            set_bit(&mut self.blocked, n, true);
+        }
     }
 
     fn use_cpus(&mut self, n: usize, c: u32) {
@@ -774,10 +900,17 @@ impl Free {
         }
     }
 
+    /// Whether a suspended job's cores are free (reserved nodes excluded).
+    /// A drained node still lets its suspended jobs resume.
     fn fits_alloc(&self, alloc: &[(usize, u32)]) -> bool {
-        alloc
-            .iter()
-            .all(|&(n, c)| self.nodes[n].usable && self.nodes[n].free_cpus >= c)
+        alloc.iter().all(|&(n, c)| {
+            self.nodes[n].free_cpus >= c && self.blocked[n / 64] & (1 << (n % 64)) == 0
+        })
+    }
+
+    /// Whether a running job's own cores are still free, reserved or not.
+    fn still_free(&self, alloc: &[(usize, u32)]) -> bool {
+        alloc.iter().all(|&(n, c)| self.nodes[n].free_cpus >= c)
     }
 
     /// A suspended job's cores are taken again (its memory it never gave).
@@ -825,6 +958,7 @@ mod tests {
             state: ActiveState::Running,
             since_ns: 0,
             expected_end_ns: end_s * S,
+            remaining_ns: end_s * S,
         }
     }
 
@@ -1050,6 +1184,146 @@ mod tests {
                 }
             ]
         );
+    }
+
+    fn in_state(mut a: Active, state: ActiveState, since_s: i64) -> Active {
+        a.state = state;
+        a.since_ns = since_s * S;
+        if state != ActiveState::Running {
+            a.expected_end_ns = i64::MAX;
+        }
+        a
+    }
+
+    const PREEMPT: Standard = Standard {
+        base: Base::Fcfs,
+        preemption: true,
+    };
+
+    #[test]
+    fn preemption_spares_victims_it_can_do_without() {
+        // Node 0 has 1 free core. Job 11 (low, 9 cores) holds 1 core of
+        // node 0 and two other nodes; job 12 (low) holds node 1. A 4-core
+        // urgent job limited to nodes 0-1 needs only job 12 gone.
+        let mut v = view([1, 0, 0, 0], vec![], vec![]);
+        Arc::make_mut(&mut v.partitions).push(PartitionView {
+            nodes: vec![0, 1],
+            priority: 10,
+            gang: None,
+        });
+        Arc::make_mut(&mut v.partitions)[0].priority = 1;
+        v.active = Arc::new(vec![
+            running(10, 1, vec![(0, 3)], 900),
+            running(11, 0, vec![(0, 0), (2, 4), (3, 4)], 900),
+            running(12, 0, vec![(1, 4)], 900),
+        ]);
+        Arc::make_mut(&mut v.active)[1].alloc = vec![(0, 1), (2, 4), (3, 4)];
+        Arc::make_mut(&mut v.active)[1].cores = 9;
+        v.nodes[0].free_cpus = 1;
+        let mut urgent = job(1, 4, 10);
+        urgent.partition = 1;
+        v.queue = Arc::new(vec![urgent]);
+        let d = PREEMPT.decide(&v);
+        assert_eq!(
+            d.list,
+            [
+                Decision::Suspend(12),
+                Decision::Start {
+                    job: 1,
+                    alloc: vec![(0, 1), (1, 3)]
+                }
+            ]
+        );
+    }
+
+    #[test]
+    fn jobs_being_cancelled_are_not_victims() {
+        let mut v = view([0, 0, 0, 0], vec![], vec![]);
+        Arc::make_mut(&mut v.partitions).push(PartitionView {
+            nodes: vec![0, 1, 2, 3],
+            priority: 10,
+            gang: None,
+        });
+        v.active = Arc::new(vec![in_state(
+            running(10, 0, vec![(0, 4), (1, 4), (2, 4), (3, 4)], 900),
+            ActiveState::Ending,
+            90,
+        )]);
+        let mut urgent = job(1, 4, 10);
+        urgent.partition = 1;
+        v.queue = Arc::new(vec![urgent]);
+        assert!(PREEMPT.decide(&v).list.is_empty());
+    }
+
+    #[test]
+    fn a_job_suspended_on_a_drained_node_resumes() {
+        let mut v = view([4, 4, 4, 4], vec![], vec![]);
+        v.nodes[0].usable = false;
+        v.active = Arc::new(vec![in_state(
+            running(10, 0, vec![(0, 4)], 900),
+            ActiveState::Suspended,
+            50,
+        )]);
+        assert_eq!(PREEMPT.decide(&v).list, [Decision::Resume(10)]);
+    }
+
+    #[test]
+    fn easy_counts_jobs_resumed_in_the_same_pass_as_releases() {
+        // Job 10 (8 cores, 200 s left) resumes on nodes 0-1; job 11 ends at
+        // 200 s. The 16-core head can start at 300 s (100 s + 200 s), when
+        // both have released: a 4-core job of 900 s on node 3 would delay
+        // it and must not be backfilled.
+        let mut v = view([4, 4, 0, 4], vec![], vec![]);
+        let mut suspended = in_state(
+            running(10, 0, vec![(0, 4), (1, 4)], 0),
+            ActiveState::Suspended,
+            50,
+        );
+        suspended.remaining_ns = 200 * S;
+        v.active = Arc::new(vec![suspended, running(11, 0, vec![(2, 4)], 200)]);
+        v.queue = Arc::new(vec![job(1, 16, 500), job(2, 4, 900)]);
+        assert_eq!(EASY.decide(&v).list, [Decision::Resume(10)]);
+    }
+
+    #[test]
+    fn no_start_beyond_k_jobs_per_core() {
+        // K = 2 on 3 nodes of 4 cores. Node 0 holds two suspended jobs: it
+        // has free cores but no free slot; nothing may start there.
+        let mut v = view([4, 0, 0, 4], vec![], vec![]);
+        v.nodes.truncate(3);
+        for n in &mut v.nodes {
+            n.free_slots = 0;
+        }
+        Arc::make_mut(&mut v.partitions)[0] = PartitionView {
+            nodes: vec![0, 1, 2],
+            priority: 0,
+            gang: Some(Gang {
+                oversubscribe: 2,
+                slice_ns: 30 * S,
+            }),
+        };
+        v.active = Arc::new(vec![
+            in_state(
+                running(10, 0, vec![(0, 4), (2, 4)], 0),
+                ActiveState::Suspended,
+                50,
+            ),
+            in_state(
+                running(11, 0, vec![(0, 4), (1, 4)], 0),
+                ActiveState::Suspended,
+                60,
+            ),
+            in_state(running(12, 0, vec![(1, 4)], 900), ActiveState::Running, 90),
+            in_state(running(13, 0, vec![(2, 4)], 900), ActiveState::Running, 95),
+        ]);
+        v.queue = Arc::new(vec![job(1, 4, 10)]);
+        for policy in [FCFS, EASY] {
+            let d = policy.decide(&v);
+            assert!(
+                !d.list.iter().any(|x| matches!(x, Decision::Start { .. })),
+                "{d:?}"
+            );
+        }
     }
 
     fn gang_view(slice_s: i64) -> View {

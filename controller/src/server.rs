@@ -117,6 +117,16 @@ impl Server {
                     .map(|w| self.clock.instant(w).max(last_pass + interval))
             };
             let next_pass = due.map(tokio::time::Instant::from_std);
+            // A pass that is due runs before more events are read: under a
+            // steady stream of events the biased select below would
+            // otherwise put it off for as long as the stream lasts.
+            if next_pass.is_some_and(|t| t <= tokio::time::Instant::now()) {
+                let started = Instant::now();
+                if self.pass() {
+                    last_pass = started;
+                }
+                continue;
+            }
             tokio::select! {
                 // Events first: heartbeats waiting in the queue after a long
                 // pass must be seen before agents are judged silent.

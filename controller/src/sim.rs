@@ -528,6 +528,92 @@ mod tests {
         assert_eq!(starts, [0, 15, 10]);
     }
 
+    fn sorted(run: SimRun) -> Vec<JobRecord<'static>> {
+        let mut recs = run.records;
+        recs.sort_by_key(|r| r.id);
+        recs
+    }
+
+    fn secs(s: &[Suspension]) -> Vec<(i64, i64)> {
+        s.iter().map(|s| (s.suspend / S, s.resume / S)).collect()
+    }
+
+    #[test]
+    fn a_high_priority_job_does_not_wait_behind_a_resumed_victim() {
+        // Low job L (8 cores, 100 s) at 0; H1 (8 cores, 10 s) at 5 suspends
+        // it; H2 (8 cores, 10 s) arrives at 12 and must run when H1 ends,
+        // not after L.
+        let cfg = config(
+            "[controller]\npreemption = \"suspend\"\npolicy = \"fcfs\"\nschedule_interval_ms = 0\n\
+             [[partitions]]\nname = \"low\"\npriority = 1\ndefault = true\n\
+             [[partitions]]\nname = \"high\"\npriority = 10\n",
+        );
+        let mut h1 = job(8, 10, 5);
+        h1.spec.partition = Some("high".into());
+        let mut h2 = job(8, 10, 12);
+        h2.spec.partition = Some("high".into());
+        let recs = sorted(simulate(cfg, &[job(8, 100, 0), h1, h2], 0));
+        assert_eq!((recs[1].start / S, recs[2].start / S), (5, 15));
+        assert_eq!(secs(&recs[0].suspensions), [(5, 25)]);
+        assert_eq!(recs[0].end / S, 120);
+    }
+
+    #[test]
+    fn a_victim_gets_its_nodes_back_before_later_jobs() {
+        // L (8 cores on both nodes) is suspended at 5 by a 4-core urgent job
+        // on vn1. 4-core low jobs keep arriving: none may take vn2 while L
+        // waits, or L would wait for ever.
+        let cfg = config(
+            "[controller]\npreemption = \"suspend\"\nschedule_interval_ms = 0\n\
+             [[partitions]]\nname = \"low\"\npriority = 1\ndefault = true\n\
+             [[partitions]]\nname = \"high\"\nnodes = \"vn1\"\npriority = 10\n",
+        );
+        let mut jobs = vec![job(8, 30, 0)];
+        let mut urgent = job(4, 10, 5);
+        urgent.spec.partition = Some("high".into());
+        jobs.push(urgent);
+        jobs.extend((0..8).map(|k| job(4, 100, 6 + 50 * k)));
+        let recs = sorted(simulate(cfg, &jobs, 0));
+        assert_eq!(secs(&recs[0].suspensions), [(5, 15)]);
+        assert_eq!(recs[0].end / S, 40);
+    }
+
+    #[test]
+    fn gang_time_slicing_does_not_starve_a_job_on_several_nodes() {
+        // 2 nodes of 4 cores, K = 3, 10 s slices. An 8-core job and a
+        // stream of 4-core jobs: the 8-core job must get turns.
+        let cfg = config(
+            "[controller]\ntime_slice_s = 10\nschedule_interval_ms = 0\n\
+             [[partitions]]\nname = \"g\"\nnodes = \"ALL\"\ndefault = true\noversubscribe = 3\n",
+        );
+        let mut jobs = vec![
+            job(8, 20, 0),
+            job(4, 100, 1),
+            job(4, 100, 15),
+            job(4, 100, 16),
+            job(4, 100, 17),
+        ];
+        jobs.extend((0..10).map(|k| job(4, 100, 100 + 50 * k)));
+        let run = simulate(cfg, &jobs, 0);
+        assert_eq!(run.refused, 0);
+        let recs = sorted(run);
+        let longest = recs[0]
+            .suspensions
+            .iter()
+            .map(Suspension::duration_ns)
+            .max()
+            .unwrap_or(0);
+        // Waiting for the 4-core jobs on its nodes to finish their slices:
+        // a few slices, not hundreds of seconds.
+        assert!(
+            longest <= 40 * S,
+            "longest wait {} s: {:?}",
+            longest / S,
+            recs[0]
+        );
+        assert!(recs[0].end <= 100 * S, "{:?}", recs[0]);
+    }
+
     #[test]
     fn walltime_ends_in_timeout() {
         let mut j = job(1, 100, 0);

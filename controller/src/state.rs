@@ -414,13 +414,20 @@ impl Cluster {
         self.active.binary_search_by_key(&id, |a| a.job).ok()
     }
 
-    /// Updates the policies' copy of an active job.
-    fn set_active(&mut self, id: u64, state: ActiveState, since: i64, expected_end: i64) {
+    /// Updates the policies' copy of an active job: its state since
+    /// `since`, with `remaining` ns of run time expected from then.
+    fn set_active(&mut self, id: u64, state: ActiveState, since: i64, remaining: i64) {
         if let Some(i) = self.active_at(id) {
             let a = &mut Arc::make_mut(&mut self.active)[i];
             a.state = state;
             a.since_ns = since;
-            a.expected_end_ns = expected_end;
+            a.remaining_ns = remaining;
+            // Only a running job releases its cores at a time one can tell.
+            a.expected_end_ns = if state == ActiveState::Running {
+                since.saturating_add(remaining)
+            } else {
+                i64::MAX
+            };
         }
     }
 
@@ -489,6 +496,10 @@ impl Cluster {
                 job.spec.cores
             ));
         }
+        // In a partition that time-slices, at most K jobs per core, running
+        // or suspended. (A job suspended by preemption elsewhere does not
+        // count: its cores are free for the job that preempted it.)
+        let gang = self.config.partitions[job.partition].oversubscribe > 1;
         for &(n, c) in &alloc {
             let node = self
                 .nodes
@@ -497,6 +508,7 @@ impl Cluster {
             let mem = u64::from(c) * job.spec.mem_per_cpu_mb;
             if node.agent.is_none()
                 || node.alloc_cpus + c > node.cpus
+                || (gang && node.slot_cpus + c > node.cpus * self.oversubscription[n])
                 || node.alloc_mem_mb + mem > node.memory_mb
             {
                 return Err(format!(
@@ -524,6 +536,7 @@ impl Cluster {
             expected_end_ns: now
                 .mono
                 .saturating_add(estimate.min(i64::MAX as u64) as i64),
+            remaining_ns: estimate.min(i64::MAX as u64) as i64,
         };
         let list = Arc::make_mut(&mut self.active);
         let at = list.partition_point(|a| a.job < id);
@@ -579,6 +592,8 @@ impl Cluster {
         if job.state != JobState::Running || job.ending_as.is_some() {
             return Err(format!("job {id} is {}, not running", job.state.as_str()));
         }
+        let remaining =
+            (job.estimate_ns().min(i64::MAX as u64) as i64 - job.run_time(now.mono)).max(0);
         job.state = JobState::Suspended;
         job.suspended_by = Some(by);
         job.suspended_since = Some(now.mono);
@@ -598,8 +613,7 @@ impl Cluster {
             SuspendedBy::Policy => ActiveState::Suspended,
             SuspendedBy::Admin => ActiveState::Held,
         };
-        // A suspended job releases nothing at a time one can tell.
-        self.set_active(id, state, now.mono, i64::MAX);
+        self.set_active(id, state, now.mono, remaining);
         self.counters.suspensions += 1;
         Ok(())
     }
@@ -659,12 +673,7 @@ impl Cluster {
         }
         let remaining =
             (job.estimate_ns().min(i64::MAX as u64) as i64 - job.run_time(now.mono)).max(0);
-        self.set_active(
-            id,
-            ActiveState::Running,
-            now.mono,
-            now.mono.saturating_add(remaining),
-        );
+        self.set_active(id, ActiveState::Running, now.mono, remaining);
         Ok(())
     }
 
@@ -805,6 +814,8 @@ impl Cluster {
                     if let Some(a) = job.agent {
                         out.to_agent(a, ToAgent::Cancel(id));
                     }
+                    // No policy may suspend or resume it now.
+                    self.set_active(id, ActiveState::Ending, now.mono, 0);
                 }
             }
             _ => return Err(format!("job {id} is already over")),
