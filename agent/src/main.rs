@@ -40,7 +40,9 @@ struct Cli {
     /// The job program [default: sigsleep beside this executable].
     #[arg(long, value_name = "PATH")]
     sigsleep: Option<PathBuf>,
-    /// How long to keep trying to reach the controller, in seconds.
+    /// How long to keep trying to reach the controller at start, in
+    /// seconds. Once registered, the agent reconnects for as long as it
+    /// runs (its jobs go on meanwhile, until the controller's fence time).
     #[arg(long, value_name = "SECONDS", default_value_t = 30)]
     connect_timeout: u64,
 }
@@ -92,11 +94,14 @@ async fn run(cli: Cli, shutdown: CancellationToken) -> Result<()> {
         log: dir.join(format!("{host}.rec")),
         host,
     };
-    let conn = tokio::select! {
-        c = agent::connect(&cli.controller, &secret, Duration::from_secs(cli.connect_timeout)) => c?,
-        () = shutdown.cancelled() => return Ok(()),
-    };
-    uplink::serve(conn, spec, shutdown).await
+    uplink::run(
+        &cli.controller,
+        &secret,
+        spec,
+        Duration::from_secs(cli.connect_timeout),
+        shutdown,
+    )
+    .await
 }
 
 fn hostname() -> String {

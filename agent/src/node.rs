@@ -23,6 +23,9 @@ pub enum NodeCmd {
     Suspend(u64),
     Resume(u64),
     Cancel(u64),
+    /// `SIGKILL` at once, without a record: the agent lost the controller
+    /// and this execution of the job no longer counts.
+    Kill(u64),
 }
 
 /// Shared by every node task of an agent.
@@ -139,6 +142,11 @@ async fn run(name: String, mut rx: mpsc::UnboundedReceiver<NodeCmd>, ctx: Arc<No
                 Some(NodeCmd::Cancel(id)) => {
                     if let Some(job) = jobs.get_mut(&id) {
                         cancel(job, kill_grace);
+                    }
+                }
+                Some(NodeCmd::Kill(id)) => {
+                    if let Some(job) = jobs.get(&id) {
+                        signal(job.pid, Signal::SIGKILL);
                     }
                 }
             },

@@ -33,6 +33,24 @@ impl Spool {
         })
     }
 
+    /// The records appended since the last call, by job: (job id, frame).
+    /// Damaged frames are skipped (the controller would drop them anyway).
+    pub fn read_new_by_job(&mut self) -> Result<Vec<(u64, Vec<u8>)>> {
+        let frames = self.read_new()?;
+        let mut out = Vec::new();
+        let mut reader = formats::record::RecordReader::new(&frames[..]);
+        reader
+            .for_each_record(|rec| -> std::io::Result<()> {
+                let mut frame = Vec::new();
+                if formats::record::encode(rec, &mut frame).is_ok() {
+                    out.push((rec.id, frame));
+                }
+                Ok(())
+            })
+            .context("cannot read the record spool")?;
+        Ok(out)
+    }
+
     /// The whole frames appended since the last call.
     pub fn read_new(&mut self) -> Result<Vec<u8>> {
         self.file

@@ -34,13 +34,21 @@ impl Default for AgentSettings {
 }
 
 impl AgentSettings {
-    pub fn run_settings(&self, stream_records: bool) -> RunSettings {
+    /// What an agent is told at registration. `remote`: it runs on its own
+    /// (streams its records, and fences its jobs after `fence` without
+    /// news); an agent hosted by the controller lives and dies with it.
+    pub fn run_settings(&self, remote: bool, fence: Duration) -> RunSettings {
         RunSettings {
             heartbeat_ms: self.heartbeat.as_millis() as u64,
             suspend_mode: self.suspend_mode,
             suspend_grace_ms: self.suspend_grace.as_millis() as u64,
             kill_grace_ms: self.kill_grace.as_millis() as u64,
-            stream_records,
+            stream_records: remote,
+            fence_ms: if remote {
+                fence.as_millis().max(1) as u64
+            } else {
+                0
+            },
         }
     }
 }

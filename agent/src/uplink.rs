@@ -1,18 +1,30 @@
-//! The agent's connection to the controller: registration, then commands
-//! routed to node tasks and their events (and finished records) sent back,
-//! with a heartbeat. Owns the job → node map.
+//! The agent's link to the controller: registration, then commands routed
+//! to node tasks and their events (and finished records) sent back, with a
+//! heartbeat each way.
+//!
+//! What the agent knows of its jobs outlives any one connection. An agent
+//! on another host that loses the controller (a restart, a network cut)
+//! keeps its jobs running, connects again, and reports them when it
+//! registers anew, with the ends and records of those that finished
+//! meanwhile; it forgets an ended job only once the controller says it has
+//! durably noted it. If it hears nothing from the controller for the fence
+//! time it kills its jobs (`SIGKILL`, no record): the controller gives a
+//! silent agent's jobs to other nodes after its heartbeat timeout, which is
+//! longer, so a job never runs twice at once.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context, Result};
-use formats::wire::{Conn, Exit, FromAgent, ToAgent, WireError};
+use formats::wire::{Conn, Exit, FromAgent, Held, RunSettings, ToAgent, WireError};
 use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::TcpStream;
 use tokio::sync::mpsc;
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
-use tracing::{info, warn};
+use tracing::{debug, info, warn};
 
 use crate::node::{self, NodeCmd, NodeContext, NodeHandle};
 use crate::records::Spool;
@@ -33,151 +45,390 @@ pub struct AgentSpec {
     pub log: PathBuf,
 }
 
-/// Runs an agent over an authenticated connection until the controller
-/// tells it to stop, the connection ends, or `shutdown` fires. Every job
-/// is ended before this returns.
+/// Runs an agent hosted by the controller itself, over an in-memory pipe:
+/// one session, and every job ends with it.
 pub async fn serve<T: AsyncRead + AsyncWrite + Unpin>(
     mut conn: Conn<T>,
     spec: AgentSpec,
     shutdown: CancellationToken,
 ) -> Result<()> {
+    let settings = register(&mut conn, &spec, Vec::new(), Vec::new()).await?;
+    let mut agent = Agent::start(spec, settings)?;
+    let end = agent.session(&mut conn, &shutdown).await;
+    agent.stop(Some(&mut conn)).await;
+    match end {
+        SessionEnd::Stop => Ok(()),
+        SessionEnd::Lost(why) => Err(anyhow!(why)),
+    }
+}
+
+/// Runs an agent on its own host until the controller tells it to stop or
+/// `shutdown` fires, connecting again whenever the connection is lost.
+/// The first connection must succeed within `patience`.
+pub async fn run(
+    addr: &str,
+    secret: &[u8],
+    spec: AgentSpec,
+    patience: Duration,
+    shutdown: CancellationToken,
+) -> Result<()> {
+    let mut conn = tokio::select! {
+        c = crate::connect(addr, secret, patience) => c?,
+        () = shutdown.cancelled() => return Ok(()),
+    };
+    let settings = register(&mut conn, &spec, Vec::new(), Vec::new()).await?;
+    let mut agent = Agent::start(spec, settings)?;
+    loop {
+        match agent.session(&mut conn, &shutdown).await {
+            SessionEnd::Stop => break,
+            SessionEnd::Lost(why) => warn!(controller = %addr, "lost the controller: {why}"),
+        }
+        match agent.reconnect(addr, secret, &shutdown).await? {
+            Some(c) => conn = c,
+            None => break,
+        }
+    }
+    agent.stop(Some(&mut conn)).await;
+    Ok(())
+}
+
+/// Sends the registration and returns the controller's settings. A refusal
+/// is final: the agent's nodes or configuration are wrong.
+async fn register<T: AsyncRead + AsyncWrite + Unpin>(
+    conn: &mut Conn<T>,
+    spec: &AgentSpec,
+    jobs: Vec<(u64, Held)>,
+    records: Vec<u8>,
+) -> Result<RunSettings> {
     conn.send(&FromAgent::Register {
         host: spec.host.clone(),
         nodes: formats::nodeset::fold(spec.nodes.iter().map(String::as_str)),
         cpus: spec.cpus,
         memory_mb: spec.memory_mb,
+        jobs,
+        records,
     })
     .await
     .context("cannot register")?;
-    let settings = match conn
+    match conn
         .recv::<ToAgent>()
         .await
         .context("no answer to registration")?
     {
-        ToAgent::Registered(s) => s,
-        ToAgent::Rejected(why) => bail!("the controller refused this agent: {why}"),
+        ToAgent::Registered(s) => Ok(s),
+        ToAgent::Rejected(why) => Err(anyhow!(Refused(why))),
         other => bail!("the controller answered registration with {other:?}"),
-    };
-    info!(
-        host = %spec.host,
-        nodes = spec.nodes.len(),
-        mode = ?settings.suspend_mode,
-        "registered"
-    );
-    let mut spool = if settings.stream_records {
-        Some(Spool::open(&spec.log)?)
-    } else {
-        None
-    };
-
-    // Node tasks send events here; this task is the only receiver.
-    let (events_tx, mut events) = mpsc::channel::<FromAgent>(4096);
-    let ctx = Arc::new(NodeContext {
-        launcher: Launcher::global().context("cannot start the job launcher")?,
-        sigsleep: spec.sigsleep.clone(),
-        log: spec.log.clone(),
-        settings: settings.clone(),
-        events: events_tx,
-    });
-    let mut nodes: HashMap<String, NodeHandle> = HashMap::with_capacity(spec.nodes.len());
-    let mut tasks = Vec::with_capacity(spec.nodes.len());
-    for name in &spec.nodes {
-        let (handle, task) = node::start(name.clone(), Arc::clone(&ctx));
-        nodes.insert(name.clone(), handle);
-        tasks.push(task);
     }
-    // Only node tasks hold senders now, so `events` ends when they do.
-    drop(ctx);
-    let mut job_node: HashMap<u64, String> = HashMap::new();
-    let mut heartbeat = tokio::time::interval(Duration::from_millis(settings.heartbeat_ms.max(1)));
-
-    let outcome: Result<()> = loop {
-        tokio::select! {
-            () = shutdown.cancelled() => break Ok(()),
-            msg = conn.recv::<ToAgent>() => match msg {
-                Ok(ToAgent::Start(s)) => {
-                    let Some(handle) = nodes.get(&s.node) else {
-                        warn!(job = s.job, node = %s.node, "start on a node this agent does not host");
-                        if let Err(e) = conn.send(&FromAgent::Ended { job: s.job, exit: Exit::SpawnFailed }).await {
-                            break Err(e.into());
-                        }
-                        continue;
-                    };
-                    job_node.insert(s.job, s.node.clone());
-                    let _ = handle.send(NodeCmd::Start(s));
-                }
-                Ok(ToAgent::Suspend(id)) => route(&nodes, &job_node, id, NodeCmd::Suspend(id)),
-                Ok(ToAgent::Resume(id)) => route(&nodes, &job_node, id, NodeCmd::Resume(id)),
-                Ok(ToAgent::Cancel(id)) => route(&nodes, &job_node, id, NodeCmd::Cancel(id)),
-                Ok(ToAgent::Shutdown) => break Ok(()),
-                Ok(other) => break Err(anyhow!("the controller sent {other:?} out of turn")),
-                Err(WireError::Closed) => break Err(anyhow!("the controller closed the connection")),
-                Err(e) => break Err(anyhow!("connection to the controller: {e}")),
-            },
-            Some(ev) = events.recv() => {
-                if let Err(e) = forward(&mut conn, &mut spool, &mut job_node, ev).await {
-                    break Err(e);
-                }
-            }
-            _ = heartbeat.tick() => {
-                let running = job_node.len() as u32;
-                if let Err(e) = conn.send(&FromAgent::Heartbeat { running }).await {
-                    break Err(e.into());
-                }
-            }
-        }
-    };
-
-    // Dropping the handles asks every node to end its jobs; keep reporting
-    // their ends while the connection lasts.
-    drop(nodes);
-    let mut connected = outcome.is_ok();
-    while let Some(ev) = events.recv().await {
-        if connected
-            && forward(&mut conn, &mut spool, &mut job_node, ev)
-                .await
-                .is_err()
-        {
-            connected = false;
-        }
-    }
-    for t in tasks {
-        let _ = t.await;
-    }
-    outcome
 }
 
-fn route(
-    nodes: &HashMap<String, NodeHandle>,
-    job_node: &HashMap<u64, String>,
-    job: u64,
-    cmd: NodeCmd,
-) {
-    match job_node.get(&job).and_then(|n| nodes.get(n)) {
-        Some(h) => {
+/// The controller refused the registration.
+#[derive(Debug)]
+struct Refused(String);
+
+impl std::fmt::Display for Refused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "the controller refused this agent: {}", self.0)
+    }
+}
+
+impl std::error::Error for Refused {}
+
+enum SessionEnd {
+    /// Told to stop, or `shutdown` fired.
+    Stop,
+    /// The connection failed or the controller went silent.
+    Lost(String),
+}
+
+/// A job running or suspended here.
+struct Live {
+    node: String,
+    suspended: bool,
+}
+
+/// The agent's side of its jobs, kept across connections.
+struct Agent {
+    spec: AgentSpec,
+    settings: RunSettings,
+    nodes: HashMap<String, NodeHandle>,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+    /// Node tasks report here; this is the only receiver.
+    events: mpsc::Receiver<FromAgent>,
+    jobs: HashMap<u64, Live>,
+    /// Ended jobs the controller has not yet said it noted: exit and the
+    /// record frames.
+    ended: BTreeMap<u64, (Exit, Vec<u8>)>,
+    /// Record frames read from the spool whose job has not been reaped yet.
+    frames: HashMap<u64, Vec<u8>>,
+    spool: Option<Spool>,
+    /// Last time anything came from the controller.
+    last_heard: Instant,
+}
+
+impl Agent {
+    fn start(spec: AgentSpec, settings: RunSettings) -> Result<Agent> {
+        info!(
+            host = %spec.host,
+            nodes = spec.nodes.len(),
+            mode = ?settings.suspend_mode,
+            "registered"
+        );
+        let spool = if settings.stream_records {
+            Some(Spool::open(&spec.log)?)
+        } else {
+            None
+        };
+        let (events_tx, events) = mpsc::channel::<FromAgent>(4096);
+        let ctx = Arc::new(NodeContext {
+            launcher: Launcher::global().context("cannot start the job launcher")?,
+            sigsleep: spec.sigsleep.clone(),
+            log: spec.log.clone(),
+            settings: settings.clone(),
+            events: events_tx,
+        });
+        let mut nodes = HashMap::with_capacity(spec.nodes.len());
+        let mut tasks = Vec::with_capacity(spec.nodes.len());
+        for name in &spec.nodes {
+            let (handle, task) = node::start(name.clone(), Arc::clone(&ctx));
+            nodes.insert(name.clone(), handle);
+            tasks.push(task);
+        }
+        Ok(Agent {
+            spec,
+            settings,
+            nodes,
+            tasks,
+            events,
+            jobs: HashMap::new(),
+            ended: BTreeMap::new(),
+            frames: HashMap::new(),
+            spool,
+            last_heard: Instant::now(),
+        })
+    }
+
+    /// When the jobs are to be killed if the controller stays silent.
+    fn fence_at(&self) -> Option<Instant> {
+        (self.settings.fence_ms > 0 && !self.jobs.is_empty())
+            .then(|| self.last_heard + Duration::from_millis(self.settings.fence_ms))
+    }
+
+    fn fence(&mut self) {
+        warn!(
+            jobs = self.jobs.len(),
+            silent_ms = self.last_heard.elapsed().as_millis() as u64,
+            "nothing from the controller for the fence time: killing every job (it may run them elsewhere)"
+        );
+        for (&id, live) in &self.jobs {
+            if let Some(h) = self.nodes.get(&live.node) {
+                let _ = h.send(NodeCmd::Kill(id));
+            }
+        }
+        // Killed jobs report their ends; do not fence them again.
+        self.last_heard = Instant::now();
+    }
+
+    /// What this agent holds, for a new registration.
+    fn held(&self) -> (Vec<(u64, Held)>, Vec<u8>) {
+        let mut jobs: Vec<(u64, Held)> = self
+            .jobs
+            .iter()
+            .map(|(&id, l)| {
+                let h = if l.suspended {
+                    Held::Suspended
+                } else {
+                    Held::Running
+                };
+                (id, h)
+            })
+            .collect();
+        let mut records = Vec::new();
+        for (&id, (exit, frames)) in &self.ended {
+            jobs.push((id, Held::Ended(*exit)));
+            records.extend_from_slice(frames);
+        }
+        (jobs, records)
+    }
+
+    /// Takes note of a node's event; returns what to send the controller.
+    fn note(&mut self, ev: FromAgent) -> Result<Vec<FromAgent>> {
+        match ev {
+            FromAgent::Ended { job, exit } => {
+                self.jobs.remove(&job);
+                self.read_spool()?;
+                let frames = self.frames.remove(&job).unwrap_or_default();
+                self.ended.insert(job, (exit, frames.clone()));
+                let mut out = Vec::with_capacity(2);
+                if !frames.is_empty() {
+                    out.push(FromAgent::Records(frames));
+                }
+                out.push(FromAgent::Ended { job, exit });
+                Ok(out)
+            }
+            other => Ok(vec![other]),
+        }
+    }
+
+    /// Sorts the spool's new frames by job.
+    fn read_spool(&mut self) -> Result<()> {
+        let Some(spool) = &mut self.spool else {
+            return Ok(());
+        };
+        for (id, frame) in spool.read_new_by_job()? {
+            self.frames.entry(id).or_default().extend_from_slice(&frame);
+        }
+        Ok(())
+    }
+
+    fn route(&mut self, job: u64, cmd: NodeCmd) {
+        let Some(live) = self.jobs.get_mut(&job) else {
+            // Already ended: the controller learns it from the Ended event.
+            debug!(job, ?cmd, "no such job here");
+            return;
+        };
+        match cmd {
+            NodeCmd::Suspend(_) => live.suspended = true,
+            NodeCmd::Resume(_) => live.suspended = false,
+            _ => {}
+        }
+        if let Some(h) = self.nodes.get(&live.node) {
             let _ = h.send(cmd);
         }
-        // Already ended: the controller learns it from the Ended event.
-        None => tracing::debug!(job, ?cmd, "no such job here"),
     }
-}
 
-/// Sends a node's event on, with the job's record first when it ended.
-async fn forward<T: AsyncRead + AsyncWrite + Unpin>(
-    conn: &mut Conn<T>,
-    spool: &mut Option<Spool>,
-    job_node: &mut HashMap<u64, String>,
-    ev: FromAgent,
-) -> Result<()> {
-    if let FromAgent::Ended { job, .. } = &ev {
-        job_node.remove(job);
-        if let Some(spool) = spool {
-            let frames = spool.read_new()?;
-            if !frames.is_empty() {
-                conn.send(&FromAgent::Records(frames)).await?;
+    /// Serves one connection until it ends.
+    async fn session<T: AsyncRead + AsyncWrite + Unpin>(
+        &mut self,
+        conn: &mut Conn<T>,
+        shutdown: &CancellationToken,
+    ) -> SessionEnd {
+        self.last_heard = Instant::now();
+        let beat = Duration::from_millis(self.settings.heartbeat_ms.max(1));
+        let mut heartbeat = tokio::time::interval(beat);
+        loop {
+            let fence_at = self.fence_at();
+            tokio::select! {
+                () = shutdown.cancelled() => return SessionEnd::Stop,
+                msg = conn.recv::<ToAgent>() => {
+                    self.last_heard = Instant::now();
+                    match msg {
+                        Ok(ToAgent::Start(s)) => {
+                            let id = s.job;
+                            if let Some(h) = self.nodes.get(&s.node) {
+                                self.jobs.insert(id, Live { node: s.node.clone(), suspended: false });
+                                let _ = h.send(NodeCmd::Start(s));
+                            } else {
+                                warn!(job = id, node = %s.node, "start on a node this agent does not host");
+                                self.ended.insert(id, (Exit::SpawnFailed, Vec::new()));
+                                if let Err(e) = conn.send(&FromAgent::Ended { job: id, exit: Exit::SpawnFailed }).await {
+                                    return SessionEnd::Lost(e.to_string());
+                                }
+                            }
+                        }
+                        Ok(ToAgent::Suspend(id)) => self.route(id, NodeCmd::Suspend(id)),
+                        Ok(ToAgent::Resume(id)) => self.route(id, NodeCmd::Resume(id)),
+                        Ok(ToAgent::Cancel(id)) => self.route(id, NodeCmd::Cancel(id)),
+                        Ok(ToAgent::Kill(id)) => self.route(id, NodeCmd::Kill(id)),
+                        Ok(ToAgent::Forget(ids)) => {
+                            for id in ids {
+                                self.ended.remove(&id);
+                            }
+                        }
+                        Ok(ToAgent::Ping) => {}
+                        Ok(ToAgent::Shutdown) => return SessionEnd::Stop,
+                        Ok(other) => return SessionEnd::Lost(format!("the controller sent {other:?} out of turn")),
+                        Err(WireError::Closed) => return SessionEnd::Lost("the controller closed the connection".into()),
+                        Err(e) => return SessionEnd::Lost(e.to_string()),
+                    }
+                }
+                Some(ev) = self.events.recv() => {
+                    let out = match self.note(ev) {
+                        Ok(out) => out,
+                        Err(e) => return SessionEnd::Lost(format!("{e:#}")),
+                    };
+                    for msg in out {
+                        if let Err(e) = conn.send(&msg).await {
+                            return SessionEnd::Lost(e.to_string());
+                        }
+                    }
+                }
+                _ = heartbeat.tick() => {
+                    let running = self.jobs.len() as u32;
+                    if let Err(e) = conn.send(&FromAgent::Heartbeat { running }).await {
+                        return SessionEnd::Lost(e.to_string());
+                    }
+                }
+                () = tokio::time::sleep_until(fence_at.unwrap_or_else(Instant::now)), if fence_at.is_some() => {
+                    self.fence();
+                    return SessionEnd::Lost("the controller went silent".into());
+                }
             }
         }
     }
-    conn.send(&ev).await?;
-    Ok(())
+
+    /// Connects and registers again, with what it holds, until it works;
+    /// meanwhile jobs go on (and are fenced if this takes too long).
+    /// `None`: `shutdown` fired.
+    async fn reconnect(
+        &mut self,
+        addr: &str,
+        secret: &[u8],
+        shutdown: &CancellationToken,
+    ) -> Result<Option<Conn<TcpStream>>> {
+        let mut pause = Duration::from_millis(100);
+        loop {
+            let attempt = async {
+                let mut conn = crate::connect(addr, secret, Duration::ZERO).await?;
+                let (jobs, records) = self.held();
+                register(&mut conn, &self.spec, jobs, records).await?;
+                Ok::<_, anyhow::Error>(conn)
+            };
+            let fence_at = self.fence_at();
+            let outcome = tokio::select! {
+                () = shutdown.cancelled() => return Ok(None),
+                r = attempt => Some(r),
+                () = tokio::time::sleep_until(fence_at.unwrap_or_else(Instant::now)), if fence_at.is_some() => None,
+            };
+            match outcome {
+                Some(Ok(conn)) => {
+                    info!(controller = %addr, jobs = self.jobs.len(), "registered again");
+                    return Ok(Some(conn));
+                }
+                Some(Err(e)) if e.downcast_ref::<Refused>().is_some() => return Err(e),
+                Some(Err(e)) => debug!(controller = %addr, "{e:#}"),
+                None => self.fence(),
+            }
+            // Jobs that end while the controller is away are noted.
+            let wait = tokio::time::sleep(pause);
+            tokio::pin!(wait);
+            loop {
+                tokio::select! {
+                    () = &mut wait => break,
+                    () = shutdown.cancelled() => return Ok(None),
+                    Some(ev) = self.events.recv() => { self.note(ev)?; }
+                }
+            }
+            pause = (pause * 2).min(Duration::from_secs(1));
+        }
+    }
+
+    /// Ends every job, reporting their ends while the connection lasts.
+    async fn stop<T: AsyncRead + AsyncWrite + Unpin>(mut self, mut conn: Option<&mut Conn<T>>) {
+        // Dropping the handles asks every node to end its jobs.
+        self.nodes.clear();
+        while let Some(ev) = self.events.recv().await {
+            let Ok(out) = self.note(ev) else { continue };
+            if let Some(c) = conn.as_mut() {
+                for msg in out {
+                    if c.send(&msg).await.is_err() {
+                        conn = None;
+                        break;
+                    }
+                }
+            }
+        }
+        for t in self.tasks {
+            let _ = t.await;
+        }
+    }
 }

@@ -46,6 +46,8 @@ struct ControllerSection {
     /// Seconds past a job's wall-time limit before the controller cancels
     /// it (sigsleep itself stops at the limit; this is the safety net).
     timeout_grace_ms: Option<u64>,
+    /// Fold the journal into a snapshot past this many MiB.
+    journal_compact_mb: Option<u64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -94,6 +96,10 @@ struct PartitionSection {
     /// Jobs per core (gang time-slicing when above 1).
     #[serde(default)]
     oversubscribe: Option<u32>,
+    /// What becomes of a job whose node is lost: "requeue" (default, as
+    /// Slurm's JobRequeue=1) or "fail" (state node_fail).
+    #[serde(default)]
+    on_node_fail: Option<String>,
 }
 
 fn all_nodes() -> String {
@@ -117,6 +123,9 @@ pub struct PartitionDef {
     pub max_time_ns: u64,
     /// Jobs per core; above 1, gang time-slicing.
     pub oversubscribe: u32,
+    /// A job whose node is lost goes back to the queue (else it ends as
+    /// `node_fail`).
+    pub requeue: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -142,6 +151,8 @@ pub struct Cluster {
     pub time_slice: Duration,
     pub schedule_interval: Duration,
     pub timeout_grace: Duration,
+    /// Journal size (bytes) past which it is folded into a snapshot.
+    pub journal_compact_bytes: u64,
     pub nodes: Vec<NodeDef>,
     pub groups: Groups,
     pub partitions: Vec<PartitionDef>,
@@ -247,6 +258,14 @@ impl Cluster {
                     ),
                     Some(k) => k,
                 },
+                requeue: match p.on_node_fail.as_deref() {
+                    None | Some("requeue") => true,
+                    Some("fail") => false,
+                    Some(other) => bail!(
+                        "{name}: partition {}: on_node_fail: unknown {other:?} (known: requeue, fail)",
+                        p.name
+                    ),
+                },
             });
         }
         if partitions.is_empty() {
@@ -257,6 +276,7 @@ impl Cluster {
                 default: true,
                 max_time_ns: 0,
                 oversubscribe: 1,
+                requeue: true,
             });
         }
         if partitions.len() > 64 {
@@ -356,6 +376,11 @@ impl Cluster {
             a.heartbeat_timeout_ms
                 .unwrap_or(10 * agent.heartbeat.as_millis() as u64),
         );
+        // Agents kill their jobs after half the timeout without news, which
+        // must leave them a few heartbeats.
+        if heartbeat_timeout < 4 * agent.heartbeat {
+            bail!("{name}: agents.heartbeat_timeout_ms must be at least 4 heartbeats");
+        }
         Ok(Cluster {
             source: path.to_path_buf(),
             listen: c
@@ -378,6 +403,7 @@ impl Cluster {
             time_slice: Duration::from_secs_f64(time_slice),
             schedule_interval: Duration::from_millis(c.schedule_interval_ms.unwrap_or(10)),
             timeout_grace: Duration::from_millis(c.timeout_grace_ms.unwrap_or(10_000)),
+            journal_compact_bytes: c.journal_compact_mb.unwrap_or(64).saturating_mul(1 << 20),
             nodes,
             groups,
             partitions,

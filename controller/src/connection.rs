@@ -69,6 +69,8 @@ async fn agent<T: AsyncRead + AsyncWrite + Unpin>(
         nodes,
         cpus,
         memory_mb,
+        jobs,
+        records,
     } = first
     else {
         return Err("an agent spoke before registering".into());
@@ -85,6 +87,8 @@ async fn agent<T: AsyncRead + AsyncWrite + Unpin>(
             cpus,
             memory_mb,
             local,
+            jobs,
+            records,
             link,
             reply,
         })

@@ -28,6 +28,7 @@ pub mod cli;
 pub mod client;
 pub mod config;
 pub mod connection;
+pub mod journal;
 pub mod listener;
 pub mod policy;
 pub mod records;
@@ -130,6 +131,7 @@ pub async fn serve(config: Config, shutdown: CancellationToken) -> Result<()> {
         "controller listening"
     );
 
+    let written = records::written(&record_path)?;
     let (sink, sink_thread) = records::start(&record_path)?;
     let (events_tx, events_rx) = mpsc::channel(4096);
     let done = CancellationToken::new();
@@ -139,12 +141,26 @@ pub async fn serve(config: Config, shutdown: CancellationToken) -> Result<()> {
         records: sink.clone(),
         done: done.clone(),
     });
+    let (journal, recovered) = journal::Journal::open(
+        &config.state_dir,
+        state::HISTORY,
+        config.journal_compact_bytes,
+    )?;
+    let clock = state::Clock::start();
+    let mut cluster = state::Cluster::restore(Arc::clone(&config), recovered, clock.now());
+    cluster.journaling = true;
+    // A job whose record is in the file ended, even if the controller died
+    // before it could note so: its execution must not be run again.
+    cluster.settle(&written.last, clock.now());
     let server = server::Server::new(
-        state::Cluster::new(Arc::clone(&config)),
+        cluster,
+        clock,
+        journal,
         policy(&config),
         events_rx,
         done.clone(),
         sink,
+        written.executions,
     );
     let server_task = tokio::spawn(server.run(shutdown.clone()));
     let tasks = TaskTracker::new();

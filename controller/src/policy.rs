@@ -182,6 +182,9 @@ pub enum ActiveState {
     /// Being cancelled (or ended at its wall-time limit): it still holds
     /// what it held until its process is gone; policies leave it alone.
     Ending,
+    /// Its agent is gone for now (it may come back and report the job):
+    /// policies leave it alone.
+    Unreachable,
 }
 
 /// A job holding resources.

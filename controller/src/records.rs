@@ -5,14 +5,14 @@
 //! clients go through the same queue, so a read sees every record handed
 //! over before it.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 
 use anyhow::{Context, Result};
-use formats::record::{encode, JobRecord, RecordReader};
+use formats::record::{encode, JobRecord, RecordReader, Status};
 use tokio::sync::oneshot;
 use tracing::{error, warn};
 
@@ -24,6 +24,8 @@ enum Work {
     Append(Vec<u8>),
     /// The frames of these jobs' records, for a client.
     Read(Vec<u64>, oneshot::Sender<std::io::Result<Vec<u8>>>),
+    /// Sync what was appended before.
+    Flush(oneshot::Sender<std::io::Result<()>>),
 }
 
 /// The sink's queue. Unbounded on purpose: the server loop hands records
@@ -39,6 +41,17 @@ impl Sink {
         if !frames.is_empty() && self.tx.send(Work::Append(frames)).is_err() {
             error!("the record sink is gone; records dropped");
         }
+    }
+
+    /// Makes every record appended so far durable.
+    pub async fn flush(&self) -> std::io::Result<()> {
+        let (reply, answer) = oneshot::channel();
+        self.tx
+            .send(Work::Flush(reply))
+            .map_err(|_| std::io::Error::other("the record sink is gone"))?;
+        answer
+            .await
+            .map_err(|_| std::io::Error::other("the record sink is gone"))?
     }
 
     /// The records of `ids`, read after everything appended before.
@@ -84,11 +97,46 @@ pub fn start(path: &Path) -> Result<(Sink, std::thread::JoinHandle<()>)> {
                     Work::Read(ids, reply) => {
                         let _ = reply.send(read_jobs(&path, &ids));
                     }
+                    Work::Flush(reply) => {
+                        let _ = reply.send(file.sync_data());
+                    }
                 }
             }
         })
         .context("cannot start the record sink")?;
     Ok((Sink { tx }, thread))
+}
+
+/// What the record file already holds, read when the controller starts.
+#[derive(Debug, Default)]
+pub struct Written {
+    /// (job, start) of every intact record: executions an agent must not
+    /// have recorded twice.
+    pub executions: HashSet<(u64, i64)>,
+    /// How each job's last record says it ended.
+    pub last: HashMap<u64, Status>,
+}
+
+pub fn written(path: &Path) -> Result<Written> {
+    let file = match File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Written::default()),
+        Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
+    };
+    let mut w = Written::default();
+    let mut reader = RecordReader::new(std::io::BufReader::new(file));
+    reader
+        .for_each_record(|rec| -> std::io::Result<()> {
+            w.executions.insert((rec.id, rec.start));
+            w.last.insert(rec.id, rec.status);
+            Ok(())
+        })
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    let s = reader.stats();
+    if s.damaged() > 0 {
+        warn!(file = %path.display(), ?s, "damaged frames in the record file");
+    }
+    Ok(w)
 }
 
 /// Checks a batch of frames from an agent: only intact records for which

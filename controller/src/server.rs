@@ -4,15 +4,21 @@
 //! heartbeats and wall-time limits once a second, and sends what agents
 //! must do through their links.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::time::Instant;
 
-use formats::wire::{FromAgent, Request, Response, RunSettings, ToAgent};
+use formats::wire::{FromAgent, Held, Request, Response, RunSettings, ToAgent};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
-use tracing::{debug, info};
+use tracing::{debug, error, info};
 
+use crate::journal::Journal;
 use crate::policy::Policy;
+
+/// How often written journal entries are synced when no client waits.
+const SYNC_INTERVAL: std::time::Duration = std::time::Duration::from_millis(100);
+/// Events handled together before the journal is committed.
+const BATCH: usize = 255;
 use crate::state::{AgentId, Clock, Cluster, Now, Outbox};
 
 /// What connections tell the server.
@@ -27,6 +33,10 @@ pub enum Event {
         /// Hosted in the controller's process: records land in the record
         /// directory directly and are not streamed.
         local: bool,
+        /// What it holds (registering again after losing the controller).
+        jobs: Vec<(u64, Held)>,
+        /// Records of the jobs among them that ended.
+        records: Vec<u8>,
         link: mpsc::UnboundedSender<ToAgent>,
         reply: oneshot::Sender<Result<RunSettings, String>>,
     },
@@ -78,32 +88,52 @@ pub struct Server {
     stopping: Option<Instant>,
     /// Where checked records from agents go.
     records: crate::records::Sink,
+    /// (job, start) of every record in the record file that came through
+    /// the server: an execution's record is written once.
+    recorded: HashSet<(u64, i64)>,
+    journal: Journal,
+    /// Answers to clients, sent once what they acknowledge is journaled.
+    replies: Vec<(oneshot::Sender<Response>, Response)>,
 }
 
 impl Server {
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
-        cluster: Cluster,
+        mut cluster: Cluster,
+        clock: Clock,
+        journal: Journal,
         policy: Box<dyn Policy>,
         events: mpsc::Receiver<Event>,
         done: CancellationToken,
         records: crate::records::Sink,
+        recorded: HashSet<(u64, i64)>,
     ) -> Server {
+        cluster.journaling = true;
         Server {
             cluster,
             policy,
-            clock: Clock::start(),
+            clock,
+            journal,
+            replies: Vec::new(),
             wake_at: None,
             links: Links::default(),
             events,
             done,
             stopping: None,
             records,
+            recorded,
         }
     }
 
     pub async fn run(mut self, shutdown: CancellationToken) {
         let interval = self.cluster.config.schedule_interval;
         let mut tick = tokio::time::interval(std::time::Duration::from_secs(1));
+        // Agents on other hosts kill their jobs if the controller goes
+        // silent; tell them it is alive every heartbeat period.
+        let mut ping = tokio::time::interval(self.cluster.config.agent.heartbeat);
+        // Entries are written at once and synced in batches; a client's
+        // answer waits for the sync of what it acknowledges.
+        let mut sync = tokio::time::interval(SYNC_INTERVAL);
         let mut last_pass = Instant::now() - interval;
         loop {
             // Worked out afresh after every event: a job that ends or
@@ -132,7 +162,15 @@ impl Server {
                 // pass must be seen before agents are judged silent.
                 biased;
                 ev = self.events.recv() => match ev {
-                    Some(ev) => self.handle(ev),
+                    Some(ev) => {
+                        self.handle(ev);
+                        // Whatever else is waiting goes in the same batch
+                        // (one journal sync for all of it).
+                        for _ in 0..BATCH {
+                            let Ok(ev) = self.events.try_recv() else { break };
+                            self.handle(ev);
+                        }
+                    }
                     None => break,
                 },
                 () = tokio::time::sleep_until(next_pass.unwrap_or_else(tokio::time::Instant::now)), if next_pass.is_some() => {
@@ -142,16 +180,71 @@ impl Server {
                     }
                 }
                 _ = tick.tick() => self.tick(),
+                _ = ping.tick() => self.ping(),
+                _ = sync.tick(), if self.journal.dirty() || !self.cluster.forget.is_empty() => {
+                    self.sync().await;
+                }
                 () = shutdown.cancelled(), if self.stopping.is_none() => self.begin_shutdown(),
             }
+            self.commit().await;
             if let Some(deadline) = self.stopping {
                 if self.cluster.agents.is_empty() || Instant::now() >= deadline {
                     break;
                 }
             }
         }
+        self.sync().await;
         info!("controller stopped");
         self.done.cancel();
+    }
+
+    /// Hands the state's new entries to the journal; if clients wait for
+    /// answers, makes them durable first.
+    async fn commit(&mut self) {
+        self.journal.append(self.cluster.journal.drain(..));
+        if self.replies.is_empty() {
+            if let Err(e) = self.journal.write() {
+                error!("{e:#}");
+            }
+            return;
+        }
+        let failed = self.journal.sync().err().map(|e| format!("{e:#}"));
+        for (reply, resp) in self.replies.drain(..) {
+            let resp = match &failed {
+                // What it acknowledges might not survive a crash: say so.
+                Some(e) if !matches!(resp, Response::Error(_)) => {
+                    Response::Error(format!("the controller cannot journal: {e}"))
+                }
+                _ => resp,
+            };
+            let _ = reply.send(resp);
+        }
+        if let Some(e) = failed {
+            error!("{e}");
+        }
+    }
+
+    /// Makes the journal and the record file durable, then lets agents
+    /// forget the ends they reported, and folds a long journal.
+    async fn sync(&mut self) {
+        self.journal.append(self.cluster.journal.drain(..));
+        if let Err(e) = self.journal.sync() {
+            error!("{e:#}");
+            return;
+        }
+        if !self.cluster.forget.is_empty() {
+            if let Err(e) = self.records.flush().await {
+                error!("cannot sync the record file: {e}");
+                return;
+            }
+            self.acknowledge_ends();
+        }
+        if self.journal.wants_compaction() {
+            let snapshot = self.cluster.snapshot(self.clock.now());
+            if let Err(e) = self.journal.compact(snapshot) {
+                error!("{e:#}");
+            }
+        }
     }
 
     /// A scheduling pass; false if it was skipped, with nothing to decide
@@ -184,9 +277,34 @@ impl Server {
         true
     }
 
+    fn ping(&mut self) {
+        for (id, a) in &self.cluster.agents {
+            if !a.local {
+                self.links.to_agent(*id, ToAgent::Ping);
+            }
+        }
+    }
+
+    /// Lets agents forget the ends they reported, now that they are noted.
+    fn acknowledge_ends(&mut self) {
+        if self.cluster.forget.is_empty() {
+            return;
+        }
+        let mut by_agent: HashMap<AgentId, Vec<u64>> = HashMap::new();
+        for (agent, job) in self.cluster.forget.drain(..) {
+            if self.cluster.agents.get(&agent).is_some_and(|a| !a.local) {
+                by_agent.entry(agent).or_default().push(job);
+            }
+        }
+        for (agent, jobs) in by_agent {
+            self.links.to_agent(agent, ToAgent::Forget(jobs));
+        }
+    }
+
     fn tick(&mut self) {
         let now = self.clock.now();
         self.cluster.enforce_walltime(now, &mut self.links);
+        self.cluster.lose_overdue(now, &mut self.links);
         for agent in self.cluster.silent_agents(now) {
             self.links.0.remove(&agent);
             self.cluster
@@ -212,20 +330,44 @@ impl Server {
                 cpus,
                 memory_mb,
                 local,
+                jobs,
+                records,
                 link,
                 reply,
             } => {
-                let result = if self.stopping.is_some() {
-                    Err("the controller is shutting down".to_string())
-                } else {
-                    self.cluster
-                        .agent_up(agent, &host, &nodes, cpus, memory_mb, now)
-                        .map(|()| self.cluster.config.agent.run_settings(!local))
-                };
-                if result.is_ok() {
-                    self.links.0.insert(agent, link);
+                if self.stopping.is_some() {
+                    let _ = reply.send(Err("the controller is shutting down".to_string()));
+                    return;
                 }
-                let _ = reply.send(result);
+                // Linked first: reconciling may already have orders for it.
+                self.links.0.insert(agent, link);
+                let ends = match self.cluster.agent_up(
+                    agent,
+                    &host,
+                    &nodes,
+                    cpus,
+                    memory_mb,
+                    local,
+                    &jobs,
+                    now,
+                    &mut self.links,
+                ) {
+                    Ok(ends) => ends,
+                    Err(e) => {
+                        self.links.0.remove(&agent);
+                        let _ = reply.send(Err(e));
+                        return;
+                    }
+                };
+                // The records of jobs that ended while it was away, before
+                // those ends (a record is kept only for a job still running
+                // on this agent).
+                self.take_records(agent, &records);
+                for (id, exit) in ends {
+                    self.cluster.job_ended(agent, id, exit, now);
+                }
+                let fence = self.cluster.config.heartbeat_timeout / 2;
+                let _ = reply.send(Ok(self.cluster.config.agent.run_settings(!local, fence)));
             }
             Event::FromAgent { agent, msg } => match msg {
                 FromAgent::Started { job, pid } => debug!(job, pid, "job process started"),
@@ -240,28 +382,38 @@ impl Server {
                 self.cluster
                     .agent_down(agent, &why, self.stopping.is_some(), now, &mut self.links);
             }
-            Event::Records { agent, frames } => {
-                let cluster = &self.cluster;
-                let (kept, dropped) = crate::records::check(&frames, |r| {
-                    cluster
-                        .jobs
-                        .get(&r.id)
-                        .is_some_and(|j| j.agent == Some(agent))
-                });
-                if dropped > 0 {
-                    tracing::warn!(
-                        agent,
-                        dropped,
-                        "dropped records of jobs this agent does not run"
-                    );
-                }
-                self.records.append(kept);
-            }
+            Event::Records { agent, frames } => self.take_records(agent, &frames),
             Event::Request { req, reply } => {
                 let resp = self.request(req, now);
-                let _ = reply.send(resp);
+                self.replies.push((reply, resp));
             }
         }
+    }
+
+    /// Keeps the intact records an agent sent of jobs it runs, once per
+    /// execution (an agent that registers again sends the records of jobs
+    /// that ended meanwhile, which may have arrived before).
+    fn take_records(&mut self, agent: AgentId, frames: &[u8]) {
+        if frames.is_empty() {
+            return;
+        }
+        let cluster = &self.cluster;
+        let recorded = &mut self.recorded;
+        let (kept, dropped) = crate::records::check(frames, |r| {
+            cluster
+                .jobs
+                .get(&r.id)
+                .is_some_and(|j| j.agent == Some(agent))
+                && recorded.insert((r.id, r.start))
+        });
+        if dropped > 0 {
+            tracing::warn!(
+                agent,
+                dropped,
+                "dropped records of jobs this agent does not run, or had already sent"
+            );
+        }
+        self.records.append(kept);
     }
 
     fn request(&mut self, req: Request, now: Now) -> Response {

@@ -217,8 +217,12 @@ impl Sim {
                     }
                 }
                 // sigsleep ends at once on SIGTERM, with a record.
-                ToAgent::Cancel(job) => self.end(job, t, true),
-                ToAgent::Registered(_) | ToAgent::Rejected(_) | ToAgent::Shutdown => {}
+                ToAgent::Cancel(job) | ToAgent::Kill(job) => self.end(job, t, true),
+                ToAgent::Registered(_)
+                | ToAgent::Rejected(_)
+                | ToAgent::Shutdown
+                | ToAgent::Forget(_)
+                | ToAgent::Ping => {}
             }
         }
     }
@@ -263,6 +267,8 @@ impl Sim {
         });
         let now = self.now(t);
         self.cluster.job_ended(p.agent, job, exit, now);
+        // No agent to acknowledge to.
+        self.cluster.forget.clear();
     }
 }
 
@@ -280,10 +286,13 @@ pub fn simulate(config: Arc<config::Cluster>, jobs: &[SimJob], epoch_wall_ns: i6
             &nodes,
             first.map_or(0, |n| n.cpus),
             first.map_or(0, |n| n.memory_mb),
+            true,
+            &[],
             Now {
                 mono: 0,
                 wall: epoch_wall_ns,
             },
+            &mut Mailbox::default(),
         );
     }
     let mut sim = Sim {

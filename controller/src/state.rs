@@ -4,17 +4,18 @@
 //! drive the state synchronously with a recording outbox.
 
 use std::cmp::Reverse;
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
 use formats::wire::{
-    ClusterStats, Exit, JobInfo, JobOutcome, JobSpec, JobState, NodeInfo, NodeState, StartJob,
-    ToAgent,
+    ClusterStats, Exit, Held, JobInfo, JobOutcome, JobSpec, JobState, NodeInfo, NodeState,
+    StartJob, ToAgent,
 };
 use tracing::{info, warn};
 
 use crate::config;
+use crate::journal::{Entry, JobImage, Recovered, Snapshot};
 use crate::policy::{Active, ActiveState, Decision, Gang, NodeView, PartitionView, Queued, View};
 
 pub type AgentId = u64;
@@ -26,7 +27,7 @@ pub trait Outbox {
 
 /// Finished jobs kept for `queue --all` and replays' accounting; older
 /// ones are forgotten. Enough for the largest trace of the archive.
-const HISTORY: usize = 500_000;
+pub const HISTORY: usize = 500_000;
 
 /// An instant on both clocks the state uses: `mono` (nanoseconds on a
 /// monotonic clock, what durations and policies use) and `wall`
@@ -133,6 +134,12 @@ pub struct Job {
     pub since_mono: i64,
     pub suspended_since: Option<i64>,
     pub suspended_total: i64,
+    /// Host of the agent that runs it; kept while the agent is away.
+    pub host: Option<String>,
+    /// Started, but its agent is gone: when (monotonic ns) it counts as
+    /// lost unless the agent comes back and reports it. By then the agent,
+    /// if alive, has killed it (it fences its jobs sooner).
+    pub lost_at: Option<i64>,
     /// Wall-clock ns of each suspension and its resumption (0 while
     /// suspended), as decided here: what the job's record should show.
     pub suspensions: Vec<(i64, i64)>,
@@ -165,6 +172,8 @@ pub struct Agent {
     pub nodes: Vec<usize>,
     pub last_seen: i64,
     pub running: u32,
+    /// Hosted in the controller's process: its jobs die with it.
+    pub local: bool,
 }
 
 #[derive(Debug, Default, Clone)]
@@ -177,6 +186,8 @@ pub struct Counters {
     pub last_pass: Duration,
     /// Policy decisions refused as illegal (a policy bug, logged).
     pub refused: u64,
+    /// Jobs put back in the queue after their node was lost.
+    pub requeued: u64,
 }
 
 pub struct Cluster {
@@ -208,6 +219,13 @@ pub struct Cluster {
     pub needs_schedule: bool,
     /// Jobs suspended by the policy, waiting to resume.
     policy_suspended: usize,
+    /// Ends that agents reported, for the server to acknowledge (once they
+    /// are journaled) so the agents can forget them.
+    pub forget: Vec<(AgentId, u64)>,
+    /// Record changes as journal entries (the server does; the twin not).
+    pub journaling: bool,
+    /// Entries not yet taken by the server.
+    pub journal: Vec<Entry>,
 }
 
 /// CLOCK_REALTIME nanoseconds now.
@@ -283,6 +301,9 @@ impl Cluster {
             ),
             needs_schedule: false,
             policy_suspended: 0,
+            forget: Vec::new(),
+            journaling: false,
+            journal: Vec::new(),
         }
     }
 
@@ -353,7 +374,6 @@ impl Cluster {
         for (p, spec) in checked {
             let id = self.next_id;
             self.next_id += 1;
-            let priority = self.config.partitions[p].priority;
             self.jobs.insert(
                 id,
                 Job {
@@ -374,6 +394,8 @@ impl Cluster {
                     since_mono: now.mono,
                     suspended_since: None,
                     suspended_total: 0,
+                    host: None,
+                    lost_at: None,
                     suspensions: Vec::new(),
                     submit_mono: now.mono,
                 },
@@ -386,18 +408,27 @@ impl Cluster {
                 estimate_ns: self.jobs[&id].estimate_ns(),
                 submit_ns: now.mono,
             };
-            let queue = Arc::make_mut(&mut self.queue);
-            // Ids grow: a new job goes after every job of its priority.
-            let at = queue.partition_point(|o| {
-                (Reverse(self.partition_views[o.partition].priority), o.job)
-                    < (Reverse(priority), id)
-            });
-            queue.insert(at, q);
+            self.enqueue(p, q);
+            if self.journaling {
+                let image = self.image(&self.jobs[&id], now);
+                self.journal.push(Entry::Submitted(Box::new(image)));
+            }
             ids.push(id);
         }
         self.counters.submitted += ids.len() as u64;
         self.needs_schedule = true;
         Ok(ids)
+    }
+
+    /// Puts a job in the queue at its place: partition priority, then id.
+    fn enqueue(&mut self, partition: usize, q: Queued) {
+        let key = (Reverse(self.partition_views[partition].priority), q.job);
+        let views = &self.partition_views;
+        let queue = Arc::make_mut(&mut self.queue);
+        // Ids grow: a new job goes after every job of its priority, at the
+        // end unless priorities differ.
+        let at = queue.partition_point(|o| (Reverse(views[o.partition].priority), o.job) < key);
+        queue.insert(at, q);
     }
 
     fn unqueue(&mut self, id: u64, partition: usize) {
@@ -559,6 +590,20 @@ impl Cluster {
         job.started_mono = Some(now.mono);
         job.since_mono = now.mono;
         job.agent = Some(agent);
+        job.host = self.agents.get(&agent).map(|a| a.host.clone());
+        if self.journaling {
+            self.journal.push(Entry::Started {
+                id,
+                alloc: job
+                    .alloc
+                    .iter()
+                    .map(|&(n, c)| (self.nodes[n].name.clone(), c))
+                    .collect(),
+                nodes: job.nodes.clone(),
+                host: job.host.clone().unwrap_or_default(),
+                at_ns: now.wall,
+            });
+        }
         job.nodes = nodes;
         job.alloc = alloc;
         out.to_agent(
@@ -598,6 +643,13 @@ impl Cluster {
         job.suspended_by = Some(by);
         job.suspended_since = Some(now.mono);
         job.suspensions.push((now.wall, 0));
+        if self.journaling {
+            self.journal.push(Entry::Suspended {
+                id,
+                by_policy: by == SuspendedBy::Policy,
+                at_ns: now.wall,
+            });
+        }
         job.since_mono = now.mono;
         if let Some(a) = job.agent {
             out.to_agent(a, ToAgent::Suspend(id));
@@ -667,6 +719,12 @@ impl Cluster {
         if let Some(last) = job.suspensions.last_mut() {
             last.1 = now.wall;
         }
+        if self.journaling {
+            self.journal.push(Entry::Resumed {
+                id,
+                at_ns: now.wall,
+            });
+        }
         job.since_mono = now.mono;
         if let Some(a) = job.agent {
             out.to_agent(a, ToAgent::Resume(id));
@@ -726,6 +784,9 @@ impl Cluster {
             }
         }
         let info = self.info(&job);
+        if self.journaling {
+            self.journal.push(Entry::Ended(Box::new(info.clone())));
+        }
         self.done.insert(id, info);
         self.done_order.push_back(id);
     }
@@ -742,6 +803,7 @@ impl Cluster {
             );
             return;
         }
+        self.forget.push((agent, id));
         let cancelled = job.ending_as;
         let asked = |default: JobState| match cancelled {
             Some(JobState::Timeout) => (JobState::Timeout, "wall-time limit".to_string()),
@@ -811,6 +873,12 @@ impl Cluster {
             JobState::Running | JobState::Suspended => {
                 if job.ending_as.is_none() {
                     job.ending_as = Some(as_state);
+                    if self.journaling {
+                        self.journal.push(Entry::Ending {
+                            id,
+                            state: as_state,
+                        });
+                    }
                     if let Some(a) = job.agent {
                         out.to_agent(a, ToAgent::Cancel(id));
                     }
@@ -861,7 +929,14 @@ impl Cluster {
         for &n in &idx {
             self.nodes[n].drained = Some(why.to_string());
         }
-        Ok(self.config.fold(&idx))
+        let nodes = self.config.fold(&idx);
+        if self.journaling {
+            self.journal.push(Entry::Drained {
+                nodes: nodes.clone(),
+                reason: why.to_string(),
+            });
+        }
+        Ok(nodes)
     }
 
     pub fn undrain(&mut self, expr: &str) -> Result<String, String> {
@@ -870,10 +945,23 @@ impl Cluster {
             self.nodes[n].drained = None;
         }
         self.needs_schedule = true;
-        Ok(self.config.fold(&idx))
+        let nodes = self.config.fold(&idx);
+        if self.journaling {
+            self.journal.push(Entry::Undrained {
+                nodes: nodes.clone(),
+            });
+        }
+        Ok(nodes)
     }
 
-    /// An agent registered: it serves these nodes from now on.
+    /// An agent registered: it serves these nodes from now on. `held`: the
+    /// jobs it reports (an agent registering again after losing the
+    /// controller, or after the controller restarted). Jobs of its host
+    /// that the controller had lost track of are claimed back; jobs it
+    /// runs that the controller does not know are killed; jobs of its host
+    /// it does not report are gone. Returns the reported ends to apply
+    /// once the records that came with them are in.
+    #[allow(clippy::too_many_arguments)]
     pub fn agent_up(
         &mut self,
         agent: AgentId,
@@ -881,9 +969,22 @@ impl Cluster {
         expr: &str,
         cpus: u32,
         memory_mb: u64,
+        local: bool,
+        held: &[(u64, Held)],
         now: Now,
-    ) -> Result<(), String> {
+        out: &mut impl Outbox,
+    ) -> Result<Vec<(u64, Exit)>, String> {
         let idx = self.resolve(expr)?;
+        // The same host registering again before its old connection was
+        // seen to fail: that registration is over.
+        let stale: HashSet<AgentId> = idx
+            .iter()
+            .filter_map(|&n| self.nodes[n].agent)
+            .filter(|a| self.agents.get(a).is_some_and(|x| x.host == host))
+            .collect();
+        for old in stale {
+            self.agent_down(old, "registered again", false, now, out);
+        }
         if let Some(&n) = idx.iter().find(|&&n| self.nodes[n].agent.is_some()) {
             return Err(format!(
                 "node {} is already served by another agent",
@@ -911,15 +1012,146 @@ impl Cluster {
                 nodes: idx,
                 last_seen: now.mono,
                 running: 0,
+                local,
             },
         );
         self.needs_schedule = true;
-        Ok(())
+
+        let mut ends = Vec::new();
+        for &(id, h) in held {
+            let ours = self.jobs.get(&id).is_some_and(|j| {
+                j.agent.is_none() && j.lost_at.is_some() && j.host.as_deref() == Some(host)
+            });
+            match h {
+                Held::Running | Held::Suspended if ours => {
+                    self.claim(id, agent, h == Held::Suspended, now, out);
+                }
+                Held::Running | Held::Suspended => {
+                    warn!(
+                        job = id,
+                        host, "the agent runs a job this controller does not give it: killing it"
+                    );
+                    out.to_agent(agent, ToAgent::Kill(id));
+                }
+                Held::Ended(exit) if ours => {
+                    self.claim(id, agent, false, now, out);
+                    ends.push((id, exit));
+                }
+                Held::Ended(_) => self.forget.push((agent, id)),
+            }
+        }
+        let gone: Vec<u64> = self
+            .jobs
+            .values()
+            .filter(|j| j.agent.is_none() && j.lost_at.is_some() && j.host.as_deref() == Some(host))
+            .map(|j| j.id)
+            .collect();
+        for id in gone {
+            self.lose(id, &format!("{host} no longer has it"), now, out);
+        }
+        Ok(ends)
     }
 
-    /// An agent is gone: its nodes are down and the jobs it ran, or that
-    /// held any of its nodes, end as `node_fail`. `expected`: the cluster
-    /// is shutting down, which is no cause for a warning.
+    /// A job its agent reported again: it runs there, as before.
+    fn claim(
+        &mut self,
+        id: u64,
+        agent: AgentId,
+        suspended_there: bool,
+        now: Now,
+        out: &mut impl Outbox,
+    ) {
+        let Some(job) = self.jobs.get_mut(&id) else {
+            return;
+        };
+        job.agent = Some(agent);
+        job.lost_at = None;
+        // What was decided while the agent was away is sent again.
+        if job.ending_as.is_some() {
+            out.to_agent(agent, ToAgent::Cancel(id));
+        } else if job.state == JobState::Suspended && !suspended_there {
+            out.to_agent(agent, ToAgent::Suspend(id));
+        } else if job.state == JobState::Running && suspended_there {
+            out.to_agent(agent, ToAgent::Resume(id));
+        }
+        let remaining =
+            (job.estimate_ns().min(i64::MAX as u64) as i64 - job.run_time(now.mono)).max(0);
+        let state = if job.ending_as.is_some() {
+            ActiveState::Ending
+        } else {
+            match (job.state, job.suspended_by) {
+                (JobState::Suspended, Some(SuspendedBy::Policy)) => ActiveState::Suspended,
+                (JobState::Suspended, _) => ActiveState::Held,
+                _ => ActiveState::Running,
+            }
+        };
+        let since = job.since_mono;
+        self.set_active(id, state, since, remaining);
+        info!(job = id, agent, "job reported again by its agent");
+    }
+
+    /// A started job whose node was lost: back to the queue, or over as
+    /// `node_fail`, as its partition says. Its process, if any is left, is
+    /// not this controller's any more.
+    fn lose(&mut self, id: u64, why: &str, now: Now, out: &mut impl Outbox) {
+        let Some(job) = self.jobs.get(&id) else {
+            return;
+        };
+        if let Some(a) = job.agent {
+            out.to_agent(a, ToAgent::Kill(id));
+        }
+        let requeue = self.config.partitions[job.partition].requeue && job.ending_as.is_none();
+        if !requeue {
+            let state = job.ending_as.unwrap_or(JobState::NodeFail);
+            self.finish(id, state, format!("node lost: {why}"), now);
+            return;
+        }
+        self.release(id);
+        let Some(job) = self.jobs.get_mut(&id) else {
+            return;
+        };
+        warn!(job = id, why, "job requeued");
+        job.state = JobState::Pending;
+        job.start_ns = 0;
+        job.nodes.clear();
+        job.agent = None;
+        job.host = None;
+        job.lost_at = None;
+        job.suspended_by = None;
+        job.started_mono = None;
+        job.since_mono = now.mono;
+        job.suspended_since = None;
+        job.suspended_total = 0;
+        job.suspensions.clear();
+        job.reason = format!("requeued: node lost: {why}");
+        if self.journaling {
+            self.journal.push(Entry::Requeued {
+                id,
+                reason: job.reason.clone(),
+                at_ns: now.wall,
+            });
+        }
+        let (p, q) = (
+            job.partition,
+            Queued {
+                job: id,
+                partition: job.partition,
+                cores: job.spec.cores,
+                mem_per_cpu_mb: job.spec.mem_per_cpu_mb,
+                estimate_ns: job.estimate_ns(),
+                submit_ns: job.submit_mono,
+            },
+        );
+        self.enqueue(p, q);
+        self.counters.requeued += 1;
+        self.needs_schedule = true;
+    }
+
+    /// An agent is gone: its nodes are down. Jobs that ran on it wait for
+    /// it to come back (until the heartbeat timeout after it was last
+    /// heard of) unless it was hosted here, in which case they died with
+    /// it; jobs that only held some of its nodes lose them at once.
+    /// `expected`: the cluster is shutting down.
     pub fn agent_down(
         &mut self,
         agent: AgentId,
@@ -936,7 +1168,7 @@ impl Cluster {
         } else {
             warn!(agent, host = %a.host, why, "agent down");
         }
-        let lost: std::collections::HashSet<usize> = a.nodes.iter().copied().collect();
+        let lost: HashSet<usize> = a.nodes.iter().copied().collect();
         for &n in &a.nodes {
             self.nodes[n].agent = None;
         }
@@ -946,17 +1178,35 @@ impl Cluster {
             .filter(|j| j.agent == Some(agent) || j.alloc.iter().any(|(n, _)| lost.contains(n)))
             .map(|j| (j.id, j.agent))
             .collect();
+        let timeout = self.config.heartbeat_timeout.as_nanos() as i64;
         for (id, runner) in hit {
-            if let Some(r) = runner.filter(|&r| r != agent) {
-                // Its process runs elsewhere: stop it there.
-                out.to_agent(r, ToAgent::Cancel(id));
+            let reason = format!("agent on {} lost: {why}", a.host);
+            if runner == Some(agent) && !a.local && !expected {
+                let Some(job) = self.jobs.get_mut(&id) else {
+                    continue;
+                };
+                job.agent = None;
+                job.lost_at = Some(now.mono.max(a.last_seen.saturating_add(timeout)));
+                let since = job.since_mono;
+                self.set_active(id, ActiveState::Unreachable, since, 0);
+            } else if expected {
+                self.finish(id, JobState::NodeFail, reason, now);
+            } else {
+                self.lose(id, &reason, now, out);
             }
-            self.finish(
-                id,
-                JobState::NodeFail,
-                format!("agent on {} lost: {why}", a.host),
-                now,
-            );
+        }
+    }
+
+    /// Jobs whose agent stayed away past the deadline are lost.
+    pub fn lose_overdue(&mut self, now: Now, out: &mut impl Outbox) {
+        let overdue: Vec<u64> = self
+            .jobs
+            .values()
+            .filter(|j| j.lost_at.is_some_and(|t| t <= now.mono))
+            .map(|j| j.id)
+            .collect();
+        for id in overdue {
+            self.lose(id, "its agent did not come back in time", now, out);
         }
     }
 
@@ -1102,6 +1352,214 @@ impl Cluster {
     }
 }
 
+/// What the journal keeps of the cluster, and rebuilding from it.
+impl Cluster {
+    /// A job as the journal keeps it.
+    fn image(&self, j: &Job, now: Now) -> JobImage {
+        let wall = |mono: i64| now.wall - (now.mono - mono);
+        JobImage {
+            id: j.id,
+            spec: j.spec.clone(),
+            partition: self.config.partitions[j.partition].name.clone(),
+            state: j.state,
+            submit_ns: j.submit_ns,
+            start_ns: j.start_ns,
+            alloc: j
+                .alloc
+                .iter()
+                .map(|&(n, c)| (self.nodes[n].name.clone(), c))
+                .collect(),
+            nodes: j.nodes.clone(),
+            host: j.host.clone(),
+            ending_as: j.ending_as,
+            suspended_by_policy: j.suspended_by.map(|b| b == SuspendedBy::Policy),
+            suspensions: j.suspensions.clone(),
+            since_ns: wall(j.since_mono),
+            reason: j.reason.clone(),
+        }
+    }
+
+    /// Everything the journal would recover now, for a snapshot.
+    pub fn snapshot(&self, now: Now) -> Snapshot {
+        let mut drained: HashMap<&str, Vec<usize>> = HashMap::new();
+        for (i, n) in self.nodes.iter().enumerate() {
+            if let Some(why) = &n.drained {
+                drained.entry(why).or_default().push(i);
+            }
+        }
+        Snapshot {
+            seq: 0,
+            next_id: self.next_id,
+            jobs: self
+                .jobs
+                .values()
+                .map(|j| (j.id, self.image(j, now)))
+                .collect(),
+            history: self
+                .done_order
+                .iter()
+                .filter_map(|id| self.done.get(id).cloned())
+                .collect(),
+            drained: drained
+                .into_iter()
+                .map(|(why, idx)| (self.config.fold(&idx), why.to_string()))
+                .collect(),
+        }
+    }
+
+    /// Restored jobs that had started and whose record is in the record
+    /// file: they ended while the controller was down (a job has a record
+    /// only from an execution that ended; a lost one leaves none).
+    pub fn settle(&mut self, last: &HashMap<u64, formats::record::Status>, now: Now) {
+        use formats::record::Status;
+        let ended: Vec<(u64, JobState)> = self
+            .jobs
+            .values()
+            .filter(|j| j.lost_at.is_some())
+            .filter_map(|j| {
+                let state = match last.get(&j.id)? {
+                    Status::Completed => JobState::Completed,
+                    Status::Cancelled => JobState::Cancelled,
+                    Status::Failed => JobState::Failed,
+                    Status::Timeout => JobState::Timeout,
+                };
+                Some((j.id, state))
+            })
+            .collect();
+        for (id, state) in ended {
+            self.finish(id, state, "ended while the controller was down".into(), now);
+        }
+    }
+
+    /// The cluster as the journal left it. Jobs that had started wait for
+    /// their agents to report them (until the heartbeat timeout from now);
+    /// a job whose partition or nodes are no longer in the configuration
+    /// cannot be restored and is dropped, with a warning.
+    pub fn restore(config: Arc<config::Cluster>, rec: Recovered, now: Now) -> Cluster {
+        let mut c = Cluster::new(config);
+        c.next_id = rec.next_id.max(1);
+        let to_mono = |wall: i64| now.mono - (now.wall - wall);
+        let lost_at = now.mono + c.config.heartbeat_timeout.as_nanos() as i64;
+        for (nodes, why) in &rec.drained {
+            let r = if why.is_empty() {
+                c.undrain(nodes)
+            } else {
+                c.drain(nodes, why)
+            };
+            if let Err(e) = r {
+                warn!(nodes, "drained nodes not restored: {e}");
+            }
+        }
+        for info in rec.history {
+            c.done_order.push_back(info.id);
+            c.done.insert(info.id, info);
+        }
+        for (id, im) in rec.jobs {
+            let Some(p) = c
+                .config
+                .partitions
+                .iter()
+                .position(|p| p.name == im.partition)
+            else {
+                warn!(job = id, partition = %im.partition, "job not restored: its partition is gone");
+                continue;
+            };
+            let alloc: Option<Vec<(usize, u32)>> = im
+                .alloc
+                .iter()
+                .map(|(name, cores)| c.node_index.get(name).map(|&n| (n, *cores)))
+                .collect();
+            let Some(alloc) = alloc else {
+                warn!(job = id, "job not restored: one of its nodes is gone");
+                continue;
+            };
+            let closed: i64 = im
+                .suspensions
+                .iter()
+                .filter(|(_, r)| *r > 0)
+                .map(|(s, r)| r - s)
+                .sum();
+            let open = im
+                .suspensions
+                .last()
+                .filter(|(_, r)| *r == 0)
+                .map(|(s, _)| to_mono(*s));
+            let suspended_by = im.suspended_by_policy.map(|policy| {
+                if policy {
+                    SuspendedBy::Policy
+                } else {
+                    SuspendedBy::Admin
+                }
+            });
+            let started = im.state != JobState::Pending;
+            let job = Job {
+                id,
+                partition: p,
+                state: im.state,
+                submit_ns: im.submit_ns,
+                start_ns: im.start_ns,
+                end_ns: 0,
+                alloc: alloc.clone(),
+                nodes: im.nodes,
+                agent: None,
+                reason: im.reason,
+                ending_as: im.ending_as,
+                suspended_by,
+                started_mono: started.then(|| to_mono(im.start_ns)),
+                since_mono: to_mono(im.since_ns),
+                suspended_since: open,
+                suspended_total: closed,
+                host: im.host,
+                lost_at: started.then_some(lost_at),
+                suspensions: im.suspensions,
+                submit_mono: to_mono(im.submit_ns),
+                spec: im.spec,
+            };
+            let q = Queued {
+                job: id,
+                partition: p,
+                cores: job.spec.cores,
+                mem_per_cpu_mb: job.spec.mem_per_cpu_mb,
+                estimate_ns: job.estimate_ns(),
+                submit_ns: job.submit_mono,
+            };
+            if started {
+                let holds_cores = suspended_by != Some(SuspendedBy::Policy);
+                for &(n, cores) in &alloc {
+                    let node = &mut c.nodes[n];
+                    if holds_cores {
+                        node.alloc_cpus += cores;
+                    }
+                    node.slot_cpus += cores;
+                    node.alloc_mem_mb += u64::from(cores) * job.spec.mem_per_cpu_mb;
+                }
+                if !holds_cores {
+                    c.policy_suspended += 1;
+                }
+                let active = Active {
+                    job: id,
+                    partition: p,
+                    cores: job.spec.cores,
+                    mem_per_cpu_mb: job.spec.mem_per_cpu_mb,
+                    alloc,
+                    state: ActiveState::Unreachable,
+                    since_ns: job.since_mono,
+                    expected_end_ns: i64::MAX,
+                    remaining_ns: 0,
+                };
+                let list = Arc::make_mut(&mut c.active);
+                let at = list.partition_point(|a| a.job < id);
+                list.insert(at, active);
+            } else {
+                c.enqueue(p, q);
+            }
+            c.jobs.insert(id, job);
+        }
+        c.needs_schedule = true;
+        c
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1132,8 +1590,29 @@ mod tests {
         )
         .unwrap();
         let mut c = Cluster::new(Arc::new(cfg));
-        c.agent_up(7, "h", "vn[1-4]", 4, 8192, at(0)).unwrap();
+        up(&mut c, 7, "h", "vn[1-4]", &[]).unwrap();
         c
+    }
+
+    /// An agent on its own host registers, holding `held`.
+    fn up(
+        c: &mut Cluster,
+        agent: AgentId,
+        host: &str,
+        nodes: &str,
+        held: &[(u64, Held)],
+    ) -> Result<Vec<(u64, Exit)>, String> {
+        c.agent_up(
+            agent,
+            host,
+            nodes,
+            4,
+            0,
+            false,
+            held,
+            at(0),
+            &mut Recorder::default(),
+        )
     }
 
     fn cluster() -> Cluster {
@@ -1255,11 +1734,20 @@ mod tests {
 
     #[test]
     fn a_lost_agent_fails_its_jobs_and_downs_its_nodes() {
-        let mut c = cluster();
+        let mut c = cluster_with(
+            "[agents]\nheartbeat_timeout_ms = 10000\n\
+             [[partitions]]\nname = \"p\"\non_node_fail = \"fail\"\n",
+        );
         let mut out = Recorder::default();
         let id = c.submit(vec![spec(2)], at(0)).unwrap()[0];
         pass(&mut c, &mut out);
         c.agent_down(7, "heartbeat timeout", false, at(2), &mut out);
+        // It may come back within the timeout (from when it was last
+        // heard of, at 0): until then the job waits.
+        assert_eq!(c.jobs[&id].state, JobState::Running);
+        c.lose_overdue(at(9), &mut out);
+        assert_eq!(c.jobs[&id].state, JobState::Running);
+        c.lose_overdue(at(10), &mut out);
         assert_eq!(c.queue(true)[0].state, JobState::NodeFail);
         assert!(c.nodes.iter().all(|n| n.state() == NodeState::Down));
         let id2 = c.submit(vec![spec(1)], at(3)).unwrap()[0];
@@ -1291,14 +1779,81 @@ mod tests {
     #[test]
     fn an_unknown_or_taken_node_is_refused_at_registration() {
         let mut c = cluster();
-        assert!(c
-            .agent_up(8, "h2", "vn9", 4, 0, at(0))
+        assert!(up(&mut c, 8, "h2", "vn9", &[])
             .unwrap_err()
             .contains("no node vn9"));
-        assert!(c
-            .agent_up(8, "h2", "vn1", 4, 0, at(0))
+        assert!(up(&mut c, 8, "h2", "vn1", &[])
             .unwrap_err()
             .contains("already served"));
+    }
+
+    #[test]
+    fn a_lost_job_is_requeued_by_default_and_runs_again() {
+        let mut c = cluster();
+        let mut out = Recorder::default();
+        let id = c.submit(vec![spec(2)], at(0)).unwrap()[0];
+        pass(&mut c, &mut out);
+        c.agent_down(7, "disconnected", false, at(2), &mut out);
+        c.lose_overdue(at(100), &mut out);
+        assert_eq!(c.jobs[&id].state, JobState::Pending);
+        assert_eq!(c.counters.requeued, 1);
+        assert!(c
+            .nodes
+            .iter()
+            .all(|n| n.alloc_cpus == 0 && n.slot_cpus == 0));
+        up(&mut c, 9, "h", "vn[1-4]", &[]).unwrap();
+        pass_at(&mut c, &mut out, at(101), false);
+        assert_eq!(c.jobs[&id].state, JobState::Running);
+        assert_eq!(c.jobs[&id].agent, Some(9));
+    }
+
+    #[test]
+    fn an_agent_that_comes_back_reports_its_jobs() {
+        // Four 1-core jobs run on host h; its agent is lost, then registers
+        // again: job 1 still runs, job 2 is suspended there although the
+        // controller wants it running, job 3 ended meanwhile, job 4 is not
+        // reported (gone). It also runs job 99, unknown here.
+        let mut c = cluster();
+        let mut out = Recorder::default();
+        let ids = c.submit(vec![spec(1); 4], at(0)).unwrap();
+        pass(&mut c, &mut out);
+        c.agent_down(7, "disconnected", false, at(2), &mut out);
+        assert!(c
+            .jobs
+            .values()
+            .all(|j| j.agent.is_none() && j.lost_at.is_some()));
+        let mut back = Recorder::default();
+        let ends = c
+            .agent_up(
+                8,
+                "h",
+                "vn[1-4]",
+                4,
+                0,
+                false,
+                &[
+                    (ids[0], Held::Running),
+                    (ids[1], Held::Suspended),
+                    (ids[2], Held::Ended(Exit::Code(0))),
+                    (99, Held::Running),
+                ],
+                at(3),
+                &mut back,
+            )
+            .unwrap();
+        assert_eq!(ends, [(ids[2], Exit::Code(0))]);
+        assert_eq!(c.jobs[&ids[0]].agent, Some(8));
+        assert_eq!(c.jobs[&ids[0]].state, JobState::Running);
+        assert_eq!(c.jobs[&ids[1]].agent, Some(8));
+        assert_eq!(c.jobs[&ids[3]].state, JobState::Pending, "gone: requeued");
+        let sent: Vec<String> = back.0.iter().map(|(a, m)| format!("{a} {m:?}")).collect();
+        assert!(sent.contains(&format!("8 Resume({})", ids[1])), "{sent:?}");
+        assert!(sent.contains(&"8 Kill(99)".to_string()), "{sent:?}");
+        c.job_ended(8, ids[2], Exit::Code(0), at(3));
+        assert_eq!(
+            c.queue(true).iter().find(|j| j.id == ids[2]).unwrap().state,
+            JobState::Completed
+        );
     }
 
     #[test]

@@ -7,32 +7,12 @@
 mod common;
 use common::*;
 
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 
 use formats::record::Status;
 
 fn agent(c: &Cluster, nodes: &str, host: &str) -> Child {
-    Command::new(binary("agent"))
-        .args([
-            "--controller",
-            &c.address(),
-            "--nodes",
-            nodes,
-            "--cpus",
-            "4",
-        ])
-        .arg("--secret-file")
-        .arg(c.secret_path())
-        .arg("--record-dir")
-        .arg(c.dir.path().join(format!("spool-{host}")))
-        .args(["--host", host])
-        .arg("--sigsleep")
-        .arg(binary("sigsleep"))
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(c.dir.path().join(format!("{host}.log"))).unwrap())
-        .spawn()
-        .unwrap()
+    spawn_agent(c, nodes, host)
 }
 
 #[test]
@@ -66,38 +46,71 @@ fn records_of_remote_agents_end_up_with_the_controller() {
 }
 
 #[test]
-fn a_killed_agent_takes_its_jobs_with_it_and_its_nodes_go_down() {
-    let c = Cluster::start_remote("rn[1-2]", 4);
+fn a_killed_agent_takes_its_jobs_with_it_and_they_are_requeued_or_failed() {
+    // Two partitions on the same nodes: one requeues the jobs of a lost
+    // node (the default, as Slurm), the other ends them as node_fail.
+    let c = Cluster::start_remote_with(
+        "rn[1-2]",
+        4,
+        r#"[[partitions]]
+name = "again"
+nodes = "ALL"
+default = true
+[[partitions]]
+name = "once"
+nodes = "ALL"
+on_node_fail = "fail"
+"#,
+    );
     let mut a = agent(&c, "rn[1-2]", "h1");
     c.wait_nodes_up();
-    let id = c.submit(&["--cores", "2", "--runtime", "600"])[0];
-    c.wait_for("the job's process", || {
-        sigsleep_pids(id, &c.dir.path().join("spool-h1/h1.rec")).len() == 1
+    let again = c.submit(&["--cores", "2", "--runtime", "3"])[0];
+    let once = c.submit(&["--partition", "once", "--cores", "2", "--runtime", "600"])[0];
+    let spool = c.dir.path().join("spool-h1/h1.rec");
+    c.wait_for("both jobs' processes", || {
+        sigsleep_pids(again, &spool).len() == 1 && sigsleep_pids(once, &spool).len() == 1
     });
-    let pid = sigsleep_pids(id, &c.dir.path().join("spool-h1/h1.rec"))[0];
+    let pids = [
+        sigsleep_pids(again, &spool)[0],
+        sigsleep_pids(once, &spool)[0],
+    ];
     a.kill().unwrap();
     a.wait().unwrap();
-    // The kernel kills the job with its agent (parent-death signal).
-    c.wait_for("the job's process to die with its agent", || {
-        proc_state(pid).is_none_or(|s| s == 'Z')
+    // The kernel kills the jobs with their agent (parent-death signal): no
+    // ghost is left, on this host, of any job of this cluster.
+    c.wait_for("the jobs' processes to die with their agent", || {
+        pids.iter().all(|&p| proc_state(p).is_none_or(|s| s == 'Z'))
     });
-    c.wait_state(id, "node_fail");
-    let nodes = json_of(&c.ok(&["nodes", "--format", "json"]));
-    assert!(nodes
-        .as_array()
+    c.wait_for("no sigsleep of this cluster to be left", || {
+        sigsleep_pids(again, &spool).is_empty() && sigsleep_pids(once, &spool).is_empty()
+    });
+    // Its nodes are down within the heartbeat timeout (2 s here; the
+    // connection's end tells the controller at once).
+    c.wait_for("the nodes to be down", || {
+        json_of(&c.ok(&["nodes", "--format", "json"]))
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|n| n["state"] == "down")
+    });
+    // After the timeout the jobs count as lost: one requeued, one failed.
+    c.wait_state(once, "node_fail");
+    c.wait_state(again, "pending");
+    assert!(c.job(again)["reason"]
+        .as_str()
         .unwrap()
-        .iter()
-        .all(|n| n["state"] == "down"));
-    // No record: the job never finished.
-    assert!(c
-        .records()
-        .iter()
-        .all(|r| r.id != id || r.status != Status::Completed));
-    // The agent comes back: its nodes return to service.
+        .contains("requeued"));
+    // The agent comes back: its nodes return to service, the requeued job
+    // runs again and completes.
     let mut a = agent(&c, "rn[1-2]", "h1");
     c.wait_nodes_up();
-    let id = c.submit(&["--cores", "2", "--runtime", "0.2"])[0];
-    c.wait_state(id, "completed");
+    c.wait_state(again, "completed");
+    // One record per execution that ended: the killed ones left none.
+    let recs = c.records();
+    assert_eq!(recs.iter().filter(|r| r.id == again).count(), 1, "{recs:?}");
+    assert!(recs.iter().all(|r| r.id != once), "{recs:?}");
+    let r = c.record(again);
+    assert_eq!(r.status, Status::Completed);
     c.ok(&["shutdown"]);
     a.wait().unwrap();
 }

@@ -33,7 +33,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_util::codec::{Framed, LengthDelimitedCodec};
 
 /// Version of this protocol; both ends must speak the same.
-pub const PROTOCOL: u32 = 1;
+pub const PROTOCOL: u32 = 2;
 /// Largest frame a server accepts from an authenticated peer (a batch of
 /// records can be large).
 pub const MAX_FRAME: usize = 16 << 20;
@@ -330,6 +330,12 @@ pub struct RunSettings {
     /// Send finished records to the controller (false when the agent
     /// writes them straight into the controller's record directory).
     pub stream_records: bool,
+    /// Milliseconds without hearing from the controller after which the
+    /// agent kills its jobs (0: never). Shorter than the controller's
+    /// heartbeat timeout, so that by the time the controller gives a lost
+    /// agent's jobs to other nodes, the lost copies are dead: a job never
+    /// runs twice at once, whatever the network does.
+    pub fence_ms: u64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -342,6 +348,16 @@ pub enum ToAgent {
     Suspend(u64),
     Resume(u64),
     Cancel(u64),
+    /// End the job's process at once, without a record: this execution no
+    /// longer counts (another node of the job was lost, or the controller
+    /// does not know the job).
+    Kill(u64),
+    /// The controller has durably taken note that these jobs ended: the
+    /// agent may forget them (until then it reports them again when it
+    /// registers anew).
+    Forget(Vec<u64>),
+    /// The controller is alive (sent every heartbeat period).
+    Ping,
     /// Stop every job and exit.
     Shutdown,
 }
@@ -355,14 +371,27 @@ pub enum Exit {
     SpawnFailed,
 }
 
+/// A job an agent holds when it registers: what it knows of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Held {
+    Running,
+    Suspended,
+    /// Ended, and not yet forgotten: the controller may not know.
+    Ended(Exit),
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub enum FromAgent {
-    /// First message: the nodes this agent hosts.
+    /// First message: the nodes this agent hosts and, when it registers
+    /// again after losing the controller, the jobs it holds, with the
+    /// records of those that ended meanwhile.
     Register {
         host: String,
         nodes: String,
         cpus: u32,
         memory_mb: u64,
+        jobs: Vec<(u64, Held)>,
+        records: Vec<u8>,
     },
     Started {
         job: u64,

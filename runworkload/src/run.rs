@@ -78,6 +78,14 @@ async fn embedded(plan: &Plan, dir: &Path) -> Result<Cluster> {
     cfg.state_dir = dir.join("state");
     cfg.secret_file = cfg.state_dir.join("secret");
     cfg.record_dir = dir.join("records");
+    // A run starts from an empty cluster: the journal of one that died
+    // here would bring its jobs back.
+    match std::fs::remove_dir_all(&cfg.state_dir) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            return Err(e).with_context(|| format!("cannot clear {}", cfg.state_dir.display()));
+        }
+        _ => {}
+    }
     cfg.local_agents = true;
     let address_file = cfg.state_dir.join(controller::ADDRESS_FILE);
     let secret_file = cfg.secret_file.clone();

@@ -38,10 +38,24 @@ pub struct Cluster {
 /// TOML: its leading keys belong to `[controller]`, and it may go on with
 /// tables of its own (`[[partitions]]`).
 pub fn config_text(dir: &Path, nodes: &str, cpus: u32, local: bool, extra: &str) -> String {
+    config_text_with(dir, nodes, cpus, local, extra, "127.0.0.1:0", 2000)
+}
+
+/// [`config_text`] with a fixed address (a controller that restarts must
+/// be found again) and the agents' heartbeat timeout.
+pub fn config_text_with(
+    dir: &Path,
+    nodes: &str,
+    cpus: u32,
+    local: bool,
+    extra: &str,
+    listen: &str,
+    heartbeat_timeout_ms: u64,
+) -> String {
     format!(
         r#"
 [controller]
-listen = "127.0.0.1:0"
+listen = "{listen}"
 state_dir = "{state}"
 record_dir = "{records}"
 schedule_interval_ms = 5
@@ -53,7 +67,7 @@ local = {local}
 sigsleep = "{sigsleep}"
 kill_grace_ms = 2000
 heartbeat_ms = 200
-heartbeat_timeout_ms = 2000
+heartbeat_timeout_ms = {heartbeat_timeout_ms}
 
 [[nodes]]
 names = "{nodes}"
@@ -77,19 +91,61 @@ impl Cluster {
         Cluster::launch(nodes, cpus, false, "", false)
     }
 
+    /// [`Cluster::start_remote`] with `extra` TOML (see [`config_text`]).
+    pub fn start_remote_with(nodes: &str, cpus: u32, extra: &str) -> Cluster {
+        Cluster::launch(nodes, cpus, false, extra, false)
+    }
+
     fn launch(nodes: &str, cpus: u32, local: bool, extra: &str, wait_up: bool) -> Cluster {
         let dir = tempfile::tempdir().unwrap();
-        let config = dir.path().join("cluster.toml");
-        std::fs::write(&config, config_text(dir.path(), nodes, cpus, local, extra)).unwrap();
-        let serve = Command::new(binary("controller"))
+        let text = config_text(dir.path(), nodes, cpus, local, extra);
+        Cluster::launch_text(dir, &text, wait_up)
+    }
+
+    /// A controller that can be killed and restarted on the same address
+    /// and state directory ([`Cluster::kill9`], [`Cluster::restart`]).
+    pub fn start_restartable(
+        nodes: &str,
+        cpus: u32,
+        local: bool,
+        extra: &str,
+        heartbeat_timeout_ms: u64,
+    ) -> Cluster {
+        let dir = tempfile::tempdir().unwrap();
+        let listen = format!("127.0.0.1:{}", free_port());
+        let text = config_text_with(
+            dir.path(),
+            nodes,
+            cpus,
+            local,
+            extra,
+            &listen,
+            heartbeat_timeout_ms,
+        );
+        Cluster::launch_text(dir, &text, local)
+    }
+
+    fn spawn_serve(dir: &Path, config: &Path) -> Child {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(dir.join("serve.log"))
+            .unwrap();
+        Command::new(binary("controller"))
             .arg("serve")
             .arg("--config")
-            .arg(&config)
+            .arg(config)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(std::fs::File::create(dir.path().join("serve.log")).unwrap())
+            .stderr(log)
             .spawn()
-            .unwrap();
+            .unwrap()
+    }
+
+    fn launch_text(dir: tempfile::TempDir, text: &str, wait_up: bool) -> Cluster {
+        let config = dir.path().join("cluster.toml");
+        std::fs::write(&config, text).unwrap();
+        let serve = Cluster::spawn_serve(dir.path(), &config);
         let c = Cluster { dir, config, serve };
         c.wait_for("the controller to listen", || {
             c.ctl(&["stats"]).status.success()
@@ -98,6 +154,20 @@ impl Cluster {
             c.wait_nodes_up();
         }
         c
+    }
+
+    /// Kills the controller with SIGKILL: no chance to clean up.
+    pub fn kill9(&mut self) {
+        self.serve.kill().unwrap();
+        self.serve.wait().unwrap();
+    }
+
+    /// Starts the controller again on the same configuration and state.
+    pub fn restart(&mut self) {
+        self.serve = Cluster::spawn_serve(self.dir.path(), &self.config);
+        self.wait_for("the controller to listen again", || {
+            self.ctl(&["stats"]).status.success()
+        });
     }
 
     pub fn wait_nodes_up(&self) {
@@ -217,6 +287,47 @@ impl Drop for Cluster {
         let _ = self.serve.kill();
         let _ = self.serve.wait();
     }
+}
+
+/// An agent process for `c`, hosting `nodes` as `host`, its spool and log
+/// in the cluster's directory.
+pub fn spawn_agent(c: &Cluster, nodes: &str, host: &str) -> Child {
+    Command::new(binary("agent"))
+        .args([
+            "--controller",
+            &c.address(),
+            "--nodes",
+            nodes,
+            "--cpus",
+            "4",
+        ])
+        .arg("--secret-file")
+        .arg(c.secret_path())
+        .arg("--record-dir")
+        .arg(c.dir.path().join(format!("spool-{host}")))
+        .args(["--host", host])
+        .arg("--sigsleep")
+        .arg(binary("sigsleep"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(c.dir.path().join(format!("{host}.log")))
+                .unwrap(),
+        )
+        .spawn()
+        .unwrap()
+}
+
+/// A TCP port free on loopback right now.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 pub fn json(out: &Output) -> serde_json::Value {

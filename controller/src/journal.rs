@@ -1,0 +1,613 @@
+//! The journal: what the controller must not forget if it is killed.
+//!
+//! Every accepted submission and every change of a job's state is an
+//! [`Entry`], appended to `<state_dir>/journal` before the client that
+//! caused it gets its answer (the server syncs the file, in batches, before
+//! answering). When the journal grows past a limit it is folded into
+//! `<state_dir>/snapshot` (every job's [`JobImage`], the finished ones kept
+//! for `queue --all`, drained nodes) and started afresh.
+//!
+//! On start the snapshot is read, the journal's entries after it are
+//! applied, and a torn last entry (the controller died mid-write) is cut
+//! off. What comes out, [`Recovered`], is the cluster's jobs as of the
+//! last entry; the state module rebuilds itself from it.
+//!
+//! Files: a 6-byte header (magic, u16 version) then, in the journal, frames
+//! of `u32 length ‖ u32 CRC-32 of the payload ‖ payload`, the payload being
+//! bincode of `(sequence number, Entry)`; the snapshot is the header, a
+//! CRC-32 and the bincode of a [`Snapshot`]. Entries carry increasing
+//! sequence numbers and the snapshot the last one it includes, so entries
+//! a crash left in an old journal beside a newer snapshot are skipped.
+
+use std::collections::BTreeMap;
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::{anyhow, bail, Context, Result};
+use formats::wire::{JobInfo, JobSpec, JobState};
+use serde::{Deserialize, Serialize};
+use tracing::{info, warn};
+
+const JOURNAL_MAGIC: &[u8; 4] = b"CLJN";
+const SNAPSHOT_MAGIC: &[u8; 4] = b"CLSN";
+const VERSION: u16 = 1;
+const HEADER: usize = 6;
+/// Largest entry: a submission of one job is well under 1 KiB.
+const MAX_ENTRY: usize = 1 << 20;
+
+/// A job as the journal keeps it: enough to rebuild the controller's own
+/// record of it. Times are wall-clock (CLOCK_REALTIME) nanoseconds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JobImage {
+    pub id: u64,
+    pub spec: JobSpec,
+    /// Partition name (names survive a configuration edit, indices not).
+    pub partition: String,
+    pub state: JobState,
+    pub submit_ns: i64,
+    pub start_ns: i64,
+    /// Node names and cores, while it holds them.
+    pub alloc: Vec<(String, u32)>,
+    /// The nodes it was given, folded.
+    pub nodes: String,
+    /// Host of the agent that runs it.
+    pub host: Option<String>,
+    pub ending_as: Option<JobState>,
+    /// Suspended by the policy (true) or an administrator (false).
+    pub suspended_by_policy: Option<bool>,
+    /// (suspended, resumed) instants; resumed is 0 while suspended.
+    pub suspensions: Vec<(i64, i64)>,
+    /// Last start, suspension or resumption.
+    pub since_ns: i64,
+    pub reason: String,
+}
+
+/// One change to remember.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum Entry {
+    Submitted(Box<JobImage>),
+    Started {
+        id: u64,
+        alloc: Vec<(String, u32)>,
+        nodes: String,
+        host: String,
+        at_ns: i64,
+    },
+    Suspended {
+        id: u64,
+        by_policy: bool,
+        at_ns: i64,
+    },
+    Resumed {
+        id: u64,
+        at_ns: i64,
+    },
+    /// A cancel was sent; it will end in this state.
+    Ending {
+        id: u64,
+        state: JobState,
+    },
+    Ended(Box<JobInfo>),
+    /// Back to the queue: its node was lost.
+    Requeued {
+        id: u64,
+        reason: String,
+        at_ns: i64,
+    },
+    Drained {
+        nodes: String,
+        reason: String,
+    },
+    Undrained {
+        nodes: String,
+    },
+}
+
+/// Everything the journal knows, folded.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Snapshot {
+    /// Sequence number of the last entry folded in.
+    pub seq: u64,
+    pub next_id: u64,
+    /// Jobs not over, by id.
+    pub jobs: BTreeMap<u64, JobImage>,
+    /// Finished jobs, oldest first (at most the controller's history).
+    pub history: Vec<JobInfo>,
+    /// Drained node sets (folded) and why.
+    pub drained: Vec<(String, String)>,
+}
+
+/// What a restart starts from.
+pub type Recovered = Snapshot;
+
+impl Snapshot {
+    /// Folds one entry in. `history` bounds the finished jobs kept.
+    pub fn apply(&mut self, seq: u64, entry: Entry, history: usize) {
+        self.seq = seq;
+        match entry {
+            Entry::Submitted(image) => {
+                self.next_id = self.next_id.max(image.id + 1);
+                self.jobs.insert(image.id, *image);
+            }
+            Entry::Started {
+                id,
+                alloc,
+                nodes,
+                host,
+                at_ns,
+            } => {
+                if let Some(j) = self.jobs.get_mut(&id) {
+                    j.state = JobState::Running;
+                    j.start_ns = at_ns;
+                    j.since_ns = at_ns;
+                    j.alloc = alloc;
+                    j.nodes = nodes;
+                    j.host = Some(host);
+                }
+            }
+            Entry::Suspended {
+                id,
+                by_policy,
+                at_ns,
+            } => {
+                if let Some(j) = self.jobs.get_mut(&id) {
+                    j.state = JobState::Suspended;
+                    j.suspended_by_policy = Some(by_policy);
+                    j.suspensions.push((at_ns, 0));
+                    j.since_ns = at_ns;
+                }
+            }
+            Entry::Resumed { id, at_ns } => {
+                if let Some(j) = self.jobs.get_mut(&id) {
+                    j.state = JobState::Running;
+                    j.suspended_by_policy = None;
+                    if let Some(last) = j.suspensions.last_mut() {
+                        last.1 = at_ns;
+                    }
+                    j.since_ns = at_ns;
+                }
+            }
+            Entry::Ending { id, state } => {
+                if let Some(j) = self.jobs.get_mut(&id) {
+                    j.ending_as = Some(state);
+                }
+            }
+            Entry::Ended(info) => {
+                self.jobs.remove(&info.id);
+                self.history.push(*info);
+                if self.history.len() > history {
+                    let extra = self.history.len() - history;
+                    self.history.drain(..extra);
+                }
+            }
+            Entry::Requeued { id, reason, at_ns } => {
+                if let Some(j) = self.jobs.get_mut(&id) {
+                    j.state = JobState::Pending;
+                    j.start_ns = 0;
+                    j.alloc.clear();
+                    j.nodes.clear();
+                    j.host = None;
+                    j.suspended_by_policy = None;
+                    j.suspensions.clear();
+                    j.since_ns = at_ns;
+                    j.reason = reason;
+                }
+            }
+            Entry::Drained { nodes, reason } => {
+                self.drained.retain(|(n, _)| *n != nodes);
+                self.drained.push((nodes, reason));
+            }
+            Entry::Undrained { nodes } => self.drained.push((nodes, String::new())),
+        }
+    }
+}
+
+/// The open journal.
+pub struct Journal {
+    dir: PathBuf,
+    file: File,
+    /// Encoded entries not yet written.
+    buf: Vec<u8>,
+    /// Sequence number of the last entry appended.
+    seq: u64,
+    /// Bytes in the journal file.
+    size: u64,
+    /// Written since the last sync.
+    unsynced: bool,
+    /// Fold into a snapshot past this many bytes.
+    compact_at: u64,
+}
+
+fn journal_path(dir: &Path) -> PathBuf {
+    dir.join("journal")
+}
+
+fn snapshot_path(dir: &Path) -> PathBuf {
+    dir.join("snapshot")
+}
+
+fn header(magic: &[u8; 4]) -> [u8; HEADER] {
+    let mut h = [0u8; HEADER];
+    h[..4].copy_from_slice(magic);
+    h[4..].copy_from_slice(&VERSION.to_le_bytes());
+    h
+}
+
+fn check_header(bytes: &[u8], magic: &[u8; 4], path: &Path) -> Result<()> {
+    if bytes.len() < HEADER || &bytes[..4] != magic {
+        bail!("{} is not a clemu state file", path.display());
+    }
+    let v = u16::from_le_bytes([bytes[4], bytes[5]]);
+    if v != VERSION {
+        bail!(
+            "{}: version {v}, this controller reads version {VERSION}",
+            path.display()
+        );
+    }
+    Ok(())
+}
+
+/// Writes `bytes` to `path` atomically: a temporary file, synced, renamed
+/// over it, and the directory synced.
+fn replace(path: &Path, bytes: &[u8]) -> Result<()> {
+    let tmp = path.with_extension("tmp");
+    let mut f = File::create(&tmp).with_context(|| format!("cannot create {}", tmp.display()))?;
+    f.write_all(bytes)
+        .and_then(|()| f.sync_all())
+        .with_context(|| format!("cannot write {}", tmp.display()))?;
+    std::fs::rename(&tmp, path).with_context(|| format!("cannot replace {}", path.display()))?;
+    if let Some(dir) = path.parent() {
+        File::open(dir)
+            .and_then(|d| d.sync_all())
+            .with_context(|| format!("cannot sync {}", dir.display()))?;
+    }
+    Ok(())
+}
+
+fn read_snapshot(path: &Path) -> Result<Option<Snapshot>> {
+    let bytes = match std::fs::read(path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
+    };
+    check_header(&bytes, SNAPSHOT_MAGIC, path)?;
+    let body = &bytes[HEADER..];
+    if body.len() < 4 {
+        bail!("{} is truncated", path.display());
+    }
+    let crc = u32::from_le_bytes([body[0], body[1], body[2], body[3]]);
+    if crc32fast::hash(&body[4..]) != crc {
+        bail!(
+            "{} is damaged (checksum mismatch); move it away to start without the jobs it holds",
+            path.display()
+        );
+    }
+    let snap = bincode::deserialize(&body[4..])
+        .map_err(|e| anyhow!("{}: cannot decode: {e}", path.display()))?;
+    Ok(Some(snap))
+}
+
+/// The whole entries of a journal file, and the length of the intact
+/// prefix (a torn or damaged tail is where it ends).
+fn read_entries(bytes: &[u8]) -> (Vec<(u64, Entry)>, usize) {
+    let mut out = Vec::new();
+    let mut at = HEADER;
+    while bytes.len() - at >= 8 {
+        let len =
+            u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]]) as usize;
+        let crc = u32::from_le_bytes([bytes[at + 4], bytes[at + 5], bytes[at + 6], bytes[at + 7]]);
+        if len > MAX_ENTRY || bytes.len() - at - 8 < len {
+            break;
+        }
+        let payload = &bytes[at + 8..at + 8 + len];
+        if crc32fast::hash(payload) != crc {
+            break;
+        }
+        match bincode::deserialize::<(u64, Entry)>(payload) {
+            Ok(e) => out.push(e),
+            Err(_) => break,
+        }
+        at += 8 + len;
+    }
+    (out, at)
+}
+
+impl Journal {
+    /// Opens the journal of `dir` (creating it) and recovers what it
+    /// holds. `history` bounds the finished jobs kept; past `compact_at`
+    /// bytes the journal is folded into the snapshot.
+    pub fn open(dir: &Path, history: usize, compact_at: u64) -> Result<(Journal, Recovered)> {
+        let mut state = read_snapshot(&snapshot_path(dir))?.unwrap_or_default();
+        let path = journal_path(dir);
+        let mut file = OpenOptions::new()
+            .read(true)
+            .append(true)
+            .create(true)
+            .open(&path)
+            .with_context(|| format!("cannot open {}", path.display()))?;
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes)
+            .with_context(|| format!("cannot read {}", path.display()))?;
+        if bytes.is_empty() {
+            file.write_all(&header(JOURNAL_MAGIC))
+                .and_then(|()| file.sync_all())
+                .with_context(|| format!("cannot write {}", path.display()))?;
+            bytes = header(JOURNAL_MAGIC).to_vec();
+        }
+        check_header(&bytes, JOURNAL_MAGIC, &path)?;
+        let (entries, intact) = read_entries(&bytes);
+        if intact < bytes.len() {
+            warn!(
+                file = %path.display(),
+                offset = intact,
+                dropped = bytes.len() - intact,
+                "the journal ends in a torn or damaged entry (the controller stopped mid-write): cutting it off"
+            );
+            file.set_len(intact as u64)
+                .and_then(|()| file.sync_all())
+                .with_context(|| format!("cannot truncate {}", path.display()))?;
+        }
+        let mut applied = 0;
+        for (seq, entry) in entries {
+            if seq > state.seq {
+                state.apply(seq, entry, history);
+                applied += 1;
+            }
+        }
+        if applied > 0 || !state.jobs.is_empty() {
+            info!(
+                jobs = state.jobs.len(),
+                finished = state.history.len(),
+                entries = applied,
+                "recovered from the journal"
+            );
+        }
+        Ok((
+            Journal {
+                dir: dir.to_path_buf(),
+                file,
+                buf: Vec::new(),
+                seq: state.seq,
+                size: intact as u64,
+                unsynced: false,
+                compact_at,
+            },
+            state,
+        ))
+    }
+
+    /// Queues entries; they reach the file with [`Journal::write`].
+    pub fn append(&mut self, entries: impl IntoIterator<Item = Entry>) {
+        for entry in entries {
+            self.seq += 1;
+            let start = self.buf.len();
+            self.buf.extend_from_slice(&[0; 8]);
+            // An entry is plain data: encoding cannot fail.
+            if bincode::serialize_into(&mut self.buf, &(self.seq, &entry)).is_err() {
+                self.buf.truncate(start);
+                continue;
+            }
+            let len = (self.buf.len() - start - 8) as u32;
+            let crc = crc32fast::hash(&self.buf[start + 8..]);
+            self.buf[start..start + 4].copy_from_slice(&len.to_le_bytes());
+            self.buf[start + 4..start + 8].copy_from_slice(&crc.to_le_bytes());
+        }
+    }
+
+    /// Writes queued entries to the file (safe from a crash of the
+    /// controller, not yet from one of the machine).
+    pub fn write(&mut self) -> Result<()> {
+        if self.buf.is_empty() {
+            return Ok(());
+        }
+        self.file
+            .write_all(&self.buf)
+            .with_context(|| format!("cannot write {}", journal_path(&self.dir).display()))?;
+        self.size += self.buf.len() as u64;
+        self.buf.clear();
+        self.unsynced = true;
+        Ok(())
+    }
+
+    /// Writes and syncs: what is appended is now durable.
+    pub fn sync(&mut self) -> Result<()> {
+        self.write()?;
+        if self.unsynced {
+            self.file
+                .sync_data()
+                .with_context(|| format!("cannot sync {}", journal_path(&self.dir).display()))?;
+            self.unsynced = false;
+        }
+        Ok(())
+    }
+
+    /// Whether entries wait to be written or synced.
+    pub fn dirty(&self) -> bool {
+        self.unsynced || !self.buf.is_empty()
+    }
+
+    pub fn wants_compaction(&self) -> bool {
+        self.size > self.compact_at
+    }
+
+    /// Folds everything into a snapshot of `state` (which must include
+    /// every entry appended so far) and starts an empty journal.
+    pub fn compact(&mut self, mut state: Snapshot) -> Result<()> {
+        self.sync()?;
+        state.seq = self.seq;
+        let body =
+            bincode::serialize(&state).map_err(|e| anyhow!("cannot encode the snapshot: {e}"))?;
+        let mut bytes = header(SNAPSHOT_MAGIC).to_vec();
+        bytes.extend_from_slice(&crc32fast::hash(&body).to_le_bytes());
+        bytes.extend_from_slice(&body);
+        replace(&snapshot_path(&self.dir), &bytes)?;
+        let path = journal_path(&self.dir);
+        replace(&path, &header(JOURNAL_MAGIC))?;
+        self.file = OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .with_context(|| format!("cannot open {}", path.display()))?;
+        self.size = HEADER as u64;
+        info!(
+            jobs = state.jobs.len(),
+            seq = self.seq,
+            "journal folded into a snapshot"
+        );
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn image(id: u64) -> JobImage {
+        JobImage {
+            id,
+            spec: JobSpec {
+                cores: 2,
+                mem_per_cpu_mb: 0,
+                runtime_ns: 10,
+                walltime_ns: 0,
+                partition: None,
+                submit_ns: None,
+            },
+            partition: "batch".into(),
+            state: JobState::Pending,
+            submit_ns: 5,
+            start_ns: 0,
+            alloc: vec![],
+            nodes: String::new(),
+            host: None,
+            ending_as: None,
+            suspended_by_policy: None,
+            suspensions: vec![],
+            since_ns: 5,
+            reason: String::new(),
+        }
+    }
+
+    fn started(id: u64) -> Entry {
+        Entry::Started {
+            id,
+            alloc: vec![("vn1".into(), 2)],
+            nodes: "vn1".into(),
+            host: "h".into(),
+            at_ns: 7,
+        }
+    }
+
+    #[test]
+    fn entries_survive_a_reopen_and_a_torn_tail_is_cut() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut j, r) = Journal::open(dir.path(), 10, 1 << 20).unwrap();
+        assert!(r.jobs.is_empty());
+        j.append([
+            Entry::Submitted(Box::new(image(1))),
+            Entry::Submitted(Box::new(image(2))),
+        ]);
+        j.append([started(1)]);
+        j.sync().unwrap();
+        drop(j);
+        // A crash mid-write leaves half an entry behind.
+        let path = dir.path().join("journal");
+        let mut f = OpenOptions::new().append(true).open(&path).unwrap();
+        f.write_all(&[40, 0, 0, 0, 1, 2]).unwrap();
+        drop(f);
+        let (mut j, r) = Journal::open(dir.path(), 10, 1 << 20).unwrap();
+        assert_eq!(r.next_id, 3);
+        assert_eq!(r.jobs[&1].state, JobState::Running);
+        assert_eq!(r.jobs[&1].host.as_deref(), Some("h"));
+        assert_eq!(r.jobs[&2].state, JobState::Pending);
+        assert_eq!(r.seq, 3);
+        // Appending goes on after the cut.
+        j.append([Entry::Resumed { id: 1, at_ns: 9 }]);
+        j.sync().unwrap();
+        drop(j);
+        let (_, r) = Journal::open(dir.path(), 10, 1 << 20).unwrap();
+        assert_eq!(r.seq, 4);
+    }
+
+    #[test]
+    fn compaction_keeps_the_state_and_skips_entries_it_already_holds() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut j, mut state) = Journal::open(dir.path(), 10, 0).unwrap();
+        let entries = vec![
+            Entry::Submitted(Box::new(image(1))),
+            started(1),
+            Entry::Suspended {
+                id: 1,
+                by_policy: true,
+                at_ns: 8,
+            },
+        ];
+        for (k, e) in entries.iter().enumerate() {
+            state.apply(k as u64 + 1, e.clone(), 10);
+        }
+        j.append(entries.clone());
+        assert!(j.wants_compaction() || j.write().is_ok());
+        j.compact(state.clone()).unwrap();
+        // A crash right after the snapshot, before the journal was
+        // emptied, would leave the old entries: put them back.
+        let path = dir.path().join("journal");
+        let mut f = OpenOptions::new().append(true).open(&path).unwrap();
+        let mut again = Journal {
+            dir: dir.path().to_path_buf(),
+            file: f.try_clone().unwrap(),
+            buf: Vec::new(),
+            seq: 0,
+            size: 0,
+            unsynced: false,
+            compact_at: 0,
+        };
+        again.append(entries);
+        f.write_all(&again.buf).unwrap();
+        drop(f);
+        let (_, r) = Journal::open(dir.path(), 10, 0).unwrap();
+        assert_eq!(r.jobs, state.jobs);
+        assert_eq!(r.jobs[&1].suspensions, [(8, 0)]);
+    }
+
+    #[test]
+    fn history_is_bounded() {
+        let mut s = Snapshot::default();
+        for id in 1..=5 {
+            s.apply(id, Entry::Submitted(Box::new(image(id))), 3);
+        }
+        for id in 1..=5 {
+            let info = JobInfo {
+                id,
+                state: JobState::Completed,
+                partition: "batch".into(),
+                cores: 2,
+                nodes: String::new(),
+                submit_ns: 0,
+                start_ns: 0,
+                end_ns: 0,
+                runtime_ns: 0,
+                walltime_ns: 0,
+                reason: String::new(),
+                suspensions: vec![],
+            };
+            s.apply(5 + id, Entry::Ended(Box::new(info)), 3);
+        }
+        assert!(s.jobs.is_empty());
+        let ids: Vec<u64> = s.history.iter().map(|j| j.id).collect();
+        assert_eq!(ids, [3, 4, 5]);
+    }
+
+    #[test]
+    fn a_damaged_snapshot_is_a_clear_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut j, _) = Journal::open(dir.path(), 10, 0).unwrap();
+        j.compact(Snapshot::default()).unwrap();
+        let path = dir.path().join("snapshot");
+        let mut bytes = std::fs::read(&path).unwrap();
+        let last = bytes.len() - 1;
+        bytes[last] ^= 0xff;
+        std::fs::write(&path, bytes).unwrap();
+        let err = Journal::open(dir.path(), 10, 0).err().unwrap().to_string();
+        assert!(err.contains("snapshot is damaged"), "{err}");
+    }
+}

@@ -1,0 +1,108 @@
+//! The controller killed with SIGKILL mid-run and started again on the same
+//! state directory: no accepted job is lost or duplicated, agents on other
+//! hosts reconnect and report their jobs, and every job ends with exactly
+//! one record.
+
+#![allow(clippy::unwrap_used)] // tests: a failure should panic
+
+mod common;
+use common::*;
+
+use std::collections::BTreeMap;
+
+use formats::record::Status;
+
+/// Job id → state, from `queue --all`.
+fn states(c: &Cluster) -> BTreeMap<u64, String> {
+    json_of(&c.ok(&["queue", "--all", "--format", "json"]))
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|j| {
+            (
+                j["id"].as_u64().unwrap(),
+                j["state"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+/// Every job of `ids` has exactly one record, a completed one.
+fn one_completed_record_each(c: &Cluster, ids: &[u64]) {
+    let recs = c.records();
+    for &id in ids {
+        let mine: Vec<_> = recs.iter().filter(|r| r.id == id).collect();
+        assert_eq!(mine.len(), 1, "records of job {id}: {mine:?}\n{}", c.log());
+        assert_eq!(mine[0].status, Status::Completed, "{:?}", mine[0]);
+    }
+    assert_eq!(recs.len(), ids.len(), "records of unknown jobs: {recs:?}");
+}
+
+#[test]
+fn remote_agents_keep_their_jobs_through_a_controller_crash() {
+    // Agents fence their jobs after half the heartbeat timeout without
+    // the controller: 5 s, ample for a restart.
+    let mut c = Cluster::start_restartable("rn[1-4]", 4, false, "", 10_000);
+    let mut a1 = spawn_agent(&c, "rn[1-2]", "h1");
+    let mut a2 = spawn_agent(&c, "rn[3-4]", "h2");
+    c.wait_nodes_up();
+    // 16 cores; 24 jobs of 2 cores for 1.5 s: three waves.
+    let first = c.submit(&["--cores", "2", "--runtime", "1.5", "--count", "24"]);
+    c.wait_for("a first job to complete", || {
+        states(&c).values().any(|s| s == "completed")
+    });
+    c.wait_for("jobs to be running", || {
+        states(&c).values().filter(|s| *s == "running").count() >= 4
+    });
+    c.kill9();
+    // Jobs go on, and some end, while no controller is there.
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    c.restart();
+    // Ids go on from where they were: nothing accepted is reused.
+    let more = c.submit(&["--cores", "2", "--runtime", "0.5", "--count", "4"]);
+    assert!(more[0] > *first.last().unwrap(), "{more:?} after {first:?}");
+    let all: Vec<u64> = first.iter().chain(&more).copied().collect();
+    for &id in &all {
+        c.wait_state(id, "completed");
+    }
+    let s = states(&c);
+    assert_eq!(s.len(), all.len(), "{s:?}");
+    assert!(s.values().all(|v| v == "completed"), "{s:?}");
+    one_completed_record_each(&c, &all);
+    // The agents never stopped: they reconnected.
+    assert!(a1.try_wait().unwrap().is_none());
+    assert!(a2.try_wait().unwrap().is_none());
+    let log = c.log();
+    assert!(log.contains("recovered from the journal"), "{log}");
+    assert!(log.contains("job reported again by its agent"), "{log}");
+    c.ok(&["shutdown"]);
+    a1.wait().unwrap();
+    a2.wait().unwrap();
+}
+
+#[test]
+fn jobs_of_hosted_agents_die_with_the_controller_and_run_again() {
+    // Agents hosted by the controller die with it, and so do their jobs;
+    // the journal is folded into a snapshot at every sync here, so the
+    // restart goes through the snapshot too.
+    let mut c = Cluster::start_restartable("vn[1-2]", 4, true, "journal_compact_mb = 0", 2_000);
+    let ids = c.submit(&["--cores", "4", "--runtime", "2", "--count", "5"]);
+    c.wait_for("two jobs' processes", || {
+        ids.iter().filter(|&&id| c.pids(id).len() == 1).count() == 2
+    });
+    let running: Vec<i32> = ids.iter().flat_map(|&id| c.pids(id)).collect();
+    c.kill9();
+    c.wait_for("the jobs' processes to die with the controller", || {
+        running
+            .iter()
+            .all(|&p| proc_state(p).is_none_or(|s| s == 'Z'))
+    });
+    c.restart();
+    for &id in &ids {
+        c.wait_state(id, "completed");
+    }
+    one_completed_record_each(&c, &ids);
+    let log = c.log();
+    assert!(log.contains("journal folded into a snapshot"), "{log}");
+    assert!(log.contains("job requeued"), "{log}");
+}
