@@ -1,0 +1,186 @@
+#!/usr/bin/env bash
+# Network partitions between the controller and its agents, on real TCP
+# between network namespaces: a short cut that the cluster rides through,
+# then a long one that gets an agent declared lost, its jobs run elsewhere,
+# and its return. Throughout, a sampler watches every sigsleep process on
+# the machine and fails if one job ever runs twice at the same time.
+#
+#   sudo scripts/partition.sh            (needs root and iproute2)
+#
+# Layout as scripts/multihost.sh: namespace <p>-ctl holds the controller,
+# <p>-hK holds agent hK (nodes vn[4K-3..4K], 4 cores each). A cut is the
+# controller's end of the link set down: packets vanish both ways, no
+# connection is reset.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[ "$(id -u)" -eq 0 ] || { echo "partition: needs root (network namespaces)" >&2; exit 2; }
+command -v ip >/dev/null || { echo "partition: needs iproute2 (apt install iproute2)" >&2; exit 2; }
+
+cargo build -q -p controller -p agent -p sigsleep -p calcmets
+host=$(rustc -vV | sed -n 's/^host: //p')
+bin=$PWD/target/$host/debug
+[ -x "$bin/controller" ] || bin=$PWD/target/debug
+
+p=clp$$
+tmp=$(mktemp -d -t clemu-partition-XXXXXX)
+pids=()
+sampler=""
+cleanup() {
+  [ -n "$sampler" ] && kill "$sampler" 2>/dev/null || true
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  sleep 0.5
+  for pid in "${pids[@]}"; do kill -9 "$pid" 2>/dev/null || true; done
+  for ns in ctl h1 h2 h3; do ip netns del "$p-$ns" 2>/dev/null || true; done
+  if [ "${KEEP:-0}" = 1 ]; then echo "partition: kept $tmp"; else rm -rf "$tmp"; fi
+}
+trap cleanup EXIT
+fail() { echo "partition: FAILED: $*" >&2; echo "logs in $tmp (KEEP=1 keeps them)" >&2; KEEP=1; exit 1; }
+
+ip netns add "$p-ctl"
+ip -n "$p-ctl" link set lo up
+for k in 1 2 3; do
+  ip netns add "$p-h$k"
+  ip -n "$p-h$k" link set lo up
+  ip link add "$p-c$k" type veth peer name "$p-a$k"
+  ip link set "$p-c$k" netns "$p-ctl"
+  ip link set "$p-a$k" netns "$p-h$k"
+  ip -n "$p-ctl" addr add "10.98.$k.1/24" dev "$p-c$k"
+  ip -n "$p-h$k" addr add "10.98.$k.2/24" dev "$p-a$k"
+  ip -n "$p-ctl" link set "$p-c$k" up
+  ip -n "$p-h$k" link set "$p-a$k" up
+done
+cut() { ip -n "$p-ctl" link set "$p-c$1" down; }
+mend() { ip -n "$p-ctl" link set "$p-c$1" up; }
+
+# Heartbeat every 200 ms; an agent silent for 3 s is lost, and an agent
+# that hears nothing for 1.5 s kills its jobs.
+cat > "$tmp/cluster.toml" <<TOML
+[controller]
+listen = "0.0.0.0:7817"
+state_dir = "$tmp/state"
+record_dir = "$tmp/records"
+
+[agents]
+local = false
+sigsleep = "$bin/sigsleep"
+heartbeat_ms = 200
+heartbeat_timeout_ms = 3000
+
+[[nodes]]
+names = "vn[01-12]"
+cpus = 4
+memory = "8G"
+TOML
+
+ip netns exec "$p-ctl" "$bin/controller" serve --config "$tmp/cluster.toml" 2> "$tmp/controller.log" &
+pids+=($!)
+ctl() { ip netns exec "$p-ctl" "$bin/controller" --config "$tmp/cluster.toml" "$@"; }
+for _ in $(seq 100); do ctl stats >/dev/null 2>&1 && break; sleep 0.1; done
+for k in 1 2 3; do
+  first=$(( (k - 1) * 4 + 1 )); last=$(( k * 4 ))
+  ip netns exec "$p-h$k" "$bin/agent" --controller "10.98.$k.1:7817" \
+    --nodes "vn[$(printf %02d $first)-$(printf %02d $last)]" --cpus 4 --memory 8G \
+    --secret-file "$tmp/state/secret" --record-dir "$tmp/spool-h$k" --host "h$k" \
+    --sigsleep "$bin/sigsleep" 2> "$tmp/agent-h$k.log" &
+  pids+=($!)
+done
+nodes_in() { # state -> count
+  ctl nodes --format json | python3 -c "import json,sys; print(sum(n['state']=='$1' for n in json.load(sys.stdin)))"
+}
+for _ in $(seq 100); do [ "$(nodes_in down)" = 0 ] && break; sleep 0.1; done
+[ "$(nodes_in down)" = 0 ] || fail "the agents did not come up"
+echo "cluster up: 3 agent hosts in their own namespaces, 12 nodes"
+
+# The sampler: every 20 ms, live sigsleeps of this cluster by job id (the
+# spool in their --log tells which host runs them). One job on two hosts
+# at once is a double run.
+python3 - "$tmp" > "$tmp/sampler.log" 2>&1 <<'PY' &
+import os, sys, time, collections
+tmp = sys.argv[1]
+worst = {}
+while True:
+    live = collections.defaultdict(set)
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            args = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
+            state = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state == "Z" or not args or not args[0].endswith(b"sigsleep"):
+            continue
+        a = [x.decode() for x in args]
+        if "--log" not in a or not a[a.index("--log") + 1].startswith(tmp):
+            continue
+        live[a[a.index("--id") + 1]].add(a[a.index("--log") + 1])
+    for job, logs in live.items():
+        if len(logs) > 1:
+            print(f"DOUBLE RUN: job {job} on {sorted(logs)}", flush=True)
+    sys.stdout.flush()
+    time.sleep(0.02)
+PY
+sampler=$!
+
+# 36 jobs of 4 cores for 6 s on 48 cores: three waves, each node busy.
+ids=()
+for _ in $(seq 36); do ids+=($(ctl submit --cores 4 --runtime 6)); done
+for _ in $(seq 100); do
+  [ "$(ctl queue --format json | python3 -c 'import json,sys; print(sum(j["state"]=="running" for j in json.load(sys.stdin)))')" = 12 ] && break
+  sleep 0.1
+done
+echo "submitted ${#ids[@]} jobs; 12 running"
+
+# 1. A short cut (1 s, under the agents' 1.5 s fence): nothing is lost.
+cut 3; sleep 1; mend 3
+sleep 1
+[ "$(nodes_in down)" = 0 ] || fail "a 1 s cut took nodes down"
+grep -q "job requeued" "$tmp/controller.log" && fail "a 1 s cut requeued jobs"
+echo "short cut of h3 (1 s): ridden through, no node down, nothing requeued"
+
+# 2. A long cut (8 s): h2 is declared lost within the heartbeat timeout,
+#    kills its jobs by itself, and they run elsewhere.
+t0=$(date +%s.%N)
+cut 2
+for _ in $(seq 100); do [ "$(nodes_in down)" = 4 ] && break; sleep 0.1; done
+t1=$(date +%s.%N)
+[ "$(nodes_in down)" = 4 ] || fail "h2's nodes were not marked down"
+echo "long cut of h2: its 4 nodes down after $(python3 -c "print(round($t1 - $t0, 1))") s (timeout 3 s)"
+sleep 7
+mend 2
+for _ in $(seq 100); do [ "$(nodes_in down)" = 0 ] && break; sleep 0.1; done
+[ "$(nodes_in down)" = 0 ] || fail "h2 did not come back"
+echo "link of h2 restored: it registered again, its nodes are back"
+grep -q "killing every job" "$tmp/agent-h2.log" || fail "h2 did not fence its jobs"
+requeued=$(grep -c "job requeued" "$tmp/controller.log" || true)
+echo "h2 fenced its jobs; the controller requeued $requeued of them"
+[ "$requeued" -ge 1 ] || fail "nothing was requeued"
+
+# Converge: every job completes, once.
+for _ in $(seq 600); do
+  left=$(ctl queue --format json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')
+  [ "$left" = 0 ] && break
+  sleep 0.2
+done
+kill "$sampler"; sampler=""
+ctl queue --all --format json > "$tmp/queue.json"
+ctl shutdown >/dev/null 2>&1 || true
+wait "${pids[0]}" 2>/dev/null || true
+
+"$bin/calcmets" dump "$tmp/records" > "$tmp/records.jsonl"
+python3 - "$tmp/queue.json" "$tmp/records.jsonl" "${#ids[@]}" "$tmp/sampler.log" <<'PY' || fail "see above"
+import json, sys, collections
+queue = json.load(open(sys.argv[1]))
+recs = [json.loads(l) for l in open(sys.argv[2])]
+n = int(sys.argv[3])
+doubles = [l for l in open(sys.argv[4]) if l.startswith("DOUBLE")]
+states = collections.Counter(j["state"] for j in queue)
+per_job = collections.Counter(r["id"] for r in recs)
+print(f"jobs: {dict(states)}; records: {len(recs)} for {len(per_job)} jobs; double runs seen: {len(doubles)}")
+assert not doubles, doubles[:5]
+assert states["completed"] == n, states
+assert sorted(per_job) == sorted(j["id"] for j in queue), "a job has no record"
+dupes = [j for j, c in per_job.items() if c != 1]
+assert not dupes, f"jobs with more than one record: {dupes}"
+PY
+echo "partition: OK, no job ran twice at once, and every job completed with exactly one record"
