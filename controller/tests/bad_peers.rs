@@ -109,3 +109,84 @@ fn an_agent_that_speaks_out_of_turn_is_dropped() {
     assert_eq!(stats["agents"], 1, "only the local agent");
     assert!(c.log().contains("spoke before registering"), "{}", c.log());
 }
+
+#[test]
+fn a_recorded_handshake_replayed_is_refused() {
+    // A real client talks through a relay that records what it sends;
+    // the same bytes sent again on a new connection do not get in: the
+    // server's nonce is fresh, so the recorded proof is worthless.
+    let c = Cluster::start("vn1", 2, "");
+    let server = c.address();
+    let relay = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let relay_addr = relay.local_addr().unwrap().to_string();
+    let recorder = std::thread::spawn(move || {
+        let (mut client, _) = relay.accept().unwrap();
+        let mut upstream = TcpStream::connect(&server).unwrap();
+        let mut down = upstream.try_clone().unwrap();
+        let mut client_w = client.try_clone().unwrap();
+        let back = std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = down.read(&mut buf) {
+                if n == 0 || client_w.write_all(&buf[..n]).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut sent = Vec::new();
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = client.read(&mut buf) {
+            if n == 0 || upstream.write_all(&buf[..n]).is_err() {
+                break;
+            }
+            sent.extend_from_slice(&buf[..n]);
+        }
+        let _ = upstream.shutdown(std::net::Shutdown::Both);
+        let _ = back.join();
+        sent
+    });
+    let out = c.ctl(&["--addr", &relay_addr, "stats"]);
+    assert!(out.status.success(), "{out:?}");
+    let recorded = recorder.join().unwrap();
+    assert!(recorded.len() > 40, "recorded {} bytes", recorded.len());
+
+    let mut replay = TcpStream::connect(c.address()).unwrap();
+    let port = replay.local_addr().unwrap().port();
+    let _ = replay.write_all(&recorded);
+    let answer = until_closed(&mut replay);
+    // All it gets is the server's hello: no stats.
+    assert!(
+        answer.len() < 100,
+        "the replay got {} bytes back",
+        answer.len()
+    );
+    let log = c.log();
+    assert!(
+        log.lines()
+            .any(|l| l.contains(&format!("127.0.0.1:{port}")) && l.contains("refused")),
+        "no refusal logged for port {port}:\n{log}"
+    );
+}
+
+#[test]
+fn a_world_readable_secret_stops_the_controller_at_start() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("cluster.toml");
+    std::fs::write(&config, config_text(dir.path(), "vn1", 2, true, "")).unwrap();
+    std::fs::create_dir_all(dir.path().join("state")).unwrap();
+    let secret = dir.path().join("state/secret");
+    std::fs::write(&secret, "s3cret\n").unwrap();
+    std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let out = std::process::Command::new(binary("controller"))
+        .arg("serve")
+        .arg("--config")
+        .arg(&config)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("readable by everyone") && err.contains("state/secret"),
+        "{err}"
+    );
+}
