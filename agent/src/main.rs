@@ -47,6 +47,9 @@ struct Cli {
     connect_timeout: u64,
 }
 
+/// Most virtual nodes one agent hosts.
+const MAX_NODES: usize = 1_000_000;
+
 fn size_mb(s: &str) -> Result<u64> {
     let t = s.trim().to_ascii_uppercase();
     let t = t.trim_end_matches("IB").trim_end_matches('B');
@@ -69,6 +72,12 @@ fn size_mb(s: &str) -> Result<u64> {
 
 async fn run(cli: Cli, shutdown: CancellationToken) -> Result<()> {
     let nodes = formats::nodeset::parse(&cli.nodes).map_err(|e| anyhow!("--nodes: {e}"))?;
+    if nodes.len() > MAX_NODES {
+        return Err(anyhow!(
+            "--nodes: {} nodes, more than the {MAX_NODES} an agent hosts",
+            nodes.len()
+        ));
+    }
     let nodes = formats::nodeset::expand(&nodes);
     if nodes.is_empty() {
         return Err(anyhow!("--nodes: no node"));

@@ -336,11 +336,11 @@ fn nodeset(cli: &Cli, a: &NodesetArgs) -> Result<Outcome> {
     }
     let set = groups.parse(&all).map_err(|e| anyhow!(e))?;
     if a.count {
-        println!("{}", set.len());
+        println!("{}", formats::nodeset::count(&set));
     } else if a.expand {
         println!("{}", formats::nodeset::expand(&set).join(&a.separator));
     } else {
-        println!("{set}");
+        println!("{}", formats::nodeset::folded(&set));
     }
     Ok(Outcome::Ok)
 }

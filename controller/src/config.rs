@@ -102,6 +102,9 @@ struct PartitionSection {
     on_node_fail: Option<String>,
 }
 
+/// Most nodes a cluster may have (a 3,600-node cluster is the usual size).
+pub const MAX_NODES: usize = 1_000_000;
+
 fn all_nodes() -> String {
     "ALL".into()
 }
@@ -203,6 +206,9 @@ impl Cluster {
                 None => 0,
                 Some(v) => parse_size(v).map_err(|e| anyhow!("{name}: nodes[{i}].memory: {e}"))?,
             };
+            if nodes.len() + set.len() > MAX_NODES {
+                bail!("{name}: nodes[{i}]: more than {MAX_NODES} nodes in all");
+            }
             for node in set.iter() {
                 if index.insert(node.clone(), nodes.len()).is_some() {
                     bail!("{name}: node {node} is defined twice");
@@ -224,6 +230,15 @@ impl Cluster {
             let set = groups
                 .parse(expr)
                 .map_err(|e| anyhow!("{name}: {what}: {e}"))?;
+            // More names than nodes: some are not nodes, and listing a
+            // billion of them to find out would take long.
+            if set.len() > nodes.len() {
+                bail!(
+                    "{name}: {what}: {} names, more than the {} nodes in [[nodes]]",
+                    set.len(),
+                    nodes.len()
+                );
+            }
             let mut found = set
                 .iter()
                 .map(|n| {

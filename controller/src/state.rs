@@ -913,6 +913,13 @@ impl Cluster {
     /// Node indices of a nodeset expression (groups resolved).
     pub fn resolve(&self, expr: &str) -> Result<Vec<usize>, String> {
         let set = self.config.groups.parse(expr).map_err(|e| e.to_string())?;
+        if set.len() > self.nodes.len() {
+            return Err(format!(
+                "{expr}: {} names, more than the {} nodes of the cluster",
+                set.len(),
+                self.nodes.len()
+            ));
+        }
         set.iter()
             .map(|n| {
                 self.node_index

@@ -48,6 +48,158 @@ impl fmt::Display for NodesetError {
 
 impl std::error::Error for NodesetError {}
 
+/// Longest expression once groups are replaced: group definitions that
+/// refer to others several times each grow exponentially.
+const MAX_EXPANDED: usize = 1 << 20;
+
+/// Most names an expression may denote. The parser underneath builds its
+/// ranges eagerly: a billion names would take gigabytes and most of a
+/// minute before any answer.
+pub const MAX_NAMES: u128 = 10_000_000;
+
+/// An upper bound of the names `text` can denote: the sum, over its node
+/// patterns, of the product of their bracket ranges' sizes. `None` if a
+/// bracket does not read as ranges (the parser will say why).
+fn names_bound(text: &str) -> Option<u128> {
+    let mut total: u128 = 0;
+    let mut product: u128 = 1;
+    let mut in_name = false;
+    let bytes = text.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'[' => {
+                let rest = &text[i + 1..];
+                let end = rest.find(']')?;
+                let mut count: u128 = 0;
+                for item in rest[..end].split(',') {
+                    let (range, step) = match item.split_once('/') {
+                        Some((r, s)) => (r, s.trim().parse::<u128>().ok()?.max(1)),
+                        None => (item, 1),
+                    };
+                    let n = match range.split_once('-') {
+                        Some((lo, hi)) => {
+                            let lo: u128 = lo.trim().parse().ok()?;
+                            let hi: u128 = hi.trim().parse().ok()?;
+                            hi.saturating_sub(lo) / step + 1
+                        }
+                        None => 1,
+                    };
+                    count = count.saturating_add(n);
+                }
+                product = product.saturating_mul(count);
+                in_name = true;
+                i += end + 1;
+            }
+            b',' | b'!' | b'&' | b'^' | b'(' | b')' | b' ' => {
+                if in_name {
+                    total = total.saturating_add(product);
+                }
+                product = 1;
+                in_name = false;
+            }
+            _ => in_name = true,
+        }
+        i += 1;
+    }
+    if in_name {
+        total = total.saturating_add(product);
+    }
+    Some(total)
+}
+
+/// The words of an expression between its operators, brackets left whole.
+fn top_level_words(text: &str) -> impl Iterator<Item = &str> {
+    let mut depth = 0usize;
+    text.split(move |c: char| {
+        match c {
+            '[' => depth += 1,
+            ']' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        depth == 0 && ",!&^()".contains(c)
+    })
+}
+
+/// `1-11` or `1-11/2`: digits, a dash, digits. The parser underneath takes
+/// such a word for a range of bare numbers, ClusterShell for one name.
+fn is_bare_range(tok: &str) -> bool {
+    let core = tok.split_once('/').map_or(tok, |(r, _)| r);
+    core.split_once('-').is_some_and(|(lo, hi)| {
+        !lo.is_empty()
+            && !hi.is_empty()
+            && lo.bytes().all(|b| b.is_ascii_digit())
+            && hi.bytes().all(|b| b.is_ascii_digit())
+    })
+}
+
+/// Refuses a number in a name longer than 9 digits once a bracket's numbers
+/// are joined with the digits around it (`a[1000-9999]999999`): the parser
+/// underneath would overflow.
+fn check_digits(text: &str) -> Result<(), String> {
+    let bytes = text.as_bytes();
+    let digits_before = |i: usize| {
+        bytes[..i]
+            .iter()
+            .rev()
+            .take_while(|b| b.is_ascii_digit())
+            .count()
+    };
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'[' {
+            let Some(len) = text[i + 1..].find(']') else {
+                return Ok(());
+            };
+            let inside = &text[i + 1..i + 1 + len];
+            let widest = inside
+                .split(|c: char| !c.is_ascii_digit())
+                .map(str::len)
+                .max()
+                .unwrap_or(0);
+            let after = bytes[i + len + 2..]
+                .iter()
+                .take_while(|b| b.is_ascii_digit())
+                .count();
+            if digits_before(i) + widest + after > 9 {
+                return Err(format!(
+                    "a number of more than 9 digits in a node name, near byte {}",
+                    i + 1
+                ));
+            }
+            i += len + 2;
+        } else {
+            i += 1;
+        }
+    }
+    Ok(())
+}
+
+/// Refuses a range step of 0 (`a[1-9/0]`), as ClusterShell does; the
+/// parser underneath would divide by it.
+fn check_steps(text: &str) -> Result<(), String> {
+    let bytes = text.as_bytes();
+    let mut depth = 0usize;
+    for (i, &b) in bytes.iter().enumerate() {
+        match b {
+            b'[' => depth += 1,
+            b']' => depth = depth.saturating_sub(1),
+            b'/' if depth == 0 => {
+                return Err(format!("'/' outside brackets at byte {}", i + 1));
+            }
+            b'/' => {
+                let digits: &[u8] = &bytes[i + 1..];
+                let n = digits.iter().take_while(|d| d.is_ascii_digit()).count();
+                if n > 0 && digits[..n].iter().all(|&d| d == b'0') {
+                    return Err(format!("a range step of 0 at byte {}", i + 1));
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
 /// Characters of a group name after `@`.
 fn is_group_char(c: char) -> bool {
     c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '+')
@@ -86,6 +238,12 @@ impl Groups {
             out.push('(');
             out.push_str(&self.substitute(def, depth + 1)?);
             out.push(')');
+            if out.len() > MAX_EXPANDED {
+                return Err(NodesetError::Syntax {
+                    expr: expr.to_string(),
+                    detail: format!("longer than {MAX_EXPANDED} bytes once groups are replaced"),
+                });
+            }
             rest = &after[len..];
         }
         out.push_str(rest);
@@ -94,11 +252,38 @@ impl Groups {
 
     /// Parses a nodeset expression, groups resolved.
     pub fn parse(&self, expr: &str) -> Result<NodeSet, NodesetError> {
-        let text = self.substitute(expr, 0)?;
-        text.parse::<NodeSet>().map_err(|e| NodesetError::Syntax {
+        let syntax = |detail: String| NodesetError::Syntax {
             expr: expr.to_string(),
-            detail: e.to_string(),
-        })
+            detail,
+        };
+        let text = self.substitute(expr, 0)?;
+        if text.len() > MAX_EXPANDED {
+            return Err(syntax(format!(
+                "longer than {MAX_EXPANDED} bytes once groups are replaced"
+            )));
+        }
+        if let Some(c) = text
+            .chars()
+            .find(|&c| !(c.is_ascii_alphanumeric() || "-_.:+[]/,!&^()".contains(c)))
+        {
+            return Err(syntax(format!(
+                "{c:?} is not allowed (node names are ASCII letters, digits and - _ . : +)"
+            )));
+        }
+        check_steps(&text).map_err(syntax)?;
+        check_digits(&text).map_err(syntax)?;
+        if let Some(tok) = top_level_words(&text).find(|t| is_bare_range(t)) {
+            return Err(syntax(format!(
+                "{tok:?} reads as a range of numbers, not a node name (ClusterShell would take it \
+                 for one name): give node names a letter first, or write prefix[{tok}]"
+            )));
+        }
+        if let Some(n) = names_bound(&text).filter(|&n| n > MAX_NAMES) {
+            return Err(syntax(format!(
+                "up to {n} names, more than the {MAX_NAMES} a nodeset may hold"
+            )));
+        }
+        text.parse::<NodeSet>().map_err(|e| syntax(e.to_string()))
     }
 }
 
@@ -116,19 +301,68 @@ pub fn fold<'a>(names: impl IntoIterator<Item = &'a str>) -> String {
         if !joined.is_empty() {
             joined.push(',');
         }
-        joined.push_str(n);
+        push_name(&mut joined, n);
     }
     match joined.parse::<NodeSet>() {
-        Ok(set) => set.to_string(),
+        Ok(set) => folded(&set),
         // Node names come from parsed nodesets, so this cannot happen; the
         // unfolded list is still a correct answer.
         Err(_) => joined,
     }
 }
 
+/// The folded form of a set, as ClusterShell's `nodeset -f` prints it. The
+/// crate folds names that differ only in zero padding (`0da`, `0001da`)
+/// into a range (`[0-0001]da`) that does not parse back; such a set is
+/// printed as the list of its names instead (ClusterShell: `[0,0001]da`),
+/// longer but right.
+pub fn folded(set: &NodeSet) -> String {
+    let text = set.to_string();
+    if parse(&text).is_ok_and(|again| count(&again) == count(set)) {
+        return text;
+    }
+    let mut out = String::new();
+    for n in set.iter() {
+        if !out.is_empty() {
+            out.push(',');
+        }
+        push_name(&mut out, &n);
+    }
+    out
+}
+
+/// Appends a node name as an expression: `1-11`, which would read as a
+/// range of numbers, is written `1-[11]`.
+fn push_name(out: &mut String, name: &str) {
+    match name.split_once('-') {
+        Some((lo, hi)) if is_bare_range(name) => {
+            out.push_str(lo);
+            out.push_str("-[");
+            out.push_str(hi);
+            out.push(']');
+        }
+        _ => out.push_str(name),
+    }
+}
+
+/// How many distinct names the set holds. The crate's own count (and its
+/// listing) can repeat names when ranges overlap with different zero
+/// padding (sets of names that begin with digits, a fuzzer find); up to a
+/// million names they are counted one by one.
+pub fn count(set: &NodeSet) -> usize {
+    let claimed = set.len();
+    if claimed <= 1_000_000 {
+        set.iter().collect::<std::collections::HashSet<_>>().len()
+    } else {
+        claimed
+    }
+}
+
 /// Every name in the set, in the set's order.
 pub fn expand(set: &NodeSet) -> Vec<String> {
-    set.iter().collect()
+    // The crate may list a name twice (see `count`).
+    let mut seen = std::collections::HashSet::new();
+    set.iter().filter(|n| seen.insert(n.clone())).collect()
 }
 
 #[cfg(test)]
@@ -170,17 +404,59 @@ mod tests {
         );
         g.define("loop", "@loop,x1");
         assert!(matches!(g.parse("@loop"), Err(NodesetError::GroupCycle(_))));
+        // Each level doubles: 2^40 copies once replaced.
+        let mut g = Groups::new();
+        g.define("g0", "x1");
+        for k in 1..=40 {
+            g.define(&format!("g{k}"), &format!("@g{},@g{}", k - 1, k - 1));
+        }
+        assert!(matches!(g.parse("@g40"), Err(NodesetError::Syntax { .. })));
+    }
+
+    #[test]
+    fn huge_sets_are_refused_before_they_are_built() {
+        let t = std::time::Instant::now();
+        for e in [
+            "a[0-999999999]",
+            "a[0-99999]b[0-99999]",
+            "x,a[0-5000000],b[0-5000000]",
+        ] {
+            let err = parse(e).unwrap_err().to_string();
+            assert!(err.contains("more than the 10000000"), "{e}: {err}");
+        }
+        assert!(t.elapsed() < std::time::Duration::from_secs(1));
+        assert_eq!(parse("a[0-9999]b[0-99]").unwrap().len(), 1_000_000);
+        assert_eq!(parse("a[0-99/2],b1").unwrap().len(), 51);
     }
 
     #[test]
     fn fold_names() {
         assert_eq!(fold(["vn3", "vn1", "vn2", "vn7"]), "vn[1-3,7]");
         assert_eq!(fold([]), "");
+        // Mixed zero padding (a fuzzer find): still a set that parses back.
+        let f = fold(["0001da", "0da"]);
+        assert_eq!(parse(&f).unwrap().len(), 2, "{f}");
+        // Names that read as number ranges are written so they do not.
+        for names in [vec!["1-11", "1-12"], vec!["1-1", "5"]] {
+            let f = fold(names.iter().copied());
+            assert_eq!(parse(&f).unwrap().len(), names.len(), "{f}");
+        }
     }
 
     #[test]
     fn bad_expressions_are_errors() {
-        for e in ["vn[1-3", "vn[3-1]", "vn[a-b]"] {
+        for e in [
+            "vn[1-3",
+            "vn[3-1]",
+            "vn[a-b]",
+            "vn[1-1/0]^yn",
+            "a[1-9/00]",
+            "vCn1\u{26a}^001\t0^",
+            "a b",
+            "1-3,a",
+            "vn[1010-3595999]3599",
+            "P^1-[1]/",
+        ] {
             assert!(matches!(parse(e), Err(NodesetError::Syntax { .. })), "{e}");
         }
     }

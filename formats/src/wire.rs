@@ -455,6 +455,25 @@ fn options() -> impl Options {
         .with_little_endian()
 }
 
+/// A message from one frame's bytes: exactly one message, nothing after it.
+/// A message cannot be longer than its frame: the limit stops a forged
+/// length inside it from allocating more than the frame holds.
+pub fn decode<M: DeserializeOwned>(frame: &[u8]) -> Result<M, WireError> {
+    options()
+        .with_limit(frame.len() as u64)
+        .reject_trailing_bytes()
+        .deserialize(frame)
+        .map_err(|e| WireError::Malformed(e.to_string()))
+}
+
+/// A message's frame payload, as [`Conn::send`] writes it.
+pub fn encode<M: Serialize>(msg: &M) -> Result<Vec<u8>, WireError> {
+    options()
+        .with_limit(MAX_REPLY_FRAME as u64)
+        .serialize(msg)
+        .map_err(|e| WireError::Malformed(e.to_string()))
+}
+
 /// A framed, message-typed connection over any byte stream.
 pub struct Conn<T> {
     framed: Framed<T, LengthDelimitedCodec>,
@@ -478,10 +497,7 @@ impl<T: AsyncRead + AsyncWrite + Unpin> Conn<T> {
     }
 
     pub async fn send<M: Serialize>(&mut self, msg: &M) -> Result<(), WireError> {
-        let bytes = options()
-            .with_limit(MAX_REPLY_FRAME as u64)
-            .serialize(msg)
-            .map_err(|e| WireError::Malformed(e.to_string()))?;
+        let bytes = encode(msg)?;
         self.framed
             .send(tokio_util::bytes::Bytes::from(bytes))
             .await
@@ -494,13 +510,7 @@ impl<T: AsyncRead + AsyncWrite + Unpin> Conn<T> {
         match self.framed.next().await {
             None => Err(WireError::Closed),
             Some(Err(e)) => Err(e.into()),
-            // A message cannot be longer than its frame: the limit stops a
-            // forged length prefix from allocating more than the frame.
-            Some(Ok(frame)) => options()
-                .with_limit(frame.len() as u64)
-                .reject_trailing_bytes()
-                .deserialize(&frame)
-                .map_err(|e| WireError::Malformed(e.to_string())),
+            Some(Ok(frame)) => decode(&frame),
         }
     }
 
