@@ -130,6 +130,10 @@ pub struct SubmitArgs {
     /// How many identical jobs.
     #[arg(long, value_name = "K", default_value_t = 1)]
     pub count: u32,
+    /// Jobs per request when submitting many: each request is acknowledged
+    /// once journaled, and waits while the controller's queue is full.
+    #[arg(long, value_name = "B", default_value_t = 10_000)]
+    pub batch: u32,
     /// Memory per core (MiB, or a size like 2G).
     #[arg(long, value_name = "SIZE", default_value = "0")]
     pub mem_per_cpu: String,
@@ -220,21 +224,7 @@ async fn client_command(cli: &Cli) -> Result<Outcome> {
     let addr = client::address(&config, cli.addr.as_deref());
     let secret = client::secret(&config, cli.secret_file.as_deref())?;
     let req = match &cli.command {
-        Command::Submit(a) => {
-            if a.count == 0 {
-                bail!("--count must be at least 1");
-            }
-            let mem = crate::config::parse_size_str(&a.mem_per_cpu).context("--mem-per-cpu")?;
-            let spec = JobSpec {
-                cores: a.cores,
-                mem_per_cpu_mb: mem,
-                runtime_ns: a.runtime,
-                walltime_ns: a.walltime,
-                partition: a.partition.clone(),
-                submit_ns: None,
-            };
-            Request::Submit(vec![spec; a.count as usize])
-        }
+        Command::Submit(a) => return submit(cli, a, &addr, &secret).await,
         Command::Queue { all } => Request::Queue { all: *all },
         Command::Nodes => Request::Nodes,
         Command::Stats => Request::Stats,
@@ -258,15 +248,7 @@ async fn client_command(cli: &Cli) -> Result<Outcome> {
         Ok(())
     };
     match resp {
-        Response::Submitted(ids) => {
-            if json {
-                print_json(serde_json::json!(ids))?;
-            } else {
-                for id in ids {
-                    println!("{id}");
-                }
-            }
-        }
+        Response::Submitted(_) => bail!("controller {addr}: unexpected answer to {req:?}"),
         Response::Queue(jobs) => {
             if json {
                 print_json(views::queue_json(&jobs))?;
@@ -313,6 +295,58 @@ async fn client_command(cli: &Cli) -> Result<Outcome> {
             return Ok(Outcome::Refused);
         }
     }
+    Ok(Outcome::Ok)
+}
+
+/// Submits `--count` jobs in requests of `--batch` over one connection and
+/// prints their ids as they are acknowledged.
+async fn submit(cli: &Cli, a: &SubmitArgs, addr: &str, secret: &[u8]) -> Result<Outcome> {
+    use std::io::Write;
+    if a.count == 0 {
+        bail!("--count must be at least 1");
+    }
+    if a.batch == 0 {
+        bail!("--batch must be at least 1");
+    }
+    let mem = crate::config::parse_size_str(&a.mem_per_cpu).context("--mem-per-cpu")?;
+    let spec = JobSpec {
+        cores: a.cores,
+        mem_per_cpu_mb: mem,
+        runtime_ns: a.runtime,
+        walltime_ns: a.walltime,
+        partition: a.partition.clone(),
+        submit_ns: None,
+    };
+    let mut session = client::Session::open(addr, secret).await?;
+    let mut all = Vec::new();
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let mut left = a.count;
+    while left > 0 {
+        let n = left.min(a.batch);
+        left -= n;
+        match session
+            .call(&Request::Submit(vec![spec.clone(); n as usize]))
+            .await?
+        {
+            Response::Submitted(ids) if cli.format == Format::Json => all.extend(ids),
+            Response::Submitted(ids) => {
+                for id in ids {
+                    writeln!(out, "{id}")?;
+                }
+            }
+            Response::Error(e) => {
+                out.flush()?;
+                let done = a.count - left - n;
+                eprintln!("controller: {e} ({done} of {} jobs submitted)", a.count);
+                return Ok(Outcome::Refused);
+            }
+            other => bail!("controller {addr}: unexpected answer {other:?}"),
+        }
+    }
+    if cli.format == Format::Json {
+        writeln!(out, "{}", serde_json::to_string_pretty(&all)?)?;
+    }
+    out.flush()?;
     Ok(Outcome::Ok)
 }
 

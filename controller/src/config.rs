@@ -48,6 +48,9 @@ struct ControllerSection {
     timeout_grace_ms: Option<u64>,
     /// Fold the journal into a snapshot past this many MiB.
     journal_compact_mb: Option<u64>,
+    /// Jobs not yet over that the controller keeps (Slurm's MaxJobCount);
+    /// submissions past it wait.
+    max_jobs: Option<u64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -101,6 +104,10 @@ struct PartitionSection {
     #[serde(default)]
     on_node_fail: Option<String>,
 }
+
+/// Default of `[controller] max_jobs`: a million queued jobs take well
+/// under a GiB (BENCHMARKS.md, "Submission load").
+pub const DEFAULT_MAX_JOBS: u64 = 1_000_000;
 
 /// Most nodes a cluster may have (a 3,600-node cluster is the usual size).
 pub const MAX_NODES: usize = 1_000_000;
@@ -156,6 +163,9 @@ pub struct Cluster {
     pub timeout_grace: Duration,
     /// Journal size (bytes) past which it is folded into a snapshot.
     pub journal_compact_bytes: u64,
+    /// Jobs not yet over, at most; a submission that would pass it waits
+    /// until enough jobs have ended.
+    pub max_jobs: usize,
     pub nodes: Vec<NodeDef>,
     pub groups: Groups,
     pub partitions: Vec<PartitionDef>,
@@ -341,6 +351,10 @@ impl Cluster {
                 bail!("{name}: controller.preemption: unknown mode {other:?} (known: off, suspend)")
             }
         };
+        let max_jobs = match c.max_jobs.unwrap_or(DEFAULT_MAX_JOBS) {
+            0 => bail!("{name}: controller.max_jobs must be at least 1"),
+            n => usize::try_from(n).unwrap_or(usize::MAX),
+        };
         let time_slice = c.time_slice_s.unwrap_or(30.0);
         if !(time_slice > 0.0 && time_slice.is_finite()) {
             bail!("{name}: controller.time_slice_s must be a positive number of seconds");
@@ -419,6 +433,7 @@ impl Cluster {
             schedule_interval: Duration::from_millis(c.schedule_interval_ms.unwrap_or(10)),
             timeout_grace: Duration::from_millis(c.timeout_grace_ms.unwrap_or(10_000)),
             journal_compact_bytes: c.journal_compact_mb.unwrap_or(64).saturating_mul(1 << 20),
+            max_jobs,
             nodes,
             groups,
             partitions,

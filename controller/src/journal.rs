@@ -21,7 +21,7 @@
 
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
-use std::io::{Read, Write};
+use std::io::{Read, Seek, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, bail, Context, Result};
@@ -215,8 +215,12 @@ pub struct Journal {
     size: u64,
     /// Written since the last sync.
     unsynced: bool,
-    /// Fold into a snapshot past this many bytes.
+    /// Fold into a snapshot past this many bytes...
     compact_at: u64,
+    /// ...or past the size of the last snapshot, whichever is more: with a
+    /// long queue the snapshot is large, and rewriting it no more often
+    /// than the journal grows by as much keeps the cost per entry constant.
+    snapshot_size: u64,
 }
 
 fn journal_path(dir: &Path) -> PathBuf {
@@ -257,12 +261,22 @@ fn replace(path: &Path, bytes: &[u8]) -> Result<()> {
         .and_then(|()| f.sync_all())
         .with_context(|| format!("cannot write {}", tmp.display()))?;
     std::fs::rename(&tmp, path).with_context(|| format!("cannot replace {}", path.display()))?;
-    if let Some(dir) = path.parent() {
-        File::open(dir)
-            .and_then(|d| d.sync_all())
-            .with_context(|| format!("cannot sync {}", dir.display()))?;
+    match path.parent() {
+        Some(dir) => sync_dir(dir),
+        None => Ok(()),
     }
-    Ok(())
+}
+
+/// Makes a rename in `dir` durable.
+fn sync_dir(dir: &Path) -> Result<()> {
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .with_context(|| format!("cannot sync {}", dir.display()))
+}
+
+/// Appends the bincode of `v`.
+fn put<T: Serialize + ?Sized>(out: &mut impl Write, v: &T) -> std::io::Result<()> {
+    bincode::serialize_into(out, v).map_err(|e| std::io::Error::other(e.to_string()))
 }
 
 fn read_snapshot(path: &Path) -> Result<Option<Snapshot>> {
@@ -372,6 +386,7 @@ impl Journal {
                 size: intact as u64,
                 unsynced: false,
                 compact_at,
+                snapshot_size: std::fs::metadata(snapshot_path(dir)).map_or(0, |m| m.len()),
             },
             state,
         ))
@@ -428,33 +443,102 @@ impl Journal {
     }
 
     pub fn wants_compaction(&self) -> bool {
-        self.size > self.compact_at
+        self.size > self.compact_at.max(self.snapshot_size)
     }
 
     /// Folds everything into a snapshot of `state` (which must include
     /// every entry appended so far) and starts an empty journal.
-    pub fn compact(&mut self, mut state: Snapshot) -> Result<()> {
+    pub fn compact(&mut self, state: Snapshot) -> Result<()> {
+        let jobs = state.jobs.into_values();
+        self.compact_from(state.next_id, jobs, &state.history, &state.drained)
+    }
+
+    /// [`Journal::compact`] from a snapshot's parts, the jobs produced one
+    /// at a time and written as they come: a million queued jobs are
+    /// never all in memory twice. The bytes are those of the [`Snapshot`]
+    /// (bincode writes a struct as its fields in order, a map as its length
+    /// then its pairs).
+    pub fn compact_from(
+        &mut self,
+        next_id: u64,
+        jobs: impl ExactSizeIterator<Item = JobImage>,
+        history: &[JobInfo],
+        drained: &[(String, String)],
+    ) -> Result<()> {
         self.sync()?;
-        state.seq = self.seq;
-        let body =
-            bincode::serialize(&state).map_err(|e| anyhow!("cannot encode the snapshot: {e}"))?;
-        let mut bytes = header(SNAPSHOT_MAGIC).to_vec();
-        bytes.extend_from_slice(&crc32fast::hash(&body).to_le_bytes());
-        bytes.extend_from_slice(&body);
-        replace(&snapshot_path(&self.dir), &bytes)?;
-        let path = journal_path(&self.dir);
-        replace(&path, &header(JOURNAL_MAGIC))?;
+        let path = snapshot_path(&self.dir);
+        let tmp = path.with_extension("tmp");
+        let count = jobs.len();
+        let written = (|| -> std::io::Result<u64> {
+            let mut file = File::create(&tmp)?;
+            file.write_all(&header(SNAPSHOT_MAGIC))?;
+            file.write_all(&[0; 4])?;
+            let mut out = Crc32Writer {
+                inner: std::io::BufWriter::with_capacity(1 << 20, &mut file),
+                crc: crc32fast::Hasher::new(),
+                len: 0,
+            };
+            put(&mut out, &self.seq)?;
+            put(&mut out, &next_id)?;
+            put(&mut out, &(count as u64))?;
+            let mut seen = 0;
+            for job in jobs {
+                put(&mut out, &(job.id, job))?;
+                seen += 1;
+            }
+            if seen != count {
+                return Err(std::io::Error::other("the job count changed while writing"));
+            }
+            put(&mut out, &history)?;
+            put(&mut out, &drained)?;
+            let crc = out.crc.clone().finalize();
+            let len = out.len;
+            out.inner.flush()?;
+            drop(out);
+            file.seek(std::io::SeekFrom::Start(HEADER as u64))?;
+            file.write_all(&crc.to_le_bytes())?;
+            file.sync_all()?;
+            Ok((HEADER + 4) as u64 + len)
+        })()
+        .with_context(|| format!("cannot write {}", tmp.display()))?;
+        std::fs::rename(&tmp, &path)
+            .with_context(|| format!("cannot replace {}", path.display()))?;
+        sync_dir(&self.dir)?;
+        let jpath = journal_path(&self.dir);
+        replace(&jpath, &header(JOURNAL_MAGIC))?;
         self.file = OpenOptions::new()
             .append(true)
-            .open(&path)
-            .with_context(|| format!("cannot open {}", path.display()))?;
+            .open(&jpath)
+            .with_context(|| format!("cannot open {}", jpath.display()))?;
         self.size = HEADER as u64;
+        self.snapshot_size = written;
         info!(
-            jobs = state.jobs.len(),
+            jobs = count,
             seq = self.seq,
+            bytes = written,
             "journal folded into a snapshot"
         );
         Ok(())
+    }
+}
+
+/// Passes bytes through, keeping their CRC-32 and count.
+struct Crc32Writer<W> {
+    inner: W,
+    crc: crc32fast::Hasher,
+    len: u64,
+}
+
+impl<W: Write> Write for Crc32Writer<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.crc.update(&buf[..n]);
+        self.len += n as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
     }
 }
 
@@ -560,6 +644,7 @@ mod tests {
             size: 0,
             unsynced: false,
             compact_at: 0,
+            snapshot_size: 0,
         };
         again.append(entries);
         f.write_all(&again.buf).unwrap();
@@ -609,5 +694,66 @@ mod tests {
         std::fs::write(&path, bytes).unwrap();
         let err = Journal::open(dir.path(), 10, 0).err().unwrap().to_string();
         assert!(err.contains("snapshot is damaged"), "{err}");
+    }
+
+    #[test]
+    fn a_streamed_snapshot_is_the_bincode_of_the_snapshot() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut j, _) = Journal::open(dir.path(), 10, 0).unwrap();
+        let mut s = Snapshot::default();
+        for id in 1..=4 {
+            s.apply(id, Entry::Submitted(Box::new(image(id))), 2);
+        }
+        s.apply(5, started(2), 2);
+        let info = JobInfo {
+            id: 1,
+            state: JobState::Completed,
+            partition: "batch".into(),
+            cores: 2,
+            nodes: "vn1".into(),
+            submit_ns: 5,
+            start_ns: 6,
+            end_ns: 9,
+            runtime_ns: 10,
+            walltime_ns: 0,
+            reason: String::new(),
+            suspensions: vec![(7, 8)],
+        };
+        s.apply(6, Entry::Ended(Box::new(info)), 2);
+        s.drained.push(("vn[1-2]".into(), "disk".into()));
+        j.append((0..6).map(|_| Entry::Undrained { nodes: "x".into() }));
+        j.compact(s.clone()).unwrap();
+        s.seq = 6;
+        let bytes = std::fs::read(dir.path().join("snapshot")).unwrap();
+        let body = bincode::serialize(&s).unwrap();
+        assert_eq!(&bytes[HEADER + 4..], &body[..]);
+        assert_eq!(
+            &bytes[HEADER..HEADER + 4],
+            &crc32fast::hash(&body).to_le_bytes()
+        );
+        let (_, r) = Journal::open(dir.path(), 2, 0).unwrap();
+        assert_eq!(r, s);
+    }
+
+    #[test]
+    fn a_large_snapshot_is_not_rewritten_before_the_journal_outgrows_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut j, _) = Journal::open(dir.path(), 10, 0).unwrap();
+        let mut s = Snapshot::default();
+        for id in 1..=100 {
+            s.apply(id, Entry::Submitted(Box::new(image(id))), 10);
+        }
+        j.compact(s).unwrap();
+        let snapshot = std::fs::metadata(dir.path().join("snapshot"))
+            .unwrap()
+            .len();
+        let mut id = 100;
+        while j.size <= snapshot {
+            assert!(!j.wants_compaction(), "at {} of {snapshot} bytes", j.size);
+            id += 1;
+            j.append([Entry::Submitted(Box::new(image(id)))]);
+            j.write().unwrap();
+        }
+        assert!(j.wants_compaction());
     }
 }

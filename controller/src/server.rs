@@ -4,10 +4,10 @@
 //! heartbeats and wall-time limits once a second, and sends what agents
 //! must do through their links.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::time::Instant;
 
-use formats::wire::{FromAgent, Held, Request, Response, RunSettings, ToAgent};
+use formats::wire::{FromAgent, Held, JobSpec, Request, Response, RunSettings, ToAgent};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, error, info};
@@ -94,6 +94,11 @@ pub struct Server {
     journal: Journal,
     /// Answers to clients, sent once what they acknowledge is journaled.
     replies: Vec<(oneshot::Sender<Response>, Response)>,
+    /// Submissions waiting for room under `max_jobs`, in arrival order. A
+    /// client has one request in flight per connection, so this holds at
+    /// most one request per connection: a flooding client is slowed down
+    /// to the rate jobs end, not buffered.
+    held: VecDeque<(Vec<JobSpec>, oneshot::Sender<Response>)>,
 }
 
 impl Server {
@@ -115,6 +120,7 @@ impl Server {
             clock,
             journal,
             replies: Vec::new(),
+            held: VecDeque::new(),
             wake_at: None,
             links: Links::default(),
             events,
@@ -186,6 +192,7 @@ impl Server {
                 }
                 () = shutdown.cancelled(), if self.stopping.is_none() => self.begin_shutdown(),
             }
+            self.admit_held();
             self.commit().await;
             if let Some(deadline) = self.stopping {
                 if self.cluster.agents.is_empty() || Instant::now() >= deadline {
@@ -221,7 +228,11 @@ impl Server {
         }
         if let Some(e) = failed {
             error!("{e}");
+            return;
         }
+        // Clients submitting without pause keep the journal synced, so the
+        // interval sync (which also compacts) may never come round.
+        self.compact();
     }
 
     /// Makes the journal and the record file durable, then lets agents
@@ -239,9 +250,16 @@ impl Server {
             }
             self.acknowledge_ends();
         }
+        self.compact();
+    }
+
+    /// Folds a long journal into a snapshot (a no-op while it is short).
+    fn compact(&mut self) {
         if self.journal.wants_compaction() {
-            let snapshot = self.cluster.snapshot(self.clock.now());
-            if let Err(e) = self.journal.compact(snapshot) {
+            if let Err(e) = self
+                .cluster
+                .write_snapshot(&mut self.journal, self.clock.now())
+            {
                 error!("{e:#}");
             }
         }
@@ -383,10 +401,52 @@ impl Server {
                     .agent_down(agent, &why, self.stopping.is_some(), now, &mut self.links);
             }
             Event::Records { agent, frames } => self.take_records(agent, &frames),
+            Event::Request {
+                req: Request::Submit(specs),
+                reply,
+            } if self.stopping.is_none() && !self.has_room(specs.len()) => {
+                let max = self.cluster.config.max_jobs;
+                if specs.len() > max {
+                    let e = format!(
+                        "{} jobs in one request: more than max_jobs = {max}",
+                        specs.len()
+                    );
+                    self.replies.push((reply, Response::Error(e)));
+                    return;
+                }
+                if self.held.is_empty() {
+                    info!(
+                        max_jobs = max,
+                        "the queue is full: submissions wait for jobs to end"
+                    );
+                }
+                self.held.push_back((specs, reply));
+            }
             Event::Request { req, reply } => {
                 let resp = self.request(req, now);
                 self.replies.push((reply, resp));
             }
+        }
+    }
+
+    /// Whether `n` more jobs fit under `max_jobs` behind those waiting.
+    fn has_room(&self, n: usize) -> bool {
+        self.held.is_empty() && self.cluster.jobs.len() + n <= self.cluster.config.max_jobs
+    }
+
+    /// Accepts the waiting submissions that now fit, in order; refuses them
+    /// all once shutting down.
+    fn admit_held(&mut self) {
+        while let Some((specs, _)) = self.held.front() {
+            let fits = self.cluster.jobs.len() + specs.len() <= self.cluster.config.max_jobs;
+            if !fits && self.stopping.is_none() {
+                return;
+            }
+            let Some((specs, reply)) = self.held.pop_front() else {
+                return;
+            };
+            let resp = self.request(Request::Submit(specs), self.clock.now());
+            self.replies.push((reply, resp));
         }
     }
 

@@ -15,7 +15,7 @@ use formats::wire::{
 use tracing::{info, warn};
 
 use crate::config;
-use crate::journal::{Entry, JobImage, Recovered, Snapshot};
+use crate::journal::{Entry, JobImage, Recovered};
 use crate::policy::{Active, ActiveState, Decision, Gang, NodeView, PartitionView, Queued, View};
 
 pub type AgentId = u64;
@@ -194,8 +194,9 @@ pub struct Cluster {
     pub config: Arc<config::Cluster>,
     pub nodes: Vec<Node>,
     node_index: HashMap<String, usize>,
-    /// Jobs not yet over.
-    pub jobs: HashMap<u64, Job>,
+    /// Jobs not yet over. Boxed: the map keeps spare buckets (up to twice
+    /// as many as jobs), which then cost a pointer each, not a whole job.
+    pub jobs: HashMap<u64, Box<Job>>,
     /// Pending jobs in queue order (partition priority, then id), as
     /// policies see them. Kept up to date in place and shared with the
     /// views of passes, so a pass copies nothing.
@@ -376,7 +377,7 @@ impl Cluster {
             self.next_id += 1;
             self.jobs.insert(
                 id,
-                Job {
+                Box::new(Job {
                     id,
                     submit_ns: spec.submit_ns.unwrap_or(now.wall),
                     spec,
@@ -398,7 +399,7 @@ impl Cluster {
                     lost_at: None,
                     suspensions: Vec::new(),
                     submit_mono: now.mono,
-                },
+                }),
             );
             let q = Queued {
                 job: id,
@@ -1386,32 +1387,29 @@ impl Cluster {
         }
     }
 
-    /// Everything the journal would recover now, for a snapshot.
-    pub fn snapshot(&self, now: Now) -> Snapshot {
+    /// Folds the journal into a snapshot of the state, written job by job.
+    pub fn write_snapshot(
+        &self,
+        journal: &mut crate::journal::Journal,
+        now: Now,
+    ) -> anyhow::Result<()> {
         let mut drained: HashMap<&str, Vec<usize>> = HashMap::new();
         for (i, n) in self.nodes.iter().enumerate() {
             if let Some(why) = &n.drained {
                 drained.entry(why).or_default().push(i);
             }
         }
-        Snapshot {
-            seq: 0,
-            next_id: self.next_id,
-            jobs: self
-                .jobs
-                .values()
-                .map(|j| (j.id, self.image(j, now)))
-                .collect(),
-            history: self
-                .done_order
-                .iter()
-                .filter_map(|id| self.done.get(id).cloned())
-                .collect(),
-            drained: drained
-                .into_iter()
-                .map(|(why, idx)| (self.config.fold(&idx), why.to_string()))
-                .collect(),
-        }
+        let drained: Vec<(String, String)> = drained
+            .into_iter()
+            .map(|(why, idx)| (self.config.fold(&idx), why.to_string()))
+            .collect();
+        let history: Vec<JobInfo> = self
+            .done_order
+            .iter()
+            .filter_map(|id| self.done.get(id).cloned())
+            .collect();
+        let jobs = self.jobs.values().map(|j| self.image(j, now));
+        journal.compact_from(self.next_id, jobs, &history, &drained)
     }
 
     /// Restored jobs that had started and whose record is in the record
@@ -1560,7 +1558,7 @@ impl Cluster {
             } else {
                 c.enqueue(p, q);
             }
-            c.jobs.insert(id, job);
+            c.jobs.insert(id, Box::new(job));
         }
         c.needs_schedule = true;
         c
