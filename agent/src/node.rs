@@ -2,15 +2,15 @@
 //! on it, turns commands into real signals to their process groups, and
 //! reports how each ended.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use formats::wire::{Exit, FromAgent, RunSettings, StartJob, SuspendMode};
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, Notify};
 use tokio::time::{sleep_until, Duration, Instant};
 use tracing::{debug, warn};
 
@@ -19,7 +19,9 @@ use crate::spawn::Launcher;
 /// What a node task is asked to do.
 #[derive(Debug)]
 pub enum NodeCmd {
-    Start(StartJob),
+    /// Boxed: a node's channel allocates room for 32 commands up front,
+    /// which with the job inline is 2 KiB per idle node.
+    Start(Box<StartJob>),
     Suspend(u64),
     Resume(u64),
     Cancel(u64),
@@ -50,16 +52,73 @@ struct Job {
     kill_at: Option<Instant>,
 }
 
-/// A node's handle. Dropping every handle ends the task, which first ends
-/// its jobs. Unbounded on purpose: the uplink must never wait on a node
-/// (nodes wait on the uplink's event channel, so both waiting would
-/// deadlock); commands are bounded by the jobs the controller placed here.
-pub type NodeHandle = mpsc::UnboundedSender<NodeCmd>;
+/// A node's mailbox: its commands in order and a wake-up for its task.
+/// Lighter than a channel, which allocates room for 32 commands up front
+/// (with 100,000 idle nodes per agent, that would be most of the agent).
+/// Unbounded on purpose: the uplink must never wait on a node (nodes wait
+/// on the uplink's event channel, so both waiting would deadlock);
+/// commands are bounded by the jobs the controller placed here.
+#[derive(Default)]
+struct Mailbox {
+    state: Mutex<Mail>,
+    wake: Notify,
+}
+
+#[derive(Default)]
+struct Mail {
+    cmds: VecDeque<NodeCmd>,
+    /// The handle is gone: end the jobs, then the task.
+    closed: bool,
+}
+
+impl Mailbox {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Mail> {
+        // Nothing panics while holding it; a poisoned lock is still sound.
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The next command; `None` once the handle is dropped and every
+    /// command sent before was taken.
+    async fn recv(&self) -> Option<NodeCmd> {
+        loop {
+            {
+                let mut mail = self.lock();
+                if let Some(cmd) = mail.cmds.pop_front() {
+                    return Some(cmd);
+                }
+                if mail.closed {
+                    return None;
+                }
+            }
+            // A wake-up given before this wait is kept (a permit), so none
+            // is lost between the check above and here.
+            self.wake.notified().await;
+        }
+    }
+}
+
+/// A node's handle, the only one. Dropping it ends the node's task, which
+/// first ends its jobs.
+pub struct NodeHandle(Arc<Mailbox>);
+
+impl NodeHandle {
+    pub fn send(&self, cmd: NodeCmd) {
+        self.0.lock().cmds.push_back(cmd);
+        self.0.wake.notify_one();
+    }
+}
+
+impl Drop for NodeHandle {
+    fn drop(&mut self) {
+        self.0.lock().closed = true;
+        self.0.wake.notify_one();
+    }
+}
 
 pub fn start(name: String, ctx: Arc<NodeContext>) -> (NodeHandle, tokio::task::JoinHandle<()>) {
-    let (tx, rx) = mpsc::unbounded_channel();
-    let task = tokio::spawn(run(name, rx, ctx));
-    (tx, task)
+    let mailbox = Arc::new(Mailbox::default());
+    let task = tokio::spawn(run(name, Arc::clone(&mailbox), ctx));
+    (NodeHandle(mailbox), task)
 }
 
 fn signal(pid: i32, sig: Signal) {
@@ -70,7 +129,21 @@ fn signal(pid: i32, sig: Signal) {
     }
 }
 
-async fn run(name: String, mut rx: mpsc::UnboundedReceiver<NodeCmd>, ctx: Arc<NodeContext>) {
+/// Sends an event to the uplink. The send's state lives on the heap while
+/// it waits: inline, it would be part of every node task's size, idle or
+/// not (as would the timer's below).
+async fn report(ctx: &NodeContext, event: FromAgent) {
+    let _ = Box::pin(ctx.events.send(event)).await;
+}
+
+async fn timer(at: Option<Instant>) {
+    match at {
+        Some(t) => Box::pin(sleep_until(t)).await,
+        None => std::future::pending().await,
+    }
+}
+
+async fn run(name: String, rx: Arc<Mailbox>, ctx: Arc<NodeContext>) {
     let mut jobs: HashMap<u64, Job> = HashMap::new();
     let mut exits = FuturesUnordered::new();
     let suspend_grace = Duration::from_millis(ctx.settings.suspend_grace_ms);
@@ -93,7 +166,9 @@ async fn run(name: String, mut rx: mpsc::UnboundedReceiver<NodeCmd>, ctx: Arc<No
                 }
                 Some(NodeCmd::Start(s)) => {
                     let id = s.job;
-                    match launch(&ctx, &s).await {
+                    // Boxed: held inline, its state would make every idle
+                    // node's task larger.
+                    match Box::pin(launch(&ctx, &s)).await {
                         Ok(spawned) => {
                             debug!(job = id, node = %name, pid = spawned.pid, "started");
                             jobs.insert(id, Job {
@@ -107,11 +182,11 @@ async fn run(name: String, mut rx: mpsc::UnboundedReceiver<NodeCmd>, ctx: Arc<No
                                 // child: report it as killed.
                                 (id, spawned.exit.await.unwrap_or(Exit::Signal(9)))
                             });
-                            let _ = ctx.events.send(FromAgent::Started { job: id, pid: spawned.pid as u32 }).await;
+                            report(&ctx, FromAgent::Started { job: id, pid: spawned.pid as u32 }).await;
                         }
                         Err(e) => {
                             warn!(job = id, node = %name, %e, "cannot start {}", ctx.sigsleep.display());
-                            let _ = ctx.events.send(FromAgent::Ended { job: id, exit: Exit::SpawnFailed }).await;
+                            report(&ctx, FromAgent::Ended { job: id, exit: Exit::SpawnFailed }).await;
                         }
                     }
                 }
@@ -153,9 +228,9 @@ async fn run(name: String, mut rx: mpsc::UnboundedReceiver<NodeCmd>, ctx: Arc<No
             Some((id, exit)) = exits.next() => {
                 jobs.remove(&id);
                 debug!(job = id, node = %name, ?exit, "ended");
-                let _ = ctx.events.send(FromAgent::Ended { job: id, exit }).await;
+                report(&ctx, FromAgent::Ended { job: id, exit }).await;
             }
-            () = sleep_until(next_timer.unwrap_or_else(Instant::now)), if next_timer.is_some() => {
+            () = timer(next_timer), if next_timer.is_some() => {
                 let now = Instant::now();
                 for job in jobs.values_mut() {
                     if job.stop_at.is_some_and(|t| t <= now) {

@@ -221,7 +221,7 @@ impl Agent {
         );
         for (&id, live) in &self.jobs {
             if let Some(h) = self.nodes.get(&live.node) {
-                let _ = h.send(NodeCmd::Kill(id));
+                h.send(NodeCmd::Kill(id));
             }
         }
         // Killed jobs report their ends; do not fence them again.
@@ -292,7 +292,7 @@ impl Agent {
             _ => {}
         }
         if let Some(h) = self.nodes.get(&live.node) {
-            let _ = h.send(cmd);
+            h.send(cmd);
         }
     }
 
@@ -316,7 +316,7 @@ impl Agent {
                             let id = s.job;
                             if let Some(h) = self.nodes.get(&s.node) {
                                 self.jobs.insert(id, Live { node: s.node.clone(), suspended: false });
-                                let _ = h.send(NodeCmd::Start(s));
+                                h.send(NodeCmd::Start(Box::new(s)));
                             } else {
                                 warn!(job = id, node = %s.node, "start on a node this agent does not host");
                                 self.ended.insert(id, (Exit::SpawnFailed, Vec::new()));

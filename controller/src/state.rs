@@ -776,6 +776,11 @@ impl Cluster {
         job.state = state;
         job.end_ns = now.wall;
         job.reason = reason;
+        // Ended while suspended (cancelled, lost), or as the suspension was
+        // decided: a finished job has no open suspension.
+        if let Some(last) = job.suspensions.last_mut().filter(|s| s.1 == 0) {
+            last.1 = now.wall;
+        }
         if job.started_mono.is_some() {
             self.counters.ended += 1;
         }

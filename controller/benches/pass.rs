@@ -1,0 +1,164 @@
+//! One scheduling pass of the `easy` policy on configs/raijin-3600.toml
+//! (3,600 nodes, 57,600 cores), full of running jobs, with 10,000 and
+//! 100,000 jobs queued behind them: what the server does each time a job
+//! arrives or ends (take a snapshot view, run the policy), timed over
+//! repeated passes.
+//!
+//!   cargo bench -p controller --bench pass [-- QUEUED...]
+//!
+//! Jobs are drawn from a fixed pseudo-random sequence (sizes 1 to 2,048
+//! cores, skewed small as in real traces; run times of a minute to a day;
+//! wall-time requests 1 to 3 times the run time), so every run schedules
+//! the same queue.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use controller::config::Cluster as Config;
+use controller::state::{Cluster, Now, Outbox};
+use formats::wire::{JobSpec, ToAgent};
+
+struct Nowhere;
+
+impl Outbox for Nowhere {
+    fn to_agent(&mut self, _: u64, _: ToAgent) {}
+}
+
+struct Lcg(u64);
+
+impl Lcg {
+    fn next(&mut self) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        self.0 >> 33
+    }
+
+    fn job(&mut self) -> JobSpec {
+        // Half the jobs small (1-16 cores), the rest up to 2,048 cores.
+        let cores = if self.next() % 2 == 0 {
+            1 + (self.next() % 16) as u32
+        } else {
+            1 << (self.next() % 12)
+        };
+        let runtime_s = 60 + self.next() % 86_400;
+        let walltime_s = runtime_s * (1 + self.next() % 3);
+        JobSpec {
+            cores,
+            mem_per_cpu_mb: 0,
+            runtime_ns: runtime_s * 1_000_000_000,
+            walltime_ns: walltime_s * 1_000_000_000,
+            partition: None,
+            submit_ns: None,
+        }
+    }
+}
+
+fn main() {
+    let queued: Vec<usize> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .filter_map(|a| a.parse().ok())
+        .collect();
+    let queued = if queued.is_empty() {
+        vec![10_000, 100_000]
+    } else {
+        queued
+    };
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let config = match Config::load(&root.join("configs/raijin-3600.toml")) {
+        Ok(c) => Arc::new(c),
+        Err(e) => {
+            eprintln!("pass: {e:#}");
+            std::process::exit(2);
+        }
+    };
+    println!(
+        "| queued jobs | running jobs | cores busy | pass p50 | pass max | first pass (starts) |"
+    );
+    println!("|---:|---:|---:|---:|---:|---:|");
+    for q in queued {
+        bench(&config, q);
+    }
+}
+
+fn bench(config: &Arc<Config>, queued: usize) {
+    let now = Now {
+        mono: 1_000_000_000,
+        wall: 1_700_000_000_000_000_000,
+    };
+    let mut cluster = Cluster::new(Arc::clone(config));
+    for (i, host) in config.hosts.iter().enumerate() {
+        let nodes = config.fold(&host.nodes);
+        let first = &config.nodes[host.nodes[0]];
+        if let Err(e) = cluster.agent_up(
+            i as u64 + 1,
+            &host.name,
+            &nodes,
+            first.cpus,
+            first.memory_mb,
+            true,
+            &[],
+            now,
+            &mut Nowhere,
+        ) {
+            eprintln!("pass: {e}");
+            std::process::exit(2);
+        }
+    }
+    let policy = controller::policy(config);
+    let mut rng = Lcg(42);
+    // Fill the machine: jobs for its cores, started by one pass.
+    let cores = config.total_cores();
+    let mut fill = Vec::new();
+    let mut sum = 0;
+    while sum < cores {
+        let j = rng.job();
+        sum += u64::from(j.cores);
+        fill.push(j);
+    }
+    cluster.submit(fill, now).expect("submit");
+    let decisions = policy.decide(&cluster.view(now)).list;
+    cluster.apply(decisions, now, &mut Nowhere);
+    cluster
+        .submit((0..queued).map(|_| rng.job()).collect(), now)
+        .expect("submit");
+
+    // The first pass over the new queue backfills what fits; the later
+    // ones find nothing to start: the steady cost of a pass.
+    let t = Instant::now();
+    let decisions = policy.decide(&cluster.view(now)).list;
+    let first = t.elapsed();
+    let started = decisions.len();
+    cluster.apply(decisions, now, &mut Nowhere);
+    let mut times: Vec<Duration> = (0..21)
+        .map(|_| {
+            let t = Instant::now();
+            let d = policy.decide(&cluster.view(now));
+            let took = t.elapsed();
+            assert!(d.list.is_empty(), "a later pass started jobs");
+            took
+        })
+        .collect();
+    times.sort();
+    let busy: u64 = cluster
+        .view(now)
+        .nodes
+        .iter()
+        .map(|n| u64::from(n.cpus - n.free_cpus))
+        .sum();
+    let running = cluster.jobs.len() - cluster.view(now).queue.len();
+    println!(
+        "| {} | {running} | {busy} of {cores} | {:.2} ms | {:.2} ms | {:.2} ms ({started}) |",
+        cluster.view(now).queue.len(),
+        ms(times[times.len() / 2]),
+        ms(times[times.len() - 1]),
+        ms(first),
+    );
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
