@@ -7,7 +7,8 @@
 # clemu: a controller hosting 4 nodes of 16 cores in-process receives JOBS
 # zero-length one-core jobs in one submission; the time runs from the
 # submission until the controller counts every job ended (started as a
-# sigsleep, reaped, its record written). Baseline: `spawn_raw` (agent's
+# sigsleep, reaped, its record written), asked every 20 ms over the
+# submitting connection (controller/examples/submit_wait.rs). Baseline: `spawn_raw` (agent's
 # example) starts the same sigsleep with the same arguments, at most 64 at
 # once (the cluster's cores), and reaps them. The two alternate, ROUNDS
 # times each; the table shows each round and the median ratio.
@@ -17,6 +18,7 @@ jobs=${1:-5000}
 rounds=${2:-3}
 cargo build --release -q -p controller -p sigsleep -p calcmets
 cargo build --release -q -p agent --example spawn_raw
+cargo build --release -q -p controller --example submit_wait
 host=$(rustc -vV | sed -n 's/^host: //p')
 bin=target/$host/release
 [ -x "$bin/controller" ] || bin=target/release
@@ -49,23 +51,15 @@ EOF
   "$bin/controller" --config "$dir/cluster.toml" serve > "$dir/serve.log" 2>&1 &
   pid=$!
   for _ in $(seq 100); do [ -s "$dir/state/address" ] && break; sleep 0.1; done
-  local ctl=("$bin/controller" --config "$dir/cluster.toml")
-  local s e ended
-  s=$(date +%s.%N)
-  "${ctl[@]}" submit --cores 1 --runtime 0 --count "$jobs" --batch "$jobs" > /dev/null
-  while :; do
-    ended=$("${ctl[@]}" stats --format json | awk -F'[:,]' '/"ended"/ { gsub(/ /, "", $2); print $2 }')
-    [ "$ended" -ge "$jobs" ] && break
-    sleep 0.01
-  done
-  e=$(date +%s.%N)
+  local ctl=("$bin/controller" --config "$dir/cluster.toml") rate
+  rate=$("$bin/examples/submit_wait" "$dir/cluster.toml" "$jobs")
   "${ctl[@]}" shutdown > /dev/null 2>&1 || true
   wait "$pid" 2>/dev/null || true
   pid=
   local records
   records=$("$bin/calcmets" dump "$dir/state/records" | wc -l)
   [ "$records" -eq "$jobs" ] || { echo "bench-throughput: $records records for $jobs jobs" >&2; exit 1; }
-  awk -v s="$s" -v e="$e" -v n="$jobs" 'BEGIN { printf "%.1f", n / (e - s) }'
+  echo "$rate"
 }
 
 raw_rate() { # round

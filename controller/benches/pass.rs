@@ -9,7 +9,15 @@
 //! Jobs are drawn from a fixed pseudo-random sequence (sizes 1 to 2,048
 //! cores, skewed small as in real traces; run times of a minute to a day;
 //! wall-time requests 1 to 3 times the run time), so every run schedules
-//! the same queue.
+//! the same queue. Two cases:
+//!
+//! - **mixed**: the machine filled with such jobs, the queue behind them;
+//!   the first pass backfills what fits, later ones find nothing to start.
+//! - **fragmented** (the worst case for backfilling): every node runs a
+//!   15-core job, so 3,600 single cores are free all over the machine; the
+//!   head of the queue asks for the whole machine, and every job behind it
+//!   that would fit in the free cores runs past the head's reservation, so
+//!   each pass considers every one of them and starts none.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -76,15 +84,17 @@ fn main() {
         }
     };
     println!(
-        "| queued jobs | running jobs | cores busy | pass p50 | pass max | first pass (starts) |"
+        "| case | queued jobs | running jobs | cores busy | pass p50 | pass max | first pass (starts) |"
     );
-    println!("|---:|---:|---:|---:|---:|---:|");
-    for q in queued {
-        bench(&config, q);
+    println!("|---|---:|---:|---:|---:|---:|---:|");
+    for fragmented in [false, true] {
+        for &q in &queued {
+            bench(&config, q, fragmented);
+        }
     }
 }
 
-fn bench(config: &Arc<Config>, queued: usize) {
+fn bench(config: &Arc<Config>, queued: usize, fragmented: bool) {
     let now = Now {
         mono: 1_000_000_000,
         wall: 1_700_000_000_000_000_000,
@@ -110,21 +120,47 @@ fn bench(config: &Arc<Config>, queued: usize) {
     }
     let policy = controller::policy(config);
     let mut rng = Lcg(42);
-    // Fill the machine: jobs for its cores, started by one pass.
     let cores = config.total_cores();
-    let mut fill = Vec::new();
-    let mut sum = 0;
-    while sum < cores {
-        let j = rng.job();
-        sum += u64::from(j.cores);
-        fill.push(j);
+    let hour = 3_600_000_000_000;
+    if fragmented {
+        let per_node = JobSpec {
+            cores: config.nodes[0].cpus - 1,
+            mem_per_cpu_mb: 0,
+            runtime_ns: hour,
+            walltime_ns: hour,
+            partition: None,
+            submit_ns: None,
+        };
+        let n = config.nodes.len();
+        cluster.submit(vec![per_node; n], now).expect("submit");
+        let decisions = policy.decide(&cluster.view(now)).list;
+        cluster.apply(decisions, now, &mut Nowhere);
+        let head = JobSpec {
+            cores: cores as u32,
+            ..rng.job()
+        };
+        let mut queue = vec![head];
+        queue.extend((1..queued).map(|_| {
+            let mut j = rng.job();
+            j.walltime_ns = j.walltime_ns.max(2 * hour);
+            j
+        }));
+        cluster.submit(queue, now).expect("submit");
+    } else {
+        // Fill the machine: jobs for its cores, started by one pass.
+        let mut fill = Vec::new();
+        let mut sum = 0;
+        while sum < cores {
+            let j = rng.job();
+            sum += u64::from(j.cores);
+            fill.push(j);
+        }
+        cluster.submit(fill, now).expect("submit");
+        let decisions = policy.decide(&cluster.view(now)).list;
+        cluster.apply(decisions, now, &mut Nowhere);
+        let queue = (0..queued).map(|_| rng.job()).collect();
+        cluster.submit(queue, now).expect("submit");
     }
-    cluster.submit(fill, now).expect("submit");
-    let decisions = policy.decide(&cluster.view(now)).list;
-    cluster.apply(decisions, now, &mut Nowhere);
-    cluster
-        .submit((0..queued).map(|_| rng.job()).collect(), now)
-        .expect("submit");
 
     // The first pass over the new queue backfills what fits; the later
     // ones find nothing to start: the steady cost of a pass.
@@ -151,7 +187,8 @@ fn bench(config: &Arc<Config>, queued: usize) {
         .sum();
     let running = cluster.jobs.len() - cluster.view(now).queue.len();
     println!(
-        "| {} | {running} | {busy} of {cores} | {:.2} ms | {:.2} ms | {:.2} ms ({started}) |",
+        "| {} | {} | {running} | {busy} of {cores} | {:.2} ms | {:.2} ms | {:.2} ms ({started}) |",
+        if fragmented { "fragmented" } else { "mixed" },
         cluster.view(now).queue.len(),
         ms(times[times.len() / 2]),
         ms(times[times.len() - 1]),
