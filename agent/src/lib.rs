@@ -12,7 +12,8 @@
 //! cancel it, and reports how the job ended. Jobs write their records
 //! either straight into the controller's record directory (agents the
 //! controller hosts itself) or into a local spool ([`records`]) whose new
-//! frames are sent to the controller as jobs end.
+//! frames are sent to the controller as jobs end. Every ten heartbeats it
+//! reports its host's load and memory and its jobs' memory ([`resources`]).
 //!
 //! An agent only ever runs the `sigsleep` of its own configuration, with
 //! arguments it builds itself from numbers; nothing a peer sends is
@@ -21,6 +22,7 @@
 
 pub mod node;
 pub mod records;
+pub mod resources;
 pub mod settings;
 pub mod spawn;
 pub mod uplink;

@@ -18,7 +18,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context, Result};
-use formats::wire::{Conn, Exit, FromAgent, Held, RunSettings, ToAgent, WireError};
+use formats::wire::{Conn, Exit, FromAgent, Held, HostReport, RunSettings, ToAgent, WireError};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 use tokio::sync::mpsc;
@@ -28,7 +28,11 @@ use tracing::{debug, info, warn};
 
 use crate::node::{self, NodeCmd, NodeContext, NodeHandle};
 use crate::records::Spool;
+use crate::resources;
 use crate::spawn::Launcher;
+
+/// Heartbeats between two host reports.
+const REPORT_EVERY: u64 = 10;
 
 /// What an agent hosts and where its jobs write.
 #[derive(Debug, Clone)]
@@ -144,6 +148,8 @@ enum SessionEnd {
 struct Live {
     node: String,
     suspended: bool,
+    /// Its process, once started.
+    pid: Option<i32>,
 }
 
 /// The agent's side of its jobs, kept across connections.
@@ -265,6 +271,12 @@ impl Agent {
                 out.push(FromAgent::Ended { job, exit });
                 Ok(out)
             }
+            FromAgent::Started { job, pid } => {
+                if let Some(live) = self.jobs.get_mut(&job) {
+                    live.pid = i32::try_from(pid).ok();
+                }
+                Ok(vec![FromAgent::Started { job, pid }])
+            }
             other => Ok(vec![other]),
         }
     }
@@ -305,6 +317,10 @@ impl Agent {
         self.last_heard = Instant::now();
         let beat = Duration::from_millis(self.settings.heartbeat_ms.max(1));
         let mut heartbeat = tokio::time::interval(beat);
+        let mut beats: u64 = 0;
+        // A host report being made on a blocking thread: it reads /proc for
+        // every live job, which must not hold up signals to them.
+        let mut report: Option<tokio::task::JoinHandle<HostReport>> = None;
         loop {
             let fence_at = self.fence_at();
             tokio::select! {
@@ -315,7 +331,7 @@ impl Agent {
                         Ok(ToAgent::Start(s)) => {
                             let id = s.job;
                             if let Some(h) = self.nodes.get(&s.node) {
-                                self.jobs.insert(id, Live { node: s.node.clone(), suspended: false });
+                                self.jobs.insert(id, Live { node: s.node.clone(), suspended: false, pid: None });
                                 h.send(NodeCmd::Start(Box::new(s)));
                             } else {
                                 warn!(job = id, node = %s.node, "start on a node this agent does not host");
@@ -356,6 +372,24 @@ impl Agent {
                     let running = self.jobs.len() as u32;
                     if let Err(e) = conn.send(&FromAgent::Heartbeat { running }).await {
                         return SessionEnd::Lost(e.to_string());
+                    }
+                    if beats % REPORT_EVERY == 0 && report.is_none() {
+                        let pids: Vec<i32> = self.jobs.values().filter_map(|l| l.pid).collect();
+                        report = Some(tokio::task::spawn_blocking(move || resources::report(&pids)));
+                    }
+                    beats += 1;
+                }
+                done = async {
+                    match report.as_mut() {
+                        Some(h) => h.await,
+                        None => std::future::pending().await,
+                    }
+                }, if report.is_some() => {
+                    report = None;
+                    if let Ok(r) = done {
+                        if let Err(e) = conn.send(&FromAgent::Resources(r)).await {
+                            return SessionEnd::Lost(e.to_string());
+                        }
                     }
                 }
                 () = tokio::time::sleep_until(fence_at.unwrap_or_else(Instant::now)), if fence_at.is_some() => {

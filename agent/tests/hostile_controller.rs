@@ -32,7 +32,7 @@ async fn next_event(conn: &mut Conn<tokio::net::TcpStream>) -> FromAgent {
             .await
             .expect("the agent went quiet")
             .unwrap();
-        if !matches!(msg, FromAgent::Heartbeat { .. }) {
+        if !matches!(msg, FromAgent::Heartbeat { .. } | FromAgent::Resources(_)) {
             return msg;
         }
     }

@@ -70,6 +70,10 @@ pub enum Command {
         /// Directory the job records go to.
         #[arg(long, value_name = "DIR")]
         record_dir: Option<PathBuf>,
+        /// Answer `GET /metrics` (Prometheus text format) at this address
+        /// [default: the config's metrics_listen, else none].
+        #[arg(long, value_name = "ADDR")]
+        metrics_listen: Option<String>,
     },
     /// Submit jobs; prints their ids.
     Submit(SubmitArgs),
@@ -79,8 +83,12 @@ pub enum Command {
         #[arg(long)]
         all: bool,
     },
-    /// Nodes and their state.
-    Nodes,
+    /// Nodes and their state; with --hosts, each agent's host: load,
+    /// memory, live job processes and their memory.
+    Nodes {
+        #[arg(long)]
+        hosts: bool,
+    },
     /// Counts and counters of the whole cluster.
     Stats,
     /// Cancel jobs.
@@ -195,6 +203,7 @@ pub async fn run(cli: Cli, shutdown: CancellationToken) -> Result<Outcome> {
             listen,
             state_dir,
             record_dir,
+            metrics_listen,
         } => {
             let mut config = load(&cli)?;
             if let Some(l) = listen {
@@ -212,6 +221,9 @@ pub async fn run(cli: Cli, shutdown: CancellationToken) -> Result<Outcome> {
             if let Some(d) = record_dir {
                 config.record_dir = d.clone();
             }
+            if let Some(m) = metrics_listen {
+                config.metrics_listen = Some(m.clone());
+            }
             crate::serve(config, shutdown).await?;
             Ok(Outcome::Ok)
         }
@@ -226,7 +238,8 @@ async fn client_command(cli: &Cli) -> Result<Outcome> {
     let req = match &cli.command {
         Command::Submit(a) => return submit(cli, a, &addr, &secret).await,
         Command::Queue { all } => Request::Queue { all: *all },
-        Command::Nodes => Request::Nodes,
+        Command::Nodes { hosts: false } => Request::Nodes,
+        Command::Nodes { hosts: true } => Request::Hosts,
         Command::Stats => Request::Stats,
         Command::Cancel { ids } => Request::Cancel(ids.clone()),
         Command::Suspend { ids } => Request::Suspend(ids.clone()),
@@ -261,6 +274,13 @@ async fn client_command(cli: &Cli) -> Result<Outcome> {
                 print_json(views::nodes_json(&nodes))?;
             } else {
                 print!("{}", views::nodes_table(&nodes));
+            }
+        }
+        Response::Hosts(hosts) => {
+            if json {
+                print_json(views::hosts_json(&hosts))?;
+            } else {
+                print!("{}", views::hosts_table(&hosts));
             }
         }
         Response::Stats(s) => {

@@ -51,6 +51,8 @@ struct ControllerSection {
     /// Jobs not yet over that the controller keeps (Slurm's MaxJobCount);
     /// submissions past it wait.
     max_jobs: Option<u64>,
+    /// Where to answer `GET /metrics` (Prometheus); none by default.
+    metrics_listen: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -166,6 +168,8 @@ pub struct Cluster {
     /// Jobs not yet over, at most; a submission that would pass it waits
     /// until enough jobs have ended.
     pub max_jobs: usize,
+    /// Address of the Prometheus metrics endpoint, if any.
+    pub metrics_listen: Option<String>,
     pub nodes: Vec<NodeDef>,
     pub groups: Groups,
     pub partitions: Vec<PartitionDef>,
@@ -434,6 +438,7 @@ impl Cluster {
             timeout_grace: Duration::from_millis(c.timeout_grace_ms.unwrap_or(10_000)),
             journal_compact_bytes: c.journal_compact_mb.unwrap_or(64).saturating_mul(1 << 20),
             max_jobs,
+            metrics_listen: c.metrics_listen.clone(),
             nodes,
             groups,
             partitions,

@@ -215,6 +215,10 @@ pub struct Journal {
     size: u64,
     /// Written since the last sync.
     unsynced: bool,
+    /// Entries appended since the last sync, and when the first of them
+    /// was.
+    pending: u64,
+    pending_since: Option<std::time::Instant>,
     /// Fold into a snapshot past this many bytes...
     compact_at: u64,
     /// ...or past the size of the last snapshot, whichever is more: with a
@@ -385,6 +389,8 @@ impl Journal {
                 seq: state.seq,
                 size: intact as u64,
                 unsynced: false,
+                pending: 0,
+                pending_since: None,
                 compact_at,
                 snapshot_size: std::fs::metadata(snapshot_path(dir)).map_or(0, |m| m.len()),
             },
@@ -396,6 +402,9 @@ impl Journal {
     pub fn append(&mut self, entries: impl IntoIterator<Item = Entry>) {
         for entry in entries {
             self.seq += 1;
+            self.pending += 1;
+            self.pending_since
+                .get_or_insert_with(std::time::Instant::now);
             let start = self.buf.len();
             self.buf.extend_from_slice(&[0; 8]);
             // An entry is plain data: encoding cannot fail.
@@ -434,7 +443,22 @@ impl Journal {
                 .with_context(|| format!("cannot sync {}", journal_path(&self.dir).display()))?;
             self.unsynced = false;
         }
+        self.pending = 0;
+        self.pending_since = None;
         Ok(())
+    }
+
+    /// Entries appended since the last sync: what a crash of the machine
+    /// would lose now.
+    pub fn unsynced_entries(&self) -> u64 {
+        self.pending
+    }
+
+    /// How long the oldest entry not yet synced has waited (zero when
+    /// everything is synced): the journal's lag.
+    pub fn lag(&self) -> std::time::Duration {
+        self.pending_since
+            .map_or(std::time::Duration::ZERO, |t| t.elapsed())
     }
 
     /// Whether entries wait to be written or synced.
@@ -643,6 +667,8 @@ mod tests {
             seq: 0,
             size: 0,
             unsynced: false,
+            pending: 0,
+            pending_since: None,
             compact_at: 0,
             snapshot_size: 0,
         };

@@ -30,6 +30,7 @@ pub mod config;
 pub mod connection;
 pub mod journal;
 pub mod listener;
+pub mod metrics;
 pub mod policy;
 pub mod records;
 pub mod server;
@@ -57,6 +58,9 @@ use crate::policy::Policy;
 /// Name of the file in the state directory that holds the address the
 /// controller listens on (the real one, when the config asks for port 0).
 pub const ADDRESS_FILE: &str = "address";
+/// Name of the file in the state directory that holds the address of the
+/// metrics endpoint, when there is one.
+pub const METRICS_ADDRESS_FILE: &str = "metrics_address";
 
 /// Reads the secret, creating it (random, mode 0600) if the file does not
 /// exist yet: a fresh cluster needs no setup step.
@@ -164,6 +168,19 @@ pub async fn serve(config: Config, shutdown: CancellationToken) -> Result<()> {
     );
     let server_task = tokio::spawn(server.run(shutdown.clone()));
     let tasks = TaskTracker::new();
+    if let Some(at) = &config.metrics_listen {
+        let metrics = TcpListener::bind(at)
+            .await
+            .with_context(|| format!("cannot listen for metrics on {at}"))?;
+        let maddr = metrics.local_addr()?;
+        std::fs::write(
+            config.state_dir.join(METRICS_ADDRESS_FILE),
+            maddr.to_string(),
+        )
+        .with_context(|| format!("cannot write to {}", config.state_dir.display()))?;
+        info!(addr = %maddr, "metrics at http://{maddr}/metrics");
+        tasks.spawn(metrics::serve(metrics, shared.events.clone(), done.clone()));
+    }
     tasks.spawn(listener::run(
         listener,
         Arc::clone(&shared),

@@ -284,8 +284,7 @@ impl Server {
         self.wake_at = decisions.wake_at_ns;
         self.cluster.apply(decisions.list, now, &mut self.links);
         let took = took.elapsed();
-        self.cluster.counters.passes += 1;
-        self.cluster.counters.last_pass = took;
+        self.cluster.counters.pass(took);
         debug!(
             queued = view.queue.len(),
             decisions = n,
@@ -391,6 +390,7 @@ impl Server {
                 FromAgent::Started { job, pid } => debug!(job, pid, "job process started"),
                 FromAgent::Ended { job, exit } => self.cluster.job_ended(agent, job, exit, now),
                 FromAgent::Heartbeat { running } => self.cluster.heartbeat(agent, running, now),
+                FromAgent::Resources(r) => self.cluster.host_report(agent, r, now),
                 // Handled by the connection (records) or refused there
                 // (a second registration).
                 FromAgent::Records(_) | FromAgent::Register { .. } => {}
@@ -489,7 +489,13 @@ impl Server {
             }
             Request::Queue { all } => Response::Queue(self.cluster.queue(all)),
             Request::Nodes => Response::Nodes(self.cluster.node_infos()),
-            Request::Stats => Response::Stats(self.cluster.stats()),
+            Request::Stats => {
+                let mut stats = self.cluster.stats();
+                stats.journal_unsynced = self.journal.unsynced_entries();
+                stats.journal_lag_ns = self.journal.lag().as_nanos() as u64;
+                Response::Stats(stats)
+            }
+            Request::Hosts => Response::Hosts(self.cluster.hosts(now)),
             Request::Cancel(ids) => Response::Jobs(self.cluster.cancel(&ids, now, &mut self.links)),
             Request::Suspend(ids) => {
                 Response::Jobs(self.cluster.suspend(&ids, now, &mut self.links))

@@ -9,8 +9,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use formats::wire::{
-    ClusterStats, Exit, Held, JobInfo, JobOutcome, JobSpec, JobState, NodeInfo, NodeState,
-    StartJob, ToAgent,
+    ClusterStats, Exit, Held, HostInfo, HostReport, JobInfo, JobOutcome, JobSpec, JobState,
+    NodeInfo, NodeState, StartJob, ToAgent, PASS_BUCKETS,
 };
 use tracing::{info, warn};
 
@@ -174,6 +174,8 @@ pub struct Agent {
     pub running: u32,
     /// Hosted in the controller's process: its jobs die with it.
     pub local: bool,
+    /// Its last host report and when (monotonic ns) it came.
+    pub report: Option<(HostReport, i64)>,
 }
 
 #[derive(Debug, Default, Clone)]
@@ -188,6 +190,22 @@ pub struct Counters {
     pub refused: u64,
     /// Jobs put back in the queue after their node was lost.
     pub requeued: u64,
+    /// Passes by duration: per bucket of [`PASS_BUCKETS`] (not
+    /// cumulative; the last is over the largest bound), and the total.
+    pub pass_buckets: [u64; PASS_BUCKETS.len() + 1],
+    pub pass_ns_total: u64,
+}
+
+impl Counters {
+    /// Counts a scheduling pass that took `took`.
+    pub fn pass(&mut self, took: Duration) {
+        self.passes += 1;
+        self.last_pass = took;
+        self.pass_ns_total += took.as_nanos() as u64;
+        let secs = took.as_secs_f64();
+        let at = PASS_BUCKETS.partition_point(|&b| b < secs);
+        self.pass_buckets[at] += 1;
+    }
 }
 
 pub struct Cluster {
@@ -1026,6 +1044,7 @@ impl Cluster {
                 last_seen: now.mono,
                 running: 0,
                 local,
+                report: None,
             },
         );
         self.needs_schedule = true;
@@ -1361,7 +1380,49 @@ impl Cluster {
             schedule_passes: self.counters.passes,
             last_pass_ns: self.counters.last_pass.as_nanos() as u64,
             refused_decisions: self.counters.refused,
+            requeued: self.counters.requeued,
+            pass_buckets: self
+                .counters
+                .pass_buckets
+                .iter()
+                .scan(0, |sum, n| {
+                    *sum += n;
+                    Some(*sum)
+                })
+                .collect(),
+            pass_ns_total: self.counters.pass_ns_total,
+            // The server's to fill in: the journal is its own.
+            journal_unsynced: 0,
+            journal_lag_ns: 0,
         }
+    }
+
+    /// An agent's report of its host.
+    pub fn host_report(&mut self, agent: AgentId, report: HostReport, now: Now) {
+        if let Some(a) = self.agents.get_mut(&agent) {
+            a.report = Some((report, now.mono));
+        }
+    }
+
+    /// The connected agents' hosts, by name.
+    pub fn hosts(&self, now: Now) -> Vec<HostInfo> {
+        let mut v: Vec<HostInfo> = self
+            .agents
+            .values()
+            .map(|a| HostInfo {
+                host: a.host.clone(),
+                nodes: self.config.fold(&a.nodes),
+                local: a.local,
+                running: a.running,
+                report: a.report.as_ref().map(|(r, _)| r.clone()),
+                report_age_ns: a
+                    .report
+                    .as_ref()
+                    .map_or(0, |(_, at)| (now.mono - at).max(0) as u64),
+            })
+            .collect();
+        v.sort_by(|a, b| a.host.cmp(&b.host));
+        v
     }
 }
 

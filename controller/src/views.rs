@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use formats::wire::{ClusterStats, JobInfo, NodeInfo};
+use formats::wire::{ClusterStats, HostInfo, JobInfo, NodeInfo, PASS_BUCKETS};
 use serde_json::json;
 
 fn secs(ns: u64) -> String {
@@ -150,6 +150,14 @@ pub fn stats_json(s: &ClusterStats) -> serde_json::Value {
         "schedule_passes": s.schedule_passes,
         "last_pass_seconds": s.last_pass_ns as f64 / 1e9,
         "refused_decisions": s.refused_decisions,
+        "requeued": s.requeued,
+        "pass_seconds": {
+            "buckets": PASS_BUCKETS.iter().zip(&s.pass_buckets).map(|(le, n)| json!([le, n])).collect::<Vec<_>>(),
+            "count": s.pass_buckets.last().copied().unwrap_or(0),
+            "sum": s.pass_ns_total as f64 / 1e9,
+        },
+        "journal_unsynced": s.journal_unsynced,
+        "journal_lag_seconds": s.journal_lag_ns as f64 / 1e9,
     })
 }
 
@@ -191,5 +199,110 @@ pub fn stats_table(s: &ClusterStats) -> String {
         "refused decisions",
         s.refused_decisions.to_string(),
     );
+    line(&mut out, "requeued", s.requeued.to_string());
+    let passes = s.pass_buckets.last().copied().unwrap_or(0);
+    if passes > 0 {
+        line(
+            &mut out,
+            "pass time",
+            format!(
+                "mean {:.3} ms, p50 <= {}, p99 <= {}",
+                s.pass_ns_total as f64 / passes as f64 / 1e6,
+                pass_quantile(s, 0.5),
+                pass_quantile(s, 0.99)
+            ),
+        );
+    }
+    line(
+        &mut out,
+        "journal",
+        format!(
+            "{} entries not yet synced, oldest {:.1} ms",
+            s.journal_unsynced,
+            s.journal_lag_ns as f64 / 1e6
+        ),
+    );
     out
+}
+
+/// The smallest bucket bound that holds quantile `q` of the passes.
+fn pass_quantile(s: &ClusterStats, q: f64) -> String {
+    let total = s.pass_buckets.last().copied().unwrap_or(0);
+    let want = (total as f64 * q).ceil() as u64;
+    match s.pass_buckets.iter().position(|&n| n >= want.max(1)) {
+        Some(i) if i < PASS_BUCKETS.len() => format!("{} ms", PASS_BUCKETS[i] * 1e3),
+        _ => format!("> {} ms", PASS_BUCKETS[PASS_BUCKETS.len() - 1] * 1e3),
+    }
+}
+
+pub fn hosts_table(hosts: &[HostInfo]) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{:<12} {:>6} {:>18} {:>15} {:>10} {:>10} {:>10} {:>6}  NODES",
+        "HOST", "JOBS", "LOAD 1/5/15", "MEM USED/TOTAL", "PROCESSES", "JOBS RSS", "PRIVATE", "AGE"
+    );
+    let gib = |kb: u64| kb as f64 / (1024.0 * 1024.0);
+    let mib = |kb: u64| format!("{:.1}M", kb as f64 / 1024.0);
+    for h in hosts {
+        let (load, mem, procs, rss, private) = match &h.report {
+            Some(r) => (
+                format!("{:.2}/{:.2}/{:.2}", r.load[0], r.load[1], r.load[2]),
+                format!(
+                    "{:.1}/{:.1}G",
+                    gib(r.mem_total_kb.saturating_sub(r.mem_available_kb)),
+                    gib(r.mem_total_kb)
+                ),
+                r.jobs_alive.to_string(),
+                mib(r.jobs_rss_kb),
+                mib(r.jobs_private_kb),
+            ),
+            None => ("-".into(), "-".into(), "-".into(), "-".into(), "-".into()),
+        };
+        let age = if h.report.is_some() {
+            format!("{:.0}s", h.report_age_ns as f64 / 1e9)
+        } else {
+            "-".into()
+        };
+        let _ = writeln!(
+            out,
+            "{:<12} {:>6} {:>18} {:>15} {:>10} {:>10} {:>10} {:>6}  {}{}",
+            h.host,
+            h.running,
+            load,
+            mem,
+            procs,
+            rss,
+            private,
+            age,
+            h.nodes,
+            if h.local { " (in the controller)" } else { "" }
+        );
+    }
+    out
+}
+
+pub fn hosts_json(hosts: &[HostInfo]) -> serde_json::Value {
+    serde_json::Value::Array(
+        hosts
+            .iter()
+            .map(|h| {
+                json!({
+                    "host": h.host,
+                    "nodes": h.nodes,
+                    "local": h.local,
+                    "running": h.running,
+                    "report": h.report.as_ref().map(|r| json!({
+                        "load": r.load,
+                        "mem_total_kb": r.mem_total_kb,
+                        "mem_available_kb": r.mem_available_kb,
+                        "jobs_alive": r.jobs_alive,
+                        "jobs_rss_kb": r.jobs_rss_kb,
+                        "jobs_private_kb": r.jobs_private_kb,
+                        "age_seconds": h.report_age_ns as f64 / 1e9,
+                    })),
+                })
+            })
+            .collect(),
+    )
 }

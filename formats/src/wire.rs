@@ -33,7 +33,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_util::codec::{Framed, LengthDelimitedCodec};
 
 /// Version of this protocol; both ends must speak the same.
-pub const PROTOCOL: u32 = 2;
+pub const PROTOCOL: u32 = 3;
 /// Largest frame a server accepts from an authenticated peer (a batch of
 /// records can be large).
 pub const MAX_FRAME: usize = 16 << 20;
@@ -230,6 +230,53 @@ pub struct ClusterStats {
     /// Policy decisions the controller refused as illegal (overbooking, or
     /// acting on a job in the wrong state): 0 unless a policy has a bug.
     pub refused_decisions: u64,
+    /// Jobs put back in the queue after their node was lost.
+    pub requeued: u64,
+    /// Scheduling passes by duration: cumulative counts of passes that took
+    /// at most each of [`PASS_BUCKETS`] seconds (the last, `+Inf`, is every
+    /// pass), and their total duration in nanoseconds.
+    pub pass_buckets: Vec<u64>,
+    pub pass_ns_total: u64,
+    /// Journal entries not yet synced (not yet safe from a crash of the
+    /// machine), and how long the oldest of them has waited.
+    pub journal_unsynced: u64,
+    pub journal_lag_ns: u64,
+}
+
+/// Upper bounds (seconds) of the scheduling-pass duration histogram, as
+/// Prometheus buckets; `+Inf` follows.
+pub const PASS_BUCKETS: [f64; 13] = [
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
+];
+
+/// What an agent reports of its host every few heartbeats.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HostReport {
+    /// Load averages over 1, 5 and 15 minutes (`/proc/loadavg`).
+    pub load: [f32; 3],
+    pub mem_total_kb: u64,
+    pub mem_available_kb: u64,
+    /// Job processes alive, and their resident and private memory (KiB;
+    /// private is resident minus shared pages).
+    pub jobs_alive: u32,
+    pub jobs_rss_kb: u64,
+    pub jobs_private_kb: u64,
+}
+
+/// A connected agent's host, for `controller nodes --hosts`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HostInfo {
+    pub host: String,
+    /// Its nodes, folded.
+    pub nodes: String,
+    /// Hosted in the controller's process.
+    pub local: bool,
+    /// Jobs it runs, as its last heartbeat said.
+    pub running: u32,
+    /// Its last report and how old it is (nanoseconds); none yet right
+    /// after it registered.
+    pub report: Option<HostReport>,
+    pub report_age_ns: u64,
 }
 
 /// What happened to one job of a cancel, suspend or resume request.
@@ -264,6 +311,8 @@ pub enum Request {
     Records(Vec<u64>),
     /// These jobs, active or finished (those the controller still knows).
     Jobs(Vec<u64>),
+    /// The connected agents' hosts and their resource reports.
+    Hosts,
     Shutdown,
 }
 
@@ -272,6 +321,7 @@ pub enum Response {
     Submitted(Vec<u64>),
     Queue(Vec<JobInfo>),
     Nodes(Vec<NodeInfo>),
+    Hosts(Vec<HostInfo>),
     Stats(ClusterStats),
     Jobs(Vec<JobOutcome>),
     /// Nodes affected (folded).
@@ -406,6 +456,8 @@ pub enum FromAgent {
     Heartbeat {
         running: u32,
     },
+    /// The host's load and memory and its jobs' memory.
+    Resources(HostReport),
 }
 
 /// Why a connection ended or a message was refused.
