@@ -49,6 +49,54 @@ pub enum Command {
     /// Compare an emulated run with its virtual-time twin (`runworkload
     /// --simulate`): per-job differences and the metrics side by side.
     Fidelity(FidelityArgs),
+    /// Draw charts (SVG): utilization and queue over time and jobs on
+    /// nodes for each run; distributions of wait and bounded slowdown and
+    /// bounded slowdown by job size across runs.
+    Plot(PlotCli),
+}
+
+#[derive(Debug, Args)]
+pub struct PlotCli {
+    /// Directory the charts are written to.
+    #[arg(long, value_name = "DIR", default_value = "plots")]
+    pub out: PathBuf,
+    /// Total cores, for utilization [default: each run's manifest.json].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub cores: Option<u64>,
+    /// τ of the bounded slowdown, in seconds [default: the run's
+    /// manifest.json, else 10].
+    #[arg(long, value_name = "SECONDS", value_parser = seconds)]
+    pub tau: Option<i64>,
+    /// Time window of the Gantt chart, in seconds since the run's first
+    /// submission [default: the whole run].
+    #[arg(long, value_name = "T0:T1", value_parser = plot_window)]
+    pub window: Option<(f64, f64)>,
+    /// Nodes of the Gantt chart, as a nodeset [default: the first 64 nodes
+    /// that ran jobs].
+    #[arg(long, value_name = "NODESET")]
+    pub nodes: Option<String>,
+    /// Results directories (one per run, as runworkload leaves them; a
+    /// directory holding several is several runs) or record files.
+    #[arg(required = true, value_name = "INPUT")]
+    pub inputs: Vec<PathBuf>,
+}
+
+fn plot_window(s: &str) -> Result<(f64, f64), String> {
+    let (a, b) = s
+        .split_once(':')
+        .ok_or_else(|| format!("expected T0:T1 in seconds, got {s:?}"))?;
+    let num = |v: &str| {
+        v.trim()
+            .parse::<f64>()
+            .ok()
+            .filter(|x| x.is_finite() && *x >= 0.0)
+            .ok_or_else(|| format!("not a number of seconds: {v:?}"))
+    };
+    let (a, b) = (num(a)?, num(b)?);
+    if b <= a {
+        return Err(format!("T1 must be after T0 in {s:?}"));
+    }
+    Ok((a, b))
 }
 
 #[derive(Debug, Args)]

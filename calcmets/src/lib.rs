@@ -11,7 +11,9 @@
 //! integer sums and [`dist::Dist`] distributions (exact up to 65,536 jobs,
 //! an HDR histogram past that), so memory does not grow with the input.
 //! [`report`] prints the runs side by side as a table, JSON or CSV;
-//! [`dump`] prints records as JSON lines.
+//! [`dump`] prints records as JSON lines; [`fidelity`] compares a run with
+//! its twin; [`plot`] loads the runs' jobs (the one place they are held in
+//! memory) and draws SVG charts, aggregated so they stay legible.
 //!
 //! The binary is a thin `main.rs`: [`run`] returns an [`Outcome`] and `main`
 //! maps it to the exit code (0 ok, 1 ran but found a problem with
@@ -23,6 +25,7 @@ pub mod dump;
 pub mod fidelity;
 pub mod inputs;
 pub mod metrics;
+pub mod plot;
 pub mod report;
 pub mod runs;
 pub mod trace;
@@ -57,6 +60,20 @@ pub const DEFAULT_TAU_NS: i64 = 10_000_000_000;
 pub fn run(cli: Cli) -> Result<Outcome> {
     match cli.command {
         Some(Command::Dump(args)) => dump_records(&args),
+        Some(Command::Plot(args)) => {
+            let written = plot::plot(&plot::PlotArgs {
+                out: args.out,
+                inputs: args.inputs,
+                cores: args.cores,
+                tau_ns: args.tau,
+                window: args.window,
+                nodes: args.nodes,
+            })?;
+            for path in written {
+                println!("{}", path.display());
+            }
+            Ok(Outcome::Clean)
+        }
         Some(Command::Fidelity(args)) => {
             let mut out = io::stdout().lock();
             let same_jobs = fidelity::compare(

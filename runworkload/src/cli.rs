@@ -76,6 +76,9 @@ pub struct Cli {
     /// processes, perfect timing (results in the same layout).
     #[arg(long)]
     pub simulate: bool,
+    /// Draw the charts at the end (`calcmets plot`, into OUT/plots).
+    #[arg(long)]
+    pub plot: bool,
     /// When jobs are submitted.
     #[arg(long, value_enum, default_value_t = ScheduleMode::Trace)]
     pub schedule: ScheduleMode,

@@ -1,4 +1,5 @@
 use std::io::IsTerminal;
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
@@ -118,6 +119,34 @@ fn main() -> ExitCode {
                 println!();
                 if let Err(e) = runworkload::compare(&results, &mut std::io::stdout().lock()) {
                     eprintln!("runworkload: {e}");
+                }
+                let dirs: Vec<PathBuf> = results.iter().map(|r| r.dir.clone()).collect();
+                let charts = cli.out.join("plots");
+                if cli.plot {
+                    let args = calcmets::plot::PlotArgs {
+                        out: charts.clone(),
+                        inputs: dirs,
+                        cores: None,
+                        tau_ns: None,
+                        window: None,
+                        nodes: None,
+                    };
+                    match calcmets::plot::plot(&args) {
+                        Ok(files) => {
+                            eprintln!(
+                                "runworkload: {} charts in {}",
+                                files.len(),
+                                charts.display()
+                            );
+                        }
+                        Err(e) => eprintln!("runworkload: cannot draw the charts: {e:#}"),
+                    }
+                } else {
+                    eprintln!(
+                        "runworkload: charts: calcmets plot --out {} {}",
+                        charts.display(),
+                        cli.out.display()
+                    );
                 }
                 if results.iter().any(|r| r.interrupted) {
                     ExitCode::from(1)

@@ -76,7 +76,11 @@ fn run_times(dir: &Path) -> HashMap<u64, f64> {
 #[test]
 fn a_real_slice_replays_with_one_record_per_job_and_calcmets_agrees() {
     let out = tempfile::tempdir().unwrap();
-    let o = replay(out.path(), 200, &["--shrink", "50", "--speedup", "40000"]);
+    let o = replay(
+        out.path(),
+        200,
+        &["--shrink", "50", "--speedup", "40000", "--plot"],
+    );
     assert_eq!(
         o.status.code(),
         Some(0),
@@ -118,6 +122,16 @@ fn a_real_slice_replays_with_one_record_per_job_and_calcmets_agrees() {
         manifest["lateness"]["max"].as_f64().unwrap() < 0.5,
         "{manifest}"
     );
+    // --plot drew the run's charts, and the summary says where.
+    for chart in ["timeline", "gantt", "cdf-wait", "cdf-bsld", "bsld-by-size"] {
+        let svg = std::fs::read_to_string(out.path().join(format!("plots/{chart}.svg"))).unwrap();
+        assert!(
+            svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"),
+            "{chart}"
+        );
+    }
+    let log = String::from_utf8_lossy(&o.stderr);
+    assert!(log.contains("5 charts in"), "{log}");
 }
 
 #[test]
