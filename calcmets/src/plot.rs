@@ -99,9 +99,14 @@ pub fn plot(args: &PlotArgs) -> Result<Vec<PathBuf>> {
         written.push(path);
     }
     let path = args.out.join("cdf-wait.svg");
-    cdf(&path, &runs, "wait", "wait time (s, log scale)", |_, j| {
-        (j.start - j.submit) as f64 / 1e9
-    })?;
+    cdf(
+        &path,
+        &runs,
+        "wait",
+        "wait time (s, log scale)",
+        1e-3,
+        |_, j| (j.start - j.submit) as f64 / 1e9,
+    )?;
     written.push(path);
     let path = args.out.join("cdf-bsld.svg");
     cdf(
@@ -109,6 +114,7 @@ pub fn plot(args: &PlotArgs) -> Result<Vec<PathBuf>> {
         &runs,
         "bounded slowdown",
         "bounded slowdown (log scale)",
+        1.0,
         bsld,
     )?;
     written.push(path);
@@ -416,15 +422,16 @@ fn curve(values: &mut [f64]) -> Vec<(f64, f64)> {
     pts
 }
 
+/// `floor`: the left end of the log-scale axis; smaller values (zero
+/// waits) are drawn there.
 fn cdf(
     path: &Path,
     runs: &[Run],
     what: &str,
     x_desc: &str,
+    floor: f64,
     value: impl Fn(&Run, &Job) -> f64,
 ) -> Result<()> {
-    // Log scale: zero waits are drawn at the floor.
-    const FLOOR: f64 = 1e-3;
     let curves: Vec<(String, Vec<(f64, f64)>)> = runs
         .iter()
         .map(|run| {
@@ -432,7 +439,7 @@ fn cdf(
                 .jobs
                 .iter()
                 .filter(|j| counted(j))
-                .map(|j| value(run, j).max(FLOOR))
+                .map(|j| value(run, j).max(floor))
                 .collect();
             (run.name.clone(), curve(&mut v))
         })
@@ -440,7 +447,7 @@ fn cdf(
     let hi = curves
         .iter()
         .flat_map(|(_, c)| c.iter().map(|p| p.0))
-        .fold(FLOOR * 10.0, f64::max)
+        .fold(floor * 10.0, f64::max)
         * 1.5;
     let err = svg_error(path);
     let root: Svg = SVGBackend::new(path, (WIDTH, HEIGHT)).into_drawing_area();
@@ -450,7 +457,7 @@ fn cdf(
         .margin(15)
         .x_label_area_size(50)
         .y_label_area_size(70)
-        .build_cartesian_2d((FLOOR..hi).log_scale(), 0.0..1.0)
+        .build_cartesian_2d((floor..hi).log_scale(), 0.0..1.0)
         .map_err(&err)?;
     chart
         .configure_mesh()
@@ -640,10 +647,12 @@ fn gantt(path: &Path, run: &Run, window: Option<(f64, f64)>, nodes: Option<&str>
     root.fill(&WHITE).map_err(&err)?;
     let rows = shown.len().max(1);
     // Jobs that share a node at once get lanes of its row.
+    // Only what the window shows takes a lane.
+    let (w0, w1) = ((t0 * unit * 1e9) as i64, (t1 * unit * 1e9) as i64);
     let mut jobs: Vec<&Job> = run
         .jobs
         .iter()
-        .filter(|j| row.contains_key(j.node.as_str()))
+        .filter(|j| row.contains_key(j.node.as_str()) && j.end > w0 && j.start < w1)
         .collect();
     jobs.sort_by_key(|j| (j.start, j.id));
     let mut lane_ends: HashMap<usize, Vec<i64>> = HashMap::new();
