@@ -54,7 +54,10 @@ pub struct PlotArgs {
 struct Job {
     id: u64,
     cores: u64,
+    /// The node its process ran on (its first).
     node: String,
+    /// All its nodes, folded, when the run's jobs.csv says.
+    nodes: Option<String>,
     submit: i64,
     start: i64,
     end: i64,
@@ -157,6 +160,7 @@ fn load(args: &PlotArgs) -> Result<Vec<Run>> {
                 id: r.id,
                 cores: u64::from(r.cores),
                 node: r.node.to_string(),
+                nodes: None,
                 submit: r.submit,
                 start: r.start,
                 end: r.end,
@@ -171,6 +175,12 @@ fn load(args: &PlotArgs) -> Result<Vec<Run>> {
         })?;
         for w in inputs::damage_report(&stats) {
             eprintln!("calcmets: warning: {w}");
+        }
+        if let Some(dir) = &run.dir {
+            let all = node_lists(&dir.join("jobs.csv"))?;
+            for j in &mut jobs {
+                j.nodes = all.get(&j.id).cloned();
+            }
         }
         let t0 = jobs.iter().map(|j| j.submit).min().unwrap_or(0);
         for j in &mut jobs {
@@ -191,6 +201,39 @@ fn load(args: &PlotArgs) -> Result<Vec<Run>> {
                 .unwrap_or(crate::DEFAULT_TAU_NS),
             jobs,
         });
+    }
+    Ok(out)
+}
+
+/// Each job's nodes (folded) from a results directory's jobs.csv, whose
+/// last column they are (quoted, as they hold commas). No file, or an
+/// older one without the column: none.
+fn node_lists(path: &Path) -> Result<HashMap<u64, String>> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(HashMap::new()),
+        Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
+    };
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap_or("").split(',').collect();
+    let (Some(id_col), Some(&"nodes")) =
+        (header.iter().position(|&h| h == "job_id"), header.last())
+    else {
+        return Ok(HashMap::new());
+    };
+    let mut out = HashMap::new();
+    for (n, line) in lines.enumerate() {
+        let parsed = line.rsplit_once(",\"").and_then(|(rest, nodes)| {
+            let id = rest.split(',').nth(id_col)?.parse::<u64>().ok()?;
+            Some((id, nodes.strip_suffix('"')?.to_string()))
+        });
+        match parsed {
+            Some((id, nodes)) if id != 0 && !nodes.is_empty() => {
+                out.insert(id, nodes);
+            }
+            Some(_) => {}
+            None => bail!("{}:{}: malformed line", path.display(), n + 2),
+        }
     }
     Ok(out)
 }
@@ -601,6 +644,15 @@ fn by_size(path: &Path, runs: &[Run]) -> Result<()> {
     Ok(())
 }
 
+/// The names of a folded nodeset (as the controller wrote it; empty if it
+/// does not parse).
+fn expand(folded: &str) -> Vec<String> {
+    formats::nodeset::Groups::new()
+        .parse(folded)
+        .map(|set| formats::nodeset::expand(&set))
+        .unwrap_or_default()
+}
+
 /// Stretches of one job on one node: (from, to, suspended).
 fn stretches(j: &Job) -> Vec<(i64, i64, bool)> {
     let mut out = Vec::with_capacity(1 + 2 * j.suspensions.len());
@@ -616,9 +668,15 @@ fn stretches(j: &Job) -> Vec<(i64, i64, bool)> {
 
 fn gantt(path: &Path, run: &Run, window: Option<(f64, f64)>, nodes: Option<&str>) -> Result<()> {
     // Nodes shown: those asked for, else the first GANTT_NODES by name.
-    let mut names: Vec<String> = run.jobs.iter().map(|j| j.node.clone()).collect();
-    names.sort();
-    names.dedup();
+    let mut names = std::collections::BTreeSet::new();
+    for j in &run.jobs {
+        match j.nodes.as_deref().map(expand) {
+            Some(all) => names.extend(all),
+            None => {
+                names.insert(j.node.clone());
+            }
+        }
+    }
     let shown: Vec<String> = match nodes {
         Some(expr) => {
             let set = formats::nodeset::Groups::new()
@@ -646,20 +704,23 @@ fn gantt(path: &Path, run: &Run, window: Option<(f64, f64)>, nodes: Option<&str>
     let root: Svg = SVGBackend::new(path, (WIDTH, HEIGHT)).into_drawing_area();
     root.fill(&WHITE).map_err(&err)?;
     let rows = shown.len().max(1);
-    // Jobs that share a node at once get lanes of its row.
-    // Only what the window shows takes a lane.
+    // Each job on each of its nodes that is shown (only its first node
+    // when the run does not list them), if the window shows it.
     let (w0, w1) = ((t0 * unit * 1e9) as i64, (t1 * unit * 1e9) as i64);
-    let mut jobs: Vec<&Job> = run
-        .jobs
-        .iter()
-        .filter(|j| row.contains_key(j.node.as_str()) && j.end > w0 && j.start < w1)
-        .collect();
-    jobs.sort_by_key(|j| (j.start, j.id));
+    let mut placed: Vec<(usize, &Job)> = Vec::new();
+    for j in run.jobs.iter().filter(|j| j.end > w0 && j.start < w1) {
+        match j.nodes.as_deref().map(expand) {
+            Some(all) => placed.extend(all.iter().filter_map(|n| Some((*row.get(n.as_str())?, j)))),
+            None => placed.extend(row.get(j.node.as_str()).map(|&r| (r, j))),
+        }
+    }
+    placed.sort_by_key(|(r, j)| (j.start, j.id, *r));
+    // Jobs that share a node at once get lanes of its row.
     let mut lane_ends: HashMap<usize, Vec<i64>> = HashMap::new();
-    let lanes: Vec<usize> = jobs
+    let lanes: Vec<usize> = placed
         .iter()
-        .map(|j| {
-            let ends = lane_ends.entry(row[j.node.as_str()]).or_default();
+        .map(|&(r, j)| {
+            let ends = lane_ends.entry(r).or_default();
             match ends.iter().position(|&e| e <= j.start) {
                 Some(l) => {
                     ends[l] = j.end;
@@ -672,11 +733,17 @@ fn gantt(path: &Path, run: &Run, window: Option<(f64, f64)>, nodes: Option<&str>
             }
         })
         .collect();
+    let listed = run.jobs.iter().any(|j| j.nodes.is_some());
     let mut chart = ChartBuilder::on(&root)
         .caption(
             format!(
-                "{}: jobs on nodes (each job on its first node; jobs sharing a node in lanes)",
-                run.name
+                "{}: jobs on nodes ({}jobs sharing a node in lanes)",
+                run.name,
+                if listed {
+                    ""
+                } else {
+                    "each job on its first node; "
+                }
             ),
             (FONT, 22),
         )
@@ -729,8 +796,7 @@ fn gantt(path: &Path, run: &Run, window: Option<(f64, f64)>, nodes: Option<&str>
             ));
         }
     };
-    for (j, &lane) in jobs.iter().zip(&lanes) {
-        let y = row[j.node.as_str()];
+    for (&(y, j), &lane) in placed.iter().zip(&lanes) {
         for (a, b, susp) in stretches(j) {
             let (a, b) = (
                 (a as f64 / 1e9 / unit).max(t0),

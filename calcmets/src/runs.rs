@@ -19,6 +19,8 @@ pub struct Run {
     pub manifest_cores: Option<u64>,
     /// τ from the run's manifest (a replay scales it with its times).
     pub manifest_tau: Option<i64>,
+    /// The results directory it is, if it is one.
+    pub dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone)]
@@ -68,6 +70,7 @@ pub fn plan(inputs: &[PathBuf], traces: &[PathBuf], merge: bool) -> Result<Vec<R
             input: RunInput::Records(inputs::expand(&loose)?),
             manifest_cores,
             manifest_tau,
+            dir: None,
         });
     }
     for t in traces {
@@ -76,6 +79,7 @@ pub fn plan(inputs: &[PathBuf], traces: &[PathBuf], merge: bool) -> Result<Vec<R
             input: RunInput::Swf(t.clone()),
             manifest_cores: None,
             manifest_tau: None,
+            dir: None,
         });
     }
     Ok(runs)
@@ -111,6 +115,7 @@ fn results_dir(dir: &Path) -> Result<Run> {
         input: RunInput::Records(inputs::expand(&[dir.to_path_buf()])?),
         manifest_cores: cores_of(&value),
         manifest_tau: tau_of(&value),
+        dir: Some(dir.to_path_buf()),
     })
 }
 

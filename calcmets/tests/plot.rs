@@ -233,3 +233,63 @@ fn a_window_and_nodes_narrow_the_gantt_chart() {
     assert!(!bad.status.success());
     assert!(String::from_utf8_lossy(&bad.stderr).contains("--cores"));
 }
+
+#[test]
+fn the_gantt_chart_draws_a_job_on_every_node_jobs_csv_lists() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("run");
+    std::fs::create_dir_all(run.join("records")).unwrap();
+    std::fs::write(
+        run.join("manifest.json"),
+        format!(r#"{{"label": "one", "cores": 16, "start": {}}}"#, T0 / S),
+    )
+    .unwrap();
+    let mut buf = Vec::new();
+    encode(
+        &JobRecord {
+            id: 1,
+            cores: 12,
+            node: Cow::Borrowed("vn0"),
+            submit: T0,
+            start: T0 + S,
+            end: T0 + 61 * S,
+            runtime: 60 * S as u64,
+            walltime: 0,
+            status: Status::Completed,
+            flags: Flags::default(),
+            suspensions: Vec::new(),
+        },
+        &mut buf,
+    )
+    .unwrap();
+    std::fs::write(run.join("records/jobs.rec"), buf).unwrap();
+    std::fs::write(
+        run.join("jobs.csv"),
+        "trace_id,job_id,cores,runtime_s,walltime_s,target_submit,actual_submit,lateness_ms,state,nodes\n\
+         7,1,12,60.000,0.000,0.0,0.0,0.000,completed,\"vn[0-2]\"\n",
+    )
+    .unwrap();
+    let out = dir.path().join("plots");
+    let o = calcmets(&[
+        "plot",
+        "--out",
+        out.to_str().unwrap(),
+        run.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = svg(&out.join("gantt.svg"));
+    for node in ["vn0", "vn1", "vn2"] {
+        assert!(
+            has_text(&text, node),
+            "no row for {node}: {:?}",
+            texts(&text)
+        );
+    }
+    let doc = roxmltree::Document::parse(&text).unwrap();
+    // Job 1's colour is the palette's second; the legend's sample is the first.
+    let bars = elements(&doc, "rect")
+        .into_iter()
+        .filter(|n| n.attribute("fill") == Some(ORANGE))
+        .count();
+    assert_eq!(bars, 3, "one bar per node of the job");
+}

@@ -42,6 +42,8 @@ pub struct SimRun {
     /// Policy decisions the cluster refused as illegal: 0 unless the policy
     /// has a bug.
     pub refused: u64,
+    /// The nodes each job ran on, folded, by job id.
+    pub nodes: HashMap<u64, String>,
 }
 
 /// Events, in the order they are handled at one instant: processes end,
@@ -363,12 +365,19 @@ pub fn simulate(config: Arc<config::Cluster>, jobs: &[SimJob], epoch_wall_ns: i6
             sim.want_pass(t);
         }
     }
+    let nodes = sim
+        .cluster
+        .jobs_info(&ids)
+        .into_iter()
+        .map(|j| (j.id, j.nodes))
+        .collect();
     SimRun {
         records: sim.records,
         ids,
         end_ns,
         passes: sim.passes,
         refused: sim.cluster.counters.refused,
+        nodes,
     }
 }
 

@@ -433,7 +433,7 @@ fn simulate(
                     state,
                     partition: String::new(),
                     cores: r.cores,
-                    nodes: String::new(),
+                    nodes: run.nodes.get(&r.id).cloned().unwrap_or_default(),
                     submit_ns: r.submit,
                     start_ns: r.start,
                     end_ns: r.end,
@@ -537,20 +537,21 @@ fn write_results(
     late.sort_unstable();
     let mut states: HashMap<&'static str, u64> = HashMap::new();
     let mut csv = String::from(
-        "trace_id,job_id,cores,runtime_s,walltime_s,target_submit,actual_submit,lateness_ms,state\n",
+        "trace_id,job_id,cores,runtime_s,walltime_s,target_submit,actual_submit,lateness_ms,state,nodes\n",
     );
     let scale = Scale {
         factor,
         speedup: plan.speedup,
     };
     for (i, j) in jobs.iter().enumerate() {
-        let state = infos
-            .get(&ids[i])
-            .map_or("not_submitted", |info| info.state.as_str());
+        let info = infos.get(&ids[i]);
+        let state = info.map_or("not_submitted", |info| info.state.as_str());
+        // Folded nodesets hold commas: quoted (they hold no quotes).
+        let nodes = info.map_or("", |info| info.nodes.as_str());
         *states.entry(state).or_default() += 1;
         let target = started_wall + targets[i];
         csv.push_str(&format!(
-            "{},{},{},{:.3},{:.3},{:.6},{:.6},{:.3},{}\n",
+            "{},{},{},{:.3},{:.3},{:.6},{:.6},{:.3},{},\"{}\"\n",
             j.trace_id,
             ids[i],
             j.cores,
@@ -563,7 +564,8 @@ fn write_results(
             } else {
                 (actual[i] - target) as f64 / 1e6
             },
-            state
+            state,
+            nodes
         ));
     }
     std::fs::write(dir.join("jobs.csv"), csv).context("cannot write jobs.csv")?;
