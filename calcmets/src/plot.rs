@@ -285,6 +285,20 @@ fn time_unit(secs: f64) -> (f64, &'static str) {
     }
 }
 
+/// Draws the series' legend in a box at `pos`.
+fn legend<'a, DB: DrawingBackend + 'a, CT: CoordTranslate>(
+    chart: &mut ChartContext<'a, DB, CT>,
+    pos: SeriesLabelPosition,
+) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .label_font((FONT, 15))
+        .position(pos)
+        .draw()
+}
+
 /// Time-weighted averages of step functions over `BINS` intervals.
 struct Steps {
     edges: Vec<f64>,
@@ -391,13 +405,7 @@ fn timeline(path: &Path, run: &Run, cores: u64) -> Result<()> {
             "cores busy ({cores} in all), averaged per interval"
         ))
         .legend(|(x, y)| Rectangle::new([(x, y - 5), (x + 20, y + 5)], palette(0).filled()));
-    util.configure_series_labels()
-        .background_style(WHITE.mix(0.8))
-        .border_style(BLACK)
-        .label_font((FONT, 15))
-        .position(SeriesLabelPosition::UpperRight)
-        .draw()
-        .map_err(&err)?;
+    legend(&mut util, SeriesLabelPosition::UpperRight).map_err(&err)?;
 
     let y_max = [PENDING, RUNNING, SUSPENDED]
         .iter()
@@ -437,14 +445,7 @@ fn timeline(path: &Path, run: &Run, cores: u64) -> Result<()> {
             .label(name)
             .legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], color.stroke_width(2)));
     }
-    queue
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.8))
-        .border_style(BLACK)
-        .label_font((FONT, 15))
-        .position(SeriesLabelPosition::UpperRight)
-        .draw()
-        .map_err(&err)?;
+    legend(&mut queue, SeriesLabelPosition::UpperRight).map_err(&err)?;
     root.present().map_err(&err)?;
     Ok(())
 }
@@ -526,14 +527,7 @@ fn cdf(
             })
             .legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], color.stroke_width(2)));
     }
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.8))
-        .border_style(BLACK)
-        .label_font((FONT, 15))
-        .position(SeriesLabelPosition::LowerRight)
-        .draw()
-        .map_err(&err)?;
+    legend(&mut chart, SeriesLabelPosition::LowerRight).map_err(&err)?;
     root.present().map_err(&err)?;
     Ok(())
 }
@@ -632,14 +626,7 @@ fn by_size(path: &Path, runs: &[Run]) -> Result<()> {
             .label(run.name.clone())
             .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 20, y + 5)], color.filled()));
     }
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.8))
-        .border_style(BLACK)
-        .label_font((FONT, 15))
-        .position(SeriesLabelPosition::UpperLeft)
-        .draw()
-        .map_err(&err)?;
+    legend(&mut chart, SeriesLabelPosition::UpperLeft).map_err(&err)?;
     root.present().map_err(&err)?;
     Ok(())
 }
@@ -839,14 +826,7 @@ fn gantt(path: &Path, run: &Run, window: Option<(f64, f64)>, nodes: Option<&str>
                 RGBColor(170, 170, 170).filled(),
             )
         });
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.9))
-        .border_style(BLACK)
-        .label_font((FONT, 15))
-        .position(SeriesLabelPosition::UpperRight)
-        .draw()
-        .map_err(&err)?;
+    legend(&mut chart, SeriesLabelPosition::UpperRight).map_err(&err)?;
     root.present().map_err(&err)?;
     Ok(())
 }
