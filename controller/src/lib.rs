@@ -17,6 +17,10 @@
 //!   orders back;
 //! - the [`records`] sink, sole writer of the record file, for records
 //!   streamed by agents on other hosts;
+//! - the [`journal`], written by the server before it answers a client,
+//!   from which a restarted controller recovers its jobs;
+//! - with `--metrics-listen`, the [`metrics`] endpoint, which asks the
+//!   server for its counters as a client would;
 //! - with `[agents] local = true`, the agents themselves, in this process,
 //!   connected through in-memory pipes: one command, one process, a whole
 //!   cluster.
