@@ -59,7 +59,7 @@ pub enum Format {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Run the controller (and, with [agents] local = true, its agents).
+    /// Run the controller (and, with `[agents] local = true`, its agents).
     Serve {
         /// Address to listen on [default: the config's listen].
         #[arg(long, value_name = "ADDR")]
@@ -118,7 +118,7 @@ pub enum Command {
     Shutdown,
     /// Nodeset notation, as ClusterShell's `nodeset`.
     Nodeset(NodesetArgs),
-    /// The scheduling policies a config can name ([controller] policy).
+    /// The scheduling policies a config can name (`[controller] policy`).
     Policies,
 }
 

@@ -9,7 +9,7 @@
 //!   jobs, queue, agents). Everything that changes the state arrives as an
 //!   event on one channel; scheduling runs in batches: events set a "needs
 //!   scheduling" flag and a pass runs at most every
-//!   `schedule_interval_ms`, asking the [`policy`] (pure code over a
+//!   `schedule_interval_ms`, asking the [`policy`](mod@policy) (pure code over a
 //!   snapshot) which jobs to start where;
 //! - the [`listener`], one task per [`connection`]: each authenticates its
 //!   peer (HMAC over fresh nonces, [`formats::wire`]), then relays an
