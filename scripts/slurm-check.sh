@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Checks scripts/slurm-local.sh on real Slurm: brings up 10 nodes of 16
+# cores, runs sigsleep jobs through sbatch (one suspended and resumed with
+# scontrol, Slurm's SIGTSTP, 2 s, SIGSTOP, SIGCONT), checks their records,
+# tears the cluster down and checks that no daemon of it is left. Root.
+#
+#   scripts/slurm-check.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cargo build --release -q -p sigsleep -p calcmets
+host=$(rustc -vV | sed -n 's/^host: //p')
+bin=$PWD/target/$host/release
+[ -x "$bin/sigsleep" ] || bin=$PWD/target/release
+export SLURM_LOCAL_DIR=$(mktemp -d -t clemu-slurm-check-XXXXXX)
+trap 'scripts/slurm-local.sh down >/dev/null 2>&1 || true; rm -rf "$SLURM_LOCAL_DIR"' EXIT
+fail() { echo "slurm-check: FAIL: $*" >&2; exit 1; }
+
+scripts/slurm-local.sh up 10 16
+export SLURM_CONF=$SLURM_LOCAL_DIR/etc/slurm.conf
+[ "$(sinfo -h -N -t idle -o %N | wc -l)" -eq 10 ] || fail "not 10 idle nodes"
+log=$SLURM_LOCAL_DIR/jobs.rec
+ids=()
+for i in 1 2 3 4; do
+  ids+=("$(sbatch --parsable -n 1 -o /dev/null \
+    --wrap "exec $bin/sigsleep --runtime 4 --id $i --node \$SLURMD_NODENAME --log $log")")
+done
+echo "slurm-check: submitted Slurm jobs ${ids[*]}"
+# Suspend the first once its process runs; resume it 3 s later.
+for _ in $(seq 100); do
+  [ "$(squeue -h -j "${ids[0]}" -o %T)" = RUNNING ] && pgrep -f "sigsleep --runtime 4 --id 1 " >/dev/null && break
+  sleep 0.1
+done
+sleep 0.5
+scontrol suspend "${ids[0]}"
+sleep 3
+scontrol resume "${ids[0]}"
+for _ in $(seq 300); do
+  [ -z "$(squeue -h -o %i)" ] && break
+  sleep 0.1
+done
+[ -z "$(squeue -h -o %i)" ] || fail "jobs still queued: $(squeue -h)"
+sleep 0.5
+"$bin/calcmets" dump "$log" > "$SLURM_LOCAL_DIR/records.jsonl"
+python3 - "$SLURM_LOCAL_DIR/records.jsonl" <<'EOF'
+import json, sys
+recs = {r["id"]: r for r in map(json.loads, open(sys.argv[1]))}
+assert sorted(recs) == [1, 2, 3, 4], f"records of jobs {sorted(recs)}"
+for r in recs.values():
+    assert r["status"] == "completed", r
+    assert r["node"].startswith("node"), r
+    ran = r["end"] - r["start"] - sum(b - a for a, b in r["suspensions"])
+    assert abs(ran - 4) < 0.05, f"job {r['id']} ran {ran} s"
+s = recs[1]["suspensions"]
+assert len(s) == 1, f"Slurm's TSTP, STOP, CONT must be one suspension: {s}"
+assert 2.5 < s[0][1] - s[0][0] < 4.5, s
+assert all(not recs[i]["suspensions"] for i in (2, 3, 4))
+print(f"slurm-check: 4 records, each 4 s of run time; job 1 suspended once for {s[0][1] - s[0][0]:.2f} s")
+EOF
+pids=$(cat "$SLURM_LOCAL_DIR"/run/*.pid | tr '\n' ' ')
+scripts/slurm-local.sh down
+for p in $pids; do
+  kill -0 "$p" 2>/dev/null && fail "daemon $p still runs after down"
+done
+left=$(pgrep -f "$SLURM_LOCAL_DIR" || true)
+[ -z "$left" ] || fail "processes of the cluster left: $left"
+echo "slurm-check: OK, $(echo $pids | wc -w) daemons started and stopped, none left"

@@ -1,0 +1,155 @@
+#!/usr/bin/env bash
+# A real Slurm cluster of N emulated nodes on this one host, loopback only,
+# every piece of state under one directory: munged with its own key and
+# socket, slurmctld, and one slurmd per node (Slurm's multiple-slurmd
+# mode, each node on its own port).
+#
+#   scripts/slurm-local.sh up N CPUS     start it; prints what to source
+#   scripts/slurm-local.sh down          stop every daemon it started, by PID
+#   scripts/slurm-local.sh status        the daemons' PIDs and sinfo
+#
+# The directory is $SLURM_LOCAL_DIR (default /tmp/clemu-slurm-$UID). Client
+# commands need `export SLURM_CONF=$SLURM_LOCAL_DIR/etc/slurm.conf` (written
+# to $SLURM_LOCAL_DIR/env). Installs slurmctld, slurmd, slurm-client and
+# munge from the distribution if they are missing (root needed, as for the
+# daemons). Nodes claim CPUS cores each whatever the host has
+# (SlurmdParameters=config_overrides); no cgroups, no accounting.
+set -euo pipefail
+dir=${SLURM_LOCAL_DIR:-/tmp/clemu-slurm-$(id -u)}
+conf=$dir/etc/slurm.conf
+base_port=${SLURM_LOCAL_PORT:-16817}
+
+die() { echo "slurm-local: $*" >&2; exit 1; }
+
+install() {
+  local need=()
+  for b in slurmctld slurmd sbatch munged; do command -v "$b" >/dev/null || need+=("$b"); done
+  [ ${#need[@]} -eq 0 ] && return 0
+  [ "$(id -u)" -eq 0 ] || die "missing ${need[*]}; install slurmctld slurmd slurm-client munge (root)"
+  echo "slurm-local: installing slurmctld slurmd slurm-client munge" >&2
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq slurmctld slurmd slurm-client munge >/dev/null \
+    || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq slurmctld slurmd slurm-client munge >/dev/null; }
+}
+
+# The PIDs this cluster's daemons wrote.
+pids() {
+  local f
+  for f in "$dir"/run/*.pid; do
+    [ -f "$f" ] || continue
+    local p
+    p=$(cat "$f" 2>/dev/null || true)
+    [ -n "$p" ] && kill -0 "$p" 2>/dev/null && echo "$p"
+  done
+}
+
+write_conf() { # nodes cpus
+  local n=$1 cpus=$2
+  mkdir -p "$dir"/{etc,log,run,state,spool,munge}
+  chmod 700 "$dir/munge"
+  {
+    echo "# Written by scripts/slurm-local.sh: $n nodes of $cpus cores on this host."
+    echo "ClusterName=clemu"
+    echo "SlurmctldHost=localhost(127.0.0.1)"
+    echo "SlurmctldPort=$base_port"
+    echo "AuthType=auth/munge"
+    echo "AuthInfo=socket=$dir/munge/munge.socket"
+    echo "CredType=cred/munge"
+    echo "CommunicationParameters=NoInAddrAny,NoCtldInAddrAny"
+    echo "SlurmUser=root"
+    echo "SlurmdUser=root"
+    echo "StateSaveLocation=$dir/state"
+    echo "SlurmdSpoolDir=$dir/spool/%n"
+    echo "SlurmctldPidFile=$dir/run/slurmctld.pid"
+    echo "SlurmdPidFile=$dir/run/slurmd-%n.pid"
+    echo "SlurmctldLogFile=$dir/log/slurmctld.log"
+    echo "SlurmdLogFile=$dir/log/slurmd-%n.log"
+    echo "ProctrackType=proctrack/linuxproc"
+    echo "TaskPlugin=task/none"
+    echo "JobAcctGatherType=jobacct_gather/none"
+    echo "AccountingStorageType=accounting_storage/none"
+    echo "MpiDefault=none"
+    echo "SchedulerType=sched/backfill"
+    echo "SelectType=select/cons_tres"
+    echo "SelectTypeParameters=CR_Core"
+    echo "SlurmdParameters=config_overrides"
+    echo "ReturnToService=2"
+    echo "MaxJobCount=1000000"
+    echo "MinJobAge=2"
+    echo "KillWait=5"
+    echo "SlurmdTimeout=300"
+    for i in $(seq "$n"); do
+      echo "NodeName=node$i NodeAddr=127.0.0.1 NodeHostname=localhost Port=$((base_port + i)) CPUs=$cpus RealMemory=1000 State=UNKNOWN"
+    done
+    echo "PartitionName=batch Nodes=ALL Default=YES MaxTime=INFINITE State=UP"
+  } > "$conf"
+  echo "export SLURM_CONF=$conf" > "$dir/env"
+}
+
+up() {
+  local n=${1:-} cpus=${2:-}
+  [[ "$n" =~ ^[0-9]+$ && "$n" -ge 1 ]] || die "usage: slurm-local.sh up N CPUS"
+  [[ "$cpus" =~ ^[0-9]+$ && "$cpus" -ge 1 ]] || die "usage: slurm-local.sh up N CPUS"
+  [ -z "$(pids)" ] || die "a cluster is already up in $dir (slurm-local.sh down first)"
+  install
+  rm -rf "$dir"
+  write_conf "$n" "$cpus"
+  export SLURM_CONF=$conf
+  local t0=$SECONDS
+  # munged with a key and a socket of its own, so that the host's munge (if
+  # any) is left alone.
+  head -c 1024 /dev/urandom > "$dir/munge/munge.key"
+  chmod 400 "$dir/munge/munge.key"
+  munged --force --key-file "$dir/munge/munge.key" --socket "$dir/munge/munge.socket" \
+    --pid-file "$dir/run/munged.pid" --log-file "$dir/log/munged.log" \
+    --seed-file "$dir/munge/munged.seed"
+  for _ in $(seq 50); do [ -S "$dir/munge/munge.socket" ] && break; sleep 0.1; done
+  [ -S "$dir/munge/munge.socket" ] || die "munged did not start (see $dir/log/munged.log)"
+  slurmctld -i -f "$conf" || die "slurmctld did not start (see $dir/log/slurmctld.log)"
+  for i in $(seq "$n"); do
+    slurmd -f "$conf" -N "node$i" || die "slurmd node$i did not start (see $dir/log/slurmd-node$i.log)"
+  done
+  # Every node idle, or give up after two minutes.
+  local idle=0
+  for _ in $(seq 600); do
+    idle=$(sinfo -h -N -t idle -o %N 2>/dev/null | wc -l || true)
+    [ "$idle" -ge "$n" ] && break
+    sleep 0.2
+  done
+  [ "$idle" -ge "$n" ] || { sinfo >&2 || true; die "$idle of $n nodes idle after 120 s"; }
+  echo "slurm-local: $n nodes of $cpus cores idle after $((SECONDS - t0)) s; $(pids | wc -l) daemons; state in $dir"
+  echo "slurm-local: source $dir/env   (or: export SLURM_CONF=$conf)"
+}
+
+down() {
+  local p left
+  p=$(pids | tr '\n' ' ')
+  if [ -z "$p" ]; then
+    echo "slurm-local: nothing running in $dir"
+    return 0
+  fi
+  # slurmd first (they may still run jobs), then slurmctld, munged last.
+  kill -TERM $p 2>/dev/null || true
+  for _ in $(seq 100); do
+    left=0
+    for q in $p; do kill -0 "$q" 2>/dev/null && left=$((left + 1)); done
+    [ "$left" -eq 0 ] && break
+    sleep 0.1
+  done
+  for q in $p; do kill -KILL "$q" 2>/dev/null || true; done
+  # Job steps a slurmd left behind run under slurmstepd: end those of this cluster.
+  pkill -KILL -f "slurmstepd.*$dir" 2>/dev/null || true
+  rm -f "$dir"/run/*.pid
+  echo "slurm-local: stopped $(echo $p | wc -w) daemons"
+}
+
+status() {
+  echo "daemons: $(pids | tr '\n' ' ')"
+  [ -f "$conf" ] && SLURM_CONF=$conf sinfo 2>/dev/null || true
+}
+
+case ${1:-} in
+  up) shift; up "$@" ;;
+  down) down ;;
+  status) status ;;
+  *) die "usage: slurm-local.sh up N CPUS | down | status" ;;
+esac
