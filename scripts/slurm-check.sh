@@ -2,12 +2,14 @@
 # Checks scripts/slurm-local.sh on real Slurm: brings up 10 nodes of 16
 # cores, runs sigsleep jobs through sbatch (one suspended and resumed with
 # scontrol, Slurm's SIGTSTP, 2 s, SIGSTOP, SIGCONT), checks their records,
-# tears the cluster down and checks that no daemon of it is left. Root.
+# replays 20 jobs of the bundled KTH slice with `runworkload --backend
+# slurm`, tears the cluster down and checks that no daemon of it is left.
+# Root.
 #
 #   scripts/slurm-check.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --release -q -p sigsleep -p calcmets
+cargo build --release -q -p sigsleep -p calcmets -p runworkload
 host=$(rustc -vV | sed -n 's/^host: //p')
 bin=$PWD/target/$host/release
 [ -x "$bin/sigsleep" ] || bin=$PWD/target/release
@@ -55,6 +57,31 @@ assert len(s) == 1, f"Slurm's TSTP, STOP, CONT must be one suspension: {s}"
 assert 2.5 < s[0][1] - s[0][0] < 4.5, s
 assert all(not recs[i]["suspensions"] for i in (2, 3, 4))
 print(f"slurm-check: 4 records, each 4 s of run time; job 1 suspended once for {s[0][1] - s[0][0]:.2f} s")
+EOF
+# A replay through sbatch: every job submitted, one record each.
+cat > "$SLURM_LOCAL_DIR/mirror.toml" <<EOF
+[agents]
+sigsleep = "$bin/sigsleep"
+[[nodes]]
+names = "node[1-10]"
+cpus = 16
+EOF
+"$bin/runworkload" --backend slurm --config "$SLURM_LOCAL_DIR/mirror.toml" \
+  --workload configs/workloads/kth-sp2-200.swf --jobs 20 --cores-per-proc 2 \
+  --speedup 5000 --out "$SLURM_LOCAL_DIR/replay" -q > "$SLURM_LOCAL_DIR/replay.log" 2>&1 \
+  || { cat "$SLURM_LOCAL_DIR/replay.log" >&2; fail "runworkload --backend slurm"; }
+python3 - "$SLURM_LOCAL_DIR/replay/shrink-100" <<'EOF'
+import csv, json, sys
+d = sys.argv[1]
+m = json.load(open(f"{d}/manifest.json"))
+assert m["backend"] == "slurm" and m["cores"] == 160, m
+assert m["counts"] == {"completed": 20}, m["counts"]
+rows = list(csv.DictReader(open(f"{d}/jobs.csv")))
+assert len(rows) == 20 and all(int(r["slurm_id"]) > 0 for r in rows), rows[:2]
+assert len({r["slurm_id"] for r in rows}) == 20
+metrics = json.load(open(f"{d}/metrics.json"))
+assert metrics["jobs"] == 20, metrics["jobs"]
+print(f"slurm-check: runworkload --backend slurm replayed 20 jobs, lateness p99 {m['lateness']['p99'] * 1e3:.1f} ms")
 EOF
 pids=$(cat "$SLURM_LOCAL_DIR"/run/*.pid | tr '\n' ' ')
 scripts/slurm-local.sh down

@@ -79,6 +79,11 @@ pub struct Cli {
     /// Draw the charts at the end (`calcmets plot`, into OUT/plots).
     #[arg(long)]
     pub plot: bool,
+    /// Where the jobs run: clemu's emulated cluster, or a running Slurm
+    /// cluster (sbatch, squeue; `scripts/slurm-local.sh up` makes one),
+    /// with the same slice, factors and schedule.
+    #[arg(long, value_enum, default_value_t = Backend::Clemu)]
+    pub backend: Backend,
     /// When jobs are submitted.
     #[arg(long, value_enum, default_value_t = ScheduleMode::Trace)]
     pub schedule: ScheduleMode,
@@ -111,6 +116,13 @@ pub struct Cli {
     /// More log output (-v, -vv); RUST_LOG also works.
     #[arg(long, short = 'v', action = clap::ArgAction::Count)]
     pub verbose: u8,
+}
+
+/// Where the jobs of a replay run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Backend {
+    Clemu,
+    Slurm,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -155,6 +167,9 @@ fn seconds(flag: &str, s: &str) -> Result<i64> {
 
 /// Checks the command line and reads the trace slice.
 pub fn plan(cli: &Cli) -> Result<(Plan, Vec<String>)> {
+    if cli.backend == Backend::Slurm && (cli.simulate || cli.controller.is_some()) {
+        bail!("--backend slurm submits to Slurm: it takes neither --simulate nor --controller");
+    }
     if cli.simulate && cli.controller.is_some() {
         bail!("--simulate runs the config's cluster in virtual time; it takes no --controller");
     }
@@ -241,6 +256,7 @@ pub fn plan(cli: &Cli) -> Result<(Plan, Vec<String>)> {
         progress: !cli.quiet,
         tau_ns: seconds("--tau", &cli.tau)?,
         simulate: cli.simulate,
+        slurm: cli.backend == Backend::Slurm,
     };
     Ok((plan, warnings))
 }

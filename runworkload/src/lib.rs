@@ -24,6 +24,7 @@
 pub mod cli;
 pub mod run;
 pub mod schedule;
+pub mod slurm;
 pub mod trace;
 
 use std::path::PathBuf;
@@ -62,6 +63,8 @@ pub struct Plan {
     pub tau_ns: i64,
     /// Run the virtual-time twin instead of the emulation.
     pub simulate: bool,
+    /// Submit to a running Slurm cluster instead (`--backend slurm`).
+    pub slurm: bool,
 }
 
 /// Runs every factor in turn; stops early (the run at hand marked

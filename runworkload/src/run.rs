@@ -31,16 +31,16 @@ pub struct RunResult {
 
 /// Time between taking the start instant and the first deadline, so that
 /// the first jobs are not late by the set-up of the loop itself.
-const LEAD: Duration = Duration::from_millis(200);
+pub(crate) const LEAD: Duration = Duration::from_millis(200);
 /// The submitter sleeps to this much before a deadline, then yields until
 /// it: tokio's timer has millisecond granularity.
-const SPIN: Duration = Duration::from_millis(2);
+pub(crate) const SPIN: Duration = Duration::from_millis(2);
 
 pub fn label(factor: f64) -> String {
     format!("shrink-{:03}", (factor * 100.0).round() as u64)
 }
 
-fn wall_ns() -> i64 {
+pub(crate) fn wall_ns() -> i64 {
     controller::state::wall_ns()
 }
 
@@ -194,6 +194,10 @@ pub async fn run_factor(plan: &Plan, factor: f64, stop: &CancellationToken) -> R
     order.sort_by_key(|&i| (targets[i], i));
     if plan.simulate {
         return simulate(plan, factor, label, dir, &targets, &specs, &order);
+    }
+    if plan.slurm {
+        return crate::slurm::run_factor(plan, factor, label, dir, &targets, &specs, &order, stop)
+            .await;
     }
 
     let cluster = match &plan.remote {
@@ -356,6 +360,7 @@ pub async fn run_factor(plan: &Plan, factor: f64, stop: &CancellationToken) -> R
         ended_wall,
         interrupted,
         cores,
+        None,
     )?;
     Ok(RunResult {
         label,
@@ -363,6 +368,35 @@ pub async fn run_factor(plan: &Plan, factor: f64, stop: &CancellationToken) -> R
         summary,
         interrupted,
     })
+}
+
+/// A finished job as its record tells it (the twin and Slurm have no
+/// controller to ask).
+pub(crate) fn info_of(r: &formats::record::JobRecord<'_>, nodes: String) -> JobInfo {
+    let state = match r.status {
+        formats::record::Status::Completed => JobState::Completed,
+        formats::record::Status::Cancelled => JobState::Cancelled,
+        formats::record::Status::Failed => JobState::Failed,
+        formats::record::Status::Timeout => JobState::Timeout,
+    };
+    JobInfo {
+        id: r.id,
+        state,
+        partition: String::new(),
+        cores: r.cores,
+        nodes,
+        submit_ns: r.submit,
+        start_ns: r.start,
+        end_ns: r.end,
+        runtime_ns: r.runtime,
+        walltime_ns: r.walltime,
+        reason: String::new(),
+        suspensions: r
+            .suspensions
+            .iter()
+            .map(|s| (s.suspend, s.resume))
+            .collect(),
+    }
 }
 
 /// Ids per request when asking about many jobs: keeps each answer far
@@ -420,33 +454,8 @@ fn simulate(
         .records
         .iter()
         .map(|r| {
-            let state = match r.status {
-                formats::record::Status::Completed => JobState::Completed,
-                formats::record::Status::Cancelled => JobState::Cancelled,
-                formats::record::Status::Failed => JobState::Failed,
-                formats::record::Status::Timeout => JobState::Timeout,
-            };
-            (
-                r.id,
-                JobInfo {
-                    id: r.id,
-                    state,
-                    partition: String::new(),
-                    cores: r.cores,
-                    nodes: run.nodes.get(&r.id).cloned().unwrap_or_default(),
-                    submit_ns: r.submit,
-                    start_ns: r.start,
-                    end_ns: r.end,
-                    runtime_ns: r.runtime,
-                    walltime_ns: r.walltime,
-                    reason: String::new(),
-                    suspensions: r
-                        .suspensions
-                        .iter()
-                        .map(|s| (s.suspend, s.resume))
-                        .collect(),
-                },
-            )
+            let nodes = run.nodes.get(&r.id).cloned().unwrap_or_default();
+            (r.id, info_of(r, nodes))
         })
         .collect();
     info!(run = %label, passes = run.passes, "simulated");
@@ -466,6 +475,7 @@ fn simulate(
         epoch + run.end_ns,
         false,
         plan.config.total_cores(),
+        None,
     )?;
     Ok(RunResult {
         label,
@@ -515,7 +525,7 @@ fn rank(sorted: &[i64], q: f64) -> i64 {
 }
 
 #[allow(clippy::too_many_arguments)] // one run's bookkeeping, written once
-fn write_results(
+pub(crate) fn write_results(
     plan: &Plan,
     dir: &Path,
     label: &str,
@@ -528,6 +538,7 @@ fn write_results(
     ended_wall: i64,
     interrupted: bool,
     cores: u64,
+    slurm_ids: Option<&[u64]>,
 ) -> Result<Summary> {
     let jobs = &plan.slice.jobs;
     let mut late: Vec<i64> = (0..jobs.len())
@@ -537,8 +548,12 @@ fn write_results(
     late.sort_unstable();
     let mut states: HashMap<&'static str, u64> = HashMap::new();
     let mut csv = String::from(
-        "trace_id,job_id,cores,runtime_s,walltime_s,target_submit,actual_submit,lateness_ms,state,nodes\n",
+        "trace_id,job_id,cores,runtime_s,walltime_s,target_submit,actual_submit,lateness_ms,state,",
     );
+    if slurm_ids.is_some() {
+        csv.push_str("slurm_id,");
+    }
+    csv.push_str("nodes\n");
     let scale = Scale {
         factor,
         speedup: plan.speedup,
@@ -551,7 +566,7 @@ fn write_results(
         *states.entry(state).or_default() += 1;
         let target = started_wall + targets[i];
         csv.push_str(&format!(
-            "{},{},{},{:.3},{:.3},{:.6},{:.6},{:.3},{},\"{}\"\n",
+            "{},{},{},{:.3},{:.3},{:.6},{:.6},{:.3},{},{}\"{}\"\n",
             j.trace_id,
             ids[i],
             j.cores,
@@ -565,6 +580,7 @@ fn write_results(
                 (actual[i] - target) as f64 / 1e6
             },
             state,
+            slurm_ids.map_or(String::new(), |s| format!("{},", s[i])),
             nodes
         ));
     }
@@ -594,7 +610,12 @@ fn write_results(
         "clemu_version": env!("CARGO_PKG_VERSION"),
         "config": plan.config_path.display().to_string(),
         "mode": if plan.simulate { "simulated" } else { "emulated" },
-        "controller": plan.remote.as_ref().map_or("embedded".to_string(), |r| r.addr.clone()),
+        "backend": if plan.slurm { "slurm" } else { "clemu" },
+        "controller": if plan.slurm {
+            "slurm".to_string()
+        } else {
+            plan.remote.as_ref().map_or("embedded".to_string(), |r| r.addr.clone())
+        },
         "policy": plan.config.policy,
         "preemption": if plan.config.preemption { "suspend" } else { "off" },
         "time_slice_s": plan.config.time_slice.as_secs_f64(),

@@ -1,0 +1,225 @@
+//! `--backend slurm`: the same replay on a running Slurm cluster (the one
+//! `SLURM_CONF` names; `scripts/slurm-local.sh up` makes one), as the
+//! originating study ran it. Every job is submitted with `sbatch` at its
+//! absolute deadline (the jobs due together are submitted concurrently) and
+//! runs the same `sigsleep`, which appends its record to the run's record
+//! file on this host; Slurm's job id is kept beside clemu's in `jobs.csv`.
+//! The run is over when Slurm lists none of its jobs (they share a job
+//! name, `clemu-<label>`).
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{anyhow, bail, Context, Result};
+use formats::wire::JobSpec;
+use tokio::process::Command;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+use tracing::{info, warn};
+
+use crate::run::{info_of, wall_ns, write_results, RunResult, LEAD, SPIN};
+use crate::Plan;
+
+/// Runs a Slurm command; its standard output, or an error with its
+/// standard error.
+async fn slurm(program: &str, args: &[String]) -> Result<String> {
+    let out = Command::new(program)
+        .args(args)
+        .output()
+        .await
+        .with_context(|| format!("cannot run {program} (is Slurm installed?)"))?;
+    if !out.status.success() {
+        bail!(
+            "{program} {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// The cluster's cores, from `sinfo` (allocated/idle/other/total).
+async fn total_cores() -> Result<u64> {
+    let out = slurm("sinfo", &["-h".into(), "-o".into(), "%C".into()])
+        .await
+        .context(
+            "no Slurm cluster answers (set SLURM_CONF, or scripts/slurm-local.sh up N CPUS)",
+        )?;
+    out.lines()
+        .filter_map(|l| l.trim().rsplit('/').next()?.parse::<u64>().ok())
+        .max()
+        .filter(|&c| c > 0)
+        .ok_or_else(|| anyhow!("sinfo reports no cores: {out:?}"))
+}
+
+fn secs(ns: u64) -> String {
+    format!("{}.{:09}", ns / 1_000_000_000, ns % 1_000_000_000)
+}
+
+/// The `sbatch` arguments of one job.
+fn sbatch_args(
+    name: &str,
+    id: u64,
+    spec: &JobSpec,
+    submit_ns: i64,
+    sigsleep: &Path,
+    log: &Path,
+) -> Vec<String> {
+    let mut args = vec![
+        "--parsable".into(),
+        "--job-name".into(),
+        name.into(),
+        "--output".into(),
+        "/dev/null".into(),
+        "--ntasks".into(),
+        spec.cores.to_string(),
+    ];
+    if spec.walltime_ns > 0 {
+        // sigsleep stops itself at its limit; Slurm's, in whole minutes,
+        // comes a minute later so that it never cuts a job short.
+        let minutes = spec.walltime_ns.div_ceil(60_000_000_000) + 1;
+        args.extend(["--time".into(), minutes.to_string()]);
+    }
+    args.push("--wrap".into());
+    args.push(format!(
+        "exec {} --runtime {} --walltime {} --id {id} --cores {} --submit {}.{:09} --node $SLURMD_NODENAME --log {}",
+        sigsleep.display(),
+        secs(spec.runtime_ns),
+        secs(spec.walltime_ns),
+        spec.cores,
+        submit_ns.div_euclid(1_000_000_000),
+        submit_ns.rem_euclid(1_000_000_000),
+        log.display()
+    ));
+    args
+}
+
+#[allow(clippy::too_many_arguments)] // the run's plan, as run::run_factor has it
+pub(crate) async fn run_factor(
+    plan: &Plan,
+    factor: f64,
+    label: String,
+    dir: PathBuf,
+    targets: &[i64],
+    specs: &[JobSpec],
+    order: &[usize],
+    stop: &CancellationToken,
+) -> Result<RunResult> {
+    let cores = total_cores().await?;
+    let sigsleep = std::fs::canonicalize(&plan.config.agent.sigsleep)
+        .with_context(|| format!("no sigsleep at {}", plan.config.agent.sigsleep.display()))?;
+    let records = std::fs::canonicalize(dir.join("records"))?;
+    let log = records.join(controller::records::RECORD_FILE);
+    let name = format!("clemu-{label}");
+    let jobs = specs.len();
+
+    let started_wall = wall_ns() + LEAD.as_nanos() as i64;
+    let start = Instant::now() + LEAD;
+    info!(run = %label, jobs, factor, cores, "replay on Slurm starts");
+    // clemu's ids: submission order, from 1, as the controller numbers.
+    let mut ids = vec![0u64; jobs];
+    let mut slurm_ids = vec![0u64; jobs];
+    let mut actual = vec![0i64; jobs];
+    let mut submitted = 0;
+    let mut interrupted = false;
+    while submitted < order.len() {
+        let due = start + Duration::from_nanos(targets[order[submitted]].max(0) as u64);
+        let wake = due.checked_sub(SPIN).unwrap_or(due);
+        tokio::select! {
+            () = tokio::time::sleep_until(wake) => {}
+            () = stop.cancelled() => {
+                interrupted = true;
+                break;
+            }
+        }
+        while Instant::now() < due {
+            tokio::task::yield_now().await;
+        }
+        let now = Instant::now();
+        let mut batch = Vec::new();
+        while submitted < order.len()
+            && start + Duration::from_nanos(targets[order[submitted]].max(0) as u64) <= now
+        {
+            submitted += 1;
+            batch.push((order[submitted - 1], submitted as u64));
+        }
+        let sent = wall_ns();
+        let calls: Vec<_> = batch
+            .iter()
+            .map(|&(i, id)| {
+                ids[i] = id;
+                actual[i] = sent;
+                let args = sbatch_args(&name, id, &specs[i], sent, &sigsleep, &log);
+                async move { (i, slurm("sbatch", &args).await) }
+            })
+            .collect();
+        for (i, out) in futures_util::future::join_all(calls).await {
+            let out = out.with_context(|| format!("job {} refused by Slurm", ids[i]))?;
+            // --parsable: "id" or "id;cluster".
+            slurm_ids[i] = out
+                .trim()
+                .split(';')
+                .next()
+                .and_then(|s| s.parse().ok())
+                .ok_or_else(|| anyhow!("sbatch said {out:?}, not a job id"))?;
+        }
+    }
+
+    // Over when Slurm lists none of this run's jobs.
+    let query = vec![
+        "-h".into(),
+        "-n".into(),
+        name.clone(),
+        "-o".into(),
+        "%i".into(),
+    ];
+    loop {
+        if interrupted {
+            warn!(run = %label, "interrupted: cancelling this run's Slurm jobs");
+            let _ = slurm("scancel", &["-n".into(), name.clone()]).await;
+        }
+        if slurm("squeue", &query).await?.trim().is_empty() {
+            break;
+        }
+        tokio::select! {
+            () = tokio::time::sleep(Duration::from_millis(200)) => {}
+            () = stop.cancelled(), if !interrupted => interrupted = true,
+        }
+    }
+    let ended_wall = wall_ns();
+
+    let bytes = std::fs::read(&log).unwrap_or_default();
+    let (recs, stats) = formats::record::decode_all(&bytes);
+    if stats.damaged() > 0 {
+        warn!(run = %label, damaged = stats.damaged(), "damaged frames in the record file");
+    }
+    let infos: HashMap<u64, _> = recs
+        .iter()
+        .map(|r| (r.id, info_of(r, String::new())))
+        .collect();
+    if infos.len() < submitted {
+        warn!(run = %label, records = infos.len(), submitted, "some jobs left no record");
+    }
+    let summary = write_results(
+        plan,
+        &dir,
+        &label,
+        factor,
+        targets,
+        &actual,
+        &ids,
+        &infos,
+        started_wall,
+        ended_wall,
+        interrupted,
+        cores,
+        Some(&slurm_ids),
+    )?;
+    Ok(RunResult {
+        label,
+        dir,
+        summary,
+        interrupted,
+    })
+}
