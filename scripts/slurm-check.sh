@@ -91,3 +91,64 @@ done
 left=$(pgrep -f "$SLURM_LOCAL_DIR" || true)
 [ -z "$left" ] || fail "processes of the cluster left: $left"
 echo "slurm-check: OK, $(echo $pids | wc -w) daemons started and stopped, none left"
+
+# Slurm's suspending policies, as clemu's configs/suspend.toml has them:
+# 2 nodes of 4 cores, gang time slices of 5 s, an urgent partition.
+scripts/slurm-local.sh up 2 4 --suspend 5
+log=$SLURM_LOCAL_DIR/suspend.rec
+run_job() { # partition cores runtime id [sbatch options]
+  local p=$1 c=$2 r=$3 id=$4
+  shift 4
+  sbatch --parsable -p "$p" -n "$c" -o /dev/null "$@" \
+    --wrap "exec $bin/sigsleep --runtime $r --id $id --node \$SLURMD_NODENAME --log $log"
+}
+wait_running() { # slurm id
+  for _ in $(seq 100); do
+    [ "$(squeue -h -j "$1" -o %T)" = RUNNING ] && return 0
+    sleep 0.2
+  done
+  fail "job $1 never ran"
+}
+wait_empty() {
+  for _ in $(seq 600); do
+    [ -z "$(squeue -h -o %i)" ] && return 0
+    sleep 0.2
+  done
+  fail "jobs still queued: $(squeue -h)"
+}
+# Preemption: an urgent job suspends the batch job on its node.
+low=$(run_job batch 4 12 1 -w node1)
+wait_running "$low"
+sleep 1
+run_job urgent 4 3 2 > /dev/null
+wait_empty
+# Gang: two batch jobs of the whole cluster take turns.
+run_job batch 8 7 3 > /dev/null
+run_job batch 8 7 4 > /dev/null
+wait_empty
+sleep 0.5
+"$bin/calcmets" dump "$log" > "$SLURM_LOCAL_DIR/suspend.jsonl"
+python3 - "$SLURM_LOCAL_DIR/suspend.jsonl" <<'EOF'
+import json, sys
+recs = {r["id"]: r for r in map(json.loads, open(sys.argv[1]))}
+assert sorted(recs) == [1, 2, 3, 4], sorted(recs)
+for r in recs.values():
+    assert r["status"] == "completed", r
+    ran = r["end"] - r["start"] - sum(b - a for a, b in r["suspensions"])
+    assert abs(ran - r["runtime"]) < 0.05, f"job {r['id']} ran {ran} s"
+low, urgent = recs[1], recs[2]
+assert len(low["suspensions"]) == 1, f"the batch job: {low['suspensions']}"
+(s, e), = low["suspensions"]
+assert s <= urgent["start"] + 0.5 and abs(e - urgent["end"]) < 1.5, (low, urgent)
+assert not urgent["suspensions"]
+turns = [len(recs[i]["suspensions"]) for i in (3, 4)]
+assert sum(turns) >= 1, f"gang jobs never took turns: {turns}"
+print(f"slurm-check: preemption suspended the batch job once for {e - s:.2f} s; "
+      f"gang jobs suspended {turns} times, each Slurm TSTP/STOP/CONT counted once")
+EOF
+pids=$(cat "$SLURM_LOCAL_DIR"/run/*.pid | tr '\n' ' ')
+scripts/slurm-local.sh down
+for p in $pids; do
+  kill -0 "$p" 2>/dev/null && fail "daemon $p still runs after down"
+done
+echo "slurm-check: OK, the suspending configuration too"

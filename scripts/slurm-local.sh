@@ -4,7 +4,8 @@
 # socket, slurmctld, and one slurmd per node (Slurm's multiple-slurmd
 # mode, each node on its own port).
 #
-#   scripts/slurm-local.sh up N CPUS     start it; prints what to source
+#   scripts/slurm-local.sh up N CPUS [--suspend SLICE]
+#                                        start it; prints what to source
 #   scripts/slurm-local.sh down          stop every daemon it started, by PID
 #   scripts/slurm-local.sh status        the daemons' PIDs and sinfo
 #
@@ -14,6 +15,14 @@
 # munge from the distribution if they are missing (root needed, as for the
 # daemons). Nodes claim CPUS cores each whatever the host has
 # (SlurmdParameters=config_overrides); no cgroups, no accounting.
+#
+# --suspend SLICE mirrors configs/suspend.toml, clemu's suspending policies:
+# PreemptType=preempt/partition_prio with PreemptMode=SUSPEND,GANG; the
+# default partition `batch` (every node) time-slices two jobs per core
+# (OverSubscribe=FORCE:2) every SLICE seconds (SchedulerTimeSlice, at least
+# 5); `urgent` (the first half of the nodes) has the higher priority tier and
+# suspends batch jobs where it needs their cores. Slurm suspends with
+# SIGTSTP, then SIGSTOP 2 s later, and resumes with SIGCONT.
 set -euo pipefail
 dir=${SLURM_LOCAL_DIR:-/tmp/clemu-slurm-$(id -u)}
 conf=$dir/etc/slurm.conf
@@ -42,8 +51,8 @@ pids() {
   done
 }
 
-write_conf() { # nodes cpus
-  local n=$1 cpus=$2
+write_conf() { # nodes cpus slice (empty: no suspension)
+  local n=$1 cpus=$2 slice=${3:-}
   mkdir -p "$dir"/{etc,log,run,state,spool,munge}
   chmod 700 "$dir/munge"
   {
@@ -80,19 +89,33 @@ write_conf() { # nodes cpus
     for i in $(seq "$n"); do
       echo "NodeName=node$i NodeAddr=127.0.0.1 NodeHostname=localhost Port=$((base_port + i)) CPUs=$cpus RealMemory=1000 State=UNKNOWN"
     done
-    echo "PartitionName=batch Nodes=ALL Default=YES MaxTime=INFINITE State=UP"
+    if [ -n "$slice" ]; then
+      echo "PreemptType=preempt/partition_prio"
+      echo "PreemptMode=SUSPEND,GANG"
+      echo "SchedulerTimeSlice=$slice"
+      echo "PartitionName=batch Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:2 PriorityTier=1"
+      echo "PartitionName=urgent Nodes=node[1-$(( (n + 1) / 2 ))] MaxTime=INFINITE State=UP OverSubscribe=FORCE:1 PriorityTier=10"
+    else
+      echo "PartitionName=batch Nodes=ALL Default=YES MaxTime=INFINITE State=UP"
+    fi
   } > "$conf"
   echo "export SLURM_CONF=$conf" > "$dir/env"
 }
 
 up() {
-  local n=${1:-} cpus=${2:-}
-  [[ "$n" =~ ^[0-9]+$ && "$n" -ge 1 ]] || die "usage: slurm-local.sh up N CPUS"
-  [[ "$cpus" =~ ^[0-9]+$ && "$cpus" -ge 1 ]] || die "usage: slurm-local.sh up N CPUS"
+  local n=${1:-} cpus=${2:-} slice=
+  local usage="usage: slurm-local.sh up N CPUS [--suspend SLICE]"
+  [[ "$n" =~ ^[0-9]+$ && "$n" -ge 1 ]] || die "$usage"
+  [[ "$cpus" =~ ^[0-9]+$ && "$cpus" -ge 1 ]] || die "$usage"
+  if [ $# -gt 2 ]; then
+    [ "${3:-}" = --suspend ] && [[ "${4:-}" =~ ^[0-9]+$ ]] && [ "${4:-0}" -ge 5 ] \
+      || die "$usage (SLICE: whole seconds, at least 5)"
+    slice=$4
+  fi
   [ -z "$(pids)" ] || die "a cluster is already up in $dir (slurm-local.sh down first)"
   install
   rm -rf "$dir"
-  write_conf "$n" "$cpus"
+  write_conf "$n" "$cpus" "$slice"
   export SLURM_CONF=$conf
   local t0=$SECONDS
   # munged with a key and a socket of its own, so that the host's munge (if
@@ -151,5 +174,5 @@ case ${1:-} in
   up) shift; up "$@" ;;
   down) down ;;
   status) status ;;
-  *) die "usage: slurm-local.sh up N CPUS | down | status" ;;
+  *) die "usage: slurm-local.sh up N CPUS [--suspend SLICE] | down | status" ;;
 esac
