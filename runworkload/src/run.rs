@@ -40,6 +40,25 @@ pub fn label(factor: f64) -> String {
     format!("shrink-{:03}", (factor * 100.0).round() as u64)
 }
 
+/// The jobs (indices into the slice), in submission order from `*next`
+/// on, whose deadline has come by `now`; `*next` moves past them.
+pub(crate) fn due_jobs(
+    order: &[usize],
+    targets: &[i64],
+    start: Instant,
+    now: Instant,
+    next: &mut usize,
+) -> Vec<usize> {
+    let mut batch = Vec::new();
+    while *next < order.len()
+        && start + Duration::from_nanos(targets[order[*next]].max(0) as u64) <= now
+    {
+        batch.push(order[*next]);
+        *next += 1;
+    }
+    batch
+}
+
 pub(crate) fn wall_ns() -> i64 {
     controller::state::wall_ns()
 }
@@ -249,13 +268,7 @@ pub async fn run_factor(plan: &Plan, factor: f64, stop: &CancellationToken) -> R
             break;
         }
         let now = Instant::now();
-        let mut batch = Vec::new();
-        while submitted < order.len()
-            && start + Duration::from_nanos(targets[order[submitted]].max(0) as u64) <= now
-        {
-            batch.push(order[submitted]);
-            submitted += 1;
-        }
+        let batch = due_jobs(&order, &targets, start, now, &mut submitted);
         let sent = wall_ns();
         let req = Request::Submit(batch.iter().map(|&i| specs[i].clone()).collect());
         match session.call(&req).await? {

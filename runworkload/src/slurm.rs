@@ -18,7 +18,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
-use crate::run::{info_of, wall_ns, write_results, RunResult, LEAD, SPIN};
+use crate::run::{due_jobs, info_of, wall_ns, write_results, RunResult, LEAD, SPIN};
 use crate::Plan;
 
 /// Runs a Slurm command; its standard output, or an error with its
@@ -137,17 +137,13 @@ pub(crate) async fn run_factor(
             tokio::task::yield_now().await;
         }
         let now = Instant::now();
-        let mut batch = Vec::new();
-        while submitted < order.len()
-            && start + Duration::from_nanos(targets[order[submitted]].max(0) as u64) <= now
-        {
-            submitted += 1;
-            batch.push((order[submitted - 1], submitted as u64));
-        }
+        let first = submitted as u64;
+        let batch = due_jobs(order, targets, start, now, &mut submitted);
         let sent = wall_ns();
         let calls: Vec<_> = batch
             .iter()
-            .map(|&(i, id)| {
+            .zip(first + 1..)
+            .map(|(&i, id)| {
                 ids[i] = id;
                 actual[i] = sent;
                 let args = sbatch_args(&name, id, &specs[i], sent, &sigsleep, &log);
