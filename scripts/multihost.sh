@@ -7,9 +7,12 @@
 #   sudo scripts/multihost.sh [JOBS]          (default 40; needs root and iproute2)
 #
 # Layout: namespace <p>-ctl holds the controller (10.99.K.1 on link K);
-# namespace <p>-hK holds agent hK (10.99.K.2), hosting vn[..] nodes.
+# namespace <p>-hK holds agent hK (10.99.K.2), hosting vn[..] nodes; set up
+# by scripts/lib/netns.sh, which scripts/partition.sh shares.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=scripts/lib/netns.sh
+source scripts/lib/netns.sh
 jobs=${1:-40}
 [ "$(id -u)" -eq 0 ] || { echo "multihost: needs root (network namespaces)" >&2; exit 2; }
 command -v ip >/dev/null || { echo "multihost: needs iproute2 (apt install iproute2)" >&2; exit 2; }
@@ -26,24 +29,12 @@ cleanup() {
   for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
   sleep 0.5
   for pid in "${pids[@]}"; do kill -9 "$pid" 2>/dev/null || true; done
-  for ns in ctl h1 h2 h3; do ip netns del "$p-$ns" 2>/dev/null || true; done
+  netns_down
   if [ "${KEEP:-0}" = 1 ]; then echo "multihost: kept $tmp"; else rm -rf "$tmp"; fi
 }
 trap cleanup EXIT
 
-ip netns add "$p-ctl"
-ip -n "$p-ctl" link set lo up
-for k in 1 2 3; do
-  ip netns add "$p-h$k"
-  ip -n "$p-h$k" link set lo up
-  ip link add "$p-c$k" type veth peer name "$p-a$k"
-  ip link set "$p-c$k" netns "$p-ctl"
-  ip link set "$p-a$k" netns "$p-h$k"
-  ip -n "$p-ctl" addr add "10.99.$k.1/24" dev "$p-c$k"
-  ip -n "$p-h$k" addr add "10.99.$k.2/24" dev "$p-a$k"
-  ip -n "$p-ctl" link set "$p-c$k" up
-  ip -n "$p-h$k" link set "$p-a$k" up
-done
+netns_up 99
 
 cat > "$tmp/cluster.toml" <<TOML
 [controller]
@@ -64,20 +55,7 @@ cpus = 4
 memory = "8G"
 TOML
 
-ip netns exec "$p-ctl" "$bin/controller" serve --config "$tmp/cluster.toml" 2> "$tmp/controller.log" &
-pids+=($!)
-ctl() { ip netns exec "$p-ctl" "$bin/controller" --config "$tmp/cluster.toml" "$@"; }
-for _ in $(seq 100); do ctl stats >/dev/null 2>&1 && break; sleep 0.1; done
-
-# Each agent reaches the controller only over its own link.
-for k in 1 2 3; do
-  first=$(( (k - 1) * 4 + 1 )); last=$(( k * 4 ))
-  ip netns exec "$p-h$k" "$bin/agent" --controller "10.99.$k.1:7817" \
-    --nodes "vn[$(printf %02d $first)-$(printf %02d $last)]" --cpus 4 --memory 8G \
-    --secret-file "$tmp/state/secret" --record-dir "$tmp/spool-h$k" --host "h$k" \
-    --sigsleep "$bin/sigsleep" 2> "$tmp/agent-h$k.log" &
-  pids+=($!)
-done
+cluster_up 99
 for _ in $(seq 100); do
   [ "$(ctl nodes --format json | python3 -c 'import json,sys; print(sum(n["state"]!="down" for n in json.load(sys.stdin)))')" = 12 ] && break
   sleep 0.1
