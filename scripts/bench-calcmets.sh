@@ -8,7 +8,7 @@
 #    `calcmets --format json` on each and reports records/s and peak RSS
 #    (GNU time's %M). Peak RSS should not grow with the record count.
 # 2. Times `calcmets --swf` and scripts/calcmets_swf.py on the largest trace
-#    in ../shared/workloads (or $TRACE), alternating, 3 runs each, and
+#    in ../shared/workloads (or $TRACE), alternating, 7 runs each, and
 #    checks that both report the same job count and utilization.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -46,7 +46,7 @@ done
 
 compare() { # trace label
   local trace=$1 label=$2 rust_t=() py_t=()
-  for _ in 1 2 3; do
+  for _ in 1 2 3 4 5 6 7; do
     s=$(date +%s.%N); "$bin/calcmets" --swf "$trace" --format json > "$tmp/rust.json"; e=$(date +%s.%N)
     rust_t+=("$(awk "BEGIN{print $e - $s}")")
     s=$(date +%s.%N); python3 scripts/calcmets_swf.py "$trace" > "$tmp/py.json"; e=$(date +%s.%N)
@@ -73,7 +73,7 @@ PY
 echo
 echo "## calcmets --swf against Python, on $(basename "$trace")"
 [ -f "$trace" ] || { echo "bench-calcmets: no trace at $trace (set TRACE=...)" >&2; exit 2; }
-echo "(median of 3 runs each, alternating; both report the same jobs and metrics)"
+echo "(median of 7 runs each, alternating; both report the same jobs and metrics)"
 echo
 printf "| %-22s | %-13s | %-13s | %-9s |\n" input "calcmets s" "Python s" "speed-up"
 printf "|%s|%s|%s|%s|\n" ------------------------ --------------- --------------- -----------

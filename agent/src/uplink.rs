@@ -373,7 +373,7 @@ impl Agent {
                     if let Err(e) = conn.send(&FromAgent::Heartbeat { running }).await {
                         return SessionEnd::Lost(e.to_string());
                     }
-                    if beats % REPORT_EVERY == 0 && report.is_none() {
+                    if beats.is_multiple_of(REPORT_EVERY) && report.is_none() {
                         let pids: Vec<i32> = self.jobs.values().filter_map(|l| l.pid).collect();
                         report = Some(tokio::task::spawn_blocking(move || resources::report(&pids)));
                     }

@@ -1,21 +1,36 @@
-//! Metrics of an SWF trace, read on every core: the trace's text is cut
-//! into chunks at line ends, worker threads parse chunks and accumulate
-//! their jobs, and the partial results are merged (the metrics do not
-//! depend on the order in which jobs are added).
+//! Metrics of an SWF trace, read on every core: this thread reads (or
+//! inflates) the text straight into chunks that end at line ends and
+//! queues them; a worker per other core parses chunks and accumulates
+//! their jobs, and this thread parses too while the queue is full. The
+//! partial results are merged (the metrics do not depend on the order in
+//! which jobs are added). Only the fields the metrics use are converted to
+//! numbers; see `formats::swf` for the parser's fast path.
 
-use std::io::BufRead;
 use std::path::Path;
 use std::sync::mpsc;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 use anyhow::{anyhow, Context, Result};
-use formats::swf::{self, Header, LineError, SwfJob};
+use formats::swf::{self, field, Chunks, Fields, Header, LineError, SwfJob};
 
 use crate::metrics::{Accum, JobView, Params};
 
-/// Bytes per chunk: large enough that handing one over costs nothing next
-/// to parsing it, small enough that both workers get work early.
-const CHUNK: usize = 1 << 20;
+/// The fields [`add_job`] reads; the parser only checks the others.
+const NEEDED: Fields = Fields::of(&[
+    field::SUBMIT,
+    field::WAIT,
+    field::RUN,
+    field::ALLOC_PROCS,
+    field::REQ_PROCS,
+    field::STATUS,
+]);
+
+/// One chunk of whole lines on its way to a worker.
+struct Chunk {
+    index: usize,
+    text: Vec<u8>,
+    last: bool,
+}
 
 /// What a worker learned from one chunk besides its jobs.
 struct ChunkReport {
@@ -36,44 +51,55 @@ pub struct TraceRead {
 
 pub fn read(path: &Path, params: &Params, all_statuses: bool) -> Result<TraceRead> {
     let name = path.display().to_string();
-    let mut text = swf::open_text(path).with_context(|| format!("cannot open {name}"))?;
-    let workers = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let mut chunks = Chunks::open(path).with_context(|| format!("cannot open {name}"))?;
+    // One worker per core besides this thread, which reads (or inflates)
+    // and parses too whenever the workers have enough queued: every core
+    // stays busy and none is shared by two threads.
+    let workers = std::thread::available_parallelism().map_or(2, |n| n.get()) - 1;
     // Chunks in flight are bounded, so memory is too, however large the
-    // trace.
-    let (chunk_tx, chunk_rx) = mpsc::sync_channel::<(usize, Vec<u8>, bool)>(2 * workers);
-    let chunk_rx = Arc::new(Mutex::new(chunk_rx));
-    let (report_tx, report_rx) = mpsc::channel::<ChunkReport>();
+    // trace; parsed chunks come back to be filled again, which spares a
+    // fresh megabyte of page faults for each.
+    let (chunk_tx, chunk_rx) = mpsc::sync_channel::<Chunk>(2);
+    let queue = Mutex::new(chunk_rx);
+    let (spare_tx, spare_rx) = mpsc::channel::<Vec<u8>>();
+    let mut parser = Parser::new(params, all_statuses, spare_tx);
 
-    let accum = std::thread::scope(|scope| -> Result<Accum> {
+    let (accum, reports) = std::thread::scope(|scope| -> Result<(Accum, Vec<ChunkReport>)> {
         let handles: Vec<_> = (0..workers)
             .map(|_| {
-                let rx = Arc::clone(&chunk_rx);
-                let tx = report_tx.clone();
-                scope.spawn(move || work(&rx, &tx, params, all_statuses))
+                let mut p = parser.another();
+                let queue = &queue;
+                scope.spawn(move || {
+                    while let Some(chunk) = next(queue, true) {
+                        p.parse(chunk);
+                    }
+                    p
+                })
             })
             .collect();
-        drop(report_tx);
-        let fed = feed(&mut text, &chunk_tx);
+        let fed = feed(&mut chunks, &chunk_tx, &spare_rx, &queue, &mut parser);
         // Closing the channel tells the workers to finish.
         drop(chunk_tx);
-        let mut accum = Accum::new();
+        while let Some(chunk) = next(&queue, true) {
+            parser.parse(chunk);
+        }
         for h in handles {
             let part = h
                 .join()
                 .map_err(|_| anyhow!("a thread reading {name} panicked"))?;
-            accum.merge(part);
+            parser.merge(part);
         }
         fed.with_context(|| format!("cannot read {name}"))?;
-        Ok(accum)
+        Ok((parser.accum, parser.reports))
     })?;
     // Chunk reports in file order: line numbers become absolute, header
     // lines keep their order.
-    let mut chunks: Vec<ChunkReport> = report_rx.into_iter().collect();
-    chunks.sort_by_key(|c| c.index);
+    let mut reports = reports;
+    reports.sort_by_key(|c| c.index);
     let mut header = Header::default();
     let mut warnings = Vec::new();
     let mut before = 0;
-    for c in chunks {
+    for c in reports {
         header.extend(c.header);
         for e in c.errors {
             warnings.push(format!("{name}:{}: {}", before + e.line, e.message));
@@ -87,80 +113,104 @@ pub fn read(path: &Path, params: &Params, all_statuses: bool) -> Result<TraceRea
     })
 }
 
-/// Cuts the text into chunks that end at a line end and hands them out.
-fn feed(
-    text: &mut impl BufRead,
-    tx: &mpsc::SyncSender<(usize, Vec<u8>, bool)>,
-) -> std::io::Result<()> {
-    let mut carry: Vec<u8> = Vec::new();
-    let mut index = 0;
-    loop {
-        let mut chunk = std::mem::take(&mut carry);
-        chunk.reserve(CHUNK + 4096);
-        let start = chunk.len();
-        chunk.resize(start + CHUNK, 0);
-        let mut filled = start;
-        let mut eof = false;
-        while filled < chunk.len() {
-            match text.read(&mut chunk[filled..]) {
-                Ok(0) => {
-                    eof = true;
-                    break;
-                }
-                Ok(n) => filled += n,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
-            }
-        }
-        chunk.truncate(filled);
-        if !eof {
-            // Keep the partial last line for the next chunk.
-            if let Some(nl) = memchr::memrchr(b'\n', &chunk) {
-                carry = chunk.split_off(nl + 1);
-            }
-        }
-        if chunk.is_empty() && eof {
-            return Ok(());
-        }
-        if tx.send((index, chunk, eof)).is_err() {
-            // Every worker is gone (one panicked): nothing left to feed.
-            return Ok(());
-        }
-        index += 1;
-        if eof {
-            return Ok(());
-        }
+/// The next queued chunk: waiting for one, or only if one is there and no
+/// other thread is waiting for it (a waiting worker holds the lock).
+fn next(queue: &Mutex<mpsc::Receiver<Chunk>>, wait: bool) -> Option<Chunk> {
+    if wait {
+        queue.lock().ok()?.recv().ok()
+    } else {
+        queue.try_lock().ok()?.try_recv().ok()
     }
 }
 
-fn work(
-    rx: &Mutex<mpsc::Receiver<(usize, Vec<u8>, bool)>>,
-    tx: &mpsc::Sender<ChunkReport>,
-    params: &Params,
+/// Reads chunks and queues them; while the queue is full, parses one from
+/// it rather than wait.
+fn feed(
+    chunks: &mut Chunks,
+    tx: &mpsc::SyncSender<Chunk>,
+    spare: &mpsc::Receiver<Vec<u8>>,
+    queue: &Mutex<mpsc::Receiver<Chunk>>,
+    parser: &mut Parser<'_>,
+) -> std::io::Result<()> {
+    for index in 0.. {
+        let mut text = spare.try_recv().unwrap_or_default();
+        let Some(last) = chunks.next_into(&mut text)? else {
+            return Ok(());
+        };
+        let mut chunk = Chunk { index, text, last };
+        loop {
+            match tx.try_send(chunk) {
+                Ok(()) => break,
+                Err(mpsc::TrySendError::Full(back)) => {
+                    chunk = back;
+                    match next(queue, false) {
+                        Some(queued) => parser.parse(queued),
+                        None => std::thread::yield_now(),
+                    }
+                }
+                // No receiver: cannot happen while `queue` lives here.
+                Err(mpsc::TrySendError::Disconnected(_)) => return Ok(()),
+            }
+        }
+    }
+    Ok(())
+}
+
+/// One thread's share: the jobs of the chunks it parsed, and what else
+/// each chunk held.
+struct Parser<'a> {
+    params: &'a Params,
     all_statuses: bool,
-) -> Accum {
-    let mut accum = Accum::new();
-    loop {
-        // The lock is held only to take the next chunk.
-        let next = match rx.lock() {
-            Ok(guard) => guard.recv(),
-            Err(_) => return accum,
-        };
-        let Ok((index, chunk, last)) = next else {
-            return accum;
-        };
+    accum: Accum,
+    reports: Vec<ChunkReport>,
+    spare: mpsc::Sender<Vec<u8>>,
+}
+
+impl<'a> Parser<'a> {
+    fn new(params: &'a Params, all_statuses: bool, spare: mpsc::Sender<Vec<u8>>) -> Self {
+        Parser {
+            params,
+            all_statuses,
+            accum: Accum::new(),
+            reports: Vec::new(),
+            spare,
+        }
+    }
+
+    /// An empty parser for another thread.
+    fn another(&self) -> Self {
+        Parser::new(self.params, self.all_statuses, self.spare.clone())
+    }
+
+    fn parse(&mut self, chunk: Chunk) {
         let mut header = Header::default();
         let mut errors = Vec::new();
-        let lines = swf::parse_chunk(&chunk, 1, last, &mut header, |line| match line {
-            Ok(job) => add_job(&mut accum, params, job, all_statuses),
-            Err(e) => errors.push(e),
-        });
-        let _ = tx.send(ChunkReport {
-            index,
+        let (accum, params, all) = (&mut self.accum, self.params, self.all_statuses);
+        let lines =
+            swf::parse_chunk(
+                &chunk.text,
+                1,
+                chunk.last,
+                &mut header,
+                NEEDED,
+                |line| match line {
+                    Ok(job) => add_job(accum, params, job, all),
+                    Err(e) => errors.push(e),
+                },
+            );
+        // The reader may be done already; then the buffer is just freed.
+        let _ = self.spare.send(chunk.text);
+        self.reports.push(ChunkReport {
+            index: chunk.index,
             lines,
             header,
             errors,
         });
+    }
+
+    fn merge(&mut self, other: Parser<'_>) {
+        self.accum.merge(other.accum);
+        self.reports.extend(other.reports);
     }
 }
 

@@ -101,3 +101,40 @@ fn known_counts_of_the_shared_traces() {
         assert_eq!(v["cores"], cores, "{file}");
     }
 }
+
+/// The chunked reader (plain lines read from bit masks, everything else by
+/// the general parser) and the line-by-line reader (the general parser
+/// alone) see the same jobs, bit for bit, and the same malformed lines.
+#[test]
+fn both_swf_readers_agree_on_every_shared_trace() {
+    use formats::swf::{self, Chunks, Fields, Header};
+    let Some(dir) = workloads() else { return };
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let t = entry.unwrap().path();
+        let n = t.to_string_lossy().to_string();
+        if !(n.ends_with(".swf") || n.ends_with(".swf.gz")) {
+            continue;
+        }
+        let mut general = Vec::new();
+        let mut reader = swf::open(&t).unwrap();
+        while let Some(next) = reader.next_job().unwrap() {
+            general.push(next.map(|j| (j.line, j.fields.map(f64::to_bits))));
+        }
+        let mut chunked = Vec::new();
+        let mut chunks = Chunks::open(&t).unwrap();
+        let mut text = Vec::new();
+        let mut first_line = 1;
+        while let Some(last) = chunks.next_into(&mut text).unwrap() {
+            let mut header = Header::default();
+            first_line +=
+                swf::parse_chunk(&text, first_line, last, &mut header, Fields::ALL, |r| {
+                    chunked.push(r.map(|j| (j.line, j.fields.map(f64::to_bits))))
+                });
+        }
+        assert!(general.len() > 30, "{n}");
+        assert_eq!(chunked.len(), general.len(), "{n}");
+        for (c, g) in chunked.iter().zip(&general) {
+            assert_eq!(c, g, "{n}");
+        }
+    }
+}

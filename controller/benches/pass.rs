@@ -46,7 +46,7 @@ impl Lcg {
 
     fn job(&mut self) -> JobSpec {
         // Half the jobs small (1-16 cores), the rest up to 2,048 cores.
-        let cores = if self.next() % 2 == 0 {
+        let cores = if self.next().is_multiple_of(2) {
             1 + (self.next() % 16) as u32
         } else {
             1 << (self.next() % 12)

@@ -8,11 +8,22 @@
 //! without a key, and `MaxJobs`/`MaxRecords` that describe the original log
 //! rather than the cleaned file. A malformed line is a [`LineError`] naming
 //! its line, never a panic and never the end of the file.
+//!
+//! Two ways in: [`SwfReader`], line by line, and [`Chunks`] with
+//! [`parse_chunk`], for readers that parse on several threads. The chunk
+//! parser reads plain lines (18 integers) from bit masks made with the
+//! widest vector instructions the processor has (`scan`) and hands any
+//! other line to the same general parser as the line reader, so both read
+//! every file alike (a property test, a fuzz target and a test over the
+//! shared traces check it).
 
 use std::fmt;
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
 use std::path::Path;
+
+mod scan;
+pub use scan::Fields;
 
 /// Field numbers (1-based, as the SWF definition counts them).
 pub mod field {
@@ -101,11 +112,11 @@ impl SwfJob {
     }
 
     pub fn alloc_procs(&self) -> Option<u64> {
-        self.known(field::ALLOC_PROCS).map(|v| v.round() as u64)
+        self.known(field::ALLOC_PROCS).map(|v| round(v) as u64)
     }
 
     pub fn req_procs(&self) -> Option<u64> {
-        self.known(field::REQ_PROCS).map(|v| v.round() as u64)
+        self.known(field::REQ_PROCS).map(|v| round(v) as u64)
     }
 
     /// Processors the job used: allocated, or requested when the allocation
@@ -133,10 +144,22 @@ impl SwfJob {
 }
 
 fn secs_to_ns(s: f64) -> i64 {
-    // Round half away from zero without a call into libm: this runs for
-    // several fields of every line of a trace.
-    let ns = s * 1e9;
-    (if ns >= 0.0 { ns + 0.5 } else { ns - 0.5 }) as i64
+    round(s * 1e9)
+}
+
+/// Rounds half away from zero, as `f64::round` does, without a call into
+/// libm: this runs for several fields of every line of a trace. The
+/// difference from the truncated value is exact, so is the result.
+fn round(x: f64) -> i64 {
+    let t = x as i64;
+    let d = x - t as f64;
+    if d >= 0.5 {
+        t.saturating_add(1)
+    } else if d <= -0.5 {
+        t.saturating_sub(1)
+    } else {
+        t
+    }
 }
 
 /// The `; Key: value` lines of a trace, in order.
@@ -236,16 +259,107 @@ pub fn open(path: &Path) -> io::Result<SwfReader<Box<dyn BufRead + Send>>> {
     Ok(SwfReader::new(open_text(path)?))
 }
 
-/// The text of a trace, inflated if it is gzip-compressed: for readers that
-/// cut it into chunks themselves (see [`parse_chunk`]).
-pub fn open_text(path: &Path) -> io::Result<Box<dyn BufRead + Send>> {
+/// The text of a trace, inflated on a thread of its own if it is
+/// gzip-compressed.
+fn open_text(path: &Path) -> io::Result<Box<dyn BufRead + Send>> {
+    Ok(match open_source(path)? {
+        Source::Plain(file) => Box::new(file),
+        Source::Gzip(gz) => Box::new(Inflater::spawn(gz)?),
+    })
+}
+
+enum Source {
+    Plain(BufReader<File>),
+    Gzip(Box<flate2::bufread::MultiGzDecoder<BufReader<File>>>),
+}
+
+fn open_source(path: &Path) -> io::Result<Source> {
     let mut file = BufReader::with_capacity(1 << 20, File::open(path)?);
     let gz = file.fill_buf()?.starts_with(&[0x1f, 0x8b]);
     Ok(if gz {
-        Box::new(Inflater::spawn(flate2::bufread::MultiGzDecoder::new(file))?)
+        Source::Gzip(Box::new(flate2::bufread::MultiGzDecoder::new(file)))
     } else {
-        Box::new(file)
+        Source::Plain(file)
     })
+}
+
+/// A trace's text (inflated if it is gzip-compressed) cut into chunks that
+/// end at line ends, for readers that parse chunks on several threads (see
+/// [`parse_chunk`]). The text is read or inflated straight into the
+/// caller's buffers, which can be handed back to be filled again.
+pub struct Chunks {
+    source: Box<dyn Read + Send>,
+    /// The start of a line that the last chunk cut off.
+    carry: Vec<u8>,
+    done: bool,
+}
+
+impl Chunks {
+    /// Bytes per chunk: large enough that handing one to a thread costs
+    /// nothing next to parsing it, small enough that every thread gets work
+    /// early.
+    pub const SIZE: usize = 1 << 20;
+
+    pub fn open(path: &Path) -> io::Result<Chunks> {
+        Ok(Chunks {
+            source: match open_source(path)? {
+                Source::Plain(file) => Box::new(file),
+                Source::Gzip(gz) => gz,
+            },
+            carry: Vec::new(),
+            done: false,
+        })
+    }
+
+    /// Fills `buf` (its allocation reused, its contents replaced) with the
+    /// next run of whole lines. Returns `None` at the end, else whether
+    /// this chunk is the last (its final line may lack a newline).
+    pub fn next_into(&mut self, buf: &mut Vec<u8>) -> io::Result<Option<bool>> {
+        if self.done {
+            return Ok(None);
+        }
+        // The buffer keeps its old contents, overwritten below: clearing it
+        // would mean zeroing a megabyte again for nothing.
+        let mut filled = self.carry.len();
+        if buf.len() < filled {
+            buf.resize(filled, 0);
+        }
+        buf[..filled].copy_from_slice(&self.carry);
+        self.carry.clear();
+        loop {
+            if buf.len() < filled + Self::SIZE {
+                buf.resize(filled + Self::SIZE, 0);
+            }
+            let mut eof = false;
+            while filled < buf.len() {
+                match self.source.read(&mut buf[filled..]) {
+                    Ok(0) => {
+                        eof = true;
+                        break;
+                    }
+                    Ok(n) => filled += n,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) => {
+                        self.done = true;
+                        return Err(e);
+                    }
+                }
+            }
+            buf.truncate(filled);
+            if eof {
+                self.done = true;
+                return Ok((!buf.is_empty()).then_some(true));
+            }
+            // A line longer than a chunk makes the chunk grow rather than
+            // be split.
+            if let Some(nl) = memchr::memrchr(b'\n', buf) {
+                self.carry.extend_from_slice(&buf[nl + 1..]);
+                buf.truncate(nl + 1);
+                break;
+            }
+        }
+        Ok(Some(false))
+    }
 }
 
 /// A reader fed by a thread that inflates a gzip stream ahead of it, in
@@ -396,36 +510,47 @@ impl<R: BufRead> SwfReader<R> {
 /// Parses a run of whole lines, as a reader cut at newlines hands them out,
 /// for readers that split a trace across threads. Header lines go into
 /// `header`; each job line, or the error of a malformed one, goes to `f`,
-/// with line numbers counted from `first_line`. `last` says the chunk ends
-/// the file, so a final line without a newline is a truncated one. Returns
-/// the number of lines in the chunk.
+/// with line numbers counted from `first_line`. Only the `wanted` fields
+/// of a job are read as numbers (the others are NaN), though every field
+/// is checked to be one. `last` says the chunk ends the file, so a final
+/// line without a newline is a truncated one. Returns the number of lines
+/// in the chunk.
 pub fn parse_chunk(
     chunk: &[u8],
     first_line: u64,
     last: bool,
     header: &mut Header,
+    wanted: Fields,
     mut f: impl FnMut(Result<&SwfJob, LineError>),
 ) -> u64 {
     let mut job = SwfJob {
         line: 0,
-        fields: [0.0; FIELDS],
+        fields: [f64::NAN; FIELDS],
     };
     let mut line = first_line;
-    let mut rest = chunk;
-    let mut count = 0;
-    while !rest.is_empty() {
-        let (raw, next, ended) = match memchr::memchr(b'\n', rest) {
-            Some(i) => (&rest[..i], &rest[i + 1..], true),
-            None => (rest, &rest[rest.len()..], false),
-        };
-        if let Some(r) = take_line(header, raw, line, last && !ended, &mut job) {
-            f(r.map(|()| &job));
+    scan::lines(chunk, wanted, &mut job, |kind, job| {
+        match kind {
+            scan::Line::Job => {
+                job.line = line;
+                f(Ok(job));
+            }
+            scan::Line::Blank => {}
+            scan::Line::Other { raw, ended } => {
+                if let Some(r) = take_line(header, raw, line, last && !ended, job) {
+                    if r.is_ok() {
+                        for (n, v) in job.fields.iter_mut().enumerate() {
+                            if !wanted.has(n + 1) {
+                                *v = f64::NAN;
+                            }
+                        }
+                    }
+                    f(r.map(|()| &*job));
+                }
+            }
         }
         line += 1;
-        count += 1;
-        rest = next;
-    }
-    count
+    });
+    line - first_line
 }
 
 /// What one raw line is: a job (parsed into `job`), a malformed job, or
@@ -612,15 +737,29 @@ mod tests {
         let mut jobs = Vec::new();
         let mut errors = Vec::new();
         let mut header = Header::default();
-        let n1 = parse_chunk(&whole[..cut], 1, false, &mut header, |r| match r {
-            Ok(j) => jobs.push(*j),
-            Err(e) => errors.push(e),
-        });
+        let n1 = parse_chunk(
+            &whole[..cut],
+            1,
+            false,
+            &mut header,
+            Fields::ALL,
+            |r| match r {
+                Ok(j) => jobs.push(*j),
+                Err(e) => errors.push(e),
+            },
+        );
         let mut later = Header::default();
-        let n2 = parse_chunk(&whole[cut..], 1 + n1, true, &mut later, |r| match r {
-            Ok(j) => jobs.push(*j),
-            Err(e) => errors.push(e),
-        });
+        let n2 = parse_chunk(
+            &whole[cut..],
+            1 + n1,
+            true,
+            &mut later,
+            Fields::ALL,
+            |r| match r {
+                Ok(j) => jobs.push(*j),
+                Err(e) => errors.push(e),
+            },
+        );
         header.extend(later);
         assert_eq!(n1 + n2, TRACE.lines().count() as u64);
         let mut r = from_bytes(whole);
@@ -662,6 +801,30 @@ mod tests {
         assert!(parse_line(b"1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 1-8", 1).is_err());
         assert_eq!(number(b"inf"), None);
         assert_eq!(number(b"3x"), None);
+    }
+
+    #[test]
+    fn rounding_is_f64_round() {
+        for x in [
+            0.0,
+            0.5,
+            1.5,
+            2.5,
+            -0.5,
+            -2.5,
+            0.49999999999999994,
+            -0.49999999999999994,
+            4503599627370495.5,
+            1e18,
+            -1e18,
+            9.3e18,
+            -9.3e18,
+            f64::NAN,
+            12.75e9,
+            1234.4999,
+        ] {
+            assert_eq!(round(x), x.round() as i64, "{x}");
+        }
     }
 
     #[test]

@@ -1,0 +1,556 @@
+//! The fast path of the SWF parser. Nearly every job line of the archive's
+//! traces is 18 small integers separated by spaces, about 100 bytes. Such a
+//! line is recognised, and its wanted fields read, from bit masks over the
+//! bytes where it starts (one bit a byte: separator, digit, minus, newline),
+//! made 16 bytes at a time, instead of a loop over every byte. A field is
+//! then found by counting token starts, and read eight digits at once.
+//!
+//! Anything else (a header or blank-looking line with a `;`, a fraction, an
+//! exponent, garbage, a field of more than 15 digits, a line of
+//! [`WINDOW`] bytes or more, the file's last line without a newline) is
+//! handed back to the general parser, so both paths agree on every input:
+//! the fast path only ever sees lines whose meaning is plain.
+
+use super::{SwfJob, FIELDS};
+
+/// Bytes looked at for one line: lines this long or longer take the
+/// general path.
+pub const WINDOW: usize = 128;
+/// Bytes past the window that an eight-digit read may touch.
+const SLACK: usize = 8;
+
+/// The fields a reader needs as numbers (bit `n - 1` for field `n`). A
+/// reader that needs few of them lets the parser skip converting the rest;
+/// every field is still checked to be a number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fields(u32);
+
+impl Fields {
+    pub const ALL: Fields = Fields((1 << FIELDS) - 1);
+
+    /// The fields numbered (1-based) in `numbers`.
+    pub const fn of(numbers: &[usize]) -> Fields {
+        let mut bits = 0;
+        let mut i = 0;
+        while i < numbers.len() {
+            assert!(
+                numbers[i] >= 1 && numbers[i] <= FIELDS,
+                "SWF fields are numbered 1 to 18"
+            );
+            bits |= 1 << (numbers[i] - 1);
+            i += 1;
+        }
+        Fields(bits)
+    }
+
+    /// Whether field `n` (1-based) is wanted.
+    pub fn has(self, n: usize) -> bool {
+        self.0 & (1 << (n - 1)) != 0
+    }
+}
+
+/// What the fast path made of the line at the start of a buffer.
+#[derive(Debug, PartialEq)]
+enum Scan {
+    /// A job line of plain integers, read into the job; `len` bytes with
+    /// its newline.
+    Job { len: usize },
+    /// Separators only; `len` bytes with its newline.
+    Blank { len: usize },
+    /// Not for the fast path: parse it with the general parser.
+    General,
+}
+
+/// One line, as [`lines`] hands it over.
+#[derive(Debug, PartialEq)]
+pub enum Line<'a> {
+    /// A job line of plain integers, already read into the job.
+    Job,
+    /// Separators only.
+    Blank,
+    /// Any other line, for the general parser: its bytes without the
+    /// newline, and whether it had one.
+    Other { raw: &'a [u8], ended: bool },
+}
+
+/// One bit a byte over a window.
+#[derive(Default)]
+struct Masks {
+    space: u128,
+    newline: u128,
+    digit: u128,
+    minus: u128,
+}
+
+type Window = [u8; WINDOW + SLACK];
+
+/// The vector instructions the masks are made with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Isa {
+    #[cfg(target_arch = "x86_64")]
+    Avx512,
+    #[cfg(target_arch = "x86_64")]
+    Avx2,
+    #[cfg(target_arch = "x86_64")]
+    Sse2,
+    #[cfg(not(target_arch = "x86_64"))]
+    Portable,
+}
+
+impl Isa {
+    /// The widest this processor has (checked once).
+    fn best() -> Isa {
+        #[cfg(target_arch = "x86_64")]
+        {
+            use std::sync::OnceLock;
+            static BEST: OnceLock<Isa> = OnceLock::new();
+            *BEST.get_or_init(|| {
+                if std::arch::is_x86_feature_detected!("avx512bw") {
+                    Isa::Avx512
+                } else if std::arch::is_x86_feature_detected!("avx2") {
+                    Isa::Avx2
+                } else {
+                    Isa::Sse2
+                }
+            })
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            Isa::Portable
+        }
+    }
+
+    /// Every one this processor can run, for tests that compare them.
+    #[cfg(test)]
+    fn available() -> Vec<Isa> {
+        #[cfg(target_arch = "x86_64")]
+        {
+            let mut all = vec![Isa::Sse2];
+            if std::arch::is_x86_feature_detected!("avx2") {
+                all.push(Isa::Avx2);
+            }
+            if std::arch::is_x86_feature_detected!("avx512bw") {
+                all.push(Isa::Avx512);
+            }
+            all
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            vec![Isa::Portable]
+        }
+    }
+}
+
+/// Goes through the lines of `text` in order and hands each to `visit`:
+/// a plain job line is read into `job` first (its wanted fields; the
+/// others are left as they were).
+pub fn lines(
+    text: &[u8],
+    wanted: Fields,
+    job: &mut SwfJob,
+    visit: impl FnMut(Line<'_>, &mut SwfJob),
+) {
+    lines_on(Isa::best(), text, wanted, job, visit);
+}
+
+fn lines_on(
+    isa: Isa,
+    text: &[u8],
+    wanted: Fields,
+    job: &mut SwfJob,
+    visit: impl FnMut(Line<'_>, &mut SwfJob),
+) {
+    // SAFETY (each arm): the processor has the instructions; `Isa::best`
+    // and `Isa::available` checked.
+    match isa {
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx512 => unsafe { x86::lines_avx512(text, wanted, job, visit) },
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx2 => unsafe { x86::lines_avx2(text, wanted, job, visit) },
+        #[cfg(target_arch = "x86_64")]
+        Isa::Sse2 => unsafe { x86::lines_sse2(text, wanted, job, visit) },
+        #[cfg(not(target_arch = "x86_64"))]
+        Isa::Portable => lines_with(text, wanted, job, visit, masks_portable),
+    }
+}
+
+/// The loop over lines, given a way to make the masks. Inlined into a
+/// function per instruction set, so that everything in it (the caller's
+/// visitor included) is built for that set.
+#[inline(always)]
+fn lines_with(
+    text: &[u8],
+    wanted: Fields,
+    job: &mut SwfJob,
+    mut visit: impl FnMut(Line<'_>, &mut SwfJob),
+    masks: impl Fn(&Window) -> Masks,
+) {
+    let mut at = 0;
+    while at < text.len() {
+        let rest = &text[at..];
+        let scan = if rest.len() >= WINDOW + SLACK {
+            let window: &Window = rest[..WINDOW + SLACK]
+                .try_into()
+                .expect("the slice is WINDOW + SLACK bytes long");
+            line_with(window, wanted, job, &masks)
+        } else {
+            // Near the end of the buffer: a copy padded with NULs, which
+            // are separators and never a newline, so the line is still seen
+            // whole or not at all.
+            let mut window = [0u8; WINDOW + SLACK];
+            window[..rest.len()].copy_from_slice(rest);
+            line_with(&window, wanted, job, &masks)
+        };
+        match scan {
+            Scan::Job { len } => {
+                visit(Line::Job, job);
+                at += len;
+            }
+            Scan::Blank { len } => {
+                visit(Line::Blank, job);
+                at += len;
+            }
+            Scan::General => {
+                let (raw, len, ended) = match memchr::memchr(b'\n', rest) {
+                    Some(i) => (&rest[..i], i + 1, true),
+                    None => (rest, rest.len(), false),
+                };
+                visit(Line::Other { raw, ended }, job);
+                at += len;
+            }
+        }
+    }
+}
+
+/// The line reader proper, given a way to make the masks.
+#[inline(always)]
+fn line_with(
+    w: &Window,
+    wanted: Fields,
+    job: &mut SwfJob,
+    masks: impl Fn(&Window) -> Masks,
+) -> Scan {
+    let m = masks(w);
+    if m.newline == 0 {
+        return Scan::General;
+    }
+    let len = m.newline.trailing_zeros() as usize;
+    // Past the line's end counts as separator.
+    let space = m.space | !((1u128 << len) - 1);
+    let tokens = !space;
+    if tokens == 0 {
+        return Scan::Blank { len: len + 1 };
+    }
+    let starts = tokens & ((space << 1) | 1);
+    let signs = m.minus & starts;
+    // A plain line: every token byte a digit, but for a leading minus that
+    // a digit follows.
+    let odd = (tokens & !m.digit & !signs) | ((signs << 1) & !m.digit);
+    if odd != 0 || starts.count_ones() as usize != FIELDS {
+        return Scan::General;
+    }
+    // Walk the token starts and ends up to each wanted field in turn.
+    let mut rest = starts;
+    let mut ends = tokens & (space >> 1);
+    let mut field = 0;
+    let mut want = wanted.0;
+    while want != 0 {
+        let next = want.trailing_zeros();
+        want &= want - 1;
+        while field < next {
+            rest &= rest - 1;
+            ends &= ends - 1;
+            field += 1;
+        }
+        let at = rest.trailing_zeros() as usize;
+        let last = ends.trailing_zeros() as usize;
+        let neg = w[at] == b'-';
+        let from = at + usize::from(neg);
+        let digits = last + 1 - from;
+        let v = if digits <= 8 {
+            eight_digits(w, from, digits)
+        } else if digits <= 15 {
+            let head = digits - 8;
+            eight_digits(w, from, head) * 100_000_000 + eight_digits(w, from + head, 8)
+        } else {
+            return Scan::General;
+        };
+        // As the general parser does: negate the integer, then convert
+        // ("-0" is 0.0).
+        let v = v as i64;
+        job.fields[next as usize] = if neg { -v } else { v } as f64;
+    }
+    Scan::Job { len: len + 1 }
+}
+
+/// The number written by the `n` (1 to 8) ASCII digits at `w[at..]`, all
+/// at once: the eight bytes are read as one little-endian word, so the
+/// first digit is its lowest byte.
+fn eight_digits(w: &Window, at: usize, n: usize) -> u64 {
+    debug_assert!((1..=8).contains(&n) && at + 8 <= w.len());
+    let mut bytes = [0u8; 8];
+    bytes.copy_from_slice(&w[at..at + 8]);
+    // Digit values; the bytes after the n digits (a borrow may run into
+    // them) are shifted out, which leaves leading zeros below.
+    let v = u64::from_le_bytes(bytes).wrapping_sub(0x3030_3030_3030_3030) << (8 * (8 - n));
+    // Pairs of digits, then fours, then all eight: each step multiplies
+    // neighbours into one lane.
+    let v = ((v & 0x0f0f_0f0f_0f0f_0f0f).wrapping_mul(10 * 256 + 1)) >> 8;
+    let v = ((v & 0x00ff_00ff_00ff_00ff).wrapping_mul(100 * 65_536 + 1)) >> 16;
+    ((v & 0x0000_ffff_0000_ffff).wrapping_mul(10_000 * (1 << 32) + 1)) >> 32
+}
+
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    //! The masks from 64, 32 or 16 bytes at a time. Unsigned "at most" is
+    //! "equal to the minimum" where there is no unsigned compare.
+    use super::{lines_with, Fields, Line, Masks, SwfJob, Window, WINDOW};
+    use std::arch::x86_64::*;
+
+    #[target_feature(enable = "avx512bw")]
+    pub(super) unsafe fn lines_avx512(
+        text: &[u8],
+        wanted: Fields,
+        job: &mut SwfJob,
+        visit: impl FnMut(Line<'_>, &mut SwfJob),
+    ) {
+        // SAFETY: the caller checked for AVX-512BW.
+        lines_with(text, wanted, job, visit, |w| unsafe { masks_avx512(w) })
+    }
+
+    #[target_feature(enable = "avx512bw")]
+    unsafe fn masks_avx512(w: &Window) -> Masks {
+        let mut m = Masks::default();
+        for i in 0..WINDOW / 64 {
+            // SAFETY: an unaligned load of 64 bytes within `w`.
+            let x = unsafe { _mm512_loadu_si512(w.as_ptr().add(64 * i).cast()) };
+            let d = _mm512_sub_epi8(x, _mm512_set1_epi8(b'0' as i8));
+            let bits = |k: u64| u128::from(k) << (64 * i);
+            m.space |= bits(_mm512_cmple_epu8_mask(x, _mm512_set1_epi8(0x20)));
+            m.digit |= bits(_mm512_cmple_epu8_mask(d, _mm512_set1_epi8(9)));
+            m.newline |= bits(_mm512_cmpeq_epi8_mask(x, _mm512_set1_epi8(b'\n' as i8)));
+            m.minus |= bits(_mm512_cmpeq_epi8_mask(x, _mm512_set1_epi8(b'-' as i8)));
+        }
+        m
+    }
+
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn lines_avx2(
+        text: &[u8],
+        wanted: Fields,
+        job: &mut SwfJob,
+        visit: impl FnMut(Line<'_>, &mut SwfJob),
+    ) {
+        // SAFETY: the caller checked for AVX2.
+        lines_with(text, wanted, job, visit, |w| unsafe { masks_avx2(w) })
+    }
+
+    #[target_feature(enable = "avx2")]
+    unsafe fn masks_avx2(w: &Window) -> Masks {
+        let mut m = Masks::default();
+        for i in 0..WINDOW / 32 {
+            // SAFETY: an unaligned load of 32 bytes within `w`.
+            let x = unsafe { _mm256_loadu_si256(w.as_ptr().add(32 * i).cast()) };
+            let d = _mm256_sub_epi8(x, _mm256_set1_epi8(b'0' as i8));
+            let bits = |v: __m256i| u128::from(_mm256_movemask_epi8(v) as u32) << (32 * i);
+            let space = _mm256_set1_epi8(0x20);
+            let nine = _mm256_set1_epi8(9);
+            m.space |= bits(_mm256_cmpeq_epi8(_mm256_min_epu8(x, space), x));
+            m.digit |= bits(_mm256_cmpeq_epi8(_mm256_min_epu8(d, nine), d));
+            m.newline |= bits(_mm256_cmpeq_epi8(x, _mm256_set1_epi8(b'\n' as i8)));
+            m.minus |= bits(_mm256_cmpeq_epi8(x, _mm256_set1_epi8(b'-' as i8)));
+        }
+        m
+    }
+
+    #[target_feature(enable = "sse2")]
+    pub(super) unsafe fn lines_sse2(
+        text: &[u8],
+        wanted: Fields,
+        job: &mut SwfJob,
+        visit: impl FnMut(Line<'_>, &mut SwfJob),
+    ) {
+        // SAFETY: every x86_64 processor has SSE2.
+        lines_with(text, wanted, job, visit, |w| unsafe { masks_sse2(w) })
+    }
+
+    #[target_feature(enable = "sse2")]
+    unsafe fn masks_sse2(w: &Window) -> Masks {
+        let mut m = Masks::default();
+        for i in 0..WINDOW / 16 {
+            // SAFETY: an unaligned load of 16 bytes within `w`.
+            let x = unsafe { _mm_loadu_si128(w.as_ptr().add(16 * i).cast()) };
+            let d = _mm_sub_epi8(x, _mm_set1_epi8(b'0' as i8));
+            let bits = |v: __m128i| u128::from(_mm_movemask_epi8(v) as u16) << (16 * i);
+            let space = _mm_set1_epi8(0x20);
+            let nine = _mm_set1_epi8(9);
+            m.space |= bits(_mm_cmpeq_epi8(_mm_min_epu8(x, space), x));
+            m.digit |= bits(_mm_cmpeq_epi8(_mm_min_epu8(d, nine), d));
+            m.newline |= bits(_mm_cmpeq_epi8(x, _mm_set1_epi8(b'\n' as i8)));
+            m.minus |= bits(_mm_cmpeq_epi8(x, _mm_set1_epi8(b'-' as i8)));
+        }
+        m
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn masks_portable(w: &Window) -> Masks {
+    let mut m = Masks::default();
+    for (i, &b) in w[..WINDOW].iter().enumerate() {
+        let bit = 1u128 << i;
+        if b <= b' ' {
+            m.space |= bit;
+        }
+        if b.is_ascii_digit() {
+            m.digit |= bit;
+        }
+        if b == b'\n' {
+            m.newline |= bit;
+        }
+        if b == b'-' {
+            m.minus |= bit;
+        }
+    }
+    m
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn blank_job() -> SwfJob {
+        SwfJob {
+            line: 0,
+            fields: [f64::NAN; FIELDS],
+        }
+    }
+
+    /// What each available instruction set makes of the first line of
+    /// `text`: whether it was read as a job, and the job. All must agree.
+    fn first_line(text: &[u8], wanted: Fields) -> (String, SwfJob) {
+        let mut seen: Option<(String, SwfJob)> = None;
+        for isa in Isa::available() {
+            let mut job = blank_job();
+            let mut first = None;
+            lines_on(isa, text, wanted, &mut job, |l, j| {
+                if first.is_none() {
+                    first = Some((format!("{l:?}"), *j));
+                }
+            });
+            let first = first.expect("the text has a line");
+            if let Some(s) = &seen {
+                assert_eq!(s.0, first.0, "{isa:?}");
+                assert_eq!(format!("{:?}", s.1), format!("{:?}", first.1), "{isa:?}");
+            }
+            seen = Some(first);
+        }
+        seen.expect("some instruction set is available")
+    }
+
+    #[test]
+    fn eight_digits_reads_every_length() {
+        for s in [
+            "7", "80", "123", "4096", "65536", "259200", "1024000", "99999999", "00000012",
+        ] {
+            let mut w = [b' '; WINDOW + SLACK];
+            w[3..3 + s.len()].copy_from_slice(s.as_bytes());
+            assert_eq!(
+                eight_digits(&w, 3, s.len()),
+                s.parse::<u64>().unwrap(),
+                "{s}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_plain_line_and_what_is_not() {
+        let plain = b"    1   0  10  100  4 -1 -1  4  200 -1  1 1 1 -1 1 -1 -1 -1\nnext";
+        let (kind, j) = first_line(plain, Fields::ALL);
+        assert_eq!(kind, "Job");
+        assert_eq!(j.fields[..6], [1.0, 0.0, 10.0, 100.0, 4.0, -1.0]);
+        let (kind, j) = first_line(plain, Fields::of(&[2, 4]));
+        assert_eq!(kind, "Job");
+        assert_eq!(j.fields[1], 0.0);
+        assert_eq!(j.fields[3], 100.0);
+        assert!(
+            j.fields[0].is_nan() && j.fields[2].is_nan(),
+            "unwanted fields are left"
+        );
+        assert_eq!(first_line(b" \t\r\n1", Fields::ALL).0, "Blank");
+        for other in [
+            &b"; MaxProcs: 128\n"[..],
+            b"1 2.5 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18\n",
+            b"1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17\n",
+            b"1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19\n",
+            b"1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 1-8\n",
+            b"1 - 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18\n",
+            b"1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 1234567890123456\n",
+            b"1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18",
+        ] {
+            let (kind, _) = first_line(other, Fields::ALL);
+            assert!(kind.starts_with("Other"), "{other:?}: {kind}");
+        }
+        let long = format!(
+            "{}1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18\n",
+            " ".repeat(90)
+        );
+        assert!(first_line(long.as_bytes(), Fields::ALL)
+            .0
+            .starts_with("Other"));
+    }
+
+    /// Tokens the archive's files hold, and some they should not.
+    fn token() -> impl Strategy<Value = String> {
+        prop_oneof![
+            6 => (0u64..100_000_000).prop_map(|v| v.to_string()),
+            2 => Just("-1".to_string()),
+            1 => (0u64..1_000_000_000_000_000).prop_map(|v| v.to_string()),
+            1 => "-?[0-9]{1,17}",
+            1 => "[-0-9.e+x;]{1,6}",
+        ]
+    }
+
+    fn separator() -> impl Strategy<Value = String> {
+        prop_oneof![4 => " {1,6}", 1 => "[ \t\r\x0b]{1,3}"]
+    }
+
+    proptest! {
+        /// Whatever the fast path accepts, the general parser reads the
+        /// same way; and it accepts the plain lines it is made for.
+        #[test]
+        fn agrees_with_the_general_parser(
+            tokens in prop::collection::vec((separator(), token()), 16..20),
+            tail in separator(),
+            bits in 0u32..(1 << FIELDS),
+        ) {
+            let mut text: String = tokens.iter().map(|(s, t)| format!("{s}{t}")).collect();
+            text.push_str(&tail);
+            let body = text.clone();
+            text.push('\n');
+            text.push_str("1 2 3\n");
+            let wanted = Fields(bits);
+            let general = super::super::parse_line(body.trim().as_bytes(), 1);
+            let (kind, fast) = first_line(text.as_bytes(), wanted);
+            if kind == "Job" {
+                let general = general.expect("the general parser reads what the fast path did");
+                for n in 1..=FIELDS {
+                    if wanted.has(n) {
+                        prop_assert_eq!(fast.fields[n - 1].to_bits(), general.fields[n - 1].to_bits(), "field {}", n);
+                    } else {
+                        prop_assert!(fast.fields[n - 1].is_nan());
+                    }
+                }
+            } else {
+                prop_assert!(kind.starts_with("Other"), "a line of numbers is not blank");
+                let plain = tokens.len() == FIELDS
+                    && body.len() < WINDOW
+                    && tokens.iter().all(|(_, t)| {
+                        let d = t.strip_prefix('-').unwrap_or(t);
+                        !d.is_empty() && d.len() <= 15 && d.bytes().all(|b| b.is_ascii_digit())
+                    });
+                prop_assert!(!plain, "a plain line took the general path: {:?}", body);
+            }
+        }
+    }
+}
