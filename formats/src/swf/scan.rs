@@ -249,9 +249,8 @@ fn line_with(
     if odd != 0 || starts.count_ones() as usize != FIELDS {
         return Scan::General;
     }
-    // Walk the token starts and ends up to each wanted field in turn.
+    // Walk the token starts up to each wanted field in turn.
     let mut rest = starts;
-    let mut ends = tokens & (space >> 1);
     let mut field = 0;
     let mut want = wanted.0;
     while want != 0 {
@@ -259,21 +258,30 @@ fn line_with(
         want &= want - 1;
         while field < next {
             rest &= rest - 1;
-            ends &= ends - 1;
             field += 1;
         }
         let at = rest.trailing_zeros() as usize;
-        let last = ends.trailing_zeros() as usize;
         let neg = w[at] == b'-';
         let from = at + usize::from(neg);
-        let digits = last + 1 - from;
-        let v = if digits <= 8 {
-            eight_digits(w, from, digits)
-        } else if digits <= 15 {
-            let head = digits - 8;
-            eight_digits(w, from, head) * 100_000_000 + eight_digits(w, from + head, 8)
+        let word = word_at(w, from);
+        // The token's bytes are digits and separators are at most 0x20
+        // (checked above), so a byte is a digit exactly when both of its
+        // 0x30 bits are set: the first that is not ends the token.
+        let t = word & 0x3030_3030_3030_3030;
+        let after = !((t >> 4) & (t >> 5)) & 0x0101_0101_0101_0101;
+        let v = if after != 0 {
+            digits_of(word, after.trailing_zeros() as usize / 8)
         } else {
-            return Scan::General;
+            let digits = (space >> from).trailing_zeros() as usize;
+            if digits > 15 {
+                return Scan::General;
+            }
+            let head = digits - 8;
+            if head == 0 {
+                digits_of(word, 8)
+            } else {
+                digits_of(word, head) * 100_000_000 + digits_of(word_at(w, from + head), 8)
+            }
         };
         // As the general parser does: negate the integer, then convert
         // ("-0" is 0.0).
@@ -283,16 +291,21 @@ fn line_with(
     Scan::Job { len: len + 1 }
 }
 
-/// The number written by the `n` (1 to 8) ASCII digits at `w[at..]`, all
-/// at once: the eight bytes are read as one little-endian word, so the
-/// first digit is its lowest byte.
-fn eight_digits(w: &Window, at: usize, n: usize) -> u64 {
-    debug_assert!((1..=8).contains(&n) && at + 8 <= w.len());
+/// The eight bytes at `w[at..]` as one little-endian word: the first byte
+/// is the lowest.
+fn word_at(w: &Window, at: usize) -> u64 {
     let mut bytes = [0u8; 8];
     bytes.copy_from_slice(&w[at..at + 8]);
+    u64::from_le_bytes(bytes)
+}
+
+/// The number written by the first `n` (1 to 8) bytes of `word`, ASCII
+/// digits, all at once.
+fn digits_of(word: u64, n: usize) -> u64 {
+    debug_assert!((1..=8).contains(&n));
     // Digit values; the bytes after the n digits (a borrow may run into
     // them) are shifted out, which leaves leading zeros below.
-    let v = u64::from_le_bytes(bytes).wrapping_sub(0x3030_3030_3030_3030) << (8 * (8 - n));
+    let v = word.wrapping_sub(0x3030_3030_3030_3030) << (8 * (8 - n));
     // Pairs of digits, then fours, then all eight: each step multiplies
     // neighbours into one lane.
     let v = ((v & 0x0f0f_0f0f_0f0f_0f0f).wrapping_mul(10 * 256 + 1)) >> 8;
@@ -449,14 +462,14 @@ mod tests {
     }
 
     #[test]
-    fn eight_digits_reads_every_length() {
+    fn digits_of_reads_every_length() {
         for s in [
             "7", "80", "123", "4096", "65536", "259200", "1024000", "99999999", "00000012",
         ] {
             let mut w = [b' '; WINDOW + SLACK];
             w[3..3 + s.len()].copy_from_slice(s.as_bytes());
             assert_eq!(
-                eight_digits(&w, 3, s.len()),
+                digits_of(word_at(&w, 3), s.len()),
                 s.parse::<u64>().unwrap(),
                 "{s}"
             );
@@ -512,7 +525,8 @@ mod tests {
     }
 
     fn separator() -> impl Strategy<Value = String> {
-        prop_oneof![4 => " {1,6}", 1 => "[ \t\r\x0b]{1,3}"]
+        // Any byte up to 0x20 but the newline separates fields.
+        prop_oneof![4 => " {1,6}", 1 => "[\x00-\x09\x0b-\x20]{1,3}"]
     }
 
     proptest! {
