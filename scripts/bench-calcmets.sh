@@ -8,7 +8,7 @@
 #    `calcmets --format json` on each and reports records/s and peak RSS
 #    (GNU time's %M). Peak RSS should not grow with the record count.
 # 2. Times `calcmets --swf` and scripts/calcmets_swf.py on the largest trace
-#    in ../shared/workloads (or $TRACE), alternating, 7 runs each, and
+#    in ../shared/workloads (or $TRACE), alternating, 11 runs each, and
 #    checks that both report the same job count and utilization.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -47,7 +47,7 @@ done
 
 compare() { # trace label
   local trace=$1 label=$2 rust_t=() py_t=()
-  for _ in 1 2 3 4 5 6 7; do
+  for _ in 1 2 3 4 5 6 7 8 9 10 11; do
     # EPOCHREALTIME, not $(date): a fork would add a millisecond or two to
     # a run of a few tens of milliseconds.
     s=$EPOCHREALTIME; "$bin/calcmets" --swf "$trace" --format json > "$tmp/rust.json"; e=$EPOCHREALTIME
@@ -77,7 +77,7 @@ PY
 echo
 echo "## calcmets --swf against Python, on $(basename "$trace")"
 [ -f "$trace" ] || { echo "bench-calcmets: no trace at $trace (set TRACE=...)" >&2; exit 2; }
-echo "(median of 7 runs each, alternating; both report the same jobs and metrics)"
+echo "(median of 11 runs each, alternating; both report the same jobs and metrics)"
 echo
 printf "| %-22s | %-13s | %-13s | %-9s |\n" input "calcmets s" "Python s" "speed-up"
 printf "|%s|%s|%s|%s|\n" ------------------------ --------------- --------------- -----------
@@ -88,7 +88,7 @@ case "$trace" in
     # gzip stream cannot be split). Python's time over it is the best
     # speed-up any parser could reach.
     floor=()
-    for _ in 1 2 3 4 5 6 7; do
+    for _ in 1 2 3 4 5 6 7 8 9 10 11; do
       s=$EPOCHREALTIME; "$bin/examples/swf_inflate" "$trace" > /dev/null; e=$EPOCHREALTIME
       floor+=("$(awk "BEGIN{print $e - $s}")")
     done
