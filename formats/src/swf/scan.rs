@@ -105,9 +105,9 @@ impl Isa {
             use std::sync::OnceLock;
             static BEST: OnceLock<Isa> = OnceLock::new();
             *BEST.get_or_init(|| {
-                if std::arch::is_x86_feature_detected!("avx512bw") {
+                if avx512() {
                     Isa::Avx512
-                } else if std::arch::is_x86_feature_detected!("avx2") {
+                } else if avx2() {
                     Isa::Avx2
                 } else {
                     Isa::Sse2
@@ -126,10 +126,10 @@ impl Isa {
         #[cfg(target_arch = "x86_64")]
         {
             let mut all = vec![Isa::Sse2];
-            if std::arch::is_x86_feature_detected!("avx2") {
+            if avx2() {
                 all.push(Isa::Avx2);
             }
-            if std::arch::is_x86_feature_detected!("avx512bw") {
+            if avx512() {
                 all.push(Isa::Avx512);
             }
             all
@@ -139,6 +139,28 @@ impl Isa {
             vec![Isa::Portable]
         }
     }
+}
+
+/// Whether the processor has the AVX-512 subsets the widest reader uses
+/// (every AVX-512 processor with BW has the others too).
+#[cfg(target_arch = "x86_64")]
+fn avx512() -> bool {
+    std::arch::is_x86_feature_detected!("avx512f")
+        && std::arch::is_x86_feature_detected!("avx512bw")
+        && std::arch::is_x86_feature_detected!("avx512dq")
+        && std::arch::is_x86_feature_detected!("avx512cd")
+        && std::arch::is_x86_feature_detected!("bmi2")
+        && std::arch::is_x86_feature_detected!("popcnt")
+}
+
+/// Whether the processor has AVX2 and the bit instructions that came with
+/// it (every AVX2 processor does; PDEP is left out, slow on some).
+#[cfg(target_arch = "x86_64")]
+fn avx2() -> bool {
+    std::arch::is_x86_feature_detected!("avx2")
+        && std::arch::is_x86_feature_detected!("bmi1")
+        && std::arch::is_x86_feature_detected!("lzcnt")
+        && std::arch::is_x86_feature_detected!("popcnt")
 }
 
 /// Goes through the lines of `text` in order and hands each to `visit`:
@@ -170,11 +192,20 @@ fn lines_on(
         #[cfg(target_arch = "x86_64")]
         Isa::Sse2 => unsafe { x86::lines_sse2(text, wanted, job, visit) },
         #[cfg(not(target_arch = "x86_64"))]
-        Isa::Portable => lines_with(text, wanted, job, visit, masks_portable),
+        Isa::Portable => lines_with(
+            text,
+            wanted,
+            job,
+            visit,
+            masks_portable,
+            find_by_walking,
+            convert_scalar,
+        ),
     }
 }
 
-/// The loop over lines, given a way to make the masks. Inlined into a
+/// The loop over lines, given a way to make the masks and to read the
+/// fields. Inlined into a
 /// function per instruction set, so that everything in it (the caller's
 /// visitor included) is built for that set.
 #[inline(always)]
@@ -184,6 +215,8 @@ fn lines_with(
     job: &mut SwfJob,
     mut visit: impl FnMut(Line<'_>, &mut SwfJob),
     masks: impl Fn(&Window) -> Masks,
+    find: impl Fn(u128, Fields) -> Spans,
+    convert: impl Fn(&Window, &Spans, u128, &mut SwfJob) -> bool,
 ) {
     let mut at = 0;
     while at < text.len() {
@@ -192,14 +225,14 @@ fn lines_with(
             let window: &Window = rest[..WINDOW + SLACK]
                 .try_into()
                 .expect("the slice is WINDOW + SLACK bytes long");
-            line_with(window, wanted, job, &masks)
+            line_with(window, wanted, job, &masks, &find, &convert)
         } else {
             // Near the end of the buffer: a copy padded with NULs, which
             // are separators and never a newline, so the line is still seen
             // whole or not at all.
             let mut window = [0u8; WINDOW + SLACK];
             window[..rest.len()].copy_from_slice(rest);
-            line_with(&window, wanted, job, &masks)
+            line_with(&window, wanted, job, &masks, &find, &convert)
         };
         match scan {
             Scan::Job { len } => {
@@ -222,13 +255,23 @@ fn lines_with(
     }
 }
 
-/// The line reader proper, given a way to make the masks.
+/// Where the wanted fields of a plain line start (a minus included).
+struct Spans {
+    field: [u8; FIELDS],
+    at: [u8; FIELDS],
+    n: usize,
+}
+
+/// The line reader proper, given a way to make the masks and a way to read
+/// the wanted fields (false: a field too long for the fast path).
 #[inline(always)]
 fn line_with(
     w: &Window,
     wanted: Fields,
     job: &mut SwfJob,
     masks: impl Fn(&Window) -> Masks,
+    find: impl Fn(u128, Fields) -> Spans,
+    convert: impl Fn(&Window, &Spans, u128, &mut SwfJob) -> bool,
 ) -> Scan {
     let m = masks(w);
     if m.newline == 0 {
@@ -249,7 +292,22 @@ fn line_with(
     if odd != 0 || starts.count_ones() as usize != FIELDS {
         return Scan::General;
     }
-    // Walk the token starts up to each wanted field in turn.
+    let spans = find(starts, wanted);
+    if !convert(w, &spans, space, job) {
+        return Scan::General;
+    }
+    Scan::Job { len: len + 1 }
+}
+
+/// Where the wanted fields start, from the mask of token starts: a walk
+/// that clears one start after another.
+#[inline(always)]
+fn find_by_walking(starts: u128, wanted: Fields) -> Spans {
+    let mut spans = Spans {
+        field: [0; FIELDS],
+        at: [0; FIELDS],
+        n: 0,
+    };
     let mut rest = starts;
     let mut field = 0;
     let mut want = wanted.0;
@@ -260,7 +318,19 @@ fn line_with(
             rest &= rest - 1;
             field += 1;
         }
-        let at = rest.trailing_zeros() as usize;
+        spans.field[spans.n] = next as u8;
+        spans.at[spans.n] = rest.trailing_zeros() as u8;
+        spans.n += 1;
+    }
+    spans
+}
+
+/// Reads the wanted fields one at a time. `space` is the line's separator
+/// mask.
+#[inline(always)]
+fn convert_scalar(w: &Window, spans: &Spans, space: u128, job: &mut SwfJob) -> bool {
+    for i in 0..spans.n {
+        let at = usize::from(spans.at[i]);
         let neg = w[at] == b'-';
         let from = at + usize::from(neg);
         let word = word_at(w, from);
@@ -274,7 +344,7 @@ fn line_with(
         } else {
             let digits = (space >> from).trailing_zeros() as usize;
             if digits > 15 {
-                return Scan::General;
+                return false;
             }
             let head = digits - 8;
             if head == 0 {
@@ -286,9 +356,9 @@ fn line_with(
         // As the general parser does: negate the integer, then convert
         // ("-0" is 0.0).
         let v = v as i64;
-        job.fields[next as usize] = if neg { -v } else { v } as f64;
+        job.fields[usize::from(spans.field[i])] = if neg { -v } else { v } as f64;
     }
-    Scan::Job { len: len + 1 }
+    true
 }
 
 /// The eight bytes at `w[at..]` as one little-endian word: the first byte
@@ -317,18 +387,126 @@ fn digits_of(word: u64, n: usize) -> u64 {
 mod x86 {
     //! The masks from 64, 32 or 16 bytes at a time. Unsigned "at most" is
     //! "equal to the minimum" where there is no unsigned compare.
-    use super::{lines_with, Fields, Line, Masks, SwfJob, Window, WINDOW};
+    use super::{
+        convert_scalar, find_by_walking, lines_with, word_at, Fields, Line, Masks, Spans, SwfJob,
+        Window, FIELDS, WINDOW,
+    };
     use std::arch::x86_64::*;
 
-    #[target_feature(enable = "avx512bw")]
+    #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512cd,bmi1,bmi2,popcnt")]
     pub(super) unsafe fn lines_avx512(
         text: &[u8],
         wanted: Fields,
         job: &mut SwfJob,
         visit: impl FnMut(Line<'_>, &mut SwfJob),
     ) {
-        // SAFETY: the caller checked for AVX-512BW.
-        lines_with(text, wanted, job, visit, |w| unsafe { masks_avx512(w) })
+        // SAFETY: the caller checked for AVX-512 F, BW, DQ and CD, and BMI2.
+        lines_with(
+            text,
+            wanted,
+            job,
+            visit,
+            |w| unsafe { masks_avx512(w) },
+            |starts, wanted| unsafe { find_bmi2(starts, wanted) },
+            |w, spans, space, job| unsafe { convert_avx512(w, spans, space, job) },
+        )
+    }
+
+    /// Where the wanted fields start: the n-th set bit of the starts mask
+    /// for each, found at once by depositing a single bit into the mask
+    /// (no chain of bit clears from one field to the next). Only with
+    /// AVX-512: the processors that have it have a fast PDEP, unlike some
+    /// that have only AVX2.
+    #[target_feature(enable = "bmi1,bmi2,popcnt")]
+    unsafe fn find_bmi2(starts: u128, wanted: Fields) -> Spans {
+        let mut spans = Spans {
+            field: [0; FIELDS],
+            at: [0; FIELDS],
+            n: 0,
+        };
+        let (lo, hi) = (starts as u64, (starts >> 64) as u64);
+        let in_lo = lo.count_ones();
+        let mut want = wanted.0;
+        while want != 0 {
+            let k = want.trailing_zeros();
+            want &= want - 1;
+            let at = if k < in_lo {
+                _pdep_u64(1 << k, lo).trailing_zeros()
+            } else {
+                64 + _pdep_u64(1 << (k - in_lo), hi).trailing_zeros()
+            };
+            spans.field[spans.n] = k as u8;
+            spans.at[spans.n] = at as u8;
+            spans.n += 1;
+        }
+        spans
+    }
+
+    /// Reads up to eight fields at once, one in each 64-bit lane: the
+    /// digits counted, shifted to the top of the lane, then combined in
+    /// pairs, fours and eights by multiply-adds, and converted. A field of
+    /// more than eight digits sends the line to [`convert_scalar`].
+    #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512cd")]
+    unsafe fn convert_avx512(w: &Window, spans: &Spans, space: u128, job: &mut SwfJob) -> bool {
+        let mut words = [0u64; 8];
+        let mut from = [0usize; 8];
+        let mut at = 0;
+        while at < spans.n {
+            let lanes = (spans.n - at).min(8);
+            let mut neg = 0u8;
+            for i in 0..lanes {
+                let start = usize::from(spans.at[at + i]);
+                let minus = w[start] == b'-';
+                neg |= u8::from(minus) << i;
+                from[i] = start + usize::from(minus);
+                words[i] = word_at(w, from[i]);
+            }
+            let active: __mmask8 = if lanes == 8 { 0xff } else { (1 << lanes) - 1 };
+            // SAFETY: an unaligned load of the 64 bytes of `words`.
+            let v = unsafe { _mm512_loadu_si512(words.as_ptr().cast()) };
+            // A byte is a digit when both its 0x30 bits are set (see
+            // `convert_scalar`); the lowest byte that is not ends the field.
+            let t = _mm512_and_si512(v, _mm512_set1_epi8(0x30));
+            let digit = _mm512_and_si512(_mm512_srli_epi64::<4>(t), _mm512_srli_epi64::<5>(t));
+            let after = _mm512_andnot_si512(digit, _mm512_set1_epi8(1));
+            // Eight digits in a lane: the field must end there.
+            let full = _mm512_mask_cmpeq_epi64_mask(active, after, _mm512_setzero_si512());
+            let mut longer = full;
+            while longer != 0 {
+                let i = longer.trailing_zeros() as usize;
+                longer &= longer - 1;
+                if (space >> (from[i] + 8)) & 1 == 0 {
+                    return convert_scalar(w, spans, space, job);
+                }
+            }
+            // Eight times the digit count, from the lowest set bit.
+            let lowest = _mm512_and_si512(after, _mm512_sub_epi64(_mm512_setzero_si512(), after));
+            // (A lane of eight digits has no such bit: 63 - 64 is taken as
+            // 64.)
+            let bits = _mm512_mask_mov_epi64(
+                _mm512_sub_epi64(_mm512_set1_epi64(63), _mm512_lzcnt_epi64(lowest)),
+                full,
+                _mm512_set1_epi64(64),
+            );
+            let d = _mm512_sub_epi8(v, _mm512_set1_epi8(b'0' as i8));
+            // Digits to the top of the lane, zeros (leading zeros) below.
+            let d = _mm512_sllv_epi64(d, _mm512_sub_epi64(_mm512_set1_epi64(64), bits));
+            let pairs = _mm512_maddubs_epi16(d, _mm512_set1_epi16(0x010a));
+            let fours = _mm512_madd_epi16(pairs, _mm512_set1_epi32(0x0001_0064));
+            let eights = _mm512_add_epi64(
+                _mm512_mul_epu32(fours, _mm512_set1_epi64(10_000)),
+                _mm512_srli_epi64::<32>(fours),
+            );
+            let signed = _mm512_mask_sub_epi64(eights, neg, _mm512_setzero_si512(), eights);
+            let mut out = [0f64; 8];
+            // SAFETY: an unaligned store of the 64 bytes of `out`.
+            unsafe { _mm512_storeu_pd(out.as_mut_ptr(), _mm512_cvtepi64_pd(signed)) };
+            for (i, v) in out.iter().enumerate().take(lanes) {
+                job.fields[usize::from(spans.field[at + i])] = *v;
+            }
+            at += lanes;
+        }
+        true
     }
 
     #[target_feature(enable = "avx512bw")]
@@ -347,15 +525,23 @@ mod x86 {
         m
     }
 
-    #[target_feature(enable = "avx2")]
+    #[target_feature(enable = "avx2,bmi1,lzcnt,popcnt")]
     pub(super) unsafe fn lines_avx2(
         text: &[u8],
         wanted: Fields,
         job: &mut SwfJob,
         visit: impl FnMut(Line<'_>, &mut SwfJob),
     ) {
-        // SAFETY: the caller checked for AVX2.
-        lines_with(text, wanted, job, visit, |w| unsafe { masks_avx2(w) })
+        // SAFETY: the caller checked for AVX2, BMI1, LZCNT and POPCNT.
+        lines_with(
+            text,
+            wanted,
+            job,
+            visit,
+            |w| unsafe { masks_avx2(w) },
+            find_by_walking,
+            convert_scalar,
+        )
     }
 
     #[target_feature(enable = "avx2")]
@@ -384,7 +570,15 @@ mod x86 {
         visit: impl FnMut(Line<'_>, &mut SwfJob),
     ) {
         // SAFETY: every x86_64 processor has SSE2.
-        lines_with(text, wanted, job, visit, |w| unsafe { masks_sse2(w) })
+        lines_with(
+            text,
+            wanted,
+            job,
+            visit,
+            |w| unsafe { masks_sse2(w) },
+            find_by_walking,
+            convert_scalar,
+        )
     }
 
     #[target_feature(enable = "sse2")]
