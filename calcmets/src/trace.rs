@@ -58,7 +58,7 @@ pub fn read(path: &Path, params: &Params, all_statuses: bool) -> Result<TraceRea
     let workers = std::thread::available_parallelism().map_or(2, |n| n.get()) - 1;
     // Chunks in flight are bounded, so memory is too, however large the
     // trace; parsed chunks come back to be filled again, which spares a
-    // fresh megabyte of page faults for each.
+    // fresh buffer of page faults for each.
     let (chunk_tx, chunk_rx) = mpsc::sync_channel::<Chunk>(2);
     let queue = Mutex::new(chunk_rx);
     let (spare_tx, spare_rx) = mpsc::channel::<Vec<u8>>();

@@ -298,7 +298,7 @@ impl Chunks {
     /// Bytes per chunk: large enough that handing one to a thread costs
     /// nothing next to parsing it, small enough that every thread gets work
     /// early.
-    pub const SIZE: usize = 1 << 20;
+    pub const SIZE: usize = 1 << 18;
 
     pub fn open(path: &Path) -> io::Result<Chunks> {
         Ok(Chunks {
@@ -319,7 +319,7 @@ impl Chunks {
             return Ok(None);
         }
         // The buffer keeps its old contents, overwritten below: clearing it
-        // would mean zeroing a megabyte again for nothing.
+        // would mean zeroing the whole buffer again for nothing.
         let mut filled = self.carry.len();
         if buf.len() < filled {
             buf.resize(filled, 0);
