@@ -92,6 +92,19 @@ impl Dist {
         }
     }
 
+    /// Moves to the histogram now, for a caller that knows that this
+    /// distribution's part and the others it will be merged with hold more
+    /// than [`EXACT_LIMIT`] values together: the percentiles will come from
+    /// the histogram anyway, and the exact values need not take the memory.
+    pub fn to_histogram(&mut self) {
+        if self.hist.is_none() {
+            self.flush();
+            if self.hist.is_none() {
+                self.spill();
+            }
+        }
+    }
+
     fn spill(&mut self) {
         // Three significant digits; grows to the range actually recorded.
         let mut h = Histogram::<u32>::new(3).expect("3 significant digits is a valid precision");
@@ -269,6 +282,22 @@ mod tests {
             assert_eq!(left.approximate(), one.approximate(), "{a} {b}");
             assert_eq!(left.quantiles(), one.quantiles(), "{a} {b}");
         }
+    }
+
+    #[test]
+    fn moving_to_the_histogram_early_changes_nothing_past_the_limit() {
+        let values = |n: i64| (0..n).map(|v| (v * 7_919) % 100_003);
+        let mut late = Dist::default();
+        let mut early = Dist::default();
+        for (i, v) in values(EXACT_LIMIT as i64 + 1_000).enumerate() {
+            late.add(v);
+            early.add(v);
+            if i == 300 {
+                early.to_histogram();
+            }
+        }
+        assert!(late.approximate() && early.approximate());
+        assert_eq!(early.quantiles(), late.quantiles());
     }
 
     #[test]

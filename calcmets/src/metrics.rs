@@ -94,6 +94,25 @@ impl Accum {
         Accum::default()
     }
 
+    /// Jobs included so far.
+    pub fn jobs(&self) -> u64 {
+        self.jobs
+    }
+
+    /// See [`Dist::to_histogram`]: for partial results that will be merged
+    /// into a run of more than [`crate::dist::EXACT_LIMIT`] included jobs.
+    /// (Size classes keep their exact values: each may stay under it.)
+    pub fn to_histograms(&mut self) {
+        for d in [
+            &mut self.wait,
+            &mut self.response,
+            &mut self.slowdown,
+            &mut self.bounded,
+        ] {
+            d.to_histogram();
+        }
+    }
+
     /// Takes in everything `other` has seen, as if its jobs had been added
     /// here: partial results of separate threads combine into one.
     pub fn merge(&mut self, other: Accum) {

@@ -7,12 +7,14 @@
 //! numbers; see `formats::swf` for the parser's fast path.
 
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::sync::Mutex;
 
 use anyhow::{anyhow, Context, Result};
 use formats::swf::{self, field, Chunks, Fields, Header, LineError, SwfJob};
 
+use crate::dist::EXACT_LIMIT;
 use crate::metrics::{Accum, JobView, Params};
 
 /// The fields [`add_job`] reads; the parser only checks the others.
@@ -62,7 +64,8 @@ pub fn read(path: &Path, params: &Params, all_statuses: bool) -> Result<TraceRea
     let (chunk_tx, chunk_rx) = mpsc::sync_channel::<Chunk>(2);
     let queue = Mutex::new(chunk_rx);
     let (spare_tx, spare_rx) = mpsc::channel::<Vec<u8>>();
-    let mut parser = Parser::new(params, all_statuses, spare_tx);
+    let included = AtomicU64::new(0);
+    let mut parser = Parser::new(params, all_statuses, &included, spare_tx);
 
     let (accum, reports) = std::thread::scope(|scope| -> Result<(Accum, Vec<ChunkReport>)> {
         let handles: Vec<_> = (0..workers)
@@ -161,16 +164,24 @@ fn feed(
 struct Parser<'a> {
     params: &'a Params,
     all_statuses: bool,
+    /// Jobs included by every thread so far.
+    included: &'a AtomicU64,
     accum: Accum,
     reports: Vec<ChunkReport>,
     spare: mpsc::Sender<Vec<u8>>,
 }
 
 impl<'a> Parser<'a> {
-    fn new(params: &'a Params, all_statuses: bool, spare: mpsc::Sender<Vec<u8>>) -> Self {
+    fn new(
+        params: &'a Params,
+        all_statuses: bool,
+        included: &'a AtomicU64,
+        spare: mpsc::Sender<Vec<u8>>,
+    ) -> Self {
         Parser {
             params,
             all_statuses,
+            included,
             accum: Accum::new(),
             reports: Vec::new(),
             spare,
@@ -179,12 +190,18 @@ impl<'a> Parser<'a> {
 
     /// An empty parser for another thread.
     fn another(&self) -> Self {
-        Parser::new(self.params, self.all_statuses, self.spare.clone())
+        Parser::new(
+            self.params,
+            self.all_statuses,
+            self.included,
+            self.spare.clone(),
+        )
     }
 
     fn parse(&mut self, chunk: Chunk) {
         let mut header = Header::default();
         let mut errors = Vec::new();
+        let before = self.accum.jobs();
         let (accum, params, all) = (&mut self.accum, self.params, self.all_statuses);
         let lines =
             swf::parse_chunk(
@@ -198,6 +215,13 @@ impl<'a> Parser<'a> {
                     Err(e) => errors.push(e),
                 },
             );
+        // Once the threads together are past the exact limit, the merged
+        // percentiles come from histograms anyway: stop keeping exact
+        // values (half the memory and page faults of each thread's).
+        let added = self.accum.jobs() - before;
+        if self.included.fetch_add(added, Ordering::Relaxed) + added > EXACT_LIMIT as u64 {
+            self.accum.to_histograms();
+        }
         // The reader may be done already; then the buffer is just freed.
         let _ = self.spare.send(chunk.text);
         self.reports.push(ChunkReport {
