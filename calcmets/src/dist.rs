@@ -69,6 +69,9 @@ impl Dist {
 
     /// Counts the values held back.
     fn flush(&mut self) {
+        if self.pending_len == 0 {
+            return;
+        }
         let batch = &self.pending[..self.pending_len];
         self.pending_len = 0;
         self.count += batch.len() as u64;
@@ -79,9 +82,19 @@ impl Dist {
         }
         match &mut self.hist {
             Some(h) => {
+                // Runs of one value count at once: a trace's jobs come in
+                // bursts (most waits of a run of jobs are 0, and so many
+                // slowdowns are 1).
+                let mut run = (batch[0], 0);
                 for &v in batch {
-                    record(h, v);
+                    if v == run.0 {
+                        run.1 += 1;
+                    } else {
+                        record(h, run.0, run.1);
+                        run = (v, 1);
+                    }
                 }
+                record(h, run.0, run.1);
             }
             None => {
                 self.exact.extend_from_slice(batch);
@@ -109,7 +122,7 @@ impl Dist {
         // Three significant digits; grows to the range actually recorded.
         let mut h = Histogram::<u32>::new(3).expect("3 significant digits is a valid precision");
         for &v in &self.exact {
-            record(&mut h, v);
+            record(&mut h, v, 1);
         }
         self.exact = Vec::new();
         self.hist = Some(h);
@@ -134,7 +147,7 @@ impl Dist {
             }
             (Some(h), None) => {
                 for v in other.exact {
-                    record(h, v);
+                    record(h, v, 1);
                 }
             }
             (None, _) => {
@@ -187,11 +200,12 @@ impl Dist {
     }
 }
 
-fn record(h: &mut Histogram<u32>, v: i64) {
+/// Counts `n` times the value `v`.
+fn record(h: &mut Histogram<u32>, v: i64, n: u32) {
     // Negative values (a submit stamped after the start by a skewed clock)
     // count as 0 in the percentiles; the mean keeps their true value. An
     // auto-resizing histogram only refuses values past u64::MAX / 2.
-    let _ = h.record(v.max(0) as u64);
+    let _ = h.record_n(v.max(0) as u64, n);
 }
 
 /// Nearest rank: the k-th smallest of n values, k = max(1, ⌈q·n⌉).
