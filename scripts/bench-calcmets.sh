@@ -4,12 +4,13 @@
 #
 #   scripts/bench-calcmets.sh [N_RECORDS]        (default 5000000)
 #
-# 1. Generates N synthetic records (and N/5 for the memory comparison), runs
+# 1. Times `calcmets --swf` and scripts/calcmets_swf.py on the largest trace
+#    in ../shared/workloads (or $TRACE), alternating, 11 runs each, and
+#    checks that both report the same jobs and metrics; then inflating the
+#    trace alone (the floor), and both again on the decompressed text.
+# 2. Generates N synthetic records (and N/5 for the memory comparison), runs
 #    `calcmets --format json` on each and reports records/s and peak RSS
 #    (GNU time's %M). Peak RSS should not grow with the record count.
-# 2. Times `calcmets --swf` and scripts/calcmets_swf.py on the largest trace
-#    in ../shared/workloads (or $TRACE), alternating, 11 runs each, and
-#    checks that both report the same job count and utilization.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 n=${1:-5000000}
@@ -27,23 +28,6 @@ measure() { # file -> "seconds rss_kib"
   /usr/bin/time -f "%e %M" -o "$tmp/time" "$bin/calcmets" --cores 57600 --format json "$1" > "$tmp/out.json"
   cat "$tmp/time"
 }
-
-echo "## calcmets on job records"
-printf "| %-10s | %-9s | %-12s | %-13s |\n" records seconds "records/s" "peak RSS KiB"
-printf "|%s|%s|%s|%s|\n" ------------ ----------- -------------- ---------------
-for count in $((n / 5)) "$n"; do
-  "$bin/examples/gen_records" "$count" "$tmp/r.rec"
-  cat "$tmp/r.rec" > /dev/null   # into the page cache: measure decoding, not the disk
-  best=""
-  for _ in 1 2 3; do
-    read -r secs rss < <(measure "$tmp/r.rec")
-    if [ -z "$best" ] || awk "BEGIN{exit !($secs < $best)}"; then best=$secs; best_rss=$rss; fi
-  done
-  jobs=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["jobs"]+d["skipped"]["excluded"])' "$tmp/out.json")
-  [ "$jobs" = "$count" ] || { echo "bench-calcmets: read $jobs of $count records" >&2; exit 1; }
-  printf "| %10d | %9s | %12.0f | %13d |\n" "$count" "$best" "$(awk "BEGIN{print $count / $best}")" "$best_rss"
-  rm -f "$tmp/r.rec"
-done
 
 compare() { # trace label
   local trace=$1 label=$2 rust_t=() py_t=()
@@ -77,6 +61,10 @@ PY
 
 echo
 echo "## calcmets --swf against Python, on $(basename "$trace")"
+# First, while the machine is quiet: runs of a few tens of milliseconds
+# suffer most from other work (the record files below are hundreds of
+# megabytes to write back).
+sync
 [ -f "$trace" ] || { echo "bench-calcmets: no trace at $trace (set TRACE=...)" >&2; exit 2; }
 echo "(median of 11 runs each, alternating; both report the same jobs and metrics;"
 echo " \"fastest\" is Python's fastest run over calcmets's fastest, the ratio with the"
@@ -107,3 +95,21 @@ print(f"| {label:<22} | {f:>13.3f} | {p:>13.3f} | {p / f:>8.1f}x | {p_min / min(
     compare "$tmp/plain.swf" "decompressed first"
     ;;
 esac
+
+echo "## calcmets on job records"
+printf "| %-10s | %-9s | %-12s | %-13s |\n" records seconds "records/s" "peak RSS KiB"
+printf "|%s|%s|%s|%s|\n" ------------ ----------- -------------- ---------------
+for count in $((n / 5)) "$n"; do
+  "$bin/examples/gen_records" "$count" "$tmp/r.rec"
+  cat "$tmp/r.rec" > /dev/null   # into the page cache: measure decoding, not the disk
+  best=""
+  for _ in 1 2 3; do
+    read -r secs rss < <(measure "$tmp/r.rec")
+    if [ -z "$best" ] || awk "BEGIN{exit !($secs < $best)}"; then best=$secs; best_rss=$rss; fi
+  done
+  jobs=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["jobs"]+d["skipped"]["excluded"])' "$tmp/out.json")
+  [ "$jobs" = "$count" ] || { echo "bench-calcmets: read $jobs of $count records" >&2; exit 1; }
+  printf "| %10d | %9s | %12.0f | %13d |\n" "$count" "$best" "$(awk "BEGIN{print $count / $best}")" "$best_rss"
+  rm -f "$tmp/r.rec"
+done
+
