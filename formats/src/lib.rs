@@ -4,14 +4,17 @@
 //!
 //! clemu is several programs (sigsleep, agent, controller, runworkload,
 //! calcmets) that talk through files and sockets. Everything one of them
-//! writes and another reads is defined here, once, with no runtime logic:
+//! writes and another reads is defined here, once:
 //!
 //! - [`record`]: the job record that `sigsleep` appends when a job ends, as
 //!   a framed, versioned, CRC-checked binary frame, with an encoder and a
 //!   streaming decoder that survives torn and corrupt input. The byte layout
 //!   is in `docs/record-format.md`.
 //! - [`swf`] (feature `swf`): workload traces in the Standard Workload
-//!   Format, plain or gzip-compressed.
+//!   Format, plain or gzip-compressed: a line-by-line reader, and a chunk
+//!   parser for readers on several threads whose fast path reads plain job
+//!   lines with the processor's vector instructions (chosen at run time;
+//!   `CLEMU_SWF_ISA` forces a narrower one).
 //! - [`nodeset`] (feature `nodeset`): ClusterShell's nodeset notation, with
 //!   `@group` names from clemu's configuration.
 //! - [`wire`] (feature `wire`): the framed, authenticated protocol between
@@ -19,9 +22,10 @@
 //! - [`seconds`]: decimal seconds from command lines and traces, read exactly
 //!   into nanoseconds.
 //!
-//! The crate is deliberately boring: plain types, plain functions, no I/O
-//! beyond `std::io::Read`, so that the lightest binary (`sigsleep`) and the
-//! heaviest (`controller`) can both depend on it.
+//! The default build is the record format alone, with no async runtime and
+//! no I/O beyond `std::io::Read`, so that the lightest binary (`sigsleep`)
+//! stays light; each feature adds what its users need, and nothing here
+//! holds state between calls.
 
 #[cfg(feature = "nodeset")]
 pub mod nodeset;

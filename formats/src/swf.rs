@@ -50,6 +50,21 @@ pub mod field {
 /// Number of fields on a job line.
 pub const FIELDS: usize = 18;
 
+/// The largest time a field may hold, in seconds (95 years). Past it a
+/// line is malformed: a time, a wait and a run time of this size still
+/// add up to less than `i64::MAX` nanoseconds, so readers can sum them
+/// without overflow; and no log spans a century.
+pub const MAX_SECONDS: f64 = 3e9;
+
+/// The time fields, with their names for messages.
+const TIME_FIELDS: [(usize, &str); 5] = [
+    (field::SUBMIT, "submit time"),
+    (field::WAIT, "wait time"),
+    (field::RUN, "run time"),
+    (field::REQ_TIME, "requested time"),
+    (field::THINK, "think time"),
+];
+
 /// Job status values (field 11).
 pub mod status {
     pub const FAILED: i64 = 0;
@@ -532,16 +547,18 @@ pub fn parse_chunk(
         match kind {
             scan::Line::Job => {
                 job.line = line;
-                f(Ok(job));
+                f(times_in_range(job).map(|()| &*job));
             }
             scan::Line::Blank => {}
             scan::Line::Other { raw, ended } => {
                 if let Some(r) = take_line(header, raw, line, last && !ended, job) {
-                    if r.is_ok() {
-                        for (n, v) in job.fields.iter_mut().enumerate() {
-                            if !wanted.has(n + 1) {
-                                *v = f64::NAN;
-                            }
+                    // The general parser fills every field it gets to, a
+                    // malformed line's leading ones included; the fast path
+                    // writes only the wanted ones, so the others are reset
+                    // here or the next fast line would carry them.
+                    for (n, v) in job.fields.iter_mut().enumerate() {
+                        if !wanted.has(n + 1) {
+                            *v = f64::NAN;
                         }
                     }
                     f(r.map(|()| &*job));
@@ -670,6 +687,23 @@ pub fn parse_line_into(text: &[u8], line: u64, job: &mut SwfJob) -> Result<(), L
             line,
             message: format!("expected {FIELDS} fields, found {n}"),
         });
+    }
+    times_in_range(job)
+}
+
+/// Checks that the job's time fields (those read: an unread one is NaN)
+/// are within [`MAX_SECONDS`].
+fn times_in_range(job: &SwfJob) -> Result<(), LineError> {
+    for (n, name) in TIME_FIELDS {
+        let v = job.get(n);
+        if v.abs() > MAX_SECONDS {
+            return Err(LineError {
+                line: job.line,
+                message: format!(
+                    "field {n} ({name}) is out of range: {v} s (more than {MAX_SECONDS} s, 95 years)"
+                ),
+            });
+        }
     }
     Ok(())
 }
@@ -825,6 +859,45 @@ mod tests {
         ] {
             assert_eq!(round(x), x.round() as i64, "{x}");
         }
+    }
+
+    /// Every job or error of a chunk, as `parse_chunk` hands them out.
+    fn chunk_lines(text: &[u8], wanted: Fields) -> Vec<Result<SwfJob, LineError>> {
+        let mut out = Vec::new();
+        parse_chunk(text, 1, true, &mut Header::default(), wanted, |r| {
+            out.push(r.copied().map_err(|e| e.clone()))
+        });
+        out
+    }
+
+    #[test]
+    fn times_past_a_century_are_malformed_on_both_paths() {
+        let huge = b"2 999999999999999 5 10 4 -1 -1 4 -1 -1 1 1 1 -1 1 -1 -1 -1";
+        let e = parse_line(huge, 7).unwrap_err();
+        assert_eq!(e.line, 7);
+        assert!(
+            e.message.contains("field 2 (submit time) is out of range"),
+            "{e}"
+        );
+        let mut text = huge.to_vec();
+        text.push(b'\n');
+        let lines = chunk_lines(&text, Fields::of(&[field::SUBMIT, field::RUN]));
+        let e = lines[0].as_ref().unwrap_err();
+        assert!(e.message.contains("out of range"), "{e}");
+        // A negative one too, and the limit itself is still a time.
+        assert!(parse_line(b"1 -3000000001 0 1 1 -1 -1 1 -1 -1 1 1 1 -1 1 -1 -1 -1", 1).is_err());
+        assert!(parse_line(b"1 3000000000 0 1 1 -1 -1 1 -1 -1 1 1 1 -1 1 -1 -1 -1", 1).is_ok());
+    }
+
+    #[test]
+    fn a_malformed_line_leaves_nothing_in_the_next_jobs_unread_fields() {
+        let text = b"7 8 x 10 4 -1 -1 4 -1 -1 1 1 1 -1 1 -1 -1 -1\n\
+                     1 0 10 100 4 -1 -1 4 200 -1 1 1 1 -1 1 -1 -1 -1\n";
+        let lines = chunk_lines(text, Fields::of(&[3, 4]));
+        assert!(lines[0].is_err());
+        let job = lines[1].as_ref().unwrap();
+        assert_eq!((job.get(3), job.get(4)), (10.0, 100.0));
+        assert!(job.get(1).is_nan() && job.get(2).is_nan(), "{job:?}");
     }
 
     #[test]

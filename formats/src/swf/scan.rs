@@ -45,7 +45,7 @@ impl Fields {
 
     /// Whether field `n` (1-based) is wanted.
     pub fn has(self, n: usize) -> bool {
-        self.0 & (1 << (n - 1)) != 0
+        (1..=FIELDS).contains(&n) && self.0 & (1 << (n - 1)) != 0
     }
 }
 
@@ -93,53 +93,60 @@ enum Isa {
     Avx2,
     #[cfg(target_arch = "x86_64")]
     Sse2,
-    #[cfg(not(target_arch = "x86_64"))]
+    /// One byte at a time: other processors, and a reference for tests.
     Portable,
 }
 
 impl Isa {
-    /// The widest this processor has (checked once).
+    /// The widest this processor has, or the one named by the environment
+    /// variable [`ISA_VARIABLE`] if it has that one (checked once). Forcing
+    /// a narrower reader reproduces, on any machine, what a processor
+    /// without the wider one reads.
     fn best() -> Isa {
-        #[cfg(target_arch = "x86_64")]
-        {
-            use std::sync::OnceLock;
-            static BEST: OnceLock<Isa> = OnceLock::new();
-            *BEST.get_or_init(|| {
-                if avx512() {
-                    Isa::Avx512
-                } else if avx2() {
-                    Isa::Avx2
-                } else {
-                    Isa::Sse2
-                }
-            })
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        {
-            Isa::Portable
-        }
+        use std::sync::OnceLock;
+        static BEST: OnceLock<Isa> = OnceLock::new();
+        *BEST.get_or_init(|| {
+            let available = Isa::available();
+            let chosen = std::env::var(ISA_VARIABLE)
+                .ok()
+                .and_then(|name| available.iter().copied().find(|i| i.name() == name));
+            chosen.unwrap_or(available[available.len() - 1])
+        })
     }
 
-    /// Every one this processor can run, for tests that compare them.
-    #[cfg(test)]
+    /// Every one this processor can run, narrowest first.
     fn available() -> Vec<Isa> {
+        #[allow(unused_mut)]
+        let mut all = vec![Isa::Portable];
         #[cfg(target_arch = "x86_64")]
         {
-            let mut all = vec![Isa::Sse2];
+            all.push(Isa::Sse2);
             if avx2() {
                 all.push(Isa::Avx2);
             }
             if avx512() {
                 all.push(Isa::Avx512);
             }
-            all
         }
-        #[cfg(not(target_arch = "x86_64"))]
-        {
-            vec![Isa::Portable]
+        all
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx512 => "avx512",
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx2 => "avx2",
+            #[cfg(target_arch = "x86_64")]
+            Isa::Sse2 => "sse2",
+            Isa::Portable => "portable",
         }
     }
 }
+
+/// Names the reader to use (`portable`, `sse2`, `avx2` or `avx512`) when
+/// the processor has it; unset, or naming one it lacks, the widest it has.
+pub const ISA_VARIABLE: &str = "CLEMU_SWF_ISA";
 
 /// Whether the processor has the AVX-512 subsets the widest reader uses
 /// (every AVX-512 processor with BW has the others too).
@@ -149,6 +156,7 @@ fn avx512() -> bool {
         && std::arch::is_x86_feature_detected!("avx512bw")
         && std::arch::is_x86_feature_detected!("avx512dq")
         && std::arch::is_x86_feature_detected!("avx512cd")
+        && std::arch::is_x86_feature_detected!("bmi1")
         && std::arch::is_x86_feature_detected!("bmi2")
         && std::arch::is_x86_feature_detected!("popcnt")
 }
@@ -172,18 +180,24 @@ pub fn lines(
     job: &mut SwfJob,
     visit: impl FnMut(Line<'_>, &mut SwfJob),
 ) {
-    lines_on(Isa::best(), text, wanted, job, visit);
+    // SAFETY: `best` picks from what `available` found on this processor.
+    unsafe { lines_on(Isa::best(), text, wanted, job, visit) }
 }
 
-fn lines_on(
+/// [`lines`] with the reader `isa`.
+///
+/// # Safety
+///
+/// The processor has the instructions of `isa`: it is one that
+/// [`Isa::available`] returned.
+unsafe fn lines_on(
     isa: Isa,
     text: &[u8],
     wanted: Fields,
     job: &mut SwfJob,
     visit: impl FnMut(Line<'_>, &mut SwfJob),
 ) {
-    // SAFETY (each arm): the processor has the instructions; `Isa::best`
-    // and `Isa::available` checked.
+    // SAFETY (each arm): the caller's promise.
     match isa {
         #[cfg(target_arch = "x86_64")]
         Isa::Avx512 => unsafe { x86::lines_avx512(text, wanted, job, visit) },
@@ -191,7 +205,6 @@ fn lines_on(
         Isa::Avx2 => unsafe { x86::lines_avx2(text, wanted, job, visit) },
         #[cfg(target_arch = "x86_64")]
         Isa::Sse2 => unsafe { x86::lines_sse2(text, wanted, job, visit) },
-        #[cfg(not(target_arch = "x86_64"))]
         Isa::Portable => lines_with(
             text,
             wanted,
@@ -600,7 +613,6 @@ mod x86 {
     }
 }
 
-#[cfg(not(target_arch = "x86_64"))]
 fn masks_portable(w: &Window) -> Masks {
     let mut m = Masks::default();
     for (i, &b) in w[..WINDOW].iter().enumerate() {
@@ -640,11 +652,14 @@ mod tests {
         for isa in Isa::available() {
             let mut job = blank_job();
             let mut first = None;
-            lines_on(isa, text, wanted, &mut job, |l, j| {
-                if first.is_none() {
-                    first = Some((format!("{l:?}"), *j));
-                }
-            });
+            // SAFETY: `available` found the reader on this processor.
+            unsafe {
+                lines_on(isa, text, wanted, &mut job, |l, j| {
+                    if first.is_none() {
+                        first = Some((format!("{l:?}"), *j));
+                    }
+                })
+            };
             let first = first.expect("the text has a line");
             if let Some(s) = &seen {
                 assert_eq!(s.0, first.0, "{isa:?}");
