@@ -26,7 +26,7 @@ pub struct Dist {
     pending: [i64; BATCH],
     pending_len: usize,
     exact: Vec<i64>,
-    hist: Option<Histogram<u32>>,
+    hist: Option<Hist>,
     count: u64,
     sum: i128,
     min: i64,
@@ -90,11 +90,11 @@ impl Dist {
                     if v == run.0 {
                         run.1 += 1;
                     } else {
-                        record(h, run.0, run.1);
+                        h.record(run.0, run.1);
                         run = (v, 1);
                     }
                 }
-                record(h, run.0, run.1);
+                h.record(run.0, run.1);
             }
             None => {
                 self.exact.extend_from_slice(batch);
@@ -119,10 +119,9 @@ impl Dist {
     }
 
     fn spill(&mut self) {
-        // Three significant digits; grows to the range actually recorded.
-        let mut h = Histogram::<u32>::new(3).expect("3 significant digits is a valid precision");
+        let mut h = Hist::default();
         for &v in &self.exact {
-            record(&mut h, v, 1);
+            h.record(v, 1);
         }
         self.exact = Vec::new();
         self.hist = Some(h);
@@ -141,13 +140,10 @@ impl Dist {
             self.spill();
         }
         match (&mut self.hist, other.hist) {
-            (Some(h), Some(o)) => {
-                // Auto-resizing histograms take any other's range.
-                let _ = h.add(&o);
-            }
+            (Some(h), Some(o)) => h.add(o),
             (Some(h), None) => {
                 for v in other.exact {
-                    record(h, v, 1);
+                    h.record(v, 1);
                 }
             }
             (None, _) => {
@@ -186,7 +182,7 @@ impl Dist {
                 )
             }
             Some(h) => {
-                let [p50, p95, p99] = hist_ranks(h, [0.50, 0.95, 0.99], self.min, self.max);
+                let [p50, p95, p99] = h.ranks([0.50, 0.95, 0.99], self.min, self.max);
                 (p50, p95, p99)
             }
         };
@@ -200,38 +196,101 @@ impl Dist {
     }
 }
 
-/// Counts `n` times the value `v`.
-fn record(h: &mut Histogram<u32>, v: i64, n: u32) {
-    // Negative values (a submit stamped after the start by a skewed clock)
-    // count as 0 in the percentiles; the mean keeps their true value. An
-    // auto-resizing histogram only refuses values past u64::MAX / 2.
-    let _ = h.record_n(v.max(0) as u64, n);
+/// Where values go past the exact limit: the non-negative ones, and the
+/// magnitudes of the negative ones (a submit stamped after the start by a
+/// skewed clock), which are rare enough to have a histogram only when
+/// there are some.
+#[derive(Clone)]
+struct Hist {
+    pos: Histogram<u32>,
+    neg: Option<Histogram<u32>>,
+}
+
+impl Default for Hist {
+    fn default() -> Self {
+        Hist {
+            pos: new_histogram(),
+            neg: None,
+        }
+    }
+}
+
+/// Three significant digits; grows to the range actually recorded.
+fn new_histogram() -> Histogram<u32> {
+    Histogram::new(3).expect("3 significant digits is a valid precision")
+}
+
+impl Hist {
+    /// Counts `n` times the value `v`.
+    fn record(&mut self, v: i64, n: u32) {
+        // An auto-resizing histogram only refuses values past u64::MAX / 2;
+        // then the percentiles are over the values it took.
+        let _ = if v >= 0 {
+            self.pos.record_n(v as u64, n)
+        } else {
+            self.neg
+                .get_or_insert_with(new_histogram)
+                .record_n(v.unsigned_abs(), n)
+        };
+    }
+
+    fn add(&mut self, other: Hist) {
+        // Auto-resizing histograms take any other's range.
+        let _ = self.pos.add(&other.pos);
+        if let Some(o) = other.neg {
+            let _ = self.neg.get_or_insert_with(new_histogram).add(&o);
+        }
+    }
+
+    /// The nearest-rank values at the quantiles `qs` (ascending), in one
+    /// pass over the buckets: the negative ones from the largest magnitude
+    /// down, then the others.
+    fn ranks<const N: usize>(&self, qs: [f64; N], min: i64, max: i64) -> [i64; N] {
+        let neg: Vec<(i64, u64)> = match &self.neg {
+            Some(h) => h
+                .iter_recorded()
+                .map(|it| {
+                    (
+                        -bucket_value(h, it.value_iterated_to()),
+                        it.count_at_value().into(),
+                    )
+                })
+                .collect(),
+            None => Vec::new(),
+        };
+        let pos = self.pos.iter_recorded().map(|it| {
+            (
+                bucket_value(&self.pos, it.value_iterated_to()),
+                it.count_at_value().into(),
+            )
+        });
+        let total = self.pos.len() + self.neg.as_ref().map_or(0, |h| h.len());
+        let ks = qs.map(|q| rank(q, total as usize) as u64);
+        let mut out = [max; N];
+        let mut next = 0;
+        let mut seen = 0;
+        for (v, count) in neg.into_iter().rev().chain(pos) {
+            seen += count;
+            while next < N && seen >= ks[next] {
+                out[next] = v.clamp(min, max);
+                next += 1;
+            }
+            if next == N {
+                break;
+            }
+        }
+        out
+    }
+}
+
+/// The value a bucket stands for: its middle, to four significant digits.
+fn bucket_value(h: &Histogram<u32>, v: u64) -> i64 {
+    round_sig(h.median_equivalent(v), 4).min(i64::MAX as u64) as i64
 }
 
 /// Nearest rank: the k-th smallest of n values, k = max(1, ⌈q·n⌉).
 pub fn rank(q: f64, n: usize) -> usize {
     ((q * n as f64).ceil() as usize).clamp(1, n.max(1))
-}
-
-/// The nearest-rank values at the quantiles `qs` (ascending), in one pass
-/// over the histogram's buckets.
-fn hist_ranks<const N: usize>(h: &Histogram<u32>, qs: [f64; N], min: i64, max: i64) -> [i64; N] {
-    let ks = qs.map(|q| rank(q, h.len() as usize) as u64);
-    let mut out = [max; N];
-    let mut next = 0;
-    let mut seen = 0;
-    for it in h.iter_recorded() {
-        seen += u64::from(it.count_at_value());
-        while next < N && seen >= ks[next] {
-            let v = round_sig(h.median_equivalent(it.value_iterated_to()), 4) as i64;
-            out[next] = v.clamp(min.max(0), max);
-            next += 1;
-        }
-        if next == N {
-            break;
-        }
-    }
-    out
 }
 
 /// `v` rounded to `digits` significant digits: the histogram holds three,
@@ -312,6 +371,30 @@ mod tests {
         }
         assert!(late.approximate() && early.approximate());
         assert_eq!(early.quantiles(), late.quantiles());
+    }
+
+    #[test]
+    fn negative_values_have_the_same_percentiles_on_both_sides_of_the_limit() {
+        // Waits of a skewed clock: all negative, then a mix.
+        for shift in [-1_000_000_000i64, -500] {
+            let vals: Vec<i64> = (0..EXACT_LIMIT as i64 + 4_000)
+                .map(|i| (i * 7919) % 1000 + shift)
+                .collect();
+            let mut sorted = vals.clone();
+            sorted.sort_unstable();
+            let mut d = Dist::default();
+            for &v in &vals {
+                d.add(v);
+            }
+            assert!(d.approximate());
+            let q = d.quantiles().unwrap();
+            for (p, got) in [(0.50, q.p50), (0.95, q.p95), (0.99, q.p99)] {
+                let want = sorted[rank(p, sorted.len()) - 1];
+                let err = (got - want).abs() as f64 / want.abs().max(1) as f64;
+                assert!(err <= 0.001, "shift {shift}, p{p}: {got} vs {want}");
+            }
+            assert_eq!(q.max, sorted[sorted.len() - 1]);
+        }
     }
 
     #[test]

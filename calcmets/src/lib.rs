@@ -6,7 +6,8 @@
 //! or the remaining record files together). Each run is streamed, never
 //! loaded whole: records through the [`formats::record`] decoder (damaged
 //! frames are counted per file), traces through [`formats::swf`] on every
-//! core ([`trace`]; malformed lines become warnings naming the line). Every job goes through one
+//! core ([`trace`]; malformed lines become warnings naming the line).
+//! Every job goes through one
 //! [`metrics::Accum`], which applies DESIGN.md's metric definitions with
 //! integer sums and [`dist::Dist`] distributions (exact up to 65,536 jobs,
 //! an HDR histogram past that), so memory does not grow with the input.
@@ -97,8 +98,8 @@ fn metrics_of(args: &MetricsArgs) -> Result<Outcome> {
     if args.inputs.is_empty() && args.swf.is_empty() {
         bail!("nothing to read: give record files or directories, or --swf TRACE (see --help)");
     }
-    let plan = runs::plan(&args.inputs, &args.swf, args.merge)?;
     let mut warnings = Vec::new();
+    let plan = runs::plan(&args.inputs, &args.swf, args.merge, &mut warnings)?;
     let mut results = Vec::with_capacity(plan.len());
     for run in &plan {
         let params = Params {

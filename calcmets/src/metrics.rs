@@ -43,6 +43,15 @@ pub struct JobView<'a> {
     pub status_ok: bool,
 }
 
+/// One job's run time, wait, response and suspended time (ns).
+#[derive(Clone, Copy)]
+struct Times {
+    r: i64,
+    w: i64,
+    resp: i64,
+    z: i64,
+}
+
 /// The running state of one run (or of one size class of it).
 #[derive(Clone)]
 pub struct Accum {
@@ -146,18 +155,28 @@ impl Accum {
             .suspensions
             .iter()
             .map(|s| s.resume.saturating_sub(s.suspend).max(0))
-            .sum();
-        let r = job.end - job.start - z;
-        if !job.status_ok || r <= 0 || job.cores == 0 {
-            self.excluded += 1;
-            if p.by_size {
-                self.class(job.cores).excluded += 1;
+            .fold(0, i64::saturating_add);
+        // Instants so far apart that their differences overflow come only
+        // from a damaged input: such a job has no run time to speak of.
+        let times = (|| {
+            let r = job.end.checked_sub(job.start)?.checked_sub(z)?;
+            let w = job.start.checked_sub(job.submit)?;
+            let resp = job.end.checked_sub(job.submit)?;
+            Some(Times { r, w, resp, z })
+        })();
+        let times = match times {
+            Some(t) if job.status_ok && t.r > 0 && job.cores > 0 => t,
+            _ => {
+                self.excluded += 1;
+                if p.by_size {
+                    self.class(job.cores).excluded += 1;
+                }
+                return;
             }
-            return;
-        }
-        self.include(p, job, r, z);
+        };
+        self.include(p, job, times);
         if p.by_size {
-            self.class(job.cores).include(p, job, r, z);
+            self.class(job.cores).include(p, job, times);
         }
     }
 
@@ -165,9 +184,8 @@ impl Accum {
         self.by_size.entry(size_class(cores)).or_default()
     }
 
-    fn include(&mut self, p: &Params, job: &JobView<'_>, r: i64, z: i64) {
-        let w = job.start - job.submit;
-        let resp = job.end - job.submit;
+    fn include(&mut self, p: &Params, job: &JobView<'_>, t: Times) {
+        let Times { r, w, resp, z } = t;
         self.jobs += 1;
         self.wait.add(w);
         self.response.add(resp);
@@ -266,13 +284,13 @@ impl Accum {
 
 /// Executed time of `job` (start to end, minus suspensions) inside [w0, w1).
 fn executed_within(job: &JobView<'_>, w0: i64, w1: i64) -> i64 {
-    let overlap = |a: i64, b: i64| (b.min(w1) - a.max(w0)).max(0);
+    let overlap = |a: i64, b: i64| b.min(w1).saturating_sub(a.max(w0)).max(0);
     let mut t = overlap(job.start, job.end);
     for s in job.suspensions {
         let a = s.suspend.max(job.start);
         let b = s.resume.min(job.end);
         if b > a {
-            t -= overlap(a, b);
+            t = t.saturating_sub(overlap(a, b));
         }
     }
     t.max(0)

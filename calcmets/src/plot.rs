@@ -150,7 +150,12 @@ fn file_stem(name: &str) -> String {
 
 fn load(args: &PlotArgs) -> Result<Vec<Run>> {
     let mut out = Vec::new();
-    for run in runs::plan(&args.inputs, &[], false)? {
+    let mut warnings = Vec::new();
+    let plan = runs::plan(&args.inputs, &[], false, &mut warnings)?;
+    for w in &warnings {
+        eprintln!("calcmets: warning: {w}");
+    }
+    for run in plan {
         let RunInput::Records(sources) = &run.input else {
             continue;
         };

@@ -33,8 +33,15 @@ pub enum RunInput {
 /// `manifest.json`, or each such directory directly inside a given one) is a
 /// run of its own; every `--swf` trace is a run; the remaining files and
 /// directories form one run named "records". With `merge`, all record
-/// inputs form a single run whatever they are.
-pub fn plan(inputs: &[PathBuf], traces: &[PathBuf], merge: bool) -> Result<Vec<Run>> {
+/// inputs form a single run whatever they are. Inputs that would be read
+/// as nothing (a directory without record files, record files beside
+/// results directories) are described in `warnings`.
+pub fn plan(
+    inputs: &[PathBuf],
+    traces: &[PathBuf],
+    merge: bool,
+    warnings: &mut Vec<String>,
+) -> Result<Vec<Run>> {
     let mut runs = Vec::new();
     let mut loose = Vec::new();
     for input in inputs {
@@ -49,8 +56,22 @@ pub fn plan(inputs: &[PathBuf], traces: &[PathBuf], merge: bool) -> Result<Vec<R
             }
             let children = result_children(input)?;
             if !children.is_empty() {
-                for child in children {
-                    runs.push(results_dir(&child)?);
+                for child in &children {
+                    runs.push(results_dir(child)?);
+                }
+                let beside = inputs::expand(std::slice::from_ref(input))?
+                    .into_iter()
+                    .filter(|s| match s {
+                        inputs::Source::File(f) => !children.iter().any(|c| f.starts_with(c)),
+                        inputs::Source::Stdin => false,
+                    })
+                    .count();
+                if beside > 0 {
+                    warnings.push(format!(
+                        "{}: {beside} record file(s) outside its results directories are not \
+                         read (name them on the command line to read them)",
+                        input.display()
+                    ));
                 }
                 continue;
             }
@@ -65,6 +86,15 @@ pub fn plan(inputs: &[PathBuf], traces: &[PathBuf], merge: bool) -> Result<Vec<R
             }
             _ => (None, None),
         };
+        for input in &loose {
+            if input.is_dir() && inputs::expand(std::slice::from_ref(input))?.is_empty() {
+                warnings.push(format!(
+                    "{}: no record files (*.{}) in it",
+                    input.display(),
+                    inputs::RECORD_EXT
+                ));
+            }
+        }
         runs.push(Run {
             name: "records".into(),
             input: RunInput::Records(inputs::expand(&loose)?),
@@ -92,11 +122,22 @@ fn result_children(dir: &Path) -> Result<Vec<PathBuf>> {
             .with_context(|| format!("cannot list {}", dir.display()))?
             .path();
         if path.join(MANIFEST).is_file() {
-            out.push(path);
+            // Runs in the order they were made (a sweep's 100 %, 90 %, …),
+            // as runworkload lists them, so a run keeps its column and its
+            // colour whichever tool shows it.
+            // (A sweep of twins starts every run at the trace's start: then
+            // the larger factor first, as the sweep ran them.)
+            let m = read_manifest(&path.join(MANIFEST))?;
+            let number = |key: &str, none: f64| m.get(key).and_then(|v| v.as_f64()).unwrap_or(none);
+            out.push((number("start", f64::INFINITY), -number("factor", 0.0), path));
         }
     }
-    out.sort();
-    Ok(out)
+    out.sort_by(|a, b| {
+        a.0.total_cmp(&b.0)
+            .then_with(|| a.1.total_cmp(&b.1))
+            .then_with(|| a.2.cmp(&b.2))
+    });
+    Ok(out.into_iter().map(|(_, _, p)| p).collect())
 }
 
 fn results_dir(dir: &Path) -> Result<Run> {

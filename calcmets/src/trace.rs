@@ -248,6 +248,8 @@ pub fn add_job(accum: &mut Accum, params: &Params, job: &SwfJob, all_statuses: b
     }
     let status = job.status();
     let submit = job.submit_ns();
+    // No overflow: the parser refuses times past `swf::MAX_SECONDS`, and
+    // three of them add up to less than `i64::MAX` nanoseconds.
     let start = submit + job.wait_ns().unwrap_or(0);
     accum.add(
         params,

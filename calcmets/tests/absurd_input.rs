@@ -1,0 +1,107 @@
+//! Input that is well-formed but absurd, or that would be read as nothing:
+//! calcmets says so and goes on, and never panics on it.
+
+#![allow(clippy::unwrap_used)] // tests: a failure should panic
+
+use std::borrow::Cow;
+use std::process::{Command, Output};
+
+use formats::record::{encode, Flags, JobRecord, Status};
+use serde_json::Value;
+
+const S: i64 = 1_000_000_000;
+
+fn calcmets(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_calcmets"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn a_trace_time_past_a_century_is_a_malformed_line_not_an_overflow() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("huge.swf");
+    std::fs::write(
+        &trace,
+        "; MaxProcs: 8\n\
+         1 0 0 10 4 -1 -1 4 -1 -1 1 1 1 -1 1 -1 -1 -1\n\
+         2 999999999999999 999999999999999 10 4 -1 -1 4 -1 -1 1 1 1 -1 1 -1 -1 -1\n\
+         3 10 0 10 4 -1 -1 4 -1 -1 1 1 1 -1 1 -1 -1 -1\n",
+    )
+    .unwrap();
+    let out = calcmets(&["--swf", trace.to_str().unwrap(), "--format", "json"]);
+    assert_eq!(out.status.code(), Some(0));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["jobs"], 2);
+    assert_eq!(v["response"]["max"], 10.0);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("huge.swf:3:") && err.contains("out of range"),
+        "{err}"
+    );
+    let strict = calcmets(&["--swf", trace.to_str().unwrap(), "--strict"]);
+    assert_eq!(strict.status.code(), Some(1));
+}
+
+#[test]
+fn negative_waits_past_the_exact_limit_have_negative_percentiles() {
+    // A submit stamped one second after the start (a skewed clock), for
+    // more jobs than percentiles are kept exactly for.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("skewed.rec");
+    let mut bytes = Vec::new();
+    for id in 0..70_000u64 {
+        let start = 1_800_000_000 * S + id as i64 * S;
+        let rec = JobRecord {
+            id,
+            cores: 1,
+            node: Cow::Borrowed("vn1"),
+            submit: start + S,
+            start,
+            end: start + 5 * S,
+            runtime: 5 * S as u64,
+            walltime: 0,
+            status: Status::Completed,
+            flags: Flags::default(),
+            suspensions: Vec::new(),
+        };
+        encode(&rec, &mut bytes).unwrap();
+    }
+    std::fs::write(&file, bytes).unwrap();
+    let out = calcmets(&["--cores", "8", "--format", "json", file.to_str().unwrap()]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    for q in ["mean", "p50", "p99", "max"] {
+        assert_eq!(v["wait"][q], -1.0, "{q}");
+    }
+}
+
+#[test]
+fn inputs_that_hold_no_records_are_warned_about() {
+    let dir = tempfile::tempdir().unwrap();
+    let empty = dir.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let out = calcmets(&["--cores", "8", empty.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no record files"), "{err}");
+    let strict = calcmets(&["--cores", "8", "--strict", empty.to_str().unwrap()]);
+    assert_eq!(strict.status.code(), Some(1));
+
+    // A record file beside results directories is not one of their runs.
+    let results = dir.path().join("results");
+    let run = results.join("shrink-100");
+    std::fs::create_dir_all(&run).unwrap();
+    std::fs::write(run.join("manifest.json"), r#"{"cores": 8}"#).unwrap();
+    std::fs::write(results.join("stray.rec"), b"").unwrap();
+    let out = calcmets(&[results.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("1 record file(s) outside"), "{err}");
+}
