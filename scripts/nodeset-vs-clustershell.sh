@@ -44,6 +44,12 @@ node[0-2]-eth0
 c[1-2]-[1-3]
 n1,n001
 vn[000000-099999]!vn[000100-099899]
+[1-3]
+1,2,3
+[1-3],5
+a[1-3],[4-5]
+x[1-2],1
+01,1,2
 CASES
 python3 - "$n" >> "$cases" <<'PY'
 import random, sys
@@ -79,5 +85,26 @@ while IFS= read -r expr; do
     fi
   done
 done < "$cases"
+# Expressions both must refuse (the messages differ; the exit status says).
+for expr in 'a[1-3]!' 'a!' '!a' 'a,,b' 'a,' ',a' 'a&' 'a[1-3]^' 'a[3-1]' 'a[1-2' 'a[1-9/0]'; do
+  total=$((total + 1))
+  if nodeset -f "$expr" >/dev/null 2>&1; then cs=ok; else cs=refused; fi
+  if "$ctl" nodeset -f "$expr" >/dev/null 2>&1; then us=ok; else us=refused; fi
+  if [ "$cs" != "$us" ]; then
+    fail=$((fail + 1))
+    echo "DIFFERS: nodeset -f '$expr': ClusterShell $cs, clemu $us"
+  fi
+done
+
+# A long list of names in shuffled order, from standard input.
+total=$((total + 1))
+names=$(python3 -c 'import random; n = list(range(20000)); random.seed(3); random.shuffle(n); print("\n".join(f"vn{i:05d}" for i in n))')
+want=$(nodeset -f <<< "$names")
+got=$("$ctl" nodeset -f <<< "$names")
+if [ "$want" != "$got" ]; then
+  fail=$((fail + 1))
+  echo "DIFFERS: 20,000 shuffled names on standard input: ClusterShell $want, clemu $got"
+fi
+
 echo "nodeset: $((total - fail)) of $total cases agree with ClusterShell ($(nodeset --version 2>&1 | head -1))"
 [ "$fail" -eq 0 ]

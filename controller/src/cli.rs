@@ -2,6 +2,7 @@
 //! `nodeset`. What the user typed becomes a request; [`run`] carries it
 //! out and returns the exit code's meaning.
 
+use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::{anyhow, bail, Context, Result};
@@ -163,8 +164,9 @@ pub struct NodesetArgs {
     #[arg(short = 'S', long, default_value = " ")]
     pub separator: String,
     /// Nodesets; several are taken together (union). `@group` names come
-    /// from --config.
-    #[arg(required = true, value_name = "NODESET")]
+    /// from --config. None: read them from standard input, separated by
+    /// spaces or lines.
+    #[arg(value_name = "NODESET")]
     pub exprs: Vec<String>,
 }
 
@@ -195,7 +197,7 @@ pub async fn run(cli: Cli, shutdown: CancellationToken) -> Result<Outcome> {
         Command::Nodeset(a) => nodeset(&cli, a),
         Command::Policies => {
             for p in crate::policy::REGISTRY {
-                println!("{:<8} {}", p.name, p.about);
+                writeln!(std::io::stdout(), "{:<8} {}", p.name, p.about)?;
             }
             Ok(Outcome::Ok)
         }
@@ -257,7 +259,7 @@ async fn client_command(cli: &Cli) -> Result<Outcome> {
     let resp = client::request(&addr, &secret, &req).await?;
     let json = cli.format == Format::Json;
     let print_json = |v: serde_json::Value| -> Result<()> {
-        println!("{}", serde_json::to_string_pretty(&v)?);
+        writeln!(std::io::stdout(), "{}", serde_json::to_string_pretty(&v)?)?;
         Ok(())
     };
     match resp {
@@ -304,9 +306,8 @@ async fn client_command(cli: &Cli) -> Result<Outcome> {
                 Outcome::Ok
             });
         }
-        Response::Drained(nodes) => println!("{nodes}"),
+        Response::Drained(nodes) => writeln!(std::io::stdout(), "{nodes}")?,
         Response::Records(frames) => {
-            use std::io::Write;
             std::io::stdout().write_all(&frames)?;
         }
         Response::ShuttingDown => eprintln!("controller: shutting down"),
@@ -379,22 +380,37 @@ fn nodeset(cli: &Cli, a: &NodesetArgs) -> Result<Outcome> {
         Some(_) => load(cli)?.groups,
         None => formats::nodeset::Groups::new(),
     };
+    let stdin;
+    let exprs: Vec<&str> = if a.exprs.is_empty() {
+        stdin = std::io::read_to_string(std::io::stdin()).context("cannot read standard input")?;
+        stdin.split_whitespace().collect()
+    } else {
+        a.exprs.iter().map(String::as_str).collect()
+    };
+    // The union of the arguments, each read on its own: one with operators
+    // other than `,` goes in parentheses (they apply left to right).
     let mut all = String::new();
-    for e in &a.exprs {
+    for e in exprs {
         if !all.is_empty() {
             all.push(',');
         }
-        all.push('(');
-        all.push_str(e);
-        all.push(')');
+        if e.contains(['!', '&', '^']) {
+            all.push('(');
+            all.push_str(e);
+            all.push(')');
+        } else {
+            all.push_str(e);
+        }
     }
     let set = groups.parse(&all).map_err(|e| anyhow!(e))?;
+    let mut out = std::io::stdout().lock();
     if a.count {
-        println!("{}", formats::nodeset::count(&set));
+        writeln!(out, "{}", formats::nodeset::count(&set))?;
     } else if a.expand {
-        println!("{}", formats::nodeset::expand(&set).join(&a.separator));
+        writeln!(out, "{}", formats::nodeset::expand(&set).join(&a.separator))?;
     } else {
-        println!("{}", formats::nodeset::folded(&set));
+        writeln!(out, "{}", formats::nodeset::folded(&set))?;
     }
+    out.flush()?;
     Ok(Outcome::Ok)
 }

@@ -41,6 +41,16 @@ fn main() -> ExitCode {
         match controller::cli::run(cli, shutdown).await {
             Ok(Outcome::Ok) => ExitCode::SUCCESS,
             Ok(Outcome::Refused) => ExitCode::from(1),
+            // `controller nodeset -e … | head` closing the pipe is not an
+            // error.
+            Err(e)
+                if e.chain().any(|c| {
+                    c.downcast_ref::<std::io::Error>()
+                        .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+                }) =>
+            {
+                ExitCode::SUCCESS
+            }
             Err(e) => {
                 eprintln!("controller: {e:#}");
                 ExitCode::from(2)

@@ -9,6 +9,15 @@
 //! clemu needs: `@group` names defined in clemu's own configuration rather
 //! than in ClusterShell's configuration files. A group reference is
 //! replaced by its definition in parentheses before parsing.
+//!
+//! It also covers what the crate gets wrong or slow, each checked against
+//! ClusterShell by `scripts/nodeset-vs-clustershell.sh`: an operator with
+//! nothing after it (`a!`) is an error, not ignored; parentheses nested
+//! deeper than [`MAX_DEPTH`] are refused before the crate's recursive
+//! parser overflows the stack; the terms of a long union are put in order
+//! first, because the crate re-sorts its whole list whenever a name
+//! arrives out of order (quadratic on a shuffled list); and names that are
+//! only digits fold as ClusterShell folds them (`[1-3]`, not `1,2,3`).
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -40,7 +49,12 @@ impl fmt::Display for NodesetError {
             NodesetError::UnknownGroup(g) => write!(f, "unknown group @{g}"),
             NodesetError::GroupCycle(g) => write!(f, "group @{g} is defined in terms of itself"),
             NodesetError::Syntax { expr, detail } => {
-                write!(f, "not a nodeset: {expr:?}: {detail}")
+                // A list of 100,000 names is a valid input: quote its start.
+                let shown = match expr.char_indices().nth(SHOWN) {
+                    Some((cut, _)) => format!("{:?}…", &expr[..cut]),
+                    None => format!("{expr:?}"),
+                };
+                write!(f, "not a nodeset: {shown}: {detail}")
             }
         }
     }
@@ -48,9 +62,149 @@ impl fmt::Display for NodesetError {
 
 impl std::error::Error for NodesetError {}
 
-/// Longest expression once groups are replaced: group definitions that
-/// refer to others several times each grow exponentially.
-const MAX_EXPANDED: usize = 1 << 20;
+/// Longest expression (a plain list of 100,000 names of up to 150 bytes
+/// fits).
+const MAX_INPUT: usize = 16 << 20;
+
+/// Most bytes that replacing groups may add: group definitions that refer
+/// to others several times each grow exponentially.
+const MAX_GROWTH: usize = 1 << 20;
+
+/// Deepest nesting of parentheses (groups included): the parser
+/// underneath recurses once a level.
+pub const MAX_DEPTH: usize = 100;
+
+/// Characters of an expression quoted in an error.
+const SHOWN: usize = 80;
+
+/// Terms of a union past which they are put in order before parsing.
+const SORT_UNION_PAST: usize = 32;
+
+/// The operators, outside brackets.
+fn is_operator(c: u8) -> bool {
+    matches!(c, b',' | b'!' | b'&' | b'^')
+}
+
+/// Refuses an operator with no operand on one side (`a!`, `(a,)`, `,a`),
+/// as ClusterShell does, and nesting deeper than [`MAX_DEPTH`].
+fn check_structure(text: &str) -> Result<(), String> {
+    let bytes = text.as_bytes();
+    let mut brackets = 0usize;
+    let mut parens = 0usize;
+    // Whether what came before (spaces aside) can end an operand.
+    let mut after_operand = false;
+    for (i, &b) in bytes.iter().enumerate() {
+        if brackets > 0 {
+            match b {
+                b'[' => brackets += 1,
+                b']' => brackets -= 1,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b' ' => continue,
+            b'[' => brackets += 1,
+            b'(' => {
+                parens += 1;
+                if parens > MAX_DEPTH {
+                    return Err(format!(
+                        "parentheses nested more than {MAX_DEPTH} deep, at byte {}",
+                        i + 1
+                    ));
+                }
+                after_operand = false;
+                continue;
+            }
+            b')' if !after_operand => {
+                return Err(format!(
+                    "empty parentheses or a missing operand at byte {}",
+                    i + 1
+                ));
+            }
+            b')' => parens = parens.saturating_sub(1),
+            op if is_operator(op) => {
+                let next = bytes[i + 1..].iter().find(|&&c| c != b' ');
+                if !after_operand
+                    || matches!(next, None | Some(b')'))
+                    || next.is_some_and(|&c| is_operator(c))
+                {
+                    return Err(format!(
+                        "missing nodeset operand with '{}' operator, at byte {}",
+                        op as char,
+                        i + 1
+                    ));
+                }
+                after_operand = false;
+                continue;
+            }
+            _ => {}
+        }
+        after_operand = true;
+    }
+    Ok(())
+}
+
+/// The terms of a union of many (commas only, outside brackets and
+/// parentheses), ordered by their first name's letters and numbers; `None`
+/// for anything else. A union does not depend on the order of its terms.
+fn union_in_order(text: &str) -> Option<String> {
+    let mut terms = Vec::new();
+    let mut depth = 0usize;
+    let mut start = 0;
+    for (i, b) in text.bytes().enumerate() {
+        match b {
+            b'[' | b'(' => depth += 1,
+            b']' | b')' => depth = depth.saturating_sub(1),
+            b',' if depth == 0 => {
+                terms.push(&text[start..i]);
+                start = i + 1;
+            }
+            b'!' | b'&' | b'^' if depth == 0 => return None,
+            _ => {}
+        }
+    }
+    terms.push(&text[start..]);
+    if terms.len() <= SORT_UNION_PAST {
+        return None;
+    }
+    terms.sort_by_cached_key(|t| natural_key(t));
+    Some(terms.join(","))
+}
+
+/// A name's letters and numbers, numbers by value (then by width, so that
+/// padded and unpadded names stay apart); a bracket counts as its first
+/// number.
+fn natural_key(term: &str) -> Vec<(String, u64, usize)> {
+    let mut key = Vec::new();
+    let mut letters = String::new();
+    let bytes = term.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        if b.is_ascii_digit() || b == b'[' {
+            let from = i + usize::from(b == b'[');
+            let digits = bytes[from..]
+                .iter()
+                .take_while(|c| c.is_ascii_digit())
+                .count();
+            let value = term[from..from + digits].parse().unwrap_or(u64::MAX);
+            key.push((std::mem::take(&mut letters), value, digits));
+            i = from + digits;
+            if b == b'[' {
+                i += bytes[i..]
+                    .iter()
+                    .position(|&c| c == b']')
+                    .map_or(bytes.len() - i, |p| p + 1);
+            }
+        } else {
+            letters.push(b as char);
+            i += 1;
+        }
+    }
+    key.push((letters, 0, 0));
+    key
+}
 
 /// Most names an expression may denote. The parser underneath builds its
 /// ranges eagerly: a billion names would take gigabytes and most of a
@@ -220,7 +374,7 @@ impl Groups {
     }
 
     /// `expr` with every `@group` replaced by `(its definition)`.
-    fn substitute(&self, expr: &str, depth: usize) -> Result<String, NodesetError> {
+    fn substitute(&self, expr: &str, depth: usize, limit: usize) -> Result<String, NodesetError> {
         let mut out = String::with_capacity(expr.len());
         let mut rest = expr;
         while let Some(at) = rest.find('@') {
@@ -236,12 +390,12 @@ impl Groups {
                 return Err(NodesetError::GroupCycle(name.to_string()));
             }
             out.push('(');
-            out.push_str(&self.substitute(def, depth + 1)?);
+            out.push_str(&self.substitute(def, depth + 1, limit)?);
             out.push(')');
-            if out.len() > MAX_EXPANDED {
+            if out.len() > limit {
                 return Err(NodesetError::Syntax {
                     expr: expr.to_string(),
-                    detail: format!("longer than {MAX_EXPANDED} bytes once groups are replaced"),
+                    detail: format!("more than {MAX_GROWTH} bytes longer once groups are replaced"),
                 });
             }
             rest = &after[len..];
@@ -256,12 +410,10 @@ impl Groups {
             expr: expr.to_string(),
             detail,
         };
-        let text = self.substitute(expr, 0)?;
-        if text.len() > MAX_EXPANDED {
-            return Err(syntax(format!(
-                "longer than {MAX_EXPANDED} bytes once groups are replaced"
-            )));
+        if expr.len() > MAX_INPUT {
+            return Err(syntax(format!("longer than {MAX_INPUT} bytes")));
         }
+        let text = self.substitute(expr, 0, expr.len() + MAX_GROWTH)?;
         if let Some(c) = text
             .chars()
             .find(|&c| !(c.is_ascii_alphanumeric() || "-_.:+[]/,!&^()".contains(c)))
@@ -270,6 +422,7 @@ impl Groups {
                 "{c:?} is not allowed (node names are ASCII letters, digits and - _ . : +)"
             )));
         }
+        check_structure(&text).map_err(syntax)?;
         check_steps(&text).map_err(syntax)?;
         check_digits(&text).map_err(syntax)?;
         if let Some(tok) = top_level_words(&text).find(|t| is_bare_range(t)) {
@@ -283,7 +436,12 @@ impl Groups {
                 "up to {n} names, more than the {MAX_NAMES} a nodeset may hold"
             )));
         }
-        text.parse::<NodeSet>().map_err(|e| syntax(e.to_string()))
+        let ordered = union_in_order(&text);
+        ordered
+            .as_deref()
+            .unwrap_or(&text)
+            .parse::<NodeSet>()
+            .map_err(|e| syntax(e.to_string()))
     }
 }
 
@@ -293,9 +451,11 @@ pub fn parse(expr: &str) -> Result<NodeSet, NodesetError> {
 }
 
 /// The folded (most compact) form of a list of node names, such as the
-/// nodes of a job. Building the set from one joined string is linear;
-/// unions one name at a time are not.
+/// nodes of a job. Building the set from one joined string of names in
+/// order is linear; unions one name at a time, or out of order, are not.
 pub fn fold<'a>(names: impl IntoIterator<Item = &'a str>) -> String {
+    let mut names: Vec<&str> = names.into_iter().collect();
+    names.sort_by_cached_key(|n| natural_key(n));
     let mut joined = String::new();
     for n in names {
         if !joined.is_empty() {
@@ -317,6 +477,10 @@ pub fn fold<'a>(names: impl IntoIterator<Item = &'a str>) -> String {
 /// printed as the list of its names instead (ClusterShell: `[0,0001]da`),
 /// longer but right.
 pub fn folded(set: &NodeSet) -> String {
+    let digits_only = |n: &str| n.bytes().all(|b| b.is_ascii_digit());
+    if set.iter().any(|n| digits_only(&n)) {
+        return fold_with_numbers(set);
+    }
     let text = set.to_string();
     if parse(&text).is_ok_and(|again| count(&again) == count(set)) {
         return text;
@@ -329,6 +493,24 @@ pub fn folded(set: &NodeSet) -> String {
         push_name(&mut out, &n);
     }
     out
+}
+
+/// [`folded`] for a set with names that are only digits, which the crate
+/// lists one by one (and which make it list the others unfolded too):
+/// ClusterShell folds them as a bracket with nothing before it, `[1-3]`,
+/// first. They are folded behind a letter, which is then taken off.
+fn fold_with_numbers(set: &NodeSet) -> String {
+    let (numbers, others): (Vec<String>, Vec<String>) = set
+        .iter()
+        .partition(|n| n.bytes().all(|b| b.is_ascii_digit()));
+    let behind: Vec<String> = numbers.iter().map(|n| format!("x{n}")).collect();
+    let numbers = fold(behind.iter().map(String::as_str));
+    let numbers = numbers.strip_prefix('x').unwrap_or(&numbers);
+    // One number folds to itself, without brackets, as in ClusterShell.
+    if others.is_empty() {
+        return numbers.to_string();
+    }
+    format!("{numbers},{}", fold(others.iter().map(String::as_str)))
 }
 
 /// Appends a node name as an expression: `1-11`, which would read as a
@@ -441,6 +623,62 @@ mod tests {
             let f = fold(names.iter().copied());
             assert_eq!(parse(&f).unwrap().len(), names.len(), "{f}");
         }
+    }
+
+    #[test]
+    fn an_operator_needs_an_operand_on_both_sides() {
+        for e in [
+            "a[1-3]!", "a!", "!a", "a,,b", "a,", ",a", "a&", "(a^)", "a!(,b)", "()",
+        ] {
+            let err = parse(e).unwrap_err().to_string();
+            assert!(
+                err.contains("operand") || err.contains("empty"),
+                "{e}: {err}"
+            );
+        }
+        assert_eq!(parse("a[1-3]!a2").unwrap().to_string(), "a[1,3]");
+    }
+
+    #[test]
+    fn deep_parentheses_are_refused_not_a_stack_overflow() {
+        let deep = format!("{}a{}", "(".repeat(20_000), ")".repeat(20_000));
+        let err = parse(&deep).unwrap_err().to_string();
+        assert!(err.contains("nested more than 100"), "{err}");
+        assert!(err.len() < 300, "the error quotes the start only: {err}");
+        let ok = format!("{}a{}", "(".repeat(MAX_DEPTH), ")".repeat(MAX_DEPTH));
+        assert_eq!(parse(&ok).unwrap().to_string(), "a");
+    }
+
+    #[test]
+    fn names_of_digits_fold_as_clustershell_folds_them() {
+        for (expr, want) in [
+            ("[1-3]", "[1-3]"),
+            ("1,2,3", "[1-3]"),
+            ("[1-3],5", "[1-3,5]"),
+            ("a[1-3],[4-5]", "[4-5],a[1-3]"),
+            ("x[1-2],1", "1,x[1-2]"),
+            ("5", "5"),
+        ] {
+            assert_eq!(folded(&parse(expr).unwrap()), want, "{expr}");
+        }
+    }
+
+    #[test]
+    fn a_long_union_in_any_order_is_the_same_set() {
+        // Shuffled (deterministically): the crate alone re-sorts at every
+        // name out of order.
+        let n = 20_000u64;
+        let names: Vec<String> = (0..n).map(|i| format!("vn{:05}", (i * 7919) % n)).collect();
+        let set = parse(&names.join(",")).unwrap();
+        assert_eq!(folded(&set), "vn[00000-19999]");
+        assert_eq!(count(&set), n as usize);
+        let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+        assert_eq!(fold(refs), "vn[00000-19999]");
+        // Only a plain union is reordered: a difference is read left to
+        // right as written.
+        let terms: Vec<String> = (0..40).map(|i| format!("b{i}")).collect();
+        let expr = format!("{}!b1", terms.join(","));
+        assert_eq!(parse(&expr).unwrap().len(), 39);
     }
 
     #[test]
