@@ -123,6 +123,8 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
+        // Colours only for a person: a log file or a pipe gets plain text.
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("CLEMU_LOG")
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),

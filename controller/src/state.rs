@@ -219,6 +219,9 @@ pub struct Cluster {
     /// policies see them. Kept up to date in place and shared with the
     /// views of passes, so a pass copies nothing.
     queue: Arc<Vec<Queued>>,
+    /// While [`Cluster::unqueue_batched`] runs: jobs to take out of the
+    /// queue in one pass at its end.
+    unqueue_later: Option<HashSet<u64>>,
     /// Jobs holding resources, by id, as policies see them.
     active: Arc<Vec<Active>>,
     /// Finished jobs by id, and their ids oldest first (for forgetting).
@@ -296,6 +299,7 @@ impl Cluster {
             node_index,
             jobs: HashMap::new(),
             queue: Arc::new(Vec::new()),
+            unqueue_later: None,
             active: Arc::new(Vec::new()),
             done: HashMap::new(),
             done_order: VecDeque::new(),
@@ -451,6 +455,10 @@ impl Cluster {
     }
 
     fn unqueue(&mut self, id: u64, partition: usize) {
+        if let Some(later) = &mut self.unqueue_later {
+            later.insert(id);
+            return;
+        }
         let key = (Reverse(self.partition_views[partition].priority), id);
         let views = &self.partition_views;
         let queue = Arc::make_mut(&mut self.queue);
@@ -458,6 +466,25 @@ impl Cluster {
         if queue.get(at).is_some_and(|q| q.job == id) {
             queue.remove(at);
         }
+    }
+
+    /// Runs `f` with removals from the queue held back and made in one
+    /// pass at the end. One at a time, each moves the rest of the queue:
+    /// a pass that starts a thousand jobs out of 100,000, or a shutdown
+    /// that cancels 300,000, would be quadratic. (`f` must not read the
+    /// queue meanwhile: no pass runs inside it.)
+    fn unqueue_batched<R>(&mut self, f: impl FnOnce(&mut Self) -> R) -> R {
+        let nested = self.unqueue_later.is_some();
+        if !nested {
+            self.unqueue_later = Some(HashSet::new());
+        }
+        let r = f(self);
+        if !nested {
+            if let Some(ids) = self.unqueue_later.take().filter(|ids| !ids.is_empty()) {
+                Arc::make_mut(&mut self.queue).retain(|q| !ids.contains(&q.job));
+            }
+        }
+        r
     }
 
     fn active_at(&self, id: u64) -> Option<usize> {
@@ -508,18 +535,20 @@ impl Cluster {
     /// overbook a node or act on a job in the wrong state is refused and
     /// logged.
     pub fn apply(&mut self, decisions: Vec<Decision>, now: Now, out: &mut impl Outbox) {
-        for d in decisions {
-            let result = match d {
-                Decision::Start { job, alloc } => self.start_job(job, alloc, now, out),
-                Decision::Suspend(job) => self.policy_suspend(job, now, out),
-                Decision::Resume(job) => self.policy_resume(job, now, out),
-                Decision::Cancel(job) => self.cancel_at(job, JobState::Cancelled, now, out),
-            };
-            if let Err(e) = result {
-                warn!("policy decision refused: {e}");
-                self.counters.refused += 1;
+        self.unqueue_batched(|c| {
+            for d in decisions {
+                let result = match d {
+                    Decision::Start { job, alloc } => c.start_job(job, alloc, now, out),
+                    Decision::Suspend(job) => c.policy_suspend(job, now, out),
+                    Decision::Resume(job) => c.policy_resume(job, now, out),
+                    Decision::Cancel(job) => c.cancel_at(job, JobState::Cancelled, now, out),
+                };
+                if let Err(e) = result {
+                    warn!("policy decision refused: {e}");
+                    c.counters.refused += 1;
+                }
             }
-        }
+        })
     }
 
     fn start_job(
@@ -866,12 +895,14 @@ impl Cluster {
     }
 
     pub fn cancel(&mut self, ids: &[u64], now: Now, out: &mut impl Outbox) -> Vec<JobOutcome> {
-        ids.iter()
-            .map(|&id| JobOutcome {
-                id,
-                error: self.cancel_at(id, JobState::Cancelled, now, out).err(),
-            })
-            .collect()
+        self.unqueue_batched(|c| {
+            ids.iter()
+                .map(|&id| JobOutcome {
+                    id,
+                    error: c.cancel_at(id, JobState::Cancelled, now, out).err(),
+                })
+                .collect()
+        })
     }
 
     fn cancel_at(
@@ -1283,9 +1314,11 @@ impl Cluster {
     /// Cancels every job and tells every agent to stop.
     pub fn shutdown(&mut self, now: Now, out: &mut impl Outbox) {
         let ids: Vec<u64> = self.jobs.keys().copied().collect();
-        for id in ids {
-            let _ = self.cancel_at(id, JobState::Cancelled, now, out);
-        }
+        self.unqueue_batched(|c| {
+            for id in ids {
+                let _ = c.cancel_at(id, JobState::Cancelled, now, out);
+            }
+        });
         for &a in self.agents.keys() {
             out.to_agent(a, ToAgent::Shutdown);
         }
@@ -1497,9 +1530,11 @@ impl Cluster {
                 Some((j.id, state))
             })
             .collect();
-        for (id, state) in ended {
-            self.finish(id, state, "ended while the controller was down".into(), now);
-        }
+        self.unqueue_batched(|c| {
+            for (id, state) in ended {
+                c.finish(id, state, "ended while the controller was down".into(), now);
+            }
+        });
     }
 
     /// The cluster as the journal left it. Jobs that had started wait for
@@ -1736,6 +1771,28 @@ mod tests {
         assert_eq!(c.queue(true)[0].nodes, "vn[1-2]");
         assert_eq!(c.nodes[0].alloc_cpus + c.nodes[1].alloc_cpus, 0);
         assert_eq!(c.nodes[1].alloc_mem_mb, 0);
+    }
+
+    #[test]
+    fn cancelling_many_pending_jobs_at_once_leaves_the_queue_right() {
+        let mut c = cluster();
+        let mut out = Recorder::default();
+        // One job holds every core; the rest wait.
+        let ids = c.submit(vec![spec(16); 1_000], at(0)).unwrap();
+        pass(&mut c, &mut out);
+        let odd: Vec<u64> = ids[1..].iter().copied().filter(|i| i % 2 == 1).collect();
+        let outcomes = c.cancel(&odd, at(1), &mut out);
+        assert!(outcomes.iter().all(|o| o.error.is_none()));
+        let queued: Vec<u64> = c.view(at(2)).queue.iter().map(|q| q.job).collect();
+        let want: Vec<u64> = ids[1..].iter().copied().filter(|i| i % 2 == 0).collect();
+        assert_eq!(queued, want);
+        // They start in order once the first ends.
+        c.job_ended(7, ids[0], Exit::Code(0), at(3));
+        pass_at(&mut c, &mut out, at(4), false);
+        assert_eq!(c.jobs[&want[0]].state, JobState::Running);
+        assert_eq!(c.view(at(5)).queue.len(), want.len() - 1);
+        c.shutdown(at(6), &mut out);
+        assert!(c.view(at(7)).queue.is_empty());
     }
 
     #[test]

@@ -30,19 +30,23 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use sha2::Sha256;
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio_util::codec::{Framed, LengthDelimitedCodec};
+use tokio_util::bytes::{Bytes, BytesMut};
+use tokio_util::codec::{Decoder, Encoder, Framed, LengthDelimitedCodec};
 
 /// Version of this protocol; both ends must speak the same.
 pub const PROTOCOL: u32 = 3;
 /// Largest frame a server accepts from an authenticated peer (a batch of
 /// records can be large).
 pub const MAX_FRAME: usize = 16 << 20;
+/// Largest frame either end sends (a queue of a million jobs is about
+/// 100 MiB); what the other end accepts is its own limit.
 /// Largest frame before the handshake: a hello or an auth is tiny, and an
 /// unauthenticated peer gets no room to make the server buffer megabytes.
 pub const HANDSHAKE_FRAME: usize = 4 << 10;
 /// Largest frame a client accepts from the server it authenticated (a
 /// queue of hundreds of thousands of jobs).
 pub const MAX_REPLY_FRAME: usize = 1 << 30;
+const MAX_SENT_FRAME: usize = MAX_REPLY_FRAME;
 /// How long a peer has to complete the handshake.
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
 /// Default listen and connect address of the controller.
@@ -466,8 +470,8 @@ pub enum WireError {
     Io(io::Error),
     /// The peer hung up.
     Closed,
-    /// A frame longer than [`MAX_FRAME`].
-    TooLarge,
+    /// A frame longer than this end accepts (the limit, in bytes).
+    TooLarge(usize),
     /// A frame that is not a message of the expected kind.
     Malformed(String),
     /// The handshake failed: wrong secret, version or order.
@@ -480,7 +484,7 @@ impl fmt::Display for WireError {
         match self {
             WireError::Io(e) => write!(f, "{e}"),
             WireError::Closed => write!(f, "connection closed"),
-            WireError::TooLarge => write!(f, "frame larger than {MAX_FRAME} bytes"),
+            WireError::TooLarge(limit) => write!(f, "frame larger than {limit} bytes"),
             WireError::Malformed(e) => write!(f, "malformed message: {e}"),
             WireError::Refused(e) => write!(f, "handshake refused: {e}"),
             WireError::Timeout => write!(f, "timed out"),
@@ -492,12 +496,38 @@ impl std::error::Error for WireError {}
 
 impl From<io::Error> for WireError {
     fn from(e: io::Error) -> Self {
-        // The codec reports an oversized frame as InvalidData.
-        if e.kind() == io::ErrorKind::InvalidData && e.to_string().contains("frame size") {
-            WireError::TooLarge
-        } else {
-            WireError::Io(e)
-        }
+        WireError::Io(e)
+    }
+}
+
+/// Whether the codec refused a frame for its length (it says so as
+/// `InvalidData`).
+fn is_frame_size(e: &io::Error) -> bool {
+    e.kind() == io::ErrorKind::InvalidData && e.to_string().contains("frame size")
+}
+
+/// Length-delimited frames with a limit each way: what this end accepts
+/// (tiny until the peer is authenticated) and what it sends (a reply to
+/// a client may be much larger than anything the server accepts).
+struct Frames {
+    inbound: LengthDelimitedCodec,
+    outbound: LengthDelimitedCodec,
+}
+
+impl Decoder for Frames {
+    type Item = BytesMut;
+    type Error = io::Error;
+
+    fn decode(&mut self, src: &mut BytesMut) -> io::Result<Option<BytesMut>> {
+        self.inbound.decode(src)
+    }
+}
+
+impl Encoder<Bytes> for Frames {
+    type Error = io::Error;
+
+    fn encode(&mut self, frame: Bytes, dst: &mut BytesMut) -> io::Result<()> {
+        self.outbound.encode(frame, dst)
     }
 }
 
@@ -521,47 +551,58 @@ pub fn decode<M: DeserializeOwned>(frame: &[u8]) -> Result<M, WireError> {
 /// A message's frame payload, as [`Conn::send`] writes it.
 pub fn encode<M: Serialize>(msg: &M) -> Result<Vec<u8>, WireError> {
     options()
-        .with_limit(MAX_REPLY_FRAME as u64)
+        .with_limit(MAX_SENT_FRAME as u64)
         .serialize(msg)
         .map_err(|e| WireError::Malformed(e.to_string()))
 }
 
 /// A framed, message-typed connection over any byte stream.
 pub struct Conn<T> {
-    framed: Framed<T, LengthDelimitedCodec>,
+    framed: Framed<T, Frames>,
 }
 
 impl<T: AsyncRead + AsyncWrite + Unpin> Conn<T> {
     /// A connection that accepts handshake-sized frames until
     /// [`accept`]/[`connect`] raise the limit.
     pub fn new(io: T) -> Self {
-        let codec = LengthDelimitedCodec::builder()
-            .max_frame_length(HANDSHAKE_FRAME)
-            .new_codec();
+        let codec = |max| {
+            LengthDelimitedCodec::builder()
+                .max_frame_length(max)
+                .new_codec()
+        };
+        let frames = Frames {
+            inbound: codec(HANDSHAKE_FRAME),
+            outbound: codec(MAX_SENT_FRAME),
+        };
         Conn {
-            framed: Framed::new(io, codec),
+            framed: Framed::new(io, frames),
         }
     }
 
     /// Largest frame accepted from now on.
     pub fn set_max_frame(&mut self, len: usize) {
-        self.framed.codec_mut().set_max_frame_length(len);
+        self.framed.codec_mut().inbound.set_max_frame_length(len);
     }
 
     pub async fn send<M: Serialize>(&mut self, msg: &M) -> Result<(), WireError> {
         let bytes = encode(msg)?;
-        self.framed
-            .send(tokio_util::bytes::Bytes::from(bytes))
-            .await
-            .map_err(WireError::from)?;
-        Ok(())
+        self.framed.send(Bytes::from(bytes)).await.map_err(|e| {
+            if is_frame_size(&e) {
+                WireError::TooLarge(MAX_SENT_FRAME)
+            } else {
+                WireError::Io(e)
+            }
+        })
     }
 
     /// The next message; `Err(Closed)` when the peer hung up cleanly.
     pub async fn recv<M: DeserializeOwned>(&mut self) -> Result<M, WireError> {
         match self.framed.next().await {
             None => Err(WireError::Closed),
-            Some(Err(e)) => Err(e.into()),
+            Some(Err(e)) if is_frame_size(&e) => Err(WireError::TooLarge(
+                self.framed.codec().inbound.max_frame_length(),
+            )),
+            Some(Err(e)) => Err(WireError::Io(e)),
             Some(Ok(frame)) => decode(&frame),
         }
     }
@@ -790,7 +831,14 @@ mod tests {
         // A frame header claiming 1 GiB.
         b.write_all(&(1u32 << 30).to_be_bytes()).await.unwrap();
         let r = server.await.unwrap();
-        assert!(matches!(r, Err(WireError::TooLarge)), "{r:?}");
+        assert!(
+            matches!(r, Err(WireError::TooLarge(HANDSHAKE_FRAME))),
+            "{r:?}"
+        );
+        assert_eq!(
+            r.unwrap_err().to_string(),
+            format!("frame larger than {HANDSHAKE_FRAME} bytes")
+        );
 
         let (a, mut b) = tokio::io::duplex(1 << 16);
         let server = tokio::spawn(async move { accept(&mut Conn::new(a), b"k").await });
@@ -798,6 +846,39 @@ mod tests {
         b.write_all(b"hello").await.unwrap();
         let r = server.await.unwrap();
         assert!(matches!(r, Err(WireError::Malformed(_))), "{r:?}");
+    }
+
+    #[tokio::test]
+    async fn a_reply_may_be_larger_than_what_the_server_accepts() {
+        // A queue of hundreds of thousands of jobs: more than MAX_FRAME.
+        let (a, b) = tokio::io::duplex(1 << 16);
+        let big = vec![7u8; MAX_FRAME + 1];
+        let sent = big.clone();
+        let server = tokio::spawn(async move {
+            let mut c = Conn::new(a);
+            accept(&mut c, b"k").await.unwrap();
+            c.send(&Response::Records(sent)).await
+        });
+        let mut c = Conn::new(b);
+        connect(&mut c, b"k", Role::Client).await.unwrap();
+        match c.recv::<Response>().await.unwrap() {
+            Response::Records(got) => assert!(got == big),
+            other => panic!("{other:?}"),
+        }
+        server.await.unwrap().unwrap();
+
+        // The other way, the server's own limit holds.
+        let (a, b) = tokio::io::duplex(1 << 16);
+        let server = tokio::spawn(async move {
+            let mut c = Conn::new(a);
+            accept(&mut c, b"k").await.unwrap();
+            c.recv::<Request>().await
+        });
+        let mut c = Conn::new(b);
+        connect(&mut c, b"k", Role::Client).await.unwrap();
+        let _ = c.send(&Request::Records(vec![1; MAX_FRAME / 8 + 1])).await;
+        let r = server.await.unwrap();
+        assert!(matches!(r, Err(WireError::TooLarge(MAX_FRAME))), "{r:?}");
     }
 
     #[tokio::test(start_paused = true)]
