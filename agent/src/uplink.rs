@@ -148,6 +148,9 @@ enum SessionEnd {
 struct Live {
     node: String,
     suspended: bool,
+    /// Killed because the controller went silent: its end is reported as
+    /// [`Exit::Fenced`], whatever signal ended it.
+    fenced: bool,
     /// Its process, once started.
     pid: Option<i32>,
 }
@@ -225,10 +228,11 @@ impl Agent {
             silent_ms = self.last_heard.elapsed().as_millis() as u64,
             "nothing from the controller for the fence time: killing every job (it may run them elsewhere)"
         );
-        for (&id, live) in &self.jobs {
+        for (&id, live) in &mut self.jobs {
             if let Some(h) = self.nodes.get(&live.node) {
                 h.send(NodeCmd::Kill(id));
             }
+            live.fenced = true;
         }
         // Killed jobs report their ends; do not fence them again.
         self.last_heard = Instant::now();
@@ -260,7 +264,8 @@ impl Agent {
     fn note(&mut self, ev: FromAgent) -> Result<Vec<FromAgent>> {
         match ev {
             FromAgent::Ended { job, exit } => {
-                self.jobs.remove(&job);
+                let fenced = self.jobs.remove(&job).is_some_and(|l| l.fenced);
+                let exit = if fenced { Exit::Fenced } else { exit };
                 self.read_spool()?;
                 let frames = self.frames.remove(&job).unwrap_or_default();
                 self.ended.insert(job, (exit, frames.clone()));
@@ -331,7 +336,7 @@ impl Agent {
                         Ok(ToAgent::Start(s)) => {
                             let id = s.job;
                             if let Some(h) = self.nodes.get(&s.node) {
-                                self.jobs.insert(id, Live { node: s.node.clone(), suspended: false, pid: None });
+                                self.jobs.insert(id, Live { node: s.node.clone(), suspended: false, fenced: false, pid: None });
                                 h.send(NodeCmd::Start(Box::new(s)));
                             } else {
                                 warn!(job = id, node = %s.node, "start on a node this agent does not host");

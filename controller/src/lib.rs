@@ -48,7 +48,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use agent::uplink::AgentSpec;
-use anyhow::{anyhow, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use formats::wire::{self, Conn, Role};
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
@@ -109,6 +109,38 @@ pub fn policy(config: &Config) -> Box<dyn Policy> {
     }
 }
 
+/// Held by a serving controller in its state directory.
+pub const LOCK_FILE: &str = "lock";
+
+/// Takes `<state_dir>/lock` (an advisory lock the kernel drops when the
+/// process ends, however it ends) for as long as the returned file lives.
+/// Two controllers on one state directory would append to one journal and
+/// overwrite each other's address file.
+fn lock_state_dir(dir: &Path) -> Result<std::fs::File> {
+    let path = dir.join(LOCK_FILE);
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .read(true)
+        .write(true)
+        .mode(0o600)
+        .open(&path)
+        .with_context(|| format!("cannot open {}", path.display()))?;
+    if file.try_lock().is_err() {
+        let holder = std::fs::read_to_string(&path).unwrap_or_default();
+        bail!(
+            "state directory {} is in use by another controller (pid {}): stop it, or give \
+             this one its own state_dir",
+            dir.display(),
+            holder.trim()
+        );
+    }
+    file.set_len(0)
+        .and_then(|()| writeln!(file, "{}", std::process::id()))
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(file)
+}
+
 /// Runs the controller until `shutdown` fires or a client asks it to stop.
 pub async fn serve(config: Config, shutdown: CancellationToken) -> Result<()> {
     let config = Arc::new(config);
@@ -122,11 +154,16 @@ pub async fn serve(config: Config, shutdown: CancellationToken) -> Result<()> {
                 config.state_dir.display()
             )
         })?;
+    let _lock = lock_state_dir(&config.state_dir)?;
+    let listener = TcpListener::bind(&config.listen).await.with_context(|| {
+        format!(
+            "cannot listen on {} (listen in [controller] of {}, or serve --listen)",
+            config.listen,
+            config.source.display()
+        )
+    })?;
     let secret = ensure_secret(&config.secret_file)?;
     let record_path = records::record_file(&config.record_dir)?;
-    let listener = TcpListener::bind(&config.listen)
-        .await
-        .with_context(|| format!("cannot listen on {}", config.listen))?;
     let addr = listener.local_addr()?;
     std::fs::write(config.state_dir.join(ADDRESS_FILE), addr.to_string())
         .with_context(|| format!("cannot write to {}", config.state_dir.display()))?;

@@ -113,8 +113,9 @@ pub struct Written {
     /// (job, start) of every intact record: executions an agent must not
     /// have recorded twice.
     pub executions: HashSet<(u64, i64)>,
-    /// How each job's last record says it ended.
-    pub last: HashMap<u64, Status>,
+    /// How and when (CLOCK_REALTIME ns) each job's last record says it
+    /// ended.
+    pub last: HashMap<u64, (Status, i64)>,
 }
 
 pub fn written(path: &Path) -> Result<Written> {
@@ -128,7 +129,7 @@ pub fn written(path: &Path) -> Result<Written> {
     reader
         .for_each_record(|rec| -> std::io::Result<()> {
             w.executions.insert((rec.id, rec.start));
-            w.last.insert(rec.id, rec.status);
+            w.last.insert(rec.id, (rec.status, rec.end));
             Ok(())
         })
         .with_context(|| format!("cannot read {}", path.display()))?;

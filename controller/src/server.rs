@@ -7,7 +7,7 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::time::Instant;
 
-use formats::wire::{FromAgent, Held, JobSpec, Request, Response, RunSettings, ToAgent};
+use formats::wire::{Exit, FromAgent, Held, JobSpec, Request, Response, RunSettings, ToAgent};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, error, info};
@@ -91,6 +91,9 @@ pub struct Server {
     /// (job, start) of every record in the record file that came through
     /// the server: an execution's record is written once.
     recorded: HashSet<(u64, i64)>,
+    /// End instants of kept records whose job's end is not handled yet
+    /// (an agent sends a job's record just before its end).
+    record_ends: HashMap<u64, i64>,
     journal: Journal,
     /// Answers to clients, sent once what they acknowledge is journaled.
     replies: Vec<(oneshot::Sender<Response>, Response)>,
@@ -128,6 +131,7 @@ impl Server {
             stopping: None,
             records,
             recorded,
+            record_ends: HashMap::new(),
         }
     }
 
@@ -381,14 +385,14 @@ impl Server {
                 // on this agent).
                 self.take_records(agent, &records);
                 for (id, exit) in ends {
-                    self.cluster.job_ended(agent, id, exit, now);
+                    self.job_ended(agent, id, exit, now);
                 }
                 let fence = self.cluster.config.heartbeat_timeout / 2;
                 let _ = reply.send(Ok(self.cluster.config.agent.run_settings(!local, fence)));
             }
             Event::FromAgent { agent, msg } => match msg {
                 FromAgent::Started { job, pid } => debug!(job, pid, "job process started"),
-                FromAgent::Ended { job, exit } => self.cluster.job_ended(agent, job, exit, now),
+                FromAgent::Ended { job, exit } => self.job_ended(agent, job, exit, now),
                 FromAgent::Heartbeat { running } => self.cluster.heartbeat(agent, running, now),
                 FromAgent::Resources(r) => self.cluster.host_report(agent, r, now),
                 // Handled by the connection (records) or refused there
@@ -453,18 +457,39 @@ impl Server {
     /// Keeps the intact records an agent sent of jobs it runs, once per
     /// execution (an agent that registers again sends the records of jobs
     /// that ended meanwhile, which may have arrived before).
+    /// A job's process ended: at the instant its record gives, if it sent
+    /// one (sigsleep's own clock, and right even for a job that ended
+    /// while this controller was away), else now.
+    fn job_ended(&mut self, agent: AgentId, id: u64, exit: Exit, now: Now) {
+        // (A record of an earlier execution, whose end was never reported,
+        // ends before this one started.)
+        let started = self.cluster.jobs.get(&id).map_or(i64::MAX, |j| j.start_ns);
+        let at = match self.record_ends.remove(&id) {
+            Some(end) if end >= started => Now { wall: end, ..now },
+            _ => now,
+        };
+        self.cluster.job_ended(agent, id, exit, at);
+    }
+
+    /// Keeps the records of jobs this agent runs, once each, and notes
+    /// when each ended.
     fn take_records(&mut self, agent: AgentId, frames: &[u8]) {
         if frames.is_empty() {
             return;
         }
         let cluster = &self.cluster;
         let recorded = &mut self.recorded;
+        let ends = &mut self.record_ends;
         let (kept, dropped) = crate::records::check(frames, |r| {
-            cluster
+            let keep = cluster
                 .jobs
                 .get(&r.id)
                 .is_some_and(|j| j.agent == Some(agent))
-                && recorded.insert((r.id, r.start))
+                && recorded.insert((r.id, r.start));
+            if keep {
+                ends.insert(r.id, r.end);
+            }
+            keep
         });
         if dropped > 0 {
             tracing::warn!(

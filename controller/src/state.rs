@@ -639,7 +639,11 @@ impl Cluster {
         job.since_mono = now.mono;
         job.agent = Some(agent);
         job.host = self.agents.get(&agent).map(|a| a.host.clone());
+        job.nodes = nodes;
+        job.alloc = alloc;
         if self.journaling {
+            // After the allocation is set: a restart gives the job back
+            // exactly these cores.
             self.journal.push(Entry::Started {
                 id,
                 alloc: job
@@ -652,8 +656,6 @@ impl Cluster {
                 at_ns: now.wall,
             });
         }
-        job.nodes = nodes;
-        job.alloc = alloc;
         out.to_agent(
             agent,
             ToAgent::Start(StartJob {
@@ -857,6 +859,12 @@ impl Cluster {
             return;
         }
         self.forget.push((agent, id));
+        if exit == Exit::Fenced {
+            // Not an end of the job: its agent killed it because it could
+            // not reach this controller, which may have run it elsewhere.
+            self.execution_lost(id, "its agent lost the controller and killed it", now);
+            return;
+        }
         let cancelled = job.ending_as;
         let asked = |default: JobState| match cancelled {
             Some(JobState::Timeout) => (JobState::Timeout, "wall-time limit".to_string()),
@@ -890,6 +898,7 @@ impl Cluster {
             }
             Exit::Code(c) => (JobState::Failed, format!("sigsleep exited {c}")),
             Exit::SpawnFailed => (JobState::Failed, "could not start sigsleep".into()),
+            Exit::Fenced => return,
         };
         self.finish(id, state, reason, now);
     }
@@ -1157,12 +1166,18 @@ impl Cluster {
     /// `node_fail`, as its partition says. Its process, if any is left, is
     /// not this controller's any more.
     fn lose(&mut self, id: u64, why: &str, now: Now, out: &mut impl Outbox) {
+        if let Some(a) = self.jobs.get(&id).and_then(|j| j.agent) {
+            out.to_agent(a, ToAgent::Kill(id));
+        }
+        self.execution_lost(id, why, now);
+    }
+
+    /// A started job's execution is gone without an end of its own: back
+    /// to the queue, or over as `node_fail`, as its partition says.
+    fn execution_lost(&mut self, id: u64, why: &str, now: Now) {
         let Some(job) = self.jobs.get(&id) else {
             return;
         };
-        if let Some(a) = job.agent {
-            out.to_agent(a, ToAgent::Kill(id));
-        }
         let requeue = self.config.partitions[job.partition].requeue && job.ending_as.is_none();
         if !requeue {
             let state = job.ending_as.unwrap_or(JobState::NodeFail);
@@ -1514,25 +1529,27 @@ impl Cluster {
     /// Restored jobs that had started and whose record is in the record
     /// file: they ended while the controller was down (a job has a record
     /// only from an execution that ended; a lost one leaves none).
-    pub fn settle(&mut self, last: &HashMap<u64, formats::record::Status>, now: Now) {
+    pub fn settle(&mut self, last: &HashMap<u64, (formats::record::Status, i64)>, now: Now) {
         use formats::record::Status;
-        let ended: Vec<(u64, JobState)> = self
+        let ended: Vec<(u64, JobState, i64)> = self
             .jobs
             .values()
             .filter(|j| j.lost_at.is_some())
             .filter_map(|j| {
-                let state = match last.get(&j.id)? {
+                let (status, end) = last.get(&j.id)?;
+                let state = match status {
                     Status::Completed => JobState::Completed,
                     Status::Cancelled => JobState::Cancelled,
                     Status::Failed => JobState::Failed,
                     Status::Timeout => JobState::Timeout,
                 };
-                Some((j.id, state))
+                Some((j.id, state, *end))
             })
             .collect();
         self.unqueue_batched(|c| {
-            for (id, state) in ended {
-                c.finish(id, state, "ended while the controller was down".into(), now);
+            for (id, state, end) in ended {
+                let at = Now { wall: end, ..now };
+                c.finish(id, state, "ended while the controller was down".into(), at);
             }
         });
     }

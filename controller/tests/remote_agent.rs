@@ -114,3 +114,67 @@ on_node_fail = "fail"
     c.ok(&["shutdown"]);
     a.wait().unwrap();
 }
+
+#[test]
+fn jobs_an_agent_fences_are_lost_not_failed() {
+    // The controller stops answering for longer than an agent's fence time
+    // (half the heartbeat timeout) but less than the timeout: the agent
+    // kills its jobs, and the controller, back, must count those
+    // executions lost (requeued, or node_fail), not ended by signal 9.
+    let c = Cluster::start_restartable(
+        "rn[1-2]",
+        4,
+        false,
+        r#"[[partitions]]
+name = "again"
+nodes = "ALL"
+default = true
+[[partitions]]
+name = "once"
+nodes = "ALL"
+on_node_fail = "fail"
+"#,
+        4_000,
+    );
+    let mut a = agent(&c, "rn[1-2]", "h1");
+    c.wait_nodes_up();
+    let again = c.submit(&["--cores", "2", "--runtime", "4"])[0];
+    let once = c.submit(&["--partition", "once", "--cores", "2", "--runtime", "600"])[0];
+    let spool = c.dir.path().join("spool-h1/h1.rec");
+    c.wait_for("both jobs' processes", || {
+        sigsleep_pids(again, &spool).len() == 1 && sigsleep_pids(once, &spool).len() == 1
+    });
+    let pid = c.serve.id().to_string();
+    let signal = |sig: &str| {
+        let ok = std::process::Command::new("kill")
+            .args([sig, &pid])
+            .status()
+            .unwrap();
+        assert!(ok.success());
+    };
+    signal("-STOP");
+    c.wait_for("the agent to fence its jobs", || {
+        sigsleep_pids(again, &spool).is_empty() && sigsleep_pids(once, &spool).is_empty()
+    });
+    signal("-CONT");
+    c.wait_state(once, "node_fail");
+    assert!(
+        c.job(once)["reason"]
+            .as_str()
+            .unwrap()
+            .contains("lost the controller"),
+        "{}",
+        c.job(once)
+    );
+    // The requeued job runs again, once, to its end.
+    c.wait_state(again, "completed");
+    let recs = c.records();
+    assert_eq!(recs.iter().filter(|r| r.id == again).count(), 1, "{recs:?}");
+    assert!(recs.iter().all(|r| r.id != once), "{recs:?}");
+    let log = c.log();
+    assert!(log.contains("job requeued"), "{log}");
+    // The agent stayed connected throughout.
+    assert!(a.try_wait().unwrap().is_none());
+    c.ok(&["shutdown"]);
+    a.wait().unwrap();
+}

@@ -38,6 +38,39 @@ fn one_completed_record_each(c: &Cluster, ids: &[u64]) {
     assert_eq!(recs.len(), ids.len(), "records of unknown jobs: {recs:?}");
 }
 
+/// Each running job has its nodes, and the cores the nodes count as
+/// allocated are exactly those of the running jobs, none past a node's.
+fn cores_held_by_running_jobs(c: &Cluster) {
+    let queue = json_of(&c.ok(&["queue", "--format", "json"]));
+    let running: Vec<&serde_json::Value> = queue
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|j| j["state"] == "running")
+        .collect();
+    assert!(!running.is_empty(), "{queue}");
+    for j in &running {
+        assert!(
+            j["nodes"]
+                .as_str()
+                .is_some_and(|n| !n.is_empty() && n != "-"),
+            "a running job without nodes: {j}"
+        );
+    }
+    let held: u64 = running.iter().map(|j| j["cores"].as_u64().unwrap()).sum();
+    let nodes = json_of(&c.ok(&["nodes", "--format", "json"]));
+    let mut allocated = 0;
+    for n in nodes.as_array().unwrap() {
+        let (alloc, cpus) = (
+            n["alloc_cpus"].as_u64().unwrap(),
+            n["cpus"].as_u64().unwrap(),
+        );
+        assert!(alloc <= cpus, "overbooked: {n}");
+        allocated += alloc;
+    }
+    assert_eq!(allocated, held, "{queue}\n{nodes}");
+}
+
 #[test]
 fn remote_agents_keep_their_jobs_through_a_controller_crash() {
     // Agents fence their jobs after half the heartbeat timeout without
@@ -46,8 +79,9 @@ fn remote_agents_keep_their_jobs_through_a_controller_crash() {
     let mut a1 = spawn_agent(&c, "rn[1-2]", "h1");
     let mut a2 = spawn_agent(&c, "rn[3-4]", "h2");
     c.wait_nodes_up();
-    // 16 cores; 24 jobs of 2 cores for 1.5 s: three waves.
-    let first = c.submit(&["--cores", "2", "--runtime", "1.5", "--count", "24"]);
+    // 16 cores; 24 jobs of 2 cores for 3 s: three waves, the second still
+    // running when the controller is back.
+    let first = c.submit(&["--cores", "2", "--runtime", "3", "--count", "24"]);
     c.wait_for("a first job to complete", || {
         states(&c).values().any(|s| s == "completed")
     });
@@ -58,6 +92,12 @@ fn remote_agents_keep_their_jobs_through_a_controller_crash() {
     // Jobs go on, and some end, while no controller is there.
     std::thread::sleep(std::time::Duration::from_millis(1500));
     c.restart();
+    // The jobs it finds running hold their cores again: nothing else is
+    // started on top of them.
+    c.wait_for("the agents to report their jobs again", || {
+        c.log().contains("job reported again by its agent")
+    });
+    cores_held_by_running_jobs(&c);
     // Ids go on from where they were: nothing accepted is reused.
     let more = c.submit(&["--cores", "2", "--runtime", "0.5", "--count", "4"]);
     assert!(more[0] > *first.last().unwrap(), "{more:?} after {first:?}");
@@ -105,4 +145,25 @@ fn jobs_of_hosted_agents_die_with_the_controller_and_run_again() {
     let log = c.log();
     assert!(log.contains("journal folded into a snapshot"), "{log}");
     assert!(log.contains("job requeued"), "{log}");
+}
+
+#[test]
+fn a_second_controller_on_the_same_state_directory_is_refused() {
+    let c = Cluster::start("vn[1-2]", 4, "");
+    let out = std::process::Command::new(binary("controller"))
+        .arg("serve")
+        .arg("--config")
+        .arg(&c.config)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("is in use by another controller") && err.contains(&c.serve.id().to_string()),
+        "{err}"
+    );
+    // The first one goes on, reachable at the address it wrote.
+    let id = c.submit(&["--cores", "1", "--runtime", "0.1"])[0];
+    c.wait_state(id, "completed");
+    c.ok(&["shutdown"]);
 }

@@ -34,7 +34,7 @@ use tokio_util::bytes::{Bytes, BytesMut};
 use tokio_util::codec::{Decoder, Encoder, Framed, LengthDelimitedCodec};
 
 /// Version of this protocol; both ends must speak the same.
-pub const PROTOCOL: u32 = 3;
+pub const PROTOCOL: u32 = 4;
 /// Largest frame a server accepts from an authenticated peer (a batch of
 /// records can be large).
 pub const MAX_FRAME: usize = 16 << 20;
@@ -423,6 +423,11 @@ pub enum Exit {
     Signal(i32),
     /// The process could not be started.
     SpawnFailed,
+    /// Killed by its agent, which had heard nothing from the controller for
+    /// its fence time (the controller may have given the job to another
+    /// host meanwhile): the execution is lost, as on a lost node, rather
+    /// than ended.
+    Fenced,
 }
 
 /// A job an agent holds when it registers: what it knows of it.
