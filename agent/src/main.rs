@@ -31,9 +31,10 @@ struct Cli {
     /// controller [default: a directory under the temporary directory].
     #[arg(long, value_name = "DIR")]
     record_dir: Option<PathBuf>,
-    /// The controller's shared secret.
-    #[arg(long, value_name = "FILE")]
-    secret_file: PathBuf,
+    /// The controller's shared secret (mode 600; the controller creates it
+    /// in its state directory).
+    #[arg(long, value_name = "FILE", env = "CLEMU_SECRET_FILE")]
+    secret_file: Option<PathBuf>,
     /// Name of this host, as the controller shows it [default: hostname].
     #[arg(long, value_name = "NAME")]
     host: Option<String>,
@@ -91,7 +92,13 @@ async fn run(cli: Cli, shutdown: CancellationToken) -> Result<()> {
             .join(format!("agent-{host}"))
     });
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let secret = agent::secret(&cli.secret_file)?;
+    let secret_file = cli.secret_file.as_deref().ok_or_else(|| {
+        anyhow!(
+            "no shared secret: give --secret-file FILE (or set CLEMU_SECRET_FILE), a copy of the \
+             controller's secret file"
+        )
+    })?;
+    let secret = agent::secret(secret_file)?;
     let spec = AgentSpec {
         nodes,
         cpus: cli.cpus,
@@ -120,7 +127,10 @@ fn hostname() -> String {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match formats::usage::parse::<Cli>("agent") {
+        Ok(cli) => cli,
+        Err(code) => return code,
+    };
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         // Colours only for a person: a log file or a pipe gets plain text.

@@ -21,6 +21,9 @@ fn secret(dir: &std::path::Path, mode: u32) -> std::path::PathBuf {
 fn bad_flags_are_usage_errors() {
     let out = agent().args(["--nodes", "vn1"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("--controller") && err.contains("--cpus"), "{err}");
     let dir = tempfile::tempdir().unwrap();
     let s = secret(dir.path(), 0o600);
     let out = agent()

@@ -1,9 +1,10 @@
 use std::process::ExitCode;
 
-use clap::Parser;
-
 fn main() -> ExitCode {
-    let cli = calcmets::cli::Cli::parse();
+    let cli = match formats::usage::parse::<calcmets::cli::Cli>("calcmets") {
+        Ok(cli) => cli,
+        Err(code) => return code,
+    };
     match calcmets::run(cli) {
         Ok(calcmets::Outcome::Clean) => ExitCode::SUCCESS,
         Ok(calcmets::Outcome::Problems) => ExitCode::from(1),

@@ -464,5 +464,8 @@ fn bad_flags_are_usage_errors() {
     ] {
         let out = calcmets(args);
         assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.lines().count(), 1, "one line: {err}");
+        assert!(err.starts_with("calcmets: "), "{err}");
     }
 }

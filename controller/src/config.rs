@@ -146,6 +146,10 @@ pub struct HostDef {
     pub nodes: Vec<usize>,
 }
 
+/// Longest duration a config may give (a week): longer ones are typing
+/// mistakes, and would overflow the clocks they are added to.
+const MAX_MS: u64 = 7 * 24 * 3600 * 1000;
+
 /// The resolved configuration.
 #[derive(Debug, Clone)]
 pub struct Cluster {
@@ -360,8 +364,11 @@ impl Cluster {
             n => usize::try_from(n).unwrap_or(usize::MAX),
         };
         let time_slice = c.time_slice_s.unwrap_or(30.0);
-        if !(time_slice > 0.0 && time_slice.is_finite()) {
-            bail!("{name}: controller.time_slice_s must be a positive number of seconds");
+        if !(time_slice > 0.0 && time_slice <= MAX_MS as f64 / 1e3) {
+            bail!(
+                "{name}: controller.time_slice_s must be a positive number of seconds, at most {} (a week)",
+                MAX_MS / 1000
+            );
         }
         if !entry.suspends {
             if preemption {
@@ -393,22 +400,37 @@ impl Cluster {
         if let Some(p) = &a.sigsleep {
             agent.sigsleep = rel(p.clone());
         }
-        if let Some(ms) = a.suspend_grace_ms {
-            agent.suspend_grace = Duration::from_millis(ms);
-        }
-        if let Some(ms) = a.kill_grace_ms {
-            agent.kill_grace = Duration::from_millis(ms);
-        }
-        if let Some(ms) = a.heartbeat_ms {
-            if ms == 0 {
-                bail!("{name}: agents.heartbeat_ms must be positive");
+        let ms = |key: &str, v: Option<u64>, default: u64| -> Result<Duration> {
+            match v {
+                Some(v) if v > MAX_MS => {
+                    bail!("{name}: {key} = {v} is more than a week ({MAX_MS} ms)")
+                }
+                v => Ok(Duration::from_millis(v.unwrap_or(default))),
             }
-            agent.heartbeat = Duration::from_millis(ms);
+        };
+        agent.suspend_grace = ms(
+            "agents.suspend_grace_ms",
+            a.suspend_grace_ms,
+            agent.suspend_grace.as_millis() as u64,
+        )?;
+        agent.kill_grace = ms(
+            "agents.kill_grace_ms",
+            a.kill_grace_ms,
+            agent.kill_grace.as_millis() as u64,
+        )?;
+        if a.heartbeat_ms == Some(0) {
+            bail!("{name}: agents.heartbeat_ms must be positive");
         }
-        let heartbeat_timeout = Duration::from_millis(
-            a.heartbeat_timeout_ms
-                .unwrap_or(10 * agent.heartbeat.as_millis() as u64),
-        );
+        agent.heartbeat = ms(
+            "agents.heartbeat_ms",
+            a.heartbeat_ms,
+            agent.heartbeat.as_millis() as u64,
+        )?;
+        let heartbeat_timeout = ms(
+            "agents.heartbeat_timeout_ms",
+            a.heartbeat_timeout_ms,
+            10 * agent.heartbeat.as_millis() as u64,
+        )?;
         // Agents kill their jobs after half the timeout without news, which
         // must leave them a few heartbeats.
         if heartbeat_timeout < 4 * agent.heartbeat {
@@ -434,8 +456,12 @@ impl Cluster {
             policy,
             preemption,
             time_slice: Duration::from_secs_f64(time_slice),
-            schedule_interval: Duration::from_millis(c.schedule_interval_ms.unwrap_or(10)),
-            timeout_grace: Duration::from_millis(c.timeout_grace_ms.unwrap_or(10_000)),
+            schedule_interval: ms(
+                "controller.schedule_interval_ms",
+                c.schedule_interval_ms,
+                10,
+            )?,
+            timeout_grace: ms("controller.timeout_grace_ms", c.timeout_grace_ms, 10_000)?,
             journal_compact_bytes: c.journal_compact_mb.unwrap_or(64).saturating_mul(1 << 20),
             max_jobs,
             metrics_listen: c.metrics_listen.clone(),
@@ -585,6 +611,10 @@ mod tests {
             ("[[nodes]]\nnames = \"vn1,vn1\"\ncpus = 1\n[[nodes]]\nnames = \"vn1\"\ncpus = 2\n", "defined twice"),
             ("", "no [[nodes]]"),
             ("[[nodes]\n", "test.toml"),
+            // Durations that would overflow the clocks they are added to.
+            ("[[nodes]]\nnames = \"vn1\"\ncpus = 1\n[controller]\ntime_slice_s = 1e30\n", "time_slice_s"),
+            ("[[nodes]]\nnames = \"vn1\"\ncpus = 1\n[agents]\nheartbeat_ms = 9223372036854775807\n", "heartbeat_ms"),
+            ("[[nodes]]\nnames = \"vn1\"\ncpus = 1\n[agents]\nkill_grace_ms = 9223372036854775807\n", "more than a week"),
         ] {
             let err = load(text).unwrap_err().to_string();
             assert!(err.contains(needle), "{text:?}: {err}");

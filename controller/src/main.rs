@@ -1,11 +1,13 @@
 use std::process::ExitCode;
 
-use clap::Parser;
 use controller::cli::{Cli, Command, Outcome};
 use tokio_util::sync::CancellationToken;
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match formats::usage::parse::<Cli>("controller") {
+        Ok(cli) => cli,
+        Err(code) => return code,
+    };
     let serving = matches!(cli.command, Command::Serve { .. });
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)

@@ -21,6 +21,8 @@
 //!   controller, agents and clients, and its messages.
 //! - [`seconds`]: decimal seconds from command lines and traces, read exactly
 //!   into nanoseconds.
+//! - [`usage`] (feature `cli`): the binaries' command-line mistakes, as one
+//!   line and exit code 2.
 //!
 //! The default build is the record format alone, with no async runtime and
 //! no I/O beyond `std::io::Read`, so that the lightest binary (`sigsleep`)
@@ -33,5 +35,7 @@ pub mod record;
 pub mod seconds;
 #[cfg(feature = "swf")]
 pub mod swf;
+#[cfg(feature = "cli")]
+pub mod usage;
 #[cfg(feature = "wire")]
 pub mod wire;

@@ -2,7 +2,6 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::Parser;
 use runworkload::cli::{self, Cli};
 use tokio_util::sync::CancellationToken;
 
@@ -39,7 +38,10 @@ fn ensure_sigsleep(path: &std::path::Path) -> Result<Option<std::path::PathBuf>,
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match formats::usage::parse::<Cli>("runworkload") {
+        Ok(cli) => cli,
+        Err(code) => return code,
+    };
     let level = match cli.verbose {
         0 => "warn",
         1 => "info",
