@@ -173,18 +173,29 @@ async fn client<T: AsyncRead + AsyncWrite + Unpin>(
             },
             () = shared.done.cancelled() => return Ok(()),
         };
-        let (reply, answer) = oneshot::channel();
-        let resp = if shared
-            .events
-            .send(Event::Request { req, reply })
-            .await
-            .is_err()
-        {
-            Response::Error("the controller is stopping".into())
-        } else {
-            answer
-                .await
-                .unwrap_or_else(|_| Response::Error("the controller is stopping".into()))
+        let resp = match req {
+            // Read here, not in the server loop, which must not wait on a
+            // file; the sink reads after every record the server handed
+            // it, so a job the client saw end has its record in the read.
+            Request::Records(ids) => match shared.records.read(ids).await {
+                Ok(frames) => Response::Records(frames),
+                Err(e) => Response::Error(format!("cannot read the record file: {e}")),
+            },
+            req => {
+                let (reply, answer) = oneshot::channel();
+                if shared
+                    .events
+                    .send(Event::Request { req, reply })
+                    .await
+                    .is_err()
+                {
+                    Response::Error("the controller is stopping".into())
+                } else {
+                    answer
+                        .await
+                        .unwrap_or_else(|_| Response::Error("the controller is stopping".into()))
+                }
+            }
         };
         conn.send(&resp).await.map_err(|e| e.to_string())?;
     }

@@ -26,8 +26,8 @@ an hour in a second). Each job gets --cores-per-proc cores per trace processor.
 Results: OUT/shrink-FFF/ per factor, with records/, jobs.csv, manifest.json
 and metrics.json; `calcmets OUT` reads them all side by side.
 
-Exit status: 0 ok, 1 interrupted or the trace had malformed lines with
---strict, 2 usage or input error.";
+Exit status: 0 ok, 1 interrupted (Ctrl-C), 2 usage or input error (with
+--strict, a trace with malformed lines is one).";
 
 #[derive(Debug, Parser)]
 #[command(
@@ -263,6 +263,14 @@ pub fn plan(cli: &Cli) -> Result<(Plan, Vec<String>)> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn factors_of_a_sweep_get_directories_of_their_own() {
+        assert_eq!(crate::run::label(1.0), "shrink-100");
+        assert_eq!(crate::run::label(0.5), "shrink-050");
+        assert_eq!(crate::run::label(0.995), "shrink-099.5");
+        assert_eq!(crate::run::label(0.0525), "shrink-005.25");
+    }
+
     use super::*;
 
     #[test]

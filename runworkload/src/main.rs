@@ -102,7 +102,14 @@ fn main() -> ExitCode {
     rt.block_on(async {
         let stop = CancellationToken::new();
         let token = stop.clone();
+        let simulated = plan.simulate;
         tokio::spawn(async move {
+            if simulated && tokio::signal::ctrl_c().await.is_ok() {
+                // The twin runs no process and never waits: nothing to
+                // cancel or keep, and no point at which it would look.
+                eprintln!("\nrunworkload: interrupted");
+                std::process::exit(130);
+            }
             if tokio::signal::ctrl_c().await.is_ok() {
                 eprintln!(
                     "\nrunworkload: interrupted; cancelling jobs, keeping finished records \

@@ -36,8 +36,16 @@ pub(crate) const LEAD: Duration = Duration::from_millis(200);
 /// it: tokio's timer has millisecond granularity.
 pub(crate) const SPIN: Duration = Duration::from_millis(2);
 
+/// `shrink-050` for 50 %; a fraction of a percent is kept
+/// (`shrink-099.5`), so that no two factors of a sweep share a directory.
 pub fn label(factor: f64) -> String {
-    format!("shrink-{:03}", (factor * 100.0).round() as u64)
+    let percent = factor * 100.0;
+    if (percent - percent.round()).abs() < 1e-6 {
+        format!("shrink-{:03}", percent.round() as u64)
+    } else {
+        let exact = format!("{percent:07.3}");
+        format!("shrink-{}", exact.trim_end_matches('0'))
+    }
 }
 
 /// The jobs (indices into the slice), in submission order from `*next`
@@ -508,7 +516,9 @@ fn over(s: &ClusterStats) -> u64 {
 }
 
 fn update(bar: &ProgressBar, s: &ClusterStats, before: &ClusterStats, submitted: usize) {
-    let over = over(s).saturating_sub(over(before));
+    // (On a cluster others use too, their jobs end as well: no more of
+    // ours can be over than were sent.)
+    let over = over(s).saturating_sub(over(before)).min(submitted as u64);
     bar.set_position(over);
     bar.set_message(format!(
         "submitted {submitted}, running {}, suspended {}, pending {}",

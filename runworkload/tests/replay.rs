@@ -362,3 +362,87 @@ fn ctrl_c_stops_cleanly_and_keeps_what_finished() {
     assert!(manifest["counts"].get("pending").is_none(), "{manifest}");
     assert!(manifest["counts"].get("running").is_none(), "{manifest}");
 }
+
+#[test]
+fn a_running_cluster_with_a_remote_agent_is_driven_with_controller() {
+    // A controller whose nodes are hosted by an agent process of their own,
+    // as on another host; runworkload drives it and fetches the records
+    // the agent streamed to it.
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let config = dir.path().join("cluster.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[controller]\nlisten = \"127.0.0.1:0\"\nstate_dir = \"{}\"\nschedule_interval_ms = 5\n\
+             [agents]\nlocal = false\n\
+             [[nodes]]\nnames = \"rn[01-16]\"\ncpus = 16\nmemory = \"32G\"\n",
+            state.display()
+        ),
+    )
+    .unwrap();
+    let log = std::fs::File::create(dir.path().join("serve.log")).unwrap();
+    let mut serve = Command::new(bin("controller"))
+        .args(["serve", "--config"])
+        .arg(&config)
+        .stderr(log)
+        .spawn()
+        .unwrap();
+    let address = state.join("address");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !address.is_file() {
+        assert!(std::time::Instant::now() < deadline, "the controller did not start");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let addr = std::fs::read_to_string(&address).unwrap();
+    let mut agent = Command::new(bin("agent"))
+        .args(["--controller", &addr, "--nodes", "rn[01-16]", "--cpus", "16"])
+        .args(["--host", "far"])
+        .arg("--record-dir")
+        .arg(dir.path().join("spool"))
+        .arg("--secret-file")
+        .arg(state.join("secret"))
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+
+    let out = dir.path().join("results");
+    let (trace, skip) = kth();
+    let o = Command::new(bin("runworkload"))
+        .arg("--config")
+        .arg(&config)
+        .args(["--controller", &addr])
+        .arg("--workload")
+        .arg(&trace)
+        .args(["--skip", &skip.to_string(), "--jobs", "40", "-q"])
+        .args(["--cores-per-proc", "2", "--shrink", "50", "--speedup", "40000"])
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let shutdown = Command::new(bin("controller"))
+        .arg("--config")
+        .arg(&config)
+        .arg("shutdown")
+        .output()
+        .unwrap();
+    assert!(shutdown.status.success());
+    serve.wait().unwrap();
+    agent.wait().unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}\n{}",
+        String::from_utf8_lossy(&o.stderr),
+        std::fs::read_to_string(dir.path().join("serve.log")).unwrap()
+    );
+    let run = out.join("shrink-050");
+    let manifest = json(&run.join("manifest.json"));
+    assert_eq!(manifest["controller"], addr.as_str());
+    assert_eq!(manifest["counts"]["completed"], 40, "{manifest}");
+    let (recs, stats) = decode_all(&std::fs::read(run.join("records/jobs.rec")).unwrap());
+    assert_eq!(stats.damaged(), 0);
+    assert_eq!(recs.len(), 40);
+    assert!(recs.iter().all(|r| r.node.starts_with("rn")));
+    assert_eq!(json(&run.join("metrics.json"))["jobs"], 40);
+}
