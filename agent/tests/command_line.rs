@@ -23,7 +23,10 @@ fn bad_flags_are_usage_errors() {
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(err.contains("--controller") && err.contains("--cpus"), "{err}");
+    assert!(
+        err.contains("--controller") && err.contains("--cpus"),
+        "{err}"
+    );
     let dir = tempfile::tempdir().unwrap();
     let s = secret(dir.path(), 0o600);
     let out = agent()

@@ -1,7 +1,9 @@
 //! `calcmets fidelity EMULATED SIMULATED`: how far an emulated run is from
 //! its virtual-time twin. Both are results directories of the same replay
-//! (same trace slice, factor and cluster); jobs are matched by id (both
-//! number jobs in submission order), times are taken relative to each
+//! (same trace slice, factor and cluster); jobs are matched by the trace
+//! job they replay (from each run's jobs.csv; by the cluster's job id if
+//! one has none, as a fresh cluster numbers jobs in submission order in
+//! both), times are taken relative to each
 //! run's start (its manifest), and for each job the differences of start,
 //! end and suspended time are summarised, then each metric of the two runs
 //! is set side by side with its absolute and relative difference.
@@ -34,7 +36,9 @@ struct Run {
     damaged: u64,
 }
 
-fn load(dir: &Path) -> Result<Run> {
+/// A run's records and metrics; jobs keyed by `keys` (the cluster's job
+/// id → the key to match on), or by job id where it has none.
+fn load(dir: &Path, keys: &HashMap<u64, u64>) -> Result<Run> {
     let path = dir.join(crate::runs::MANIFEST);
     let text = std::fs::read_to_string(&path).with_context(|| {
         format!(
@@ -62,7 +66,7 @@ fn load(dir: &Path) -> Result<Run> {
     let mut jobs = HashMap::new();
     let stats = inputs::for_each_record(&sources, |r| {
         jobs.insert(
-            r.id,
+            keys.get(&r.id).copied().unwrap_or(r.id),
             Times {
                 start: r.start - start_ns,
                 end: r.end - start_ns,
@@ -166,8 +170,21 @@ pub fn compare(
     json: bool,
     out: &mut impl Write,
 ) -> Result<bool> {
-    let e = load(emulated)?;
-    let s = load(simulated)?;
+    // Trace ids when both runs say which trace job each of theirs replays:
+    // a run on a cluster others used too does not number its jobs from 1.
+    let trace_ids = |dir: &Path| -> Result<HashMap<u64, u64>> {
+        Ok(crate::jobs_csv::read(dir)?
+            .into_iter()
+            .map(|(id, row)| (id, row.trace_id))
+            .collect())
+    };
+    let (mut ek, mut sk) = (trace_ids(emulated)?, trace_ids(simulated)?);
+    if ek.is_empty() || sk.is_empty() {
+        ek.clear();
+        sk.clear();
+    }
+    let e = load(emulated, &ek)?;
+    let s = load(simulated, &sk)?;
     if e.damaged + s.damaged > 0 {
         bail!("damaged records: run `calcmets dump` on both directories to see where");
     }
@@ -264,5 +281,64 @@ fn diff(a: Option<f64>, b: Option<f64>) -> (Option<f64>, Option<f64>) {
     match (a, b) {
         (Some(a), Some(b)) => (Some(a - b), (b != 0.0).then(|| (a - b) / b)),
         _ => (None, None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use formats::record::{encode, Flags, JobRecord};
+    use std::borrow::Cow;
+
+    const S: i64 = 1_000_000_000;
+
+    /// A results directory whose cluster numbered the trace's jobs 1, 2, 3
+    /// as `ids`, each running 10 s from its start.
+    fn run(dir: &Path, ids: [u64; 3], starts: [i64; 3]) {
+        std::fs::create_dir_all(dir.join("records")).unwrap();
+        std::fs::write(
+            dir.join("manifest.json"),
+            r#"{"start": 1000.0, "cores": 4, "tau": 10.0}"#,
+        )
+        .unwrap();
+        let mut csv = String::from("trace_id,job_id,state,nodes\n");
+        let mut bytes = Vec::new();
+        for (t, (&id, &b)) in ids.iter().zip(&starts).enumerate() {
+            csv.push_str(&format!("{},{id},completed,\"n1\"\n", t + 1));
+            let rec = JobRecord {
+                id,
+                cores: 1,
+                node: Cow::Borrowed("n1"),
+                submit: 1000 * S,
+                start: (1000 + b) * S,
+                end: (1010 + b) * S,
+                runtime: 10 * S as u64,
+                walltime: 0,
+                status: Status::Completed,
+                flags: Flags::default(),
+                suspensions: Vec::new(),
+            };
+            encode(&rec, &mut bytes).unwrap();
+        }
+        std::fs::write(dir.join(crate::jobs_csv::FILE), csv).unwrap();
+        std::fs::write(dir.join("records/jobs.rec"), bytes).unwrap();
+    }
+
+    #[test]
+    fn jobs_are_matched_by_the_trace_job_they_replay() {
+        // The emulated run shared its cluster: its ids start at 41, and
+        // it ran the trace's third job first.
+        let dir = tempfile::tempdir().unwrap();
+        let (emu, sim) = (dir.path().join("emu"), dir.path().join("sim"));
+        run(&emu, [42, 43, 41], [1, 2, 0]);
+        run(&sim, [1, 2, 3], [0, 2, 0]);
+        let mut out = Vec::new();
+        assert!(compare(&emu, &sim, true, &mut out).unwrap());
+        let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(v["jobs_compared"], 3);
+        assert_eq!(v["jobs_in_one_run_only"], 0);
+        // Only the trace's first job started 1 s later than its twin.
+        assert_eq!(v["per_job"]["start"]["max"], 1.0);
+        assert_eq!(v["per_job"]["start"]["p50"], 0.0);
     }
 }

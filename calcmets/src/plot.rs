@@ -182,9 +182,9 @@ fn load(args: &PlotArgs) -> Result<Vec<Run>> {
             eprintln!("calcmets: warning: {w}");
         }
         if let Some(dir) = &run.dir {
-            let all = node_lists(&dir.join("jobs.csv"))?;
+            let rows = crate::jobs_csv::read(dir)?;
             for j in &mut jobs {
-                j.nodes = all.get(&j.id).cloned();
+                j.nodes = rows.get(&j.id).and_then(|r| r.nodes.clone());
             }
         }
         let t0 = jobs.iter().map(|j| j.submit).min().unwrap_or(0);
@@ -206,39 +206,6 @@ fn load(args: &PlotArgs) -> Result<Vec<Run>> {
                 .unwrap_or(crate::DEFAULT_TAU_NS),
             jobs,
         });
-    }
-    Ok(out)
-}
-
-/// Each job's nodes (folded) from a results directory's jobs.csv, whose
-/// last column they are (quoted, as they hold commas). No file, or an
-/// older one without the column: none.
-fn node_lists(path: &Path) -> Result<HashMap<u64, String>> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(HashMap::new()),
-        Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
-    };
-    let mut lines = text.lines();
-    let header: Vec<&str> = lines.next().unwrap_or("").split(',').collect();
-    let (Some(id_col), Some(&"nodes")) =
-        (header.iter().position(|&h| h == "job_id"), header.last())
-    else {
-        return Ok(HashMap::new());
-    };
-    let mut out = HashMap::new();
-    for (n, line) in lines.enumerate() {
-        let parsed = line.rsplit_once(",\"").and_then(|(rest, nodes)| {
-            let id = rest.split(',').nth(id_col)?.parse::<u64>().ok()?;
-            Some((id, nodes.strip_suffix('"')?.to_string()))
-        });
-        match parsed {
-            Some((id, nodes)) if id != 0 && !nodes.is_empty() => {
-                out.insert(id, nodes);
-            }
-            Some(_) => {}
-            None => bail!("{}:{}: malformed line", path.display(), n + 2),
-        }
     }
     Ok(out)
 }

@@ -391,12 +391,22 @@ fn a_running_cluster_with_a_remote_agent_is_driven_with_controller() {
     let address = state.join("address");
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     while !address.is_file() {
-        assert!(std::time::Instant::now() < deadline, "the controller did not start");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the controller did not start"
+        );
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
     let addr = std::fs::read_to_string(&address).unwrap();
     let mut agent = Command::new(bin("agent"))
-        .args(["--controller", &addr, "--nodes", "rn[01-16]", "--cpus", "16"])
+        .args([
+            "--controller",
+            &addr,
+            "--nodes",
+            "rn[01-16]",
+            "--cpus",
+            "16",
+        ])
         .args(["--host", "far"])
         .arg("--record-dir")
         .arg(dir.path().join("spool"))
@@ -415,7 +425,14 @@ fn a_running_cluster_with_a_remote_agent_is_driven_with_controller() {
         .arg("--workload")
         .arg(&trace)
         .args(["--skip", &skip.to_string(), "--jobs", "40", "-q"])
-        .args(["--cores-per-proc", "2", "--shrink", "50", "--speedup", "40000"])
+        .args([
+            "--cores-per-proc",
+            "2",
+            "--shrink",
+            "50",
+            "--speedup",
+            "40000",
+        ])
         .arg("--out")
         .arg(&out)
         .output()
