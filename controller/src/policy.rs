@@ -625,8 +625,16 @@ fn preempt(v: &View, free: &mut Free, out: &mut Decisions, done: &mut HashSet<u6
             m
         };
         // Victims: running jobs of lower priority with cores on the nodes
-        // the job may use; lowest priority first, then the largest (fewest
-        // victims), then the youngest.
+        // the job may use; lowest priority first, then those that free the
+        // most cores there (fewest victims: a job's cores elsewhere are no
+        // use to it), then the youngest.
+        let useful = |a: &Active| -> u32 {
+            a.alloc
+                .iter()
+                .filter(|(n, _)| on_part[*n])
+                .map(|(_, c)| c)
+                .sum()
+        };
         let mut candidates: Vec<&Active> = v
             .active
             .iter()
@@ -640,7 +648,7 @@ fn preempt(v: &View, free: &mut Free, out: &mut Decisions, done: &mut HashSet<u6
         candidates.sort_by_key(|a| {
             (
                 v.partitions[a.partition].priority,
-                std::cmp::Reverse(a.cores),
+                std::cmp::Reverse(useful(a)),
                 std::cmp::Reverse(a.since_ns),
                 a.job,
             )
@@ -1158,6 +1166,49 @@ mod tests {
                 Decision::Start {
                     job: 1,
                     alloc: vec![(1, 4)]
+                }
+            ]
+        );
+    }
+
+    #[test]
+    fn preemption_counts_only_the_cores_a_victim_frees_where_the_job_may_run() {
+        // The urgent partition has nodes 0 to 2 only, all busy. Job 10 has
+        // 3 cores on node 0 and 4 on node 3, job 11 two on node 1 and 4 on
+        // node 3 (7 and 6 cores in all), job 12 four on node 2: counted by
+        // their size, jobs 10 and 11 would both be suspended; job 12 alone
+        // frees the 4 cores the urgent job needs where it may run.
+        let mut base = view([3, 2, 4, 8], vec![], vec![]);
+        for n in &mut base.nodes {
+            n.free_cpus = 0;
+        }
+        base.active = Arc::new(vec![
+            running(10, 0, vec![(0, 3), (3, 4)], 900),
+            running(11, 0, vec![(1, 2), (3, 4)], 900),
+            running(12, 0, vec![(2, 4)], 900),
+        ]);
+        Arc::make_mut(&mut base.partitions)[0].priority = 1;
+        Arc::make_mut(&mut base.partitions).push(PartitionView {
+            nodes: vec![0, 1, 2],
+            priority: 10,
+            gang: None,
+        });
+        base.queue = Arc::new(vec![Queued {
+            partition: 1,
+            ..job(1, 4, 100)
+        }]);
+        let d = Standard {
+            base: Base::Fcfs,
+            preemption: true,
+        }
+        .decide(&base);
+        assert_eq!(
+            d.list,
+            [
+                Decision::Suspend(12),
+                Decision::Start {
+                    job: 1,
+                    alloc: vec![(2, 4)]
                 }
             ]
         );
