@@ -196,7 +196,7 @@ pub async fn run(cli: Cli, shutdown: CancellationToken) -> Result<Outcome> {
     match &cli.command {
         Command::Nodeset(a) => nodeset(&cli, a),
         Command::Policies => {
-            for p in crate::policy::REGISTRY {
+            for p in crate::policy::all() {
                 writeln!(std::io::stdout(), "{:<8} {}", p.name, p.about)?;
             }
             Ok(Outcome::Ok)

@@ -101,6 +101,10 @@ struct PartitionSection {
     /// Jobs per core (gang time-slicing when above 1).
     #[serde(default)]
     oversubscribe: Option<u32>,
+    /// This partition's gang time slice, in seconds [default: the
+    /// controller's `time_slice_s`].
+    #[serde(default)]
+    time_slice_s: Option<f64>,
     /// What becomes of a job whose node is lost: "requeue" (default, as
     /// Slurm's JobRequeue=1) or "fail" (state node_fail).
     #[serde(default)]
@@ -135,6 +139,9 @@ pub struct PartitionDef {
     pub max_time_ns: u64,
     /// Jobs per core; above 1, gang time-slicing.
     pub oversubscribe: u32,
+    /// How long a job of a time-slicing partition runs before it may have
+    /// to give its cores to another.
+    pub time_slice: Duration,
     /// A job whose node is lost goes back to the queue (else it ends as
     /// `node_fail`).
     pub requeue: bool,
@@ -159,7 +166,7 @@ pub struct Cluster {
     pub secret_file: PathBuf,
     pub state_dir: PathBuf,
     pub record_dir: PathBuf,
-    /// A name in [`crate::policy::REGISTRY`].
+    /// A name of [`crate::policy::all`].
     pub policy: String,
     /// Jobs of higher-priority partitions suspend lower-priority ones.
     pub preemption: bool,
@@ -272,6 +279,19 @@ impl Cluster {
             Ok(found)
         };
 
+        let slice = |key: &str, secs: f64| -> Result<Duration> {
+            if !(secs > 0.0 && secs <= MAX_MS as f64 / 1e3) {
+                bail!(
+                    "{name}: {key} must be a positive number of seconds, at most {} (a week)",
+                    MAX_MS / 1000
+                );
+            }
+            Ok(Duration::from_secs_f64(secs))
+        };
+        let time_slice = slice(
+            "controller.time_slice_s",
+            file.controller.time_slice_s.unwrap_or(30.0),
+        )?;
         let mut partitions = Vec::new();
         for p in &file.partitions {
             if partitions.iter().any(|q: &PartitionDef| q.name == p.name) {
@@ -291,6 +311,10 @@ impl Cluster {
                     ),
                     Some(k) => k,
                 },
+                time_slice: match p.time_slice_s {
+                    None => time_slice,
+                    Some(s) => slice(&format!("partition {}: time_slice_s", p.name), s)?,
+                },
                 requeue: match p.on_node_fail.as_deref() {
                     None | Some("requeue") => true,
                     Some("fail") => false,
@@ -309,6 +333,7 @@ impl Cluster {
                 default: true,
                 max_time_ns: 0,
                 oversubscribe: 1,
+                time_slice,
                 requeue: true,
             });
         }
@@ -346,7 +371,7 @@ impl Cluster {
         let c = &file.controller;
         let policy = c.policy.clone().unwrap_or_else(|| "easy".into());
         let Some(entry) = crate::policy::find(&policy) else {
-            let known: Vec<&str> = crate::policy::REGISTRY.iter().map(|p| p.name).collect();
+            let known: Vec<&str> = crate::policy::all().map(|p| p.name).collect();
             bail!(
                 "{name}: controller.policy: unknown policy {policy:?} (known: {})",
                 known.join(", ")
@@ -363,13 +388,6 @@ impl Cluster {
             0 => bail!("{name}: controller.max_jobs must be at least 1"),
             n => usize::try_from(n).unwrap_or(usize::MAX),
         };
-        let time_slice = c.time_slice_s.unwrap_or(30.0);
-        if !(time_slice > 0.0 && time_slice <= MAX_MS as f64 / 1e3) {
-            bail!(
-                "{name}: controller.time_slice_s must be a positive number of seconds, at most {} (a week)",
-                MAX_MS / 1000
-            );
-        }
         if !entry.suspends {
             if preemption {
                 bail!("{name}: policy {policy:?} does not suspend jobs: preemption needs fcfs or easy");
@@ -455,7 +473,7 @@ impl Cluster {
             state_dir,
             policy,
             preemption,
-            time_slice: Duration::from_secs_f64(time_slice),
+            time_slice,
             schedule_interval: ms(
                 "controller.schedule_interval_ms",
                 c.schedule_interval_ms,

@@ -42,10 +42,11 @@
 //! state. Order matters: suspend a job before giving its cores away.
 //!
 //! To make a policy selectable with `[controller] policy = "name"`, in the
-//! emulation and in the virtual-time twin alike, put it in a file under
-//! `src/policy/`, declare the module below and add an [`Entry`] to
-//! [`REGISTRY`]. `src/policy/shortest_first.rs` (`policy = "sjf"`) is a
-//! complete example, with its test.
+//! emulation and in the virtual-time twin alike, put it in a file of its
+//! own under `src/policy/` with a `pub const ENTRY: Entry` naming it:
+//! nothing else to edit (the build finds every file there).
+//! `src/policy/shortest_first.rs` (`policy = "sjf"`) is a complete
+//! example, with its test.
 //!
 //! # The built-in policy
 //!
@@ -75,7 +76,8 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-mod shortest_first;
+// The files of src/policy/ and their entries (`FROM_FILES`).
+include!(concat!(env!("OUT_DIR"), "/policies.rs"));
 
 /// A policy a configuration can name.
 pub struct Entry {
@@ -88,8 +90,8 @@ pub struct Entry {
     pub make: fn(&crate::config::Cluster) -> Box<dyn Policy>,
 }
 
-/// Every policy a configuration can name.
-pub const REGISTRY: &[Entry] = &[
+/// The built-in policies; [`all`] adds those of `src/policy/`.
+pub const BUILT_IN: &[Entry] = &[
     Entry {
         name: "fcfs",
         about: "first come, first served, with gang time-slicing and preemption",
@@ -112,16 +114,15 @@ pub const REGISTRY: &[Entry] = &[
             })
         },
     },
-    Entry {
-        name: "sjf",
-        about: "shortest job first, no reservation (the example policy)",
-        suspends: false,
-        make: |_| Box::new(shortest_first::ShortestFirst),
-    },
 ];
 
+/// Every policy a configuration can name.
+pub fn all() -> impl Iterator<Item = &'static Entry> {
+    BUILT_IN.iter().chain(FROM_FILES.iter().copied())
+}
+
 pub fn find(name: &str) -> Option<&'static Entry> {
-    REGISTRY.iter().find(|p| p.name == name)
+    all().find(|p| p.name == name)
 }
 
 /// A node as the policy sees it.

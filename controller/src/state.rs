@@ -317,7 +317,7 @@ impl Cluster {
                         priority: p.priority,
                         gang: (p.oversubscribe > 1).then_some(Gang {
                             oversubscribe: p.oversubscribe,
-                            slice_ns: partition_config.time_slice.as_nanos() as i64,
+                            slice_ns: p.time_slice.as_nanos() as i64,
                         }),
                     })
                     .collect(),
@@ -1788,6 +1788,22 @@ mod tests {
         assert_eq!(c.queue(true)[0].nodes, "vn[1-2]");
         assert_eq!(c.nodes[0].alloc_cpus + c.nodes[1].alloc_cpus, 0);
         assert_eq!(c.nodes[1].alloc_mem_mb, 0);
+    }
+
+    #[test]
+    fn each_time_slicing_partition_has_its_own_slice() {
+        let c = cluster_with(
+            "[controller]\ntime_slice_s = 20\n\
+             [[partitions]]\nname = \"a\"\noversubscribe = 2\n\
+             [[partitions]]\nname = \"b\"\noversubscribe = 3\ntime_slice_s = 2.5\n",
+        );
+        let v = c.view(at(0));
+        let gang = |p: usize| v.partitions[p].gang.unwrap();
+        assert_eq!((gang(0).oversubscribe, gang(0).slice_ns), (2, 20 * S));
+        assert_eq!(
+            (gang(1).oversubscribe, gang(1).slice_ns),
+            (3, 2_500_000_000)
+        );
     }
 
     #[test]

@@ -647,7 +647,13 @@ pub(crate) fn write_results(
             .partitions
             .iter()
             .filter(|p| p.oversubscribe > 1)
-            .map(|p| json!({ "name": p.name, "oversubscribe": p.oversubscribe }))
+            .map(|p| {
+                json!({
+                    "name": p.name,
+                    "oversubscribe": p.oversubscribe,
+                    "time_slice_s": p.time_slice.as_secs_f64(),
+                })
+            })
             .collect::<Vec<_>>(),
         "cores": cores,
         "nodes": plan.config.nodes.len(),

@@ -8,7 +8,15 @@
 //! trade of mean wait against fairness that EASY backfilling avoids.
 //! It suspends nothing, so it ignores gang partitions and preemption.
 
-use super::{Decision, Decisions, Free, Policy, View};
+use super::{Decision, Decisions, Entry, Free, Policy, View};
+
+/// How a config names it; the build registers every file's `ENTRY`.
+pub const ENTRY: Entry = Entry {
+    name: "sjf",
+    about: "shortest job first, no reservation (the example policy)",
+    suspends: false,
+    make: |_| Box::new(ShortestFirst),
+};
 
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ShortestFirst;
