@@ -4,7 +4,7 @@
 //! on the other, compared by `calcmets fidelity`.
 //!
 //! Tolerances, stated here and in docs/policies.md: makespan and
-//! utilization within 5 %, the median job starting within 50 ms of its
+//! utilization within 10 %, the median job starting within 50 ms of its
 //! twin, and both runs suspending jobs, with suspended time in all within
 //! 50 %. What was measured on an idle 2-core machine: 0.02-0.6 %,
 //! 0.0-0.6 %, 4 ms and 25-28 %. Rotation amplifies millisecond differences (which of
