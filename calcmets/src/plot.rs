@@ -1,17 +1,20 @@
 //! `calcmets plot`: the pictures scheduling papers show, as SVG files.
 //!
-//! For each run (a results directory, or the loose record files given):
-//! `<run>-timeline.svg`, utilization and the queue (pending, running,
-//! suspended jobs) over time, and `<run>-gantt.svg`, jobs on nodes with
-//! suspended stretches drawn apart. Across runs: `cdf-wait.svg` and
-//! `cdf-bsld.svg`, one curve per run, and `bsld-by-size.svg`, mean bounded
-//! slowdown by job-size class, one bar per run in each group.
+//! For each run (a results directory, or `records` for the loose record
+//! files given): `<run>-timeline.svg`, utilization and the queue (pending,
+//! running, suspended jobs) over time, and `<run>-gantt.svg`, jobs on
+//! nodes with suspended stretches drawn apart. Across runs: `cdf-wait.svg`
+//! and `cdf-bsld.svg`, one curve per run, and `bsld-by-size.svg`, mean
+//! bounded slowdown by job-size class, one bar per run in each group.
+//! Titles and legends sit in a band above each plot, never over data.
 //!
 //! Charts stay legible at 100,000 jobs by aggregating before drawing: the
 //! timeline is averaged over at most [`BINS`] intervals, curves keep at most
-//! [`CURVE_POINTS`] points, and the Gantt chart shows a window of time and
-//! nodes (by default the first [`GANTT_NODES`] nodes) and merges what is
-//! narrower than a pixel.
+//! [`CURVE_POINTS`] steps, and the Gantt chart shows a window of time and
+//! nodes (by default the first [`GANTT_NODES`] nodes), each job as a band
+//! as tall as its share of the node's cores, merging what is narrower than
+//! a pixel; past [`GANTT_JOBS`] jobs in view it shows how busy each node
+//! was over time instead.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -20,6 +23,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use formats::record::Status;
 use plotters::coord::Shift;
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use crate::inputs;
 use crate::metrics::size_class;
@@ -68,6 +72,8 @@ struct Job {
 struct Run {
     name: String,
     cores: Option<u64>,
+    /// Nodes of the cluster, when its manifest says.
+    nodes: Option<u64>,
     tau_ns: i64,
     jobs: Vec<Job>,
 }
@@ -81,23 +87,20 @@ pub fn plot(args: &PlotArgs) -> Result<Vec<PathBuf>> {
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("cannot create {}", args.out.display()))?;
     let mut written = Vec::new();
-    let many = runs.len() > 1;
     for run in &runs {
-        let stem = if many {
-            file_stem(&run.name)
-        } else {
-            String::new()
-        };
+        // Named after the run whatever their number, so that a script
+        // finds a run's charts in the same place every time.
+        let stem = file_stem(&run.name);
         let cores = run.cores.ok_or_else(|| {
             anyhow!(
                 "{}: no core count for utilization (give --cores, or a results directory)",
                 run.name
             )
         })?;
-        let path = args.out.join(format!("{stem}{}timeline.svg", sep(&stem)));
+        let path = args.out.join(format!("{stem}-timeline.svg"));
         timeline(&path, run, cores)?;
         written.push(path);
-        let path = args.out.join(format!("{stem}{}gantt.svg", sep(&stem)));
+        let path = args.out.join(format!("{stem}-gantt.svg"));
         gantt(&path, run, args.window, args.nodes.as_deref())?;
         written.push(path);
     }
@@ -125,14 +128,6 @@ pub fn plot(args: &PlotArgs) -> Result<Vec<PathBuf>> {
     by_size(&path, &runs)?;
     written.push(path);
     Ok(written)
-}
-
-fn sep(stem: &str) -> &'static str {
-    if stem.is_empty() {
-        ""
-    } else {
-        "-"
-    }
 }
 
 /// A run name as a file name.
@@ -200,6 +195,7 @@ fn load(args: &PlotArgs) -> Result<Vec<Run>> {
         out.push(Run {
             name: run.name.clone(),
             cores: args.cores.or(run.manifest_cores),
+            nodes: run.dir.as_deref().and_then(runs::manifest_nodes),
             tau_ns: args
                 .tau_ns
                 .or(run.manifest_tau)
@@ -229,8 +225,11 @@ fn svg_error<E: std::fmt::Debug>(path: &Path) -> impl Fn(E) -> anyhow::Error + '
     move |e| anyhow!("{}: cannot draw: {e:?}", path.display())
 }
 
+type DrawResult<T> = Result<T, DrawingAreaErrorKind<std::io::Error>>;
+
+/// Colours of runs and jobs; grey is kept for suspended stretches.
 fn palette(i: usize) -> RGBColor {
-    const COLORS: [RGBColor; 8] = [
+    const COLORS: [RGBColor; 10] = [
         RGBColor(31, 119, 180),
         RGBColor(255, 127, 14),
         RGBColor(44, 160, 44),
@@ -238,10 +237,15 @@ fn palette(i: usize) -> RGBColor {
         RGBColor(148, 103, 189),
         RGBColor(140, 86, 75),
         RGBColor(227, 119, 194),
-        RGBColor(127, 127, 127),
+        RGBColor(188, 189, 34),
+        RGBColor(23, 190, 207),
+        RGBColor(57, 59, 121),
     ];
     COLORS[i % COLORS.len()]
 }
+
+/// Suspended stretches in the Gantt chart.
+const GREY: RGBColor = RGBColor(170, 170, 170);
 
 /// The unit of a time axis spanning `secs` seconds: its size in seconds
 /// and its name.
@@ -257,18 +261,137 @@ fn time_unit(secs: f64) -> (f64, &'static str) {
     }
 }
 
-/// Draws the series' legend in a box at `pos`.
-fn legend<'a, DB: DrawingBackend + 'a, CT: CoordTranslate>(
-    chart: &mut ChartContext<'a, DB, CT>,
-    pos: SeriesLabelPosition,
-) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .label_font((FONT, 15))
-        .position(pos)
-        .draw()
+/// A tick label: no trailing `.0`, powers of ten past 10,000 as `1e5`.
+fn tick(v: f64) -> String {
+    let a = v.abs();
+    if a >= 1e4 && (a.log10() - a.log10().round()).abs() < 1e-9 {
+        format!("1e{}", a.log10().round() as i32).replace("1e", if v < 0.0 { "-1e" } else { "1e" })
+    } else if (v - v.round()).abs() < 1e-9 * a.max(1.0) {
+        format!("{}", v.round() as i64)
+    } else {
+        let text = format!("{v:.3}");
+        text.trim_end_matches('0').trim_end_matches('.').to_string()
+    }
+}
+
+/// The mark a run's curve carries every few points, so that curves that
+/// coincide stay told apart.
+#[derive(Clone, Copy)]
+enum Marker {
+    Circle,
+    Square,
+    Triangle,
+    Cross,
+}
+
+fn marker(i: usize) -> Marker {
+    [
+        Marker::Circle,
+        Marker::Square,
+        Marker::Triangle,
+        Marker::Cross,
+    ][i % 4]
+}
+
+/// Draws `m` at `(x, y)` (pixels) on `area`.
+fn draw_marker(area: &Svg, m: Marker, (x, y): (i32, i32), color: RGBColor) -> DrawResult<()> {
+    match m {
+        Marker::Circle => area.draw(&Circle::new((x, y), 4, color.filled())),
+        Marker::Square => area.draw(&Rectangle::new(
+            [(x - 4, y - 4), (x + 4, y + 4)],
+            color.filled(),
+        )),
+        Marker::Triangle => area.draw(&Polygon::new(
+            vec![(x, y - 5), (x - 5, y + 4), (x + 5, y + 4)],
+            color.filled(),
+        )),
+        Marker::Cross => {
+            area.draw(&PathElement::new(
+                [(x - 4, y - 4), (x + 4, y + 4)],
+                color.stroke_width(2),
+            ))?;
+            area.draw(&PathElement::new(
+                [(x - 4, y + 4), (x + 4, y - 4)],
+                color.stroke_width(2),
+            ))
+        }
+    }
+}
+
+/// What a legend entry shows.
+#[derive(Clone, Copy)]
+enum Key {
+    /// A filled box (areas, bars, job stretches).
+    Fill(RGBColor),
+    /// A line, with a run's marker if it has one.
+    Line(RGBColor, Option<Marker>),
+}
+
+const LEGEND_FONT: u32 = 15;
+
+/// Draws `title` (and under it `note`, smaller, if not empty) and the
+/// legend `items` in a band at the top of `area`, and returns the area
+/// under it for the plot: a legend never covers data.
+fn header<'a>(
+    area: &Svg<'a>,
+    title: &str,
+    note: &str,
+    items: &[(String, Key)],
+) -> DrawResult<Svg<'a>> {
+    let (width, _) = area.dim_in_pixel();
+    let width = width as i32;
+    let centred =
+        |size| TextStyle::from((FONT, size).into_font()).pos(Pos::new(HPos::Center, VPos::Top));
+    area.draw(&Text::new(title.to_string(), (width / 2, 8), centred(22)))?;
+    let mut y = 42;
+    if !note.is_empty() {
+        area.draw(&Text::new(note.to_string(), (width / 2, 36), centred(14)))?;
+        y += 20;
+    }
+    // Entries left to right, centred, wrapping; widths from the text.
+    let entry_width =
+        |label: &str| 34 + (label.chars().count() as i32 * LEGEND_FONT as i32) / 2 + 24;
+    let mut rows: Vec<Vec<&(String, Key)>> = vec![Vec::new()];
+    let mut used = 0;
+    for item in items {
+        let w = entry_width(&item.0);
+        if used + w > width - 40 && used > 0 {
+            rows.push(Vec::new());
+            used = 0;
+        }
+        used += w;
+        if let Some(r) = rows.last_mut() {
+            r.push(item);
+        }
+    }
+    for row in rows.iter().filter(|r| !r.is_empty()) {
+        let total: i32 = row.iter().map(|(l, _)| entry_width(l)).sum();
+        let mut x = (width - total) / 2;
+        for (label, key) in row {
+            match *key {
+                Key::Fill(c) => {
+                    area.draw(&Rectangle::new([(x, y - 6), (x + 24, y + 6)], c.filled()))?
+                }
+                Key::Line(c, m) => {
+                    area.draw(&PathElement::new([(x, y), (x + 24, y)], c.stroke_width(2)))?;
+                    if let Some(m) = m {
+                        draw_marker(area, m, (x + 12, y), c)?;
+                    }
+                }
+            }
+            let style = TextStyle::from((FONT, LEGEND_FONT).into_font())
+                .pos(Pos::new(HPos::Left, VPos::Center));
+            area.draw(&Text::new(label.clone(), (x + 32, y), style))?;
+            x += entry_width(label);
+        }
+        y += 22;
+    }
+    let band = if items.is_empty() {
+        y as u32 - 2
+    } else {
+        y as u32 + 2
+    };
+    Ok(area.split_vertically(band).1)
 }
 
 /// Time-weighted averages of step functions over `BINS` intervals.
@@ -345,15 +468,32 @@ fn timeline(path: &Path, run: &Run, cores: u64) -> Result<()> {
     for e in &mut steps.edges {
         *e /= unit;
     }
+    let bin = steps.edges.get(1).copied().unwrap_or(0.0) * unit;
     let x_desc = format!("time since the first submission ({unit_name})");
     let x_max = steps.edges.last().copied().unwrap_or(1.0).max(1e-9);
     let err = svg_error(path);
     let root: Svg = SVGBackend::new(path, (WIDTH, HEIGHT)).into_drawing_area();
     root.fill(&WHITE).map_err(&err)?;
-    let root = root
-        .titled(&format!("{}: utilization and queue", run.name), (FONT, 24))
-        .map_err(&err)?;
-    let (top, bottom) = root.split_vertically(HEIGHT / 2 - 20);
+    let queue_series = [
+        (PENDING, "pending jobs"),
+        (RUNNING, "running jobs"),
+        (SUSPENDED, "suspended jobs"),
+    ];
+    let mut items = vec![(
+        format!("cores busy ({cores} in all)"),
+        Key::Fill(blend(WHITE, palette(0), 0.35)),
+    )];
+    for (k, (_, name)) in queue_series.iter().enumerate() {
+        items.push((name.to_string(), Key::Line(palette(k + 1), None)));
+    }
+    let body = header(
+        &root,
+        &format!("{}: utilization and queue", run.name),
+        &format!("means over intervals of {}", duration_label(bin)),
+        &items,
+    )
+    .map_err(&err)?;
+    let (top, bottom) = body.split_vertically(body.dim_in_pixel().1 / 2);
     let mut util = ChartBuilder::on(&top)
         .margin(10)
         .x_label_area_size(40)
@@ -363,6 +503,8 @@ fn timeline(path: &Path, run: &Run, cores: u64) -> Result<()> {
     util.configure_mesh()
         .x_desc(x_desc.as_str())
         .y_desc("utilization (% of cores)")
+        .x_label_formatter(&|v| tick(*v))
+        .y_label_formatter(&|v| tick(*v))
         .label_style((FONT, 15))
         .draw()
         .map_err(&err)?;
@@ -372,12 +514,7 @@ fn timeline(path: &Path, run: &Run, cores: u64) -> Result<()> {
         .map(|(b, v)| (steps.edges[b], v * 100.0 / cores as f64))
         .collect();
     util.draw_series(AreaSeries::new(pct, 0.0, palette(0).mix(0.35)).border_style(palette(0)))
-        .map_err(&err)?
-        .label(format!(
-            "cores busy ({cores} in all), averaged per interval"
-        ))
-        .legend(|(x, y)| Rectangle::new([(x, y - 5), (x + 20, y + 5)], palette(0).filled()));
-    legend(&mut util, SeriesLabelPosition::UpperRight).map_err(&err)?;
+        .map_err(&err)?;
 
     let y_max = [PENDING, RUNNING, SUSPENDED]
         .iter()
@@ -393,18 +530,13 @@ fn timeline(path: &Path, run: &Run, cores: u64) -> Result<()> {
     queue
         .configure_mesh()
         .x_desc(x_desc.as_str())
-        .y_desc("jobs (mean per interval)")
+        .y_desc("jobs")
+        .x_label_formatter(&|v| tick(*v))
+        .y_label_formatter(&|v| tick(*v))
         .label_style((FONT, 15))
         .draw()
         .map_err(&err)?;
-    for (k, (s, name)) in [
-        (PENDING, "pending"),
-        (RUNNING, "running"),
-        (SUSPENDED, "suspended"),
-    ]
-    .into_iter()
-    .enumerate()
-    {
+    for (k, (s, _)) in queue_series.into_iter().enumerate() {
         let color = palette(k + 1);
         let pts: Vec<(f64, f64)> = steps.means[s]
             .iter()
@@ -413,16 +545,25 @@ fn timeline(path: &Path, run: &Run, cores: u64) -> Result<()> {
             .collect();
         queue
             .draw_series(LineSeries::new(pts, color.stroke_width(2)))
-            .map_err(&err)?
-            .label(name)
-            .legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], color.stroke_width(2)));
+            .map_err(&err)?;
     }
-    legend(&mut queue, SeriesLabelPosition::UpperRight).map_err(&err)?;
     root.present().map_err(&err)?;
     Ok(())
 }
 
-/// Evenly spaced quantiles of `values` (sorted in place), as (value, F).
+/// A duration for a title: `1.2 s`, `35 min`.
+fn duration_label(secs: f64) -> String {
+    let (unit, name) = time_unit(secs * 3.0);
+    let v = secs / unit;
+    if v >= 10.0 {
+        format!("{v:.0} {name}")
+    } else {
+        format!("{} {name}", tick((v * 100.0).round() / 100.0))
+    }
+}
+
+/// The empirical distribution of `values` (sorted in place) as a step
+/// curve, (value, F), thinned to about `CURVE_POINTS` steps.
 fn curve(values: &mut [f64]) -> Vec<(f64, f64)> {
     values.sort_by(f64::total_cmp);
     let n = values.len();
@@ -430,11 +571,18 @@ fn curve(values: &mut [f64]) -> Vec<(f64, f64)> {
         return Vec::new();
     }
     let step = (n / CURVE_POINTS).max(1);
-    let mut pts: Vec<(f64, f64)> = (0..n)
-        .step_by(step)
-        .map(|i| (values[i], (i + 1) as f64 / n as f64))
-        .collect();
-    pts.push((values[n - 1], 1.0));
+    let mut pts = Vec::with_capacity(2 * CURVE_POINTS + 4);
+    let mut below = 0.0;
+    for i in (0..n).step_by(step).chain([n - 1]) {
+        let f = (i + 1) as f64 / n as f64;
+        if f <= below {
+            continue;
+        }
+        // F jumps at each value: across, then up.
+        pts.push((values[i], below));
+        pts.push((values[i], f));
+        below = f;
+    }
     pts
 }
 
@@ -448,7 +596,9 @@ fn cdf(
     floor: f64,
     value: impl Fn(&Run, &Job) -> f64,
 ) -> Result<()> {
-    let curves: Vec<(String, Vec<(f64, f64)>)> = runs
+    // Per run: its name, its jobs, its curve.
+    type Curve = (String, usize, Vec<(f64, f64)>);
+    let curves: Vec<Curve> = runs
         .iter()
         .map(|run| {
             let mut v: Vec<f64> = run
@@ -457,23 +607,42 @@ fn cdf(
                 .filter(|j| counted(j))
                 .map(|j| value(run, j).max(floor))
                 .collect();
-            (run.name.clone(), curve(&mut v))
+            (run.name.clone(), v.len(), curve(&mut v))
         })
         .collect();
     let hi = curves
         .iter()
-        .flat_map(|(_, c)| c.iter().map(|p| p.0))
+        .flat_map(|(_, _, c)| c.iter().map(|p| p.0))
         .fold(floor * 10.0, f64::max)
         * 1.5;
     let err = svg_error(path);
     let root: Svg = SVGBackend::new(path, (WIDTH, HEIGHT)).into_drawing_area();
     root.fill(&WHITE).map_err(&err)?;
-    let mut chart = ChartBuilder::on(&root)
-        .caption(format!("Cumulative distribution of {what}"), (FONT, 24))
+    let items: Vec<(String, Key)> = curves
+        .iter()
+        .enumerate()
+        .map(|(i, (name, n, _))| {
+            let label = if *n == 0 {
+                format!("{name} (no job)")
+            } else {
+                format!("{name} ({n} jobs)")
+            };
+            (label, Key::Line(palette(i), Some(marker(i))))
+        })
+        .collect();
+    let body = header(
+        &root,
+        &format!("Cumulative distribution of {what}"),
+        "",
+        &items,
+    )
+    .map_err(&err)?;
+    let mut chart = ChartBuilder::on(&body)
         .margin(15)
         .x_label_area_size(50)
         .y_label_area_size(70)
-        .build_cartesian_2d((floor..hi).log_scale(), 0.0..1.0)
+        // A little below the floor, so that its tick is labelled.
+        .build_cartesian_2d((floor * 0.8..hi).log_scale(), 0.0..1.0)
         .map_err(&err)?;
     chart
         .configure_mesh()
@@ -483,23 +652,40 @@ fn cdf(
             x_desc.to_string()
         })
         .y_desc("fraction of jobs")
+        .x_label_formatter(&|v| tick(*v))
+        .y_label_formatter(&|v| tick(*v))
         .label_style((FONT, 15))
         .draw()
         .map_err(&err)?;
-    for (i, (name, pts)) in curves.into_iter().enumerate() {
+    let runs_drawn = curves.len().max(1) as f64;
+    for (i, (_, _, pts)) in curves.into_iter().enumerate() {
         let color = palette(i);
-        let jobs = pts.len();
+        // A mark every MARK_EVERY pixels along the curve, each run's
+        // shifted by a share of that, so that runs whose curves coincide
+        // still show each.
+        const MARK_EVERY: f64 = 80.0;
+        let mut marks: Vec<(i32, i32)> = Vec::new();
+        let mut to_next = MARK_EVERY * (0.5 + i as f64 / runs_drawn);
+        let mut prev: Option<(i32, i32)> = None;
+        for p in &pts {
+            let at = chart.backend_coord(p);
+            if let Some(q) = prev {
+                let d = f64::from(at.0 - q.0).hypot(f64::from(at.1 - q.1));
+                to_next -= d;
+                if to_next <= 0.0 {
+                    marks.push(at);
+                    to_next = MARK_EVERY;
+                }
+            }
+            prev = Some(at);
+        }
         chart
             .draw_series(LineSeries::new(pts, color.stroke_width(2)))
-            .map_err(&err)?
-            .label(if jobs == 0 {
-                format!("{name} (no job)")
-            } else {
-                name
-            })
-            .legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], color.stroke_width(2)));
+            .map_err(&err)?;
+        for at in marks {
+            draw_marker(&root, marker(i), at, color).map_err(&err)?;
+        }
     }
-    legend(&mut chart, SeriesLabelPosition::LowerRight).map_err(&err)?;
     root.present().map_err(&err)?;
     Ok(())
 }
@@ -518,8 +704,8 @@ fn class_label(k: u32) -> String {
 }
 
 fn by_size(path: &Path, runs: &[Run]) -> Result<()> {
-    // Mean bounded slowdown per (run, class).
-    let mut means: Vec<BTreeMap<u32, f64>> = Vec::new();
+    // Mean bounded slowdown and job count per (run, class).
+    let mut means: Vec<BTreeMap<u32, (f64, u64)>> = Vec::new();
     for run in runs {
         let mut sums: BTreeMap<u32, (f64, u64)> = BTreeMap::new();
         for j in run.jobs.iter().filter(|j| counted(j)) {
@@ -529,7 +715,7 @@ fn by_size(path: &Path, runs: &[Run]) -> Result<()> {
         }
         means.push(
             sums.into_iter()
-                .map(|(k, (s, n))| (k, s / n as f64))
+                .map(|(k, (s, n))| (k, (s / n as f64, n)))
                 .collect(),
         );
     }
@@ -541,16 +727,27 @@ fn by_size(path: &Path, runs: &[Run]) -> Result<()> {
     };
     let y_max = means
         .iter()
-        .flat_map(|m| m.values().copied())
+        .flat_map(|m| m.values().map(|v| v.0))
         .fold(1.0_f64, f64::max)
-        * 1.1;
+        * 1.12;
     let err = svg_error(path);
     let root: Svg = SVGBackend::new(path, (WIDTH, HEIGHT)).into_drawing_area();
     root.fill(&WHITE).map_err(&err)?;
+    let items: Vec<(String, Key)> = runs
+        .iter()
+        .enumerate()
+        .map(|(r, run)| (run.name.clone(), Key::Fill(palette(r))))
+        .collect();
+    let body = header(
+        &root,
+        "Mean bounded slowdown by job size",
+        "the number over a bar is its jobs",
+        &items,
+    )
+    .map_err(&err)?;
     let groups = classes.len().max(1);
     let labels = classes.clone();
-    let mut chart = ChartBuilder::on(&root)
-        .caption("Mean bounded slowdown by job size", (FONT, 24))
+    let mut chart = ChartBuilder::on(&body)
         .margin(15)
         .x_label_area_size(50)
         .y_label_area_size(70)
@@ -572,33 +769,42 @@ fn by_size(path: &Path, runs: &[Run]) -> Result<()> {
                 String::new()
             }
         })
+        .y_label_formatter(&|v| tick(*v))
         .x_desc("job size class (cores)")
         .y_desc("mean bounded slowdown")
         .label_style((FONT, 15))
         .draw()
         .map_err(&err)?;
     let width = 0.8 / runs.len() as f64;
-    for (r, run) in runs.iter().enumerate() {
+    // Counts only where a bar is wide enough to hold one.
+    let bar_px = f64::from(WIDTH) * width / groups as f64;
+    let count_font = if bar_px >= 26.0 { 12 } else { 9 };
+    let show_counts = bar_px >= 12.0;
+    for (r, _) in runs.iter().enumerate() {
         let color = palette(r);
-        let bars: Vec<Rectangle<(f64, f64)>> = classes
-            .iter()
-            .enumerate()
-            .filter_map(|(g, k)| {
-                let v = *means[r].get(k)?;
-                let x0 = g as f64 - 0.4 + r as f64 * width;
-                Some(Rectangle::new(
-                    [(x0, 0.0), (x0 + width * 0.95, v)],
-                    color.filled(),
-                ))
-            })
-            .collect();
-        chart
-            .draw_series(bars)
-            .map_err(&err)?
-            .label(run.name.clone())
-            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 20, y + 5)], color.filled()));
+        let mut bars = Vec::new();
+        let mut counts = Vec::new();
+        for (g, k) in classes.iter().enumerate() {
+            let Some(&(v, n)) = means[r].get(k) else {
+                continue;
+            };
+            let x0 = g as f64 - 0.4 + r as f64 * width;
+            bars.push(Rectangle::new(
+                [(x0, 0.0), (x0 + width * 0.95, v)],
+                color.filled(),
+            ));
+            counts.push(Text::new(
+                n.to_string(),
+                (x0 + width * 0.475, v),
+                TextStyle::from((FONT, count_font).into_font())
+                    .pos(Pos::new(HPos::Center, VPos::Bottom)),
+            ));
+        }
+        chart.draw_series(bars).map_err(&err)?;
+        if show_counts {
+            chart.draw_series(counts).map_err(&err)?;
+        }
     }
-    legend(&mut chart, SeriesLabelPosition::UpperLeft).map_err(&err)?;
     root.present().map_err(&err)?;
     Ok(())
 }
@@ -625,6 +831,58 @@ fn stretches(j: &Job) -> Vec<(i64, i64, bool)> {
     out
 }
 
+/// One job on one node row of the Gantt chart: its share of the node's
+/// cores (`slot`, `width` in core slots from the bottom of the row).
+struct Placed<'a> {
+    row: usize,
+    job: &'a Job,
+    slot: u64,
+    width: u64,
+}
+
+/// Gives each job on each row a band of core slots that no other job
+/// holds meanwhile (first fit, lowest slots first); returns the slots
+/// each row needs: its cores, or more where jobs share them (a job
+/// suspended while another runs on its cores, gang time-slicing).
+fn place_on_cores<'a>(
+    jobs: Vec<(usize, &'a Job, u64)>,
+    rows: usize,
+    per_node: u64,
+) -> (Vec<Placed<'a>>, Vec<u64>) {
+    let mut jobs = jobs;
+    jobs.sort_by_key(|(r, j, _)| (j.start, j.id, *r));
+    // Per row: (end, slot, width) of the bands in use.
+    let mut busy: Vec<Vec<(i64, u64, u64)>> = vec![Vec::new(); rows];
+    let mut height = vec![per_node; rows];
+    let mut out = Vec::with_capacity(jobs.len());
+    for (row, job, width) in jobs {
+        let bands = &mut busy[row];
+        bands.retain(|&(end, _, _)| end > job.start);
+        bands.sort_by_key(|b| b.1);
+        let mut slot = 0;
+        for &(_, s, w) in bands.iter() {
+            if s >= slot + width {
+                break;
+            }
+            slot = slot.max(s + w);
+        }
+        bands.push((job.end, slot, width));
+        height[row] = height[row].max(slot + width);
+        out.push(Placed {
+            row,
+            job,
+            slot,
+            width,
+        });
+    }
+    (out, height)
+}
+
+/// Jobs in the Gantt chart's view past which each node's occupancy is
+/// drawn instead of its jobs: beyond it, bars are a pixel or two tall or
+/// wide and the chart is a texture.
+pub const GANTT_JOBS: usize = 2_000;
+
 fn gantt(path: &Path, run: &Run, window: Option<(f64, f64)>, nodes: Option<&str>) -> Result<()> {
     // Nodes shown: those asked for, else the first GANTT_NODES by name.
     let mut names = std::collections::BTreeSet::new();
@@ -636,6 +894,7 @@ fn gantt(path: &Path, run: &Run, window: Option<(f64, f64)>, nodes: Option<&str>
             }
         }
     }
+    let all_nodes = names.len();
     let shown: Vec<String> = match nodes {
         Some(expr) => {
             let set = formats::nodeset::Groups::new()
@@ -659,55 +918,88 @@ fn gantt(path: &Path, run: &Run, window: Option<(f64, f64)>, nodes: Option<&str>
     }
     let (unit, unit_name) = time_unit(t1 - t0);
     let (t0, t1) = (t0 / unit, t1 / unit);
+    let rows = shown.len().max(1);
+    // Cores a node has: the cluster's over its nodes, when the manifest
+    // says; a job's share of each of its nodes, its cores over them.
+    let per_node = match (run.cores, run.nodes) {
+        (Some(c), Some(n)) if n > 0 => (c / n).max(1),
+        _ => 1,
+    };
+    let (w0, w1) = ((t0 * unit * 1e9) as i64, (t1 * unit * 1e9) as i64);
+    let mut on_rows: Vec<(usize, &Job, u64)> = Vec::new();
+    let mut jobs_in_view = 0;
+    for j in run.jobs.iter().filter(|j| j.end > w0 && j.start < w1) {
+        let listed = j.nodes.as_deref().map(expand);
+        let (names, count): (Vec<&str>, u64) = match &listed {
+            Some(all) => (all.iter().map(String::as_str).collect(), all.len() as u64),
+            None => (vec![j.node.as_str()], 1),
+        };
+        let share = j.cores.div_ceil(count.max(1)).max(1);
+        let before = on_rows.len();
+        on_rows.extend(names.iter().filter_map(|n| Some((*row.get(n)?, j, share))));
+        if on_rows.len() > before {
+            jobs_in_view += 1;
+        }
+    }
+    let listed = run.jobs.iter().any(|j| j.nodes.is_some());
+    let node_range = match (shown.first(), shown.last()) {
+        (Some(a), Some(b)) if shown.len() > 1 => format!("{a} to {b}"),
+        (Some(a), _) => a.clone(),
+        _ => "no node".into(),
+    };
+    let subset = if nodes.is_none() && shown.len() < all_nodes {
+        format!(
+            "nodes {node_range}, the first {} of {all_nodes}",
+            shown.len()
+        )
+    } else {
+        format!("nodes {node_range}")
+    };
+    let dense = jobs_in_view > GANTT_JOBS;
     let err = svg_error(path);
     let root: Svg = SVGBackend::new(path, (WIDTH, HEIGHT)).into_drawing_area();
     root.fill(&WHITE).map_err(&err)?;
-    let rows = shown.len().max(1);
-    // Each job on each of its nodes that is shown (only its first node
-    // when the run does not list them), if the window shows it.
-    let (w0, w1) = ((t0 * unit * 1e9) as i64, (t1 * unit * 1e9) as i64);
-    let mut placed: Vec<(usize, &Job)> = Vec::new();
-    for j in run.jobs.iter().filter(|j| j.end > w0 && j.start < w1) {
-        match j.nodes.as_deref().map(expand) {
-            Some(all) => placed.extend(all.iter().filter_map(|n| Some((*row.get(n.as_str())?, j)))),
-            None => placed.extend(row.get(j.node.as_str()).map(|&r| (r, j))),
-        }
-    }
-    placed.sort_by_key(|(r, j)| (j.start, j.id, *r));
-    // Jobs that share a node at once get lanes of its row.
-    let mut lane_ends: HashMap<usize, Vec<i64>> = HashMap::new();
-    let lanes: Vec<usize> = placed
-        .iter()
-        .map(|&(r, j)| {
-            let ends = lane_ends.entry(r).or_default();
-            match ends.iter().position(|&e| e <= j.start) {
-                Some(l) => {
-                    ends[l] = j.end;
-                    l
-                }
-                None => {
-                    ends.push(j.end);
-                    ends.len() - 1
-                }
-            }
-        })
-        .collect();
-    let listed = run.jobs.iter().any(|j| j.nodes.is_some());
-    let mut chart = ChartBuilder::on(&root)
-        .caption(
+    let (title, note, items) = if dense {
+        (
+            format!("{}: how busy each node was", run.name),
             format!(
-                "{}: jobs on nodes ({}jobs sharing a node in lanes)",
-                run.name,
+                "{subset}; {jobs_in_view} jobs, too many to draw one by one (--window and \
+                 --nodes show fewer)"
+            ),
+            vec![
+                (
+                    "a quarter of its cores".to_string(),
+                    Key::Fill(busy_color(0.25)),
+                ),
+                ("half".to_string(), Key::Fill(busy_color(0.5))),
+                ("all".to_string(), Key::Fill(busy_color(1.0))),
+                ("only suspended jobs".to_string(), Key::Fill(GREY)),
+            ],
+        )
+    } else {
+        (
+            format!("{}: jobs on nodes", run.name),
+            format!(
+                "{subset}{}",
                 if listed {
                     ""
                 } else {
-                    "each job on its first node; "
+                    "; each job on its first node"
                 }
             ),
-            (FONT, 22),
+            vec![
+                (
+                    "running (a colour per job; height: its share of the node's cores)".to_string(),
+                    Key::Fill(palette(0)),
+                ),
+                ("suspended".to_string(), Key::Fill(GREY)),
+            ],
         )
+    };
+    let body = header(&root, &title, &note, &items).map_err(&err)?;
+    let mut chart = ChartBuilder::on(&body)
         .margin(15)
-        .x_label_area_size(50)
+        .x_label_area_size(45)
         .y_label_area_size(110)
         // Rows centred on whole numbers, where the labels go.
         .build_cartesian_2d(t0..t1, -0.5..rows as f64 - 0.5)
@@ -725,57 +1017,115 @@ fn gantt(path: &Path, run: &Run, window: Option<(f64, f64)>, nodes: Option<&str>
                 String::new()
             }
         })
+        .x_label_formatter(&|v| tick(*v))
         .x_desc(format!("time since the first submission ({unit_name})"))
         .y_desc("node")
         .label_style((FONT, 13))
         .draw()
         .map_err(&err)?;
-    // Merge what is narrower than a pixel into its neighbour on the row.
+    let to_axis = |ns: i64| ns as f64 / 1e9 / unit;
+    if dense {
+        let bins = 600usize;
+        let bin_w = (t1 - t0) / bins as f64;
+        // Per row and bin: core-time of running jobs, time with one
+        // suspended.
+        let mut ran = vec![vec![0.0f64; bins]; rows];
+        let mut held = vec![vec![0.0f64; bins]; rows];
+        let cover = |grid: &mut Vec<Vec<f64>>, r: usize, a: f64, b: f64, weight: f64| {
+            let (a, b) = (a.max(t0), b.min(t1));
+            if b <= a {
+                return;
+            }
+            let first = ((a - t0) / bin_w) as usize;
+            let last = (((b - t0) / bin_w) as usize).min(bins - 1);
+            for (k, cell) in grid[r].iter_mut().enumerate().take(last + 1).skip(first) {
+                let lo = t0 + k as f64 * bin_w;
+                *cell += weight * (b.min(lo + bin_w) - a.max(lo)).max(0.0);
+            }
+        };
+        for &(r, j, share) in &on_rows {
+            let cores = share as f64 / per_node as f64;
+            for (a, b, susp) in stretches(j) {
+                if susp {
+                    cover(&mut held, r, to_axis(a), to_axis(b), 1.0);
+                } else {
+                    cover(&mut ran, r, to_axis(a), to_axis(b), cores);
+                }
+            }
+        }
+        let mut cells = Vec::new();
+        for r in 0..rows {
+            for k in 0..bins {
+                // The share of the node's cores busy over the bin.
+                let busy = (ran[r][k] / bin_w).min(1.0);
+                let susp_share = (held[r][k] / bin_w).min(1.0);
+                let color = if busy > 0.0 {
+                    busy_color(busy)
+                } else if susp_share > 0.0 {
+                    GREY
+                } else {
+                    continue;
+                };
+                let x = t0 + k as f64 * bin_w;
+                cells.push(Rectangle::new(
+                    [(x, r as f64 - 0.45), (x + bin_w, r as f64 + 0.45)],
+                    color.filled(),
+                ));
+            }
+        }
+        chart.draw_series(cells).map_err(&err)?;
+        root.present().map_err(&err)?;
+        return Ok(());
+    }
+
+    let (placed, height) = place_on_cores(on_rows, rows, per_node);
+    // Narrower than a pixel: merged into the bar before it in the band;
+    // a bar gets a gap of a third of a pixel at its end, so that jobs of
+    // one colour side by side stay two.
     let px = (t1 - t0) / f64::from(WIDTH);
     let mut running: Vec<Rectangle<(f64, f64)>> = Vec::new();
     let mut suspended: Vec<Rectangle<(f64, f64)>> = Vec::new();
-    // Per (row, lane, suspended): the stretch being extended.
-    let mut last: HashMap<(usize, usize, bool), (f64, f64, u64)> = HashMap::new();
-    let mut flush = |(y, lane, susp): (usize, usize, bool), (a, b, id): (f64, f64, u64)| {
-        let n = lane_ends.get(&y).map_or(1, Vec::len) as f64;
-        let h = 0.84 / n;
-        let lo = y as f64 - 0.42 + lane as f64 * h;
+    // Per band (row, first slot, slots, suspended): the stretch being
+    // extended (from, to, job).
+    type Band = (usize, u64, u64, bool);
+    let mut last: HashMap<Band, (f64, f64, u64)> = HashMap::new();
+    let mut flush = |(r, slot, width, susp): Band, (a, b, id): (f64, f64, u64)| {
+        let h = 0.9 / height[r] as f64;
+        let lo = r as f64 - 0.45 + slot as f64 * h;
+        let hi = lo + width as f64 * h;
+        let b = if b - a > 3.0 * px { b - px / 3.0 } else { b };
         if susp {
-            let grey = RGBColor(170, 170, 170);
+            let pad = (hi - lo) * 0.2;
             suspended.push(Rectangle::new(
-                [(a, lo + h * 0.2), (b, lo + h * 0.8)],
-                grey.filled(),
+                [(a, lo + pad), (b, hi - pad)],
+                GREY.filled(),
             ));
         } else {
-            // Grey is for suspended stretches: the other seven colours.
-            let color = palette(id as usize % 7);
+            let pad = (hi - lo) * 0.04;
+            let color = palette(id as usize);
             running.push(Rectangle::new(
-                [(a, lo + h * 0.05), (b, lo + h * 0.95)],
+                [(a, lo + pad), (b, hi - pad)],
                 color.filled(),
             ));
         }
     };
-    for (&(y, j), &lane) in placed.iter().zip(&lanes) {
-        for (a, b, susp) in stretches(j) {
-            let (a, b) = (
-                (a as f64 / 1e9 / unit).max(t0),
-                (b as f64 / 1e9 / unit).min(t1),
-            );
+    for p in &placed {
+        for (a, b, susp) in stretches(p.job) {
+            let (a, b) = (to_axis(a).max(t0), to_axis(b).min(t1));
             if b <= a {
                 continue;
             }
-            let key = (y, lane, susp);
+            let key = (p.row, p.slot, p.width, susp);
             match last.get_mut(&key) {
-                // Narrower than a pixel: drawn as part of its neighbour.
                 Some(cur) if a - cur.1 < px && (b - a < px || cur.1 - cur.0 < px) => {
                     cur.1 = cur.1.max(b);
                 }
                 Some(cur) => {
-                    let prev = std::mem::replace(cur, (a, b, j.id));
+                    let prev = std::mem::replace(cur, (a, b, p.job.id));
                     flush(key, prev);
                 }
                 None => {
-                    last.insert(key, (a, b, j.id));
+                    last.insert(key, (a, b, p.job.id));
                 }
             }
         }
@@ -783,22 +1133,19 @@ fn gantt(path: &Path, run: &Run, window: Option<(f64, f64)>, nodes: Option<&str>
     for (key, v) in last {
         flush(key, v);
     }
-    chart
-        .draw_series(running)
-        .map_err(&err)?
-        .label("running (one color per job)")
-        .legend(|(x, y)| Rectangle::new([(x, y - 5), (x + 20, y + 5)], palette(0).filled()));
-    chart
-        .draw_series(suspended)
-        .map_err(&err)?
-        .label("suspended")
-        .legend(|(x, y)| {
-            Rectangle::new(
-                [(x, y - 3), (x + 20, y + 3)],
-                RGBColor(170, 170, 170).filled(),
-            )
-        });
-    legend(&mut chart, SeriesLabelPosition::UpperRight).map_err(&err)?;
+    chart.draw_series(running).map_err(&err)?;
+    chart.draw_series(suspended).map_err(&err)?;
     root.present().map_err(&err)?;
     Ok(())
+}
+
+/// The Gantt chart's shade for a node with `share` of its cores busy.
+fn busy_color(share: f64) -> RGBColor {
+    blend(WHITE, palette(0), 0.12 + 0.88 * share)
+}
+
+/// `a` and `b` mixed, `t` of `b`.
+fn blend(a: RGBColor, b: RGBColor, t: f64) -> RGBColor {
+    let mix = |x: u8, y: u8| (f64::from(x) * (1.0 - t) + f64::from(y) * t).round() as u8;
+    RGBColor(mix(a.0, b.0), mix(a.1, b.1), mix(a.2, b.2))
 }

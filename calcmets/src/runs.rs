@@ -166,6 +166,15 @@ fn read_manifest(path: &Path) -> Result<serde_json::Value> {
     serde_json::from_str(&text).with_context(|| format!("{} is not valid JSON", path.display()))
 }
 
+/// The node count a results directory's manifest gives, if it does.
+pub fn manifest_nodes(dir: &Path) -> Option<u64> {
+    read_manifest(&dir.join(MANIFEST))
+        .ok()?
+        .get("nodes")?
+        .as_u64()
+        .filter(|&n| n > 0)
+}
+
 fn tau_of(manifest: &serde_json::Value) -> Option<i64> {
     manifest
         .get("tau")

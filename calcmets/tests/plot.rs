@@ -201,7 +201,7 @@ fn a_window_and_nodes_narrow_the_gantt_chart() {
         run.to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let text = svg(&out.join("gantt.svg"));
+    let text = svg(&out.join("one-gantt.svg"));
     assert!(
         has_text(&text, "vn1") && has_text(&text, "vn2"),
         "{:?}",
@@ -277,7 +277,7 @@ fn the_gantt_chart_draws_a_job_on_every_node_jobs_csv_lists() {
         run.to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let text = svg(&out.join("gantt.svg"));
+    let text = svg(&out.join("one-gantt.svg"));
     for node in ["vn0", "vn1", "vn2"] {
         assert!(
             has_text(&text, node),
@@ -292,4 +292,84 @@ fn the_gantt_chart_draws_a_job_on_every_node_jobs_csv_lists() {
         .filter(|n| n.attribute("fill") == Some(ORANGE))
         .count();
     assert_eq!(bars, 3, "one bar per node of the job");
+}
+
+#[test]
+fn the_gantt_chart_of_many_jobs_shows_how_busy_each_node_was() {
+    // 3,000 short jobs on 4 nodes of 4 cores: too many to draw one by one.
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("run");
+    std::fs::create_dir_all(run.join("records")).unwrap();
+    std::fs::write(
+        run.join("manifest.json"),
+        format!(
+            r#"{{"label": "many", "cores": 16, "nodes": 4, "start": {}}}"#,
+            T0 / S
+        ),
+    )
+    .unwrap();
+    let mut buf = Vec::new();
+    for id in 1..=3000u64 {
+        let start = T0 + (id as i64 / 4) * S;
+        encode(
+            &JobRecord {
+                id,
+                cores: 2,
+                node: Cow::Owned(format!("vn{}", id % 4)),
+                submit: start,
+                start,
+                end: start + S,
+                runtime: S as u64,
+                walltime: 0,
+                status: Status::Completed,
+                flags: Flags::default(),
+                suspensions: Vec::new(),
+            },
+            &mut buf,
+        )
+        .unwrap();
+    }
+    std::fs::write(run.join("records/jobs.rec"), buf).unwrap();
+    let out = dir.path().join("plots");
+    let o = calcmets(&[
+        "plot",
+        "--out",
+        out.to_str().unwrap(),
+        run.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = svg(&out.join("many-gantt.svg"));
+    assert!(
+        has_text(&text, "many: how busy each node was"),
+        "{:?}",
+        texts(&text)
+    );
+    assert!(
+        texts(&text)
+            .iter()
+            .any(|t| t.contains("3000 jobs, too many to draw one by one")),
+        "{:?}",
+        texts(&text)
+    );
+    // Each node half busy (one 2-core job of 4 cores at a time): cells of
+    // one shade, not a bar per job.
+    let doc = roxmltree::Document::parse(&text).unwrap();
+    let fills: std::collections::BTreeSet<&str> = elements(&doc, "rect")
+        .into_iter()
+        .filter_map(|n| n.attribute("fill"))
+        .collect();
+    assert!(fills.len() < 12, "{fills:?}");
+    // With --window, a few jobs again, one bar each.
+    let narrow = dir.path().join("narrow");
+    let o = calcmets(&[
+        "plot",
+        "--out",
+        narrow.to_str().unwrap(),
+        "--window",
+        "0:20",
+        run.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = svg(&narrow.join("many-gantt.svg"));
+    assert!(has_text(&text, "many: jobs on nodes"), "{:?}", texts(&text));
 }

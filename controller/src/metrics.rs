@@ -127,7 +127,7 @@ pub fn exposition(s: &ClusterStats, hosts: &[HostInfo]) -> String {
     put(
         "cores_allocated",
         "gauge",
-        "Cores held by running jobs.",
+        "Cores held by jobs: running ones, and those an administrator suspended (a job the policy suspends gives its cores back).",
         &one(s.alloc_cores),
     );
     put(

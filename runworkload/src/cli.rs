@@ -26,7 +26,8 @@ an hour in a second). Each job gets --cores-per-proc cores per trace processor.
 Results: OUT/shrink-FFF/ per factor, with records/, jobs.csv, manifest.json
 and metrics.json; `calcmets OUT` reads them all side by side.
 
-Exit status: 0 ok, 1 interrupted (Ctrl-C), 2 usage or input error (with
+Exit status: 0 ok, 1 interrupted (Ctrl-C) or the comparison or charts
+could not be made (the runs are kept), 2 usage or input error (with
 --strict, a trace with malformed lines is one).";
 
 #[derive(Debug, Parser)]

@@ -128,8 +128,12 @@ fn main() -> ExitCode {
                     eprintln!("runworkload: {} -> {}", r.label, r.dir.display());
                 }
                 println!();
+                // The runs are done and kept whatever follows; output asked
+                // for that cannot be made is still a problem (exit 1).
+                let mut problem = false;
                 if let Err(e) = runworkload::compare(&results, &mut std::io::stdout().lock()) {
                     eprintln!("runworkload: {e}");
+                    problem = true;
                 }
                 let dirs: Vec<PathBuf> = results.iter().map(|r| r.dir.clone()).collect();
                 let charts = cli.out.join("plots");
@@ -150,7 +154,10 @@ fn main() -> ExitCode {
                                 charts.display()
                             );
                         }
-                        Err(e) => eprintln!("runworkload: cannot draw the charts: {e:#}"),
+                        Err(e) => {
+                            eprintln!("runworkload: cannot draw the charts: {e:#}");
+                            problem = true;
+                        }
                     }
                 } else {
                     eprintln!(
@@ -159,7 +166,7 @@ fn main() -> ExitCode {
                         cli.out.display()
                     );
                 }
-                if results.iter().any(|r| r.interrupted) {
+                if problem || results.iter().any(|r| r.interrupted) {
                     ExitCode::from(1)
                 } else {
                     ExitCode::SUCCESS
