@@ -33,6 +33,10 @@ use crate::spawn::Launcher;
 
 /// Heartbeats between two host reports.
 const REPORT_EVERY: u64 = 10;
+/// Heartbeats between two host reports at least, when the number of live
+/// jobs changed since the last (so that a report follows jobs starting
+/// and ending within seconds, without reading /proc every beat).
+const REPORT_CHANGED_EVERY: u64 = 2;
 
 /// What an agent hosts and where its jobs write.
 #[derive(Debug, Clone)]
@@ -326,6 +330,8 @@ impl Agent {
         // A host report being made on a blocking thread: it reads /proc for
         // every live job, which must not hold up signals to them.
         let mut report: Option<tokio::task::JoinHandle<HostReport>> = None;
+        // (beat, live jobs) of the last report.
+        let mut reported: Option<(u64, usize)> = None;
         loop {
             let fence_at = self.fence_at();
             tokio::select! {
@@ -378,7 +384,15 @@ impl Agent {
                     if let Err(e) = conn.send(&FromAgent::Heartbeat { running }).await {
                         return SessionEnd::Lost(e.to_string());
                     }
-                    if beats.is_multiple_of(REPORT_EVERY) && report.is_none() {
+                    let due = match reported {
+                        None => true,
+                        Some((at, jobs)) => {
+                            beats - at >= REPORT_EVERY
+                                || (jobs != self.jobs.len() && beats - at >= REPORT_CHANGED_EVERY)
+                        }
+                    };
+                    if due && report.is_none() {
+                        reported = Some((beats, self.jobs.len()));
                         let pids: Vec<i32> = self.jobs.values().filter_map(|l| l.pid).collect();
                         report = Some(tokio::task::spawn_blocking(move || resources::report(&pids)));
                     }

@@ -73,6 +73,10 @@ fn metrics_are_prometheus_text_and_match_the_run() {
     assert_eq!(value(&s, "clemu_cores", None), 8.0);
     assert_eq!(value(&s, "clemu_cores_allocated", None), 0.0);
     assert_eq!(value(&s, "clemu_agents_connected", None), 1.0);
+    // Nothing waits to be synced long after the run: every change was
+    // journaled, and syncs follow changes within 100 ms.
+    assert!(value(&s, "clemu_journal_lag_seconds", None) < 1.0);
+    assert!(value(&s, "clemu_journal_unsynced_entries", None) >= 0.0);
     // The pass histogram counts every pass the counters do.
     let stats = json_of(&c.ok(&["stats", "--format", "json"]));
     let passes = stats["schedule_passes"].as_u64().unwrap() as f64;
@@ -109,7 +113,8 @@ fn each_host_reports_its_live_job_processes() {
     for &id in &ids {
         c.wait_state(id, "running");
     }
-    // Reports come every ten heartbeats (200 ms here).
+    // Reports come every ten heartbeats (200 ms here), and two beats after
+    // the number of live jobs changed.
     let deadline = Instant::now() + Duration::from_secs(20);
     let report = loop {
         let hosts = json_of(&c.ok(&["nodes", "--hosts", "--format", "json"]));
