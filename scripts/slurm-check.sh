@@ -3,7 +3,8 @@
 # cores, runs sigsleep jobs through sbatch (one suspended and resumed with
 # scontrol, Slurm's SIGTSTP, 2 s, SIGSTOP, SIGCONT), checks their records,
 # replays 20 jobs of the bundled KTH slice with `runworkload --backend
-# slurm`, tears the cluster down and checks that no daemon of it is left.
+# slurm`, tears the cluster down while two jobs still run and checks that
+# nothing of it is left: no daemon, no job step, no job process.
 # Root.
 #
 #   scripts/slurm-check.sh
@@ -79,18 +80,34 @@ assert m["counts"] == {"completed": 20}, m["counts"]
 rows = list(csv.DictReader(open(f"{d}/jobs.csv")))
 assert len(rows) == 20 and all(int(r["slurm_id"]) > 0 for r in rows), rows[:2]
 assert len({r["slurm_id"] for r in rows}) == 20
+# The nodes Slurm gave each job, as its batch script noted them.
+assert all(r["nodes"].startswith("node") for r in rows), [r["nodes"] for r in rows]
 metrics = json.load(open(f"{d}/metrics.json"))
 assert metrics["jobs"] == 20, metrics["jobs"]
 print(f"slurm-check: runworkload --backend slurm replayed 20 jobs, lateness p99 {m['lateness']['p99'] * 1e3:.1f} ms")
 EOF
+# Down while jobs still run: their steps and processes go with it.
+late=$SLURM_LOCAL_DIR/late.rec
+for i in 5 6; do
+  sbatch --parsable -n 1 -o /dev/null \
+    --wrap "exec $bin/sigsleep --runtime 300 --id $i --log $late" > /dev/null
+done
+for _ in $(seq 100); do
+  [ "$(pgrep -f -- "--log $late" | wc -l)" -eq 2 ] && break
+  sleep 0.1
+done
+[ "$(pgrep -f -- "--log $late" | wc -l)" -eq 2 ] || fail "the two long jobs never ran"
 pids=$(cat "$SLURM_LOCAL_DIR"/run/*.pid | tr '\n' ' ')
 scripts/slurm-local.sh down
 for p in $pids; do
   kill -0 "$p" 2>/dev/null && fail "daemon $p still runs after down"
 done
-left=$(pgrep -f "$SLURM_LOCAL_DIR" || true)
-[ -z "$left" ] || fail "processes of the cluster left: $left"
-echo "slurm-check: OK, $(echo $pids | wc -w) daemons started and stopped, none left"
+sleep 0.5
+left=$(scripts/slurm-local.sh leftovers | tr '\n' ' ')
+[ -z "${left// }" ] || fail "processes of the cluster left: $left"
+jobs_left=$(pgrep -f -- "--log $late" || true)
+[ -z "$jobs_left" ] || fail "job processes left: $jobs_left"
+echo "slurm-check: OK, $(echo $pids | wc -w) daemons started and stopped with two jobs running; nothing left"
 
 # Slurm's suspending policies, as clemu's configs/suspend.toml has them:
 # 2 nodes of 4 cores, gang time slices of 5 s, an urgent partition.

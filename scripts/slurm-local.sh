@@ -8,6 +8,8 @@
 #                                        start it; prints what to source
 #   scripts/slurm-local.sh down          stop every daemon it started, by PID
 #   scripts/slurm-local.sh status        the daemons' PIDs and sinfo
+#   scripts/slurm-local.sh leftovers     PIDs of anything of it still alive
+#                                        (daemons, job steps, job processes)
 #
 # The directory is $SLURM_LOCAL_DIR (default /tmp/clemu-slurm-$UID). Client
 # commands need `export SLURM_CONF=$SLURM_LOCAL_DIR/etc/slurm.conf` (written
@@ -143,14 +145,35 @@ up() {
   echo "slurm-local: source $dir/env   (or: export SLURM_CONF=$conf)"
 }
 
+# The slurmstepd processes of this cluster's jobs: they carry its
+# SLURM_CONF in their environment (slurmd passes its own on), and outlive
+# their slurmd.
+steps() {
+  local e
+  for e in /proc/[0-9]*/environ; do
+    local p=${e#/proc/}
+    p=${p%/environ}
+    [ "$(cat "/proc/$p/comm" 2>/dev/null)" = slurmstepd ] || continue
+    { tr '\0' '\n' < "$e"; } 2>/dev/null | grep -qx "SLURM_CONF=$conf" && echo "$p"
+  done
+  return 0
+}
+
 down() {
   local p left
   p=$(pids | tr '\n' ' ')
-  if [ -z "$p" ]; then
+  if [ -z "$p" ] && [ -z "$(steps)" ]; then
     echo "slurm-local: nothing running in $dir"
     return 0
   fi
-  # slurmd first (they may still run jobs), then slurmctld, munged last.
+  # Jobs first, while slurmctld can still cancel them the proper way.
+  if [ -n "$p" ]; then
+    SLURM_CONF=$conf scancel --quiet --full $(SLURM_CONF=$conf squeue -h -o %i 2>/dev/null) 2>/dev/null || true
+    for _ in $(seq 50); do
+      [ -z "$(SLURM_CONF=$conf squeue -h -o %i 2>/dev/null)" ] && break
+      sleep 0.1
+    done
+  fi
   kill -TERM $p 2>/dev/null || true
   for _ in $(seq 100); do
     left=0
@@ -159,10 +182,35 @@ down() {
     sleep 0.1
   done
   for q in $p; do kill -KILL "$q" 2>/dev/null || true; done
-  # Job steps a slurmd left behind run under slurmstepd: end those of this cluster.
-  pkill -KILL -f "slurmstepd.*$dir" 2>/dev/null || true
+  # Steps that outlived it all: each job runs in its slurmstepd's session,
+  # so the session goes whole.
+  local s sid n=0 mine
+  mine=$(ps -o sess= -p $$ | tr -d ' ')
+  for s in $(steps); do
+    sid=$(ps -o sess= -p "$s" 2>/dev/null | tr -d ' ')
+    if [ -n "$sid" ] && [ "$sid" -gt 1 ] && [ "$sid" != "$mine" ]; then
+      pkill -KILL -s "$sid" 2>/dev/null || true
+    fi
+    kill -KILL "$s" 2>/dev/null || true
+    n=$((n + 1))
+  done
   rm -f "$dir"/run/*.pid
-  echo "slurm-local: stopped $(echo $p | wc -w) daemons"
+  if [ "$n" -gt 0 ]; then
+    echo "slurm-local: stopped $(echo $p | wc -w) daemons, and $n job steps they left running"
+  else
+    echo "slurm-local: stopped $(echo $p | wc -w) daemons"
+  fi
+}
+
+# What is left of this cluster: daemons, job steps, their processes.
+leftovers() {
+  local s sid
+  pids || true
+  for s in $(steps); do
+    echo "$s"
+    sid=$(ps -o sess= -p "$s" 2>/dev/null | tr -d ' ')
+    [ -n "$sid" ] && pgrep -s "$sid" || true
+  done
 }
 
 status() {
@@ -174,5 +222,6 @@ case ${1:-} in
   up) shift; up "$@" ;;
   down) down ;;
   status) status ;;
-  *) die "usage: slurm-local.sh up N CPUS [--suspend SLICE] | down | status" ;;
+  leftovers) leftovers ;;
+  *) die "usage: slurm-local.sh up N CPUS [--suspend SLICE] | down | status | leftovers" ;;
 esac

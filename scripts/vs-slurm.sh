@@ -158,6 +158,6 @@ m = json.load(open(sys.argv[1]))
 m["label"] = sys.argv[2]
 json.dump(m, open(sys.argv[1], "w"), indent=1)' "$tmp/runs-$n/$side/shrink-100/manifest.json" "$side"
   done
-  "$bin/calcmets" "$tmp/runs-$n/clemu/shrink-100" "$tmp/runs-$n/slurm/shrink-100" | head -20
+  "$bin/calcmets" "$tmp/runs-$n/clemu/shrink-100" "$tmp/runs-$n/slurm/shrink-100"
   echo '```'
 done

@@ -1,17 +1,26 @@
 //! `--backend slurm`: the same replay on a running Slurm cluster (the one
 //! `SLURM_CONF` names; `scripts/slurm-local.sh up` makes one), as the
 //! originating study ran it. Every job is submitted with `sbatch` at its
-//! absolute deadline (the jobs due together are submitted concurrently) and
-//! runs the same `sigsleep`, which appends its record to the run's record
-//! file on this host; Slurm's job id is kept beside clemu's in `jobs.csv`.
-//! The run is over when Slurm lists none of its jobs (they share a job
-//! name, `clemu-<label>`).
+//! absolute deadline (the jobs due together are submitted
+//! [`SBATCH_AT_ONCE`] at a time: jobs of different sizes cannot share one
+//! job array) and runs the same `sigsleep`, which appends its record to the
+//! run's record file on this host; its batch script first notes the nodes
+//! Slurm gave it. Slurm's job id is kept beside clemu's in `jobs.csv`. The
+//! run is over when Slurm lists none of its jobs (they share a job name,
+//! `clemu-<label>`).
+//!
+//! slurmstepd starts the batch script with every signal unblocked: a
+//! suspension within the first millisecond or so of a job, before
+//! sigsleep's handlers are in place, stops it unseen, and sigsleep flags
+//! it as a bare stop when it resumes (clemu's agents start jobs with those
+//! signals blocked, so there it cannot happen).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context, Result};
+use futures_util::StreamExt;
 use formats::wire::JobSpec;
 use tokio::process::Command;
 use tokio::time::Instant;
@@ -53,6 +62,14 @@ async fn total_cores() -> Result<u64> {
         .ok_or_else(|| anyhow!("sinfo reports no cores: {out:?}"))
 }
 
+/// `sbatch` processes at once: one per job due at a deadline would be
+/// hundreds at a warm-up, each a connection to slurmctld.
+pub const SBATCH_AT_ONCE: usize = 16;
+
+/// The file, in the run's directory, where each job's batch script notes
+/// its nodes (`<clemu id> <Slurm node list>`).
+const NODES_FILE: &str = "slurm-nodes.txt";
+
 fn secs(ns: u64) -> String {
     format!("{}.{:09}", ns / 1_000_000_000, ns % 1_000_000_000)
 }
@@ -65,6 +82,7 @@ fn sbatch_args(
     submit_ns: i64,
     sigsleep: &Path,
     log: &Path,
+    nodes: &Path,
 ) -> Vec<String> {
     let mut args = vec![
         "--parsable".into(),
@@ -82,8 +100,11 @@ fn sbatch_args(
         args.extend(["--time".into(), minutes.to_string()]);
     }
     args.push("--wrap".into());
+    // One short line appended (atomic under PIPE_BUF), then the job.
     args.push(format!(
-        "exec {} --runtime {} --walltime {} --id {id} --cores {} --submit {}.{:09} --node $SLURMD_NODENAME --log {}",
+        "echo \"{id} $SLURM_JOB_NODELIST\" >> {}; \
+         exec {} --runtime {} --walltime {} --id {id} --cores {} --submit {}.{:09} --node $SLURMD_NODENAME --log {}",
+        nodes.display(),
         sigsleep.display(),
         secs(spec.runtime_ns),
         secs(spec.walltime_ns),
@@ -93,6 +114,20 @@ fn sbatch_args(
         log.display()
     ));
     args
+}
+
+/// Each job's nodes, as its batch script noted them (Slurm's node list,
+/// folded as clemu folds); a job that never ran has none.
+fn node_lists(path: &Path) -> HashMap<u64, String> {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    text.lines()
+        .filter_map(|l| {
+            let (id, list) = l.split_once(' ')?;
+            let set = formats::nodeset::parse(list.trim()).ok()?;
+            let names = formats::nodeset::expand(&set);
+            Some((id.parse().ok()?, formats::nodeset::fold(names.iter().map(String::as_str))))
+        })
+        .collect()
 }
 
 #[allow(clippy::too_many_arguments)] // the run's plan, as run::run_factor has it
@@ -111,6 +146,7 @@ pub(crate) async fn run_factor(
         .with_context(|| format!("no sigsleep at {}", plan.config.agent.sigsleep.display()))?;
     let records = std::fs::canonicalize(dir.join("records"))?;
     let log = records.join(controller::records::RECORD_FILE);
+    let nodes_file = std::fs::canonicalize(&dir)?.join(NODES_FILE);
     let name = format!("clemu-{label}");
     let jobs = specs.len();
 
@@ -146,11 +182,16 @@ pub(crate) async fn run_factor(
             .map(|(&i, id)| {
                 ids[i] = id;
                 actual[i] = sent;
-                let args = sbatch_args(&name, id, &specs[i], sent, &sigsleep, &log);
+                let args =
+                    sbatch_args(&name, id, &specs[i], sent, &sigsleep, &log, &nodes_file);
                 async move { (i, slurm("sbatch", &args).await) }
             })
             .collect();
-        for (i, out) in futures_util::future::join_all(calls).await {
+        let answers: Vec<_> = futures_util::stream::iter(calls)
+            .buffer_unordered(SBATCH_AT_ONCE)
+            .collect()
+            .await;
+        for (i, out) in answers {
             let out = out.with_context(|| format!("job {} refused by Slurm", ids[i]))?;
             // --parsable: "id" or "id;cluster".
             slurm_ids[i] = out
@@ -190,9 +231,10 @@ pub(crate) async fn run_factor(
     if stats.damaged() > 0 {
         warn!(run = %label, damaged = stats.damaged(), "damaged frames in the record file");
     }
+    let nodes = node_lists(&nodes_file);
     let infos: HashMap<u64, _> = recs
         .iter()
-        .map(|r| (r.id, info_of(r, String::new())))
+        .map(|r| (r.id, info_of(r, nodes.get(&r.id).cloned().unwrap_or_default())))
         .collect();
     if infos.len() < submitted {
         warn!(run = %label, records = infos.len(), submitted, "some jobs left no record");
