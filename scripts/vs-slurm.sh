@@ -133,9 +133,13 @@ EOF
 echo "| nodes | system | bring-up (s) | PSS of its daemons (MiB) | per node (KiB) | $jobs zero-length jobs (jobs/s) |"
 echo "|---:|---|---:|---:|---:|---:|"
 summary=()
+s_mem=()
+c_mem=()
 for n in "${sizes[@]}"; do
   read -r s_up s_pss s_rate < <(slurm_side "$n")
   read -r c_up c_pss c_rate < <(clemu_side "$n")
+  s_mem+=("$s_pss")
+  c_mem+=("$c_pss")
   awk -v n="$n" -v u="$s_up" -v p="$s_pss" -v r="$s_rate" \
     'BEGIN { printf "| %d | Slurm 22.05 | %.2f | %.1f | %.1f | %.1f |\n", n, u, p / 1024, p / n, r }'
   awk -v n="$n" -v u="$c_up" -v p="$c_pss" -v r="$c_rate" \
@@ -147,6 +151,21 @@ echo
 echo "| nodes | Slurm memory per node / clemu's | Slurm bring-up / clemu's | clemu throughput / Slurm's |"
 echo "|---:|---:|---:|---:|"
 printf '%s\n' "${summary[@]}"
+# What one more node costs, from one size to the next: the fixed part of
+# each system (clemu's one process and its program text, Slurm's
+# slurmctld and munged) drops out.
+if [ ${#sizes[@]} -gt 1 ]; then
+  echo
+  echo "| nodes | Slurm per added node (KiB) | clemu per added node (KiB) | Slurm / clemu |"
+  echo "|---|---:|---:|---:|"
+  for ((i = 1; i < ${#sizes[@]}; i++)); do
+    awk -v a="${sizes[i - 1]}" -v b="${sizes[i]}" -v s0="${s_mem[i - 1]}" -v s1="${s_mem[i]}" \
+      -v c0="${c_mem[i - 1]}" -v c1="${c_mem[i]}" 'BEGIN {
+        sd = (s1 - s0) / (b - a); cd = (c1 - c0) / (b - a)
+        printf "| %d to %d | %.1f | %.2f | %s |\n", a, b, sd, cd, cd > 0 ? sprintf("%.0fx", sd / cd) : "-"
+      }'
+  done
+fi
 for n in "${sizes[@]}"; do
   echo
   echo "Metrics of the same 30 KTH jobs on $n nodes (calcmets, clemu then Slurm):"
