@@ -108,6 +108,11 @@ impl Accum {
         self.jobs
     }
 
+    /// Whether percentiles come from histograms (within 0.1 %).
+    pub fn approximate(&self) -> bool {
+        self.wait.approximate()
+    }
+
     /// See [`Dist::to_histogram`]: for partial results that will be merged
     /// into a run of more than [`crate::dist::EXACT_LIMIT`] included jobs.
     /// (Size classes keep their exact values: each may stay under it.)
@@ -193,7 +198,13 @@ impl Accum {
         // without a call into libm for every job.
         let slow = resp as f64 / r as f64;
         self.slowdown.add((slow * RATIO + 0.5) as i64);
-        let bounded = (resp as f64 / r.max(p.tau_ns) as f64).max(1.0);
+        // max(1, R / max(r, τ)): the same division when r ≥ τ.
+        let bounded = if r >= p.tau_ns {
+            slow
+        } else {
+            resp as f64 / p.tau_ns as f64
+        }
+        .max(1.0);
         self.bounded.add((bounded * RATIO + 0.5) as i64);
         let c = i128::from(job.cores);
         self.area += c * i128::from(r);

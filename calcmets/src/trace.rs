@@ -17,6 +17,10 @@ use formats::swf::{self, field, Chunks, Fields, Header, LineError, SwfJob};
 use crate::dist::EXACT_LIMIT;
 use crate::metrics::{Accum, JobView, Params};
 
+/// Bytes of trace text per job line at most, for the guess above: SWF
+/// job lines are 60 to 130 bytes long.
+const BYTES_PER_JOB: u64 = 160;
+
 /// The fields [`add_job`] reads; the parser only checks the others.
 const NEEDED: Fields = Fields::of(&[
     field::SUBMIT,
@@ -66,6 +70,13 @@ pub fn read(path: &Path, params: &Params, all_statuses: bool) -> Result<TraceRea
     let (spare_tx, spare_rx) = mpsc::channel::<Vec<u8>>();
     let included = AtomicU64::new(0);
     let mut parser = Parser::new(params, all_statuses, &included, spare_tx);
+    // A trace this long holds more jobs than percentiles are kept exact
+    // for (job lines are about 100 bytes): straight to the histograms,
+    // rather than filling exact buffers that would be spilled into them
+    // (DESIGN.md allows percentiles from a histogram at any size).
+    if chunks.text_len_at_least() > EXACT_LIMIT as u64 * BYTES_PER_JOB {
+        parser.accum.to_histograms();
+    }
 
     let (accum, reports) = std::thread::scope(|scope| -> Result<(Accum, Vec<ChunkReport>)> {
         let handles: Vec<_> = (0..workers)
@@ -190,12 +201,16 @@ impl<'a> Parser<'a> {
 
     /// An empty parser for another thread.
     fn another(&self) -> Self {
-        Parser::new(
+        let mut p = Parser::new(
             self.params,
             self.all_statuses,
             self.included,
             self.spare.clone(),
-        )
+        );
+        if self.accum.approximate() {
+            p.accum.to_histograms();
+        }
+        p
     }
 
     fn parse(&mut self, chunk: Chunk) {

@@ -288,6 +288,17 @@ enum Source {
     Gzip(Box<flate2::bufread::MultiGzDecoder<BufReader<File>>>),
 }
 
+/// The uncompressed size of the last member of a gzip file, from its
+/// trailer (ISIZE, the size modulo 2^32).
+fn gzip_last_size(path: &Path) -> io::Result<u64> {
+    use std::io::{Seek, SeekFrom};
+    let mut f = File::open(path)?;
+    f.seek(SeekFrom::End(-4))?;
+    let mut isize = [0u8; 4];
+    f.read_exact(&mut isize)?;
+    Ok(u64::from(u32::from_le_bytes(isize)))
+}
+
 fn open_source(path: &Path) -> io::Result<Source> {
     let mut file = BufReader::with_capacity(1 << 20, File::open(path)?);
     let gz = file.fill_buf()?.starts_with(&[0x1f, 0x8b]);
@@ -307,6 +318,8 @@ pub struct Chunks {
     /// The start of a line that the last chunk cut off.
     carry: Vec<u8>,
     done: bool,
+    /// See [`Chunks::text_len_at_least`].
+    text_len: u64,
 }
 
 impl Chunks {
@@ -316,14 +329,27 @@ impl Chunks {
     pub const SIZE: usize = 1 << 18;
 
     pub fn open(path: &Path) -> io::Result<Chunks> {
+        let (source, text_len): (Box<dyn Read + Send>, u64) = match open_source(path)? {
+            Source::Plain(file) => {
+                let len = file.get_ref().metadata()?.len();
+                (Box::new(file), len)
+            }
+            Source::Gzip(gz) => (gz, gzip_last_size(path).unwrap_or(0)),
+        };
         Ok(Chunks {
-            source: match open_source(path)? {
-                Source::Plain(file) => Box::new(file),
-                Source::Gzip(gz) => gz,
-            },
+            source,
             carry: Vec::new(),
             done: false,
+            text_len,
         })
+    }
+
+    /// A lower bound of the text's length, known before reading it: the
+    /// file's size, or for gzip the size its last member's trailer gives
+    /// (modulo 4 GiB, as gzip keeps it; 0 if unreadable). Readers may size
+    /// their work by it.
+    pub fn text_len_at_least(&self) -> u64 {
+        self.text_len
     }
 
     /// Fills `buf` (its allocation reused, its contents replaced) with the
