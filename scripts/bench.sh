@@ -23,6 +23,9 @@ run() { # name command...
 run agent scripts/bench-agent.sh 20
 run throughput scripts/bench-throughput.sh 5000 5
 run signals scripts/bench-signals.sh 20000 10000 1000 10
+# Goal 4 as stated: 10,000 jobs suspended, 1,000 operations a second on the
+# others (a thousand more), without goal 3's 20,000 live processes.
+run signals-10k scripts/bench-signals.sh 11000 10000 1000 10
 run pass cargo bench -q -p controller --bench pass
 run raijin scripts/bench-raijin.sh
 run calcmets scripts/bench-calcmets.sh 5000000
@@ -66,13 +69,14 @@ goal("20,000 live sigsleeps: private memory", "(measured)", f"{total} MiB, {per}
 for label in ("suspend all", "resume all"):
     r = row("signals", label)
     goal(f"20,000 sigsleeps: {label}", "(measured)", f"{r[1]} ms")
-for label in ("paced suspensions", "paced resumptions"):
-    r = row("signals", label)
+for run_name, alive in (("signals-10k", "11,000"), ("signals", "20,000")):
+    for label in ("paced suspensions", "paced resumptions"):
+        r = row(run_name, label)
+        p99 = num(r[1].split("/")[1])
+        goal(f"{label}, p99, 1,000 ops/s, 10,000 suspended, {alive} alive", "<= 5 ms", f"{p99} ms", p99 <= 5)
+    r = row(run_name, "accounting error")
     p99 = num(r[1].split("/")[1])
-    goal(f"{label}, p99, 1,000 ops/s, 10,000 suspended", "<= 5 ms", f"{p99} ms", p99 <= 5)
-r = row("signals", "accounting error")
-p99 = num(r[1].split("/")[1])
-goal("sigsleep accounting error p99 (under the 20,000-job load)", "<= 1 ms", f"{p99} ms", p99 <= 1)
+    goal(f"sigsleep accounting error p99, 10,000 suspended, {alive} alive", "<= 1 ms", f"{p99} ms", p99 <= 1)
 for r in rows("pass")[1:]:
     lim = 10 if num(r[1]) < 50000 else 100
     goal(f"EASY pass on 57,600 cores, {r[0]}, {r[1]} queued (p50)", f"<= {lim} ms", r[4], num(r[4]) <= lim)
