@@ -10,23 +10,23 @@ fn main() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/policy");
     // A directory is watched whole: a new file reruns this.
     println!("cargo:rerun-if-changed={}", dir.display());
-    let mut modules: Vec<String> = std::fs::read_dir(&dir)
-        .map(|entries| {
-            entries
-                .filter_map(|e| e.ok())
-                .filter_map(|e| {
-                    let name = e.file_name().into_string().ok()?;
-                    let module = name.strip_suffix(".rs")?;
-                    let plain = !module.is_empty()
-                        && module
-                            .chars()
-                            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
-                        && !module.starts_with(|c: char| c.is_ascii_digit());
-                    plain.then(|| module.to_string())
-                })
-                .collect()
+    let entries = match std::fs::read_dir(&dir) {
+        Ok(entries) => entries,
+        Err(e) => panic!("cannot list {}: {e}", dir.display()),
+    };
+    let mut modules: Vec<String> = entries
+        .filter_map(|e| e.ok())
+        .filter_map(|e| {
+            let name = e.file_name().into_string().ok()?;
+            let module = name.strip_suffix(".rs")?;
+            let plain = !module.is_empty()
+                && module
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+                && !module.starts_with(|c: char| c.is_ascii_digit());
+            plain.then(|| module.to_string())
         })
-        .unwrap_or_default();
+        .collect();
     modules.sort();
     let mut out = String::from("// Written by build.rs from the files in src/policy/.\n");
     for m in &modules {

@@ -269,9 +269,16 @@ impl Agent {
         match ev {
             FromAgent::Ended { job, exit } => {
                 let fenced = self.jobs.remove(&job).is_some_and(|l| l.fenced);
-                let exit = if fenced { Exit::Fenced } else { exit };
                 self.read_spool()?;
                 let frames = self.frames.remove(&job).unwrap_or_default();
+                // Killed by the fence, the job left no record; one that
+                // wrote its record ended on its own just before the fence
+                // (its end was still on its way) and keeps its real exit.
+                let exit = if fenced && frames.is_empty() {
+                    Exit::Fenced
+                } else {
+                    exit
+                };
                 self.ended.insert(job, (exit, frames.clone()));
                 let mut out = Vec::with_capacity(2);
                 if !frames.is_empty() {

@@ -4,7 +4,9 @@
 //! Values are integer ticks (nanoseconds for times, 1e-9 for ratios), so
 //! sums are exact and do not depend on the order jobs arrive in. The first
 //! [`EXACT_LIMIT`] values are kept as they are and percentiles over them are
-//! exact; past that the values move into an HDR histogram with 3
+//! exact (unless the caller knows the input is larger, and moves to the
+//! histogram at once: a long trace); past that the values move into an HDR
+//! histogram with 3
 //! significant digits. A percentile is then the middle of the bucket that
 //! holds the nearest-rank value (buckets are under 0.1 % wide) rounded to
 //! 4 significant digits: within 0.1 % of the exact value, as DESIGN.md

@@ -31,14 +31,17 @@ struct Times {
 
 struct Run {
     start_ns: i64,
-    jobs: HashMap<u64, Times>,
+    /// By the key the runs are matched on.
+    jobs: HashMap<i64, Times>,
+    /// Records with no key (a job jobs.csv does not list): in one run only.
+    unkeyed: u64,
     summary: Summary,
     damaged: u64,
 }
 
 /// A run's records and metrics; jobs keyed by `keys` (the cluster's job
-/// id → the key to match on), or by job id where it has none.
-fn load(dir: &Path, keys: &HashMap<u64, u64>) -> Result<Run> {
+/// id → the trace job it replays), or by job id without them.
+fn load(dir: &Path, keys: Option<&HashMap<u64, i64>>) -> Result<Run> {
     let path = dir.join(crate::runs::MANIFEST);
     let text = std::fs::read_to_string(&path).with_context(|| {
         format!(
@@ -64,9 +67,18 @@ fn load(dir: &Path, keys: &HashMap<u64, u64>) -> Result<Run> {
         .map_or(crate::DEFAULT_TAU_NS, |t| (t * 1e9).round() as i64);
     let sources = inputs::expand(&[dir.to_path_buf()])?;
     let mut jobs = HashMap::new();
+    let mut unkeyed = 0;
     let stats = inputs::for_each_record(&sources, |r| {
+        let key = match keys {
+            Some(k) => k.get(&r.id).copied(),
+            None => i64::try_from(r.id).ok(),
+        };
+        let Some(key) = key else {
+            unkeyed += 1;
+            return Ok(());
+        };
         jobs.insert(
-            keys.get(&r.id).copied().unwrap_or(r.id),
+            key,
             Times {
                 start: r.start - start_ns,
                 end: r.end - start_ns,
@@ -86,6 +98,7 @@ fn load(dir: &Path, keys: &HashMap<u64, u64>) -> Result<Run> {
     Ok(Run {
         start_ns,
         jobs,
+        unkeyed,
         summary,
         damaged,
     })
@@ -172,26 +185,30 @@ pub fn compare(
 ) -> Result<bool> {
     // Trace ids when both runs say which trace job each of theirs replays:
     // a run on a cluster others used too does not number its jobs from 1.
-    let trace_ids = |dir: &Path| -> Result<HashMap<u64, u64>> {
+    // (A trace may number two jobs alike, or none: then ids, as a fresh
+    // cluster numbers the jobs of both in submission order.)
+    let trace_ids = |dir: &Path| -> Result<HashMap<u64, i64>> {
         Ok(crate::jobs_csv::read(dir)?
             .into_iter()
             .map(|(id, row)| (id, row.trace_id))
             .collect())
     };
-    let (mut ek, mut sk) = (trace_ids(emulated)?, trace_ids(simulated)?);
-    if ek.is_empty() || sk.is_empty() {
-        ek.clear();
-        sk.clear();
-    }
-    let e = load(emulated, &ek)?;
-    let s = load(simulated, &sk)?;
+    let (ek, sk) = (trace_ids(emulated)?, trace_ids(simulated)?);
+    let usable = |k: &HashMap<u64, i64>| {
+        !k.is_empty()
+            && k.values().all(|&t| t >= 0)
+            && k.values().collect::<std::collections::HashSet<_>>().len() == k.len()
+    };
+    let by_trace = usable(&ek) && usable(&sk);
+    let e = load(emulated, by_trace.then_some(&ek))?;
+    let s = load(simulated, by_trace.then_some(&sk))?;
     if e.damaged + s.damaged > 0 {
         bail!("damaged records: run `calcmets dump` on both directories to see where");
     }
     let mut starts = Vec::new();
     let mut ends = Vec::new();
     let mut susp = Vec::new();
-    let mut only_one = 0u64;
+    let mut only_one = e.unkeyed + s.unkeyed;
     for (id, a) in &e.jobs {
         match s.jobs.get(id) {
             Some(b) if a.completed && b.completed => {

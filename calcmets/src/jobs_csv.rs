@@ -12,8 +12,8 @@ pub const FILE: &str = "jobs.csv";
 /// What jobs.csv says of one of the cluster's jobs.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Row {
-    /// The trace's job number (SWF field 1).
-    pub trace_id: u64,
+    /// The trace's job number (SWF field 1; -1 where the trace has none).
+    pub trace_id: i64,
     /// All its nodes, folded; `None` in files without the column.
     pub nodes: Option<String>,
 }
@@ -42,8 +42,9 @@ pub fn read(dir: &Path) -> Result<HashMap<u64, Row>> {
             _ => (line, None),
         };
         let fields: Vec<&str> = rest.split(',').collect();
-        let number = |i: usize| fields.get(i).and_then(|f| f.parse::<u64>().ok());
-        let (Some(trace_id), Some(id)) = (number(trace_col), number(id_col)) else {
+        let trace_id = fields.get(trace_col).and_then(|f| f.parse::<i64>().ok());
+        let id = fields.get(id_col).and_then(|f| f.parse::<u64>().ok());
+        let (Some(trace_id), Some(id)) = (trace_id, id) else {
             bail!("{}:{}: malformed line", path.display(), n + 2);
         };
         if id != 0 {
@@ -66,14 +67,14 @@ mod tests {
             "trace_id,job_id,cores,state,nodes\n\
              4515,1,2,completed,\"vn[001-002],vn007\"\n\
              4516,0,2,not_submitted,\"\"\n\
-             4517,2,2,completed,\"\"\n",
+             -1,2,2,completed,\"\"\n",
         )
         .unwrap();
         let rows = read(dir.path()).unwrap();
         assert_eq!(rows.len(), 2);
         assert_eq!(rows[&1].trace_id, 4515);
         assert_eq!(rows[&1].nodes.as_deref(), Some("vn[001-002],vn007"));
-        assert_eq!(rows[&2].nodes, None);
+        assert_eq!((rows[&2].trace_id, rows[&2].nodes.as_deref()), (-1, None));
         std::fs::write(dir.path().join(FILE), "trace_id,job_id\n1,x\n").unwrap();
         let err = read(dir.path()).unwrap_err().to_string();
         assert!(err.ends_with("jobs.csv:2: malformed line"), "{err}");

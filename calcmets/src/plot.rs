@@ -111,7 +111,7 @@ pub fn plot(args: &PlotArgs) -> Result<Vec<PathBuf>> {
         "wait",
         "wait time (s, log scale)",
         1e-3,
-        |_, j| (j.start - j.submit) as f64 / 1e9,
+        |_, j| j.start.saturating_sub(j.submit) as f64 / 1e9,
     )?;
     written.push(path);
     let path = args.out.join("cdf-bsld.svg");
@@ -184,12 +184,13 @@ fn load(args: &PlotArgs) -> Result<Vec<Run>> {
         }
         let t0 = jobs.iter().map(|j| j.submit).min().unwrap_or(0);
         for j in &mut jobs {
-            j.submit -= t0;
-            j.start -= t0;
-            j.end -= t0;
+            // (Saturating: a damaged record's instants may be anything.)
+            j.submit = j.submit.saturating_sub(t0);
+            j.start = j.start.saturating_sub(t0);
+            j.end = j.end.saturating_sub(t0);
             for s in &mut j.suspensions {
-                s.0 -= t0;
-                s.1 -= t0;
+                s.0 = s.0.saturating_sub(t0);
+                s.1 = s.1.saturating_sub(t0);
             }
         }
         out.push(Run {
@@ -206,17 +207,26 @@ fn load(args: &PlotArgs) -> Result<Vec<Run>> {
     Ok(out)
 }
 
+/// Run time: end − start − suspended time, as the metrics define it;
+/// `None` where damaged instants make it overflow.
+fn run_time(j: &Job) -> Option<i64> {
+    let z = j
+        .suspensions
+        .iter()
+        .map(|(s, r)| r.saturating_sub(*s).max(0))
+        .fold(0, i64::saturating_add);
+    j.end.checked_sub(j.start)?.checked_sub(z)
+}
+
 fn bsld(run: &Run, j: &Job) -> f64 {
-    let z: i64 = j.suspensions.iter().map(|(s, r)| (r - s).max(0)).sum();
-    let r = (j.end - j.start - z).max(1);
-    let resp = j.end - j.submit;
+    let r = run_time(j).unwrap_or(0).max(1);
+    let resp = j.end.saturating_sub(j.submit);
     (resp as f64 / r.max(run.tau_ns) as f64).max(1.0)
 }
 
 /// The jobs the metrics count: completed, with a positive run time.
 fn counted(j: &Job) -> bool {
-    let z: i64 = j.suspensions.iter().map(|(s, r)| (r - s).max(0)).sum();
-    j.completed && j.end - j.start - z > 0 && j.cores > 0
+    j.completed && run_time(j).is_some_and(|r| r > 0) && j.cores > 0
 }
 
 type Svg<'a> = DrawingArea<SVGBackend<'a>, Shift>;
@@ -265,7 +275,8 @@ fn time_unit(secs: f64) -> (f64, &'static str) {
 fn tick(v: f64) -> String {
     let a = v.abs();
     if a >= 1e4 && (a.log10() - a.log10().round()).abs() < 1e-9 {
-        format!("1e{}", a.log10().round() as i32).replace("1e", if v < 0.0 { "-1e" } else { "1e" })
+        let sign = if v < 0.0 { "-" } else { "" };
+        format!("{sign}1e{}", a.log10().round() as i32)
     } else if (v - v.round()).abs() < 1e-9 * a.max(1.0) {
         format!("{}", v.round() as i64)
     } else {

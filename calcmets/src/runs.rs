@@ -86,18 +86,21 @@ pub fn plan(
             }
             _ => (None, None),
         };
+        let mut sources = Vec::new();
         for input in &loose {
-            if input.is_dir() && inputs::expand(std::slice::from_ref(input))?.is_empty() {
+            let found = inputs::expand(std::slice::from_ref(input))?;
+            if found.is_empty() && input.is_dir() {
                 warnings.push(format!(
                     "{}: no record files (*.{}) in it",
                     input.display(),
                     inputs::RECORD_EXT
                 ));
             }
+            sources.extend(found);
         }
         runs.push(Run {
             name: "records".into(),
-            input: RunInput::Records(inputs::expand(&loose)?),
+            input: RunInput::Records(sources),
             manifest_cores,
             manifest_tau,
             dir: None,

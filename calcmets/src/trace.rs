@@ -17,8 +17,9 @@ use formats::swf::{self, field, Chunks, Fields, Header, LineError, SwfJob};
 use crate::dist::EXACT_LIMIT;
 use crate::metrics::{Accum, JobView, Params};
 
-/// Bytes of trace text per job line at most, for the guess above: SWF
-/// job lines are 60 to 130 bytes long.
+/// Bytes of trace text per job line at most, to tell from a trace's
+/// length that it holds more jobs than percentiles are kept exact for:
+/// SWF job lines are 60 to 130 bytes long.
 const BYTES_PER_JOB: u64 = 160;
 
 /// The fields [`add_job`] reads; the parser only checks the others.

@@ -126,14 +126,20 @@ fn lock_state_dir(dir: &Path) -> Result<std::fs::File> {
         .mode(0o600)
         .open(&path)
         .with_context(|| format!("cannot open {}", path.display()))?;
-    if file.try_lock().is_err() {
-        let holder = std::fs::read_to_string(&path).unwrap_or_default();
-        bail!(
-            "state directory {} is in use by another controller (pid {}): stop it, or give \
-             this one its own state_dir",
-            dir.display(),
-            holder.trim()
-        );
+    match file.try_lock() {
+        Ok(()) => {}
+        Err(std::fs::TryLockError::WouldBlock) => {
+            let holder = std::fs::read_to_string(&path).unwrap_or_default();
+            bail!(
+                "state directory {} is in use by another controller (pid {}): stop it, or give \
+                 this one its own state_dir",
+                dir.display(),
+                holder.trim()
+            );
+        }
+        Err(std::fs::TryLockError::Error(e)) => {
+            return Err(e).with_context(|| format!("cannot lock {}", path.display()));
+        }
     }
     file.set_len(0)
         .and_then(|()| writeln!(file, "{}", std::process::id()))

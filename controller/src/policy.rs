@@ -937,6 +937,16 @@ impl Free {
 mod tests {
     use super::*;
 
+    #[test]
+    fn every_policy_has_a_name_of_its_own() {
+        let mut names: Vec<&str> = all().map(|p| p.name).collect();
+        let n = names.len();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), n, "two policies share a name: {names:?}");
+        assert!(find("sjf").is_some(), "the file policies are registered");
+    }
+
     const S: i64 = 1_000_000_000;
 
     fn node(free: u32) -> NodeView {

@@ -144,7 +144,10 @@ impl Server {
         // Entries are written at once and synced in batches; a client's
         // answer waits for the sync of what it acknowledges.
         let mut sync = tokio::time::interval(SYNC_INTERVAL);
-        let mut last_pass = Instant::now() - interval;
+        // (A machine up for less than the interval has no such instant.)
+        let mut last_pass = Instant::now()
+            .checked_sub(interval)
+            .unwrap_or_else(Instant::now);
         loop {
             // Worked out afresh after every event: a job that ends or
             // arrives must not wait for a policy wake-up set earlier.
@@ -454,25 +457,29 @@ impl Server {
         }
     }
 
-    /// Keeps the intact records an agent sent of jobs it runs, once per
-    /// execution (an agent that registers again sends the records of jobs
-    /// that ended meanwhile, which may have arrived before).
     /// A job's process ended: at the instant its record gives, if it sent
     /// one (sigsleep's own clock, and right even for a job that ended
     /// while this controller was away), else now.
     fn job_ended(&mut self, agent: AgentId, id: u64, exit: Exit, now: Now) {
-        // (A record of an earlier execution, whose end was never reported,
-        // ends before this one started.)
         let started = self.cluster.jobs.get(&id).map_or(i64::MAX, |j| j.start_ns);
         let at = match self.record_ends.remove(&id) {
-            Some(end) if end >= started => Now { wall: end, ..now },
+            // A record of an earlier execution (whose end never came: its
+            // agent was lost) ends before this one started; a host clock
+            // ahead of this one's is held to now.
+            Some(end) if end >= started => Now {
+                wall: end.min(now.wall),
+                ..now
+            },
             _ => now,
         };
         self.cluster.job_ended(agent, id, exit, at);
     }
 
-    /// Keeps the records of jobs this agent runs, once each, and notes
-    /// when each ended.
+    /// Keeps the intact records an agent sent of jobs it runs, once per
+    /// execution (an agent that registers again sends the records of jobs
+    /// that ended meanwhile, which may have arrived before), and notes
+    /// when each ended, for its end (a record whose end never comes is
+    /// dropped at the job's next end).
     fn take_records(&mut self, agent: AgentId, frames: &[u8]) {
         if frames.is_empty() {
             return;

@@ -208,6 +208,10 @@ impl Counters {
     }
 }
 
+/// Where a pending job stands in the queue: its partition's priority
+/// (highest first), then its id.
+type QueueKey = (Reverse<u32>, u64);
+
 pub struct Cluster {
     pub config: Arc<config::Cluster>,
     pub nodes: Vec<Node>,
@@ -219,9 +223,9 @@ pub struct Cluster {
     /// policies see them. Kept up to date in place and shared with the
     /// views of passes, so a pass copies nothing.
     queue: Arc<Vec<Queued>>,
-    /// While [`Cluster::unqueue_batched`] runs: jobs to take out of the
-    /// queue in one pass at its end.
-    unqueue_later: Option<HashSet<u64>>,
+    /// While [`Cluster::unqueue_batched`] runs: the queue keys of the jobs
+    /// to take out of the queue at its end.
+    unqueue_later: Option<Vec<QueueKey>>,
     /// Jobs holding resources, by id, as policies see them.
     active: Arc<Vec<Active>>,
     /// Finished jobs by id, and their ids oldest first (for forgetting).
@@ -445,44 +449,88 @@ impl Cluster {
 
     /// Puts a job in the queue at its place: partition priority, then id.
     fn enqueue(&mut self, partition: usize, q: Queued) {
-        let key = (Reverse(self.partition_views[partition].priority), q.job);
+        let key = self.queue_key(partition, q.job);
         let views = &self.partition_views;
         let queue = Arc::make_mut(&mut self.queue);
         // Ids grow: a new job goes after every job of its priority, at the
         // end unless priorities differ.
         let at = queue.partition_point(|o| (Reverse(views[o.partition].priority), o.job) < key);
+        // Queued again while its removal is held back (`unqueue_batched`):
+        // it is still there, at its place; it stays.
+        let held_back = match &mut self.unqueue_later {
+            Some(later) => match later.iter().position(|k| *k == key) {
+                Some(i) => {
+                    later.swap_remove(i);
+                    true
+                }
+                None => false,
+            },
+            None => false,
+        };
+        if held_back && queue.get(at).is_some_and(|o| o.job == q.job) {
+            queue[at] = q;
+            return;
+        }
         queue.insert(at, q);
     }
 
+    /// A job's place in the queue: partition priority, then id.
+    fn queue_key(&self, partition: usize, id: u64) -> QueueKey {
+        (Reverse(self.partition_views[partition].priority), id)
+    }
+
     fn unqueue(&mut self, id: u64, partition: usize) {
+        let key = self.queue_key(partition, id);
         if let Some(later) = &mut self.unqueue_later {
-            later.insert(id);
+            later.push(key);
             return;
         }
-        let key = (Reverse(self.partition_views[partition].priority), id);
+        self.unqueue_key(key);
+    }
+
+    /// Takes the job of `key` out of the queue: found by binary search,
+    /// the rest of the queue moved up.
+    fn unqueue_key(&mut self, key: QueueKey) {
         let views = &self.partition_views;
         let queue = Arc::make_mut(&mut self.queue);
         let at = queue.partition_point(|o| (Reverse(views[o.partition].priority), o.job) < key);
-        if queue.get(at).is_some_and(|q| q.job == id) {
+        if queue.get(at).is_some_and(|q| q.job == key.1) {
             queue.remove(at);
         }
     }
 
-    /// Runs `f` with removals from the queue held back and made in one
-    /// pass at the end. One at a time, each moves the rest of the queue:
-    /// a pass that starts a thousand jobs out of 100,000, or a shutdown
-    /// that cancels 300,000, would be quadratic. (`f` must not read the
+    /// Runs `f` with removals from the queue held back and made together
+    /// at the end. One at a time, each moves the rest of the queue: a pass
+    /// that starts a thousand jobs out of 100,000, or a shutdown that
+    /// cancels 300,000, would be quadratic. A few are still taken out one
+    /// by one (a pass usually starts one or two jobs); more, in one walk
+    /// of the queue and their sorted keys together. (`f` must not read the
     /// queue meanwhile: no pass runs inside it.)
     fn unqueue_batched<R>(&mut self, f: impl FnOnce(&mut Self) -> R) -> R {
+        /// Removals past which one walk of the whole queue is cheaper.
+        const ONE_BY_ONE: usize = 16;
         let nested = self.unqueue_later.is_some();
         if !nested {
-            self.unqueue_later = Some(HashSet::new());
+            self.unqueue_later = Some(Vec::new());
         }
         let r = f(self);
-        if !nested {
-            if let Some(ids) = self.unqueue_later.take().filter(|ids| !ids.is_empty()) {
-                Arc::make_mut(&mut self.queue).retain(|q| !ids.contains(&q.job));
+        if nested {
+            return r;
+        }
+        let mut keys = self.unqueue_later.take().unwrap_or_default();
+        if keys.len() <= ONE_BY_ONE {
+            for key in keys {
+                self.unqueue_key(key);
             }
+        } else {
+            keys.sort_unstable();
+            let views = &self.partition_views;
+            let mut next = keys.iter().peekable();
+            Arc::make_mut(&mut self.queue).retain(|q| {
+                let key = (Reverse(views[q.partition].priority), q.job);
+                while next.next_if(|k| **k < key).is_some() {}
+                next.next_if(|k| **k == key).is_none()
+            });
         }
         r
     }
@@ -859,12 +907,6 @@ impl Cluster {
             return;
         }
         self.forget.push((agent, id));
-        if exit == Exit::Fenced {
-            // Not an end of the job: its agent killed it because it could
-            // not reach this controller, which may have run it elsewhere.
-            self.execution_lost(id, "its agent lost the controller and killed it", now);
-            return;
-        }
         let cancelled = job.ending_as;
         let asked = |default: JobState| match cancelled {
             Some(JobState::Timeout) => (JobState::Timeout, "wall-time limit".to_string()),
@@ -898,7 +940,13 @@ impl Cluster {
             }
             Exit::Code(c) => (JobState::Failed, format!("sigsleep exited {c}")),
             Exit::SpawnFailed => (JobState::Failed, "could not start sigsleep".into()),
-            Exit::Fenced => return,
+            Exit::Fenced => {
+                // Not an end of the job: its agent killed it because it
+                // could not reach this controller, which may have run it
+                // elsewhere.
+                self.execution_lost(id, "its agent lost the controller and killed it", now);
+                return;
+            }
         };
         self.finish(id, state, reason, now);
     }

@@ -26,8 +26,9 @@
 //!
 //! The default build is the record format alone, with no async runtime and
 //! no I/O beyond `std::io::Read`, so that the lightest binary (`sigsleep`)
-//! stays light; each feature adds what its users need, and nothing here
-//! holds state between calls.
+//! stays light; each feature adds what its users need. Nothing here holds
+//! state between calls, but for the SWF reader's choice of instructions,
+//! made once per process.
 
 #[cfg(feature = "nodeset")]
 pub mod nodeset;

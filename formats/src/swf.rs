@@ -529,7 +529,14 @@ impl<R: BufRead> SwfReader<R> {
                 Some(i) => {
                     self.line += 1;
                     let raw = &avail[..i];
-                    let o = take_line(&mut self.header, raw, self.line, false, &mut self.job);
+                    let o = take_line(
+                        &mut self.header,
+                        raw,
+                        self.line,
+                        false,
+                        &mut self.job,
+                        Fields::ALL,
+                    );
                     self.inner.consume(i + 1);
                     o
                 }
@@ -538,7 +545,14 @@ impl<R: BufRead> SwfReader<R> {
                     self.inner.read_until(b'\n', &mut self.buf)?;
                     self.line += 1;
                     let torn = !self.buf.ends_with(b"\n");
-                    take_line(&mut self.header, &self.buf, self.line, torn, &mut self.job)
+                    take_line(
+                        &mut self.header,
+                        &self.buf,
+                        self.line,
+                        torn,
+                        &mut self.job,
+                        Fields::ALL,
+                    )
                 }
             };
             if let Some(result) = outcome {
@@ -573,11 +587,11 @@ pub fn parse_chunk(
         match kind {
             scan::Line::Job => {
                 job.line = line;
-                f(times_in_range(job).map(|()| &*job));
+                f(times_in_range(job, wanted).map(|()| &*job));
             }
             scan::Line::Blank => {}
             scan::Line::Other { raw, ended } => {
-                if let Some(r) = take_line(header, raw, line, last && !ended, job) {
+                if let Some(r) = take_line(header, raw, line, last && !ended, job, wanted) {
                     // The general parser fills every field it gets to, a
                     // malformed line's leading ones included; the fast path
                     // writes only the wanted ones, so the others are reset
@@ -604,6 +618,7 @@ fn take_line(
     line: u64,
     torn: bool,
     job: &mut SwfJob,
+    wanted: Fields,
 ) -> Option<Result<(), LineError>> {
     let text = trim(raw);
     if text.is_empty() {
@@ -615,7 +630,8 @@ fn take_line(
         }
         return None;
     }
-    Some(parse_line_into(text, line, job).map_err(|mut e| {
+    let parsed = parse_fields_into(text, line, job).and_then(|()| times_in_range(job, wanted));
+    Some(parsed.map_err(|mut e| {
         if torn {
             e.message.push_str(" (the file ends mid-line: truncated?)");
         }
@@ -653,6 +669,12 @@ pub fn parse_line(text: &[u8], line: u64) -> Result<SwfJob, LineError> {
 
 /// [`parse_line`] into an existing job (all fields overwritten on success).
 pub fn parse_line_into(text: &[u8], line: u64, job: &mut SwfJob) -> Result<(), LineError> {
+    parse_fields_into(text, line, job)?;
+    times_in_range(job, Fields::ALL)
+}
+
+/// The 18 numbers of a job line into `job`, whatever their range.
+fn parse_fields_into(text: &[u8], line: u64, job: &mut SwfJob) -> Result<(), LineError> {
     job.line = line;
     let fields = &mut job.fields;
     let mut n = 0;
@@ -714,15 +736,16 @@ pub fn parse_line_into(text: &[u8], line: u64, job: &mut SwfJob) -> Result<(), L
             message: format!("expected {FIELDS} fields, found {n}"),
         });
     }
-    times_in_range(job)
+    Ok(())
 }
 
-/// Checks that the job's time fields (those read: an unread one is NaN)
-/// are within [`MAX_SECONDS`].
-fn times_in_range(job: &SwfJob) -> Result<(), LineError> {
+/// Checks that the job's `wanted` time fields are within [`MAX_SECONDS`]:
+/// the fields a reader uses, whichever path read the line, so that a line
+/// is a job or an error alike on both.
+fn times_in_range(job: &SwfJob, wanted: Fields) -> Result<(), LineError> {
     for (n, name) in TIME_FIELDS {
         let v = job.get(n);
-        if v.abs() > MAX_SECONDS {
+        if wanted.has(n) && v.abs() > MAX_SECONDS {
             return Err(LineError {
                 line: job.line,
                 message: format!(
@@ -913,6 +936,16 @@ mod tests {
         // A negative one too, and the limit itself is still a time.
         assert!(parse_line(b"1 -3000000001 0 1 1 -1 -1 1 -1 -1 1 1 1 -1 1 -1 -1 -1", 1).is_err());
         assert!(parse_line(b"1 3000000000 0 1 1 -1 -1 1 -1 -1 1 1 1 -1 1 -1 -1 -1", 1).is_ok());
+        // A time the reader does not read is not checked, on the fast path
+        // (plain integers) and on the general one (a fraction) alike.
+        let text = b"1 0 5 10 4 -1 -1 4 999999999999999 -1 1 1 1 -1 1 -1 -1 -1\n\
+                     2 0 5.5 10 4 -1 -1 4 999999999999999 -1 1 1 1 -1 1 -1 -1 -1\n";
+        for line in chunk_lines(text, Fields::of(&[field::SUBMIT, field::RUN])) {
+            assert!(line.is_ok(), "{line:?}");
+        }
+        for line in chunk_lines(text, Fields::ALL) {
+            assert!(line.unwrap_err().message.contains("field 9"));
+        }
     }
 
     #[test]

@@ -38,14 +38,14 @@ pub const PROTOCOL: u32 = 4;
 /// Largest frame a server accepts from an authenticated peer (a batch of
 /// records can be large).
 pub const MAX_FRAME: usize = 16 << 20;
-/// Largest frame either end sends (a queue of a million jobs is about
-/// 100 MiB); what the other end accepts is its own limit.
 /// Largest frame before the handshake: a hello or an auth is tiny, and an
 /// unauthenticated peer gets no room to make the server buffer megabytes.
 pub const HANDSHAKE_FRAME: usize = 4 << 10;
 /// Largest frame a client accepts from the server it authenticated (a
 /// queue of hundreds of thousands of jobs).
 pub const MAX_REPLY_FRAME: usize = 1 << 30;
+/// Largest frame either end sends (a queue of a million jobs is about
+/// 100 MiB); what the other end accepts is its own limit.
 const MAX_SENT_FRAME: usize = MAX_REPLY_FRAME;
 /// How long a peer has to complete the handshake.
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
@@ -558,7 +558,10 @@ pub fn encode<M: Serialize>(msg: &M) -> Result<Vec<u8>, WireError> {
     options()
         .with_limit(MAX_SENT_FRAME as u64)
         .serialize(msg)
-        .map_err(|e| WireError::Malformed(e.to_string()))
+        .map_err(|e| match *e {
+            bincode::ErrorKind::SizeLimit => WireError::TooLarge(MAX_SENT_FRAME),
+            _ => WireError::Malformed(e.to_string()),
+        })
 }
 
 /// A framed, message-typed connection over any byte stream.
@@ -590,14 +593,12 @@ impl<T: AsyncRead + AsyncWrite + Unpin> Conn<T> {
     }
 
     pub async fn send<M: Serialize>(&mut self, msg: &M) -> Result<(), WireError> {
+        // (`encode` refuses what the codec would: frames past its limit.)
         let bytes = encode(msg)?;
-        self.framed.send(Bytes::from(bytes)).await.map_err(|e| {
-            if is_frame_size(&e) {
-                WireError::TooLarge(MAX_SENT_FRAME)
-            } else {
-                WireError::Io(e)
-            }
-        })
+        self.framed
+            .send(Bytes::from(bytes))
+            .await
+            .map_err(WireError::Io)
     }
 
     /// The next message; `Err(Closed)` when the peer hung up cleanly.

@@ -157,7 +157,20 @@ pub fn factors(s: &str) -> Result<Vec<f64>> {
         }
         _ => bail!("--shrink: expected INI:END:STEP or one factor, got {s:?}"),
     };
-    Ok(out.into_iter().map(|p| p / 100.0).collect())
+    // Each factor to a thousandth of a percent, and each its own directory.
+    let out: Vec<f64> = out
+        .into_iter()
+        .map(|p| (p * 1000.0).round() / 1000.0 / 100.0)
+        .collect();
+    let mut labels: Vec<String> = out.iter().map(|&f| crate::run::label(f)).collect();
+    labels.sort();
+    if let Some(w) = labels.windows(2).find(|w| w[0] == w[1]) {
+        bail!(
+            "--shrink: two factors would share {} (factors are kept to a thousandth of a percent)",
+            w[0]
+        );
+    }
+    Ok(out)
 }
 
 fn seconds(flag: &str, s: &str) -> Result<i64> {
@@ -270,6 +283,8 @@ mod tests {
         assert_eq!(crate::run::label(0.5), "shrink-050");
         assert_eq!(crate::run::label(0.995), "shrink-099.5");
         assert_eq!(crate::run::label(0.0525), "shrink-005.25");
+        assert_eq!(crate::run::label(1.0000001), "shrink-100");
+        assert!(super::factors("100:99.9999:0.0001").is_err());
     }
 
     use super::*;

@@ -108,7 +108,7 @@ fn main() -> ExitCode {
                 // The twin runs no process and never waits: nothing to
                 // cancel or keep, and no point at which it would look.
                 eprintln!("\nrunworkload: interrupted");
-                std::process::exit(130);
+                std::process::exit(1);
             }
             if tokio::signal::ctrl_c().await.is_ok() {
                 eprintln!(
@@ -119,7 +119,7 @@ fn main() -> ExitCode {
             }
             if tokio::signal::ctrl_c().await.is_ok() {
                 eprintln!("runworkload: quitting without cleaning up");
-                std::process::exit(130);
+                std::process::exit(1);
             }
         });
         match runworkload::replay(&plan, &stop).await {

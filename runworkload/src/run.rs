@@ -39,12 +39,13 @@ pub(crate) const SPIN: Duration = Duration::from_millis(2);
 /// `shrink-050` for 50 %; a fraction of a percent is kept
 /// (`shrink-099.5`), so that no two factors of a sweep share a directory.
 pub fn label(factor: f64) -> String {
-    let percent = factor * 100.0;
-    if (percent - percent.round()).abs() < 1e-6 {
-        format!("shrink-{:03}", percent.round() as u64)
-    } else {
-        let exact = format!("{percent:07.3}");
-        format!("shrink-{}", exact.trim_end_matches('0'))
+    // To a thousandth of a percent (finer factors are refused when the
+    // sweep is read), whole percents padded to three digits.
+    let text = format!("{:07.3}", factor * 100.0);
+    let text = text.trim_end_matches('0').trim_end_matches('.');
+    match text.split_once('.') {
+        None => format!("shrink-{:03}", text.parse::<u64>().unwrap_or(0)),
+        Some(_) => format!("shrink-{text}"),
     }
 }
 

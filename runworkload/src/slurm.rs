@@ -20,8 +20,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context, Result};
-use futures_util::StreamExt;
 use formats::wire::JobSpec;
+use futures_util::StreamExt;
 use tokio::process::Command;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -70,6 +70,11 @@ pub const SBATCH_AT_ONCE: usize = 16;
 /// its nodes (`<clemu id> <Slurm node list>`).
 const NODES_FILE: &str = "slurm-nodes.txt";
 
+/// A path as one word of a shell command line.
+fn quoted(path: &Path) -> String {
+    format!("'{}'", path.display().to_string().replace('\'', r"'\''"))
+}
+
 fn secs(ns: u64) -> String {
     format!("{}.{:09}", ns / 1_000_000_000, ns % 1_000_000_000)
 }
@@ -104,14 +109,14 @@ fn sbatch_args(
     args.push(format!(
         "echo \"{id} $SLURM_JOB_NODELIST\" >> {}; \
          exec {} --runtime {} --walltime {} --id {id} --cores {} --submit {}.{:09} --node $SLURMD_NODENAME --log {}",
-        nodes.display(),
-        sigsleep.display(),
+        quoted(nodes),
+        quoted(sigsleep),
         secs(spec.runtime_ns),
         secs(spec.walltime_ns),
         spec.cores,
         submit_ns.div_euclid(1_000_000_000),
         submit_ns.rem_euclid(1_000_000_000),
-        log.display()
+        quoted(log)
     ));
     args
 }
@@ -124,8 +129,7 @@ fn node_lists(path: &Path) -> HashMap<u64, String> {
         .filter_map(|l| {
             let (id, list) = l.split_once(' ')?;
             let set = formats::nodeset::parse(list.trim()).ok()?;
-            let names = formats::nodeset::expand(&set);
-            Some((id.parse().ok()?, formats::nodeset::fold(names.iter().map(String::as_str))))
+            Some((id.parse().ok()?, formats::nodeset::folded(&set)))
         })
         .collect()
 }
@@ -175,23 +179,28 @@ pub(crate) async fn run_factor(
         let now = Instant::now();
         let first = submitted as u64;
         let batch = due_jobs(order, targets, start, now, &mut submitted);
-        let sent = wall_ns();
+        let (name, sigsleep, log, nodes_file) = (&name, &sigsleep, &log, &nodes_file);
         let calls: Vec<_> = batch
             .iter()
             .zip(first + 1..)
             .map(|(&i, id)| {
                 ids[i] = id;
-                actual[i] = sent;
-                let args =
-                    sbatch_args(&name, id, &specs[i], sent, &sigsleep, &log, &nodes_file);
-                async move { (i, slurm("sbatch", &args).await) }
+                let spec = &specs[i];
+                // Stamped when its sbatch starts, which may be a while after
+                // the deadline when many jobs are due at once.
+                async move {
+                    let sent = wall_ns();
+                    let args = sbatch_args(name, id, spec, sent, sigsleep, log, nodes_file);
+                    (i, sent, slurm("sbatch", &args).await)
+                }
             })
             .collect();
         let answers: Vec<_> = futures_util::stream::iter(calls)
             .buffer_unordered(SBATCH_AT_ONCE)
             .collect()
             .await;
-        for (i, out) in answers {
+        for (i, sent, out) in answers {
+            actual[i] = sent;
             let out = out.with_context(|| format!("job {} refused by Slurm", ids[i]))?;
             // --parsable: "id" or "id;cluster".
             slurm_ids[i] = out
@@ -234,7 +243,12 @@ pub(crate) async fn run_factor(
     let nodes = node_lists(&nodes_file);
     let infos: HashMap<u64, _> = recs
         .iter()
-        .map(|r| (r.id, info_of(r, nodes.get(&r.id).cloned().unwrap_or_default())))
+        .map(|r| {
+            (
+                r.id,
+                info_of(r, nodes.get(&r.id).cloned().unwrap_or_default()),
+            )
+        })
         .collect();
     if infos.len() < submitted {
         warn!(run = %label, records = infos.len(), submitted, "some jobs left no record");

@@ -123,7 +123,13 @@ fn a_real_slice_replays_with_one_record_per_job_and_calcmets_agrees() {
         "{manifest}"
     );
     // --plot drew the run's charts, and the summary says where.
-    for chart in ["timeline", "gantt", "cdf-wait", "cdf-bsld", "bsld-by-size"] {
+    for chart in [
+        "shrink-050-timeline",
+        "shrink-050-gantt",
+        "cdf-wait",
+        "cdf-bsld",
+        "bsld-by-size",
+    ] {
         let svg = std::fs::read_to_string(out.path().join(format!("plots/{chart}.svg"))).unwrap();
         assert!(
             svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"),
