@@ -162,7 +162,8 @@ if [ ${#sizes[@]} -gt 1 ]; then
     awk -v a="${sizes[i - 1]}" -v b="${sizes[i]}" -v s0="${s_mem[i - 1]}" -v s1="${s_mem[i]}" \
       -v c0="${c_mem[i - 1]}" -v c1="${c_mem[i]}" 'BEGIN {
         sd = (s1 - s0) / (b - a); cd = (c1 - c0) / (b - a)
-        printf "| %d to %d | %.1f | %.2f | %s |\n", a, b, sd, cd, cd > 0 ? sprintf("%.0fx", sd / cd) : "-"
+        ratio = (cd > 0) ? sprintf("%.0fx", sd / cd) : "-"
+        printf "| %d to %d | %.1f | %.2f | %s |\n", a, b, sd, cd, ratio
       }'
   done
 fi
