@@ -61,14 +61,32 @@ pub enum Event {
 
 /// Links to connected agents. Unbounded on purpose: the state cannot wait
 /// for one slow agent, and what is queued is bounded by the jobs it runs.
+/// Messages are held until [`Links::flush`], which the server calls once
+/// the journal holds the changes they carry out: a job's process never
+/// exists before its start is journaled (an agent in this process would
+/// otherwise start it within microseconds, and a `kill -9` in between
+/// would restore it as pending).
 #[derive(Default)]
-struct Links(HashMap<AgentId, mpsc::UnboundedSender<ToAgent>>);
+struct Links {
+    txs: HashMap<AgentId, mpsc::UnboundedSender<ToAgent>>,
+    held: Vec<(AgentId, ToAgent)>,
+}
 
 impl Outbox for Links {
     fn to_agent(&mut self, agent: AgentId, msg: ToAgent) {
-        if let Some(tx) = self.0.get(&agent) {
-            // A closed link means the agent is going; its AgentGone follows.
-            let _ = tx.send(msg);
+        self.held.push((agent, msg));
+    }
+}
+
+impl Links {
+    /// Sends what was held, in order.
+    fn flush(&mut self) {
+        for (agent, msg) in self.held.drain(..) {
+            if let Some(tx) = self.txs.get(&agent) {
+                // A closed link means the agent is going; its AgentGone
+                // follows.
+                let _ = tx.send(msg);
+            }
         }
     }
 }
@@ -168,36 +186,18 @@ impl Server {
                 if self.pass() {
                     last_pass = started;
                 }
-                continue;
-            }
-            tokio::select! {
-                // Events first: heartbeats waiting in the queue after a long
-                // pass must be seen before agents are judged silent.
-                biased;
-                ev = self.events.recv() => match ev {
-                    Some(ev) => {
-                        self.handle(ev);
-                        // Whatever else is waiting goes in the same batch
-                        // (one journal sync for all of it).
-                        for _ in 0..BATCH {
-                            let Ok(ev) = self.events.try_recv() else { break };
-                            self.handle(ev);
-                        }
-                    }
-                    None => break,
-                },
-                () = tokio::time::sleep_until(next_pass.unwrap_or_else(tokio::time::Instant::now)), if next_pass.is_some() => {
-                    let started = Instant::now();
-                    if self.pass() {
-                        last_pass = started;
-                    }
-                }
-                _ = tick.tick() => self.tick(),
-                _ = ping.tick() => self.ping(),
-                _ = sync.tick(), if self.journal.dirty() || !self.cluster.forget.is_empty() => {
-                    self.sync().await;
-                }
-                () = shutdown.cancelled(), if self.stopping.is_none() => self.begin_shutdown(),
+            } else if !self
+                .wait_and_handle(
+                    next_pass,
+                    &mut last_pass,
+                    &mut tick,
+                    &mut ping,
+                    &mut sync,
+                    &shutdown,
+                )
+                .await
+            {
+                break;
             }
             self.admit_held();
             self.commit().await;
@@ -208,18 +208,65 @@ impl Server {
             }
         }
         self.sync().await;
+        self.links.flush();
         info!("controller stopped");
         self.done.cancel();
     }
 
-    /// Hands the state's new entries to the journal; if clients wait for
-    /// answers, makes them durable first.
+    /// Waits for the next event or timer and handles it (with whatever
+    /// else is queued, up to a batch); false once no event can come.
+    async fn wait_and_handle(
+        &mut self,
+        next_pass: Option<tokio::time::Instant>,
+        last_pass: &mut Instant,
+        tick: &mut tokio::time::Interval,
+        ping: &mut tokio::time::Interval,
+        sync: &mut tokio::time::Interval,
+        shutdown: &CancellationToken,
+    ) -> bool {
+        tokio::select! {
+            // Events first: heartbeats waiting in the queue after a long
+            // pass must be seen before agents are judged silent.
+            biased;
+            ev = self.events.recv() => match ev {
+                Some(ev) => {
+                    self.handle(ev);
+                    // Whatever else is waiting goes in the same batch
+                    // (one journal sync for all of it).
+                    for _ in 0..BATCH {
+                        let Ok(ev) = self.events.try_recv() else { break };
+                        self.handle(ev);
+                    }
+                }
+                None => return false,
+            },
+            () = tokio::time::sleep_until(next_pass.unwrap_or_else(tokio::time::Instant::now)), if next_pass.is_some() => {
+                let started = Instant::now();
+                if self.pass() {
+                    *last_pass = started;
+                }
+            }
+            _ = tick.tick() => self.tick(),
+            _ = ping.tick() => self.ping(),
+            _ = sync.tick(), if self.journal.dirty() || !self.cluster.forget.is_empty() => {
+                self.sync().await;
+            }
+            () = shutdown.cancelled(), if self.stopping.is_none() => self.begin_shutdown(),
+        }
+        true
+    }
+
+    /// Writes the state's new entries to the journal, then sends agents
+    /// what they are to do (a crash of this process keeps what was written:
+    /// nothing is acted on that a restart would not know); if clients wait
+    /// for answers, makes the entries durable before answering.
     async fn commit(&mut self) {
         self.journal.append(self.cluster.journal.drain(..));
+        if let Err(e) = self.journal.write() {
+            error!("{e:#}");
+        }
+        self.links.flush();
         if self.replies.is_empty() {
-            if let Err(e) = self.journal.write() {
-                error!("{e:#}");
-            }
             return;
         }
         let failed = self.journal.sync().err().map(|e| format!("{e:#}"));
@@ -330,7 +377,7 @@ impl Server {
         self.cluster.enforce_walltime(now, &mut self.links);
         self.cluster.lose_overdue(now, &mut self.links);
         for agent in self.cluster.silent_agents(now) {
-            self.links.0.remove(&agent);
+            self.links.txs.remove(&agent);
             self.cluster
                 .agent_down(agent, "no heartbeat", false, now, &mut self.links);
         }
@@ -364,7 +411,7 @@ impl Server {
                     return;
                 }
                 // Linked first: reconciling may already have orders for it.
-                self.links.0.insert(agent, link);
+                self.links.txs.insert(agent, link);
                 let ends = match self.cluster.agent_up(
                     agent,
                     &host,
@@ -378,7 +425,7 @@ impl Server {
                 ) {
                     Ok(ends) => ends,
                     Err(e) => {
-                        self.links.0.remove(&agent);
+                        self.links.txs.remove(&agent);
                         let _ = reply.send(Err(e));
                         return;
                     }
@@ -403,7 +450,7 @@ impl Server {
                 FromAgent::Records(_) | FromAgent::Register { .. } => {}
             },
             Event::AgentGone { agent, why } => {
-                self.links.0.remove(&agent);
+                self.links.txs.remove(&agent);
                 self.cluster
                     .agent_down(agent, &why, self.stopping.is_some(), now, &mut self.links);
             }
