@@ -11,6 +11,18 @@ use std::process::Child;
 
 use formats::record::Status;
 
+/// Two partitions on the same nodes: `again` requeues the jobs of a lost
+/// node (the default, as Slurm), `once` ends them as node_fail.
+const REQUEUE_AND_FAIL: &str = r#"[[partitions]]
+name = "again"
+nodes = "ALL"
+default = true
+[[partitions]]
+name = "once"
+nodes = "ALL"
+on_node_fail = "fail"
+"#;
+
 fn agent(c: &Cluster, nodes: &str, host: &str) -> Child {
     spawn_agent(c, nodes, host)
 }
@@ -47,21 +59,7 @@ fn records_of_remote_agents_end_up_with_the_controller() {
 
 #[test]
 fn a_killed_agent_takes_its_jobs_with_it_and_they_are_requeued_or_failed() {
-    // Two partitions on the same nodes: one requeues the jobs of a lost
-    // node (the default, as Slurm), the other ends them as node_fail.
-    let c = Cluster::start_remote_with(
-        "rn[1-2]",
-        4,
-        r#"[[partitions]]
-name = "again"
-nodes = "ALL"
-default = true
-[[partitions]]
-name = "once"
-nodes = "ALL"
-on_node_fail = "fail"
-"#,
-    );
+    let c = Cluster::start_remote_with("rn[1-2]", 4, REQUEUE_AND_FAIL);
     let mut a = agent(&c, "rn[1-2]", "h1");
     c.wait_nodes_up();
     let again = c.submit(&["--cores", "2", "--runtime", "3"])[0];
@@ -121,21 +119,7 @@ fn jobs_an_agent_fences_are_lost_not_failed() {
     // (half the heartbeat timeout) but less than the timeout: the agent
     // kills its jobs, and the controller, back, must count those
     // executions lost (requeued, or node_fail), not ended by signal 9.
-    let c = Cluster::start_restartable(
-        "rn[1-2]",
-        4,
-        false,
-        r#"[[partitions]]
-name = "again"
-nodes = "ALL"
-default = true
-[[partitions]]
-name = "once"
-nodes = "ALL"
-on_node_fail = "fail"
-"#,
-        4_000,
-    );
+    let c = Cluster::start_restartable("rn[1-2]", 4, false, REQUEUE_AND_FAIL, 4_000);
     let mut a = agent(&c, "rn[1-2]", "h1");
     c.wait_nodes_up();
     let again = c.submit(&["--cores", "2", "--runtime", "4"])[0];
