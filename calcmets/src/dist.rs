@@ -18,15 +18,8 @@ use hdrhistogram::Histogram;
 /// 65,536 jobs get exact percentiles, and memory stays at 512 KiB a metric.
 pub const EXACT_LIMIT: usize = 1 << 16;
 
-/// Values held back before they are counted. A run adds to four
-/// distributions per job; taking each one's values a batch at a time keeps
-/// that one histogram's counters in the cache rather than four in turn.
-const BATCH: usize = 256;
-
 #[derive(Clone)]
 pub struct Dist {
-    pending: [i64; BATCH],
-    pending_len: usize,
     exact: Vec<i64>,
     hist: Option<Hist>,
     count: u64,
@@ -48,8 +41,6 @@ pub struct Quantiles {
 impl Default for Dist {
     fn default() -> Self {
         Dist {
-            pending: [0; BATCH],
-            pending_len: 0,
             exact: Vec::new(),
             hist: None,
             count: 0,
@@ -62,20 +53,16 @@ impl Default for Dist {
 
 impl Dist {
     pub fn add(&mut self, v: i64) {
-        if self.pending_len == BATCH {
-            self.flush();
-        }
-        self.pending[self.pending_len] = v;
-        self.pending_len += 1;
+        self.add_all(&[v]);
     }
 
-    /// Counts the values held back.
-    fn flush(&mut self) {
-        if self.pending_len == 0 {
+    /// Counts every value of `batch`. A caller with many values hands them
+    /// over a batch at a time: the histogram's counters then stay in the
+    /// cache for the batch, rather than take turns with other metrics'.
+    pub fn add_all(&mut self, batch: &[i64]) {
+        if batch.is_empty() {
             return;
         }
-        let batch = &self.pending[..self.pending_len];
-        self.pending_len = 0;
         self.count += batch.len() as u64;
         for &v in batch {
             self.sum += i128::from(v);
@@ -113,10 +100,7 @@ impl Dist {
     /// the histogram anyway, and the exact values need not take the memory.
     pub fn to_histogram(&mut self) {
         if self.hist.is_none() {
-            self.flush();
-            if self.hist.is_none() {
-                self.spill();
-            }
+            self.spill();
         }
     }
 
@@ -131,9 +115,7 @@ impl Dist {
 
     /// Takes in everything `other` has seen, as if its values had been
     /// added here (in any order: the result does not depend on it).
-    pub fn merge(&mut self, mut other: Dist) {
-        self.flush();
-        other.flush();
+    pub fn merge(&mut self, other: Dist) {
         self.count += other.count;
         self.sum += other.sum;
         self.min = self.min.min(other.min);
@@ -158,17 +140,16 @@ impl Dist {
     }
 
     pub fn count(&self) -> u64 {
-        self.count + self.pending_len as u64
+        self.count
     }
 
     /// Whether percentiles come from the histogram (within 0.1 %).
     pub fn approximate(&self) -> bool {
-        self.hist.is_some() || self.exact.len() + self.pending_len > EXACT_LIMIT
+        self.hist.is_some() || self.exact.len() > EXACT_LIMIT
     }
 
     /// Mean and nearest-rank percentiles; `None` when empty.
     pub fn quantiles(&mut self) -> Option<Quantiles> {
-        self.flush();
         if self.count == 0 {
             return None;
         }

@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use formats::record::Suspension;
 use serde::Serialize;
 
-use crate::dist::Dist;
+use crate::dist::{Dist, EXACT_LIMIT};
 
 /// Ratios (slowdowns) are kept as integers in units of 1e-9.
 const RATIO: f64 = 1e9;
@@ -52,11 +52,45 @@ struct Times {
     z: i64,
 }
 
+/// Included jobs held back before their values are counted.
+const HELD: usize = 256;
+
+/// The times of included jobs whose values are not counted yet. Counting
+/// them a batch at a time lets the slowdowns' divisions overlap, rather
+/// than each wait for the one before, and hands each distribution its
+/// values in one go.
+#[derive(Clone)]
+struct Held {
+    len: usize,
+    /// τ of the jobs held (one run has one τ).
+    tau_ns: i64,
+    cores: [u64; HELD],
+    r: [i64; HELD],
+    w: [i64; HELD],
+    resp: [i64; HELD],
+}
+
+impl Default for Held {
+    fn default() -> Self {
+        Held {
+            len: 0,
+            tau_ns: 0,
+            cores: [0; HELD],
+            r: [0; HELD],
+            w: [0; HELD],
+            resp: [0; HELD],
+        }
+    }
+}
+
 /// The running state of one run (or of one size class of it).
 #[derive(Clone)]
 pub struct Accum {
     jobs: u64,
     excluded: u64,
+    /// Boxed: an `Accum` moves between threads and into its size classes'
+    /// map, and this is most of its size.
+    held: Box<Held>,
     wait: Dist,
     response: Dist,
     slowdown: Dist,
@@ -80,6 +114,7 @@ impl Default for Accum {
         Accum {
             jobs: 0,
             excluded: 0,
+            held: Box::default(),
             wait: Dist::default(),
             response: Dist::default(),
             slowdown: Dist::default(),
@@ -110,7 +145,7 @@ impl Accum {
 
     /// Whether percentiles come from histograms (within 0.1 %).
     pub fn approximate(&self) -> bool {
-        self.wait.approximate()
+        self.wait.approximate() || self.wait.count() + self.held.len as u64 > EXACT_LIMIT as u64
     }
 
     /// See [`Dist::to_histogram`]: for partial results that will be merged
@@ -129,7 +164,9 @@ impl Accum {
 
     /// Takes in everything `other` has seen, as if its jobs had been added
     /// here: partial results of separate threads combine into one.
-    pub fn merge(&mut self, other: Accum) {
+    pub fn merge(&mut self, mut other: Accum) {
+        self.count_held();
+        other.count_held();
         self.jobs += other.jobs;
         self.excluded += other.excluded;
         self.wait.merge(other.wait);
@@ -192,25 +229,19 @@ impl Accum {
     fn include(&mut self, p: &Params, job: &JobView<'_>, t: Times) {
         let Times { r, w, resp, z } = t;
         self.jobs += 1;
-        self.wait.add(w);
-        self.response.add(resp);
-        // Ratios are positive: adding a half and truncating rounds them,
-        // without a call into libm for every job.
-        let slow = resp as f64 / r as f64;
-        self.slowdown.add((slow * RATIO + 0.5) as i64);
-        // max(1, R / max(r, τ)): the same division when r ≥ τ.
-        let bounded = if r >= p.tau_ns {
-            slow
-        } else {
-            resp as f64 / p.tau_ns as f64
+        let held = &mut *self.held;
+        let i = held.len;
+        held.tau_ns = p.tau_ns;
+        held.cores[i] = job.cores;
+        held.r[i] = r;
+        held.w[i] = w;
+        held.resp[i] = resp;
+        held.len += 1;
+        if held.len == HELD {
+            self.count_held();
         }
-        .max(1.0);
-        self.bounded.add((bounded * RATIO + 0.5) as i64);
-        let c = i128::from(job.cores);
-        self.area += c * i128::from(r);
-        self.area_response += c * i128::from(resp);
         if let Some((w0, w1)) = p.window {
-            self.window_area += c * i128::from(executed_within(job, w0, w1));
+            self.window_area += i128::from(job.cores) * i128::from(executed_within(job, w0, w1));
         }
         self.t0 = self.t0.min(job.submit);
         self.t1 = self.t1.max(job.end);
@@ -221,7 +252,46 @@ impl Accum {
         }
     }
 
+    /// Counts the held jobs' values into the distributions and sums.
+    fn count_held(&mut self) {
+        let held = &mut *self.held;
+        let n = held.len;
+        if n == 0 {
+            return;
+        }
+        held.len = 0;
+        let tau = held.tau_ns;
+        let mut slow = [0i64; HELD];
+        let mut bounded = [0i64; HELD];
+        for i in 0..n {
+            let (resp, r) = (held.resp[i], held.r[i]);
+            let s = resp as f64 / r as f64;
+            // max(1, R / max(r, τ)): the same division when r ≥ τ.
+            let b = if r >= tau {
+                s
+            } else {
+                resp as f64 / tau as f64
+            }
+            .max(1.0);
+            // Adding a half and truncating rounds these (slowdowns are
+            // positive but for a skewed clock's), without a call into
+            // libm for every job.
+            slow[i] = (s * RATIO + 0.5) as i64;
+            bounded[i] = (b * RATIO + 0.5) as i64;
+        }
+        for i in 0..n {
+            let c = i128::from(held.cores[i]);
+            self.area += c * i128::from(held.r[i]);
+            self.area_response += c * i128::from(held.resp[i]);
+        }
+        self.wait.add_all(&held.w[..n]);
+        self.response.add_all(&held.resp[..n]);
+        self.slowdown.add_all(&slow[..n]);
+        self.bounded.add_all(&bounded[..n]);
+    }
+
     pub fn finish(mut self, p: &Params, cores: Option<u64>, corrupt: u64) -> Summary {
+        self.count_held();
         let (t0, t1) = match p.window {
             Some(w) => w,
             None => (self.t0, self.t1),
@@ -253,6 +323,7 @@ impl Accum {
                         ..*p
                     };
                     if p.window.is_none() {
+                        acc.count_held();
                         acc.window_area = acc.area;
                     }
                     let (lo, hi) = class_bounds(k);
