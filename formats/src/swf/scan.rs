@@ -11,13 +11,21 @@
 //! handed back to the general parser, so both paths agree on every input:
 //! the fast path only ever sees lines whose meaning is plain.
 
-use super::{SwfJob, FIELDS};
+use super::{SwfJob, FIELDS, MAX_SECONDS, TIME_BITS};
 
 /// Bytes looked at for one line: lines this long or longer take the
 /// general path.
 pub const WINDOW: usize = 128;
 /// Bytes past the window that an eight-digit read may touch.
 const SLACK: usize = 8;
+/// The largest time the fast path takes; a line with a larger one is the
+/// general parser's to refuse, with its message.
+const MAX_TIME: u64 = MAX_SECONDS as u64;
+
+/// Whether field `index` (0-based) is a time.
+fn is_time(index: u8) -> bool {
+    TIME_BITS >> index & 1 == 1
+}
 
 /// The fields a reader needs as numbers (bit `n - 1` for field `n`). A
 /// reader that needs few of them lets the parser skip converting the rest;
@@ -276,7 +284,8 @@ struct Spans {
 }
 
 /// The line reader proper, given a way to make the masks and a way to read
-/// the wanted fields (false: a field too long for the fast path).
+/// the wanted fields (false: a field too long for the fast path, or a time
+/// out of range).
 #[inline(always)]
 fn line_with(
     w: &Window,
@@ -366,6 +375,9 @@ fn convert_scalar(w: &Window, spans: &Spans, space: u128, job: &mut SwfJob) -> b
                 digits_of(word, head) * 100_000_000 + digits_of(word_at(w, from + head), 8)
             }
         };
+        if v > MAX_TIME && is_time(spans.field[i]) {
+            return false;
+        }
         // As the general parser does: negate the integer, then convert
         // ("-0" is 0.0).
         let v = v as i64;
@@ -401,8 +413,8 @@ mod x86 {
     //! The masks from 64, 32 or 16 bytes at a time. Unsigned "at most" is
     //! "equal to the minimum" where there is no unsigned compare.
     use super::{
-        convert_scalar, find_by_walking, lines_with, word_at, Fields, Line, Masks, Spans, SwfJob,
-        Window, FIELDS, WINDOW,
+        convert_scalar, find_by_walking, is_time, lines_with, word_at, Fields, Line, Masks, Spans,
+        SwfJob, Window, FIELDS, MAX_TIME, WINDOW,
     };
     use std::arch::x86_64::*;
 
@@ -467,10 +479,12 @@ mod x86 {
         while at < spans.n {
             let lanes = (spans.n - at).min(8);
             let mut neg = 0u8;
+            let mut time = 0u8;
             for i in 0..lanes {
                 let start = usize::from(spans.at[at + i]);
                 let minus = w[start] == b'-';
                 neg |= u8::from(minus) << i;
+                time |= u8::from(is_time(spans.field[at + i])) << i;
                 from[i] = start + usize::from(minus);
                 words[i] = word_at(w, from[i]);
             }
@@ -510,6 +524,12 @@ mod x86 {
                 _mm512_mul_epu32(fours, _mm512_set1_epi64(10_000)),
                 _mm512_srli_epi64::<32>(fours),
             );
+            // The magnitudes, before the signs: out of range as times?
+            let far =
+                _mm512_mask_cmpgt_epu64_mask(time, eights, _mm512_set1_epi64(MAX_TIME as i64));
+            if far != 0 {
+                return false;
+            }
             let signed = _mm512_mask_sub_epi64(eights, neg, _mm512_setzero_si512(), eights);
             let mut out = [0f64; 8];
             // SAFETY: an unaligned store of the 64 bytes of `out`.
@@ -713,6 +733,18 @@ mod tests {
             let (kind, _) = first_line(other, Fields::ALL);
             assert!(kind.starts_with("Other"), "{other:?}: {kind}");
         }
+        // A wanted time past `MAX_SECONDS` is the general parser's to
+        // refuse, with its message; any other large field is read.
+        let far = b"1 2 3000000001 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18\n";
+        assert!(first_line(far, Fields::ALL).0.starts_with("Other"));
+        assert!(first_line(far, Fields::of(&[3])).0.starts_with("Other"));
+        assert_eq!(first_line(far, Fields::of(&[2, 4])).0, "Job");
+        let (kind, j) = first_line(
+            b"3000000001 2 -3000000000 4 5 6 7 8 9 999999999999 11 12 13 14 15 16 17 18\n",
+            Fields::ALL,
+        );
+        assert_eq!(kind, "Job");
+        assert_eq!((j.fields[0], j.fields[2]), (3_000_000_001.0, -3e9));
         let long = format!(
             "{}1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18\n",
             " ".repeat(90)
@@ -726,6 +758,7 @@ mod tests {
     fn token() -> impl Strategy<Value = String> {
         prop_oneof![
             6 => (0u64..100_000_000).prop_map(|v| v.to_string()),
+            1 => (MAX_TIME - 3..MAX_TIME + 3).prop_map(|v| v.to_string()),
             2 => Just("-1".to_string()),
             1 => (0u64..1_000_000_000_000_000).prop_map(|v| v.to_string()),
             1 => "-?[0-9]{1,17}",
@@ -753,10 +786,16 @@ mod tests {
             text.push('\n');
             text.push_str("1 2 3\n");
             let wanted = Fields(bits);
-            let general = super::super::parse_line(body.trim().as_bytes(), 1);
+            let mut general = blank_job();
+            let read = super::super::parse_fields_into(body.trim().as_bytes(), 1, &mut general);
+            // What the fast path leaves to the general parser to refuse.
+            let far = (1..=FIELDS).any(|n| {
+                wanted.has(n) && is_time(n as u8 - 1) && general.fields[n - 1].abs() > MAX_SECONDS
+            });
             let (kind, fast) = first_line(text.as_bytes(), wanted);
             if kind == "Job" {
-                let general = general.expect("the general parser reads what the fast path did");
+                prop_assert!(read.is_ok(), "the general parser reads what the fast path did");
+                prop_assert!(!far, "a wanted time out of range took the fast path");
                 for n in 1..=FIELDS {
                     if wanted.has(n) {
                         prop_assert_eq!(fast.fields[n - 1].to_bits(), general.fields[n - 1].to_bits(), "field {}", n);
@@ -767,6 +806,7 @@ mod tests {
             } else {
                 prop_assert!(kind.starts_with("Other"), "a line of numbers is not blank");
                 let plain = tokens.len() == FIELDS
+                    && !far
                     && body.len() < WINDOW
                     && tokens.iter().all(|(_, t)| {
                         let d = t.strip_prefix('-').unwrap_or(t);
