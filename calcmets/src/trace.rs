@@ -23,14 +23,18 @@ use crate::metrics::{Accum, JobView, Params};
 const BYTES_PER_JOB: u64 = 160;
 
 /// The fields [`add_job`] reads; the parser only checks the others.
-const NEEDED: Fields = Fields::of(&[
+const NEEDED_LIST: [usize; 6] = [
     field::SUBMIT,
     field::WAIT,
     field::RUN,
     field::ALLOC_PROCS,
     field::REQ_PROCS,
     field::STATUS,
-]);
+];
+const NEEDED: Fields = Fields::of(&NEEDED_LIST);
+
+/// Job lines held back before they are added (see [`Parser::add_held`]).
+const HELD: usize = 256;
 
 /// One chunk of whole lines on its way to a worker.
 struct Chunk {
@@ -105,6 +109,7 @@ pub fn read(path: &Path, params: &Params, all_statuses: bool) -> Result<TraceRea
             parser.merge(part);
         }
         fed.with_context(|| format!("cannot read {name}"))?;
+        parser.add_held();
         Ok((parser.accum, parser.reports))
     })?;
     // Chunk reports in file order: line numbers become absolute, header
@@ -179,6 +184,9 @@ struct Parser<'a> {
     /// Jobs included by every thread so far.
     included: &'a AtomicU64,
     accum: Accum,
+    /// Jobs parsed but not added yet, the first `held` of them.
+    jobs: Box<[SwfJob; HELD]>,
+    held: usize,
     reports: Vec<ChunkReport>,
     spare: mpsc::Sender<Vec<u8>>,
 }
@@ -195,6 +203,13 @@ impl<'a> Parser<'a> {
             all_statuses,
             included,
             accum: Accum::new(),
+            jobs: Box::new(
+                [SwfJob {
+                    line: 0,
+                    fields: [0.0; swf::FIELDS],
+                }; HELD],
+            ),
+            held: 0,
             reports: Vec::new(),
             spare,
         }
@@ -218,19 +233,29 @@ impl<'a> Parser<'a> {
         let mut header = Header::default();
         let mut errors = Vec::new();
         let before = self.accum.jobs();
-        let (accum, params, all) = (&mut self.accum, self.params, self.all_statuses);
-        let lines =
-            swf::parse_chunk(
-                &chunk.text,
-                1,
-                chunk.last,
-                &mut header,
-                NEEDED,
-                |line| match line {
-                    Ok(job) => add_job(accum, params, job, all),
-                    Err(e) => errors.push(e),
-                },
-            );
+        let lines = swf::parse_chunk(
+            &chunk.text,
+            1,
+            chunk.last,
+            &mut header,
+            NEEDED,
+            |line| match line {
+                Ok(job) => {
+                    // The fields one at a time: a copy of the whole job
+                    // would read them back wider than the parser stored
+                    // them, and wait for the stores to land.
+                    let slot = &mut self.jobs[self.held];
+                    for n in NEEDED_LIST {
+                        slot.fields[n - 1] = job.fields[n - 1];
+                    }
+                    self.held += 1;
+                    if self.held == HELD {
+                        self.add_held();
+                    }
+                }
+                Err(e) => errors.push(e),
+            },
+        );
         // Once the threads together are past the exact limit, the merged
         // percentiles come from histograms anyway: stop keeping exact
         // values (half the memory and page faults of each thread's).
@@ -248,7 +273,19 @@ impl<'a> Parser<'a> {
         });
     }
 
-    fn merge(&mut self, other: Parser<'_>) {
+    /// Adds the held jobs. A batch at a time, the conversions of one job's
+    /// fields overlap with the next job's, instead of each waiting for the
+    /// parser to have just stored them.
+    fn add_held(&mut self) {
+        for job in &self.jobs[..self.held] {
+            add_job(&mut self.accum, self.params, job, self.all_statuses);
+        }
+        self.held = 0;
+    }
+
+    fn merge(&mut self, mut other: Parser<'_>) {
+        self.add_held();
+        other.add_held();
         self.accum.merge(other.accum);
         self.reports.extend(other.reports);
     }
