@@ -233,29 +233,18 @@ impl<'a> Parser<'a> {
         let mut header = Header::default();
         let mut errors = Vec::new();
         let before = self.accum.jobs();
-        let lines = swf::parse_chunk(
-            &chunk.text,
-            1,
-            chunk.last,
-            &mut header,
-            NEEDED,
-            |line| match line {
-                Ok(job) => {
-                    // The fields one at a time: a copy of the whole job
-                    // would read them back wider than the parser stored
-                    // them, and wait for the stores to land.
-                    let slot = &mut self.jobs[self.held];
-                    for n in NEEDED_LIST {
-                        slot.fields[n - 1] = job.fields[n - 1];
-                    }
-                    self.held += 1;
-                    if self.held == HELD {
-                        self.add_held();
-                    }
-                }
-                Err(e) => errors.push(e),
-            },
-        );
+        let lines =
+            swf::parse_chunk(
+                &chunk.text,
+                1,
+                chunk.last,
+                &mut header,
+                NEEDED,
+                |line| match line {
+                    Ok(job) => self.hold(job),
+                    Err(e) => errors.push(e),
+                },
+            );
         // Once the threads together are past the exact limit, the merged
         // percentiles come from histograms anyway: stop keeping exact
         // values (half the memory and page faults of each thread's).
@@ -271,6 +260,21 @@ impl<'a> Parser<'a> {
             header,
             errors,
         });
+    }
+
+    /// Holds a job to be added with the next batch.
+    fn hold(&mut self, job: &SwfJob) {
+        // The fields one at a time: a copy of the whole job would read
+        // them back wider than the parser stored them, and wait for the
+        // stores to land.
+        let slot = &mut self.jobs[self.held];
+        for n in NEEDED_LIST {
+            slot.fields[n - 1] = job.fields[n - 1];
+        }
+        self.held += 1;
+        if self.held == HELD {
+            self.add_held();
+        }
     }
 
     /// Adds the held jobs. A batch at a time, the conversions of one job's

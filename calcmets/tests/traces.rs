@@ -138,3 +138,74 @@ fn both_swf_readers_agree_on_every_shared_trace() {
         }
     }
 }
+
+/// calcmets and scripts/calcmets_swf.py (the same definitions written the
+/// obvious way, the benchmark's baseline) agree on every number of the
+/// shared traces small enough for exact percentiles (up to 65,536 jobs).
+#[test]
+fn calcmets_agrees_with_the_python_reference() {
+    let Some(dir) = workloads() else { return };
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scripts/calcmets_swf.py");
+    for file in [
+        "KTH-SP2-1996-2.1-cln.swf.gz",
+        "NASA-iPSC-1993-3.1-cln.swf.gz",
+        "KTH-SP2-1996-2.1-cln.sample40.swf",
+    ] {
+        let trace = dir.join(file);
+        let reference = Command::new("python3").arg(&script).arg(&trace).output();
+        let Ok(reference) = reference else {
+            eprintln!("no python3: skipping the comparison");
+            return;
+        };
+        assert!(reference.status.success(), "{file}: {reference:?}");
+        let reference: Value = serde_json::from_slice(&reference.stdout).unwrap();
+        // On every core, and on one (no worker threads: the reading thread
+        // parses everything), where taskset is there to ask for it.
+        let calcmets = env!("CARGO_BIN_EXE_calcmets");
+        let mut runs = vec![Command::new(calcmets)];
+        if Command::new("taskset").arg("-V").output().is_ok() {
+            let mut one = Command::new("taskset");
+            one.args(["-c", "0", calcmets]);
+            runs.push(one);
+        }
+        for mut run in runs {
+            let ours = run
+                .args(["--format", "json", "--swf"])
+                .arg(&trace)
+                .output()
+                .unwrap();
+            assert!(ours.status.success(), "{file}");
+            let ours: Value = serde_json::from_slice(&ours.stdout).unwrap();
+            assert!(ours["jobs"].as_u64().unwrap() > 20, "{file}");
+            compare(file, "", &ours, &reference);
+        }
+    }
+}
+
+/// Equal structure, and equal numbers: to a relative 1e-12, and to 1e-9
+/// (calcmets keeps slowdowns in units of 1e-9).
+fn compare(file: &str, key: &str, ours: &Value, reference: &Value) {
+    match (ours, reference) {
+        (Value::Object(a), Value::Object(b)) => {
+            let keys = |m: &serde_json::Map<String, Value>| m.keys().cloned().collect::<Vec<_>>();
+            assert_eq!(keys(a), keys(b), "{file}: keys of {key}");
+            for (k, v) in a {
+                compare(file, &format!("{key}.{k}"), v, &b[k]);
+            }
+        }
+        (Value::Array(a), Value::Array(b)) => {
+            assert_eq!(a.len(), b.len(), "{file}: {key}");
+            for (x, y) in a.iter().zip(b) {
+                compare(file, key, x, y);
+            }
+        }
+        (Value::Number(a), Value::Number(b)) => {
+            let (a, b) = (a.as_f64().unwrap(), b.as_f64().unwrap());
+            assert!(
+                (a - b).abs() <= 1e-9 + 1e-12 * b.abs(),
+                "{file}: {key}: calcmets {a}, Python {b}"
+            );
+        }
+        _ => assert_eq!(ours, reference, "{file}: {key}"),
+    }
+}
