@@ -19,7 +19,7 @@
 
 use std::fmt;
 use std::fs::File;
-use std::io::{self, BufRead, BufReader, Read};
+use std::io::{self, BufRead, BufReader, Read, Seek};
 use std::path::Path;
 
 mod scan;
@@ -303,7 +303,7 @@ enum Source {
 /// The uncompressed size of the last member of a gzip file, from its
 /// trailer (ISIZE, the size modulo 2^32).
 fn gzip_last_size(path: &Path) -> io::Result<u64> {
-    use std::io::{Seek, SeekFrom};
+    use std::io::SeekFrom;
     let mut f = File::open(path)?;
     f.seek(SeekFrom::End(-4))?;
     let mut isize = [0u8; 4];
@@ -343,7 +343,11 @@ impl Chunks {
     pub fn open(path: &Path) -> io::Result<Chunks> {
         let (source, text_len): (Box<dyn Read + Send>, u64) = match open_source(path)? {
             Source::Plain(file) => {
-                let len = file.get_ref().metadata()?.len();
+                // Straight from the file into the caller's buffers: through
+                // the BufReader, every byte would be copied once more.
+                let mut file = file.into_inner();
+                file.rewind()?;
+                let len = file.metadata()?.len();
                 (Box::new(file), len)
             }
             Source::Gzip(gz) => (gz, gzip_last_size(path).unwrap_or(0)),
