@@ -198,16 +198,20 @@ impl Default for Hist {
     }
 }
 
-/// Three significant digits; grows to the range actually recorded.
+/// Three significant digits, over every value a histogram can take. Its
+/// counters are allocated at once but only touched where values fall, and
+/// histograms of one layout merge by adding counters (an auto-resizing one
+/// would grow by copying while values are recorded, and its parts would
+/// merge value by value).
 fn new_histogram() -> Histogram<u32> {
-    Histogram::new(3).expect("3 significant digits is a valid precision")
+    Histogram::new_with_bounds(1, u64::MAX / 2, 3).expect("valid bounds and precision")
 }
 
 impl Hist {
     /// Counts `n` times the value `v`.
     fn record(&mut self, v: i64, n: u32) {
-        // An auto-resizing histogram only refuses values past u64::MAX / 2;
-        // then the percentiles are over the values it took.
+        // Only values past u64::MAX / 2 are refused; then the percentiles
+        // are over the values the histogram took.
         let _ = if v >= 0 {
             self.pos.record_n(v as u64, n)
         } else {
@@ -218,7 +222,7 @@ impl Hist {
     }
 
     fn add(&mut self, other: Hist) {
-        // Auto-resizing histograms take any other's range.
+        // Histograms of one layout take each other's values.
         let _ = self.pos.add(&other.pos);
         if let Some(o) = other.neg {
             let _ = self.neg.get_or_insert_with(new_histogram).add(&o);
