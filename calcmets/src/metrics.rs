@@ -93,8 +93,13 @@ pub struct Accum {
     held: Box<Held>,
     wait: Dist,
     response: Dist,
+    /// Slowdowns of the jobs whose bounded slowdown differs (r < τ), and
+    /// those bounded slowdowns; the jobs whose two are equal (most: r ≥ τ)
+    /// count their value once, in `unbounded`, which both take in at the
+    /// end.
     slowdown: Dist,
     bounded: Dist,
+    unbounded: Dist,
     /// Σ c·r in core·ns.
     area: i128,
     /// Σ c·R in core·ns (numerator of the weighted slowdown).
@@ -119,6 +124,7 @@ impl Default for Accum {
             response: Dist::default(),
             slowdown: Dist::default(),
             bounded: Dist::default(),
+            unbounded: Dist::default(),
             area: 0,
             area_response: 0,
             window_area: 0,
@@ -157,6 +163,7 @@ impl Accum {
             &mut self.response,
             &mut self.slowdown,
             &mut self.bounded,
+            &mut self.unbounded,
         ] {
             d.to_histogram();
         }
@@ -173,6 +180,7 @@ impl Accum {
         self.response.merge(other.response);
         self.slowdown.merge(other.slowdown);
         self.bounded.merge(other.bounded);
+        self.unbounded.merge(other.unbounded);
         self.area += other.area;
         self.area_response += other.area_response;
         self.window_area += other.window_area;
@@ -263,6 +271,8 @@ impl Accum {
         let tau = held.tau_ns;
         let mut slow = [0i64; HELD];
         let mut bounded = [0i64; HELD];
+        let mut equal = [0i64; HELD];
+        let (mut n_equal, mut n_differ) = (0, 0);
         for i in 0..n {
             let (resp, r) = (held.resp[i], held.r[i]);
             let s = resp as f64 / r as f64;
@@ -276,8 +286,15 @@ impl Accum {
             // Adding a half and truncating rounds these (slowdowns are
             // positive but for a skewed clock's), without a call into
             // libm for every job.
-            slow[i] = (s * RATIO + 0.5) as i64;
-            bounded[i] = (b * RATIO + 0.5) as i64;
+            let (s, b) = ((s * RATIO + 0.5) as i64, (b * RATIO + 0.5) as i64);
+            // Both arrays are written every time and the counts say which
+            // holds the job: no branch to mispredict.
+            equal[n_equal] = s;
+            slow[n_differ] = s;
+            bounded[n_differ] = b;
+            let same = usize::from(s == b);
+            n_equal += same;
+            n_differ += 1 - same;
         }
         for i in 0..n {
             let c = i128::from(held.cores[i]);
@@ -286,12 +303,16 @@ impl Accum {
         }
         self.wait.add_all(&held.w[..n]);
         self.response.add_all(&held.resp[..n]);
-        self.slowdown.add_all(&slow[..n]);
-        self.bounded.add_all(&bounded[..n]);
+        self.slowdown.add_all(&slow[..n_differ]);
+        self.bounded.add_all(&bounded[..n_differ]);
+        self.unbounded.add_all(&equal[..n_equal]);
     }
 
     pub fn finish(mut self, p: &Params, cores: Option<u64>, corrupt: u64) -> Summary {
         self.count_held();
+        let unbounded = std::mem::take(&mut self.unbounded);
+        self.slowdown.merge(unbounded.clone());
+        self.bounded.merge(unbounded);
         let (t0, t1) = match p.window {
             Some(w) => w,
             None => (self.t0, self.t1),
