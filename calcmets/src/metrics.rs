@@ -195,6 +195,7 @@ impl Accum {
     }
 
     /// Adds one job: included, excluded, or (outside `--window`) ignored.
+    #[inline]
     pub fn add(&mut self, p: &Params, job: &JobView<'_>) {
         if let Some((w0, w1)) = p.window {
             if job.submit < w0 || job.submit >= w1 {
@@ -234,6 +235,7 @@ impl Accum {
         self.by_size.entry(size_class(cores)).or_default()
     }
 
+    #[inline]
     fn include(&mut self, p: &Params, job: &JobView<'_>, t: Times) {
         let Times { r, w, resp, z } = t;
         self.jobs += 1;

@@ -299,6 +299,7 @@ impl<'a> Parser<'a> {
 /// (unknown counts as 0), e = s + w + r, no suspension, cores = allocated
 /// processors or else requested; partial-execution lines are skipped (the
 /// job's summary line carries its totals).
+#[inline]
 pub fn add_job(accum: &mut Accum, params: &Params, job: &SwfJob, all_statuses: bool) {
     if job.is_partial() {
         return;
