@@ -32,10 +32,16 @@ measure() { # file -> "seconds rss_kib"
 compare() { # trace label
   local trace=$1 label=$2 rust_t=() py_t=()
   for _ in 1 2 3 4 5 6 7 8 9 10 11; do
+    # Each run starts on a settled machine, not in the wake of the other
+    # program's exit: right after Python (80 MB) exits, a run of calcmets
+    # took up to a third longer, and after a pause it did not. Python's
+    # time is the same either way.
     # EPOCHREALTIME, not $(date): a fork would add a millisecond or two to
     # a run of a few tens of milliseconds.
+    sleep 0.2
     s=$EPOCHREALTIME; "$bin/calcmets" --swf "$trace" --format json > "$tmp/rust.json"; e=$EPOCHREALTIME
     rust_t+=("$(awk "BEGIN{print $e - $s}")")
+    sleep 0.2
     s=$EPOCHREALTIME; python3 scripts/calcmets_swf.py "$trace" > "$tmp/py.json"; e=$EPOCHREALTIME
     py_t+=("$(awk "BEGIN{print $e - $s}")")
   done
@@ -80,6 +86,7 @@ case "$trace" in
     # speed-up any parser could reach.
     floor=()
     for _ in 1 2 3 4 5 6 7 8 9 10 11; do
+      sleep 0.2
       s=$EPOCHREALTIME; "$bin/examples/swf_inflate" "$trace" > /dev/null; e=$EPOCHREALTIME
       floor+=("$(awk "BEGIN{print $e - $s}")")
     done
@@ -92,6 +99,7 @@ label = "inflating alone"
 print(f"| {label:<22} | {f:>13.3f} | {p:>13.3f} | {p / f:>8.1f}x | {p_min / min(runs):>8.1f}x |")
 ' "${floor[*]}" "$(cat "$tmp/py.median")"
     zcat "$trace" > "$tmp/plain.swf"
+    sync   # its 45 MB written back before timing, not during
     compare "$tmp/plain.swf" "decompressed first"
     ;;
 esac
