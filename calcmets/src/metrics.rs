@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use formats::record::Suspension;
 use serde::Serialize;
 
-use crate::dist::{Dist, EXACT_LIMIT};
+use crate::dist::Dist;
 
 /// Ratios (slowdowns) are kept as integers in units of 1e-9.
 const RATIO: f64 = 1e9;
@@ -147,11 +147,6 @@ impl Accum {
     /// Jobs included so far.
     pub fn jobs(&self) -> u64 {
         self.jobs
-    }
-
-    /// Whether percentiles come from histograms (within 0.1 %).
-    pub fn approximate(&self) -> bool {
-        self.wait.approximate() || self.wait.count() + self.held.len as u64 > EXACT_LIMIT as u64
     }
 
     /// See [`Dist::to_histogram`]: for partial results that will be merged

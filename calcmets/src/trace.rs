@@ -74,14 +74,12 @@ pub fn read(path: &Path, params: &Params, all_statuses: bool) -> Result<TraceRea
     let queue = Mutex::new(chunk_rx);
     let (spare_tx, spare_rx) = mpsc::channel::<Vec<u8>>();
     let included = AtomicU64::new(0);
-    let mut parser = Parser::new(params, all_statuses, &included, spare_tx);
     // A trace this long holds more jobs than percentiles are kept exact
     // for (job lines are about 100 bytes): straight to the histograms,
     // rather than filling exact buffers that would be spilled into them
     // (DESIGN.md allows percentiles from a histogram at any size).
-    if chunks.text_len_at_least() > EXACT_LIMIT as u64 * BYTES_PER_JOB {
-        parser.accum.to_histograms();
-    }
+    let long = chunks.text_len_at_least() > EXACT_LIMIT as u64 * BYTES_PER_JOB;
+    let mut parser = Parser::new(params, all_statuses, long, &included, spare_tx);
 
     let (accum, reports) = std::thread::scope(|scope| -> Result<(Accum, Vec<ChunkReport>)> {
         let handles: Vec<_> = (0..workers)
@@ -183,6 +181,8 @@ struct Parser<'a> {
     all_statuses: bool,
     /// Jobs included by every thread so far.
     included: &'a AtomicU64,
+    /// Whether the trace is long enough for histograms from the first job.
+    long: bool,
     accum: Accum,
     /// Jobs parsed but not added yet, the first `held` of them.
     jobs: Box<[SwfJob; HELD]>,
@@ -195,6 +195,7 @@ impl<'a> Parser<'a> {
     fn new(
         params: &'a Params,
         all_statuses: bool,
+        long: bool,
         included: &'a AtomicU64,
         spare: mpsc::Sender<Vec<u8>>,
     ) -> Self {
@@ -202,6 +203,7 @@ impl<'a> Parser<'a> {
             params,
             all_statuses,
             included,
+            long,
             accum: Accum::new(),
             jobs: Box::new(
                 [SwfJob {
@@ -217,19 +219,21 @@ impl<'a> Parser<'a> {
 
     /// An empty parser for another thread.
     fn another(&self) -> Self {
-        let mut p = Parser::new(
+        Parser::new(
             self.params,
             self.all_statuses,
+            self.long,
             self.included,
             self.spare.clone(),
-        );
-        if self.accum.approximate() {
-            p.accum.to_histograms();
-        }
-        p
+        )
     }
 
     fn parse(&mut self, chunk: Chunk) {
+        // Histograms are made by the thread that fills them, when it first
+        // parses: not before the reading thread starts reading.
+        if self.long {
+            self.accum.to_histograms();
+        }
         let mut header = Header::default();
         let mut errors = Vec::new();
         let before = self.accum.jobs();

@@ -312,7 +312,7 @@ fn gzip_last_size(path: &Path) -> io::Result<u64> {
 }
 
 fn open_source(path: &Path) -> io::Result<Source> {
-    let mut file = BufReader::with_capacity(1 << 20, File::open(path)?);
+    let mut file = BufReader::with_capacity(Chunks::SIZE, File::open(path)?);
     let gz = file.fill_buf()?.starts_with(&[0x1f, 0x8b]);
     Ok(if gz {
         Source::Gzip(Box::new(flate2::bufread::MultiGzDecoder::new(file)))
