@@ -1,5 +1,6 @@
 //! The metric definitions of DESIGN.md, applied one job at a time.
-//! [`Accum`] owns the running sums and distributions of one run;
+//! [`Accum`] owns the running sums and distributions of one run (an
+//! included job's values are counted with the next 255, see `Held`);
 //! [`Accum::finish`] turns them into the [`Summary`] that is printed.
 //!
 //! For each included job i, with cores c, submit s, first start b, end e and
