@@ -1137,6 +1137,21 @@ mod tests {
         );
     }
 
+    /// Adds partition 1 over `nodes` at priority 10 (partition 0 at 1) and
+    /// queues one 4-core job there: the urgent job preemption is for.
+    fn queue_urgent(v: &mut View, nodes: Vec<usize>) {
+        Arc::make_mut(&mut v.partitions)[0].priority = 1;
+        Arc::make_mut(&mut v.partitions).push(PartitionView {
+            nodes,
+            priority: 10,
+            gang: None,
+        });
+        v.queue = Arc::new(vec![Queued {
+            partition: 1,
+            ..job(1, 4, 100)
+        }]);
+    }
+
     #[test]
     fn preemption_suspends_the_fewest_lowest_priority_jobs() {
         // All 16 cores busy with low-priority jobs: 1 core (job 10), 3 cores
@@ -1152,22 +1167,9 @@ mod tests {
         for n in &mut base.nodes {
             n.free_cpus = 0;
         }
-        Arc::make_mut(&mut base.partitions)[0].priority = 1;
-        Arc::make_mut(&mut base.partitions).push(PartitionView {
-            nodes: vec![0, 1, 2, 3],
-            priority: 10,
-            gang: None,
-        });
         base.active = Arc::new(active);
-        base.queue = Arc::new(vec![Queued {
-            partition: 1,
-            ..job(1, 4, 100)
-        }]);
-        let d = Standard {
-            base: Base::Fcfs,
-            preemption: true,
-        }
-        .decide(&base);
+        queue_urgent(&mut base, vec![0, 1, 2, 3]);
+        let d = PREEMPT.decide(&base);
         // One victim suffices: a 4-core job (the largest first), the
         // youngest of equal ones, here the highest id (all started at 0).
         assert_eq!(
@@ -1198,21 +1200,8 @@ mod tests {
             running(11, 0, vec![(1, 2), (3, 4)], 900),
             running(12, 0, vec![(2, 4)], 900),
         ]);
-        Arc::make_mut(&mut base.partitions)[0].priority = 1;
-        Arc::make_mut(&mut base.partitions).push(PartitionView {
-            nodes: vec![0, 1, 2],
-            priority: 10,
-            gang: None,
-        });
-        base.queue = Arc::new(vec![Queued {
-            partition: 1,
-            ..job(1, 4, 100)
-        }]);
-        let d = Standard {
-            base: Base::Fcfs,
-            preemption: true,
-        }
-        .decide(&base);
+        queue_urgent(&mut base, vec![0, 1, 2]);
+        let d = PREEMPT.decide(&base);
         assert_eq!(
             d.list,
             [
