@@ -21,6 +21,16 @@ fn calcmets(args: &[&str]) -> Output {
         .unwrap()
 }
 
+/// `calcmets plot --out OUT ARGS... INPUT`, which must succeed.
+fn plot(out: &Path, args: &[&str], input: &Path) -> Output {
+    let mut all = vec!["plot", "--out", out.to_str().unwrap()];
+    all.extend_from_slice(args);
+    all.push(input.to_str().unwrap());
+    let o = calcmets(&all);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    o
+}
+
 /// A results directory: 30 jobs of 1, 2 and 4 cores on 4 nodes, every
 /// third one suspended once for 20 s; `slow` doubles the waits.
 fn run_dir(dir: &Path, label: &str, slow: i64) {
@@ -105,13 +115,7 @@ fn charts_hold_one_series_per_run() {
     run_dir(&results.join("shrink-050"), "shrink-050", 2);
     run_dir(&results.join("shrink-100"), "shrink-100", 1);
     let out = dir.path().join("plots");
-    let o = calcmets(&[
-        "plot",
-        "--out",
-        out.to_str().unwrap(),
-        results.to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = plot(&out, &[], &results);
     let listed = String::from_utf8(o.stdout).unwrap();
     assert_eq!(listed.lines().count(), 7, "{listed}");
 
@@ -190,17 +194,7 @@ fn a_window_and_nodes_narrow_the_gantt_chart() {
     let run = dir.path().join("run");
     run_dir(&run, "one", 1);
     let out = dir.path().join("plots");
-    let o = calcmets(&[
-        "plot",
-        "--out",
-        out.to_str().unwrap(),
-        "--window",
-        "0:100",
-        "--nodes",
-        "vn[1-2]",
-        run.to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    plot(&out, &["--window", "0:100", "--nodes", "vn[1-2]"], &run);
     let text = svg(&out.join("one-gantt.svg"));
     assert!(
         has_text(&text, "vn1") && has_text(&text, "vn2"),
@@ -270,13 +264,7 @@ fn the_gantt_chart_draws_a_job_on_every_node_jobs_csv_lists() {
     )
     .unwrap();
     let out = dir.path().join("plots");
-    let o = calcmets(&[
-        "plot",
-        "--out",
-        out.to_str().unwrap(),
-        run.to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    plot(&out, &[], &run);
     let text = svg(&out.join("one-gantt.svg"));
     for node in ["vn0", "vn1", "vn2"] {
         assert!(
@@ -331,13 +319,7 @@ fn the_gantt_chart_of_many_jobs_shows_how_busy_each_node_was() {
     }
     std::fs::write(run.join("records/jobs.rec"), buf).unwrap();
     let out = dir.path().join("plots");
-    let o = calcmets(&[
-        "plot",
-        "--out",
-        out.to_str().unwrap(),
-        run.to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    plot(&out, &[], &run);
     let text = svg(&out.join("many-gantt.svg"));
     assert!(
         has_text(&text, "many: how busy each node was"),
@@ -361,15 +343,7 @@ fn the_gantt_chart_of_many_jobs_shows_how_busy_each_node_was() {
     assert!(fills.len() < 12, "{fills:?}");
     // With --window, a few jobs again, one bar each.
     let narrow = dir.path().join("narrow");
-    let o = calcmets(&[
-        "plot",
-        "--out",
-        narrow.to_str().unwrap(),
-        "--window",
-        "0:20",
-        run.to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    plot(&narrow, &["--window", "0:20"], &run);
     let text = svg(&narrow.join("many-gantt.svg"));
     assert!(has_text(&text, "many: jobs on nodes"), "{:?}", texts(&text));
 }
