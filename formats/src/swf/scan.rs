@@ -2,8 +2,11 @@
 //! traces is 18 small integers separated by spaces, about 100 bytes. Such a
 //! line is recognised, and its wanted fields read, from bit masks over the
 //! bytes where it starts (one bit a byte: separator, digit, minus, newline),
-//! made 16 bytes at a time, instead of a loop over every byte. A field is
-//! then found by counting token starts, and read eight digits at once.
+//! made 16 to 64 bytes at a time, instead of a loop over every byte. A
+//! field is then found by counting token starts, and read eight digits at
+//! once; with AVX-512 VBMI, the wanted fields of a line are fetched and
+//! read together, eight lanes at a time, without leaving the vector
+//! registers.
 //!
 //! Anything else (a header or blank-looking line with a `;`, a fraction, an
 //! exponent, garbage, a field of more than 15 digits, a line of
@@ -96,6 +99,8 @@ type Window = [u8; WINDOW + SLACK];
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Isa {
     #[cfg(target_arch = "x86_64")]
+    Avx512Vbmi,
+    #[cfg(target_arch = "x86_64")]
     Avx512,
     #[cfg(target_arch = "x86_64")]
     Avx2,
@@ -134,6 +139,9 @@ impl Isa {
             }
             if avx512() {
                 all.push(Isa::Avx512);
+                if vbmi() {
+                    all.push(Isa::Avx512Vbmi);
+                }
             }
         }
         all
@@ -141,6 +149,8 @@ impl Isa {
 
     fn name(self) -> &'static str {
         match self {
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx512Vbmi => "avx512vbmi",
             #[cfg(target_arch = "x86_64")]
             Isa::Avx512 => "avx512",
             #[cfg(target_arch = "x86_64")]
@@ -152,8 +162,9 @@ impl Isa {
     }
 }
 
-/// Names the reader to use (`portable`, `sse2`, `avx2` or `avx512`) when
-/// the processor has it; unset, or naming one it lacks, the widest it has.
+/// Names the reader to use (`portable`, `sse2`, `avx2`, `avx512` or
+/// `avx512vbmi`) when the processor has it; unset, or naming one it lacks,
+/// the widest it has.
 pub const ISA_VARIABLE: &str = "CLEMU_SWF_ISA";
 
 /// Whether the processor has the AVX-512 subsets the widest reader uses
@@ -167,6 +178,14 @@ fn avx512() -> bool {
         && std::arch::is_x86_feature_detected!("bmi1")
         && std::arch::is_x86_feature_detected!("bmi2")
         && std::arch::is_x86_feature_detected!("popcnt")
+}
+
+/// Whether the processor, having what [`avx512`] asks for, also has the
+/// byte permutations and compression (Ice Lake and later, Zen 4).
+#[cfg(target_arch = "x86_64")]
+fn vbmi() -> bool {
+    std::arch::is_x86_feature_detected!("avx512vbmi")
+        && std::arch::is_x86_feature_detected!("avx512vbmi2")
 }
 
 /// Whether the processor has AVX2 and the bit instructions that came with
@@ -208,36 +227,29 @@ unsafe fn lines_on(
     // SAFETY (each arm): the caller's promise.
     match isa {
         #[cfg(target_arch = "x86_64")]
+        Isa::Avx512Vbmi => unsafe { x86::lines_avx512vbmi(text, wanted, job, visit) },
+        #[cfg(target_arch = "x86_64")]
         Isa::Avx512 => unsafe { x86::lines_avx512(text, wanted, job, visit) },
         #[cfg(target_arch = "x86_64")]
         Isa::Avx2 => unsafe { x86::lines_avx2(text, wanted, job, visit) },
         #[cfg(target_arch = "x86_64")]
         Isa::Sse2 => unsafe { x86::lines_sse2(text, wanted, job, visit) },
-        Isa::Portable => lines_with(
-            text,
-            wanted,
-            job,
-            visit,
-            masks_portable,
-            find_by_walking,
-            convert_scalar,
-        ),
+        Isa::Portable => lines_with(text, job, visit, masks_portable, |w, starts, space, job| {
+            convert_scalar(w, &find_by_walking(starts, wanted), space, job)
+        }),
     }
 }
 
 /// The loop over lines, given a way to make the masks and to read the
-/// fields. Inlined into a
-/// function per instruction set, so that everything in it (the caller's
-/// visitor included) is built for that set.
+/// wanted fields. Inlined into a function per instruction set, so that
+/// everything in it (the caller's visitor included) is built for that set.
 #[inline(always)]
 fn lines_with(
     text: &[u8],
-    wanted: Fields,
     job: &mut SwfJob,
     mut visit: impl FnMut(Line<'_>, &mut SwfJob),
     masks: impl Fn(&Window) -> Masks,
-    find: impl Fn(u128, Fields) -> Spans,
-    convert: impl Fn(&Window, &Spans, u128, &mut SwfJob) -> bool,
+    read: impl Fn(&Window, u128, u128, &mut SwfJob) -> bool,
 ) {
     let mut at = 0;
     while at < text.len() {
@@ -246,14 +258,14 @@ fn lines_with(
             let window: &Window = rest[..WINDOW + SLACK]
                 .try_into()
                 .expect("the slice is WINDOW + SLACK bytes long");
-            line_with(window, wanted, job, &masks, &find, &convert)
+            line_with(window, job, &masks, &read)
         } else {
             // Near the end of the buffer: a copy padded with NULs, which
             // are separators and never a newline, so the line is still seen
             // whole or not at all.
             let mut window = [0u8; WINDOW + SLACK];
             window[..rest.len()].copy_from_slice(rest);
-            line_with(&window, wanted, job, &masks, &find, &convert)
+            line_with(&window, job, &masks, &read)
         };
         match scan {
             Scan::Job { len } => {
@@ -284,16 +296,15 @@ struct Spans {
 }
 
 /// The line reader proper, given a way to make the masks and a way to read
-/// the wanted fields (false: a field too long for the fast path, or a time
-/// out of range).
+/// the wanted fields from the window and its masks of token starts and of
+/// separators (false: a field too long for the fast path, or a time out of
+/// range).
 #[inline(always)]
 fn line_with(
     w: &Window,
-    wanted: Fields,
     job: &mut SwfJob,
     masks: impl Fn(&Window) -> Masks,
-    find: impl Fn(u128, Fields) -> Spans,
-    convert: impl Fn(&Window, &Spans, u128, &mut SwfJob) -> bool,
+    read: impl Fn(&Window, u128, u128, &mut SwfJob) -> bool,
 ) -> Scan {
     let m = masks(w);
     if m.newline == 0 {
@@ -314,8 +325,7 @@ fn line_with(
     if odd != 0 || starts.count_ones() as usize != FIELDS {
         return Scan::General;
     }
-    let spans = find(starts, wanted);
-    if !convert(w, &spans, space, job) {
+    if !read(w, starts, space, job) {
         return Scan::General;
     }
     Scan::Job { len: len + 1 }
@@ -428,12 +438,12 @@ mod x86 {
         // SAFETY: the caller checked for AVX-512 F, BW, DQ and CD, and BMI2.
         lines_with(
             text,
-            wanted,
             job,
             visit,
             |w| unsafe { masks_avx512(w) },
-            |starts, wanted| unsafe { find_bmi2(starts, wanted) },
-            |w, spans, space, job| unsafe { convert_avx512(w, spans, space, job) },
+            |w, starts, space, job| unsafe {
+                convert_avx512(w, &find_bmi2(starts, wanted), space, job)
+            },
         )
     }
 
@@ -542,6 +552,203 @@ mod x86 {
         true
     }
 
+    #[target_feature(
+        enable = "avx512f,avx512bw,avx512dq,avx512cd,avx512vbmi,avx512vbmi2,bmi1,bmi2,popcnt"
+    )]
+    pub(super) unsafe fn lines_avx512vbmi(
+        text: &[u8],
+        wanted: Fields,
+        job: &mut SwfJob,
+        visit: impl FnMut(Line<'_>, &mut SwfJob),
+    ) {
+        // SAFETY (here and in the closures): the caller checked for
+        // AVX-512 F, BW, DQ, CD, VBMI and VBMI2, and BMI2.
+        let plan = unsafe { Plan::new(wanted) };
+        lines_with(
+            text,
+            job,
+            visit,
+            |w| unsafe { masks_avx512(w) },
+            |w, starts, space, job| unsafe { read_vbmi(w, starts, space, &plan, job) },
+        )
+    }
+
+    /// The wanted fields, eight to a round of [`read_vbmi`]: made once for
+    /// all the lines of a call.
+    struct Plan {
+        wanted: Fields,
+        rounds: [Round; FIELDS.div_ceil(8)],
+        n: usize,
+    }
+
+    struct Round {
+        /// Byte `8 * i + j` is the token number of lane `i`'s field.
+        pick: __m512i,
+        /// The field of each lane.
+        fields: [u8; 8],
+        lanes: usize,
+        active: __mmask8,
+        /// The lanes whose field is a time.
+        time: __mmask8,
+    }
+
+    impl Plan {
+        #[target_feature(enable = "avx512f")]
+        unsafe fn new(wanted: Fields) -> Plan {
+            let mut fields = [0u8; FIELDS];
+            let mut n = 0;
+            let mut want = wanted.0;
+            while want != 0 {
+                fields[n] = want.trailing_zeros() as u8;
+                want &= want - 1;
+                n += 1;
+            }
+            let round = |from: usize| {
+                let lanes = n.saturating_sub(from).min(8);
+                let mut pick = [0u8; 64];
+                let mut round = Round {
+                    pick: _mm512_setzero_si512(),
+                    fields: [0; 8],
+                    lanes,
+                    active: ((1u16 << lanes) - 1) as __mmask8,
+                    time: 0,
+                };
+                for i in 0..lanes {
+                    let field = fields[from + i];
+                    round.fields[i] = field;
+                    round.time |= u8::from(is_time(field)) << i;
+                    pick[8 * i..8 * i + 8].fill(field);
+                }
+                // SAFETY: an unaligned load of the 64 bytes of `pick`.
+                round.pick = unsafe { _mm512_loadu_si512(pick.as_ptr().cast()) };
+                round
+            };
+            Plan {
+                wanted,
+                rounds: [round(0), round(8), round(16)],
+                n: n.div_ceil(8),
+            }
+        }
+    }
+
+    /// Bytes 0 to 63.
+    const IOTA: [u8; 64] = {
+        let mut b = [0u8; 64];
+        let mut i = 0;
+        while i < 64 {
+            b[i] = i as u8;
+            i += 1;
+        }
+        b
+    };
+
+    /// Reads the wanted fields eight at a time without leaving the vector
+    /// registers: the token starts are packed into a list of positions
+    /// (token `t` at byte `t`), each lane picks its field's position and
+    /// the seven bytes after it, and one byte permutation over the
+    /// 128-byte window fetches the eight bytes of every lane. The digits
+    /// are then combined as in [`convert_avx512`].
+    #[target_feature(
+        enable = "avx512f,avx512bw,avx512dq,avx512cd,avx512vbmi,avx512vbmi2,bmi1,bmi2,popcnt"
+    )]
+    unsafe fn read_vbmi(
+        w: &Window,
+        starts: u128,
+        space: u128,
+        plan: &Plan,
+        job: &mut SwfJob,
+    ) -> bool {
+        // SAFETY: unaligned loads of 64 bytes within `w` and of `IOTA`.
+        let (lo, hi, iota) = unsafe {
+            (
+                _mm512_loadu_si512(w.as_ptr().cast()),
+                _mm512_loadu_si512(w.as_ptr().add(64).cast()),
+                _mm512_loadu_si512(IOTA.as_ptr().cast()),
+            )
+        };
+        let (starts_lo, starts_hi) = (starts as u64, (starts >> 64) as u64);
+        let in_lo = starts_lo.count_ones();
+        let at_lo = _mm512_maskz_compress_epi8(starts_lo, iota);
+        let at_hi =
+            _mm512_maskz_compress_epi8(starts_hi, _mm512_add_epi8(iota, _mm512_set1_epi8(64)));
+        // The second half's positions follow the first's. A plain line has
+        // 18 tokens, so `in_lo` is less than 64.
+        let at = _mm512_mask_permutexvar_epi8(
+            at_lo,
+            u64::MAX << in_lo,
+            _mm512_sub_epi8(iota, _mm512_set1_epi8(in_lo as i8)),
+            at_hi,
+        );
+        // Lane bytes 0 to 7 of a field: past the window, the permutation
+        // wraps around to its start, but only ever for bytes after the
+        // field's end (a line ends inside the window), which are not read.
+        let ramp = _mm512_set1_epi64(0x0706_0504_0302_0100);
+        for round in &plan.rounds[..plan.n] {
+            let mut idx = _mm512_add_epi8(_mm512_permutexvar_epi8(round.pick, at), ramp);
+            let mut v = _mm512_permutex2var_epi8(lo, idx, hi);
+            let first = _mm512_and_si512(v, _mm512_set1_epi64(0xff));
+            let neg = _mm512_mask_cmpeq_epi64_mask(
+                round.active,
+                first,
+                _mm512_set1_epi64(i64::from(b'-')),
+            );
+            if neg != 0 {
+                // The digits start one byte on.
+                idx =
+                    _mm512_mask_add_epi64(idx, neg, idx, _mm512_set1_epi64(0x0101_0101_0101_0101));
+                v = _mm512_permutex2var_epi8(lo, idx, hi);
+            }
+            let t = _mm512_and_si512(v, _mm512_set1_epi8(0x30));
+            let digit = _mm512_and_si512(_mm512_srli_epi64::<4>(t), _mm512_srli_epi64::<5>(t));
+            let after = _mm512_andnot_si512(digit, _mm512_set1_epi8(1));
+            let full = _mm512_mask_cmpeq_epi64_mask(round.active, after, _mm512_setzero_si512());
+            if full != 0 {
+                // Where each lane's digits start: the low byte of its index.
+                let from = _mm_cvtsi128_si64(_mm512_cvtepi64_epi8(idx)) as u64;
+                let mut longer = full;
+                while longer != 0 {
+                    let i = longer.trailing_zeros();
+                    longer &= longer - 1;
+                    if (space >> ((from >> (8 * i)) as u8 + 8)) & 1 == 0 {
+                        // SAFETY: the caller's promise covers BMI2.
+                        let spans = unsafe { find_bmi2(starts, plan.wanted) };
+                        return convert_scalar(w, &spans, space, job);
+                    }
+                }
+            }
+            let lowest = _mm512_and_si512(after, _mm512_sub_epi64(_mm512_setzero_si512(), after));
+            let bits = _mm512_mask_mov_epi64(
+                _mm512_sub_epi64(_mm512_set1_epi64(63), _mm512_lzcnt_epi64(lowest)),
+                full,
+                _mm512_set1_epi64(64),
+            );
+            let d = _mm512_sub_epi8(v, _mm512_set1_epi8(b'0' as i8));
+            let d = _mm512_sllv_epi64(d, _mm512_sub_epi64(_mm512_set1_epi64(64), bits));
+            let pairs = _mm512_maddubs_epi16(d, _mm512_set1_epi16(0x010a));
+            let fours = _mm512_madd_epi16(pairs, _mm512_set1_epi32(0x0001_0064));
+            let eights = _mm512_add_epi64(
+                _mm512_mul_epu32(fours, _mm512_set1_epi64(10_000)),
+                _mm512_srli_epi64::<32>(fours),
+            );
+            let far = _mm512_mask_cmpgt_epu64_mask(
+                round.time,
+                eights,
+                _mm512_set1_epi64(MAX_TIME as i64),
+            );
+            if far != 0 {
+                return false;
+            }
+            let signed = _mm512_mask_sub_epi64(eights, neg, _mm512_setzero_si512(), eights);
+            let mut out = [0f64; 8];
+            // SAFETY: an unaligned store of the 64 bytes of `out`.
+            unsafe { _mm512_storeu_pd(out.as_mut_ptr(), _mm512_cvtepi64_pd(signed)) };
+            for (v, &field) in out.iter().zip(&round.fields).take(round.lanes) {
+                job.fields[usize::from(field)] = *v;
+            }
+        }
+        true
+    }
+
     #[target_feature(enable = "avx512bw")]
     unsafe fn masks_avx512(w: &Window) -> Masks {
         let mut m = Masks::default();
@@ -568,12 +775,10 @@ mod x86 {
         // SAFETY: the caller checked for AVX2, BMI1, LZCNT and POPCNT.
         lines_with(
             text,
-            wanted,
             job,
             visit,
             |w| unsafe { masks_avx2(w) },
-            find_by_walking,
-            convert_scalar,
+            |w, starts, space, job| convert_scalar(w, &find_by_walking(starts, wanted), space, job),
         )
     }
 
@@ -605,12 +810,10 @@ mod x86 {
         // SAFETY: every x86_64 processor has SSE2.
         lines_with(
             text,
-            wanted,
             job,
             visit,
             |w| unsafe { masks_sse2(w) },
-            find_by_walking,
-            convert_scalar,
+            |w, starts, space, job| convert_scalar(w, &find_by_walking(starts, wanted), space, job),
         )
     }
 
