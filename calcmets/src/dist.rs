@@ -233,6 +233,16 @@ impl Hist {
     /// pass over the buckets: the negative ones from the largest magnitude
     /// down, then the others.
     fn ranks<const N: usize>(&self, qs: [f64; N], min: i64, max: i64) -> [i64; N] {
+        let mut out = [max; N];
+        if self.neg.is_none() {
+            // The histogram's own single pass over its counters, with the
+            // nearest rank of `rank` (⌈q·n⌉, at least 1): a plain loop,
+            // where walking the recorded buckets steps an iterator for each.
+            for (o, v) in out.iter_mut().zip(self.pos.value_at_quantiles(qs)) {
+                *o = bucket_value(&self.pos, v).clamp(min, max);
+            }
+            return out;
+        }
         let neg: Vec<(i64, u64)> = match &self.neg {
             Some(h) => h
                 .iter_recorded()
@@ -253,7 +263,6 @@ impl Hist {
         });
         let total = self.pos.len() + self.neg.as_ref().map_or(0, |h| h.len());
         let ks = qs.map(|q| rank(q, total as usize) as u64);
-        let mut out = [max; N];
         let mut next = 0;
         let mut seen = 0;
         for (v, count) in neg.into_iter().rev().chain(pos) {
