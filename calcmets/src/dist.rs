@@ -115,7 +115,8 @@ impl Dist {
 
     /// Takes in everything `other` has seen, as if its values had been
     /// added here (in any order: the result does not depend on it).
-    pub fn merge(&mut self, other: Dist) {
+    /// `other` is left as it was: one distribution may go into two.
+    pub fn merge(&mut self, other: &Dist) {
         self.count += other.count;
         self.sum += other.sum;
         self.min = self.min.min(other.min);
@@ -123,15 +124,15 @@ impl Dist {
         if other.hist.is_some() && self.hist.is_none() {
             self.spill();
         }
-        match (&mut self.hist, other.hist) {
+        match (&mut self.hist, &other.hist) {
             (Some(h), Some(o)) => h.add(o),
             (Some(h), None) => {
-                for v in other.exact {
+                for &v in &other.exact {
                     h.record(v, 1);
                 }
             }
             (None, _) => {
-                self.exact.extend(other.exact);
+                self.exact.extend_from_slice(&other.exact);
                 if self.exact.len() > EXACT_LIMIT {
                     self.spill();
                 }
@@ -221,11 +222,11 @@ impl Hist {
         };
     }
 
-    fn add(&mut self, other: Hist) {
+    fn add(&mut self, other: &Hist) {
         // Histograms of one layout take each other's values.
         let _ = self.pos.add(&other.pos);
-        if let Some(o) = other.neg {
-            let _ = self.neg.get_or_insert_with(new_histogram).add(&o);
+        if let Some(o) = &other.neg {
+            let _ = self.neg.get_or_insert_with(new_histogram).add(o);
         }
     }
 
@@ -346,7 +347,7 @@ mod tests {
                 one.add(v * 7 + 1);
                 right.add(v * 7 + 1);
             }
-            left.merge(right);
+            left.merge(&right);
             assert_eq!(left.count(), one.count());
             assert_eq!(left.approximate(), one.approximate(), "{a} {b}");
             assert_eq!(left.quantiles(), one.quantiles(), "{a} {b}");

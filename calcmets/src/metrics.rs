@@ -172,11 +172,11 @@ impl Accum {
         other.count_held();
         self.jobs += other.jobs;
         self.excluded += other.excluded;
-        self.wait.merge(other.wait);
-        self.response.merge(other.response);
-        self.slowdown.merge(other.slowdown);
-        self.bounded.merge(other.bounded);
-        self.unbounded.merge(other.unbounded);
+        self.wait.merge(&other.wait);
+        self.response.merge(&other.response);
+        self.slowdown.merge(&other.slowdown);
+        self.bounded.merge(&other.bounded);
+        self.unbounded.merge(&other.unbounded);
         self.area += other.area;
         self.area_response += other.area_response;
         self.window_area += other.window_area;
@@ -308,9 +308,8 @@ impl Accum {
 
     pub fn finish(mut self, p: &Params, cores: Option<u64>, corrupt: u64) -> Summary {
         self.count_held();
-        let unbounded = std::mem::take(&mut self.unbounded);
-        self.slowdown.merge(unbounded.clone());
-        self.bounded.merge(unbounded);
+        self.slowdown.merge(&self.unbounded);
+        self.bounded.merge(&self.unbounded);
         let (t0, t1) = match p.window {
             Some(w) => w,
             None => (self.t0, self.t1),
