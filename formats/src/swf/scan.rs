@@ -167,7 +167,7 @@ impl Isa {
 /// the widest it has.
 pub const ISA_VARIABLE: &str = "CLEMU_SWF_ISA";
 
-/// Whether the processor has the AVX-512 subsets the widest reader uses
+/// Whether the processor has the AVX-512 subsets the `avx512` reader uses
 /// (every AVX-512 processor with BW has the others too).
 #[cfg(target_arch = "x86_64")]
 fn avx512() -> bool {
@@ -588,8 +588,6 @@ mod x86 {
         fields: [u8; 8],
         lanes: usize,
         active: __mmask8,
-        /// The lanes whose field is a time.
-        time: __mmask8,
     }
 
     impl Plan {
@@ -611,12 +609,10 @@ mod x86 {
                     fields: [0; 8],
                     lanes,
                     active: ((1u16 << lanes) - 1) as __mmask8,
-                    time: 0,
                 };
                 for i in 0..lanes {
                     let field = fields[from + i];
                     round.fields[i] = field;
-                    round.time |= u8::from(is_time(field)) << i;
                     pick[8 * i..8 * i + 8].fill(field);
                 }
                 // SAFETY: an unaligned load of the 64 bytes of `pick`.
@@ -630,6 +626,10 @@ mod x86 {
             }
         }
     }
+
+    // `read_vbmi` reads fields of up to eight digits and leaves longer ones,
+    // and so every time out of range, to `convert_scalar`.
+    const _: () = assert!(MAX_TIME > 99_999_999);
 
     /// Bytes 0 to 63.
     const IOTA: [u8; 64] = {
@@ -730,14 +730,8 @@ mod x86 {
                 _mm512_mul_epu32(fours, _mm512_set1_epi64(10_000)),
                 _mm512_srli_epi64::<32>(fours),
             );
-            let far = _mm512_mask_cmpgt_epu64_mask(
-                round.time,
-                eights,
-                _mm512_set1_epi64(MAX_TIME as i64),
-            );
-            if far != 0 {
-                return false;
-            }
+            // No time is out of range here: eight digits at most (longer
+            // fields went to `convert_scalar`), and `MAX_TIME` has ten.
             let signed = _mm512_mask_sub_epi64(eights, neg, _mm512_setzero_si512(), eights);
             let mut out = [0f64; 8];
             // SAFETY: an unaligned store of the 64 bytes of `out`.
