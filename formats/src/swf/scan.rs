@@ -516,24 +516,8 @@ mod x86 {
                     return convert_scalar(w, spans, space, job);
                 }
             }
-            // Eight times the digit count, from the lowest set bit.
-            let lowest = _mm512_and_si512(after, _mm512_sub_epi64(_mm512_setzero_si512(), after));
-            // (A lane of eight digits has no such bit: 63 - 64 is taken as
-            // 64.)
-            let bits = _mm512_mask_mov_epi64(
-                _mm512_sub_epi64(_mm512_set1_epi64(63), _mm512_lzcnt_epi64(lowest)),
-                full,
-                _mm512_set1_epi64(64),
-            );
-            let d = _mm512_sub_epi8(v, _mm512_set1_epi8(b'0' as i8));
-            // Digits to the top of the lane, zeros (leading zeros) below.
-            let d = _mm512_sllv_epi64(d, _mm512_sub_epi64(_mm512_set1_epi64(64), bits));
-            let pairs = _mm512_maddubs_epi16(d, _mm512_set1_epi16(0x010a));
-            let fours = _mm512_madd_epi16(pairs, _mm512_set1_epi32(0x0001_0064));
-            let eights = _mm512_add_epi64(
-                _mm512_mul_epu32(fours, _mm512_set1_epi64(10_000)),
-                _mm512_srli_epi64::<32>(fours),
-            );
+            // SAFETY: the features are this function's own.
+            let eights = unsafe { lane_numbers(v, after, full) };
             // The magnitudes, before the signs: out of range as times?
             let far =
                 _mm512_mask_cmpgt_epu64_mask(time, eights, _mm512_set1_epi64(MAX_TIME as i64));
@@ -550,6 +534,32 @@ mod x86 {
             at += lanes;
         }
         true
+    }
+
+    /// The numbers in the 64-bit lanes of `v`: each lane's ASCII digits
+    /// from its lowest byte up to the lowest byte set in `after`, or all
+    /// eight in the `full` lanes, shifted to the top of the lane and
+    /// combined in pairs, fours and eights by multiply-adds.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw,avx512cd")]
+    unsafe fn lane_numbers(v: __m512i, after: __m512i, full: __mmask8) -> __m512i {
+        // Eight times the digit count, from the lowest set bit. (A lane of
+        // eight digits has no such bit: 63 - 64 is taken as 64.)
+        let lowest = _mm512_and_si512(after, _mm512_sub_epi64(_mm512_setzero_si512(), after));
+        let bits = _mm512_mask_mov_epi64(
+            _mm512_sub_epi64(_mm512_set1_epi64(63), _mm512_lzcnt_epi64(lowest)),
+            full,
+            _mm512_set1_epi64(64),
+        );
+        let d = _mm512_sub_epi8(v, _mm512_set1_epi8(b'0' as i8));
+        // Digits to the top of the lane, zeros (leading zeros) below.
+        let d = _mm512_sllv_epi64(d, _mm512_sub_epi64(_mm512_set1_epi64(64), bits));
+        let pairs = _mm512_maddubs_epi16(d, _mm512_set1_epi16(0x010a));
+        let fours = _mm512_madd_epi16(pairs, _mm512_set1_epi32(0x0001_0064));
+        _mm512_add_epi64(
+            _mm512_mul_epu32(fours, _mm512_set1_epi64(10_000)),
+            _mm512_srli_epi64::<32>(fours),
+        )
     }
 
     #[target_feature(
@@ -716,20 +726,8 @@ mod x86 {
                     }
                 }
             }
-            let lowest = _mm512_and_si512(after, _mm512_sub_epi64(_mm512_setzero_si512(), after));
-            let bits = _mm512_mask_mov_epi64(
-                _mm512_sub_epi64(_mm512_set1_epi64(63), _mm512_lzcnt_epi64(lowest)),
-                full,
-                _mm512_set1_epi64(64),
-            );
-            let d = _mm512_sub_epi8(v, _mm512_set1_epi8(b'0' as i8));
-            let d = _mm512_sllv_epi64(d, _mm512_sub_epi64(_mm512_set1_epi64(64), bits));
-            let pairs = _mm512_maddubs_epi16(d, _mm512_set1_epi16(0x010a));
-            let fours = _mm512_madd_epi16(pairs, _mm512_set1_epi32(0x0001_0064));
-            let eights = _mm512_add_epi64(
-                _mm512_mul_epu32(fours, _mm512_set1_epi64(10_000)),
-                _mm512_srli_epi64::<32>(fours),
-            );
+            // SAFETY: the caller's promise covers the features.
+            let eights = unsafe { lane_numbers(v, after, full) };
             // No time is out of range here: eight digits at most (longer
             // fields went to `convert_scalar`), and `MAX_TIME` has ten.
             let signed = _mm512_mask_sub_epi64(eights, neg, _mm512_setzero_si512(), eights);
