@@ -657,7 +657,7 @@ mod x86 {
     /// (token `t` at byte `t`), each lane picks its field's position and
     /// the seven bytes after it, and one byte permutation over the
     /// 128-byte window fetches the eight bytes of every lane. The digits
-    /// are then combined as in [`convert_avx512`].
+    /// are then combined by [`lane_numbers`], as in [`convert_avx512`].
     #[target_feature(
         enable = "avx512f,avx512bw,avx512dq,avx512cd,avx512vbmi,avx512vbmi2,bmi1,bmi2,popcnt"
     )]
