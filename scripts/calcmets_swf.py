@@ -48,7 +48,8 @@ def main():
     waits, responses, slowdowns, bslds = [], [], [], []
     area = area_resp = 0.0
     t0, t1 = math.inf, -math.inf
-    excluded = 0
+    excluded = {k: 0 for k in ("cancelled", "failed", "timeout", "other_status",
+                               "no_run_time", "no_cores", "not_in_run")}
     with opener(args.trace, "rt") as f:
         for line in f:
             line = line.strip()
@@ -71,7 +72,13 @@ def main():
                 wait = 0.0
             ok = status in (1, -1) or args.status == "all"
             if not ok or run <= 0 or cores <= 0:
-                excluded += 1
+                if not ok:
+                    why = {0: "failed", 5: "cancelled"}.get(status, "other_status")
+                elif run <= 0:
+                    why = "no_run_time"
+                else:
+                    why = "no_cores"
+                excluded[why] += 1
                 continue
             response = wait + run
             waits.append(wait)
@@ -102,7 +109,8 @@ def main():
         "suspended_jobs": 0,
         "suspensions": 0,
         "suspended_time": 0.0,
-        "skipped": {"corrupt": 0, "excluded": excluded},
+        "skipped": {"corrupt": 0, "torn": 0, "unsupported": 0,
+                    "excluded": sum(excluded.values()), "excluded_by": excluded},
     }
     print(json.dumps(out))
 

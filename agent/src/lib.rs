@@ -34,10 +34,17 @@ use anyhow::{anyhow, Result};
 use formats::wire::{self, Conn, Role};
 use tokio::net::TcpStream;
 
+/// How often an agent that cannot reach its controller says so again.
+const UNREACHABLE_REPEAT: Duration = Duration::from_secs(5);
+
 /// Connects to the controller at `addr` and authenticates, retrying for up
-/// to `patience` while it is not there yet.
+/// to `patience` while it is not there yet. The first failure is logged at
+/// once, naming the address and why, and again every few seconds: an
+/// agent that waits must not look like one that hangs.
 pub async fn connect(addr: &str, secret: &[u8], patience: Duration) -> Result<Conn<TcpStream>> {
-    let deadline = tokio::time::Instant::now() + patience;
+    let began = tokio::time::Instant::now();
+    let deadline = began + patience;
+    let mut next_say = began;
     loop {
         match TcpStream::connect(addr).await {
             Ok(stream) => {
@@ -49,7 +56,15 @@ pub async fn connect(addr: &str, secret: &[u8], patience: Duration) -> Result<Co
                 return Ok(conn);
             }
             Err(e) if tokio::time::Instant::now() < deadline => {
-                tracing::debug!(%addr, %e, "controller not reachable yet");
+                let now = tokio::time::Instant::now();
+                if now >= next_say {
+                    next_say = now + UNREACHABLE_REPEAT;
+                    tracing::warn!(
+                        controller = %addr,
+                        "cannot reach the controller: {e}; retrying for {:.0} s more",
+                        (deadline - now).as_secs_f64()
+                    );
+                }
                 tokio::time::sleep(Duration::from_millis(200)).await;
             }
             Err(e) => return Err(anyhow!("cannot reach the controller at {addr}: {e}")),

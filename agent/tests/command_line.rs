@@ -98,7 +98,58 @@ fn an_absent_controller_is_reported_with_its_address() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
+    // What it tried and why it failed, when it first failed; then the
+    // error it gave up on.
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains(&addr), "{err}");
-    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    let lines: Vec<&str> = err.trim().lines().collect();
+    assert_eq!(lines.len(), 2, "{err}");
+    assert!(
+        lines[0].contains("cannot reach the controller")
+            && lines[0].contains(&addr)
+            && lines[0].contains("Connection refused")
+            && lines[0].contains("retrying"),
+        "{err}"
+    );
+    assert!(
+        lines[1].starts_with("agent: ") && lines[1].contains(&addr),
+        "{err}"
+    );
+}
+
+/// Regression: an agent that could not reach its controller said nothing
+/// for its whole connect timeout (30 s by default).
+#[test]
+fn an_unreachable_controller_is_reported_at_once_while_retrying() {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().unwrap();
+    let s = secret(dir.path(), 0o600);
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let addr = format!("127.0.0.1:{port}");
+    let mut child = agent()
+        .args(["--controller", &addr, "--nodes", "vn1", "--cpus", "4"])
+        .arg("--secret-file")
+        .arg(&s)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let _ = std::io::BufReader::new(stderr).read_line(&mut line);
+        let _ = tx.send(line);
+    });
+    // Generous: the agent says it within milliseconds, not 30 s.
+    let line = rx.recv_timeout(std::time::Duration::from_secs(10));
+    let _ = child.kill();
+    let _ = child.wait();
+    let line = line.expect("nothing said within 10 s");
+    assert!(
+        line.contains(&addr) && line.contains("retrying for 30 s"),
+        "{line}"
+    );
 }

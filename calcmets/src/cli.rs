@@ -31,9 +31,11 @@ Exit status: 0 ok, 1 ran but found damaged or malformed input with
     about = "Scheduling metrics from clemu job records or SWF traces",
     long_about = "Scheduling metrics from clemu job records or SWF traces: wait, response, \
                   slowdown, bounded slowdown, weighted slowdown, utilization, makespan and \
-                  suspensions, as defined in DESIGN.md (\"Metric definitions\").",
+                  suspensions, as defined in docs/design.md (\"Metric definitions\").",
     after_help = EXAMPLES,
-    args_conflicts_with_subcommands = true
+    args_conflicts_with_subcommands = true,
+    // `--tau -1` reaches the checks that say what is wrong with it.
+    allow_negative_numbers = true
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -69,7 +71,7 @@ pub struct PlotCli {
     pub tau: Option<i64>,
     /// Time window of the Gantt chart, in seconds since the run's first
     /// submission [default: the whole run].
-    #[arg(long, value_name = "T0:T1", value_parser = plot_window)]
+    #[arg(long, value_name = "T0:T1", value_parser = plot_window, allow_hyphen_values = true)]
     pub window: Option<(f64, f64)>,
     /// Nodes of the Gantt chart, as a nodeset [default: the first 64 nodes
     /// that ran jobs].
@@ -127,7 +129,7 @@ pub struct MetricsArgs {
     /// the executed core-seconds inside it. Seconds in the input's time
     /// base: since the Unix epoch for records, since the trace's start for
     /// SWF.
-    #[arg(long, value_name = "T0:T1", value_parser = window)]
+    #[arg(long, value_name = "T0:T1", value_parser = window, allow_hyphen_values = true)]
     pub window: Option<(i64, i64)>,
     /// Break the metrics down by job-size class (1, 2, 3-4, 5-8, ... cores).
     #[arg(long, value_enum, value_name = "size")]
@@ -191,9 +193,8 @@ pub enum DumpFormat {
 }
 
 fn seconds(s: &str) -> Result<i64, String> {
-    formats::seconds::parse_ns(s)
-        .filter(|&ns| ns >= 0)
-        .ok_or_else(|| format!("expected a non-negative number of seconds, got {s:?}"))
+    // A duration fits i64 nanoseconds by construction.
+    formats::seconds::duration_ns(s).map(|ns| ns as i64)
 }
 
 fn window(s: &str) -> Result<(i64, i64), String> {

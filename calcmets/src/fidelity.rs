@@ -65,10 +65,21 @@ fn load(dir: &Path, keys: Option<&HashMap<u64, i64>>) -> Result<Run> {
         .get("tau")
         .and_then(serde_json::Value::as_f64)
         .map_or(crate::DEFAULT_TAU_NS, |t| (t * 1e9).round() as i64);
+    let book = crate::results::Book::open(dir)?;
+    if !book.finished() {
+        bail!(
+            "{}: the run did not finish (status {}): only finished runs compare",
+            dir.display(),
+            book.status
+        );
+    }
     let sources = inputs::expand(&[dir.to_path_buf()])?;
     let mut jobs = HashMap::new();
     let mut unkeyed = 0;
     let stats = inputs::for_each_record(&sources, |r| {
+        if !book.owns(r) {
+            return Ok(());
+        }
         let key = match keys {
             Some(k) => k.get(&r.id).copied(),
             None => i64::try_from(r.id).ok(),
@@ -94,7 +105,12 @@ fn load(dir: &Path, keys: Option<&HashMap<u64, i64>>) -> Result<Run> {
         window: None,
         by_size: false,
     };
-    let summary = crate::summarize_records(&sources, &params, cores, false, &mut Vec::new())?;
+    let mut warnings = Vec::new();
+    let summary =
+        crate::summarize_records(&sources, &params, cores, false, Some(&book), &mut warnings)?;
+    for w in warnings {
+        eprintln!("calcmets: warning: {w}");
+    }
     Ok(Run {
         start_ns,
         jobs,

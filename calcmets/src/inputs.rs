@@ -5,7 +5,7 @@ use std::fs::File;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use formats::record::{DecodeStats, JobRecord, RecordReader};
 
 /// Extension of record files picked up when a directory is walked. Files
@@ -82,7 +82,9 @@ fn open(src: &Source) -> Result<Box<dyn Read>> {
 /// Streams every intact record of every source through `f`, file by file.
 /// Returns the decode statistics of each source, in order, so that damage
 /// can be reported against the file that holds it.
-/// An error of `f` (say, a closed output) stops the walk and is returned.
+/// An error of `f` (say, a closed output) stops the walk and is returned,
+/// and so is a source that holds bytes but not one readable record: it is
+/// not a record file, and 0 jobs would be a wrong answer.
 pub fn for_each_record(
     sources: &[Source],
     mut f: impl FnMut(&JobRecord<'_>) -> io::Result<()>,
@@ -93,9 +95,32 @@ pub fn for_each_record(
         reader
             .for_each_record(&mut f)
             .with_context(|| format!("cannot read {}", src.name()))?;
-        stats.push((src.clone(), reader.stats()));
+        let s = reader.stats();
+        if s.records == 0 && s.damaged() + s.unsupported > 0 {
+            bail!(
+                "{}: not a record file: no readable record in it ({} corrupt and {} torn \
+                 frame(s), {} of an unknown version, {} stray bytes)",
+                src.name(),
+                s.corrupt,
+                s.torn,
+                s.unsupported,
+                s.skipped_bytes
+            );
+        }
+        stats.push((src.clone(), s));
     }
     Ok(stats)
+}
+
+/// The damage of every source together, by kind.
+pub fn damage(stats: &[(Source, DecodeStats)]) -> crate::metrics::Damage {
+    let mut d = crate::metrics::Damage::default();
+    for (_, s) in stats {
+        d.corrupt += s.corrupt;
+        d.torn += s.torn;
+        d.unsupported += s.unsupported;
+    }
+    d
 }
 
 /// One line per damaged source, for standard error.

@@ -16,6 +16,9 @@ pub struct Row {
     pub trace_id: i64,
     /// All its nodes, folded; `None` in files without the column.
     pub nodes: Option<String>,
+    /// The submit instant its records carry (Unix ns); `None` in files
+    /// without the column.
+    pub submit_ns: Option<i64>,
 }
 
 /// The rows of `dir`'s jobs.csv by the cluster's job id; empty when there
@@ -30,6 +33,7 @@ pub fn read(dir: &Path) -> Result<HashMap<u64, Row>> {
     let mut lines = text.lines();
     let header: Vec<&str> = lines.next().unwrap_or("").split(',').collect();
     let col = |name: &str| header.iter().position(|&h| h == name);
+    let submit_col = col("submit_ns");
     let (Some(trace_col), Some(id_col)) = (col("trace_id"), col("job_id")) else {
         bail!("{}: no trace_id and job_id columns", path.display());
     };
@@ -44,12 +48,23 @@ pub fn read(dir: &Path) -> Result<HashMap<u64, Row>> {
         let fields: Vec<&str> = rest.split(',').collect();
         let trace_id = fields.get(trace_col).and_then(|f| f.parse::<i64>().ok());
         let id = fields.get(id_col).and_then(|f| f.parse::<u64>().ok());
-        let (Some(trace_id), Some(id)) = (trace_id, id) else {
+        let submit_ns = match submit_col {
+            None => Some(None),
+            Some(c) => fields.get(c).and_then(|f| f.parse::<i64>().ok()).map(Some),
+        };
+        let (Some(trace_id), Some(id), Some(submit_ns)) = (trace_id, id, submit_ns) else {
             bail!("{}:{}: malformed line", path.display(), n + 2);
         };
         if id != 0 {
             let nodes = nodes.filter(|s| !s.is_empty()).map(str::to_string);
-            out.insert(id, Row { trace_id, nodes });
+            out.insert(
+                id,
+                Row {
+                    trace_id,
+                    nodes,
+                    submit_ns,
+                },
+            );
         }
     }
     Ok(out)
@@ -64,17 +79,25 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(
             dir.path().join(FILE),
-            "trace_id,job_id,cores,state,nodes\n\
-             4515,1,2,completed,\"vn[001-002],vn007\"\n\
-             4516,0,2,not_submitted,\"\"\n\
-             -1,2,2,completed,\"\"\n",
+            "trace_id,job_id,cores,submit_ns,state,nodes\n\
+             4515,1,2,1700000000123456789,completed,\"vn[001-002],vn007\"\n\
+             4516,0,2,0,not_submitted,\"\"\n\
+             -1,2,2,1700000001000000000,completed,\"\"\n",
         )
         .unwrap();
         let rows = read(dir.path()).unwrap();
         assert_eq!(rows.len(), 2);
         assert_eq!(rows[&1].trace_id, 4515);
         assert_eq!(rows[&1].nodes.as_deref(), Some("vn[001-002],vn007"));
+        assert_eq!(rows[&1].submit_ns, Some(1_700_000_000_123_456_789));
         assert_eq!((rows[&2].trace_id, rows[&2].nodes.as_deref()), (-1, None));
+        // Files from before the column was there still read.
+        std::fs::write(
+            dir.path().join(FILE),
+            "trace_id,job_id,state\n7,3,completed\n",
+        )
+        .unwrap();
+        assert_eq!(read(dir.path()).unwrap()[&3].submit_ns, None);
         std::fs::write(dir.path().join(FILE), "trace_id,job_id\n1,x\n").unwrap();
         let err = read(dir.path()).unwrap_err().to_string();
         assert!(err.ends_with("jobs.csv:2: malformed line"), "{err}");

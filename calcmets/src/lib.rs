@@ -29,6 +29,7 @@ pub mod jobs_csv;
 pub mod metrics;
 pub mod plot;
 pub mod report;
+pub mod results;
 pub mod runs;
 pub mod trace;
 
@@ -39,7 +40,7 @@ use anyhow::{anyhow, bail, Result};
 use formats::record::{JobRecord, Status};
 
 use crate::cli::{Cli, Command, DumpArgs, Format, MetricsArgs, StatusFilter};
-use crate::metrics::{Accum, JobView, Params, Summary};
+use crate::metrics::{Accum, Damage, Exclusion, JobView, Params, Summary};
 use crate::report::Named;
 use crate::runs::{Run, RunInput};
 
@@ -102,6 +103,7 @@ fn metrics_of(args: &MetricsArgs) -> Result<Outcome> {
     let mut warnings = Vec::new();
     let plan = runs::plan(&args.inputs, &args.swf, args.merge, &mut warnings)?;
     let mut results = Vec::with_capacity(plan.len());
+    let mut notes = Vec::new();
     for run in &plan {
         let params = Params {
             tau_ns: args.tau.or(run.manifest_tau).unwrap_or(DEFAULT_TAU_NS),
@@ -112,6 +114,11 @@ fn metrics_of(args: &MetricsArgs) -> Result<Outcome> {
             RunInput::Records(sources) => records_run(run, sources, args, &params, &mut warnings)?,
             RunInput::Swf(path) => swf_run(path, args, &params, &mut warnings)?,
         };
+        notes.extend(exclusion_note(
+            &run.name,
+            &summary,
+            args.status == StatusFilter::All,
+        ));
         results.push(Named {
             name: run.name.clone(),
             summary,
@@ -126,6 +133,9 @@ fn metrics_of(args: &MetricsArgs) -> Result<Outcome> {
         Format::Csv => report::csv(&mut out, &results)?,
     }
     out.flush()?;
+    for n in &notes {
+        eprintln!("calcmets: note: {n}");
+    }
     print_warnings(&warnings);
     Ok(if args.strict && !warnings.is_empty() {
         Outcome::Problems
@@ -150,26 +160,39 @@ fn records_run(
             run.name
         )
     })?;
-    summarize_records(
+    let book = run.dir.as_deref().map(results::Book::open).transpose()?;
+    let summary = summarize_records(
         sources,
         params,
         cores,
         args.status == StatusFilter::All,
+        book.as_ref(),
         warnings,
-    )
+    )?;
+    if let Some(book) = &book {
+        warnings.extend(book.unfinished_warning(&run.name, summary.jobs));
+    }
+    Ok(summary)
 }
 
-/// The metrics of the records in `sources`, taken together; damage is
-/// counted in `skipped.corrupt` and described in `warnings`.
+/// The metrics of the records in `sources`, taken together. With `book`
+/// (the sources are a results directory's), records that are not the
+/// run's own are not counted (`not_in_run`) and a warning says so. Damage
+/// is counted by kind and described in `warnings`.
 pub fn summarize_records(
     sources: &[inputs::Source],
     params: &Params,
     cores: u64,
     all_statuses: bool,
+    book: Option<&results::Book>,
     warnings: &mut Vec<String>,
 ) -> Result<Summary> {
     let mut acc = Accum::new();
     let stats = inputs::for_each_record(sources, |rec: &JobRecord<'_>| {
+        if book.is_some_and(|b| !b.owns(rec)) {
+            acc.exclude(Exclusion::NotInRun);
+            return Ok(());
+        }
         acc.add(
             params,
             &JobView {
@@ -178,14 +201,64 @@ pub fn summarize_records(
                 start: rec.start,
                 end: rec.end,
                 suspensions: &rec.suspensions,
-                status_ok: all_statuses || rec.status == Status::Completed,
+                excluded_status: match rec.status {
+                    _ if all_statuses => None,
+                    Status::Completed => None,
+                    Status::Cancelled => Some(Exclusion::Cancelled),
+                    Status::Failed => Some(Exclusion::Failed),
+                    Status::Timeout => Some(Exclusion::Timeout),
+                },
             },
         );
         Ok(())
     })?;
     warnings.extend(inputs::damage_report(&stats));
-    let corrupt = stats.iter().map(|(_, s)| s.damaged() + s.unsupported).sum();
-    Ok(acc.finish(params, Some(cores), corrupt))
+    let damage = inputs::damage(&stats);
+    let summary = acc.finish(params, Some(cores), damage);
+    if let Some(book) = book {
+        let foreign = summary.skipped.excluded_by.not_in_run;
+        if foreign > 0 {
+            warnings.push(format!(
+                "{}: {foreign} record(s) are not of this run (their jobs are not in its jobs.csv, \
+                 or started before the run began): not counted",
+                book.dir.display()
+            ));
+        }
+    }
+    Ok(summary)
+}
+
+/// What was read and not counted, for standard error: by reason, and how
+/// to count it. `None` when everything read counts.
+pub fn exclusion_note(run: &str, s: &Summary, all_statuses: bool) -> Option<String> {
+    // Records of another run are a warning of their own.
+    let parts: Vec<String> = s
+        .skipped
+        .excluded_by
+        .counts()
+        .iter()
+        .filter(|(why, n)| *n > 0 && *why != Exclusion::NotInRun)
+        .map(|(why, n)| format!("{n} {}", why.name()))
+        .collect();
+    if parts.is_empty() {
+        return None;
+    }
+    let by_status = s
+        .skipped
+        .excluded_by
+        .counts()
+        .iter()
+        .any(|(why, n)| *n > 0 && why.is_status());
+    let hint = if by_status && !all_statuses {
+        "; only completed jobs count (--status all counts every status)"
+    } else {
+        "; a job counts only with a run time and cores"
+    };
+    Some(format!(
+        "{run}: {} job(s) not counted: {}{hint}",
+        s.skipped.excluded - s.skipped.excluded_by.not_in_run,
+        parts.join(", ")
+    ))
 }
 
 fn swf_run(
@@ -203,7 +276,7 @@ fn swf_run(
             path.display()
         )
     })?;
-    Ok(read.accum.finish(params, Some(cores), 0))
+    Ok(read.accum.finish(params, Some(cores), Damage::default()))
 }
 
 fn print_warnings(warnings: &[String]) {

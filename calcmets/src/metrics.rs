@@ -40,8 +40,113 @@ pub struct JobView<'a> {
     pub start: i64,
     pub end: i64,
     pub suspensions: &'a [Suspension],
-    /// Whether its status lets it be included (completed, for records).
-    pub status_ok: bool,
+    /// `None` when its status lets it count (completed, for records);
+    /// else why it does not.
+    pub excluded_status: Option<Exclusion>,
+}
+
+/// Why a job read is not counted. Counted per reason so that the user is
+/// told what was left out and how to keep it (`--status all`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exclusion {
+    Cancelled,
+    Failed,
+    Timeout,
+    /// A status other than the above (an SWF status code of its own).
+    OtherStatus,
+    /// r ≤ 0: no run time to measure a slowdown against.
+    NoRunTime,
+    /// No cores.
+    NoCores,
+    /// A record of a job that is not one of its results directory's jobs
+    /// (not in `jobs.csv`, or started before the run began).
+    NotInRun,
+}
+
+impl Exclusion {
+    /// Its key in `skipped.excluded_by`, and its name in messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            Exclusion::Cancelled => "cancelled",
+            Exclusion::Failed => "failed",
+            Exclusion::Timeout => "timeout",
+            Exclusion::OtherStatus => "other_status",
+            Exclusion::NoRunTime => "no_run_time",
+            Exclusion::NoCores => "no_cores",
+            Exclusion::NotInRun => "not_in_run",
+        }
+    }
+
+    /// Whether `--status all` would count such a job.
+    pub fn is_status(self) -> bool {
+        matches!(
+            self,
+            Exclusion::Cancelled | Exclusion::Failed | Exclusion::Timeout | Exclusion::OtherStatus
+        )
+    }
+}
+
+/// Jobs read but not counted, by [`Exclusion`]. Every reason is always
+/// there, so that JSON and CSV have the same keys whatever the input.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct ExcludedBy {
+    pub cancelled: u64,
+    pub failed: u64,
+    pub timeout: u64,
+    pub other_status: u64,
+    pub no_run_time: u64,
+    pub no_cores: u64,
+    pub not_in_run: u64,
+}
+
+impl ExcludedBy {
+    fn slot(&mut self, why: Exclusion) -> &mut u64 {
+        match why {
+            Exclusion::Cancelled => &mut self.cancelled,
+            Exclusion::Failed => &mut self.failed,
+            Exclusion::Timeout => &mut self.timeout,
+            Exclusion::OtherStatus => &mut self.other_status,
+            Exclusion::NoRunTime => &mut self.no_run_time,
+            Exclusion::NoCores => &mut self.no_cores,
+            Exclusion::NotInRun => &mut self.not_in_run,
+        }
+    }
+
+    /// The reasons with their counts, in a fixed order.
+    pub fn counts(&self) -> [(Exclusion, u64); 7] {
+        [
+            (Exclusion::Cancelled, self.cancelled),
+            (Exclusion::Failed, self.failed),
+            (Exclusion::Timeout, self.timeout),
+            (Exclusion::OtherStatus, self.other_status),
+            (Exclusion::NoRunTime, self.no_run_time),
+            (Exclusion::NoCores, self.no_cores),
+            (Exclusion::NotInRun, self.not_in_run),
+        ]
+    }
+
+    pub fn total(&self) -> u64 {
+        self.counts().iter().map(|(_, n)| n).sum()
+    }
+
+    fn merge(&mut self, other: &ExcludedBy) {
+        for (why, n) in other.counts() {
+            *self.slot(why) += n;
+        }
+    }
+}
+
+/// Frames of record files that could not be read, by kind (the kinds of
+/// [`formats::record::DecodeStats`]; an SWF trace has none).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Damage {
+    /// Damaged frames: implausible length, CRC mismatch, undecodable
+    /// payload, or a run of stray bytes.
+    pub corrupt: u64,
+    /// Frames cut short by the end of a file.
+    pub torn: u64,
+    /// Intact frames of a record version this build does not read.
+    pub unsupported: u64,
 }
 
 /// One job's run time, wait, response and suspended time (ns).
@@ -88,7 +193,8 @@ impl Default for Held {
 #[derive(Clone)]
 pub struct Accum {
     jobs: u64,
-    excluded: u64,
+    /// Jobs read but not counted, and why.
+    excluded: ExcludedBy,
     /// Boxed: an `Accum` moves between threads and into its size classes'
     /// map, and this is most of its size.
     held: Box<Held>,
@@ -119,7 +225,7 @@ impl Default for Accum {
     fn default() -> Accum {
         Accum {
             jobs: 0,
-            excluded: 0,
+            excluded: ExcludedBy::default(),
             held: Box::default(),
             wait: Dist::default(),
             response: Dist::default(),
@@ -171,7 +277,7 @@ impl Accum {
         self.count_held();
         other.count_held();
         self.jobs += other.jobs;
-        self.excluded += other.excluded;
+        self.excluded.merge(&other.excluded);
         self.wait.merge(&other.wait);
         self.response.merge(&other.response);
         self.slowdown.merge(&other.slowdown);
@@ -212,11 +318,16 @@ impl Accum {
             Some(Times { r, w, resp, z })
         })();
         let times = match times {
-            Some(t) if job.status_ok && t.r > 0 && job.cores > 0 => t,
+            Some(t) if job.excluded_status.is_none() && t.r > 0 && job.cores > 0 => t,
             _ => {
-                self.excluded += 1;
+                let why = match (job.excluded_status, times) {
+                    (Some(why), _) => why,
+                    (None, Some(t)) if t.r > 0 => Exclusion::NoCores,
+                    (None, _) => Exclusion::NoRunTime,
+                };
+                self.exclude(why);
                 if p.by_size {
-                    self.class(job.cores).excluded += 1;
+                    self.class(job.cores).exclude(why);
                 }
                 return;
             }
@@ -225,6 +336,11 @@ impl Accum {
         if p.by_size {
             self.class(job.cores).include(p, job, times);
         }
+    }
+
+    /// Counts a job read that does not count, and why.
+    pub fn exclude(&mut self, why: Exclusion) {
+        *self.excluded.slot(why) += 1;
     }
 
     fn class(&mut self, cores: u64) -> &mut Accum {
@@ -306,7 +422,7 @@ impl Accum {
         self.unbounded.add_all(&equal[..n_equal]);
     }
 
-    pub fn finish(mut self, p: &Params, cores: Option<u64>, corrupt: u64) -> Summary {
+    pub fn finish(mut self, p: &Params, cores: Option<u64>, damage: Damage) -> Summary {
         self.count_held();
         self.slowdown.merge(&self.unbounded);
         self.bounded.merge(&self.unbounded);
@@ -349,7 +465,7 @@ impl Accum {
                         class: class_label(k),
                         min_cores: lo,
                         max_cores: hi,
-                        summary: acc.finish(&class_params, cores, 0),
+                        summary: acc.finish(&class_params, cores, Damage::default()),
                     }
                 })
                 .collect()
@@ -373,8 +489,9 @@ impl Accum {
             suspensions: self.suspensions,
             suspended_time: self.suspended_ns as f64 / NS,
             skipped: Skipped {
-                corrupt,
-                excluded: self.excluded,
+                damage,
+                excluded: self.excluded.total(),
+                excluded_by: self.excluded,
             },
             approximate: self.wait.approximate(),
             by_size,
@@ -458,10 +575,14 @@ fn ratios(d: &mut Dist) -> Stats {
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Skipped {
-    /// Damaged or unreadable record frames.
-    pub corrupt: u64,
-    /// Jobs not included: status, r ≤ 0 or no cores.
+    /// Record frames that could not be read, by kind.
+    #[serde(flatten)]
+    pub damage: Damage,
+    /// Jobs read but not counted: their status, r ≤ 0, no cores, or not
+    /// of the run.
     pub excluded: u64,
+    /// `excluded` by reason.
+    pub excluded_by: ExcludedBy,
 }
 
 /// The metrics of one run, with exactly the keys of DESIGN.md
@@ -522,7 +643,7 @@ mod tests {
             start: b * S,
             end: e * S,
             suspensions: susp,
-            status_ok: true,
+            excluded_status: None,
         }
     }
 
@@ -543,7 +664,7 @@ mod tests {
         acc.add(&p, &job(4, 0, 10, 110, &[]));
         acc.add(&p, &job(2, 20, 20, 70, &susp));
         acc.add(&p, &job(1, 50, 60, 65, &[]));
-        let s = acc.finish(&p, Some(8), 0);
+        let s = acc.finish(&p, Some(8), Damage::default());
         assert_eq!(s.jobs, 3);
         assert_eq!(s.window, Some([0.0, 110.0]));
         assert_eq!(s.makespan, Some(110.0));
@@ -570,16 +691,27 @@ mod tests {
         let mut acc = Accum::new();
         acc.add(&p, &job(4, 0, 10, 10, &[]));
         let mut failed = job(4, 0, 10, 20, &[]);
-        failed.status_ok = false;
+        failed.excluded_status = Some(Exclusion::Failed);
         acc.add(&p, &failed);
         acc.add(&p, &job(0, 0, 10, 20, &[]));
-        let s = acc.finish(&p, Some(8), 2);
+        let damage = Damage {
+            corrupt: 2,
+            torn: 1,
+            unsupported: 0,
+        };
+        let s = acc.finish(&p, Some(8), damage);
         assert_eq!(s.jobs, 0);
         assert_eq!(
             s.skipped,
             Skipped {
-                corrupt: 2,
-                excluded: 3
+                damage,
+                excluded: 3,
+                excluded_by: ExcludedBy {
+                    failed: 1,
+                    no_run_time: 1,
+                    no_cores: 1,
+                    ..ExcludedBy::default()
+                },
             }
         );
         assert_eq!(s.wait.mean, None);
@@ -600,7 +732,7 @@ mod tests {
         let mut acc = Accum::new();
         acc.add(&p, &job(2, 10, 10, 50, &[])); // submitted before: dropped
         acc.add(&p, &job(4, 30, 30, 130, &susp)); // runs 30..130 minus 40..60
-        let s = acc.finish(&p, Some(10), 0);
+        let s = acc.finish(&p, Some(10), Damage::default());
         assert_eq!(s.jobs, 1);
         assert_eq!(s.skipped.excluded, 0);
         // Inside [20, 100): executed 30..40 and 60..100 = 50 s on 4 cores.
@@ -630,7 +762,7 @@ mod tests {
         acc.add(&p, &job(4, 0, 10, 110, &[]));
         acc.add(&p, &job(1, 50, 60, 65, &[]));
         acc.add(&p, &job(3, 5, 6, 26, &[]));
-        let s = acc.finish(&p, Some(8), 0);
+        let s = acc.finish(&p, Some(8), Damage::default());
         let classes = s.by_size.unwrap();
         assert_eq!(classes.len(), 2);
         assert_eq!(classes[0].class, "1");

@@ -154,8 +154,18 @@ fn load(args: &PlotArgs) -> Result<Vec<Run>> {
         let RunInput::Records(sources) = &run.input else {
             continue;
         };
+        let book = run
+            .dir
+            .as_deref()
+            .map(crate::results::Book::open)
+            .transpose()?;
+        let mut foreign = 0u64;
         let mut jobs = Vec::new();
         let stats = inputs::for_each_record(sources, |r| {
+            if book.as_ref().is_some_and(|b| !b.owns(r)) {
+                foreign += 1;
+                return Ok(());
+            }
             jobs.push(Job {
                 id: r.id,
                 cores: u64::from(r.cores),
@@ -174,6 +184,19 @@ fn load(args: &PlotArgs) -> Result<Vec<Run>> {
             Ok(())
         })?;
         for w in inputs::damage_report(&stats) {
+            eprintln!("calcmets: warning: {w}");
+        }
+        if foreign > 0 {
+            eprintln!(
+                "calcmets: warning: {}: {foreign} record(s) are not of this run: not drawn",
+                run.name
+            );
+        }
+        let completed = jobs.iter().filter(|j| j.completed).count() as u64;
+        if let Some(w) = book
+            .as_ref()
+            .and_then(|b| b.unfinished_warning(&run.name, completed))
+        {
             eprintln!("calcmets: warning: {w}");
         }
         if let Some(dir) = &run.dir {

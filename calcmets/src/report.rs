@@ -207,9 +207,18 @@ pub fn table(out: &mut impl Write, runs: &[Named]) -> io::Result<()> {
         "excluded jobs".into(),
         each(&|s| s.skipped.excluded.to_string()),
     ));
+    // Damage as `calcmets dump` reports it, kind by kind.
     rows.push((
         "corrupt frames".into(),
-        each(&|s| s.skipped.corrupt.to_string()),
+        each(&|s| s.skipped.damage.corrupt.to_string()),
+    ));
+    rows.push((
+        "torn frames".into(),
+        each(&|s| s.skipped.damage.torn.to_string()),
+    ));
+    rows.push((
+        "frames of unknown version".into(),
+        each(&|s| s.skipped.damage.unsupported.to_string()),
     ));
 
     // A lone run of loose record files has no name worth a column title.

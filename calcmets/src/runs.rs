@@ -163,7 +163,7 @@ fn results_dir(dir: &Path) -> Result<Run> {
     })
 }
 
-fn read_manifest(path: &Path) -> Result<serde_json::Value> {
+pub(crate) fn read_manifest(path: &Path) -> Result<serde_json::Value> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
     serde_json::from_str(&text).with_context(|| format!("{} is not valid JSON", path.display()))

@@ -11,11 +11,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::sync::Mutex;
 
-use anyhow::{anyhow, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use formats::swf::{self, field, Chunks, Fields, Header, LineError, SwfJob};
 
 use crate::dist::EXACT_LIMIT;
-use crate::metrics::{Accum, JobView, Params};
+use crate::metrics::{Accum, Exclusion, JobView, Params};
 
 /// Bytes of trace text per job line at most, to tell from a trace's
 /// length that it holds more jobs than percentiles are kept exact for:
@@ -35,6 +35,29 @@ const NEEDED: Fields = Fields::of(&NEEDED_LIST);
 
 /// Job lines held back before they are added (see [`Parser::add_held`]).
 const HELD: usize = 256;
+
+/// Job lines read well and badly by every thread so far: a file whose
+/// lines are mostly malformed is not a trace, and reading stops.
+#[derive(Default)]
+struct Tally {
+    good: AtomicU64,
+    bad: AtomicU64,
+}
+
+/// Fewest malformed lines that, outnumbering the good ones, make a file
+/// "not a trace" before its end; a damaged trace has a few bad lines
+/// among many good ones.
+const NOT_A_TRACE_MIN_BAD: u64 = 20;
+
+impl Tally {
+    fn not_a_trace(&self) -> bool {
+        let (good, bad) = (
+            self.good.load(Ordering::Relaxed),
+            self.bad.load(Ordering::Relaxed),
+        );
+        bad > good && bad >= NOT_A_TRACE_MIN_BAD
+    }
+}
 
 /// One chunk of whole lines on its way to a worker.
 struct Chunk {
@@ -74,12 +97,13 @@ pub fn read(path: &Path, params: &Params, all_statuses: bool) -> Result<TraceRea
     let queue = Mutex::new(chunk_rx);
     let (spare_tx, spare_rx) = mpsc::channel::<Vec<u8>>();
     let included = AtomicU64::new(0);
+    let tally = Tally::default();
     // A trace this long holds more jobs than percentiles are kept exact
     // for (job lines are about 100 bytes): straight to the histograms,
     // rather than filling exact buffers that would be spilled into them
     // (DESIGN.md allows percentiles from a histogram at any size).
     let long = chunks.text_len_at_least() > EXACT_LIMIT as u64 * BYTES_PER_JOB;
-    let mut parser = Parser::new(params, all_statuses, long, &included, spare_tx);
+    let mut parser = Parser::new(params, all_statuses, long, &included, &tally, spare_tx);
 
     let (accum, reports) = std::thread::scope(|scope| -> Result<(Accum, Vec<ChunkReport>)> {
         let handles: Vec<_> = (0..workers)
@@ -114,6 +138,25 @@ pub fn read(path: &Path, params: &Params, all_statuses: bool) -> Result<TraceRea
     // lines keep their order.
     let mut reports = reports;
     reports.sort_by_key(|c| c.index);
+    let (good, bad) = (
+        tally.good.load(Ordering::Relaxed),
+        tally.bad.load(Ordering::Relaxed),
+    );
+    if tally.not_a_trace() || (good == 0 && bad > 0) {
+        let mut before = 0;
+        let mut first = String::new();
+        for c in &reports {
+            if let Some(e) = c.errors.first() {
+                first = format!(" (line {}: {})", before + e.line, e.message);
+                break;
+            }
+            before += c.lines;
+        }
+        bail!(
+            "{name}: not an SWF trace: {bad} of the {} job lines read are malformed{first}",
+            good + bad
+        );
+    }
     let mut header = Header::default();
     let mut warnings = Vec::new();
     let mut before = 0;
@@ -152,6 +195,11 @@ fn feed(
 ) -> std::io::Result<()> {
     for index in 0.. {
         let mut text = spare.try_recv().unwrap_or_default();
+        // Reading on would only list more lines of a file that is not a
+        // trace.
+        if parser.tally.not_a_trace() {
+            return Ok(());
+        }
         let Some(last) = chunks.next_into(&mut text)? else {
             return Ok(());
         };
@@ -181,6 +229,7 @@ struct Parser<'a> {
     all_statuses: bool,
     /// Jobs included by every thread so far.
     included: &'a AtomicU64,
+    tally: &'a Tally,
     /// Whether the trace is long enough for histograms from the first job.
     long: bool,
     accum: Accum,
@@ -197,12 +246,14 @@ impl<'a> Parser<'a> {
         all_statuses: bool,
         long: bool,
         included: &'a AtomicU64,
+        tally: &'a Tally,
         spare: mpsc::Sender<Vec<u8>>,
     ) -> Self {
         Parser {
             params,
             all_statuses,
             included,
+            tally,
             long,
             accum: Accum::new(),
             jobs: Box::new(
@@ -224,6 +275,7 @@ impl<'a> Parser<'a> {
             self.all_statuses,
             self.long,
             self.included,
+            self.tally,
             self.spare.clone(),
         )
     }
@@ -237,6 +289,7 @@ impl<'a> Parser<'a> {
         let mut header = Header::default();
         let mut errors = Vec::new();
         let before = self.accum.jobs();
+        let mut good = 0u64;
         let lines =
             swf::parse_chunk(
                 &chunk.text,
@@ -245,10 +298,17 @@ impl<'a> Parser<'a> {
                 &mut header,
                 NEEDED,
                 |line| match line {
-                    Ok(job) => self.hold(job),
+                    Ok(job) => {
+                        good += 1;
+                        self.hold(job);
+                    }
                     Err(e) => errors.push(e),
                 },
             );
+        self.tally.good.fetch_add(good, Ordering::Relaxed);
+        self.tally
+            .bad
+            .fetch_add(errors.len() as u64, Ordering::Relaxed);
         // Once the threads together are past the exact limit, the merged
         // percentiles come from histograms anyway: stop keeping exact
         // values (half the memory and page faults of each thread's).
@@ -321,9 +381,13 @@ pub fn add_job(accum: &mut Accum, params: &Params, job: &SwfJob, all_statuses: b
             start,
             end: start + job.run_ns().unwrap_or(0),
             suspensions: &[],
-            status_ok: all_statuses
-                || status == swf::status::COMPLETED
-                || status == swf::status::UNKNOWN,
+            excluded_status: match status {
+                _ if all_statuses => None,
+                swf::status::COMPLETED | swf::status::UNKNOWN => None,
+                swf::status::FAILED => Some(Exclusion::Failed),
+                swf::status::CANCELLED => Some(Exclusion::Cancelled),
+                _ => Some(Exclusion::OtherStatus),
+            },
         },
     );
 }

@@ -73,7 +73,7 @@ fn summarize(dir: &std::path::Path, files: &[Vec<JobRecord<'static>>], by_size: 
         window: None,
         by_size,
     };
-    calcmets::summarize_records(&sources, &params, 512, false, &mut Vec::new()).unwrap()
+    calcmets::summarize_records(&sources, &params, 512, false, None, &mut Vec::new()).unwrap()
 }
 
 proptest! {

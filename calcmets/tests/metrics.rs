@@ -123,7 +123,13 @@ fn hand_computed_metrics_of_records() {
     assert_eq!(v["suspended_time"], 15.0);
     assert_eq!(
         v["skipped"],
-        serde_json::json!({"corrupt": 0, "excluded": 2})
+        serde_json::json!({
+            "corrupt": 0, "torn": 0, "unsupported": 0, "excluded": 2,
+            "excluded_by": {
+                "cancelled": 1, "failed": 0, "timeout": 0, "other_status": 0,
+                "no_run_time": 1, "no_cores": 0, "not_in_run": 0,
+            },
+        })
     );
 
     // A larger τ bounds more: job 1 (r 100) gives 110 / max(100, 200) → 1.
@@ -201,7 +207,10 @@ fn json_keys_are_exactly_those_of_the_design() {
         .keys()
         .map(String::as_str)
         .collect();
-    assert_eq!(skipped, ["corrupt", "excluded"]);
+    assert_eq!(
+        skipped,
+        ["corrupt", "torn", "unsupported", "excluded", "excluded_by"]
+    );
 }
 
 #[test]
@@ -264,10 +273,17 @@ fn hand_computed_metrics_of_a_trace() {
     // window [0, max(110, 60, 75)] = [0, 110]; Σ c·r = 400 + 80 + 80.
     assert_eq!(v["window"], serde_json::json!([0.0, 110.0]));
     assert!((v["utilization"].as_f64().unwrap() - 560.0 / (16.0 * 110.0)).abs() < 1e-12);
+    // One note for what was not counted and how to count it, one
+    // warning for the malformed line.
     let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(err.lines().count(), 1, "{err}");
+    assert_eq!(err.lines().count(), 2, "{err}");
     assert!(
         err.contains("t.swf:11:") && err.contains("expected 18 fields, found 7"),
+        "{err}"
+    );
+    assert!(
+        err.contains("2 job(s) not counted: 1 failed, 1 no_run_time")
+            && err.contains("--status all"),
         "{err}"
     );
 
@@ -443,12 +459,33 @@ fn corrupt_frames_are_counted_in_skipped() {
     let out = calcmets(&["--cores", "8", "--format", "json", file.to_str().unwrap()]);
     let v = json(&out);
     assert_eq!(v["jobs"], 2);
-    assert_eq!(v["skipped"]["corrupt"], 2);
+    assert_eq!(v["skipped"]["corrupt"], 1);
+    assert_eq!(v["skipped"]["torn"], 1);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         err.contains("jobs.rec") && err.contains("1 corrupt and 1 torn"),
         "{err}"
     );
+    // `calcmets dump` counts the same damage the same way.
+    let dump = calcmets(&["dump", file.to_str().unwrap()]);
+    let dump_err = String::from_utf8_lossy(&dump.stderr);
+    let line = |e: &str| {
+        e.lines()
+            .find(|l| l.contains("corrupt and"))
+            .map(str::to_string)
+    };
+    assert_eq!(line(&dump_err), line(&err), "{dump_err}");
+    let table =
+        String::from_utf8(calcmets(&["--cores", "8", file.to_str().unwrap()]).stdout).unwrap();
+    let row = |name: &str| {
+        table
+            .lines()
+            .find(|l| l.starts_with(name))
+            .and_then(|l| l.split_whitespace().last())
+            .map(str::to_string)
+    };
+    assert_eq!(row("corrupt frames").as_deref(), Some("1"), "{table}");
+    assert_eq!(row("torn frames").as_deref(), Some("1"), "{table}");
     let out = calcmets(&["--cores", "8", "--strict", file.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1));
 }

@@ -60,6 +60,7 @@ impl Lcg {
             walltime_ns: walltime_s * 1_000_000_000,
             partition: None,
             submit_ns: None,
+            name: None,
         }
     }
 }
@@ -130,6 +131,7 @@ fn bench(config: &Arc<Config>, queued: usize, fragmented: bool) {
             walltime_ns: hour,
             partition: None,
             submit_ns: None,
+            name: None,
         };
         let n = config.nodes.len();
         cluster.submit(vec![per_node; n], now).expect("submit");

@@ -31,6 +31,7 @@ async fn main() -> Result<()> {
         walltime_ns: 0,
         partition: None,
         submit_ns: None,
+        name: None,
     };
     let start = Instant::now();
     match s.call(&Request::Submit(vec![spec; jobs as usize])).await? {

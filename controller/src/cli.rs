@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use anyhow::{anyhow, bail, Context, Result};
 use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
-use formats::wire::{JobSpec, Request, Response};
+use formats::wire::{JobFilter, JobSpec, JobState, Request, Response};
 use tokio_util::sync::CancellationToken;
 
 use crate::client;
@@ -32,7 +32,9 @@ submission the cluster cannot run), 2 usage error or no controller.";
     name = "controller",
     version,
     about = "clemu's controller: run the emulated cluster, or talk to it",
-    after_help = EXAMPLES
+    after_help = EXAMPLES,
+    // `--runtime -5` reaches the checks that say what is wrong with it.
+    allow_negative_numbers = true
 )]
 pub struct Cli {
     /// Cluster configuration file (TOML).
@@ -92,9 +94,13 @@ pub enum Command {
     },
     /// Counts and counters of the whole cluster.
     Stats,
-    /// Cancel jobs.
-    Cancel {
-        #[arg(required = true, value_name = "JOBID")]
+    /// Cancel jobs: these ids, or every job not over that matches the
+    /// filters (as Slurm's `scancel`); prints the ids cancelled by filter.
+    Cancel(CancelArgs),
+    /// Wait until these jobs (or, with none given, every job not yet over)
+    /// are over; exit 1 if any of them did not complete.
+    Wait {
+        #[arg(value_name = "JOBID")]
         ids: Vec<u64>,
     },
     /// Suspend running jobs (their processes get real signals).
@@ -124,6 +130,7 @@ pub enum Command {
 }
 
 #[derive(Debug, Args)]
+#[command(allow_negative_numbers = true)]
 pub struct SubmitArgs {
     /// Cores per job.
     #[arg(long, value_name = "N")]
@@ -146,6 +153,44 @@ pub struct SubmitArgs {
     /// Memory per core (MiB, or a size like 2G).
     #[arg(long, value_name = "SIZE", default_value = "0")]
     pub mem_per_cpu: String,
+    /// Name of the jobs, to find them by (`cancel --name`).
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
+}
+
+#[derive(Debug, Args)]
+#[command(group(
+    ArgGroup::new("which")
+        .required(true)
+        .multiple(true)
+        .args(["ids", "all", "state", "partition", "name"])
+))]
+pub struct CancelArgs {
+    /// Jobs to cancel (with filters: those of them that match).
+    #[arg(value_name = "JOBID")]
+    pub ids: Vec<u64>,
+    /// Every job not yet over (that matches the other filters).
+    #[arg(long)]
+    pub all: bool,
+    /// Only jobs in this state: pending, running or suspended (repeat or
+    /// separate with commas for several).
+    #[arg(long, value_name = "STATE", value_delimiter = ',', value_parser = active_state)]
+    pub state: Vec<JobState>,
+    /// Only jobs of this partition.
+    #[arg(long, value_name = "NAME")]
+    pub partition: Option<String>,
+    /// Only jobs of this name (`submit --name`).
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
+}
+
+fn active_state(s: &str) -> Result<JobState, String> {
+    match JobState::parse(&s.to_ascii_lowercase()) {
+        Some(st) if !st.is_final() => Ok(st),
+        _ => Err(format!(
+            "{s:?}: a job not yet over is pending, running or suspended"
+        )),
+    }
 }
 
 #[derive(Debug, Args)]
@@ -171,9 +216,7 @@ pub struct NodesetArgs {
 }
 
 fn seconds(s: &str) -> Result<u64, String> {
-    formats::seconds::parse_ns(s)
-        .and_then(|n| u64::try_from(n).ok())
-        .ok_or_else(|| format!("expected a non-negative number of seconds, got {s:?}"))
+    formats::seconds::duration_ns(s)
 }
 
 /// How a command ended, for the exit code.
@@ -212,10 +255,7 @@ pub async fn run(cli: Cli, shutdown: CancellationToken) -> Result<Outcome> {
                 config.listen = l.clone();
             }
             if let Some(d) = state_dir {
-                if cli.secret_file.is_none() && config.secret_file.starts_with(&config.state_dir) {
-                    config.secret_file = d.join("secret");
-                }
-                config.state_dir = d.clone();
+                config.move_state_dir(d);
             }
             if let Some(s) = &cli.secret_file {
                 config.secret_file = s.clone();
@@ -229,21 +269,32 @@ pub async fn run(cli: Cli, shutdown: CancellationToken) -> Result<Outcome> {
             crate::serve(config, shutdown).await?;
             Ok(Outcome::Ok)
         }
-        _ => client_command(&cli).await,
+        _ => client_command(&cli, &shutdown).await,
     }
 }
 
-async fn client_command(cli: &Cli) -> Result<Outcome> {
+async fn client_command(cli: &Cli, shutdown: &CancellationToken) -> Result<Outcome> {
     let config = load(cli)?;
     let addr = client::address(&config, cli.addr.as_deref());
     let secret = client::secret(&config, cli.secret_file.as_deref())?;
     let req = match &cli.command {
-        Command::Submit(a) => return submit(cli, a, &addr, &secret).await,
+        Command::Submit(a) => return submit(cli, a, &addr, &secret, shutdown).await,
         Command::Queue { all } => Request::Queue { all: *all },
         Command::Nodes { hosts: false } => Request::Nodes,
         Command::Nodes { hosts: true } => Request::Hosts,
         Command::Stats => Request::Stats,
-        Command::Cancel { ids } => Request::Cancel(ids.clone()),
+        Command::Cancel(a)
+            if a.all || !a.state.is_empty() || a.partition.is_some() || a.name.is_some() =>
+        {
+            Request::CancelMatching(JobFilter {
+                ids: a.ids.clone(),
+                states: a.state.clone(),
+                partition: a.partition.clone(),
+                name: a.name.clone(),
+            })
+        }
+        Command::Cancel(a) => Request::Cancel(a.ids.clone()),
+        Command::Wait { ids } => return wait(ids, &addr, &secret, shutdown).await,
         Command::Suspend { ids } => Request::Suspend(ids.clone()),
         Command::Resume { ids } => Request::Resume(ids.clone()),
         Command::Drain { nodes, reason } => Request::Drain {
@@ -294,10 +345,29 @@ async fn client_command(cli: &Cli) -> Result<Outcome> {
         }
         Response::Jobs(outcomes) => {
             let mut refused = false;
+            let mut acted = Vec::new();
             for o in outcomes {
-                if let Some(e) = o.error {
-                    eprintln!("controller: job {}: {e}", o.id);
-                    refused = true;
+                match o.error {
+                    Some(e) => {
+                        eprintln!("controller: job {}: {e}", o.id);
+                        refused = true;
+                    }
+                    None => acted.push(o.id),
+                }
+            }
+            // Jobs chosen by filter: say which, as submit says which it
+            // made.
+            if matches!(req, Request::CancelMatching(_)) {
+                if json {
+                    print_json(serde_json::json!(acted))?;
+                } else {
+                    let mut out = std::io::stdout().lock();
+                    for id in &acted {
+                        writeln!(out, "{id}")?;
+                    }
+                    if acted.is_empty() {
+                        eprintln!("controller: no job matched");
+                    }
                 }
             }
             return Ok(if refused {
@@ -319,9 +389,23 @@ async fn client_command(cli: &Cli) -> Result<Outcome> {
     Ok(Outcome::Ok)
 }
 
+/// How long a submission may wait for its answer before the user is told
+/// why.
+const QUIET_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// Submits `--count` jobs in requests of `--batch` over one connection and
-/// prints their ids as they are acknowledged.
-async fn submit(cli: &Cli, a: &SubmitArgs, addr: &str, secret: &[u8]) -> Result<Outcome> {
+/// prints their ids as they are acknowledged. A request that waits (past
+/// `max_jobs`) is explained on standard error after a second; SIGINT or
+/// SIGTERM (`shutdown`) stops at once, the ids accepted so far printed and
+/// the request in flight withdrawn (the controller drops it when the
+/// connection closes).
+async fn submit(
+    cli: &Cli,
+    a: &SubmitArgs,
+    addr: &str,
+    secret: &[u8],
+    shutdown: &CancellationToken,
+) -> Result<Outcome> {
     use std::io::Write;
     if a.count == 0 {
         bail!("--count must be at least 1");
@@ -337,38 +421,145 @@ async fn submit(cli: &Cli, a: &SubmitArgs, addr: &str, secret: &[u8]) -> Result<
         walltime_ns: a.walltime,
         partition: a.partition.clone(),
         submit_ns: None,
+        name: a.name.clone(),
     };
+    let json = cli.format == Format::Json;
     let mut session = client::Session::open(addr, secret).await?;
     let mut all = Vec::new();
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     let mut left = a.count;
+    let mut outcome = Outcome::Ok;
     while left > 0 {
         let n = left.min(a.batch);
+        let req = Request::Submit(vec![spec.clone(); n as usize]);
+        let call = session.call(&req);
+        tokio::pin!(call);
+        let mut told = false;
+        let answer = loop {
+            tokio::select! {
+                r = &mut call => break Some(r?),
+                () = shutdown.cancelled() => break None,
+                () = tokio::time::sleep(QUIET_WAIT), if !told => {
+                    told = true;
+                    out.flush()?;
+                    eprintln!("controller: {}", why_waiting(addr, secret, n).await);
+                }
+            }
+        };
+        let Some(answer) = answer else {
+            out.flush()?;
+            eprintln!(
+                "controller: interrupted: {} of {} jobs submitted{}",
+                a.count - left,
+                a.count,
+                if json || a.count == left {
+                    ""
+                } else {
+                    " (ids above)"
+                }
+            );
+            outcome = Outcome::Refused;
+            break;
+        };
         left -= n;
-        match session
-            .call(&Request::Submit(vec![spec.clone(); n as usize]))
-            .await?
-        {
-            Response::Submitted(ids) if cli.format == Format::Json => all.extend(ids),
+        match answer {
+            Response::Submitted(ids) if json => all.extend(ids),
             Response::Submitted(ids) => {
                 for id in ids {
                     writeln!(out, "{id}")?;
                 }
+                // Each acknowledged batch is shown before the next waits.
+                out.flush()?;
             }
             Response::Error(e) => {
                 out.flush()?;
                 let done = a.count - left - n;
                 eprintln!("controller: {e} ({done} of {} jobs submitted)", a.count);
-                return Ok(Outcome::Refused);
+                outcome = Outcome::Refused;
+                break;
             }
             other => bail!("controller {addr}: unexpected answer {other:?}"),
         }
     }
-    if cli.format == Format::Json {
+    if json {
         writeln!(out, "{}", serde_json::to_string_pretty(&all)?)?;
     }
     out.flush()?;
-    Ok(Outcome::Ok)
+    Ok(outcome)
+}
+
+/// Why a submission of `n` jobs has no answer yet, asked of the controller
+/// over a connection of its own.
+async fn why_waiting(addr: &str, secret: &[u8], n: u32) -> String {
+    let stats = match client::request(addr, secret, &Request::Stats).await {
+        Ok(Response::Stats(s)) => s,
+        _ => return format!("waiting for the controller at {addr} to answer"),
+    };
+    let active: u64 = stats
+        .jobs
+        .iter()
+        .filter(|(st, _)| !st.is_final())
+        .map(|(_, n)| n)
+        .sum();
+    if stats.held_requests > 0 {
+        format!(
+            "waiting: the controller holds {active} jobs not yet over and its max_jobs is {}; \
+             these {n} jobs are accepted as jobs end (Ctrl-C stops)",
+            stats.max_jobs
+        )
+    } else {
+        format!("waiting for the controller at {addr} to acknowledge {n} jobs (Ctrl-C stops)")
+    }
+}
+
+/// Waits until `ids` (none: every job not over when it starts) are over.
+/// Refused (exit 1) if any of them ended otherwise than completed, or is
+/// unknown, or SIGINT/SIGTERM stopped the wait.
+async fn wait(
+    ids: &[u64],
+    addr: &str,
+    secret: &[u8],
+    shutdown: &CancellationToken,
+) -> Result<Outcome> {
+    let mut session = client::Session::open(addr, secret).await?;
+    let ids: Vec<u64> = if ids.is_empty() {
+        match session.call(&Request::Queue { all: false }).await? {
+            Response::Queue(q) => q.into_iter().map(|j| j.id).collect(),
+            other => bail!("controller {addr}: unexpected answer {other:?}"),
+        }
+    } else {
+        ids.to_vec()
+    };
+    loop {
+        let infos = match session.call(&Request::Jobs(ids.clone())).await? {
+            Response::Queue(q) => q,
+            other => bail!("controller {addr}: unexpected answer {other:?}"),
+        };
+        if infos.iter().all(|j| j.state.is_final()) {
+            let mut outcome = Outcome::Ok;
+            for id in &ids {
+                match infos.iter().find(|j| j.id == *id) {
+                    None => {
+                        eprintln!("controller: job {id}: no such job");
+                        outcome = Outcome::Refused;
+                    }
+                    Some(j) if j.state != JobState::Completed => {
+                        eprintln!("controller: job {id} ended {}", j.state.as_str());
+                        outcome = Outcome::Refused;
+                    }
+                    Some(_) => {}
+                }
+            }
+            return Ok(outcome);
+        }
+        tokio::select! {
+            () = tokio::time::sleep(std::time::Duration::from_millis(100)) => {}
+            () = shutdown.cancelled() => {
+                eprintln!("controller: interrupted: jobs not over yet");
+                return Ok(Outcome::Refused);
+            }
+        }
+    }
 }
 
 fn unreachable_command() -> Result<Request> {

@@ -24,12 +24,18 @@ pub fn address(config: &Cluster, flag: Option<&str>) -> String {
 
 pub fn secret(config: &Cluster, flag: Option<&Path>) -> Result<Vec<u8>> {
     let path = flag.unwrap_or(&config.secret_file);
-    agent::secret(path).with_context(|| {
-        format!(
-            "no usable secret for {} (is the controller running? it creates the secret)",
+    // A missing file most likely means no controller has started with
+    // this config yet (it creates the secret); any other problem with the
+    // file (readable by everyone, empty) is said as it is.
+    if !path.exists() {
+        anyhow::bail!(
+            "no secret file {} for {}: is the controller running? (it creates the secret on \
+             first start; or give --secret-file)",
+            path.display(),
             config.source.display()
-        )
-    })
+        );
+    }
+    agent::secret(path)
 }
 
 /// An authenticated client connection, for many requests in a row.

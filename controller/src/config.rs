@@ -493,6 +493,25 @@ impl Cluster {
         })
     }
 
+    /// Puts the state directory at `dir`, and with it what the config keeps
+    /// inside it: by default the secret and the record directory, so that
+    /// two clusters with state directories of their own never share a
+    /// record file.
+    pub fn move_state_dir(&mut self, dir: &Path) {
+        let moved = |p: &Path| {
+            p.strip_prefix(&self.state_dir)
+                .ok()
+                .map(|rest| dir.join(rest))
+        };
+        if let Some(p) = moved(&self.secret_file) {
+            self.secret_file = p;
+        }
+        if let Some(p) = moved(&self.record_dir) {
+            self.record_dir = p;
+        }
+        self.state_dir = dir.to_path_buf();
+    }
+
     pub fn total_cores(&self) -> u64 {
         self.nodes.iter().map(|n| u64::from(n.cpus)).sum()
     }
@@ -615,6 +634,24 @@ mod tests {
         assert_eq!(c.agent.suspend_mode, SuspendMode::Slurm);
         assert!(c.local_agents);
         assert_eq!(c.fold(&[0, 1, 3]), "vn[1-2,4]");
+    }
+
+    #[test]
+    fn a_state_dir_moves_what_the_config_keeps_in_it() {
+        let mut c = load("[[nodes]]\nnames = \"vn1\"\ncpus = 1\n").unwrap();
+        c.move_state_dir(Path::new("/srv/a"));
+        assert_eq!(c.state_dir, PathBuf::from("/srv/a"));
+        assert_eq!(c.secret_file, PathBuf::from("/srv/a/secret"));
+        assert_eq!(c.record_dir, PathBuf::from("/srv/a/records"));
+        // What the config put elsewhere stays where it is.
+        let mut c = load(
+            "[controller]\nrecord_dir = \"/data/rec\"\nsecret_file = \"/etc/s\"\n\
+             [[nodes]]\nnames = \"vn1\"\ncpus = 1\n",
+        )
+        .unwrap();
+        c.move_state_dir(Path::new("/srv/b"));
+        assert_eq!(c.record_dir, PathBuf::from("/data/rec"));
+        assert_eq!(c.secret_file, PathBuf::from("/etc/s"));
     }
 
     #[test]

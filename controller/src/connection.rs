@@ -191,9 +191,20 @@ async fn client<T: AsyncRead + AsyncWrite + Unpin>(
                 {
                     Response::Error("the controller is stopping".into())
                 } else {
-                    answer
-                        .await
-                        .unwrap_or_else(|_| Response::Error("the controller is stopping".into()))
+                    // A request may wait long (a submission past
+                    // max_jobs). A client that leaves meanwhile drops it:
+                    // the answer's receiver goes, and the server sees that
+                    // nobody waits for it any more.
+                    tokio::select! {
+                        a = answer => a.unwrap_or_else(|_| {
+                            Response::Error("the controller is stopping".into())
+                        }),
+                        r = conn.recv::<Request>() => return match r {
+                            Err(WireError::Closed) => Ok(()),
+                            Err(e) => Err(e.to_string()),
+                            Ok(_) => Err("a second request before the answer to the first".into()),
+                        },
+                    }
                 }
             }
         };

@@ -31,7 +31,8 @@ use tracing::{info, warn};
 
 const JOURNAL_MAGIC: &[u8; 4] = b"CLJN";
 const SNAPSHOT_MAGIC: &[u8; 4] = b"CLSN";
-const VERSION: u16 = 1;
+/// 2: jobs have names (`JobSpec::name`, `JobInfo::name`).
+const VERSION: u16 = 2;
 const HEADER: usize = 6;
 /// Largest entry: a submission of one job is well under 1 KiB.
 const MAX_ENTRY: usize = 1 << 20;
@@ -249,8 +250,12 @@ fn check_header(bytes: &[u8], magic: &[u8; 4], path: &Path) -> Result<()> {
     let v = u16::from_le_bytes([bytes[4], bytes[5]]);
     if v != VERSION {
         bail!(
-            "{}: version {v}, this controller reads version {VERSION}",
-            path.display()
+            "{}: written by another version of clemu (state format {v}; this controller reads \
+             {VERSION}): finish that cluster's jobs with the clemu that wrote it, or move its \
+             state directory {} away to start afresh",
+            path.display(),
+            path.parent()
+                .map_or(String::new(), |d| d.display().to_string())
         );
     }
     Ok(())
@@ -580,6 +585,7 @@ mod tests {
                 walltime_ns: 0,
                 partition: None,
                 submit_ns: None,
+                name: None,
             },
             partition: "batch".into(),
             state: JobState::Pending,
@@ -689,6 +695,7 @@ mod tests {
         for id in 1..=5 {
             let info = JobInfo {
                 id,
+                name: String::new(),
                 state: JobState::Completed,
                 partition: "batch".into(),
                 cores: 2,
@@ -733,6 +740,7 @@ mod tests {
         s.apply(5, started(2), 2);
         let info = JobInfo {
             id: 1,
+            name: String::new(),
             state: JobState::Completed,
             partition: "batch".into(),
             cores: 2,

@@ -111,38 +111,70 @@ pub fn policy(config: &Config) -> Box<dyn Policy> {
 
 /// Held by a serving controller in its state directory.
 pub const LOCK_FILE: &str = "lock";
+/// Held by a serving controller in its record directory. Hidden: readers
+/// of the directory take `*.rec` files only.
+pub const RECORD_LOCK_FILE: &str = ".lock";
 
 /// Takes `<state_dir>/lock` (an advisory lock the kernel drops when the
 /// process ends, however it ends) for as long as the returned file lives.
 /// Two controllers on one state directory would append to one journal and
 /// overwrite each other's address file.
 fn lock_state_dir(dir: &Path) -> Result<std::fs::File> {
-    let path = dir.join(LOCK_FILE);
+    lock_dir(
+        &dir.join(LOCK_FILE),
+        &std::process::id().to_string(),
+        |holder| {
+            format!(
+                "state directory {} is in use by another controller (pid {holder}): stop it, or \
+             give this one its own state_dir",
+                dir.display()
+            )
+        },
+    )
+}
+
+/// Takes `<record_dir>/.lock` as [`lock_state_dir`] does: two clusters
+/// writing one record file would mix their jobs' records (and their job
+/// ids, which both number from 1).
+fn lock_record_dir(dir: &Path, state_dir: &Path) -> Result<std::fs::File> {
+    let me = format!(
+        "{} (state directory {})",
+        std::process::id(),
+        state_dir.display()
+    );
+    lock_dir(&dir.join(RECORD_LOCK_FILE), &me, |holder| {
+        format!(
+            "record directory {} is in use by another controller (pid {holder}): two clusters \
+             must not share a record file; give this one its own record_dir, or state_dir \
+             (records go to <state_dir>/records by default)",
+            dir.display()
+        )
+    })
+}
+
+/// Locks `path` for this process, writing `me` into it; when another
+/// process holds it, fails with `refusal(what it wrote)`.
+fn lock_dir(path: &Path, me: &str, refusal: impl FnOnce(&str) -> String) -> Result<std::fs::File> {
     let mut file = std::fs::OpenOptions::new()
         .create(true)
         .truncate(false)
         .read(true)
         .write(true)
         .mode(0o600)
-        .open(&path)
+        .open(path)
         .with_context(|| format!("cannot open {}", path.display()))?;
     match file.try_lock() {
         Ok(()) => {}
         Err(std::fs::TryLockError::WouldBlock) => {
-            let holder = std::fs::read_to_string(&path).unwrap_or_default();
-            bail!(
-                "state directory {} is in use by another controller (pid {}): stop it, or give \
-                 this one its own state_dir",
-                dir.display(),
-                holder.trim()
-            );
+            let holder = std::fs::read_to_string(path).unwrap_or_default();
+            bail!(refusal(holder.trim()));
         }
         Err(std::fs::TryLockError::Error(e)) => {
             return Err(e).with_context(|| format!("cannot lock {}", path.display()));
         }
     }
     file.set_len(0)
-        .and_then(|()| writeln!(file, "{}", std::process::id()))
+        .and_then(|()| writeln!(file, "{me}"))
         .with_context(|| format!("cannot write {}", path.display()))?;
     Ok(file)
 }
@@ -170,6 +202,7 @@ pub async fn serve(config: Config, shutdown: CancellationToken) -> Result<()> {
     })?;
     let secret = ensure_secret(&config.secret_file)?;
     let record_path = records::record_file(&config.record_dir)?;
+    let _record_lock = lock_record_dir(&config.record_dir, &config.state_dir)?;
     let addr = listener.local_addr()?;
     std::fs::write(config.state_dir.join(ADDRESS_FILE), addr.to_string())
         .with_context(|| format!("cannot write to {}", config.state_dir.display()))?;

@@ -491,6 +491,9 @@ impl Server {
     /// Accepts the waiting submissions that now fit, in order; refuses them
     /// all once shutting down.
     fn admit_held(&mut self) {
+        // A client that gave up (Ctrl-C) closed its end: what it asked for
+        // is dropped, never accepted behind its back.
+        self.held.retain(|(_, reply)| !reply.is_closed());
         while let Some((specs, _)) = self.held.front() {
             let fits = self.cluster.jobs.len() + specs.len() <= self.cluster.config.max_jobs;
             if !fits && self.stopping.is_none() {
@@ -572,10 +575,17 @@ impl Server {
                 let mut stats = self.cluster.stats();
                 stats.journal_unsynced = self.journal.unsynced_entries();
                 stats.journal_lag_ns = self.journal.lag().as_nanos() as u64;
+                stats.held_requests = self.held.len() as u64;
+                stats.held_jobs = self.held.iter().map(|(s, _)| s.len() as u64).sum();
                 Response::Stats(stats)
             }
             Request::Hosts => Response::Hosts(self.cluster.hosts(now)),
             Request::Cancel(ids) => Response::Jobs(self.cluster.cancel(&ids, now, &mut self.links)),
+            Request::CancelMatching(filter) => {
+                let (ids, mut outcomes) = self.cluster.matching(&filter);
+                outcomes.extend(self.cluster.cancel(&ids, now, &mut self.links));
+                Response::Jobs(outcomes)
+            }
             Request::Suspend(ids) => {
                 Response::Jobs(self.cluster.suspend(&ids, now, &mut self.links))
             }

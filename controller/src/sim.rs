@@ -406,6 +406,7 @@ mod tests {
                 walltime_ns: 0,
                 partition: None,
                 submit_ns: None,
+                name: None,
             },
             submit_ns: submit_s * S,
         }

@@ -9,8 +9,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use formats::wire::{
-    ClusterStats, Exit, Held, HostInfo, HostReport, JobInfo, JobOutcome, JobSpec, JobState,
-    NodeInfo, NodeState, StartJob, ToAgent, PASS_BUCKETS,
+    ClusterStats, Exit, Held, HostInfo, HostReport, JobFilter, JobInfo, JobOutcome, JobSpec,
+    JobState, NodeInfo, NodeState, StartJob, ToAgent, PASS_BUCKETS,
 };
 use tracing::{info, warn};
 
@@ -368,30 +368,45 @@ impl Cluster {
     /// Accepts jobs; all or none: a job that can never run is refused with
     /// the reason, and so are the others of the same request.
     pub fn submit(&mut self, specs: Vec<JobSpec>, now: Now) -> Result<Vec<u64>, String> {
-        let mut checked = Vec::with_capacity(specs.len());
+        let n = specs.len();
+        let mut checked = Vec::with_capacity(n);
+        // Named as people count: "job 3 of 4" of the request.
+        let which = |i: usize| {
+            if n == 1 {
+                "job".to_string()
+            } else {
+                format!("job {} of {n}", i + 1)
+            }
+        };
         for (i, spec) in specs.into_iter().enumerate() {
             let p = self.partition_of(spec.partition.as_deref())?;
             let capacity = self.capacity(p, spec.mem_per_cpu_mb);
             let part = &self.config.partitions[p];
             if spec.cores == 0 {
-                return Err(format!("job {i}: cores must be at least 1"));
+                return Err(format!("{}: cores must be at least 1", which(i)));
             }
             if u64::from(spec.cores) > capacity {
                 return Err(if spec.mem_per_cpu_mb > 0 {
                     format!(
-                        "job {i}: {} cores with {} MiB each, but partition {} has memory for {capacity}",
-                        spec.cores, spec.mem_per_cpu_mb, part.name
+                        "{}: {} cores with {} MiB each, but partition {} has memory for {capacity}",
+                        which(i),
+                        spec.cores,
+                        spec.mem_per_cpu_mb,
+                        part.name
                     )
                 } else {
                     format!(
-                        "job {i}: {} cores, but partition {} has {capacity}",
-                        spec.cores, part.name
+                        "{}: {} cores, but partition {} has {capacity}",
+                        which(i),
+                        spec.cores,
+                        part.name
                     )
                 });
             }
             if part.max_time_ns > 0 && spec.walltime_ns > part.max_time_ns {
                 return Err(format!(
-                    "job {i}: wall time over partition {}'s limit",
+                    "{}: wall time over partition {}'s limit",
+                    which(i),
                     part.name
                 ));
             }
@@ -1390,6 +1405,7 @@ impl Cluster {
     pub fn info(&self, j: &Job) -> JobInfo {
         JobInfo {
             id: j.id,
+            name: j.spec.name.clone().unwrap_or_default(),
             state: j.state,
             partition: self.config.partitions[j.partition].name.clone(),
             cores: j.spec.cores,
@@ -1402,6 +1418,49 @@ impl Cluster {
             reason: j.reason.clone(),
             suspensions: j.suspensions.clone(),
         }
+    }
+
+    /// The jobs not yet over that pass `filter`, in id order; with ids
+    /// given, an error outcome for each that is no job not yet over.
+    pub fn matching(&self, filter: &JobFilter) -> (Vec<u64>, Vec<JobOutcome>) {
+        let passes = |j: &Job| {
+            (filter.states.is_empty() || filter.states.contains(&j.state))
+                && filter
+                    .partition
+                    .as_ref()
+                    .is_none_or(|p| *p == self.config.partitions[j.partition].name)
+                && filter
+                    .name
+                    .as_ref()
+                    .is_none_or(|n| j.spec.name.as_ref() == Some(n))
+        };
+        let mut unknown = Vec::new();
+        let mut ids: Vec<u64> = if filter.ids.is_empty() {
+            self.jobs
+                .values()
+                .filter(|j| passes(j))
+                .map(|j| j.id)
+                .collect()
+        } else {
+            filter
+                .ids
+                .iter()
+                .copied()
+                .filter(|id| match self.jobs.get(id) {
+                    Some(j) => passes(j),
+                    None => {
+                        unknown.push(JobOutcome {
+                            id: *id,
+                            error: Some(format!("no active job {id}")),
+                        });
+                        false
+                    }
+                })
+                .collect()
+        };
+        ids.sort_unstable();
+        ids.dedup();
+        (ids, unknown)
     }
 
     /// Active jobs in id order, and with `all` the finished ones kept.
@@ -1487,9 +1546,13 @@ impl Cluster {
                 })
                 .collect(),
             pass_ns_total: self.counters.pass_ns_total,
-            // The server's to fill in: the journal is its own.
+            max_jobs: self.config.max_jobs as u64,
+            // The server's to fill in: the journal and the waiting
+            // submissions are its own.
             journal_unsynced: 0,
             journal_lag_ns: 0,
+            held_requests: 0,
+            held_jobs: 0,
         }
     }
 
@@ -1798,6 +1861,7 @@ mod tests {
             walltime_ns: 0,
             partition: None,
             submit_ns: Some(5),
+            name: None,
         }
     }
 

@@ -22,8 +22,8 @@ pub fn queue_table(jobs: &[JobInfo], now_ns: i64) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{:>8}  {:<10} {:<10} {:>6} {:>10}  {:<20} REASON",
-        "JOBID", "PARTITION", "STATE", "CORES", "ELAPSED", "NODES"
+        "{:>8}  {:<12} {:<10} {:<10} {:>6} {:>10}  {:<20} REASON",
+        "JOBID", "NAME", "PARTITION", "STATE", "CORES", "ELAPSED", "NODES"
     );
     for j in jobs {
         let elapsed = if j.start_ns == 0 {
@@ -34,8 +34,9 @@ pub fn queue_table(jobs: &[JobInfo], now_ns: i64) -> String {
         };
         let _ = writeln!(
             out,
-            "{:>8}  {:<10} {:<10} {:>6} {:>10}  {:<20} {}",
+            "{:>8}  {:<12} {:<10} {:<10} {:>6} {:>10}  {:<20} {}",
             j.id,
+            if j.name.is_empty() { "-" } else { &j.name },
             j.partition,
             j.state.as_str(),
             j.cores,
@@ -53,6 +54,7 @@ pub fn queue_json(jobs: &[JobInfo]) -> serde_json::Value {
             .map(|j| {
                 json!({
                     "id": j.id,
+                    "name": j.name,
                     "state": j.state.as_str(),
                     "partition": j.partition,
                     "cores": j.cores,
@@ -158,6 +160,9 @@ pub fn stats_json(s: &ClusterStats) -> serde_json::Value {
         },
         "journal_unsynced": s.journal_unsynced,
         "journal_lag_seconds": s.journal_lag_ns as f64 / 1e9,
+        "max_jobs": s.max_jobs,
+        "held_requests": s.held_requests,
+        "held_jobs": s.held_jobs,
     })
 }
 
@@ -200,6 +205,14 @@ pub fn stats_table(s: &ClusterStats) -> String {
         s.refused_decisions.to_string(),
     );
     line(&mut out, "requeued", s.requeued.to_string());
+    line(
+        &mut out,
+        "waiting submissions",
+        format!(
+            "{} jobs in {} requests (max_jobs {})",
+            s.held_jobs, s.held_requests, s.max_jobs
+        ),
+    );
     let passes = s.pass_buckets.last().copied().unwrap_or(0);
     if passes > 0 {
         line(

@@ -5,6 +5,32 @@
 //! instants that scripts compare deserve better, so decimals are read digit
 //! by digit. Exponent notation falls back to `f64`.
 
+/// Most seconds that fit in `i64` nanoseconds (about 292 years).
+pub const MAX_SECONDS: i64 = i64::MAX / 1_000_000_000;
+
+/// A duration in seconds (`--runtime`, `--tau`, ...), as nanoseconds; the
+/// error says what is wrong with it in words a user can act on.
+pub fn duration_ns(s: &str) -> Result<u64, String> {
+    match parse_ns(s) {
+        Some(ns) if ns >= 0 => Ok(ns as u64),
+        Some(_) => Err(format!(
+            "{:?} is negative: a duration is 0 or more seconds",
+            s.trim()
+        )),
+        None if looks_numeric(s) => Err(format!(
+            "{:?} seconds is too long: at most {MAX_SECONDS} s (about 292 years)",
+            s.trim()
+        )),
+        None => Err(format!("{:?} is not a number of seconds", s.trim())),
+    }
+}
+
+/// Whether `s` reads as a number, however large (so that a value that
+/// did not parse was too large, not malformed).
+fn looks_numeric(s: &str) -> bool {
+    s.trim().parse::<f64>().is_ok_and(|f| !f.is_nan())
+}
+
 /// Parses decimal seconds into nanoseconds: an optional sign, digits, an
 /// optional fraction (digits past the ninth are rounded). Returns `None` for
 /// anything else or on overflow of `i64`.
@@ -56,7 +82,21 @@ pub fn parse_ns(s: &str) -> Option<i64> {
 
 #[cfg(test)]
 mod tests {
-    use super::parse_ns;
+    use super::{duration_ns, parse_ns};
+
+    #[test]
+    fn durations_say_what_is_wrong() {
+        assert_eq!(duration_ns("2.5"), Ok(2_500_000_000));
+        assert_eq!(duration_ns("0"), Ok(0));
+        let negative = duration_ns("-5").unwrap_err();
+        assert!(negative.contains("negative"), "{negative}");
+        for big in ["1e300", "9223372037", "inf"] {
+            let e = duration_ns(big).unwrap_err();
+            assert!(e.contains("too long"), "{big}: {e}");
+        }
+        let e = duration_ns("ten").unwrap_err();
+        assert!(e.contains("not a number"), "{e}");
+    }
 
     #[test]
     fn exact_decimals() {

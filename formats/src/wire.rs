@@ -34,7 +34,7 @@ use tokio_util::bytes::{Bytes, BytesMut};
 use tokio_util::codec::{Decoder, Encoder, Framed, LengthDelimitedCodec};
 
 /// Version of this protocol; both ends must speak the same.
-pub const PROTOCOL: u32 = 4;
+pub const PROTOCOL: u32 = 5;
 /// Largest frame a server accepts from an authenticated peer (a batch of
 /// records can be large).
 pub const MAX_FRAME: usize = 16 << 20;
@@ -98,6 +98,9 @@ pub struct JobSpec {
     /// Submit instant to record (CLOCK_REALTIME ns); `None`: when the
     /// controller accepts it. A replay driver passes its own target.
     pub submit_ns: Option<i64>,
+    /// A name to find the job by (`cancel --name`), as Slurm's
+    /// `--job-name`; `None` for none.
+    pub name: Option<String>,
 }
 
 /// Job states, as DESIGN.md names them.
@@ -136,6 +139,11 @@ impl JobState {
             JobState::Timeout => "timeout",
             JobState::NodeFail => "node_fail",
         }
+    }
+
+    /// The state named `s` ([`JobState::as_str`]).
+    pub fn parse(s: &str) -> Option<JobState> {
+        JobState::ALL.into_iter().find(|st| st.as_str() == s)
     }
 
     /// Whether the job is over.
@@ -181,6 +189,8 @@ impl NodeState {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct JobInfo {
     pub id: u64,
+    /// Its name, empty when it has none.
+    pub name: String,
     pub state: JobState,
     pub partition: String,
     pub cores: u32,
@@ -245,6 +255,13 @@ pub struct ClusterStats {
     /// machine), and how long the oldest of them has waited.
     pub journal_unsynced: u64,
     pub journal_lag_ns: u64,
+    /// `[controller] max_jobs`: jobs not yet over past which submissions
+    /// wait.
+    pub max_jobs: u64,
+    /// Submission requests waiting for room under `max_jobs`, and the jobs
+    /// in them.
+    pub held_requests: u64,
+    pub held_jobs: u64,
 }
 
 /// Upper bounds (seconds) of the scheduling-pass duration histogram, as
@@ -318,6 +335,22 @@ pub enum Request {
     /// The connected agents' hosts and their resource reports.
     Hosts,
     Shutdown,
+    /// Cancel the jobs not yet over that match, as Slurm's `scancel` with
+    /// filters; answered with the outcome of each job it acted on.
+    CancelMatching(JobFilter),
+}
+
+/// Which jobs not yet over a request acts on: those that pass every
+/// filter given.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct JobFilter {
+    /// These jobs only; empty: every job not over. A given id that is no
+    /// job not over gets an error outcome.
+    pub ids: Vec<u64>,
+    /// In one of these states (pending, running, suspended); empty: any.
+    pub states: Vec<JobState>,
+    pub partition: Option<String>,
+    pub name: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

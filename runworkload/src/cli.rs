@@ -35,7 +35,10 @@ could not be made (the runs are kept), 2 usage or input error (with
     name = "runworkload",
     version,
     about = "Replay a workload trace on an emulated clemu cluster",
-    after_help = EXAMPLES
+    after_help = EXAMPLES,
+    // `--speedup -3` reaches the checks that say what is wrong with it,
+    // rather than reading as an unknown flag `-3`.
+    allow_negative_numbers = true
 )]
 pub struct Cli {
     /// Cluster configuration (TOML); the embedded cluster is started from it.
@@ -52,7 +55,12 @@ pub struct Cli {
     pub skip: u64,
     /// Shrinking factors in percent: INI:END:STEP (100:50:10 gives 100, 90,
     /// ..., 50), or one factor.
-    #[arg(long, value_name = "INI:END:STEP", default_value = "100")]
+    #[arg(
+        long,
+        value_name = "INI:END:STEP",
+        default_value = "100",
+        allow_hyphen_values = true
+    )]
     pub shrink: String,
     /// Divide every time by this on top of the factor.
     #[arg(long, value_name = "X", default_value_t = 1.0)]
@@ -137,25 +145,40 @@ pub enum ScheduleMode {
 /// Factors in percent from INI:END:STEP, or a single number.
 pub fn factors(s: &str) -> Result<Vec<f64>> {
     let parts: Vec<&str> = s.split(':').collect();
-    let num = |p: &str| -> Result<f64> {
-        let v: f64 = p
-            .trim()
-            .parse()
-            .map_err(|_| anyhow!("--shrink: {p:?} is not a number"))?;
+    let number = |p: &str| -> Result<f64> {
+        p.trim()
+            .parse::<f64>()
+            .ok()
+            .filter(|v| v.is_finite())
+            .ok_or_else(|| anyhow!("--shrink {s}: {p:?} is not a number"))
+    };
+    // Quoted as typed: "-50", not what a float prints of it.
+    let percent = |p: &str| -> Result<f64> {
+        let v = number(p)?;
         if !(v > 0.0 && v <= 1000.0) {
-            bail!("--shrink: {v} is not a percentage in (0, 1000]");
+            bail!(
+                "--shrink {s}: {} is not a factor: factors are percentages in (0, 1000]",
+                p.trim()
+            );
         }
         Ok(v)
     };
     let out: Vec<f64> = match parts.as_slice() {
-        [one] => vec![num(one)?],
+        [one] => vec![percent(one)?],
         [ini, end, step] => {
-            let (ini, end, step) = (num(ini)?, num(end)?, num(step)?);
+            let (ini, end) = (percent(ini)?, percent(end)?);
+            let step = number(step)?;
+            if step <= 0.0 {
+                bail!(
+                    "--shrink {s}: the step {} must be a positive number of percent",
+                    parts[2].trim()
+                );
+            }
             let n = ((ini - end).abs() / step + 1e-9).floor() as usize + 1;
             let dir = if end < ini { -1.0 } else { 1.0 };
             (0..n).map(|k| ini + dir * step * k as f64).collect()
         }
-        _ => bail!("--shrink: expected INI:END:STEP or one factor, got {s:?}"),
+        _ => bail!("--shrink: expected INI:END:STEP or one factor in percent, got {s:?}"),
     };
     // Each factor to a thousandth of a percent, and each its own directory.
     let out: Vec<f64> = out
@@ -174,9 +197,10 @@ pub fn factors(s: &str) -> Result<Vec<f64>> {
 }
 
 fn seconds(flag: &str, s: &str) -> Result<i64> {
-    formats::seconds::parse_ns(s)
-        .filter(|&n| n >= 0)
-        .ok_or_else(|| anyhow!("{flag}: expected a non-negative number of seconds, got {s:?}"))
+    // A duration fits i64 nanoseconds by construction.
+    formats::seconds::duration_ns(s)
+        .map(|ns| ns as i64)
+        .map_err(|e| anyhow!("{flag}: {e}"))
 }
 
 /// Checks the command line and reads the trace slice.
@@ -214,6 +238,19 @@ pub fn plan(cli: &Cli) -> Result<(Plan, Vec<String>)> {
             max_cores: default,
         },
     )?;
+    if slice.jobs.is_empty() {
+        bail!(
+            "{}: no job of the slice can be replayed: of its {} jobs, {} need more than the {} \
+             cores of the cluster's default partition (at --cores-per-proc {}) and {} have an \
+             unknown run time or size",
+            cli.workload.display(),
+            slice.read,
+            slice.too_large,
+            default,
+            cli.cores_per_proc,
+            slice.unknown
+        );
+    }
     let warnings = slice.warnings.clone();
     if cli.strict && !warnings.is_empty() {
         bail!(
@@ -301,5 +338,12 @@ mod tests {
         for bad in ["", "x", "100:50", "0", "-5:1:1", "100:50:0"] {
             assert!(factors(bad).is_err(), "{bad:?}");
         }
+        // Each message names what is wrong, as typed.
+        let e = factors("-50").unwrap_err().to_string();
+        assert!(e.contains("-50 is not a factor"), "{e}");
+        let e = factors("100:50:0").unwrap_err().to_string();
+        assert!(e.contains("the step 0 must be a positive"), "{e}");
+        let e = factors("100:50:-10").unwrap_err().to_string();
+        assert!(e.contains("the step -10"), "{e}");
     }
 }

@@ -23,6 +23,7 @@
 
 pub mod cli;
 pub mod run;
+pub mod rundir;
 pub mod schedule;
 pub mod slurm;
 pub mod trace;
@@ -68,11 +69,24 @@ pub struct Plan {
 }
 
 /// Runs every factor in turn; stops early (the run at hand marked
-/// interrupted) when `stop` fires.
+/// interrupted) when `stop` fires. Every run's directory is taken before
+/// the first starts ([`rundir`]).
 pub async fn replay(plan: &Plan, stop: &CancellationToken) -> Result<Vec<RunResult>> {
+    let paths: Vec<PathBuf> = plan
+        .factors
+        .iter()
+        .map(|&f| plan.out.join(run::label(f)))
+        .collect();
+    let dirs = rundir::claim_all(&paths, plan.force)?;
     let mut results = Vec::new();
-    for &f in &plan.factors {
-        let r = run::run_factor(plan, f, stop).await?;
+    for (&f, dir) in plan.factors.iter().zip(&dirs) {
+        let r = match run::run_factor(plan, f, dir, stop).await {
+            Ok(r) => r,
+            Err(e) => {
+                run::mark_failed(&dir.path, &e);
+                return Err(e);
+            }
+        };
         let interrupted = r.interrupted;
         results.push(r);
         if interrupted {

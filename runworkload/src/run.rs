@@ -18,6 +18,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
+use crate::rundir::RunDir;
 use crate::schedule::{self, Scale};
 use crate::Plan;
 
@@ -186,20 +187,32 @@ fn bar(plan: &Plan, label: &str, jobs: u64) -> ProgressBar {
     bar
 }
 
-pub async fn run_factor(plan: &Plan, factor: f64, stop: &CancellationToken) -> Result<RunResult> {
+pub async fn run_factor(
+    plan: &Plan,
+    factor: f64,
+    run_dir: &RunDir,
+    stop: &CancellationToken,
+) -> Result<RunResult> {
     let label = label(factor);
-    let dir = plan.out.join(&label);
-    if dir.join("manifest.json").exists() && !plan.force {
-        bail!(
-            "{} already holds a run; use another --out or --force to replace it",
-            dir.display()
-        );
-    }
-    if plan.force && dir.exists() {
-        std::fs::remove_dir_all(&dir).with_context(|| format!("cannot clear {}", dir.display()))?;
-    }
+    let dir = run_dir.path.clone();
     std::fs::create_dir_all(dir.join("records"))
         .with_context(|| format!("cannot create {}", dir.display()))?;
+    // Before the first job: a run whose replay dies is then known as
+    // unfinished, never taken for a finished one.
+    write_manifest(
+        plan,
+        &dir,
+        &Manifest {
+            label: &label,
+            factor,
+            status: RUNNING,
+            cores: plan.config.total_cores(),
+            start_ns: wall_ns(),
+            end_ns: None,
+            counts: None,
+            lateness: None,
+        },
+    )?;
 
     let scale = Scale {
         factor,
@@ -216,6 +229,9 @@ pub async fn run_factor(plan: &Plan, factor: f64, stop: &CancellationToken) -> R
             walltime_ns: scale.apply_u(j.walltime_ns),
             partition: None,
             submit_ns: None,
+            // On a cluster others use too, `controller cancel --name
+            // shrink-050` finds this run's jobs.
+            name: Some(label.clone()),
         })
         .collect();
     let mut order: Vec<usize> = (0..jobs.len()).collect();
@@ -287,7 +303,10 @@ pub async fn run_factor(plan: &Plan, factor: f64, stop: &CancellationToken) -> R
                     actual[i] = sent;
                 }
             }
-            Response::Error(e) => bail!("the cluster refused jobs: {e}"),
+            Response::Error(e) => bail!(
+                "the cluster refused {}: {e}",
+                trace_jobs(&plan.slice.jobs, &batch, &plan.workload)
+            ),
             other => bail!("unexpected answer to submit: {other:?}"),
         }
     }
@@ -392,6 +411,26 @@ pub async fn run_factor(plan: &Plan, factor: f64, stop: &CancellationToken) -> R
     })
 }
 
+/// The trace jobs `batch` (indices into the slice) replay, for messages:
+/// "trace job 4515 (line 20 of T)", or the first few of several.
+pub(crate) fn trace_jobs(jobs: &[crate::trace::TraceJob], batch: &[usize], trace: &Path) -> String {
+    let named: Vec<String> = batch
+        .iter()
+        .take(3)
+        .map(|&i| format!("{} (line {})", jobs[i].trace_id, jobs[i].line))
+        .collect();
+    let more = match batch.len() {
+        n if n > 3 => format!(" and {} more", n - 3),
+        _ => String::new(),
+    };
+    let noun = if batch.len() == 1 { "job" } else { "jobs" };
+    format!(
+        "trace {noun} {}{more} of {}",
+        named.join(", "),
+        trace.display()
+    )
+}
+
 /// A finished job as its record tells it (the twin and Slurm have no
 /// controller to ask).
 pub(crate) fn info_of(r: &formats::record::JobRecord<'_>, nodes: String) -> JobInfo {
@@ -403,6 +442,7 @@ pub(crate) fn info_of(r: &formats::record::JobRecord<'_>, nodes: String) -> JobI
     };
     JobInfo {
         id: r.id,
+        name: String::new(),
         state,
         partition: String::new(),
         cores: r.cores,
@@ -572,7 +612,7 @@ pub(crate) fn write_results(
     late.sort_unstable();
     let mut states: HashMap<&'static str, u64> = HashMap::new();
     let mut csv = String::from(
-        "trace_id,job_id,cores,runtime_s,walltime_s,target_submit,actual_submit,lateness_ms,state,",
+        "trace_id,job_id,cores,runtime_s,walltime_s,target_submit,actual_submit,submit_ns,lateness_ms,state,",
     );
     if slurm_ids.is_some() {
         csv.push_str("slurm_id,");
@@ -590,7 +630,7 @@ pub(crate) fn write_results(
         *states.entry(state).or_default() += 1;
         let target = started_wall + targets[i];
         csv.push_str(&format!(
-            "{},{},{},{:.3},{:.3},{:.6},{:.6},{:.3},{},{}\"{}\"\n",
+            "{},{},{},{:.3},{:.3},{:.6},{:.6},{},{:.3},{},{}\"{}\"\n",
             j.trace_id,
             ids[i],
             j.cores,
@@ -598,6 +638,10 @@ pub(crate) fn write_results(
             scale.apply_u(j.walltime_ns) as f64 / 1e9,
             target as f64 / 1e9,
             actual[i] as f64 / 1e9,
+            // The cluster's own submit instant, exactly as the job's
+            // records carry it: what tells this run's records from any
+            // other's.
+            info.map_or(0, |info| info.submit_ns),
             if ids[i] == 0 {
                 0.0
             } else {
@@ -610,6 +654,86 @@ pub(crate) fn write_results(
     }
     std::fs::write(dir.join("jobs.csv"), csv).context("cannot write jobs.csv")?;
 
+    write_manifest(
+        plan,
+        dir,
+        &Manifest {
+            label,
+            factor,
+            status: if interrupted {
+                "interrupted"
+            } else {
+                "completed"
+            },
+            cores,
+            start_ns: started_wall,
+            end_ns: Some(ended_wall),
+            counts: Some(&states),
+            lateness: Some(&late),
+        },
+    )?;
+
+    let params = Params {
+        tau_ns: tau_ns(plan, factor),
+        window: None,
+        by_size: false,
+    };
+    // As `calcmets DIR` reads it: only the run's own records count.
+    let sources = calcmets::inputs::expand(&[dir.join("records")])?;
+    let book = calcmets::results::Book::open(dir)?;
+    let mut warnings = Vec::new();
+    let summary =
+        calcmets::summarize_records(&sources, &params, cores, false, Some(&book), &mut warnings)?;
+    for w in warnings {
+        warn!("{w}");
+    }
+    let mut f =
+        std::fs::File::create(dir.join("metrics.json")).context("cannot write metrics.json")?;
+    writeln!(f, "{}", serde_json::to_string_pretty(&summary)?)?;
+    Ok(summary)
+}
+
+/// Marks a run that stopped on an error: its manifest says `failed` and
+/// why, so that neither a rerun nor calcmets takes it for a finished one.
+/// (Best effort: the error at hand is what the user hears of.)
+pub(crate) fn mark_failed(dir: &Path, err: &anyhow::Error) {
+    let path = dir.join("manifest.json");
+    let Some(mut m) = std::fs::read_to_string(&path)
+        .ok()
+        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+    else {
+        return;
+    };
+    m["status"] = json!("failed");
+    m["error"] = json!(format!("{err:#}"));
+    m["end"] = json!(wall_ns() as f64 / 1e9);
+    let _ = std::fs::write(&path, format!("{m:#}\n"));
+}
+
+/// `status` of a run's manifest while its replay runs (and after it died
+/// before the end).
+pub(crate) const RUNNING: &str = "running";
+
+/// What a run's manifest.json says besides the plan: written with status
+/// `running` when the run starts and again, complete, when it ends.
+pub(crate) struct Manifest<'a> {
+    pub label: &'a str,
+    pub factor: f64,
+    pub status: &'a str,
+    pub cores: u64,
+    /// Unix ns: the first deadline (when the run started, for a run still
+    /// running).
+    pub start_ns: i64,
+    pub end_ns: Option<i64>,
+    /// Jobs by final state.
+    pub counts: Option<&'a HashMap<&'static str, u64>>,
+    /// Sorted lateness of the submitted jobs, ns.
+    pub lateness: Option<&'a [i64]>,
+}
+
+/// Writes `dir/manifest.json` whole (to a temporary file renamed into
+/// place, so a reader never sees half of one).
+pub(crate) fn write_manifest(plan: &Plan, dir: &Path, m: &Manifest<'_>) -> Result<()> {
     let schedule = match &plan.schedule {
         schedule::Schedule::Trace => json!({"mode": "trace"}),
         schedule::Schedule::Groups {
@@ -628,10 +752,20 @@ pub(crate) fn write_results(
         }),
     };
     let s = &plan.slice;
+    let lateness = m.lateness.map(|late| {
+        json!({
+            "submitted": late.len(),
+            "p50": rank(late, 0.50) as f64 / 1e9,
+            "p99": rank(late, 0.99) as f64 / 1e9,
+            "max": late.last().copied().unwrap_or(0) as f64 / 1e9,
+            "mean": if late.is_empty() { 0.0 } else { late.iter().sum::<i64>() as f64 / late.len() as f64 / 1e9 },
+        })
+    });
     let manifest = json!({
-        "label": label,
-        "status": if interrupted { "interrupted" } else { "completed" },
+        "label": m.label,
+        "status": m.status,
         "clemu_version": env!("CARGO_PKG_VERSION"),
+        "pid": std::process::id(),
         "config": plan.config_path.display().to_string(),
         "mode": if plan.simulate { "simulated" } else { "emulated" },
         "backend": if plan.slurm { "slurm" } else { "clemu" },
@@ -656,7 +790,7 @@ pub(crate) fn write_results(
                 })
             })
             .collect::<Vec<_>>(),
-        "cores": cores,
+        "cores": m.cores,
         "nodes": plan.config.nodes.len(),
         "trace": {
             "path": plan.workload.display().to_string(),
@@ -673,38 +807,19 @@ pub(crate) fn write_results(
             "malformed_lines": s.warnings.len(),
             "cores_per_proc": plan.cores_per_proc,
         },
-        "factor": factor,
+        "factor": m.factor,
         "speedup": plan.speedup,
-        "tau": tau_ns(plan, factor) as f64 / 1e9,
+        "tau": tau_ns(plan, m.factor) as f64 / 1e9,
         "schedule": schedule,
-        "start": started_wall as f64 / 1e9,
-        "end": ended_wall as f64 / 1e9,
-        "counts": states,
-        "lateness": {
-            "submitted": late.len(),
-            "p50": rank(&late, 0.50) as f64 / 1e9,
-            "p99": rank(&late, 0.99) as f64 / 1e9,
-            "max": late.last().copied().unwrap_or(0) as f64 / 1e9,
-            "mean": if late.is_empty() { 0.0 } else { late.iter().sum::<i64>() as f64 / late.len() as f64 / 1e9 },
-        },
+        "start": m.start_ns as f64 / 1e9,
+        "end": m.end_ns.map(|e| e as f64 / 1e9),
+        "counts": m.counts,
+        "lateness": lateness,
     });
-    let mut f =
-        std::fs::File::create(dir.join("manifest.json")).context("cannot write manifest.json")?;
-    writeln!(f, "{}", serde_json::to_string_pretty(&manifest)?)?;
-
-    let params = Params {
-        tau_ns: tau_ns(plan, factor),
-        window: None,
-        by_size: false,
-    };
-    let sources = calcmets::inputs::expand(&[dir.join("records")])?;
-    let mut warnings = Vec::new();
-    let summary = calcmets::summarize_records(&sources, &params, cores, false, &mut warnings)?;
-    for w in warnings {
-        warn!("{w}");
-    }
-    let mut f =
-        std::fs::File::create(dir.join("metrics.json")).context("cannot write metrics.json")?;
-    writeln!(f, "{}", serde_json::to_string_pretty(&summary)?)?;
-    Ok(summary)
+    let path = dir.join("manifest.json");
+    let tmp = dir.join(".manifest.json.new");
+    let text = format!("{}\n", serde_json::to_string_pretty(&manifest)?);
+    std::fs::write(&tmp, text)
+        .and_then(|()| std::fs::rename(&tmp, &path))
+        .with_context(|| format!("cannot write {}", path.display()))
 }

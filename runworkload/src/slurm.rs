@@ -201,7 +201,12 @@ pub(crate) async fn run_factor(
             .await;
         for (i, sent, out) in answers {
             actual[i] = sent;
-            let out = out.with_context(|| format!("job {} refused by Slurm", ids[i]))?;
+            let out = out.with_context(|| {
+                format!(
+                    "Slurm refused {}",
+                    crate::run::trace_jobs(&plan.slice.jobs, &[i], &plan.workload)
+                )
+            })?;
             // --parsable: "id" or "id;cluster".
             slurm_ids[i] = out
                 .trim()

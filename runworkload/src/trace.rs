@@ -50,11 +50,30 @@ pub struct SliceSpec {
     pub max_cores: u64,
 }
 
+/// Fewest malformed lines that, outnumbering the good ones, make a file
+/// "not a trace" before its end; a damaged trace has a few bad lines
+/// among many good ones.
+const NOT_A_TRACE_MIN_BAD: u64 = 20;
+
+/// The error for a file that is not a trace: how many lines were bad, and
+/// the first of them (`warnings` name the file and line).
+fn not_a_trace(name: &str, warnings: &[String], good: u64) -> String {
+    let bad = warnings.len() as u64;
+    format!(
+        "{name}: not an SWF trace: {bad} of the {} job lines read are malformed (first: {})",
+        bad + good,
+        warnings.first().map_or("", String::as_str)
+    )
+}
+
 pub fn read(path: &Path, spec: &SliceSpec) -> Result<Slice> {
     let name = path.display().to_string();
     let mut reader = swf::open(path).with_context(|| format!("cannot open trace {name}"))?;
     let mut slice = Slice::default();
     let mut seen = 0u64;
+    // Job lines read well: a file whose lines are mostly malformed is not
+    // a trace, and is refused as soon as that is clear.
+    let mut good = 0u64;
     while let Some(line) = reader
         .next_job()
         .with_context(|| format!("cannot read trace {name}"))?
@@ -65,9 +84,14 @@ pub fn read(path: &Path, spec: &SliceSpec) -> Result<Slice> {
                 slice
                     .warnings
                     .push(format!("{name}:{}: {}", e.line, e.message));
+                let bad = slice.warnings.len() as u64;
+                if bad > good && bad >= NOT_A_TRACE_MIN_BAD {
+                    bail!(not_a_trace(&name, &slice.warnings, good));
+                }
                 continue;
             }
         };
+        good += 1;
         if job.is_partial() {
             continue;
         }
@@ -106,6 +130,9 @@ pub fn read(path: &Path, spec: &SliceSpec) -> Result<Slice> {
         });
     }
     slice.header = reader.header().clone();
+    if good == 0 && !slice.warnings.is_empty() {
+        bail!(not_a_trace(&name, &slice.warnings, good));
+    }
     if slice.read == 0 {
         bail!(
             "{name}: no job in the slice (skip {}, {} job lines in the trace)",

@@ -469,3 +469,129 @@ fn a_running_cluster_with_a_remote_agent_is_driven_with_controller() {
     assert!(recs.iter().all(|r| r.node.starts_with("rn")));
     assert_eq!(json(&run.join("metrics.json"))["jobs"], 40);
 }
+
+/// Regression: a replay killed with `kill -9`, then run again with the
+/// same --out, appended to the dead run's records (279 jobs of a 200-job
+/// replay). Now the rerun is refused, `--force` replaces the run whole,
+/// and calcmets says what an unfinished run lacks and never counts
+/// another run's records.
+#[test]
+fn a_killed_run_is_never_silently_reused() {
+    let out = tempfile::tempdir().unwrap();
+    let dir = out.path().join("shrink-100");
+    let (trace, skip) = kth();
+    let start = |extra: &[&str]| {
+        let mut c = Command::new(bin("runworkload"));
+        c.arg("--config")
+            .arg(repo().join("configs/demo.toml"))
+            .arg("--workload")
+            .arg(&trace)
+            .args(["--skip", &skip.to_string(), "--jobs", "200", "-q"])
+            .args(["--cores-per-proc", "2"])
+            .arg("--out")
+            .arg(out.path())
+            .args(extra);
+        c
+    };
+    let mut child = start(&["--speedup", "5000"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let records = dir.join("records/jobs.rec");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(90);
+    loop {
+        let n = std::fs::read(&records).map_or(0, |b| decode_all(&b).0.len());
+        if n >= 10 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no records after 90 s"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    child.kill().unwrap(); // SIGKILL: no clean-up of any kind
+    child.wait().unwrap();
+    let stale = std::fs::read(&records).unwrap();
+    let (stale_recs, _) = decode_all(&stale);
+    assert_eq!(json(&dir.join("manifest.json"))["status"], "running");
+
+    // calcmets reads it, and says what it is and what it lacks.
+    let c = Command::new(bin("calcmets"))
+        .args(["--format", "json"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(c.status.success(), "{}", String::from_utf8_lossy(&c.stderr));
+    let err = String::from_utf8_lossy(&c.stderr);
+    let completed = stale_recs
+        .iter()
+        .filter(|r| r.status == formats::record::Status::Completed)
+        .count();
+    assert!(
+        err.contains("is unfinished")
+            && err.contains(&format!("{completed} of its 200 jobs completed")),
+        "{err}"
+    );
+    let strict = Command::new(bin("calcmets"))
+        .arg("--strict")
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert_eq!(
+        strict.status.code(),
+        Some(1),
+        "an unfinished run is a warning"
+    );
+
+    // Without --force: refused, saying what is there and what to do;
+    // nothing touched.
+    let o = start(&["--speedup", "40000"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("holds an unfinished run") && err.contains("--force"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read(&records).unwrap(), stale);
+
+    // With --force: the old run is gone whole, the new one is all there.
+    let o = start(&["--speedup", "40000", "--force"]).output().unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let (recs, _) = decode_all(&std::fs::read(&records).unwrap());
+    let mut ids: Vec<u64> = recs.iter().map(|r| r.id).collect();
+    ids.sort_unstable();
+    assert_eq!(ids, (1..=200).collect::<Vec<_>>(), "one record per job");
+    assert_eq!(json(&dir.join("manifest.json"))["status"], "completed");
+    let metrics = json(&dir.join("metrics.json"));
+
+    // Another run's records appended by hand are not counted, and said so.
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&records)
+        .unwrap();
+    std::io::Write::write_all(&mut f, &stale).unwrap();
+    drop(f);
+    let c = Command::new(bin("calcmets"))
+        .args(["--format", "json"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(c.status.success());
+    let v: Value = serde_json::from_slice(&c.stdout).unwrap();
+    assert_eq!(v["jobs"], metrics["jobs"]);
+    assert_eq!(v["utilization"], metrics["utilization"]);
+    assert_eq!(v["skipped"]["not_in_run"], Value::Null);
+    assert_eq!(
+        v["skipped"]["excluded_by"]["not_in_run"],
+        stale_recs.len() as u64
+    );
+    let err = String::from_utf8_lossy(&c.stderr);
+    assert!(err.contains("are not of this run"), "{err}");
+}

@@ -153,9 +153,7 @@ fn number<T: std::str::FromStr>(flag: &str, v: &str) -> Result<T, String> {
 
 /// Decimal seconds (non-negative) as nanoseconds.
 fn seconds(flag: &str, v: &str) -> Result<u64, String> {
-    formats::seconds::parse_ns(v)
-        .and_then(|ns| u64::try_from(ns).ok())
-        .ok_or_else(|| format!("{flag}: expected a non-negative number of seconds, got {v:?}"))
+    formats::seconds::duration_ns(v).map_err(|e| format!("{flag}: {e}"))
 }
 
 /// Decimal seconds since the Unix epoch as nanoseconds.

@@ -1,0 +1,121 @@
+//! A results directory as runworkload leaves it: whether the run finished,
+//! how many jobs it was to run, and which records are its own. Metrics of
+//! a run count only its own records, and say so when others are there or
+//! when the run did not finish.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+use formats::record::JobRecord;
+
+use crate::runs::{read_manifest, MANIFEST};
+
+/// `status` of a run that finished with every job over.
+pub const COMPLETED: &str = "completed";
+
+/// How far before its run's start a record may say its job started and
+/// still be the run's own: room for the clocks of the hosts involved
+/// (controller, agents, the replay's) to disagree a little.
+pub const CLOCK_SLACK_NS: i64 = 1_000_000_000;
+
+/// One results directory's account of itself.
+#[derive(Debug, Clone)]
+pub struct Book {
+    pub dir: PathBuf,
+    /// The manifest's `status`: `running` while the replay writes the
+    /// directory (and after it died), then `completed`, `interrupted` or
+    /// `failed`.
+    pub status: String,
+    /// Jobs the run was to replay (`slice.replayed`).
+    pub expected: Option<u64>,
+    /// The run's jobs by the cluster's id, with the submit instant their
+    /// records carry when `jobs.csv` says (it is written when the run
+    /// ends; `None` before).
+    jobs: Option<HashMap<u64, Option<i64>>>,
+    /// When the run began (`start`), CLOCK_REALTIME ns.
+    start_ns: Option<i64>,
+}
+
+impl Book {
+    pub fn open(dir: &Path) -> Result<Book> {
+        let m = read_manifest(&dir.join(MANIFEST))?;
+        let rows = crate::jobs_csv::read(dir)?;
+        let jobs = dir
+            .join(crate::jobs_csv::FILE)
+            .is_file()
+            .then(|| rows.iter().map(|(&id, r)| (id, r.submit_ns)).collect());
+        Ok(Book {
+            dir: dir.to_path_buf(),
+            // Runs written before the manifest had a status finished.
+            status: m
+                .get("status")
+                .and_then(|v| v.as_str())
+                .unwrap_or(COMPLETED)
+                .to_string(),
+            expected: m
+                .get("slice")
+                .and_then(|s| s.get("replayed"))
+                .and_then(serde_json::Value::as_u64),
+            jobs,
+            start_ns: m
+                .get("start")
+                .and_then(serde_json::Value::as_f64)
+                .map(|s| (s * 1e9).round() as i64),
+        })
+    }
+
+    /// Whether `rec` is a record of one of this run's jobs: one
+    /// `jobs.csv` lists, with the very submit instant it lists (the
+    /// cluster's, to the nanosecond). Without those (a run still running,
+    /// or written before `jobs.csv` had them), a record that started once
+    /// the run had begun. Records appended from another run (the same job
+    /// ids, other instants) are not.
+    pub fn owns(&self, rec: &JobRecord<'_>) -> bool {
+        let started_in_run = || {
+            self.start_ns
+                .is_none_or(|s| rec.start >= s.saturating_sub(CLOCK_SLACK_NS))
+        };
+        match &self.jobs {
+            None => started_in_run(),
+            Some(jobs) => match jobs.get(&rec.id) {
+                None => false,
+                Some(Some(submit)) => rec.submit == *submit,
+                Some(None) => started_in_run(),
+            },
+        }
+    }
+
+    pub fn finished(&self) -> bool {
+        self.status == COMPLETED
+    }
+
+    /// A line for standard error when the run did not finish: what it is
+    /// and how many of its jobs the metrics lack. `counted`: jobs that
+    /// completed, the ones metrics include.
+    pub fn unfinished_warning(&self, name: &str, counted: u64) -> Option<String> {
+        if self.finished() {
+            return None;
+        }
+        let why = match self.status.as_str() {
+            "running" => {
+                "is unfinished (its runworkload stopped before the end, or still runs)".to_string()
+            }
+            "interrupted" => {
+                "was interrupted (Ctrl-C): its unfinished jobs were cancelled".to_string()
+            }
+            other => format!("did not finish (status {other})"),
+        };
+        let lacks = match self.expected {
+            Some(n) => format!(
+                "{counted} of its {n} jobs completed, {} did not",
+                n.saturating_sub(counted)
+            ),
+            None => format!("only the {counted} jobs that completed count"),
+        };
+        Some(format!(
+            "{name} ({}) {why}: {lacks}; rerun it with runworkload --force",
+            self.dir.display()
+        ))
+    }
+}

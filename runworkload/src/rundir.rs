@@ -1,0 +1,295 @@
+//! A run's results directory, from the replay's side: taken before the run
+//! starts, so that a run's records are only ever its own.
+//!
+//! A replay locks the directory (`.lock`, an advisory lock the kernel
+//! drops however the process ends) and writes `manifest.json` with status
+//! `running` before its first job; the manifest is written again when the
+//! run ends. A directory that holds anything (a finished run, one whose
+//! replay was killed, stray records) is refused unless `--force`, which
+//! removes the old run whole: records are never appended to another run's.
+//! One that another replay has locked is refused even then.
+
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+
+/// The lock file in a results directory. Hidden: calcmets reads `*.rec`,
+/// `manifest.json` and `jobs.csv` and ignores it.
+pub const LOCK_FILE: &str = ".lock";
+
+/// A results directory this process has taken.
+pub struct RunDir {
+    pub path: PathBuf,
+    /// Locked for as long as this lives.
+    _lock: File,
+}
+
+impl RunDir {
+    /// Locks `path` (created if need be) for this process; returns it and
+    /// what it holds already. A directory another replay is writing is
+    /// refused.
+    fn lock(path: &Path) -> Result<(RunDir, Vec<PathBuf>)> {
+        std::fs::create_dir_all(path)
+            .with_context(|| format!("cannot create {}", path.display()))?;
+        let lock_path = path.join(LOCK_FILE);
+        let mut lock = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .read(true)
+            .write(true)
+            .open(&lock_path)
+            .with_context(|| format!("cannot open {}", lock_path.display()))?;
+        match lock.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => {
+                let pid = std::fs::read_to_string(&lock_path).unwrap_or_default();
+                bail!(
+                    "{} is being written by another runworkload (pid {}): wait for it to \
+                     end or stop it, or give this replay another --out",
+                    path.display(),
+                    pid.trim()
+                );
+            }
+            Err(std::fs::TryLockError::Error(e)) => {
+                return Err(e).with_context(|| format!("cannot lock {}", lock_path.display()));
+            }
+        }
+        lock.set_len(0)
+            .and_then(|()| writeln!(lock, "{}", std::process::id()))
+            .with_context(|| format!("cannot write {}", lock_path.display()))?;
+        let others = entries_besides_lock(path)?;
+        Ok((
+            RunDir {
+                path: path.to_path_buf(),
+                _lock: lock,
+            },
+            others,
+        ))
+    }
+}
+
+impl Drop for RunDir {
+    /// The lock file goes with the replay (a killed replay leaves it,
+    /// unlocked); a directory no run was written into (the sweep stopped
+    /// before it) goes too.
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(self.path.join(LOCK_FILE));
+        let _ = std::fs::remove_dir(&self.path);
+    }
+}
+
+/// Takes the directories of every run of a sweep before the first starts,
+/// so that a refusal comes before anything ran or was removed. Without
+/// `force`, a directory holding anything is refused with what it holds
+/// and what to do; with it, everything in them is removed.
+pub fn claim_all(paths: &[PathBuf], force: bool) -> Result<Vec<RunDir>> {
+    let mut taken = Vec::with_capacity(paths.len());
+    for p in paths {
+        taken.push(RunDir::lock(p)?);
+    }
+    if !force {
+        if let Some((dir, _)) = taken.iter().find(|(_, others)| !others.is_empty()) {
+            bail!(
+                "{} {}: replace it with --force (the old run is removed whole), or give \
+                 another --out",
+                dir.path.display(),
+                describe(&dir.path)
+            );
+        }
+    }
+    let mut out = Vec::with_capacity(taken.len());
+    for (dir, others) in taken {
+        for p in others {
+            let removed = if p.is_dir() && !p.is_symlink() {
+                std::fs::remove_dir_all(&p)
+            } else {
+                std::fs::remove_file(&p)
+            };
+            removed.with_context(|| format!("cannot remove {}", p.display()))?;
+        }
+        out.push(dir);
+    }
+    Ok(out)
+}
+
+fn entries_besides_lock(dir: &Path) -> Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).with_context(|| format!("cannot list {}", dir.display()))? {
+        let e = e.with_context(|| format!("cannot list {}", dir.display()))?;
+        if e.file_name() != LOCK_FILE {
+            out.push(e.path());
+        }
+    }
+    Ok(out)
+}
+
+/// What a directory that is not empty holds, in a few words: "holds a
+/// completed run (…)", "holds an unfinished run (…)", "holds no run but
+/// N files".
+fn describe(dir: &Path) -> String {
+    let records = count_records(&dir.join("records"));
+    let manifest = std::fs::read_to_string(dir.join("manifest.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok());
+    let Some(m) = manifest else {
+        return match records {
+            0 => "is not empty and holds no run".to_string(),
+            n => format!("holds {n} job record(s) but no manifest: a run that did not finish"),
+        };
+    };
+    let status = m
+        .get("status")
+        .and_then(|s| s.as_str())
+        .unwrap_or("completed");
+    let ago = m
+        .get("start")
+        .and_then(serde_json::Value::as_f64)
+        .map(|s| crate::run::wall_ns() as f64 / 1e9 - s)
+        .filter(|s| *s >= 0.0)
+        .map_or(String::new(), |s| format!("started {}, ", ago(s)));
+    let jobs = m
+        .get("slice")
+        .and_then(|s| s.get("replayed"))
+        .and_then(serde_json::Value::as_u64)
+        .map_or(String::new(), |n| format!(" of its {n} jobs"));
+    match status {
+        "running" => {
+            let pid = m
+                .get("pid")
+                .and_then(serde_json::Value::as_u64)
+                .map_or(String::new(), |p| format!(" (pid {p})"));
+            format!(
+                "holds an unfinished run ({ago}its runworkload{pid} stopped before the end; \
+                 {records} record(s){jobs})"
+            )
+        }
+        other => format!("already holds a run ({other}, {ago}{records} record(s){jobs})"),
+    }
+}
+
+fn ago(secs: f64) -> String {
+    match secs {
+        s if s < 120.0 => format!("{s:.0} s ago"),
+        s if s < 2.0 * 3600.0 => format!("{:.0} min ago", s / 60.0),
+        s if s < 2.0 * 86400.0 => format!("{:.0} h ago", s / 3600.0),
+        s => format!("{:.0} days ago", s / 86400.0),
+    }
+}
+
+/// Intact records in the `*.rec` files of `dir` (0 if there are none).
+fn count_records(dir: &Path) -> u64 {
+    let Ok(sources) = calcmets::inputs::expand(&[dir.to_path_buf()]) else {
+        return 0;
+    };
+    let mut n = 0;
+    // A file that is no record file counts none.
+    for s in sources {
+        let _ = calcmets::inputs::for_each_record(std::slice::from_ref(&s), |_| {
+            n += 1;
+            Ok(())
+        });
+    }
+    n
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use formats::record::{encode, Flags, JobRecord, Status};
+
+    fn record(id: u64) -> JobRecord<'static> {
+        JobRecord {
+            id,
+            cores: 1,
+            node: "vn1".into(),
+            submit: 0,
+            start: 1,
+            end: 2,
+            runtime: 1,
+            walltime: 0,
+            status: Status::Completed,
+            flags: Flags::default(),
+            suspensions: Vec::new(),
+        }
+    }
+
+    /// A run whose replay died: a manifest still `running`, some records.
+    fn killed_run(dir: &Path) {
+        std::fs::create_dir_all(dir.join("records")).unwrap();
+        let start = crate::run::wall_ns() as f64 / 1e9 - 90.0;
+        std::fs::write(
+            dir.join("manifest.json"),
+            format!(r#"{{"status": "running", "pid": 4242, "start": {start}, "slice": {{"replayed": 200}}}}"#),
+        )
+        .unwrap();
+        let mut frames = Vec::new();
+        for id in 1..=79 {
+            encode(&record(id), &mut frames).unwrap();
+        }
+        std::fs::write(dir.join("records/jobs.rec"), frames).unwrap();
+    }
+
+    #[test]
+    fn an_unfinished_run_is_refused_then_replaced_whole_with_force() {
+        let out = tempfile::tempdir().unwrap();
+        let dir = out.path().join("shrink-100");
+        killed_run(&dir);
+        let err = format!(
+            "{:#}",
+            claim_all(std::slice::from_ref(&dir), false).err().unwrap()
+        );
+        for needle in [
+            "holds an unfinished run",
+            "pid 4242",
+            "79 record(s) of its 200 jobs",
+            "--force",
+        ] {
+            assert!(err.contains(needle), "{needle:?} in {err}");
+        }
+        // Refused: nothing was touched.
+        assert!(dir.join("records/jobs.rec").is_file());
+        let taken = claim_all(std::slice::from_ref(&dir), true).unwrap();
+        let left: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(left, [LOCK_FILE], "only the lock is left");
+        drop(taken);
+        assert!(!dir.exists(), "an unused directory goes with the replay");
+    }
+
+    #[test]
+    fn a_directory_being_written_is_refused_even_with_force() {
+        let out = tempfile::tempdir().unwrap();
+        let dir = out.path().join("shrink-050");
+        let _first = claim_all(std::slice::from_ref(&dir), false).unwrap();
+        std::fs::write(dir.join("manifest.json"), "{}").unwrap();
+        let err = format!(
+            "{:#}",
+            claim_all(std::slice::from_ref(&dir), true).err().unwrap()
+        );
+        assert!(
+            err.contains("being written by another runworkload"),
+            "{err}"
+        );
+        assert!(err.contains(&std::process::id().to_string()), "{err}");
+        assert!(dir.join("manifest.json").is_file(), "nothing removed");
+    }
+
+    #[test]
+    fn a_sweep_is_refused_before_any_of_its_directories_is_touched() {
+        let out = tempfile::tempdir().unwrap();
+        let (a, b) = (out.path().join("shrink-100"), out.path().join("shrink-050"));
+        std::fs::create_dir_all(&a).unwrap();
+        std::fs::write(a.join("stray.rec"), b"x").unwrap();
+        killed_run(&b);
+        let err = format!(
+            "{:#}",
+            claim_all(&[a.clone(), b.clone()], false).err().unwrap()
+        );
+        assert!(err.contains("is not empty and holds no run"), "{err}");
+        assert!(a.join("stray.rec").is_file() && b.join("manifest.json").is_file());
+    }
+}
