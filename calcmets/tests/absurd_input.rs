@@ -105,3 +105,60 @@ fn inputs_that_hold_no_records_are_warned_about() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("1 record file(s) outside"), "{err}");
 }
+
+/// Regression: a file of random bytes gave "0 jobs" and exit 0; an
+/// executable read as a trace gave 3,678 warnings and exit 0.
+#[test]
+fn garbage_is_a_one_line_error_with_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    // Bytes from a fixed-seed generator: the same garbage every run.
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let noise: Vec<u8> = (0..100_000)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect();
+    let random = dir.path().join("random.bin");
+    std::fs::write(&random, &noise).unwrap();
+    for args in [
+        vec!["--cores", "8", random.to_str().unwrap()],
+        vec!["dump", random.to_str().unwrap()],
+    ] {
+        let out = calcmets(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        assert!(
+            err.contains("random.bin: not a record file"),
+            "{args:?}: {err}"
+        );
+    }
+    // An executable is not a trace: said once, after a clear majority of
+    // bad lines, with the first of them.
+    let exe = env!("CARGO_BIN_EXE_calcmets");
+    let out = calcmets(&["--swf", exe]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(
+        err.contains("not an SWF trace") && err.contains("(line 1:"),
+        "{err}"
+    );
+    // A trace with a few bad lines among good ones is still a trace.
+    let trace = dir.path().join("few.swf");
+    let mut text = String::from("; MaxProcs: 8\n");
+    for i in 1..=30 {
+        text.push_str(&format!(
+            "{i} {i} 0 10 1 -1 -1 1 -1 -1 1 1 1 -1 1 -1 -1 -1\n"
+        ));
+    }
+    text.push_str("garbage\nmore garbage\n");
+    std::fs::write(&trace, text).unwrap();
+    let out = calcmets(&["--swf", trace.to_str().unwrap(), "--format", "json"]);
+    assert_eq!(out.status.code(), Some(0));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["jobs"], 30);
+}

@@ -142,6 +142,19 @@ fn impossible_and_bad_requests_are_refused_clearly() {
     let out = c.ctl(&["submit", "--cores", "9", "--runtime", "1"]);
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("has 8"));
+    // Jobs of a request are counted from 1 (regression: "job 0").
+    let out = c.ctl(&["submit", "--cores", "9", "--runtime", "1", "--count", "3"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("job 1 of 3: 9 cores, but partition"), "{err}");
+    // A duration too long for the clocks says so (regression: it said
+    // "non-negative").
+    let out = c.ctl(&["submit", "--cores", "1", "--runtime", "1e300"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("too long") && !err.contains("non-negative"),
+        "{err}"
+    );
     let out = c.ctl(&["cancel", "42"]);
     assert_eq!(out.status.code(), Some(1));
     let out = c.ctl(&["drain", "vn9"]);

@@ -323,6 +323,88 @@ fn bad_traces_give_the_promised_errors() {
     let o = run(&[]);
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("--force"));
+
+    // Regressions: no job that fits wrote a run of 0 jobs; a file that is
+    // no trace was warned about line by line and replayed as nothing.
+    let exe = bin("runworkload");
+    for (workload, args, needles) in [
+        (
+            repo().join("configs/workloads/kth-sp2-200.swf"),
+            vec!["--cores-per-proc", "1000"],
+            vec![
+                "no job of the slice can be replayed",
+                "200 need more than the 256 cores",
+            ],
+        ),
+        (
+            exe.clone(),
+            vec![],
+            vec!["not an SWF trace", "20 of the 20 job lines"],
+        ),
+    ] {
+        let o = Command::new(&exe)
+            .arg("--config")
+            .arg(repo().join("configs/demo.toml"))
+            .arg("--workload")
+            .arg(&workload)
+            .arg("--out")
+            .arg(dir.path().join("nothing"))
+            .args(&args)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        for n in needles {
+            assert!(err.contains(n), "{n:?} in {err}");
+        }
+        assert!(!dir.path().join("nothing").exists(), "no run written");
+    }
+}
+
+/// A job the cluster refuses is named as the trace names it, not by its
+/// 0-based place in a request.
+#[test]
+fn a_refused_job_is_named_by_its_trace_job_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("short.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[agents]\nlocal = true\nsigsleep = \"{}\"\n[[nodes]]\nnames = \"vn[1-2]\"\ncpus = 4\n\
+             [[partitions]]\nname = \"short\"\nmax_time_s = 60\n",
+            bin("sigsleep").display()
+        ),
+    )
+    .unwrap();
+    let trace = dir.path().join("t.swf");
+    std::fs::write(
+        &trace,
+        "; MaxProcs: 8\n\
+         7 0 0 1 1 -1 -1 1 10 -1 1 1 1 -1 1 -1 -1 -1\n\
+         8 0 0 1 1 -1 -1 1 3600 -1 1 1 1 -1 1 -1 -1 -1\n",
+    )
+    .unwrap();
+    let o = Command::new(bin("runworkload"))
+        .arg("--config")
+        .arg(&config)
+        .arg("--workload")
+        .arg(&trace)
+        .arg("--out")
+        .arg(dir.path().join("out"))
+        .arg("-q")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("refused trace jobs 7 (line 2), 8 (line 3)")
+            && err.contains("job 2 of 2: wall time over partition short's limit"),
+        "{err}"
+    );
+    let m: Value = json(&dir.path().join("out/shrink-100/manifest.json"));
+    assert_eq!(m["status"], "failed");
+    assert!(m["error"].as_str().unwrap().contains("wall time"), "{m}");
 }
 
 #[test]
