@@ -25,6 +25,10 @@ OPTIONS:
     --node NAME           first node of the job [default: this host's name]
     --die-with-parent PID end (SIGKILL, no record) when the launcher PID dies;
                           if it is already gone, exit 1 at once
+    --ready-file PATH     once every signal counts, write this process's pid
+                          to PATH (atomically: it appears whole); removed
+                          when the job ends. For launchers that cannot block
+                          the job signals, such as a shell (see SIGNALS)
     -h, --help            print this help
     -V, --version         print the version
 
@@ -46,9 +50,17 @@ SIGNALS:
               when it is continued (send SIGCONT after the signal).
     Launchers should start sigsleep with these four signals blocked: it
     installs its handlers first, then lets them in, so a suspension that
-    arrives right after launch is still accounted. A SIGCONT sent at any
-    time after a SIGTSTP resumes the job, however close behind it comes. A
-    SIGINT that the launcher left ignored stays ignored.
+    arrives right after launch is still accounted. A shell cannot block
+    them: a SIGTSTP it sends before sigsleep has started (in the first
+    instants after `sigsleep ... &`) stops the process before sigsleep
+    exists to see it, and the job then starts late with no suspension. From
+    a shell, wait for --ready-file first:
+        sigsleep --runtime 10 --log jobs.rec --ready-file job.ready &
+        until [ -e job.ready ]; do sleep 0.01; done
+        kill -TSTP $!; sleep 3; kill -CONT $!; wait
+    A SIGCONT sent at any time after a SIGTSTP resumes the job, however
+    close behind it comes. A SIGINT that the launcher left ignored stays
+    ignored.
 
 RECORD:
     One frame (magic, version, length, CRC-32, bincode payload) appended with
@@ -57,8 +69,9 @@ RECORD:
 
 EXIT STATUS:
     0     completed: slept the full run time
-    1     the log could not be opened or the record not written, or the
-          launcher of --die-with-parent was already gone
+    1     the log could not be opened or the record not written, the
+          --ready-file could not be written, or the launcher of
+          --die-with-parent was already gone
     2     usage error (bad or missing flags), or the signal handlers could
           not be installed
     124   timeout: the wall-time limit was reached first
@@ -78,6 +91,9 @@ pub struct Config {
     pub log: PathBuf,
     /// The launcher whose death ends this job.
     pub parent: Option<u32>,
+    /// Written (this process's pid) once every signal counts; removed at
+    /// the end.
+    pub ready_file: Option<PathBuf>,
 }
 
 #[derive(Debug, PartialEq)]
@@ -103,6 +119,7 @@ pub fn parse(
     let mut node = None;
     let mut log = None;
     let mut parent = None;
+    let mut ready_file = None;
     while let Some(arg) = p.next().map_err(|e| e.to_string())? {
         match arg {
             Long("runtime") => runtime = Some(seconds("--runtime", &text(&mut p)?)?),
@@ -118,6 +135,9 @@ pub fn parse(
             Long("node") => node = Some(text(&mut p)?),
             Long("die-with-parent") => parent = Some(number("--die-with-parent", &text(&mut p)?)?),
             Long("log") => log = Some(PathBuf::from(p.value().map_err(|e| e.to_string())?)),
+            Long("ready-file") => {
+                ready_file = Some(PathBuf::from(p.value().map_err(|e| e.to_string())?));
+            }
             Short('h') | Long("help") => return Ok(Parsed::Help),
             Short('V') | Long("version") => return Ok(Parsed::Version),
             other => return Err(other.unexpected().to_string()),
@@ -136,6 +156,7 @@ pub fn parse(
         node,
         log,
         parent,
+        ready_file,
     }))
 }
 
@@ -205,6 +226,7 @@ mod tests {
                 node: Some("vn0001".into()),
                 log: "/tmp/x".into(),
                 parent: None,
+                ready_file: None,
             })
         );
     }

@@ -8,10 +8,14 @@
 //! 1. [`signals::install`] blocks `SIGTSTP`, `SIGCONT`, `SIGTERM` and
 //!    `SIGINT` and installs their handlers before anything else, so a signal
 //!    sent right after launch is accounted rather than lost.
-//! 2. The start instant is read, the flags parsed, the log opened.
+//! 2. The start instant is read, the flags parsed, the log opened; with
+//!    `--ready-file`, the pid is written there for a launcher that could
+//!    not block the signals (a shell) and waits for it before it sends any.
 //! 3. The main loop waits in `ppoll` on a timerfd armed at the absolute
-//!    deadline; that wait is the only place the four signals are unblocked. Handlers log timestamped events and return; a `SIGTSTP`
-//!    handler also stops the process (default action re-raised). After each
+//!    deadline; that wait is the only place the job signals are let in
+//!    ([`signals`]): handlers log timestamped events and return, and a
+//!    pending `SIGTSTP` is noted, then let in with its default action,
+//!    which stops the process. After each
 //!    wake the loop feeds the events to the [`ledger::Ledger`], which
 //!    recomputes the absolute monotonic deadline `start + run time + time
 //!    suspended`, so no error accumulates across sleeps.
@@ -82,6 +86,17 @@ pub fn main_exit_code() -> i32 {
         }
     };
 
+    // Every signal counts from here on (the handlers are in, the log is
+    // open): say so to a launcher that waits for it.
+    if let Some(path) = &cfg.ready_file {
+        if let Err(e) = write_ready(path) {
+            eprintln!(
+                "sigsleep: cannot write --ready-file {}: {e}",
+                path.display()
+            );
+            return EXIT_LOG;
+        }
+    }
     let mut ledger = Ledger::new(start, cfg.runtime_ns, cfg.walltime_ns);
     loop {
         signals::drain(|ev| ledger.apply(ev));
@@ -110,7 +125,13 @@ pub fn main_exit_code() -> i32 {
         None if outcome.status == record::Status::Timeout => EXIT_TIMEOUT,
         None => 0,
     };
-    match write_record(&cfg, start.real, end.real, outcome, &mut log) {
+    let written = write_record(&cfg, start.real, end.real, outcome, &mut log);
+    // Gone once the job is over: a launcher that starts the next job with
+    // the same file waits for that job, not for a stale file.
+    if let Some(path) = &cfg.ready_file {
+        let _ = std::fs::remove_file(path);
+    }
+    match written {
         Ok(()) => code,
         Err(e) => {
             eprintln!(
@@ -161,6 +182,15 @@ fn write_record(
         return Err(format!("short write: {n} of {} bytes", frame.len()).into());
     }
     Ok(())
+}
+
+/// Writes this process's pid to `path`, whole: to a file beside it, then
+/// renamed over it, so that a launcher that sees the file sees the pid.
+fn write_ready(path: &std::path::Path) -> std::io::Result<()> {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(format!(".{}.tmp", std::process::id()));
+    std::fs::write(&tmp, format!("{}\n", std::process::id()))?;
+    std::fs::rename(&tmp, path)
 }
 
 /// Asks for SIGKILL when the launching thread dies, so that a job never
