@@ -97,6 +97,13 @@ pub enum Command {
     /// Cancel jobs: these ids, or every job not over that matches the
     /// filters (as Slurm's `scancel`); prints the ids cancelled by filter.
     Cancel(CancelArgs),
+    /// Write the records of these jobs (none given: every job the
+    /// controller remembers) to standard output, for calcmets (`controller
+    /// records | calcmets --cores N -`); jobs not over have none yet.
+    Records {
+        #[arg(value_name = "JOBID")]
+        ids: Vec<u64>,
+    },
     /// Wait until these jobs (or, with none given, every job not yet over)
     /// are over; exit 1 if any of them did not complete.
     Wait {
@@ -295,6 +302,7 @@ async fn client_command(cli: &Cli, shutdown: &CancellationToken) -> Result<Outco
         }
         Command::Cancel(a) => Request::Cancel(a.ids.clone()),
         Command::Wait { ids } => return wait(ids, &addr, &secret, shutdown).await,
+        Command::Records { ids } => return records(ids, &addr, &secret).await,
         Command::Suspend { ids } => Request::Suspend(ids.clone()),
         Command::Resume { ids } => Request::Resume(ids.clone()),
         Command::Drain { nodes, reason } => Request::Drain {
@@ -510,6 +518,69 @@ async fn why_waiting(addr: &str, secret: &[u8], n: u32) -> String {
     } else {
         format!("waiting for the controller at {addr} to acknowledge {n} jobs (Ctrl-C stops)")
     }
+}
+
+/// Ids per request when asking about many jobs: keeps each answer far
+/// below the frame limit.
+const CHUNK: usize = 20_000;
+
+/// Writes the records of `ids` (none: every job the controller remembers)
+/// to standard output. Only records of these very jobs: a record with the
+/// job's id but not its submit instant is another cluster's (a record
+/// directory reused after its state directory was removed).
+async fn records(ids: &[u64], addr: &str, secret: &[u8]) -> Result<Outcome> {
+    use std::io::IsTerminal;
+    let mut stdout = std::io::stdout().lock();
+    if stdout.is_terminal() {
+        bail!(
+            "records are binary: redirect them to a file (controller records > jobs.rec) or pipe \
+             them to calcmets (controller records | calcmets --cores N -)"
+        );
+    }
+    let mut session = client::Session::open(addr, secret).await?;
+    let infos = match session.call(&Request::Queue { all: true }).await? {
+        Response::Queue(q) => q,
+        other => bail!("controller {addr}: unexpected answer {other:?}"),
+    };
+    let submit: std::collections::HashMap<u64, i64> = infos
+        .iter()
+        .filter(|j| ids.is_empty() || ids.contains(&j.id))
+        .map(|j| (j.id, j.submit_ns))
+        .collect();
+    let mut outcome = Outcome::Ok;
+    for id in ids.iter().filter(|id| !submit.contains_key(id)) {
+        eprintln!("controller: job {id}: no such job");
+        outcome = Outcome::Refused;
+    }
+    let mut wanted: Vec<u64> = submit.keys().copied().collect();
+    wanted.sort_unstable();
+    let mut written = std::collections::HashSet::new();
+    for chunk in wanted.chunks(CHUNK) {
+        let frames = match session.call(&Request::Records(chunk.to_vec())).await? {
+            Response::Records(f) => f,
+            Response::Error(e) => bail!("controller {addr}: {e}"),
+            other => bail!("controller {addr}: unexpected answer {other:?}"),
+        };
+        let mut out = Vec::with_capacity(frames.len());
+        let mut reader = formats::record::RecordReader::new(&frames[..]);
+        reader.for_each_record(|r| -> std::io::Result<()> {
+            if submit.get(&r.id) == Some(&r.submit) {
+                written.insert(r.id);
+                formats::record::encode(r, &mut out).map_err(std::io::Error::other)?;
+            }
+            Ok(())
+        })?;
+        stdout.write_all(&out)?;
+    }
+    stdout.flush()?;
+    let without = wanted.len() - written.len();
+    if without > 0 {
+        eprintln!(
+            "controller: {without} of {} jobs have no record (not over yet, or never started)",
+            wanted.len()
+        );
+    }
+    Ok(outcome)
 }
 
 /// Waits until `ids` (none: every job not over when it starts) are over.

@@ -192,6 +192,15 @@ fn wait_returns_when_the_jobs_are_over_and_says_how_they_ended() {
     for id in &quick {
         assert_eq!(c.state(*id), "completed");
     }
+    // Their records, for calcmets; the running job has none yet.
+    let out = c.ctl(&["records"]);
+    assert!(out.status.success());
+    let (recs, stats) = formats::record::decode_all(&out.stdout);
+    assert_eq!(stats.damaged(), 0);
+    let mut got: Vec<u64> = recs.iter().map(|r| r.id).collect();
+    got.sort_unstable();
+    assert_eq!(got, quick);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("1 of 3 jobs have no record"));
     // Waiting for every job not over: the long one, cancelled meanwhile.
     let mut waiting = Command::new(binary("controller"))
         .arg("--config")
