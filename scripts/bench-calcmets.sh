@@ -56,7 +56,7 @@ for k in ("wait", "response", "slowdown", "bounded_slowdown"):
     assert abs(rust[k]["mean"] - py[k]["mean"]) <= 1e-9 * abs(py[k]["mean"]), k
     for q in ("p50", "p95", "p99", "max"):
         # calcmets's percentiles come from a histogram past 65,536 jobs:
-        # within 0.1 % (DESIGN.md allows it).
+        # within 0.1 % (docs/design.md allows it).
         assert abs(rust[k][q] - py[k][q]) <= 1e-3 * abs(py[k][q]) + 1e-9, (k, q, rust[k][q], py[k][q])
 r, p = statistics.median(rt), statistics.median(pt)
 fast = min(pt) / min(rt)

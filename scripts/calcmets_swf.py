@@ -2,7 +2,7 @@
 """A straightforward Python implementation of `calcmets --swf`.
 
 The baseline that scripts/bench-calcmets.sh times against calcmets, and an
-independent check of its arithmetic: the same metric definitions (DESIGN.md,
+independent check of its arithmetic: the same metric definitions (docs/design.md,
 "Metric definitions", SWF rules), written the obvious way, printed as the
 same JSON object as `calcmets --swf TRACE --format json`.
 

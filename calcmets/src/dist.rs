@@ -9,7 +9,7 @@
 //! histogram with 3
 //! significant digits. A percentile is then the middle of the bucket that
 //! holds the nearest-rank value (buckets are under 0.1 % wide) rounded to
-//! 4 significant digits: within 0.1 % of the exact value, as DESIGN.md
+//! 4 significant digits: within 0.1 % of the exact value, as docs/design.md
 //! allows, and whole numbers stay whole.
 
 use hdrhistogram::Histogram;
@@ -28,7 +28,7 @@ pub struct Dist {
     max: i64,
 }
 
-/// The summary DESIGN.md asks for, in ticks.
+/// The summary docs/design.md asks for, in ticks.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Quantiles {
     pub mean: f64,

@@ -1,12 +1,12 @@
 //! `calcmets dump`: records as JSON lines, one object per record, with the
-//! fields of DESIGN.md ("calcmets dump --format jsonl").
+//! fields of docs/design.md ("calcmets dump --format jsonl").
 
 use std::io::Write;
 
 use formats::record::JobRecord;
 use serde::Serialize;
 
-/// One record as DESIGN.md spells it: instants in seconds since the Unix
+/// One record as docs/design.md spells it: instants in seconds since the Unix
 /// epoch, durations in seconds.
 #[derive(Serialize)]
 struct Line<'a> {

@@ -8,7 +8,7 @@
 //! frames are counted per file), traces through [`formats::swf`] on every
 //! core ([`trace`]; malformed lines become warnings naming the line).
 //! Every job goes through one
-//! [`metrics::Accum`], which applies DESIGN.md's metric definitions with
+//! [`metrics::Accum`], which applies docs/design.md's metric definitions with
 //! integer sums and [`dist::Dist`] distributions (exact up to 65,536 jobs,
 //! an HDR histogram past that), so memory does not grow with the input.
 //! [`report`] prints the runs side by side as a table, JSON or CSV;

@@ -1,4 +1,4 @@
-//! The metric definitions of DESIGN.md, applied one job at a time.
+//! The metric definitions of docs/design.md, applied one job at a time.
 //! [`Accum`] owns the running sums and distributions of one run (an
 //! included job's values are counted with the next 255, see `Held`);
 //! [`Accum::finish`] turns them into the [`Summary`] that is printed.
@@ -585,7 +585,7 @@ pub struct Skipped {
     pub excluded_by: ExcludedBy,
 }
 
-/// The metrics of one run, with exactly the keys of DESIGN.md
+/// The metrics of one run, with exactly the keys of docs/design.md
 /// ("calcmets --format json"), plus `by_size` when asked for.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Summary {

@@ -22,7 +22,7 @@ struct JsonRun<'a> {
     summary: &'a Summary,
 }
 
-/// One run alone prints the DESIGN.md object; several print an array of
+/// One run alone prints the docs/design.md object; several print an array of
 /// such objects, each with a leading `run` key naming it.
 pub fn json(out: &mut impl Write, runs: &[Named]) -> io::Result<()> {
     match runs {

@@ -101,7 +101,7 @@ pub fn read(path: &Path, params: &Params, all_statuses: bool) -> Result<TraceRea
     // A trace this long holds more jobs than percentiles are kept exact
     // for (job lines are about 100 bytes): straight to the histograms,
     // rather than filling exact buffers that would be spilled into them
-    // (DESIGN.md allows percentiles from a histogram at any size).
+    // (docs/design.md allows percentiles from a histogram at any size).
     let long = chunks.text_len_at_least() > EXACT_LIMIT as u64 * BYTES_PER_JOB;
     let mut parser = Parser::new(params, all_statuses, long, &included, &tally, spare_tx);
 
@@ -359,7 +359,7 @@ impl<'a> Parser<'a> {
     }
 }
 
-/// One trace line as a job, by DESIGN.md's SWF rules: s = submit, w = wait
+/// One trace line as a job, by docs/design.md's SWF rules: s = submit, w = wait
 /// (unknown counts as 0), e = s + w + r, no suspension, cores = allocated
 /// processors or else requested; partial-execution lines are skipped (the
 /// job's summary line carries its totals).

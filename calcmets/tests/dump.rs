@@ -1,5 +1,5 @@
 //! `calcmets dump --format jsonl`: one JSON object per record with exactly
-//! the fields of DESIGN.md; damaged input is reported against its file.
+//! the fields of docs/design.md; damaged input is reported against its file.
 
 #![allow(clippy::unwrap_used)] // tests: a failure should panic
 

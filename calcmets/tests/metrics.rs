@@ -1,5 +1,5 @@
 //! calcmets's metrics through the real binary: hand-computed values on
-//! small fixtures, DESIGN.md's JSON keys, side-by-side runs, bad input.
+//! small fixtures, docs/design.md's JSON keys, side-by-side runs, bad input.
 
 #![allow(clippy::unwrap_used)] // tests: a failure should panic
 

@@ -77,6 +77,14 @@ pub enum Command {
         /// [default: the config's metrics_listen, else none].
         #[arg(long, value_name = "ADDR")]
         metrics_listen: Option<String>,
+        /// Run in the background: return once the controller listens,
+        /// printing its pid (as slurmctld without -D).
+        #[arg(long)]
+        detach: bool,
+        /// With --detach, where the controller logs [default:
+        /// controller.log in its state directory].
+        #[arg(long, value_name = "FILE", requires = "detach")]
+        log: Option<PathBuf>,
     },
     /// Submit jobs; prints their ids.
     Submit(SubmitArgs),
@@ -242,7 +250,44 @@ fn load(cli: &Cli) -> Result<Cluster> {
     Cluster::load(path)
 }
 
-pub async fn run(cli: Cli, shutdown: CancellationToken) -> Result<Outcome> {
+/// The config `serve` runs: the file, with the command line's overrides.
+pub fn serve_config(cli: &Cli) -> Result<Cluster> {
+    let Command::Serve {
+        listen,
+        state_dir,
+        record_dir,
+        metrics_listen,
+        ..
+    } = &cli.command
+    else {
+        bail!("not serve");
+    };
+    let mut config = load(cli)?;
+    if let Some(l) = listen {
+        config.listen = l.clone();
+    }
+    if let Some(d) = state_dir {
+        config.move_state_dir(d);
+    }
+    if let Some(s) = &cli.secret_file {
+        config.secret_file = s.clone();
+    }
+    if let Some(d) = record_dir {
+        config.record_dir = d.clone();
+    }
+    if let Some(m) = metrics_listen {
+        config.metrics_listen = Some(m.clone());
+    }
+    Ok(config)
+}
+
+/// Runs the command. `ready`: a detached `serve`'s way to tell the
+/// process that waits for it ([`crate::detach`]).
+pub async fn run(
+    cli: Cli,
+    shutdown: CancellationToken,
+    ready: Option<crate::detach::Ready>,
+) -> Result<Outcome> {
     match &cli.command {
         Command::Nodeset(a) => nodeset(&cli, a),
         Command::Policies => {
@@ -251,29 +296,14 @@ pub async fn run(cli: Cli, shutdown: CancellationToken) -> Result<Outcome> {
             }
             Ok(Outcome::Ok)
         }
-        Command::Serve {
-            listen,
-            state_dir,
-            record_dir,
-            metrics_listen,
-        } => {
-            let mut config = load(&cli)?;
-            if let Some(l) = listen {
-                config.listen = l.clone();
-            }
-            if let Some(d) = state_dir {
-                config.move_state_dir(d);
-            }
-            if let Some(s) = &cli.secret_file {
-                config.secret_file = s.clone();
-            }
-            if let Some(d) = record_dir {
-                config.record_dir = d.clone();
-            }
-            if let Some(m) = metrics_listen {
-                config.metrics_listen = Some(m.clone());
-            }
-            crate::serve(config, shutdown).await?;
+        Command::Serve { .. } => {
+            let config = serve_config(&cli)?;
+            crate::serve_then(config, shutdown, move || {
+                if let Some(r) = ready {
+                    r.notify();
+                }
+            })
+            .await?;
             Ok(Outcome::Ok)
         }
         _ => client_command(&cli, &shutdown).await,

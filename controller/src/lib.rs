@@ -32,6 +32,7 @@ pub mod cli;
 pub mod client;
 pub mod config;
 pub mod connection;
+pub mod detach;
 pub mod journal;
 pub mod listener;
 pub mod metrics;
@@ -181,6 +182,16 @@ fn lock_dir(path: &Path, me: &str, refusal: impl FnOnce(&str) -> String) -> Resu
 
 /// Runs the controller until `shutdown` fires or a client asks it to stop.
 pub async fn serve(config: Config, shutdown: CancellationToken) -> Result<()> {
+    serve_then(config, shutdown, || {}).await
+}
+
+/// [`serve`], calling `ready` once the controller listens and its address
+/// file is written: from then on a client finds it.
+pub async fn serve_then(
+    config: Config,
+    shutdown: CancellationToken,
+    ready: impl FnOnce(),
+) -> Result<()> {
     let config = Arc::new(config);
     std::fs::DirBuilder::new()
         .recursive(true)
@@ -268,6 +279,7 @@ pub async fn serve(config: Config, shutdown: CancellationToken) -> Result<()> {
         done.clone(),
     ));
 
+    ready();
     if config.local_agents {
         for host in &config.hosts {
             let spec = AgentSpec {

@@ -9,16 +9,37 @@ fn main() -> ExitCode {
         Err(code) => return code,
     };
     let serving = matches!(cli.command, Command::Serve { .. });
+    let detach = matches!(cli.command, Command::Serve { detach: true, .. });
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         // Colours only for a person: a log file or a pipe gets plain text.
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_ansi(!detach && std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("CLEMU_LOG").unwrap_or_else(|_| {
                 tracing_subscriber::EnvFilter::new(if serving { "info" } else { "warn" })
             }),
         )
         .init();
+    // Forked before the runtime starts any thread.
+    let ready = if detach {
+        let forked = controller::cli::serve_config(&cli).and_then(|config| {
+            let log = match &cli.command {
+                Command::Serve { log, .. } => log.as_deref(),
+                _ => None,
+            };
+            let log = controller::detach::log_path(&config.state_dir, log)?;
+            controller::detach::fork_serving(&log)
+        });
+        match forked {
+            Ok(ready) => Some(ready),
+            Err(e) => {
+                eprintln!("controller: {e:#}");
+                return ExitCode::from(2);
+            }
+        }
+    } else {
+        None
+    };
     let rt = match tokio::runtime::Runtime::new() {
         Ok(rt) => rt,
         Err(e) => {
@@ -42,7 +63,7 @@ fn main() -> ExitCode {
             }
             token.cancel();
         });
-        match controller::cli::run(cli, shutdown).await {
+        match controller::cli::run(cli, shutdown, ready).await {
             Ok(Outcome::Ok) => ExitCode::SUCCESS,
             Ok(Outcome::Refused) => ExitCode::from(1),
             // `controller nodeset -e … | head` closing the pipe is not an

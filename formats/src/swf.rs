@@ -147,7 +147,7 @@ impl SwfJob {
     }
 
     /// Processors the job used: allocated, or requested when the allocation
-    /// is unknown (DESIGN.md's SWF rule).
+    /// is unknown (docs/design.md's SWF rule).
     pub fn procs(&self) -> Option<u64> {
         if self.get(field::ALLOC_PROCS) < 0.0 {
             self.req_procs()

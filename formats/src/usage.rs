@@ -1,6 +1,6 @@
-//! The command line is a contract too (DESIGN.md lists the flags scripts
-//! rely on): every binary parses it with clap, and a mistake in it is one
-//! line on standard error naming the binary, then exit code 2.
+//! The command line is a contract too (scripts rely on the flags each
+//! `--help` documents): every binary parses it with clap, and a mistake in
+//! it is one line on standard error naming the binary, then exit code 2.
 
 use std::process::ExitCode;
 

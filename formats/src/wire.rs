@@ -103,7 +103,7 @@ pub struct JobSpec {
     pub name: Option<String>,
 }
 
-/// Job states, as DESIGN.md names them.
+/// Job states, as docs/design.md names them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum JobState {
     Pending,
@@ -155,7 +155,7 @@ impl JobState {
     }
 }
 
-/// Node states, as DESIGN.md names them.
+/// Node states, as docs/design.md names them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum NodeState {
     Idle,
@@ -381,7 +381,7 @@ pub struct StartJob {
     pub submit_ns: i64,
 }
 
-/// How an agent delivers a suspension (DESIGN.md, "Suspension modes").
+/// How an agent delivers a suspension (docs/design.md, "States").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum SuspendMode {
     /// `SIGTSTP`: sigsleep records the instant and stops itself.
