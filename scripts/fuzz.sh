@@ -8,8 +8,10 @@
 # Needs cargo-fuzz (`cargo install cargo-fuzz`). cargo-fuzz uses unstable
 # rustc flags; on a stable toolchain RUSTC_BOOTSTRAP=1 lets it run, and the
 # address sanitizer is left out unless FUZZ_SANITIZER=address is set.
-# Crashes land in fuzz/artifacts/<target>/ (turn each into a regression
-# test); corpora grow in fuzz/corpus/<target>/, seeded on first use.
+# Crashes land in fuzz/artifacts/<target>/: once fixed, copy each into
+# fuzz/regressions/<target>/, which formats/tests/fuzz_regressions.rs
+# replays with the target's own checks (fuzz/fuzz_targets/checks.rs);
+# corpora grow in fuzz/corpus/<target>/, seeded on first use.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-60}

@@ -96,7 +96,10 @@ pub fn for_each_record(
             .for_each_record(&mut f)
             .with_context(|| format!("cannot read {}", src.name()))?;
         let s = reader.stats();
-        if s.records == 0 && s.damaged() + s.unsupported > 0 {
+        // Damaged frames in a file that starts with one are a damaged
+        // record file (say, its only record torn by a crash), and are
+        // reported as such; anything else is not a record file.
+        if s.records == 0 && s.damaged() + s.unsupported > 0 && s.first_magic_at != Some(0) {
             bail!(
                 "{}: not a record file: no readable record in it ({} corrupt and {} torn \
                  frame(s), {} of an unknown version, {} stray bytes)",

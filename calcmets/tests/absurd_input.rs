@@ -136,6 +136,27 @@ fn garbage_is_a_one_line_error_with_exit_2() {
             "{args:?}: {err}"
         );
     }
+    // A record file whose only record a crash tore is a damaged record
+    // file, not garbage: a warning, and 0 jobs.
+    let torn = dir.path().join("torn.rec");
+    let frame = formats::record::encode_to_vec(&JobRecord {
+        id: 1,
+        cores: 1,
+        node: Cow::Borrowed("vn1"),
+        submit: 0,
+        start: S,
+        end: 2 * S,
+        runtime: S as u64,
+        walltime: 0,
+        status: Status::Completed,
+        flags: Flags::default(),
+        suspensions: Vec::new(),
+    })
+    .unwrap();
+    std::fs::write(&torn, &frame[..frame.len() - 3]).unwrap();
+    let out = calcmets(&["--cores", "8", torn.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("1 torn"));
     // An executable is not a trace: said once, after a clear majority of
     // bad lines, with the first of them.
     let exe = env!("CARGO_BIN_EXE_calcmets");

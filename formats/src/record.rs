@@ -283,6 +283,10 @@ pub struct DecodeStats {
     pub unsupported: u64,
     /// Bytes skipped while looking for the next magic.
     pub skipped_bytes: u64,
+    /// Where the first magic (or a torn piece of one) was, counted from
+    /// the start of the input; `None` if there was none. A record file
+    /// starts with one, however damaged its frames.
+    pub first_magic_at: Option<u64>,
 }
 
 impl DecodeStats {
@@ -297,6 +301,10 @@ impl DecodeStats {
         self.torn += other.torn;
         self.unsupported += other.unsupported;
         self.skipped_bytes += other.skipped_bytes;
+        self.first_magic_at = match (self.first_magic_at, other.first_magic_at) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
     }
 }
 
@@ -471,11 +479,13 @@ impl<R: Read> RecordReader<R> {
             let hay = &self.buf[self.pos..self.end];
             if hay.len() >= MAGIC.len() {
                 if hay[..4] == MAGIC {
+                    self.saw_magic();
                     return Ok(true);
                 }
                 match find_magic(hay) {
                     Some(i) => {
                         self.skip(i);
+                        self.saw_magic();
                         return Ok(true);
                     }
                     // Keep a tail that could be the start of a magic.
@@ -486,6 +496,7 @@ impl<R: Read> RecordReader<R> {
                 let left = self.end - self.pos;
                 if left > 0 && MAGIC.starts_with(&self.buf[self.pos..self.end]) {
                     // A write that stopped within the magic itself.
+                    self.saw_magic();
                     if !self.damage_counted {
                         self.stats.torn += 1;
                     }
@@ -495,6 +506,13 @@ impl<R: Read> RecordReader<R> {
                 }
                 return Ok(false);
             }
+        }
+    }
+
+    /// Notes the stream offset of the magic at `pos`, if it is the first.
+    fn saw_magic(&mut self) {
+        if self.stats.first_magic_at.is_none() {
+            self.stats.first_magic_at = Some(self.base + self.pos as u64);
         }
     }
 
