@@ -17,6 +17,16 @@ fn secret(dir: &std::path::Path, mode: u32) -> std::path::PathBuf {
     p
 }
 
+/// A loopback address nobody listens on (a port bound, then released).
+fn unused_addr() -> String {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    format!("127.0.0.1:{port}")
+}
+
 #[test]
 fn bad_flags_are_usage_errors() {
     let out = agent().args(["--nodes", "vn1"]).output().unwrap();
@@ -75,13 +85,7 @@ fn a_world_readable_secret_is_refused() {
 fn an_absent_controller_is_reported_with_its_address() {
     let dir = tempfile::tempdir().unwrap();
     let s = secret(dir.path(), 0o600);
-    // A port nobody listens on (bound, then released).
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let addr = format!("127.0.0.1:{port}");
+    let addr = unused_addr();
     let out = agent()
         .args([
             "--controller",
@@ -123,12 +127,7 @@ fn an_unreachable_controller_is_reported_at_once_while_retrying() {
     use std::io::BufRead;
     let dir = tempfile::tempdir().unwrap();
     let s = secret(dir.path(), 0o600);
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let addr = format!("127.0.0.1:{port}");
+    let addr = unused_addr();
     let mut child = agent()
         .args(["--controller", &addr, "--nodes", "vn1", "--cpus", "4"])
         .arg("--secret-file")

@@ -191,26 +191,23 @@ fn a_world_readable_secret_stops_the_controller_at_start() {
     );
     // A client says the same, not that the controller may be missing
     // (regression: it asked "is the controller running?").
-    let out = std::process::Command::new(binary("controller"))
-        .arg("--config")
-        .arg(&config)
-        .arg("queue")
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
+    let queue = || {
+        let out = std::process::Command::new(binary("controller"))
+            .arg("--config")
+            .arg(&config)
+            .arg("queue")
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2));
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let err = queue();
     assert!(
         err.contains("readable by everyone") && !err.contains("running"),
         "{err}"
     );
     // A missing secret is where that question belongs.
     std::fs::remove_file(&secret).unwrap();
-    let out = std::process::Command::new(binary("controller"))
-        .arg("--config")
-        .arg(&config)
-        .arg("queue")
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = queue();
     assert!(err.contains("is the controller running?"), "{err}");
 }

@@ -412,7 +412,7 @@ pub async fn run_factor(
 }
 
 /// The trace jobs `batch` (indices into the slice) replay, for messages:
-/// "trace job 4515 (line 20 of T)", or the first few of several.
+/// "trace job 4515 (line 20) of T", or the first few of several.
 pub(crate) fn trace_jobs(jobs: &[crate::trace::TraceJob], batch: &[usize], trace: &Path) -> String {
     let named: Vec<String> = batch
         .iter()
