@@ -1,5 +1,7 @@
-//! Every real trace in ../shared/workloads (the Parallel Workloads Archive
-//! copies the project develops against) parses, with plausible metrics.
+//! Every real trace at hand parses, with plausible metrics: the KTH slice
+//! the repository ships always, and the Parallel Workloads Archive copies
+//! in ../shared/workloads where they are (a fresh clone elsewhere has only
+//! the slice, so no test here runs on nothing).
 
 #![allow(clippy::unwrap_used)] // tests: a failure should panic
 
@@ -8,9 +10,35 @@ use std::process::Command;
 
 use serde_json::Value;
 
+/// The trace the repository ships.
+fn bundled() -> PathBuf {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../configs/workloads/kth-sp2-200.swf");
+    assert!(p.is_file(), "{} is missing", p.display());
+    p
+}
+
+/// Every trace at hand: the shared ones, and the bundled slice.
+fn traces() -> Vec<PathBuf> {
+    let mut traces = vec![bundled()];
+    if let Some(dir) = workloads() {
+        let mut shared: Vec<PathBuf> = std::fs::read_dir(&dir)
+            .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+            .map(|e| e.unwrap().path())
+            .filter(|p| {
+                let n = p.to_string_lossy();
+                n.ends_with(".swf") || n.ends_with(".swf.gz")
+            })
+            .collect();
+        shared.sort();
+        assert!(shared.len() >= 4, "{shared:?}");
+        traces.extend(shared);
+    }
+    traces
+}
+
 /// The shared traces: $CLEMU_SHARED/workloads, else ../shared/workloads
-/// beside the repository, else /work/shared/workloads. `None` (the test
-/// says so and passes) on a machine that has none of them.
+/// beside the repository, else /work/shared/workloads; `None` on a machine
+/// that has none of them (the tests then check the bundled slice alone).
 fn workloads() -> Option<PathBuf> {
     let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
     let mut candidates = Vec::new();
@@ -21,25 +49,14 @@ fn workloads() -> Option<PathBuf> {
     candidates.push(PathBuf::from("/work/shared/workloads"));
     let found = candidates.into_iter().find(|p| p.is_dir());
     if found.is_none() {
-        eprintln!("no shared workloads found (set CLEMU_SHARED): skipping");
+        eprintln!("no shared workloads found (set CLEMU_SHARED): the bundled slice only");
     }
     found
 }
 
 #[test]
-fn every_shared_trace_gives_plausible_metrics() {
-    let Some(dir) = workloads() else { return };
-    let mut traces: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e} (the shared traces are needed)", dir.display()))
-        .map(|e| e.unwrap().path())
-        .filter(|p| {
-            let n = p.to_string_lossy();
-            n.ends_with(".swf") || n.ends_with(".swf.gz")
-        })
-        .collect();
-    traces.sort();
-    assert!(traces.len() >= 4, "{traces:?}");
-    for t in &traces {
+fn every_trace_gives_plausible_metrics() {
+    for t in &traces() {
         let out = Command::new(env!("CARGO_BIN_EXE_calcmets"))
             .args(["--format", "json", "--strict", "--swf"])
             .arg(t)
@@ -79,8 +96,10 @@ fn every_shared_trace_gives_plausible_metrics() {
 }
 
 #[test]
-fn known_counts_of_the_shared_traces() {
-    let Some(dir) = workloads() else { return };
+fn known_counts_of_the_traces() {
+    // The bundled slice: 126 of its 200 jobs completed, 74 failed.
+    let mut known = vec![(bundled(), 126, 100)];
+    let dir = workloads();
     // From ../shared/workloads/README.md: status counts per trace.
     for (file, jobs, cores) in [
         // The 40-job sample: 22 completed, 18 failed.
@@ -91,9 +110,15 @@ fn known_counts_of_the_shared_traces() {
         // RICC: 431,549 completed, two of which ran for 0 s.
         ("RICC-2010-2.swf.gz", 431_547, 8192),
     ] {
+        if let Some(dir) = &dir {
+            known.push((dir.join(file), jobs, cores));
+        }
+    }
+    for (file, jobs, cores) in known {
+        let file = file.display().to_string();
         let out = Command::new(env!("CARGO_BIN_EXE_calcmets"))
             .args(["--format", "json", "--swf"])
-            .arg(dir.join(file))
+            .arg(&file)
             .output()
             .unwrap();
         let v: Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -106,15 +131,10 @@ fn known_counts_of_the_shared_traces() {
 /// the general parser) and the line-by-line reader (the general parser
 /// alone) see the same jobs, bit for bit, and the same malformed lines.
 #[test]
-fn both_swf_readers_agree_on_every_shared_trace() {
+fn both_swf_readers_agree_on_every_trace() {
     use formats::swf::{self, Chunks, Fields, Header};
-    let Some(dir) = workloads() else { return };
-    for entry in std::fs::read_dir(&dir).unwrap() {
-        let t = entry.unwrap().path();
+    for t in traces() {
         let n = t.to_string_lossy().to_string();
-        if !(n.ends_with(".swf") || n.ends_with(".swf.gz")) {
-            continue;
-        }
         let mut general = Vec::new();
         let mut reader = swf::open(&t).unwrap();
         while let Some(next) = reader.next_job().unwrap() {
@@ -141,22 +161,28 @@ fn both_swf_readers_agree_on_every_shared_trace() {
 
 /// calcmets and scripts/calcmets_swf.py (the same definitions written the
 /// obvious way, the benchmark's baseline) agree on every number of the
-/// shared traces small enough for exact percentiles (up to 65,536 jobs).
+/// traces small enough for exact percentiles (up to 65,536 jobs): the
+/// bundled slice, and the shared traces where they are.
 #[test]
 fn calcmets_agrees_with_the_python_reference() {
-    let Some(dir) = workloads() else { return };
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scripts/calcmets_swf.py");
-    for file in [
-        "KTH-SP2-1996-2.1-cln.swf.gz",
-        "NASA-iPSC-1993-3.1-cln.swf.gz",
-        "KTH-SP2-1996-2.1-cln.sample40.swf",
-    ] {
-        let trace = dir.join(file);
-        let reference = Command::new("python3").arg(&script).arg(&trace).output();
-        let Ok(reference) = reference else {
-            eprintln!("no python3: skipping the comparison");
-            return;
-        };
+    let mut small = vec![bundled()];
+    if let Some(dir) = workloads() {
+        for file in [
+            "KTH-SP2-1996-2.1-cln.swf.gz",
+            "NASA-iPSC-1993-3.1-cln.swf.gz",
+            "KTH-SP2-1996-2.1-cln.sample40.swf",
+        ] {
+            small.push(dir.join(file));
+        }
+    }
+    for trace in small {
+        let file = &trace.display().to_string();
+        let reference = Command::new("python3")
+            .arg(&script)
+            .arg(&trace)
+            .output()
+            .unwrap_or_else(|e| panic!("python3 is needed to run {}: {e}", script.display()));
         assert!(reference.status.success(), "{file}: {reference:?}");
         let reference: Value = serde_json::from_slice(&reference.stdout).unwrap();
         // On every core, and on one (no worker threads: the reading thread
