@@ -5,12 +5,18 @@
 //! [`runs`] groups the command line into runs (a results directory, a trace,
 //! or the remaining record files together). Each run is streamed, never
 //! loaded whole: records through the [`formats::record`] decoder (damaged
-//! frames are counted per file), traces through [`formats::swf`] on every
-//! core ([`trace`]; malformed lines become warnings naming the line).
+//! frames are counted per file and kind; a file with no readable record in
+//! it is an error), traces through [`formats::swf`] on every core
+//! ([`trace`]; malformed lines become warnings naming the line, and a file
+//! whose lines are mostly malformed is an error). A results directory's
+//! [`results::Book`] says which records are its own and whether the run
+//! finished; the others are counted apart, and said.
 //! Every job goes through one
 //! [`metrics::Accum`], which applies docs/design.md's metric definitions with
 //! integer sums and [`dist::Dist`] distributions (exact up to 65,536 jobs,
-//! an HDR histogram past that), so memory does not grow with the input.
+//! an HDR histogram past that), so memory does not grow with the input, and
+//! counts what it leaves out by reason (a note on standard error says what,
+//! and how to count it).
 //! [`report`] prints the runs side by side as a table, JSON or CSV;
 //! [`dump`] prints records as JSON lines; [`fidelity`] compares a run with
 //! its twin; [`plot`] loads the runs' jobs (the one place they are held in

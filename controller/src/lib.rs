@@ -26,7 +26,8 @@
 //!   cluster.
 //!
 //! The client subcommands ([`client`]) send one request each and print the
-//! answer as a table or JSON ([`views`]).
+//! answer as a table or JSON ([`views`]). `serve --detach` forks before any
+//! thread exists and returns once the controller listens ([`detach`]).
 
 pub mod cli;
 pub mod client;

@@ -4,15 +4,19 @@
 //!
 //! [`trace`] reads the chosen slice of an SWF trace into jobs (cores from
 //! processors, run time, wall-time limit), counting what cannot be
-//! replayed. For each shrinking factor, [`run`] brings up the cluster of
-//! the config in this process (or reaches a running one with
-//! `--controller`), computes every job's submission offset ([`schedule`]:
-//! the trace's own times, or the originating study's warm-up and groups),
-//! submits at those absolute deadlines over an authenticated client
-//! connection (late jobs go together; lateness never accumulates), shows
-//! progress, waits until every job is over, and writes one results
-//! directory: the records, `jobs.csv` (target and actual submit instant of
-//! each job), `manifest.json` and `metrics.json` (calcmets' numbers).
+//! replayed. [`rundir`] takes every factor's results directory before the
+//! first run (locked; one holding another run refused unless `--force`,
+//! which removes it whole), so a run's records are only ever its own. For
+//! each shrinking factor, [`run`] writes the manifest (status `running`),
+//! brings up the cluster of the config in this process (or reaches a
+//! running one with `--controller`), computes every job's submission
+//! offset ([`schedule`]: the trace's own times, or the originating study's
+//! warm-up and groups), submits at those absolute deadlines over an
+//! authenticated client connection (late jobs go together; lateness never
+//! accumulates), shows progress, waits until every job is over, and
+//! completes the results directory: the records, `jobs.csv` (each job's
+//! target, actual and recorded submit instants), `manifest.json` and
+//! `metrics.json` (calcmets' numbers).
 //! [`compare`] prints the runs side by side with calcmets' table.
 //!
 //! With `--simulate`, each factor runs instead in virtual time
