@@ -49,6 +49,11 @@ before=$(git status --porcelain --ignored --untracked-files=normal | sed 's/^...
 strays=$(printf '%s\n' "$before" | grep -vE '^(target|fuzz/target)/?$' | grep -v '^$' || true)
 [ -z "$strays" ] || fail "the checkout is not clean (examples write into it): $(echo $strays); run this on a fresh clone"
 
+# The state directories clusters started from the configs make by default
+# (per user, per config file, under $TMPDIR): those that are new are the
+# examples' too.
+states=${TMPDIR:-/tmp}/clemu-$(id -u)
+states_before=$(ls -d "$states"/* 2>/dev/null | sort || true)
 work=$(mktemp -d -t clemu-examples-XXXXXX)
 cleanup() {
   # A block that failed may have left its cluster running.
@@ -59,6 +64,9 @@ cleanup() {
   if [ "$keep" = 0 ]; then
     after=$(git status --porcelain --ignored --untracked-files=normal | sed 's/^...//' | sort)
     comm -13 <(printf '%s\n' "$before") <(printf '%s\n' "$after") | while read -r p; do
+      [ -n "$p" ] && rm -rf -- "$p"
+    done
+    comm -13 <(printf '%s\n' "$states_before") <(ls -d "$states"/* 2>/dev/null | sort) | while read -r p; do
       [ -n "$p" ] && rm -rf -- "$p"
     done
   fi
