@@ -42,35 +42,26 @@ struct Run {
 /// A run's records and metrics; jobs keyed by `keys` (the cluster's job
 /// id → the trace job it replays), or by job id without them.
 fn load(dir: &Path, keys: Option<&HashMap<u64, i64>>) -> Result<Run> {
-    let path = dir.join(crate::runs::MANIFEST);
-    let text = std::fs::read_to_string(&path).with_context(|| {
-        format!(
-            "{}: not a results directory (no manifest.json)",
-            dir.display()
-        )
-    })?;
-    let m: serde_json::Value = serde_json::from_str(&text)
-        .with_context(|| format!("{} is not valid JSON", path.display()))?;
+    let m = formats::results::Manifest::read(dir)
+        .with_context(|| format!("{}: not a results directory", dir.display()))?;
+    let path = dir.join(formats::results::MANIFEST);
     let start = m
-        .get("start")
-        .and_then(serde_json::Value::as_f64)
+        .start
         .ok_or_else(|| anyhow!("{}: no \"start\"", path.display()))?;
     let start_ns = (start * 1e9).round() as i64;
     let cores = m
-        .get("cores")
-        .and_then(serde_json::Value::as_u64)
+        .cores
         .filter(|&c| c > 0)
         .ok_or_else(|| anyhow!("{}: no \"cores\"", path.display()))?;
     let tau_ns = m
-        .get("tau")
-        .and_then(serde_json::Value::as_f64)
+        .tau
         .map_or(crate::DEFAULT_TAU_NS, |t| (t * 1e9).round() as i64);
     let book = crate::results::Book::open(dir)?;
     if !book.finished() {
         bail!(
             "{}: the run did not finish (status {}): only finished runs compare",
             dir.display(),
-            book.status
+            book.status.as_str()
         );
     }
     let sources = inputs::expand(&[dir.to_path_buf()])?;
@@ -204,7 +195,7 @@ pub fn compare(
     // (A trace may number two jobs alike, or none: then ids, as a fresh
     // cluster numbers the jobs of both in submission order.)
     let trace_ids = |dir: &Path| -> Result<HashMap<u64, i64>> {
-        Ok(crate::jobs_csv::read(dir)?
+        Ok(crate::results::jobs_by_id(dir)?
             .into_iter()
             .map(|(id, row)| (id, row.trace_id))
             .collect())
@@ -353,7 +344,7 @@ mod tests {
             };
             encode(&rec, &mut bytes).unwrap();
         }
-        std::fs::write(dir.join(crate::jobs_csv::FILE), csv).unwrap();
+        std::fs::write(dir.join(formats::results::JOBS), csv).unwrap();
         std::fs::write(dir.join("records/jobs.rec"), bytes).unwrap();
     }
 

@@ -31,7 +31,6 @@ pub mod dist;
 pub mod dump;
 pub mod fidelity;
 pub mod inputs;
-pub mod jobs_csv;
 pub mod metrics;
 pub mod plot;
 pub mod report;

@@ -200,9 +200,12 @@ fn load(args: &PlotArgs) -> Result<Vec<Run>> {
             eprintln!("calcmets: warning: {w}");
         }
         if let Some(dir) = &run.dir {
-            let rows = crate::jobs_csv::read(dir)?;
+            let rows = crate::results::jobs_by_id(dir)?;
             for j in &mut jobs {
-                j.nodes = rows.get(&j.id).and_then(|r| r.nodes.clone());
+                j.nodes = rows
+                    .get(&j.id)
+                    .map(|r| r.nodes.clone())
+                    .filter(|n| !n.is_empty());
             }
         }
         let t0 = jobs.iter().map(|j| j.submit).min().unwrap_or(0);

@@ -76,34 +76,12 @@ pub fn csv(out: &mut impl Write, runs: &[Named]) -> io::Result<()> {
             push(Some((&c.class, c.min_cores, c.max_cores)), &c.summary)?;
         }
     }
-    writeln!(
-        out,
-        "{}",
-        header
-            .iter()
-            .map(|h| csv_cell(h))
-            .collect::<Vec<_>>()
-            .join(",")
-    )?;
+    let mut w = csv::Writer::from_writer(out);
+    w.write_record(&header)?;
     for row in rows {
-        writeln!(
-            out,
-            "{}",
-            row.iter()
-                .map(|c| csv_cell(c))
-                .collect::<Vec<_>>()
-                .join(",")
-        )?;
+        w.write_record(&row)?;
     }
-    Ok(())
-}
-
-fn csv_cell(s: &str) -> String {
-    if s.contains([',', '"', '\n']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
-    }
+    w.flush()
 }
 
 /// The summary's scalar fields as (column, text) pairs, in JSON order.

@@ -8,11 +8,20 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 use formats::record::JobRecord;
+use formats::results::{self, JobRow, Status};
 
-use crate::runs::{read_manifest, MANIFEST};
+use crate::runs::read_manifest;
 
-/// `status` of a run that finished with every job over.
-pub const COMPLETED: &str = "completed";
+/// The jobs `dir`'s `jobs.csv` lists, by the cluster's job id (jobs never
+/// submitted, id 0, left out); empty when it has none yet.
+pub fn jobs_by_id(dir: &Path) -> Result<HashMap<u64, JobRow>> {
+    Ok(results::read_jobs(dir)?
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|r| r.job_id != 0)
+        .map(|r| (r.job_id, r))
+        .collect())
+}
 
 /// How far before its run's start a record may say its job started and
 /// still be the run's own: room for the clocks of the hosts involved
@@ -23,10 +32,9 @@ pub const CLOCK_SLACK_NS: i64 = 1_000_000_000;
 #[derive(Debug, Clone)]
 pub struct Book {
     pub dir: PathBuf,
-    /// The manifest's `status`: `running` while the replay writes the
-    /// directory (and after it died), then `completed`, `interrupted` or
-    /// `failed`.
-    pub status: String,
+    /// `running` while the replay writes the directory (and after it
+    /// died), then `completed`, `interrupted` or `failed`.
+    pub status: Status,
     /// Jobs the run was to replay (`slice.replayed`).
     pub expected: Option<u64>,
     /// The run's jobs by the cluster's id, with the submit instant their
@@ -39,29 +47,20 @@ pub struct Book {
 
 impl Book {
     pub fn open(dir: &Path) -> Result<Book> {
-        let m = read_manifest(&dir.join(MANIFEST))?;
-        let rows = crate::jobs_csv::read(dir)?;
-        let jobs = dir
-            .join(crate::jobs_csv::FILE)
-            .is_file()
-            .then(|| rows.iter().map(|(&id, r)| (id, r.submit_ns)).collect());
+        let m = read_manifest(dir)?;
+        let jobs = results::read_jobs(dir)?.map(|rows| {
+            rows.into_iter()
+                .filter(|r| r.job_id != 0)
+                .map(|r| (r.job_id, r.submit_ns))
+                .collect()
+        });
         Ok(Book {
             dir: dir.to_path_buf(),
-            // Runs written before the manifest had a status finished.
-            status: m
-                .get("status")
-                .and_then(|v| v.as_str())
-                .unwrap_or(COMPLETED)
-                .to_string(),
-            expected: m
-                .get("slice")
-                .and_then(|s| s.get("replayed"))
-                .and_then(serde_json::Value::as_u64),
+            status: m.status,
+            // A manifest too old to say is of a run that replayed them all.
+            expected: Some(m.slice.replayed).filter(|&n| n > 0),
             jobs,
-            start_ns: m
-                .get("start")
-                .and_then(serde_json::Value::as_f64)
-                .map(|s| (s * 1e9).round() as i64),
+            start_ns: m.start.map(|s| (s * 1e9).round() as i64),
         })
     }
 
@@ -87,7 +86,7 @@ impl Book {
     }
 
     pub fn finished(&self) -> bool {
-        self.status == COMPLETED
+        self.status == Status::Completed
     }
 
     /// A line for standard error when the run did not finish: what it is
@@ -97,14 +96,14 @@ impl Book {
         if self.finished() {
             return None;
         }
-        let why = match self.status.as_str() {
-            "running" => {
+        let why = match self.status {
+            Status::Running => {
                 "is unfinished (its runworkload stopped before the end, or still runs)".to_string()
             }
-            "interrupted" => {
+            Status::Interrupted => {
                 "was interrupted (Ctrl-C): its unfinished jobs were cancelled".to_string()
             }
-            other => format!("did not finish (status {other})"),
+            other => format!("did not finish (status {})", other.as_str()),
         };
         let lacks = match self.expected {
             Some(n) => format!(

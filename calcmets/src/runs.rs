@@ -8,8 +8,8 @@ use anyhow::{Context, Result};
 
 use crate::inputs::{self, Source};
 
-/// Name of the file that marks a results directory.
-pub const MANIFEST: &str = "manifest.json";
+use formats::results::Manifest;
+pub use formats::results::MANIFEST;
 
 #[derive(Debug, Clone)]
 pub struct Run {
@@ -81,7 +81,7 @@ pub fn plan(
     if !loose.is_empty() {
         let (manifest_cores, manifest_tau) = match loose.as_slice() {
             [one] if one.join(MANIFEST).is_file() => {
-                let m = read_manifest(&one.join(MANIFEST))?;
+                let m = read_manifest(one)?;
                 (cores_of(&m), tau_of(&m))
             }
             _ => (None, None),
@@ -130,9 +130,8 @@ fn result_children(dir: &Path) -> Result<Vec<PathBuf>> {
             // colour whichever tool shows it.
             // (A sweep of twins starts every run at the trace's start: then
             // the larger factor first, as the sweep ran them.)
-            let m = read_manifest(&path.join(MANIFEST))?;
-            let number = |key: &str, none: f64| m.get(key).and_then(|v| v.as_f64()).unwrap_or(none);
-            out.push((number("start", f64::INFINITY), -number("factor", 0.0), path));
+            let m = read_manifest(&path)?;
+            out.push((m.start.unwrap_or(f64::INFINITY), -m.factor, path));
         }
     }
     out.sort_by(|a, b| {
@@ -144,53 +143,41 @@ fn result_children(dir: &Path) -> Result<Vec<PathBuf>> {
 }
 
 fn results_dir(dir: &Path) -> Result<Run> {
-    let value = read_manifest(&dir.join(MANIFEST))?;
-    let name = value
-        .get("label")
-        .and_then(|v| v.as_str())
-        .map(str::to_string)
-        .unwrap_or_else(|| {
-            dir.file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_else(|| dir.display().to_string())
-        });
+    let m = read_manifest(dir)?;
+    let name = if m.label.is_empty() {
+        dir.file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| dir.display().to_string())
+    } else {
+        m.label.clone()
+    };
     Ok(Run {
         name,
         input: RunInput::Records(inputs::expand(&[dir.to_path_buf()])?),
-        manifest_cores: cores_of(&value),
-        manifest_tau: tau_of(&value),
+        manifest_cores: cores_of(&m),
+        manifest_tau: tau_of(&m),
         dir: Some(dir.to_path_buf()),
     })
 }
 
-pub(crate) fn read_manifest(path: &Path) -> Result<serde_json::Value> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-    serde_json::from_str(&text).with_context(|| format!("{} is not valid JSON", path.display()))
+/// The manifest of the results directory `dir`.
+pub(crate) fn read_manifest(dir: &Path) -> Result<Manifest> {
+    Ok(Manifest::read(dir)?)
 }
 
 /// The node count a results directory's manifest gives, if it does.
 pub fn manifest_nodes(dir: &Path) -> Option<u64> {
-    read_manifest(&dir.join(MANIFEST))
-        .ok()?
-        .get("nodes")?
-        .as_u64()
-        .filter(|&n| n > 0)
+    Some(read_manifest(dir).ok()?.nodes).filter(|&n| n > 0)
 }
 
-fn tau_of(manifest: &serde_json::Value) -> Option<i64> {
-    manifest
-        .get("tau")
-        .and_then(serde_json::Value::as_f64)
+fn tau_of(m: &Manifest) -> Option<i64> {
+    m.tau
         .filter(|t| *t >= 0.0)
         .map(|t| (t * 1e9).round() as i64)
 }
 
-fn cores_of(manifest: &serde_json::Value) -> Option<u64> {
-    manifest
-        .get("cores")
-        .and_then(serde_json::Value::as_u64)
-        .filter(|&c| c > 0)
+fn cores_of(m: &Manifest) -> Option<u64> {
+    m.cores.filter(|&c| c > 0)
 }
 
 fn trace_name(path: &Path) -> String {

@@ -19,6 +19,8 @@
 //!   `@group` names from clemu's configuration.
 //! - [`wire`] (feature `wire`): the framed, authenticated protocol between
 //!   controller, agents and clients, and its messages.
+//! - [`results`] (feature `results`): a results directory's files, as
+//!   runworkload writes them and calcmets reads them.
 //! - [`seconds`]: decimal seconds from command lines and traces, read exactly
 //!   into nanoseconds.
 //! - [`usage`] (feature `cli`): the binaries' command-line mistakes, as one
@@ -33,6 +35,8 @@
 #[cfg(feature = "nodeset")]
 pub mod nodeset;
 pub mod record;
+#[cfg(feature = "results")]
+pub mod results;
 pub mod seconds;
 #[cfg(feature = "swf")]
 pub mod swf;

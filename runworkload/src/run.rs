@@ -13,10 +13,11 @@ use calcmets::metrics::{Params, Summary};
 use controller::client::Session;
 use formats::wire::{ClusterStats, JobInfo, JobSpec, JobState, Request, Response};
 use indicatif::{ProgressBar, ProgressStyle};
-use serde_json::json;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
+
+use formats::results::{self, Status};
 
 use crate::rundir::RunDir;
 use crate::schedule::{self, Scale};
@@ -202,10 +203,10 @@ pub async fn run_factor(
     write_manifest(
         plan,
         &dir,
-        &Manifest {
+        &RunState {
             label: &label,
             factor,
-            status: RUNNING,
+            status: Status::Running,
             cores: plan.config.total_cores(),
             start_ns: wall_ns(),
             end_ns: None,
@@ -611,59 +612,54 @@ pub(crate) fn write_results(
         .collect();
     late.sort_unstable();
     let mut states: HashMap<&'static str, u64> = HashMap::new();
-    let mut csv = String::from(
-        "trace_id,job_id,cores,runtime_s,walltime_s,target_submit,actual_submit,submit_ns,lateness_ms,state,",
-    );
-    if slurm_ids.is_some() {
-        csv.push_str("slurm_id,");
-    }
-    csv.push_str("nodes\n");
     let scale = Scale {
         factor,
         speedup: plan.speedup,
     };
-    for (i, j) in jobs.iter().enumerate() {
-        let info = infos.get(&ids[i]);
-        let state = info.map_or("not_submitted", |info| info.state.as_str());
-        // Folded nodesets hold commas: quoted (they hold no quotes).
-        let nodes = info.map_or("", |info| info.nodes.as_str());
-        *states.entry(state).or_default() += 1;
-        let target = started_wall + targets[i];
-        csv.push_str(&format!(
-            "{},{},{},{:.3},{:.3},{:.6},{:.6},{},{:.3},{},{}\"{}\"\n",
-            j.trace_id,
-            ids[i],
-            j.cores,
-            scale.apply_u(j.run_ns) as f64 / 1e9,
-            scale.apply_u(j.walltime_ns) as f64 / 1e9,
-            target as f64 / 1e9,
-            actual[i] as f64 / 1e9,
-            // The cluster's own submit instant, exactly as the job's
-            // records carry it: what tells this run's records from any
-            // other's.
-            info.map_or(0, |info| info.submit_ns),
-            if ids[i] == 0 {
-                0.0
-            } else {
-                (actual[i] - target) as f64 / 1e6
-            },
-            state,
-            slurm_ids.map_or(String::new(), |s| format!("{},", s[i])),
-            nodes
-        ));
-    }
-    std::fs::write(dir.join("jobs.csv"), csv).context("cannot write jobs.csv")?;
+    let rows: Vec<results::JobRow> = jobs
+        .iter()
+        .enumerate()
+        .map(|(i, j)| {
+            let info = infos.get(&ids[i]);
+            let state = info.map_or("not_submitted", |info| info.state.as_str());
+            *states.entry(state).or_default() += 1;
+            let target = started_wall + targets[i];
+            results::JobRow {
+                trace_id: j.trace_id,
+                job_id: ids[i],
+                cores: j.cores,
+                runtime_s: scale.apply_u(j.run_ns) as f64 / 1e9,
+                walltime_s: scale.apply_u(j.walltime_ns) as f64 / 1e9,
+                target_submit: target as f64 / 1e9,
+                actual_submit: actual[i] as f64 / 1e9,
+                // The cluster's own submit instant, exactly as the job's
+                // records carry it: what tells this run's records from any
+                // other's.
+                submit_ns: Some(info.map_or(0, |info| info.submit_ns)),
+                lateness_ms: if ids[i] == 0 {
+                    0.0
+                } else {
+                    (actual[i] - target) as f64 / 1e6
+                },
+                state: state.to_string(),
+                slurm_id: slurm_ids.map(|s| s[i]),
+                nodes: info.map_or(String::new(), |info| info.nodes.clone()),
+            }
+        })
+        .collect();
+    results::write_jobs(dir, &rows)
+        .with_context(|| format!("cannot write jobs.csv in {}", dir.display()))?;
 
     write_manifest(
         plan,
         dir,
-        &Manifest {
+        &RunState {
             label,
             factor,
             status: if interrupted {
-                "interrupted"
+                Status::Interrupted
             } else {
-                "completed"
+                Status::Completed
             },
             cores,
             start_ns: started_wall,
@@ -697,29 +693,21 @@ pub(crate) fn write_results(
 /// why, so that neither a rerun nor calcmets takes it for a finished one.
 /// (Best effort: the error at hand is what the user hears of.)
 pub(crate) fn mark_failed(dir: &Path, err: &anyhow::Error) {
-    let path = dir.join("manifest.json");
-    let Some(mut m) = std::fs::read_to_string(&path)
-        .ok()
-        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
-    else {
+    let Ok(mut m) = results::Manifest::read(dir) else {
         return;
     };
-    m["status"] = json!("failed");
-    m["error"] = json!(format!("{err:#}"));
-    m["end"] = json!(wall_ns() as f64 / 1e9);
-    let _ = std::fs::write(&path, format!("{m:#}\n"));
+    m.status = Status::Failed;
+    m.error = Some(format!("{err:#}"));
+    m.end = Some(wall_ns() as f64 / 1e9);
+    let _ = m.write(dir);
 }
 
-/// `status` of a run's manifest while its replay runs (and after it died
-/// before the end).
-pub(crate) const RUNNING: &str = "running";
-
-/// What a run's manifest.json says besides the plan: written with status
+/// What a run's manifest says besides the plan: written with status
 /// `running` when the run starts and again, complete, when it ends.
-pub(crate) struct Manifest<'a> {
+pub(crate) struct RunState<'a> {
     pub label: &'a str,
     pub factor: f64,
-    pub status: &'a str,
+    pub status: Status,
     pub cores: u64,
     /// Unix ns: the first deadline (when the run started, for a run still
     /// running).
@@ -731,95 +719,105 @@ pub(crate) struct Manifest<'a> {
     pub lateness: Option<&'a [i64]>,
 }
 
-/// Writes `dir/manifest.json` whole (to a temporary file renamed into
-/// place, so a reader never sees half of one).
-pub(crate) fn write_manifest(plan: &Plan, dir: &Path, m: &Manifest<'_>) -> Result<()> {
+/// Writes `dir/manifest.json`: the plan, and where the run stands.
+pub(crate) fn write_manifest(plan: &Plan, dir: &Path, m: &RunState<'_>) -> Result<()> {
     let schedule = match &plan.schedule {
-        schedule::Schedule::Trace => json!({"mode": "trace"}),
+        schedule::Schedule::Trace => results::Schedule::Trace,
         schedule::Schedule::Groups {
             warmup_jobs,
             warmup_ns,
             group,
             period_ns,
             drift_ns,
-        } => json!({
-            "mode": "groups",
-            "warmup_jobs": warmup_jobs,
-            "warmup": *warmup_ns as f64 / 1e9,
-            "group": group,
-            "period": *period_ns as f64 / 1e9,
-            "drift": *drift_ns as f64 / 1e9,
-        }),
+        } => results::Schedule::Groups {
+            warmup_jobs: *warmup_jobs,
+            warmup: *warmup_ns as f64 / 1e9,
+            group: *group,
+            period: *period_ns as f64 / 1e9,
+            drift: *drift_ns as f64 / 1e9,
+        },
     };
     let s = &plan.slice;
-    let lateness = m.lateness.map(|late| {
-        json!({
-            "submitted": late.len(),
-            "p50": rank(late, 0.50) as f64 / 1e9,
-            "p99": rank(late, 0.99) as f64 / 1e9,
-            "max": late.last().copied().unwrap_or(0) as f64 / 1e9,
-            "mean": if late.is_empty() { 0.0 } else { late.iter().sum::<i64>() as f64 / late.len() as f64 / 1e9 },
-        })
+    let lateness = m.lateness.map(|late| results::Lateness {
+        submitted: late.len() as u64,
+        p50: rank(late, 0.50) as f64 / 1e9,
+        p99: rank(late, 0.99) as f64 / 1e9,
+        max: late.last().copied().unwrap_or(0) as f64 / 1e9,
+        mean: if late.is_empty() {
+            0.0
+        } else {
+            late.iter().sum::<i64>() as f64 / late.len() as f64 / 1e9
+        },
     });
-    let manifest = json!({
-        "label": m.label,
-        "status": m.status,
-        "clemu_version": env!("CARGO_PKG_VERSION"),
-        "pid": std::process::id(),
-        "config": plan.config_path.display().to_string(),
-        "mode": if plan.simulate { "simulated" } else { "emulated" },
-        "backend": if plan.slurm { "slurm" } else { "clemu" },
-        "controller": if plan.slurm {
+    let manifest = results::Manifest {
+        label: m.label.to_string(),
+        status: m.status,
+        error: None,
+        clemu_version: env!("CARGO_PKG_VERSION").to_string(),
+        pid: std::process::id(),
+        config: plan.config_path.display().to_string(),
+        mode: if plan.simulate {
+            "simulated"
+        } else {
+            "emulated"
+        }
+        .into(),
+        backend: if plan.slurm { "slurm" } else { "clemu" }.into(),
+        controller: if plan.slurm {
             "slurm".to_string()
         } else {
-            plan.remote.as_ref().map_or("embedded".to_string(), |r| r.addr.clone())
+            plan.remote
+                .as_ref()
+                .map_or("embedded".to_string(), |r| r.addr.clone())
         },
-        "policy": plan.config.policy,
-        "preemption": if plan.config.preemption { "suspend" } else { "off" },
-        "time_slice_s": plan.config.time_slice.as_secs_f64(),
-        "gang_partitions": plan
+        policy: plan.config.policy.clone(),
+        preemption: if plan.config.preemption {
+            "suspend"
+        } else {
+            "off"
+        }
+        .into(),
+        time_slice_s: plan.config.time_slice.as_secs_f64(),
+        gang_partitions: plan
             .config
             .partitions
             .iter()
             .filter(|p| p.oversubscribe > 1)
-            .map(|p| {
-                json!({
-                    "name": p.name,
-                    "oversubscribe": p.oversubscribe,
-                    "time_slice_s": p.time_slice.as_secs_f64(),
-                })
+            .map(|p| results::GangPartition {
+                name: p.name.clone(),
+                oversubscribe: p.oversubscribe,
+                time_slice_s: p.time_slice.as_secs_f64(),
             })
-            .collect::<Vec<_>>(),
-        "cores": m.cores,
-        "nodes": plan.config.nodes.len(),
-        "trace": {
-            "path": plan.workload.display().to_string(),
-            "max_procs": s.header.max_procs(),
-            "unix_start_time": s.header.unix_start_time(),
+            .collect(),
+        cores: Some(m.cores),
+        nodes: plan.config.nodes.len() as u64,
+        trace: results::Trace {
+            path: plan.workload.display().to_string(),
+            max_procs: s.header.max_procs(),
+            unix_start_time: s.header.unix_start_time(),
         },
-        "slice": {
-            "skip": plan.skip,
-            "jobs": plan.take,
-            "read": s.read,
-            "replayed": s.jobs.len(),
-            "skipped_too_large": s.too_large,
-            "skipped_unknown": s.unknown,
-            "malformed_lines": s.warnings.len(),
-            "cores_per_proc": plan.cores_per_proc,
+        slice: results::Slice {
+            skip: plan.skip,
+            jobs: plan.take,
+            read: s.read,
+            replayed: s.jobs.len() as u64,
+            skipped_too_large: s.too_large,
+            skipped_unknown: s.unknown,
+            malformed_lines: s.warnings.len() as u64,
+            cores_per_proc: plan.cores_per_proc,
         },
-        "factor": m.factor,
-        "speedup": plan.speedup,
-        "tau": tau_ns(plan, m.factor) as f64 / 1e9,
-        "schedule": schedule,
-        "start": m.start_ns as f64 / 1e9,
-        "end": m.end_ns.map(|e| e as f64 / 1e9),
-        "counts": m.counts,
-        "lateness": lateness,
-    });
-    let path = dir.join("manifest.json");
-    let tmp = dir.join(".manifest.json.new");
-    let text = format!("{}\n", serde_json::to_string_pretty(&manifest)?);
-    std::fs::write(&tmp, text)
-        .and_then(|()| std::fs::rename(&tmp, &path))
-        .with_context(|| format!("cannot write {}", path.display()))
+        factor: m.factor,
+        speedup: plan.speedup,
+        tau: Some(tau_ns(plan, m.factor) as f64 / 1e9),
+        schedule,
+        start: Some(m.start_ns as f64 / 1e9),
+        end: m.end_ns.map(|e| e as f64 / 1e9),
+        counts: m
+            .counts
+            .map(|c| c.iter().map(|(k, v)| (k.to_string(), *v)).collect()),
+        lateness,
+    };
+    manifest
+        .write(dir)
+        .with_context(|| format!("cannot write the manifest in {}", dir.display()))
 }

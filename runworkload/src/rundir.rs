@@ -14,6 +14,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
+use formats::results::{Manifest, Status};
 
 /// The lock file in a results directory. Hidden: calcmets reads `*.rec`,
 /// `manifest.json` and `jobs.csv` and ignores it.
@@ -130,42 +131,34 @@ fn entries_besides_lock(dir: &Path) -> Result<Vec<PathBuf>> {
 /// N files".
 fn describe(dir: &Path) -> String {
     let records = count_records(&dir.join("records"));
-    let manifest = std::fs::read_to_string(dir.join("manifest.json"))
-        .ok()
-        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok());
-    let Some(m) = manifest else {
+    let Ok(m) = Manifest::read(dir) else {
         return match records {
             0 => "is not empty and holds no run".to_string(),
             n => format!("holds {n} job record(s) but no manifest: a run that did not finish"),
         };
     };
-    let status = m
-        .get("status")
-        .and_then(|s| s.as_str())
-        .unwrap_or("completed");
     let ago = m
-        .get("start")
-        .and_then(serde_json::Value::as_f64)
+        .start
         .map(|s| crate::run::wall_ns() as f64 / 1e9 - s)
         .filter(|s| *s >= 0.0)
         .map_or(String::new(), |s| format!("started {}, ", ago(s)));
-    let jobs = m
-        .get("slice")
-        .and_then(|s| s.get("replayed"))
-        .and_then(serde_json::Value::as_u64)
+    let jobs = Some(m.slice.replayed)
+        .filter(|&n| n > 0)
         .map_or(String::new(), |n| format!(" of its {n} jobs"));
-    match status {
-        "running" => {
-            let pid = m
-                .get("pid")
-                .and_then(serde_json::Value::as_u64)
+    match m.status {
+        Status::Running => {
+            let pid = Some(m.pid)
+                .filter(|&p| p > 0)
                 .map_or(String::new(), |p| format!(" (pid {p})"));
             format!(
                 "holds an unfinished run ({ago}its runworkload{pid} stopped before the end; \
                  {records} record(s){jobs})"
             )
         }
-        other => format!("already holds a run ({other}, {ago}{records} record(s){jobs})"),
+        other => format!(
+            "already holds a run ({}, {ago}{records} record(s){jobs})",
+            other.as_str()
+        ),
     }
 }
 

@@ -10,7 +10,7 @@
 
 use super::{Decision, Decisions, Entry, Free, Policy, View};
 
-/// How a config names it; the build registers every file's `ENTRY`.
+/// How a config names it (`list.rs` lists it).
 pub const ENTRY: Entry = Entry {
     name: "sjf",
     about: "shortest job first, no reservation (the example policy)",

@@ -1,0 +1,202 @@
+//! What is free during one pass, as decisions are made, and first-fit
+//! placement: every policy places jobs through [`Free`].
+
+use super::gang::gang_of;
+use super::{Active, NodeView, Queued, View};
+
+/// Free resources during one pass, as decisions are made.
+#[derive(Debug, Clone)]
+pub struct Free {
+    nodes: Vec<NodeView>,
+    /// Free cores on usable nodes of each partition: lets a job that
+    /// cannot fit be turned down without looking at any node.
+    partition_free: Vec<u64>,
+    /// The partitions of each node, as a bit set.
+    node_partitions: Vec<u64>,
+    /// Each partition's nodes, as a bit set over node indices.
+    members: Vec<Vec<u64>>,
+    /// Usable nodes with a free core, as a bit set over node indices. On a
+    /// busy cluster most nodes are full; first fit walks only these, so
+    /// trying a queue of jobs against thousands of nodes stays cheap.
+    open: Vec<u64>,
+    /// Nodes reserved, for the rest of the pass, for a suspended job that
+    /// waits longest for them: nothing else is placed or resumed there.
+    blocked: Vec<u64>,
+    /// Partitions that time-slice: placement there stays within the slots.
+    gang: Vec<bool>,
+}
+
+fn set_bit(set: &mut [u64], n: usize, on: bool) {
+    if on {
+        set[n / 64] |= 1 << (n % 64);
+    } else {
+        set[n / 64] &= !(1 << (n % 64));
+    }
+}
+
+impl Free {
+    pub fn new(v: &View) -> Free {
+        let words = v.nodes.len().div_ceil(64);
+        let mut node_partitions = vec![0u64; v.nodes.len()];
+        let mut members = Vec::with_capacity(v.partitions.len());
+        let mut partition_free = Vec::with_capacity(v.partitions.len());
+        for (p, part) in v.partitions.iter().enumerate() {
+            let mut set = vec![0u64; words];
+            let mut free = 0;
+            for &n in &part.nodes {
+                node_partitions[n] |= 1 << (p % 64);
+                set_bit(&mut set, n, true);
+                if v.nodes[n].usable {
+                    free += u64::from(v.nodes[n].free_cpus);
+                }
+            }
+            members.push(set);
+            partition_free.push(free);
+        }
+        let mut open = vec![0u64; words];
+        for (n, node) in v.nodes.iter().enumerate() {
+            set_bit(&mut open, n, node.usable && node.free_cpus > 0);
+        }
+        Free {
+            nodes: v.nodes.clone(),
+            partition_free,
+            node_partitions,
+            members,
+            blocked: vec![0u64; words],
+            open,
+            gang: (0..v.partitions.len())
+                .map(|p| gang_of(v, p).is_some())
+                .collect(),
+        }
+    }
+
+    /// Free cores on the usable nodes of partition `p`.
+    pub(super) fn partition_free(&self, p: usize) -> u64 {
+        self.partition_free[p]
+    }
+
+    pub fn node(&self, n: usize) -> &NodeView {
+        &self.nodes[n]
+    }
+
+    pub(super) fn might_fit(&self, q: &Queued) -> bool {
+        self.partition_free
+            .get(q.partition)
+            .is_some_and(|&f| f >= u64::from(q.cores))
+    }
+
+    /// Where `q` would go now (first fit), without taking anything: on
+    /// free cores of its partition's usable nodes, outside reserved nodes,
+    /// and within the slots in a partition that time-slices.
+    pub fn try_place(&self, _v: &View, q: &Queued) -> Option<Vec<(usize, u32)>> {
+        if q.cores == 0 || !self.might_fit(q) {
+            return None;
+        }
+        let slotted = self.gang.get(q.partition).copied().unwrap_or(false);
+        let mut need = q.cores;
+        let mut alloc = Vec::new();
+        let member = &self.members[q.partition];
+        let open = self.open.iter().zip(&self.blocked);
+        for (w, (&m, (&o, &b))) in member.iter().zip(open).enumerate() {
+            let mut bits = m & o & !b;
+            while bits != 0 {
+                let n = w * 64 + bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                let node = &self.nodes[n];
+                let by_mem = node
+                    .free_mem_mb
+                    .checked_div(q.mem_per_cpu_mb)
+                    .unwrap_or(u64::MAX)
+                    .min(u64::from(u32::MAX)) as u32;
+                let mut take = node.free_cpus.min(need).min(by_mem);
+                if slotted {
+                    take = take.min(node.free_slots);
+                }
+                if take > 0 {
+                    alloc.push((n, take));
+                    need -= take;
+                    if need == 0 {
+                        return Some(alloc);
+                    }
+                }
+            }
+        }
+        None
+    }
+
+    /// Takes the cores and memory of `alloc` for `q`.
+    pub fn take(&mut self, _v: &View, q: &Queued, alloc: &[(usize, u32)]) {
+        for &(n, c) in alloc {
+            self.use_cpus(n, c);
+            let node = &mut self.nodes[n];
+            node.free_mem_mb -= u64::from(c) * q.mem_per_cpu_mb;
+            node.free_slots = node.free_slots.saturating_sub(c);
+        }
+    }
+
+    /// First fit, and take it.
+    pub fn place(&mut self, v: &View, q: &Queued) -> Option<Vec<(usize, u32)>> {
+        let alloc = self.try_place(v, q)?;
+        self.take(v, q, &alloc);
+        Some(alloc)
+    }
+
+    /// Reserves these nodes for the rest of the pass.
+    pub(super) fn block(&mut self, alloc: &[(usize, u32)]) {
+        for &(n, _) in alloc {
+            set_bit(&mut self.blocked, n, true);
+        }
+    }
+
+    fn use_cpus(&mut self, n: usize, c: u32) {
+        self.nodes[n].free_cpus -= c;
+        if self.nodes[n].free_cpus == 0 {
+            set_bit(&mut self.open, n, false);
+        }
+        if self.nodes[n].usable {
+            let mut bits = self.node_partitions[n];
+            while bits != 0 {
+                let p = bits.trailing_zeros() as usize;
+                self.partition_free[p] -= u64::from(c);
+                bits &= bits - 1;
+            }
+        }
+    }
+
+    /// A running job's cores become free (it is to be suspended); its
+    /// memory stays held.
+    pub(super) fn give_back(&mut self, a: &Active) {
+        for &(n, c) in &a.alloc {
+            self.nodes[n].free_cpus += c;
+            if self.nodes[n].usable {
+                set_bit(&mut self.open, n, self.nodes[n].free_cpus > 0);
+                let mut bits = self.node_partitions[n];
+                while bits != 0 {
+                    let p = bits.trailing_zeros() as usize;
+                    self.partition_free[p] += u64::from(c);
+                    bits &= bits - 1;
+                }
+            }
+        }
+    }
+
+    /// Whether a suspended job's cores are free (reserved nodes excluded).
+    /// A drained node still lets its suspended jobs resume.
+    pub(super) fn fits_alloc(&self, alloc: &[(usize, u32)]) -> bool {
+        alloc.iter().all(|&(n, c)| {
+            self.nodes[n].free_cpus >= c && self.blocked[n / 64] & (1 << (n % 64)) == 0
+        })
+    }
+
+    /// Whether a running job's own cores are still free, reserved or not.
+    pub(super) fn still_free(&self, alloc: &[(usize, u32)]) -> bool {
+        alloc.iter().all(|&(n, c)| self.nodes[n].free_cpus >= c)
+    }
+
+    /// A suspended job's cores are taken again (its memory it never gave).
+    pub(super) fn take_alloc(&mut self, alloc: &[(usize, u32)]) {
+        for &(n, c) in alloc {
+            self.use_cpus(n, c);
+        }
+    }
+}

@@ -1,0 +1,179 @@
+//! EASY backfilling: once the queue's head is blocked it gets a
+//! reservation (the earliest time enough cores free up, from the running
+//! jobs' expected ends), and a later job may start now only if it cannot
+//! delay it. Named `easy` (the default): the built-in policy
+//! ([`Standard`]) with this base.
+
+use std::collections::{HashMap, HashSet};
+
+use super::alloc::Free;
+use super::standard::{Base, Standard};
+use super::{ActiveState, Decision, Decisions, Entry, Queued, View};
+
+pub const ENTRY: Entry = Entry {
+    name: "easy",
+    about: "EASY backfilling, with gang time-slicing and preemption",
+    suspends: true,
+    make: |c| {
+        Box::new(Standard {
+            base: Base::Easy,
+            preemption: c.preemption,
+        })
+    },
+};
+
+/// When `q` would end if it started now.
+fn end_of(v: &View, q: &Queued) -> i64 {
+    v.now_ns
+        .saturating_add(q.estimate_ns.min(i64::MAX as u64) as i64)
+}
+
+/// Expected ends of the jobs started or resumed by `decisions`, for the
+/// EASY reservation: they will release their cores too.
+pub(super) fn decided_ends(v: &View, decisions: &[Decision]) -> Vec<(i64, Vec<(usize, u32)>)> {
+    let started: HashSet<u64> = decisions
+        .iter()
+        .filter_map(|d| match d {
+            Decision::Start { job, .. } => Some(*job),
+            _ => None,
+        })
+        .collect();
+    let mut ends: Vec<(i64, Vec<(usize, u32)>)> = Vec::new();
+    if !started.is_empty() {
+        let estimate: HashMap<u64, i64> = v
+            .queue
+            .iter()
+            .filter(|q| started.contains(&q.job))
+            .map(|q| (q.job, end_of(v, q)))
+            .collect();
+        for d in decisions {
+            if let Decision::Start { job, alloc } = d {
+                if let Some(&end) = estimate.get(job) {
+                    ends.push((end, alloc.clone()));
+                }
+            }
+        }
+    }
+    for d in decisions {
+        if let Decision::Resume(job) = d {
+            if let Ok(i) = v.active.binary_search_by_key(job, |a| a.job) {
+                let a = &v.active[i];
+                ends.push((v.now_ns.saturating_add(a.remaining_ns), a.alloc.clone()));
+            }
+        }
+    }
+    ends
+}
+
+pub(super) fn easy(
+    v: &View,
+    free: &mut Free,
+    out: &mut Decisions,
+    done: &HashSet<u64>,
+    earlier: Vec<(i64, Vec<(usize, u32)>)>,
+) {
+    // Expected ends of the jobs started in this pass before the head
+    // blocked, which the head's reservation must count as releases.
+    let mut started = earlier;
+    let mut reservation: Option<Reservation> = None;
+    for q in v.queue.iter().filter(|q| !done.contains(&q.job)) {
+        match &mut reservation {
+            None => match free.place(v, q) {
+                Some(alloc) => {
+                    started.push((end_of(v, q), alloc.clone()));
+                    out.list.push(Decision::Start { job: q.job, alloc });
+                }
+                None => reservation = Some(Reservation::for_head(v, free, q, &started)),
+            },
+            Some(r) => {
+                // Cheap test first: most of a long queue does not fit.
+                if !free.might_fit(q) {
+                    continue;
+                }
+                let ends_in_time = end_of(v, q) <= r.shadow_ns;
+                let Some(alloc) = free.try_place(v, q) else {
+                    continue;
+                };
+                let on_head_nodes: u32 = alloc
+                    .iter()
+                    .filter(|(n, _)| r.head_nodes[*n])
+                    .map(|(_, c)| c)
+                    .sum();
+                // The reservation counts cores only: when the head needs
+                // memory, a job that would still run at its start could
+                // take that memory, so only jobs ending in time go.
+                let spare_ok = r.head_mem_free && on_head_nodes <= r.extra;
+                if ends_in_time || spare_ok {
+                    if !ends_in_time {
+                        r.extra -= on_head_nodes;
+                    }
+                    free.take(v, q, &alloc);
+                    out.list.push(Decision::Start { job: q.job, alloc });
+                }
+            }
+        }
+    }
+}
+
+/// The blocked head's reserved start and what is spare at that time.
+struct Reservation {
+    /// Whether the head asks no memory (so spare cores are truly spare).
+    head_mem_free: bool,
+    shadow_ns: i64,
+    /// Cores on the head's partition free at the shadow time beyond what
+    /// the head needs.
+    extra: u32,
+    head_nodes: Vec<bool>,
+}
+
+impl Reservation {
+    fn for_head(
+        v: &View,
+        free: &Free,
+        head: &Queued,
+        started: &[(i64, Vec<(usize, u32)>)],
+    ) -> Reservation {
+        let mut head_nodes = vec![false; v.nodes.len()];
+        for &n in &v.partitions[head.partition].nodes {
+            if v.nodes[n].usable {
+                head_nodes[n] = true;
+            }
+        }
+        let on_head = |alloc: &[(usize, u32)]| -> u32 {
+            alloc
+                .iter()
+                .filter(|(n, _)| head_nodes[*n])
+                .map(|(_, c)| c)
+                .sum()
+        };
+        // Releases: running jobs at their expected ends, and the jobs this
+        // pass just started, at now + estimate.
+        let mut releases: Vec<(i64, u32)> = v
+            .active
+            .iter()
+            .filter(|a| a.state == ActiveState::Running)
+            .map(|a| (a.expected_end_ns, on_head(&a.alloc)))
+            .collect();
+        releases.extend(started.iter().map(|(end, alloc)| (*end, on_head(alloc))));
+        releases.sort_unstable();
+        let mut avail = free.partition_free(head.partition);
+        // No release in sight (the cores are held by suspended or held
+        // jobs): no time to backfill into, and nothing spare.
+        let mut shadow_ns = v.now_ns;
+        let mut extra = 0;
+        for (end, cores) in releases {
+            avail += u64::from(cores);
+            if avail >= u64::from(head.cores) {
+                shadow_ns = end.max(v.now_ns);
+                extra = (avail - u64::from(head.cores)).min(u64::from(u32::MAX)) as u32;
+                break;
+            }
+        }
+        Reservation {
+            head_mem_free: head.mem_per_cpu_mb == 0,
+            shadow_ns,
+            extra,
+            head_nodes,
+        }
+    }
+}

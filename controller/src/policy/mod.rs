@@ -1,0 +1,259 @@
+//! Scheduling policies: pure functions from a [`View`] of the cluster to
+//! [`Decisions`] (start a job on these cores, suspend, resume, cancel). No
+//! I/O, no clock, no hidden state: the emulation and the virtual-time
+//! simulation ([`crate::sim`]) run the very same code, and tests build
+//! views by hand.
+//!
+//! # Writing a policy
+//!
+//! A policy is a type that implements [`Policy`]. It sees every node's free
+//! cores and memory, the pending jobs in queue order and the jobs that
+//! hold resources, and answers with what to do now and, if it wants to be
+//! asked again at a given time even if nothing happens, when. Here is a
+//! complete one, "largest job first", with first-fit placement:
+//!
+//! ```
+//! use controller::policy::{Decision, Decisions, Free, Policy, View};
+//!
+//! struct LargestFirst;
+//!
+//! impl Policy for LargestFirst {
+//!     fn decide(&self, view: &View) -> Decisions {
+//!         let mut free = Free::new(view);
+//!         let mut queue: Vec<_> = view.queue.iter().collect();
+//!         queue.sort_by_key(|q| std::cmp::Reverse(q.cores));
+//!         let mut out = Decisions::default();
+//!         for q in queue {
+//!             // First fit over the job's partition; None if it does not fit.
+//!             if let Some(alloc) = free.place(view, q) {
+//!                 out.list.push(Decision::Start { job: q.job, alloc });
+//!             }
+//!         }
+//!         out
+//!     }
+//! }
+//! # let view = View::default();
+//! # assert!(LargestFirst.decide(&view).list.is_empty());
+//! ```
+//!
+//! The controller applies decisions in order and checks each (a start
+//! that would overbook a node is refused, logged and counted in
+//! `controller stats`), so a buggy policy cannot corrupt the cluster's
+//! state. Order matters: suspend a job before giving its cores away.
+//!
+//! To make a policy selectable with `[controller] policy = "name"`, in the
+//! emulation and in the virtual-time twin alike, put it in a file of its
+//! own in this folder with a `pub const ENTRY: Entry` naming it, and add
+//! its module's name to the `policies![...]` list below ([`ALL`]): one file
+//! and one line. `sjf.rs` (`policy = "sjf"`) is a complete example, with
+//! its test.
+//!
+//! # The files
+//!
+//! - this file: what a policy sees and decides, and the list of policies;
+//! - `fcfs.rs`, `easy.rs`: the two bases of the built-in policy, with the
+//!   entries that name them; `standard.rs`: the built-in policy, which
+//!   runs, each pass, `gang.rs` (gang time-slicing), `preempt.rs`
+//!   (preemption by suspension, and resumption) and a base;
+//! - `sjf.rs`: shortest job first, a policy of its own;
+//! - `alloc.rs`: [`Free`], the free resources during a pass, and first-fit
+//!   placement, which every policy shares.
+//!
+//! # The built-in policy
+//!
+//! [`Standard`] combines, in this order each pass:
+//!
+//! 1. **gang time-slicing** in partitions with `oversubscribe = K > 1`
+//!    (Slurm's `PreemptMode=GANG`): up to K jobs share each core; a job
+//!    that has run for a time slice gives its cores to the job of its
+//!    partition that has waited longest, suspended or pending, so every
+//!    job runs in turn and none starves;
+//! 2. **preemption by suspension** (Slurm's `preempt/partition_prio` with
+//!    `PreemptMode=SUSPEND`): a pending job that does not fit suspends just
+//!    enough jobs of lower-priority partitions (fewest and lowest-priority
+//!    first) on the nodes it needs, and starts; suspended jobs keep their
+//!    memory;
+//! 3. **resumption**: jobs the policy suspended resume, highest partition
+//!    priority then oldest suspension first, as soon as their cores are
+//!    free again; the first that cannot keeps its nodes reserved;
+//! 4. the **base policy** for what is left of the queue: [`Base::Fcfs`]
+//!    (strict first come, first served) or [`Base::Easy`] (EASY
+//!    backfilling).
+//!
+//! Placement is first fit over a partition's usable nodes: a job of `c`
+//! cores takes whatever free cores (and the memory they need) nodes have,
+//! in node order, until it has `c`.
+
+use std::sync::Arc;
+
+mod alloc;
+mod gang;
+mod preempt;
+mod standard;
+
+/// Declares each policy's module and lists its `ENTRY` in [`ALL`].
+macro_rules! policies {
+    ($($module:ident),* $(,)?) => {
+        $(mod $module;)*
+
+        /// Every policy a config can name (`[controller] policy`), in the
+        /// order `controller policies` lists them.
+        pub const ALL: &[&Entry] = &[$(&$module::ENTRY),*];
+    };
+}
+
+// The list of policies: a new one is a file in this folder with a
+// `pub const ENTRY`, and its module's name here.
+policies![fcfs, easy, sjf];
+
+pub use alloc::Free;
+pub use sjf::ShortestFirst;
+pub use standard::{Base, Standard};
+
+pub struct Entry {
+    /// The value of `[controller] policy`.
+    pub name: &'static str,
+    pub about: &'static str,
+    /// Whether it carries out preemption and gang time-slicing; a config
+    /// that asks for them with a policy that does not is refused.
+    pub suspends: bool,
+    pub make: fn(&crate::config::Cluster) -> Box<dyn Policy>,
+}
+
+/// Every policy a configuration can name, in [`ALL`]'s order.
+pub fn all() -> impl Iterator<Item = &'static Entry> {
+    ALL.iter().copied()
+}
+
+pub fn find(name: &str) -> Option<&'static Entry> {
+    all().find(|p| p.name == name)
+}
+
+/// A node as the policy sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct NodeView {
+    pub cpus: u32,
+    /// Cores not used by running (or administratively suspended) jobs.
+    pub free_cpus: u32,
+    /// Memory not held by any job, running or suspended.
+    pub free_mem_mb: u64,
+    /// Cores that more jobs may still be allocated on: `cpus × K` minus
+    /// what running and suspended jobs hold (K the node's oversubscription,
+    /// 1 without gang scheduling).
+    pub free_slots: u32,
+    /// Up (agent connected) and not drained.
+    pub usable: bool,
+}
+
+/// Gang time-slicing of a partition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Gang {
+    /// Jobs per core at most (Slurm's `OverSubscribe=FORCE:K`).
+    pub oversubscribe: u32,
+    /// How long a job runs before it may have to give its cores up.
+    pub slice_ns: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct PartitionView {
+    pub nodes: Vec<usize>,
+    /// Higher wins, for queue order and preemption.
+    pub priority: u32,
+    pub gang: Option<Gang>,
+}
+
+/// A pending job, in queue order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Queued {
+    pub job: u64,
+    pub partition: usize,
+    pub cores: u32,
+    pub mem_per_cpu_mb: u64,
+    /// How long it is expected to run: its wall-time limit, or its run
+    /// time when it has none (nanoseconds).
+    pub estimate_ns: u64,
+    /// When it was submitted (same clock as `View::now_ns`).
+    pub submit_ns: i64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ActiveState {
+    Running,
+    /// Suspended by a policy: its cores are free, its memory held.
+    Suspended,
+    /// Suspended by an administrator: it keeps its cores; policies leave
+    /// it alone.
+    Held,
+    /// Being cancelled (or ended at its wall-time limit): it still holds
+    /// what it held until its process is gone; policies leave it alone.
+    Ending,
+    /// Its agent is gone for now (it may come back and report the job):
+    /// policies leave it alone.
+    Unreachable,
+}
+
+/// A job holding resources.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Active {
+    pub job: u64,
+    pub partition: usize,
+    pub cores: u32,
+    pub mem_per_cpu_mb: u64,
+    /// (node, cores).
+    pub alloc: Vec<(usize, u32)>,
+    pub state: ActiveState,
+    /// When it last started, resumed or was suspended.
+    pub since_ns: i64,
+    /// When it is expected to release its cores if it keeps running
+    /// (`i64::MAX` when it is not running).
+    pub expected_end_ns: i64,
+    /// Expected run time still to go at `since_ns`: what a suspended job
+    /// would run for once resumed.
+    pub remaining_ns: i64,
+}
+
+/// What a policy sees.
+#[derive(Debug, Clone, Default)]
+pub struct View {
+    pub now_ns: i64,
+    pub nodes: Vec<NodeView>,
+    /// Shared, not copied, from pass to pass: it changes only with the
+    /// configuration. At most 64 partitions.
+    pub partitions: Arc<Vec<PartitionView>>,
+    /// Pending jobs, highest partition priority first, then oldest first.
+    /// Shared with the cluster state, which keeps it in this order.
+    pub queue: Arc<Vec<Queued>>,
+    /// Started jobs (running or suspended), by job id.
+    pub active: Arc<Vec<Active>>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    /// Start a pending job on these (node, cores).
+    Start {
+        job: u64,
+        alloc: Vec<(usize, u32)>,
+    },
+    Suspend(u64),
+    Resume(u64),
+    Cancel(u64),
+}
+
+/// What to do now, and when to be asked again at the latest.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Decisions {
+    pub list: Vec<Decision>,
+    pub wake_at_ns: Option<i64>,
+}
+
+/// A scheduling policy. `decide` is called after something happened (a
+/// job arrived or ended, a node changed) once no job is waiting to be
+/// (re)started, or when the time it asked to be woken at has come; it is
+/// not called when no job waits (pending or suspended by a policy) and no
+/// wake-up is due.
+pub trait Policy: Send + Sync {
+    fn decide(&self, view: &View) -> Decisions;
+}
+
+#[cfg(test)]
+mod tests;

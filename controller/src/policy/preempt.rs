@@ -1,0 +1,164 @@
+//! Preemption by suspension (Slurm's `preempt/partition_prio` with
+//! `PreemptMode=SUSPEND`), and the resumption of the jobs it suspended.
+
+use std::collections::HashSet;
+
+use super::alloc::Free;
+use super::gang::gang_of;
+use super::{Active, ActiveState, Decision, Decisions, View};
+
+/// Preemption by suspension: pending jobs that do not fit suspend jobs of
+/// lower-priority partitions.
+pub(super) fn preempt(v: &View, free: &mut Free, out: &mut Decisions, done: &mut HashSet<u64>) {
+    // Jobs above the lowest priority that holds (or waits to resume on)
+    // cores are this step's: they may suspend lower ones, and those that
+    // fit start before suspended lower ones resume.
+    let lowest = v
+        .active
+        .iter()
+        .filter(|a| matches!(a.state, ActiveState::Running | ActiveState::Suspended))
+        .map(|a| v.partitions[a.partition].priority)
+        .min();
+    let Some(lowest) = lowest else { return };
+    // Priorities whose first job could not be placed, even by preemption:
+    // later jobs of the same priority do not jump it here (the base policy
+    // may still backfill them).
+    let mut stuck: HashSet<u32> = HashSet::new();
+    for q in v.queue.iter() {
+        let prio = v.partitions[q.partition].priority;
+        if prio <= lowest
+            || done.contains(&q.job)
+            || gang_of(v, q.partition).is_some()
+            || stuck.contains(&prio)
+        {
+            continue;
+        }
+        // It fits as it is: start it now, before suspended jobs of lower
+        // priority resume onto those cores.
+        if let Some(alloc) = free.place(v, q) {
+            out.list.push(Decision::Start { job: q.job, alloc });
+            done.insert(q.job);
+            continue;
+        }
+        let on_part: Vec<bool> = {
+            let mut m = vec![false; v.nodes.len()];
+            for &n in &v.partitions[q.partition].nodes {
+                m[n] = v.nodes[n].usable;
+            }
+            m
+        };
+        // Victims: running jobs of lower priority with cores on the nodes
+        // the job may use; lowest priority first, then those that free the
+        // most cores there (fewest victims: a job's cores elsewhere are no
+        // use to it), then the youngest.
+        let useful = |a: &Active| -> u32 {
+            a.alloc
+                .iter()
+                .filter(|(n, _)| on_part[*n])
+                .map(|(_, c)| c)
+                .sum()
+        };
+        let mut candidates: Vec<&Active> = v
+            .active
+            .iter()
+            .filter(|a| {
+                a.state == ActiveState::Running
+                    && !done.contains(&a.job)
+                    && v.partitions[a.partition].priority < prio
+                    && a.alloc.iter().any(|(n, _)| on_part[*n])
+            })
+            .collect();
+        candidates.sort_by_key(|a| {
+            (
+                v.partitions[a.partition].priority,
+                std::cmp::Reverse(useful(a)),
+                std::cmp::Reverse(a.since_ns),
+                a.job,
+            )
+        });
+        let mut trial = free.clone();
+        let mut chosen: Vec<&Active> = Vec::new();
+        let mut fits = false;
+        for a in candidates {
+            trial.give_back(a);
+            chosen.push(a);
+            if trial.try_place(v, q).is_some() {
+                fits = true;
+                break;
+            }
+        }
+        if !fits {
+            stuck.insert(prio);
+            continue;
+        }
+        // Just enough: drop every victim the job fits without, trying the
+        // last chosen (the least preferred) first.
+        let mut i = chosen.len();
+        while i > 0 {
+            i -= 1;
+            let mut without = free.clone();
+            for (k, a) in chosen.iter().enumerate() {
+                if k != i {
+                    without.give_back(a);
+                }
+            }
+            if without.try_place(v, q).is_some() {
+                chosen.remove(i);
+            }
+        }
+        let mut trial = free.clone();
+        for a in &chosen {
+            trial.give_back(a);
+        }
+        let Some(alloc) = trial.try_place(v, q) else {
+            continue;
+        };
+        // Spare victims the placement does not touch.
+        let used: HashSet<usize> = alloc.iter().map(|(n, _)| *n).collect();
+        for a in chosen {
+            if a.alloc.iter().any(|(n, _)| used.contains(n)) {
+                free.give_back(a);
+                out.list.push(Decision::Suspend(a.job));
+                done.insert(a.job);
+            }
+        }
+        free.take(v, q, &alloc);
+        out.list.push(Decision::Start { job: q.job, alloc });
+        done.insert(q.job);
+    }
+}
+
+/// Jobs the policy suspended (outside gang partitions) resume, oldest
+/// suspension first, as soon as their cores are free.
+pub(super) fn resume(v: &View, free: &mut Free, out: &mut Decisions, done: &mut HashSet<u64>) {
+    let mut suspended: Vec<&Active> = v
+        .active
+        .iter()
+        .filter(|a| {
+            a.state == ActiveState::Suspended
+                && gang_of(v, a.partition).is_none()
+                && !done.contains(&a.job)
+        })
+        .collect();
+    suspended.sort_by_key(|a| {
+        (
+            std::cmp::Reverse(v.partitions[a.partition].priority),
+            a.since_ns,
+            a.job,
+        )
+    });
+    let mut reserved = false;
+    for a in suspended {
+        if free.fits_alloc(&a.alloc) {
+            free.take_alloc(&a.alloc);
+            out.list.push(Decision::Resume(a.job));
+            done.insert(a.job);
+        } else if !reserved {
+            // The first in line keeps its nodes: jobs started in the gaps
+            // could otherwise keep a job spread over several nodes
+            // suspended for ever.
+            free.block(&a.alloc);
+            reserved = true;
+        }
+    }
+}

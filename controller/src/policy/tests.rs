@@ -1,0 +1,606 @@
+//! The built-in policy, pass by pass, over views built by hand.
+
+use std::collections::HashSet;
+
+use super::*;
+
+#[test]
+fn every_policy_has_a_name_of_its_own() {
+    let mut names: Vec<&str> = all().map(|p| p.name).collect();
+    let n = names.len();
+    names.sort_unstable();
+    names.dedup();
+    assert_eq!(names.len(), n, "two policies share a name: {names:?}");
+    assert!(find("sjf").is_some(), "sjf is in the list");
+}
+
+const S: i64 = 1_000_000_000;
+
+fn node(free: u32) -> NodeView {
+    NodeView {
+        cpus: 4,
+        free_cpus: free,
+        free_mem_mb: 1 << 20,
+        free_slots: free,
+        usable: true,
+    }
+}
+
+fn job(id: u64, cores: u32, estimate_s: u64) -> Queued {
+    Queued {
+        job: id,
+        partition: 0,
+        cores,
+        mem_per_cpu_mb: 0,
+        estimate_ns: estimate_s * S as u64,
+        submit_ns: id as i64,
+    }
+}
+
+fn running(id: u64, partition: usize, alloc: Vec<(usize, u32)>, end_s: i64) -> Active {
+    Active {
+        job: id,
+        partition,
+        cores: alloc.iter().map(|(_, c)| c).sum(),
+        mem_per_cpu_mb: 0,
+        alloc,
+        state: ActiveState::Running,
+        since_ns: 0,
+        expected_end_ns: end_s * S,
+        remaining_ns: end_s * S,
+    }
+}
+
+/// `free` cores now on 4 nodes of 4 cores (16 in all), one partition.
+fn view(free: [u32; 4], active: Vec<Active>, queue: Vec<Queued>) -> View {
+    View {
+        now_ns: 100 * S,
+        nodes: free.iter().map(|&c| node(c)).collect(),
+        partitions: Arc::new(vec![PartitionView {
+            nodes: vec![0, 1, 2, 3],
+            priority: 0,
+            gang: None,
+        }]),
+        queue: Arc::new(queue),
+        active: Arc::new(active),
+    }
+}
+
+const FCFS: Standard = Standard {
+    base: Base::Fcfs,
+    preemption: false,
+};
+const EASY: Standard = Standard {
+    base: Base::Easy,
+    preemption: false,
+};
+
+fn started(d: &Decisions) -> Vec<u64> {
+    d.list
+        .iter()
+        .filter_map(|x| match x {
+            Decision::Start { job, .. } => Some(*job),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn fcfs_starts_in_order_and_stops_at_the_first_that_does_not_fit() {
+    let v = view(
+        [4, 4, 0, 0],
+        vec![],
+        vec![job(1, 4, 10), job(2, 2, 10), job(3, 8, 10), job(4, 1, 10)],
+    );
+    let d = FCFS.decide(&v);
+    assert_eq!(
+        d.list,
+        [
+            Decision::Start {
+                job: 1,
+                alloc: vec![(0, 4)]
+            },
+            Decision::Start {
+                job: 2,
+                alloc: vec![(1, 2)]
+            }
+        ]
+    );
+}
+
+#[test]
+fn easy_backfills_a_small_job_that_ends_before_the_reservation() {
+    let active = vec![
+        running(10, 0, vec![(2, 4)], 200),
+        running(11, 0, vec![(3, 4)], 300),
+    ];
+    // The head wants all 16: reserved at 300 s with none spare. Job 2
+    // (8 cores) ends at 250 s: backfilled. Job 3 finds nothing left.
+    let v = view(
+        [4, 4, 0, 0],
+        active,
+        vec![job(1, 16, 500), job(2, 8, 150), job(3, 1, 10)],
+    );
+    assert_eq!(started(&EASY.decide(&v)), [2]);
+}
+
+#[test]
+fn easy_does_not_backfill_a_job_that_would_delay_the_head() {
+    let active = vec![running(10, 0, vec![(2, 4), (3, 4)], 200)];
+    let v = view(
+        [4, 4, 0, 0],
+        active.clone(),
+        vec![job(1, 16, 500), job(2, 2, 300)],
+    );
+    assert!(started(&EASY.decide(&v)).is_empty());
+    let v = view([4, 4, 0, 0], active, vec![job(1, 16, 500), job(2, 2, 100)]);
+    assert_eq!(started(&EASY.decide(&v)), [2]);
+}
+
+#[test]
+fn easy_backfills_long_jobs_into_cores_the_head_will_not_need() {
+    let active = vec![running(10, 0, vec![(2, 4), (3, 4)], 200)];
+    // The head needs 12: reserved at 200 s with 4 spare. Two long 2-core
+    // jobs fit in the spare 4; a third would not.
+    let v = view(
+        [4, 4, 0, 0],
+        active,
+        vec![
+            job(1, 12, 500),
+            job(2, 2, 900),
+            job(3, 2, 900),
+            job(4, 2, 900),
+        ],
+    );
+    assert_eq!(started(&EASY.decide(&v)), [2, 3]);
+}
+
+#[test]
+fn easy_does_not_let_a_backfilled_job_take_the_heads_memory() {
+    // Two nodes of 4 cores / 4000 MiB; node 0 busy until 200 s. The head
+    // wants 6 cores of 1000 MiB: reserved at 200 s with 2 cores spare.
+    // A long 1-core job of 4000 MiB fits those spare cores but would
+    // take node 1's memory: not backfilled. A short one is.
+    let mut v = view(
+        [0, 4, 0, 0],
+        vec![running(10, 0, vec![(0, 4)], 200)],
+        vec![],
+    );
+    v.nodes.truncate(2);
+    Arc::make_mut(&mut v.partitions)[0].nodes = vec![0, 1];
+    for n in &mut v.nodes {
+        n.free_mem_mb = 4000;
+    }
+    let head = Queued {
+        mem_per_cpu_mb: 1000,
+        ..job(1, 6, 500)
+    };
+    let long = Queued {
+        mem_per_cpu_mb: 4000,
+        ..job(2, 1, 900)
+    };
+    v.queue = Arc::new(vec![head, long]);
+    assert!(started(&EASY.decide(&v)).is_empty());
+    Arc::make_mut(&mut v.queue)[1].estimate_ns = 50 * S as u64;
+    assert_eq!(started(&EASY.decide(&v)), [2]);
+}
+
+#[test]
+fn memory_limits_placement() {
+    let mut v = view([4, 4, 4, 4], vec![], vec![]);
+    v.nodes[0].free_mem_mb = 1000;
+    v.nodes[1].free_mem_mb = 4000;
+    v.queue = Arc::new(vec![Queued {
+        mem_per_cpu_mb: 1000,
+        ..job(1, 5, 10)
+    }]);
+    let d = FCFS.decide(&v);
+    assert_eq!(
+        d.list,
+        [Decision::Start {
+            job: 1,
+            alloc: vec![(0, 1), (1, 4)]
+        }]
+    );
+}
+
+/// Adds partition 1 over `nodes` at priority 10 (partition 0 at 1) and
+/// queues one 4-core job there: the urgent job preemption is for.
+fn queue_urgent(v: &mut View, nodes: Vec<usize>) {
+    Arc::make_mut(&mut v.partitions)[0].priority = 1;
+    Arc::make_mut(&mut v.partitions).push(PartitionView {
+        nodes,
+        priority: 10,
+        gang: None,
+    });
+    v.queue = Arc::new(vec![Queued {
+        partition: 1,
+        ..job(1, 4, 100)
+    }]);
+}
+
+#[test]
+fn preemption_suspends_the_fewest_lowest_priority_jobs() {
+    // All 16 cores busy with low-priority jobs: 1 core (job 10), 3 cores
+    // (11) on node 0; 4 cores each on nodes 1 (12), 2 (13), 3 (14).
+    let mut base = view([4, 4, 4, 4], vec![], vec![]);
+    let active = vec![
+        running(10, 0, vec![(0, 1)], 900),
+        running(11, 0, vec![(0, 3)], 900),
+        running(12, 0, vec![(1, 4)], 900),
+        running(13, 0, vec![(2, 4)], 900),
+        running(14, 0, vec![(3, 4)], 900),
+    ];
+    for n in &mut base.nodes {
+        n.free_cpus = 0;
+    }
+    base.active = Arc::new(active);
+    queue_urgent(&mut base, vec![0, 1, 2, 3]);
+    let d = PREEMPT.decide(&base);
+    // One victim suffices: a 4-core job (the largest first), the
+    // youngest of equal ones, here the highest id (all started at 0).
+    assert_eq!(
+        d.list,
+        [
+            Decision::Suspend(12),
+            Decision::Start {
+                job: 1,
+                alloc: vec![(1, 4)]
+            }
+        ]
+    );
+}
+
+#[test]
+fn preemption_counts_only_the_cores_a_victim_frees_where_the_job_may_run() {
+    // The urgent partition has nodes 0 to 2 only, all busy. Job 10 has
+    // 3 cores on node 0 and 4 on node 3, job 11 two on node 1 and 4 on
+    // node 3 (7 and 6 cores in all), job 12 four on node 2: counted by
+    // their size, jobs 10 and 11 would both be suspended; job 12 alone
+    // frees the 4 cores the urgent job needs where it may run.
+    let mut base = view([3, 2, 4, 8], vec![], vec![]);
+    for n in &mut base.nodes {
+        n.free_cpus = 0;
+    }
+    base.active = Arc::new(vec![
+        running(10, 0, vec![(0, 3), (3, 4)], 900),
+        running(11, 0, vec![(1, 2), (3, 4)], 900),
+        running(12, 0, vec![(2, 4)], 900),
+    ]);
+    queue_urgent(&mut base, vec![0, 1, 2]);
+    let d = PREEMPT.decide(&base);
+    assert_eq!(
+        d.list,
+        [
+            Decision::Suspend(12),
+            Decision::Start {
+                job: 1,
+                alloc: vec![(2, 4)]
+            }
+        ]
+    );
+}
+
+#[test]
+fn preempted_jobs_resume_when_their_cores_are_free_oldest_first() {
+    let mut v = view([4, 0, 4, 0], vec![], vec![]);
+    let mut a = running(12, 0, vec![(1, 4)], 900);
+    a.state = ActiveState::Suspended;
+    a.since_ns = 50 * S;
+    let mut b = running(13, 0, vec![(0, 4)], 900);
+    b.state = ActiveState::Suspended;
+    b.since_ns = 40 * S;
+    v.active = Arc::new(vec![a, b]);
+    // Node 1 is busy (its preemptor still runs), node 0 free: only job
+    // 13 can resume; a pending job may then use node 2, not node 0.
+    v.queue = Arc::new(vec![job(1, 4, 10)]);
+    let d = FCFS.decide(&v);
+    assert_eq!(
+        d.list,
+        [
+            Decision::Resume(13),
+            Decision::Start {
+                job: 1,
+                alloc: vec![(2, 4)]
+            }
+        ]
+    );
+}
+
+fn in_state(mut a: Active, state: ActiveState, since_s: i64) -> Active {
+    a.state = state;
+    a.since_ns = since_s * S;
+    if state != ActiveState::Running {
+        a.expected_end_ns = i64::MAX;
+    }
+    a
+}
+
+const PREEMPT: Standard = Standard {
+    base: Base::Fcfs,
+    preemption: true,
+};
+
+#[test]
+fn preemption_spares_victims_it_can_do_without() {
+    // Node 0 has 1 free core. Job 11 (low, 9 cores) holds 1 core of
+    // node 0 and two other nodes; job 12 (low) holds node 1. A 4-core
+    // urgent job limited to nodes 0-1 needs only job 12 gone.
+    let mut v = view([1, 0, 0, 0], vec![], vec![]);
+    Arc::make_mut(&mut v.partitions).push(PartitionView {
+        nodes: vec![0, 1],
+        priority: 10,
+        gang: None,
+    });
+    Arc::make_mut(&mut v.partitions)[0].priority = 1;
+    v.active = Arc::new(vec![
+        running(10, 1, vec![(0, 3)], 900),
+        running(11, 0, vec![(0, 0), (2, 4), (3, 4)], 900),
+        running(12, 0, vec![(1, 4)], 900),
+    ]);
+    Arc::make_mut(&mut v.active)[1].alloc = vec![(0, 1), (2, 4), (3, 4)];
+    Arc::make_mut(&mut v.active)[1].cores = 9;
+    v.nodes[0].free_cpus = 1;
+    let mut urgent = job(1, 4, 10);
+    urgent.partition = 1;
+    v.queue = Arc::new(vec![urgent]);
+    let d = PREEMPT.decide(&v);
+    assert_eq!(
+        d.list,
+        [
+            Decision::Suspend(12),
+            Decision::Start {
+                job: 1,
+                alloc: vec![(0, 1), (1, 3)]
+            }
+        ]
+    );
+}
+
+#[test]
+fn jobs_being_cancelled_are_not_victims() {
+    let mut v = view([0, 0, 0, 0], vec![], vec![]);
+    Arc::make_mut(&mut v.partitions).push(PartitionView {
+        nodes: vec![0, 1, 2, 3],
+        priority: 10,
+        gang: None,
+    });
+    v.active = Arc::new(vec![in_state(
+        running(10, 0, vec![(0, 4), (1, 4), (2, 4), (3, 4)], 900),
+        ActiveState::Ending,
+        90,
+    )]);
+    let mut urgent = job(1, 4, 10);
+    urgent.partition = 1;
+    v.queue = Arc::new(vec![urgent]);
+    assert!(PREEMPT.decide(&v).list.is_empty());
+}
+
+#[test]
+fn a_job_suspended_on_a_drained_node_resumes() {
+    let mut v = view([4, 4, 4, 4], vec![], vec![]);
+    v.nodes[0].usable = false;
+    v.active = Arc::new(vec![in_state(
+        running(10, 0, vec![(0, 4)], 900),
+        ActiveState::Suspended,
+        50,
+    )]);
+    assert_eq!(PREEMPT.decide(&v).list, [Decision::Resume(10)]);
+}
+
+#[test]
+fn easy_counts_jobs_resumed_in_the_same_pass_as_releases() {
+    // Job 10 (8 cores, 200 s left) resumes on nodes 0-1; job 11 ends at
+    // 200 s. The 16-core head can start at 300 s (100 s + 200 s), when
+    // both have released: a 4-core job of 900 s on node 3 would delay
+    // it and must not be backfilled.
+    let mut v = view([4, 4, 0, 4], vec![], vec![]);
+    let mut suspended = in_state(
+        running(10, 0, vec![(0, 4), (1, 4)], 0),
+        ActiveState::Suspended,
+        50,
+    );
+    suspended.remaining_ns = 200 * S;
+    v.active = Arc::new(vec![suspended, running(11, 0, vec![(2, 4)], 200)]);
+    v.queue = Arc::new(vec![job(1, 16, 500), job(2, 4, 900)]);
+    assert_eq!(EASY.decide(&v).list, [Decision::Resume(10)]);
+}
+
+#[test]
+fn no_start_beyond_k_jobs_per_core() {
+    // K = 2 on 3 nodes of 4 cores. Node 0 holds two suspended jobs: it
+    // has free cores but no free slot; nothing may start there.
+    let mut v = view([4, 0, 0, 4], vec![], vec![]);
+    v.nodes.truncate(3);
+    for n in &mut v.nodes {
+        n.free_slots = 0;
+    }
+    Arc::make_mut(&mut v.partitions)[0] = PartitionView {
+        nodes: vec![0, 1, 2],
+        priority: 0,
+        gang: Some(Gang {
+            oversubscribe: 2,
+            slice_ns: 30 * S,
+        }),
+    };
+    v.active = Arc::new(vec![
+        in_state(
+            running(10, 0, vec![(0, 4), (2, 4)], 0),
+            ActiveState::Suspended,
+            50,
+        ),
+        in_state(
+            running(11, 0, vec![(0, 4), (1, 4)], 0),
+            ActiveState::Suspended,
+            60,
+        ),
+        in_state(running(12, 0, vec![(1, 4)], 900), ActiveState::Running, 90),
+        in_state(running(13, 0, vec![(2, 4)], 900), ActiveState::Running, 95),
+    ]);
+    v.queue = Arc::new(vec![job(1, 4, 10)]);
+    for policy in [FCFS, EASY] {
+        let d = policy.decide(&v);
+        assert!(
+            !d.list.iter().any(|x| matches!(x, Decision::Start { .. })),
+            "{d:?}"
+        );
+    }
+}
+
+fn gang_view(slice_s: i64) -> View {
+    let mut v = view([4, 4, 4, 4], vec![], vec![]);
+    v.nodes.truncate(1);
+    v.nodes[0].free_slots = 8;
+    Arc::make_mut(&mut v.partitions)[0] = PartitionView {
+        nodes: vec![0],
+        priority: 0,
+        gang: Some(Gang {
+            oversubscribe: 2,
+            slice_ns: slice_s * S,
+        }),
+    };
+    v
+}
+
+#[test]
+fn gang_rotation_every_slice() {
+    // One 4-core node, two 4-core jobs time-sliced every 30 s.
+    let mut v = gang_view(30);
+    let mut a = running(1, 0, vec![(0, 4)], 900);
+    a.since_ns = 80 * S;
+    let mut b = running(2, 0, vec![(0, 4)], 900);
+    b.state = ActiveState::Suspended;
+    b.since_ns = 80 * S;
+    v.nodes[0].free_cpus = 0;
+    v.nodes[0].free_slots = 0;
+    v.active = Arc::new(vec![a.clone(), b.clone()]);
+    // 20 s into job 1's slice: nothing to do; ask again at 110 s.
+    let d = FCFS.decide(&v);
+    assert!(d.list.is_empty(), "{d:?}");
+    assert_eq!(d.wake_at_ns, Some(110 * S));
+    // At 110 s the slice is over: job 1 is suspended, then job 2
+    // resumes on its cores (in that order, or the resume would
+    // overbook them).
+    v.now_ns = 110 * S;
+    let d = FCFS.decide(&v);
+    assert_eq!(d.list, [Decision::Suspend(1), Decision::Resume(2)]);
+}
+
+#[test]
+fn gang_starts_a_new_job_in_turn_and_respects_the_oversubscription() {
+    let mut v = gang_view(30);
+    v.now_ns = 200 * S;
+    let mut a = running(1, 0, vec![(0, 4)], 900);
+    a.since_ns = 100 * S;
+    v.nodes[0].free_cpus = 0;
+    v.nodes[0].free_slots = 4; // K = 2: room for one more 4-core job
+    v.active = Arc::new(vec![a]);
+    v.queue = Arc::new(vec![
+        Queued {
+            submit_ns: 150 * S,
+            ..job(5, 4, 100)
+        },
+        Queued {
+            submit_ns: 160 * S,
+            ..job(6, 4, 100)
+        },
+    ]);
+    let d = FCFS.decide(&v);
+    // Job 5 takes job 1's turn; job 6 has no slot (K = 2) and waits.
+    assert_eq!(
+        d.list,
+        [
+            Decision::Suspend(1),
+            Decision::Start {
+                job: 5,
+                alloc: vec![(0, 4)]
+            },
+        ]
+    );
+    assert!(d.wake_at_ns.is_some());
+}
+
+/// Property over many generated views: whatever the policy decides
+/// never gives a node more cores or memory than it has free, places
+/// each job once, with exactly its cores.
+#[test]
+fn never_overbooked() {
+    let mut x: u64 = 0x2545_F491_4F6C_DD1D;
+    let mut rnd = move |n: u64| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x % n
+    };
+    for _ in 0..2000 {
+        let n = 1 + rnd(12) as usize;
+        let nodes: Vec<NodeView> = (0..n)
+            .map(|_| {
+                let f = rnd(17) as u32;
+                NodeView {
+                    cpus: 16,
+                    free_cpus: f,
+                    free_mem_mb: rnd(64_000),
+                    free_slots: f,
+                    usable: rnd(5) != 0,
+                }
+            })
+            .collect();
+        let queue: Vec<Queued> = (0..rnd(30))
+            .map(|j| Queued {
+                job: j,
+                partition: rnd(2) as usize,
+                cores: 1 + rnd(40) as u32,
+                mem_per_cpu_mb: rnd(3) * 1000,
+                estimate_ns: rnd(1000) * S as u64,
+                submit_ns: j as i64,
+            })
+            .collect();
+        let v = View {
+            now_ns: 10 * S,
+            partitions: Arc::new(vec![
+                PartitionView {
+                    nodes: (0..n).collect(),
+                    priority: 0,
+                    gang: None,
+                },
+                PartitionView {
+                    nodes: (0..n).filter(|i| i % 2 == 0).collect(),
+                    priority: 0,
+                    gang: None,
+                },
+            ]),
+            nodes,
+            queue: Arc::new(queue),
+            active: Arc::default(),
+        };
+        for policy in [FCFS, EASY] {
+            let d = policy.decide(&v);
+            let mut cpus: Vec<u64> = vec![0; n];
+            let mut mem: Vec<u64> = vec![0; n];
+            let mut seen = HashSet::new();
+            for x in &d.list {
+                let Decision::Start { job, alloc } = x else {
+                    panic!("unexpected {x:?}");
+                };
+                assert!(seen.insert(*job), "job {job} placed twice");
+                let q = v.queue.iter().find(|q| q.job == *job).unwrap();
+                let total: u32 = alloc.iter().map(|(_, c)| c).sum();
+                assert_eq!(total, q.cores);
+                for &(node, c) in alloc {
+                    assert!(v.partitions[q.partition].nodes.contains(&node));
+                    assert!(v.nodes[node].usable);
+                    cpus[node] += u64::from(c);
+                    mem[node] += u64::from(c) * q.mem_per_cpu_mb;
+                }
+            }
+            for i in 0..n {
+                assert!(
+                    cpus[i] <= u64::from(v.nodes[i].free_cpus),
+                    "cpus overbooked on {i}"
+                );
+                assert!(mem[i] <= v.nodes[i].free_mem_mb, "memory overbooked on {i}");
+            }
+        }
+    }
+}

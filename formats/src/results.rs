@@ -1,0 +1,407 @@
+//! A results directory, as runworkload writes it and calcmets reads it:
+//! one place for its files' shapes, read and written through serde.
+//!
+//! - [`Manifest`] (`manifest.json`): what the run was (cluster, trace
+//!   slice, time compression, schedule) and how it ended;
+//! - [`JobRow`] (`jobs.csv`, through the `csv` crate): each job of the
+//!   slice, the cluster's id for it, its submit instants, its final state
+//!   and its nodes;
+//! - `metrics.json` is calcmets' own summary of the run's records.
+//!
+//! Readers are lenient where files written before a field existed lack
+//! it (a default stands in); writers always write every field. The page
+//! for people is `docs/results.md`.
+
+use std::collections::BTreeMap;
+use std::io;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+/// The manifest's file name: a directory holding one is a results
+/// directory.
+pub const MANIFEST: &str = "manifest.json";
+/// One line per job of the slice.
+pub const JOBS: &str = "jobs.csv";
+/// calcmets' metrics of the run.
+pub const METRICS: &str = "metrics.json";
+
+/// How a run stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    /// From before the first job on; left so by a replay that died.
+    Running,
+    /// Every job over.
+    Completed,
+    /// Stopped by Ctrl-C: unfinished jobs were cancelled.
+    Interrupted,
+    /// Stopped by an error (the manifest's `error`).
+    Failed,
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Running => "running",
+            Status::Completed => "completed",
+            Status::Interrupted => "interrupted",
+            Status::Failed => "failed",
+        }
+    }
+}
+
+/// Runs written before manifests had a status finished.
+fn completed() -> Status {
+    Status::Completed
+}
+
+/// `manifest.json`: what a run was and how it ended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Manifest {
+    /// `shrink-FFF`, the run's name in tables.
+    #[serde(default)]
+    pub label: String,
+    #[serde(default = "completed")]
+    pub status: Status,
+    /// Why a `failed` run failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    #[serde(default)]
+    pub clemu_version: String,
+    /// The replay's process.
+    #[serde(default)]
+    pub pid: u32,
+    /// The cluster config's path.
+    #[serde(default)]
+    pub config: String,
+    /// `emulated` (real processes) or `simulated` (the virtual-time twin).
+    #[serde(default)]
+    pub mode: String,
+    /// `clemu` or `slurm`.
+    #[serde(default)]
+    pub backend: String,
+    /// `embedded`, the address of the controller driven, or `slurm`.
+    #[serde(default)]
+    pub controller: String,
+    #[serde(default)]
+    pub policy: String,
+    /// `off` or `suspend`.
+    #[serde(default)]
+    pub preemption: String,
+    #[serde(default)]
+    pub time_slice_s: f64,
+    #[serde(default)]
+    pub gang_partitions: Vec<GangPartition>,
+    /// The cluster's total cores (what utilization divides by).
+    #[serde(default)]
+    pub cores: Option<u64>,
+    #[serde(default)]
+    pub nodes: u64,
+    #[serde(default)]
+    pub trace: Trace,
+    #[serde(default)]
+    pub slice: Slice,
+    /// The shrinking factor, a fraction (0.5 for 50 %).
+    #[serde(default)]
+    pub factor: f64,
+    #[serde(default)]
+    pub speedup: f64,
+    /// τ of the bounded slowdown in this run's seconds.
+    #[serde(default)]
+    pub tau: Option<f64>,
+    #[serde(default)]
+    pub schedule: Schedule,
+    /// Unix seconds: the first deadline (while `running`, when the replay
+    /// started).
+    #[serde(default)]
+    pub start: Option<f64>,
+    /// Unix seconds: the end of the run; `None` while `running`.
+    #[serde(default)]
+    pub end: Option<f64>,
+    /// Jobs by final state; `None` while `running`.
+    #[serde(default)]
+    pub counts: Option<BTreeMap<String, u64>>,
+    /// Actual − target submit instants; `None` while `running`.
+    #[serde(default)]
+    pub lateness: Option<Lateness>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GangPartition {
+    pub name: String,
+    pub oversubscribe: u32,
+    pub time_slice_s: f64,
+}
+
+/// The trace a run replays.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Trace {
+    pub path: String,
+    pub max_procs: Option<u64>,
+    pub unix_start_time: Option<i64>,
+}
+
+/// The slice of the trace a run replays.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Slice {
+    pub skip: u64,
+    /// As asked (`--jobs`); `None` for all.
+    pub jobs: Option<u64>,
+    /// Job lines in the slice.
+    pub read: u64,
+    /// Jobs the run submits.
+    pub replayed: u64,
+    pub skipped_too_large: u64,
+    /// Run time or size unknown.
+    pub skipped_unknown: u64,
+    pub malformed_lines: u64,
+    pub cores_per_proc: u32,
+}
+
+/// When jobs are submitted.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "mode", rename_all = "lowercase")]
+pub enum Schedule {
+    /// Each job at its own (shrunk) submit time.
+    #[default]
+    Trace,
+    /// The originating study's: warm-up jobs at once, then groups at a
+    /// fixed period (seconds).
+    Groups {
+        warmup_jobs: usize,
+        warmup: f64,
+        group: usize,
+        period: f64,
+        drift: f64,
+    },
+}
+
+/// Actual − target submit instant over the submitted jobs, seconds.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Lateness {
+    pub submitted: u64,
+    pub p50: f64,
+    pub p99: f64,
+    pub max: f64,
+    pub mean: f64,
+}
+
+impl Manifest {
+    /// Reads `dir/manifest.json`.
+    pub fn read(dir: &Path) -> io::Result<Manifest> {
+        let path = dir.join(MANIFEST);
+        let text = std::fs::read_to_string(&path).map_err(|e| {
+            io::Error::new(e.kind(), format!("cannot read {}: {e}", path.display()))
+        })?;
+        serde_json::from_str(&text).map_err(|e| {
+            io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("{}: not a manifest: {e}", path.display()),
+            )
+        })
+    }
+
+    /// Writes `dir/manifest.json` whole: to a file beside it, renamed into
+    /// place, so that a reader never sees half of one.
+    pub fn write(&self, dir: &Path) -> io::Result<()> {
+        let path = dir.join(MANIFEST);
+        let tmp = dir.join(".manifest.json.new");
+        let text = serde_json::to_string_pretty(self).map_err(io::Error::other)?;
+        std::fs::write(&tmp, text + "\n")?;
+        std::fs::rename(&tmp, &path)
+    }
+}
+
+/// One line of `jobs.csv`: a job of the slice.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JobRow {
+    /// The trace's job number (SWF field 1; −1 where it has none).
+    pub trace_id: i64,
+    /// The cluster's id for it; 0 if it was never submitted.
+    pub job_id: u64,
+    #[serde(default)]
+    pub cores: u32,
+    /// Run time and wall-time limit as submitted, seconds.
+    #[serde(default)]
+    pub runtime_s: f64,
+    #[serde(default)]
+    pub walltime_s: f64,
+    /// Unix seconds: when it was due, and when it was sent.
+    #[serde(default)]
+    pub target_submit: f64,
+    #[serde(default)]
+    pub actual_submit: f64,
+    /// The submit instant the cluster gave it, Unix nanoseconds, exactly
+    /// as its records carry it; 0 if never submitted. `None` in files
+    /// written before the column was.
+    #[serde(default)]
+    pub submit_ns: Option<i64>,
+    #[serde(default)]
+    pub lateness_ms: f64,
+    /// Its final state (`completed`, ..., `not_submitted`).
+    #[serde(default)]
+    pub state: String,
+    /// With `--backend slurm`, the id Slurm gave it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slurm_id: Option<u64>,
+    /// The nodes it ran on, folded; empty if none.
+    #[serde(default)]
+    pub nodes: String,
+}
+
+/// Writes `dir/jobs.csv`.
+pub fn write_jobs(dir: &Path, rows: &[JobRow]) -> io::Result<()> {
+    let path = dir.join(JOBS);
+    let mut w = csv::Writer::from_path(&path).map_err(csv_error(&path))?;
+    for r in rows {
+        w.serialize(r).map_err(csv_error(&path))?;
+    }
+    w.flush()
+}
+
+/// Reads `dir/jobs.csv`; `None` when there is none (a run still running,
+/// or killed, has none yet).
+pub fn read_jobs(dir: &Path) -> io::Result<Option<Vec<JobRow>>> {
+    let path = dir.join(JOBS);
+    let mut r = match csv::Reader::from_path(&path) {
+        Ok(r) => r,
+        Err(e) if matches!(e.kind(), csv::ErrorKind::Io(io) if io.kind() == io::ErrorKind::NotFound) => {
+            return Ok(None)
+        }
+        Err(e) => return Err(csv_error(&path)(e)),
+    };
+    let rows = r
+        .deserialize()
+        .collect::<Result<Vec<JobRow>, _>>()
+        .map_err(csv_error(&path))?;
+    Ok(Some(rows))
+}
+
+/// A CSV error as an I/O error naming the file (and the line, when the
+/// error has one).
+fn csv_error(path: &Path) -> impl Fn(csv::Error) -> io::Error + '_ {
+    move |e| {
+        let at = e
+            .position()
+            .map_or(String::new(), |p| format!(":{}", p.line()));
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("{}{at}: {e}", path.display()),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(trace_id: i64, job_id: u64, nodes: &str) -> JobRow {
+        JobRow {
+            trace_id,
+            job_id,
+            cores: 2,
+            runtime_s: 1.5,
+            walltime_s: 3.0,
+            target_submit: 1_800_000_000.25,
+            actual_submit: 1_800_000_000.250_1,
+            submit_ns: Some(1_800_000_000_250_300_000),
+            lateness_ms: 0.1,
+            state: "completed".into(),
+            slurm_id: None,
+            nodes: nodes.into(),
+        }
+    }
+
+    #[test]
+    fn jobs_round_trip_with_folded_nodes() {
+        let dir = tempfile::tempdir().unwrap();
+        let rows = vec![row(4515, 1, "vn[001-002],vn007"), row(-1, 0, "")];
+        write_jobs(dir.path(), &rows).unwrap();
+        let text = std::fs::read_to_string(dir.path().join(JOBS)).unwrap();
+        assert!(text.starts_with("trace_id,job_id,cores,"), "{text}");
+        assert!(text.contains("\"vn[001-002],vn007\""), "{text}");
+        assert_eq!(read_jobs(dir.path()).unwrap(), Some(rows));
+    }
+
+    #[test]
+    fn older_jobs_files_still_read() {
+        let dir = tempfile::tempdir().unwrap();
+        // Before submit_ns and slurm_id, with the nodes quoted by hand.
+        std::fs::write(
+            dir.path().join(JOBS),
+            "trace_id,job_id,cores,runtime_s,walltime_s,target_submit,actual_submit,lateness_ms,state,nodes\n\
+             7,3,4,1.000,2.000,10.000000,10.000100,0.100,completed,\"vn[1-2]\"\n",
+        )
+        .unwrap();
+        let rows = read_jobs(dir.path()).unwrap().unwrap();
+        assert_eq!((rows[0].job_id, rows[0].submit_ns), (3, None));
+        assert_eq!(rows[0].nodes, "vn[1-2]");
+        std::fs::write(dir.path().join(JOBS), "trace_id,job_id,cores\n1,x,2\n").unwrap();
+        let err = read_jobs(dir.path()).unwrap_err().to_string();
+        assert!(err.contains("jobs.csv:2"), "{err}");
+        assert_eq!(
+            read_jobs(tempfile::tempdir().unwrap().path()).unwrap(),
+            None
+        );
+    }
+
+    #[test]
+    fn a_manifest_round_trips_and_an_old_one_reads() {
+        let dir = tempfile::tempdir().unwrap();
+        let m = Manifest {
+            label: "shrink-050".into(),
+            status: Status::Running,
+            error: None,
+            clemu_version: "0.1.0".into(),
+            pid: 42,
+            config: "configs/demo.toml".into(),
+            mode: "emulated".into(),
+            backend: "clemu".into(),
+            controller: "embedded".into(),
+            policy: "easy".into(),
+            preemption: "off".into(),
+            time_slice_s: 30.0,
+            gang_partitions: vec![],
+            cores: Some(256),
+            nodes: 16,
+            trace: Trace::default(),
+            slice: Slice::default(),
+            factor: 0.5,
+            speedup: 10_000.0,
+            tau: Some(0.0005),
+            schedule: Schedule::Groups {
+                warmup_jobs: 10,
+                warmup: 1.0,
+                group: 5,
+                period: 2.0,
+                drift: 0.1,
+            },
+            start: Some(1_800_000_000.5),
+            end: None,
+            counts: None,
+            lateness: None,
+        };
+        m.write(dir.path()).unwrap();
+        let text = std::fs::read_to_string(dir.path().join(MANIFEST)).unwrap();
+        assert!(text.contains("\"status\": \"running\"") && text.contains("\"mode\": \"groups\""));
+        assert_eq!(Manifest::read(dir.path()).unwrap(), m);
+        // What the first manifests held, and no status: a finished run.
+        std::fs::write(
+            dir.path().join(MANIFEST),
+            r#"{"label": "shrink-100", "cores": 8, "start": 5.0, "tau": 10.0}"#,
+        )
+        .unwrap();
+        let old = Manifest::read(dir.path()).unwrap();
+        assert_eq!(
+            (old.status, old.cores, old.tau),
+            (Status::Completed, Some(8), Some(10.0))
+        );
+        // The least a results directory can hold.
+        std::fs::write(dir.path().join(MANIFEST), "{}").unwrap();
+        assert_eq!(Manifest::read(dir.path()).unwrap().cores, None);
+    }
+}
