@@ -311,6 +311,13 @@ fn dump_records(args: &DumpArgs) -> Result<Outcome> {
     })
 }
 
+/// The nearest-rank percentile `q` of `sorted` (the k-th smallest value,
+/// k = max(1, ⌈q·n⌉), as docs/design.md defines percentiles); `None` of
+/// nothing.
+pub fn nearest_rank(sorted: &[i64], q: f64) -> Option<i64> {
+    (!sorted.is_empty()).then(|| sorted[dist::rank(q, sorted.len()) - 1])
+}
+
 /// Whether `err` is a closed output pipe (`calcmets dump | head`), which
 /// ends the program quietly and successfully.
 pub fn is_broken_pipe(err: &anyhow::Error) -> bool {

@@ -102,8 +102,11 @@ fn getrandom_fill(buf: &mut [u8]) -> Result<()> {
 /// The policy a config asks for (its name was checked when the config was
 /// read; an unknown one falls back to EASY).
 pub fn policy(config: &Config) -> Box<dyn Policy> {
+    let settings = policy::Settings {
+        preemption: config.preemption,
+    };
     match policy::find(&config.policy) {
-        Some(p) => (p.make)(config),
+        Some(p) => (p.make)(&settings),
         None => Box::new(policy::Standard {
             base: policy::Base::Easy,
             preemption: config.preemption,

@@ -6,9 +6,13 @@ use std::path::PathBuf;
 use anyhow::{anyhow, bail, Context, Result};
 use clap::{Parser, ValueEnum};
 
+use crate::backend::clemu::{Clemu, Remote};
+use crate::backend::slurm::Slurm;
+use crate::backend::twin::Twin;
+use crate::backend::Backend;
 use crate::schedule::Schedule;
 use crate::trace::{self, SliceSpec};
-use crate::{Plan, Remote};
+use crate::Plan;
 
 const EXAMPLES: &str = "\
 Examples:
@@ -91,8 +95,8 @@ pub struct Cli {
     /// Where the jobs run: clemu's emulated cluster, or a running Slurm
     /// cluster (sbatch, squeue; `scripts/slurm-local.sh up` makes one),
     /// with the same slice, factors and schedule.
-    #[arg(long, value_enum, default_value_t = Backend::Clemu)]
-    pub backend: Backend,
+    #[arg(long, value_enum, default_value_t = BackendName::Clemu)]
+    pub backend: BackendName,
     /// When jobs are submitted.
     #[arg(long, value_enum, default_value_t = ScheduleMode::Trace)]
     pub schedule: ScheduleMode,
@@ -127,9 +131,9 @@ pub struct Cli {
     pub verbose: u8,
 }
 
-/// Where the jobs of a replay run.
+/// Where the jobs of a replay run (`--backend`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Backend {
+pub enum BackendName {
     Clemu,
     Slurm,
 }
@@ -205,7 +209,7 @@ fn seconds(flag: &str, s: &str) -> Result<i64> {
 
 /// Checks the command line and reads the trace slice.
 pub fn plan(cli: &Cli) -> Result<(Plan, Vec<String>)> {
-    if cli.backend == Backend::Slurm && (cli.simulate || cli.controller.is_some()) {
+    if cli.backend == BackendName::Slurm && (cli.simulate || cli.controller.is_some()) {
         bail!("--backend slurm submits to Slurm: it takes neither --simulate nor --controller");
     }
     if cli.simulate && cli.controller.is_some() {
@@ -302,12 +306,14 @@ pub fn plan(cli: &Cli) -> Result<(Plan, Vec<String>)> {
         speedup: cli.speedup,
         schedule,
         out: cli.out.clone(),
-        remote,
         force: cli.force,
         progress: !cli.quiet,
         tau_ns: seconds("--tau", &cli.tau)?,
-        simulate: cli.simulate,
-        slurm: cli.backend == Backend::Slurm,
+        backend: match cli.backend {
+            BackendName::Slurm => Box::new(Slurm) as Box<dyn Backend>,
+            BackendName::Clemu if cli.simulate => Box::new(Twin),
+            BackendName::Clemu => Box::new(Clemu { remote }),
+        },
     };
     Ok((plan, warnings))
 }

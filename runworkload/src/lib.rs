@@ -19,17 +19,19 @@
 //! `metrics.json` (calcmets' numbers).
 //! [`compare`] prints the runs side by side with calcmets' table.
 //!
-//! With `--simulate`, each factor runs instead in virtual time
-//! ([`controller::sim`]): the same trace slice, factors, schedule, cluster
-//! and policy code, no processes, perfect timing; the results directory has
-//! the same layout, so calcmets reads both and `calcmets fidelity` sets an
-//! emulated run beside its twin.
+//! Where the jobs run is the plan's [`backend::Backend`]: the emulated
+//! cluster ([`backend::clemu`]), its virtual-time twin
+//! ([`backend::twin`], `--simulate`: the same trace slice, factors,
+//! schedule, cluster and policy code, no processes, perfect timing), or a
+//! running Slurm cluster ([`backend::slurm`]). The results directory has
+//! the same layout whichever it is, so calcmets reads them all and
+//! `calcmets fidelity` sets an emulated run beside its twin.
 
+pub mod backend;
 pub mod cli;
 pub mod run;
 pub mod rundir;
 pub mod schedule;
-pub mod slurm;
 pub mod trace;
 
 use std::path::PathBuf;
@@ -40,13 +42,6 @@ use tokio_util::sync::CancellationToken;
 use crate::run::RunResult;
 use crate::schedule::Schedule;
 use crate::trace::Slice;
-
-/// A running cluster to drive instead of an embedded one.
-#[derive(Debug, Clone)]
-pub struct Remote {
-    pub addr: String,
-    pub secret: Vec<u8>,
-}
 
 /// A checked replay: everything the runs need.
 pub struct Plan {
@@ -62,14 +57,11 @@ pub struct Plan {
     pub speedup: f64,
     pub schedule: Schedule,
     pub out: PathBuf,
-    pub remote: Option<Remote>,
     pub force: bool,
     pub progress: bool,
     pub tau_ns: i64,
-    /// Run the virtual-time twin instead of the emulation.
-    pub simulate: bool,
-    /// Submit to a running Slurm cluster instead (`--backend slurm`).
-    pub slurm: bool,
+    /// Where the jobs run: the emulated cluster, its twin, or Slurm.
+    pub backend: Box<dyn backend::Backend>,
 }
 
 /// Runs every factor in turn; stops early (the run at hand marked
@@ -87,7 +79,7 @@ pub async fn replay(plan: &Plan, stop: &CancellationToken) -> Result<Vec<RunResu
         let r = match run::run_factor(plan, f, dir, stop).await {
             Ok(r) => r,
             Err(e) => {
-                run::mark_failed(&dir.path, &e);
+                rundir::mark_failed(&dir.path, &e);
                 return Err(e);
             }
         };

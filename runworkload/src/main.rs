@@ -64,7 +64,7 @@ fn main() -> ExitCode {
         }
     };
     plan.progress = plan.progress && std::io::stderr().is_terminal();
-    if plan.remote.is_none() && !plan.simulate {
+    if plan.backend.runs_sigsleep_here() {
         match ensure_sigsleep(&plan.config.agent.sigsleep) {
             Ok(Some(built)) => plan.config.agent.sigsleep = built,
             Ok(None) => {}
@@ -102,7 +102,7 @@ fn main() -> ExitCode {
     rt.block_on(async {
         let stop = CancellationToken::new();
         let token = stop.clone();
-        let simulated = plan.simulate;
+        let simulated = plan.backend.virtual_time();
         tokio::spawn(async move {
             if simulated && tokio::signal::ctrl_c().await.is_ok() {
                 // The twin runs no process and never waits: nothing to

@@ -1,5 +1,7 @@
 //! A run's results directory, from the replay's side: taken before the run
-//! starts, so that a run's records are only ever its own.
+//! starts, so that a run's records are only ever its own, and written:
+//! the manifest when the run starts and when it ends, `jobs.csv` and
+//! `metrics.json` at the end.
 //!
 //! A replay locks the directory (`.lock`, an advisory lock the kernel
 //! drops however the process ends) and writes `manifest.json` with status
@@ -13,8 +15,17 @@ use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use std::collections::HashMap;
+
 use anyhow::{bail, Context, Result};
-use formats::results::{Manifest, Status};
+use calcmets::metrics::{Params, Summary};
+use formats::results::{self, Manifest, Status};
+
+use tracing::warn;
+
+use crate::backend::{wall_ns, Jobs, Ran};
+use crate::schedule::{self, Scale};
+use crate::Plan;
 
 /// The lock file in a results directory. Hidden: calcmets reads `*.rec`,
 /// `manifest.json` and `jobs.csv` and ignores it.
@@ -139,7 +150,7 @@ fn describe(dir: &Path) -> String {
     };
     let ago = m
         .start
-        .map(|s| crate::run::wall_ns() as f64 / 1e9 - s)
+        .map(|s| wall_ns() as f64 / 1e9 - s)
         .filter(|s| *s >= 0.0)
         .map_or(String::new(), |s| format!("started {}, ", ago(s)));
     let jobs = Some(m.slice.replayed)
@@ -187,6 +198,250 @@ fn count_records(dir: &Path) -> u64 {
     n
 }
 
+/// τ of the bounded slowdown in this run's time: the trace's τ, shrunk
+/// and sped up like every other time, so that bounded slowdowns compare
+/// across factors and with the trace.
+fn tau_ns(plan: &Plan, factor: f64) -> i64 {
+    Scale {
+        factor,
+        speedup: plan.speedup,
+    }
+    .apply(plan.tau_ns)
+}
+
+/// Nearest-rank percentile of sorted values (0 of none), as calcmets
+/// defines percentiles.
+fn rank(sorted: &[i64], q: f64) -> i64 {
+    calcmets::nearest_rank(sorted, q).unwrap_or(0)
+}
+
+/// Completes a run's directory from what its backend tells: `jobs.csv`,
+/// the manifest (finished), `metrics.json`; the records are there already.
+pub(crate) fn write_results(
+    plan: &Plan,
+    dir: &Path,
+    jobs: &Jobs<'_>,
+    ran: &Ran,
+) -> Result<Summary> {
+    let (label, factor, targets) = (jobs.label, jobs.factor, jobs.targets);
+    let Ran {
+        ids,
+        actual,
+        infos,
+        started_wall,
+        ended_wall,
+        interrupted,
+        cores,
+        slurm_ids,
+    } = ran;
+    let (started_wall, ended_wall, interrupted, cores) =
+        (*started_wall, *ended_wall, *interrupted, *cores);
+    let trace_jobs = &plan.slice.jobs;
+    let mut late: Vec<i64> = (0..trace_jobs.len())
+        .filter(|&i| ids[i] != 0)
+        .map(|i| actual[i] - (started_wall + targets[i]))
+        .collect();
+    late.sort_unstable();
+    let mut states: HashMap<&'static str, u64> = HashMap::new();
+    let scale = Scale {
+        factor,
+        speedup: plan.speedup,
+    };
+    let rows: Vec<results::JobRow> = trace_jobs
+        .iter()
+        .enumerate()
+        .map(|(i, j)| {
+            let info = infos.get(&ids[i]);
+            let state = info.map_or("not_submitted", |info| info.state.as_str());
+            *states.entry(state).or_default() += 1;
+            let target = started_wall + targets[i];
+            results::JobRow {
+                trace_id: j.trace_id,
+                job_id: ids[i],
+                cores: j.cores,
+                runtime_s: scale.apply_u(j.run_ns) as f64 / 1e9,
+                walltime_s: scale.apply_u(j.walltime_ns) as f64 / 1e9,
+                target_submit: target as f64 / 1e9,
+                actual_submit: actual[i] as f64 / 1e9,
+                // The cluster's own submit instant, exactly as the job's
+                // records carry it: what tells this run's records from any
+                // other's.
+                submit_ns: Some(info.map_or(0, |info| info.submit_ns)),
+                lateness_ms: if ids[i] == 0 {
+                    0.0
+                } else {
+                    (actual[i] - target) as f64 / 1e6
+                },
+                state: state.to_string(),
+                slurm_id: slurm_ids.as_ref().map(|s| s[i]),
+                nodes: info.map_or(String::new(), |info| info.nodes.clone()),
+            }
+        })
+        .collect();
+    results::write_jobs(dir, &rows)
+        .with_context(|| format!("cannot write jobs.csv in {}", dir.display()))?;
+
+    write_manifest(
+        plan,
+        dir,
+        &RunState {
+            label,
+            factor,
+            status: if interrupted {
+                Status::Interrupted
+            } else {
+                Status::Completed
+            },
+            cores,
+            start_ns: started_wall,
+            end_ns: Some(ended_wall),
+            counts: Some(&states),
+            lateness: Some(&late),
+        },
+    )?;
+
+    let params = Params {
+        tau_ns: tau_ns(plan, factor),
+        window: None,
+        by_size: false,
+    };
+    // As `calcmets DIR` reads it: only the run's own records count.
+    let sources = calcmets::inputs::expand(&[dir.join("records")])?;
+    let book = calcmets::results::Book::open(dir)?;
+    let mut warnings = Vec::new();
+    let summary =
+        calcmets::summarize_records(&sources, &params, cores, false, Some(&book), &mut warnings)?;
+    for w in warnings {
+        warn!("{w}");
+    }
+    let mut f =
+        std::fs::File::create(dir.join("metrics.json")).context("cannot write metrics.json")?;
+    writeln!(f, "{}", serde_json::to_string_pretty(&summary)?)?;
+    Ok(summary)
+}
+
+/// Marks a run that stopped on an error: its manifest says `failed` and
+/// why, so that neither a rerun nor calcmets takes it for a finished one.
+/// (Best effort: the error at hand is what the user hears of.)
+pub(crate) fn mark_failed(dir: &Path, err: &anyhow::Error) {
+    let Ok(mut m) = results::Manifest::read(dir) else {
+        return;
+    };
+    m.status = Status::Failed;
+    m.error = Some(format!("{err:#}"));
+    m.end = Some(wall_ns() as f64 / 1e9);
+    let _ = m.write(dir);
+}
+
+/// What a run's manifest says besides the plan: written with status
+/// `running` when the run starts and again, complete, when it ends.
+pub(crate) struct RunState<'a> {
+    pub label: &'a str,
+    pub factor: f64,
+    pub status: Status,
+    pub cores: u64,
+    /// Unix ns: the first deadline (when the run started, for a run still
+    /// running).
+    pub start_ns: i64,
+    pub end_ns: Option<i64>,
+    /// Jobs by final state.
+    pub counts: Option<&'a HashMap<&'static str, u64>>,
+    /// Sorted lateness of the submitted jobs, ns.
+    pub lateness: Option<&'a [i64]>,
+}
+
+/// Writes `dir/manifest.json`: the plan, and where the run stands.
+pub(crate) fn write_manifest(plan: &Plan, dir: &Path, m: &RunState<'_>) -> Result<()> {
+    let schedule = match &plan.schedule {
+        schedule::Schedule::Trace => results::Schedule::Trace,
+        schedule::Schedule::Groups {
+            warmup_jobs,
+            warmup_ns,
+            group,
+            period_ns,
+            drift_ns,
+        } => results::Schedule::Groups {
+            warmup_jobs: *warmup_jobs,
+            warmup: *warmup_ns as f64 / 1e9,
+            group: *group,
+            period: *period_ns as f64 / 1e9,
+            drift: *drift_ns as f64 / 1e9,
+        },
+    };
+    let s = &plan.slice;
+    let lateness = m.lateness.map(|late| results::Lateness {
+        submitted: late.len() as u64,
+        p50: rank(late, 0.50) as f64 / 1e9,
+        p99: rank(late, 0.99) as f64 / 1e9,
+        max: late.last().copied().unwrap_or(0) as f64 / 1e9,
+        mean: if late.is_empty() {
+            0.0
+        } else {
+            late.iter().sum::<i64>() as f64 / late.len() as f64 / 1e9
+        },
+    });
+    let manifest = results::Manifest {
+        label: m.label.to_string(),
+        status: m.status,
+        error: None,
+        clemu_version: env!("CARGO_PKG_VERSION").to_string(),
+        pid: std::process::id(),
+        config: plan.config_path.display().to_string(),
+        mode: plan.backend.mode().into(),
+        backend: plan.backend.name().into(),
+        controller: plan.backend.controller(),
+        policy: plan.config.policy.clone(),
+        preemption: if plan.config.preemption {
+            "suspend"
+        } else {
+            "off"
+        }
+        .into(),
+        time_slice_s: plan.config.time_slice.as_secs_f64(),
+        gang_partitions: plan
+            .config
+            .partitions
+            .iter()
+            .filter(|p| p.oversubscribe > 1)
+            .map(|p| results::GangPartition {
+                name: p.name.clone(),
+                oversubscribe: p.oversubscribe,
+                time_slice_s: p.time_slice.as_secs_f64(),
+            })
+            .collect(),
+        cores: Some(m.cores),
+        nodes: plan.config.nodes.len() as u64,
+        trace: results::Trace {
+            path: plan.workload.display().to_string(),
+            max_procs: s.header.max_procs(),
+            unix_start_time: s.header.unix_start_time(),
+        },
+        slice: results::Slice {
+            skip: plan.skip,
+            jobs: plan.take,
+            read: s.read,
+            replayed: s.jobs.len() as u64,
+            skipped_too_large: s.too_large,
+            skipped_unknown: s.unknown,
+            malformed_lines: s.warnings.len() as u64,
+            cores_per_proc: plan.cores_per_proc,
+        },
+        factor: m.factor,
+        speedup: plan.speedup,
+        tau: Some(tau_ns(plan, m.factor) as f64 / 1e9),
+        schedule,
+        start: Some(m.start_ns as f64 / 1e9),
+        end: m.end_ns.map(|e| e as f64 / 1e9),
+        counts: m
+            .counts
+            .map(|c| c.iter().map(|(k, v)| (k.to_string(), *v)).collect()),
+        lateness,
+    };
+    manifest
+        .write(dir)
+        .with_context(|| format!("cannot write the manifest in {}", dir.display()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -211,7 +466,7 @@ mod tests {
     /// A run whose replay died: a manifest still `running`, some records.
     fn killed_run(dir: &Path) {
         std::fs::create_dir_all(dir.join("records")).unwrap();
-        let start = crate::run::wall_ns() as f64 / 1e9 - 90.0;
+        let start = wall_ns() as f64 / 1e9 - 90.0;
         std::fs::write(
             dir.join("manifest.json"),
             format!(r#"{{"status": "running", "pid": 4242, "start": {start}, "slice": {{"replayed": 200}}}}"#),

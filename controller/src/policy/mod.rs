@@ -117,7 +117,17 @@ pub struct Entry {
     /// Whether it carries out preemption and gang time-slicing; a config
     /// that asks for them with a policy that does not is refused.
     pub suspends: bool,
-    pub make: fn(&crate::config::Cluster) -> Box<dyn Policy>,
+    pub make: fn(&Settings) -> Box<dyn Policy>,
+}
+
+/// What a policy is made with, from the cluster's config. (The policy
+/// module knows nothing else of configs: they depend on it, not it on
+/// them.)
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Settings {
+    /// `[controller] preemption = "suspend"`: higher-priority partitions
+    /// may suspend lower-priority jobs.
+    pub preemption: bool,
 }
 
 /// Every policy a configuration can name, in [`ALL`]'s order.

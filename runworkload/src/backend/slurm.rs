@@ -16,18 +16,19 @@
 //! signals blocked, so there it cannot happen).
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context, Result};
 use formats::wire::JobSpec;
+use futures_util::future::BoxFuture;
 use futures_util::StreamExt;
 use tokio::process::Command;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
-use crate::run::{due_jobs, info_of, wall_ns, write_results, RunResult, LEAD, SPIN};
+use super::{due_jobs, info_of, trace_jobs, wall_ns, Backend, Jobs, Ran, LEAD, SPIN};
 use crate::Plan;
 
 /// Runs a Slurm command; its standard output, or an error with its
@@ -134,23 +135,46 @@ fn node_lists(path: &Path) -> HashMap<u64, String> {
         .collect()
 }
 
-#[allow(clippy::too_many_arguments)] // the run's plan, as run::run_factor has it
-pub(crate) async fn run_factor(
-    plan: &Plan,
-    factor: f64,
-    label: String,
-    dir: PathBuf,
-    targets: &[i64],
-    specs: &[JobSpec],
-    order: &[usize],
-    stop: &CancellationToken,
-) -> Result<RunResult> {
+/// A running Slurm cluster, the one `SLURM_CONF` names.
+pub struct Slurm;
+
+impl Backend for Slurm {
+    fn mode(&self) -> &'static str {
+        "emulated"
+    }
+
+    fn name(&self) -> &'static str {
+        "slurm"
+    }
+
+    fn controller(&self) -> String {
+        "slurm".into()
+    }
+
+    fn runs_sigsleep_here(&self) -> bool {
+        true
+    }
+
+    fn run<'a>(
+        &'a self,
+        plan: &'a Plan,
+        jobs: &'a Jobs<'a>,
+        dir: &'a Path,
+        stop: &'a CancellationToken,
+    ) -> BoxFuture<'a, Result<Ran>> {
+        Box::pin(replay(plan, jobs, dir, stop))
+    }
+}
+
+async fn replay(plan: &Plan, run: &Jobs<'_>, dir: &Path, stop: &CancellationToken) -> Result<Ran> {
+    let (label, factor, targets, specs, order) =
+        (run.label, run.factor, run.targets, run.specs, run.order);
     let cores = total_cores().await?;
     let sigsleep = std::fs::canonicalize(&plan.config.agent.sigsleep)
         .with_context(|| format!("no sigsleep at {}", plan.config.agent.sigsleep.display()))?;
     let records = std::fs::canonicalize(dir.join("records"))?;
     let log = records.join(controller::records::RECORD_FILE);
-    let nodes_file = std::fs::canonicalize(&dir)?.join(NODES_FILE);
+    let nodes_file = std::fs::canonicalize(dir)?.join(NODES_FILE);
     let name = format!("clemu-{label}");
     let jobs = specs.len();
 
@@ -204,7 +228,7 @@ pub(crate) async fn run_factor(
             let out = out.with_context(|| {
                 format!(
                     "Slurm refused {}",
-                    crate::run::trace_jobs(&plan.slice.jobs, &[i], &plan.workload)
+                    trace_jobs(&plan.slice.jobs, &[i], &plan.workload)
                 )
             })?;
             // --parsable: "id" or "id;cluster".
@@ -258,25 +282,14 @@ pub(crate) async fn run_factor(
     if infos.len() < submitted {
         warn!(run = %label, records = infos.len(), submitted, "some jobs left no record");
     }
-    let summary = write_results(
-        plan,
-        &dir,
-        &label,
-        factor,
-        targets,
-        &actual,
-        &ids,
-        &infos,
+    Ok(Ran {
+        ids,
+        actual,
+        infos,
         started_wall,
         ended_wall,
         interrupted,
         cores,
-        Some(&slurm_ids),
-    )?;
-    Ok(RunResult {
-        label,
-        dir,
-        summary,
-        interrupted,
+        slurm_ids: Some(slurm_ids),
     })
 }

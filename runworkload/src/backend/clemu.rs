@@ -1,0 +1,381 @@
+//! The emulated cluster: the config's, started in this process (agents
+//! hosted by the controller, records written straight into the run's
+//! directory), or a running one reached with `--controller` (its records
+//! fetched over the connection at the end).
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::{anyhow, bail, Context, Result};
+use controller::client::Session;
+use formats::wire::{ClusterStats, JobInfo, JobState, Request, Response};
+use futures_util::future::BoxFuture;
+use indicatif::{ProgressBar, ProgressStyle};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+use tracing::{info, warn};
+
+use super::{due_jobs, trace_jobs, wall_ns, Backend, Jobs, Ran, LEAD, SPIN};
+use crate::Plan;
+
+/// A running cluster to drive instead of an embedded one.
+#[derive(Debug, Clone)]
+pub struct Remote {
+    pub addr: String,
+    pub secret: Vec<u8>,
+}
+
+/// clemu's emulated cluster.
+pub struct Clemu {
+    /// `None`: the config's cluster, started here for each run.
+    pub remote: Option<Remote>,
+}
+
+impl Backend for Clemu {
+    fn mode(&self) -> &'static str {
+        "emulated"
+    }
+
+    fn name(&self) -> &'static str {
+        "clemu"
+    }
+
+    fn controller(&self) -> String {
+        self.remote
+            .as_ref()
+            .map_or("embedded".to_string(), |r| r.addr.clone())
+    }
+
+    fn runs_sigsleep_here(&self) -> bool {
+        self.remote.is_none()
+    }
+
+    fn run<'a>(
+        &'a self,
+        plan: &'a Plan,
+        jobs: &'a Jobs<'a>,
+        dir: &'a Path,
+        stop: &'a CancellationToken,
+    ) -> BoxFuture<'a, Result<Ran>> {
+        Box::pin(self.replay(plan, jobs, dir, stop))
+    }
+}
+
+impl Clemu {
+    async fn replay(
+        &self,
+        plan: &Plan,
+        jobs: &Jobs<'_>,
+        dir: &Path,
+        stop: &CancellationToken,
+    ) -> Result<Ran> {
+        let (label, targets, specs, order) = (jobs.label, jobs.targets, jobs.specs, jobs.order);
+        let n = specs.len();
+        let cluster = match &self.remote {
+            None => embedded(plan, dir).await?,
+            Some(r) => Cluster::Remote {
+                addr: r.addr.clone(),
+                secret: r.secret.clone(),
+            },
+        };
+        let mut session = Session::open(cluster.addr(), cluster.secret()).await?;
+        let mut monitor = Session::open(cluster.addr(), cluster.secret()).await?;
+        let before = stats(&mut monitor).await?;
+
+        let started_wall = wall_ns() + LEAD.as_nanos() as i64;
+        let start = Instant::now() + LEAD;
+        info!(run = %label, jobs = n, factor = jobs.factor, "replay starts");
+        let progress = bar(plan, label, n as u64);
+        let mut ids: Vec<u64> = vec![0; n];
+        let mut actual: Vec<i64> = vec![0; n];
+        let mut submitted = 0usize;
+        let mut interrupted = false;
+        let mut next_view = Instant::now();
+
+        // Submit at absolute deadlines; jobs whose deadline has passed go
+        // together in one request.
+        while submitted < order.len() {
+            let due = start + Duration::from_nanos(targets[order[submitted]].max(0) as u64);
+            loop {
+                let now = Instant::now();
+                if now >= due {
+                    break;
+                }
+                if now >= next_view {
+                    next_view = now + Duration::from_millis(250);
+                    update(&progress, &stats(&mut monitor).await?, &before, submitted);
+                    continue;
+                }
+                let wake = (due - SPIN).min(next_view);
+                tokio::select! {
+                    () = tokio::time::sleep_until(wake), if wake > now => {}
+                    () = tokio::task::yield_now(), if wake <= now => {}
+                    () = stop.cancelled() => {
+                        interrupted = true;
+                        break;
+                    }
+                }
+            }
+            if interrupted {
+                break;
+            }
+            let now = Instant::now();
+            let batch = due_jobs(order, targets, start, now, &mut submitted);
+            let sent = wall_ns();
+            let req = Request::Submit(batch.iter().map(|&i| specs[i].clone()).collect());
+            match session.call(&req).await? {
+                Response::Submitted(got) if got.len() == batch.len() => {
+                    for (&i, id) in batch.iter().zip(got) {
+                        ids[i] = id;
+                        actual[i] = sent;
+                    }
+                }
+                Response::Error(e) => bail!(
+                    "the cluster refused {}: {e}",
+                    trace_jobs(&plan.slice.jobs, &batch, &plan.workload)
+                ),
+                other => bail!("unexpected answer to submit: {other:?}"),
+            }
+        }
+
+        // Wait for every job to be over: the whole cluster's when it is ours,
+        // this run's own jobs when it is shared.
+        let remote = matches!(cluster, Cluster::Remote { .. });
+        let ours: Vec<u64> = ids.iter().copied().filter(|&id| id != 0).collect();
+        if !interrupted {
+            loop {
+                let s = stats(&mut monitor).await?;
+                update(&progress, &s, &before, submitted);
+                let left = if remote {
+                    job_infos(&mut monitor, &ours)
+                        .await?
+                        .values()
+                        .filter(|j| !j.state.is_final())
+                        .count() as u64
+                } else {
+                    active(&s)
+                };
+                if left == 0 {
+                    break;
+                }
+                tokio::select! {
+                    () = tokio::time::sleep(Duration::from_millis(200)) => {}
+                    () = stop.cancelled() => {
+                        interrupted = true;
+                        break;
+                    }
+                }
+            }
+        }
+        progress.finish_and_clear();
+        if interrupted {
+            warn!(run = %label, "interrupted: cancelling this run's jobs");
+            if let Err(e) = session.call(&Request::Cancel(ours.clone())).await {
+                warn!("cannot cancel the jobs: {e:#}");
+            }
+            // Let the cancels land so that their records are written.
+            for _ in 0..100 {
+                if active(&stats(&mut monitor).await?) == 0 {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+        let ended_wall = wall_ns();
+        let infos = job_infos(&mut session, &ours).await?;
+        let cores = if remote {
+            before.cores
+        } else {
+            plan.config.total_cores()
+        };
+
+        let record_file = dir.join("records").join(controller::records::RECORD_FILE);
+        match cluster {
+            Cluster::Embedded { stop, task, .. } => {
+                let _ = session.call(&Request::Shutdown).await;
+                drop(session);
+                drop(monitor);
+                stop.cancel();
+                task.await
+                    .map_err(|e| anyhow!("the embedded cluster failed: {e}"))?
+                    .context("the embedded cluster failed")?;
+                // The secret and address of a cluster that is gone.
+                let _ = std::fs::remove_dir_all(dir.join("state"));
+            }
+            Cluster::Remote { .. } => {
+                let mut frames = Vec::new();
+                for chunk in ours.chunks(CHUNK) {
+                    match session.call(&Request::Records(chunk.to_vec())).await? {
+                        Response::Records(f) => frames.extend_from_slice(&f),
+                        other => bail!("cannot fetch the records from the controller: {other:?}"),
+                    }
+                }
+                std::fs::write(&record_file, frames)
+                    .with_context(|| format!("cannot write {}", record_file.display()))?;
+            }
+        }
+        Ok(Ran {
+            ids,
+            actual,
+            infos,
+            started_wall,
+            ended_wall,
+            interrupted,
+            cores,
+            slurm_ids: None,
+        })
+    }
+}
+
+/// The cluster a run talks to, and how it ends.
+enum Cluster {
+    Embedded {
+        addr: String,
+        secret: Vec<u8>,
+        stop: CancellationToken,
+        task: tokio::task::JoinHandle<Result<()>>,
+    },
+    Remote {
+        addr: String,
+        secret: Vec<u8>,
+    },
+}
+
+impl Cluster {
+    fn addr(&self) -> &str {
+        match self {
+            Cluster::Embedded { addr, .. } | Cluster::Remote { addr, .. } => addr,
+        }
+    }
+
+    fn secret(&self) -> &[u8] {
+        match self {
+            Cluster::Embedded { secret, .. } | Cluster::Remote { secret, .. } => secret,
+        }
+    }
+}
+
+async fn embedded(plan: &Plan, dir: &Path) -> Result<Cluster> {
+    let mut cfg = plan.config.clone();
+    cfg.listen = "127.0.0.1:0".into();
+    cfg.state_dir = dir.join("state");
+    cfg.secret_file = cfg.state_dir.join("secret");
+    cfg.record_dir = dir.join("records");
+    // A run starts from an empty cluster: the journal of one that died
+    // here would bring its jobs back.
+    match std::fs::remove_dir_all(&cfg.state_dir) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            return Err(e).with_context(|| format!("cannot clear {}", cfg.state_dir.display()));
+        }
+        _ => {}
+    }
+    cfg.local_agents = true;
+    let address_file = cfg.state_dir.join(controller::ADDRESS_FILE);
+    let secret_file = cfg.secret_file.clone();
+    let stop = CancellationToken::new();
+    let task = tokio::spawn(controller::serve(cfg, stop.clone()));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if task.is_finished() {
+            return match task.await {
+                Ok(Err(e)) => Err(e.context("the embedded cluster failed to start")),
+                _ => Err(anyhow!("the embedded cluster stopped at start")),
+            };
+        }
+        if let (Ok(addr), Ok(secret)) = (
+            std::fs::read_to_string(&address_file),
+            formats::wire::read_secret(&secret_file),
+        ) {
+            let addr = addr.trim().to_string();
+            if Session::open(&addr, &secret).await.is_ok() {
+                return Ok(Cluster::Embedded {
+                    addr,
+                    secret,
+                    stop,
+                    task,
+                });
+            }
+        }
+        if Instant::now() > deadline {
+            stop.cancel();
+            bail!("the embedded cluster did not come up within 30 s");
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+fn active(s: &ClusterStats) -> u64 {
+    s.jobs
+        .iter()
+        .filter(|(st, _)| !st.is_final())
+        .map(|(_, n)| n)
+        .sum()
+}
+
+fn count(s: &ClusterStats, want: JobState) -> u64 {
+    s.jobs
+        .iter()
+        .find(|(st, _)| *st == want)
+        .map_or(0, |(_, n)| *n)
+}
+
+async fn stats(session: &mut Session) -> Result<ClusterStats> {
+    match session.call(&Request::Stats).await? {
+        Response::Stats(s) => Ok(s),
+        other => Err(anyhow!("unexpected answer to stats: {other:?}")),
+    }
+}
+
+fn bar(plan: &Plan, label: &str, jobs: u64) -> ProgressBar {
+    if !plan.progress {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new(jobs);
+    bar.set_style(
+        ProgressStyle::with_template(
+            "{prefix:>11} [{elapsed_precise}] {bar:30} {pos}/{len} over  {msg}  ETA {eta}",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    bar.set_prefix(label.to_string());
+    bar
+}
+
+/// Ids per request when asking about many jobs: keeps each answer far
+/// below the frame limit.
+const CHUNK: usize = 20_000;
+
+/// What the controller knows of these jobs, by id.
+async fn job_infos(session: &mut Session, ids: &[u64]) -> Result<HashMap<u64, JobInfo>> {
+    let mut out = HashMap::with_capacity(ids.len());
+    for chunk in ids.chunks(CHUNK) {
+        match session.call(&Request::Jobs(chunk.to_vec())).await? {
+            Response::Queue(q) => out.extend(q.into_iter().map(|j| (j.id, j))),
+            other => bail!("unexpected answer about jobs: {other:?}"),
+        }
+    }
+    Ok(out)
+}
+
+/// Jobs in a final state.
+fn over(s: &ClusterStats) -> u64 {
+    s.jobs
+        .iter()
+        .filter(|(st, _)| st.is_final())
+        .map(|(_, n)| n)
+        .sum()
+}
+
+fn update(bar: &ProgressBar, s: &ClusterStats, before: &ClusterStats, submitted: usize) {
+    // (On a cluster others use too, their jobs end as well: no more of
+    // ours can be over than were sent.)
+    let over = over(s).saturating_sub(over(before)).min(submitted as u64);
+    bar.set_position(over);
+    bar.set_message(format!(
+        "submitted {submitted}, running {}, suspended {}, pending {}",
+        count(s, JobState::Running),
+        count(s, JobState::Suspended),
+        count(s, JobState::Pending)
+    ));
+}

@@ -1,0 +1,166 @@
+//! Where a replay's jobs run: one [`Backend`] trait, one implementation
+//! per kind of cluster. [`clemu::Clemu`] is the emulated cluster (started
+//! here, or a running one reached with `--controller`), [`twin::Twin`] the
+//! virtual-time twin (`--simulate`), [`slurm::Slurm`] a running Slurm
+//! cluster (`--backend slurm`). Each submits a run's jobs at their
+//! deadlines, waits until they are over, leaves their records in the
+//! run's `records/` and says what happened ([`Ran`]); `crate::run` does
+//! the rest, the same for all.
+
+pub mod clemu;
+pub mod slurm;
+pub mod twin;
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::Result;
+use formats::wire::{JobInfo, JobSpec, JobState};
+use futures_util::future::BoxFuture;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::trace::TraceJob;
+use crate::Plan;
+
+/// One run's jobs, ready to submit.
+pub struct Jobs<'a> {
+    /// The run's name (`shrink-050`).
+    pub label: &'a str,
+    pub factor: f64,
+    /// Each job's submission offset from the run's start, ns.
+    pub targets: &'a [i64],
+    /// Each job as submitted (times scaled).
+    pub specs: &'a [JobSpec],
+    /// Job indices in submission order.
+    pub order: &'a [usize],
+}
+
+/// What a backend tells of a run, for its results directory.
+pub struct Ran {
+    /// The cluster's id for each job; 0 for one never submitted.
+    pub ids: Vec<u64>,
+    /// When each job was sent, Unix ns.
+    pub actual: Vec<i64>,
+    /// What the cluster knows of each submitted job, by id.
+    pub infos: HashMap<u64, JobInfo>,
+    /// Unix ns: the first deadline, and the end of the run.
+    pub started_wall: i64,
+    pub ended_wall: i64,
+    pub interrupted: bool,
+    /// The cluster's total cores.
+    pub cores: u64,
+    /// With Slurm, the id Slurm gave each job.
+    pub slurm_ids: Option<Vec<u64>>,
+}
+
+/// A kind of cluster a replay can run on.
+pub trait Backend: Send + Sync {
+    /// The manifest's `mode`: `emulated` or `simulated`.
+    fn mode(&self) -> &'static str;
+    /// The manifest's `backend`: `clemu` or `slurm`.
+    fn name(&self) -> &'static str;
+    /// The manifest's `controller`: what was driven.
+    fn controller(&self) -> String;
+    /// Whether jobs run `sigsleep` on this host (it must be there).
+    fn runs_sigsleep_here(&self) -> bool;
+    /// Whether the run is in virtual time: nothing to cancel or keep if it
+    /// is interrupted.
+    fn virtual_time(&self) -> bool {
+        false
+    }
+    /// Runs the jobs, leaving their records in `dir/records`; stops early
+    /// (cancelling what runs, `Ran::interrupted`) when `stop` fires.
+    fn run<'a>(
+        &'a self,
+        plan: &'a Plan,
+        jobs: &'a Jobs<'a>,
+        dir: &'a Path,
+        stop: &'a CancellationToken,
+    ) -> BoxFuture<'a, Result<Ran>>;
+}
+
+/// Time between taking the start instant and the first deadline, so that
+/// the first jobs are not late by the set-up of the loop itself.
+pub(crate) const LEAD: Duration = Duration::from_millis(200);
+/// The submitter sleeps to this much before a deadline, then yields until
+/// it: tokio's timer has millisecond granularity.
+pub(crate) const SPIN: Duration = Duration::from_millis(2);
+
+/// CLOCK_REALTIME nanoseconds now.
+pub(crate) fn wall_ns() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as i64)
+        .unwrap_or(0)
+}
+
+/// The jobs (indices into the slice), in submission order from `*next`
+/// on, whose deadline has come by `now`; `*next` moves past them.
+pub(crate) fn due_jobs(
+    order: &[usize],
+    targets: &[i64],
+    start: Instant,
+    now: Instant,
+    next: &mut usize,
+) -> Vec<usize> {
+    let mut batch = Vec::new();
+    while *next < order.len()
+        && start + Duration::from_nanos(targets[order[*next]].max(0) as u64) <= now
+    {
+        batch.push(order[*next]);
+        *next += 1;
+    }
+    batch
+}
+
+/// The trace jobs `batch` (indices into the slice) replay, for messages:
+/// "trace job 4515 (line 20) of T", or the first few of several.
+pub(crate) fn trace_jobs(jobs: &[TraceJob], batch: &[usize], trace: &Path) -> String {
+    let named: Vec<String> = batch
+        .iter()
+        .take(3)
+        .map(|&i| format!("{} (line {})", jobs[i].trace_id, jobs[i].line))
+        .collect();
+    let more = match batch.len() {
+        n if n > 3 => format!(" and {} more", n - 3),
+        _ => String::new(),
+    };
+    let noun = if batch.len() == 1 { "job" } else { "jobs" };
+    format!(
+        "trace {noun} {}{more} of {}",
+        named.join(", "),
+        trace.display()
+    )
+}
+
+/// A finished job as its record tells it (the twin and Slurm have no
+/// controller to ask).
+pub(crate) fn info_of(r: &formats::record::JobRecord<'_>, nodes: String) -> JobInfo {
+    let state = match r.status {
+        formats::record::Status::Completed => JobState::Completed,
+        formats::record::Status::Cancelled => JobState::Cancelled,
+        formats::record::Status::Failed => JobState::Failed,
+        formats::record::Status::Timeout => JobState::Timeout,
+    };
+    JobInfo {
+        id: r.id,
+        name: String::new(),
+        state,
+        partition: String::new(),
+        cores: r.cores,
+        nodes,
+        submit_ns: r.submit,
+        start_ns: r.start,
+        end_ns: r.end,
+        runtime_ns: r.runtime,
+        walltime_ns: r.walltime,
+        reason: String::new(),
+        suspensions: r
+            .suspensions
+            .iter()
+            .map(|s| (s.suspend, s.resume))
+            .collect(),
+    }
+}
