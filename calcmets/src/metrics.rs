@@ -304,27 +304,9 @@ impl Accum {
                 return;
             }
         }
-        let z: i64 = job
-            .suspensions
-            .iter()
-            .map(|s| s.resume.saturating_sub(s.suspend).max(0))
-            .fold(0, i64::saturating_add);
-        // Instants so far apart that their differences overflow come only
-        // from a damaged input: such a job has no run time to speak of.
-        let times = (|| {
-            let r = job.end.checked_sub(job.start)?.checked_sub(z)?;
-            let w = job.start.checked_sub(job.submit)?;
-            let resp = job.end.checked_sub(job.submit)?;
-            Some(Times { r, w, resp, z })
-        })();
-        let times = match times {
-            Some(t) if job.excluded_status.is_none() && t.r > 0 && job.cores > 0 => t,
-            _ => {
-                let why = match (job.excluded_status, times) {
-                    (Some(why), _) => why,
-                    (None, Some(t)) if t.r > 0 => Exclusion::NoCores,
-                    (None, _) => Exclusion::NoRunTime,
-                };
+        let times = match counted(job) {
+            Ok(t) => t,
+            Err(why) => {
                 self.exclude(why);
                 if p.by_size {
                     self.class(job.cores).exclude(why);
@@ -390,13 +372,7 @@ impl Accum {
         for i in 0..n {
             let (resp, r) = (held.resp[i], held.r[i]);
             let s = resp as f64 / r as f64;
-            // max(1, R / max(r, τ)): the same division when r ≥ τ.
-            let b = if r >= tau {
-                s
-            } else {
-                resp as f64 / tau as f64
-            }
-            .max(1.0);
+            let b = bounded_slowdown(s, resp, r, tau);
             // Adding a half and truncating rounds these (slowdowns are
             // positive but for a skewed clock's), without a call into
             // libm for every job.
@@ -499,6 +475,72 @@ impl Accum {
     }
 }
 
+/// One job's times, as the metrics define them: wait, response, run time
+/// and suspended time, when it counts; else why it does not. What
+/// [`Accum::add`] counts, one job at a time (the charts use it too).
+#[inline]
+fn counted(job: &JobView<'_>) -> Result<Times, Exclusion> {
+    let z: i64 = job
+        .suspensions
+        .iter()
+        .map(|s| s.resume.saturating_sub(s.suspend).max(0))
+        .fold(0, i64::saturating_add);
+    // Instants so far apart that their differences overflow come only
+    // from a damaged input: such a job has no run time to speak of.
+    let times = (|| {
+        let r = job.end.checked_sub(job.start)?.checked_sub(z)?;
+        let w = job.start.checked_sub(job.submit)?;
+        let resp = job.end.checked_sub(job.submit)?;
+        Some(Times { r, w, resp, z })
+    })();
+    match times {
+        Some(t) if job.excluded_status.is_none() && t.r > 0 && job.cores > 0 => Ok(t),
+        _ => Err(match (job.excluded_status, times) {
+            (Some(why), _) => why,
+            (None, Some(t)) if t.r > 0 => Exclusion::NoCores,
+            (None, _) => Exclusion::NoRunTime,
+        }),
+    }
+}
+
+/// The bounded slowdown max(1, R / max(r, τ)), given the slowdown R / r:
+/// the same division when r ≥ τ.
+#[inline]
+fn bounded_slowdown(slowdown: f64, resp: i64, r: i64, tau_ns: i64) -> f64 {
+    if r >= tau_ns {
+        slowdown
+    } else {
+        resp as f64 / tau_ns as f64
+    }
+    .max(1.0)
+}
+
+/// One job's figures, as the metrics count them (ns, and ratios).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct JobFigures {
+    pub run_ns: i64,
+    pub wait_ns: i64,
+    pub response_ns: i64,
+    pub suspended_ns: i64,
+    pub slowdown: f64,
+    pub bounded_slowdown: f64,
+}
+
+/// What the metrics make of one job: its figures, with τ `tau_ns` for the
+/// bounded slowdown, or why it does not count.
+pub fn job_figures(job: &JobView<'_>, tau_ns: i64) -> Result<JobFigures, Exclusion> {
+    let t = counted(job)?;
+    let slowdown = t.resp as f64 / t.r as f64;
+    Ok(JobFigures {
+        run_ns: t.r,
+        wait_ns: t.w,
+        response_ns: t.resp,
+        suspended_ns: t.z,
+        slowdown,
+        bounded_slowdown: bounded_slowdown(slowdown, t.resp, t.r, tau_ns),
+    })
+}
+
 /// Executed time of `job` (start to end, minus suspensions) inside [w0, w1).
 fn executed_within(job: &JobView<'_>, w0: i64, w1: i64) -> i64 {
     let overlap = |a: i64, b: i64| b.min(w1).saturating_sub(a.max(w0)).max(0);
@@ -529,7 +571,8 @@ fn class_bounds(k: u32) -> (u64, u64) {
     }
 }
 
-fn class_label(k: u32) -> String {
+/// The size class `k` as the tables name it: `1`, `2`, `3-4`, ...
+pub fn class_label(k: u32) -> String {
     match class_bounds(k) {
         (lo, hi) if lo == hi => lo.to_string(),
         (lo, hi) => format!("{lo}-{hi}"),

@@ -26,7 +26,7 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use crate::inputs;
-use crate::metrics::size_class;
+use crate::metrics::{class_label, job_figures, size_class, Exclusion, JobFigures, JobView};
 use crate::runs::{self, RunInput};
 
 /// Most intervals the timeline is averaged over.
@@ -66,7 +66,9 @@ struct Job {
     start: i64,
     end: i64,
     suspensions: Vec<(i64, i64)>,
-    completed: bool,
+    /// Its wait, bounded slowdown, ... as the metrics count them; `None`
+    /// for a job they do not count (not completed, no run time).
+    figures: Option<JobFigures>,
 }
 
 struct Run {
@@ -74,7 +76,6 @@ struct Run {
     cores: Option<u64>,
     /// Nodes of the cluster, when its manifest says.
     nodes: Option<u64>,
-    tau_ns: i64,
     jobs: Vec<Job>,
 }
 
@@ -111,7 +112,7 @@ pub fn plot(args: &PlotArgs) -> Result<Vec<PathBuf>> {
         "wait",
         "wait time (s, log scale)",
         1e-3,
-        |_, j| j.start.saturating_sub(j.submit) as f64 / 1e9,
+        |f| f.wait_ns as f64 / 1e9,
     )?;
     written.push(path);
     let path = args.out.join("cdf-bsld.svg");
@@ -121,7 +122,7 @@ pub fn plot(args: &PlotArgs) -> Result<Vec<PathBuf>> {
         "bounded slowdown",
         "bounded slowdown (log scale)",
         1.0,
-        bsld,
+        |f| f.bounded_slowdown,
     )?;
     written.push(path);
     let path = args.out.join("bsld-by-size.svg");
@@ -159,6 +160,10 @@ fn load(args: &PlotArgs) -> Result<Vec<Run>> {
             .as_deref()
             .map(crate::results::Book::open)
             .transpose()?;
+        let tau_ns = args
+            .tau_ns
+            .or(run.manifest_tau)
+            .unwrap_or(crate::DEFAULT_TAU_NS);
         let mut foreign = 0u64;
         let mut jobs = Vec::new();
         let stats = inputs::for_each_record(sources, |r| {
@@ -166,6 +171,20 @@ fn load(args: &PlotArgs) -> Result<Vec<Run>> {
                 foreign += 1;
                 return Ok(());
             }
+            let view = JobView {
+                cores: u64::from(r.cores),
+                submit: r.submit,
+                start: r.start,
+                end: r.end,
+                suspensions: &r.suspensions,
+                // The charts show what the metrics count: completed jobs.
+                excluded_status: match r.status {
+                    Status::Completed => None,
+                    Status::Cancelled => Some(Exclusion::Cancelled),
+                    Status::Failed => Some(Exclusion::Failed),
+                    Status::Timeout => Some(Exclusion::Timeout),
+                },
+            };
             jobs.push(Job {
                 id: r.id,
                 cores: u64::from(r.cores),
@@ -179,7 +198,7 @@ fn load(args: &PlotArgs) -> Result<Vec<Run>> {
                     .iter()
                     .map(|s| (s.suspend, s.resume))
                     .collect(),
-                completed: r.status == Status::Completed,
+                figures: job_figures(&view, tau_ns).ok(),
             });
             Ok(())
         })?;
@@ -192,7 +211,7 @@ fn load(args: &PlotArgs) -> Result<Vec<Run>> {
                 run.name
             );
         }
-        let completed = jobs.iter().filter(|j| j.completed).count() as u64;
+        let completed = jobs.iter().filter(|j| j.figures.is_some()).count() as u64;
         if let Some(w) = book
             .as_ref()
             .and_then(|b| b.unfinished_warning(&run.name, completed))
@@ -223,36 +242,10 @@ fn load(args: &PlotArgs) -> Result<Vec<Run>> {
             name: run.name.clone(),
             cores: args.cores.or(run.manifest_cores),
             nodes: run.dir.as_deref().and_then(runs::manifest_nodes),
-            tau_ns: args
-                .tau_ns
-                .or(run.manifest_tau)
-                .unwrap_or(crate::DEFAULT_TAU_NS),
             jobs,
         });
     }
     Ok(out)
-}
-
-/// Run time: end − start − suspended time, as the metrics define it;
-/// `None` where damaged instants make it overflow.
-fn run_time(j: &Job) -> Option<i64> {
-    let z = j
-        .suspensions
-        .iter()
-        .map(|(s, r)| r.saturating_sub(*s).max(0))
-        .fold(0, i64::saturating_add);
-    j.end.checked_sub(j.start)?.checked_sub(z)
-}
-
-fn bsld(run: &Run, j: &Job) -> f64 {
-    let r = run_time(j).unwrap_or(0).max(1);
-    let resp = j.end.saturating_sub(j.submit);
-    (resp as f64 / r.max(run.tau_ns) as f64).max(1.0)
-}
-
-/// The jobs the metrics count: completed, with a positive run time.
-fn counted(j: &Job) -> bool {
-    j.completed && run_time(j).is_some_and(|r| r > 0) && j.cores > 0
 }
 
 type Svg<'a> = DrawingArea<SVGBackend<'a>, Shift>;
@@ -631,7 +624,7 @@ fn cdf(
     what: &str,
     x_desc: &str,
     floor: f64,
-    value: impl Fn(&Run, &Job) -> f64,
+    value: impl Fn(&JobFigures) -> f64,
 ) -> Result<()> {
     // Per run: its name, its jobs, its curve.
     type Curve = (String, usize, Vec<(f64, f64)>);
@@ -641,8 +634,8 @@ fn cdf(
             let mut v: Vec<f64> = run
                 .jobs
                 .iter()
-                .filter(|j| counted(j))
-                .map(|j| value(run, j).max(floor))
+                .filter_map(|j| j.figures.as_ref())
+                .map(|f| value(f).max(floor))
                 .collect();
             (run.name.clone(), v.len(), curve(&mut v))
         })
@@ -727,35 +720,24 @@ fn cdf(
     Ok(())
 }
 
-fn class_label(k: u32) -> String {
-    if k == 0 {
-        "1".into()
-    } else {
-        let (lo, hi) = ((1u64 << (k - 1)) + 1, 1u64 << k);
-        if lo == hi {
-            hi.to_string()
-        } else {
-            format!("{lo}-{hi}")
+/// Mean bounded slowdown and job count per size class of the jobs the
+/// metrics count.
+fn size_means(jobs: &[Job]) -> BTreeMap<u32, (f64, u64)> {
+    let mut sums: BTreeMap<u32, (f64, u64)> = BTreeMap::new();
+    for j in jobs {
+        if let Some(f) = &j.figures {
+            let e = sums.entry(size_class(j.cores)).or_default();
+            e.0 += f.bounded_slowdown;
+            e.1 += 1;
         }
     }
+    sums.into_iter()
+        .map(|(k, (s, n))| (k, (s / n as f64, n)))
+        .collect()
 }
 
 fn by_size(path: &Path, runs: &[Run]) -> Result<()> {
-    // Mean bounded slowdown and job count per (run, class).
-    let mut means: Vec<BTreeMap<u32, (f64, u64)>> = Vec::new();
-    for run in runs {
-        let mut sums: BTreeMap<u32, (f64, u64)> = BTreeMap::new();
-        for j in run.jobs.iter().filter(|j| counted(j)) {
-            let e = sums.entry(size_class(j.cores)).or_default();
-            e.0 += bsld(run, j);
-            e.1 += 1;
-        }
-        means.push(
-            sums.into_iter()
-                .map(|(k, (s, n))| (k, (s / n as f64, n)))
-                .collect(),
-        );
-    }
+    let means: Vec<BTreeMap<u32, (f64, u64)>> = runs.iter().map(|r| size_means(&r.jobs)).collect();
     let classes: Vec<u32> = {
         let mut all: Vec<u32> = means.iter().flat_map(|m| m.keys().copied()).collect();
         all.sort_unstable();
@@ -1185,4 +1167,159 @@ fn busy_color(share: f64) -> RGBColor {
 fn blend(a: RGBColor, b: RGBColor, t: f64) -> RGBColor {
     let mix = |x: u8, y: u8| (f64::from(x) * (1.0 - t) + f64::from(y) * t).round() as u8;
     RGBColor(mix(a.0, b.0), mix(a.1, b.1), mix(a.2, b.2))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::{Accum, Params};
+    use formats::record::Suspension;
+
+    const S: i64 = 1_000_000_000;
+
+    /// A job as `load` makes it, its figures from the metrics code.
+    fn job(id: u64, cores: u64, submit: i64, start: i64, end: i64, susp: &[(i64, i64)]) -> Job {
+        let suspensions: Vec<Suspension> = susp
+            .iter()
+            .map(|&(s, r)| Suspension {
+                suspend: s * S,
+                resume: r * S,
+            })
+            .collect();
+        let view = JobView {
+            cores,
+            submit: submit * S,
+            start: start * S,
+            end: end * S,
+            suspensions: &suspensions,
+            excluded_status: None,
+        };
+        Job {
+            id,
+            cores,
+            node: "vn1".into(),
+            nodes: None,
+            submit: submit * S,
+            start: start * S,
+            end: end * S,
+            suspensions: susp.iter().map(|&(s, r)| (s * S, r * S)).collect(),
+            figures: job_figures(&view, 10 * S).ok(),
+        }
+    }
+
+    #[test]
+    fn bounded_slowdown_by_size_is_the_metrics_own() {
+        let jobs = vec![
+            job(1, 1, 0, 10, 12, &[]),        // short: bounded by τ
+            job(2, 1, 0, 50, 150, &[]),       // r 100, R 150: 1.5
+            job(3, 4, 0, 0, 60, &[(10, 30)]), // suspended 20 s: r 40, R 60
+            job(4, 4, 0, 5, 5, &[]),          // no run time: not counted
+        ];
+        assert!(jobs[3].figures.is_none());
+        let means = size_means(&jobs);
+        // Against calcmets' own --by size over the same jobs.
+        let p = Params {
+            tau_ns: 10 * S,
+            window: None,
+            by_size: true,
+        };
+        let mut acc = Accum::new();
+        for j in &jobs {
+            let susp: Vec<Suspension> = j
+                .suspensions
+                .iter()
+                .map(|&(s, r)| Suspension {
+                    suspend: s,
+                    resume: r,
+                })
+                .collect();
+            acc.add(
+                &p,
+                &JobView {
+                    cores: j.cores,
+                    submit: j.submit,
+                    start: j.start,
+                    end: j.end,
+                    suspensions: &susp,
+                    excluded_status: None,
+                },
+            );
+        }
+        let classes = acc
+            .finish(&p, Some(8), crate::metrics::Damage::default())
+            .by_size
+            .unwrap();
+        assert_eq!(means.len(), classes.len());
+        for c in classes {
+            let k = size_class(c.min_cores);
+            let (mean, n) = means[&k];
+            assert_eq!(n, c.summary.jobs, "class {}", c.class);
+            let want = c.summary.bounded_slowdown.mean.unwrap();
+            assert!(
+                (mean - want).abs() < 1e-9,
+                "class {}: {mean} vs {want}",
+                c.class
+            );
+        }
+        assert_eq!(means[&0], ((12.0 / 10.0 + 1.5) / 2.0, 2));
+    }
+
+    #[test]
+    fn a_distribution_is_a_step_curve_up_to_one() {
+        let mut v = vec![3.0, 1.0, 2.0, 2.0];
+        // At each value: across to it, then up by its share (two jobs of
+        // 2.0: two steps up at the same value).
+        assert_eq!(
+            curve(&mut v),
+            [
+                (1.0, 0.0),
+                (1.0, 0.25),
+                (2.0, 0.25),
+                (2.0, 0.5),
+                (2.0, 0.5),
+                (2.0, 0.75),
+                (3.0, 0.75),
+                (3.0, 1.0),
+            ]
+        );
+        assert!(curve(&mut []).is_empty());
+    }
+
+    #[test]
+    fn a_job_runs_in_stretches_between_its_suspensions() {
+        let j = job(1, 2, 0, 0, 60, &[(10, 20), (30, 35)]);
+        assert_eq!(
+            stretches(&j),
+            [
+                (0, 10 * S, false),
+                (10 * S, 20 * S, true),
+                (20 * S, 30 * S, false),
+                (30 * S, 35 * S, true),
+                (35 * S, 60 * S, false),
+            ]
+        );
+    }
+
+    #[test]
+    fn jobs_sharing_a_node_get_bands_of_their_own() {
+        let (a, b, c) = (
+            job(1, 2, 0, 0, 10, &[]),
+            job(2, 2, 0, 5, 15, &[]),
+            job(3, 2, 0, 12, 20, &[]),
+        );
+        let (placed, height) = place_on_cores(vec![(0, &a, 2), (0, &b, 2), (0, &c, 2)], 1, 4);
+        let slots: Vec<(u64, u64)> = placed.iter().map(|p| (p.job.id, p.slot)).collect();
+        // b overlaps a: above it; c comes after a ended: a's band again.
+        assert_eq!(slots, [(1, 0), (2, 2), (3, 0)]);
+        assert_eq!(height, [4]);
+    }
+
+    #[test]
+    fn a_step_function_is_averaged_over_its_bins() {
+        // One series: 4 from 0 to the middle of the run, then 0.
+        let steps = average(vec![(0, 0, 4.0), (50, 0, -4.0)], 1, 100);
+        let whole: f64 = steps.means[0].iter().sum::<f64>() / steps.means[0].len() as f64;
+        assert!((whole - 2.0).abs() < 1e-9, "{whole}");
+        assert_eq!(steps.edges.len(), steps.means[0].len() + 1);
+    }
 }
