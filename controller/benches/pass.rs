@@ -24,14 +24,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use controller::config::Cluster as Config;
-use controller::state::{Cluster, Now, Outbox};
-use formats::wire::{JobSpec, ToAgent};
-
-struct Nowhere;
-
-impl Outbox for Nowhere {
-    fn to_agent(&mut self, _: u64, _: ToAgent) {}
-}
+use controller::core::{Cluster, Discard, Now};
+use formats::wire::JobSpec;
 
 struct Lcg(u64);
 
@@ -113,7 +107,7 @@ fn bench(config: &Arc<Config>, queued: usize, fragmented: bool) {
             true,
             &[],
             now,
-            &mut Nowhere,
+            &mut Discard,
         ) {
             eprintln!("pass: {e}");
             std::process::exit(2);
@@ -134,9 +128,11 @@ fn bench(config: &Arc<Config>, queued: usize, fragmented: bool) {
             name: None,
         };
         let n = config.nodes.len();
-        cluster.submit(vec![per_node; n], now).expect("submit");
+        cluster
+            .submit(vec![per_node; n], now, &mut Discard)
+            .expect("submit");
         let decisions = policy.decide(&cluster.view(now)).list;
-        cluster.apply(decisions, now, &mut Nowhere);
+        cluster.apply(decisions, now, &mut Discard);
         let head = JobSpec {
             cores: cores as u32,
             ..rng.job()
@@ -147,7 +143,7 @@ fn bench(config: &Arc<Config>, queued: usize, fragmented: bool) {
             j.walltime_ns = j.walltime_ns.max(2 * hour);
             j
         }));
-        cluster.submit(queue, now).expect("submit");
+        cluster.submit(queue, now, &mut Discard).expect("submit");
     } else {
         // Fill the machine: jobs for its cores, started by one pass.
         let mut fill = Vec::new();
@@ -157,11 +153,11 @@ fn bench(config: &Arc<Config>, queued: usize, fragmented: bool) {
             sum += u64::from(j.cores);
             fill.push(j);
         }
-        cluster.submit(fill, now).expect("submit");
+        cluster.submit(fill, now, &mut Discard).expect("submit");
         let decisions = policy.decide(&cluster.view(now)).list;
-        cluster.apply(decisions, now, &mut Nowhere);
+        cluster.apply(decisions, now, &mut Discard);
         let queue = (0..queued).map(|_| rng.job()).collect();
-        cluster.submit(queue, now).expect("submit");
+        cluster.submit(queue, now, &mut Discard).expect("submit");
     }
 
     // The first pass over the new queue backfills what fits; the later
@@ -170,7 +166,7 @@ fn bench(config: &Arc<Config>, queued: usize, fragmented: bool) {
     let decisions = policy.decide(&cluster.view(now)).list;
     let first = t.elapsed();
     let started = decisions.len();
-    cluster.apply(decisions, now, &mut Nowhere);
+    cluster.apply(decisions, now, &mut Discard);
     let mut times: Vec<Duration> = (0..21)
         .map(|_| {
             let t = Instant::now();
@@ -187,7 +183,7 @@ fn bench(config: &Arc<Config>, queued: usize, fragmented: bool) {
         .iter()
         .map(|n| u64::from(n.cpus - n.free_cpus))
         .sum();
-    let running = cluster.jobs.len() - cluster.view(now).queue.len();
+    let running = cluster.active_jobs() - cluster.view(now).queue.len();
     println!(
         "| {} | {} | {running} | {busy} of {cores} | {:.2} ms | {:.2} ms | {:.2} ms ({started}) |",
         if fragmented { "fragmented" } else { "mixed" },

@@ -357,7 +357,7 @@ async fn client_command(cli: &Cli, shutdown: &CancellationToken) -> Result<Outco
             if json {
                 print_json(views::queue_json(&jobs))?;
             } else {
-                print!("{}", views::queue_table(&jobs, crate::state::wall_ns()));
+                print!("{}", views::queue_table(&jobs, crate::core::wall_ns()));
             }
         }
         Response::Nodes(nodes) => {

@@ -13,9 +13,9 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
+use crate::core::AgentId;
 use crate::records::Sink;
 use crate::server::Event;
-use crate::state::AgentId;
 
 /// What every connection needs.
 pub struct Shared {

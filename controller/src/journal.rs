@@ -7,10 +7,11 @@
 //! `<state_dir>/snapshot` (every job's [`JobImage`], the finished ones kept
 //! for `queue --all`, drained nodes) and started afresh.
 //!
-//! On start the snapshot is read, the journal's entries after it are
-//! applied, and a torn last entry (the controller died mid-write) is cut
-//! off. What comes out, [`Recovered`], is the cluster's jobs as of the
-//! last entry; the state module rebuilds itself from it.
+//! On start the snapshot is read with the journal's entries after it, and
+//! a torn last entry (the controller died mid-write) is cut off. What
+//! comes out, [`Recovered`], is handed to the scheduling core, which loads
+//! the snapshot and replays the entries through its own transitions
+//! (`core::restore`): this file knows the format, not what an entry does.
 //!
 //! Files: a 6-byte header (magic, u16 version) then, in the journal, frames
 //! of `u32 length ‖ u32 CRC-32 of the payload ‖ payload`, the payload being
@@ -119,89 +120,12 @@ pub struct Snapshot {
     pub drained: Vec<(String, String)>,
 }
 
-/// What a restart starts from.
-pub type Recovered = Snapshot;
-
-impl Snapshot {
-    /// Folds one entry in. `history` bounds the finished jobs kept.
-    pub fn apply(&mut self, seq: u64, entry: Entry, history: usize) {
-        self.seq = seq;
-        match entry {
-            Entry::Submitted(image) => {
-                self.next_id = self.next_id.max(image.id + 1);
-                self.jobs.insert(image.id, *image);
-            }
-            Entry::Started {
-                id,
-                alloc,
-                nodes,
-                host,
-                at_ns,
-            } => {
-                if let Some(j) = self.jobs.get_mut(&id) {
-                    j.state = JobState::Running;
-                    j.start_ns = at_ns;
-                    j.since_ns = at_ns;
-                    j.alloc = alloc;
-                    j.nodes = nodes;
-                    j.host = Some(host);
-                }
-            }
-            Entry::Suspended {
-                id,
-                by_policy,
-                at_ns,
-            } => {
-                if let Some(j) = self.jobs.get_mut(&id) {
-                    j.state = JobState::Suspended;
-                    j.suspended_by_policy = Some(by_policy);
-                    j.suspensions.push((at_ns, 0));
-                    j.since_ns = at_ns;
-                }
-            }
-            Entry::Resumed { id, at_ns } => {
-                if let Some(j) = self.jobs.get_mut(&id) {
-                    j.state = JobState::Running;
-                    j.suspended_by_policy = None;
-                    if let Some(last) = j.suspensions.last_mut() {
-                        last.1 = at_ns;
-                    }
-                    j.since_ns = at_ns;
-                }
-            }
-            Entry::Ending { id, state } => {
-                if let Some(j) = self.jobs.get_mut(&id) {
-                    j.ending_as = Some(state);
-                }
-            }
-            Entry::Ended(info) => {
-                self.jobs.remove(&info.id);
-                self.history.push(*info);
-                if self.history.len() > history {
-                    let extra = self.history.len() - history;
-                    self.history.drain(..extra);
-                }
-            }
-            Entry::Requeued { id, reason, at_ns } => {
-                if let Some(j) = self.jobs.get_mut(&id) {
-                    j.state = JobState::Pending;
-                    j.start_ns = 0;
-                    j.alloc.clear();
-                    j.nodes.clear();
-                    j.host = None;
-                    j.suspended_by_policy = None;
-                    j.suspensions.clear();
-                    j.since_ns = at_ns;
-                    j.reason = reason;
-                }
-            }
-            Entry::Drained { nodes, reason } => {
-                self.drained.retain(|(n, _)| *n != nodes);
-                self.drained.push((nodes, reason));
-            }
-            Entry::Undrained { nodes } => self.drained.push((nodes, String::new())),
-        }
-    }
+/// What a restart starts from: the last snapshot, and the entries
+/// written after it, in order, for the core to replay.
+#[derive(Debug, Default)]
+pub struct Recovered {
+    pub snapshot: Snapshot,
+    pub entries: Vec<Entry>,
 }
 
 /// The open journal.
@@ -338,10 +262,10 @@ fn read_entries(bytes: &[u8]) -> (Vec<(u64, Entry)>, usize) {
 
 impl Journal {
     /// Opens the journal of `dir` (creating it) and recovers what it
-    /// holds. `history` bounds the finished jobs kept; past `compact_at`
-    /// bytes the journal is folded into the snapshot.
-    pub fn open(dir: &Path, history: usize, compact_at: u64) -> Result<(Journal, Recovered)> {
-        let mut state = read_snapshot(&snapshot_path(dir))?.unwrap_or_default();
+    /// holds; past `compact_at` bytes the journal is folded into the
+    /// snapshot.
+    pub fn open(dir: &Path, compact_at: u64) -> Result<(Journal, Recovered)> {
+        let snapshot = read_snapshot(&snapshot_path(dir))?.unwrap_or_default();
         let path = journal_path(dir);
         let mut file = OpenOptions::new()
             .read(true)
@@ -371,18 +295,16 @@ impl Journal {
                 .and_then(|()| file.sync_all())
                 .with_context(|| format!("cannot truncate {}", path.display()))?;
         }
-        let mut applied = 0;
-        for (seq, entry) in entries {
-            if seq > state.seq {
-                state.apply(seq, entry, history);
-                applied += 1;
-            }
-        }
-        if applied > 0 || !state.jobs.is_empty() {
+        let after: Vec<(u64, Entry)> = entries
+            .into_iter()
+            .filter(|(seq, _)| *seq > snapshot.seq)
+            .collect();
+        let seq = after.last().map_or(snapshot.seq, |(seq, _)| *seq);
+        if !after.is_empty() || !snapshot.jobs.is_empty() {
             info!(
-                jobs = state.jobs.len(),
-                finished = state.history.len(),
-                entries = applied,
+                jobs = snapshot.jobs.len(),
+                finished = snapshot.history.len(),
+                entries = after.len(),
                 "recovered from the journal"
             );
         }
@@ -391,7 +313,7 @@ impl Journal {
                 dir: dir.to_path_buf(),
                 file,
                 buf: Vec::new(),
-                seq: state.seq,
+                seq,
                 size: intact as u64,
                 unsynced: false,
                 pending: 0,
@@ -399,7 +321,10 @@ impl Journal {
                 compact_at,
                 snapshot_size: std::fs::metadata(snapshot_path(dir)).map_or(0, |m| m.len()),
             },
-            state,
+            Recovered {
+                snapshot,
+                entries: after.into_iter().map(|(_, e)| e).collect(),
+            },
         ))
     }
 
@@ -475,16 +400,10 @@ impl Journal {
         self.size > self.compact_at.max(self.snapshot_size)
     }
 
-    /// Folds everything into a snapshot of `state` (which must include
-    /// every entry appended so far) and starts an empty journal.
-    pub fn compact(&mut self, state: Snapshot) -> Result<()> {
-        let jobs = state.jobs.into_values();
-        self.compact_from(state.next_id, jobs, &state.history, &state.drained)
-    }
-
-    /// [`Journal::compact`] from a snapshot's parts, the jobs produced one
-    /// at a time and written as they come: a million queued jobs are
-    /// never all in memory twice. The bytes are those of the [`Snapshot`]
+    /// Folds everything into a snapshot (which must include every entry
+    /// appended so far) and starts an empty journal. The snapshot comes as
+    /// its parts, the jobs produced one at a time and written as they come:
+    /// a million queued jobs are never all in memory twice. The bytes are those of the [`Snapshot`]
     /// (bincode writes a struct as its fields in order, a map as its length
     /// then its pairs).
     pub fn compact_from(
@@ -575,6 +494,13 @@ impl<W: Write> Write for Crc32Writer<W> {
 mod tests {
     use super::*;
 
+    impl Journal {
+        fn compact(&mut self, state: Snapshot) -> Result<()> {
+            let jobs = state.jobs.into_values();
+            self.compact_from(state.next_id, jobs, &state.history, &state.drained)
+        }
+    }
+
     fn image(id: u64) -> JobImage {
         JobImage {
             id,
@@ -612,16 +538,29 @@ mod tests {
         }
     }
 
+    /// A snapshot holding jobs `ids`, pending, as of entry `seq`.
+    fn snapshot(seq: u64, ids: impl IntoIterator<Item = u64>) -> Snapshot {
+        let jobs: BTreeMap<u64, JobImage> = ids.into_iter().map(|id| (id, image(id))).collect();
+        Snapshot {
+            seq,
+            next_id: jobs.keys().max().map_or(1, |m| m + 1),
+            jobs,
+            ..Snapshot::default()
+        }
+    }
+
     #[test]
     fn entries_survive_a_reopen_and_a_torn_tail_is_cut() {
         let dir = tempfile::tempdir().unwrap();
-        let (mut j, r) = Journal::open(dir.path(), 10, 1 << 20).unwrap();
-        assert!(r.jobs.is_empty());
-        j.append([
+        let (mut j, r) = Journal::open(dir.path(), 1 << 20).unwrap();
+        assert!(r.entries.is_empty() && r.snapshot.jobs.is_empty());
+        let written = [
             Entry::Submitted(Box::new(image(1))),
             Entry::Submitted(Box::new(image(2))),
-        ]);
-        j.append([started(1)]);
+            started(1),
+        ];
+        j.append(written[..2].to_vec());
+        j.append([written[2].clone()]);
         j.sync().unwrap();
         drop(j);
         // A crash mid-write leaves half an entry behind.
@@ -629,38 +568,31 @@ mod tests {
         let mut f = OpenOptions::new().append(true).open(&path).unwrap();
         f.write_all(&[40, 0, 0, 0, 1, 2]).unwrap();
         drop(f);
-        let (mut j, r) = Journal::open(dir.path(), 10, 1 << 20).unwrap();
-        assert_eq!(r.next_id, 3);
-        assert_eq!(r.jobs[&1].state, JobState::Running);
-        assert_eq!(r.jobs[&1].host.as_deref(), Some("h"));
-        assert_eq!(r.jobs[&2].state, JobState::Pending);
-        assert_eq!(r.seq, 3);
+        let (mut j, r) = Journal::open(dir.path(), 1 << 20).unwrap();
+        assert_eq!(r.entries, written);
+        assert_eq!(j.seq, 3);
         // Appending goes on after the cut.
         j.append([Entry::Resumed { id: 1, at_ns: 9 }]);
         j.sync().unwrap();
         drop(j);
-        let (_, r) = Journal::open(dir.path(), 10, 1 << 20).unwrap();
-        assert_eq!(r.seq, 4);
+        let (j, r) = Journal::open(dir.path(), 1 << 20).unwrap();
+        assert_eq!(j.seq, 4);
+        assert_eq!(r.entries.len(), 4);
     }
 
     #[test]
     fn compaction_keeps_the_state_and_skips_entries_it_already_holds() {
         let dir = tempfile::tempdir().unwrap();
-        let (mut j, mut state) = Journal::open(dir.path(), 10, 0).unwrap();
+        let (mut j, _) = Journal::open(dir.path(), 0).unwrap();
         let entries = vec![
             Entry::Submitted(Box::new(image(1))),
             started(1),
-            Entry::Suspended {
-                id: 1,
-                by_policy: true,
-                at_ns: 8,
-            },
+            Entry::Submitted(Box::new(image(2))),
         ];
-        for (k, e) in entries.iter().enumerate() {
-            state.apply(k as u64 + 1, e.clone(), 10);
-        }
         j.append(entries.clone());
         assert!(j.wants_compaction() || j.write().is_ok());
+        // What the core would fold them into (here by hand).
+        let state = snapshot(3, [1, 2]);
         j.compact(state.clone()).unwrap();
         // A crash right after the snapshot, before the journal was
         // emptied, would leave the old entries: put them back.
@@ -681,64 +613,39 @@ mod tests {
         again.append(entries);
         f.write_all(&again.buf).unwrap();
         drop(f);
-        let (_, r) = Journal::open(dir.path(), 10, 0).unwrap();
-        assert_eq!(r.jobs, state.jobs);
-        assert_eq!(r.jobs[&1].suspensions, [(8, 0)]);
-    }
-
-    #[test]
-    fn history_is_bounded() {
-        let mut s = Snapshot::default();
-        for id in 1..=5 {
-            s.apply(id, Entry::Submitted(Box::new(image(id))), 3);
-        }
-        for id in 1..=5 {
-            let info = JobInfo {
-                id,
-                name: String::new(),
-                state: JobState::Completed,
-                partition: "batch".into(),
-                cores: 2,
-                nodes: String::new(),
-                submit_ns: 0,
-                start_ns: 0,
-                end_ns: 0,
-                runtime_ns: 0,
-                walltime_ns: 0,
-                reason: String::new(),
-                suspensions: vec![],
-            };
-            s.apply(5 + id, Entry::Ended(Box::new(info)), 3);
-        }
-        assert!(s.jobs.is_empty());
-        let ids: Vec<u64> = s.history.iter().map(|j| j.id).collect();
-        assert_eq!(ids, [3, 4, 5]);
+        let (j, r) = Journal::open(dir.path(), 0).unwrap();
+        assert_eq!(r.snapshot, state);
+        assert!(r.entries.is_empty(), "{:?}", r.entries);
+        assert_eq!(j.seq, 3);
     }
 
     #[test]
     fn a_damaged_snapshot_is_a_clear_error() {
         let dir = tempfile::tempdir().unwrap();
-        let (mut j, _) = Journal::open(dir.path(), 10, 0).unwrap();
+        let (mut j, _) = Journal::open(dir.path(), 0).unwrap();
         j.compact(Snapshot::default()).unwrap();
         let path = dir.path().join("snapshot");
         let mut bytes = std::fs::read(&path).unwrap();
         let last = bytes.len() - 1;
         bytes[last] ^= 0xff;
         std::fs::write(&path, bytes).unwrap();
-        let err = Journal::open(dir.path(), 10, 0).err().unwrap().to_string();
+        let err = Journal::open(dir.path(), 0).err().unwrap().to_string();
         assert!(err.contains("snapshot is damaged"), "{err}");
     }
 
     #[test]
     fn a_streamed_snapshot_is_the_bincode_of_the_snapshot() {
         let dir = tempfile::tempdir().unwrap();
-        let (mut j, _) = Journal::open(dir.path(), 10, 0).unwrap();
-        let mut s = Snapshot::default();
-        for id in 1..=4 {
-            s.apply(id, Entry::Submitted(Box::new(image(id))), 2);
-        }
-        s.apply(5, started(2), 2);
-        let info = JobInfo {
+        let (mut j, _) = Journal::open(dir.path(), 0).unwrap();
+        let mut s = snapshot(0, 2..=4);
+        s.next_id = 5;
+        s.jobs.insert(2, {
+            let mut im = image(2);
+            im.state = JobState::Running;
+            im.alloc = vec![("vn1".into(), 2)];
+            im
+        });
+        s.history.push(JobInfo {
             id: 1,
             name: String::new(),
             state: JobState::Completed,
@@ -752,8 +659,7 @@ mod tests {
             walltime_ns: 0,
             reason: String::new(),
             suspensions: vec![(7, 8)],
-        };
-        s.apply(6, Entry::Ended(Box::new(info)), 2);
+        });
         s.drained.push(("vn[1-2]".into(), "disk".into()));
         j.append((0..6).map(|_| Entry::Undrained { nodes: "x".into() }));
         j.compact(s.clone()).unwrap();
@@ -765,19 +671,15 @@ mod tests {
             &bytes[HEADER..HEADER + 4],
             &crc32fast::hash(&body).to_le_bytes()
         );
-        let (_, r) = Journal::open(dir.path(), 2, 0).unwrap();
-        assert_eq!(r, s);
+        let (_, r) = Journal::open(dir.path(), 0).unwrap();
+        assert_eq!(r.snapshot, s);
     }
 
     #[test]
     fn a_large_snapshot_is_not_rewritten_before_the_journal_outgrows_it() {
         let dir = tempfile::tempdir().unwrap();
-        let (mut j, _) = Journal::open(dir.path(), 10, 0).unwrap();
-        let mut s = Snapshot::default();
-        for id in 1..=100 {
-            s.apply(id, Entry::Submitted(Box::new(image(id))), 10);
-        }
-        j.compact(s).unwrap();
+        let (mut j, _) = Journal::open(dir.path(), 0).unwrap();
+        j.compact(snapshot(0, 1..=100)).unwrap();
         let snapshot = std::fs::metadata(dir.path().join("snapshot"))
             .unwrap()
             .len();

@@ -5,12 +5,14 @@
 //!
 //! `controller serve` loads the [`config`], then runs:
 //!
-//! - the [`server`] task, sole owner of the [`state::Cluster`] (nodes,
-//!   jobs, queue, agents). Everything that changes the state arrives as an
-//!   event on one channel; scheduling runs in batches: events set a "needs
-//!   scheduling" flag and a pass runs at most every
-//!   `schedule_interval_ms`, asking the [`policy`](mod@policy) (pure code over a
-//!   snapshot) which jobs to start where;
+//! - the [`server`] task, sole owner of the scheduling [`core`](mod@core)'s
+//!   [`Cluster`](core::Cluster) (nodes, jobs, queue, agents). Everything
+//!   that changes it arrives as an event on one channel and becomes one of
+//!   the core's transitions; the core's scheduler runs a pass when one is
+//!   due (at most every `schedule_interval_ms`), asking the
+//!   [`policy`](mod@policy) (pure code over a snapshot) which jobs to start
+//!   where. The virtual-time twin ([`sim`]) drives the same core and
+//!   scheduler with an event queue instead of a clock;
 //! - the [`listener`], one task per [`connection`]: each authenticates its
 //!   peer (HMAC over fresh nonces, [`formats::wire`]), then relays an
 //!   agent's events or a client's requests to the server, and the server's
@@ -33,6 +35,7 @@ pub mod cli;
 pub mod client;
 pub mod config;
 pub mod connection;
+pub mod core;
 pub mod detach;
 pub mod journal;
 pub mod listener;
@@ -41,7 +44,6 @@ pub mod policy;
 pub mod records;
 pub mod server;
 pub mod sim;
-pub mod state;
 pub mod views;
 
 use std::io::Write;
@@ -240,17 +242,10 @@ pub async fn serve_then(
         records: sink.clone(),
         done: done.clone(),
     });
-    let (journal, recovered) = journal::Journal::open(
-        &config.state_dir,
-        state::HISTORY,
-        config.journal_compact_bytes,
-    )?;
-    let clock = state::Clock::start();
-    let mut cluster = state::Cluster::restore(Arc::clone(&config), recovered, clock.now());
-    cluster.journaling = true;
-    // A job whose record is in the file ended, even if the controller died
-    // before it could note so: its execution must not be run again.
-    cluster.settle(&written.last, clock.now());
+    let (journal, recovered) =
+        journal::Journal::open(&config.state_dir, config.journal_compact_bytes)?;
+    let clock = core::Clock::start();
+    let cluster = core::Cluster::restore(Arc::clone(&config), recovered, clock.now());
     let server = server::Server::new(
         cluster,
         clock,
@@ -259,7 +254,7 @@ pub async fn serve_then(
         events_rx,
         done.clone(),
         sink,
-        written.executions,
+        written,
     );
     let server_task = tokio::spawn(server.run(shutdown.clone()));
     let tasks = TaskTracker::new();

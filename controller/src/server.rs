@@ -1,8 +1,10 @@
-//! The server task: sole owner of the [`Cluster`]. Connections send it
-//! [`Event`]s; it applies them, runs the scheduling policy in batches (a
-//! "needs scheduling" flag and a minimum interval between passes), checks
-//! heartbeats and wall-time limits once a second, and sends what agents
-//! must do through their links.
+//! The server task: sole owner of the [`Cluster`] in the emulation.
+//! Connections send it [`Event`]s; it turns each into a transition of the
+//! core, runs scheduling passes when the core's [`Scheduler`] says they
+//! are due, checks heartbeats and wall-time limits once a second, and
+//! carries out the core's [`Effects`]: orders to agents through their
+//! links, entries into the journal, replies to clients, once what they
+//! depend on is written.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::time::Instant;
@@ -12,14 +14,14 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, error, info};
 
-use crate::journal::Journal;
+use crate::core::{AgentId, Clock, Cluster, Effects, Now, Scheduler};
+use crate::journal::{Entry, Journal};
 use crate::policy::Policy;
 
 /// How often written journal entries are synced when no client waits.
 const SYNC_INTERVAL: std::time::Duration = std::time::Duration::from_millis(100);
 /// Events handled together before the journal is committed.
 const BATCH: usize = 255;
-use crate::state::{AgentId, Clock, Cluster, Now, Outbox};
 
 /// What connections tell the server.
 pub enum Event {
@@ -61,28 +63,43 @@ pub enum Event {
 
 /// Links to connected agents. Unbounded on purpose: the state cannot wait
 /// for one slow agent, and what is queued is bounded by the jobs it runs.
-/// Messages are held until [`Links::flush`], which the server calls once
-/// the journal holds the changes they carry out: a job's process never
-/// exists before its start is journaled (an agent in this process would
-/// otherwise start it within microseconds, and a `kill -9` in between
+type Links = HashMap<AgentId, mpsc::UnboundedSender<ToAgent>>;
+
+/// The server's [`Effects`]: held until [`Server::commit`]. Orders go out
+/// only once the journal holds the changes they carry out: a job's process
+/// never exists before its start is journaled (an agent in this process
+/// would otherwise start it within microseconds, and a `kill -9` in between
 /// would restore it as pending).
 #[derive(Default)]
-struct Links {
-    txs: HashMap<AgentId, mpsc::UnboundedSender<ToAgent>>,
-    held: Vec<(AgentId, ToAgent)>,
+struct Outbox {
+    orders: Vec<(AgentId, ToAgent)>,
+    entries: Vec<Entry>,
+    /// Ends agents reported, to acknowledge (so the agents can forget
+    /// them) once the journal and the record file hold them.
+    ends: Vec<(AgentId, u64)>,
 }
 
-impl Outbox for Links {
+impl Effects for Outbox {
+    const JOURNALS: bool = true;
+
     fn to_agent(&mut self, agent: AgentId, msg: ToAgent) {
-        self.held.push((agent, msg));
+        self.orders.push((agent, msg));
+    }
+
+    fn journal(&mut self, entry: Entry) {
+        self.entries.push(entry);
+    }
+
+    fn end_taken(&mut self, agent: AgentId, job: u64) {
+        self.ends.push((agent, job));
     }
 }
 
-impl Links {
-    /// Sends what was held, in order.
-    fn flush(&mut self) {
-        for (agent, msg) in self.held.drain(..) {
-            if let Some(tx) = self.txs.get(&agent) {
+impl Outbox {
+    /// Sends the held orders, in order.
+    fn flush(&mut self, links: &Links) {
+        for (agent, msg) in self.orders.drain(..) {
+            if let Some(tx) = links.get(&agent) {
                 // A closed link means the agent is going; its AgentGone
                 // follows.
                 let _ = tx.send(msg);
@@ -92,12 +109,11 @@ impl Links {
 }
 
 pub struct Server {
-    pub cluster: Cluster,
-    policy: Box<dyn Policy>,
+    cluster: Cluster,
+    scheduler: Scheduler,
     clock: Clock,
-    /// When the policy asked to be run again (gang time slices).
-    wake_at: Option<i64>,
     links: Links,
+    out: Outbox,
     events: mpsc::Receiver<Event>,
     /// Cancelled when the server has finished: the listener and the local
     /// agents stop.
@@ -125,76 +141,62 @@ pub struct Server {
 impl Server {
     #[allow(clippy::too_many_arguments)]
     pub fn new(
-        mut cluster: Cluster,
+        cluster: Cluster,
         clock: Clock,
         journal: Journal,
         policy: Box<dyn Policy>,
         events: mpsc::Receiver<Event>,
         done: CancellationToken,
         records: crate::records::Sink,
-        recorded: HashSet<(u64, i64)>,
+        written: crate::records::Written,
     ) -> Server {
-        cluster.journaling = true;
-        Server {
+        let interval = cluster.config().schedule_interval;
+        let mut server = Server {
             cluster,
-            policy,
+            scheduler: Scheduler::new(policy, interval),
             clock,
             journal,
             replies: Vec::new(),
             held: VecDeque::new(),
-            wake_at: None,
             links: Links::default(),
+            out: Outbox::default(),
             events,
             done,
             stopping: None,
             records,
-            recorded,
+            recorded: written.executions,
             record_ends: HashMap::new(),
-        }
+        };
+        // A job whose record is in the file ended, even if the controller
+        // died before it could note so: its execution must not run again.
+        let now = server.clock.now();
+        server.cluster.settle(&written.last, now, &mut server.out);
+        server
     }
 
     pub async fn run(mut self, shutdown: CancellationToken) {
-        let interval = self.cluster.config.schedule_interval;
         let mut tick = tokio::time::interval(std::time::Duration::from_secs(1));
         // Agents on other hosts kill their jobs if the controller goes
         // silent; tell them it is alive every heartbeat period.
-        let mut ping = tokio::time::interval(self.cluster.config.agent.heartbeat);
+        let mut ping = tokio::time::interval(self.cluster.config().agent.heartbeat);
         // Entries are written at once and synced in batches; a client's
         // answer waits for the sync of what it acknowledges.
         let mut sync = tokio::time::interval(SYNC_INTERVAL);
-        // (A machine up for less than the interval has no such instant.)
-        let mut last_pass = Instant::now()
-            .checked_sub(interval)
-            .unwrap_or_else(Instant::now);
         loop {
             // Worked out afresh after every event: a job that ends or
             // arrives must not wait for a policy wake-up set earlier.
-            let due = if self.stopping.is_some() {
-                None
-            } else if self.cluster.needs_schedule {
-                Some(last_pass + interval)
-            } else {
-                self.wake_at
-                    .map(|w| self.clock.instant(w).max(last_pass + interval))
+            let due = match self.stopping {
+                Some(_) => None,
+                None => self.scheduler.due(&self.cluster),
             };
-            let next_pass = due.map(tokio::time::Instant::from_std);
+            let next_pass = due.map(|t| tokio::time::Instant::from_std(self.clock.instant(t)));
             // A pass that is due runs before more events are read: under a
             // steady stream of events the biased select below would
             // otherwise put it off for as long as the stream lasts.
             if next_pass.is_some_and(|t| t <= tokio::time::Instant::now()) {
-                let started = Instant::now();
-                if self.pass() {
-                    last_pass = started;
-                }
+                self.pass();
             } else if !self
-                .wait_and_handle(
-                    next_pass,
-                    &mut last_pass,
-                    &mut tick,
-                    &mut ping,
-                    &mut sync,
-                    &shutdown,
-                )
+                .wait_and_handle(next_pass, &mut tick, &mut ping, &mut sync, &shutdown)
                 .await
             {
                 break;
@@ -202,13 +204,13 @@ impl Server {
             self.admit_held();
             self.commit().await;
             if let Some(deadline) = self.stopping {
-                if self.cluster.agents.is_empty() || Instant::now() >= deadline {
+                if !self.cluster.has_agents() || Instant::now() >= deadline {
                     break;
                 }
             }
         }
         self.sync().await;
-        self.links.flush();
+        self.out.flush(&self.links);
         info!("controller stopped");
         self.done.cancel();
     }
@@ -218,7 +220,6 @@ impl Server {
     async fn wait_and_handle(
         &mut self,
         next_pass: Option<tokio::time::Instant>,
-        last_pass: &mut Instant,
         tick: &mut tokio::time::Interval,
         ping: &mut tokio::time::Interval,
         sync: &mut tokio::time::Interval,
@@ -241,14 +242,11 @@ impl Server {
                 None => return false,
             },
             () = tokio::time::sleep_until(next_pass.unwrap_or_else(tokio::time::Instant::now)), if next_pass.is_some() => {
-                let started = Instant::now();
-                if self.pass() {
-                    *last_pass = started;
-                }
+                self.pass();
             }
             _ = tick.tick() => self.tick(),
             _ = ping.tick() => self.ping(),
-            _ = sync.tick(), if self.journal.dirty() || !self.cluster.forget.is_empty() => {
+            _ = sync.tick(), if self.journal.dirty() || !self.out.ends.is_empty() => {
                 self.sync().await;
             }
             () = shutdown.cancelled(), if self.stopping.is_none() => self.begin_shutdown(),
@@ -261,11 +259,11 @@ impl Server {
     /// nothing is acted on that a restart would not know); if clients wait
     /// for answers, makes the entries durable before answering.
     async fn commit(&mut self) {
-        self.journal.append(self.cluster.journal.drain(..));
+        self.journal.append(self.out.entries.drain(..));
         if let Err(e) = self.journal.write() {
             error!("{e:#}");
         }
-        self.links.flush();
+        self.out.flush(&self.links);
         if self.replies.is_empty() {
             return;
         }
@@ -292,12 +290,12 @@ impl Server {
     /// Makes the journal and the record file durable, then lets agents
     /// forget the ends they reported, and folds a long journal.
     async fn sync(&mut self) {
-        self.journal.append(self.cluster.journal.drain(..));
+        self.journal.append(self.out.entries.drain(..));
         if let Err(e) = self.journal.sync() {
             error!("{e:#}");
             return;
         }
-        if !self.cluster.forget.is_empty() {
+        if !self.out.ends.is_empty() {
             if let Err(e) = self.records.flush().await {
                 error!("cannot sync the record file: {e}");
                 return;
@@ -319,75 +317,51 @@ impl Server {
         }
     }
 
-    /// A scheduling pass; false if it was skipped, with nothing to decide
-    /// (then it does not count against the minimum interval).
-    fn pass(&mut self) -> bool {
-        let took = Instant::now();
+    /// A scheduling pass, now.
+    fn pass(&mut self) {
         let now = self.clock.now();
-        self.cluster.needs_schedule = false;
-        let woken = self.wake_at.is_some_and(|w| w <= now.mono);
-        if !self.cluster.anything_waits() && !woken {
-            // Nothing waits: no policy could start, resume or rotate
-            // anything.
-            self.wake_at = None;
-            return false;
-        }
-        let view = self.cluster.view(now);
-        let decisions = self.policy.decide(&view);
-        let n = decisions.list.len();
-        self.wake_at = decisions.wake_at_ns;
-        self.cluster.apply(decisions.list, now, &mut self.links);
-        let took = took.elapsed();
-        self.cluster.counters.pass(took);
-        debug!(
-            queued = view.queue.len(),
-            decisions = n,
-            ?took,
-            "scheduling pass"
-        );
-        true
+        self.scheduler.pass(&mut self.cluster, now, &mut self.out);
     }
 
     fn ping(&mut self) {
-        for (id, a) in &self.cluster.agents {
-            if !a.local {
-                self.links.to_agent(*id, ToAgent::Ping);
-            }
+        for agent in self.cluster.remote_agents() {
+            self.out.to_agent(agent, ToAgent::Ping);
         }
     }
 
     /// Lets agents forget the ends they reported, now that they are noted.
     fn acknowledge_ends(&mut self) {
-        if self.cluster.forget.is_empty() {
+        if self.out.ends.is_empty() {
             return;
         }
+        let remote: HashSet<AgentId> = self.cluster.remote_agents().collect();
         let mut by_agent: HashMap<AgentId, Vec<u64>> = HashMap::new();
-        for (agent, job) in self.cluster.forget.drain(..) {
-            if self.cluster.agents.get(&agent).is_some_and(|a| !a.local) {
+        for (agent, job) in self.out.ends.drain(..) {
+            if remote.contains(&agent) {
                 by_agent.entry(agent).or_default().push(job);
             }
         }
         for (agent, jobs) in by_agent {
-            self.links.to_agent(agent, ToAgent::Forget(jobs));
+            self.out.to_agent(agent, ToAgent::Forget(jobs));
         }
     }
 
     fn tick(&mut self) {
         let now = self.clock.now();
-        self.cluster.enforce_walltime(now, &mut self.links);
-        self.cluster.lose_overdue(now, &mut self.links);
+        self.cluster.enforce_walltime(now, &mut self.out);
+        self.cluster.lose_overdue(now, &mut self.out);
         for agent in self.cluster.silent_agents(now) {
-            self.links.txs.remove(&agent);
+            self.links.remove(&agent);
             self.cluster
-                .agent_down(agent, "no heartbeat", false, now, &mut self.links);
+                .agent_down(agent, "no heartbeat", false, now, &mut self.out);
         }
     }
 
     fn begin_shutdown(&mut self) {
         info!("shutting down: cancelling jobs, stopping agents");
         let now = self.clock.now();
-        self.cluster.shutdown(now, &mut self.links);
-        let grace = self.cluster.config.agent.kill_grace + std::time::Duration::from_secs(5);
+        self.cluster.shutdown(now, &mut self.out);
+        let grace = self.cluster.config().agent.kill_grace + std::time::Duration::from_secs(5);
         self.stopping = Some(Instant::now() + grace);
     }
 
@@ -411,7 +385,7 @@ impl Server {
                     return;
                 }
                 // Linked first: reconciling may already have orders for it.
-                self.links.txs.insert(agent, link);
+                self.links.insert(agent, link);
                 let ends = match self.cluster.agent_up(
                     agent,
                     &host,
@@ -421,11 +395,11 @@ impl Server {
                     local,
                     &jobs,
                     now,
-                    &mut self.links,
+                    &mut self.out,
                 ) {
                     Ok(ends) => ends,
                     Err(e) => {
-                        self.links.txs.remove(&agent);
+                        self.links.remove(&agent);
                         let _ = reply.send(Err(e));
                         return;
                     }
@@ -437,8 +411,9 @@ impl Server {
                 for (id, exit) in ends {
                     self.job_ended(agent, id, exit, now);
                 }
-                let fence = self.cluster.config.heartbeat_timeout / 2;
-                let _ = reply.send(Ok(self.cluster.config.agent.run_settings(!local, fence)));
+                let config = self.cluster.config();
+                let fence = config.heartbeat_timeout / 2;
+                let _ = reply.send(Ok(config.agent.run_settings(!local, fence)));
             }
             Event::FromAgent { agent, msg } => match msg {
                 FromAgent::Started { job, pid } => debug!(job, pid, "job process started"),
@@ -450,16 +425,16 @@ impl Server {
                 FromAgent::Records(_) | FromAgent::Register { .. } => {}
             },
             Event::AgentGone { agent, why } => {
-                self.links.txs.remove(&agent);
+                self.links.remove(&agent);
                 self.cluster
-                    .agent_down(agent, &why, self.stopping.is_some(), now, &mut self.links);
+                    .agent_down(agent, &why, self.stopping.is_some(), now, &mut self.out);
             }
             Event::Records { agent, frames } => self.take_records(agent, &frames),
             Event::Request {
                 req: Request::Submit(specs),
                 reply,
             } if self.stopping.is_none() && !self.has_room(specs.len()) => {
-                let max = self.cluster.config.max_jobs;
+                let max = self.cluster.config().max_jobs;
                 if specs.len() > max {
                     let e = format!(
                         "{} jobs in one request: more than max_jobs = {max}",
@@ -485,7 +460,7 @@ impl Server {
 
     /// Whether `n` more jobs fit under `max_jobs` behind those waiting.
     fn has_room(&self, n: usize) -> bool {
-        self.held.is_empty() && self.cluster.jobs.len() + n <= self.cluster.config.max_jobs
+        self.held.is_empty() && self.cluster.active_jobs() + n <= self.cluster.config().max_jobs
     }
 
     /// Accepts the waiting submissions that now fit, in order; refuses them
@@ -495,7 +470,7 @@ impl Server {
         // is dropped, never accepted behind its back.
         self.held.retain(|(_, reply)| !reply.is_closed());
         while let Some((specs, _)) = self.held.front() {
-            let fits = self.cluster.jobs.len() + specs.len() <= self.cluster.config.max_jobs;
+            let fits = self.cluster.active_jobs() + specs.len() <= self.cluster.config().max_jobs;
             if !fits && self.stopping.is_none() {
                 return;
             }
@@ -511,7 +486,7 @@ impl Server {
     /// one (sigsleep's own clock, and right even for a job that ended
     /// while this controller was away), else now.
     fn job_ended(&mut self, agent: AgentId, id: u64, exit: Exit, now: Now) {
-        let started = self.cluster.jobs.get(&id).map_or(i64::MAX, |j| j.start_ns);
+        let started = self.cluster.start_ns(id).unwrap_or(i64::MAX);
         let at = match self.record_ends.remove(&id) {
             // A record of an earlier execution (whose end never came: its
             // agent was lost) ends before this one started; a host clock
@@ -522,7 +497,7 @@ impl Server {
             },
             _ => now,
         };
-        self.cluster.job_ended(agent, id, exit, at);
+        self.cluster.job_ended(agent, id, exit, at, &mut self.out);
     }
 
     /// Keeps the intact records an agent sent of jobs it runs, once per
@@ -538,11 +513,7 @@ impl Server {
         let recorded = &mut self.recorded;
         let ends = &mut self.record_ends;
         let (kept, dropped) = crate::records::check(frames, |r| {
-            let keep = cluster
-                .jobs
-                .get(&r.id)
-                .is_some_and(|j| j.agent == Some(agent))
-                && recorded.insert((r.id, r.start));
+            let keep = cluster.runs(agent, r.id) && recorded.insert((r.id, r.start));
             if keep {
                 ends.insert(r.id, r.end);
             }
@@ -564,7 +535,7 @@ impl Server {
                 if self.stopping.is_some() {
                     return Response::Error("the controller is shutting down".into());
                 }
-                match self.cluster.submit(specs, now) {
+                match self.cluster.submit(specs, now, &mut self.out) {
                     Ok(ids) => Response::Submitted(ids),
                     Err(e) => Response::Error(e),
                 }
@@ -580,21 +551,21 @@ impl Server {
                 Response::Stats(stats)
             }
             Request::Hosts => Response::Hosts(self.cluster.hosts(now)),
-            Request::Cancel(ids) => Response::Jobs(self.cluster.cancel(&ids, now, &mut self.links)),
+            Request::Cancel(ids) => Response::Jobs(self.cluster.cancel(&ids, now, &mut self.out)),
             Request::CancelMatching(filter) => {
                 let (ids, mut outcomes) = self.cluster.matching(&filter);
-                outcomes.extend(self.cluster.cancel(&ids, now, &mut self.links));
+                outcomes.extend(self.cluster.cancel(&ids, now, &mut self.out));
                 Response::Jobs(outcomes)
             }
-            Request::Suspend(ids) => {
-                Response::Jobs(self.cluster.suspend(&ids, now, &mut self.links))
+            Request::Suspend(ids) => Response::Jobs(self.cluster.suspend(&ids, now, &mut self.out)),
+            Request::Resume(ids) => Response::Jobs(self.cluster.resume(&ids, now, &mut self.out)),
+            Request::Drain { nodes, reason } => {
+                match self.cluster.drain(&nodes, &reason, &mut self.out) {
+                    Ok(n) => Response::Drained(n),
+                    Err(e) => Response::Error(e),
+                }
             }
-            Request::Resume(ids) => Response::Jobs(self.cluster.resume(&ids, now, &mut self.links)),
-            Request::Drain { nodes, reason } => match self.cluster.drain(&nodes, &reason) {
-                Ok(n) => Response::Drained(n),
-                Err(e) => Response::Error(e),
-            },
-            Request::Undrain { nodes } => match self.cluster.undrain(&nodes) {
+            Request::Undrain { nodes } => match self.cluster.undrain(&nodes, &mut self.out) {
                 Ok(n) => Response::Drained(n),
                 Err(e) => Response::Error(e),
             },

@@ -1,13 +1,15 @@
-//! The virtual-time twin: the controller's own state machine and policy,
-//! driven by a discrete-event loop instead of a clock, agents and
-//! processes. What a job's sigsleep would do (sleep its run time, stop
-//! while suspended, end at its wall-time limit or when cancelled) is
-//! computed exactly, and every job leaves a record in the same format as
-//! an emulated run, so calcmets reads both and they can be compared.
+//! The virtual-time twin: the scheduling core and its scheduler driver,
+//! as the emulation runs them, on an event queue instead of a clock,
+//! agents and processes. What a job's sigsleep would do is played out by
+//! sigsleep's own accounting ([`sigsleep::ledger::Ledger`]): it runs its
+//! time, stops while suspended, ends at its wall-time limit or when
+//! cancelled. Every job leaves a record in the format of an emulated run,
+//! so calcmets reads both and they can be compared.
 //!
-//! Scheduling passes follow the server's rules: a pass runs when
-//! something happened, at most once per `schedule_interval`, and when the
-//! policy asked to be woken (gang time slices). Same input, same records:
+//! The core's [`Effects`] here are that event queue: an order to start,
+//! suspend, resume or end a job's process changes its ledger and queues
+//! the end it now has. Passes follow the server's rules, because the same
+//! [`Scheduler`] decides when they are due. Same input, same records:
 //! there is no clock, no thread and no randomness.
 
 use std::borrow::Cow;
@@ -15,11 +17,14 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 use std::sync::Arc;
 
-use formats::record::{Flags, JobRecord, Status, Suspension};
+use formats::record::{JobRecord, Status};
 use formats::wire::{Exit, JobSpec, ToAgent};
+use sigsleep::clock::Stamp;
+use sigsleep::ledger::{self, Ledger};
 
 use crate::config;
-use crate::state::{AgentId, Cluster, Now, Outbox};
+use crate::core::{AgentId, Cluster, Effects, Now, Scheduler};
+use crate::journal::Entry;
 
 /// A job to simulate: what would be submitted, and when (nanoseconds after
 /// the start). Jobs are submitted in the order given.
@@ -70,7 +75,7 @@ impl Ev {
     }
 }
 
-/// A job's simulated process.
+/// A job's simulated process: what its record needs, and its ledger.
 struct Proc {
     agent: AgentId,
     node: String,
@@ -78,205 +83,184 @@ struct Proc {
     submit: i64,
     runtime: u64,
     walltime: u64,
-    /// Unsuspended nanoseconds still to run before it ends by itself.
-    remaining: i64,
-    /// Whether it ends by its wall-time limit rather than its run time.
-    limited: bool,
     start: i64,
-    /// When it last resumed (or started), while running.
-    running_since: Option<i64>,
-    suspensions: Vec<Suspension>,
+    ledger: Ledger,
     generation: u64,
 }
 
-/// Collects what the controller tells agents, to play it out.
-#[derive(Default)]
-struct Mailbox(Vec<(AgentId, ToAgent)>);
-
-impl Outbox for Mailbox {
-    fn to_agent(&mut self, agent: AgentId, msg: ToAgent) {
-        self.0.push((agent, msg));
-    }
-}
-
-struct Sim {
-    cluster: Cluster,
-    policy: Box<dyn crate::policy::Policy>,
+/// The twin's side of the core's effects: the event queue and the
+/// simulated processes the orders act on.
+struct Machines {
     /// Wall-clock nanoseconds of virtual time 0.
     epoch: i64,
+    /// Virtual time now.
+    t: i64,
     /// (time, rank, sequence, event), smallest first.
     events: BinaryHeap<Reverse<(i64, u8, u64, Ev)>>,
     seq: u64,
     procs: HashMap<u64, Proc>,
+}
+
+impl Machines {
+    fn push(&mut self, t: i64, ev: Ev) {
+        self.seq += 1;
+        self.events.push(Reverse((t, ev.rank(), self.seq, ev)));
+    }
+
+    /// Virtual instant `t` as sigsleep would read it.
+    fn stamp(&self, t: i64) -> Stamp {
+        Stamp {
+            real: self.epoch + t,
+            mono: t,
+        }
+    }
+
+    /// Queues the end a process now has (none while it is suspended).
+    fn schedule_end(&mut self, job: u64) {
+        let Some(p) = self.procs.get_mut(&job) else {
+            return;
+        };
+        p.generation += 1;
+        let generation = p.generation;
+        if let Some(end) = p.ledger.deadline() {
+            self.push(end, Ev::End { job, generation });
+        }
+    }
+}
+
+impl Effects for Machines {
+    const JOURNALS: bool = false;
+
+    /// Plays out an order at once, as sigsleep would.
+    fn to_agent(&mut self, agent: AgentId, msg: ToAgent) {
+        let (t, at) = (self.t, self.stamp(self.t));
+        match msg {
+            ToAgent::Start(s) => {
+                let p = Proc {
+                    agent,
+                    node: s.node,
+                    cores: s.cores,
+                    submit: s.submit_ns,
+                    runtime: s.runtime_ns,
+                    walltime: s.walltime_ns,
+                    start: t,
+                    ledger: Ledger::new(at, s.runtime_ns, s.walltime_ns),
+                    generation: 0,
+                };
+                self.procs.insert(s.job, p);
+                self.schedule_end(s.job);
+            }
+            ToAgent::Suspend(job) => {
+                if let Some(p) = self.procs.get_mut(&job) {
+                    p.ledger.apply(ledger::Event::Suspend(at));
+                    self.schedule_end(job);
+                }
+            }
+            ToAgent::Resume(job) => {
+                // Only a stopped process resumes: the ledger would take a
+                // resume of a running one for a stop it did not see.
+                if let Some(p) = self.procs.get_mut(&job) {
+                    if p.ledger.deadline().is_none() {
+                        p.ledger.apply(ledger::Event::Resume(at));
+                        self.schedule_end(job);
+                    }
+                }
+            }
+            // sigsleep ends at once on SIGTERM, with a record.
+            ToAgent::Cancel(job) | ToAgent::Kill(job) => {
+                if let Some(p) = self.procs.get_mut(&job) {
+                    p.ledger.apply(ledger::Event::Terminate(at, libc::SIGTERM));
+                    p.generation += 1;
+                    let generation = p.generation;
+                    self.push(t, Ev::End { job, generation });
+                }
+            }
+            ToAgent::Registered(_)
+            | ToAgent::Rejected(_)
+            | ToAgent::Shutdown
+            | ToAgent::Forget(_)
+            | ToAgent::Ping => {}
+        }
+    }
+
+    fn journal(&mut self, _: Entry) {}
+
+    /// No agent to acknowledge to.
+    fn end_taken(&mut self, _: AgentId, _: u64) {}
+}
+
+struct Sim {
+    cluster: Cluster,
+    scheduler: Scheduler,
+    machines: Machines,
     records: Vec<JobRecord<'static>>,
-    interval: i64,
-    last_pass: i64,
     /// The pass wanted next: (time, sequence number of its event).
     pass_queued: Option<(i64, u64)>,
-    wake_at: Option<i64>,
-    passes: u64,
 }
 
 impl Sim {
     fn now(&self, t: i64) -> Now {
         Now {
             mono: t,
-            wall: self.epoch + t,
+            wall: self.machines.epoch + t,
         }
     }
 
-    fn push(&mut self, t: i64, ev: Ev) {
-        self.seq += 1;
-        self.events.push(Reverse((t, ev.rank(), self.seq, ev)));
-    }
-
-    /// Makes sure a pass runs at or after `t`, honouring the interval.
+    /// Makes sure a pass runs when the scheduler wants one (never before
+    /// `t`, the present).
     fn want_pass(&mut self, t: i64) {
-        let at = t.max(self.last_pass + self.interval);
+        let Some(due) = self.scheduler.due(&self.cluster) else {
+            return;
+        };
+        let at = due.max(t);
         if self.pass_queued.is_none_or(|(q, _)| q > at) {
-            let seq = self.seq + 1;
+            let seq = self.machines.seq + 1;
             self.pass_queued = Some((at, seq));
-            self.push(at, Ev::Pass(seq));
+            self.machines.push(at, Ev::Pass(seq));
         }
     }
 
-    fn pass(&mut self, t: i64) {
-        self.pass_queued = None;
-        self.cluster.needs_schedule = false;
-        let woken = self.wake_at.is_some_and(|w| w <= t);
-        if !self.cluster.anything_waits() && !woken {
-            // Nothing to decide: the server skips such passes too.
-            self.wake_at = None;
-            return;
-        }
-        self.last_pass = t;
-        self.passes += 1;
-        let now = self.now(t);
-        let decisions = self.policy.decide(&self.cluster.view(now));
-        self.wake_at = decisions.wake_at_ns;
-        let mut mail = Mailbox::default();
-        self.cluster.apply(decisions.list, now, &mut mail);
-        self.deliver(mail, t);
-        if let Some(w) = self.wake_at {
-            self.want_pass(w.max(t + 1));
-        }
-    }
-
-    /// Plays out what the controller told its agents, as sigsleep would.
-    fn deliver(&mut self, mail: Mailbox, t: i64) {
-        for (agent, msg) in mail.0 {
-            match msg {
-                ToAgent::Start(s) => {
-                    let limited = s.walltime_ns > 0 && s.walltime_ns < s.runtime_ns;
-                    let target = if limited { s.walltime_ns } else { s.runtime_ns };
-                    let p = Proc {
-                        agent,
-                        node: s.node,
-                        cores: s.cores,
-                        submit: s.submit_ns,
-                        runtime: s.runtime_ns,
-                        walltime: s.walltime_ns,
-                        remaining: target.min(i64::MAX as u64) as i64,
-                        limited,
-                        start: t,
-                        running_since: Some(t),
-                        suspensions: Vec::new(),
-                        generation: 0,
-                    };
-                    let end = t.saturating_add(p.remaining);
-                    self.procs.insert(s.job, p);
-                    self.push(
-                        end,
-                        Ev::End {
-                            job: s.job,
-                            generation: 0,
-                        },
-                    );
-                }
-                ToAgent::Suspend(job) => {
-                    if let Some(p) = self.procs.get_mut(&job) {
-                        if let Some(since) = p.running_since.take() {
-                            p.remaining -= t - since;
-                            p.generation += 1;
-                            p.suspensions.push(Suspension {
-                                suspend: t,
-                                resume: t,
-                            });
-                        }
-                    }
-                }
-                ToAgent::Resume(job) => {
-                    if let Some(p) = self.procs.get_mut(&job) {
-                        if p.running_since.is_none() {
-                            p.running_since = Some(t);
-                            if let Some(s) = p.suspensions.last_mut() {
-                                s.resume = t;
-                            }
-                            p.generation += 1;
-                            let (end, generation) = (t + p.remaining.max(0), p.generation);
-                            self.push(end, Ev::End { job, generation });
-                        }
-                    }
-                }
-                // sigsleep ends at once on SIGTERM, with a record.
-                ToAgent::Cancel(job) | ToAgent::Kill(job) => self.end(job, t, true),
-                ToAgent::Registered(_)
-                | ToAgent::Rejected(_)
-                | ToAgent::Shutdown
-                | ToAgent::Forget(_)
-                | ToAgent::Ping => {}
-            }
-        }
-    }
-
-    fn end(&mut self, job: u64, t: i64, cancelled: bool) {
-        let Some(mut p) = self.procs.remove(&job) else {
+    /// A job's process ends: its record, then the end reported.
+    fn end(&mut self, job: u64, t: i64) {
+        let Some(p) = self.machines.procs.remove(&job) else {
             return;
         };
-        if p.running_since.is_none() {
-            // Cancelled while suspended: the suspension ends with the job.
-            if let Some(s) = p.suspensions.last_mut() {
-                s.resume = t;
-            }
-        }
-        let (status, exit) = if cancelled {
-            (Status::Cancelled, Exit::Code(143))
-        } else if p.limited {
-            (Status::Timeout, Exit::Code(124))
-        } else {
-            (Status::Completed, Exit::Code(0))
+        let out = p.ledger.finish(self.machines.stamp(t));
+        let exit = match out.status {
+            Status::Cancelled => Exit::Code(128 + out.terminated_by.unwrap_or(libc::SIGTERM)),
+            Status::Timeout => Exit::Code(sigsleep::EXIT_TIMEOUT),
+            Status::Completed | Status::Failed => Exit::Code(0),
         };
-        let epoch = self.epoch;
+        let epoch = self.machines.epoch;
         self.records.push(JobRecord {
             id: job,
             cores: p.cores,
-            node: Cow::Owned(std::mem::take(&mut p.node)),
+            node: Cow::Owned(p.node),
             submit: p.submit,
             start: epoch + p.start,
             end: epoch + t,
             runtime: p.runtime,
             walltime: p.walltime,
-            status,
-            flags: Flags::default(),
-            suspensions: p
-                .suspensions
-                .iter()
-                .map(|s| Suspension {
-                    suspend: epoch + s.suspend,
-                    resume: epoch + s.resume,
-                })
-                .collect(),
+            status: out.status,
+            flags: out.flags,
+            suspensions: out.suspensions,
         });
         let now = self.now(t);
-        self.cluster.job_ended(p.agent, job, exit, now);
-        // No agent to acknowledge to.
-        self.cluster.forget.clear();
+        self.cluster
+            .job_ended(p.agent, job, exit, now, &mut self.machines);
     }
 }
 
 /// Simulates `jobs` on the cluster of `config` with its policy. Instants
 /// in the records are `epoch_wall_ns` plus virtual time.
 pub fn simulate(config: Arc<config::Cluster>, jobs: &[SimJob], epoch_wall_ns: i64) -> SimRun {
+    let mut machines = Machines {
+        epoch: epoch_wall_ns,
+        t: 0,
+        events: BinaryHeap::new(),
+        seq: 0,
+        procs: HashMap::new(),
+    };
     let mut cluster = Cluster::new(Arc::clone(&config));
     // One virtual agent per host of the layout: every node is up.
     for (i, host) in config.hosts.iter().enumerate() {
@@ -294,28 +278,21 @@ pub fn simulate(config: Arc<config::Cluster>, jobs: &[SimJob], epoch_wall_ns: i6
                 mono: 0,
                 wall: epoch_wall_ns,
             },
-            &mut Mailbox::default(),
+            &mut machines,
         );
     }
     let mut sim = Sim {
         cluster,
-        policy: crate::policy(&config),
-        epoch: epoch_wall_ns,
-        events: BinaryHeap::new(),
-        seq: 0,
-        procs: HashMap::new(),
+        scheduler: Scheduler::new(crate::policy(&config), config.schedule_interval),
+        machines,
         records: Vec::with_capacity(jobs.len()),
-        interval: config.schedule_interval.as_nanos() as i64,
-        last_pass: i64::MIN / 2,
         pass_queued: None,
-        wake_at: None,
-        passes: 0,
     };
     // Consecutive jobs with one submit time go in one request, as the
     // replay does.
     let mut i = 0;
     while i < jobs.len() {
-        sim.push(jobs[i].submit_ns, Ev::Submit(i));
+        sim.machines.push(jobs[i].submit_ns, Ev::Submit(i));
         let t = jobs[i].submit_ns;
         while i < jobs.len() && jobs[i].submit_ns == t {
             i += 1;
@@ -323,8 +300,9 @@ pub fn simulate(config: Arc<config::Cluster>, jobs: &[SimJob], epoch_wall_ns: i6
     }
     let mut ids = vec![0; jobs.len()];
     let mut end_ns = 0;
-    while let Some(Reverse((t, _, _, ev))) = sim.events.pop() {
+    while let Some(Reverse((t, _, _, ev))) = sim.machines.events.pop() {
         end_ns = end_ns.max(t);
+        sim.machines.t = t;
         match ev {
             Ev::Submit(from) => {
                 let mut to = from;
@@ -340,30 +318,29 @@ pub fn simulate(config: Arc<config::Cluster>, jobs: &[SimJob], epoch_wall_ns: i6
                     })
                     .collect();
                 // The caller has dropped jobs the cluster cannot run.
-                if let Ok(got) = sim.cluster.submit(specs, now) {
+                if let Ok(got) = sim.cluster.submit(specs, now, &mut sim.machines) {
                     ids[from..to].copy_from_slice(&got);
                 }
-                sim.want_pass(t);
             }
             Ev::End { job, generation } => {
                 if sim
+                    .machines
                     .procs
                     .get(&job)
                     .is_some_and(|p| p.generation == generation)
                 {
-                    sim.end(job, t, false);
-                    sim.want_pass(t);
+                    sim.end(job, t);
                 }
             }
             Ev::Pass(seq) => {
                 if sim.pass_queued == Some((t, seq)) {
-                    sim.pass(t);
+                    sim.pass_queued = None;
+                    let now = sim.now(t);
+                    sim.scheduler.pass(&mut sim.cluster, now, &mut sim.machines);
                 }
             }
         }
-        if sim.cluster.needs_schedule {
-            sim.want_pass(t);
-        }
+        sim.want_pass(t);
     }
     let nodes = sim
         .cluster
@@ -375,8 +352,8 @@ pub fn simulate(config: Arc<config::Cluster>, jobs: &[SimJob], epoch_wall_ns: i6
         records: sim.records,
         ids,
         end_ns,
-        passes: sim.passes,
-        refused: sim.cluster.counters.refused,
+        passes: sim.cluster.passes(),
+        refused: sim.cluster.refused(),
         nodes,
     }
 }
@@ -384,6 +361,7 @@ pub fn simulate(config: Arc<config::Cluster>, jobs: &[SimJob], epoch_wall_ns: i6
 #[cfg(test)]
 mod tests {
     use super::*;
+    use formats::record::Suspension;
 
     const S: i64 = 1_000_000_000;
 

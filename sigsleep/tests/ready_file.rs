@@ -16,9 +16,10 @@ fn a_suspension_sent_as_soon_as_the_ready_file_appears_is_accounted() {
     let log = dir.path().join("jobs.rec");
     let ready = dir.path().join("job.ready");
     let launched = now_ns();
-    // Spawned as a shell does: the job signals not blocked.
+    // Spawned as a shell does: the job signals not blocked. Long enough
+    // that a loaded machine cannot end it before the test signals it.
     let mut child = sigsleep()
-        .args(["--runtime", "1", "--id", "1", "--log"])
+        .args(["--runtime", "3", "--id", "1", "--log"])
         .arg(&log)
         .arg("--ready-file")
         .arg(&ready)

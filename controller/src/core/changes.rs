@@ -1,0 +1,242 @@
+//! The state changes, one function each. They assume the change is legal:
+//! a live transition (`jobs.rs`, `agents.rs`)
+//! checks first, then calls one of them and says what follows through its
+//! `Effects`; a restart calls the same function for each
+//! journal entry (`restore.rs`). Counters and effects are
+//! the callers' business: a replayed change did its effects long ago.
+
+use std::sync::Arc;
+
+use formats::wire::JobState;
+use tracing::warn;
+
+use super::tables::{Cluster, Job, SuspendedBy, HISTORY};
+use super::Now;
+use crate::policy::{Active, ActiveState, Queued};
+
+impl Cluster {
+    /// A job enters the queue.
+    pub(super) fn admitted(&mut self, job: Job) {
+        let (id, partition) = (job.id, job.partition);
+        self.next_id = self.next_id.max(id + 1);
+        let q = Queued {
+            job: id,
+            partition,
+            cores: job.spec.cores,
+            mem_per_cpu_mb: job.spec.mem_per_cpu_mb,
+            estimate_ns: job.estimate_ns(),
+            submit_ns: job.submit_mono,
+        };
+        self.jobs.insert(id, Box::new(job));
+        self.enqueue(partition, q);
+        self.wants_pass = true;
+    }
+
+    /// A pending job starts on `alloc` (node, cores), its process on the
+    /// agent of the first node (none while restoring), on `host`.
+    pub(super) fn started(
+        &mut self,
+        id: u64,
+        alloc: Vec<(usize, u32)>,
+        host: Option<String>,
+        now: Now,
+    ) {
+        let Some(job) = self.jobs.get(&id) else {
+            return;
+        };
+        let (partition, cores) = (job.partition, job.spec.cores);
+        let mem_per_cpu = job.spec.mem_per_cpu_mb;
+        let estimate = job.estimate_ns().min(i64::MAX as u64) as i64;
+        self.unqueue(id, partition);
+        let active = Active {
+            job: id,
+            partition,
+            cores,
+            mem_per_cpu_mb: mem_per_cpu,
+            alloc: alloc.clone(),
+            state: ActiveState::Running,
+            since_ns: now.mono,
+            expected_end_ns: now.mono.saturating_add(estimate),
+            remaining_ns: estimate,
+        };
+        let list = Arc::make_mut(&mut self.active);
+        let at = list.partition_point(|a| a.job < id);
+        list.insert(at, active);
+        for &(n, c) in &alloc {
+            let node = &mut self.nodes[n];
+            node.alloc_cpus += c;
+            node.slot_cpus += c;
+            node.alloc_mem_mb += u64::from(c) * mem_per_cpu;
+        }
+        let nodes = self
+            .config
+            .fold(&alloc.iter().map(|(n, _)| *n).collect::<Vec<_>>());
+        let agent = alloc.first().and_then(|&(n, _)| self.nodes[n].agent);
+        let Some(job) = self.jobs.get_mut(&id) else {
+            return;
+        };
+        job.state = JobState::Running;
+        job.start_ns = now.wall;
+        job.started_mono = Some(now.mono);
+        job.since_mono = now.mono;
+        job.agent = agent;
+        job.host = host;
+        job.nodes = nodes;
+        job.alloc = alloc;
+    }
+
+    /// A running job is suspended: `by` the policy (its cores become free)
+    /// or an administrator (it keeps them).
+    pub(super) fn suspended(&mut self, id: u64, by: SuspendedBy, now: Now) {
+        let Some(job) = self.jobs.get_mut(&id) else {
+            return;
+        };
+        let remaining =
+            (job.estimate_ns().min(i64::MAX as u64) as i64 - job.run_time(now.mono)).max(0);
+        job.state = JobState::Suspended;
+        job.suspended_by = Some(by);
+        job.suspended_since = Some(now.mono);
+        job.suspensions.push((now.wall, 0));
+        job.since_mono = now.mono;
+        if by == SuspendedBy::Policy {
+            for &(n, c) in &job.alloc {
+                self.nodes[n].alloc_cpus -= c;
+            }
+            self.policy_suspended += 1;
+            self.wants_pass = true;
+        }
+        let state = match by {
+            SuspendedBy::Policy => ActiveState::Suspended,
+            SuspendedBy::Admin => ActiveState::Held,
+        };
+        self.set_active(id, state, now.mono, remaining);
+    }
+
+    /// A suspended job runs again (one the policy suspended takes its
+    /// cores back).
+    pub(super) fn resumed(&mut self, id: u64, now: Now) {
+        let Some(job) = self.jobs.get_mut(&id) else {
+            return;
+        };
+        if job.suspended_by == Some(SuspendedBy::Policy) {
+            for &(n, c) in &job.alloc {
+                self.nodes[n].alloc_cpus += c;
+            }
+            self.policy_suspended -= 1;
+        }
+        job.state = JobState::Running;
+        job.suspended_by = None;
+        if let Some(s) = job.suspended_since.take() {
+            job.suspended_total += now.mono - s;
+        }
+        if let Some(last) = job.suspensions.last_mut() {
+            last.1 = now.wall;
+        }
+        job.since_mono = now.mono;
+        let remaining =
+            (job.estimate_ns().min(i64::MAX as u64) as i64 - job.run_time(now.mono)).max(0);
+        self.set_active(id, ActiveState::Running, now.mono, remaining);
+    }
+
+    /// A started job was told to end: it will end `as_state`. No policy may
+    /// suspend or resume it now.
+    pub(super) fn ending(&mut self, id: u64, as_state: JobState, now: Now) {
+        let Some(job) = self.jobs.get_mut(&id) else {
+            return;
+        };
+        job.ending_as = Some(as_state);
+        self.set_active(id, ActiveState::Ending, now.mono, 0);
+    }
+
+    /// A job gives back what it holds.
+    fn release(&mut self, id: u64) {
+        if let Some(i) = self.active_at(id) {
+            Arc::make_mut(&mut self.active).remove(i);
+        }
+        if let Some(job) = self.jobs.get_mut(&id) {
+            // A job the policy suspended has given its cores back already.
+            let holds_cores = job.suspended_by != Some(SuspendedBy::Policy);
+            if !holds_cores {
+                self.policy_suspended -= 1;
+            }
+            for (n, c) in std::mem::take(&mut job.alloc) {
+                let node = &mut self.nodes[n];
+                if holds_cores {
+                    node.alloc_cpus -= c;
+                }
+                node.slot_cpus -= c;
+                node.alloc_mem_mb -= u64::from(c) * job.spec.mem_per_cpu_mb;
+            }
+        }
+        self.wants_pass = true;
+    }
+
+    /// A job is over: out of the tables, into the history.
+    pub(super) fn finished(&mut self, id: u64, state: JobState, reason: String, now: Now) {
+        self.release(id);
+        let Some(mut job) = self.jobs.remove(&id) else {
+            return;
+        };
+        self.unqueue(id, job.partition);
+        job.state = state;
+        job.end_ns = now.wall;
+        job.reason = reason;
+        // Ended while suspended (cancelled, lost), or as the suspension was
+        // decided: a finished job has no open suspension.
+        if let Some(last) = job.suspensions.last_mut().filter(|s| s.1 == 0) {
+            last.1 = now.wall;
+        }
+        if self.done_order.len() == HISTORY {
+            if let Some(old) = self.done_order.pop_front() {
+                self.done.remove(&old);
+            }
+        }
+        let info = self.info(&job);
+        self.done.insert(id, info);
+        self.done_order.push_back(id);
+    }
+
+    /// A started job goes back to the queue, as if never started.
+    pub(super) fn requeued(&mut self, id: u64, reason: String, now: Now) {
+        self.release(id);
+        let Some(job) = self.jobs.get_mut(&id) else {
+            return;
+        };
+        warn!(job = id, reason, "job requeued");
+        job.state = JobState::Pending;
+        job.start_ns = 0;
+        job.nodes.clear();
+        job.agent = None;
+        job.host = None;
+        job.lost_at = None;
+        job.suspended_by = None;
+        job.started_mono = None;
+        job.since_mono = now.mono;
+        job.suspended_since = None;
+        job.suspended_total = 0;
+        job.suspensions.clear();
+        job.reason = reason;
+        let (p, q) = (
+            job.partition,
+            Queued {
+                job: id,
+                partition: job.partition,
+                cores: job.spec.cores,
+                mem_per_cpu_mb: job.spec.mem_per_cpu_mb,
+                estimate_ns: job.estimate_ns(),
+                submit_ns: job.submit_mono,
+            },
+        );
+        self.enqueue(p, q);
+    }
+
+    /// Nodes drained (with why) or undrained (`None`).
+    pub(super) fn set_drained(&mut self, idx: &[usize], why: Option<&str>) {
+        for &n in idx {
+            self.nodes[n].drained = why.map(str::to_string);
+        }
+        if why.is_none() {
+            self.wants_pass = true;
+        }
+    }
+}

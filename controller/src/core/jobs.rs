@@ -1,0 +1,453 @@
+//! A job's life, as transitions: each checks that it is legal, makes the
+//! change (`changes.rs`), and says what must follow through
+//! [`Effects`]: the order for the job's agent, the journal entry.
+
+use formats::wire::{Exit, JobOutcome, JobSpec, JobState, StartJob, ToAgent};
+use tracing::{debug, warn};
+
+use super::tables::{Cluster, Job, SuspendedBy};
+use super::{AgentId, Effects, Now};
+use crate::journal::Entry;
+use crate::policy::Decision;
+
+impl Cluster {
+    /// Accepts jobs; all or none: a job that can never run is refused with
+    /// the reason, and so are the others of the same request.
+    pub fn submit<F: Effects>(
+        &mut self,
+        specs: Vec<JobSpec>,
+        now: Now,
+        fx: &mut F,
+    ) -> Result<Vec<u64>, String> {
+        let n = specs.len();
+        let mut checked = Vec::with_capacity(n);
+        // Named as people count: "job 3 of 4" of the request.
+        let which = |i: usize| {
+            if n == 1 {
+                "job".to_string()
+            } else {
+                format!("job {} of {n}", i + 1)
+            }
+        };
+        for (i, spec) in specs.into_iter().enumerate() {
+            let p = self.partition_of(spec.partition.as_deref())?;
+            let capacity = self.capacity(p, spec.mem_per_cpu_mb);
+            let part = &self.config.partitions[p];
+            if spec.cores == 0 {
+                return Err(format!("{}: cores must be at least 1", which(i)));
+            }
+            if u64::from(spec.cores) > capacity {
+                return Err(if spec.mem_per_cpu_mb > 0 {
+                    format!(
+                        "{}: {} cores with {} MiB each, but partition {} has memory for {capacity}",
+                        which(i),
+                        spec.cores,
+                        spec.mem_per_cpu_mb,
+                        part.name
+                    )
+                } else {
+                    format!(
+                        "{}: {} cores, but partition {} has {capacity}",
+                        which(i),
+                        spec.cores,
+                        part.name
+                    )
+                });
+            }
+            if part.max_time_ns > 0 && spec.walltime_ns > part.max_time_ns {
+                return Err(format!(
+                    "{}: wall time over partition {}'s limit",
+                    which(i),
+                    part.name
+                ));
+            }
+            checked.push((p, spec));
+        }
+        let mut ids = Vec::with_capacity(checked.len());
+        for (p, spec) in checked {
+            let id = self.next_id;
+            debug!(job = id, cores = spec.cores, "job submitted");
+            self.admitted(Job::pending(id, spec, p, now));
+            if F::JOURNALS {
+                let image = self.image(&self.jobs[&id], now);
+                fx.journal(Entry::Submitted(Box::new(image)));
+            }
+            ids.push(id);
+        }
+        self.counters.submitted += ids.len() as u64;
+        Ok(ids)
+    }
+
+    /// Carries out a policy's decisions, checking each: one that would
+    /// overbook a node or act on a job in the wrong state is refused and
+    /// logged.
+    pub fn apply<F: Effects>(&mut self, decisions: Vec<Decision>, now: Now, fx: &mut F) {
+        self.unqueue_batched(|c| {
+            for d in decisions {
+                let result = match d {
+                    Decision::Start { job, alloc } => c.start(job, alloc, now, fx),
+                    Decision::Suspend(job) => c.suspend_job(job, SuspendedBy::Policy, now, fx),
+                    Decision::Resume(job) => c.resume_job(job, SuspendedBy::Policy, now, fx),
+                    Decision::Cancel(job) => c.cancel_at(job, JobState::Cancelled, now, fx),
+                };
+                if let Err(e) = result {
+                    warn!("policy decision refused: {e}");
+                    c.counters.refused += 1;
+                }
+            }
+        })
+    }
+
+    fn start<F: Effects>(
+        &mut self,
+        id: u64,
+        alloc: Vec<(usize, u32)>,
+        now: Now,
+        fx: &mut F,
+    ) -> Result<(), String> {
+        let job = self
+            .jobs
+            .get(&id)
+            .ok_or_else(|| format!("start of unknown job {id}"))?;
+        if job.state != JobState::Pending {
+            return Err(format!(
+                "start of job {id}, which is {}",
+                job.state.as_str()
+            ));
+        }
+        let total: u32 = alloc.iter().map(|(_, c)| c).sum();
+        if total != job.spec.cores {
+            return Err(format!(
+                "start of job {id} on {total} cores, not {}",
+                job.spec.cores
+            ));
+        }
+        // In a partition that time-slices, at most K jobs per core, running
+        // or suspended. (A job suspended by preemption elsewhere does not
+        // count: its cores are free for the job that preempted it.)
+        let gang = self.config.partitions[job.partition].oversubscribe > 1;
+        for &(n, c) in &alloc {
+            let node = self
+                .nodes
+                .get(n)
+                .ok_or_else(|| format!("start of job {id} on node {n}"))?;
+            let mem = u64::from(c) * job.spec.mem_per_cpu_mb;
+            if node.agent.is_none()
+                || node.alloc_cpus + c > node.cpus
+                || (gang && node.slot_cpus + c > node.cpus * self.oversubscription[n])
+                || node.alloc_mem_mb + mem > node.memory_mb
+            {
+                return Err(format!(
+                    "start of job {id} would overbook node {}",
+                    node.name
+                ));
+            }
+        }
+        let (first, _) = alloc[0];
+        let agent = self.nodes[first]
+            .agent
+            .ok_or_else(|| format!("node of job {id} is down"))?;
+        let host = self.agents.get(&agent).map(|a| a.host.clone());
+        self.started(id, alloc, host, now);
+        let job = &self.jobs[&id];
+        debug!(job = id, nodes = %job.nodes, "job started");
+        if F::JOURNALS {
+            // After the allocation is set: a restart gives the job back
+            // exactly these cores.
+            fx.journal(Entry::Started {
+                id,
+                alloc: job
+                    .alloc
+                    .iter()
+                    .map(|&(n, c)| (self.nodes[n].name.clone(), c))
+                    .collect(),
+                nodes: job.nodes.clone(),
+                host: job.host.clone().unwrap_or_default(),
+                at_ns: now.wall,
+            });
+        }
+        fx.to_agent(
+            agent,
+            ToAgent::Start(StartJob {
+                job: id,
+                node: self.nodes[first].name.clone(),
+                cores: job.spec.cores,
+                runtime_ns: job.spec.runtime_ns,
+                walltime_ns: job.spec.walltime_ns,
+                submit_ns: job.submit_ns,
+            }),
+        );
+        self.counters.started += 1;
+        Ok(())
+    }
+
+    fn suspend_job<F: Effects>(
+        &mut self,
+        id: u64,
+        by: SuspendedBy,
+        now: Now,
+        fx: &mut F,
+    ) -> Result<(), String> {
+        let job = self
+            .jobs
+            .get(&id)
+            .ok_or_else(|| format!("no active job {id}"))?;
+        if job.state != JobState::Running || job.ending_as.is_some() {
+            return Err(format!("job {id} is {}, not running", job.state.as_str()));
+        }
+        let agent = job.agent;
+        self.suspended(id, by, now);
+        debug!(job = id, by = ?by, "job suspended");
+        if F::JOURNALS {
+            fx.journal(Entry::Suspended {
+                id,
+                by_policy: by == SuspendedBy::Policy,
+                at_ns: now.wall,
+            });
+        }
+        if let Some(a) = agent {
+            fx.to_agent(a, ToAgent::Suspend(id));
+        }
+        self.counters.suspensions += 1;
+        Ok(())
+    }
+
+    fn resume_job<F: Effects>(
+        &mut self,
+        id: u64,
+        by: SuspendedBy,
+        now: Now,
+        fx: &mut F,
+    ) -> Result<(), String> {
+        let job = self
+            .jobs
+            .get(&id)
+            .ok_or_else(|| format!("no active job {id}"))?;
+        if job.state != JobState::Suspended {
+            return Err(format!("job {id} is {}, not suspended", job.state.as_str()));
+        }
+        if job.suspended_by != Some(by) {
+            return Err(match by {
+                SuspendedBy::Admin => format!(
+                    "job {id} was suspended by the scheduler; it resumes when its cores are free"
+                ),
+                SuspendedBy::Policy => format!("job {id} is held by an administrator"),
+            });
+        }
+        if by == SuspendedBy::Policy {
+            if let Some(&(n, _)) = job
+                .alloc
+                .iter()
+                .find(|&&(n, c)| self.nodes[n].alloc_cpus + c > self.nodes[n].cpus)
+            {
+                return Err(format!(
+                    "resume of job {id} would overbook node {}",
+                    self.nodes[n].name
+                ));
+            }
+        }
+        let agent = job.agent;
+        self.resumed(id, now);
+        debug!(job = id, "job resumed");
+        if F::JOURNALS {
+            fx.journal(Entry::Resumed {
+                id,
+                at_ns: now.wall,
+            });
+        }
+        if let Some(a) = agent {
+            fx.to_agent(a, ToAgent::Resume(id));
+        }
+        Ok(())
+    }
+
+    /// A job is over, for good.
+    pub(super) fn end<F: Effects>(
+        &mut self,
+        id: u64,
+        state: JobState,
+        reason: String,
+        now: Now,
+        fx: &mut F,
+    ) {
+        let Some(job) = self.jobs.get(&id) else {
+            return;
+        };
+        if job.started_mono.is_some() {
+            self.counters.ended += 1;
+        }
+        debug!(job = id, state = state.as_str(), "job ended");
+        self.finished(id, state, reason, now);
+        if F::JOURNALS {
+            if let Some(info) = self.done.get(&id) {
+                fx.journal(Entry::Ended(Box::new(info.clone())));
+            }
+        }
+    }
+
+    /// An agent reported that a job's process ended.
+    pub fn job_ended<F: Effects>(
+        &mut self,
+        agent: AgentId,
+        id: u64,
+        exit: Exit,
+        now: Now,
+        fx: &mut F,
+    ) {
+        let Some(job) = self.jobs.get(&id) else {
+            return;
+        };
+        if job.agent != Some(agent) {
+            warn!(
+                job = id,
+                agent, "end reported by an agent that does not run the job"
+            );
+            return;
+        }
+        fx.end_taken(agent, id);
+        let cancelled = job.ending_as;
+        let asked = |default: JobState| match cancelled {
+            Some(JobState::Timeout) => (JobState::Timeout, "wall-time limit".to_string()),
+            Some(s) => (s, "cancelled".to_string()),
+            None => (default, String::new()),
+        };
+        let (state, reason) = match exit {
+            Exit::Code(0) => (JobState::Completed, String::new()),
+            Exit::Code(124) => (JobState::Timeout, "wall-time limit".into()),
+            Exit::Code(c) if c > 128 => {
+                let (s, r) = asked(JobState::Cancelled);
+                (
+                    s,
+                    if r.is_empty() {
+                        format!("signal {}", c - 128)
+                    } else {
+                        r
+                    },
+                )
+            }
+            Exit::Signal(sig) => {
+                let (s, r) = asked(JobState::Failed);
+                (
+                    s,
+                    if r.is_empty() {
+                        format!("killed by signal {sig}")
+                    } else {
+                        r
+                    },
+                )
+            }
+            Exit::Code(c) => (JobState::Failed, format!("sigsleep exited {c}")),
+            Exit::SpawnFailed => (JobState::Failed, "could not start sigsleep".into()),
+            Exit::Fenced => {
+                // Not an end of the job: its agent killed it because it
+                // could not reach this controller, which may have run it
+                // elsewhere.
+                self.execution_lost(id, "its agent lost the controller and killed it", now, fx);
+                return;
+            }
+        };
+        self.end(id, state, reason, now, fx);
+    }
+
+    pub fn cancel<F: Effects>(&mut self, ids: &[u64], now: Now, fx: &mut F) -> Vec<JobOutcome> {
+        self.unqueue_batched(|c| {
+            ids.iter()
+                .map(|&id| JobOutcome {
+                    id,
+                    error: c.cancel_at(id, JobState::Cancelled, now, fx).err(),
+                })
+                .collect()
+        })
+    }
+
+    /// Ends a pending job at once; tells a started one's agent to end it,
+    /// which it will `as_state`.
+    pub(super) fn cancel_at<F: Effects>(
+        &mut self,
+        id: u64,
+        as_state: JobState,
+        now: Now,
+        fx: &mut F,
+    ) -> Result<(), String> {
+        let job = self
+            .jobs
+            .get(&id)
+            .ok_or_else(|| format!("no active job {id}"))?;
+        match job.state {
+            JobState::Pending => {
+                self.end(
+                    id,
+                    JobState::Cancelled,
+                    "cancelled while pending".into(),
+                    now,
+                    fx,
+                );
+            }
+            JobState::Running | JobState::Suspended => {
+                if job.ending_as.is_none() {
+                    let agent = job.agent;
+                    self.ending(id, as_state, now);
+                    if F::JOURNALS {
+                        fx.journal(Entry::Ending {
+                            id,
+                            state: as_state,
+                        });
+                    }
+                    if let Some(a) = agent {
+                        fx.to_agent(a, ToAgent::Cancel(id));
+                    }
+                }
+            }
+            _ => return Err(format!("job {id} is already over")),
+        }
+        Ok(())
+    }
+
+    /// `controller suspend`: the jobs keep their cores until resumed.
+    pub fn suspend<F: Effects>(&mut self, ids: &[u64], now: Now, fx: &mut F) -> Vec<JobOutcome> {
+        ids.iter()
+            .map(|&id| JobOutcome {
+                id,
+                error: self.suspend_job(id, SuspendedBy::Admin, now, fx).err(),
+            })
+            .collect()
+    }
+
+    pub fn resume<F: Effects>(&mut self, ids: &[u64], now: Now, fx: &mut F) -> Vec<JobOutcome> {
+        ids.iter()
+            .map(|&id| JobOutcome {
+                id,
+                error: self.resume_job(id, SuspendedBy::Admin, now, fx).err(),
+            })
+            .collect()
+    }
+}
+
+impl Job {
+    /// A job just submitted, waiting in the queue.
+    pub(super) fn pending(id: u64, spec: JobSpec, partition: usize, now: Now) -> Job {
+        Job {
+            id,
+            submit_ns: spec.submit_ns.unwrap_or(now.wall),
+            spec,
+            partition,
+            state: JobState::Pending,
+            start_ns: 0,
+            end_ns: 0,
+            alloc: Vec::new(),
+            nodes: String::new(),
+            agent: None,
+            reason: String::new(),
+            ending_as: None,
+            suspended_by: None,
+            started_mono: None,
+            since_mono: now.mono,
+            suspended_since: None,
+            suspended_total: 0,
+            host: None,
+            lost_at: None,
+            suspensions: Vec::new(),
+            submit_mono: now.mono,
+        }
+    }
+}

@@ -1,0 +1,245 @@
+//! Reading the tables: what clients, the server and the twin may know of
+//! them, as copies in the wire's types.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use formats::wire::{
+    ClusterStats, HostInfo, JobFilter, JobInfo, JobOutcome, JobState, NodeInfo, NodeState,
+};
+
+use super::tables::{Cluster, Job};
+use super::{AgentId, Now};
+use crate::config;
+
+impl Cluster {
+    pub fn config(&self) -> &Arc<config::Cluster> {
+        &self.config
+    }
+
+    /// Jobs not yet over.
+    pub fn active_jobs(&self) -> usize {
+        self.jobs.len()
+    }
+
+    /// Whether any agent is connected.
+    pub fn has_agents(&self) -> bool {
+        !self.agents.is_empty()
+    }
+
+    /// Agents on other hosts (those the server pings, and that forget the
+    /// ends they reported once told).
+    pub fn remote_agents(&self) -> impl Iterator<Item = AgentId> + '_ {
+        self.agents
+            .iter()
+            .filter(|(_, a)| !a.local)
+            .map(|(&id, _)| id)
+    }
+
+    /// Whether `agent` runs job `id` now.
+    pub fn runs(&self, agent: AgentId, id: u64) -> bool {
+        self.jobs.get(&id).is_some_and(|j| j.agent == Some(agent))
+    }
+
+    /// When job `id` (not yet over) last started, wall-clock ns.
+    pub fn start_ns(&self, id: u64) -> Option<i64> {
+        self.jobs.get(&id).map(|j| j.start_ns)
+    }
+
+    /// Policy decisions refused as illegal so far: 0 unless a policy has a
+    /// bug.
+    pub fn refused(&self) -> u64 {
+        self.counters.refused
+    }
+
+    /// Scheduling passes run so far.
+    pub fn passes(&self) -> u64 {
+        self.counters.passes
+    }
+
+    /// Agents not heard from within the timeout.
+    pub fn silent_agents(&self, now: Now) -> Vec<AgentId> {
+        self.agents
+            .iter()
+            .filter(|(_, a)| {
+                now.mono - a.last_seen > self.config.heartbeat_timeout.as_nanos() as i64
+            })
+            .map(|(&id, _)| id)
+            .collect()
+    }
+
+    pub(super) fn info(&self, j: &Job) -> JobInfo {
+        JobInfo {
+            id: j.id,
+            name: j.spec.name.clone().unwrap_or_default(),
+            state: j.state,
+            partition: self.config.partitions[j.partition].name.clone(),
+            cores: j.spec.cores,
+            nodes: j.nodes.clone(),
+            submit_ns: j.submit_ns,
+            start_ns: j.start_ns,
+            end_ns: j.end_ns,
+            runtime_ns: j.spec.runtime_ns,
+            walltime_ns: j.spec.walltime_ns,
+            reason: j.reason.clone(),
+            suspensions: j.suspensions.clone(),
+        }
+    }
+
+    /// The jobs not yet over that pass `filter`, in id order; with ids
+    /// given, an error outcome for each that is no job not yet over.
+    pub fn matching(&self, filter: &JobFilter) -> (Vec<u64>, Vec<JobOutcome>) {
+        let passes = |j: &Job| {
+            (filter.states.is_empty() || filter.states.contains(&j.state))
+                && filter
+                    .partition
+                    .as_ref()
+                    .is_none_or(|p| *p == self.config.partitions[j.partition].name)
+                && filter
+                    .name
+                    .as_ref()
+                    .is_none_or(|n| j.spec.name.as_ref() == Some(n))
+        };
+        let mut unknown = Vec::new();
+        let mut ids: Vec<u64> = if filter.ids.is_empty() {
+            self.jobs
+                .values()
+                .filter(|j| passes(j))
+                .map(|j| j.id)
+                .collect()
+        } else {
+            filter
+                .ids
+                .iter()
+                .copied()
+                .filter(|id| match self.jobs.get(id) {
+                    Some(j) => passes(j),
+                    None => {
+                        unknown.push(JobOutcome {
+                            id: *id,
+                            error: Some(format!("no active job {id}")),
+                        });
+                        false
+                    }
+                })
+                .collect()
+        };
+        ids.sort_unstable();
+        ids.dedup();
+        (ids, unknown)
+    }
+
+    /// Active jobs in id order, and with `all` the finished ones kept.
+    pub fn queue(&self, all: bool) -> Vec<JobInfo> {
+        let mut v: Vec<JobInfo> = self.jobs.values().map(|j| self.info(j)).collect();
+        if all {
+            v.extend(self.done.values().cloned());
+        }
+        v.sort_by_key(|j| j.id);
+        v
+    }
+
+    /// These jobs, active or finished, in the order asked; ids the
+    /// controller does not know (or has forgotten) are left out.
+    pub fn jobs_info(&self, ids: &[u64]) -> Vec<JobInfo> {
+        ids.iter()
+            .filter_map(|id| match self.jobs.get(id) {
+                Some(j) => Some(self.info(j)),
+                None => self.done.get(id).cloned(),
+            })
+            .collect()
+    }
+
+    pub fn node_infos(&self) -> Vec<NodeInfo> {
+        self.nodes
+            .iter()
+            .map(|n| NodeInfo {
+                name: n.name.clone(),
+                state: n.state(),
+                cpus: n.cpus,
+                alloc_cpus: n.alloc_cpus,
+                memory_mb: n.memory_mb,
+                alloc_memory_mb: n.alloc_mem_mb,
+                host: n
+                    .agent
+                    .and_then(|a| self.agents.get(&a))
+                    .map(|a| a.host.clone())
+                    .unwrap_or_default(),
+                reason: n.drained.clone().unwrap_or_default(),
+            })
+            .collect()
+    }
+
+    pub fn stats(&self) -> ClusterStats {
+        let mut jobs: HashMap<JobState, u64> = HashMap::new();
+        for j in self.jobs.values() {
+            *jobs.entry(j.state).or_default() += 1;
+        }
+        for j in self.done.values() {
+            *jobs.entry(j.state).or_default() += 1;
+        }
+        let mut nodes: HashMap<NodeState, u64> = HashMap::new();
+        for n in &self.nodes {
+            *nodes.entry(n.state()).or_default() += 1;
+        }
+        ClusterStats {
+            jobs: JobState::ALL
+                .iter()
+                .map(|s| (*s, jobs.get(s).copied().unwrap_or(0)))
+                .collect(),
+            nodes: NodeState::ALL
+                .iter()
+                .map(|s| (*s, nodes.get(s).copied().unwrap_or(0)))
+                .collect(),
+            cores: self.nodes.iter().map(|n| u64::from(n.cpus)).sum(),
+            alloc_cores: self.nodes.iter().map(|n| u64::from(n.alloc_cpus)).sum(),
+            agents: self.agents.len() as u64,
+            submitted: self.counters.submitted,
+            started: self.counters.started,
+            ended: self.counters.ended,
+            suspensions: self.counters.suspensions,
+            schedule_passes: self.counters.passes,
+            last_pass_ns: self.counters.last_pass.as_nanos() as u64,
+            refused_decisions: self.counters.refused,
+            requeued: self.counters.requeued,
+            pass_buckets: self
+                .counters
+                .pass_buckets
+                .iter()
+                .scan(0, |sum, n| {
+                    *sum += n;
+                    Some(*sum)
+                })
+                .collect(),
+            pass_ns_total: self.counters.pass_ns_total,
+            max_jobs: self.config.max_jobs as u64,
+            // The server's to fill in: the journal and the waiting
+            // submissions are its own.
+            journal_unsynced: 0,
+            journal_lag_ns: 0,
+            held_requests: 0,
+            held_jobs: 0,
+        }
+    }
+
+    /// The connected agents' hosts, by name.
+    pub fn hosts(&self, now: Now) -> Vec<HostInfo> {
+        let mut v: Vec<HostInfo> = self
+            .agents
+            .values()
+            .map(|a| HostInfo {
+                host: a.host.clone(),
+                nodes: self.config.fold(&a.nodes),
+                local: a.local,
+                running: a.running,
+                report: a.report.as_ref().map(|(r, _)| r.clone()),
+                report_age_ns: a
+                    .report
+                    .as_ref()
+                    .map_or(0, |(_, at)| (now.mono - at).max(0) as u64),
+            })
+            .collect();
+        v.sort_by(|a, b| a.host.cmp(&b.host));
+        v
+    }
+}

@@ -1,0 +1,272 @@
+//! What the journal keeps of the tables, and rebuilding them from it.
+//!
+//! A restart loads the snapshot, then replays each journal entry written
+//! after it, both through the functions of `changes.rs`
+//! that made the changes in the first place: a job of the snapshot is put
+//! back by the changes that would bring a new job to the same state
+//! (admitted, started on its cores, suspended and resumed as its history
+//! says), so no second copy of any change exists.
+
+use std::collections::HashMap;
+
+use formats::wire::{JobInfo, JobState};
+use tracing::warn;
+
+use super::tables::{Cluster, Job, SuspendedBy};
+use super::{Effects, Now};
+use crate::journal::{Entry, JobImage, Journal, Recovered};
+use crate::policy::ActiveState;
+
+impl Cluster {
+    /// A job as the journal keeps it.
+    pub(super) fn image(&self, j: &Job, now: Now) -> JobImage {
+        let wall = |mono: i64| now.wall - (now.mono - mono);
+        JobImage {
+            id: j.id,
+            spec: j.spec.clone(),
+            partition: self.config.partitions[j.partition].name.clone(),
+            state: j.state,
+            submit_ns: j.submit_ns,
+            start_ns: j.start_ns,
+            alloc: j
+                .alloc
+                .iter()
+                .map(|&(n, c)| (self.nodes[n].name.clone(), c))
+                .collect(),
+            nodes: j.nodes.clone(),
+            host: j.host.clone(),
+            ending_as: j.ending_as,
+            suspended_by_policy: j.suspended_by.map(|b| b == SuspendedBy::Policy),
+            suspensions: j.suspensions.clone(),
+            since_ns: wall(j.since_mono),
+            reason: j.reason.clone(),
+        }
+    }
+
+    /// Folds the journal into a snapshot of the tables, written job by job.
+    pub fn write_snapshot(&self, journal: &mut Journal, now: Now) -> anyhow::Result<()> {
+        let mut drained: HashMap<&str, Vec<usize>> = HashMap::new();
+        for (i, n) in self.nodes.iter().enumerate() {
+            if let Some(why) = &n.drained {
+                drained.entry(why).or_default().push(i);
+            }
+        }
+        let drained: Vec<(String, String)> = drained
+            .into_iter()
+            .map(|(why, idx)| (self.config.fold(&idx), why.to_string()))
+            .collect();
+        let history: Vec<JobInfo> = self
+            .done_order
+            .iter()
+            .filter_map(|id| self.done.get(id).cloned())
+            .collect();
+        let jobs = self.jobs.values().map(|j| self.image(j, now));
+        journal.compact_from(self.next_id, jobs, &history, &drained)
+    }
+
+    /// Restored jobs that had started and whose record is in the record
+    /// file: they ended while the controller was down (a job has a record
+    /// only from an execution that ended; a lost one leaves none).
+    pub fn settle<F: Effects>(
+        &mut self,
+        last: &HashMap<u64, (formats::record::Status, i64)>,
+        now: Now,
+        fx: &mut F,
+    ) {
+        use formats::record::Status;
+        let ended: Vec<(u64, JobState, i64)> = self
+            .jobs
+            .values()
+            .filter(|j| j.lost_at.is_some())
+            .filter_map(|j| {
+                let (status, end) = last.get(&j.id)?;
+                let state = match status {
+                    Status::Completed => JobState::Completed,
+                    Status::Cancelled => JobState::Cancelled,
+                    Status::Failed => JobState::Failed,
+                    Status::Timeout => JobState::Timeout,
+                };
+                Some((j.id, state, *end))
+            })
+            .collect();
+        self.unqueue_batched(|c| {
+            for (id, state, end) in ended {
+                let at = Now { wall: end, ..now };
+                c.end(
+                    id,
+                    state,
+                    "ended while the controller was down".into(),
+                    at,
+                    fx,
+                );
+            }
+        });
+    }
+
+    /// The tables as the journal left them. Jobs that had started wait for
+    /// their agents to report them (until the heartbeat timeout from now);
+    /// a job whose partition or nodes are no longer in the configuration
+    /// cannot be restored and is dropped, with a warning.
+    pub fn restore(
+        config: std::sync::Arc<crate::config::Cluster>,
+        rec: Recovered,
+        now: Now,
+    ) -> Cluster {
+        let mut c = Cluster::new(config);
+        let snap = rec.snapshot;
+        c.next_id = snap.next_id.max(1);
+        let at = |wall: i64| Now {
+            wall,
+            mono: now.mono - (now.wall - wall),
+        };
+        for (nodes, why) in &snap.drained {
+            match c.resolve(nodes) {
+                Ok(idx) => c.set_drained(&idx, (!why.is_empty()).then_some(why.as_str())),
+                Err(e) => warn!(nodes, "drained nodes not restored: {e}"),
+            }
+        }
+        for info in snap.history {
+            c.done_order.push_back(info.id);
+            c.done.insert(info.id, info);
+        }
+        for (_, image) in snap.jobs {
+            c.load(image, &at, now);
+        }
+        c.unqueue_batched(|c| {
+            for entry in rec.entries {
+                c.replay(entry, &at, now);
+            }
+        });
+        let lost_at = now.mono + c.config.heartbeat_timeout.as_nanos() as i64;
+        let started: Vec<(u64, i64)> = c
+            .jobs
+            .values()
+            .filter(|j| j.started_mono.is_some())
+            .map(|j| (j.id, j.since_mono))
+            .collect();
+        for (id, since) in started {
+            if let Some(j) = c.jobs.get_mut(&id) {
+                j.lost_at = Some(lost_at);
+            }
+            c.set_active(id, ActiveState::Unreachable, since, 0);
+        }
+        c.wants_pass = true;
+        c
+    }
+
+    /// One journal entry, made again.
+    fn replay(&mut self, entry: Entry, at: &impl Fn(i64) -> Now, now: Now) {
+        match entry {
+            Entry::Submitted(image) => self.load(*image, at, now),
+            Entry::Started {
+                id,
+                alloc,
+                host,
+                at_ns,
+                ..
+            } => match self.alloc_of(id, &alloc) {
+                Some(alloc) => self.started(id, alloc, Some(host), at(at_ns)),
+                None => self.drop_job(id),
+            },
+            Entry::Suspended {
+                id,
+                by_policy,
+                at_ns,
+            } => self.suspended(id, suspended_by(by_policy), at(at_ns)),
+            Entry::Resumed { id, at_ns } => self.resumed(id, at(at_ns)),
+            Entry::Ending { id, state } => self.ending(id, state, now),
+            Entry::Ended(info) => {
+                if self.jobs.contains_key(&info.id) {
+                    self.finished(info.id, info.state, info.reason, at(info.end_ns));
+                }
+            }
+            Entry::Requeued { id, reason, at_ns } => self.requeued(id, reason, at(at_ns)),
+            Entry::Drained { nodes, reason } => match self.resolve(&nodes) {
+                Ok(idx) => self.set_drained(&idx, Some(&reason)),
+                Err(e) => warn!(nodes, "drained nodes not restored: {e}"),
+            },
+            Entry::Undrained { nodes } => match self.resolve(&nodes) {
+                Ok(idx) => self.set_drained(&idx, None),
+                Err(e) => warn!(nodes, "undrained nodes not restored: {e}"),
+            },
+        }
+    }
+
+    /// Puts a job of the journal back: admitted as when it was submitted,
+    /// then, if it had started, through the same changes again.
+    fn load(&mut self, im: JobImage, at: &impl Fn(i64) -> Now, now: Now) {
+        let id = im.id;
+        let Some(p) = self
+            .config
+            .partitions
+            .iter()
+            .position(|p| p.name == im.partition)
+        else {
+            warn!(job = id, partition = %im.partition, "job not restored: its partition is gone");
+            return;
+        };
+        let started = im.state != JobState::Pending;
+        let alloc = if started {
+            match self.alloc_of(id, &im.alloc) {
+                Some(a) => Some(a),
+                None => return,
+            }
+        } else {
+            None
+        };
+        let submitted = at(im.submit_ns);
+        let mut job = Job::pending(id, im.spec, p, submitted);
+        job.submit_ns = im.submit_ns;
+        job.reason = im.reason;
+        job.since_mono = at(im.since_ns).mono;
+        self.admitted(job);
+        let Some(alloc) = alloc else {
+            return;
+        };
+        self.started(id, alloc, im.host, at(im.start_ns));
+        let n = im.suspensions.len();
+        for (k, &(suspend, resume)) in im.suspensions.iter().enumerate() {
+            let open = k + 1 == n && resume == 0;
+            let by = if open {
+                suspended_by(im.suspended_by_policy.unwrap_or(false))
+            } else {
+                SuspendedBy::Admin
+            };
+            self.suspended(id, by, at(suspend));
+            if !open {
+                self.resumed(id, at(resume));
+            }
+        }
+        if let Some(state) = im.ending_as {
+            self.ending(id, state, now);
+        }
+    }
+
+    /// Node indices of a journaled allocation; `None`, with a warning, if
+    /// one of its nodes is no longer in the configuration.
+    fn alloc_of(&self, id: u64, alloc: &[(String, u32)]) -> Option<Vec<(usize, u32)>> {
+        let found: Option<Vec<(usize, u32)>> = alloc
+            .iter()
+            .map(|(name, cores)| self.node_index.get(name).map(|&n| (n, *cores)))
+            .collect();
+        if found.is_none() {
+            warn!(job = id, "job not restored: one of its nodes is gone");
+        }
+        found
+    }
+
+    /// A job that cannot be restored leaves the tables without a trace.
+    fn drop_job(&mut self, id: u64) {
+        if let Some(job) = self.jobs.remove(&id) {
+            self.unqueue(id, job.partition);
+        }
+    }
+}
+
+fn suspended_by(policy: bool) -> SuspendedBy {
+    if policy {
+        SuspendedBy::Policy
+    } else {
+        SuspendedBy::Admin
+    }
+}

@@ -1,0 +1,83 @@
+//! The scheduler driver: when a pass runs, and running it. The server
+//! and the twin both use it, on their own clocks, so passes follow the
+//! same rules in the emulation and in virtual time.
+
+use std::time::{Duration, Instant};
+
+use tracing::{debug, debug_span};
+
+use super::{Cluster, Effects, Now};
+use crate::policy::Policy;
+
+pub struct Scheduler {
+    policy: Box<dyn Policy>,
+    /// Least time between two passes, in ns.
+    interval: i64,
+    /// When (monotonic ns) the last pass that decided something ran.
+    last_pass: Option<i64>,
+    /// When the policy asked to be asked again (gang time slices).
+    wake_at: Option<i64>,
+}
+
+impl Scheduler {
+    pub fn new(policy: Box<dyn Policy>, interval: Duration) -> Scheduler {
+        Scheduler {
+            policy,
+            interval: interval.as_nanos().min(i64::MAX as u128) as i64,
+            last_pass: None,
+            wake_at: None,
+        }
+    }
+
+    /// When (monotonic ns) the next pass is due, or `None` while nothing
+    /// asks for one: as soon as the interval allows after something that
+    /// may let a job start happened; else when the policy asked to be
+    /// woken, and never twice at one instant.
+    pub fn due(&self, cluster: &Cluster) -> Option<i64> {
+        let earliest = self
+            .last_pass
+            .map_or(i64::MIN, |t| t.saturating_add(self.interval));
+        if cluster.wants_pass {
+            return Some(earliest);
+        }
+        let after_last = self.last_pass.map_or(i64::MIN, |t| t.saturating_add(1));
+        self.wake_at.map(|w| w.max(earliest).max(after_last))
+    }
+
+    /// A scheduling pass at `now`: the policy's decisions carried out
+    /// through `fx`. False if it was skipped with nothing to decide (then
+    /// it does not count against the interval).
+    pub fn pass<F: Effects>(&mut self, cluster: &mut Cluster, now: Now, fx: &mut F) -> bool {
+        let took = Instant::now();
+        cluster.wants_pass = false;
+        let woken = self.wake_at.is_some_and(|w| w <= now.mono);
+        if !cluster.anything_waits() && !woken {
+            // Nothing waits: no policy could start, resume or rotate
+            // anything.
+            self.wake_at = None;
+            return false;
+        }
+        let span = debug_span!(
+            "pass",
+            n = cluster.counters.passes + 1,
+            decisions = tracing::field::Empty
+        );
+        let _in = span.enter();
+        self.last_pass = Some(now.mono);
+        let view = cluster.view(now);
+        let decisions = self.policy.decide(&view);
+        let n = decisions.list.len();
+        span.record("decisions", n);
+        self.wake_at = decisions.wake_at_ns;
+        cluster.apply(decisions.list, now, fx);
+        let took = took.elapsed();
+        cluster.counters.pass(took);
+        debug!(
+            queued = view.queue.len(),
+            decisions = n,
+            ?took,
+            "scheduling pass"
+        );
+        true
+    }
+}

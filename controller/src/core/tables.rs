@@ -1,0 +1,435 @@
+//! The tables: nodes, jobs, the queue and active jobs as policies see
+//! them, agents and counters, owned by [`Cluster`], and the upkeep of the
+//! policies' copies (queue order, active jobs) that every change shares.
+
+use std::cmp::Reverse;
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::Arc;
+use std::time::Duration;
+
+use formats::wire::{HostReport, JobInfo, JobSpec, JobState, NodeState, PASS_BUCKETS};
+
+use super::Now;
+use crate::config;
+use crate::policy::{Active, ActiveState, Gang, NodeView, PartitionView, Queued, View};
+
+pub type AgentId = u64;
+
+/// Finished jobs kept for `queue --all` and replays' accounting; older
+/// ones are forgotten. Enough for the largest trace of the archive.
+pub const HISTORY: usize = 500_000;
+
+/// Why a job is suspended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum SuspendedBy {
+    /// `controller suspend`: the job keeps its cores until resumed.
+    Admin,
+    /// The scheduling policy: its cores go to others, its memory stays.
+    Policy,
+}
+
+#[derive(Debug)]
+pub(super) struct Node {
+    pub name: String,
+    pub cpus: u32,
+    pub memory_mb: u64,
+    /// Cores in use: by running jobs and jobs an administrator suspended.
+    pub alloc_cpus: u32,
+    /// Cores allocated to any job, suspended by the policy or not: what
+    /// gang time-slicing may oversubscribe up to K times.
+    pub slot_cpus: u32,
+    /// Memory of every job holding the node, suspended or not.
+    pub alloc_mem_mb: u64,
+    /// Drained, and why.
+    pub drained: Option<String>,
+    /// The agent serving it; `None`: down.
+    pub agent: Option<AgentId>,
+}
+
+impl Node {
+    pub(super) fn state(&self) -> NodeState {
+        if self.agent.is_none() {
+            NodeState::Down
+        } else if self.drained.is_some() {
+            NodeState::Drained
+        } else if self.alloc_cpus == 0 {
+            NodeState::Idle
+        } else if self.alloc_cpus >= self.cpus {
+            NodeState::Allocated
+        } else {
+            NodeState::Mixed
+        }
+    }
+}
+
+#[derive(Debug)]
+pub(super) struct Job {
+    pub id: u64,
+    pub spec: JobSpec,
+    pub partition: usize,
+    pub state: JobState,
+    pub submit_ns: i64,
+    pub start_ns: i64,
+    pub end_ns: i64,
+    /// (node, cores) held while running or suspended.
+    pub alloc: Vec<(usize, u32)>,
+    /// The nodes it was given, folded (kept after it ends).
+    pub nodes: String,
+    /// The agent running its process.
+    pub agent: Option<AgentId>,
+    pub reason: String,
+    /// A cancel was sent; the state to end in (cancelled, or timeout when
+    /// the controller enforced the wall-time limit).
+    pub ending_as: Option<JobState>,
+    pub suspended_by: Option<SuspendedBy>,
+    /// Monotonic ns: first start, last state change, start of the current
+    /// suspension, time suspended in all.
+    pub started_mono: Option<i64>,
+    pub since_mono: i64,
+    pub suspended_since: Option<i64>,
+    pub suspended_total: i64,
+    /// Host of the agent that runs it; kept while the agent is away.
+    pub host: Option<String>,
+    /// Started, but its agent is gone: when (monotonic ns) it counts as
+    /// lost unless the agent comes back and reports it. By then the agent,
+    /// if alive, has killed it (it fences its jobs sooner).
+    pub lost_at: Option<i64>,
+    /// Wall-clock ns of each suspension and its resumption (0 while
+    /// suspended), as decided here: what the job's record should show.
+    pub suspensions: Vec<(i64, i64)>,
+    /// Submit instant on the monotonic clock, for gang fairness.
+    pub submit_mono: i64,
+}
+
+impl Job {
+    pub(super) fn estimate_ns(&self) -> u64 {
+        if self.spec.walltime_ns > 0 {
+            self.spec.walltime_ns
+        } else {
+            self.spec.runtime_ns
+        }
+    }
+
+    /// Nanoseconds run, not counting suspensions.
+    pub(super) fn run_time(&self, now: i64) -> i64 {
+        let Some(start) = self.started_mono else {
+            return 0;
+        };
+        let suspended = self.suspended_total + self.suspended_since.map_or(0, |s| now - s);
+        (now - start - suspended).max(0)
+    }
+}
+
+#[derive(Debug)]
+pub(super) struct Agent {
+    pub host: String,
+    pub nodes: Vec<usize>,
+    pub last_seen: i64,
+    pub running: u32,
+    /// Hosted in the controller's process: its jobs die with it.
+    pub local: bool,
+    /// Its last host report and when (monotonic ns) it came.
+    pub report: Option<(HostReport, i64)>,
+}
+
+#[derive(Debug, Default, Clone)]
+pub(super) struct Counters {
+    pub submitted: u64,
+    pub started: u64,
+    pub ended: u64,
+    pub suspensions: u64,
+    pub passes: u64,
+    pub last_pass: Duration,
+    /// Policy decisions refused as illegal (a policy bug, logged).
+    pub refused: u64,
+    /// Jobs put back in the queue after their node was lost.
+    pub requeued: u64,
+    /// Passes by duration: per bucket of [`PASS_BUCKETS`] (not
+    /// cumulative; the last is over the largest bound), and the total.
+    pub pass_buckets: [u64; PASS_BUCKETS.len() + 1],
+    pub pass_ns_total: u64,
+}
+
+impl Counters {
+    /// Counts a scheduling pass that took `took`.
+    pub(super) fn pass(&mut self, took: Duration) {
+        self.passes += 1;
+        self.last_pass = took;
+        self.pass_ns_total += took.as_nanos() as u64;
+        let secs = took.as_secs_f64();
+        let at = PASS_BUCKETS.partition_point(|&b| b < secs);
+        self.pass_buckets[at] += 1;
+    }
+}
+
+/// Where a pending job stands in the queue: its partition's priority
+/// (highest first), then its id.
+type QueueKey = (Reverse<u32>, u64);
+
+pub struct Cluster {
+    pub(super) config: Arc<config::Cluster>,
+    pub(super) nodes: Vec<Node>,
+    pub(super) node_index: HashMap<String, usize>,
+    /// Jobs not yet over. Boxed: the map keeps spare buckets (up to twice
+    /// as many as jobs), which then cost a pointer each, not a whole job.
+    pub(super) jobs: HashMap<u64, Box<Job>>,
+    /// Pending jobs in queue order (partition priority, then id), as
+    /// policies see them. Kept up to date in place and shared with the
+    /// views of passes, so a pass copies nothing.
+    queue: Arc<Vec<Queued>>,
+    /// While [`Cluster::unqueue_batched`] runs: the queue keys of the jobs
+    /// to take out of the queue at its end.
+    unqueue_later: Option<HashSet<QueueKey>>,
+    /// Jobs holding resources, by id, as policies see them.
+    pub(super) active: Arc<Vec<Active>>,
+    /// Finished jobs by id, and their ids oldest first (for forgetting).
+    pub(super) done: HashMap<u64, JobInfo>,
+    pub(super) done_order: VecDeque<u64>,
+    pub(super) next_id: u64,
+    pub(super) agents: HashMap<AgentId, Agent>,
+    pub(super) counters: Counters,
+    /// Jobs per core each node allows: the largest `oversubscribe` of its
+    /// partitions (1 without gang time-slicing).
+    pub(super) oversubscription: Vec<u32>,
+    /// (partition, MiB per core) → cores a job could ever get there.
+    capacity_cache: HashMap<(usize, u64), u64>,
+    /// The partitions as policies see them; built once.
+    partition_views: Arc<Vec<PartitionView>>,
+    /// Set when something happened that may let a job start: the
+    /// [`Scheduler`](super::Scheduler) runs a pass and clears it.
+    pub(super) wants_pass: bool,
+    /// Jobs suspended by the policy, waiting to resume.
+    pub(super) policy_suspended: usize,
+}
+
+impl Cluster {
+    /// Whether a pass could decide anything: some job waits (pending, or
+    /// suspended by the policy). Passes are skipped otherwise, unless the
+    /// policy asked to be woken.
+    pub fn anything_waits(&self) -> bool {
+        !self.queue.is_empty() || self.policy_suspended > 0
+    }
+
+    pub fn new(config: Arc<config::Cluster>) -> Cluster {
+        let partition_config = Arc::clone(&config);
+        let nodes: Vec<Node> = config
+            .nodes
+            .iter()
+            .map(|n| Node {
+                name: n.name.clone(),
+                cpus: n.cpus,
+                memory_mb: n.memory_mb,
+                alloc_cpus: 0,
+                slot_cpus: 0,
+                alloc_mem_mb: 0,
+                drained: None,
+                agent: None,
+            })
+            .collect();
+        let node_index = nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.name.clone(), i))
+            .collect();
+        let mut oversubscription = vec![1; nodes.len()];
+        for p in &config.partitions {
+            for &n in &p.nodes {
+                oversubscription[n] = oversubscription[n].max(p.oversubscribe.max(1));
+            }
+        }
+        Cluster {
+            config,
+            nodes,
+            node_index,
+            jobs: HashMap::new(),
+            queue: Arc::new(Vec::new()),
+            unqueue_later: None,
+            active: Arc::new(Vec::new()),
+            done: HashMap::new(),
+            done_order: VecDeque::new(),
+            next_id: 1,
+            agents: HashMap::new(),
+            counters: Counters::default(),
+            oversubscription,
+            capacity_cache: HashMap::new(),
+            partition_views: Arc::new(
+                partition_config
+                    .partitions
+                    .iter()
+                    .map(|p| PartitionView {
+                        nodes: p.nodes.clone(),
+                        priority: p.priority,
+                        gang: (p.oversubscribe > 1).then_some(Gang {
+                            oversubscribe: p.oversubscribe,
+                            slice_ns: p.time_slice.as_nanos() as i64,
+                        }),
+                    })
+                    .collect(),
+            ),
+            wants_pass: false,
+            policy_suspended: 0,
+        }
+    }
+
+    pub(super) fn partition_of(&self, name: Option<&str>) -> Result<usize, String> {
+        let parts = &self.config.partitions;
+        match name {
+            None => Ok(parts.iter().position(|p| p.default).unwrap_or(0)),
+            Some(n) => parts
+                .iter()
+                .position(|p| p.name == n)
+                .ok_or_else(|| format!("no partition {n:?}")),
+        }
+    }
+
+    /// Cores of partition `p` that jobs asking `mem_per_cpu` MiB per core
+    /// could ever get (nodes' cores, or what their memory allows). Cached:
+    /// submissions come by the thousand.
+    pub(super) fn capacity(&mut self, p: usize, mem_per_cpu: u64) -> u64 {
+        if let Some(&c) = self.capacity_cache.get(&(p, mem_per_cpu)) {
+            return c;
+        }
+        let c = self.config.partitions[p]
+            .nodes
+            .iter()
+            .map(|&n| {
+                let node = &self.nodes[n];
+                let by_mem = node.memory_mb.checked_div(mem_per_cpu).unwrap_or(u64::MAX);
+                u64::from(node.cpus).min(by_mem)
+            })
+            .sum();
+        self.capacity_cache.insert((p, mem_per_cpu), c);
+        c
+    }
+
+    /// Puts a job in the queue at its place: partition priority, then id.
+    pub(super) fn enqueue(&mut self, partition: usize, q: Queued) {
+        let key = self.queue_key(partition, q.job);
+        let views = &self.partition_views;
+        let queue = Arc::make_mut(&mut self.queue);
+        // Ids grow: a new job goes after every job of its priority, at the
+        // end unless priorities differ.
+        let at = queue.partition_point(|o| (Reverse(views[o.partition].priority), o.job) < key);
+        // Queued again while its removal is held back (`unqueue_batched`):
+        // it is still there, at its place; it stays.
+        let held_back = self
+            .unqueue_later
+            .as_mut()
+            .is_some_and(|later| later.remove(&key));
+        if held_back && queue.get(at).is_some_and(|o| o.job == q.job) {
+            queue[at] = q;
+            return;
+        }
+        queue.insert(at, q);
+    }
+
+    /// A job's place in the queue: partition priority, then id.
+    fn queue_key(&self, partition: usize, id: u64) -> QueueKey {
+        (Reverse(self.partition_views[partition].priority), id)
+    }
+
+    pub(super) fn unqueue(&mut self, id: u64, partition: usize) {
+        let key = self.queue_key(partition, id);
+        if let Some(later) = &mut self.unqueue_later {
+            later.insert(key);
+            return;
+        }
+        self.unqueue_key(key);
+    }
+
+    /// Takes the job of `key` out of the queue: found by binary search,
+    /// the rest of the queue moved up.
+    fn unqueue_key(&mut self, key: QueueKey) {
+        let views = &self.partition_views;
+        let queue = Arc::make_mut(&mut self.queue);
+        let at = queue.partition_point(|o| (Reverse(views[o.partition].priority), o.job) < key);
+        if queue.get(at).is_some_and(|q| q.job == key.1) {
+            queue.remove(at);
+        }
+    }
+
+    /// Runs `f` with removals from the queue held back and made together
+    /// at the end. One at a time, each moves the rest of the queue: a pass
+    /// that starts a thousand jobs out of 100,000, or a shutdown that
+    /// cancels 300,000, would be quadratic. A few are still taken out one
+    /// by one (a pass usually starts one or two jobs); more, in one walk
+    /// of the queue and their sorted keys together. (`f` must not read the
+    /// queue meanwhile: no pass runs inside it.)
+    pub(super) fn unqueue_batched<R>(&mut self, f: impl FnOnce(&mut Self) -> R) -> R {
+        /// Removals past which one walk of the whole queue is cheaper.
+        const ONE_BY_ONE: usize = 16;
+        let nested = self.unqueue_later.is_some();
+        if !nested {
+            self.unqueue_later = Some(HashSet::new());
+        }
+        let r = f(self);
+        if nested {
+            return r;
+        }
+        let mut keys: Vec<QueueKey> = self
+            .unqueue_later
+            .take()
+            .unwrap_or_default()
+            .into_iter()
+            .collect();
+        if keys.len() <= ONE_BY_ONE {
+            for key in keys {
+                self.unqueue_key(key);
+            }
+        } else {
+            keys.sort_unstable();
+            let views = &self.partition_views;
+            let mut next = keys.iter().peekable();
+            Arc::make_mut(&mut self.queue).retain(|q| {
+                let key = (Reverse(views[q.partition].priority), q.job);
+                while next.next_if(|k| **k < key).is_some() {}
+                next.next_if(|k| **k == key).is_none()
+            });
+        }
+        r
+    }
+
+    pub(super) fn active_at(&self, id: u64) -> Option<usize> {
+        self.active.binary_search_by_key(&id, |a| a.job).ok()
+    }
+
+    /// Updates the policies' copy of an active job: its state since
+    /// `since`, with `remaining` ns of run time expected from then.
+    pub(super) fn set_active(&mut self, id: u64, state: ActiveState, since: i64, remaining: i64) {
+        if let Some(i) = self.active_at(id) {
+            let a = &mut Arc::make_mut(&mut self.active)[i];
+            a.state = state;
+            a.since_ns = since;
+            a.remaining_ns = remaining;
+            // Only a running job releases its cores at a time one can tell.
+            a.expected_end_ns = if state == ActiveState::Running {
+                since.saturating_add(remaining)
+            } else {
+                i64::MAX
+            };
+        }
+    }
+
+    /// What the policy sees.
+    pub fn view(&self, now: Now) -> View {
+        let nodes = self
+            .nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| NodeView {
+                cpus: n.cpus,
+                free_cpus: n.cpus.saturating_sub(n.alloc_cpus),
+                free_mem_mb: n.memory_mb.saturating_sub(n.alloc_mem_mb),
+                free_slots: (n.cpus * self.oversubscription[i]).saturating_sub(n.slot_cpus),
+                usable: n.agent.is_some() && n.drained.is_none(),
+            })
+            .collect();
+        View {
+            now_ns: now.mono,
+            nodes,
+            partitions: Arc::clone(&self.partition_views),
+            queue: Arc::clone(&self.queue),
+            active: Arc::clone(&self.active),
+        }
+    }
+}

@@ -1,0 +1,550 @@
+//! The core's transitions, driven by hand with a recording [`Effects`].
+
+use std::sync::Arc;
+
+use formats::wire::{Exit, Held, JobSpec, JobState, NodeState, ToAgent};
+
+use super::*;
+use crate::config;
+use crate::journal::{Entry, Journal, Recovered};
+use crate::policy::{Base, Decision, Policy, Standard};
+
+/// Everything the core wants done, kept to look at.
+#[derive(Default)]
+struct Recorder(Vec<(AgentId, ToAgent)>, Vec<Entry>);
+
+impl Effects for Recorder {
+    const JOURNALS: bool = true;
+
+    fn to_agent(&mut self, agent: AgentId, msg: ToAgent) {
+        self.0.push((agent, msg));
+    }
+
+    fn journal(&mut self, entry: Entry) {
+        self.1.push(entry);
+    }
+
+    fn end_taken(&mut self, _: AgentId, _: u64) {}
+}
+
+const S: i64 = 1_000_000_000;
+
+fn at(secs: i64) -> Now {
+    Now {
+        mono: secs * S,
+        wall: (1_000 + secs) * S,
+    }
+}
+
+fn cluster_with(extra: &str) -> Cluster {
+    let cfg = config::Cluster::from_str(
+        &format!("[[nodes]]\nnames = \"vn[1-4]\"\ncpus = 4\nmemory = \"8G\"\n{extra}"),
+        std::path::Path::new("/tmp/t.toml"),
+    )
+    .unwrap();
+    let mut c = Cluster::new(Arc::new(cfg));
+    up(&mut c, 7, "h", "vn[1-4]", &[]).unwrap();
+    c
+}
+
+/// An agent on its own host registers, holding `held`.
+fn up(
+    c: &mut Cluster,
+    agent: AgentId,
+    host: &str,
+    nodes: &str,
+    held: &[(u64, Held)],
+) -> Result<Vec<(u64, Exit)>, String> {
+    c.agent_up(
+        agent,
+        host,
+        nodes,
+        4,
+        0,
+        false,
+        held,
+        at(0),
+        &mut Recorder::default(),
+    )
+}
+
+fn cluster() -> Cluster {
+    cluster_with("")
+}
+
+fn spec(cores: u32) -> JobSpec {
+    JobSpec {
+        cores,
+        mem_per_cpu_mb: 1024,
+        runtime_ns: 1_000_000_000,
+        walltime_ns: 0,
+        partition: None,
+        submit_ns: Some(5),
+        name: None,
+    }
+}
+
+fn pass_at(c: &mut Cluster, out: &mut Recorder, now: Now, preemption: bool) {
+    let d = Standard {
+        base: Base::Easy,
+        preemption,
+    }
+    .decide(&c.view(now));
+    c.apply(d.list, now, out);
+}
+
+fn pass(c: &mut Cluster, out: &mut Recorder) {
+    pass_at(c, out, at(1), false);
+}
+
+#[test]
+fn a_job_runs_and_ends() {
+    let mut c = cluster();
+    let mut out = Recorder::default();
+    let ids = c
+        .submit(vec![spec(6)], at(0), &mut Recorder::default())
+        .unwrap();
+    pass(&mut c, &mut out);
+    let j = &c.jobs[&ids[0]];
+    assert_eq!(j.state, JobState::Running);
+    assert_eq!(j.alloc, vec![(0, 4), (1, 2)]);
+    assert_eq!(j.start_ns, at(1).wall);
+    assert_eq!(c.nodes[0].state(), NodeState::Allocated);
+    assert_eq!(c.nodes[1].state(), NodeState::Mixed);
+    assert_eq!(c.nodes[1].alloc_mem_mb, 2048);
+    assert!(
+        matches!(&out.0[0], (7, ToAgent::Start(s)) if s.node == "vn1" && s.cores == 6 && s.submit_ns == 5)
+    );
+    c.job_ended(7, ids[0], Exit::Code(0), at(3), &mut out);
+    assert!(c.jobs.is_empty());
+    assert_eq!(c.queue(true)[0].state, JobState::Completed);
+    assert_eq!(c.queue(true)[0].nodes, "vn[1-2]");
+    assert_eq!(c.nodes[0].alloc_cpus + c.nodes[1].alloc_cpus, 0);
+    assert_eq!(c.nodes[1].alloc_mem_mb, 0);
+}
+
+#[test]
+fn each_time_slicing_partition_has_its_own_slice() {
+    let c = cluster_with(
+        "[controller]\ntime_slice_s = 20\n\
+         [[partitions]]\nname = \"a\"\noversubscribe = 2\n\
+         [[partitions]]\nname = \"b\"\noversubscribe = 3\ntime_slice_s = 2.5\n",
+    );
+    let v = c.view(at(0));
+    let gang = |p: usize| v.partitions[p].gang.unwrap();
+    assert_eq!((gang(0).oversubscribe, gang(0).slice_ns), (2, 20 * S));
+    assert_eq!(
+        (gang(1).oversubscribe, gang(1).slice_ns),
+        (3, 2_500_000_000)
+    );
+}
+
+#[test]
+fn cancelling_many_pending_jobs_at_once_leaves_the_queue_right() {
+    let mut c = cluster();
+    let mut out = Recorder::default();
+    // One job holds every core; the rest wait.
+    let ids = c
+        .submit(vec![spec(16); 1_000], at(0), &mut Recorder::default())
+        .unwrap();
+    pass(&mut c, &mut out);
+    let odd: Vec<u64> = ids[1..].iter().copied().filter(|i| i % 2 == 1).collect();
+    let outcomes = c.cancel(&odd, at(1), &mut out);
+    assert!(outcomes.iter().all(|o| o.error.is_none()));
+    let queued: Vec<u64> = c.view(at(2)).queue.iter().map(|q| q.job).collect();
+    let want: Vec<u64> = ids[1..].iter().copied().filter(|i| i % 2 == 0).collect();
+    assert_eq!(queued, want);
+    // They start in order once the first ends.
+    c.job_ended(7, ids[0], Exit::Code(0), at(3), &mut out);
+    pass_at(&mut c, &mut out, at(4), false);
+    assert_eq!(c.jobs[&want[0]].state, JobState::Running);
+    assert_eq!(c.view(at(5)).queue.len(), want.len() - 1);
+    c.shutdown(at(6), &mut out);
+    assert!(c.view(at(7)).queue.is_empty());
+}
+
+#[test]
+fn drained_nodes_get_no_jobs() {
+    let mut c = cluster();
+    let mut out = Recorder::default();
+    c.drain("vn[1-3]", "maintenance", &mut out).unwrap();
+    let ids = c
+        .submit(vec![spec(4), spec(4)], at(0), &mut Recorder::default())
+        .unwrap();
+    pass(&mut c, &mut out);
+    assert_eq!(c.jobs[&ids[0]].alloc, vec![(3, 4)]);
+    assert_eq!(c.jobs[&ids[1]].state, JobState::Pending);
+    assert_eq!(c.nodes[0].state(), NodeState::Drained);
+    c.undrain("vn1", &mut out).unwrap();
+    pass(&mut c, &mut out);
+    assert_eq!(c.jobs[&ids[1]].alloc, vec![(0, 4)]);
+}
+
+#[test]
+fn exit_codes_map_to_states() {
+    for (exit, want) in [
+        (Exit::Code(124), JobState::Timeout),
+        (Exit::Code(143), JobState::Cancelled),
+        (Exit::Code(1), JobState::Failed),
+        (Exit::Signal(9), JobState::Failed),
+        (Exit::SpawnFailed, JobState::Failed),
+    ] {
+        let mut c = cluster();
+        let mut out = Recorder::default();
+        let id = c
+            .submit(vec![spec(1)], at(0), &mut Recorder::default())
+            .unwrap()[0];
+        pass(&mut c, &mut out);
+        c.job_ended(7, id, exit, at(2), &mut out);
+        assert_eq!(c.queue(true)[0].state, want, "{exit:?}");
+    }
+}
+
+#[test]
+fn cancel_suspend_resume() {
+    let mut c = cluster();
+    let mut out = Recorder::default();
+    let ids = c
+        .submit(vec![spec(1), spec(16)], at(0), &mut Recorder::default())
+        .unwrap();
+    pass(&mut c, &mut out);
+    // The second needs every core and waits; cancelling it is at once.
+    assert_eq!(c.cancel(&[ids[1]], at(1), &mut out)[0].error, None);
+    assert_eq!(
+        c.queue(true).iter().find(|j| j.id == ids[1]).unwrap().state,
+        JobState::Cancelled
+    );
+    assert_eq!(c.suspend(&[ids[0]], at(2), &mut out)[0].error, None);
+    assert!(c.suspend(&[ids[0]], at(2), &mut out)[0].error.is_some());
+    assert_eq!(c.jobs[&ids[0]].state, JobState::Suspended);
+    // An administrator's suspension keeps the cores.
+    assert_eq!(c.nodes[0].alloc_cpus, 1);
+    assert_eq!(c.resume(&[ids[0]], at(4), &mut out)[0].error, None);
+    assert_eq!(c.jobs[&ids[0]].suspended_total, 2 * S);
+    assert_eq!(c.cancel(&[ids[0]], at(5), &mut out)[0].error, None);
+    let sent: Vec<String> = out.0.iter().map(|(_, m)| format!("{m:?}")).collect();
+    assert!(
+        sent[1].starts_with("Suspend")
+            && sent[2].starts_with("Resume")
+            && sent[3].starts_with("Cancel"),
+        "{sent:?}"
+    );
+    // It ends by SIGTERM: cancelled.
+    c.job_ended(7, ids[0], Exit::Code(143), at(6), &mut out);
+    assert!(c.jobs.is_empty());
+}
+
+#[test]
+fn a_lost_agent_fails_its_jobs_and_downs_its_nodes() {
+    let mut c = cluster_with(
+        "[agents]\nheartbeat_timeout_ms = 10000\n\
+         [[partitions]]\nname = \"p\"\non_node_fail = \"fail\"\n",
+    );
+    let mut out = Recorder::default();
+    let id = c
+        .submit(vec![spec(2)], at(0), &mut Recorder::default())
+        .unwrap()[0];
+    pass(&mut c, &mut out);
+    c.agent_down(7, "heartbeat timeout", false, at(2), &mut out);
+    // It may come back within the timeout (from when it was last
+    // heard of, at 0): until then the job waits.
+    assert_eq!(c.jobs[&id].state, JobState::Running);
+    c.lose_overdue(at(9), &mut out);
+    assert_eq!(c.jobs[&id].state, JobState::Running);
+    c.lose_overdue(at(10), &mut out);
+    assert_eq!(c.queue(true)[0].state, JobState::NodeFail);
+    assert!(c.nodes.iter().all(|n| n.state() == NodeState::Down));
+    let id2 = c
+        .submit(vec![spec(1)], at(3), &mut Recorder::default())
+        .unwrap()[0];
+    pass_at(&mut c, &mut out, at(4), false);
+    assert_eq!(
+        c.jobs[&id2].state,
+        JobState::Pending,
+        "nothing runs on down nodes"
+    );
+    assert_ne!(id, id2);
+}
+
+#[test]
+fn impossible_jobs_are_refused_at_submit() {
+    let mut c = cluster();
+    assert!(c
+        .submit(vec![spec(17)], at(0), &mut Recorder::default())
+        .unwrap_err()
+        .contains("memory for 16"));
+    assert!(c
+        .submit(vec![spec(0)], at(0), &mut Recorder::default())
+        .is_err());
+    let mut s = spec(1);
+    s.partition = Some("nope".into());
+    assert!(c
+        .submit(vec![s], at(0), &mut Recorder::default())
+        .unwrap_err()
+        .contains("no partition"));
+}
+
+#[test]
+fn an_unknown_or_taken_node_is_refused_at_registration() {
+    let mut c = cluster();
+    assert!(up(&mut c, 8, "h2", "vn9", &[])
+        .unwrap_err()
+        .contains("no node vn9"));
+    assert!(up(&mut c, 8, "h2", "vn1", &[])
+        .unwrap_err()
+        .contains("already served"));
+}
+
+#[test]
+fn a_lost_job_is_requeued_by_default_and_runs_again() {
+    let mut c = cluster();
+    let mut out = Recorder::default();
+    let id = c
+        .submit(vec![spec(2)], at(0), &mut Recorder::default())
+        .unwrap()[0];
+    pass(&mut c, &mut out);
+    c.agent_down(7, "disconnected", false, at(2), &mut out);
+    c.lose_overdue(at(100), &mut out);
+    assert_eq!(c.jobs[&id].state, JobState::Pending);
+    assert_eq!(c.counters.requeued, 1);
+    assert!(c
+        .nodes
+        .iter()
+        .all(|n| n.alloc_cpus == 0 && n.slot_cpus == 0));
+    up(&mut c, 9, "h", "vn[1-4]", &[]).unwrap();
+    pass_at(&mut c, &mut out, at(101), false);
+    assert_eq!(c.jobs[&id].state, JobState::Running);
+    assert_eq!(c.jobs[&id].agent, Some(9));
+}
+
+#[test]
+fn an_agent_that_comes_back_reports_its_jobs() {
+    // Four 1-core jobs run on host h; its agent is lost, then registers
+    // again: job 1 still runs, job 2 is suspended there although the
+    // controller wants it running, job 3 ended meanwhile, job 4 is not
+    // reported (gone). It also runs job 99, unknown here.
+    let mut c = cluster();
+    let mut out = Recorder::default();
+    let ids = c
+        .submit(vec![spec(1); 4], at(0), &mut Recorder::default())
+        .unwrap();
+    pass(&mut c, &mut out);
+    c.agent_down(7, "disconnected", false, at(2), &mut out);
+    assert!(c
+        .jobs
+        .values()
+        .all(|j| j.agent.is_none() && j.lost_at.is_some()));
+    let mut back = Recorder::default();
+    let ends = c
+        .agent_up(
+            8,
+            "h",
+            "vn[1-4]",
+            4,
+            0,
+            false,
+            &[
+                (ids[0], Held::Running),
+                (ids[1], Held::Suspended),
+                (ids[2], Held::Ended(Exit::Code(0))),
+                (99, Held::Running),
+            ],
+            at(3),
+            &mut back,
+        )
+        .unwrap();
+    assert_eq!(ends, [(ids[2], Exit::Code(0))]);
+    assert_eq!(c.jobs[&ids[0]].agent, Some(8));
+    assert_eq!(c.jobs[&ids[0]].state, JobState::Running);
+    assert_eq!(c.jobs[&ids[1]].agent, Some(8));
+    assert_eq!(c.jobs[&ids[3]].state, JobState::Pending, "gone: requeued");
+    let sent: Vec<String> = back.0.iter().map(|(a, m)| format!("{a} {m:?}")).collect();
+    assert!(sent.contains(&format!("8 Resume({})", ids[1])), "{sent:?}");
+    assert!(sent.contains(&"8 Kill(99)".to_string()), "{sent:?}");
+    c.job_ended(8, ids[2], Exit::Code(0), at(3), &mut out);
+    assert_eq!(
+        c.queue(true).iter().find(|j| j.id == ids[2]).unwrap().state,
+        JobState::Completed
+    );
+}
+
+#[test]
+fn bad_decisions_are_refused() {
+    let mut c = cluster();
+    let mut out = Recorder::default();
+    let ids = c
+        .submit(vec![spec(4), spec(4)], at(0), &mut Recorder::default())
+        .unwrap();
+    c.apply(
+        vec![
+            Decision::Start {
+                job: ids[0],
+                alloc: vec![(0, 4)],
+            },
+            // Same cores again: refused.
+            Decision::Start {
+                job: ids[1],
+                alloc: vec![(0, 4)],
+            },
+            // Wrong size: refused.
+            Decision::Start {
+                job: ids[1],
+                alloc: vec![(1, 3)],
+            },
+            Decision::Resume(ids[0]),
+            Decision::Suspend(999),
+        ],
+        at(1),
+        &mut out,
+    );
+    assert_eq!(c.jobs[&ids[0]].state, JobState::Running);
+    assert_eq!(c.jobs[&ids[1]].state, JobState::Pending);
+    assert_eq!(out.0.len(), 1);
+    assert_eq!(c.nodes[0].alloc_cpus, 4);
+}
+
+#[test]
+fn preemption_suspends_low_priority_jobs_and_resumes_them_after() {
+    let mut c = cluster_with(
+        "[controller]\npreemption = \"suspend\"\n\
+         [[partitions]]\nname = \"low\"\npriority = 1\ndefault = true\n\
+         [[partitions]]\nname = \"high\"\npriority = 10\n",
+    );
+    let mut out = Recorder::default();
+    let low = c
+        .submit(vec![spec(16)], at(0), &mut Recorder::default())
+        .unwrap()[0];
+    pass_at(&mut c, &mut out, at(1), true);
+    let mut hi = spec(4);
+    hi.partition = Some("high".into());
+    let high = c.submit(vec![hi], at(2), &mut Recorder::default()).unwrap()[0];
+    pass_at(&mut c, &mut out, at(3), true);
+    assert_eq!(c.jobs[&low].state, JobState::Suspended);
+    assert_eq!(c.jobs[&high].state, JobState::Running);
+    // The victim keeps its memory, gives its cores.
+    assert_eq!(c.nodes[0].alloc_mem_mb, 8192);
+    assert_eq!(c.nodes.iter().map(|n| n.alloc_cpus).sum::<u32>(), 4);
+    c.job_ended(7, high, Exit::Code(0), at(5), &mut out);
+    pass_at(&mut c, &mut out, at(6), true);
+    assert_eq!(c.jobs[&low].state, JobState::Running);
+    assert_eq!(c.jobs[&low].suspended_total, 3 * S);
+    let sent: Vec<String> = out.0.iter().map(|(_, m)| format!("{m:?}")).collect();
+    assert_eq!(sent.len(), 4, "{sent:?}");
+    assert!(
+        sent[1].starts_with("Suspend")
+            && sent[2].starts_with("Start")
+            && sent[3].starts_with("Resume")
+    );
+    // An administrator cannot resume what the scheduler suspended.
+    let id = c
+        .submit(vec![hi_spec()], at(7), &mut Recorder::default())
+        .unwrap()[0];
+    pass_at(&mut c, &mut out, at(8), true);
+    assert_eq!(c.jobs[&low].state, JobState::Suspended);
+    assert!(c.resume(&[low], at(9), &mut out)[0]
+        .error
+        .as_deref()
+        .unwrap()
+        .contains("scheduler"));
+    let _ = id;
+}
+
+fn hi_spec() -> JobSpec {
+    let mut s = spec(4);
+    s.partition = Some("high".into());
+    s
+}
+
+/// What a restart must give back: every job's state, allocation and
+/// history, the queue in its order, the nodes' load and drains.
+type Picture = (
+    Vec<formats::wire::JobInfo>,
+    Vec<u64>,
+    Vec<(u32, u32, u64, Option<String>)>,
+    u64,
+);
+
+fn picture(c: &Cluster) -> Picture {
+    let queued = c.view(at(0)).queue.iter().map(|q| q.job).collect();
+    let nodes = c
+        .nodes
+        .iter()
+        .map(|n| (n.alloc_cpus, n.slot_cpus, n.alloc_mem_mb, n.drained.clone()))
+        .collect();
+    (c.queue(true), queued, nodes, c.next_id)
+}
+
+/// `c` restarted from `entries` alone, and from a snapshot of it.
+fn restarts(c: &Cluster, entries: &[Entry]) -> [Cluster; 2] {
+    let replayed = Cluster::restore(
+        Arc::clone(&c.config),
+        Recovered {
+            snapshot: Default::default(),
+            entries: entries.to_vec(),
+        },
+        at(20),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let (mut journal, _) = Journal::open(dir.path(), 0).unwrap();
+    journal.append(entries.to_vec());
+    c.write_snapshot(&mut journal, at(20)).unwrap();
+    let (_, rec) = Journal::open(dir.path(), 0).unwrap();
+    assert!(rec.entries.is_empty(), "the snapshot holds every entry");
+    let loaded = Cluster::restore(Arc::clone(&c.config), rec, at(20));
+    [replayed, loaded]
+}
+
+#[test]
+fn a_restart_replays_the_journal_to_the_same_tables() {
+    let mut c = cluster_with(
+        "[controller]\npreemption = \"suspend\"\n\
+         [[partitions]]\nname = \"low\"\npriority = 1\ndefault = true\n\
+         [[partitions]]\nname = \"high\"\npriority = 10\n",
+    );
+    let mut out = Recorder::default();
+    let ids = c
+        .submit(vec![spec(4), spec(4), spec(8), spec(16)], at(0), &mut out)
+        .unwrap();
+    pass_at(&mut c, &mut out, at(1), true);
+    // Held by an administrator, let go, held again (still held).
+    c.suspend(&[ids[0]], at(2), &mut out);
+    c.resume(&[ids[0]], at(3), &mut out);
+    c.suspend(&[ids[0]], at(4), &mut out);
+    // A high-priority job suspends a low one to run.
+    c.submit(vec![hi_spec()], at(5), &mut out).unwrap();
+    pass_at(&mut c, &mut out, at(6), true);
+    let states: Vec<JobState> = c.queue(false).iter().map(|j| j.state).collect();
+    assert_eq!(
+        states.iter().filter(|s| **s == JobState::Suspended).count(),
+        2,
+        "{states:?}"
+    );
+    // One job told to end, one ended, one node drained, one more waiting.
+    c.cancel(&[ids[2]], at(7), &mut out);
+    c.job_ended(7, ids[1], Exit::Code(0), at(8), &mut out);
+    c.drain("vn4", "disk", &mut out).unwrap();
+    c.submit(vec![spec(2)], at(9), &mut out).unwrap();
+    for restarted in restarts(&c, &out.1) {
+        assert_eq!(picture(&restarted), picture(&c));
+        // Every started job waits for its agent to report it.
+        assert!(restarted
+            .jobs
+            .values()
+            .all(|j| j.started_mono.is_none() || j.lost_at.is_some()));
+    }
+}
+
+#[test]
+fn a_requeued_job_is_restored_pending() {
+    let mut c = cluster();
+    let mut out = Recorder::default();
+    let id = c.submit(vec![spec(2)], at(0), &mut out).unwrap()[0];
+    pass(&mut c, &mut out);
+    c.agent_down(7, "disconnected", false, at(2), &mut out);
+    c.lose_overdue(at(15), &mut out);
+    assert_eq!(c.jobs[&id].state, JobState::Pending);
+    for restarted in restarts(&c, &out.1) {
+        assert_eq!(picture(&restarted), picture(&c));
+        assert!(restarted.jobs[&id].reason.starts_with("requeued"));
+    }
+}
