@@ -4,7 +4,10 @@
 //! arrives or ends (take a snapshot view, run the policy), timed over
 //! repeated passes.
 //!
-//!   cargo bench -p controller --bench pass [-- QUEUED...]
+//!   cargo bench -p controller --bench pass [-- [CONFIG.toml] QUEUED...]
+//!
+//! CONFIG (relative to the repository) replaces raijin-3600, such as
+//! configs/fugaku.toml (158,976 nodes of 48 cores).
 //!
 //! Jobs are drawn from a fixed pseudo-random sequence (sizes 1 to 2,048
 //! cores, skewed small as in real traces; run times of a minute to a day;
@@ -62,7 +65,7 @@ impl Lcg {
 fn main() {
     let queued: Vec<usize> = std::env::args()
         .skip(1)
-        .filter(|a| !a.starts_with('-'))
+        .filter(|a| !a.starts_with('-') && !a.ends_with(".toml"))
         .filter_map(|a| a.parse().ok())
         .collect();
     let queued = if queued.is_empty() {
@@ -71,7 +74,11 @@ fn main() {
         queued
     };
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let config = match Config::load(&root.join("configs/raijin-3600.toml")) {
+    let path = std::env::args()
+        .skip(1)
+        .find(|a| a.ends_with(".toml"))
+        .unwrap_or_else(|| "configs/raijin-3600.toml".into());
+    let config = match Config::load(&root.join(path)) {
         Ok(c) => Arc::new(c),
         Err(e) => {
             eprintln!("pass: {e:#}");

@@ -91,6 +91,16 @@ pub(super) fn easy(
                     continue;
                 }
                 let ends_in_time = end_of(v, q) <= r.shadow_ns;
+                // A job that would still run at the head's start can go
+                // only on spare cores: where every core it could get is
+                // on the head's nodes, more cores than are spare is a no
+                // without looking for a place (on a large machine most of
+                // a long queue is turned down here).
+                if !ends_in_time
+                    && (!r.head_mem_free || (r.covers[q.partition] && q.cores > r.extra))
+                {
+                    continue;
+                }
                 let Some(alloc) = free.try_place(v, q) else {
                     continue;
                 };
@@ -124,6 +134,8 @@ struct Reservation {
     /// the head needs.
     extra: u32,
     head_nodes: Vec<bool>,
+    /// By partition: whether all its usable nodes are the head's.
+    covers: Vec<bool>,
 }
 
 impl Reservation {
@@ -169,11 +181,21 @@ impl Reservation {
                 break;
             }
         }
+        let covers = v
+            .partitions
+            .iter()
+            .map(|p| {
+                p.nodes
+                    .iter()
+                    .all(|&n| head_nodes[n] || !v.nodes[n].usable)
+            })
+            .collect();
         Reservation {
             head_mem_free: head.mem_per_cpu_mb == 0,
             shadow_ns,
             extra,
             head_nodes,
+            covers,
         }
     }
 }
