@@ -6,6 +6,7 @@
 
 mod common;
 
+use std::os::unix::process::CommandExt;
 use std::process::Stdio;
 
 use common::*;
@@ -16,10 +17,13 @@ fn a_suspension_sent_as_soon_as_the_ready_file_appears_is_accounted() {
     let log = dir.path().join("jobs.rec");
     let ready = dir.path().join("job.ready");
     let launched = now_ns();
-    // Spawned as a shell does: the job signals not blocked. Long enough
-    // that a loaded machine cannot end it before the test signals it.
+    // Spawned as a shell with job control does: the job signals not
+    // blocked, a process group of its own (in the test's group, which may
+    // be orphaned when the tests run detached, the kernel would discard
+    // the stop).
     let mut child = sigsleep()
-        .args(["--runtime", "3", "--id", "1", "--log"])
+        .process_group(0)
+        .args(["--runtime", "1", "--id", "1", "--log"])
         .arg(&log)
         .arg("--ready-file")
         .arg(&ready)
