@@ -11,11 +11,15 @@
 # 2. Generates N synthetic records (and N/5 for the memory comparison), runs
 #    `calcmets --format json` on each and reports records/s and peak RSS
 #    (GNU time's %M). Peak RSS should not grow with the record count.
+#
+# FEATURES=swf-wide measures calcmets built with the trace reader's AVX2 and
+# AVX-512 tiers; by default, the build users get (SSE2).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 n=${1:-5000000}
 trace=${TRACE:-../shared/workloads/RICC-2010-2.swf.gz}
-cargo build --release -q -p calcmets --bin calcmets --example gen_records
+features=${FEATURES:-}
+cargo build --release -q -p calcmets ${features:+--features "$features"} --bin calcmets --example gen_records
 cargo build --release -q -p formats --features swf --example swf_inflate
 host=$(rustc -vV | sed -n 's/^host: //p')
 bin=target/$host/release

@@ -1,0 +1,426 @@
+//! What the controller, its agents and its clients say to each other once
+//! the handshake is done: the jobs, nodes and hosts they speak of, a
+//! client's [`Request`]s and their [`Response`]s, and the orders and
+//! reports between controller and agents ([`ToAgent`], [`FromAgent`]).
+
+use serde::{Deserialize, Serialize};
+
+/// A job as submitted.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JobSpec {
+    /// Cores in total (spread over as many nodes as needed).
+    pub cores: u32,
+    /// Memory per allocated core, in MiB (0: none asked).
+    pub mem_per_cpu_mb: u64,
+    /// Run time the job's sigsleep sleeps, in nanoseconds.
+    pub runtime_ns: u64,
+    /// Wall-time limit in nanoseconds, 0 for none.
+    pub walltime_ns: u64,
+    /// Partition; `None` for the default one.
+    pub partition: Option<String>,
+    /// Submit instant to record (CLOCK_REALTIME ns); `None`: when the
+    /// controller accepts it. A replay driver passes its own target.
+    pub submit_ns: Option<i64>,
+    /// A name to find the job by (`cancel --name`), as Slurm's
+    /// `--job-name`; `None` for none.
+    pub name: Option<String>,
+}
+
+/// Job states, as docs/design.md names them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum JobState {
+    Pending,
+    Running,
+    Suspended,
+    Completed,
+    Cancelled,
+    Failed,
+    Timeout,
+    NodeFail,
+}
+
+impl JobState {
+    pub const ALL: [JobState; 8] = [
+        JobState::Pending,
+        JobState::Running,
+        JobState::Suspended,
+        JobState::Completed,
+        JobState::Cancelled,
+        JobState::Failed,
+        JobState::Timeout,
+        JobState::NodeFail,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JobState::Pending => "pending",
+            JobState::Running => "running",
+            JobState::Suspended => "suspended",
+            JobState::Completed => "completed",
+            JobState::Cancelled => "cancelled",
+            JobState::Failed => "failed",
+            JobState::Timeout => "timeout",
+            JobState::NodeFail => "node_fail",
+        }
+    }
+
+    /// The state named `s` ([`JobState::as_str`]).
+    pub fn parse(s: &str) -> Option<JobState> {
+        JobState::ALL.into_iter().find(|st| st.as_str() == s)
+    }
+
+    /// Whether the job is over.
+    pub fn is_final(self) -> bool {
+        !matches!(
+            self,
+            JobState::Pending | JobState::Running | JobState::Suspended
+        )
+    }
+}
+
+/// Node states, as docs/design.md names them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum NodeState {
+    Idle,
+    Mixed,
+    Allocated,
+    Drained,
+    Down,
+}
+
+impl NodeState {
+    pub const ALL: [NodeState; 5] = [
+        NodeState::Idle,
+        NodeState::Mixed,
+        NodeState::Allocated,
+        NodeState::Drained,
+        NodeState::Down,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NodeState::Idle => "idle",
+            NodeState::Mixed => "mixed",
+            NodeState::Allocated => "allocated",
+            NodeState::Drained => "drained",
+            NodeState::Down => "down",
+        }
+    }
+}
+
+/// One job in the queue view.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JobInfo {
+    pub id: u64,
+    /// Its name, empty when it has none.
+    pub name: String,
+    pub state: JobState,
+    pub partition: String,
+    pub cores: u32,
+    /// Allocated nodes, folded; empty while pending.
+    pub nodes: String,
+    pub submit_ns: i64,
+    /// First start, 0 while pending.
+    pub start_ns: i64,
+    /// End, 0 while not over.
+    pub end_ns: i64,
+    pub runtime_ns: u64,
+    pub walltime_ns: u64,
+    /// Why it waits or how it ended, when there is something to say.
+    pub reason: String,
+    /// Wall-clock ns at which the controller suspended the job and resumed
+    /// it (0 while still suspended).
+    pub suspensions: Vec<(i64, i64)>,
+}
+
+/// One node in the nodes view.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NodeInfo {
+    pub name: String,
+    pub state: NodeState,
+    pub cpus: u32,
+    pub alloc_cpus: u32,
+    pub memory_mb: u64,
+    pub alloc_memory_mb: u64,
+    /// Host of the agent serving it; empty when none is connected.
+    pub host: String,
+    pub reason: String,
+}
+
+/// Counts and counters of the whole cluster.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ClusterStats {
+    /// Jobs by state, in [`JobState::ALL`] order.
+    pub jobs: Vec<(JobState, u64)>,
+    /// Nodes by state, in [`NodeState::ALL`] order.
+    pub nodes: Vec<(NodeState, u64)>,
+    pub cores: u64,
+    pub alloc_cores: u64,
+    pub agents: u64,
+    pub submitted: u64,
+    pub started: u64,
+    pub ended: u64,
+    pub suspensions: u64,
+    pub schedule_passes: u64,
+    /// Duration of the last scheduling pass, in nanoseconds.
+    pub last_pass_ns: u64,
+    /// Policy decisions the controller refused as illegal (overbooking, or
+    /// acting on a job in the wrong state): 0 unless a policy has a bug.
+    pub refused_decisions: u64,
+    /// Jobs put back in the queue after their node was lost.
+    pub requeued: u64,
+    /// Scheduling passes by duration: cumulative counts of passes that took
+    /// at most each of [`PASS_BUCKETS`] seconds (the last, `+Inf`, is every
+    /// pass), and their total duration in nanoseconds.
+    pub pass_buckets: Vec<u64>,
+    pub pass_ns_total: u64,
+    /// Journal entries not yet synced (not yet safe from a crash of the
+    /// machine), and how long the oldest of them has waited.
+    pub journal_unsynced: u64,
+    pub journal_lag_ns: u64,
+    /// `[controller] max_jobs`: jobs not yet over past which submissions
+    /// wait.
+    pub max_jobs: u64,
+    /// Submission requests waiting for room under `max_jobs`, and the jobs
+    /// in them.
+    pub held_requests: u64,
+    pub held_jobs: u64,
+}
+
+/// Upper bounds (seconds) of the scheduling-pass duration histogram, as
+/// Prometheus buckets; `+Inf` follows.
+pub const PASS_BUCKETS: [f64; 13] = [
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
+];
+
+/// What an agent reports of its host every few heartbeats.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HostReport {
+    /// Load averages over 1, 5 and 15 minutes (`/proc/loadavg`).
+    pub load: [f32; 3],
+    pub mem_total_kb: u64,
+    pub mem_available_kb: u64,
+    /// Job processes alive, and their resident and private memory (KiB;
+    /// private is resident minus shared pages).
+    pub jobs_alive: u32,
+    pub jobs_rss_kb: u64,
+    pub jobs_private_kb: u64,
+}
+
+/// A connected agent's host, for `controller nodes --hosts`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HostInfo {
+    pub host: String,
+    /// Its nodes, folded.
+    pub nodes: String,
+    /// Hosted in the controller's process.
+    pub local: bool,
+    /// Jobs it runs, as its last heartbeat said.
+    pub running: u32,
+    /// Its last report and how old it is (nanoseconds); none yet right
+    /// after it registered.
+    pub report: Option<HostReport>,
+    pub report_age_ns: u64,
+}
+
+/// What happened to one job of a cancel, suspend or resume request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JobOutcome {
+    pub id: u64,
+    /// `None` if done, else why not.
+    pub error: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub enum Request {
+    Submit(Vec<JobSpec>),
+    /// Active jobs; with `all`, finished ones too.
+    Queue {
+        all: bool,
+    },
+    Nodes,
+    Stats,
+    Cancel(Vec<u64>),
+    Suspend(Vec<u64>),
+    Resume(Vec<u64>),
+    Drain {
+        nodes: String,
+        reason: String,
+    },
+    Undrain {
+        nodes: String,
+    },
+    /// The records of these jobs from the controller's record file, for a
+    /// client on another host (a replay driving a remote cluster).
+    Records(Vec<u64>),
+    /// These jobs, active or finished (those the controller still knows).
+    Jobs(Vec<u64>),
+    /// The connected agents' hosts and their resource reports.
+    Hosts,
+    Shutdown,
+    /// Cancel the jobs not yet over that match, as Slurm's `scancel` with
+    /// filters; answered with the outcome of each job it acted on.
+    CancelMatching(JobFilter),
+}
+
+/// Which jobs not yet over a request acts on: those that pass every
+/// filter given.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct JobFilter {
+    /// These jobs only; empty: every job not over. A given id that is no
+    /// job not over gets an error outcome.
+    pub ids: Vec<u64>,
+    /// In one of these states (pending, running, suspended); empty: any.
+    pub states: Vec<JobState>,
+    pub partition: Option<String>,
+    pub name: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub enum Response {
+    Submitted(Vec<u64>),
+    Queue(Vec<JobInfo>),
+    Nodes(Vec<NodeInfo>),
+    Hosts(Vec<HostInfo>),
+    Stats(ClusterStats),
+    Jobs(Vec<JobOutcome>),
+    /// Nodes affected (folded).
+    Drained(String),
+    /// Record frames, as sigsleep wrote them.
+    Records(Vec<u8>),
+    ShuttingDown,
+    Error(String),
+}
+
+/// A job to start on an agent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StartJob {
+    pub job: u64,
+    /// The job's first node: the one whose task runs the process.
+    pub node: String,
+    pub cores: u32,
+    pub runtime_ns: u64,
+    pub walltime_ns: u64,
+    pub submit_ns: i64,
+}
+
+/// How an agent delivers a suspension (docs/design.md, "States").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SuspendMode {
+    /// `SIGTSTP`: sigsleep records the instant and stops itself.
+    Tstp,
+    /// `SIGTSTP`, then `SIGSTOP` after a grace period, as slurmstepd does.
+    Slurm,
+    /// A bare `SIGSTOP`: sigsleep only notices on `SIGCONT`.
+    Stop,
+}
+
+impl SuspendMode {
+    pub fn parse(s: &str) -> Result<SuspendMode, String> {
+        match s {
+            "tstp" => Ok(SuspendMode::Tstp),
+            "slurm" => Ok(SuspendMode::Slurm),
+            "stop" => Ok(SuspendMode::Stop),
+            other => Err(format!(
+                "unknown suspend mode {other:?} (known: tstp, slurm, stop)"
+            )),
+        }
+    }
+}
+
+/// How the controller wants an agent to run its jobs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunSettings {
+    pub heartbeat_ms: u64,
+    pub suspend_mode: SuspendMode,
+    /// `slurm` mode: milliseconds between `SIGTSTP` and `SIGSTOP`.
+    pub suspend_grace_ms: u64,
+    /// Milliseconds between `SIGTERM` and `SIGKILL` on cancel.
+    pub kill_grace_ms: u64,
+    /// Send finished records to the controller (false when the agent
+    /// writes them straight into the controller's record directory).
+    pub stream_records: bool,
+    /// Milliseconds without hearing from the controller after which the
+    /// agent kills its jobs (0: never). Shorter than the controller's
+    /// heartbeat timeout, so that by the time the controller gives a lost
+    /// agent's jobs to other nodes, the lost copies are dead: a job never
+    /// runs twice at once, whatever the network does.
+    pub fence_ms: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub enum ToAgent {
+    /// Registration accepted, with how to run jobs.
+    Registered(RunSettings),
+    /// Registration refused; the agent should give up.
+    Rejected(String),
+    Start(StartJob),
+    Suspend(u64),
+    Resume(u64),
+    Cancel(u64),
+    /// End the job's process at once, without a record: this execution no
+    /// longer counts (another node of the job was lost, or the controller
+    /// does not know the job).
+    Kill(u64),
+    /// The controller has durably taken note that these jobs ended: the
+    /// agent may forget them (until then it reports them again when it
+    /// registers anew).
+    Forget(Vec<u64>),
+    /// The controller is alive (sent every heartbeat period).
+    Ping,
+    /// Stop every job and exit.
+    Shutdown,
+}
+
+/// How a job's process ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Exit {
+    Code(i32),
+    Signal(i32),
+    /// The process could not be started.
+    SpawnFailed,
+    /// Killed by its agent, which had heard nothing from the controller for
+    /// its fence time (the controller may have given the job to another
+    /// host meanwhile): the execution is lost, as on a lost node, rather
+    /// than ended.
+    Fenced,
+}
+
+/// A job an agent holds when it registers: what it knows of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Held {
+    Running,
+    Suspended,
+    /// Ended, and not yet forgotten: the controller may not know.
+    Ended(Exit),
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub enum FromAgent {
+    /// First message: the nodes this agent hosts and, when it registers
+    /// again after losing the controller, the jobs it holds, with the
+    /// records of those that ended meanwhile.
+    Register {
+        host: String,
+        nodes: String,
+        cpus: u32,
+        memory_mb: u64,
+        jobs: Vec<(u64, Held)>,
+        records: Vec<u8>,
+    },
+    Started {
+        job: u64,
+        pid: u32,
+    },
+    Ended {
+        job: u64,
+        exit: Exit,
+    },
+    /// Finished records, as the frames sigsleep wrote.
+    Records(Vec<u8>),
+    Heartbeat {
+        running: u32,
+    },
+    /// The host's load and memory and its jobs' memory.
+    Resources(HostReport),
+}
