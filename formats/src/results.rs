@@ -89,10 +89,20 @@ pub struct Manifest {
     /// `off` or `suspend`.
     #[serde(default)]
     pub preemption: String,
+    /// The gang time slice as the config gives it: trace seconds.
     #[serde(default)]
     pub time_slice_s: f64,
+    /// The same slice as the cluster ran it, in wall-clock seconds: scaled
+    /// with the run, unless the cluster was one started elsewhere (it
+    /// keeps its own). `None` in runs written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_slice_wall_s: Option<f64>,
     #[serde(default)]
     pub gang_partitions: Vec<GangPartition>,
+    /// The replay's `--route` values: which jobs went to a partition other
+    /// than the default.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub routes: Vec<String>,
     /// The cluster's total cores (what utilization divides by).
     #[serde(default)]
     pub cores: Option<u64>,
@@ -131,7 +141,11 @@ pub struct Manifest {
 pub struct GangPartition {
     pub name: String,
     pub oversubscribe: u32,
+    /// Trace seconds, as the config gives it.
     pub time_slice_s: f64,
+    /// Wall-clock seconds, as the cluster ran it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_slice_wall_s: Option<f64>,
 }
 
 /// The trace a run replays.
@@ -365,7 +379,9 @@ mod tests {
             policy: "easy".into(),
             preemption: "off".into(),
             time_slice_s: 30.0,
+            time_slice_wall_s: Some(0.0015),
             gang_partitions: vec![],
+            routes: vec!["urgent:cores<=8".into()],
             cores: Some(256),
             nodes: 16,
             trace: Trace::default(),

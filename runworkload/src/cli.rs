@@ -120,6 +120,11 @@ pub struct Cli {
     /// and sped up with each run).
     #[arg(long, value_name = "SECONDS", default_value = "10")]
     pub tau: String,
+    /// Send jobs to a partition other than the default: NAME:COND[,COND],
+    /// where COND is cores<=N or walltime<=SECONDS (the trace's limit).
+    /// Repeatable; a job goes to the first route it meets and fits.
+    #[arg(long, value_name = "NAME:COND")]
+    pub route: Vec<String>,
     /// Malformed trace lines are an error, not a warning.
     #[arg(long)]
     pub strict: bool,
@@ -294,7 +299,13 @@ pub fn plan(cli: &Cli) -> Result<(Plan, Vec<String>)> {
             })
         }
     };
+    let routes = cli
+        .route
+        .iter()
+        .map(|r| crate::route::Route::parse(r, &config))
+        .collect::<Result<Vec<_>>>()?;
     let plan = Plan {
+        routes,
         config_path: cli.config.clone(),
         config,
         workload: cli.workload.clone(),
@@ -315,11 +326,82 @@ pub fn plan(cli: &Cli) -> Result<(Plan, Vec<String>)> {
             BackendName::Clemu => Box::new(Clemu { remote }),
         },
     };
+    let mut warnings = warnings;
+    if plan.backend.runs_run_config() && !plan.backend.virtual_time() {
+        let notes = short_slices(&plan.config, &plan.factors, plan.speedup);
+        warnings.splice(0..0, notes);
+    }
     Ok((plan, warnings))
+}
+
+/// Gang slices a replay would scale below what a turn costs on a real host.
+/// A turn may come one scheduling pass (`schedule_interval_ms`) late, and
+/// costs a pair of signals; in a slice shorter than 10 passes that is more
+/// than a tenth of it, and the run measures turns more than the policy.
+/// The twin has no such floor.
+fn short_slices(
+    config: &controller::config::Cluster,
+    factors: &[f64],
+    speedup: f64,
+) -> Vec<String> {
+    let floor = (config.schedule_interval * 10).max(std::time::Duration::from_millis(10));
+    let Some(&smallest) = factors.iter().min_by(|a, b| a.total_cmp(b)) else {
+        return Vec::new();
+    };
+    let scale = crate::schedule::Scale {
+        factor: smallest,
+        speedup,
+    };
+    config
+        .partitions
+        .iter()
+        .filter(|p| p.oversubscribe > 1)
+        .filter_map(|p| {
+            let wall = scale.duration(p.time_slice);
+            (wall < floor).then(|| {
+                let need = floor.as_secs_f64() * speedup / smallest;
+                format!(
+                    "partition {}: its gang time slice of {} trace s runs as {:.3} ms of wall clock at factor {} and speedup {}; \
+                     below {} ms (10 scheduling passes) a turn's lateness is more than a tenth of it. \
+                     A slice of at least {:.0} trace s (time_slice_s) holds",
+                    p.name,
+                    p.time_slice.as_secs_f64(),
+                    wall.as_secs_f64() * 1e3,
+                    smallest,
+                    speedup,
+                    floor.as_millis(),
+                    need.ceil()
+                )
+            })
+        })
+        .collect()
 }
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_replay_warns_of_a_slice_too_short_for_the_host() {
+        let config = controller::config::Cluster::from_str(
+            "[controller]\nschedule_interval_ms = 10\n\
+             [[nodes]]\nnames = \"n[1-2]\"\ncpus = 4\n\
+             [[partitions]]\nname = \"gang\"\nnodes = \"ALL\"\ndefault = true\noversubscribe = 2\ntime_slice_s = 30\n\
+             [[partitions]]\nname = \"long\"\nnodes = \"n1\"\noversubscribe = 2\ntime_slice_s = 3000\n",
+            std::path::Path::new("t.toml"),
+        )
+        .unwrap();
+        let w = super::short_slices(&config, &[1.0, 0.5], 10_000.0);
+        // 30 s at 0.5 / 10,000 is 1.5 ms, under 10 passes of 10 ms; 3000 s
+        // is 150 ms, which holds.
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(
+            w[0].starts_with("partition gang:") && w[0].contains("1.500 ms"),
+            "{}",
+            w[0]
+        );
+        assert!(w[0].contains("at least 2000 trace s"), "{}", w[0]);
+        assert!(super::short_slices(&config, &[1.0], 100.0).is_empty());
+    }
+
     #[test]
     fn factors_of_a_sweep_get_directories_of_their_own() {
         assert_eq!(crate::run::label(1.0), "shrink-100");

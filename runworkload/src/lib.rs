@@ -29,6 +29,7 @@
 
 pub mod backend;
 pub mod cli;
+pub mod route;
 pub mod run;
 pub mod rundir;
 pub mod schedule;
@@ -62,6 +63,8 @@ pub struct Plan {
     pub tau_ns: i64,
     /// Where the jobs run: the emulated cluster, its twin, or Slurm.
     pub backend: Box<dyn backend::Backend>,
+    /// Which jobs go to a partition other than the default (`--route`).
+    pub routes: Vec<route::Route>,
 }
 
 /// Runs every factor in turn; stops early (the run at hand marked

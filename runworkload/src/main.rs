@@ -78,10 +78,7 @@ fn main() -> ExitCode {
         eprintln!("runworkload: warning: {w}");
     }
     if warnings.len() > 20 {
-        eprintln!(
-            "runworkload: warning: ... and {} more malformed lines",
-            warnings.len() - 20
-        );
+        eprintln!("runworkload: warning: ... and {} more", warnings.len() - 20);
     }
     let s = &plan.slice;
     eprintln!(

@@ -36,6 +36,26 @@ pub fn label(factor: f64) -> String {
     }
 }
 
+/// The cluster a run starts: the config with its policy durations (gang
+/// time slices, partitions' `max_time_s`) read as trace seconds and scaled
+/// as the trace's times are. A user who writes Slurm's 30 s slice means 30
+/// s of the trace; read as wall-clock seconds at 10,000x, no slice would
+/// ever end.
+pub(crate) fn run_config(
+    config: &controller::config::Cluster,
+    scale: Scale,
+) -> controller::config::Cluster {
+    let mut c = config.clone();
+    c.time_slice = scale.duration(c.time_slice);
+    for p in &mut c.partitions {
+        p.time_slice = scale.duration(p.time_slice);
+        if p.max_time_ns > 0 {
+            p.max_time_ns = scale.apply_u(p.max_time_ns).max(1);
+        }
+    }
+    c
+}
+
 pub async fn run_factor(
     plan: &Plan,
     factor: f64,
@@ -76,7 +96,8 @@ pub async fn run_factor(
             mem_per_cpu_mb: 0,
             runtime_ns: scale.apply_u(j.run_ns),
             walltime_ns: scale.apply_u(j.walltime_ns),
-            partition: None,
+            partition: crate::route::partition_of(&plan.routes, j, &plan.config)
+                .map(str::to_string),
             submit_ns: None,
             // On a cluster others use too, `controller cancel --name
             // shrink-050` finds this run's jobs.
@@ -85,12 +106,14 @@ pub async fn run_factor(
         .collect();
     let mut order: Vec<usize> = (0..trace_jobs.len()).collect();
     order.sort_by_key(|&i| (targets[i], i));
+    let config = run_config(&plan.config, scale);
     let jobs = Jobs {
         label: &label,
         factor,
         targets: &targets,
         specs: &specs,
         order: &order,
+        config: &config,
     };
     let ran = plan.backend.run(plan, &jobs, &dir, stop).await?;
     let summary = write_results(plan, &dir, &jobs, &ran)?;
@@ -100,4 +123,37 @@ pub async fn run_factor(
         summary,
         interrupted: ran.interrupted,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+    use std::time::Duration;
+
+    use super::*;
+
+    #[test]
+    fn policy_durations_are_trace_seconds_scaled_as_the_trace() {
+        let config = controller::config::Cluster::from_str(
+            "[controller]\ntime_slice_s = 30\n\
+             [[nodes]]\nnames = \"n[1-2]\"\ncpus = 4\n\
+             [[partitions]]\nname = \"gang\"\nnodes = \"ALL\"\ndefault = true\noversubscribe = 2\n\
+             [[partitions]]\nname = \"short\"\nnodes = \"n1\"\ntime_slice_s = 1000\nmax_time_s = 3600\n",
+            Path::new("t.toml"),
+        )
+        .unwrap();
+        let scale = Scale {
+            factor: 0.5,
+            speedup: 10_000.0,
+        };
+        let ran = run_config(&config, scale);
+        // 30 trace s x 0.5 / 10,000 = 1.5 ms of wall clock.
+        assert_eq!(ran.time_slice, Duration::from_micros(1500));
+        assert_eq!(ran.partitions[0].time_slice, Duration::from_micros(1500));
+        assert_eq!(ran.partitions[1].time_slice, Duration::from_millis(50));
+        assert_eq!(ran.partitions[1].max_time_ns, 180_000_000);
+        // No limit stays no limit, and nothing else moves.
+        assert_eq!(ran.partitions[0].max_time_ns, 0);
+        assert_eq!(ran.schedule_interval, config.schedule_interval);
+    }
 }

@@ -380,6 +380,18 @@ pub(crate) fn write_manifest(plan: &Plan, dir: &Path, m: &RunState<'_>) -> Resul
             late.iter().sum::<i64>() as f64 / late.len() as f64 / 1e9
         },
     });
+    // As the cluster ran them: scaled, or the remote cluster's own.
+    let ran = if plan.backend.runs_run_config() {
+        crate::run::run_config(
+            &plan.config,
+            schedule::Scale {
+                factor: m.factor,
+                speedup: plan.speedup,
+            },
+        )
+    } else {
+        plan.config.clone()
+    };
     let manifest = results::Manifest {
         label: m.label.to_string(),
         status: m.status,
@@ -398,17 +410,21 @@ pub(crate) fn write_manifest(plan: &Plan, dir: &Path, m: &RunState<'_>) -> Resul
         }
         .into(),
         time_slice_s: plan.config.time_slice.as_secs_f64(),
+        time_slice_wall_s: Some(ran.time_slice.as_secs_f64()),
         gang_partitions: plan
             .config
             .partitions
             .iter()
-            .filter(|p| p.oversubscribe > 1)
-            .map(|p| results::GangPartition {
+            .zip(&ran.partitions)
+            .filter(|(p, _)| p.oversubscribe > 1)
+            .map(|(p, r)| results::GangPartition {
                 name: p.name.clone(),
                 oversubscribe: p.oversubscribe,
                 time_slice_s: p.time_slice.as_secs_f64(),
+                time_slice_wall_s: Some(r.time_slice.as_secs_f64()),
             })
             .collect(),
+        routes: plan.routes.iter().map(|r| r.text.clone()).collect(),
         cores: Some(m.cores),
         nodes: plan.config.nodes.len() as u64,
         trace: results::Trace {

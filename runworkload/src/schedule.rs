@@ -38,6 +38,13 @@ impl Scale {
     pub fn apply_u(&self, ns: u64) -> u64 {
         (ns as f64 * self.factor / self.speedup).round() as u64
     }
+
+    /// A policy duration of the trace (a gang time slice) as the replay
+    /// runs it; never zero, which would turn every pass into a turn.
+    pub fn duration(&self, d: std::time::Duration) -> std::time::Duration {
+        let ns = self.apply_u(d.as_nanos().min(u64::MAX as u128) as u64);
+        std::time::Duration::from_nanos(ns.max(1_000))
+    }
 }
 
 /// Offset of each job's submission from the start, in job order.

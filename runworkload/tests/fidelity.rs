@@ -6,8 +6,8 @@
 //! Tolerances, stated here and in docs/policies.md: makespan and
 //! utilization within 10 %, the median job starting within 50 ms of its
 //! twin, and both runs suspending jobs, with suspended time in all within
-//! 50 %. What was measured on an idle 2-core machine: 0.02-0.6 %,
-//! 0.0-0.6 %, 4 ms and 25-28 %. Rotation amplifies millisecond differences (which of
+//! 50 %. What `scripts/fidelity.sh bundled` measured on an idle 2-core
+//! machine: 0.8-1.9 %, 0.8-1.8 %, 6-8 ms and 9-19 %. Rotation amplifies millisecond differences (which of
 //! two jobs' ends is seen first decides who gets the next turn), so per-job
 //! differences at the tail are large by nature; the aggregates are not.
 //! This test runs in its own binary so no other replay competes for the

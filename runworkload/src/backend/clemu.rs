@@ -51,6 +51,10 @@ impl Backend for Clemu {
         self.remote.is_none()
     }
 
+    fn runs_run_config(&self) -> bool {
+        self.remote.is_none()
+    }
+
     fn run<'a>(
         &'a self,
         plan: &'a Plan,
@@ -73,7 +77,7 @@ impl Clemu {
         let (label, targets, specs, order) = (jobs.label, jobs.targets, jobs.specs, jobs.order);
         let n = specs.len();
         let cluster = match &self.remote {
-            None => embedded(plan, dir).await?,
+            None => embedded(jobs.config, dir).await?,
             Some(r) => Cluster::Remote {
                 addr: r.addr.clone(),
                 secret: r.secret.clone(),
@@ -256,8 +260,8 @@ impl Cluster {
     }
 }
 
-async fn embedded(plan: &Plan, dir: &Path) -> Result<Cluster> {
-    let mut cfg = plan.config.clone();
+async fn embedded(config: &controller::config::Cluster, dir: &Path) -> Result<Cluster> {
+    let mut cfg = config.clone();
     cfg.listen = "127.0.0.1:0".into();
     cfg.state_dir = dir.join("state");
     cfg.secret_file = cfg.state_dir.join("secret");

@@ -35,6 +35,9 @@ pub struct Jobs<'a> {
     pub specs: &'a [JobSpec],
     /// Job indices in submission order.
     pub order: &'a [usize],
+    /// The cluster as this run has it: the config's policy durations,
+    /// given in trace seconds, scaled as the trace is ([`crate::run`]).
+    pub config: &'a controller::config::Cluster,
 }
 
 /// What a backend tells of a run, for its results directory.
@@ -69,6 +72,12 @@ pub trait Backend: Send + Sync {
     /// is interrupted.
     fn virtual_time(&self) -> bool {
         false
+    }
+    /// Whether the cluster runs this run's config ([`Jobs::config`], with
+    /// its policy durations scaled); false for one started elsewhere, which
+    /// keeps its own, in wall-clock seconds.
+    fn runs_run_config(&self) -> bool {
+        true
     }
     /// Runs the jobs, leaving their records in `dir/records`; stops early
     /// (cancelling what runs, `Ran::interrupted`) when `stop` fires.

@@ -99,6 +99,9 @@ fn sbatch_args(
         "--ntasks".into(),
         spec.cores.to_string(),
     ];
+    if let Some(p) = &spec.partition {
+        args.extend(["--partition".into(), p.clone()]);
+    }
     if spec.walltime_ns > 0 {
         // sigsleep stops itself at its limit; Slurm's, in whole minutes,
         // comes a minute later so that it never cuts a job short.
@@ -149,6 +152,10 @@ impl Backend for Slurm {
 
     fn controller(&self) -> String {
         "slurm".into()
+    }
+
+    fn runs_run_config(&self) -> bool {
+        false
     }
 
     fn runs_sigsleep_here(&self) -> bool {

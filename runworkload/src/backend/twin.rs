@@ -63,7 +63,7 @@ fn simulate(plan: &Plan, jobs: &Jobs<'_>, dir: &Path) -> Result<Ran> {
             submit_ns: targets[i],
         })
         .collect();
-    let run = controller::sim::simulate(std::sync::Arc::new(plan.config.clone()), &sim_jobs, epoch);
+    let run = controller::sim::simulate(std::sync::Arc::new(jobs.config.clone()), &sim_jobs, epoch);
     let mut frames = Vec::new();
     for r in &run.records {
         formats::record::encode(r, &mut frames)
