@@ -202,6 +202,7 @@ async fn run(name: String, rx: Arc<Mailbox>, ctx: Arc<NodeContext>) {
                                 }
                                 SuspendMode::Stop => signal(job.pid, Signal::SIGSTOP),
                             }
+                            debug!(job = id, node = %name, "suspended");
                         }
                     }
                 }
@@ -211,6 +212,7 @@ async fn run(name: String, rx: Arc<Mailbox>, ctx: Arc<NodeContext>) {
                             job.suspended = false;
                             job.stop_at = None;
                             signal(job.pid, Signal::SIGCONT);
+                            debug!(job = id, node = %name, "resumed");
                         }
                     }
                 }

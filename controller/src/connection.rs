@@ -136,7 +136,17 @@ async fn agent<T: AsyncRead + AsyncWrite + Unpin>(
             },
             order = orders.recv() => match order {
                 Some(msg) => {
-                    if let Err(e) = conn.send(&msg).await {
+                    // A pass's orders arrive together: one write for all
+                    // of them, so the agent acts on the whole turn at once
+                    // instead of waking once per job.
+                    let mut sent = conn.feed(&msg).await;
+                    while let (Ok(()), Ok(msg)) = (&sent, orders.try_recv()) {
+                        sent = conn.feed(&msg).await;
+                    }
+                    if let Err(e) = match sent {
+                        Ok(()) => conn.flush().await,
+                        failed => failed,
+                    } {
                         break e.to_string();
                     }
                 }

@@ -98,6 +98,9 @@ impl Effects for Outbox {
 impl Outbox {
     /// Sends the held orders, in order.
     fn flush(&mut self, links: &Links) {
+        if !self.orders.is_empty() {
+            tracing::debug!(n = self.orders.len(), "orders sent");
+        }
         for (agent, msg) in self.orders.drain(..) {
             if let Some(tx) = links.get(&agent) {
                 // A closed link means the agent is going; its AgentGone
