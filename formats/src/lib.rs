@@ -13,8 +13,9 @@
 //! - [`swf`] (feature `swf`): workload traces in the Standard Workload
 //!   Format, plain or gzip-compressed: a line-by-line reader, and a chunk
 //!   parser for readers on several threads whose fast path reads plain job
-//!   lines with the processor's vector instructions (chosen at run time;
-//!   `CLEMU_SWF_ISA` forces a narrower one).
+//!   lines with SSE2 (feature `swf-wide`: AVX2 or AVX-512 where the
+//!   processor has them, chosen at run time; `CLEMU_SWF_ISA` forces a
+//!   narrower one).
 //! - [`nodeset`] (feature `nodeset`): ClusterShell's nodeset notation, with
 //!   `@group` names from clemu's configuration.
 //! - [`wire`] (feature `wire`): the framed, authenticated protocol between
