@@ -11,7 +11,7 @@ use crate::backend::slurm::Slurm;
 use crate::backend::twin::Twin;
 use crate::backend::Backend;
 use crate::schedule::Schedule;
-use crate::trace::{self, SliceSpec};
+use crate::trace::{self, SliceSpec, TraceJob};
 use crate::Plan;
 
 const EXAMPLES: &str = "\
@@ -327,11 +327,59 @@ pub fn plan(cli: &Cli) -> Result<(Plan, Vec<String>)> {
         },
     };
     let mut warnings = warnings;
-    if plan.backend.runs_run_config() && !plan.backend.virtual_time() {
-        let notes = short_slices(&plan.config, &plan.factors, plan.speedup);
+    if !plan.backend.virtual_time() {
+        let mut notes = Vec::new();
+        if plan.backend.runs_run_config() {
+            notes = short_slices(&plan.config, &plan.factors, plan.speedup);
+        }
+        notes.extend(short_jobs(
+            &plan.slice.jobs,
+            &plan.factors,
+            plan.speedup,
+            plan.tau_ns,
+        ));
         warnings.splice(0..0, notes);
     }
     Ok((plan, warnings))
+}
+
+/// Below this much wall clock a job's measured run time is the host's
+/// more than the trace's: a sigsleep overshoots a short sleep by about
+/// 0.05 ms at the median but up to 1-2 ms when processes start together
+/// on a busy host (docs/policies.md).
+const SHORTEST_RUN: std::time::Duration = std::time::Duration::from_millis(2);
+
+/// A warning when more than 1 % of the jobs would run shorter than
+/// [`SHORTEST_RUN`], naming the `--tau` that keeps the bounded slowdown
+/// clear of them.
+fn short_jobs(jobs: &[TraceJob], factors: &[f64], speedup: f64, tau_ns: i64) -> Option<String> {
+    let factor = factors.iter().copied().min_by(f64::total_cmp)?;
+    let scale = crate::schedule::Scale { factor, speedup };
+    let floor = SHORTEST_RUN.as_nanos() as u64;
+    let short = jobs
+        .iter()
+        .filter(|j| scale.apply_u(j.run_ns) < floor)
+        .count();
+    if short * 100 <= jobs.len() {
+        return None;
+    }
+    let tau_wall = scale.apply(tau_ns) as f64 / 1e6;
+    let tau_hint = if tau_wall < SHORTEST_RUN.as_secs_f64() * 1e3 {
+        format!(
+            "; the bounded slowdown's tau ({} trace s, {tau_wall:.3} ms here) keeps clear of them from --tau {:.0}",
+            tau_ns as f64 / 1e9,
+            (SHORTEST_RUN.as_secs_f64() * speedup / factor).ceil()
+        )
+    } else {
+        String::new()
+    };
+    Some(format!(
+        "{short} of {} jobs run less than {} ms of wall clock at factor {factor} and speedup {speedup}: \
+         a real process overshoots such a sleep by up to a millisecond or two on a busy host, so their \
+         measured run times and slowdowns are the host's more than the trace's{tau_hint}",
+        jobs.len(),
+        SHORTEST_RUN.as_millis()
+    ))
 }
 
 /// Gang slices a replay would scale below what a turn costs on a real host.
@@ -400,6 +448,36 @@ mod tests {
         );
         assert!(w[0].contains("at least 2000 trace s"), "{}", w[0]);
         assert!(super::short_slices(&config, &[1.0], 100.0).is_empty());
+    }
+
+    #[test]
+    fn a_replay_warns_when_many_jobs_are_shorter_than_a_process_can_honour() {
+        let job = |run_s: u64| crate::trace::TraceJob {
+            trace_id: 1,
+            line: 1,
+            submit_ns: 0,
+            run_ns: run_s * 1_000_000_000,
+            walltime_ns: 0,
+            cores: 1,
+        };
+        // At 0.5 / 10,000, 30 s of the trace is 1.5 ms: short; 3000 s is 150 ms.
+        let jobs: Vec<_> = (0..100)
+            .map(|i| job(if i < 5 { 30 } else { 3000 }))
+            .collect();
+        let w = super::short_jobs(&jobs, &[0.5], 10_000.0, 10_000_000_000).unwrap();
+        assert!(w.starts_with("5 of 100 jobs run less than 2 ms"), "{w}");
+        assert!(w.contains("--tau 40"), "{w}");
+        // One in a hundred is within what a replay lives with.
+        let few: Vec<_> = (0..100)
+            .map(|i| job(if i < 1 { 30 } else { 3000 }))
+            .collect();
+        assert_eq!(
+            super::short_jobs(&few, &[0.5], 10_000.0, 10_000_000_000),
+            None
+        );
+        // A tau already past 2 ms is not mentioned.
+        let w = super::short_jobs(&jobs, &[0.5], 10_000.0, 100_000_000_000).unwrap();
+        assert!(!w.contains("--tau"), "{w}");
     }
 
     #[test]
