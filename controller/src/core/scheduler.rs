@@ -66,18 +66,18 @@ impl Scheduler {
         self.last_pass = Some(now.mono);
         let view = cluster.view(now);
         let decisions = self.policy.decide(&view);
+        let queued = view.queue.len();
+        // The view shares the queue and the active jobs with the cluster:
+        // held while the decisions are applied, it would make every
+        // change copy them whole (each active job's allocation with it).
+        drop(view);
         let n = decisions.list.len();
         span.record("decisions", n);
         self.wake_at = decisions.wake_at_ns;
         cluster.apply(decisions.list, now, fx);
         let took = took.elapsed();
         cluster.counters.pass(took);
-        debug!(
-            queued = view.queue.len(),
-            decisions = n,
-            ?took,
-            "scheduling pass"
-        );
+        debug!(queued, decisions = n, ?took, "scheduling pass");
         true
     }
 }
