@@ -516,6 +516,11 @@ impl Cluster {
         self.nodes.iter().map(|n| u64::from(n.cpus)).sum()
     }
 
+    /// The cores of a partition's nodes.
+    pub fn partition_cores(&self, p: &PartitionDef) -> u64 {
+        p.nodes.iter().map(|&n| u64::from(self.nodes[n].cpus)).sum()
+    }
+
     /// The node names of `idx`, folded.
     pub fn fold(&self, idx: &[usize]) -> String {
         nodeset::fold(idx.iter().map(|&i| self.nodes[i].name.as_str()))

@@ -231,12 +231,7 @@ pub fn plan(cli: &Cli) -> Result<(Plan, Vec<String>)> {
         .partitions
         .iter()
         .find(|p| p.default)
-        .map(|p| {
-            p.nodes
-                .iter()
-                .map(|&n| u64::from(config.nodes[n].cpus))
-                .sum()
-        })
+        .map(|p| config.partition_cores(p))
         .unwrap_or(0);
     let slice = trace::read(
         &cli.workload,

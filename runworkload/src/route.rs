@@ -69,12 +69,7 @@ impl Route {
                 other => return Err(bad(format!("unknown condition {other:?}"))),
             }
         }
-        let cores: u64 = part
-            .nodes
-            .iter()
-            .map(|&n| u64::from(config.nodes[n].cpus))
-            .sum();
-        if cores == 0 {
+        if config.partition_cores(part) == 0 {
             bail!("--route {s}: partition {name} has no cores");
         }
         Ok(route)
@@ -97,12 +92,8 @@ pub fn partition_of<'a>(
     config: &controller::config::Cluster,
 ) -> Option<&'a str> {
     let takes = |p: &controller::config::PartitionDef| {
-        let cores: u64 = p
-            .nodes
-            .iter()
-            .map(|&n| u64::from(config.nodes[n].cpus))
-            .sum();
-        cores >= u64::from(job.cores) && (p.max_time_ns == 0 || job.walltime_ns <= p.max_time_ns)
+        config.partition_cores(p) >= u64::from(job.cores)
+            && (p.max_time_ns == 0 || job.walltime_ns <= p.max_time_ns)
     };
     routes
         .iter()
