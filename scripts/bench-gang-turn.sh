@@ -14,8 +14,13 @@
 # old job stopped and the new one running are sigsleep's own instants, on
 # SIGTSTP and SIGCONT or at its start (from its record, `calcmets dump`).
 # Both are CLOCK_REALTIME on one host. KEEP=1 keeps the run's directory
-# (config, serve.log, queue.json, records.jsonl); with
-# CLEMU_LOG=agent::node=debug the log has the instant each signal was sent.
+# (config, serve.log, queue.json, records.jsonl).
+#
+# With TRACE=1 the controller logs when it sent each pass's orders and the
+# agent when it sent each signal (CLEMU_LOG at debug for both), and the
+# table splits the turn: decision to orders sent (the controller), orders
+# sent to signal sent (the hop to the agent), signal sent to seen (the
+# kernel and sigsleep). The logging costs some of what it measures.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cores=${1:-8}
@@ -55,6 +60,7 @@ nodes = "ALL"
 oversubscribe = 2
 EOF
 ctl=("$bin/controller" --config "$tmp/cluster.toml")
+[ -z "${TRACE:-}" ] || export CLEMU_LOG=info,controller::server=debug,agent::node=debug
 "$bin/controller" --config "$tmp/cluster.toml" serve > "$tmp/serve.log" 2>&1 &
 pid=$!
 for _ in $(seq 100); do [ -s "$tmp/state/address" ] && break; sleep 0.1; done
@@ -115,4 +121,32 @@ print(f"| decision to old job stopped (SIGTSTP seen) | {row(to_stop)} |")
 print(f"| decision to new job running (SIGCONT seen, or started) | {row(to_run)} |")
 print(f"| whole turn: decision to the last job of it stopped or running | {row(whole)} |")
 print(f"| jobs whose record and controller disagree on suspensions | {mismatched} |")
+
+# The split, from the log's microsecond timestamps (TRACE=1).
+import bisect, calendar, re, time
+def stamp(line):
+    d, frac = line.split("Z")[0].split(".")
+    return calendar.timegm(time.strptime(d, "%Y-%m-%dT%H:%M:%S")) * 10**9 + int(frac.ljust(9, "0"))
+sent_orders, signalled = [], defaultdict(list)
+pat = re.compile(r"agent::node: (suspended|resumed) job=(\d+)")
+for line in open(f"{tmp}/serve.log"):
+    if "orders sent" in line:
+        sent_orders.append(stamp(line))
+    elif m := pat.search(line):
+        signalled[(int(m.group(2)), m.group(1))].append(stamp(line))
+if sent_orders and signalled:
+    controller, hop, kernel = [], [], []
+    for i, j in ctl.items():
+        r = recs[i]
+        for kind, pairs in (("suspended", [(c[0], s[0]) for c, s in zip(j["suspensions"], r["suspensions"])]),
+                            ("resumed", [(c[1], s[1]) for c, s in zip(j["suspensions"], r["suspensions"]) if c[1]])):
+            for (d, seen), sig in zip(pairs, signalled[(i, kind)]):
+                k = bisect.bisect_left(sent_orders, ns(d))
+                if k < len(sent_orders) and sent_orders[k] <= sig:
+                    controller.append(sent_orders[k] - ns(d))
+                    hop.append(sig - sent_orders[k])
+                kernel.append(ns(seen) - sig)
+    print(f"| decision to orders sent (controller) | {row(controller)} |")
+    print(f"| orders sent to signal sent (to the agent) | {row(hop)} |")
+    print(f"| signal sent to seen by sigsleep (kernel) | {row(kernel)} |")
 EOF

@@ -69,6 +69,13 @@ for c in $cases; do
   done
 done
 
+for c in $cases; do
+  name=${c%%:*}
+  for d in "$tmp/$name"/*/shrink-050; do
+    "$bin/calcmets" dump "$d/records" > "$d/records.jsonl"
+  done
+done
+
 python3 - "$tmp" $cases <<'EOF'
 import json, glob, sys
 
@@ -81,6 +88,8 @@ def span(values, fmt):
     return a if a == b else f"{a}–{b}"
 
 def ms(v):
+    if v < 0.01:
+        return f"{v * 1e3:.2f} ms"
     return f"{v * 1e3:.1f} ms" if v < 1 else f"{v:.2f} s"
 
 def pct(v):
@@ -95,6 +104,33 @@ rows = [
     ("mean bounded slowdown", lambda f: f["metrics"]["bounded_slowdown_mean"]["rel"], pct),
     ("suspended time", lambda f: f["metrics"]["suspended_time"]["rel"], pct),
 ]
+def records(path):
+    return {r["id"]: r for r in map(json.loads, open(path))}
+
+def quantile(xs, p):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(len(xs) * p))] if xs else float("nan")
+
+# Two of the emulation's own costs, from its records against the twin's
+# (job ids match: both runs submit the trace's jobs in the same order):
+# how long after its submission a job starts that the twin starts at
+# once (the decision, the hop to the agent, spawn and exec), and how far
+# a job shorter than 2 ms overshoots its run time.
+own = {}
+for c in cases:
+    twin = records(f"{tmp}/{c}/simulated/shrink-050/records.jsonl")
+    start, over = [], []
+    for path in sorted(glob.glob(f"{tmp}/{c}/emulated-*/shrink-050/records.jsonl")):
+        for i, r in records(path).items():
+            t = twin.get(i)
+            if t is None or r["status"] != "completed":
+                continue
+            if t["start"] - t["submit"] < 1e-9 and not t["suspensions"]:
+                start.append(r["start"] - r["submit"])
+            if r["runtime"] < 0.002 and not r["suspensions"]:
+                over.append(r["end"] - r["start"] - r["runtime"])
+    own[c] = (start, over)
+
 n = len(next(iter(reports.values())))
 jobs = next(iter(reports.values()))[0]["jobs_compared"]
 print(f"{jobs} jobs, {n} emulated replays per policy against the twin\n")
@@ -113,5 +149,9 @@ for label, get, fmt in rows:
                 vals.append(abs(v) if fmt is pct else v)
         # A metric both runs have at 0 (no suspension) has no ratio.
         cells.append(span(vals, fmt) if vals else "–")
+    print(f"| {label} | " + " | ".join(cells) + " |")
+for label, k in (("start, of jobs the twin starts at once: p50 / p90", 0),
+                 ("run-time overshoot of jobs under 2 ms: p50 / p90", 1)):
+    cells = [f"{ms(quantile(own[c][k], .5))} / {ms(quantile(own[c][k], .9))}" if own[c][k] else "–" for c in cases]
     print(f"| {label} | " + " | ".join(cells) + " |")
 EOF
