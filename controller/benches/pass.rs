@@ -120,7 +120,7 @@ fn bench(config: &Arc<Config>, queued: usize, fragmented: bool) {
             std::process::exit(2);
         }
     }
-    let policy = controller::policy(config);
+    let policy = controller::policy(config, false);
     let mut rng = Lcg(42);
     let cores = config.total_cores();
     let hour = 3_600_000_000_000;

@@ -28,6 +28,18 @@ struct File {
     groups: BTreeMap<String, String>,
     #[serde(default)]
     partitions: Vec<PartitionSection>,
+    batsim: Option<BatsimSection>,
+}
+
+/// `[batsim]`: the external scheduler of `policy = "batsim"`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BatsimSection {
+    endpoint: Option<String>,
+    /// "core" (default) or "node": what one Batsim resource is.
+    unit: Option<String>,
+    /// Seconds a reply may take before the scheduler counts as gone.
+    reply_timeout_s: Option<f64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -190,6 +202,8 @@ pub struct Cluster {
     pub hosts: Vec<HostDef>,
     pub agent: AgentSettings,
     pub heartbeat_timeout: Duration,
+    /// The `[batsim]` section, with `policy = "batsim"`.
+    pub batsim: Option<crate::batsim::Settings>,
 }
 
 impl Cluster {
@@ -384,6 +398,35 @@ impl Cluster {
                 bail!("{name}: controller.preemption: unknown mode {other:?} (known: off, suspend)")
             }
         };
+        let batsim = match (&file.batsim, policy.as_str()) {
+            (_, "batsim") => {
+                let b = file.batsim.as_ref();
+                let unit = match b.and_then(|b| b.unit.as_deref()) {
+                    None | Some("core") => crate::batsim::Unit::Core,
+                    Some("node") => crate::batsim::Unit::Node,
+                    Some(other) => {
+                        bail!("{name}: batsim.unit: unknown unit {other:?} (known: core, node)")
+                    }
+                };
+                let timeout = b.and_then(|b| b.reply_timeout_s).unwrap_or(10.0);
+                if !(timeout.is_finite() && timeout > 0.0) {
+                    bail!("{name}: batsim.reply_timeout_s must be a positive number of seconds");
+                }
+                Some(crate::batsim::Settings {
+                    endpoint: b
+                        .and_then(|b| b.endpoint.clone())
+                        .unwrap_or_else(|| crate::batsim::DEFAULT_ENDPOINT.into()),
+                    unit,
+                    wall_per_second: 1.0,
+                    reply_timeout: Duration::from_secs_f64(timeout),
+                    nodes: nodes.iter().map(|n| (n.name.clone(), n.cpus)).collect(),
+                })
+            }
+            (Some(_), _) => {
+                bail!("{name}: a [batsim] section needs controller.policy = \"batsim\"")
+            }
+            (None, _) => None,
+        };
         let max_jobs = match c.max_jobs.unwrap_or(DEFAULT_MAX_JOBS) {
             0 => bail!("{name}: controller.max_jobs must be at least 1"),
             n => usize::try_from(n).unwrap_or(usize::MAX),
@@ -490,6 +533,7 @@ impl Cluster {
             hosts,
             agent,
             heartbeat_timeout,
+            batsim,
         })
     }
 

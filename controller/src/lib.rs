@@ -31,6 +31,7 @@
 //! answer as a table or JSON ([`views`]). `serve --detach` forks before any
 //! thread exists and returns once the controller listens ([`detach`]).
 
+pub mod batsim;
 pub mod cli;
 pub mod client;
 pub mod config;
@@ -102,10 +103,13 @@ fn getrandom_fill(buf: &mut [u8]) -> Result<()> {
 }
 
 /// The policy a config asks for (its name was checked when the config was
-/// read; an unknown one falls back to EASY).
-pub fn policy(config: &Config) -> Box<dyn Policy> {
+/// read; an unknown one falls back to EASY), for the emulation
+/// (`realtime`) or the twin.
+pub fn policy(config: &Config, realtime: bool) -> Box<dyn Policy> {
     let settings = policy::Settings {
         preemption: config.preemption,
+        batsim: config.batsim.clone(),
+        realtime,
     };
     match policy::find(&config.policy) {
         Some(p) => (p.make)(&settings),
@@ -250,7 +254,7 @@ pub async fn serve_then(
         cluster,
         clock,
         journal,
-        policy(&config),
+        policy(&config, true),
         events_rx,
         done.clone(),
         sink,

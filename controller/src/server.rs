@@ -170,6 +170,7 @@ impl Server {
             recorded: written.executions,
             record_ends: HashMap::new(),
         };
+        server.scheduler.attach(&mut server.cluster);
         // A job whose record is in the file ended, even if the controller
         // died before it could note so: its execution must not run again.
         let now = server.clock.now();

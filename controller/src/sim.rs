@@ -49,6 +49,11 @@ pub struct SimRun {
     pub refused: u64,
     /// The nodes each job ran on, folded, by job id.
     pub nodes: HashMap<u64, String>,
+    /// The policy's figures (an external scheduler's latency).
+    pub policy: Option<serde_json::Value>,
+    /// Why the policy stopped deciding before the end, if it did: jobs it
+    /// never started have no record.
+    pub failure: Option<String>,
 }
 
 /// Events, in the order they are handled at one instant: processes end,
@@ -283,11 +288,12 @@ pub fn simulate(config: Arc<config::Cluster>, jobs: &[SimJob], epoch_wall_ns: i6
     }
     let mut sim = Sim {
         cluster,
-        scheduler: Scheduler::new(crate::policy(&config), config.schedule_interval),
+        scheduler: Scheduler::new(crate::policy(&config, false), config.schedule_interval),
         machines,
         records: Vec::with_capacity(jobs.len()),
         pass_queued: None,
     };
+    sim.scheduler.attach(&mut sim.cluster);
     // Consecutive jobs with one submit time go in one request, as the
     // replay does.
     let mut i = 0;
@@ -321,6 +327,9 @@ pub fn simulate(config: Arc<config::Cluster>, jobs: &[SimJob], epoch_wall_ns: i6
                 if let Ok(got) = sim.cluster.submit(specs, now, &mut sim.machines) {
                     ids[from..to].copy_from_slice(&got);
                 }
+                if to == jobs.len() {
+                    sim.cluster.no_more_jobs(now);
+                }
             }
             Ev::End { job, generation } => {
                 if sim
@@ -348,6 +357,10 @@ pub fn simulate(config: Arc<config::Cluster>, jobs: &[SimJob], epoch_wall_ns: i6
         .into_iter()
         .map(|j| (j.id, j.nodes))
         .collect();
+    let policy = sim.scheduler.report();
+    let failure = sim.scheduler.failed().map(str::to_string);
+    // Dropping the policy ends an external scheduler's simulation.
+    drop(sim.scheduler);
     SimRun {
         records: sim.records,
         ids,
@@ -355,6 +368,8 @@ pub fn simulate(config: Arc<config::Cluster>, jobs: &[SimJob], epoch_wall_ns: i6
         passes: sim.cluster.passes(),
         refused: sim.cluster.refused(),
         nodes,
+        policy,
+        failure,
     }
 }
 

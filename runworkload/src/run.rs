@@ -53,6 +53,10 @@ pub(crate) fn run_config(
             p.max_time_ns = scale.apply_u(p.max_time_ns).max(1);
         }
     }
+    // An external scheduler's `now` is the trace's time.
+    if let Some(b) = &mut c.batsim {
+        b.wall_per_second = scale.factor / scale.speedup;
+    }
     c
 }
 

@@ -12,7 +12,7 @@ use tracing::warn;
 
 use super::tables::{Cluster, Job, SuspendedBy, HISTORY};
 use super::Now;
-use crate::policy::{Active, ActiveState, Queued};
+use crate::policy::{Active, ActiveState, Happened, Queued};
 
 impl Cluster {
     /// A job enters the queue.
@@ -27,6 +27,15 @@ impl Cluster {
             estimate_ns: job.estimate_ns(),
             submit_ns: job.submit_mono,
         };
+        if self.happened.is_some() {
+            self.record_event(Happened::Submitted {
+                job: id,
+                at_ns: job.submit_mono,
+                cores: job.spec.cores,
+                walltime_ns: job.spec.walltime_ns,
+                runtime_ns: job.spec.runtime_ns,
+            });
+        }
         self.jobs.insert(id, Box::new(job));
         self.enqueue(partition, q);
         self.wants_pass = true;
@@ -110,6 +119,10 @@ impl Cluster {
             SuspendedBy::Admin => ActiveState::Held,
         };
         self.set_active(id, state, now.mono, remaining);
+        self.record_event(Happened::Suspended {
+            job: id,
+            at_ns: now.mono,
+        });
     }
 
     /// A suspended job runs again (one the policy suspended takes its
@@ -136,6 +149,10 @@ impl Cluster {
         let remaining =
             (job.estimate_ns().min(i64::MAX as u64) as i64 - job.run_time(now.mono)).max(0);
         self.set_active(id, ActiveState::Running, now.mono, remaining);
+        self.record_event(Happened::Resumed {
+            job: id,
+            at_ns: now.mono,
+        });
     }
 
     /// A started job was told to end: it will end `as_state`. No policy may
@@ -178,6 +195,11 @@ impl Cluster {
             return;
         };
         self.unqueue(id, job.partition);
+        self.record_event(Happened::Ended {
+            job: id,
+            at_ns: now.mono,
+            state,
+        });
         job.state = state;
         job.end_ns = now.wall;
         job.reason = reason;
@@ -203,6 +225,8 @@ impl Cluster {
             return;
         };
         warn!(job = id, reason, "job requeued");
+        let (cores, walltime_ns, runtime_ns) =
+            (job.spec.cores, job.spec.walltime_ns, job.spec.runtime_ns);
         job.state = JobState::Pending;
         job.start_ns = 0;
         job.nodes.clear();
@@ -228,6 +252,20 @@ impl Cluster {
             },
         );
         self.enqueue(p, q);
+        // An event-driven scheduler hears of a requeue as an end and a new
+        // submission of the same job.
+        self.record_event(Happened::Ended {
+            job: id,
+            at_ns: now.mono,
+            state: JobState::NodeFail,
+        });
+        self.record_event(Happened::Submitted {
+            job: id,
+            at_ns: now.mono,
+            cores,
+            walltime_ns,
+            runtime_ns,
+        });
     }
 
     /// Nodes drained (with why) or undrained (`None`).

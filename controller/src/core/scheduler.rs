@@ -17,6 +17,8 @@ pub struct Scheduler {
     last_pass: Option<i64>,
     /// When the policy asked to be asked again (gang time slices).
     wake_at: Option<i64>,
+    /// Why the policy can decide nothing more, once it cannot.
+    failed: Option<String>,
 }
 
 impl Scheduler {
@@ -26,7 +28,27 @@ impl Scheduler {
             interval: interval.as_nanos().min(i64::MAX as u128) as i64,
             last_pass: None,
             wake_at: None,
+            failed: None,
         }
+    }
+
+    /// Readies the cluster for this scheduler's policy: one that relays
+    /// events to an external scheduler has them kept.
+    pub fn attach(&self, cluster: &mut Cluster) {
+        if self.policy.wants_events() {
+            cluster.keep_events();
+        }
+    }
+
+    /// Why the policy stopped deciding, if it did (an external scheduler
+    /// that died or stopped answering).
+    pub fn failed(&self) -> Option<&str> {
+        self.failed.as_deref()
+    }
+
+    /// The policy's figures for the run's manifest.
+    pub fn report(&self) -> Option<serde_json::Value> {
+        self.policy.report()
     }
 
     /// When (monotonic ns) the next pass is due, or `None` while nothing
@@ -37,7 +59,10 @@ impl Scheduler {
         let earliest = self
             .last_pass
             .map_or(i64::MIN, |t| t.saturating_add(self.interval));
-        if cluster.wants_pass {
+        if self.failed.is_some() {
+            return None;
+        }
+        if cluster.wants_pass || cluster.has_events() {
             return Some(earliest);
         }
         let after_last = self.last_pass.map_or(i64::MIN, |t| t.saturating_add(1));
@@ -51,7 +76,10 @@ impl Scheduler {
         let took = Instant::now();
         cluster.wants_pass = false;
         let woken = self.wake_at.is_some_and(|w| w <= now.mono);
-        if !cluster.anything_waits() && !woken {
+        if self.failed.is_some() {
+            return false;
+        }
+        if !cluster.anything_waits() && !woken && !cluster.has_events() {
             // Nothing waits: no policy could start, resume or rotate
             // anything.
             self.wake_at = None;
@@ -64,8 +92,13 @@ impl Scheduler {
         );
         let _in = span.enter();
         self.last_pass = Some(now.mono);
-        let view = cluster.view(now);
+        let mut view = cluster.view(now);
+        view.happened = cluster.take_events();
         let decisions = self.policy.decide(&view);
+        if let Some(why) = self.policy.failure() {
+            tracing::error!("scheduler: {why}");
+            self.failed = Some(why);
+        }
         let queued = view.queue.len();
         // The view shares the queue and the active jobs with the cluster:
         // held while the decisions are applied, it would make every

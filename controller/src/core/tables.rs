@@ -11,7 +11,7 @@ use formats::wire::{HostReport, JobInfo, JobSpec, JobState, NodeState, PASS_BUCK
 
 use super::Now;
 use crate::config;
-use crate::policy::{Active, ActiveState, Gang, NodeView, PartitionView, Queued, View};
+use crate::policy::{Active, ActiveState, Gang, Happened, NodeView, PartitionView, Queued, View};
 
 pub type AgentId = u64;
 
@@ -200,6 +200,9 @@ pub struct Cluster {
     pub(super) wants_pass: bool,
     /// Jobs suspended by the policy, waiting to resume.
     pub(super) policy_suspended: usize,
+    /// What happened since the last pass, for a policy that wants it
+    /// ([`Cluster::keep_events`]); `None` otherwise.
+    pub(super) happened: Option<Vec<Happened>>,
 }
 
 impl Cluster {
@@ -268,6 +271,7 @@ impl Cluster {
             ),
             wants_pass: false,
             policy_suspended: 0,
+            happened: None,
         }
     }
 
@@ -430,6 +434,40 @@ impl Cluster {
             partitions: Arc::clone(&self.partition_views),
             queue: Arc::clone(&self.queue),
             active: Arc::clone(&self.active),
+            happened: Vec::new(),
+        }
+    }
+
+    /// From now on, keep what happens for the policy's views.
+    pub fn keep_events(&mut self) {
+        self.happened.get_or_insert_with(Vec::new);
+    }
+
+    /// Whether something happened that the policy has not yet seen.
+    pub fn has_events(&self) -> bool {
+        self.happened.as_ref().is_some_and(|h| !h.is_empty())
+    }
+
+    /// What happened since the last call.
+    pub(super) fn take_events(&mut self) -> Vec<Happened> {
+        self.happened
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
+    }
+
+    pub(super) fn record_event(&mut self, event: Happened) {
+        if let Some(h) = &mut self.happened {
+            h.push(event);
+        }
+    }
+
+    /// Nothing more will be submitted (a replay's last job is in): an
+    /// event-driven scheduler is told.
+    pub fn no_more_jobs(&mut self, now: super::Now) {
+        if self.happened.is_some() {
+            self.record_event(Happened::NoMoreJobs { at_ns: now.mono });
+            self.wants_pass = true;
         }
     }
 }

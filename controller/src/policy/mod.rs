@@ -104,7 +104,7 @@ macro_rules! policies {
 
 // The list of policies: a new one is a file in this folder with a
 // `pub const ENTRY`, and its module's name here.
-policies![fcfs, easy, sjf];
+policies![fcfs, easy, sjf, batsim];
 
 pub use alloc::Free;
 pub use sjf::ShortestFirst;
@@ -123,11 +123,16 @@ pub struct Entry {
 /// What a policy is made with, from the cluster's config. (The policy
 /// module knows nothing else of configs: they depend on it, not it on
 /// them.)
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Settings {
     /// `[controller] preemption = "suspend"`: higher-priority partitions
     /// may suspend lower-priority jobs.
     pub preemption: bool,
+    /// The `[batsim]` section, for `policy = "batsim"`.
+    pub batsim: Option<crate::batsim::Settings>,
+    /// Whether the policy runs in real time (the emulation) or in virtual
+    /// time (the twin).
+    pub realtime: bool,
 }
 
 /// Every policy a configuration can name, in [`ALL`]'s order.
@@ -235,6 +240,43 @@ pub struct View {
     pub queue: Arc<Vec<Queued>>,
     /// Started jobs (running or suspended), by job id.
     pub active: Arc<Vec<Active>>,
+    /// What happened since the last pass, oldest first: kept only for a
+    /// policy that asks for it ([`Policy::wants_events`]), such as one
+    /// that relays events to an external scheduler.
+    pub happened: Vec<Happened>,
+}
+
+/// A change of a job, as an event-driven scheduler hears of it. Times on
+/// the view's clock (`now_ns`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Happened {
+    Submitted {
+        job: u64,
+        at_ns: i64,
+        cores: u32,
+        /// 0: no limit.
+        walltime_ns: u64,
+        /// What its sigsleep sleeps.
+        runtime_ns: u64,
+    },
+    Suspended {
+        job: u64,
+        at_ns: i64,
+    },
+    Resumed {
+        job: u64,
+        at_ns: i64,
+    },
+    /// Over, started or not (a pending job cancelled ends too).
+    Ended {
+        job: u64,
+        at_ns: i64,
+        state: formats::wire::JobState,
+    },
+    /// Nothing more will be submitted.
+    NoMoreJobs {
+        at_ns: i64,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -263,6 +305,25 @@ pub struct Decisions {
 /// wake-up is due.
 pub trait Policy: Send + Sync {
     fn decide(&self, view: &View) -> Decisions;
+
+    /// Whether it wants [`View::happened`] filled, and a pass after every
+    /// change even when no job waits (an event-driven scheduler must hear
+    /// of every end).
+    fn wants_events(&self) -> bool {
+        false
+    }
+
+    /// Why it can decide nothing more (an external scheduler that died),
+    /// once that is so. The driver then stops asking it.
+    fn failure(&self) -> Option<String> {
+        None
+    }
+
+    /// Figures about the policy for the run's manifest (an external
+    /// scheduler's reply latency), as JSON.
+    fn report(&self) -> Option<serde_json::Value> {
+        None
+    }
 }
 
 #[cfg(test)]

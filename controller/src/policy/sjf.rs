@@ -75,6 +75,7 @@ mod tests {
             }]),
             queue: Arc::new(vec![queued(1, 8, 100), queued(2, 4, 10), queued(3, 4, 5)]),
             active: Arc::default(),
+            happened: Vec::new(),
         };
         let started: Vec<u64> = ShortestFirst
             .decide(&view)

@@ -63,6 +63,7 @@ fn view(free: [u32; 4], active: Vec<Active>, queue: Vec<Queued>) -> View {
         }]),
         queue: Arc::new(queue),
         active: Arc::new(active),
+        happened: Vec::new(),
     }
 }
 
@@ -573,6 +574,7 @@ fn never_overbooked() {
             nodes,
             queue: Arc::new(queue),
             active: Arc::default(),
+            happened: Vec::new(),
         };
         for policy in [FCFS, EASY] {
             let d = policy.decide(&v);

@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use anyhow::{anyhow, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use formats::wire::JobInfo;
 use futures_util::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
@@ -87,6 +87,16 @@ fn simulate(plan: &Plan, jobs: &Jobs<'_>, dir: &Path) -> Result<Ran> {
         })
         .collect();
     info!(run = %label, passes = run.passes, "simulated");
+    if let Some(report) = &run.policy {
+        info!(run = %label, %report, "external scheduler");
+    }
+    if let Some(why) = &run.failure {
+        bail!(
+            "{label}: the scheduler stopped deciding: {why} ({} records kept in {})",
+            run.records.len(),
+            record_file.display()
+        );
+    }
     if run.refused > 0 {
         warn!(run = %label, refused = run.refused, "the policy made decisions the cluster refused");
     }

@@ -1,0 +1,619 @@
+//! The policy that relays: clemu's events out to a Batsim scheduler, its
+//! decisions back (see the module's overview).
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use formats::wire::JobState;
+use serde_json::{json, Value};
+use tracing::{debug, warn};
+
+use super::link::Link;
+use super::protocol::{self, Event, Message, Order};
+use super::{Settings, Unit, WORKLOAD};
+use crate::policy::{Decision, Decisions, Happened, Policy, View};
+
+/// How often the emulation speaks while nothing happens: pybatsim gives
+/// up after 2 s without a message.
+const KEEPALIVE_NS: i64 = 1_000_000_000;
+
+pub struct Bridge {
+    settings: Settings,
+    realtime: bool,
+    state: Mutex<State>,
+}
+
+/// A job the scheduler has heard of.
+#[derive(Default)]
+struct Job {
+    /// Resources Batsim-wise (cores, or nodes).
+    res: u32,
+    cores: u32,
+    /// Its resources while it holds them (empty before it starts).
+    alloc: Vec<u32>,
+    started: bool,
+    rejected: bool,
+    killed: bool,
+    /// Suspended at the scheduler's request (its resources are free).
+    suspended: bool,
+    /// The scheduler asked for a suspension or resumption: it hears the
+    /// confirmations (a standard scheduler never does).
+    extension: bool,
+    profile: String,
+}
+
+/// A `KILL_JOB`, answered with `JOB_KILLED` once all its jobs are over.
+struct Kill {
+    ids: Vec<String>,
+    waiting: HashSet<u64>,
+    progress: serde_json::Map<String, Value>,
+}
+
+#[derive(Default)]
+struct State {
+    link: Option<Link>,
+    begun: bool,
+    failure: Option<String>,
+    /// Monotonic ns of Batsim time 0.
+    epoch: Option<i64>,
+    /// Resource → node.
+    res_node: Vec<usize>,
+    /// Node → its first resource.
+    first_res: Vec<u32>,
+    /// Resource → the job holding it.
+    holder: Vec<Option<u64>>,
+    jobs: HashMap<u64, Job>,
+    /// Events for the next request.
+    outbox: Vec<Event>,
+    /// Decisions stamped later than their request, until their time.
+    deferred: Vec<(f64, Order)>,
+    /// `CALL_ME_LATER` times not yet called.
+    calls: Vec<f64>,
+    kills: Vec<Kill>,
+    last_sent: i64,
+    /// Batsim time of the last request.
+    last_now_s: f64,
+    /// The `now` of the scheduler's last reply: when it is free again. No
+    /// request is stamped earlier (so no job starts at 0 before it was
+    /// submitted, as in Batsim).
+    reply_now: f64,
+    latency_us: Option<hdrhistogram::Histogram<u64>>,
+    messages: u64,
+}
+
+impl Bridge {
+    pub fn new(settings: Settings, realtime: bool) -> Bridge {
+        let mut st = State::default();
+        let mut next = 0u32;
+        for (n, (_, cpus)) in settings.nodes.iter().enumerate() {
+            st.first_res.push(next);
+            let count = match settings.unit {
+                Unit::Core => *cpus,
+                Unit::Node => 1,
+            };
+            for _ in 0..count {
+                st.res_node.push(n);
+            }
+            next += count;
+        }
+        st.holder = vec![None; st.res_node.len()];
+        st.latency_us = hdrhistogram::Histogram::new(3).ok();
+        Bridge {
+            settings,
+            realtime,
+            state: Mutex::new(st),
+        }
+    }
+
+    fn seconds(&self, st: &State, mono: i64) -> f64 {
+        let epoch = st.epoch.unwrap_or(mono);
+        ((mono - epoch) as f64 / (1e9 * self.settings.wall_per_second)).max(0.0)
+    }
+
+    fn mono(&self, st: &State, seconds: f64) -> i64 {
+        let epoch = st.epoch.unwrap_or(0);
+        epoch.saturating_add((seconds * 1e9 * self.settings.wall_per_second) as i64)
+    }
+
+    /// The resources as `SIMULATION_BEGINS` lists them.
+    fn resources(&self) -> Vec<(String, u32)> {
+        let mut out = Vec::new();
+        for (n, (name, cpus)) in self.settings.nodes.iter().enumerate() {
+            match self.settings.unit {
+                Unit::Node => out.push((name.clone(), n as u32)),
+                Unit::Core => {
+                    for c in 0..*cpus {
+                        out.push((format!("{name}/{c}"), out.len() as u32));
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// One request and its reply; the reply's orders.
+    fn round_trip(
+        &self,
+        st: &mut State,
+        now_s: f64,
+        now_mono: i64,
+    ) -> Result<Vec<(f64, Order)>, String> {
+        if st.link.is_none() {
+            let link =
+                blocking(|| Link::connect(&self.settings.endpoint, self.settings.reply_timeout))?;
+            st.link = Some(link);
+        }
+        let now_s = now_s.max(st.reply_now);
+        let mut events = std::mem::take(&mut st.outbox);
+        events.sort_by(|a, b| a.timestamp.total_cmp(&b.timestamp));
+        let request = serde_json::to_string(&Message { now: now_s, events })
+            .map_err(|e| format!("cannot encode a request: {e}"))?;
+        let link = st.link.as_ref().expect("connected above");
+        let took = Instant::now();
+        let reply = blocking(|| link.round_trip(request, self.settings.reply_timeout))?;
+        let took = took.elapsed();
+        if let Some(h) = &mut st.latency_us {
+            let _ = h.record(took.as_micros().max(1) as u64);
+        }
+        st.messages += 1;
+        st.last_sent = now_mono;
+        st.last_now_s = now_s;
+        let reply: Message = serde_json::from_str(&reply).map_err(|e| {
+            format!(
+                "scheduler at {}: a reply is not a Batsim message: {e}",
+                self.settings.endpoint
+            )
+        })?;
+        if reply.now.is_finite() {
+            st.reply_now = st.reply_now.max(reply.now);
+        }
+        protocol::orders(&reply)
+            .map_err(|e| format!("scheduler at {}: {e}", self.settings.endpoint))
+    }
+
+    fn begin(&self, st: &mut State, view: &View) -> Result<(), String> {
+        let first = view
+            .happened
+            .iter()
+            .filter_map(|h| match h {
+                Happened::Submitted { at_ns, .. } => Some(*at_ns),
+                _ => None,
+            })
+            .min()
+            .unwrap_or(view.now_ns);
+        // Time 0 is SIMULATION_BEGINS, a microsecond of the host's clock
+        // before the first submission: no job may start at 0 (pybatsim's
+        // allocations refuse it), and in Batsim none could, since none is
+        // submitted before the simulation begins.
+        st.epoch = Some(first.min(view.now_ns) - 1_000);
+        // SIMULATION_BEGINS comes alone, in the first message.
+        st.outbox.push(Event::new(
+            0.0,
+            "SIMULATION_BEGINS",
+            protocol::simulation_begins(&self.resources()),
+        ));
+        let orders = self.round_trip(st, 0.0, view.now_ns)?;
+        st.begun = true;
+        st.deferred.extend(orders);
+        Ok(())
+    }
+
+    /// What happened, as Batsim events in the outbox.
+    fn hear(&self, st: &mut State, view: &View) {
+        for h in &view.happened {
+            match *h {
+                Happened::Submitted {
+                    job,
+                    at_ns,
+                    cores,
+                    walltime_ns,
+                    runtime_ns,
+                } => {
+                    let t = self.seconds(st, at_ns);
+                    let res = match self.settings.unit {
+                        Unit::Core => cores,
+                        Unit::Node => {
+                            let per = self
+                                .settings
+                                .nodes
+                                .iter()
+                                .map(|n| n.1)
+                                .max()
+                                .unwrap_or(1)
+                                .max(1);
+                            cores.div_ceil(per)
+                        }
+                    };
+                    let scale = 1e9 * self.settings.wall_per_second;
+                    let delay = runtime_ns as f64 / scale;
+                    let walltime = if walltime_ns == 0 {
+                        -1.0
+                    } else {
+                        walltime_ns as f64 / scale
+                    };
+                    let profile = format!("delay_{delay}");
+                    let id = job_id(job);
+                    st.outbox.push(Event::new(
+                        t,
+                        "JOB_SUBMITTED",
+                        json!({
+                            "job_id": id,
+                            "job": {"id": id, "subtime": t, "walltime": walltime, "res": res, "profile": profile},
+                            "profile": {"type": "delay", "delay": delay},
+                        }),
+                    ));
+                    st.jobs.insert(
+                        job,
+                        Job {
+                            res,
+                            cores,
+                            profile,
+                            ..Job::default()
+                        },
+                    );
+                }
+                Happened::Ended { job, at_ns, state } => {
+                    let t = self.seconds(st, at_ns);
+                    let Some(j) = st.jobs.remove(&job) else {
+                        continue;
+                    };
+                    for &r in &j.alloc {
+                        if st.holder[r as usize] == Some(job) {
+                            st.holder[r as usize] = None;
+                        }
+                    }
+                    if j.rejected {
+                        continue;
+                    }
+                    let (name, code) = match state {
+                        _ if j.killed => ("COMPLETED_KILLED", 0),
+                        JobState::Completed => ("COMPLETED_SUCCESSFULLY", 0),
+                        JobState::Timeout => ("COMPLETED_WALLTIME_REACHED", 0),
+                        JobState::Cancelled => ("COMPLETED_KILLED", 0),
+                        _ => ("COMPLETED_FAILED", 1),
+                    };
+                    st.outbox.push(Event::new(
+                        t,
+                        "JOB_COMPLETED",
+                        json!({"job_id": job_id(job), "job_state": name, "return_code": code,
+                               "alloc": protocol::format_set(&j.alloc)}),
+                    ));
+                    let mut done = Vec::new();
+                    for (i, k) in st.kills.iter_mut().enumerate() {
+                        if k.waiting.remove(&job) {
+                            k.progress.insert(
+                                job_id(job),
+                                json!({"profile": j.profile, "progress": 0.5}),
+                            );
+                            if k.waiting.is_empty() {
+                                done.push(i);
+                            }
+                        }
+                    }
+                    for i in done.into_iter().rev() {
+                        let k = st.kills.remove(i);
+                        st.outbox.push(Event::new(
+                            t,
+                            "JOB_KILLED",
+                            json!({"job_ids": k.ids, "job_progress": k.progress}),
+                        ));
+                    }
+                }
+                Happened::Suspended { job, at_ns } | Happened::Resumed { job, at_ns } => {
+                    let suspended = matches!(h, Happened::Suspended { .. });
+                    if st.jobs.get(&job).is_some_and(|j| j.extension) {
+                        let t = self.seconds(st, at_ns);
+                        let kind = if suspended {
+                            "JOB_SUSPENDED"
+                        } else {
+                            "JOB_RESUMED"
+                        };
+                        st.outbox
+                            .push(Event::new(t, kind, json!({"job_id": job_id(job)})));
+                    }
+                }
+                Happened::NoMoreJobs { at_ns } => {
+                    let t = self.seconds(st, at_ns);
+                    st.outbox.push(Event::new(
+                        t,
+                        "NOTIFY",
+                        json!({"type": "no_more_static_job_to_submit"}),
+                    ));
+                }
+            }
+        }
+    }
+
+    /// An order, checked against what the scheduler may know, as the
+    /// core's decisions.
+    fn carry_out(
+        &self,
+        st: &mut State,
+        now_s: f64,
+        order: Order,
+        out: &mut Vec<Decision>,
+    ) -> Result<(), String> {
+        match order {
+            Order::Execute { job, alloc } => {
+                let id = parse_id(&job)?;
+                let j = st
+                    .jobs
+                    .get(&id)
+                    .ok_or_else(|| format!("EXECUTE_JOB {job}: no such job waits"))?;
+                if j.started || j.rejected {
+                    return Err(format!(
+                        "EXECUTE_JOB {job}: the job was already started or rejected"
+                    ));
+                }
+                if alloc.len() != j.res as usize {
+                    return Err(format!(
+                        "EXECUTE_JOB {job}: {} resources for a job of {}",
+                        alloc.len(),
+                        j.res
+                    ));
+                }
+                for &r in &alloc {
+                    match st.holder.get(r as usize) {
+                        None => return Err(format!("EXECUTE_JOB {job}: there is no resource {r}")),
+                        Some(Some(other)) => {
+                            return Err(format!(
+                                "EXECUTE_JOB {job}: resource {r} is held by {}",
+                                job_id(*other)
+                            ))
+                        }
+                        Some(None) => {}
+                    }
+                }
+                let mut per_node: Vec<(usize, u32)> = Vec::new();
+                let mut left = j.cores;
+                for &r in &alloc {
+                    let n = st.res_node[r as usize];
+                    let take = match self.settings.unit {
+                        Unit::Core => 1,
+                        Unit::Node => left.min(self.settings.nodes[n].1),
+                    };
+                    left -= take;
+                    match per_node.last_mut() {
+                        Some((m, c)) if *m == n => *c += take,
+                        _ => per_node.push((n, take)),
+                    }
+                }
+                per_node.retain(|(_, c)| *c > 0);
+                if left > 0 {
+                    return Err(format!(
+                        "EXECUTE_JOB {job}: the nodes have too few cores for its {} cores",
+                        j.cores
+                    ));
+                }
+                for &r in &alloc {
+                    st.holder[r as usize] = Some(id);
+                }
+                let j = st.jobs.get_mut(&id).expect("checked");
+                j.started = true;
+                j.alloc = alloc;
+                out.push(Decision::Start {
+                    job: id,
+                    alloc: per_node,
+                });
+            }
+            Order::Reject(job) => {
+                let id = parse_id(&job)?;
+                let j = st
+                    .jobs
+                    .get_mut(&id)
+                    .ok_or_else(|| format!("REJECT_JOB {job}: no such job waits"))?;
+                if j.started {
+                    return Err(format!("REJECT_JOB {job}: the job has started"));
+                }
+                j.rejected = true;
+                out.push(Decision::Cancel(id));
+            }
+            Order::Kill(ids) => {
+                let mut kill = Kill {
+                    ids: ids.clone(),
+                    waiting: HashSet::new(),
+                    progress: Default::default(),
+                };
+                for job in &ids {
+                    let id = parse_id(job)?;
+                    if let Some(j) = st.jobs.get_mut(&id) {
+                        if !j.killed {
+                            j.killed = true;
+                            out.push(Decision::Cancel(id));
+                        }
+                        kill.waiting.insert(id);
+                    }
+                }
+                if kill.waiting.is_empty() {
+                    st.outbox.push(Event::new(
+                        now_s,
+                        "JOB_KILLED",
+                        json!({"job_ids": ids, "job_progress": {}}),
+                    ));
+                } else {
+                    st.kills.push(kill);
+                }
+            }
+            Order::CallMeLater(t) => st.calls.push(t),
+            Order::Notified => {}
+            Order::Suspend(job) => {
+                let id = parse_id(&job)?;
+                let j = st
+                    .jobs
+                    .get_mut(&id)
+                    .ok_or_else(|| format!("SUSPEND_JOB {job}: no such job runs"))?;
+                if !j.started || j.suspended || j.killed {
+                    return Err(format!("SUSPEND_JOB {job}: the job is not running"));
+                }
+                j.suspended = true;
+                j.extension = true;
+                for &r in &j.alloc {
+                    st.holder[r as usize] = None;
+                }
+                out.push(Decision::Suspend(id));
+            }
+            Order::Resume(job) => {
+                let id = parse_id(&job)?;
+                let j = st
+                    .jobs
+                    .get(&id)
+                    .ok_or_else(|| format!("RESUME_JOB {job}: no such job"))?;
+                if !j.suspended {
+                    return Err(format!("RESUME_JOB {job}: the job is not suspended"));
+                }
+                if let Some((r, other)) = j
+                    .alloc
+                    .iter()
+                    .find_map(|&r| st.holder[r as usize].map(|o| (r, o)))
+                {
+                    return Err(format!(
+                        "RESUME_JOB {job}: its resource {r} is held by {}",
+                        job_id(other)
+                    ));
+                }
+                let alloc = j.alloc.clone();
+                for r in alloc {
+                    st.holder[r as usize] = Some(id);
+                }
+                st.jobs.get_mut(&id).expect("checked").suspended = false;
+                out.push(Decision::Resume(id));
+            }
+        }
+        Ok(())
+    }
+
+    fn pass(&self, st: &mut State, view: &View) -> Result<Decisions, String> {
+        if !st.begun {
+            self.begin(st, view)?;
+        }
+        self.hear(st, view);
+        let now_s = self.seconds(st, view.now_ns);
+        // Calls whose time has come.
+        st.calls.sort_by(f64::total_cmp);
+        let due = st.calls.partition_point(|&t| t <= now_s + 1e-9);
+        for t in st.calls.drain(..due).collect::<Vec<_>>() {
+            st.outbox.push(Event::new(t, "REQUESTED_CALL", json!({})));
+        }
+        let keepalive = self.realtime && view.now_ns - st.last_sent >= KEEPALIVE_NS;
+        if !st.outbox.is_empty() || keepalive {
+            let orders = self.round_trip(st, now_s, view.now_ns)?;
+            st.deferred.extend(orders);
+        }
+        // Orders whose time has come, in their order.
+        let mut list = Vec::new();
+        let ready: Vec<(f64, Order)>;
+        (ready, st.deferred) = std::mem::take(&mut st.deferred)
+            .into_iter()
+            .partition(|(t, _)| *t <= now_s + 1e-9);
+        for (_, order) in ready {
+            self.carry_out(st, now_s, order, &mut list)?;
+        }
+        let mut wake = st
+            .deferred
+            .iter()
+            .map(|(t, _)| *t)
+            .chain(st.calls.iter().copied())
+            .fold(f64::INFINITY, f64::min);
+        if !st.outbox.is_empty() {
+            // JOB_KILLED for jobs already over: said at the next pass.
+            wake = wake.min(now_s);
+        }
+        let mut wake_at_ns = wake
+            .is_finite()
+            .then(|| self.mono(st, wake).max(view.now_ns));
+        if self.realtime {
+            let k = st.last_sent + KEEPALIVE_NS;
+            wake_at_ns = Some(wake_at_ns.map_or(k, |w| w.min(k)));
+        }
+        debug!(decisions = list.len(), "batsim reply carried out");
+        Ok(Decisions { list, wake_at_ns })
+    }
+}
+
+impl Policy for Bridge {
+    fn decide(&self, view: &View) -> Decisions {
+        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        if st.failure.is_some() {
+            return Decisions::default();
+        }
+        match self.pass(&mut st, view) {
+            Ok(d) => d,
+            Err(e) => {
+                st.failure = Some(e);
+                st.link = None;
+                Decisions::default()
+            }
+        }
+    }
+
+    fn wants_events(&self) -> bool {
+        true
+    }
+
+    fn failure(&self) -> Option<String> {
+        self.state.lock().ok().and_then(|s| s.failure.clone())
+    }
+
+    fn report(&self) -> Option<Value> {
+        let st = self.state.lock().ok()?;
+        let h = st.latency_us.as_ref()?;
+        let ms = |us: u64| us as f64 / 1000.0;
+        Some(json!({
+            "scheduler": self.settings.endpoint,
+            "messages": st.messages,
+            "reply_ms": {
+                "p50": ms(h.value_at_quantile(0.5)),
+                "p99": ms(h.value_at_quantile(0.99)),
+                "max": ms(h.max()),
+            },
+            "failure": st.failure,
+        }))
+    }
+}
+
+impl Drop for Bridge {
+    /// Tells the scheduler the simulation is over, as Batsim does, so it
+    /// exits on its own.
+    fn drop(&mut self) {
+        let st = self.state.get_mut().unwrap_or_else(|e| e.into_inner());
+        if !st.begun || st.failure.is_some() || st.link.is_none() {
+            return;
+        }
+        let now_s = st
+            .outbox
+            .iter()
+            .map(|e| e.timestamp)
+            .fold(st.last_now_s, f64::max);
+        let ends = Message {
+            now: now_s,
+            events: vec![Event::new(now_s, "SIMULATION_ENDS", json!({}))],
+        };
+        if let (Some(link), Ok(text)) = (&st.link, serde_json::to_string(&ends)) {
+            if let Err(e) = blocking(|| link.round_trip(text, Duration::from_secs(2))) {
+                warn!("batsim: SIMULATION_ENDS: {e}");
+            }
+        }
+    }
+}
+
+fn job_id(job: u64) -> String {
+    format!("{WORKLOAD}!{job}")
+}
+
+fn parse_id(s: &str) -> Result<u64, String> {
+    s.strip_prefix(WORKLOAD)
+        .and_then(|r| r.strip_prefix('!'))
+        .and_then(|n| n.parse().ok())
+        .ok_or_else(|| format!("{s:?} is not a job of clemu's (they are {WORKLOAD}!N)"))
+}
+
+/// Runs `f`, which blocks, without starving the server's other tasks.
+fn blocking<T>(f: impl FnOnce() -> T) -> T {
+    match tokio::runtime::Handle::try_current() {
+        Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(f)
+        }
+        _ => f(),
+    }
+}
