@@ -121,6 +121,10 @@ struct PartitionSection {
     /// Slurm's JobRequeue=1) or "fail" (state node_fail).
     #[serde(default)]
     on_node_fail: Option<String>,
+    /// Place each job on consecutive nodes (Slurm's `--contiguous`); on
+    /// one-core nodes, what Batsim schedulers call consecutive resources.
+    #[serde(default)]
+    contiguous: bool,
 }
 
 /// Default of `[controller] max_jobs`: a million queued jobs take well
@@ -157,6 +161,8 @@ pub struct PartitionDef {
     /// A job whose node is lost goes back to the queue (else it ends as
     /// `node_fail`).
     pub requeue: bool,
+    /// Jobs go on consecutive nodes only.
+    pub contiguous: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -337,6 +343,7 @@ impl Cluster {
                         p.name
                     ),
                 },
+                contiguous: p.contiguous,
             });
         }
         if partitions.is_empty() {
@@ -349,6 +356,7 @@ impl Cluster {
                 oversubscribe: 1,
                 time_slice,
                 requeue: true,
+                contiguous: false,
             });
         }
         if partitions.len() > 64 {

@@ -56,8 +56,9 @@ pub struct SimRun {
     pub failure: Option<String>,
 }
 
-/// Events, in the order they are handled at one instant: processes end,
-/// jobs arrive, then the scheduler looks.
+/// Events, in the order they are handled at one instant: processes end
+/// (each followed by a pass when the interval is 0), jobs arrive, then
+/// the scheduler looks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Ev {
     /// A job's process ends, if its generation is still current (a
@@ -339,6 +340,15 @@ pub fn simulate(config: Arc<config::Cluster>, jobs: &[SimJob], epoch_wall_ns: i6
                     .is_some_and(|p| p.generation == generation)
                 {
                     sim.end(job, t);
+                    // With no interval, the scheduler looks at once, before
+                    // another end at this instant, as in the emulation.
+                    if sim.scheduler.every_event()
+                        && sim.scheduler.due(&sim.cluster).is_some_and(|d| d <= t)
+                    {
+                        sim.pass_queued = None;
+                        let now = sim.now(t);
+                        sim.scheduler.pass(&mut sim.cluster, now, &mut sim.machines);
+                    }
                 }
             }
             Ev::Pass(seq) => {

@@ -46,6 +46,13 @@ impl Scheduler {
         self.failed.as_deref()
     }
 
+    /// Whether a pass follows every event (an interval of 0), rather than
+    /// every instant: a job's end is seen alone, as a scheduler that
+    /// reacts to each event sees it.
+    pub fn every_event(&self) -> bool {
+        self.interval == 0
+    }
+
     /// The policy's figures for the run's manifest.
     pub fn report(&self) -> Option<serde_json::Value> {
         self.policy.report()

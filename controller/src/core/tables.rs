@@ -266,6 +266,7 @@ impl Cluster {
                             oversubscribe: p.oversubscribe,
                             slice_ns: p.time_slice.as_nanos() as i64,
                         }),
+                        contiguous: p.contiguous,
                     })
                     .collect(),
             ),

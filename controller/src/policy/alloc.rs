@@ -24,6 +24,8 @@ pub struct Free {
     blocked: Vec<u64>,
     /// Partitions that time-slice: placement there stays within the slots.
     gang: Vec<bool>,
+    /// Partitions whose jobs go on consecutive nodes.
+    contiguous: Vec<bool>,
 }
 
 fn set_bit(set: &mut [u64], n: usize, on: bool) {
@@ -67,6 +69,7 @@ impl Free {
             gang: (0..v.partitions.len())
                 .map(|p| gang_of(v, p).is_some())
                 .collect(),
+            contiguous: v.partitions.iter().map(|p| p.contiguous).collect(),
         }
     }
 
@@ -87,14 +90,18 @@ impl Free {
 
     /// Where `q` would go now (first fit), without taking anything: on
     /// free cores of its partition's usable nodes, outside reserved nodes,
-    /// and within the slots in a partition that time-slices.
+    /// and within the slots in a partition that time-slices. In a
+    /// contiguous partition, on the first run of consecutive nodes that
+    /// has room: a node with none, or a gap in the node order, starts the
+    /// run again.
     pub fn try_place(&self, _v: &View, q: &Queued) -> Option<Vec<(usize, u32)>> {
         if q.cores == 0 || !self.might_fit(q) {
             return None;
         }
         let slotted = self.gang.get(q.partition).copied().unwrap_or(false);
+        let contiguous = self.contiguous.get(q.partition).copied().unwrap_or(false);
         let mut need = q.cores;
-        let mut alloc = Vec::new();
+        let mut alloc: Vec<(usize, u32)> = Vec::new();
         let member = &self.members[q.partition];
         let open = self.open.iter().zip(&self.blocked);
         for (w, (&m, (&o, &b))) in member.iter().zip(open).enumerate() {
@@ -108,10 +115,19 @@ impl Free {
                     .checked_div(q.mem_per_cpu_mb)
                     .unwrap_or(u64::MAX)
                     .min(u64::from(u32::MAX)) as u32;
-                let mut take = node.free_cpus.min(need).min(by_mem);
+                let mut room = node.free_cpus.min(by_mem);
                 if slotted {
-                    take = take.min(node.free_slots);
+                    room = room.min(node.free_slots);
                 }
+                if contiguous
+                    && alloc
+                        .last()
+                        .is_some_and(|&(last, _)| last + 1 != n || room == 0)
+                {
+                    alloc.clear();
+                    need = q.cores;
+                }
+                let take = room.min(need);
                 if take > 0 {
                     alloc.push((n, take));
                     need -= take;

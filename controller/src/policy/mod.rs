@@ -82,7 +82,9 @@
 //!
 //! Placement is first fit over a partition's usable nodes: a job of `c`
 //! cores takes whatever free cores (and the memory they need) nodes have,
-//! in node order, until it has `c`.
+//! in node order, until it has `c`. In a partition with `contiguous =
+//! true` it takes the first run of consecutive nodes that together have
+//! `c` free cores.
 
 use std::sync::Arc;
 
@@ -175,6 +177,9 @@ pub struct PartitionView {
     /// Higher wins, for queue order and preemption.
     pub priority: u32,
     pub gang: Option<Gang>,
+    /// A job's nodes must be consecutive in node order (no gap), and it
+    /// takes the first such run that fits.
+    pub contiguous: bool,
 }
 
 /// A pending job, in queue order.

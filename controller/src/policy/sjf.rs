@@ -72,6 +72,7 @@ mod tests {
                 nodes: vec![0],
                 priority: 0,
                 gang: None,
+                contiguous: false,
             }]),
             queue: Arc::new(vec![queued(1, 8, 100), queued(2, 4, 10), queued(3, 4, 5)]),
             active: Arc::default(),

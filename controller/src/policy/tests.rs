@@ -60,6 +60,7 @@ fn view(free: [u32; 4], active: Vec<Active>, queue: Vec<Queued>) -> View {
             nodes: vec![0, 1, 2, 3],
             priority: 0,
             gang: None,
+            contiguous: false,
         }]),
         queue: Arc::new(queue),
         active: Arc::new(active),
@@ -213,6 +214,7 @@ fn queue_urgent(v: &mut View, nodes: Vec<usize>) {
         nodes,
         priority: 10,
         gang: None,
+        contiguous: false,
     });
     v.queue = Arc::new(vec![Queued {
         partition: 1,
@@ -332,6 +334,7 @@ fn preemption_spares_victims_it_can_do_without() {
         nodes: vec![0, 1],
         priority: 10,
         gang: None,
+        contiguous: false,
     });
     Arc::make_mut(&mut v.partitions)[0].priority = 1;
     v.active = Arc::new(vec![
@@ -365,6 +368,7 @@ fn jobs_being_cancelled_are_not_victims() {
         nodes: vec![0, 1, 2, 3],
         priority: 10,
         gang: None,
+        contiguous: false,
     });
     v.active = Arc::new(vec![in_state(
         running(10, 0, vec![(0, 4), (1, 4), (2, 4), (3, 4)], 900),
@@ -423,6 +427,7 @@ fn no_start_beyond_k_jobs_per_core() {
             oversubscribe: 2,
             slice_ns: 30 * S,
         }),
+        contiguous: false,
     };
     v.active = Arc::new(vec![
         in_state(
@@ -459,6 +464,7 @@ fn gang_view(slice_s: i64) -> View {
             oversubscribe: 2,
             slice_ns: slice_s * S,
         }),
+        contiguous: false,
     };
     v
 }
@@ -564,11 +570,13 @@ fn never_overbooked() {
                     nodes: (0..n).collect(),
                     priority: 0,
                     gang: None,
+                    contiguous: false,
                 },
                 PartitionView {
                     nodes: (0..n).filter(|i| i % 2 == 0).collect(),
                     priority: 0,
                     gang: None,
+                    contiguous: false,
                 },
             ]),
             nodes,
@@ -605,4 +613,40 @@ fn never_overbooked() {
             }
         }
     }
+}
+
+#[test]
+fn contiguous_placement_takes_the_first_run_of_consecutive_nodes() {
+    // Free cores [2, 0, 3, 3]: 4 cores fit first fit on nodes 0 and 2,
+    // but node 1 is full, so a contiguous job takes nodes 2 and 3; one of
+    // 7 does not fit anywhere, though 8 cores are free.
+    let mut v = view([2, 0, 3, 3], vec![], vec![job(1, 4, 10), job(2, 7, 10)]);
+    let first_fit = FCFS.decide(&v);
+    assert_eq!(
+        first_fit.list[0],
+        Decision::Start {
+            job: 1,
+            alloc: vec![(0, 2), (2, 2)]
+        }
+    );
+    Arc::make_mut(&mut v.partitions)[0].contiguous = true;
+    let d = FCFS.decide(&v);
+    assert_eq!(
+        d.list,
+        [Decision::Start {
+            job: 1,
+            alloc: vec![(2, 3), (3, 1)]
+        }]
+    );
+    // A node outside the partition is a gap too.
+    Arc::make_mut(&mut v.partitions)[0].nodes = vec![0, 2, 3];
+    v.nodes[1].free_cpus = 4;
+    let d = FCFS.decide(&v);
+    assert_eq!(
+        d.list[0],
+        Decision::Start {
+            job: 1,
+            alloc: vec![(2, 3), (3, 1)]
+        }
+    );
 }
