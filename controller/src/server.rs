@@ -9,7 +9,9 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::time::Instant;
 
-use formats::wire::{Exit, FromAgent, Held, JobSpec, Request, Response, RunSettings, ToAgent};
+use formats::wire::{
+    Exit, FromAgent, Held, JobFilter, JobSpec, JobState, Request, Response, RunSettings, ToAgent,
+};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, error, info};
@@ -321,10 +323,24 @@ impl Server {
         }
     }
 
-    /// A scheduling pass, now.
+    /// A scheduling pass, now. If the policy stops deciding in it, the
+    /// jobs that wait are cancelled (none could ever start); running ones
+    /// keep going to their end.
     fn pass(&mut self) {
         let now = self.clock.now();
+        let deciding = self.scheduler.failed().is_none();
         self.scheduler.pass(&mut self.cluster, now, &mut self.out);
+        if let (true, Some(why)) = (deciding, self.scheduler.failed()) {
+            let (pending, _) = self.cluster.matching(&JobFilter {
+                states: vec![JobState::Pending],
+                ..JobFilter::default()
+            });
+            error!(
+                cancelled = pending.len(),
+                "the scheduler stopped deciding: {why}; pending jobs cancelled, running ones go on"
+            );
+            self.cluster.cancel(&pending, now, &mut self.out);
+        }
     }
 
     fn ping(&mut self) {
@@ -539,6 +555,9 @@ impl Server {
                 if self.stopping.is_some() {
                     return Response::Error("the controller is shutting down".into());
                 }
+                if let Some(why) = self.scheduler.failed() {
+                    return Response::Error(format!("no scheduler: {why}"));
+                }
                 match self.cluster.submit(specs, now, &mut self.out) {
                     Ok(ids) => Response::Submitted(ids),
                     Err(e) => Response::Error(e),
@@ -552,7 +571,9 @@ impl Server {
                 stats.journal_lag_ns = self.journal.lag().as_nanos() as u64;
                 stats.held_requests = self.held.len() as u64;
                 stats.held_jobs = self.held.iter().map(|(s, _)| s.len() as u64).sum();
-                Response::Stats(stats)
+                stats.policy_failure = self.scheduler.failed().map(str::to_string);
+                stats.policy_report = self.scheduler.report();
+                Response::Stats(Box::new(stats))
             }
             Request::Hosts => Response::Hosts(self.cluster.hosts(now)),
             Request::Cancel(ids) => Response::Jobs(self.cluster.cancel(&ids, now, &mut self.out)),

@@ -50,7 +50,7 @@ pub struct SimRun {
     /// The nodes each job ran on, folded, by job id.
     pub nodes: HashMap<u64, String>,
     /// The policy's figures (an external scheduler's latency).
-    pub policy: Option<serde_json::Value>,
+    pub policy: Option<formats::scheduler::SchedulerReport>,
     /// Why the policy stopped deciding before the end, if it did: jobs it
     /// never started have no record.
     pub failure: Option<String>,

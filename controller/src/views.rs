@@ -163,6 +163,8 @@ pub fn stats_json(s: &ClusterStats) -> serde_json::Value {
         "max_jobs": s.max_jobs,
         "held_requests": s.held_requests,
         "held_jobs": s.held_jobs,
+        "scheduler": s.policy_report,
+        "scheduler_failure": s.policy_failure,
     })
 }
 
@@ -235,6 +237,19 @@ pub fn stats_table(s: &ClusterStats) -> String {
             s.journal_lag_ns as f64 / 1e6
         ),
     );
+    if let Some(r) = &s.policy_report {
+        line(
+            &mut out,
+            "scheduler",
+            format!(
+                "{}: {} messages, reply p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms",
+                r.endpoint, r.messages, r.reply_ms.p50, r.reply_ms.p99, r.reply_ms.max
+            ),
+        );
+    }
+    if let Some(why) = &s.policy_failure {
+        line(&mut out, "scheduler failed", why.clone());
+    }
     out
 }
 

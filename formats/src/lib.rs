@@ -22,6 +22,8 @@
 //!   controller, agents and clients, and its messages.
 //! - [`results`] (feature `results`): a results directory's files, as
 //!   runworkload writes them and calcmets reads them.
+//! - [`scheduler`]: an external scheduler's figures (reply latency), from
+//!   the controller's stats to a run's manifest.
 //! - [`seconds`]: decimal seconds from command lines and traces, read exactly
 //!   into nanoseconds.
 //! - [`usage`] (feature `cli`): the binaries' command-line mistakes, as one
@@ -38,6 +40,7 @@ pub mod nodeset;
 pub mod record;
 #[cfg(feature = "results")]
 pub mod results;
+pub mod scheduler;
 pub mod seconds;
 #[cfg(feature = "swf")]
 pub mod swf;

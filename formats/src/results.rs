@@ -135,6 +135,11 @@ pub struct Manifest {
     /// Actual − target submit instants; `None` while `running`.
     #[serde(default)]
     pub lateness: Option<Lateness>,
+    /// An external scheduler's figures (`policy = "batsim"`): its
+    /// endpoint, messages exchanged, reply latency p50/p99/max in ms, and
+    /// why it stopped deciding if it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scheduler: Option<crate::scheduler::SchedulerReport>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -400,6 +405,16 @@ mod tests {
             end: None,
             counts: None,
             lateness: None,
+            scheduler: Some(crate::scheduler::SchedulerReport {
+                endpoint: "tcp://127.0.0.1:28000".into(),
+                messages: 12,
+                reply_ms: crate::scheduler::Latency {
+                    p50: 0.5,
+                    p99: 1.5,
+                    max: 2.0,
+                },
+                failure: None,
+            }),
         };
         m.write(dir.path()).unwrap();
         let text = std::fs::read_to_string(dir.path().join(MANIFEST)).unwrap();

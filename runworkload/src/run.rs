@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use calcmets::metrics::Summary;
 use formats::results::Status;
 use formats::wire::JobSpec;
@@ -84,6 +84,8 @@ pub async fn run_factor(
             end_ns: None,
             counts: None,
             lateness: None,
+            error: None,
+            scheduler: None,
         },
     )?;
 
@@ -121,6 +123,14 @@ pub async fn run_factor(
     };
     let ran = plan.backend.run(plan, &jobs, &dir, stop).await?;
     let summary = write_results(plan, &dir, &jobs, &ran)?;
+    if let Some(why) = &ran.failure {
+        // The results are written: records, jobs.csv, metrics of the jobs
+        // that ran.
+        bail!(
+            "{label}: the scheduler stopped deciding: {why} (the jobs it had started ran to their end; results kept in {})",
+            dir.display()
+        );
+    }
     Ok(RunResult {
         label,
         dir,

@@ -233,6 +233,8 @@ pub(crate) fn write_results(
         interrupted,
         cores,
         slurm_ids,
+        scheduler,
+        failure,
     } = ran;
     let (started_wall, ended_wall, interrupted, cores) =
         (*started_wall, *ended_wall, *interrupted, *cores);
@@ -287,7 +289,9 @@ pub(crate) fn write_results(
         &RunState {
             label,
             factor,
-            status: if interrupted {
+            status: if failure.is_some() {
+                Status::Failed
+            } else if interrupted {
                 Status::Interrupted
             } else {
                 Status::Completed
@@ -297,6 +301,8 @@ pub(crate) fn write_results(
             end_ns: Some(ended_wall),
             counts: Some(&states),
             lateness: Some(&late),
+            error: failure.as_deref(),
+            scheduler: scheduler.as_ref(),
         },
     )?;
 
@@ -348,6 +354,8 @@ pub(crate) struct RunState<'a> {
     pub counts: Option<&'a HashMap<&'static str, u64>>,
     /// Sorted lateness of the submitted jobs, ns.
     pub lateness: Option<&'a [i64]>,
+    pub error: Option<&'a str>,
+    pub scheduler: Option<&'a formats::scheduler::SchedulerReport>,
 }
 
 /// Writes `dir/manifest.json`: the plan, and where the run stands.
@@ -395,7 +403,7 @@ pub(crate) fn write_manifest(plan: &Plan, dir: &Path, m: &RunState<'_>) -> Resul
     let manifest = results::Manifest {
         label: m.label.to_string(),
         status: m.status,
-        error: None,
+        error: m.error.map(str::to_string),
         clemu_version: env!("CARGO_PKG_VERSION").to_string(),
         pid: std::process::id(),
         config: plan.config_path.display().to_string(),
@@ -452,6 +460,7 @@ pub(crate) fn write_manifest(plan: &Plan, dir: &Path, m: &RunState<'_>) -> Resul
             .counts
             .map(|c| c.iter().map(|(k, v)| (k.to_string(), *v)).collect()),
         lateness,
+        scheduler: m.scheduler.cloned(),
     };
     manifest
         .write(dir)

@@ -5,6 +5,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use formats::scheduler::{Latency, SchedulerReport};
 use formats::wire::JobState;
 use serde_json::{json, Value};
 use tracing::{debug, warn};
@@ -555,20 +556,20 @@ impl Policy for Bridge {
         self.state.lock().ok().and_then(|s| s.failure.clone())
     }
 
-    fn report(&self) -> Option<Value> {
+    fn report(&self) -> Option<SchedulerReport> {
         let st = self.state.lock().ok()?;
         let h = st.latency_us.as_ref()?;
         let ms = |us: u64| us as f64 / 1000.0;
-        Some(json!({
-            "scheduler": self.settings.endpoint,
-            "messages": st.messages,
-            "reply_ms": {
-                "p50": ms(h.value_at_quantile(0.5)),
-                "p99": ms(h.value_at_quantile(0.99)),
-                "max": ms(h.max()),
+        Some(SchedulerReport {
+            endpoint: self.settings.endpoint.clone(),
+            messages: st.messages,
+            reply_ms: Latency {
+                p50: ms(h.value_at_quantile(0.5)),
+                p99: ms(h.value_at_quantile(0.99)),
+                max: ms(h.max()),
             },
-            "failure": st.failure,
-        }))
+            failure: st.failure.clone(),
+        })
     }
 }
 

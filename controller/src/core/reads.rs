@@ -213,12 +213,14 @@ impl Cluster {
                 .collect(),
             pass_ns_total: self.counters.pass_ns_total,
             max_jobs: self.config.max_jobs as u64,
-            // The server's to fill in: the journal and the waiting
-            // submissions are its own.
+            // The server's to fill in: the journal, the waiting
+            // submissions and the scheduler are its own.
             journal_unsynced: 0,
             journal_lag_ns: 0,
             held_requests: 0,
             held_jobs: 0,
+            policy_failure: None,
+            policy_report: None,
         }
     }
 

@@ -54,7 +54,7 @@ impl Scheduler {
     }
 
     /// The policy's figures for the run's manifest.
-    pub fn report(&self) -> Option<serde_json::Value> {
+    pub fn report(&self) -> Option<formats::scheduler::SchedulerReport> {
         self.policy.report()
     }
 

@@ -326,7 +326,7 @@ pub trait Policy: Send + Sync {
 
     /// Figures about the policy for the run's manifest (an external
     /// scheduler's reply latency), as JSON.
-    fn report(&self) -> Option<serde_json::Value> {
+    fn report(&self) -> Option<formats::scheduler::SchedulerReport> {
         None
     }
 }

@@ -142,6 +142,11 @@ impl Cluster {
             .unwrap()
     }
 
+    /// A controller on a config of the test's own, written in `dir`.
+    pub fn start_text(dir: tempfile::TempDir, text: &str) -> Cluster {
+        Cluster::launch_text(dir, text, true)
+    }
+
     fn launch_text(dir: tempfile::TempDir, text: &str, wait_up: bool) -> Cluster {
         let config = dir.path().join("cluster.toml");
         std::fs::write(&config, text).unwrap();

@@ -185,6 +185,12 @@ pub struct ClusterStats {
     /// in them.
     pub held_requests: u64,
     pub held_jobs: u64,
+    /// Why the policy stopped deciding (an external scheduler that died
+    /// or stopped answering): then pending jobs were cancelled and no job
+    /// is accepted.
+    pub policy_failure: Option<String>,
+    /// An external scheduler's figures (its reply latency).
+    pub policy_report: Option<crate::scheduler::SchedulerReport>,
 }
 
 /// Upper bounds (seconds) of the scheduling-pass duration histogram, as
@@ -282,7 +288,7 @@ pub enum Response {
     Queue(Vec<JobInfo>),
     Nodes(Vec<NodeInfo>),
     Hosts(Vec<HostInfo>),
-    Stats(ClusterStats),
+    Stats(Box<ClusterStats>),
     Jobs(Vec<JobOutcome>),
     /// Nodes affected (folded).
     Drained(String),

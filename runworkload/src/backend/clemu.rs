@@ -95,6 +95,7 @@ impl Clemu {
         let mut actual: Vec<i64> = vec![0; n];
         let mut submitted = 0usize;
         let mut interrupted = false;
+        let mut failure: Option<String> = None;
         let mut next_view = Instant::now();
 
         // Submit at absolute deadlines; jobs whose deadline has passed go
@@ -108,7 +109,12 @@ impl Clemu {
                 }
                 if now >= next_view {
                     next_view = now + Duration::from_millis(250);
-                    update(&progress, &stats(&mut monitor).await?, &before, submitted);
+                    let s = stats(&mut monitor).await?;
+                    update(&progress, &s, &before, submitted);
+                    if s.policy_failure.is_some() {
+                        failure = s.policy_failure;
+                        break;
+                    }
                     continue;
                 }
                 let wake = (due - SPIN).min(next_view);
@@ -121,7 +127,7 @@ impl Clemu {
                     }
                 }
             }
-            if interrupted {
+            if interrupted || failure.is_some() {
                 break;
             }
             let now = Instant::now();
@@ -135,6 +141,11 @@ impl Clemu {
                         actual[i] = sent;
                     }
                 }
+                // The scheduler failed between two looks at the stats.
+                Response::Error(e) if e.starts_with("no scheduler") => {
+                    failure = stats(&mut monitor).await?.policy_failure.or(Some(e));
+                    break;
+                }
                 Response::Error(e) => bail!(
                     "the cluster refused {}: {e}",
                     trace_jobs(&plan.slice.jobs, &batch, &plan.workload)
@@ -144,13 +155,15 @@ impl Clemu {
         }
 
         // Wait for every job to be over: the whole cluster's when it is ours,
-        // this run's own jobs when it is shared.
+        // this run's own jobs when it is shared. (If the scheduler failed,
+        // the controller cancelled what waited: this waits for what runs.)
         let remote = matches!(cluster, Cluster::Remote { .. });
         let ours: Vec<u64> = ids.iter().copied().filter(|&id| id != 0).collect();
         if !interrupted {
             loop {
                 let s = stats(&mut monitor).await?;
                 update(&progress, &s, &before, submitted);
+                failure = failure.or(s.policy_failure.clone());
                 let left = if remote {
                     job_infos(&mut monitor, &ours)
                         .await?
@@ -188,6 +201,9 @@ impl Clemu {
         }
         let ended_wall = wall_ns();
         let infos = job_infos(&mut session, &ours).await?;
+        let last = stats(&mut monitor).await?;
+        let scheduler = last.policy_report;
+        let failure = failure.or(last.policy_failure);
         let cores = if remote {
             before.cores
         } else {
@@ -228,6 +244,8 @@ impl Clemu {
             interrupted,
             cores,
             slurm_ids: None,
+            scheduler,
+            failure,
         })
     }
 }
@@ -326,7 +344,7 @@ fn count(s: &ClusterStats, want: JobState) -> u64 {
 
 async fn stats(session: &mut Session) -> Result<ClusterStats> {
     match session.call(&Request::Stats).await? {
-        Response::Stats(s) => Ok(s),
+        Response::Stats(s) => Ok(*s),
         other => Err(anyhow!("unexpected answer to stats: {other:?}")),
     }
 }

@@ -56,6 +56,11 @@ pub struct Ran {
     pub cores: u64,
     /// With Slurm, the id Slurm gave each job.
     pub slurm_ids: Option<Vec<u64>>,
+    /// The policy's figures (an external scheduler's reply latency).
+    pub scheduler: Option<formats::scheduler::SchedulerReport>,
+    /// Why the policy stopped deciding, if it did: the jobs it had not
+    /// started were cancelled, those it had ran to their end.
+    pub failure: Option<String>,
 }
 
 /// A kind of cluster a replay can run on.

@@ -298,5 +298,7 @@ async fn replay(plan: &Plan, run: &Jobs<'_>, dir: &Path, stop: &CancellationToke
         interrupted,
         cores,
         slurm_ids: Some(slurm_ids),
+        scheduler: None,
+        failure: None,
     })
 }

@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{anyhow, Context, Result};
 use formats::wire::JobInfo;
 use futures_util::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
@@ -88,13 +88,12 @@ fn simulate(plan: &Plan, jobs: &Jobs<'_>, dir: &Path) -> Result<Ran> {
         .collect();
     info!(run = %label, passes = run.passes, "simulated");
     if let Some(report) = &run.policy {
-        info!(run = %label, %report, "external scheduler");
-    }
-    if let Some(why) = &run.failure {
-        bail!(
-            "{label}: the scheduler stopped deciding: {why} ({} records kept in {})",
-            run.records.len(),
-            record_file.display()
+        info!(
+            run = %label,
+            messages = report.messages,
+            reply_p50_ms = report.reply_ms.p50,
+            reply_max_ms = report.reply_ms.max,
+            "external scheduler"
         );
     }
     if run.refused > 0 {
@@ -109,5 +108,7 @@ fn simulate(plan: &Plan, jobs: &Jobs<'_>, dir: &Path) -> Result<Ran> {
         interrupted: false,
         cores: plan.config.total_cores(),
         slurm_ids: None,
+        scheduler: run.policy,
+        failure: run.failure,
     })
 }

@@ -1,0 +1,426 @@
+//! `policy = "batsim"` against a scheduler on a real ZeroMQ REP socket:
+//! what clemu says to it, and what it does with good and bad replies, in
+//! the twin and in the emulation (real controller, real sigsleep
+//! processes). The scheduler here is a few lines of Rust so that each test
+//! can make it misbehave in one precise way; scripts/batsim-check.sh runs
+//! pybatsim's own schedulers.
+
+#![allow(clippy::unwrap_used)] // tests: a failure should panic
+
+mod common;
+use common::*;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use controller::sim::{simulate, SimJob};
+use formats::wire::JobSpec;
+use serde_json::{json, Value};
+use zeromq::{Socket, SocketRecv, SocketSend, ZmqMessage};
+
+const S: i64 = 1_000_000_000;
+
+/// What the scheduler does with a request: its reply's events, or `None`
+/// to go silent (it keeps the socket open and never answers).
+type Brain = Box<dyn FnMut(&Value, &mut Fcfs) -> Option<Vec<Value>> + Send>;
+
+/// A scheduler listening on a free loopback port. Every request it got is
+/// kept, in order.
+struct Peer {
+    endpoint: String,
+    heard: Arc<Mutex<Vec<Value>>>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Peer {
+    fn start(nb_res: usize, mut brain: Brain) -> Peer {
+        let heard = Arc::new(Mutex::new(Vec::new()));
+        let (ep_tx, ep_rx) = std::sync::mpsc::channel();
+        let (stop_tx, mut stop_rx) = tokio::sync::oneshot::channel::<()>();
+        let h = Arc::clone(&heard);
+        let thread = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async move {
+                let mut socket = zeromq::RepSocket::new();
+                let ep = socket.bind("tcp://127.0.0.1:0").await.unwrap();
+                ep_tx.send(ep.to_string()).unwrap();
+                let mut fcfs = Fcfs::new(nb_res);
+                loop {
+                    let msg = tokio::select! {
+                        m = socket.recv() => m,
+                        _ = &mut stop_rx => return,
+                    };
+                    let Ok(msg) = msg else { return };
+                    let text = String::try_from(msg).unwrap();
+                    let req: Value = serde_json::from_str(&text).unwrap();
+                    h.lock().unwrap().push(req.clone());
+                    match brain(&req, &mut fcfs) {
+                        Some(events) => {
+                            let now = req["now"].as_f64().unwrap();
+                            let reply = json!({"now": now, "events": events}).to_string();
+                            socket.send(ZmqMessage::from(reply)).await.unwrap();
+                        }
+                        None => {
+                            let _ = stop_rx.await;
+                            return;
+                        }
+                    }
+                }
+            });
+        });
+        let endpoint = ep_rx.recv_timeout(Duration::from_secs(10)).unwrap();
+        Peer {
+            endpoint,
+            heard,
+            stop: Some(stop_tx),
+            thread: Some(thread),
+        }
+    }
+
+    /// Every event it heard, flattened, with the request's index.
+    fn events(&self) -> Vec<(usize, Value)> {
+        self.heard
+            .lock()
+            .unwrap()
+            .iter()
+            .enumerate()
+            .flat_map(|(i, m)| {
+                m["events"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(move |e| (i, e.clone()))
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    }
+
+    /// Closes its socket: a scheduler that died.
+    fn kill(&mut self) {
+        if let Some(s) = self.stop.take() {
+            let _ = s.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            t.join().unwrap();
+        }
+    }
+}
+
+impl Drop for Peer {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// First come, first served on the lowest free resource ids: the smallest
+/// scheduler that decides anything.
+struct Fcfs {
+    free: Vec<bool>,
+    queue: Vec<(String, usize)>,
+    held: std::collections::HashMap<String, Vec<usize>>,
+}
+
+impl Fcfs {
+    fn new(n: usize) -> Fcfs {
+        Fcfs {
+            free: vec![true; n],
+            queue: Vec::new(),
+            held: Default::default(),
+        }
+    }
+
+    fn decide(&mut self, req: &Value) -> Vec<Value> {
+        let now = req["now"].as_f64().unwrap();
+        for e in req["events"].as_array().unwrap() {
+            match e["type"].as_str().unwrap() {
+                "JOB_SUBMITTED" => self.queue.push((
+                    e["data"]["job_id"].as_str().unwrap().to_string(),
+                    e["data"]["job"]["res"].as_u64().unwrap() as usize,
+                )),
+                "JOB_COMPLETED" => {
+                    for r in self
+                        .held
+                        .remove(e["data"]["job_id"].as_str().unwrap())
+                        .unwrap()
+                    {
+                        self.free[r] = true;
+                    }
+                }
+                _ => {}
+            }
+        }
+        let mut out = Vec::new();
+        while let Some((job, res)) = self.queue.first().cloned() {
+            let ids: Vec<usize> = (0..self.free.len())
+                .filter(|&r| self.free[r])
+                .take(res)
+                .collect();
+            if ids.len() < res {
+                break;
+            }
+            for &r in &ids {
+                self.free[r] = false;
+            }
+            let alloc = ids
+                .iter()
+                .map(|r| r.to_string())
+                .collect::<Vec<_>>()
+                .join(" ");
+            out.push(json!({"timestamp": now, "type": "EXECUTE_JOB",
+                            "data": {"job_id": job, "alloc": alloc}}));
+            self.held.insert(job, ids);
+            self.queue.remove(0);
+        }
+        out
+    }
+}
+
+/// A cluster of `nodes` nodes of 2 cores, whose policy is the scheduler at
+/// `endpoint`.
+fn config(dir: &std::path::Path, nodes: u32, endpoint: &str, local: bool) -> String {
+    // A message at every event, as Batsim sends them.
+    config_text(
+        dir,
+        &format!("n[1-{nodes}]"),
+        2,
+        local,
+        &format!(
+            "policy = \"batsim\"\n\n\
+             [batsim]\nendpoint = \"{endpoint}\"\nreply_timeout_s = 2\n"
+        ),
+    )
+    .replace("schedule_interval_ms = 5", "schedule_interval_ms = 0")
+}
+
+fn twin(nodes: u32, endpoint: &str, jobs: &[(i64, u32, i64)]) -> controller::sim::SimRun {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("c.toml");
+    let text = config(dir.path(), nodes, endpoint, true);
+    let c = controller::config::Cluster::from_str(&text, &path).unwrap();
+    let jobs: Vec<SimJob> = jobs
+        .iter()
+        .map(|&(at, cores, run)| SimJob {
+            spec: JobSpec {
+                cores,
+                mem_per_cpu_mb: 0,
+                runtime_ns: (run * S) as u64,
+                walltime_ns: 0,
+                partition: None,
+                submit_ns: None,
+                name: None,
+            },
+            submit_ns: at * S,
+        })
+        .collect();
+    simulate(Arc::new(c), &jobs, 1_000 * S)
+}
+
+fn kinds(events: &[(usize, Value)]) -> Vec<String> {
+    events
+        .iter()
+        .map(|(_, e)| e["type"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn the_twin_follows_the_scheduler_and_speaks_batsim() {
+    let peer = Peer::start(4, Box::new(|req, f| Some(f.decide(req))));
+    // Two nodes of 2 cores: 4 resources. Job 2 (4 cores) waits for job 1.
+    let run = twin(2, &peer.endpoint, &[(0, 2, 10), (1, 4, 5), (2, 2, 3)]);
+    assert_eq!(run.failure, None);
+    assert_eq!(run.records.len(), 3);
+    let start = |id: u64| {
+        let r = run.records.iter().find(|r| r.id == id).unwrap();
+        (r.start - 1_000 * S) as f64 / 1e9
+    };
+    // FCFS: job 2 starts when job 1 ends at 10, job 3 behind it at 15.
+    assert!((start(1) - 0.0).abs() < 1e-3, "{}", start(1));
+    assert!((start(2) - 10.0).abs() < 1e-3, "{}", start(2));
+    assert!((start(3) - 15.0).abs() < 1e-3, "{}", start(3));
+    drop(run);
+
+    let ev = peer.events();
+    let heard = peer.heard.lock().unwrap().clone();
+    // SIMULATION_BEGINS alone in the first message, with the fields
+    // pybatsim reads.
+    assert_eq!(heard[0]["events"].as_array().unwrap().len(), 1);
+    let begins = &heard[0]["events"][0];
+    assert_eq!(begins["type"], "SIMULATION_BEGINS");
+    assert_eq!(begins["data"]["nb_resources"], 4);
+    assert_eq!(begins["data"]["compute_resources"][3]["name"], "n2/1");
+    assert!(begins["data"]["config"]["profiles-forwarded-on-submission"].as_bool() == Some(true));
+    // Every job submitted once, completed once, in that order; the
+    // simulation ends last.
+    let k = kinds(&ev);
+    assert_eq!(k.iter().filter(|k| *k == "JOB_SUBMITTED").count(), 3);
+    assert_eq!(k.iter().filter(|k| *k == "JOB_COMPLETED").count(), 3);
+    assert_eq!(k.last().unwrap(), "SIMULATION_ENDS");
+    let completed: Vec<&Value> = ev
+        .iter()
+        .map(|(_, e)| e)
+        .filter(|e| e["type"] == "JOB_COMPLETED")
+        .collect();
+    assert_eq!(completed[0]["data"]["job_id"], "w0!1");
+    assert_eq!(completed[0]["data"]["job_state"], "COMPLETED_SUCCESSFULLY");
+    assert_eq!(completed[0]["data"]["alloc"], "0-1");
+    assert_eq!(completed[1]["data"]["alloc"], "0-3");
+    // Submissions carry their delay profile; times are the trace's.
+    let sub2 = ev
+        .iter()
+        .map(|(_, e)| e)
+        .find(|e| e["type"] == "JOB_SUBMITTED" && e["data"]["job_id"] == "w0!2")
+        .unwrap();
+    assert_eq!(sub2["data"]["profile"]["delay"], 5.0);
+    assert_eq!(sub2["data"]["job"]["res"], 4);
+    // No request's now is earlier than the last one's, and no event's
+    // timestamp is later than its request's now.
+    let mut last = 0.0;
+    for m in &heard {
+        let now = m["now"].as_f64().unwrap();
+        assert!(now >= last, "now went back: {heard:?}");
+        last = now;
+        for e in m["events"].as_array().unwrap() {
+            assert!(e["timestamp"].as_f64().unwrap() <= now + 1e-9, "{m}");
+        }
+    }
+    // And the twin tells the scheduler no more job will come.
+    assert!(
+        ev.iter()
+            .any(|(_, e)| e["type"] == "NOTIFY"
+                && e["data"]["type"] == "no_more_static_job_to_submit")
+    );
+}
+
+#[test]
+fn a_decision_that_overbooks_ends_the_run_naming_the_resource() {
+    // Every job on resources 0 and 1, whoever holds them.
+    let peer = Peer::start(
+        4,
+        Box::new(|req, _| {
+            let now = req["now"].as_f64().unwrap();
+            Some(
+                req["events"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .filter(|e| e["type"] == "JOB_SUBMITTED")
+                    .map(|e| {
+                        json!({"timestamp": now, "type": "EXECUTE_JOB",
+                        "data": {"job_id": e["data"]["job_id"], "alloc": "0-1"}})
+                    })
+                    .collect(),
+            )
+        }),
+    );
+    let run = twin(2, &peer.endpoint, &[(0, 2, 10), (1, 2, 5)]);
+    let why = run.failure.unwrap();
+    assert!(
+        why.contains("EXECUTE_JOB w0!2: resource 0 is held by w0!1"),
+        "{why}"
+    );
+    // The job it started ran to its end and kept its record.
+    assert_eq!(run.records.len(), 1);
+    assert_eq!(run.records[0].id, 1);
+}
+
+#[test]
+fn an_unknown_decision_ends_the_run_naming_it() {
+    let peer = Peer::start(
+        4,
+        Box::new(|req, _| {
+            let now = req["now"].as_f64().unwrap();
+            Some(vec![json!({"timestamp": now, "type": "SET_RESOURCE_STATE",
+                             "data": {"resources": "0", "state": "1"}})])
+        }),
+    );
+    let run = twin(2, &peer.endpoint, &[(0, 2, 10)]);
+    let why = run.failure.unwrap();
+    assert!(
+        why.contains("SET_RESOURCE_STATE: clemu does not carry out SET_RESOURCE_STATE"),
+        "{why}"
+    );
+    assert!(why.contains(&peer.endpoint), "{why}");
+    assert!(run.records.is_empty());
+}
+
+#[test]
+fn a_scheduler_that_stops_answering_ends_the_run() {
+    // It answers SIMULATION_BEGINS, then never again.
+    let mut n = 0;
+    let peer = Peer::start(
+        4,
+        Box::new(move |_, _| {
+            n += 1;
+            (n == 1).then(Vec::new)
+        }),
+    );
+    let t = std::time::Instant::now();
+    let run = twin(2, &peer.endpoint, &[(0, 2, 10)]);
+    let why = run.failure.unwrap();
+    assert!(why.contains("did not answer within 2.0 s"), "{why}");
+    assert!(t.elapsed() < Duration::from_secs(30));
+}
+
+#[test]
+fn the_emulation_goes_on_when_the_scheduler_dies() {
+    let dir = tempfile::tempdir().unwrap();
+    // Two nodes of 2 cores; the scheduler starts jobs 1 and 2 (2 cores
+    // each, 4 s), and dies before it could start jobs 3 and 4.
+    let mut peer = Peer::start(4, Box::new(|req, f| Some(f.decide(req))));
+    let text = config(dir.path(), 2, &peer.endpoint, true);
+    let c = Cluster::start_text(dir, &text);
+    let ids = c.ok(&["submit", "--cores", "2", "--runtime", "4", "--count", "4"]);
+    let ids: Vec<&str> = ids.lines().collect();
+    c.wait_for("two jobs to run", || {
+        c.job(ids[1].parse().unwrap())["state"] == "running"
+    });
+    // The keepalive: while nothing happens, an empty message every second.
+    std::thread::sleep(Duration::from_millis(2500));
+    let empties = peer
+        .heard
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|m| m["events"].as_array().unwrap().is_empty())
+        .count();
+    assert!(empties >= 1, "no keepalive in 2.5 s");
+    peer.kill();
+    // The running jobs end normally with their records; the waiting ones
+    // are cancelled, and no job is accepted any more.
+    // (`wait` says which jobs did not complete, and fails.)
+    let waited = c.ctl(&["wait", ids[0], ids[1], ids[2], ids[3]]);
+    let waited = String::from_utf8_lossy(&waited.stderr);
+    let state = |i: usize| c.job(ids[i].parse().unwrap())["state"].clone();
+    assert_eq!(state(0), "completed", "{waited}");
+    assert_eq!(state(1), "completed");
+    assert_eq!(state(2), "cancelled");
+    assert_eq!(state(3), "cancelled");
+    let refused = c.ctl(&["submit", "--cores", "1", "--runtime", "1"]);
+    assert!(!refused.status.success());
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("no scheduler"),
+        "{}",
+        String::from_utf8_lossy(&refused.stderr)
+    );
+    let stats = json_of(&c.ok(&["stats", "--format", "json"]));
+    assert!(
+        stats["scheduler_failure"]
+            .as_str()
+            .unwrap()
+            .contains(&peer.endpoint),
+        "{stats}"
+    );
+    assert!(stats["scheduler"]["messages"].as_u64().unwrap() >= 3);
+    let records = c.records();
+    assert_eq!(records.len(), 2, "{records:?}");
+    for id in &ids {
+        assert!(
+            c.pids(id.parse().unwrap()).is_empty(),
+            "job {id} left a process"
+        );
+    }
+}
