@@ -158,8 +158,21 @@ pub struct GangPartition {
 #[serde(default)]
 pub struct Trace {
     pub path: String,
+    /// What the workload is written in.
+    pub format: WorkloadFormat,
     pub max_procs: Option<u64>,
     pub unix_start_time: Option<i64>,
+}
+
+/// What a workload file is written in.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WorkloadFormat {
+    /// The Standard Workload Format (plain or gzip).
+    #[default]
+    Swf,
+    /// Batsim's JSON workload.
+    Batsim,
 }
 
 /// The slice of the trace a run replays.

@@ -22,6 +22,8 @@ Examples:
               --shrink 100:50:10 --speedup 600
   runworkload --config cluster.toml --workload trace.swf --schedule groups --warmup-jobs 100 \\
               --warmup 60 --group 10 --period 5 --drift 0.2
+  runworkload --config configs/batsim.toml --workload configs/workloads/kth-sp2-200.json \\
+              --simulate --out results
 
 Times: a factor f (percent) scales every submit time, run time and wall-time
 limit by f/100; --speedup S divides them all by S on top (so S = 3600 plays
@@ -48,7 +50,9 @@ pub struct Cli {
     /// Cluster configuration (TOML); the embedded cluster is started from it.
     #[arg(long, value_name = "FILE")]
     pub config: PathBuf,
-    /// Workload trace (SWF, plain or gzip).
+    /// Workload: an SWF trace (plain or gzip), or a Batsim workload
+    /// (`.json`: delay profiles only; each resource it asks for is a
+    /// trace processor).
     #[arg(long, value_name = "TRACE")]
     pub workload: PathBuf,
     /// Replay this many jobs of the trace [default: all].

@@ -437,8 +437,9 @@ pub(crate) fn write_manifest(plan: &Plan, dir: &Path, m: &RunState<'_>) -> Resul
         nodes: plan.config.nodes.len() as u64,
         trace: results::Trace {
             path: plan.workload.display().to_string(),
-            max_procs: s.header.max_procs(),
-            unix_start_time: s.header.unix_start_time(),
+            format: s.format,
+            max_procs: s.max_procs,
+            unix_start_time: s.unix_start_time,
         },
         slice: results::Slice {
             skip: plan.skip,

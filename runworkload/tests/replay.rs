@@ -677,3 +677,73 @@ fn a_killed_run_is_never_silently_reused() {
     let err = String::from_utf8_lossy(&c.stderr);
     assert!(err.contains("are not of this run"), "{err}");
 }
+
+/// Runs runworkload on `workload` (the demo cluster, the given flags).
+fn replay_of(workload: &Path, out: &Path, extra: &[&str]) -> Output {
+    Command::new(bin("runworkload"))
+        .arg("--config")
+        .arg(repo().join("configs/demo.toml"))
+        .arg("--workload")
+        .arg(workload)
+        .args(["--cores-per-proc", "2", "-q", "--out"])
+        .arg(out)
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn a_batsim_workload_replays_as_the_trace_it_was_made_from() {
+    // configs/workloads/kth-sp2-200.json is scripts/swf-to-batsim.py of
+    // the SWF slice beside it: replayed in the twin, every job runs where
+    // and when the SWF's does. Batsim's time starts at 0, the SWF's at
+    // its UnixStartTime.
+    let out = tempfile::tempdir().unwrap();
+    let w = repo().join("configs/workloads/kth-sp2-200");
+    let mut recs = Vec::new();
+    for (ext, sub) in [("swf", "s"), ("json", "j")] {
+        let o = replay_of(
+            &w.with_extension(ext),
+            &out.path().join(sub),
+            &["--simulate"],
+        );
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let dir = out.path().join(sub).join("shrink-100");
+        let (r, _) = decode_all(&std::fs::read(dir.join("records/jobs.rec")).unwrap());
+        recs.push((r, json(&dir.join("manifest.json"))));
+    }
+    let (json_recs, json_manifest) = recs.pop().unwrap();
+    let (swf_recs, swf_manifest) = recs.pop().unwrap();
+    assert_eq!(json_manifest["trace"]["format"], "batsim");
+    assert_eq!(swf_manifest["trace"]["format"], "swf");
+    assert_eq!(json_manifest["trace"]["max_procs"], 100);
+    assert_eq!(json_recs.len(), 200);
+    let epoch = 843_480_031_000_000_000i64;
+    let key = |r: &formats::record::JobRecord<'_>, shift: i64| {
+        (
+            r.id,
+            r.cores,
+            r.node.to_string(),
+            r.submit - shift,
+            r.start - shift,
+            r.end - shift,
+            r.walltime,
+        )
+    };
+    let mut a: Vec<_> = json_recs.iter().map(|r| key(r, 0)).collect();
+    let mut b: Vec<_> = swf_recs.iter().map(|r| key(r, epoch)).collect();
+    a.sort();
+    b.sort();
+    assert_eq!(a, b);
+
+    // Emulated: real processes, one record each.
+    let o = replay_of(
+        &w.with_extension("json"),
+        &out.path().join("e"),
+        &["--jobs", "30", "--speedup", "20000"],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let dir = out.path().join("e/shrink-100");
+    assert_eq!(json(&dir.join("manifest.json"))["counts"]["completed"], 30);
+    assert_eq!(run_times(&dir).len(), 30);
+}

@@ -148,7 +148,7 @@ impl Clemu {
                 }
                 Response::Error(e) => bail!(
                     "the cluster refused {}: {e}",
-                    trace_jobs(&plan.slice.jobs, &batch, &plan.workload)
+                    trace_jobs(&plan.slice, &batch, &plan.workload)
                 ),
                 other => bail!("unexpected answer to submit: {other:?}"),
             }

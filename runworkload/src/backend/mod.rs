@@ -21,7 +21,7 @@ use futures_util::future::BoxFuture;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::trace::TraceJob;
+use crate::trace::Slice;
 use crate::Plan;
 
 /// One run's jobs, ready to submit.
@@ -131,11 +131,18 @@ pub(crate) fn due_jobs(
 
 /// The trace jobs `batch` (indices into the slice) replay, for messages:
 /// "trace job 4515 (line 20) of T", or the first few of several.
-pub(crate) fn trace_jobs(jobs: &[TraceJob], batch: &[usize], trace: &Path) -> String {
+pub(crate) fn trace_jobs(slice: &Slice, batch: &[usize], trace: &Path) -> String {
+    let jobs = &slice.jobs;
     let named: Vec<String> = batch
         .iter()
         .take(3)
-        .map(|&i| format!("{} (line {})", jobs[i].trace_id, jobs[i].line))
+        .map(|&i| {
+            format!(
+                "{} ({})",
+                jobs[i].trace_id,
+                crate::trace::place(slice.format, &jobs[i])
+            )
+        })
         .collect();
     let more = match batch.len() {
         n if n > 3 => format!(" and {} more", n - 3),

@@ -235,7 +235,7 @@ async fn replay(plan: &Plan, run: &Jobs<'_>, dir: &Path, stop: &CancellationToke
             let out = out.with_context(|| {
                 format!(
                     "Slurm refused {}",
-                    trace_jobs(&plan.slice.jobs, &[i], &plan.workload)
+                    trace_jobs(&plan.slice, &[i], &plan.workload)
                 )
             })?;
             // --parsable: "id" or "id;cluster".

@@ -55,7 +55,7 @@ fn simulate(plan: &Plan, jobs: &Jobs<'_>, dir: &Path) -> Result<Ran> {
     let (label, targets, specs, order) = (jobs.label, jobs.targets, jobs.specs, jobs.order);
     // A fixed epoch keeps runs reproducible: the trace's own start when
     // it says, else the Unix epoch.
-    let epoch = plan.slice.header.unix_start_time().unwrap_or(0) * 1_000_000_000;
+    let epoch = plan.slice.unix_start_time.unwrap_or(0) * 1_000_000_000;
     let sim_jobs: Vec<controller::sim::SimJob> = order
         .iter()
         .map(|&i| controller::sim::SimJob {

@@ -1,5 +1,5 @@
-//! The slice of a trace that a replay submits: SWF job lines turned into
-//! jobs with cores, run time and requested time, the rest counted.
+//! SWF job lines turned into jobs with cores, run time and requested
+//! time, the rest counted.
 //!
 //! Mapping: a job gets `cores_per_proc` cores for each processor the trace
 //! gave it (allocated processors, else requested ones). Its run time is the
@@ -11,44 +11,9 @@
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
-use formats::swf::{self, Header};
+use formats::swf;
 
-/// A job to replay, times as in the trace (before shrinking).
-#[derive(Debug, Clone, PartialEq)]
-pub struct TraceJob {
-    /// The trace's job number.
-    pub trace_id: i64,
-    /// Line in the trace.
-    pub line: u64,
-    /// Submit time in the trace, nanoseconds.
-    pub submit_ns: i64,
-    pub run_ns: u64,
-    /// Wall-time limit, 0 when the trace has none.
-    pub walltime_ns: u64,
-    pub cores: u32,
-}
-
-#[derive(Debug, Default)]
-pub struct Slice {
-    pub jobs: Vec<TraceJob>,
-    /// Job lines in the slice (after `skip`, at most `take`).
-    pub read: u64,
-    /// Needed more cores than the cluster has.
-    pub too_large: u64,
-    /// Unknown run time or processor count.
-    pub unknown: u64,
-    pub header: Header,
-    /// One per malformed line, naming file and line.
-    pub warnings: Vec<String>,
-}
-
-pub struct SliceSpec {
-    pub skip: u64,
-    pub take: Option<u64>,
-    pub cores_per_proc: u32,
-    /// Largest job the cluster can run.
-    pub max_cores: u64,
-}
+use super::{Slice, SliceSpec, TraceJob};
 
 /// Fewest malformed lines that, outnumbering the good ones, make a file
 /// "not a trace" before its end; a damaged trace has a few bad lines
@@ -129,7 +94,8 @@ pub fn read(path: &Path, spec: &SliceSpec) -> Result<Slice> {
             cores: cores as u32,
         });
     }
-    slice.header = reader.header().clone();
+    slice.max_procs = reader.header().max_procs();
+    slice.unix_start_time = reader.header().unix_start_time();
     if good == 0 && !slice.warnings.is_empty() {
         bail!(not_a_trace(&name, &slice.warnings, good));
     }
@@ -193,7 +159,7 @@ mod tests {
         assert_eq!((s.read, s.unknown, s.too_large), (6, 1, 1));
         assert_eq!(s.warnings.len(), 1);
         assert!(s.warnings[0].contains("t.swf:8:"), "{:?}", s.warnings);
-        assert_eq!(s.header.max_procs(), Some(64));
+        assert_eq!(s.max_procs, Some(64));
     }
 
     #[test]

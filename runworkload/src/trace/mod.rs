@@ -1,0 +1,75 @@
+//! The slice of a workload that a replay submits: an SWF trace
+//! ([`swf`]) or a Batsim workload ([`batsim`]), read into jobs with
+//! cores, run time and wall-time limit, what cannot be replayed counted.
+
+mod batsim;
+mod swf;
+
+use std::path::Path;
+
+use anyhow::Result;
+pub use formats::results::WorkloadFormat as Format;
+
+/// A job to replay, times as in the trace (before shrinking).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TraceJob {
+    /// The trace's job number.
+    pub trace_id: i64,
+    /// Where it is in the workload: its line in an SWF trace, its
+    /// position (from 1) in a Batsim workload's `jobs`.
+    pub line: u64,
+    /// Submit time in the trace, nanoseconds.
+    pub submit_ns: i64,
+    pub run_ns: u64,
+    /// Wall-time limit, 0 when the trace has none.
+    pub walltime_ns: u64,
+    pub cores: u32,
+}
+
+#[derive(Debug, Default)]
+pub struct Slice {
+    pub jobs: Vec<TraceJob>,
+    /// Job lines in the slice (after `skip`, at most `take`).
+    pub read: u64,
+    /// Needed more cores than the cluster has.
+    pub too_large: u64,
+    /// Unknown run time or processor count.
+    pub unknown: u64,
+    /// The processors the trace was made on (SWF's `MaxProcs`, Batsim's
+    /// `nb_res`).
+    pub max_procs: Option<u64>,
+    /// The epoch second that submit time 0 stands for, if the trace says.
+    pub unix_start_time: Option<i64>,
+    pub format: Format,
+    /// One per malformed line, naming file and line.
+    pub warnings: Vec<String>,
+}
+
+pub struct SliceSpec {
+    pub skip: u64,
+    pub take: Option<u64>,
+    pub cores_per_proc: u32,
+    /// Largest job the cluster can run.
+    pub max_cores: u64,
+}
+
+/// A job's place in the workload, for messages.
+pub fn place(format: Format, job: &TraceJob) -> String {
+    match format {
+        Format::Swf => format!("line {}", job.line),
+        Format::Batsim => format!("jobs[{}]", job.line - 1),
+    }
+}
+
+/// Reads the slice of a workload: a Batsim workload if the file is JSON
+/// (`.json`), an SWF trace otherwise.
+pub fn read(path: &Path, spec: &SliceSpec) -> Result<Slice> {
+    if path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("json"))
+    {
+        batsim::read(path, spec)
+    } else {
+        swf::read(path, spec)
+    }
+}
