@@ -15,6 +15,7 @@ Examples:
   calcmets --by size --format csv results/
   calcmets dump jobs.rec | head
   calcmets fidelity emulated/shrink-100 simulated/shrink-100
+  calcmets export --format batsim --out batsim results/shrink-100
 
 Runs: a directory holding manifest.json (as runworkload leaves one per
 shrinking factor) is a run of its own, as is each such directory directly
@@ -51,6 +52,9 @@ pub enum Command {
     /// Compare an emulated run with its virtual-time twin (`runworkload
     /// --simulate`): per-job differences and the metrics side by side.
     Fidelity(FidelityArgs),
+    /// Write a run as another tool's results: `--format batsim` writes
+    /// Batsim's jobs.csv and schedule.json, which evalys reads.
+    Export(ExportArgs),
     /// Draw charts (SVG): utilization and queue over time and jobs on
     /// nodes for each run; distributions of wait and bounded slowdown and
     /// bounded slowdown by job size across runs.
@@ -99,6 +103,30 @@ fn plot_window(s: &str) -> Result<(f64, f64), String> {
         return Err(format!("T1 must be after T0 in {s:?}"));
     }
     Ok((a, b))
+}
+
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// What to write.
+    #[arg(long, value_enum)]
+    pub format: ExportFormat,
+    /// Directory the files are written to (created if need be).
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// Times in the trace's seconds (× speedup ÷ factor), as a Batsim
+    /// scheduler saw them, rather than the run's own.
+    #[arg(long)]
+    pub trace_time: bool,
+    /// The results directory of one run.
+    #[arg(value_name = "RUN")]
+    pub run: PathBuf,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ExportFormat {
+    /// Batsim's jobs.csv (its columns, in its order; clemu's after) and
+    /// schedule.json.
+    Batsim,
 }
 
 #[derive(Debug, Args)]

@@ -19,7 +19,7 @@
 //! and how to count it).
 //! [`report`] prints the runs side by side as a table, JSON or CSV;
 //! [`dump`] prints records as JSON lines; [`fidelity`] compares a run with
-//! its twin; [`plot`] loads the runs' jobs (the one place they are held in
+//! its twin; [`export`] writes a run as Batsim's results; [`plot`] loads the runs' jobs (the one place they are held in
 //! memory) and draws SVG charts, aggregated so they stay legible.
 //!
 //! The binary is a thin `main.rs`: [`run`] returns an [`Outcome`] and `main`
@@ -29,6 +29,7 @@
 pub mod cli;
 pub mod dist;
 pub mod dump;
+pub mod export;
 pub mod fidelity;
 pub mod inputs;
 pub mod metrics;
@@ -79,6 +80,21 @@ pub fn run(cli: Cli) -> Result<Outcome> {
             })?;
             for path in written {
                 println!("{}", path.display());
+            }
+            Ok(Outcome::Clean)
+        }
+        Some(Command::Export(args)) => {
+            let cli::ExportFormat::Batsim = args.format;
+            let done = export::batsim(&args.run, &args.out, args.trace_time)?;
+            for path in &done.files {
+                println!("{}", path.display());
+            }
+            if done.overlapping > 0 {
+                eprintln!(
+                    "calcmets: note: {} of the {} jobs shared cores with others over their run \
+                     (time-slicing or suspension): their allocated_resources overlap",
+                    done.overlapping, done.jobs
+                );
             }
             Ok(Outcome::Clean)
         }

@@ -108,6 +108,11 @@ pub struct Manifest {
     pub cores: Option<u64>,
     #[serde(default)]
     pub nodes: u64,
+    /// The nodes in the cluster's order, as runs of nodes with the same
+    /// core count: what numbers cores node by node, as Batsim numbers its
+    /// resources (`calcmets export --format batsim`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub layout: Vec<NodeGroup>,
     #[serde(default)]
     pub trace: Trace,
     #[serde(default)]
@@ -162,6 +167,14 @@ pub struct Trace {
     pub format: WorkloadFormat,
     pub max_procs: Option<u64>,
     pub unix_start_time: Option<i64>,
+}
+
+/// Consecutive nodes of the cluster with the same number of cores.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NodeGroup {
+    /// Folded; they expand in the cluster's order.
+    pub nodes: String,
+    pub cpus: u32,
 }
 
 /// What a workload file is written in.
@@ -272,6 +285,16 @@ pub struct JobRow {
     /// written before the column was.
     #[serde(default)]
     pub submit_ns: Option<i64>,
+    /// When the cluster started it (the scheduling pass's instant, one for
+    /// all the jobs a pass starts), Unix nanoseconds; 0 if it never
+    /// started. `None` in files written before the column was.
+    #[serde(default)]
+    pub start_ns: Option<i64>,
+    /// When the cluster knew it over and its cores free (a moment after
+    /// its process ended), Unix nanoseconds; 0 if it is not over. `None`
+    /// in files written before the column was.
+    #[serde(default)]
+    pub end_ns: Option<i64>,
     #[serde(default)]
     pub lateness_ms: f64,
     /// Its final state (`completed`, ..., `not_submitted`).
@@ -341,6 +364,8 @@ mod tests {
             target_submit: 1_800_000_000.25,
             actual_submit: 1_800_000_000.250_1,
             submit_ns: Some(1_800_000_000_250_300_000),
+            start_ns: Some(1_800_000_001_000_000_000),
+            end_ns: Some(1_800_000_002_500_000_000),
             lateness_ms: 0.1,
             state: "completed".into(),
             slurm_id: None,
@@ -402,6 +427,10 @@ mod tests {
             routes: vec!["urgent:cores<=8".into()],
             cores: Some(256),
             nodes: 16,
+            layout: vec![NodeGroup {
+                nodes: "vn[01-16]".into(),
+                cpus: 16,
+            }],
             trace: Trace::default(),
             slice: Slice::default(),
             factor: 0.5,

@@ -269,6 +269,8 @@ pub(crate) fn write_results(
                 // records carry it: what tells this run's records from any
                 // other's.
                 submit_ns: Some(info.map_or(0, |info| info.submit_ns)),
+                start_ns: Some(info.map_or(0, |info| info.start_ns)),
+                end_ns: Some(info.map_or(0, |info| info.end_ns)),
                 lateness_ms: if ids[i] == 0 {
                     0.0
                 } else {
@@ -435,6 +437,7 @@ pub(crate) fn write_manifest(plan: &Plan, dir: &Path, m: &RunState<'_>) -> Resul
         routes: plan.routes.iter().map(|r| r.text.clone()).collect(),
         cores: Some(m.cores),
         nodes: plan.config.nodes.len() as u64,
+        layout: layout(&plan.config),
         trace: results::Trace {
             path: plan.workload.display().to_string(),
             format: s.format,
@@ -468,10 +471,78 @@ pub(crate) fn write_manifest(plan: &Plan, dir: &Path, m: &RunState<'_>) -> Resul
         .with_context(|| format!("cannot write the manifest in {}", dir.display()))
 }
 
+/// The cluster's nodes in order, as runs of one core count, each folded
+/// so that it expands back in the same order (a run is cut where folding
+/// would reorder it: names out of order).
+fn layout(config: &controller::config::Cluster) -> Vec<results::NodeGroup> {
+    let mut groups: Vec<(u32, Vec<&str>)> = Vec::new();
+    for n in &config.nodes {
+        match groups.last_mut() {
+            Some((cpus, names))
+                if *cpus == n.cpus && names.last().is_some_and(|l| *l < n.name.as_str()) =>
+            {
+                names.push(&n.name)
+            }
+            _ => groups.push((n.cpus, vec![&n.name])),
+        }
+    }
+    let mut out = Vec::with_capacity(groups.len());
+    for (cpus, names) in groups {
+        let folded = formats::nodeset::fold(names.iter().copied());
+        let same = formats::nodeset::parse(&folded)
+            .map(|set| formats::nodeset::expand(&set))
+            .is_ok_and(|back| back.iter().map(String::as_str).eq(names.iter().copied()));
+        if same {
+            out.push(results::NodeGroup {
+                nodes: folded,
+                cpus,
+            });
+        } else {
+            out.extend(names.iter().map(|n| results::NodeGroup {
+                nodes: (*n).to_string(),
+                cpus,
+            }));
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use formats::record::{encode, Flags, JobRecord, Status};
+
+    #[test]
+    fn the_layout_expands_back_to_the_clusters_node_order() {
+        let text = r#"
+[controller]
+listen = "127.0.0.1:0"
+[agents]
+local = true
+[[nodes]]
+names = "b[1-2]"
+cpus = 4
+memory = "1G"
+[[nodes]]
+names = "a[1-3]"
+cpus = 4
+memory = "1G"
+[[nodes]]
+names = "a[4-5]"
+cpus = 8
+memory = "1G"
+"#;
+        let c = controller::config::Cluster::from_str(text, Path::new("t.toml")).unwrap();
+        let groups: Vec<(String, u32)> = layout(&c)
+            .into_iter()
+            .map(|g| (g.nodes, g.cpus))
+            .collect();
+        // "a1" after "b2" would fold to a[1-3],b[1-2]: a group of its own.
+        assert_eq!(
+            groups,
+            [("b[1-2]", 4), ("a[1-3]", 4), ("a[4-5]", 8)].map(|(n, c)| (n.to_string(), c))
+        );
+    }
 
     fn record(id: u64) -> JobRecord<'static> {
         JobRecord {

@@ -747,3 +747,89 @@ fn a_batsim_workload_replays_as_the_trace_it_was_made_from() {
     assert_eq!(json(&dir.join("manifest.json"))["counts"]["completed"], 30);
     assert_eq!(run_times(&dir).len(), 30);
 }
+
+#[test]
+fn a_run_exports_as_batsim_results_that_agree_with_calcmets() {
+    // Real processes: the demo cluster at 20,000× speedup.
+    let out = tempfile::tempdir().unwrap();
+    let (trace, skip) = kth();
+    let o = replay_of(
+        &trace,
+        out.path(),
+        &[
+            "--skip",
+            &skip.to_string(),
+            "--jobs",
+            "120",
+            "--speedup",
+            "20000",
+        ],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let run = out.path().join("shrink-100");
+    let dest = out.path().join("batsim");
+    let e = Command::new(bin("calcmets"))
+        .args(["export", "--format", "batsim", "--out"])
+        .arg(&dest)
+        .arg(&run)
+        .output()
+        .unwrap();
+    assert!(e.status.success(), "{}", String::from_utf8_lossy(&e.stderr));
+    let text = std::fs::read_to_string(dest.join("jobs.csv")).unwrap();
+    let mut lines = text.lines();
+    // Batsim's columns in Batsim's order, clemu's after.
+    assert_eq!(
+        lines.next().unwrap(),
+        "job_id,workload_name,profile,submission_time,requested_number_of_resources,\
+         requested_time,success,final_state,starting_time,execution_time,finish_time,\
+         waiting_time,turnaround_time,stretch,allocated_resources,consumed_energy,metadata,\
+         clemu_job_id,nodes,suspensions,suspended_time"
+    );
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    assert_eq!(rows.len(), 120);
+    let f = |r: &Vec<&str>, k: usize| r[k].parse::<f64>().unwrap();
+    // Each job's resources are as many as its cores, on the 256 of the
+    // cluster, and no two jobs hold one at once.
+    let mut spans: Vec<(f64, f64, Vec<u32>)> = Vec::new();
+    for r in &rows {
+        assert_eq!(r[7], "COMPLETED_SUCCESSFULLY");
+        let ids: Vec<u32> = r[14]
+            .split(' ')
+            .flat_map(|p| match p.split_once('-') {
+                Some((a, b)) => (a.parse().unwrap()..=b.parse().unwrap()).collect::<Vec<u32>>(),
+                None => vec![p.parse().unwrap()],
+            })
+            .collect();
+        assert_eq!(ids.len(), r[4].parse::<usize>().unwrap(), "{r:?}");
+        assert!(ids.iter().all(|&i| i < 256));
+        spans.push((f(r, 8), f(r, 10), ids));
+    }
+    for (i, a) in spans.iter().enumerate() {
+        for b in &spans[i + 1..] {
+            if a.0 < b.1 && b.0 < a.1 {
+                assert!(a.2.iter().all(|x| !b.2.contains(x)), "overlap: {a:?} {b:?}");
+            }
+        }
+    }
+    // Batsim's mean waiting time is calcmets' mean wait.
+    let metrics = json(&run.join("metrics.json"));
+    let mean_wait = rows.iter().map(|r| f(r, 11)).sum::<f64>() / rows.len() as f64;
+    let calc = metrics["wait"]["mean"].as_f64().unwrap();
+    assert!(
+        (mean_wait - calc).abs() < 1e-5,
+        "{mean_wait} against {calc}"
+    );
+    let schedule = json(&dest.join("schedule.json"));
+    assert_eq!(schedule["nb_jobs"], 120);
+    assert_eq!(schedule["nb_computing_machines"], 256);
+    assert!((schedule["mean_waiting_time"].as_f64().unwrap() - calc).abs() < 1e-6);
+    // A directory that is no run is refused by name.
+    let bad = Command::new(bin("calcmets"))
+        .args(["export", "--format", "batsim", "--out"])
+        .arg(&dest)
+        .arg(out.path())
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("not a results directory"));
+}
