@@ -18,7 +18,7 @@ use std::collections::{BinaryHeap, HashMap};
 use std::sync::Arc;
 
 use formats::record::{JobRecord, Status};
-use formats::wire::{Exit, JobSpec, ToAgent};
+use formats::wire::{Exit, JobInfo, JobSpec, ToAgent};
 use sigsleep::clock::Stamp;
 use sigsleep::ledger::{self, Ledger};
 
@@ -47,8 +47,9 @@ pub struct SimRun {
     /// Policy decisions the cluster refused as illegal: 0 unless the policy
     /// has a bug.
     pub refused: u64,
-    /// The nodes each job ran on, folded, by job id.
-    pub nodes: HashMap<u64, String>,
+    /// What the cluster knows of each job submitted, in input order: its
+    /// state, nodes and instants as `controller queue` would show them.
+    pub infos: Vec<JobInfo>,
     /// The policy's figures (an external scheduler's latency).
     pub policy: Option<formats::scheduler::SchedulerReport>,
     /// Why the policy stopped deciding before the end, if it did: jobs it
@@ -361,14 +362,25 @@ pub fn simulate(config: Arc<config::Cluster>, jobs: &[SimJob], epoch_wall_ns: i6
         }
         sim.want_pass(t);
     }
-    let nodes = sim
-        .cluster
-        .jobs_info(&ids)
-        .into_iter()
-        .map(|j| (j.id, j.nodes))
-        .collect();
+    let infos = sim.cluster.jobs_info(&ids);
     let policy = sim.scheduler.report();
-    let failure = sim.scheduler.failed().map(str::to_string);
+    // Nothing more happens, yet jobs are not over: the policy left them
+    // waiting (an external scheduler that never starts a job, say).
+    let stuck: Vec<u64> = infos
+        .iter()
+        .filter(|j| !j.state.is_final())
+        .map(|j| j.id)
+        .collect();
+    let failure = sim.scheduler.failed().map(str::to_string).or_else(|| {
+        (!stuck.is_empty()).then(|| {
+            format!(
+                "{} job(s) never ended (the first: job {}): nothing more was to happen, and \
+                 the policy left them waiting",
+                stuck.len(),
+                stuck[0]
+            )
+        })
+    });
     // Dropping the policy ends an external scheduler's simulation.
     drop(sim.scheduler);
     SimRun {
@@ -377,7 +389,7 @@ pub fn simulate(config: Arc<config::Cluster>, jobs: &[SimJob], epoch_wall_ns: i6
         end_ns,
         passes: sim.cluster.passes(),
         refused: sim.cluster.refused(),
-        nodes,
+        infos,
         policy,
         failure,
     }

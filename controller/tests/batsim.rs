@@ -424,3 +424,19 @@ fn the_emulation_goes_on_when_the_scheduler_dies() {
         );
     }
 }
+
+#[test]
+fn a_twin_left_with_waiting_jobs_says_so() {
+    // A scheduler that answers every message and starts nothing: Batsim
+    // would be stuck; the twin ends with the reason.
+    let peer = Peer::start(4, Box::new(|_, _| Some(Vec::new())));
+    let run = twin(2, &peer.endpoint, &[(0, 2, 10), (5, 1, 1)]);
+    let why = run.failure.unwrap();
+    assert!(
+        why.contains("2 job(s) never ended (the first: job 1)"),
+        "{why}"
+    );
+    assert!(run.records.is_empty());
+    let states: Vec<&str> = run.infos.iter().map(|j| j.state.as_str()).collect();
+    assert_eq!(states, ["pending", "pending"]);
+}

@@ -533,10 +533,8 @@ cpus = 8
 memory = "1G"
 "#;
         let c = controller::config::Cluster::from_str(text, Path::new("t.toml")).unwrap();
-        let groups: Vec<(String, u32)> = layout(&c)
-            .into_iter()
-            .map(|g| (g.nodes, g.cpus))
-            .collect();
+        let groups: Vec<(String, u32)> =
+            layout(&c).into_iter().map(|g| (g.nodes, g.cpus)).collect();
         // "a1" after "b2" would fold to a[1-3],b[1-2]: a group of its own.
         assert_eq!(
             groups,

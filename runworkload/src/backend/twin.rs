@@ -12,7 +12,7 @@ use futures_util::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
-use super::{info_of, Backend, Jobs, Ran};
+use super::{Backend, Jobs, Ran};
 use crate::Plan;
 
 /// The virtual-time twin.
@@ -78,14 +78,7 @@ fn simulate(plan: &Plan, jobs: &Jobs<'_>, dir: &Path) -> Result<Ran> {
         ids[i] = run.ids[k];
         actual[i] = epoch + targets[i];
     }
-    let infos: HashMap<u64, JobInfo> = run
-        .records
-        .iter()
-        .map(|r| {
-            let nodes = run.nodes.get(&r.id).cloned().unwrap_or_default();
-            (r.id, info_of(r, nodes))
-        })
-        .collect();
+    let infos: HashMap<u64, JobInfo> = run.infos.iter().map(|j| (j.id, j.clone())).collect();
     info!(run = %label, passes = run.passes, "simulated");
     if let Some(report) = &run.policy {
         info!(
