@@ -9,9 +9,7 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::time::Instant;
 
-use formats::wire::{
-    Exit, FromAgent, Held, JobFilter, JobSpec, JobState, Request, Response, RunSettings, ToAgent,
-};
+use formats::wire::{Exit, FromAgent, Held, JobSpec, Request, Response, RunSettings, ToAgent};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, error, info};
@@ -323,24 +321,10 @@ impl Server {
         }
     }
 
-    /// A scheduling pass, now. If the policy stops deciding in it, the
-    /// jobs that wait are cancelled (none could ever start); running ones
-    /// keep going to their end.
+    /// A scheduling pass, now.
     fn pass(&mut self) {
         let now = self.clock.now();
-        let deciding = self.scheduler.failed().is_none();
         self.scheduler.pass(&mut self.cluster, now, &mut self.out);
-        if let (true, Some(why)) = (deciding, self.scheduler.failed()) {
-            let (pending, _) = self.cluster.matching(&JobFilter {
-                states: vec![JobState::Pending],
-                ..JobFilter::default()
-            });
-            error!(
-                cancelled = pending.len(),
-                "the scheduler stopped deciding: {why}; pending jobs cancelled, running ones go on"
-            );
-            self.cluster.cancel(&pending, now, &mut self.out);
-        }
     }
 
     fn ping(&mut self) {

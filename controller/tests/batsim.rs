@@ -440,3 +440,52 @@ fn a_twin_left_with_waiting_jobs_says_so() {
     let states: Vec<&str> = run.infos.iter().map(|j| j.state.as_str()).collect();
     assert_eq!(states, ["pending", "pending"]);
 }
+
+#[test]
+fn jobs_a_dead_scheduler_suspended_are_cancelled_with_their_records() {
+    // It starts job 1, suspends it for job 2 (the extension), then never
+    // answers again.
+    let mut n = 0;
+    let peer = Peer::start(
+        4,
+        Box::new(move |req, _| {
+            n += 1;
+            let now = req["now"].as_f64().unwrap();
+            let ev =
+                |kind: &str, data: Value| json!({"timestamp": now, "type": kind, "data": data});
+            let submitted: Vec<&str> = req["events"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|e| e["type"] == "JOB_SUBMITTED")
+                .map(|e| e["data"]["job_id"].as_str().unwrap())
+                .collect();
+            match submitted.as_slice() {
+                ["w0!1"] => Some(vec![ev(
+                    "EXECUTE_JOB",
+                    json!({"job_id": "w0!1", "alloc": "0-3"}),
+                )]),
+                ["w0!2"] => Some(vec![
+                    ev("SUSPEND_JOB", json!({"job_id": "w0!1"})),
+                    ev("EXECUTE_JOB", json!({"job_id": "w0!2", "alloc": "0-3"})),
+                ]),
+                _ if n <= 3 => Some(Vec::new()),
+                _ => None,
+            }
+        }),
+    );
+    let run = twin(2, &peer.endpoint, &[(0, 4, 100), (10, 4, 5), (20, 4, 5)]);
+    assert!(run.failure.unwrap().contains("did not answer"));
+    let rec = |id: u64| run.records.iter().find(|r| r.id == id).unwrap();
+    // Job 2 ran to its end; job 1, suspended, and job 3, never started,
+    // were cancelled: 1 with its record, its suspension in it.
+    assert_eq!(rec(2).status, formats::record::Status::Completed);
+    assert_eq!(rec(1).status, formats::record::Status::Cancelled);
+    assert_eq!(rec(1).suspensions.len(), 1);
+    let states: Vec<&str> = run.infos.iter().map(|j| j.state.as_str()).collect();
+    assert_eq!(states, ["cancelled", "completed", "cancelled"]);
+    let heard = peer.events();
+    assert!(heard
+        .iter()
+        .any(|(_, e)| e["type"] == "JOB_SUSPENDED" && e["data"]["job_id"] == "w0!1"));
+}

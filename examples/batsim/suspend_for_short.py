@@ -51,7 +51,12 @@ class Scheduler:
         elif kind == "JOB_COMPLETED":
             j = self.jobs.pop(data["job_id"])
             self.running.discard(data["job_id"])
-            self.free = sorted(self.free + j["alloc"])
+            if data["job_id"] in self.suspended:
+                # It ended before the suspension landed (real time): its
+                # resources, free since the suspension, are no longer its.
+                self.suspended.remove(data["job_id"])
+            else:
+                self.free = sorted(self.free + j["alloc"])
         elif kind in ("JOB_SUSPENDED", "JOB_RESUMED", "REQUESTED_CALL", "NOTIFY"):
             pass  # confirmations and notices: nothing to decide from them
         else:

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use tracing::{debug, debug_span};
 
 use super::{Cluster, Effects, Now};
-use crate::policy::Policy;
+use crate::policy::{ActiveState, Policy};
 
 pub struct Scheduler {
     policy: Box<dyn Policy>,
@@ -41,7 +41,8 @@ impl Scheduler {
     }
 
     /// Why the policy stopped deciding, if it did (an external scheduler
-    /// that died or stopped answering).
+    /// that died or stopped answering). Then the jobs it had not started,
+    /// or had suspended, were cancelled: none could ever run again.
     pub fn failed(&self) -> Option<&str> {
         self.failed.as_deref()
     }
@@ -67,7 +68,9 @@ impl Scheduler {
             .last_pass
             .map_or(i64::MIN, |t| t.saturating_add(self.interval));
         if self.failed.is_some() {
-            return None;
+            // Only to cancel what is submitted still (the twin submits
+            // on; the server refuses).
+            return cluster.pending().next().map(|_| earliest);
         }
         if cluster.wants_pass || cluster.has_events() {
             return Some(earliest);
@@ -84,7 +87,14 @@ impl Scheduler {
         cluster.wants_pass = false;
         let woken = self.wake_at.is_some_and(|w| w <= now.mono);
         if self.failed.is_some() {
-            return false;
+            // Nothing decides any more: a job submitted since could never
+            // start.
+            let late: Vec<u64> = cluster.pending().collect();
+            if late.is_empty() {
+                return false;
+            }
+            cluster.cancel(&late, now, fx);
+            return true;
         }
         if !cluster.anything_waits() && !woken && !cluster.has_events() {
             // Nothing waits: no policy could start, resume or rotate
@@ -102,9 +112,23 @@ impl Scheduler {
         let mut view = cluster.view(now);
         view.happened = cluster.take_events();
         let decisions = self.policy.decide(&view);
+        // Jobs only the policy could start or resume, if it just failed.
+        let mut orphans = Vec::new();
         if let Some(why) = self.policy.failure() {
-            tracing::error!("scheduler: {why}");
+            orphans.extend(view.queue.iter().map(|q| q.job));
+            orphans.extend(
+                view.active
+                    .iter()
+                    .filter(|a| a.state == ActiveState::Suspended)
+                    .map(|a| a.job),
+            );
+            tracing::error!(
+                cancelled = orphans.len(),
+                "the scheduler stopped deciding: {why}; its waiting and suspended jobs are \
+                 cancelled, its running ones go on to their end"
+            );
             self.failed = Some(why);
+            cluster.forget_events();
         }
         let queued = view.queue.len();
         // The view shares the queue and the active jobs with the cluster:
@@ -115,6 +139,9 @@ impl Scheduler {
         span.record("decisions", n);
         self.wake_at = decisions.wake_at_ns;
         cluster.apply(decisions.list, now, fx);
+        if !orphans.is_empty() {
+            cluster.cancel(&orphans, now, fx);
+        }
         let took = took.elapsed();
         cluster.counters.pass(took);
         debug!(queued, decisions = n, ?took, "scheduling pass");

@@ -444,6 +444,16 @@ impl Cluster {
         self.happened.get_or_insert_with(Vec::new);
     }
 
+    /// The pending jobs, in queue order.
+    pub(super) fn pending(&self) -> impl Iterator<Item = u64> + '_ {
+        self.queue.iter().map(|q| q.job)
+    }
+
+    /// Stops keeping events: no policy will take them any more.
+    pub(super) fn forget_events(&mut self) {
+        self.happened = None;
+    }
+
     /// Whether something happened that the policy has not yet seen.
     pub fn has_events(&self) -> bool {
         self.happened.as_ref().is_some_and(|h| !h.is_empty())
