@@ -12,10 +12,10 @@
 # `calcmets export --format batsim` load in evalys, whose utilization and
 # mean waiting time agree with calcmets'.
 #
-#   scripts/batsim-check.sh [SPEEDUP]     (emulated runs; default 20000)
+#   scripts/batsim-check.sh [SPEEDUP]     (emulated runs; default 40000)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-speedup=${1:-20000}
+speedup=${1:-40000}
 cargo build --release -q -p controller -p runworkload -p calcmets -p sigsleep
 host=$(rustc -vV | sed -n 's/^host: //p')
 bin=$PWD/target/$host/release

@@ -171,6 +171,24 @@ for d in ("emulated", "simulated", "gang/emulated", "gang/simulated"):
 if metrics("emulated/shrink-050")["suspensions"] == 0:
     fail("the gang replay suspended no job")
 
+# Batsim schedulers (README and docs/batsim.md): every replay ran its 200
+# jobs under the external scheduler, the extension suspended, and the
+# exports hold every job.
+for run in ("batsim-readme", "batsim-twin", "batsim-emulated", "batsim-json", "batsim-suspend"):
+    m = json.load(open(f"{run}/shrink-100/manifest.json"))
+    if m["status"] != "completed" or m["counts"] != {"completed": 200} or m["policy"] != "batsim":
+        fail(f"{run}: {m['status']}, counts {m['counts']}, policy {m['policy']}")
+    if m["scheduler"]["messages"] < 200:
+        fail(f"{run}: only {m['scheduler']['messages']} messages with the scheduler")
+if json.load(open("batsim-json/shrink-100/manifest.json"))["trace"]["format"] != "batsim":
+    fail("batsim-json: not read as a Batsim workload")
+if metrics("batsim-suspend/shrink-100")["suspensions"] == 0:
+    fail("batsim-suspend: the extension suspended no job")
+for export in ("batsim-evalys", "batsim-out"):
+    rows = open(f"{export}/jobs.csv").read().splitlines()
+    if len(rows) != 201 or not rows[0].startswith("job_id,workload_name,profile,"):
+        fail(f"{export}/jobs.csv: {len(rows)} lines")
+
 # The shipped trace: its 200 jobs, 74 of which failed (status 0).
 m = metrics("--swf", "configs/workloads/kth-sp2-200.swf")
 if (m["jobs"], m["skipped"]["excluded_by"]["failed"]) != (126, 74):

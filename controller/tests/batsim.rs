@@ -489,3 +489,56 @@ fn jobs_a_dead_scheduler_suspended_are_cancelled_with_their_records() {
         .iter()
         .any(|(_, e)| e["type"] == "JOB_SUSPENDED" && e["data"]["job_id"] == "w0!1"));
 }
+
+#[test]
+fn a_kill_is_answered_once_the_job_is_over_with_its_progress() {
+    // Job 1 (10 s) starts at 0; when job 2 arrives at 4 s, the scheduler
+    // kills job 1 and starts job 2 once JOB_KILLED says it is gone.
+    let peer = Peer::start(
+        4,
+        Box::new(|req, _| {
+            let now = req["now"].as_f64().unwrap();
+            let ev =
+                |kind: &str, data: Value| json!({"timestamp": now, "type": kind, "data": data});
+            let mut out = Vec::new();
+            for e in req["events"].as_array().unwrap() {
+                match (e["type"].as_str().unwrap(), e["data"]["job_id"].as_str()) {
+                    ("JOB_SUBMITTED", Some("w0!1")) => {
+                        out.push(ev("EXECUTE_JOB", json!({"job_id": "w0!1", "alloc": "0-3"})))
+                    }
+                    ("JOB_SUBMITTED", Some("w0!2")) => {
+                        out.push(ev("KILL_JOB", json!({"job_ids": ["w0!1"]})))
+                    }
+                    ("JOB_KILLED", _) => {
+                        out.push(ev("EXECUTE_JOB", json!({"job_id": "w0!2", "alloc": "0-3"})))
+                    }
+                    _ => {}
+                }
+            }
+            Some(out)
+        }),
+    );
+    let run = twin(2, &peer.endpoint, &[(0, 4, 10), (4, 4, 1)]);
+    assert_eq!(run.failure, None);
+    let ev = peer.events();
+    let killed = ev
+        .iter()
+        .map(|(_, e)| e)
+        .find(|e| e["type"] == "JOB_KILLED")
+        .unwrap();
+    assert_eq!(killed["data"]["job_ids"], json!(["w0!1"]));
+    let p = killed["data"]["job_progress"]["w0!1"]["progress"]
+        .as_f64()
+        .unwrap();
+    assert!((p - 0.4).abs() < 1e-6, "progress {p}");
+    let completed = ev
+        .iter()
+        .map(|(_, e)| e)
+        .find(|e| e["type"] == "JOB_COMPLETED" && e["data"]["job_id"] == "w0!1")
+        .unwrap();
+    assert_eq!(completed["data"]["job_state"], "COMPLETED_KILLED");
+    let rec = |id: u64| run.records.iter().find(|r| r.id == id).unwrap();
+    assert_eq!(rec(1).status, formats::record::Status::Cancelled);
+    assert_eq!(rec(2).status, formats::record::Status::Completed);
+    assert_eq!(rec(2).start, rec(1).end);
+}

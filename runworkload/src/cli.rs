@@ -34,7 +34,8 @@ and metrics.json; `calcmets OUT` reads them all side by side.
 
 Exit status: 0 ok, 1 interrupted (Ctrl-C) or the comparison or charts
 could not be made (the runs are kept), 2 usage or input error (with
---strict, a trace with malformed lines is one).";
+--strict, a trace with malformed lines is one), or an external scheduler
+(policy = \"batsim\") that failed (the run's results are kept).";
 
 #[derive(Debug, Parser)]
 #[command(

@@ -105,7 +105,13 @@ def starts(a, b, *flags):
     sb = {r["id"]: r["start"] for r in records(b)}
     same = sorted(i for i in sa if i in sb and abs(sa[i] - sb[i]) < 1e-6)
     differ = sorted(i for i in sa if i not in same)
-    first = f", the first that differs: job {differ[0]}" if differ else ""
+    first = ""
+    if differ:
+        # The earliest in time: where the two schedules part.
+        t, i = min((min(sa[i], sb.get(i, sa[i])), i) for i in differ)
+        first = (f"; they part at job {i}, started at {sa[i] - min(sa.values()):.0f} s "
+                 f"in the first and {sb.get(i, float('nan')) - min(sb.values()):.0f} s "
+                 f"in the second (seconds after each run's first start)")
     print(f"batsim-check: {len(same)} of {len(sa)} jobs start at the same instant "
           f"in {a} and {b}{first}")
     if "--all" in flags and differ:

@@ -35,6 +35,11 @@ struct Job {
     alloc: Vec<u32>,
     started: bool,
     rejected: bool,
+    /// Its profile's delay, and how long it has run (Batsim seconds):
+    /// what a kill reports as its progress.
+    delay: f64,
+    ran: f64,
+    running_since: Option<f64>,
     killed: bool,
     /// Suspended at the scheduler's request (its resources are free).
     suspended: bool,
@@ -250,6 +255,7 @@ impl Bridge {
                             res,
                             cores,
                             profile,
+                            delay,
                             ..Job::default()
                         },
                     );
@@ -283,9 +289,15 @@ impl Bridge {
                     let mut done = Vec::new();
                     for (i, k) in st.kills.iter_mut().enumerate() {
                         if k.waiting.remove(&job) {
+                            let ran = j.ran + j.running_since.map_or(0.0, |s| (t - s).max(0.0));
+                            let progress = if j.delay > 0.0 {
+                                (ran / j.delay).clamp(0.0, 1.0)
+                            } else {
+                                1.0
+                            };
                             k.progress.insert(
                                 job_id(job),
-                                json!({"profile": j.profile, "progress": 0.5}),
+                                json!({"profile": j.profile, "progress": progress}),
                             );
                             if k.waiting.is_empty() {
                                 done.push(i);
@@ -303,8 +315,15 @@ impl Bridge {
                 }
                 Happened::Suspended { job, at_ns } | Happened::Resumed { job, at_ns } => {
                     let suspended = matches!(h, Happened::Suspended { .. });
+                    let t = self.seconds(st, at_ns);
+                    if let Some(j) = st.jobs.get_mut(&job) {
+                        if suspended {
+                            j.ran += j.running_since.take().map_or(0.0, |s| (t - s).max(0.0));
+                        } else {
+                            j.running_since = Some(t);
+                        }
+                    }
                     if st.jobs.get(&job).is_some_and(|j| j.extension) {
-                        let t = self.seconds(st, at_ns);
                         let kind = if suspended {
                             "JOB_SUSPENDED"
                         } else {
@@ -392,6 +411,7 @@ impl Bridge {
                 }
                 let j = st.jobs.get_mut(&id).expect("checked");
                 j.started = true;
+                j.running_since = Some(now_s);
                 j.alloc = alloc;
                 out.push(Decision::Start {
                     job: id,
