@@ -74,7 +74,7 @@ run() {
     "$(python3 -c "print(round($t1 - $t0, 1))")" "$(python3 -c "import json,sys; s=json.load(open(sys.argv[1]))['scheduler']; print('%d messages, reply p50 %.2f ms, p99 %.2f ms' % (s['messages'], s['reply_ms']['p50'], s['reply_ms']['p99']))" "$out/shrink-100/manifest.json")"
 }
 
-pyb() { pybatsim "$1" -s "$endpoint" -t 5000; }
+pyb() { pybatsim "$1" -s "$endpoint" -t 5000 -v warning; }
 for mode in twin emulated; do
   run fcfs "$mode" pyb schedFcfs
   run easy "$mode" pyb easyBackfill

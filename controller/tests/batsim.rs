@@ -182,6 +182,17 @@ impl Fcfs {
 /// A cluster of `nodes` nodes of 2 cores, whose policy is the scheduler at
 /// `endpoint`.
 fn config(dir: &std::path::Path, nodes: u32, endpoint: &str, local: bool) -> String {
+    config_unit(dir, nodes, endpoint, local, "core")
+}
+
+/// [`config`] with a resource being a `unit` ("core" or "node").
+fn config_unit(
+    dir: &std::path::Path,
+    nodes: u32,
+    endpoint: &str,
+    local: bool,
+    unit: &str,
+) -> String {
     // A message at every event, as Batsim sends them.
     config_text(
         dir,
@@ -190,16 +201,25 @@ fn config(dir: &std::path::Path, nodes: u32, endpoint: &str, local: bool) -> Str
         local,
         &format!(
             "policy = \"batsim\"\n\n\
-             [batsim]\nendpoint = \"{endpoint}\"\nreply_timeout_s = 2\n"
+             [batsim]\nendpoint = \"{endpoint}\"\nreply_timeout_s = 2\nunit = \"{unit}\"\n"
         ),
     )
     .replace("schedule_interval_ms = 5", "schedule_interval_ms = 0")
 }
 
 fn twin(nodes: u32, endpoint: &str, jobs: &[(i64, u32, i64)]) -> controller::sim::SimRun {
+    twin_unit(nodes, endpoint, "core", jobs)
+}
+
+fn twin_unit(
+    nodes: u32,
+    endpoint: &str,
+    unit: &str,
+    jobs: &[(i64, u32, i64)],
+) -> controller::sim::SimRun {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("c.toml");
-    let text = config(dir.path(), nodes, endpoint, true);
+    let text = config_unit(dir.path(), nodes, endpoint, true, unit);
     let c = controller::config::Cluster::from_str(&text, &path).unwrap();
     let jobs: Vec<SimJob> = jobs
         .iter()
@@ -541,4 +561,31 @@ fn a_kill_is_answered_once_the_job_is_over_with_its_progress() {
     assert_eq!(rec(1).status, formats::record::Status::Cancelled);
     assert_eq!(rec(2).status, formats::record::Status::Completed);
     assert_eq!(rec(2).start, rec(1).end);
+}
+
+#[test]
+fn with_whole_nodes_as_resources_a_job_asks_for_the_nodes_its_cores_fill() {
+    // Three nodes of 2 cores, a resource per node: a 3-core job asks for 2.
+    let peer = Peer::start(3, Box::new(|req, f| Some(f.decide(req))));
+    let run = twin_unit(3, &peer.endpoint, "node", &[(0, 3, 10), (1, 2, 5)]);
+    assert_eq!(run.failure, None);
+    let ev = peer.events();
+    let begins = &ev[0].1;
+    assert_eq!(begins["data"]["nb_resources"], 3);
+    assert_eq!(begins["data"]["compute_resources"][2]["name"], "n3");
+    let res: Vec<u64> = ev
+        .iter()
+        .filter(|(_, e)| e["type"] == "JOB_SUBMITTED")
+        .map(|(_, e)| e["data"]["job"]["res"].as_u64().unwrap())
+        .collect();
+    assert_eq!(res, [2, 1]);
+    // Job 1 on nodes 1 and 2 (2 cores, then 1), job 2 on node 3 at once.
+    let infos: Vec<(&str, i64)> = run
+        .infos
+        .iter()
+        .map(|j| (j.nodes.as_str(), j.start_ns))
+        .collect();
+    assert_eq!(infos[0].0, "n[1-2]");
+    assert_eq!(infos[1].0, "n3");
+    assert_eq!(infos[1].1 - infos[0].1, S);
 }
