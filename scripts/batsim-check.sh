@@ -74,7 +74,8 @@ run() {
     "$(python3 -c "print(round($t1 - $t0, 1))")" "$(python3 -c "import json,sys; s=json.load(open(sys.argv[1]))['scheduler']; print('%d messages, reply p50 %.2f ms, p99 %.2f ms' % (s['messages'], s['reply_ms']['p50'], s['reply_ms']['p99']))" "$out/shrink-100/manifest.json")"
 }
 
-pyb() { pybatsim "$1" -s "$endpoint" -t 5000 -v warning; }
+# (Schedulers of pybatsim's own API log their events to PREFIX_events.csv.)
+pyb() { pybatsim "$1" -s "$endpoint" -t 5000 -v warning -o "{\"export-prefix\": \"$work/$1\"}"; }
 for mode in twin emulated; do
   run fcfs "$mode" pyb schedFcfs
   run easy "$mode" pyb easyBackfill

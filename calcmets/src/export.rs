@@ -59,8 +59,9 @@ struct Job {
     ran: Option<(i64, i64)>,
     /// When the cluster started it and when it knew it over, if jobs.csv
     /// says: what its cores were held between, in the cluster's eyes. Jobs
-    /// started by one pass have one start, and took their cores in id
-    /// order.
+    /// started by one pass have one start, and took their cores in the
+    /// pass's order, which is queue order for the built-in policies (the
+    /// export takes id order for it).
     held: Option<(i64, i64)>,
     status: Option<Status>,
     /// Its final state from jobs.csv, for jobs without a record.
@@ -148,7 +149,7 @@ pub fn batsim(dir: &Path, out: &Path, trace_time: bool) -> Result<Exported> {
             waiting_time: opt(&|s, _, _| secs(s - j.submit)),
             turnaround_time: opt(&|_, e, _| secs(e - j.submit)),
             stretch: opt(&|_, e, x| format!("{:.6}", stretch(e - j.submit, x))),
-            allocated_resources: interval_set(&j.alloc),
+            allocated_resources: formats::intervals::format(&j.alloc),
             consumed_energy: -1.0,
             metadata: "",
             clemu_job_id: j.clemu_id,
@@ -238,7 +239,11 @@ fn load(dir: &Path, name: &str) -> Result<Vec<Job>> {
                 .filter(|&(s, e)| s != 0 && e != 0),
             status: rec.as_ref().map(|r| r.status),
             state: row.state.clone(),
-            nodes: row.nodes.clone(),
+            // (A jobs.csv without nodes: the record's, its first.)
+            nodes: match (&rec, row.nodes.is_empty()) {
+                (Some(r), true) => r.node.to_string(),
+                _ => row.nodes.clone(),
+            },
             suspensions: rec.map_or_else(Vec::new, |r| {
                 r.suspensions
                     .iter()
@@ -287,20 +292,21 @@ fn allocate(jobs: &mut [Job], res_of: &Numbering, name: &str) -> Result<usize> {
                 holders[r as usize] -= 1;
             }
         }
-        let nodes: Vec<(u32, u32)> = match formats::nodeset::parse(&jobs[i].nodes) {
-            Ok(set) if !jobs[i].nodes.is_empty() => formats::nodeset::expand(&set)
-                .iter()
-                .map(|n| {
-                    res_of.get(n).copied().ok_or_else(|| {
-                        anyhow!(
-                            "{name}: job {} ran on {n}, which the layout lacks",
-                            jobs[i].clemu_id
-                        )
-                    })
-                })
-                .collect::<Result<_>>()?,
-            _ => Vec::new(),
-        };
+        let id = jobs[i].clemu_id;
+        let set = formats::nodeset::parse(&jobs[i].nodes)
+            .map_err(|e| anyhow!("{name}: job {id}: its nodes {:?}: {e}", jobs[i].nodes))?;
+        let nodes: Vec<(u32, u32)> = formats::nodeset::expand(&set)
+            .iter()
+            .map(|n| {
+                res_of
+                    .get(n)
+                    .copied()
+                    .ok_or_else(|| anyhow!("{name}: job {id} ran on {n}, which the layout lacks"))
+            })
+            .collect::<Result<_>>()?;
+        if nodes.is_empty() {
+            bail!("{name}: job {id} ran, and neither jobs.csv nor its record says where");
+        }
         let want = jobs[i].cores as usize;
         let mut alloc: Vec<u32> = Vec::with_capacity(want);
         let free_on = |held: &[u16], (first, cpus): (u32, u32)| {
@@ -336,16 +342,23 @@ fn allocate(jobs: &mut [Job], res_of: &Numbering, name: &str) -> Result<usize> {
     Ok(overlapping)
 }
 
+/// Batsim's final state of a job, and whether it succeeded.
 fn final_state(j: &Job) -> (&'static str, bool) {
     match j.status {
         Some(Status::Completed) => ("COMPLETED_SUCCESSFULLY", true),
         Some(Status::Timeout) => ("COMPLETED_WALLTIME_REACHED", false),
         Some(Status::Cancelled) => ("COMPLETED_KILLED", false),
         Some(Status::Failed) => ("COMPLETED_FAILED", false),
-        // No record: it never ran (cancelled or refused while pending).
-        None if j.state == "cancelled" || j.state == "pending" => ("REJECTED", false),
+        // No record: it never ran (cancelled, rejected by the scheduler,
+        // or never started).
+        None if never_ran(j) => ("REJECTED", false),
+        // Ran, but its record was lost with its host.
         None => ("COMPLETED_FAILED", false),
     }
+}
+
+fn never_ran(j: &Job) -> bool {
+    j.ran.is_none() && matches!(j.state.as_str(), "cancelled" | "pending")
 }
 
 fn stretch(turnaround: i64, execution: i64) -> f64 {
@@ -354,28 +367,6 @@ fn stretch(turnaround: i64, execution: i64) -> f64 {
     } else {
         1.0
     }
-}
-
-/// Sorted ids → `"0-3 8"`, as Batsim writes allocations.
-pub fn interval_set(ids: &[u32]) -> String {
-    let mut out = String::new();
-    let mut i = 0;
-    while i < ids.len() {
-        let mut j = i;
-        while j + 1 < ids.len() && ids[j + 1] == ids[j] + 1 {
-            j += 1;
-        }
-        if !out.is_empty() {
-            out.push(' ');
-        }
-        if i == j {
-            out.push_str(&ids[i].to_string());
-        } else {
-            out.push_str(&format!("{}-{}", ids[i], ids[j]));
-        }
-        i = j + 1;
-    }
-    out
 }
 
 /// What `schedule.json` adds up, in ns.
@@ -401,12 +392,16 @@ impl Sums {
     fn add(&mut self, j: &Job, success: bool) {
         self.jobs += 1;
         self.first_submit = Some(self.first_submit.map_or(j.submit, |f| f.min(j.submit)));
-        let Some((start, end)) = j.ran else {
+        if never_ran(j) {
             self.rejected += 1;
             return;
-        };
+        }
         self.finished += 1;
         self.success += u64::from(success);
+        // (A job that ran without a record has no times to count.)
+        let Some((start, end)) = j.ran else {
+            return;
+        };
         let wait = start - j.submit;
         let turnaround = end - j.submit;
         let sd = stretch(turnaround, end - start);
@@ -495,13 +490,16 @@ mod tests {
             job(3, 4, "n[1-2]", 5, 30),
         ];
         assert_eq!(allocate(&mut jobs, &layout(), "t").unwrap(), 0);
-        let sets: Vec<String> = jobs.iter().map(|j| interval_set(&j.alloc)).collect();
+        let sets: Vec<String> = jobs
+            .iter()
+            .map(|j| formats::intervals::format(&j.alloc))
+            .collect();
         assert_eq!(sets, ["0-2", "0-1", "3-6"]);
         // A job that finds one free core of the two it holds (a time-sliced
         // one, say) shares the lowest other, and is counted.
         jobs.push(job(4, 2, "n2", 6, 12));
         assert_eq!(allocate(&mut jobs, &layout(), "t").unwrap(), 1);
-        assert_eq!(interval_set(&jobs[3].alloc), "4 7");
+        assert_eq!(formats::intervals::format(&jobs[3].alloc), "4 7");
     }
 
     #[test]
@@ -511,12 +509,5 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("job 1 ran on x9"), "{e}");
-    }
-
-    #[test]
-    fn interval_sets_are_batsims() {
-        assert_eq!(interval_set(&[0, 1, 2, 3, 8, 10, 11]), "0-3 8 10-11");
-        assert_eq!(interval_set(&[5]), "5");
-        assert_eq!(interval_set(&[]), "");
     }
 }

@@ -53,31 +53,10 @@ impl Fcfs {
                 self.free.remove(r);
             }
             out.push(json!({"timestamp": now, "type": "EXECUTE_JOB",
-                            "data": {"job_id": id, "alloc": interval_set(&alloc)}}));
+                            "data": {"job_id": id, "alloc": formats::intervals::format(&alloc)}}));
             self.held.insert(id, alloc);
         }
     }
-}
-
-fn interval_set(ids: &[u32]) -> String {
-    let mut out = String::new();
-    let mut i = 0;
-    while i < ids.len() {
-        let mut j = i;
-        while j + 1 < ids.len() && ids[j + 1] == ids[j] + 1 {
-            j += 1;
-        }
-        if !out.is_empty() {
-            out.push(' ');
-        }
-        if i == j {
-            out.push_str(&ids[i].to_string());
-        } else {
-            out.push_str(&format!("{}-{}", ids[i], ids[j]));
-        }
-        i = j + 1;
-    }
-    out
 }
 
 #[tokio::main(flavor = "current_thread")]

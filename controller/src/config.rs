@@ -416,6 +416,20 @@ impl Cluster {
                         bail!("{name}: batsim.unit: unknown unit {other:?} (known: core, node)")
                     }
                 };
+                // A Batsim resource carries no core count: whole nodes as
+                // resources need nodes of one size.
+                if unit == crate::batsim::Unit::Node {
+                    let (lo, hi) = nodes.iter().fold((u32::MAX, 0), |(lo, hi), n| {
+                        (lo.min(n.cpus), hi.max(n.cpus))
+                    });
+                    if lo != hi && !nodes.is_empty() {
+                        bail!(
+                            "{name}: batsim.unit = \"node\" needs nodes of one size (these have \
+                             {lo} to {hi} cores): a scheduler cannot tell them apart; use \
+                             unit = \"core\""
+                        );
+                    }
+                }
                 let timeout = b.and_then(|b| b.reply_timeout_s).unwrap_or(10.0);
                 if !(timeout.is_finite() && timeout > 0.0) {
                     bail!("{name}: batsim.reply_timeout_s must be a positive number of seconds");

@@ -117,7 +117,7 @@ impl Machines {
     /// Virtual instant `t` as sigsleep would read it.
     fn stamp(&self, t: i64) -> Stamp {
         Stamp {
-            real: self.epoch + t,
+            real: self.epoch.saturating_add(t),
             mono: t,
         }
     }
@@ -209,7 +209,7 @@ impl Sim {
     fn now(&self, t: i64) -> Now {
         Now {
             mono: t,
-            wall: self.machines.epoch + t,
+            wall: self.machines.epoch.saturating_add(t),
         }
     }
 

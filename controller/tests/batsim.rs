@@ -60,7 +60,12 @@ impl Peer {
                     h.lock().unwrap().push(req.clone());
                     match brain(&req, &mut fcfs) {
                         Some(events) => {
-                            let now = req["now"].as_f64().unwrap();
+                            // A decision stamped later says the scheduler
+                            // took that long.
+                            let now = events
+                                .iter()
+                                .filter_map(|e| e["timestamp"].as_f64())
+                                .fold(req["now"].as_f64().unwrap(), f64::max);
                             let reply = json!({"now": now, "events": events}).to_string();
                             socket.send(ZmqMessage::from(reply)).await.unwrap();
                         }
@@ -276,8 +281,20 @@ fn the_twin_follows_the_scheduler_and_speaks_batsim() {
     // Every job submitted once, completed once, in that order; the
     // simulation ends last.
     let k = kinds(&ev);
-    assert_eq!(k.iter().filter(|k| *k == "JOB_SUBMITTED").count(), 3);
-    assert_eq!(k.iter().filter(|k| *k == "JOB_COMPLETED").count(), 3);
+    for job in ["w0!1", "w0!2", "w0!3"] {
+        let at = |kind: &str| -> Vec<usize> {
+            ev.iter()
+                .enumerate()
+                .filter(|(_, (_, e))| e["type"] == kind && e["data"]["job_id"] == job)
+                .map(|(i, _)| i)
+                .collect()
+        };
+        let (sub, done) = (at("JOB_SUBMITTED"), at("JOB_COMPLETED"));
+        assert!(
+            sub.len() == 1 && done.len() == 1 && sub[0] < done[0],
+            "{job}: {k:?}"
+        );
+    }
     assert_eq!(k.last().unwrap(), "SIMULATION_ENDS");
     let completed: Vec<&Value> = ev
         .iter()
@@ -588,4 +605,109 @@ fn with_whole_nodes_as_resources_a_job_asks_for_the_nodes_its_cores_fill() {
     assert_eq!(infos[0].0, "n[1-2]");
     assert_eq!(infos[1].0, "n3");
     assert_eq!(infos[1].1 - infos[0].1, S);
+}
+
+#[test]
+fn suspension_resumption_rejection_and_calls_in_the_twin() {
+    // Job 1 (4 cores, 10 s) starts at 0; job 2 (4 cores, 2 s) arrives at
+    // 1, and the scheduler, taking half a second to decide, suspends job 1
+    // for it at 1.5; job 3 is rejected; job 1 resumes when 2 is over, and
+    // a call asked for 20 s comes then.
+    let peer = Peer::start(
+        4,
+        Box::new(|req, _| {
+            let now = req["now"].as_f64().unwrap();
+            let ev = |t: f64, kind: &str, data: Value| json!({"timestamp": t, "type": kind, "data": data});
+            let mut out = Vec::new();
+            for e in req["events"].as_array().unwrap() {
+                match (e["type"].as_str().unwrap(), e["data"]["job_id"].as_str()) {
+                    ("JOB_SUBMITTED", Some("w0!1")) => {
+                        out.push(ev(
+                            now,
+                            "EXECUTE_JOB",
+                            json!({"job_id": "w0!1", "alloc": "0-3"}),
+                        ));
+                        out.push(ev(now, "CALL_ME_LATER", json!({"timestamp": 20.0})));
+                    }
+                    ("JOB_SUBMITTED", Some("w0!2")) => {
+                        out.push(ev(now + 0.5, "SUSPEND_JOB", json!({"job_id": "w0!1"})));
+                        out.push(ev(
+                            now + 0.5,
+                            "EXECUTE_JOB",
+                            json!({"job_id": "w0!2", "alloc": "0-3"}),
+                        ));
+                    }
+                    ("JOB_SUBMITTED", Some("w0!3")) => {
+                        out.push(ev(now, "REJECT_JOB", json!({"job_id": "w0!3"})))
+                    }
+                    ("JOB_COMPLETED", Some("w0!2")) => {
+                        out.push(ev(now, "RESUME_JOB", json!({"job_id": "w0!1"})))
+                    }
+                    _ => {}
+                }
+            }
+            Some(out)
+        }),
+    );
+    let run = twin(2, &peer.endpoint, &[(0, 4, 10), (1, 4, 2), (2, 1, 1)]);
+    assert_eq!(run.failure, None);
+    let rec = |id: u64| run.records.iter().find(|r| r.id == id).unwrap();
+    let at = |ns: i64| (ns - 1_000 * S) as f64 / 1e9;
+    assert_eq!(rec(1).suspensions.len(), 1);
+    let s = &rec(1).suspensions[0];
+    assert!((at(s.suspend) - 1.5).abs() < 1e-3 && (at(s.resume) - 3.5).abs() < 1e-3);
+    assert!((at(rec(1).end) - 12.0).abs() < 1e-3, "{}", at(rec(1).end));
+    assert!((at(rec(2).start) - 1.5).abs() < 1e-3);
+    assert!(run.records.iter().all(|r| r.id != 3), "job 3 never ran");
+    assert_eq!(run.infos[2].state.as_str(), "cancelled");
+    let ev = peer.events();
+    let stamp = |kind: &str| -> Vec<f64> {
+        ev.iter()
+            .filter(|(_, e)| e["type"] == kind)
+            .map(|(_, e)| e["timestamp"].as_f64().unwrap())
+            .collect()
+    };
+    assert_eq!(stamp("JOB_SUSPENDED").len(), 1);
+    assert_eq!(stamp("JOB_RESUMED").len(), 1);
+    assert_eq!(stamp("REQUESTED_CALL"), [20.0]);
+    // A rejected job never completes, for the scheduler.
+    assert!(!ev
+        .iter()
+        .any(|(_, e)| e["type"] == "JOB_COMPLETED" && e["data"]["job_id"] == "w0!3"));
+}
+
+#[test]
+fn a_decision_the_cluster_refuses_ends_the_scheduler_clearly() {
+    // The scheduler puts every job on the last node, which an
+    // administrator drained: the cluster refuses the start.
+    let dir = tempfile::tempdir().unwrap();
+    let peer = Peer::start(
+        4,
+        Box::new(|req, _| {
+            let now = req["now"].as_f64().unwrap();
+            Some(
+                req["events"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .filter(|e| e["type"] == "JOB_SUBMITTED")
+                    .map(|e| {
+                        json!({"timestamp": now, "type": "EXECUTE_JOB",
+                        "data": {"job_id": e["data"]["job_id"], "alloc": "2-3"}})
+                    })
+                    .collect(),
+            )
+        }),
+    );
+    let text = config(dir.path(), 2, &peer.endpoint, true);
+    let c = Cluster::start_text(dir, &text);
+    c.ok(&["drain", "n2", "--reason", "test"]);
+    let id = c.submit(&["--cores", "2", "--runtime", "5"])[0];
+    c.wait_state(id, "cancelled");
+    let stats = json_of(&c.ok(&["stats", "--format", "json"]));
+    let why = stats["scheduler_failure"].as_str().unwrap();
+    assert!(
+        why.contains("the cluster refused its decision") && why.contains(&format!("job {id}")),
+        "{why}"
+    );
 }

@@ -22,6 +22,7 @@
 //!   controller, agents and clients, and its messages.
 //! - [`results`] (feature `results`): a results directory's files, as
 //!   runworkload writes them and calcmets reads them.
+//! - [`intervals`]: sets of resource ids as Batsim writes them (`"0-3 8"`).
 //! - [`scheduler`]: an external scheduler's figures (reply latency), from
 //!   the controller's stats to a run's manifest.
 //! - [`seconds`]: decimal seconds from command lines and traces, read exactly
@@ -35,6 +36,7 @@
 //! state between calls, but for the SWF reader's choice of instructions,
 //! made once per process.
 
+pub mod intervals;
 #[cfg(feature = "nodeset")]
 pub mod nodeset;
 pub mod record;

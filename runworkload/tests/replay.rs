@@ -793,13 +793,7 @@ fn a_run_exports_as_batsim_results_that_agree_with_calcmets() {
     let mut spans: Vec<(f64, f64, Vec<u32>)> = Vec::new();
     for r in &rows {
         assert_eq!(r[7], "COMPLETED_SUCCESSFULLY");
-        let ids: Vec<u32> = r[14]
-            .split(' ')
-            .flat_map(|p| match p.split_once('-') {
-                Some((a, b)) => (a.parse().unwrap()..=b.parse().unwrap()).collect::<Vec<u32>>(),
-                None => vec![p.parse().unwrap()],
-            })
-            .collect();
+        let ids = formats::intervals::parse(r[14], 256).unwrap();
         assert_eq!(ids.len(), r[4].parse::<usize>().unwrap(), "{r:?}");
         assert!(ids.iter().all(|&i| i < 256));
         spans.push((f(r, 8), f(r, 10), ids));

@@ -43,9 +43,10 @@ struct Job {
     killed: bool,
     /// Suspended at the scheduler's request (its resources are free).
     suspended: bool,
-    /// The scheduler asked for a suspension or resumption: it hears the
-    /// confirmations (a standard scheduler never does).
-    extension: bool,
+    /// The scheduler asked for a suspension or a resumption not yet
+    /// confirmed: it hears the confirmation (a standard scheduler never
+    /// does, nor hears of an administrator's).
+    confirm: bool,
     profile: String,
 }
 
@@ -77,6 +78,9 @@ struct State {
     /// `CALL_ME_LATER` times not yet called.
     calls: Vec<f64>,
     kills: Vec<Kill>,
+    /// Jobs over: an order stamped later that names one comes too late
+    /// and is dropped, not an error.
+    ended: HashSet<u64>,
     last_sent: i64,
     /// Batsim time of the last request.
     last_now_s: f64,
@@ -110,6 +114,26 @@ impl Bridge {
             realtime,
             state: Mutex::new(st),
         }
+    }
+
+    /// A bridge that can decide nothing, and says why at once.
+    pub fn unusable(why: &str) -> Bridge {
+        let bridge = Bridge::new(
+            Settings {
+                endpoint: super::DEFAULT_ENDPOINT.into(),
+                unit: Unit::Core,
+                wall_per_second: 1.0,
+                reply_timeout: Duration::from_secs(1),
+                nodes: Vec::new(),
+            },
+            false,
+        );
+        bridge
+            .state
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .failure = Some(why.to_string());
+        bridge
     }
 
     fn seconds(&self, st: &State, mono: i64) -> f64 {
@@ -157,7 +181,14 @@ impl Bridge {
             .map_err(|e| format!("cannot encode a request: {e}"))?;
         let link = st.link.as_ref().expect("connected above");
         let took = Instant::now();
-        let reply = blocking(|| link.round_trip(request, self.settings.reply_timeout))?;
+        let reply = match blocking(|| link.round_trip(request, self.settings.reply_timeout)) {
+            Ok(r) => r,
+            Err(e) => {
+                // The socket is in no state to carry anything more.
+                st.link = None;
+                return Err(e);
+            }
+        };
         let took = took.elapsed();
         if let Some(h) = &mut st.latency_us {
             let _ = h.record(took.as_micros().max(1) as u64);
@@ -174,7 +205,7 @@ impl Bridge {
         if reply.now.is_finite() {
             st.reply_now = st.reply_now.max(reply.now);
         }
-        protocol::orders(&reply)
+        protocol::orders(&reply, st.holder.len() as u32)
             .map_err(|e| format!("scheduler at {}: {e}", self.settings.endpoint))
     }
 
@@ -265,27 +296,28 @@ impl Bridge {
                     let Some(j) = st.jobs.remove(&job) else {
                         continue;
                     };
+                    st.ended.insert(job);
                     for &r in &j.alloc {
                         if st.holder[r as usize] == Some(job) {
                             st.holder[r as usize] = None;
                         }
                     }
-                    if j.rejected {
-                        continue;
+                    // A rejected job never completes, as in Batsim.
+                    if !j.rejected {
+                        let (name, code) = match state {
+                            _ if j.killed => ("COMPLETED_KILLED", 0),
+                            JobState::Completed => ("COMPLETED_SUCCESSFULLY", 0),
+                            JobState::Timeout => ("COMPLETED_WALLTIME_REACHED", 0),
+                            JobState::Cancelled => ("COMPLETED_KILLED", 0),
+                            _ => ("COMPLETED_FAILED", 1),
+                        };
+                        st.outbox.push(Event::new(
+                            t,
+                            "JOB_COMPLETED",
+                            json!({"job_id": job_id(job), "job_state": name, "return_code": code,
+                                   "alloc": formats::intervals::format(&j.alloc)}),
+                        ));
                     }
-                    let (name, code) = match state {
-                        _ if j.killed => ("COMPLETED_KILLED", 0),
-                        JobState::Completed => ("COMPLETED_SUCCESSFULLY", 0),
-                        JobState::Timeout => ("COMPLETED_WALLTIME_REACHED", 0),
-                        JobState::Cancelled => ("COMPLETED_KILLED", 0),
-                        _ => ("COMPLETED_FAILED", 1),
-                    };
-                    st.outbox.push(Event::new(
-                        t,
-                        "JOB_COMPLETED",
-                        json!({"job_id": job_id(job), "job_state": name, "return_code": code,
-                               "alloc": protocol::format_set(&j.alloc)}),
-                    ));
                     let mut done = Vec::new();
                     for (i, k) in st.kills.iter_mut().enumerate() {
                         if k.waiting.remove(&job) {
@@ -323,7 +355,8 @@ impl Bridge {
                             j.running_since = Some(t);
                         }
                     }
-                    if st.jobs.get(&job).is_some_and(|j| j.extension) {
+                    if let Some(j) = st.jobs.get_mut(&job).filter(|j| j.confirm) {
+                        j.confirm = false;
                         let kind = if suspended {
                             "JOB_SUSPENDED"
                         } else {
@@ -354,6 +387,20 @@ impl Bridge {
         order: Order,
         out: &mut Vec<Decision>,
     ) -> Result<(), String> {
+        let named = match &order {
+            Order::Execute { job, .. }
+            | Order::Reject(job)
+            | Order::Suspend(job)
+            | Order::Resume(job) => Some(job),
+            _ => None,
+        };
+        if let Some(job) = named {
+            if st.ended.contains(&parse_id(job)?) {
+                // Stamped for later, and the job ended meanwhile.
+                warn!(job = %job, "batsim: an order for a job already over is dropped");
+                return Ok(());
+            }
+        }
         match order {
             Order::Execute { job, alloc } => {
                 let id = parse_id(&job)?;
@@ -468,7 +515,7 @@ impl Bridge {
                     return Err(format!("SUSPEND_JOB {job}: the job is not running"));
                 }
                 j.suspended = true;
-                j.extension = true;
+                j.confirm = true;
                 for &r in &j.alloc {
                     st.holder[r as usize] = None;
                 }
@@ -497,7 +544,9 @@ impl Bridge {
                 for r in alloc {
                     st.holder[r as usize] = Some(id);
                 }
-                st.jobs.get_mut(&id).expect("checked").suspended = false;
+                let j = st.jobs.get_mut(&id).expect("checked");
+                j.suspended = false;
+                j.confirm = true;
                 out.push(Decision::Resume(id));
             }
         }
@@ -562,7 +611,6 @@ impl Policy for Bridge {
             Ok(d) => d,
             Err(e) => {
                 st.failure = Some(e);
-                st.link = None;
                 Decisions::default()
             }
         }
@@ -570,6 +618,20 @@ impl Policy for Bridge {
 
     fn wants_events(&self) -> bool {
         true
+    }
+
+    fn refused(&self, why: &[String]) {
+        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        if st.failure.is_none() {
+            let more = match why.len() {
+                1 => String::new(),
+                n => format!(" (and {} more)", n - 1),
+            };
+            st.failure = Some(format!(
+                "scheduler at {}: the cluster refused its decision: {}{more}",
+                self.settings.endpoint, why[0]
+            ));
+        }
     }
 
     fn failure(&self) -> Option<String> {
@@ -598,7 +660,9 @@ impl Drop for Bridge {
     /// exits on its own.
     fn drop(&mut self) {
         let st = self.state.get_mut().unwrap_or_else(|e| e.into_inner());
-        if !st.begun || st.failure.is_some() || st.link.is_none() {
+        // Also after a scheduler's mistake, so that it exits; not if the
+        // link failed.
+        if !st.begun || st.link.is_none() {
             return;
         }
         let now_s = st

@@ -49,27 +49,34 @@ pub enum Order {
     Resume(String),
 }
 
-/// The orders of a reply with their timestamps, in the reply's order.
-pub fn orders(reply: &Message) -> Result<Vec<(f64, Order)>, String> {
+/// The orders of a reply with their timestamps, in the reply's order;
+/// `resources` is how many there are, which allocations must stay within.
+pub fn orders(reply: &Message, resources: u32) -> Result<Vec<(f64, Order)>, String> {
+    if !reply.now.is_finite() || reply.now < 0.0 {
+        return Err(format!("the reply's now ({}) is not a time", reply.now));
+    }
     let mut out = Vec::with_capacity(reply.events.len());
     let mut last = f64::NEG_INFINITY;
     for e in &reply.events {
-        if !e.timestamp.is_finite() || e.timestamp < last {
+        // As Batsim requires: in order, and none after the reply's now
+        // (the time the scheduler says it finished deciding).
+        if !e.timestamp.is_finite() || e.timestamp < last || e.timestamp > reply.now {
             return Err(format!(
-                "{} at {}: event timestamps must be finite and in ascending order",
-                e.kind, e.timestamp
+                "{} at {}: event timestamps must be in ascending order and not after the \
+                 message's now ({})",
+                e.kind, e.timestamp, reply.now
             ));
         }
         last = e.timestamp;
         out.push((
             e.timestamp,
-            order(e).map_err(|m| format!("{}: {m}", e.kind))?,
+            order(e, resources).map_err(|m| format!("{}: {m}", e.kind))?,
         ));
     }
     Ok(out)
 }
 
-fn order(e: &Event) -> Result<Order, String> {
+fn order(e: &Event, resources: u32) -> Result<Order, String> {
     let job_id = || -> Result<String, String> {
         e.data
             .get("job_id")
@@ -89,7 +96,7 @@ fn order(e: &Event) -> Result<Order, String> {
             }
             Order::Execute {
                 job: job_id()?,
-                alloc: parse_set(alloc)?,
+                alloc: formats::intervals::parse(alloc, resources)?,
             }
         }
         "REJECT_JOB" => Order::Reject(job_id()?),
@@ -130,53 +137,6 @@ fn order(e: &Event) -> Result<Order, String> {
     })
 }
 
-/// `"0-3 8"` → [0, 1, 2, 3, 8], sorted, each once.
-pub fn parse_set(s: &str) -> Result<Vec<u32>, String> {
-    let mut out = Vec::new();
-    for part in s.split_whitespace() {
-        let bad = || format!("bad interval {part:?} in {s:?}");
-        let (a, b) = match part.split_once('-') {
-            Some((a, b)) => (a, b),
-            None => (part, part),
-        };
-        let a: u32 = a.parse().map_err(|_| bad())?;
-        let b: u32 = b.parse().map_err(|_| bad())?;
-        if b < a {
-            return Err(bad());
-        }
-        out.extend(a..=b);
-    }
-    out.sort_unstable();
-    let n = out.len();
-    out.dedup();
-    if out.len() != n {
-        return Err(format!("interval set {s:?} names a resource twice"));
-    }
-    Ok(out)
-}
-
-/// Sorted resource ids → `"0-3 8"`.
-pub fn format_set(ids: &[u32]) -> String {
-    let mut out = String::new();
-    let mut i = 0;
-    while i < ids.len() {
-        let mut j = i;
-        while j + 1 < ids.len() && ids[j + 1] == ids[j] + 1 {
-            j += 1;
-        }
-        if !out.is_empty() {
-            out.push(' ');
-        }
-        if i == j {
-            out.push_str(&ids[i].to_string());
-        } else {
-            out.push_str(&format!("{}-{}", ids[i], ids[j]));
-        }
-        i = j + 1;
-    }
-    out
-}
-
 /// `SIMULATION_BEGINS`'s data, with the fields pybatsim reads.
 pub fn simulation_begins(resources: &[(String, u32)]) -> Value {
     let compute: Vec<Value> = resources
@@ -213,17 +173,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn interval_sets_round_trip() {
-        assert_eq!(parse_set("0-3 8").unwrap(), vec![0, 1, 2, 3, 8]);
-        assert_eq!(parse_set(" 5 1-2 ").unwrap(), vec![1, 2, 5]);
-        assert_eq!(format_set(&[0, 1, 2, 3, 8, 10, 11]), "0-3 8 10-11");
-        assert_eq!(format_set(&[]), "");
-        assert!(parse_set("3-1").is_err());
-        assert!(parse_set("0-3 2").unwrap_err().contains("twice"));
-        assert!(parse_set("a").unwrap_err().contains("\"a\""));
-    }
-
-    #[test]
     fn replies_are_checked_and_name_the_event() {
         let m: Message = serde_json::from_str(
             r#"{"now": 2, "events": [
@@ -232,7 +181,7 @@ mod tests {
                 {"timestamp": 2, "type": "KILL_JOB", "data": {"job_ids": ["w0!2"]}}]}"#,
         )
         .unwrap();
-        let o = orders(&m).unwrap();
+        let o = orders(&m, 8).unwrap();
         assert_eq!(
             o[0].1,
             Order::Execute {
@@ -246,7 +195,7 @@ mod tests {
             r#"{"now": 0, "events": [{"timestamp": 0, "type": "SET_RESOURCE_STATE", "data": {}}]}"#,
         )
         .unwrap();
-        assert!(orders(&bad)
+        assert!(orders(&bad, 8)
             .unwrap_err()
             .starts_with("SET_RESOURCE_STATE: clemu does not"));
         let late: Message = serde_json::from_str(
@@ -254,6 +203,18 @@ mod tests {
                 {"timestamp": 1, "type": "REJECT_JOB", "data": {"job_id": "w0!2"}}]}"#,
         )
         .unwrap();
-        assert!(orders(&late).unwrap_err().contains("ascending"));
+        assert!(orders(&late, 8).unwrap_err().contains("ascending"));
+        let ahead: Message = serde_json::from_str(
+            r#"{"now": 3, "events": [{"timestamp": 4, "type": "REJECT_JOB", "data": {"job_id": "w0!1"}}]}"#,
+        )
+        .unwrap();
+        assert!(orders(&ahead, 8)
+            .unwrap_err()
+            .contains("not after the message's now (3)"));
+        let outside: Message = serde_json::from_str(
+            r#"{"now": 3, "events": [{"timestamp": 1, "type": "EXECUTE_JOB", "data": {"job_id": "w0!1", "alloc": "0-4294967295"}}]}"#,
+        )
+        .unwrap();
+        assert!(orders(&outside, 8).unwrap_err().contains("there are 8"));
     }
 }

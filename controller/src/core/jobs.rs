@@ -79,9 +79,15 @@ impl Cluster {
     }
 
     /// Carries out a policy's decisions, checking each: one that would
-    /// overbook a node or act on a job in the wrong state is refused and
-    /// logged.
-    pub fn apply<F: Effects>(&mut self, decisions: Vec<Decision>, now: Now, fx: &mut F) {
+    /// overbook a node or act on a job in the wrong state is refused,
+    /// logged, and returned with why.
+    pub fn apply<F: Effects>(
+        &mut self,
+        decisions: Vec<Decision>,
+        now: Now,
+        fx: &mut F,
+    ) -> Vec<String> {
+        let mut refused = Vec::new();
         self.unqueue_batched(|c| {
             for d in decisions {
                 let result = match d {
@@ -93,9 +99,11 @@ impl Cluster {
                 if let Err(e) = result {
                     warn!("policy decision refused: {e}");
                     c.counters.refused += 1;
+                    refused.push(e);
                 }
             }
-        })
+        });
+        refused
     }
 
     fn start<F: Effects>(
@@ -125,12 +133,26 @@ impl Cluster {
         // In a partition that time-slices, at most K jobs per core, running
         // or suspended. (A job suspended by preemption elsewhere does not
         // count: its cores are free for the job that preempted it.)
-        let gang = self.config.partitions[job.partition].oversubscribe > 1;
+        let partition = &self.config.partitions[job.partition];
+        let gang = partition.oversubscribe > 1;
         for &(n, c) in &alloc {
             let node = self
                 .nodes
                 .get(n)
                 .ok_or_else(|| format!("start of job {id} on node {n}"))?;
+            // (A partition's nodes are sorted.)
+            if partition.nodes.binary_search(&n).is_err() {
+                return Err(format!(
+                    "start of job {id} on node {}, which is not in its partition {}",
+                    node.name, partition.name
+                ));
+            }
+            if let Some(why) = &node.drained {
+                return Err(format!(
+                    "start of job {id} on node {}, which is drained ({why})",
+                    node.name
+                ));
+            }
             let mem = u64::from(c) * job.spec.mem_per_cpu_mb;
             if node.agent.is_none()
                 || node.alloc_cpus + c > node.cpus

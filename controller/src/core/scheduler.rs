@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use tracing::{debug, debug_span};
 
 use super::{Cluster, Effects, Now};
-use crate::policy::{ActiveState, Policy};
+use crate::policy::Policy;
 
 pub struct Scheduler {
     policy: Box<dyn Policy>,
@@ -112,24 +112,6 @@ impl Scheduler {
         let mut view = cluster.view(now);
         view.happened = cluster.take_events();
         let decisions = self.policy.decide(&view);
-        // Jobs only the policy could start or resume, if it just failed.
-        let mut orphans = Vec::new();
-        if let Some(why) = self.policy.failure() {
-            orphans.extend(view.queue.iter().map(|q| q.job));
-            orphans.extend(
-                view.active
-                    .iter()
-                    .filter(|a| a.state == ActiveState::Suspended)
-                    .map(|a| a.job),
-            );
-            tracing::error!(
-                cancelled = orphans.len(),
-                "the scheduler stopped deciding: {why}; its waiting and suspended jobs are \
-                 cancelled, its running ones go on to their end"
-            );
-            self.failed = Some(why);
-            cluster.forget_events();
-        }
         let queued = view.queue.len();
         // The view shares the queue and the active jobs with the cluster:
         // held while the decisions are applied, it would make every
@@ -138,8 +120,23 @@ impl Scheduler {
         let n = decisions.list.len();
         span.record("decisions", n);
         self.wake_at = decisions.wake_at_ns;
-        cluster.apply(decisions.list, now, fx);
-        if !orphans.is_empty() {
+        let refused = cluster.apply(decisions.list, now, fx);
+        if !refused.is_empty() {
+            self.policy.refused(&refused);
+        }
+        if let Some(why) = self.policy.failure() {
+            // Jobs only the policy could start or resume: none ever will.
+            let orphans: Vec<u64> = cluster
+                .pending()
+                .chain(cluster.policy_suspended())
+                .collect();
+            tracing::error!(
+                cancelled = orphans.len(),
+                "the scheduler stopped deciding: {why}; its waiting and suspended jobs are \
+                 cancelled, its running ones go on to their end"
+            );
+            self.failed = Some(why);
+            cluster.forget_events();
             cluster.cancel(&orphans, now, fx);
         }
         let took = took.elapsed();

@@ -449,6 +449,14 @@ impl Cluster {
         self.queue.iter().map(|q| q.job)
     }
 
+    /// The jobs a policy suspended (their cores free, theirs to resume).
+    pub(super) fn policy_suspended(&self) -> impl Iterator<Item = u64> + '_ {
+        self.active
+            .iter()
+            .filter(|a| a.state == ActiveState::Suspended)
+            .map(|a| a.job)
+    }
+
     /// Stops keeping events: no policy will take them any more.
     pub(super) fn forget_events(&mut self) {
         self.happened = None;

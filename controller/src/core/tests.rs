@@ -375,7 +375,9 @@ fn bad_decisions_are_refused() {
     let ids = c
         .submit(vec![spec(4), spec(4)], at(0), &mut Recorder::default())
         .unwrap();
-    c.apply(
+    c.drain("vn3", "maintenance", &mut Recorder::default())
+        .unwrap();
+    let refused = c.apply(
         vec![
             Decision::Start {
                 job: ids[0],
@@ -391,6 +393,11 @@ fn bad_decisions_are_refused() {
                 job: ids[1],
                 alloc: vec![(1, 3)],
             },
+            // A drained node: refused.
+            Decision::Start {
+                job: ids[1],
+                alloc: vec![(2, 4)],
+            },
             Decision::Resume(ids[0]),
             Decision::Suspend(999),
         ],
@@ -401,6 +408,12 @@ fn bad_decisions_are_refused() {
     assert_eq!(c.jobs[&ids[1]].state, JobState::Pending);
     assert_eq!(out.0.len(), 1);
     assert_eq!(c.nodes[0].alloc_cpus, 4);
+    // Each refusal says why, naming the job.
+    assert_eq!(refused.len(), 5, "{refused:?}");
+    assert!(
+        refused[2].contains("vn3, which is drained (maintenance)"),
+        "{refused:?}"
+    );
 }
 
 #[test]

@@ -2,20 +2,16 @@
 //! that speaks Batsim's protocol ([`crate::batsim`]).
 
 use super::Entry;
-use crate::batsim::{Bridge, Settings};
+use crate::batsim::Bridge;
 
 pub const ENTRY: Entry = Entry {
     name: "batsim",
     about: "an external scheduler, over Batsim's protocol ([batsim] endpoint)",
     suspends: false,
-    make: |c| {
-        let settings = c.batsim.clone().unwrap_or_else(|| Settings {
-            endpoint: crate::batsim::DEFAULT_ENDPOINT.into(),
-            unit: Default::default(),
-            wall_per_second: 1.0,
-            reply_timeout: std::time::Duration::from_secs(10),
-            nodes: Vec::new(),
-        });
-        Box::new(Bridge::new(settings, c.realtime))
+    // A config with this policy always has its [batsim] settings (defaults
+    // filled in); settings made by hand without them decide nothing.
+    make: |c| match c.batsim.clone() {
+        Some(settings) => Box::new(Bridge::new(settings, c.realtime)),
+        None => Box::new(Bridge::unusable("policy \"batsim\" was given no [batsim] settings")),
     },
 };

@@ -324,8 +324,13 @@ pub trait Policy: Send + Sync {
         None
     }
 
+    /// The cluster refused some of its last decisions (why, for each):
+    /// for a policy that keeps its own picture of the cluster (an external
+    /// scheduler's), that picture is now wrong.
+    fn refused(&self, _why: &[String]) {}
+
     /// Figures about the policy for the run's manifest (an external
-    /// scheduler's reply latency), as JSON.
+    /// scheduler's reply latency).
     fn report(&self) -> Option<formats::scheduler::SchedulerReport> {
         None
     }

@@ -8,8 +8,8 @@
 //! Batsim, a job whose delay exceeds it is stopped at its limit. Jobs are
 //! replayed in submission order (`subtime`, then their order in the file),
 //! which is also the order `--skip` and `--jobs` count in. A job's trace
-//! id is its `id` when that is an integer (or a string of one), else its
-//! position in `jobs`, from 1.
+//! id is its `id` when every job's is a distinct integer (or a string of
+//! one), else its position in `jobs`, from 1, for every job.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -53,6 +53,18 @@ pub fn read(path: &Path, spec: &SliceSpec) -> Result<Slice> {
     for (i, j) in jobs.iter().enumerate() {
         let job = job(j, i, &delays).map_err(|e| anyhow!("{name}: jobs[{i}]{e}"))?;
         all.push(job);
+    }
+    // Ids that are not all distinct numbers would make trace ids collide.
+    let mut seen = std::collections::HashSet::with_capacity(all.len());
+    let numeric = all
+        .iter()
+        .all(|(_, _, id)| id.parse::<i64>().is_ok_and(|n| seen.insert(n)));
+    for (j, _, id) in &mut all {
+        j.trace_id = if numeric {
+            id.parse().expect("checked above")
+        } else {
+            j.line as i64
+        };
     }
     // Submission order; ties keep the file's order (a stable sort).
     all.sort_by_key(|(j, _, _)| j.submit_ns);
@@ -104,8 +116,10 @@ fn job(
     let subtime = j
         .get("subtime")
         .and_then(Value::as_f64)
-        .filter(|t| t.is_finite() && *t >= 0.0)
-        .ok_or_else(|| format!("{at}: \"subtime\" must be a number of seconds, 0 or more"))?;
+        .filter(|t| (0.0..=MAX_SECONDS).contains(t))
+        .ok_or_else(|| {
+            format!("{at}: \"subtime\" must be a number of seconds, from 0 to {MAX_SECONDS:e}")
+        })?;
     let res = j
         .get("res")
         .and_then(Value::as_u64)
@@ -115,10 +129,11 @@ fn job(
         None | Some(Value::Null) => 0,
         Some(v) => match v.as_f64() {
             Some(-1.0) => 0,
-            Some(w) if w.is_finite() && w > 0.0 => seconds_ns(w),
+            Some(w) if w > 0.0 && w <= MAX_SECONDS => seconds_ns(w),
             _ => {
                 return Err(format!(
-                    "{at}: \"walltime\" must be a positive number of seconds, or -1 for none"
+                    "{at}: \"walltime\" must be a positive number of seconds (at most \
+                     {MAX_SECONDS:e}), or -1 for none"
                 ))
             }
         },
@@ -136,11 +151,10 @@ fn job(
         Some(Err(why)) => return Err(format!("{at}: profile {profile:?} {why}")),
         Some(Ok(d)) => *d,
     };
-    // A trace id: the workload's own when it is a number.
-    let trace_id = id.parse::<i64>().unwrap_or(i as i64 + 1);
     Ok((
         TraceJob {
-            trace_id,
+            // Set once every id is known.
+            trace_id: 0,
             line: i as u64 + 1,
             submit_ns: seconds_ns(subtime) as i64,
             run_ns,
@@ -158,9 +172,9 @@ fn delay_ns(p: &Value) -> Result<u64, String> {
         Some("delay") => p
             .get("delay")
             .and_then(Value::as_f64)
-            .filter(|d| d.is_finite() && *d >= 0.0)
+            .filter(|d| (0.0..=MAX_SECONDS).contains(d))
             .map(seconds_ns)
-            .ok_or_else(|| "has no \"delay\" of 0 or more seconds".to_string()),
+            .ok_or_else(|| format!("has no \"delay\" of 0 to {MAX_SECONDS:e} seconds")),
         Some(other) => Err(format!(
             "is of type {other:?}: clemu runs a job as a sleep, so only \"delay\" profiles"
         )),
@@ -168,8 +182,12 @@ fn delay_ns(p: &Value) -> Result<u64, String> {
     }
 }
 
+/// Longest time a workload may give (about 31 years): nanoseconds past it
+/// would not fit the clock.
+const MAX_SECONDS: f64 = 1e9;
+
 fn seconds_ns(s: f64) -> u64 {
-    (s * 1e9).round().min(u64::MAX as f64) as u64
+    (s * 1e9).round() as u64
 }
 
 #[cfg(test)]
@@ -213,9 +231,9 @@ mod tests {
         assert_eq!(s.format, Format::Batsim);
         assert_eq!(s.max_procs, Some(8));
         let ids: Vec<i64> = s.jobs.iter().map(|j| j.trace_id).collect();
-        // "big" (9 resources: 18 cores) does not fit; "x" is not a number
-        // and takes its position.
-        assert_eq!(ids, [1, 4, 3]);
+        // "big" (9 resources: 18 cores) does not fit; "big" and "x" are
+        // not numbers, so every job takes its position.
+        assert_eq!(ids, [2, 4, 1]);
         assert_eq!((s.read, s.too_large), (4, 1));
         let j = &s.jobs[2];
         assert_eq!(j.submit_ns, 20_500_000_000);
@@ -227,6 +245,19 @@ mod tests {
         let s = read_text(W, &spec(1, Some(2))).unwrap();
         assert_eq!(s.jobs.len(), 1, "big and x: big too large");
         assert_eq!(s.jobs[0].trace_id, 4);
+        // Distinct numbers: the workload's own ids.
+        let numbered = W.replace("\"big\"", "\"7\"").replace("\"x\"", "9");
+        let ids: Vec<i64> = read_text(&numbered, &spec(0, None))
+            .unwrap()
+            .jobs
+            .iter()
+            .map(|j| j.trace_id)
+            .collect();
+        assert_eq!(ids, [1, 9, 3]);
+        // Times past what the clock holds are refused.
+        let far = W.replace("\"subtime\": 20.5", "\"subtime\": 1e12");
+        let e = read_text(&far, &spec(0, None)).unwrap_err().to_string();
+        assert!(e.contains("jobs[0] (id \"3\"): \"subtime\" must be"), "{e}");
     }
 
     #[test]
