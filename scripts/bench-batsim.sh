@@ -49,7 +49,8 @@ easy=$(conf easy easy)
 secs() { # out-dir config -> wall seconds of the twin
   local s e
   s=$(date +%s.%N)
-  "$bin/runworkload" --config "$2" --workload "$trace" --jobs "$jobs" --simulate -q --out "$1" > /dev/null
+  "$bin/runworkload" --config "$2" --workload "$trace" --jobs "$jobs" --simulate -q --out "$1" \
+    > /dev/null 2>> "$tmp/runworkload.log" || { cat "$tmp/runworkload.log" >&2; exit 1; }
   e=$(date +%s.%N)
   awk "BEGIN{printf \"%.3f\", $e - $s}"
 }
