@@ -827,3 +827,47 @@ fn a_run_exports_as_batsim_results_that_agree_with_calcmets() {
     assert_eq!(bad.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("not a results directory"));
 }
+
+#[test]
+fn a_scheduler_that_is_not_there_fails_the_run_and_says_where() {
+    // configs/batsim.toml pointed at a port nobody listens on.
+    let out = tempfile::tempdir().unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let text = std::fs::read_to_string(repo().join("configs/batsim.toml"))
+        .unwrap()
+        .replace(
+            "endpoint = \"tcp://127.0.0.1:28000\"",
+            &format!("endpoint = \"tcp://127.0.0.1:{port}\"\nreply_timeout_s = 1"),
+        );
+    let config = out.path().join("batsim.toml");
+    std::fs::write(&config, text).unwrap();
+    let o = Command::new(bin("runworkload"))
+        .arg("--config")
+        .arg(&config)
+        .arg("--workload")
+        .arg(repo().join("configs/workloads/kth-sp2-200.swf"))
+        .args(["--jobs", "5", "--simulate", "-q", "--out"])
+        .arg(out.path().join("r"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&format!(
+            "cannot connect to the scheduler at tcp://127.0.0.1:{port}"
+        )),
+        "{err}"
+    );
+    let m = json(&out.path().join("r/shrink-100/manifest.json"));
+    assert_eq!(m["status"], "failed");
+    assert!(
+        m["error"].as_str().unwrap().contains("cannot connect"),
+        "{m}"
+    );
+    // Nothing could start: every job was cancelled, none ran.
+    assert_eq!(m["counts"]["cancelled"], 5, "{m}");
+}
