@@ -244,6 +244,26 @@ fn twin_unit(
     simulate(Arc::new(c), &jobs, 1_000 * S)
 }
 
+/// A scheduler that starts every job as it arrives on the resources
+/// `alloc`, whoever holds them.
+fn all_on(alloc: &'static str) -> Brain {
+    Box::new(move |req, _| {
+        let now = req["now"].as_f64().unwrap();
+        Some(
+            req["events"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|e| e["type"] == "JOB_SUBMITTED")
+                .map(|e| {
+                    json!({"timestamp": now, "type": "EXECUTE_JOB",
+                           "data": {"job_id": e["data"]["job_id"], "alloc": alloc}})
+                })
+                .collect(),
+        )
+    })
+}
+
 fn kinds(events: &[(usize, Value)]) -> Vec<String> {
     events
         .iter()
@@ -335,24 +355,7 @@ fn the_twin_follows_the_scheduler_and_speaks_batsim() {
 #[test]
 fn a_decision_that_overbooks_ends_the_run_naming_the_resource() {
     // Every job on resources 0 and 1, whoever holds them.
-    let peer = Peer::start(
-        4,
-        Box::new(|req, _| {
-            let now = req["now"].as_f64().unwrap();
-            Some(
-                req["events"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .filter(|e| e["type"] == "JOB_SUBMITTED")
-                    .map(|e| {
-                        json!({"timestamp": now, "type": "EXECUTE_JOB",
-                        "data": {"job_id": e["data"]["job_id"], "alloc": "0-1"}})
-                    })
-                    .collect(),
-            )
-        }),
-    );
+    let peer = Peer::start(4, all_on("0-1"));
     let run = twin(2, &peer.endpoint, &[(0, 2, 10), (1, 2, 5)]);
     let why = run.failure.unwrap();
     assert!(
@@ -681,24 +684,7 @@ fn a_decision_the_cluster_refuses_ends_the_scheduler_clearly() {
     // The scheduler puts every job on the last node, which an
     // administrator drained: the cluster refuses the start.
     let dir = tempfile::tempdir().unwrap();
-    let peer = Peer::start(
-        4,
-        Box::new(|req, _| {
-            let now = req["now"].as_f64().unwrap();
-            Some(
-                req["events"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .filter(|e| e["type"] == "JOB_SUBMITTED")
-                    .map(|e| {
-                        json!({"timestamp": now, "type": "EXECUTE_JOB",
-                        "data": {"job_id": e["data"]["job_id"], "alloc": "2-3"}})
-                    })
-                    .collect(),
-            )
-        }),
-    );
+    let peer = Peer::start(4, all_on("2-3"));
     let text = config(dir.path(), 2, &peer.endpoint, true);
     let c = Cluster::start_text(dir, &text);
     c.ok(&["drain", "n2", "--reason", "test"]);

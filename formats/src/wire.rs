@@ -33,8 +33,9 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_util::bytes::{Bytes, BytesMut};
 use tokio_util::codec::{Decoder, Encoder, Framed, LengthDelimitedCodec};
 
-/// Version of this protocol; both ends must speak the same.
-pub const PROTOCOL: u32 = 5;
+/// Version of this protocol; both ends must speak the same. 6: the
+/// controller's stats carry an external scheduler's figures.
+pub const PROTOCOL: u32 = 6;
 /// Largest frame a server accepts from an authenticated peer (a batch of
 /// records can be large).
 pub const MAX_FRAME: usize = 16 << 20;
