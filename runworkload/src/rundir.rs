@@ -337,7 +337,9 @@ pub(crate) fn mark_failed(dir: &Path, err: &anyhow::Error) {
     };
     m.status = Status::Failed;
     m.error = Some(format!("{err:#}"));
-    m.end = Some(wall_ns() as f64 / 1e9);
+    // A run that wrote its results (a failed scheduler's) already says
+    // when it ended, on its own clock (the twin's is virtual).
+    m.end = m.end.or(Some(wall_ns() as f64 / 1e9));
     let _ = m.write(dir);
 }
 
