@@ -750,7 +750,7 @@ fn a_batsim_workload_replays_as_the_trace_it_was_made_from() {
 
 #[test]
 fn a_run_exports_as_batsim_results_that_agree_with_calcmets() {
-    // Real processes: the demo cluster at 20,000× speedup.
+    // Real processes: the demo cluster at 40,000× speedup.
     let out = tempfile::tempdir().unwrap();
     let (trace, skip) = kth();
     let o = replay_of(
@@ -762,7 +762,7 @@ fn a_run_exports_as_batsim_results_that_agree_with_calcmets() {
             "--jobs",
             "120",
             "--speedup",
-            "20000",
+            "40000",
         ],
     );
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -817,6 +817,26 @@ fn a_run_exports_as_batsim_results_that_agree_with_calcmets() {
     assert_eq!(schedule["nb_jobs"], 120);
     assert_eq!(schedule["nb_computing_machines"], 256);
     assert!((schedule["mean_waiting_time"].as_f64().unwrap() - calc).abs() < 1e-6);
+    // In the trace's seconds: every time × 40,000 (the speedup; factor 1).
+    let trace_time = out.path().join("batsim-trace");
+    let e = Command::new(bin("calcmets"))
+        .args(["export", "--format", "batsim", "--trace-time", "--out"])
+        .arg(&trace_time)
+        .arg(&run)
+        .output()
+        .unwrap();
+    assert!(e.status.success(), "{}", String::from_utf8_lossy(&e.stderr));
+    let scaled = std::fs::read_to_string(trace_time.join("jobs.csv")).unwrap();
+    for (a, b) in rows.iter().zip(scaled.lines().skip(1)) {
+        let b: Vec<&str> = b.split(',').collect();
+        for k in [3, 8, 11] {
+            let (x, y) = (f(a, k), b[k].parse::<f64>().unwrap());
+            assert!(
+                (x * 40_000.0 - y).abs() <= 1e-6 * 40_000.0 + 1e-9 * y.abs(),
+                "{a:?} {b:?}"
+            );
+        }
+    }
     // A directory that is no run is refused by name.
     let bad = Command::new(bin("calcmets"))
         .args(["export", "--format", "batsim", "--out"])
