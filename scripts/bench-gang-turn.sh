@@ -67,7 +67,10 @@ for _ in $(seq 100); do [ -s "$tmp/state/address" ] && break; sleep 0.1; done
 stat() { "${ctl[@]}" stats --format json | awk -F'[:,]' -v k="\"$1\"" '$1 ~ k { gsub(/ /, "", $2); print $2 }'; }
 
 "${ctl[@]}" submit --cores 1 --runtime "$runtime" --count "$jobs" > /dev/null
-# Jobs time-share, so they take twice their run time, and some more.
+# Jobs time-share, so they take twice their run time, and some more. The
+# first wait is quiet: a client every 100 ms would be a process to start
+# and a connection to serve on a busy host, in the middle of the turns.
+sleep $((2 * runtime))
 for _ in $(seq $((runtime * 40 + 200))); do
   [ "$(stat ended)" -ge "$jobs" ] && break
   sleep 0.1
@@ -92,6 +95,8 @@ assert not incomplete, f"jobs that did not complete: {incomplete}"
 # ones it let run (resumed, or started while others stopped).
 stopped = defaultdict(list)   # decision ns -> sigsleep's stop instants
 running = defaultdict(list)   # decision ns -> sigsleep's run instants
+resumed = defaultdict(list)   # the same, resumes only
+started = defaultdict(list)   # the same, starts only (a process to spawn)
 mismatched = 0
 ns = lambda t: round(t * 1e9)  # both give instants in seconds
 for i, j in ctl.items():
@@ -103,10 +108,14 @@ for i, j in ctl.items():
         stopped[ns(cs)].append(ns(rs))
         if cr:
             running[ns(cr)].append(ns(rr))
+            resumed[ns(cr)].append(ns(rr))
     running[ns(j["start"])].append(ns(r["start"]))
+    started[ns(j["start"])].append(ns(r["start"]))
 turns = sorted(set(stopped) & set(running))
 to_stop = [s - d for d in turns for s in stopped[d]]
 to_run = [s - d for d in turns for s in running[d]]
+to_resume = [s - d for d in turns for s in resumed[d]]
+to_start = [s - d for d in turns for s in started[d]]
 whole = [max(stopped[d] + running[d]) - d for d in turns]
 
 def pct(xs, p):
@@ -119,6 +128,8 @@ print(f"| gang turn ({cores} cores, 2 jobs per core, {slice_ms} ms slices) | p50
 print("|---|---:|")
 print(f"| decision to old job stopped (SIGTSTP seen) | {row(to_stop)} |")
 print(f"| decision to new job running (SIGCONT seen, or started) | {row(to_run)} |")
+print(f"| of which resumed (SIGCONT seen) | {row(to_resume)} |")
+print(f"| of which started (the first turn: a process to spawn) | {row(to_start)} |")
 print(f"| whole turn: decision to the last job of it stopped or running | {row(whole)} |")
 print(f"| jobs whose record and controller disagree on suspensions | {mismatched} |")
 
