@@ -419,6 +419,10 @@ async fn client_command(cli: &Cli, shutdown: &CancellationToken) -> Result<Outco
             std::io::stdout().write_all(&frames)?;
         }
         Response::ShuttingDown => eprintln!("controller: shutting down"),
+        Response::NotPrimary(primary) => {
+            eprintln!("controller: {addr} is a backup; ask the primary, {primary}");
+            return Ok(Outcome::Refused);
+        }
         Response::Error(e) => {
             eprintln!("controller: {e}");
             return Ok(Outcome::Refused);

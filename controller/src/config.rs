@@ -46,6 +46,9 @@ struct BatsimSection {
 #[serde(deny_unknown_fields)]
 struct ControllerSection {
     listen: Option<String>,
+    /// Every controller's address, the primary first; a controller serves
+    /// as the one its `listen` names.
+    hosts: Option<Vec<String>>,
     secret_file: Option<PathBuf>,
     state_dir: Option<PathBuf>,
     record_dir: Option<PathBuf>,
@@ -181,6 +184,9 @@ pub struct Cluster {
     /// Where the file is, for messages.
     pub source: PathBuf,
     pub listen: String,
+    /// `[controller] hosts`: the controllers, primary first (empty: one
+    /// controller, at `listen`).
+    pub controllers: Vec<String>,
     pub secret_file: PathBuf,
     pub state_dir: PathBuf,
     pub record_dir: PathBuf,
@@ -213,6 +219,24 @@ pub struct Cluster {
 }
 
 impl Cluster {
+    /// This controller's place in `[controller] hosts` (the one its
+    /// `listen` names): 0 is the primary. `None` when no list is given.
+    pub fn controller_index(&self) -> Result<Option<usize>> {
+        if self.controllers.is_empty() {
+            return Ok(None);
+        }
+        match self.controllers.iter().position(|a| *a == self.listen) {
+            Some(i) => Ok(Some(i)),
+            None => bail!(
+                "{}: this controller listens on {}, which is not one of controller.hosts ({}): \
+                 start each controller with serve --listen set to its own entry",
+                self.source.display(),
+                self.listen,
+                self.controllers.join(", ")
+            ),
+        }
+    }
+
     pub fn load(path: &Path) -> Result<Cluster> {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("cannot read config {}", path.display()))?;
@@ -519,8 +543,27 @@ impl Cluster {
         if heartbeat_timeout < 4 * agent.heartbeat {
             bail!("{name}: agents.heartbeat_timeout_ms must be at least 4 heartbeats");
         }
+        let controllers = c.hosts.clone().unwrap_or_default();
+        for (i, addr) in controllers.iter().enumerate() {
+            if controllers[..i].contains(addr) {
+                bail!("{name}: controller.hosts lists {addr} twice");
+            }
+        }
+        if controllers.len() > 1 && c.secret_file.is_none() {
+            bail!(
+                "{name}: controller.hosts lists a backup controller: name the secret_file that \
+                 every controller and agent reads (each controller's state_dir is its own)"
+            );
+        }
+        if controllers.len() > 1 && a.local.unwrap_or(false) {
+            bail!(
+                "{name}: controller.hosts lists a backup controller, but agents.local = true: \
+                 agents in the controller's process die with it; run them on their own hosts"
+            );
+        }
         Ok(Cluster {
             source: path.to_path_buf(),
+            controllers,
             listen: c
                 .listen
                 .clone()

@@ -15,6 +15,7 @@ use tracing::{debug, info, warn};
 
 use crate::core::AgentId;
 use crate::records::Sink;
+use crate::replication::{self, FromBackup, FromPrimary};
 use crate::server::Event;
 
 /// What every connection needs.
@@ -47,6 +48,7 @@ pub async fn serve<T: AsyncRead + AsyncWrite + Unpin>(
     let result = match role {
         Role::Agent => agent(conn, &peer, local, &shared).await,
         Role::Client => client(conn, &shared).await,
+        Role::Peer => backup(conn, &peer, &shared).await,
     };
     match result {
         Ok(()) => debug!(%peer, "connection closed"),
@@ -220,4 +222,71 @@ async fn client<T: AsyncRead + AsyncWrite + Unpin>(
         };
         conn.send(&resp).await.map_err(|e| e.to_string())?;
     }
+}
+
+/// A backup controller: the state and the journal to it, its
+/// confirmations back.
+async fn backup<T: AsyncRead + AsyncWrite + Unpin>(
+    mut conn: Conn<T>,
+    peer: &str,
+    shared: &Shared,
+) -> Result<(), String> {
+    let first = tokio::time::timeout(wire::HANDSHAKE_TIMEOUT, conn.recv::<FromBackup>())
+        .await
+        .map_err(|_| "no hello from the backup".to_string())?
+        .map_err(|e| e.to_string())?;
+    let FromBackup::Hello { address, seq, .. } = first else {
+        return Err("a backup spoke before saying hello".into());
+    };
+    let id = replication::next_id();
+    let (link, mut out) = mpsc::unbounded_channel::<FromPrimary>();
+    shared
+        .events
+        .send(Event::BackupUp {
+            id,
+            address: address.clone(),
+            seq,
+            link,
+        })
+        .await
+        .map_err(|_| "the controller is stopping".to_string())?;
+    info!(%peer, backup = %address, "backup connected");
+    let why = loop {
+        tokio::select! {
+            msg = conn.recv::<FromBackup>() => match msg {
+                Ok(FromBackup::Ack(seq)) => {
+                    if shared.events.send(Event::BackupAck { id, seq }).await.is_err() {
+                        break "the controller stopped".to_string();
+                    }
+                }
+                Ok(FromBackup::Hello { .. }) => break "said hello twice".into(),
+                Err(WireError::Closed) => break "disconnected".into(),
+                Err(e) => break e.to_string(),
+            },
+            msg = out.recv() => match msg {
+                Some(msg) => {
+                    let mut sent = conn.feed(&msg).await;
+                    while let (Ok(()), Ok(msg)) = (&sent, out.try_recv()) {
+                        sent = conn.feed(&msg).await;
+                    }
+                    if let Err(e) = match sent {
+                        Ok(()) => conn.flush().await,
+                        failed => failed,
+                    } {
+                        break e.to_string();
+                    }
+                }
+                None => break "let go by the controller".into(),
+            },
+            () = shared.done.cancelled() => break "the controller stopped".into(),
+        }
+    };
+    let _ = shared
+        .events
+        .send(Event::BackupGone {
+            id,
+            why: why.clone(),
+        })
+        .await;
+    Err(format!("backup {address}: {why}"))
 }

@@ -150,6 +150,10 @@ pub struct Journal {
     /// long queue the snapshot is large, and rewriting it no more often
     /// than the journal grows by as much keeps the cost per entry constant.
     snapshot_size: u64,
+    /// Whether backups copy this journal: written frames are kept in
+    /// `outgoing` for them.
+    shipping: bool,
+    outgoing: Vec<u8>,
 }
 
 fn journal_path(dir: &Path) -> PathBuf {
@@ -235,11 +239,10 @@ fn read_snapshot(path: &Path) -> Result<Option<Snapshot>> {
     Ok(Some(snap))
 }
 
-/// The whole entries of a journal file, and the length of the intact
-/// prefix (a torn or damaged tail is where it ends).
-fn read_entries(bytes: &[u8]) -> (Vec<(u64, Entry)>, usize) {
+/// The whole entries of journal frames from `at` on, and where the intact
+/// prefix ends (a torn or damaged tail is where it ends).
+fn read_entries(bytes: &[u8], mut at: usize) -> (Vec<(u64, Entry)>, usize) {
     let mut out = Vec::new();
-    let mut at = HEADER;
     while bytes.len() - at >= 8 {
         let len =
             u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]]) as usize;
@@ -283,7 +286,7 @@ impl Journal {
             bytes = header(JOURNAL_MAGIC).to_vec();
         }
         check_header(&bytes, JOURNAL_MAGIC, &path)?;
-        let (entries, intact) = read_entries(&bytes);
+        let (entries, intact) = read_entries(&bytes, HEADER);
         if intact < bytes.len() {
             warn!(
                 file = %path.display(),
@@ -320,6 +323,8 @@ impl Journal {
                 pending_since: None,
                 compact_at,
                 snapshot_size: std::fs::metadata(snapshot_path(dir)).map_or(0, |m| m.len()),
+                shipping: false,
+                outgoing: Vec::new(),
             },
             Recovered {
                 snapshot,
@@ -359,9 +364,75 @@ impl Journal {
             .write_all(&self.buf)
             .with_context(|| format!("cannot write {}", journal_path(&self.dir).display()))?;
         self.size += self.buf.len() as u64;
+        if self.shipping {
+            self.outgoing.extend_from_slice(&self.buf);
+        }
         self.buf.clear();
         self.unsynced = true;
         Ok(())
+    }
+
+    /// Sequence number of the last entry appended.
+    pub fn seq(&self) -> u64 {
+        self.seq
+    }
+
+    /// Keeps written frames for backups (from now on), or stops keeping
+    /// them.
+    pub fn ship(&mut self, on: bool) {
+        self.shipping = on;
+        if !on {
+            self.outgoing = Vec::new();
+        }
+    }
+
+    /// The frames written since the last call, as they are in the file,
+    /// for backups.
+    pub fn take_outgoing(&mut self) -> Vec<u8> {
+        std::mem::take(&mut self.outgoing)
+    }
+
+    /// A backup's journal takes its primary's state at `seq`: the snapshot
+    /// replaces this journal's (as a compaction would), and the entries
+    /// that follow will carry the primary's numbers.
+    pub fn install(
+        &mut self,
+        seq: u64,
+        next_id: u64,
+        jobs: impl ExactSizeIterator<Item = JobImage>,
+        history: &[JobInfo],
+        drained: &[(String, String)],
+    ) -> Result<()> {
+        self.buf.clear();
+        self.seq = seq;
+        self.compact_from(next_id, jobs, history, drained)
+    }
+
+    /// A backup's journal appends frames its primary wrote, which must
+    /// follow this journal's last entry; returns their entries.
+    pub fn append_frames(&mut self, frames: &[u8]) -> Result<Vec<Entry>> {
+        let (entries, intact) = read_entries(frames, 0);
+        if intact != frames.len() {
+            bail!(
+                "damaged journal frames at byte {intact} of {}",
+                frames.len()
+            );
+        }
+        let mut next = self.seq + 1;
+        for (seq, _) in &entries {
+            if *seq != next {
+                bail!("journal entry {seq} where {next} was due");
+            }
+            next += 1;
+        }
+        self.seq = next - 1;
+        self.pending += entries.len() as u64;
+        if !entries.is_empty() {
+            self.pending_since
+                .get_or_insert_with(std::time::Instant::now);
+        }
+        self.buf.extend_from_slice(frames);
+        Ok(entries.into_iter().map(|(_, e)| e).collect())
     }
 
     /// Writes and syncs: what is appended is now durable.
@@ -609,6 +680,8 @@ mod tests {
             pending_since: None,
             compact_at: 0,
             snapshot_size: 0,
+            shipping: false,
+            outgoing: Vec::new(),
         };
         again.append(entries);
         f.write_all(&again.buf).unwrap();

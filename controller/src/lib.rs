@@ -21,6 +21,9 @@
 //!   streamed by agents on other hosts;
 //! - the [`journal`], written by the server before it answers a client,
 //!   from which a restarted controller recovers its jobs;
+//! - with `[controller] hosts`, [`replication`]: the primary streams its
+//!   journal to its backups, which keep a copy of its tables and act on
+//!   nothing;
 //! - with `--metrics-listen`, the [`metrics`] endpoint, which asks the
 //!   server for its counters as a client would;
 //! - with `[agents] local = true`, the agents themselves, in this process,
@@ -43,6 +46,7 @@ pub mod listener;
 pub mod metrics;
 pub mod policy;
 pub mod records;
+pub mod replication;
 pub mod server;
 pub mod sim;
 pub mod views;
@@ -214,6 +218,7 @@ pub async fn serve_then(
             )
         })?;
     let _lock = lock_state_dir(&config.state_dir)?;
+    let index = config.controller_index()?;
     let listener = TcpListener::bind(&config.listen).await.with_context(|| {
         format!(
             "cannot listen on {} (listen in [controller] of {}, or serve --listen)",
@@ -250,6 +255,21 @@ pub async fn serve_then(
         journal::Journal::open(&config.state_dir, config.journal_compact_bytes)?;
     let clock = core::Clock::start();
     let cluster = core::Cluster::restore(Arc::clone(&config), recovered, clock.now());
+    let place = match index {
+        None => server::Place::Alone,
+        Some(0) => server::Place::Primary(replication::Backups::default()),
+        Some(_) => {
+            let primary = config.controllers[0].clone();
+            tokio::spawn(replication::follow(
+                primary.clone(),
+                config.listen.clone(),
+                secret.clone(),
+                shared.events.clone(),
+                done.clone(),
+            ));
+            server::Place::Backup(server::Follower::new(primary))
+        }
+    };
     let server = server::Server::new(
         cluster,
         clock,
@@ -259,7 +279,8 @@ pub async fn serve_then(
         done.clone(),
         sink,
         written,
-    );
+    )
+    .placed(config.listen.clone(), 1, place);
     let server_task = tokio::spawn(server.run(shutdown.clone()));
     let tasks = TaskTracker::new();
     if let Some(at) = &config.metrics_listen {

@@ -199,6 +199,49 @@ pub fn exposition(s: &ClusterStats, hosts: &[HostInfo]) -> String {
         "How long the oldest unsynced journal entry has waited.",
         &[(String::new(), s.journal_lag_ns as f64 / 1e9)],
     );
+    let r = &s.replication;
+    put(
+        "controller_primary",
+        "gauge",
+        "1 on the primary controller (or the only one), 0 on a backup.",
+        &one(u64::from(r.role != "backup")),
+    );
+    put(
+        "controller_term",
+        "gauge",
+        "The controller's term: it grows by one at each takeover.",
+        &one(r.term),
+    );
+    put(
+        "journal_seq",
+        "gauge",
+        "Sequence number of the last journal entry this controller holds.",
+        &one(r.seq),
+    );
+    let per_backup = |f: &dyn Fn(&formats::wire::BackupLag) -> f64| -> Vec<(String, f64)> {
+        r.backups
+            .iter()
+            .map(|b| (format!("{{backup=\"{}\"}}", b.address), f(b)))
+            .collect()
+    };
+    put(
+        "replication_lag_entries",
+        "gauge",
+        "Journal entries a backup has not confirmed yet.",
+        &per_backup(&|b| b.lag_entries as f64),
+    );
+    put(
+        "replication_lag_seconds",
+        "gauge",
+        "How long the oldest entry a backup has not confirmed has waited.",
+        &per_backup(&|b| b.lag_ns as f64 / 1e9),
+    );
+    put(
+        "replication_copying",
+        "gauge",
+        "1 while a backup copies the whole state (it cannot take over yet).",
+        &per_backup(&|b| f64::from(u8::from(b.copying))),
+    );
     let per_host = |f: &dyn Fn(&formats::wire::HostReport) -> f64| -> Vec<(String, f64)> {
         hosts
             .iter()

@@ -26,7 +26,15 @@ enum Work {
     Read(Vec<u64>, oneshot::Sender<std::io::Result<Vec<u8>>>),
     /// Sync what was appended before.
     Flush(oneshot::Sender<std::io::Result<()>>),
+    /// The whole file as it stands, in parts of at most [`PART`] bytes of
+    /// whole frames, for a backup; an empty part ends it.
+    ReadAll(Box<dyn FnMut(Vec<u8>) + Send>),
+    /// Empties the file: a backup takes its primary's.
+    Truncate,
 }
+
+/// Largest part of the record file sent to a backup at once.
+const PART: usize = 4 << 20;
 
 /// The sink's queue. Unbounded on purpose: the server loop hands records
 /// over without ever waiting; what is queued is at most the records of
@@ -52,6 +60,19 @@ impl Sink {
         answer
             .await
             .map_err(|_| std::io::Error::other("the record sink is gone"))?
+    }
+
+    /// Hands the whole file, as it stands after everything appended before,
+    /// to `part`, in parts, then an empty one.
+    pub fn read_all(&self, part: impl FnMut(Vec<u8>) + Send + 'static) {
+        if self.tx.send(Work::ReadAll(Box::new(part))).is_err() {
+            error!("the record sink is gone; a backup gets no records");
+        }
+    }
+
+    /// Empties the record file (a backup's, before it takes its primary's).
+    pub fn truncate(&self) {
+        let _ = self.tx.send(Work::Truncate);
     }
 
     /// The records of `ids`, read after everything appended before.
@@ -99,6 +120,17 @@ pub fn start(path: &Path) -> Result<(Sink, std::thread::JoinHandle<()>)> {
                     }
                     Work::Flush(reply) => {
                         let _ = reply.send(file.sync_data());
+                    }
+                    Work::ReadAll(mut part) => {
+                        if let Err(e) = read_all(&path, &mut part) {
+                            error!(file = %path.display(), %e, "cannot read records for a backup");
+                        }
+                        part(Vec::new());
+                    }
+                    Work::Truncate => {
+                        if let Err(e) = file.set_len(0) {
+                            error!(file = %path.display(), %e, "cannot empty the record file");
+                        }
                     }
                 }
             }
@@ -156,6 +188,28 @@ pub fn check(frames: &[u8], mut allowed: impl FnMut(&JobRecord<'_>) -> bool) -> 
     });
     let s = reader.stats();
     (out, dropped + s.damaged() + s.unsupported)
+}
+
+/// The intact frames of the record file at `path`, in parts.
+fn read_all(path: &Path, part: &mut dyn FnMut(Vec<u8>)) -> std::io::Result<()> {
+    let file = match File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e),
+    };
+    let mut reader = RecordReader::new(std::io::BufReader::new(file));
+    let mut out = Vec::new();
+    reader.for_each_record(|rec| -> std::io::Result<()> {
+        let _ = encode(rec, &mut out);
+        if out.len() >= PART {
+            part(std::mem::take(&mut out));
+        }
+        Ok(())
+    })?;
+    if !out.is_empty() {
+        part(out);
+    }
+    Ok(())
 }
 
 /// The frames of the records of `ids` in the record file at `path`, read

@@ -165,6 +165,20 @@ pub fn stats_json(s: &ClusterStats) -> serde_json::Value {
         "held_jobs": s.held_jobs,
         "scheduler": s.policy_report,
         "scheduler_failure": s.policy_failure,
+        "controller": {
+            "role": s.replication.role,
+            "address": s.replication.address,
+            "primary": s.replication.primary,
+            "term": s.replication.term,
+            "journal_seq": s.replication.seq,
+            "backups": s.replication.backups.iter().map(|b| json!({
+                "address": b.address,
+                "copying": b.copying,
+                "acked_seq": b.acked,
+                "lag_entries": b.lag_entries,
+                "lag_seconds": b.lag_ns as f64 / 1e9,
+            })).collect::<Vec<_>>(),
+        },
     })
 }
 
@@ -183,6 +197,35 @@ pub fn stats_table(s: &ClusterStats) -> String {
         .iter()
         .map(|(k, v)| format!("{} {v}", k.as_str()))
         .collect();
+    let r = &s.replication;
+    if r.role != "alone" {
+        line(
+            &mut out,
+            "controller",
+            format!(
+                "{} {}, term {}, journal entry {}",
+                r.role, r.address, r.term, r.seq
+            ),
+        );
+        if r.role == "backup" {
+            line(&mut out, "primary", r.primary.clone());
+        }
+        for b in &r.backups {
+            let state = if b.copying {
+                "copying the whole state".to_string()
+            } else {
+                format!(
+                    "{} entries behind, oldest waiting {:.1} ms",
+                    b.lag_entries,
+                    b.lag_ns as f64 / 1e6
+                )
+            };
+            line(&mut out, "backup", format!("{}: {state}", b.address));
+        }
+        if r.role == "primary" && r.backups.is_empty() {
+            line(&mut out, "backup", "none attached: acting alone".into());
+        }
+    }
     line(&mut out, "jobs", jobs.join(", "));
     line(&mut out, "nodes", nodes.join(", "));
     line(

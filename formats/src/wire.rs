@@ -17,7 +17,8 @@
 //! connection before anything it sent is acted on. Nonces are fresh on both
 //! sides, so a recorded handshake cannot be replayed. After the handshake
 //! an agent speaks [`FromAgent`] and hears [`ToAgent`]; a client sends one
-//! [`Request`] at a time and gets one [`Response`].
+//! [`Request`] at a time and gets one [`Response`]; a backup controller
+//! speaks the controller's own replication messages.
 
 use std::fmt;
 use std::io;
@@ -33,9 +34,10 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_util::bytes::{Bytes, BytesMut};
 use tokio_util::codec::{Decoder, Encoder, Framed, LengthDelimitedCodec};
 
-/// Version of this protocol; both ends must speak the same. 6: the
-/// controller's stats carry an external scheduler's figures.
-pub const PROTOCOL: u32 = 6;
+/// Version of this protocol; both ends must speak the same. 7: a backup
+/// controller connects as a [`Role::Peer`], stats say which controller is
+/// primary, and a backup answers requests with [`Response::NotPrimary`].
+pub const PROTOCOL: u32 = 7;
 /// Largest frame a server accepts from an authenticated peer (a batch of
 /// records can be large).
 pub const MAX_FRAME: usize = 16 << 20;
@@ -62,6 +64,8 @@ pub enum Role {
     Agent,
     /// A command line client (submit, queue, ...) or a replay driver.
     Client,
+    /// A backup controller, copying the primary's journal.
+    Peer,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -272,6 +276,7 @@ fn role_byte(r: Role) -> u8 {
     match r {
         Role::Agent => 1,
         Role::Client => 2,
+        Role::Peer => 3,
     }
 }
 

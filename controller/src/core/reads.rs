@@ -213,6 +213,7 @@ impl Cluster {
                 .collect(),
             pass_ns_total: self.counters.pass_ns_total,
             max_jobs: self.config.max_jobs as u64,
+            replication: Default::default(),
             // The server's to fill in: the journal, the waiting
             // submissions and the scheduler are its own.
             journal_unsynced: 0,

@@ -45,6 +45,13 @@ impl Cluster {
 
     /// Folds the journal into a snapshot of the tables, written job by job.
     pub fn write_snapshot(&self, journal: &mut Journal, now: Now) -> anyhow::Result<()> {
+        let (next_id, history, drained) = self.snapshot_head();
+        journal.compact_from(next_id, self.images(now), &history, &drained)
+    }
+
+    /// What a snapshot holds besides the jobs: the next job id, the
+    /// finished jobs kept, and the drained nodes (folded) with why.
+    pub fn snapshot_head(&self) -> (u64, Vec<JobInfo>, Vec<(String, String)>) {
         let mut drained: HashMap<&str, Vec<usize>> = HashMap::new();
         for (i, n) in self.nodes.iter().enumerate() {
             if let Some(why) = &n.drained {
@@ -60,8 +67,12 @@ impl Cluster {
             .iter()
             .filter_map(|id| self.done.get(id).cloned())
             .collect();
-        let jobs = self.jobs.values().map(|j| self.image(j, now));
-        journal.compact_from(self.next_id, jobs, &history, &drained)
+        (self.next_id, history, drained)
+    }
+
+    /// Every job not over, as the journal keeps it.
+    pub fn images(&self, now: Now) -> impl ExactSizeIterator<Item = JobImage> + '_ {
+        self.jobs.values().map(move |j| self.image(j, now))
     }
 
     /// Restored jobs that had started and whose record is in the record
@@ -112,13 +123,22 @@ impl Cluster {
         rec: Recovered,
         now: Now,
     ) -> Cluster {
+        let mut c = Cluster::copy(config, rec, now);
+        c.await_agents(now);
+        c
+    }
+
+    /// The tables as the journal left them, as a backup keeps them: the
+    /// same as [`Cluster::restore`], but nothing waits for agents yet.
+    pub fn copy(
+        config: std::sync::Arc<crate::config::Cluster>,
+        rec: Recovered,
+        now: Now,
+    ) -> Cluster {
         let mut c = Cluster::new(config);
         let snap = rec.snapshot;
         c.next_id = snap.next_id.max(1);
-        let at = |wall: i64| Now {
-            wall,
-            mono: now.mono - (now.wall - wall),
-        };
+        let at = wall_to(now);
         for (nodes, why) in &snap.drained {
             match c.resolve(nodes) {
                 Ok(idx) => c.set_drained(&idx, (!why.is_empty()).then_some(why.as_str())),
@@ -132,26 +152,38 @@ impl Cluster {
         for (_, image) in snap.jobs {
             c.load(image, &at, now);
         }
-        c.unqueue_batched(|c| {
-            for entry in rec.entries {
+        c.replay_entries(rec.entries, now);
+        c
+    }
+
+    /// Journal entries a primary wrote, made again on its backup's copy.
+    pub fn replay_entries(&mut self, entries: Vec<Entry>, now: Now) {
+        let at = wall_to(now);
+        self.unqueue_batched(|c| {
+            for entry in entries {
                 c.replay(entry, &at, now);
             }
         });
-        let lost_at = now.mono + c.config.heartbeat_timeout.as_nanos() as i64;
-        let started: Vec<(u64, i64)> = c
+    }
+
+    /// Jobs that had started wait for their agents to report them, until
+    /// the heartbeat timeout from now: after a restart, or when a backup
+    /// takes over.
+    pub fn await_agents(&mut self, now: Now) {
+        let lost_at = now.mono + self.config.heartbeat_timeout.as_nanos() as i64;
+        let started: Vec<(u64, i64)> = self
             .jobs
             .values()
             .filter(|j| j.started_mono.is_some())
             .map(|j| (j.id, j.since_mono))
             .collect();
         for (id, since) in started {
-            if let Some(j) = c.jobs.get_mut(&id) {
+            if let Some(j) = self.jobs.get_mut(&id) {
                 j.lost_at = Some(lost_at);
             }
-            c.set_active(id, ActiveState::Unreachable, since, 0);
+            self.set_active(id, ActiveState::Unreachable, since, 0);
         }
-        c.wants_pass = true;
-        c
+        self.wants_pass = true;
     }
 
     /// One journal entry, made again.
@@ -260,6 +292,14 @@ impl Cluster {
         if let Some(job) = self.jobs.remove(&id) {
             self.unqueue(id, job.partition);
         }
+    }
+}
+
+/// Instants of a journal (wall clock) on this process's clocks.
+fn wall_to(now: Now) -> impl Fn(i64) -> Now {
+    move |wall: i64| Now {
+        wall,
+        mono: now.mono - (now.wall - wall),
     }
 }
 

@@ -191,6 +191,40 @@ pub struct ClusterStats {
     pub policy_failure: Option<String>,
     /// An external scheduler's figures (its reply latency).
     pub policy_report: Option<crate::scheduler::SchedulerReport>,
+    /// Which controller answered, and how its copies stand.
+    pub replication: Replication,
+}
+
+/// A controller's place among the controllers of its config.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Replication {
+    /// "primary", "backup", or "alone" (no other controller listed).
+    pub role: String,
+    /// This controller's address, as the config lists it.
+    pub address: String,
+    /// The primary's address (this one's, on the primary; empty on a
+    /// backup that has not reached it yet).
+    pub primary: String,
+    pub term: u64,
+    /// Sequence number of the last journal entry this controller holds.
+    pub seq: u64,
+    /// On the primary, its backups; on a backup, itself as the primary
+    /// last saw it.
+    pub backups: Vec<BackupLag>,
+}
+
+/// How far one backup is behind its primary.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct BackupLag {
+    pub address: String,
+    /// Still copying the whole state: it confirms nothing yet.
+    pub copying: bool,
+    /// Sequence number of the last entry it confirmed holding.
+    pub acked: u64,
+    /// Entries written but not confirmed, and how long the oldest of them
+    /// has waited (zero when it holds everything).
+    pub lag_entries: u64,
+    pub lag_ns: u64,
 }
 
 /// Upper bounds (seconds) of the scheduling-pass duration histogram, as
@@ -295,6 +329,9 @@ pub enum Response {
     /// Record frames, as sigsleep wrote them.
     Records(Vec<u8>),
     ShuttingDown,
+    /// This controller is a backup: ask the primary, at this address
+    /// (empty when it does not know one).
+    NotPrimary(String),
     Error(String),
 }
 

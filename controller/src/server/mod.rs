@@ -4,7 +4,13 @@
 //! are due, checks heartbeats and wall-time limits once a second, and
 //! carries out the core's [`Effects`]: orders to agents through their
 //! links, entries into the journal, replies to clients, once what they
-//! depend on is written.
+//! depend on is written (and held by the backups, [`crate::replication`]).
+//!
+//! A backup controller runs the same server on its copy of the tables
+//! (`backup.rs`): it schedules nothing and acts on nothing, and only
+//! applies what its primary sends.
+
+mod peers;
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::time::Instant;
@@ -17,6 +23,9 @@ use tracing::{debug, error, info};
 use crate::core::{AgentId, Clock, Cluster, Effects, Now, Scheduler};
 use crate::journal::{Entry, Journal};
 use crate::policy::Policy;
+use crate::replication::{BackupId, Backups, FromBackup, FromPrimary};
+
+pub use peers::Follower;
 
 /// How often written journal entries are synced when no client waits.
 const SYNC_INTERVAL: std::time::Duration = std::time::Duration::from_millis(100);
@@ -59,7 +68,47 @@ pub enum Event {
         req: Request,
         reply: oneshot::Sender<Response>,
     },
+    /// A backup connected (on the primary); `seq` is the last entry it
+    /// holds, `link` carries the state and the journal to it.
+    BackupUp {
+        id: BackupId,
+        address: String,
+        seq: u64,
+        link: mpsc::UnboundedSender<FromPrimary>,
+    },
+    BackupAck {
+        id: BackupId,
+        seq: u64,
+    },
+    BackupGone {
+        id: BackupId,
+        why: String,
+    },
+    /// The primary answered (on a backup): `link` carries confirmations to
+    /// it; `hello` wants this controller's term and last entry.
+    PrimaryUp {
+        address: String,
+        link: mpsc::UnboundedSender<FromBackup>,
+        hello: oneshot::Sender<(u64, u64)>,
+    },
+    PrimaryGone,
+    /// What the primary sent (on a backup).
+    Copy(FromPrimary),
 }
+
+/// This controller's place among the controllers of its config.
+pub enum Place {
+    /// The only controller.
+    Alone,
+    /// The primary, and the backups attached to it.
+    Primary(Backups),
+    /// A backup, following its primary.
+    Backup(Follower),
+}
+
+/// How long a backup may keep answers and orders waiting before the
+/// primary lets it go and goes on alone.
+const BACKUP_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3);
 
 /// Links to connected agents. Unbounded on purpose: the state cannot wait
 /// for one slow agent, and what is queued is bounded by the jobs it runs.
@@ -95,19 +144,23 @@ impl Effects for Outbox {
     }
 }
 
-impl Outbox {
-    /// Sends the held orders, in order.
-    fn flush(&mut self, links: &Links) {
-        if !self.orders.is_empty() {
-            tracing::debug!(n = self.orders.len(), "orders sent");
+/// Sends orders to agents, in order.
+fn send_orders(orders: Vec<(AgentId, ToAgent)>, links: &Links) {
+    if !orders.is_empty() {
+        tracing::debug!(n = orders.len(), "orders sent");
+    }
+    for (agent, msg) in orders {
+        if let Some(tx) = links.get(&agent) {
+            // A closed link means the agent is going; its AgentGone
+            // follows.
+            let _ = tx.send(msg);
         }
-        for (agent, msg) in self.orders.drain(..) {
-            if let Some(tx) = links.get(&agent) {
-                // A closed link means the agent is going; its AgentGone
-                // follows.
-                let _ = tx.send(msg);
-            }
-        }
+    }
+}
+
+fn send_replies(replies: Vec<(oneshot::Sender<Response>, Response)>) {
+    for (reply, resp) in replies {
+        let _ = reply.send(resp);
     }
 }
 
@@ -139,6 +192,11 @@ pub struct Server {
     /// most one request per connection: a flooding client is slowed down
     /// to the rate jobs end, not buffered.
     held: VecDeque<(Vec<JobSpec>, oneshot::Sender<Response>)>,
+    /// This controller's address in `[controller] hosts` (empty without a
+    /// list), and its term.
+    me: String,
+    term: u64,
+    place: Place,
 }
 
 impl Server {
@@ -169,6 +227,9 @@ impl Server {
             records,
             recorded: written.executions,
             record_ends: HashMap::new(),
+            me: String::new(),
+            term: 1,
+            place: Place::Alone,
         };
         server.scheduler.attach(&mut server.cluster);
         // A job whose record is in the file ended, even if the controller
@@ -176,6 +237,23 @@ impl Server {
         let now = server.clock.now();
         server.cluster.settle(&written.last, now, &mut server.out);
         server
+    }
+
+    /// Puts the server in its place: `me` is its address in the config's
+    /// list of controllers.
+    pub fn placed(mut self, me: String, term: u64, place: Place) -> Server {
+        self.me = me;
+        self.term = term;
+        if matches!(place, Place::Primary(_)) {
+            self.journal.ship(true);
+        }
+        self.place = place;
+        self
+    }
+
+    /// Whether this controller acts on the cluster (it is not a backup).
+    fn acts(&self) -> bool {
+        !matches!(self.place, Place::Backup(_))
     }
 
     pub async fn run(mut self, shutdown: CancellationToken) {
@@ -191,6 +269,7 @@ impl Server {
             // arrives must not wait for a policy wake-up set earlier.
             let due = match self.stopping {
                 Some(_) => None,
+                None if !self.acts() => None,
                 None => self.scheduler.due(&self.cluster),
             };
             let next_pass = due.map(|t| tokio::time::Instant::from_std(self.clock.instant(t)));
@@ -207,6 +286,7 @@ impl Server {
             }
             self.admit_held();
             self.commit().await;
+            self.released();
             if let Some(deadline) = self.stopping {
                 if !self.cluster.has_agents() || Instant::now() >= deadline {
                     break;
@@ -214,7 +294,8 @@ impl Server {
             }
         }
         self.sync().await;
-        self.out.flush(&self.links);
+        let orders = std::mem::take(&mut self.out.orders);
+        send_orders(orders, &self.links);
         info!("controller stopped");
         self.done.cancel();
     }
@@ -248,8 +329,8 @@ impl Server {
             () = tokio::time::sleep_until(next_pass.unwrap_or_else(tokio::time::Instant::now)), if next_pass.is_some() => {
                 self.pass();
             }
-            _ = tick.tick() => self.tick(),
-            _ = ping.tick() => self.ping(),
+            _ = tick.tick(), if self.acts() => self.tick(),
+            _ = ping.tick(), if self.acts() => self.ping(),
             _ = sync.tick(), if self.journal.dirty() || !self.out.ends.is_empty() => {
                 self.sync().await;
             }
@@ -263,25 +344,30 @@ impl Server {
     /// nothing is acted on that a restart would not know); if clients wait
     /// for answers, makes the entries durable before answering.
     async fn commit(&mut self) {
-        self.journal.append(self.out.entries.drain(..));
-        if let Err(e) = self.journal.write() {
-            error!("{e:#}");
+        self.write_journal();
+        if let Place::Backup(_) = self.place {
+            self.confirm();
         }
-        self.out.flush(&self.links);
+        let seq = self.journal.seq();
+        let orders = std::mem::take(&mut self.out.orders);
+        self.release(seq, orders, Vec::new());
         if self.replies.is_empty() {
             return;
         }
         let failed = self.journal.sync().err().map(|e| format!("{e:#}"));
-        for (reply, resp) in self.replies.drain(..) {
-            let resp = match &failed {
+        let replies: Vec<_> = self
+            .replies
+            .drain(..)
+            .map(|(reply, resp)| match &failed {
                 // What it acknowledges might not survive a crash: say so.
-                Some(e) if !matches!(resp, Response::Error(_)) => {
-                    Response::Error(format!("the controller cannot journal: {e}"))
-                }
-                _ => resp,
-            };
-            let _ = reply.send(resp);
-        }
+                Some(e) if !matches!(resp, Response::Error(_)) => (
+                    reply,
+                    Response::Error(format!("the controller cannot journal: {e}")),
+                ),
+                _ => (reply, resp),
+            })
+            .collect();
+        self.release(seq, Vec::new(), replies);
         if let Some(e) = failed {
             error!("{e}");
             return;
@@ -289,6 +375,48 @@ impl Server {
         // Clients submitting without pause keep the journal synced, so the
         // interval sync (which also compacts) may never come round.
         self.compact();
+    }
+
+    /// Writes the core's new entries to the journal, and sends the written
+    /// frames to the backups.
+    fn write_journal(&mut self) {
+        self.journal.append(self.out.entries.drain(..));
+        if let Err(e) = self.journal.write() {
+            error!("{e:#}");
+        }
+        if let Place::Primary(backups) = &mut self.place {
+            let frames = self.journal.take_outgoing();
+            if !frames.is_empty() && !backups.is_empty() {
+                backups.send(|| FromPrimary::Entries(frames.clone()));
+            }
+        }
+    }
+
+    /// Sends orders and answers that depend on entries up to `seq` once
+    /// every backup holds those: now, or when they confirm.
+    fn release(
+        &mut self,
+        seq: u64,
+        orders: Vec<(AgentId, ToAgent)>,
+        replies: Vec<(oneshot::Sender<Response>, Response)>,
+    ) {
+        let now = match &mut self.place {
+            Place::Primary(backups) => backups.release(seq, orders, replies),
+            _ => Some((orders, replies)),
+        };
+        if let Some((orders, replies)) = now {
+            send_orders(orders, &self.links);
+            send_replies(replies);
+        }
+    }
+
+    /// Sends what waited for the backups and may go now.
+    fn released(&mut self) {
+        if let Place::Primary(backups) = &mut self.place {
+            let (orders, replies) = backups.ready(BACKUP_TIMEOUT);
+            send_orders(orders, &self.links);
+            send_replies(replies);
+        }
     }
 
     /// Makes the journal and the record file durable, then lets agents
@@ -370,6 +498,9 @@ impl Server {
     }
 
     fn handle(&mut self, ev: Event) {
+        let Some(ev) = self.peer_event(ev) else {
+            return;
+        };
         let now = self.clock.now();
         match ev {
             Event::AgentUp {
@@ -459,6 +590,13 @@ impl Server {
                 let resp = self.request(req, now);
                 self.replies.push((reply, resp));
             }
+            // Taken by peer_event.
+            Event::BackupUp { .. }
+            | Event::BackupAck { .. }
+            | Event::BackupGone { .. }
+            | Event::PrimaryUp { .. }
+            | Event::PrimaryGone
+            | Event::Copy(_) => {}
         }
     }
 
@@ -530,7 +668,24 @@ impl Server {
                 "dropped records of jobs this agent does not run, or had already sent"
             );
         }
+        if let Place::Primary(backups) = &self.place {
+            if !kept.is_empty() && !backups.is_empty() {
+                backups.send(|| FromPrimary::Records(kept.clone()));
+            }
+        }
         self.records.append(kept);
+    }
+
+    fn stats(&self) -> formats::wire::ClusterStats {
+        let mut stats = self.cluster.stats();
+        stats.journal_unsynced = self.journal.unsynced_entries();
+        stats.journal_lag_ns = self.journal.lag().as_nanos() as u64;
+        stats.held_requests = self.held.len() as u64;
+        stats.held_jobs = self.held.iter().map(|(s, _)| s.len() as u64).sum();
+        stats.policy_failure = self.scheduler.failed().map(str::to_string);
+        stats.policy_report = self.scheduler.report();
+        stats.replication = self.replication();
+        stats
     }
 
     fn request(&mut self, req: Request, now: Now) -> Response {
@@ -549,16 +704,7 @@ impl Server {
             }
             Request::Queue { all } => Response::Queue(self.cluster.queue(all)),
             Request::Nodes => Response::Nodes(self.cluster.node_infos()),
-            Request::Stats => {
-                let mut stats = self.cluster.stats();
-                stats.journal_unsynced = self.journal.unsynced_entries();
-                stats.journal_lag_ns = self.journal.lag().as_nanos() as u64;
-                stats.held_requests = self.held.len() as u64;
-                stats.held_jobs = self.held.iter().map(|(s, _)| s.len() as u64).sum();
-                stats.policy_failure = self.scheduler.failed().map(str::to_string);
-                stats.policy_report = self.scheduler.report();
-                Response::Stats(Box::new(stats))
-            }
+            Request::Stats => Response::Stats(Box::new(self.stats())),
             Request::Hosts => Response::Hosts(self.cluster.hosts(now)),
             Request::Cancel(ids) => Response::Jobs(self.cluster.cancel(&ids, now, &mut self.out)),
             Request::CancelMatching(filter) => {

@@ -1,0 +1,363 @@
+//! Copies of the primary's state on its backups.
+//!
+//! A backup controller connects to the primary as a [`Role::Peer`]
+//! (authenticated like any peer) and says which entry of the journal it
+//! holds last. The primary answers with its whole state at its current
+//! sequence number ([`FromPrimary::Snapshot`], then the jobs in parts and
+//! its record file), then streams every journal frame it writes, byte for
+//! byte, and every record it keeps. The backup appends the frames to its
+//! own journal (the same numbers), replays them through the core's own
+//! transitions on its copy of the tables, and confirms the last sequence
+//! number it holds ([`FromBackup::Ack`]).
+//!
+//! The primary holds back its answers to clients and its orders to agents
+//! until every backup has confirmed the entries they depend on
+//! ([`Backups::release`]): an acknowledged submission, and a start an
+//! agent carries out, are on the backup before anyone acts on them. A
+//! backup that stops confirming for longer than the timeout is let go
+//! (the primary goes on alone) and must fetch the whole state again.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use formats::wire::{self, BackupLag, Conn, JobInfo, Response, Role, ToAgent, WireError};
+use serde::{Deserialize, Serialize};
+use tokio::net::TcpStream;
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+use tracing::{info, warn};
+
+use crate::core::AgentId;
+use crate::journal::JobImage;
+use crate::server::Event;
+
+/// Jobs per part of a snapshot.
+const JOBS_PER_PART: usize = 4096;
+/// How long a backup that lost its primary waits before trying again.
+const RETRY: Duration = Duration::from_millis(200);
+
+/// What the primary sends a backup.
+#[derive(Debug, Serialize, Deserialize)]
+pub enum FromPrimary {
+    /// The primary's state after entry `seq`; `jobs` job images follow in
+    /// [`FromPrimary::Jobs`] parts.
+    Snapshot {
+        seq: u64,
+        term: u64,
+        next_id: u64,
+        jobs: u64,
+        history: Vec<JobInfo>,
+        drained: Vec<(String, String)>,
+    },
+    Jobs(Vec<JobImage>),
+    /// Record frames: the primary's record file as it stood at the
+    /// snapshot, then every record it keeps after it.
+    Records(Vec<u8>),
+    /// The record file as it stood at the snapshot is all sent: from now
+    /// on the backup holds the whole state, and confirms entries.
+    RecordFileEnd,
+    /// Journal frames as the primary wrote them, following the snapshot.
+    Entries(Vec<u8>),
+}
+
+/// What a backup sends its primary.
+#[derive(Debug, Serialize, Deserialize)]
+pub enum FromBackup {
+    /// First message: who it is, and the last entry it holds.
+    Hello {
+        address: String,
+        term: u64,
+        seq: u64,
+    },
+    /// It holds every entry up to this one.
+    Ack(u64),
+}
+
+pub type BackupId = u64;
+static NEXT_BACKUP: AtomicU64 = AtomicU64::new(1);
+
+pub fn next_id() -> BackupId {
+    NEXT_BACKUP.fetch_add(1, Ordering::Relaxed)
+}
+
+struct Attached {
+    address: String,
+    link: mpsc::UnboundedSender<FromPrimary>,
+    /// Last entry it confirmed; `None` while it copies the whole state (it
+    /// holds nothing back meanwhile, and cannot take over).
+    acked: Option<u64>,
+}
+
+type Orders = Vec<(AgentId, ToAgent)>;
+type Replies = Vec<(oneshot::Sender<Response>, Response)>;
+
+/// Orders and answers waiting for the backups to hold entry `seq`.
+struct Waiting {
+    seq: u64,
+    since: Instant,
+    orders: Orders,
+    replies: Replies,
+}
+
+/// The primary's backups, and what waits for them. Owned by the server.
+#[derive(Default)]
+pub struct Backups {
+    attached: HashMap<BackupId, Attached>,
+    waiting: VecDeque<Waiting>,
+}
+
+impl Backups {
+    pub fn is_empty(&self) -> bool {
+        self.attached.is_empty()
+    }
+
+    pub fn attach(
+        &mut self,
+        id: BackupId,
+        address: String,
+        link: mpsc::UnboundedSender<FromPrimary>,
+        seq: u64,
+    ) {
+        info!(backup = %address, seq, "backup attached: copying the state to it");
+        self.attached.insert(
+            id,
+            Attached {
+                address,
+                link,
+                acked: None,
+            },
+        );
+    }
+
+    /// Sends a message to every backup.
+    pub fn send(&self, msg: impl Fn() -> FromPrimary) {
+        for b in self.attached.values() {
+            let _ = b.link.send(msg());
+        }
+    }
+
+    pub fn acked(&mut self, id: BackupId, seq: u64) {
+        if let Some(b) = self.attached.get_mut(&id) {
+            if b.acked.is_none() {
+                info!(backup = %b.address, seq, "backup holds the whole state");
+            }
+            b.acked = Some(b.acked.map_or(seq, |a| a.max(seq)));
+        }
+    }
+
+    /// Lets a backup go (it left, or it lags past the timeout).
+    pub fn detach(&mut self, id: BackupId, why: &str) {
+        if let Some(b) = self.attached.remove(&id) {
+            warn!(backup = %b.address, why, "backup detached: the primary goes on alone");
+        }
+    }
+
+    /// The last entry every backup holds (`u64::MAX` without backups).
+    fn held_by_all(&self) -> u64 {
+        self.attached
+            .values()
+            .filter_map(|b| b.acked)
+            .min()
+            .unwrap_or(u64::MAX)
+    }
+
+    /// Orders and answers that depend on entries up to `seq`: handed back
+    /// at once if every backup holds them and nothing waits before them,
+    /// else kept until [`Backups::ready`] gives them back.
+    pub fn release(
+        &mut self,
+        seq: u64,
+        orders: Orders,
+        replies: Replies,
+    ) -> Option<(Orders, Replies)> {
+        if self.waiting.is_empty() && seq <= self.held_by_all() {
+            return Some((orders, replies));
+        }
+        if !orders.is_empty() || !replies.is_empty() {
+            self.waiting.push_back(Waiting {
+                seq,
+                since: Instant::now(),
+                orders,
+                replies,
+            });
+        }
+        None
+    }
+
+    /// What waited and may go now, in order. Backups that kept something
+    /// waiting past `timeout` are let go first.
+    pub fn ready(&mut self, timeout: Duration) -> (Orders, Replies) {
+        if let Some(first) = self.waiting.front() {
+            if first.since.elapsed() > timeout {
+                let late: Vec<BackupId> = self
+                    .attached
+                    .iter()
+                    .filter(|(_, b)| b.acked.is_some_and(|a| a < first.seq))
+                    .map(|(id, _)| *id)
+                    .collect();
+                for id in late {
+                    self.detach(id, "it did not confirm the journal in time");
+                }
+            }
+        }
+        let held = self.held_by_all();
+        let (mut orders, mut replies) = (Vec::new(), Vec::new());
+        while self.waiting.front().is_some_and(|w| w.seq <= held) {
+            if let Some(w) = self.waiting.pop_front() {
+                orders.extend(w.orders);
+                replies.extend(w.replies);
+            }
+        }
+        (orders, replies)
+    }
+
+    /// Whether something waits (the server then checks the timeout).
+    pub fn waiting(&self) -> bool {
+        !self.waiting.is_empty()
+    }
+
+    /// Each backup's lag behind entry `seq`.
+    pub fn lags(&self, seq: u64) -> Vec<BackupLag> {
+        let mut lags: Vec<BackupLag> = self
+            .attached
+            .values()
+            .map(|b| {
+                let acked = b.acked.unwrap_or(0);
+                BackupLag {
+                    address: b.address.clone(),
+                    copying: b.acked.is_none(),
+                    acked,
+                    lag_entries: seq.saturating_sub(acked),
+                    lag_ns: self
+                        .waiting
+                        .iter()
+                        .find(|w| w.seq > acked)
+                        .map_or(0, |w| w.since.elapsed().as_nanos() as u64),
+                }
+            })
+            .collect();
+        lags.sort_by(|a, b| a.address.cmp(&b.address));
+        lags
+    }
+}
+
+/// The whole state at entry `seq`, as messages for a new backup.
+pub fn snapshot(
+    seq: u64,
+    term: u64,
+    head: (u64, Vec<JobInfo>, Vec<(String, String)>),
+    jobs: impl ExactSizeIterator<Item = JobImage>,
+    link: &mpsc::UnboundedSender<FromPrimary>,
+) {
+    let (next_id, history, drained) = head;
+    let _ = link.send(FromPrimary::Snapshot {
+        seq,
+        term,
+        next_id,
+        jobs: jobs.len() as u64,
+        history,
+        drained,
+    });
+    let mut part = Vec::with_capacity(JOBS_PER_PART);
+    for job in jobs {
+        part.push(job);
+        if part.len() == JOBS_PER_PART {
+            let _ = link.send(FromPrimary::Jobs(std::mem::take(&mut part)));
+        }
+    }
+    if !part.is_empty() {
+        let _ = link.send(FromPrimary::Jobs(part));
+    }
+}
+
+/// The backup's side: follows the primary at `primary`, passing what it
+/// sends to the server as [`Event::Copy`], until `done`. Reconnects when
+/// the link is lost.
+pub async fn follow(
+    primary: String,
+    me: String,
+    secret: Vec<u8>,
+    events: mpsc::Sender<Event>,
+    done: CancellationToken,
+) {
+    let mut said = false;
+    loop {
+        let why = tokio::select! {
+            r = follow_once(&primary, &me, &secret, &events) => r,
+            () = done.cancelled() => return,
+        };
+        if !said {
+            warn!(%primary, "lost the primary: {why}; trying again");
+        }
+        said = true;
+        let _ = events.send(Event::PrimaryGone).await;
+        tokio::select! {
+            () = tokio::time::sleep(RETRY) => {}
+            () = done.cancelled() => return,
+        }
+    }
+}
+
+async fn follow_once(
+    primary: &str,
+    me: &str,
+    secret: &[u8],
+    events: &mpsc::Sender<Event>,
+) -> String {
+    let stream = match TcpStream::connect(primary).await {
+        Ok(s) => s,
+        Err(e) => return format!("cannot connect: {e}"),
+    };
+    let _ = stream.set_nodelay(true);
+    let mut conn = Conn::new(stream);
+    if let Err(e) = wire::connect(&mut conn, secret, Role::Peer).await {
+        return e.to_string();
+    }
+    let (link, mut to_primary) = mpsc::unbounded_channel();
+    let (reply, hello) = oneshot::channel();
+    if events
+        .send(Event::PrimaryUp {
+            link,
+            hello: reply,
+            address: primary.to_string(),
+        })
+        .await
+        .is_err()
+    {
+        return "the controller stopped".into();
+    }
+    let Ok((term, seq)) = hello.await else {
+        return "the controller stopped".into();
+    };
+    let hello = FromBackup::Hello {
+        address: me.to_string(),
+        term,
+        seq,
+    };
+    if let Err(e) = conn.send(&hello).await {
+        return e.to_string();
+    }
+    info!(%primary, seq, "following the primary");
+    loop {
+        tokio::select! {
+            msg = conn.recv::<FromPrimary>() => match msg {
+                Ok(msg) => {
+                    if events.send(Event::Copy(msg)).await.is_err() {
+                        return "the controller stopped".into();
+                    }
+                }
+                Err(WireError::Closed) => return "the primary closed the connection".into(),
+                Err(e) => return e.to_string(),
+            },
+            out = to_primary.recv() => match out {
+                Some(msg) => {
+                    if let Err(e) = conn.send(&msg).await {
+                        return e.to_string();
+                    }
+                }
+                None => return "the controller dropped the link".into(),
+            },
+        }
+    }
+}

@@ -1,0 +1,367 @@
+//! A primary and its backup, two real `controller serve` processes on
+//! loopback, with an agent process running real jobs: the backup holds
+//! every job the primary acknowledged, and every record it kept; a backup
+//! that stops answering holds the primary back for a bounded time only.
+
+#![allow(clippy::unwrap_used)] // tests: a failure should panic
+
+mod common;
+use common::*;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// Two controllers of one config, each with its own state directory.
+struct Pair {
+    dir: tempfile::TempDir,
+    config: PathBuf,
+    addrs: [String; 2],
+    serve: [Option<Child>; 2],
+    agent: Option<Child>,
+}
+
+fn config_of(dir: &Path, addrs: &[String; 2]) -> String {
+    format!(
+        r#"
+[controller]
+listen = "{a}"
+hosts = ["{a}", "{b}"]
+secret_file = "{dir}/secret"
+state_dir = "{dir}/unused"
+schedule_interval_ms = 5
+
+[agents]
+local = false
+sigsleep = "{sigsleep}"
+heartbeat_ms = 200
+heartbeat_timeout_ms = 4000
+
+[[nodes]]
+names = "r[1-2]"
+cpus = 2
+memory = "4G"
+"#,
+        a = addrs[0],
+        b = addrs[1],
+        dir = dir.display(),
+        sigsleep = binary("sigsleep").display(),
+    )
+}
+
+impl Pair {
+    fn start() -> Pair {
+        let dir = tempfile::tempdir().unwrap();
+        let addrs = [0, 1].map(|_| format!("127.0.0.1:{}", free_port()));
+        let config = dir.path().join("cluster.toml");
+        std::fs::write(&config, config_of(dir.path(), &addrs)).unwrap();
+        let secret = dir.path().join("secret");
+        std::fs::write(&secret, "00112233445566778899aabbccddeeff\n").unwrap();
+        std::fs::set_permissions(&secret, std::os::unix::fs::PermissionsExt::from_mode(0o600))
+            .unwrap();
+        let mut p = Pair {
+            dir,
+            config,
+            addrs,
+            serve: [None, None],
+            agent: None,
+        };
+        p.serve(0);
+        p.serve(1);
+        let agent = Command::new(binary("agent"))
+            .args([
+                "--controller",
+                &p.addrs[0],
+                "--nodes",
+                "r[1-2]",
+                "--cpus",
+                "2",
+            ])
+            .arg("--secret-file")
+            .arg(p.dir.path().join("secret"))
+            .arg("--record-dir")
+            .arg(p.dir.path().join("spool"))
+            .args(["--host", "h1", "--sigsleep"])
+            .arg(binary("sigsleep"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(p.log_file("agent"))
+            .spawn()
+            .unwrap();
+        p.agent = Some(agent);
+        p.wait_for("the backup to hold the whole state", |p| {
+            let s = p.stats(0);
+            s["controller"]["backups"][0]["copying"] == false
+                && s["nodes"]["idle"].as_u64() == Some(2)
+        });
+        p
+    }
+
+    fn log_file(&self, name: &str) -> std::fs::File {
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.path().join(format!("{name}.log")))
+            .unwrap()
+    }
+
+    fn state_dir(&self, i: usize) -> PathBuf {
+        self.dir.path().join(format!("state{i}"))
+    }
+
+    fn serve(&mut self, i: usize) {
+        let child = Command::new(binary("controller"))
+            .arg("--config")
+            .arg(&self.config)
+            .args(["serve", "--listen", &self.addrs[i], "--state-dir"])
+            .arg(self.state_dir(i))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(self.log_file(&format!("serve{i}")))
+            .spawn()
+            .unwrap();
+        self.serve[i] = Some(child);
+        self.wait_for("the controller to listen", |p| {
+            p.ctl(i, &["stats"]).status.success()
+        });
+    }
+
+    fn ctl(&self, i: usize, args: &[&str]) -> Output {
+        Command::new(binary("controller"))
+            .arg("--config")
+            .arg(&self.config)
+            .args(["--addr", &self.addrs[i]])
+            .args(args)
+            .output()
+            .unwrap()
+    }
+
+    fn ok(&self, i: usize, args: &[&str]) -> String {
+        let out = self.ctl(i, args);
+        assert!(
+            out.status.success(),
+            "controller {i} {args:?}: {}\n{}",
+            String::from_utf8_lossy(&out.stderr),
+            self.logs()
+        );
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    fn stats(&self, i: usize) -> serde_json::Value {
+        json_of(&self.ok(i, &["stats", "--format", "json"]))
+    }
+
+    fn pid(&self, i: usize) -> i32 {
+        self.serve[i].as_ref().unwrap().id() as i32
+    }
+
+    fn signal(&self, i: usize, sig: i32) {
+        // SAFETY: kill(2) on our own child.
+        assert_eq!(unsafe { libc::kill(self.pid(i), sig) }, 0);
+    }
+
+    fn kill9(&mut self, i: usize) {
+        if let Some(mut c) = self.serve[i].take() {
+            c.kill().unwrap();
+            c.wait().unwrap();
+        }
+    }
+
+    fn logs(&self) -> String {
+        ["serve0", "serve1", "agent"]
+            .iter()
+            .map(|n| {
+                let text = std::fs::read_to_string(self.dir.path().join(format!("{n}.log")))
+                    .unwrap_or_default();
+                format!("--- {n}.log\n{text}")
+            })
+            .collect()
+    }
+
+    fn wait_for(&self, what: &str, mut ok: impl FnMut(&Pair) -> bool) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !ok(self) {
+            assert!(
+                Instant::now() < deadline,
+                "timed out waiting for {what}\n{}",
+                self.logs()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Pair {
+    fn drop(&mut self) {
+        for c in self.serve.iter_mut().chain([&mut self.agent]).flatten() {
+            // SAFETY: kill(2) on our own children; SIGCONT first, for one
+            // a test left stopped.
+            unsafe { libc::kill(c.id() as i32, libc::SIGCONT) };
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// Jobs by state, from a controller's stats.
+fn by_state(s: &serde_json::Value) -> serde_json::Value {
+    s["jobs"].clone()
+}
+
+#[test]
+fn the_backup_holds_every_job_the_primary_acknowledged_and_every_record() {
+    let mut p = Pair::start();
+    let s = p.stats(1);
+    assert_eq!(s["controller"]["role"], "backup", "{s}");
+    assert_eq!(s["controller"]["primary"], p.addrs[0].as_str());
+    // A backup acts on nothing: a client that asks it is sent on to the
+    // primary. 4 cores: 4 short jobs end, 4 long ones run, 4 wait.
+    let short = p.ok(
+        1,
+        &["submit", "--cores", "1", "--runtime", "0.3", "--count", "4"],
+    );
+    assert_eq!(short.lines().count(), 4);
+    p.wait_for("the short jobs to end", |p| {
+        p.stats(0)["jobs"]["completed"].as_u64() == Some(4)
+    });
+    let long = p.ok(
+        0,
+        &["submit", "--cores", "1", "--runtime", "60", "--count", "8"],
+    );
+    // Acknowledged means held by the backup: no wait here.
+    let backup = p.stats(1);
+    let jobs = by_state(&backup);
+    assert_eq!(jobs["completed"], 4, "{backup}");
+    assert_eq!(
+        jobs["running"].as_u64().unwrap() + jobs["pending"].as_u64().unwrap(),
+        8,
+        "{backup}"
+    );
+    assert_eq!(by_state(&p.stats(0)), jobs);
+    let primary = p.stats(0);
+    let b = &primary["controller"]["backups"][0];
+    assert_eq!(b["address"], p.addrs[1].as_str(), "{primary}");
+    assert_eq!(
+        b["acked_seq"], primary["controller"]["journal_seq"],
+        "{primary}"
+    );
+    assert_eq!(
+        backup["controller"]["journal_seq"],
+        primary["controller"]["journal_seq"]
+    );
+
+    // Both die at once. The backup's state directory alone, served as a
+    // controller of its own, holds every job and every record.
+    p.kill9(0);
+    p.kill9(1);
+    let alone = p.dir.path().join("alone.toml");
+    let text = std::fs::read_to_string(&p.config).unwrap().replace(
+        &format!("hosts = [\"{}\", \"{}\"]", p.addrs[0], p.addrs[1]),
+        "",
+    );
+    std::fs::write(&alone, text).unwrap();
+    let mut c = Command::new(binary("controller"))
+        .arg("--config")
+        .arg(&alone)
+        .args(["serve", "--listen", &p.addrs[1], "--state-dir"])
+        .arg(p.state_dir(1))
+        .stderr(p.log_file("alone"))
+        .spawn()
+        .unwrap();
+    let ask = |args: &[&str]| {
+        Command::new(binary("controller"))
+            .arg("--config")
+            .arg(&alone)
+            .args(["--addr", &p.addrs[1]])
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    p.wait_for("the copy to serve", |_| ask(&["stats"]).status.success());
+    let q = json(&ask(&["queue", "--all", "--format", "json"]));
+    let mut ids: Vec<u64> = q
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|j| j["id"].as_u64().unwrap())
+        .collect();
+    ids.sort_unstable();
+    let want: Vec<u64> = short
+        .lines()
+        .chain(long.lines())
+        .map(|l| l.trim().parse().unwrap())
+        .collect();
+    assert_eq!(ids, want);
+    let records = formats::record::decode_all(
+        &std::fs::read(p.state_dir(1).join("records/jobs.rec")).unwrap(),
+    )
+    .0;
+    let mut recorded: Vec<u64> = records.iter().map(|r| r.id).collect();
+    recorded.sort_unstable();
+    assert_eq!(recorded, [1, 2, 3, 4], "one record per short job");
+    c.kill().unwrap();
+    c.wait().unwrap();
+}
+
+#[test]
+fn a_stalled_backup_holds_answers_back_until_it_is_let_go() {
+    let p = Pair::start();
+    // Stopped, it confirms nothing: the primary's answer waits for it.
+    p.signal(1, libc::SIGSTOP);
+    let config = p.config.clone();
+    let addr = p.addrs[0].clone();
+    let submit = std::thread::spawn(move || {
+        let began = Instant::now();
+        let out = Command::new(binary("controller"))
+            .arg("--config")
+            .arg(&config)
+            .args([
+                "--addr",
+                &addr,
+                "submit",
+                "--cores",
+                "1",
+                "--runtime",
+                "0.1",
+            ])
+            .output()
+            .unwrap();
+        (out, began.elapsed())
+    });
+    std::thread::sleep(Duration::from_millis(1000));
+    assert!(
+        !submit.is_finished(),
+        "answered before the backup held the job"
+    );
+    p.signal(1, libc::SIGCONT);
+    let (out, took) = submit.join().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(took < Duration::from_secs(3), "{took:?}");
+
+    // Stopped for longer than the backup timeout (3 s), it is let go: the
+    // primary answers, alone.
+    p.signal(1, libc::SIGSTOP);
+    let began = Instant::now();
+    p.ok(0, &["submit", "--cores", "1", "--runtime", "0.1"]);
+    let took = began.elapsed();
+    assert!(took >= Duration::from_secs(2), "{took:?}");
+    let s = p.stats(0);
+    assert_eq!(s["controller"]["backups"], serde_json::json!([]), "{s}");
+    p.ok(0, &["submit", "--cores", "1", "--runtime", "0.1"]);
+    // Back, it fetches the whole state again.
+    p.signal(1, libc::SIGCONT);
+    p.wait_for("the backup to be back", |p| {
+        p.stats(0)["controller"]["backups"][0]["copying"] == false
+    });
+    let primary = p.stats(0);
+    p.wait_for("the backup to hold the 3 jobs", |p| {
+        let s = p.stats(1);
+        s["controller"]["journal_seq"] == primary["controller"]["journal_seq"]
+            || by_state(&s) == by_state(&p.stats(0))
+    });
+    assert_eq!(by_state(&p.stats(1)), by_state(&p.stats(0)));
+}
