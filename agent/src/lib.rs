@@ -26,6 +26,7 @@ pub mod resources;
 pub mod settings;
 pub mod spawn;
 pub mod uplink;
+pub mod witness;
 
 use std::path::Path;
 use std::time::Duration;
@@ -35,7 +36,7 @@ use formats::wire::{self, Conn, Role};
 use tokio::net::TcpStream;
 
 /// How often an agent that cannot reach its controller says so again.
-const UNREACHABLE_REPEAT: Duration = Duration::from_secs(5);
+pub(crate) const UNREACHABLE_REPEAT: Duration = Duration::from_secs(5);
 
 /// Connects to the controller at `addr` and authenticates, retrying for up
 /// to `patience` while it is not there yet. The first failure is logged at

@@ -49,6 +49,7 @@ impl AgentSettings {
             } else {
                 0
             },
+            mark: Default::default(),
         }
     }
 }

@@ -11,6 +11,11 @@
 //! time it kills its jobs (`SIGKILL`, no record): the controller gives a
 //! silent agent's jobs to other nodes after its heartbeat timeout, which is
 //! longer, so a job never runs twice at once.
+//!
+//! With several controllers, the agent holds their list and registers with
+//! whichever leads (a backup answers [`ToAgent::Elsewhere`]); it keeps the
+//! leader's mark ([`crate::witness`]) and never registers with a controller
+//! of an earlier term, so it never takes orders from a deposed primary.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
@@ -18,7 +23,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context, Result};
-use formats::wire::{Conn, Exit, FromAgent, Held, HostReport, RunSettings, ToAgent, WireError};
+use formats::wire::{
+    Conn, Exit, FromAgent, Held, HostReport, Mark, RunSettings, ToAgent, WireError,
+};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 use tokio::sync::mpsc;
@@ -30,6 +37,7 @@ use crate::node::{self, NodeCmd, NodeContext, NodeHandle};
 use crate::records::Spool;
 use crate::resources;
 use crate::spawn::Launcher;
+use crate::witness::Witness;
 
 /// Heartbeats between two host reports.
 const REPORT_EVERY: u64 = 10;
@@ -60,8 +68,12 @@ pub async fn serve<T: AsyncRead + AsyncWrite + Unpin>(
     spec: AgentSpec,
     shutdown: CancellationToken,
 ) -> Result<()> {
-    let settings = register(&mut conn, &spec, Vec::new(), Vec::new()).await?;
-    let mut agent = Agent::start(spec, settings)?;
+    let Registration::Accepted(settings) =
+        register(&mut conn, &spec, Vec::new(), Vec::new(), Mark::default()).await?
+    else {
+        bail!("the controller sent its own agent elsewhere");
+    };
+    let mut agent = Agent::start(spec, settings, Witness::open(None))?;
     let end = agent.session(&mut conn, &shutdown).await;
     agent.stop(Some(&mut conn)).await;
     match end {
@@ -72,26 +84,63 @@ pub async fn serve<T: AsyncRead + AsyncWrite + Unpin>(
 
 /// Runs an agent on its own host until the controller tells it to stop or
 /// `shutdown` fires, connecting again whenever the connection is lost.
-/// The first connection must succeed within `patience`.
+/// `addrs` lists the controllers (comma-separated), the primary first; the
+/// first registration must succeed within `patience`.
 pub async fn run(
-    addr: &str,
+    addrs: &str,
     secret: &[u8],
     spec: AgentSpec,
     patience: Duration,
     shutdown: CancellationToken,
 ) -> Result<()> {
-    let mut conn = tokio::select! {
-        c = crate::connect(addr, secret, patience) => c?,
-        () = shutdown.cancelled() => return Ok(()),
-    };
-    let settings = register(&mut conn, &spec, Vec::new(), Vec::new()).await?;
-    let mut agent = Agent::start(spec, settings)?;
-    loop {
-        match agent.session(&mut conn, &shutdown).await {
-            SessionEnd::Stop => break,
-            SessionEnd::Lost(why) => warn!(controller = %addr, "lost the controller: {why}"),
+    let list: Vec<String> = addrs
+        .split(',')
+        .map(str::trim)
+        .filter(|a| !a.is_empty())
+        .map(String::from)
+        .collect();
+    if list.is_empty() {
+        bail!("no controller address given");
+    }
+    let mut witness = Witness::open(spec.log.parent());
+    let deadline = Instant::now() + patience;
+    let mut next_say = Instant::now();
+    let (mut conn, settings) = loop {
+        let round = find(&list, secret, &spec, Vec::new(), Vec::new(), &mut witness);
+        let found = tokio::select! {
+            r = round => r?,
+            () = shutdown.cancelled() => return Ok(()),
+        };
+        let why = match found {
+            Ok((conn, settings, _)) => break (conn, settings),
+            Err(why) => why,
+        };
+        let now = Instant::now();
+        if now >= deadline {
+            bail!("{why}");
         }
-        match agent.reconnect(addr, secret, &shutdown).await? {
+        if now >= next_say {
+            next_say = now + crate::UNREACHABLE_REPEAT;
+            warn!(
+                "{why}; retrying for {:.0} s more",
+                (deadline - now).as_secs_f64()
+            );
+        }
+        tokio::select! {
+            () = tokio::time::sleep(Duration::from_millis(200)) => {}
+            () = shutdown.cancelled() => return Ok(()),
+        }
+    };
+    let mut agent = Agent::start(spec, settings, witness)?;
+    loop {
+        match agent.marked(&mut conn).await {
+            Ok(()) => match agent.session(&mut conn, &shutdown).await {
+                SessionEnd::Stop => break,
+                SessionEnd::Lost(why) => warn!("lost the controller: {why}"),
+            },
+            Err(e) => warn!("lost the controller: {e}"),
+        }
+        match agent.reconnect(&list, secret, &shutdown).await? {
             Some(c) => conn = c,
             None => break,
         }
@@ -100,14 +149,81 @@ pub async fn run(
     Ok(())
 }
 
-/// Sends the registration and returns the controller's settings. A refusal
+/// One round over the controllers, in the list's order (a backup that
+/// names its primary sends the agent there next): the first that takes
+/// the registration, with its settings and address; else why none did,
+/// this round. An error when one refused the agent for good.
+async fn find(
+    list: &[String],
+    secret: &[u8],
+    spec: &AgentSpec,
+    jobs: Vec<(u64, Held)>,
+    records: Vec<u8>,
+    witness: &mut Witness,
+) -> Result<std::result::Result<(Conn<TcpStream>, RunSettings, String), String>> {
+    let mut order: std::collections::VecDeque<&String> = list.iter().collect();
+    let mut tried = std::collections::HashSet::new();
+    let mut why: Vec<String> = Vec::new();
+    while let Some(addr) = order.pop_front() {
+        if !tried.insert(addr) {
+            continue;
+        }
+        let mut conn = match crate::connect(addr, secret, Duration::ZERO).await {
+            Ok(c) => c,
+            Err(e) => {
+                why.push(format!("{e:#}"));
+                continue;
+            }
+        };
+        match register(
+            &mut conn,
+            spec,
+            jobs.clone(),
+            records.clone(),
+            witness.mark(),
+        )
+        .await
+        {
+            Ok(Registration::Accepted(settings)) => {
+                if witness.keep(settings.mark)? {
+                    info!(controller = %addr, term = settings.mark.term, "registered");
+                    return Ok(Ok((conn, settings, addr.clone())));
+                }
+                why.push(format!("controller {addr} is of a past term"));
+                warn!(
+                    controller = %addr,
+                    term = settings.mark.term,
+                    known = witness.mark().term,
+                    "a controller of a past term took this agent: leaving it"
+                );
+            }
+            Ok(Registration::Elsewhere(primary)) => {
+                why.push(format!("controller {addr} does not lead"));
+                if let Some(p) = list.iter().find(|a| **a == primary) {
+                    order.push_front(p);
+                }
+            }
+            Err(e) if e.downcast_ref::<Refused>().is_some() => return Err(e),
+            Err(e) => why.push(format!("controller {addr}: {e:#}")),
+        }
+    }
+    Ok(Err(why.join("; ")))
+}
+
+enum Registration {
+    Accepted(RunSettings),
+    Elsewhere(String),
+}
+
+/// Sends the registration and returns the controller's answer. A refusal
 /// is final: the agent's nodes or configuration are wrong.
 async fn register<T: AsyncRead + AsyncWrite + Unpin>(
     conn: &mut Conn<T>,
     spec: &AgentSpec,
     jobs: Vec<(u64, Held)>,
     records: Vec<u8>,
-) -> Result<RunSettings> {
+    mark: Mark,
+) -> Result<Registration> {
     conn.send(&FromAgent::Register {
         host: spec.host.clone(),
         nodes: formats::nodeset::fold(spec.nodes.iter().map(String::as_str)),
@@ -115,6 +231,7 @@ async fn register<T: AsyncRead + AsyncWrite + Unpin>(
         memory_mb: spec.memory_mb,
         jobs,
         records,
+        mark,
     })
     .await
     .context("cannot register")?;
@@ -123,7 +240,8 @@ async fn register<T: AsyncRead + AsyncWrite + Unpin>(
         .await
         .context("no answer to registration")?
     {
-        ToAgent::Registered(s) => Ok(s),
+        ToAgent::Registered(s) => Ok(Registration::Accepted(s)),
+        ToAgent::Elsewhere(primary) => Ok(Registration::Elsewhere(primary)),
         ToAgent::Rejected(why) => Err(anyhow!(Refused(why))),
         other => bail!("the controller answered registration with {other:?}"),
     }
@@ -176,10 +294,11 @@ struct Agent {
     spool: Option<Spool>,
     /// Last time anything came from the controller.
     last_heard: Instant,
+    witness: Witness,
 }
 
 impl Agent {
-    fn start(spec: AgentSpec, settings: RunSettings) -> Result<Agent> {
+    fn start(spec: AgentSpec, settings: RunSettings, witness: Witness) -> Result<Agent> {
         info!(
             host = %spec.host,
             nodes = spec.nodes.len(),
@@ -217,7 +336,19 @@ impl Agent {
             frames: HashMap::new(),
             spool,
             last_heard: Instant::now(),
+            witness,
         })
+    }
+
+    /// Tells a controller just registered with which mark this agent now
+    /// keeps (its own, which it has just kept).
+    async fn marked<T: AsyncRead + AsyncWrite + Unpin>(
+        &mut self,
+        conn: &mut Conn<T>,
+    ) -> Result<()> {
+        conn.send(&FromAgent::Marked(self.witness.mark()))
+            .await
+            .map_err(|e| anyhow!("{e}"))
     }
 
     /// When the jobs are to be killed if the controller stays silent.
@@ -369,6 +500,18 @@ impl Agent {
                             }
                         }
                         Ok(ToAgent::Ping) => {}
+                        Ok(ToAgent::Mark(m)) => {
+                            match self.witness.keep(m) {
+                                Ok(true) => {
+                                    if let Err(e) = conn.send(&FromAgent::Marked(m)).await {
+                                        return SessionEnd::Lost(e.to_string());
+                                    }
+                                }
+                                Ok(false) => return SessionEnd::Lost(format!("a mark of past term {}", m.term)),
+                                Err(e) => return SessionEnd::Lost(format!("{e:#}")),
+                            }
+                        }
+                        Ok(ToAgent::Elsewhere(_)) => return SessionEnd::Lost("the controller stepped down".into()),
                         Ok(ToAgent::Shutdown) => return SessionEnd::Stop,
                         Ok(other) => return SessionEnd::Lost(format!("the controller sent {other:?} out of turn")),
                         Err(WireError::Closed) => return SessionEnd::Lost("the controller closed the connection".into()),
@@ -426,36 +569,32 @@ impl Agent {
         }
     }
 
-    /// Connects and registers again, with what it holds, until it works;
-    /// meanwhile jobs go on (and are fenced if this takes too long).
-    /// `None`: `shutdown` fired.
+    /// Connects and registers again, with what it holds, with whichever
+    /// controller of `list` leads, until it works; meanwhile jobs go on
+    /// (and are fenced if this takes too long). `None`: `shutdown` fired.
     async fn reconnect(
         &mut self,
-        addr: &str,
+        list: &[String],
         secret: &[u8],
         shutdown: &CancellationToken,
     ) -> Result<Option<Conn<TcpStream>>> {
         let mut pause = Duration::from_millis(100);
         loop {
-            let attempt = async {
-                let mut conn = crate::connect(addr, secret, Duration::ZERO).await?;
-                let (jobs, records) = self.held();
-                register(&mut conn, &self.spec, jobs, records).await?;
-                Ok::<_, anyhow::Error>(conn)
-            };
+            let (jobs, records) = self.held();
             let fence_at = self.fence_at();
+            let attempt = find(list, secret, &self.spec, jobs, records, &mut self.witness);
             let outcome = tokio::select! {
                 () = shutdown.cancelled() => return Ok(None),
                 r = attempt => Some(r),
                 () = tokio::time::sleep_until(fence_at.unwrap_or_else(Instant::now)), if fence_at.is_some() => None,
             };
             match outcome {
-                Some(Ok(conn)) => {
+                Some(Ok(Ok((conn, _, addr)))) => {
                     info!(controller = %addr, jobs = self.jobs.len(), "registered again");
                     return Ok(Some(conn));
                 }
-                Some(Err(e)) if e.downcast_ref::<Refused>().is_some() => return Err(e),
-                Some(Err(e)) => debug!(controller = %addr, "{e:#}"),
+                Some(Err(e)) => return Err(e),
+                Some(Ok(Err(why))) => debug!("{why}"),
                 None => self.fence(),
             }
             // Jobs that end while the controller is away are noted.

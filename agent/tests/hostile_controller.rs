@@ -32,7 +32,10 @@ async fn next_event(conn: &mut Conn<tokio::net::TcpStream>) -> FromAgent {
             .await
             .expect("the agent went quiet")
             .unwrap();
-        if !matches!(msg, FromAgent::Heartbeat { .. } | FromAgent::Resources(_)) {
+        if !matches!(
+            msg,
+            FromAgent::Heartbeat { .. } | FromAgent::Resources(_) | FromAgent::Marked(_)
+        ) {
             return msg;
         }
     }
@@ -75,6 +78,7 @@ fn an_agent_runs_only_its_own_sigsleep_whatever_it_is_told() {
             kill_grace_ms: 1000,
             stream_records: true,
             fence_ms: 0,
+            mark: Default::default(),
         }))
         .await
         .unwrap();

@@ -136,7 +136,7 @@ fn bench(config: &Arc<Config>, queued: usize, fragmented: bool) {
         };
         let n = config.nodes.len();
         cluster
-            .submit(vec![per_node; n], now, &mut Discard)
+            .submit(vec![per_node; n], 0, now, &mut Discard)
             .expect("submit");
         let decisions = policy.decide(&cluster.view(now)).list;
         cluster.apply(decisions, now, &mut Discard);
@@ -150,7 +150,7 @@ fn bench(config: &Arc<Config>, queued: usize, fragmented: bool) {
             j.walltime_ns = j.walltime_ns.max(2 * hour);
             j
         }));
-        cluster.submit(queue, now, &mut Discard).expect("submit");
+        cluster.submit(queue, 0, now, &mut Discard).expect("submit");
     } else {
         // Fill the machine: jobs for its cores, started by one pass.
         let mut fill = Vec::new();
@@ -160,11 +160,11 @@ fn bench(config: &Arc<Config>, queued: usize, fragmented: bool) {
             sum += u64::from(j.cores);
             fill.push(j);
         }
-        cluster.submit(fill, now, &mut Discard).expect("submit");
+        cluster.submit(fill, 0, now, &mut Discard).expect("submit");
         let decisions = policy.decide(&cluster.view(now)).list;
         cluster.apply(decisions, now, &mut Discard);
         let queue = (0..queued).map(|_| rng.job()).collect();
-        cluster.submit(queue, now, &mut Discard).expect("submit");
+        cluster.submit(queue, 0, now, &mut Discard).expect("submit");
     }
 
     // The first pass over the new queue backfills what fits; the later

@@ -34,7 +34,13 @@ async fn main() -> Result<()> {
         name: None,
     };
     let start = Instant::now();
-    match s.call(&Request::Submit(vec![spec; jobs as usize])).await? {
+    match s
+        .call(&Request::Submit {
+            specs: vec![spec; jobs as usize],
+            key: formats::wire::submit_key(),
+        })
+        .await?
+    {
         Response::Submitted(ids) if ids.len() as u64 == jobs => {}
         other => bail!("submission refused: {other:?}"),
     }

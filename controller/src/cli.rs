@@ -473,7 +473,10 @@ async fn submit(
     let mut outcome = Outcome::Ok;
     while left > 0 {
         let n = left.min(a.batch);
-        let req = Request::Submit(vec![spec.clone(); n as usize]);
+        let req = Request::Submit {
+            specs: vec![spec.clone(); n as usize],
+            key: formats::wire::submit_key(),
+        };
         let call = session.call(&req);
         tokio::pin!(call);
         let mut told = false;

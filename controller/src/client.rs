@@ -3,9 +3,12 @@
 
 use std::path::Path;
 
-use anyhow::{anyhow, Context, Result};
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Context, Result};
 use formats::wire::{self, Conn, Request, Response, Role};
 use tokio::net::TcpStream;
+use tracing::warn;
 
 use crate::config::Cluster;
 
@@ -43,11 +46,19 @@ pub fn secret(config: &Cluster, flag: Option<&Path>) -> Result<Vec<u8>> {
     agent::secret(path)
 }
 
+/// How long a client with several controllers looks for the one that
+/// leads before it gives up: a takeover takes seconds.
+const PATIENCE: Duration = Duration::from_secs(60);
+
 /// An authenticated client connection, for many requests in a row, to
-/// whichever controller of a list acts: a backup's answer names its
-/// primary, and the session moves there.
+/// whichever controller of a list leads. A backup's answer names its
+/// primary, and the session moves there; a lost connection sends it round
+/// the list (for up to [`PATIENCE`]) and the request is asked again, which
+/// is safe: a submission carries its key ([`formats::wire::submit_key`]).
 pub struct Session {
-    addr: String,
+    addrs: Vec<String>,
+    /// The one connected, in `addrs`.
+    at: usize,
     conn: Conn<TcpStream>,
     secret: Vec<u8>,
 }
@@ -68,12 +79,19 @@ impl Session {
     /// Connects to the first controller of `addrs` (comma-separated) that
     /// answers.
     pub async fn open(addrs: &str, secret: &[u8]) -> Result<Session> {
+        let addrs: Vec<String> = addrs
+            .split(',')
+            .map(str::trim)
+            .filter(|a| !a.is_empty())
+            .map(String::from)
+            .collect();
         let mut failed = None;
-        for addr in addrs.split(',').map(str::trim).filter(|a| !a.is_empty()) {
+        for (at, addr) in addrs.iter().enumerate() {
             match open_one(addr, secret).await {
                 Ok(conn) => {
                     return Ok(Session {
-                        addr: addr.to_string(),
+                        addrs,
+                        at,
                         conn,
                         secret: secret.to_vec(),
                     })
@@ -86,24 +104,66 @@ impl Session {
 
     /// The address of the controller this session talks to.
     pub fn addr(&self) -> &str {
-        &self.addr
+        &self.addrs[self.at]
     }
 
     pub async fn call(&mut self, req: &Request) -> Result<Response> {
-        let resp = self.call_here(req).await?;
-        match resp {
-            // A backup acted on nothing: the request goes to its primary.
-            Response::NotPrimary(primary) if !primary.is_empty() && primary != self.addr => {
-                self.conn = open_one(&primary, &self.secret).await?;
-                self.addr = primary;
-                self.call_here(req).await
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            match self.call_here(req).await {
+                // A backup acted on nothing: the request goes to the
+                // primary it names, or round the list.
+                Ok(Response::NotPrimary(primary))
+                    if self.addrs.len() > 1 || !primary.is_empty() =>
+                {
+                    if !self.addrs.contains(&primary) && !primary.is_empty() {
+                        self.addrs.push(primary.clone());
+                    }
+                    let hint = self.addrs.iter().position(|a| *a == primary);
+                    if hint.is_none() {
+                        // None leads yet (a takeover under way): not too
+                        // often round the list.
+                        if Instant::now() >= deadline {
+                            return Ok(Response::NotPrimary(primary));
+                        }
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                    }
+                    self.move_on(hint, deadline).await?;
+                }
+                Ok(resp) => return Ok(resp),
+                Err(e) if self.addrs.len() > 1 => {
+                    warn!("{e:#}: looking for the controller that leads");
+                    self.move_on(None, deadline).await.map_err(|_| e)?;
+                }
+                Err(e) => return Err(e),
             }
-            resp => Ok(resp),
+        }
+    }
+
+    /// Connects to `hint`, else to the next controller of the list that
+    /// answers, round the list until `deadline`.
+    async fn move_on(&mut self, hint: Option<usize>, deadline: Instant) -> Result<()> {
+        let n = self.addrs.len();
+        let mut next = hint.unwrap_or((self.at + 1) % n);
+        loop {
+            for _ in 0..n {
+                let addr = &self.addrs[next];
+                if let Ok(conn) = open_one(addr, &self.secret).await {
+                    self.conn = conn;
+                    self.at = next;
+                    return Ok(());
+                }
+                next = (next + 1) % n;
+            }
+            if Instant::now() >= deadline {
+                bail!("no controller of {} answers", self.addrs.join(","));
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
         }
     }
 
     async fn call_here(&mut self, req: &Request) -> Result<Response> {
-        let addr = &self.addr;
+        let addr = &self.addrs[self.at];
         self.conn
             .send(req)
             .await

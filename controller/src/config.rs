@@ -49,6 +49,9 @@ struct ControllerSection {
     /// Every controller's address, the primary first; a controller serves
     /// as the one its `listen` names.
     hosts: Option<Vec<String>>,
+    /// Seconds a backup waits without news of its primary before it takes
+    /// over.
+    takeover_timeout_s: Option<f64>,
     secret_file: Option<PathBuf>,
     state_dir: Option<PathBuf>,
     record_dir: Option<PathBuf>,
@@ -187,6 +190,10 @@ pub struct Cluster {
     /// `[controller] hosts`: the controllers, primary first (empty: one
     /// controller, at `listen`).
     pub controllers: Vec<String>,
+    /// How long a backup waits without news of its primary before it
+    /// takes over; also how long a primary acts without the backing of a
+    /// majority of agent hosts before it steps down.
+    pub takeover_timeout: Duration,
     pub secret_file: PathBuf,
     pub state_dir: PathBuf,
     pub record_dir: PathBuf,
@@ -549,6 +556,35 @@ impl Cluster {
                 bail!("{name}: controller.hosts lists {addr} twice");
             }
         }
+        if controllers.len() > 2 {
+            bail!(
+                "{name}: controller.hosts lists {} controllers: one primary and one backup are \
+                 supported",
+                controllers.len()
+            );
+        }
+        let takeover_timeout = match c.takeover_timeout_s {
+            None => Duration::from_secs(3),
+            Some(s) if s.is_finite() && s > 0.0 && s <= 3600.0 => Duration::from_secs_f64(s),
+            Some(s) => {
+                bail!("{name}: controller.takeover_timeout_s = {s}: give seconds in (0, 3600]")
+            }
+        };
+        if controllers.len() > 1 && file.agents.host.is_empty() {
+            bail!(
+                "{name}: controller.hosts lists a backup controller: list the agent hosts \
+                 ([[agents.host]]), which witness which controller leads"
+            );
+        }
+        if controllers.len() > 1 && 2 * takeover_timeout >= heartbeat_timeout {
+            bail!(
+                "{name}: controller.takeover_timeout_s ({:.1} s) must be under half of \
+                 agents.heartbeat_timeout_ms ({} ms): agents kill the jobs of a lost controller \
+                 after half that timeout, and a takeover must come first",
+                takeover_timeout.as_secs_f64(),
+                heartbeat_timeout.as_millis()
+            );
+        }
         if controllers.len() > 1 && c.secret_file.is_none() {
             bail!(
                 "{name}: controller.hosts lists a backup controller: name the secret_file that \
@@ -564,6 +600,7 @@ impl Cluster {
         Ok(Cluster {
             source: path.to_path_buf(),
             controllers,
+            takeover_timeout,
             listen: c
                 .listen
                 .clone()

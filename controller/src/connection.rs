@@ -16,7 +16,7 @@ use tracing::{debug, info, warn};
 use crate::core::AgentId;
 use crate::records::Sink;
 use crate::replication::{self, FromBackup, FromPrimary};
-use crate::server::Event;
+use crate::server::{AgentUp, Event};
 
 /// What every connection needs.
 pub struct Shared {
@@ -73,6 +73,7 @@ async fn agent<T: AsyncRead + AsyncWrite + Unpin>(
         memory_mb,
         jobs,
         records,
+        mark,
     } = first
     else {
         return Err("an agent spoke before registering".into());
@@ -82,7 +83,7 @@ async fn agent<T: AsyncRead + AsyncWrite + Unpin>(
     let (reply, answer) = oneshot::channel();
     shared
         .events
-        .send(Event::AgentUp {
+        .send(Event::AgentUp(Box::new(AgentUp {
             agent,
             host: host.clone(),
             nodes,
@@ -91,15 +92,35 @@ async fn agent<T: AsyncRead + AsyncWrite + Unpin>(
             local,
             jobs,
             records,
+            mark,
             link,
             reply,
-        })
+        })))
         .await
         .map_err(|_| "the controller is stopping".to_string())?;
-    let settings = match answer.await {
+    // The answer may wait (a vote, while a backup takes over): an agent
+    // that leaves meanwhile drops it, and its vote no longer counts.
+    let answer = tokio::select! {
+        a = answer => a,
+        r = conn.recv::<FromAgent>() => return match r {
+            Err(WireError::Closed) => Ok(()),
+            Err(e) => Err(e.to_string()),
+            Ok(_) => Err(format!("agent {host} spoke before it was registered")),
+        },
+    };
+    let settings = match answer {
         Ok(Ok(s)) => s,
-        Ok(Err(why)) => {
-            let _ = conn.send(&ToAgent::Rejected(why.clone())).await;
+        Ok(Err(ToAgent::Elsewhere(primary))) => {
+            let _ = conn.send(&ToAgent::Elsewhere(primary.clone())).await;
+            debug!(%peer, %host, %primary, "agent sent elsewhere");
+            return Ok(());
+        }
+        Ok(Err(refusal)) => {
+            let why = match &refusal {
+                ToAgent::Rejected(why) => why.clone(),
+                other => format!("{other:?}"),
+            };
+            let _ = conn.send(&refusal).await;
             return Err(format!("refused agent {host}: {why}"));
         }
         Err(_) => return Err("the controller is stopping".into()),
@@ -235,7 +256,7 @@ async fn backup<T: AsyncRead + AsyncWrite + Unpin>(
         .await
         .map_err(|_| "no hello from the backup".to_string())?
         .map_err(|e| e.to_string())?;
-    let FromBackup::Hello { address, seq, .. } = first else {
+    let FromBackup::Hello { address } = first else {
         return Err("a backup spoke before saying hello".into());
     };
     let id = replication::next_id();
@@ -245,7 +266,6 @@ async fn backup<T: AsyncRead + AsyncWrite + Unpin>(
         .send(Event::BackupUp {
             id,
             address: address.clone(),
-            seq,
             link,
         })
         .await

@@ -32,8 +32,9 @@ use tracing::{info, warn};
 
 const JOURNAL_MAGIC: &[u8; 4] = b"CLJN";
 const SNAPSHOT_MAGIC: &[u8; 4] = b"CLSN";
-/// 2: jobs have names (`JobSpec::name`, `JobInfo::name`).
-const VERSION: u16 = 2;
+/// 2: jobs have names (`JobSpec::name`, `JobInfo::name`). 3: submission
+/// keys ([`Entry::Keyed`], [`Snapshot::keys`]).
+const VERSION: u16 = 3;
 const HEADER: usize = 6;
 /// Largest entry: a submission of one job is well under 1 KiB.
 const MAX_ENTRY: usize = 1 << 20;
@@ -104,6 +105,13 @@ pub enum Entry {
     Undrained {
         nodes: String,
     },
+    /// A submission under a client's key made jobs `first..first+count`:
+    /// the same key asked again gets the same jobs.
+    Keyed {
+        key: u64,
+        first: u64,
+        count: u32,
+    },
 }
 
 /// Everything the journal knows, folded.
@@ -118,6 +126,32 @@ pub struct Snapshot {
     pub history: Vec<JobInfo>,
     /// Drained node sets (folded) and why.
     pub drained: Vec<(String, String)>,
+    /// Recent submission keys: (key, first job, jobs), oldest first.
+    pub keys: Vec<(u64, u64, u32)>,
+}
+
+/// A snapshot's fields besides its sequence number and its jobs (which
+/// are written one at a time, as they come).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Head {
+    pub next_id: u64,
+    pub history: Vec<JobInfo>,
+    pub drained: Vec<(String, String)>,
+    pub keys: Vec<(u64, u64, u32)>,
+}
+
+impl Snapshot {
+    /// Puts a snapshot together from its parts.
+    pub fn of(seq: u64, head: Head, jobs: impl IntoIterator<Item = JobImage>) -> Snapshot {
+        Snapshot {
+            seq,
+            next_id: head.next_id,
+            jobs: jobs.into_iter().map(|j| (j.id, j)).collect(),
+            history: head.history,
+            drained: head.drained,
+            keys: head.keys,
+        }
+    }
 }
 
 /// What a restart starts from: the last snapshot, and the entries
@@ -398,14 +432,12 @@ impl Journal {
     pub fn install(
         &mut self,
         seq: u64,
-        next_id: u64,
+        head: &Head,
         jobs: impl ExactSizeIterator<Item = JobImage>,
-        history: &[JobInfo],
-        drained: &[(String, String)],
     ) -> Result<()> {
         self.buf.clear();
         self.seq = seq;
-        self.compact_from(next_id, jobs, history, drained)
+        self.compact_from(head, jobs)
     }
 
     /// A backup's journal appends frames its primary wrote, which must
@@ -479,10 +511,8 @@ impl Journal {
     /// then its pairs).
     pub fn compact_from(
         &mut self,
-        next_id: u64,
+        head: &Head,
         jobs: impl ExactSizeIterator<Item = JobImage>,
-        history: &[JobInfo],
-        drained: &[(String, String)],
     ) -> Result<()> {
         self.sync()?;
         let path = snapshot_path(&self.dir);
@@ -498,7 +528,7 @@ impl Journal {
                 len: 0,
             };
             put(&mut out, &self.seq)?;
-            put(&mut out, &next_id)?;
+            put(&mut out, &head.next_id)?;
             put(&mut out, &(count as u64))?;
             let mut seen = 0;
             for job in jobs {
@@ -508,8 +538,9 @@ impl Journal {
             if seen != count {
                 return Err(std::io::Error::other("the job count changed while writing"));
             }
-            put(&mut out, &history)?;
-            put(&mut out, &drained)?;
+            put(&mut out, &head.history)?;
+            put(&mut out, &head.drained)?;
+            put(&mut out, &head.keys)?;
             let crc = out.crc.clone().finalize();
             let len = out.len;
             out.inner.flush()?;
@@ -567,8 +598,13 @@ mod tests {
 
     impl Journal {
         fn compact(&mut self, state: Snapshot) -> Result<()> {
-            let jobs = state.jobs.into_values();
-            self.compact_from(state.next_id, jobs, &state.history, &state.drained)
+            let head = Head {
+                next_id: state.next_id,
+                history: state.history,
+                drained: state.drained,
+                keys: state.keys,
+            };
+            self.compact_from(&head, state.jobs.into_values())
         }
     }
 

@@ -257,17 +257,29 @@ pub async fn serve_then(
     let cluster = core::Cluster::restore(Arc::clone(&config), recovered, clock.now());
     let place = match index {
         None => server::Place::Alone,
-        Some(0) => server::Place::Primary(replication::Backups::default()),
-        Some(_) => {
-            let primary = config.controllers[0].clone();
+        Some(i) => {
+            // Every controller of the list starts as a backup: it follows
+            // whichever of the others leads, or stands as a candidate
+            // (docs/faults.md).
+            let others: Vec<String> = config
+                .controllers
+                .iter()
+                .enumerate()
+                .filter(|&(j, _)| j != i)
+                .map(|(_, a)| a.clone())
+                .collect();
             tokio::spawn(replication::follow(
-                primary.clone(),
+                others,
                 config.listen.clone(),
                 secret.clone(),
                 shared.events.clone(),
                 done.clone(),
             ));
-            server::Place::Backup(server::Follower::new(primary))
+            server::Place::Backup(server::Follower::new(
+                String::new(),
+                &config.state_dir,
+                config.takeover_timeout,
+            ))
         }
     };
     let server = server::Server::new(
@@ -280,7 +292,7 @@ pub async fn serve_then(
         sink,
         written,
     )
-    .placed(config.listen.clone(), 1, place);
+    .placed(config.listen.clone(), place, record_path.clone());
     let server_task = tokio::spawn(server.run(shutdown.clone()));
     let tasks = TaskTracker::new();
     if let Some(at) = &config.metrics_listen {

@@ -203,8 +203,8 @@ pub fn exposition(s: &ClusterStats, hosts: &[HostInfo]) -> String {
     put(
         "controller_primary",
         "gauge",
-        "1 on the primary controller (or the only one), 0 on a backup.",
-        &one(u64::from(r.role != "backup")),
+        "1 on the primary controller (or the only one), 0 on a backup or a candidate.",
+        &one(u64::from(r.role == "primary" || r.role == "alone")),
     );
     put(
         "controller_term",

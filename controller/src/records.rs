@@ -31,6 +31,8 @@ enum Work {
     ReadAll(Box<dyn FnMut(Vec<u8>) + Send>),
     /// Empties the file: a backup takes its primary's.
     Truncate,
+    /// Syncs what was appended before, then removes this file.
+    ThenRemove(PathBuf),
 }
 
 /// Largest part of the record file sent to a backup at once.
@@ -68,6 +70,12 @@ impl Sink {
         if self.tx.send(Work::ReadAll(Box::new(part))).is_err() {
             error!("the record sink is gone; a backup gets no records");
         }
+    }
+
+    /// Removes `path` once every record appended before is durable: a
+    /// backup's mark that its copy of the record file is under way.
+    pub fn then_remove(&self, path: PathBuf) {
+        let _ = self.tx.send(Work::ThenRemove(path));
     }
 
     /// Empties the record file (a backup's, before it takes its primary's).
@@ -127,6 +135,14 @@ pub fn start(path: &Path) -> Result<(Sink, std::thread::JoinHandle<()>)> {
                         }
                         part(Vec::new());
                     }
+                    Work::ThenRemove(done) => match file.sync_data() {
+                        Ok(()) => {
+                            if let Err(e) = std::fs::remove_file(&done) {
+                                error!(file = %done.display(), %e, "cannot remove");
+                            }
+                        }
+                        Err(e) => error!(file = %path.display(), %e, "cannot sync records"),
+                    },
                     Work::Truncate => {
                         if let Err(e) = file.set_len(0) {
                             error!(file = %path.display(), %e, "cannot empty the record file");

@@ -21,7 +21,7 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use formats::wire::{self, BackupLag, Conn, JobInfo, Response, Role, ToAgent, WireError};
+use formats::wire::{self, BackupLag, Conn, Response, Role, ToAgent, WireError};
 use serde::{Deserialize, Serialize};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot};
@@ -29,7 +29,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
 use crate::core::AgentId;
-use crate::journal::JobImage;
+use crate::journal::{Head, JobImage};
 use crate::server::Event;
 
 /// Jobs per part of a snapshot.
@@ -45,10 +45,8 @@ pub enum FromPrimary {
     Snapshot {
         seq: u64,
         term: u64,
-        next_id: u64,
         jobs: u64,
-        history: Vec<JobInfo>,
-        drained: Vec<(String, String)>,
+        head: Head,
     },
     Jobs(Vec<JobImage>),
     /// Record frames: the primary's record file as it stood at the
@@ -59,17 +57,15 @@ pub enum FromPrimary {
     RecordFileEnd,
     /// Journal frames as the primary wrote them, following the snapshot.
     Entries(Vec<u8>),
+    /// The primary is alive (every heartbeat period).
+    Ping,
 }
 
 /// What a backup sends its primary.
 #[derive(Debug, Serialize, Deserialize)]
 pub enum FromBackup {
-    /// First message: who it is, and the last entry it holds.
-    Hello {
-        address: String,
-        term: u64,
-        seq: u64,
-    },
+    /// First message: who it is.
+    Hello { address: String },
     /// It holds every entry up to this one.
     Ack(u64),
 }
@@ -163,15 +159,17 @@ impl Backups {
     }
 
     /// Orders and answers that depend on entries up to `seq`: handed back
-    /// at once if every backup holds them and nothing waits before them,
-    /// else kept until [`Backups::ready`] gives them back.
+    /// at once if every backup holds them, nothing waits before them and
+    /// the agents back this primary (`backed`), else kept until
+    /// [`Backups::ready`] gives them back.
     pub fn release(
         &mut self,
         seq: u64,
         orders: Orders,
         replies: Replies,
+        backed: bool,
     ) -> Option<(Orders, Replies)> {
-        if self.waiting.is_empty() && seq <= self.held_by_all() {
+        if backed && self.waiting.is_empty() && seq <= self.held_by_all() {
             return Some((orders, replies));
         }
         if !orders.is_empty() || !replies.is_empty() {
@@ -187,7 +185,7 @@ impl Backups {
 
     /// What waited and may go now, in order. Backups that kept something
     /// waiting past `timeout` are let go first.
-    pub fn ready(&mut self, timeout: Duration) -> (Orders, Replies) {
+    pub fn ready(&mut self, timeout: Duration, backed: bool) -> (Orders, Replies) {
         if let Some(first) = self.waiting.front() {
             if first.since.elapsed() > timeout {
                 let late: Vec<BackupId> = self
@@ -203,6 +201,9 @@ impl Backups {
         }
         let held = self.held_by_all();
         let (mut orders, mut replies) = (Vec::new(), Vec::new());
+        if !backed {
+            return (orders, replies);
+        }
         while self.waiting.front().is_some_and(|w| w.seq <= held) {
             if let Some(w) = self.waiting.pop_front() {
                 orders.extend(w.orders);
@@ -210,6 +211,17 @@ impl Backups {
             }
         }
         (orders, replies)
+    }
+
+    /// Whether a backup holds everything acted on (it has confirmed the
+    /// whole state).
+    pub fn confirming(&self) -> bool {
+        self.attached.values().any(|b| b.acked.is_some())
+    }
+
+    /// What waits, never to be sent: the answers, to say so.
+    pub fn abandon(self) -> Replies {
+        self.waiting.into_iter().flat_map(|w| w.replies).collect()
     }
 
     /// Whether something waits (the server then checks the timeout).
@@ -246,18 +258,15 @@ impl Backups {
 pub fn snapshot(
     seq: u64,
     term: u64,
-    head: (u64, Vec<JobInfo>, Vec<(String, String)>),
+    head: Head,
     jobs: impl ExactSizeIterator<Item = JobImage>,
     link: &mpsc::UnboundedSender<FromPrimary>,
 ) {
-    let (next_id, history, drained) = head;
     let _ = link.send(FromPrimary::Snapshot {
         seq,
         term,
-        next_id,
         jobs: jobs.len() as u64,
-        history,
-        drained,
+        head,
     });
     let mut part = Vec::with_capacity(JOBS_PER_PART);
     for job in jobs {
@@ -271,27 +280,32 @@ pub fn snapshot(
     }
 }
 
-/// The backup's side: follows the primary at `primary`, passing what it
-/// sends to the server as [`Event::Copy`], until `done`. Reconnects when
-/// the link is lost.
+/// A backup's side: follows whichever of the other controllers leads
+/// (each is tried in turn; one that does not lead lets go at once),
+/// passing what it sends to the server as [`Event::Copy`], until `done`.
 pub async fn follow(
-    primary: String,
+    others: Vec<String>,
     me: String,
     secret: Vec<u8>,
     events: mpsc::Sender<Event>,
     done: CancellationToken,
 ) {
     let mut said = false;
-    loop {
-        let why = tokio::select! {
-            r = follow_once(&primary, &me, &secret, &events) => r,
+    for primary in others.iter().cycle() {
+        let (why, followed) = tokio::select! {
+            r = follow_once(primary, &me, &secret, &events) => r,
             () = done.cancelled() => return,
         };
-        if !said {
-            warn!(%primary, "lost the primary: {why}; trying again");
+        if followed {
+            warn!(%primary, "lost the primary: {why}");
+            said = false;
+        } else if !said {
+            info!(%primary, "not following {primary}: {why}; trying the others");
+            said = true;
         }
-        said = true;
-        let _ = events.send(Event::PrimaryGone).await;
+        if followed {
+            let _ = events.send(Event::PrimaryGone).await;
+        }
         tokio::select! {
             () = tokio::time::sleep(RETRY) => {}
             () = done.cancelled() => return,
@@ -299,64 +313,66 @@ pub async fn follow(
     }
 }
 
+/// Follows `primary` while it leads: why it ended, and whether it led
+/// (sent its state) at all.
 async fn follow_once(
     primary: &str,
     me: &str,
     secret: &[u8],
     events: &mpsc::Sender<Event>,
-) -> String {
+) -> (String, bool) {
     let stream = match TcpStream::connect(primary).await {
         Ok(s) => s,
-        Err(e) => return format!("cannot connect: {e}"),
+        Err(e) => return (format!("cannot connect: {e}"), false),
     };
     let _ = stream.set_nodelay(true);
     let mut conn = Conn::new(stream);
     if let Err(e) = wire::connect(&mut conn, secret, Role::Peer).await {
-        return e.to_string();
+        return (e.to_string(), false);
     }
-    let (link, mut to_primary) = mpsc::unbounded_channel();
-    let (reply, hello) = oneshot::channel();
-    if events
-        .send(Event::PrimaryUp {
-            link,
-            hello: reply,
-            address: primary.to_string(),
-        })
-        .await
-        .is_err()
-    {
-        return "the controller stopped".into();
-    }
-    let Ok((term, seq)) = hello.await else {
-        return "the controller stopped".into();
-    };
     let hello = FromBackup::Hello {
         address: me.to_string(),
-        term,
-        seq,
     };
     if let Err(e) = conn.send(&hello).await {
-        return e.to_string();
+        return (e.to_string(), false);
     }
-    info!(%primary, seq, "following the primary");
+    // A controller that leads answers with its state; one that does not
+    // closes the connection.
+    let first =
+        match tokio::time::timeout(wire::HANDSHAKE_TIMEOUT, conn.recv::<FromPrimary>()).await {
+            Ok(Ok(msg @ FromPrimary::Snapshot { .. })) => msg,
+            Ok(Ok(other)) => return (format!("it began with {other:?}"), false),
+            Ok(Err(WireError::Closed)) => return ("it does not lead".into(), false),
+            Ok(Err(e)) => return (e.to_string(), false),
+            Err(_) => return ("no answer".into(), false),
+        };
+    let (link, mut to_primary) = mpsc::unbounded_channel();
+    let up = Event::PrimaryUp {
+        address: primary.to_string(),
+        link,
+    };
+    if events.send(up).await.is_err() || events.send(Event::Copy(first)).await.is_err() {
+        return ("the controller stopped".into(), true);
+    }
+    info!(%primary, "following the primary");
     loop {
         tokio::select! {
             msg = conn.recv::<FromPrimary>() => match msg {
                 Ok(msg) => {
                     if events.send(Event::Copy(msg)).await.is_err() {
-                        return "the controller stopped".into();
+                        return ("the controller stopped".into(), true);
                     }
                 }
-                Err(WireError::Closed) => return "the primary closed the connection".into(),
-                Err(e) => return e.to_string(),
+                Err(WireError::Closed) => return ("the primary closed the connection".into(), true),
+                Err(e) => return (e.to_string(), true),
             },
             out = to_primary.recv() => match out {
                 Some(msg) => {
                     if let Err(e) = conn.send(&msg).await {
-                        return e.to_string();
+                        return (e.to_string(), true);
                     }
                 }
-                None => return "the controller dropped the link".into(),
+                None => return ("this controller let the link go".into(), true),
             },
         }
     }

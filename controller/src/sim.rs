@@ -186,6 +186,8 @@ impl Effects for Machines {
             | ToAgent::Rejected(_)
             | ToAgent::Shutdown
             | ToAgent::Forget(_)
+            | ToAgent::Elsewhere(_)
+            | ToAgent::Mark(_)
             | ToAgent::Ping => {}
         }
     }
@@ -326,7 +328,7 @@ pub fn simulate(config: Arc<config::Cluster>, jobs: &[SimJob], epoch_wall_ns: i6
                     })
                     .collect();
                 // The caller has dropped jobs the cluster cannot run.
-                if let Ok(got) = sim.cluster.submit(specs, now, &mut sim.machines) {
+                if let Ok(got) = sim.cluster.submit(specs, 0, now, &mut sim.machines) {
                     ids[from..to].copy_from_slice(&got);
                 }
                 if to == jobs.len() {

@@ -35,7 +35,11 @@ schedule_interval_ms = 5
 local = false
 sigsleep = "{sigsleep}"
 heartbeat_ms = 200
-heartbeat_timeout_ms = 4000
+heartbeat_timeout_ms = 8000
+
+[[agents.host]]
+name = "h1"
+nodes = "r[1-2]"
 
 [[nodes]]
 names = "r[1-2]"

@@ -240,6 +240,19 @@ impl Cluster {
     /// heard of) unless it was hosted here, in which case they died with
     /// it; jobs that only held some of its nodes lose them at once.
     /// `expected`: the cluster is shutting down.
+    /// Forgets every agent, with no effect on the jobs: a primary that
+    /// steps down stops acting at once, and whichever controller leads
+    /// next hears again from the agents what they run.
+    pub fn release_agents(&mut self) {
+        self.agents.clear();
+        for n in &mut self.nodes {
+            n.agent = None;
+        }
+        for j in self.jobs.values_mut() {
+            j.agent = None;
+        }
+    }
+
     pub fn agent_down<F: Effects>(
         &mut self,
         agent: AgentId,

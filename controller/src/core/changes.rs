@@ -15,6 +15,11 @@ use super::Now;
 use crate::policy::{Active, ActiveState, Happened, Queued};
 
 impl Cluster {
+    /// A submission's key is kept, with the jobs it made.
+    pub(super) fn keyed(&mut self, key: u64, first: u64, count: u32) {
+        self.keys.insert(key, first, count);
+    }
+
     /// A job enters the queue.
     pub(super) fn admitted(&mut self, job: Job) {
         let (id, partition) = (job.id, job.partition);

@@ -16,9 +16,16 @@ impl Cluster {
     pub fn submit<F: Effects>(
         &mut self,
         specs: Vec<JobSpec>,
+        key: u64,
         now: Now,
         fx: &mut F,
     ) -> Result<Vec<u64>, String> {
+        // Asked again (the client lost the answer): the same jobs.
+        if key != 0 {
+            if let Some(ids) = self.keys.get(key) {
+                return Ok(ids);
+            }
+        }
         let n = specs.len();
         let mut checked = Vec::with_capacity(n);
         // Named as people count: "job 3 of 4" of the request.
@@ -73,6 +80,13 @@ impl Cluster {
                 fx.journal(Entry::Submitted(Box::new(image)));
             }
             ids.push(id);
+        }
+        if let (true, Some(&first)) = (key != 0, ids.first()) {
+            let count = ids.len() as u32;
+            self.keyed(key, first, count);
+            if F::JOURNALS {
+                fx.journal(Entry::Keyed { key, first, count });
+            }
         }
         self.counters.submitted += ids.len() as u64;
         Ok(ids)

@@ -14,7 +14,7 @@ use tracing::warn;
 
 use super::tables::{Cluster, Job, SuspendedBy};
 use super::{Effects, Now};
-use crate::journal::{Entry, JobImage, Journal, Recovered};
+use crate::journal::{Entry, Head, JobImage, Journal, Recovered};
 use crate::policy::ActiveState;
 
 impl Cluster {
@@ -45,13 +45,13 @@ impl Cluster {
 
     /// Folds the journal into a snapshot of the tables, written job by job.
     pub fn write_snapshot(&self, journal: &mut Journal, now: Now) -> anyhow::Result<()> {
-        let (next_id, history, drained) = self.snapshot_head();
-        journal.compact_from(next_id, self.images(now), &history, &drained)
+        journal.compact_from(&self.snapshot_head(), self.images(now))
     }
 
     /// What a snapshot holds besides the jobs: the next job id, the
-    /// finished jobs kept, and the drained nodes (folded) with why.
-    pub fn snapshot_head(&self) -> (u64, Vec<JobInfo>, Vec<(String, String)>) {
+    /// finished jobs kept, the drained nodes (folded) with why, and the
+    /// recent submission keys.
+    pub fn snapshot_head(&self) -> Head {
         let mut drained: HashMap<&str, Vec<usize>> = HashMap::new();
         for (i, n) in self.nodes.iter().enumerate() {
             if let Some(why) = &n.drained {
@@ -67,7 +67,12 @@ impl Cluster {
             .iter()
             .filter_map(|id| self.done.get(id).cloned())
             .collect();
-        (self.next_id, history, drained)
+        Head {
+            next_id: self.next_id,
+            history,
+            drained,
+            keys: self.keys.all(),
+        }
     }
 
     /// Every job not over, as the journal keeps it.
@@ -149,6 +154,9 @@ impl Cluster {
             c.done_order.push_back(info.id);
             c.done.insert(info.id, info);
         }
+        for (key, first, count) in snap.keys {
+            c.keyed(key, first, count);
+        }
         for (_, image) in snap.jobs {
             c.load(image, &at, now);
         }
@@ -217,6 +225,7 @@ impl Cluster {
                 Ok(idx) => self.set_drained(&idx, Some(&reason)),
                 Err(e) => warn!(nodes, "drained nodes not restored: {e}"),
             },
+            Entry::Keyed { key, first, count } => self.keyed(key, first, count),
             Entry::Undrained { nodes } => match self.resolve(&nodes) {
                 Ok(idx) => self.set_drained(&idx, None),
                 Err(e) => warn!(nodes, "undrained nodes not restored: {e}"),

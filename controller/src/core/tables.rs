@@ -203,6 +203,47 @@ pub struct Cluster {
     /// What happened since the last pass, for a policy that wants it
     /// ([`Cluster::keep_events`]); `None` otherwise.
     pub(super) happened: Option<Vec<Happened>>,
+    pub(super) keys: Keys,
+}
+
+/// Submissions kept by key, most recent [`KEYS_KEPT`]: a client that lost
+/// the answer (its controller died, and a backup took over) asks again with
+/// the same key and gets the same jobs, not new ones.
+#[derive(Default)]
+pub(super) struct Keys {
+    /// key → (first job, jobs).
+    map: HashMap<u64, (u64, u32)>,
+    order: VecDeque<u64>,
+}
+
+/// Submission keys kept: far more requests than a client has in flight
+/// across one takeover.
+pub const KEYS_KEPT: usize = 65_536;
+
+impl Keys {
+    pub(super) fn get(&self, key: u64) -> Option<Vec<u64>> {
+        let &(first, count) = self.map.get(&key)?;
+        Some((first..first + u64::from(count)).collect())
+    }
+
+    pub(super) fn insert(&mut self, key: u64, first: u64, count: u32) {
+        if self.map.insert(key, (first, count)).is_none() {
+            self.order.push_back(key);
+        }
+        while self.order.len() > KEYS_KEPT {
+            if let Some(old) = self.order.pop_front() {
+                self.map.remove(&old);
+            }
+        }
+    }
+
+    /// (key, first job, jobs), oldest first.
+    pub(super) fn all(&self) -> Vec<(u64, u64, u32)> {
+        self.order
+            .iter()
+            .filter_map(|k| self.map.get(k).map(|&(f, c)| (*k, f, c)))
+            .collect()
+    }
 }
 
 impl Cluster {
@@ -273,6 +314,7 @@ impl Cluster {
             wants_pass: false,
             policy_suspended: 0,
             happened: None,
+            keys: Keys::default(),
         }
     }
 

@@ -102,7 +102,7 @@ fn a_job_runs_and_ends() {
     let mut c = cluster();
     let mut out = Recorder::default();
     let ids = c
-        .submit(vec![spec(6)], at(0), &mut Recorder::default())
+        .submit(vec![spec(6)], 0, at(0), &mut Recorder::default())
         .unwrap();
     pass(&mut c, &mut out);
     let j = &c.jobs[&ids[0]];
@@ -145,7 +145,7 @@ fn cancelling_many_pending_jobs_at_once_leaves_the_queue_right() {
     let mut out = Recorder::default();
     // One job holds every core; the rest wait.
     let ids = c
-        .submit(vec![spec(16); 1_000], at(0), &mut Recorder::default())
+        .submit(vec![spec(16); 1_000], 0, at(0), &mut Recorder::default())
         .unwrap();
     pass(&mut c, &mut out);
     let odd: Vec<u64> = ids[1..].iter().copied().filter(|i| i % 2 == 1).collect();
@@ -169,7 +169,7 @@ fn drained_nodes_get_no_jobs() {
     let mut out = Recorder::default();
     c.drain("vn[1-3]", "maintenance", &mut out).unwrap();
     let ids = c
-        .submit(vec![spec(4), spec(4)], at(0), &mut Recorder::default())
+        .submit(vec![spec(4), spec(4)], 0, at(0), &mut Recorder::default())
         .unwrap();
     pass(&mut c, &mut out);
     assert_eq!(c.jobs[&ids[0]].alloc, vec![(3, 4)]);
@@ -192,7 +192,7 @@ fn exit_codes_map_to_states() {
         let mut c = cluster();
         let mut out = Recorder::default();
         let id = c
-            .submit(vec![spec(1)], at(0), &mut Recorder::default())
+            .submit(vec![spec(1)], 0, at(0), &mut Recorder::default())
             .unwrap()[0];
         pass(&mut c, &mut out);
         c.job_ended(7, id, exit, at(2), &mut out);
@@ -205,7 +205,7 @@ fn cancel_suspend_resume() {
     let mut c = cluster();
     let mut out = Recorder::default();
     let ids = c
-        .submit(vec![spec(1), spec(16)], at(0), &mut Recorder::default())
+        .submit(vec![spec(1), spec(16)], 0, at(0), &mut Recorder::default())
         .unwrap();
     pass(&mut c, &mut out);
     // The second needs every core and waits; cancelling it is at once.
@@ -242,7 +242,7 @@ fn a_lost_agent_fails_its_jobs_and_downs_its_nodes() {
     );
     let mut out = Recorder::default();
     let id = c
-        .submit(vec![spec(2)], at(0), &mut Recorder::default())
+        .submit(vec![spec(2)], 0, at(0), &mut Recorder::default())
         .unwrap()[0];
     pass(&mut c, &mut out);
     c.agent_down(7, "heartbeat timeout", false, at(2), &mut out);
@@ -255,7 +255,7 @@ fn a_lost_agent_fails_its_jobs_and_downs_its_nodes() {
     assert_eq!(c.queue(true)[0].state, JobState::NodeFail);
     assert!(c.nodes.iter().all(|n| n.state() == NodeState::Down));
     let id2 = c
-        .submit(vec![spec(1)], at(3), &mut Recorder::default())
+        .submit(vec![spec(1)], 0, at(3), &mut Recorder::default())
         .unwrap()[0];
     pass_at(&mut c, &mut out, at(4), false);
     assert_eq!(
@@ -270,16 +270,16 @@ fn a_lost_agent_fails_its_jobs_and_downs_its_nodes() {
 fn impossible_jobs_are_refused_at_submit() {
     let mut c = cluster();
     assert!(c
-        .submit(vec![spec(17)], at(0), &mut Recorder::default())
+        .submit(vec![spec(17)], 0, at(0), &mut Recorder::default())
         .unwrap_err()
         .contains("memory for 16"));
     assert!(c
-        .submit(vec![spec(0)], at(0), &mut Recorder::default())
+        .submit(vec![spec(0)], 0, at(0), &mut Recorder::default())
         .is_err());
     let mut s = spec(1);
     s.partition = Some("nope".into());
     assert!(c
-        .submit(vec![s], at(0), &mut Recorder::default())
+        .submit(vec![s], 0, at(0), &mut Recorder::default())
         .unwrap_err()
         .contains("no partition"));
 }
@@ -300,7 +300,7 @@ fn a_lost_job_is_requeued_by_default_and_runs_again() {
     let mut c = cluster();
     let mut out = Recorder::default();
     let id = c
-        .submit(vec![spec(2)], at(0), &mut Recorder::default())
+        .submit(vec![spec(2)], 0, at(0), &mut Recorder::default())
         .unwrap()[0];
     pass(&mut c, &mut out);
     c.agent_down(7, "disconnected", false, at(2), &mut out);
@@ -326,7 +326,7 @@ fn an_agent_that_comes_back_reports_its_jobs() {
     let mut c = cluster();
     let mut out = Recorder::default();
     let ids = c
-        .submit(vec![spec(1); 4], at(0), &mut Recorder::default())
+        .submit(vec![spec(1); 4], 0, at(0), &mut Recorder::default())
         .unwrap();
     pass(&mut c, &mut out);
     c.agent_down(7, "disconnected", false, at(2), &mut out);
@@ -373,7 +373,7 @@ fn bad_decisions_are_refused() {
     let mut c = cluster();
     let mut out = Recorder::default();
     let ids = c
-        .submit(vec![spec(4), spec(4)], at(0), &mut Recorder::default())
+        .submit(vec![spec(4), spec(4)], 0, at(0), &mut Recorder::default())
         .unwrap();
     c.drain("vn3", "maintenance", &mut Recorder::default())
         .unwrap();
@@ -425,12 +425,14 @@ fn preemption_suspends_low_priority_jobs_and_resumes_them_after() {
     );
     let mut out = Recorder::default();
     let low = c
-        .submit(vec![spec(16)], at(0), &mut Recorder::default())
+        .submit(vec![spec(16)], 0, at(0), &mut Recorder::default())
         .unwrap()[0];
     pass_at(&mut c, &mut out, at(1), true);
     let mut hi = spec(4);
     hi.partition = Some("high".into());
-    let high = c.submit(vec![hi], at(2), &mut Recorder::default()).unwrap()[0];
+    let high = c
+        .submit(vec![hi], 0, at(2), &mut Recorder::default())
+        .unwrap()[0];
     pass_at(&mut c, &mut out, at(3), true);
     assert_eq!(c.jobs[&low].state, JobState::Suspended);
     assert_eq!(c.jobs[&high].state, JobState::Running);
@@ -450,7 +452,7 @@ fn preemption_suspends_low_priority_jobs_and_resumes_them_after() {
     );
     // An administrator cannot resume what the scheduler suspended.
     let id = c
-        .submit(vec![hi_spec()], at(7), &mut Recorder::default())
+        .submit(vec![hi_spec()], 0, at(7), &mut Recorder::default())
         .unwrap()[0];
     pass_at(&mut c, &mut out, at(8), true);
     assert_eq!(c.jobs[&low].state, JobState::Suspended);
@@ -516,7 +518,12 @@ fn a_restart_replays_the_journal_to_the_same_tables() {
     );
     let mut out = Recorder::default();
     let ids = c
-        .submit(vec![spec(4), spec(4), spec(8), spec(16)], at(0), &mut out)
+        .submit(
+            vec![spec(4), spec(4), spec(8), spec(16)],
+            0,
+            at(0),
+            &mut out,
+        )
         .unwrap();
     pass_at(&mut c, &mut out, at(1), true);
     // Held by an administrator, let go, held again (still held).
@@ -524,7 +531,7 @@ fn a_restart_replays_the_journal_to_the_same_tables() {
     c.resume(&[ids[0]], at(3), &mut out);
     c.suspend(&[ids[0]], at(4), &mut out);
     // A high-priority job suspends a low one to run.
-    c.submit(vec![hi_spec()], at(5), &mut out).unwrap();
+    c.submit(vec![hi_spec()], 0, at(5), &mut out).unwrap();
     pass_at(&mut c, &mut out, at(6), true);
     let states: Vec<JobState> = c.queue(false).iter().map(|j| j.state).collect();
     assert_eq!(
@@ -536,7 +543,7 @@ fn a_restart_replays_the_journal_to_the_same_tables() {
     c.cancel(&[ids[2]], at(7), &mut out);
     c.job_ended(7, ids[1], Exit::Code(0), at(8), &mut out);
     c.drain("vn4", "disk", &mut out).unwrap();
-    c.submit(vec![spec(2)], at(9), &mut out).unwrap();
+    c.submit(vec![spec(2)], 0, at(9), &mut out).unwrap();
     for restarted in restarts(&c, &out.1) {
         assert_eq!(picture(&restarted), picture(&c));
         // Every started job waits for its agent to report it.
@@ -551,7 +558,7 @@ fn a_restart_replays_the_journal_to_the_same_tables() {
 fn a_requeued_job_is_restored_pending() {
     let mut c = cluster();
     let mut out = Recorder::default();
-    let id = c.submit(vec![spec(2)], at(0), &mut out).unwrap()[0];
+    let id = c.submit(vec![spec(2)], 0, at(0), &mut out).unwrap()[0];
     pass(&mut c, &mut out);
     c.agent_down(7, "disconnected", false, at(2), &mut out);
     c.lose_overdue(at(15), &mut out);

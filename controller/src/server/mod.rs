@@ -10,12 +10,15 @@
 //! (`backup.rs`): it schedules nothing and acts on nothing, and only
 //! applies what its primary sends.
 
+mod lead;
 mod peers;
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::time::Instant;
 
-use formats::wire::{Exit, FromAgent, Held, JobSpec, Request, Response, RunSettings, ToAgent};
+use formats::wire::{
+    Exit, FromAgent, Held, JobSpec, Mark, Request, Response, RunSettings, ToAgent,
+};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, error, info};
@@ -32,25 +35,32 @@ const SYNC_INTERVAL: std::time::Duration = std::time::Duration::from_millis(100)
 /// Events handled together before the journal is committed.
 const BATCH: usize = 255;
 
+/// An agent that asks to register. `link` carries what the server sends
+/// it.
+pub struct AgentUp {
+    pub agent: AgentId,
+    pub host: String,
+    pub nodes: String,
+    pub cpus: u32,
+    pub memory_mb: u64,
+    /// Hosted in the controller's process: records land in the record
+    /// directory directly and are not streamed.
+    pub local: bool,
+    /// What it holds (registering again after losing the controller).
+    pub jobs: Vec<(u64, Held)>,
+    /// Records of the jobs among them that ended.
+    pub records: Vec<u8>,
+    /// The mark it keeps as a witness.
+    pub mark: Mark,
+    pub link: mpsc::UnboundedSender<ToAgent>,
+    /// Its settings, or what to tell it instead ([`ToAgent::Rejected`] or
+    /// [`ToAgent::Elsewhere`]).
+    pub reply: oneshot::Sender<Result<RunSettings, ToAgent>>,
+}
+
 /// What connections tell the server.
 pub enum Event {
-    /// An agent asks to register. `link` carries what the server sends it.
-    AgentUp {
-        agent: AgentId,
-        host: String,
-        nodes: String,
-        cpus: u32,
-        memory_mb: u64,
-        /// Hosted in the controller's process: records land in the record
-        /// directory directly and are not streamed.
-        local: bool,
-        /// What it holds (registering again after losing the controller).
-        jobs: Vec<(u64, Held)>,
-        /// Records of the jobs among them that ended.
-        records: Vec<u8>,
-        link: mpsc::UnboundedSender<ToAgent>,
-        reply: oneshot::Sender<Result<RunSettings, String>>,
-    },
+    AgentUp(Box<AgentUp>),
     FromAgent {
         agent: AgentId,
         msg: FromAgent,
@@ -68,12 +78,11 @@ pub enum Event {
         req: Request,
         reply: oneshot::Sender<Response>,
     },
-    /// A backup connected (on the primary); `seq` is the last entry it
-    /// holds, `link` carries the state and the journal to it.
+    /// A backup connected (on the primary); `link` carries the state and
+    /// the journal to it.
     BackupUp {
         id: BackupId,
         address: String,
-        seq: u64,
         link: mpsc::UnboundedSender<FromPrimary>,
     },
     BackupAck {
@@ -84,12 +93,11 @@ pub enum Event {
         id: BackupId,
         why: String,
     },
-    /// The primary answered (on a backup): `link` carries confirmations to
-    /// it; `hello` wants this controller's term and last entry.
+    /// A controller that leads sent its state (on a backup): `link`
+    /// carries confirmations to it.
     PrimaryUp {
         address: String,
         link: mpsc::UnboundedSender<FromBackup>,
-        hello: oneshot::Sender<(u64, u64)>,
     },
     PrimaryGone,
     /// What the primary sent (on a backup).
@@ -106,9 +114,8 @@ pub enum Place {
     Backup(Follower),
 }
 
-/// How long a backup may keep answers and orders waiting before the
-/// primary lets it go and goes on alone.
-const BACKUP_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3);
+/// How often a controller with a backup checks who leads.
+const LEAD_CHECK: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// Links to connected agents. Unbounded on purpose: the state cannot wait
 /// for one slow agent, and what is queued is bounded by the jobs it runs.
@@ -191,12 +198,17 @@ pub struct Server {
     /// client has one request in flight per connection, so this holds at
     /// most one request per connection: a flooding client is slowed down
     /// to the rate jobs end, not buffered.
-    held: VecDeque<(Vec<JobSpec>, oneshot::Sender<Response>)>,
+    held: VecDeque<(Vec<JobSpec>, u64, oneshot::Sender<Response>)>,
     /// This controller's address in `[controller] hosts` (empty without a
     /// list), and its term.
     me: String,
     term: u64,
     place: Place,
+    /// The mark agents must acknowledge before this primary acts.
+    mark: Mark,
+    witnesses: lead::Witnesses,
+    /// The record file, read again when a backup takes over.
+    record_path: std::path::PathBuf,
 }
 
 impl Server {
@@ -228,8 +240,11 @@ impl Server {
             recorded: written.executions,
             record_ends: HashMap::new(),
             me: String::new(),
-            term: 1,
+            term: 0,
             place: Place::Alone,
+            mark: Mark::default(),
+            witnesses: lead::Witnesses::default(),
+            record_path: std::path::PathBuf::new(),
         };
         server.scheduler.attach(&mut server.cluster);
         // A job whose record is in the file ended, even if the controller
@@ -239,15 +254,22 @@ impl Server {
         server
     }
 
-    /// Puts the server in its place: `me` is its address in the config's
-    /// list of controllers.
-    pub fn placed(mut self, me: String, term: u64, place: Place) -> Server {
-        self.me = me;
-        self.term = term;
-        if matches!(place, Place::Primary(_)) {
-            self.journal.ship(true);
+    /// Puts the server in its place among the controllers of its config
+    /// (`me` is its address in their list), with the term its state
+    /// directory keeps. `record_path`: its record file.
+    pub fn placed(mut self, me: String, place: Place, record_path: std::path::PathBuf) -> Server {
+        let config = self.cluster.config();
+        self.term = lead::load_term(&config.state_dir);
+        self.mark = Mark {
+            term: self.term,
+            floor: u64::MAX,
+        };
+        if !matches!(place, Place::Alone) {
+            self.witnesses = lead::Witnesses::new(config.hosts.iter().map(|h| h.name.clone()));
         }
+        self.me = me;
         self.place = place;
+        self.record_path = record_path;
         self
     }
 
@@ -264,6 +286,8 @@ impl Server {
         // Entries are written at once and synced in batches; a client's
         // answer waits for the sync of what it acknowledges.
         let mut sync = tokio::time::interval(SYNC_INTERVAL);
+        let mut lead = tokio::time::interval(LEAD_CHECK);
+        lead.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             // Worked out afresh after every event: a job that ends or
             // arrives must not wait for a policy wake-up set earlier.
@@ -279,7 +303,9 @@ impl Server {
             if next_pass.is_some_and(|t| t <= tokio::time::Instant::now()) {
                 self.pass();
             } else if !self
-                .wait_and_handle(next_pass, &mut tick, &mut ping, &mut sync, &shutdown)
+                .wait_and_handle(
+                    next_pass, &mut tick, &mut ping, &mut sync, &mut lead, &shutdown,
+                )
                 .await
             {
                 break;
@@ -308,6 +334,7 @@ impl Server {
         tick: &mut tokio::time::Interval,
         ping: &mut tokio::time::Interval,
         sync: &mut tokio::time::Interval,
+        lead: &mut tokio::time::Interval,
         shutdown: &CancellationToken,
     ) -> bool {
         tokio::select! {
@@ -330,6 +357,7 @@ impl Server {
                 self.pass();
             }
             _ = tick.tick(), if self.acts() => self.tick(),
+            _ = lead.tick(), if !matches!(self.place, Place::Alone) => self.lead().await,
             _ = ping.tick(), if self.acts() => self.ping(),
             _ = sync.tick(), if self.journal.dirty() || !self.out.ends.is_empty() => {
                 self.sync().await;
@@ -400,9 +428,23 @@ impl Server {
         orders: Vec<(AgentId, ToAgent)>,
         replies: Vec<(oneshot::Sender<Response>, Response)>,
     ) {
+        // Answers that acknowledge nothing go at once.
+        let (reads, acts): (Vec<_>, Vec<_>) = replies.into_iter().partition(|(_, r)| {
+            matches!(
+                r,
+                Response::Queue(_)
+                    | Response::Nodes(_)
+                    | Response::Hosts(_)
+                    | Response::Stats(_)
+                    | Response::NotPrimary(_)
+                    | Response::Error(_)
+            )
+        });
+        send_replies(reads);
+        let backed = self.backed();
         let now = match &mut self.place {
-            Place::Primary(backups) => backups.release(seq, orders, replies),
-            _ => Some((orders, replies)),
+            Place::Primary(backups) => backups.release(seq, orders, acts, backed),
+            _ => Some((orders, acts)),
         };
         if let Some((orders, replies)) = now {
             send_orders(orders, &self.links);
@@ -410,13 +452,17 @@ impl Server {
         }
     }
 
-    /// Sends what waited for the backups and may go now.
+    /// Sends what waited for the backups (and the agents' backing) and may
+    /// go now.
     fn released(&mut self) {
+        let backed = self.backed();
+        let timeout = self.cluster.config().takeover_timeout;
         if let Place::Primary(backups) = &mut self.place {
-            let (orders, replies) = backups.ready(BACKUP_TIMEOUT);
+            let (orders, replies) = backups.ready(timeout, backed);
             send_orders(orders, &self.links);
             send_replies(replies);
         }
+        self.update_mark();
     }
 
     /// Makes the journal and the record file durable, then lets agents
@@ -458,6 +504,9 @@ impl Server {
     fn ping(&mut self) {
         for agent in self.cluster.remote_agents() {
             self.out.to_agent(agent, ToAgent::Ping);
+        }
+        if let Place::Primary(backups) = &self.place {
+            backups.send(|| FromPrimary::Ping);
         }
     }
 
@@ -503,53 +552,7 @@ impl Server {
         };
         let now = self.clock.now();
         match ev {
-            Event::AgentUp {
-                agent,
-                host,
-                nodes,
-                cpus,
-                memory_mb,
-                local,
-                jobs,
-                records,
-                link,
-                reply,
-            } => {
-                if self.stopping.is_some() {
-                    let _ = reply.send(Err("the controller is shutting down".to_string()));
-                    return;
-                }
-                // Linked first: reconciling may already have orders for it.
-                self.links.insert(agent, link);
-                let ends = match self.cluster.agent_up(
-                    agent,
-                    &host,
-                    &nodes,
-                    cpus,
-                    memory_mb,
-                    local,
-                    &jobs,
-                    now,
-                    &mut self.out,
-                ) {
-                    Ok(ends) => ends,
-                    Err(e) => {
-                        self.links.remove(&agent);
-                        let _ = reply.send(Err(e));
-                        return;
-                    }
-                };
-                // The records of jobs that ended while it was away, before
-                // those ends (a record is kept only for a job still running
-                // on this agent).
-                self.take_records(agent, &records);
-                for (id, exit) in ends {
-                    self.job_ended(agent, id, exit, now);
-                }
-                let config = self.cluster.config();
-                let fence = config.heartbeat_timeout / 2;
-                let _ = reply.send(Ok(config.agent.run_settings(!local, fence)));
-            }
+            Event::AgentUp(up) => self.agent_up(*up, now),
             Event::FromAgent { agent, msg } => match msg {
                 FromAgent::Started { job, pid } => debug!(job, pid, "job process started"),
                 FromAgent::Ended { job, exit } => self.job_ended(agent, job, exit, now),
@@ -558,15 +561,17 @@ impl Server {
                 // Handled by the connection (records) or refused there
                 // (a second registration).
                 FromAgent::Records(_) | FromAgent::Register { .. } => {}
+                FromAgent::Marked(mark) => self.witnesses.marked(agent, mark),
             },
             Event::AgentGone { agent, why } => {
                 self.links.remove(&agent);
+                self.witnesses.gone(agent);
                 self.cluster
                     .agent_down(agent, &why, self.stopping.is_some(), now, &mut self.out);
             }
             Event::Records { agent, frames } => self.take_records(agent, &frames),
             Event::Request {
-                req: Request::Submit(specs),
+                req: Request::Submit { specs, key },
                 reply,
             } if self.stopping.is_none() && !self.has_room(specs.len()) => {
                 let max = self.cluster.config().max_jobs;
@@ -584,7 +589,7 @@ impl Server {
                         "the queue is full: submissions wait for jobs to end"
                     );
                 }
-                self.held.push_back((specs, reply));
+                self.held.push_back((specs, key, reply));
             }
             Event::Request { req, reply } => {
                 let resp = self.request(req, now);
@@ -600,6 +605,71 @@ impl Server {
         }
     }
 
+    /// An agent registers (or a candidate's voter, once it won).
+    fn agent_up(&mut self, up: AgentUp, now: Now) {
+        let AgentUp {
+            agent,
+            host,
+            nodes,
+            cpus,
+            memory_mb,
+            local,
+            jobs,
+            records,
+            mark,
+            link,
+            reply,
+        } = up;
+        if self.stopping.is_some() {
+            let _ = reply.send(Err(ToAgent::Rejected(
+                "the controller is shutting down".into(),
+            )));
+            return;
+        }
+        if mark.term > self.term {
+            // A controller of a later term led this agent: this one is
+            // stale, and must not act any more.
+            let _ = reply.send(Err(ToAgent::Elsewhere(String::new())));
+            return self.step_down(&format!(
+                "agent {host} has seen term {}, this controller is at {}",
+                mark.term, self.term
+            ));
+        }
+        // Linked first: reconciling may already have orders for it.
+        self.links.insert(agent, link);
+        let ends = match self.cluster.agent_up(
+            agent,
+            &host,
+            &nodes,
+            cpus,
+            memory_mb,
+            local,
+            &jobs,
+            now,
+            &mut self.out,
+        ) {
+            Ok(ends) => ends,
+            Err(e) => {
+                self.links.remove(&agent);
+                let _ = reply.send(Err(ToAgent::Rejected(e)));
+                return;
+            }
+        };
+        self.witnesses.up(agent, host);
+        // The records of jobs that ended while it was away, before those
+        // ends (a record is kept only for a job still running on this
+        // agent).
+        self.take_records(agent, &records);
+        for (id, exit) in ends {
+            self.job_ended(agent, id, exit, now);
+        }
+        let config = self.cluster.config();
+        let fence = config.heartbeat_timeout / 2;
+        let mut settings = config.agent.run_settings(!local, fence);
+        settings.mark = self.mark;
+        let _ = reply.send(Ok(settings));
+    }
+
     /// Whether `n` more jobs fit under `max_jobs` behind those waiting.
     fn has_room(&self, n: usize) -> bool {
         self.held.is_empty() && self.cluster.active_jobs() + n <= self.cluster.config().max_jobs
@@ -610,16 +680,16 @@ impl Server {
     fn admit_held(&mut self) {
         // A client that gave up (Ctrl-C) closed its end: what it asked for
         // is dropped, never accepted behind its back.
-        self.held.retain(|(_, reply)| !reply.is_closed());
-        while let Some((specs, _)) = self.held.front() {
+        self.held.retain(|(_, _, reply)| !reply.is_closed());
+        while let Some((specs, _, _)) = self.held.front() {
             let fits = self.cluster.active_jobs() + specs.len() <= self.cluster.config().max_jobs;
             if !fits && self.stopping.is_none() {
                 return;
             }
-            let Some((specs, reply)) = self.held.pop_front() else {
+            let Some((specs, key, reply)) = self.held.pop_front() else {
                 return;
             };
-            let resp = self.request(Request::Submit(specs), self.clock.now());
+            let resp = self.request(Request::Submit { specs, key }, self.clock.now());
             self.replies.push((reply, resp));
         }
     }
@@ -681,7 +751,7 @@ impl Server {
         stats.journal_unsynced = self.journal.unsynced_entries();
         stats.journal_lag_ns = self.journal.lag().as_nanos() as u64;
         stats.held_requests = self.held.len() as u64;
-        stats.held_jobs = self.held.iter().map(|(s, _)| s.len() as u64).sum();
+        stats.held_jobs = self.held.iter().map(|(s, _, _)| s.len() as u64).sum();
         stats.policy_failure = self.scheduler.failed().map(str::to_string);
         stats.policy_report = self.scheduler.report();
         stats.replication = self.replication();
@@ -690,14 +760,14 @@ impl Server {
 
     fn request(&mut self, req: Request, now: Now) -> Response {
         match req {
-            Request::Submit(specs) => {
+            Request::Submit { specs, key } => {
                 if self.stopping.is_some() {
                     return Response::Error("the controller is shutting down".into());
                 }
                 if let Some(why) = self.scheduler.failed() {
                     return Response::Error(format!("no scheduler: {why}"));
                 }
-                match self.cluster.submit(specs, now, &mut self.out) {
+                match self.cluster.submit(specs, key, now, &mut self.out) {
                     Ok(ids) => Response::Submitted(ids),
                     Err(e) => Response::Error(e),
                 }

@@ -2,68 +2,122 @@
 //! confirm and leave; on a backup, the copy it keeps of its primary's
 //! state, and its refusal to act on anything else.
 
-use std::collections::BTreeMap;
-use std::time::Instant;
+use std::path::Path;
+use std::time::{Duration, Instant};
 
-use formats::wire::{JobInfo, Replication, Request, Response};
+use formats::wire::{Replication, Request, Response, ToAgent};
 use tokio::sync::mpsc;
 use tracing::{error, info, warn};
 
-use super::{Event, Place, Server};
+use super::{AgentUp, Event, Place, Server};
 use crate::core::Cluster;
-use crate::journal::{JobImage, Recovered, Snapshot};
+use crate::journal::{Head, JobImage, Recovered, Snapshot};
 use crate::replication::{self, FromBackup, FromPrimary};
 
-/// A backup's view of its primary.
+/// Name of the file in the state directory that says a copy of the
+/// primary's state is under way: its record file is not whole, and this
+/// controller must not lead before a copy completes.
+const COPYING_FILE: &str = "copying";
+
+/// A backup's view of its primary, and its candidacy while it has none.
 pub struct Follower {
-    /// The primary's address.
+    /// The primary's address (empty when unknown).
     primary: String,
     /// Confirmations to the primary, while connected.
     link: Option<mpsc::UnboundedSender<FromBackup>>,
     /// A snapshot arriving in parts.
     copying: Option<Copying>,
-    /// The primary's record file is all here.
-    records_in: bool,
+    /// A copy began and its record file is not all here yet.
+    partial: bool,
     /// Last entry confirmed to the primary.
     confirmed: u64,
+    /// Last time the primary was heard from.
+    last_heard: Instant,
+    /// Agents that lost the primary and registered here, waiting for this
+    /// backup to take over (or to send them back to the primary).
+    votes: Vec<(Instant, Box<AgentUp>)>,
 }
 
 impl Follower {
-    pub fn new(primary: String) -> Follower {
+    /// A backup of `primary` (empty: unknown yet). One whose state
+    /// directory holds an unfinished copy may not lead.
+    pub fn new(primary: String, state_dir: &Path, timeout: Duration) -> Follower {
         Follower {
             primary,
             link: None,
             copying: None,
-            records_in: false,
+            partial: state_dir.join(COPYING_FILE).exists(),
             confirmed: 0,
+            // Nobody leads yet: a candidate at once.
+            last_heard: Instant::now()
+                .checked_sub(timeout)
+                .unwrap_or_else(Instant::now),
+            votes: Vec::new(),
         }
     }
 
     /// Whether it holds the primary's whole state (and confirms entries).
     fn whole(&self) -> bool {
-        self.link.is_some() && self.copying.is_none() && self.records_in
+        self.link.is_some() && self.copying.is_none() && !self.partial
+    }
+
+    /// Whether it may take over now: no primary for the timeout, and a
+    /// whole copy.
+    pub(super) fn may_take_over(&self, timeout: Duration) -> bool {
+        self.link.is_none()
+            && self.copying.is_none()
+            && !self.partial
+            && self.last_heard.elapsed() >= timeout
+    }
+
+    /// The votes of agents still waiting.
+    pub(super) fn votes(&self) -> impl Iterator<Item = &AgentUp> {
+        self.votes
+            .iter()
+            .filter(|(_, v)| !v.reply.is_closed())
+            .map(|(_, v)| &**v)
+    }
+
+    pub(super) fn take_votes(&mut self) -> Vec<AgentUp> {
+        self.votes
+            .drain(..)
+            .map(|(_, v)| *v)
+            .filter(|v| !v.reply.is_closed())
+            .collect()
+    }
+
+    /// Sends back votes older than `age`: their agents try the list again.
+    pub(super) fn expire_votes(&mut self, age: Duration) {
+        let (old, kept): (Vec<_>, Vec<_>) = self
+            .votes
+            .drain(..)
+            .partition(|(at, _)| at.elapsed() >= age);
+        self.votes = kept;
+        for (_, v) in old {
+            let _ = v.reply.send(Err(ToAgent::Elsewhere(self.primary.clone())));
+        }
+    }
+
+    /// Sends every vote back to the primary now followed.
+    fn release_votes(&mut self) {
+        for (_, v) in self.votes.drain(..) {
+            let _ = v.reply.send(Err(ToAgent::Elsewhere(self.primary.clone())));
+        }
     }
 }
 
 struct Copying {
     seq: u64,
-    next_id: u64,
     expected: u64,
     jobs: Vec<JobImage>,
-    history: Vec<JobInfo>,
-    drained: Vec<(String, String)>,
+    head: Head,
 }
 
 impl Server {
     /// Handles an event of replication; gives back any other event.
     pub(super) fn peer_event(&mut self, ev: Event) -> Option<Event> {
         match ev {
-            Event::BackupUp {
-                id,
-                address,
-                seq,
-                link,
-            } => self.backup_up(id, address, seq, link),
+            Event::BackupUp { id, address, link } => self.backup_up(id, address, link),
             Event::BackupAck { id, seq } => {
                 if let Place::Primary(backups) = &mut self.place {
                     backups.acked(id, seq);
@@ -74,19 +128,14 @@ impl Server {
                     backups.detach(id, &why);
                 }
             }
-            Event::PrimaryUp {
-                address,
-                link,
-                hello,
-            } => {
-                let seq = self.journal.seq();
+            Event::PrimaryUp { address, link } => {
                 if let Place::Backup(f) = &mut self.place {
                     f.primary = address;
                     f.link = Some(link);
                     f.copying = None;
-                    f.records_in = false;
                     f.confirmed = 0;
-                    let _ = hello.send((self.term, seq));
+                    f.last_heard = Instant::now();
+                    f.release_votes();
                 }
             }
             Event::PrimaryGone => {
@@ -107,7 +156,6 @@ impl Server {
         &mut self,
         id: replication::BackupId,
         address: String,
-        seq: u64,
         link: mpsc::UnboundedSender<FromPrimary>,
     ) {
         if !matches!(self.place, Place::Primary(_)) {
@@ -123,7 +171,7 @@ impl Server {
         self.write_journal();
         let at = self.journal.seq();
         let now = self.clock.now();
-        info!(backup = %address, holds = seq, sending = at, "sending the whole state to a backup");
+        info!(backup = %address, seq = at, "sending the whole state to a backup");
         replication::snapshot(
             at,
             self.term,
@@ -146,27 +194,40 @@ impl Server {
 
     /// On a backup: what the primary sent.
     fn copy(&mut self, msg: FromPrimary) {
+        let state_dir = self.cluster.config().state_dir.clone();
         let Place::Backup(f) = &mut self.place else {
             return;
         };
+        if f.link.is_none() {
+            // Sent before this backup let the link go.
+            return;
+        }
+        f.last_heard = Instant::now();
         match msg {
+            FromPrimary::Ping => {}
             FromPrimary::Snapshot {
                 seq,
                 term,
-                next_id,
                 jobs,
-                history,
-                drained,
+                head,
             } => {
-                self.term = self.term.max(term);
-                f.records_in = false;
+                if term > self.term {
+                    self.term = term;
+                    if let Err(e) = super::lead::store_term(&state_dir, term) {
+                        error!("{e:#}");
+                        return self.drop_primary("cannot keep the term");
+                    }
+                }
+                if let Err(e) = std::fs::write(state_dir.join(COPYING_FILE), b"") {
+                    error!("cannot mark the copy as under way: {e}");
+                    return self.drop_primary("cannot write the state directory");
+                }
+                f.partial = true;
                 f.copying = Some(Copying {
                     seq,
-                    next_id,
                     expected: jobs,
                     jobs: Vec::new(),
-                    history,
-                    drained,
+                    head,
                 });
                 // The primary's record file replaces this one's.
                 self.records.truncate();
@@ -180,7 +241,11 @@ impl Server {
                 None => self.drop_primary("jobs outside a snapshot"),
             },
             FromPrimary::Records(frames) => self.records.append(frames),
-            FromPrimary::RecordFileEnd => f.records_in = true,
+            FromPrimary::RecordFileEnd => {
+                // The records reach the file before it is marked whole.
+                self.records.then_remove(state_dir.join(COPYING_FILE));
+                f.partial = false;
+            }
             FromPrimary::Entries(frames) => {
                 if f.copying.is_some() {
                     return self.drop_primary("entries before the snapshot was whole");
@@ -205,27 +270,11 @@ impl Server {
         let Some(c) = f.copying.take_if(|c| c.jobs.len() as u64 >= c.expected) else {
             return;
         };
-        if let Err(e) = self.journal.install(
-            c.seq,
-            c.next_id,
-            c.jobs.iter().cloned(),
-            &c.history,
-            &c.drained,
-        ) {
+        if let Err(e) = self.journal.install(c.seq, &c.head, c.jobs.iter().cloned()) {
             error!("cannot keep the primary's state: {e:#}");
             return self.drop_primary("cannot write the copy");
         }
-        let snapshot = Snapshot {
-            seq: c.seq,
-            next_id: c.next_id,
-            jobs: c
-                .jobs
-                .into_iter()
-                .map(|j| (j.id, j))
-                .collect::<BTreeMap<_, _>>(),
-            history: c.history,
-            drained: c.drained,
-        };
+        let snapshot = Snapshot::of(c.seq, c.head, c.jobs);
         let now = self.clock.now();
         let config = std::sync::Arc::clone(self.cluster.config());
         self.cluster = Cluster::copy(
@@ -245,9 +294,11 @@ impl Server {
 
     /// Lets the primary's link go: the backup connects again and fetches
     /// the whole state.
-    fn drop_primary(&mut self, why: &str) {
+    pub(super) fn drop_primary(&mut self, why: &str) {
         if let Place::Backup(f) = &mut self.place {
-            warn!(primary = %f.primary, why, "dropping the link to the primary");
+            if f.link.is_some() {
+                warn!(primary = %f.primary, why, "dropping the link to the primary");
+            }
             f.link = None;
             f.copying = None;
         }
@@ -266,18 +317,30 @@ impl Server {
         }
     }
 
-    /// On a backup: what only the primary does is refused, naming it.
+    /// On a backup: what only the primary does is refused, naming it; an
+    /// agent that lost the primary is held as a vote.
     fn refuse(&mut self, ev: Event) {
         let primary = match &self.place {
             Place::Backup(f) => f.primary.clone(),
             _ => String::new(),
         };
         match ev {
-            Event::AgentUp { reply, .. } => {
-                let _ = reply.send(Err(format!(
-                    "{} is a backup controller; its primary is {primary}",
-                    self.me
-                )));
+            Event::AgentUp(up) => {
+                if self.stopping.is_some() {
+                    let _ = up.reply.send(Err(ToAgent::Rejected(
+                        "the controller is shutting down".into(),
+                    )));
+                    return;
+                }
+                let may_vote = self.may_vote(&up);
+                if let Place::Backup(f) = &mut self.place {
+                    if f.link.is_none() && may_vote {
+                        info!(host = %up.host, "an agent lost the primary: holding its vote");
+                        f.votes.push((Instant::now(), up));
+                        return;
+                    }
+                }
+                let _ = up.reply.send(Err(ToAgent::Elsewhere(primary)));
             }
             Event::Request {
                 req: Request::Stats,
@@ -314,6 +377,8 @@ impl Server {
         let (role, primary, backups) = match &self.place {
             Place::Alone => ("alone", self.me.clone(), Vec::new()),
             Place::Primary(b) => ("primary", self.me.clone(), b.lags(seq)),
+            // Without its primary, it stands as a candidate.
+            Place::Backup(f) if f.link.is_none() => ("candidate", f.primary.clone(), Vec::new()),
             Place::Backup(f) => ("backup", f.primary.clone(), Vec::new()),
         };
         Replication {

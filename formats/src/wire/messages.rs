@@ -273,7 +273,14 @@ pub struct JobOutcome {
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub enum Request {
-    Submit(Vec<JobSpec>),
+    /// Jobs to queue. `key` (0: none) makes the request safe to send
+    /// again: the controller answers a key it has seen with the same jobs
+    /// (a client asks again when its controller died before answering,
+    /// and a backup took over). [`submit_key`] makes one.
+    Submit {
+        specs: Vec<JobSpec>,
+        key: u64,
+    },
     /// Active jobs; with `all`, finished ones too.
     Queue {
         all: bool,
@@ -389,6 +396,19 @@ pub struct RunSettings {
     /// agent's jobs to other nodes, the lost copies are dead: a job never
     /// runs twice at once, whatever the network does.
     pub fence_ms: u64,
+    /// The controller's witness mark (docs/faults.md): the agent keeps it
+    /// and never registers with a controller of a lower term.
+    pub mark: Mark,
+}
+
+/// What an agent keeps for the controllers, as a witness of which may
+/// lead (docs/faults.md, "Takeover"): the highest term it has seen, and
+/// the least journal entry a controller must hold to take over from that
+/// term's primary (`u64::MAX`: none may, the primary acts alone).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Mark {
+    pub term: u64,
+    pub floor: u64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -397,6 +417,11 @@ pub enum ToAgent {
     Registered(RunSettings),
     /// Registration refused; the agent should give up.
     Rejected(String),
+    /// This controller does not lead: try the others of the list (the
+    /// primary's address, when it knows it, first).
+    Elsewhere(String),
+    /// The primary's new mark; the agent keeps it, then says so.
+    Mark(Mark),
     Start(StartJob),
     Suspend(u64),
     Resume(u64),
@@ -450,6 +475,8 @@ pub enum FromAgent {
         memory_mb: u64,
         jobs: Vec<(u64, Held)>,
         records: Vec<u8>,
+        /// The mark it keeps.
+        mark: Mark,
     },
     Started {
         job: u64,
@@ -466,4 +493,16 @@ pub enum FromAgent {
     },
     /// The host's load and memory and its jobs' memory.
     Resources(HostReport),
+    /// It keeps this mark now (durably).
+    Marked(Mark),
+}
+
+/// A fresh submission key: random, never 0.
+pub fn submit_key() -> u64 {
+    use std::hash::BuildHasher;
+    static COUNT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = COUNT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    // RandomState is seeded from the system's randomness once per process.
+    let key = std::collections::hash_map::RandomState::new().hash_one((std::process::id(), n));
+    key.max(1)
 }

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context, Result};
 use controller::client::Session;
-use formats::wire::{ClusterStats, JobInfo, JobState, Request, Response};
+use formats::wire::{submit_key, ClusterStats, JobInfo, JobState, Request, Response};
 use futures_util::future::BoxFuture;
 use indicatif::{ProgressBar, ProgressStyle};
 use tokio::time::Instant;
@@ -133,7 +133,10 @@ impl Clemu {
             let now = Instant::now();
             let batch = due_jobs(order, targets, start, now, &mut submitted);
             let sent = wall_ns();
-            let req = Request::Submit(batch.iter().map(|&i| specs[i].clone()).collect());
+            let req = Request::Submit {
+                specs: batch.iter().map(|&i| specs[i].clone()).collect(),
+                key: submit_key(),
+            };
             match session.call(&req).await? {
                 Response::Submitted(got) if got.len() == batch.len() => {
                     for (&i, id) in batch.iter().zip(got) {

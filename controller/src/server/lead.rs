@@ -1,0 +1,280 @@
+//! Who leads (docs/faults.md, "Takeover"): the primary's witnesses, a
+//! backup's candidacy, taking over and stepping down.
+//!
+//! The agent hosts of the config are the witnesses. Each agent keeps a
+//! mark, (term, floor), and never registers with a controller of an
+//! earlier term. A primary acts only while a majority of agent hosts have
+//! acknowledged its current mark (and, while it has a backup, only on what
+//! the backup holds); short of that for the takeover timeout, it steps
+//! down. A backup that has heard nothing from its primary for the takeover
+//! timeout holds the registrations of agents that lost it as votes; with a
+//! majority of agent hosts it takes the next term, and acts once they
+//! acknowledge its mark. An agent that keeps floor `u64::MAX` votes for
+//! nobody of the same term: the primary went on without a backup, which
+//! then lacks what it did.
+
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use formats::wire::{Mark, ToAgent};
+use tracing::{error, info, warn};
+
+use super::{AgentUp, Place, Server};
+use crate::core::AgentId;
+use crate::replication::Backups;
+
+/// Name of the file in the state directory that holds the term.
+const TERM_FILE: &str = "term";
+
+/// The term kept in `dir` (0 before any).
+pub fn load_term(dir: &Path) -> u64 {
+    std::fs::read_to_string(dir.join(TERM_FILE))
+        .ok()
+        .and_then(|t| t.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// Keeps `term` durably in `dir`, before anything is done under it.
+pub(super) fn store_term(dir: &Path, term: u64) -> Result<()> {
+    let path = dir.join(TERM_FILE);
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, format!("{term}\n"))
+        .and_then(|()| std::fs::File::open(&tmp)?.sync_all())
+        .and_then(|()| std::fs::rename(&tmp, &path))
+        .and_then(|()| std::fs::File::open(dir)?.sync_all())
+        .with_context(|| format!("cannot keep the term in {}", path.display()))
+}
+
+/// The agent hosts that witness, and what each registered agent has
+/// acknowledged.
+#[derive(Default)]
+pub struct Witnesses {
+    /// The config's agent hosts; empty for a controller alone, which needs
+    /// no witness.
+    hosts: HashSet<String>,
+    agents: HashMap<AgentId, (String, Option<Mark>)>,
+    /// Since when this primary has lacked the backing of a majority.
+    lacking_since: Option<Instant>,
+}
+
+impl Witnesses {
+    pub fn new(hosts: impl IntoIterator<Item = String>) -> Witnesses {
+        Witnesses {
+            hosts: hosts.into_iter().collect(),
+            ..Witnesses::default()
+        }
+    }
+
+    pub fn up(&mut self, agent: AgentId, host: String) {
+        self.agents.insert(agent, (host, None));
+    }
+
+    pub fn marked(&mut self, agent: AgentId, mark: Mark) {
+        if let Some((_, m)) = self.agents.get_mut(&agent) {
+            *m = Some(mark);
+        }
+    }
+
+    pub fn gone(&mut self, agent: AgentId) {
+        self.agents.remove(&agent);
+    }
+
+    /// More than half of the agent hosts.
+    pub fn majority(&self) -> usize {
+        self.hosts.len() / 2 + 1
+    }
+
+    /// Whether a majority of agent hosts have acknowledged `mark` (or a
+    /// stricter floor of the same term). Always true with no witnesses.
+    pub fn back(&self, mark: Mark) -> bool {
+        if self.hosts.is_empty() {
+            return true;
+        }
+        let backing: HashSet<&str> = self
+            .agents
+            .values()
+            .filter(|(host, m)| {
+                self.hosts.contains(host)
+                    && m.is_some_and(|m| m.term == mark.term && m.floor >= mark.floor)
+            })
+            .map(|(host, _)| host.as_str())
+            .collect();
+        backing.len() >= self.majority()
+    }
+
+    /// Distinct witness hosts among `hosts`.
+    pub fn count<'a>(&self, hosts: impl Iterator<Item = &'a str>) -> usize {
+        hosts
+            .filter(|h| self.hosts.contains(*h))
+            .collect::<HashSet<_>>()
+            .len()
+    }
+
+    pub fn is_witness(&self, host: &str) -> bool {
+        self.hosts.contains(host)
+    }
+}
+
+impl Server {
+    /// The floor this primary's mark must carry: 0 while a backup holds
+    /// everything it acts on, `u64::MAX` while it acts alone.
+    pub(super) fn update_mark(&mut self) {
+        let Place::Primary(backups) = &self.place else {
+            return;
+        };
+        let floor = if backups.confirming() { 0 } else { u64::MAX };
+        if floor != self.mark.floor {
+            self.mark.floor = floor;
+            info!(
+                term = self.mark.term,
+                alone = floor == u64::MAX,
+                "new mark for the agents"
+            );
+            // Straight to the agents: acts wait for their answers.
+            for tx in self.links.values() {
+                let _ = tx.send(ToAgent::Mark(self.mark));
+            }
+        }
+    }
+
+    /// Whether this controller may act now: a majority of agent hosts
+    /// acknowledged its mark.
+    pub(super) fn backed(&self) -> bool {
+        self.witnesses.back(self.mark)
+    }
+
+    /// Checked every tenth of a second: a primary without backing for the
+    /// takeover timeout steps down; a candidate with votes from a majority
+    /// takes over.
+    pub(super) async fn lead(&mut self) {
+        let timeout = self.cluster.config().takeover_timeout;
+        match &self.place {
+            Place::Primary(_) => {
+                if self.backed() {
+                    self.witnesses.lacking_since = None;
+                } else {
+                    let since = *self
+                        .witnesses
+                        .lacking_since
+                        .get_or_insert_with(Instant::now);
+                    if since.elapsed() >= timeout {
+                        self.step_down("fewer than a majority of agent hosts back it");
+                    }
+                }
+            }
+            Place::Backup(f) => {
+                if f.may_take_over(timeout) {
+                    let votes = self.witnesses.count(f.votes().map(|v| v.host.as_str()));
+                    if votes >= self.witnesses.majority() {
+                        self.take_over().await;
+                    }
+                }
+            }
+            Place::Alone => {}
+        }
+        if let Place::Backup(f) = &mut self.place {
+            f.expire_votes(3 * timeout);
+        }
+    }
+
+    /// Whether an agent's registration may count as a vote for this
+    /// backup: its mark does not rule this controller's copy out.
+    pub(super) fn may_vote(&self, up: &AgentUp) -> bool {
+        let m = up.mark;
+        self.witnesses.is_witness(&up.host)
+            && (m.term < self.term || (m.term == self.term && self.journal.seq() >= m.floor))
+    }
+
+    /// A majority of agent hosts lost the primary and asked this backup:
+    /// it takes the next term and registers them. It acts once they
+    /// acknowledge its mark.
+    async fn take_over(&mut self) {
+        let Place::Backup(f) = &mut self.place else {
+            return;
+        };
+        let votes = f.take_votes();
+        let seen = votes.iter().map(|v| v.mark.term).max().unwrap_or(0);
+        let term = self.term.max(seen) + 1;
+        if let Err(e) = store_term(&self.cluster.config().state_dir, term) {
+            error!("cannot take over: {e:#}");
+            for v in votes {
+                let _ = v.reply.send(Err(ToAgent::Elsewhere(String::new())));
+            }
+            return;
+        }
+        self.term = term;
+        self.mark = Mark {
+            term,
+            floor: u64::MAX,
+        };
+        self.place = Place::Primary(Backups::default());
+        self.journal.ship(true);
+        // Records the primary streamed here: the jobs they end are over,
+        // and their executions must not be recorded twice.
+        if let Err(e) = self.records.flush().await {
+            error!("cannot sync the record file: {e}");
+        }
+        match crate::records::written(&self.record_path) {
+            Ok(written) => {
+                self.recorded = written.executions;
+                let now = self.clock.now();
+                self.cluster.await_agents(now);
+                self.cluster.settle(&written.last, now, &mut self.out);
+            }
+            Err(e) => error!("{e:#}"),
+        }
+        self.scheduler.attach(&mut self.cluster);
+        self.witnesses.lacking_since = Some(Instant::now());
+        let now = self.clock.now();
+        let hosts: Vec<String> = votes.iter().map(|v| v.host.clone()).collect();
+        info!(term, voters = ?hosts, "took over as primary");
+        for v in votes {
+            self.agent_up(v, now);
+        }
+    }
+
+    /// Stops acting at once: no order, no answer, no record accepted. The
+    /// agents are let go (they look for whichever controller leads), and
+    /// this controller follows one again, or stands as a candidate.
+    pub(super) fn step_down(&mut self, why: &str) {
+        if !matches!(self.place, Place::Primary(_)) {
+            return;
+        }
+        warn!(
+            term = self.term,
+            why, "stepping down: this controller no longer acts"
+        );
+        let follower = super::Follower::new(
+            String::new(),
+            &self.cluster.config().state_dir,
+            self.cluster.config().takeover_timeout,
+        );
+        if let Place::Primary(backups) = std::mem::replace(&mut self.place, Place::Backup(follower))
+        {
+            for (reply, _) in backups.abandon() {
+                let _ = reply.send(formats::wire::Response::Error(
+                    "the controller stepped down before it could answer: ask again".into(),
+                ));
+            }
+        }
+        for (_, _, reply) in self.held.drain(..) {
+            let _ = reply.send(formats::wire::Response::Error(
+                "the controller stepped down: ask again".into(),
+            ));
+        }
+        self.journal.ship(false);
+        self.links.clear();
+        self.witnesses.agents.clear();
+        self.witnesses.lacking_since = None;
+        self.out.orders.clear();
+        // Nothing of this batch is acknowledged either.
+        for (reply, _) in self.replies.drain(..) {
+            let _ = reply.send(formats::wire::Response::Error(
+                "the controller stepped down: ask again".into(),
+            ));
+        }
+        self.cluster.release_agents();
+    }
+}

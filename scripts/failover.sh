@@ -1,0 +1,270 @@
+#!/usr/bin/env bash
+# A primary controller and its backup, on real TCP between network
+# namespaces, with three agent hosts and a replay driven through the list
+# of controllers. Each scenario faults the controllers mid-replay, then
+# checks that every job of the trace completed exactly once (one record
+# each), that no core was overbooked, that no job ever ran twice at once,
+# and that no process is left behind:
+#
+#   a  kill -9 of the primary: the backup takes over;
+#   b  the primary's link cut, then restored: the backup takes over, and
+#      the old primary steps down and becomes the new backup;
+#   c  the backup killed, then restarted: it catches up;
+#   d  both killed, then restarted from their journals.
+#
+#   sudo scripts/failover.sh [SCENARIO...]      (default: a b c d)
+#
+# Layout: namespace <p>-sw holds a bridge; <p>-c1 and <p>-c2 hold the
+# controllers (10.97.0.1 and .2), <p>-hK agent hK (10.97.0.1K, nodes
+# vn[34K-33..34K], one core each), <p>-cl the replay (10.97.0.20). A cut
+# sets the primary's port on the bridge down: packets vanish both ways.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[ "$(id -u)" -eq 0 ] || { echo "failover: needs root (network namespaces)" >&2; exit 2; }
+command -v ip >/dev/null || { echo "failover: needs iproute2 (apt install iproute2)" >&2; exit 2; }
+scenarios=("$@")
+[ ${#scenarios[@]} -gt 0 ] || scenarios=(a b c d)
+
+cargo build -q -p controller -p agent -p sigsleep -p calcmets -p runworkload
+host=$(rustc -vV | sed -n 's/^host: //p')
+bin=$PWD/target/$host/debug
+[ -x "$bin/controller" ] || bin=$PWD/target/debug
+trace=$PWD/configs/workloads/kth-sp2-200.swf
+# 200 jobs over about 20 s of wall clock.
+speedup=${SPEEDUP:-20000}
+
+names=(sw c1 c2 h1 h2 h3 cl)
+declare -A ip=([c1]=10.97.0.1 [c2]=10.97.0.2 [h1]=10.97.0.11 [h2]=10.97.0.12 [h3]=10.97.0.13 [cl]=10.97.0.20)
+list="${ip[c1]}:7817,${ip[c2]}:7817"
+
+p=""
+tmp=""
+pids=()
+declare -A serve_pid=()
+sampler=""
+cleanup() {
+  [ -z "$sampler" ] || kill "$sampler" 2>/dev/null || true
+  for pid in "${pids[@]}" "${serve_pid[@]}"; do kill "$pid" 2>/dev/null || true; done
+  sleep 0.5
+  for pid in "${pids[@]}" "${serve_pid[@]}"; do kill -9 "$pid" 2>/dev/null || true; done
+  [ -z "$tmp" ] || pkill -9 -f -- "--log $tmp" 2>/dev/null || true
+  [ -z "$p" ] || for n in "${names[@]}"; do ip netns del "$p-$n" 2>/dev/null || true; done
+  if [ -n "$tmp" ]; then
+    if [ "${KEEP:-0}" = 1 ]; then echo "failover: kept $tmp"; else rm -rf "$tmp"; fi
+  fi
+  pids=(); serve_pid=(); sampler=""; p=""; tmp=""
+}
+trap cleanup EXIT
+fail() { echo "failover: FAILED ($scenario): $*" >&2; echo "logs in $tmp" >&2; KEEP=1; exit 1; }
+
+net_up() {
+  ip netns add "$p-sw"
+  ip -n "$p-sw" link add br0 type bridge
+  ip -n "$p-sw" link set br0 up
+  for n in c1 c2 h1 h2 h3 cl; do
+    ip netns add "$p-$n"
+    ip -n "$p-$n" link set lo up
+    ip link add "$p-$n" type veth peer name "$p-$n-sw"
+    ip link set "$p-$n" netns "$p-$n"
+    ip link set "$p-$n-sw" netns "$p-sw"
+    ip -n "$p-sw" link set "$p-$n-sw" master br0 up
+    ip -n "$p-$n" addr add "${ip[$n]}/24" dev "$p-$n"
+    ip -n "$p-$n" link set "$p-$n" up
+  done
+}
+cut() { ip -n "$p-sw" link set "$p-$1-sw" down; }
+mend() { ip -n "$p-sw" link set "$p-$1-sw" up; }
+
+serve() { # c1|c2
+  ip netns exec "$p-$1" "$bin/controller" --config "$tmp/cluster.toml" serve \
+    --listen "${ip[$1]}:7817" --state-dir "$tmp/state-$1" 2>> "$tmp/serve-$1.log" &
+  serve_pid[$1]=$!
+}
+kill9() { kill -9 "${serve_pid[$1]}"; wait "${serve_pid[$1]}" 2>/dev/null || true; unset "serve_pid[$1]"; }
+# A client command from the replay's namespace, through the list.
+ctl() { ip netns exec "$p-cl" "$bin/controller" --config "$tmp/cluster.toml" --addr "${ADDR:-$list}" "$@"; }
+# One controller's own view: role, term, and its backup's state.
+role() { # c1|c2 -> "primary 2" / "backup 2" / ...
+  ADDR="${ip[$1]}:7817" ctl stats --format json 2>/dev/null |
+    python3 -c 'import json,sys; c=json.load(sys.stdin)["controller"]; print(c["role"], c["term"], "copying" if any(b["copying"] for b in c["backups"]) else ("with-backup" if c["backups"] else "alone"))' ||
+    echo "down"
+}
+wait_role() { # c1|c2 pattern seconds
+  local t=$(( $3 * 10 ))
+  for _ in $(seq "$t"); do [[ "$(role "$1")" == $2 ]] && return 0; sleep 0.1; done
+  fail "$1 is '$(role "$1")', waited $3 s for '$2'"
+}
+completed() {
+  ctl stats --format json 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["jobs"]["completed"])' || echo 0
+}
+
+run_scenario() {
+  scenario=$1
+  p=clf$$$scenario
+  tmp=$(mktemp -d -t clemu-failover-XXXXXX)
+  net_up
+  head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$tmp/secret"
+  chmod 600 "$tmp/secret"
+  cat > "$tmp/cluster.toml" <<TOML
+[controller]
+listen = "${ip[c1]}:7817"
+hosts = ["${ip[c1]}:7817", "${ip[c2]}:7817"]
+secret_file = "$tmp/secret"
+state_dir = "$tmp/unused"
+schedule_interval_ms = 1
+
+[agents]
+local = false
+sigsleep = "$bin/sigsleep"
+heartbeat_ms = 200
+heartbeat_timeout_ms = 8000
+
+[[agents.host]]
+name = "h1"
+nodes = "vn[001-034]"
+[[agents.host]]
+name = "h2"
+nodes = "vn[035-068]"
+[[agents.host]]
+name = "h3"
+nodes = "vn[069-102]"
+
+[[nodes]]
+names = "vn[001-102]"
+cpus = 1
+memory = "1G"
+TOML
+  serve c1
+  serve c2
+  local k first
+  for k in 1 2 3; do
+    first=$(( (k - 1) * 34 + 1 ))
+    ip netns exec "$p-h$k" "$bin/agent" --controller "$list" \
+      --nodes "vn[$(printf %03d $first)-$(printf %03d $((first + 33)))]" --cpus 1 --memory 1G \
+      --secret-file "$tmp/secret" --record-dir "$tmp/spool-h$k" --host "h$k" \
+      --sigsleep "$bin/sigsleep" 2> "$tmp/agent-h$k.log" &
+    pids+=($!)
+  done
+  wait_role c1 "primary 1 with-backup" 30
+  wait_role c2 "backup 1 *" 5
+
+  # Every 20 ms, the live sigsleeps of this run by job: one job in two
+  # processes at once is a double run.
+  python3 - "$tmp" > "$tmp/sampler.log" 2>&1 <<'PY' &
+import os, sys, time, collections
+tmp = sys.argv[1]
+while True:
+    live = collections.defaultdict(set)
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            args = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
+            state = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state == "Z" or not args or not args[0].endswith(b"sigsleep"):
+            continue
+        a = [x.decode() for x in args]
+        if "--log" not in a or not a[a.index("--log") + 1].startswith(tmp):
+            continue
+        live[a[a.index("--id") + 1]].add(pid)
+    for job, procs in live.items():
+        if len(procs) > 1:
+            print(f"DOUBLE RUN: job {job} in processes {sorted(procs)}", flush=True)
+    time.sleep(0.02)
+PY
+  sampler=$!
+
+  ip netns exec "$p-cl" "$bin/runworkload" --config "$tmp/cluster.toml" --controller "$list" \
+    --secret-file "$tmp/secret" --workload "$trace" --speedup "$speedup" -q \
+    --out "$tmp/run" > "$tmp/runworkload.log" 2>&1 &
+  local replay=$!
+  pids+=("$replay")
+  for _ in $(seq 300); do [ "$(completed)" -ge 30 ] && break; sleep 0.1; done
+  [ "$(completed)" -ge 30 ] || fail "the replay did not get going"
+
+  local t0 t1
+  case $scenario in
+    a)
+      t0=$(date +%s.%N)
+      kill9 c1
+      wait_role c2 "primary 2 *" 20
+      t1=$(date +%s.%N)
+      echo "a: primary killed; the backup took over at term 2 in $(python3 -c "print(round($t1 - $t0, 2))") s"
+      ;;
+    b)
+      t0=$(date +%s.%N)
+      cut c1
+      wait_role c2 "primary 2 *" 20
+      t1=$(date +%s.%N)
+      echo "b: primary cut off; the backup took over at term 2 in $(python3 -c "print(round($t1 - $t0, 2))") s"
+      mend c1
+      wait_role c1 "backup 2 *" 20
+      wait_role c2 "primary 2 with-backup" 20
+      grep -q "stepping down" "$tmp/serve-c1.log" || fail "c1 did not step down"
+      echo "b: link restored; the old primary stepped down and follows at term 2"
+      ;;
+    c)
+      kill9 c2
+      sleep 1
+      wait_role c1 "primary 1 alone" 10
+      serve c2
+      wait_role c2 "backup 1 *" 20
+      wait_role c1 "primary 1 with-backup" 20
+      echo "c: backup killed and restarted: it caught up, the primary went on"
+      ;;
+    d)
+      kill9 c1
+      kill9 c2
+      sleep 1
+      serve c1
+      serve c2
+      wait_role c1 "primary 2 with-backup" 30
+      wait_role c2 "backup 2 *" 10
+      echo "d: both killed, restarted from their journals: c1 leads at term 2, c2 follows"
+      ;;
+  esac
+
+  wait "$replay" || { tail -20 "$tmp/runworkload.log"; fail "runworkload failed"; }
+  kill "$sampler"; sampler=""
+  ctl queue --all --format json > "$tmp/queue.json"
+  "$bin/calcmets" dump "$tmp/run" > "$tmp/records.jsonl"
+  ctl shutdown > /dev/null 2>&1 || true
+  for pid in "${pids[@]}" "${serve_pid[@]}"; do
+    for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  done
+  python3 - "$trace" "$tmp/records.jsonl" "$tmp/sampler.log" "$tmp/run/jobs.csv" <<'PY' || fail "see above"
+import csv, json, sys, collections
+jobs = [l for l in open(sys.argv[1]) if l.strip() and not l.startswith(";")]
+recs = [json.loads(l) for l in open(sys.argv[2])]
+doubles = [l for l in open(sys.argv[3]) if l.startswith("DOUBLE")]
+rows = list(csv.DictReader(open(sys.argv[4])))
+per_job = collections.Counter(r["id"] for r in recs)
+states = collections.Counter(r["state"] for r in rows)
+print(f"   {len(jobs)} jobs in the trace; {len(rows)} in the run: {dict(states)}; "
+      f"{len(recs)} records for {len(per_job)} jobs; double runs seen: {len(doubles)}")
+assert not doubles, doubles[:5]
+assert len(rows) == len(jobs) and states.get("completed") == len(jobs), states
+assert len(per_job) == len(jobs), "a job has no record"
+dupes = [j for j, c in per_job.items() if c != 1]
+assert not dupes, f"jobs with more than one record: {dupes}"
+# One-core nodes: no node runs two jobs at once (records, suspensions
+# removed; none here).
+by_node = collections.defaultdict(list)
+for r in recs:
+    by_node[r["node"]].append((r["start"], r["end"], r["id"]))
+for node, spans in by_node.items():
+    spans.sort()
+    for (s1, e1, a), (s2, e2, b) in zip(spans, spans[1:]):
+        assert s2 >= e1 - 1e-3, f"node {node} ran jobs {a} and {b} at once"
+PY
+  local left
+  left=$(pgrep -f -- "--log $tmp" || true)
+  [ -z "$left" ] || fail "processes left behind: $left"
+  echo "$scenario: OK"
+  cleanup
+}
+
+for s in "${scenarios[@]}"; do run_scenario "$s"; done
+echo "failover: OK (${scenarios[*]})"
