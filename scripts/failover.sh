@@ -229,17 +229,23 @@ PY
   wait "$replay" || { tail -20 "$tmp/runworkload.log"; fail "runworkload failed"; }
   kill "$sampler"; sampler=""
   ctl queue --all --format json > "$tmp/queue.json"
-  "$bin/calcmets" dump "$tmp/run" > "$tmp/records.jsonl"
+  "$bin/calcmets" dump "$tmp"/run/*/records > "$tmp/records.jsonl"
   ctl shutdown > /dev/null 2>&1 || true
   for pid in "${pids[@]}" "${serve_pid[@]}"; do
     for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
   done
-  python3 - "$trace" "$tmp/records.jsonl" "$tmp/sampler.log" "$tmp/run/jobs.csv" <<'PY' || fail "see above"
+  local csv
+  csv=$(ls "$tmp"/run/*/jobs.csv)
+  # Each job's nodes, expanded, for the overbooking check.
+  python3 -c 'import csv,sys; [print(r["job_id"], r["nodes"]) for r in csv.DictReader(open(sys.argv[1]))]' "$csv" |
+    while read -r id nodes; do echo "$id $("$bin/controller" nodeset -e "$nodes")"; done > "$tmp/nodes.txt"
+  python3 - "$trace" "$tmp/records.jsonl" "$tmp/sampler.log" "$csv" "$tmp/nodes.txt" <<'PY' || fail "see above"
 import csv, json, sys, collections
 jobs = [l for l in open(sys.argv[1]) if l.strip() and not l.startswith(";")]
 recs = [json.loads(l) for l in open(sys.argv[2])]
 doubles = [l for l in open(sys.argv[3]) if l.startswith("DOUBLE")]
 rows = list(csv.DictReader(open(sys.argv[4])))
+nodes = {int(l.split()[0]): l.split()[1:] for l in open(sys.argv[5])}
 per_job = collections.Counter(r["id"] for r in recs)
 states = collections.Counter(r["state"] for r in rows)
 print(f"   {len(jobs)} jobs in the trace; {len(rows)} in the run: {dict(states)}; "
@@ -249,15 +255,16 @@ assert len(rows) == len(jobs) and states.get("completed") == len(jobs), states
 assert len(per_job) == len(jobs), "a job has no record"
 dupes = [j for j, c in per_job.items() if c != 1]
 assert not dupes, f"jobs with more than one record: {dupes}"
-# One-core nodes: no node runs two jobs at once (records, suspensions
-# removed; none here).
+# One-core nodes: no node held two jobs at once, as the cluster ran them.
 by_node = collections.defaultdict(list)
-for r in recs:
-    by_node[r["node"]].append((r["start"], r["end"], r["id"]))
+for r in rows:
+    for n in nodes[int(r["job_id"])]:
+        by_node[n].append((int(r["start_ns"]), int(r["end_ns"]), r["job_id"]))
 for node, spans in by_node.items():
     spans.sort()
     for (s1, e1, a), (s2, e2, b) in zip(spans, spans[1:]):
-        assert s2 >= e1 - 1e-3, f"node {node} ran jobs {a} and {b} at once"
+        assert s2 >= e1, f"node {node} held jobs {a} and {b} at once"
+print(f"   {sum(map(len, by_node.values()))} job-node spans on {len(by_node)} nodes: none overlap")
 PY
   local left
   left=$(pgrep -f -- "--log $tmp" || true)

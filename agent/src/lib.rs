@@ -38,39 +38,28 @@ use tokio::net::TcpStream;
 /// How often an agent that cannot reach its controller says so again.
 pub(crate) const UNREACHABLE_REPEAT: Duration = Duration::from_secs(5);
 
-/// Connects to the controller at `addr` and authenticates, retrying for up
-/// to `patience` while it is not there yet. The first failure is logged at
-/// once, naming the address and why, and again every few seconds: an
-/// agent that waits must not look like one that hangs.
-pub async fn connect(addr: &str, secret: &[u8], patience: Duration) -> Result<Conn<TcpStream>> {
-    let began = tokio::time::Instant::now();
-    let deadline = began + patience;
-    let mut next_say = began;
-    loop {
-        match TcpStream::connect(addr).await {
-            Ok(stream) => {
-                stream.set_nodelay(true)?;
-                let mut conn = Conn::new(stream);
-                wire::connect(&mut conn, secret, Role::Agent)
-                    .await
-                    .map_err(|e| anyhow!("controller {addr}: {e}"))?;
-                return Ok(conn);
-            }
-            Err(e) if tokio::time::Instant::now() < deadline => {
-                let now = tokio::time::Instant::now();
-                if now >= next_say {
-                    next_say = now + UNREACHABLE_REPEAT;
-                    tracing::warn!(
-                        controller = %addr,
-                        "cannot reach the controller: {e}; retrying for {:.0} s more",
-                        (deadline - now).as_secs_f64()
-                    );
-                }
-                tokio::time::sleep(Duration::from_millis(200)).await;
-            }
-            Err(e) => return Err(anyhow!("cannot reach the controller at {addr}: {e}")),
+/// How long an agent waits for a controller to accept a connection: one
+/// whose host is cut off must not hold the agent back from the others.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Connects to the controller at `addr` and authenticates (one attempt).
+pub async fn connect(addr: &str, secret: &[u8]) -> Result<Conn<TcpStream>> {
+    let stream = match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(addr)).await {
+        Ok(Ok(s)) => s,
+        Ok(Err(e)) => return Err(anyhow!("cannot reach the controller at {addr}: {e}")),
+        Err(_) => {
+            return Err(anyhow!(
+                "cannot reach the controller at {addr}: no answer in {} s",
+                CONNECT_TIMEOUT.as_secs()
+            ))
         }
-    }
+    };
+    stream.set_nodelay(true)?;
+    let mut conn = Conn::new(stream);
+    wire::connect(&mut conn, secret, Role::Agent)
+        .await
+        .map_err(|e| anyhow!("controller {addr}: {e}"))?;
+    Ok(conn)
 }
 
 /// Reads the shared secret, refusing a world-readable file.

@@ -132,6 +132,13 @@ pub async fn run(
         }
     };
     let mut agent = Agent::start(spec, settings, witness)?;
+    if list.len() > 1 {
+        // Another controller may lead: a silent one is left early enough
+        // for the agent to register with the next before its fence.
+        let s = &agent.settings;
+        let beats = Duration::from_millis(5 * s.heartbeat_ms.max(1));
+        agent.silence = Some(beats.min(Duration::from_millis(s.fence_ms / 2)));
+    }
     loop {
         match agent.marked(&mut conn).await {
             Ok(()) => match agent.session(&mut conn, &shutdown).await {
@@ -168,7 +175,7 @@ async fn find(
         if !tried.insert(addr) {
             continue;
         }
-        let mut conn = match crate::connect(addr, secret, Duration::ZERO).await {
+        let mut conn = match crate::connect(addr, secret).await {
             Ok(c) => c,
             Err(e) => {
                 why.push(format!("{e:#}"));
@@ -295,6 +302,9 @@ struct Agent {
     /// Last time anything came from the controller.
     last_heard: Instant,
     witness: Witness,
+    /// With several controllers: how long a silent one is waited for
+    /// before the agent looks for the one that leads (its jobs go on).
+    silence: Option<Duration>,
 }
 
 impl Agent {
@@ -337,6 +347,7 @@ impl Agent {
             spool,
             last_heard: Instant::now(),
             witness,
+            silence: None,
         })
     }
 
@@ -472,8 +483,15 @@ impl Agent {
         let mut reported: Option<(u64, usize)> = None;
         loop {
             let fence_at = self.fence_at();
+            let give_up_at = self.silence.map(|s| self.last_heard + s);
             tokio::select! {
                 () = shutdown.cancelled() => return SessionEnd::Stop,
+                () = tokio::time::sleep_until(give_up_at.unwrap_or_else(Instant::now)), if give_up_at.is_some() => {
+                    return SessionEnd::Lost(format!(
+                        "nothing from the controller for {} ms",
+                        self.last_heard.elapsed().as_millis()
+                    ));
+                }
                 msg = conn.recv::<ToAgent>() => {
                     self.last_heard = Instant::now();
                     match msg {
@@ -607,7 +625,8 @@ impl Agent {
                     Some(ev) = self.events.recv() => { self.note(ev)?; }
                 }
             }
-            pause = (pause * 2).min(Duration::from_secs(1));
+            // Not too long a pause: a backup may be taking over.
+            pause = (pause * 2).min(Duration::from_millis(500));
         }
     }
 

@@ -64,8 +64,11 @@ pub struct Session {
 }
 
 async fn open_one(addr: &str, secret: &[u8]) -> Result<Conn<TcpStream>> {
-    let stream = TcpStream::connect(addr)
+    // A controller whose host is cut off must not hold the client back
+    // from the others.
+    let stream = tokio::time::timeout(Duration::from_secs(2), TcpStream::connect(addr))
         .await
+        .map_err(|_| anyhow!("cannot reach the controller at {addr}: no answer in 2 s"))?
         .with_context(|| format!("cannot reach the controller at {addr}"))?;
     stream.set_nodelay(true)?;
     let mut conn = Conn::new(stream);

@@ -270,7 +270,7 @@ async fn backup<T: AsyncRead + AsyncWrite + Unpin>(
         })
         .await
         .map_err(|_| "the controller is stopping".to_string())?;
-    info!(%peer, backup = %address, "backup connected");
+    debug!(%peer, backup = %address, "a backup connected");
     let why = loop {
         tokio::select! {
             msg = conn.recv::<FromBackup>() => match msg {
@@ -308,5 +308,10 @@ async fn backup<T: AsyncRead + AsyncWrite + Unpin>(
             why: why.clone(),
         })
         .await;
-    Err(format!("backup {address}: {why}"))
+    match why.as_str() {
+        // Refused (this controller does not lead) or let go (it lagged,
+        // which the server said): nothing more to say.
+        "let go by the controller" | "disconnected" => Ok(()),
+        _ => Err(format!("backup {address}: {why}")),
+    }
 }

@@ -279,6 +279,7 @@ pub async fn serve_then(
                 String::new(),
                 &config.state_dir,
                 config.takeover_timeout,
+                i == 0,
             ))
         }
     };

@@ -321,9 +321,10 @@ async fn follow_once(
     secret: &[u8],
     events: &mpsc::Sender<Event>,
 ) -> (String, bool) {
-    let stream = match TcpStream::connect(primary).await {
-        Ok(s) => s,
-        Err(e) => return (format!("cannot connect: {e}"), false),
+    let stream = match tokio::time::timeout(RETRY * 10, TcpStream::connect(primary)).await {
+        Ok(Ok(s)) => s,
+        Ok(Err(e)) => return (format!("cannot connect: {e}"), false),
+        Err(_) => return ("cannot connect: no answer".into(), false),
     };
     let _ = stream.set_nodelay(true);
     let mut conn = Conn::new(stream);

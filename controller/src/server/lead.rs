@@ -54,25 +54,37 @@ pub struct Witnesses {
     /// The config's agent hosts; empty for a controller alone, which needs
     /// no witness.
     hosts: HashSet<String>,
-    agents: HashMap<AgentId, (String, Option<Mark>)>,
+    /// Each registered agent: its host, the last mark it acknowledged,
+    /// and when it was last heard from.
+    agents: HashMap<AgentId, (String, Option<Mark>, Instant)>,
+    /// An agent not heard from for this long backs nothing (its link may
+    /// be cut, and the agent gone to another controller).
+    fresh: std::time::Duration,
     /// Since when this primary has lacked the backing of a majority.
     lacking_since: Option<Instant>,
 }
 
 impl Witnesses {
-    pub fn new(hosts: impl IntoIterator<Item = String>) -> Witnesses {
+    pub fn new(hosts: impl IntoIterator<Item = String>, fresh: std::time::Duration) -> Witnesses {
         Witnesses {
             hosts: hosts.into_iter().collect(),
+            fresh,
             ..Witnesses::default()
         }
     }
 
     pub fn up(&mut self, agent: AgentId, host: String) {
-        self.agents.insert(agent, (host, None));
+        self.agents.insert(agent, (host, None, Instant::now()));
+    }
+
+    pub fn heard(&mut self, agent: AgentId) {
+        if let Some((_, _, at)) = self.agents.get_mut(&agent) {
+            *at = Instant::now();
+        }
     }
 
     pub fn marked(&mut self, agent: AgentId, mark: Mark) {
-        if let Some((_, m)) = self.agents.get_mut(&agent) {
+        if let Some((_, m, _)) = self.agents.get_mut(&agent) {
             *m = Some(mark);
         }
     }
@@ -87,7 +99,8 @@ impl Witnesses {
     }
 
     /// Whether a majority of agent hosts have acknowledged `mark` (or a
-    /// stricter floor of the same term). Always true with no witnesses.
+    /// stricter floor of the same term), and were heard from lately.
+    /// Always true with no witnesses.
     pub fn back(&self, mark: Mark) -> bool {
         if self.hosts.is_empty() {
             return true;
@@ -95,11 +108,12 @@ impl Witnesses {
         let backing: HashSet<&str> = self
             .agents
             .values()
-            .filter(|(host, m)| {
+            .filter(|(host, m, heard)| {
                 self.hosts.contains(host)
+                    && heard.elapsed() < self.fresh
                     && m.is_some_and(|m| m.term == mark.term && m.floor >= mark.floor)
             })
-            .map(|(host, _)| host.as_str())
+            .map(|(host, _, _)| host.as_str())
             .collect();
         backing.len() >= self.majority()
     }
@@ -163,6 +177,9 @@ impl Server {
                         self.step_down("fewer than a majority of agent hosts back it");
                     }
                 }
+            }
+            Place::Backup(f) if f.silent(timeout) => {
+                self.drop_primary("nothing from it for the takeover timeout");
             }
             Place::Backup(f) => {
                 if f.may_take_over(timeout) {
@@ -250,6 +267,7 @@ impl Server {
             String::new(),
             &self.cluster.config().state_dir,
             self.cluster.config().takeover_timeout,
+            false,
         );
         if let Place::Primary(backups) = std::mem::replace(&mut self.place, Place::Backup(follower))
         {

@@ -265,7 +265,10 @@ impl Server {
             floor: u64::MAX,
         };
         if !matches!(place, Place::Alone) {
-            self.witnesses = lead::Witnesses::new(config.hosts.iter().map(|h| h.name.clone()));
+            self.witnesses = lead::Witnesses::new(
+                config.hosts.iter().map(|h| h.name.clone()),
+                config.takeover_timeout,
+            );
         }
         self.me = me;
         self.place = place;
@@ -553,16 +556,19 @@ impl Server {
         let now = self.clock.now();
         match ev {
             Event::AgentUp(up) => self.agent_up(*up, now),
-            Event::FromAgent { agent, msg } => match msg {
-                FromAgent::Started { job, pid } => debug!(job, pid, "job process started"),
-                FromAgent::Ended { job, exit } => self.job_ended(agent, job, exit, now),
-                FromAgent::Heartbeat { running } => self.cluster.heartbeat(agent, running, now),
-                FromAgent::Resources(r) => self.cluster.host_report(agent, r, now),
-                // Handled by the connection (records) or refused there
-                // (a second registration).
-                FromAgent::Records(_) | FromAgent::Register { .. } => {}
-                FromAgent::Marked(mark) => self.witnesses.marked(agent, mark),
-            },
+            Event::FromAgent { agent, msg } => {
+                self.witnesses.heard(agent);
+                match msg {
+                    FromAgent::Started { job, pid } => debug!(job, pid, "job process started"),
+                    FromAgent::Ended { job, exit } => self.job_ended(agent, job, exit, now),
+                    FromAgent::Heartbeat { running } => self.cluster.heartbeat(agent, running, now),
+                    FromAgent::Resources(r) => self.cluster.host_report(agent, r, now),
+                    // Handled by the connection (records) or refused there
+                    // (a second registration).
+                    FromAgent::Records(_) | FromAgent::Register { .. } => {}
+                    FromAgent::Marked(mark) => self.witnesses.marked(agent, mark),
+                }
+            }
             Event::AgentGone { agent, why } => {
                 self.links.remove(&agent);
                 self.witnesses.gone(agent);

@@ -40,18 +40,23 @@ pub struct Follower {
 
 impl Follower {
     /// A backup of `primary` (empty: unknown yet). One whose state
-    /// directory holds an unfinished copy may not lead.
-    pub fn new(primary: String, state_dir: &Path, timeout: Duration) -> Follower {
+    /// directory holds an unfinished copy may not lead. `eager`: it may
+    /// take over at once (the first controller of the list, starting);
+    /// else only after the takeover timeout without a primary, so that
+    /// when all start together the first of the list leads.
+    pub fn new(primary: String, state_dir: &Path, timeout: Duration, eager: bool) -> Follower {
+        let now = Instant::now();
         Follower {
             primary,
             link: None,
             copying: None,
             partial: state_dir.join(COPYING_FILE).exists(),
             confirmed: 0,
-            // Nobody leads yet: a candidate at once.
-            last_heard: Instant::now()
-                .checked_sub(timeout)
-                .unwrap_or_else(Instant::now),
+            last_heard: if eager {
+                now.checked_sub(timeout).unwrap_or(now)
+            } else {
+                now
+            },
             votes: Vec::new(),
         }
     }
@@ -59,6 +64,12 @@ impl Follower {
     /// Whether it holds the primary's whole state (and confirms entries).
     fn whole(&self) -> bool {
         self.link.is_some() && self.copying.is_none() && !self.partial
+    }
+
+    /// Whether the primary it follows has been silent for `timeout` (its
+    /// link may be cut: packets vanish, and the connection never fails).
+    pub(super) fn silent(&self, timeout: Duration) -> bool {
+        self.link.is_some() && self.last_heard.elapsed() >= timeout
     }
 
     /// Whether it may take over now: no primary for the timeout, and a
@@ -159,11 +170,8 @@ impl Server {
         link: mpsc::UnboundedSender<FromPrimary>,
     ) {
         if !matches!(self.place, Place::Primary(_)) {
-            warn!(
-                backup = %address,
-                "a controller connected as a backup, but this one is not a primary with backups \
-                 in controller.hosts: refused"
-            );
+            // Backups look for the primary among all controllers.
+            tracing::debug!(backup = %address, "not the primary: a backup's link refused");
             return;
         }
         // Entries the core made in this batch go to the backups already
@@ -333,8 +341,12 @@ impl Server {
                     return;
                 }
                 let may_vote = self.may_vote(&up);
+                let timeout = self.cluster.config().takeover_timeout;
                 if let Place::Backup(f) = &mut self.place {
-                    if f.link.is_none() && may_vote {
+                    // Held only once this backup may take over: before, the
+                    // agent goes round the list (to the first controller,
+                    // when all start together).
+                    if may_vote && f.may_take_over(timeout) {
                         info!(host = %up.host, "an agent lost the primary: holding its vote");
                         f.votes.push((Instant::now(), up));
                         return;
