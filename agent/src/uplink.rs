@@ -73,7 +73,7 @@ pub async fn serve<T: AsyncRead + AsyncWrite + Unpin>(
     else {
         bail!("the controller sent its own agent elsewhere");
     };
-    let mut agent = Agent::start(spec, settings, Witness::open(None))?;
+    let mut agent = Agent::start(spec, settings, Witness::open(None)?)?;
     let end = agent.session(&mut conn, &shutdown).await;
     agent.stop(Some(&mut conn)).await;
     match end {
@@ -102,7 +102,7 @@ pub async fn run(
     if list.is_empty() {
         bail!("no controller address given");
     }
-    let mut witness = Witness::open(spec.log.parent());
+    let mut witness = Witness::open(spec.log.parent())?;
     let deadline = Instant::now() + patience;
     let mut next_say = Instant::now();
     let (mut conn, settings) = loop {

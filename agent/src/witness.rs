@@ -8,7 +8,6 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use formats::wire::Mark;
-use tracing::warn;
 
 /// Name of the file in the record directory.
 const FILE: &str = "mark";
@@ -21,24 +20,29 @@ pub struct Witness {
 }
 
 impl Witness {
-    /// The mark kept in `dir`, if any.
-    pub fn open(dir: Option<&Path>) -> Witness {
+    /// The mark kept in `dir`, if any. A damaged one is an error: an agent
+    /// that forgot its term could take orders from a deposed controller.
+    pub fn open(dir: Option<&Path>) -> Result<Witness> {
         let path = dir.map(|d| d.join(FILE));
-        let mark = path
-            .as_deref()
-            .and_then(|p| std::fs::read_to_string(p).ok())
-            .and_then(|text| {
-                let mut it = text.split_whitespace().map(str::parse::<u64>);
-                match (it.next(), it.next()) {
-                    (Some(Ok(term)), Some(Ok(floor))) => Some(Mark { term, floor }),
-                    _ => {
-                        warn!("the agent's mark file is damaged: starting from term 0");
-                        None
+        let mut mark = Mark::default();
+        if let Some(p) = &path {
+            match std::fs::read_to_string(p) {
+                Ok(text) => {
+                    let mut it = text.split_whitespace().map(str::parse::<u64>);
+                    match (it.next(), it.next(), it.next()) {
+                        (Some(Ok(term)), Some(Ok(floor)), None) => mark = Mark { term, floor },
+                        _ => anyhow::bail!(
+                            "{}: not a mark (\"TERM FLOOR\"); remove it only if no controller of \
+                             this cluster runs a later term",
+                            p.display()
+                        ),
                     }
                 }
-            })
-            .unwrap_or_default();
-        Witness { path, mark }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(e).with_context(|| format!("cannot read {}", p.display())),
+            }
+        }
+        Ok(Witness { path, mark })
     }
 
     pub fn mark(&self) -> Mark {
@@ -65,5 +69,30 @@ impl Witness {
         }
         self.mark = m;
         Ok(true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_mark_survives_a_restart_and_never_goes_back_a_term() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut w = Witness::open(Some(dir.path())).unwrap();
+        assert_eq!(w.mark(), Mark::default());
+        assert!(w
+            .keep(Mark {
+                term: 2,
+                floor: u64::MAX
+            })
+            .unwrap());
+        assert!(w.keep(Mark { term: 2, floor: 0 }).unwrap());
+        assert!(!w.keep(Mark { term: 1, floor: 0 }).unwrap());
+        let again = Witness::open(Some(dir.path())).unwrap();
+        assert_eq!(again.mark(), Mark { term: 2, floor: 0 });
+        std::fs::write(dir.path().join(FILE), "garbage").unwrap();
+        let e = Witness::open(Some(dir.path())).err().unwrap().to_string();
+        assert!(e.contains("mark") && e.contains("not a mark"), "{e}");
     }
 }

@@ -568,3 +568,56 @@ fn a_requeued_job_is_restored_pending() {
         assert!(restarted.jobs[&id].reason.starts_with("requeued"));
     }
 }
+
+/// A submission asked again with its key (its client lost the answer in a
+/// takeover) gets the same jobs, also from a copy of the journal: the key
+/// is journaled and kept in snapshots.
+#[test]
+fn a_submission_asked_again_with_its_key_gets_the_same_jobs() {
+    let mut c = cluster();
+    let mut out = Recorder::default();
+    let first = c.submit(vec![spec(1); 3], 42, at(0), &mut out).unwrap();
+    assert_eq!(first, [1, 2, 3]);
+    let again = c.submit(vec![spec(1); 3], 42, at(1), &mut out).unwrap();
+    assert_eq!(again, first);
+    let other = c.submit(vec![spec(1)], 43, at(1), &mut out).unwrap();
+    assert_eq!(other, [4]);
+    assert_eq!(c.active_jobs(), 4);
+    assert!(out.1.contains(&Entry::Keyed {
+        key: 42,
+        first: 1,
+        count: 3
+    }));
+
+    // Replayed from the entries, as a backup does.
+    let config = Arc::clone(c.config());
+    let mut copy = Cluster::copy(
+        Arc::clone(&config),
+        Recovered {
+            snapshot: Default::default(),
+            entries: out.1.clone(),
+        },
+        at(2),
+    );
+    assert_eq!(
+        copy.submit(vec![spec(1); 3], 42, at(2), &mut out).unwrap(),
+        first
+    );
+    // And from a snapshot of it.
+    let head = copy.snapshot_head();
+    let images: Vec<_> = copy.images(at(2)).collect();
+    let snap = crate::journal::Snapshot::of(9, head, images);
+    let mut again = Cluster::copy(
+        config,
+        Recovered {
+            snapshot: snap,
+            entries: Vec::new(),
+        },
+        at(3),
+    );
+    assert_eq!(
+        again.submit(vec![spec(1)], 43, at(3), &mut out).unwrap(),
+        [4]
+    );
+    assert_eq!(again.active_jobs(), 4);
+}

@@ -62,6 +62,8 @@ pub struct Witnesses {
     fresh: std::time::Duration,
     /// Since when this primary has lacked the backing of a majority.
     lacking_since: Option<Instant>,
+    /// Whether it had that backing when last looked at.
+    backing: bool,
 }
 
 impl Witnesses {
@@ -91,6 +93,21 @@ impl Witnesses {
 
     pub fn gone(&mut self, agent: AgentId) {
         self.agents.remove(&agent);
+    }
+
+    /// Says when the backing of a majority comes or goes: from then on,
+    /// a primary acts, or waits.
+    pub fn note_backing(&mut self, backed: bool, term: u64) {
+        if backed != std::mem::replace(&mut self.backing, backed) && !self.hosts.is_empty() {
+            if backed {
+                info!(term, "a majority of agent hosts back this primary: acting");
+            } else {
+                warn!(
+                    term,
+                    "no majority of agent hosts backs this primary: acting on nothing"
+                );
+            }
+        }
     }
 
     /// More than half of the agent hosts.
@@ -286,6 +303,7 @@ impl Server {
         self.links.clear();
         self.witnesses.agents.clear();
         self.witnesses.lacking_since = None;
+        self.witnesses.backing = false;
         self.out.orders.clear();
         // Nothing of this batch is acknowledged either.
         for (reply, _) in self.replies.drain(..) {
@@ -294,5 +312,60 @@ impl Server {
             ));
         }
         self.cluster.release_agents();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MINUTE: std::time::Duration = std::time::Duration::from_secs(60);
+
+    fn mark(term: u64, floor: u64) -> Mark {
+        Mark { term, floor }
+    }
+
+    #[test]
+    fn a_primary_is_backed_by_a_majority_of_hosts_that_acknowledged_its_mark() {
+        let hosts = ["h1", "h2", "h3"].map(String::from);
+        let mut w = Witnesses::new(hosts, MINUTE);
+        assert_eq!(w.majority(), 2);
+        let m = mark(2, u64::MAX);
+        assert!(!w.back(m));
+        w.up(1, "h1".into());
+        w.up(2, "h1".into());
+        w.marked(1, m);
+        w.marked(2, m);
+        // Two agents of one host are one witness.
+        assert!(!w.back(m));
+        w.up(3, "h2".into());
+        w.marked(3, mark(1, 0));
+        // A mark of an earlier term backs nothing.
+        assert!(!w.back(m));
+        w.marked(3, m);
+        assert!(w.back(m));
+        // A stricter floor of the same term backs a laxer one, not the
+        // other way round.
+        assert!(w.back(mark(2, 0)));
+        w.marked(3, mark(2, 0));
+        assert!(!w.back(m));
+        // An agent of a host the config does not list is no witness.
+        w.up(4, "elsewhere".into());
+        w.marked(4, m);
+        assert!(!w.back(m));
+        w.gone(3);
+        w.up(5, "h3".into());
+        w.marked(5, m);
+        assert!(w.back(m));
+    }
+
+    #[test]
+    fn an_agent_not_heard_from_lately_backs_nothing() {
+        let mut w = Witnesses::new(["h1".to_string()], std::time::Duration::ZERO);
+        w.up(1, "h1".into());
+        w.marked(1, mark(1, 0));
+        assert!(!w.back(mark(1, 0)));
+        // Without witnesses (a controller alone), always backed.
+        assert!(Witnesses::default().back(mark(7, u64::MAX)));
     }
 }

@@ -461,6 +461,7 @@ impl Server {
         let backed = self.backed();
         let timeout = self.cluster.config().takeover_timeout;
         if let Place::Primary(backups) = &mut self.place {
+            self.witnesses.note_backing(backed, self.term);
             let (orders, replies) = backups.ready(timeout, backed);
             send_orders(orders, &self.links);
             send_replies(replies);
