@@ -345,8 +345,15 @@ async fn client_command(cli: &Cli, shutdown: &CancellationToken) -> Result<Outco
         Command::Shutdown => Request::Shutdown,
         Command::Serve { .. } | Command::Nodeset(_) | Command::Policies => unreachable_command()?,
     };
-    let resp = client::request(&addr, &secret, &req).await?;
     let json = cli.format == Format::Json;
+    let mut session = client::Session::open(&addr, &secret).await?;
+    let resp = session.call(&req).await?;
+    if matches!(cli.command, Command::Nodes { .. }) && !json && !config.controllers.is_empty() {
+        // With several controllers: which one answered, and how it stands.
+        if let Response::Stats(s) = session.call(&Request::Stats).await? {
+            println!("{}", views::replication_line(&s.replication));
+        }
+    }
     let print_json = |v: serde_json::Value| -> Result<()> {
         writeln!(std::io::stdout(), "{}", serde_json::to_string_pretty(&v)?)?;
         Ok(())

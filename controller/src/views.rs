@@ -182,6 +182,30 @@ pub fn stats_json(s: &ClusterStats) -> serde_json::Value {
     })
 }
 
+/// One line: which controller answered, its role and term, and its
+/// backup's lag.
+pub fn replication_line(r: &formats::wire::Replication) -> String {
+    let mut line = format!("controller {} ({}, term {})", r.address, r.role, r.term);
+    if r.role != "primary" && !r.primary.is_empty() {
+        let _ = write!(line, "; primary {}", r.primary);
+    }
+    for b in &r.backups {
+        if b.copying {
+            let _ = write!(line, "; backup {} copying the whole state", b.address);
+        } else {
+            let _ = write!(
+                line,
+                "; backup {} {} entries behind",
+                b.address, b.lag_entries
+            );
+        }
+    }
+    if r.role == "primary" && r.backups.is_empty() {
+        line.push_str("; no backup attached");
+    }
+    line
+}
+
 pub fn stats_table(s: &ClusterStats) -> String {
     let mut out = String::new();
     let line = |out: &mut String, k: &str, v: String| {
