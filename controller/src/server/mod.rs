@@ -10,20 +10,20 @@
 //! (`backup.rs`): it schedules nothing and acts on nothing, and only
 //! applies what its primary sends.
 
+mod agents;
 mod lead;
 mod peers;
+mod requests;
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::time::Instant;
 
-use formats::wire::{
-    Exit, FromAgent, Held, JobSpec, Mark, Request, Response, RunSettings, ToAgent,
-};
+use formats::wire::{FromAgent, Held, JobSpec, Mark, Request, Response, RunSettings, ToAgent};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, error, info};
 
-use crate::core::{AgentId, Clock, Cluster, Effects, Now, Scheduler};
+use crate::core::{AgentId, Clock, Cluster, Effects, Scheduler};
 use crate::journal::{Entry, Journal};
 use crate::policy::Policy;
 use crate::replication::{BackupId, Backups, FromBackup, FromPrimary};
@@ -609,207 +609,6 @@ impl Server {
             | Event::PrimaryUp { .. }
             | Event::PrimaryGone
             | Event::Copy(_) => {}
-        }
-    }
-
-    /// An agent registers (or a candidate's voter, once it won).
-    fn agent_up(&mut self, up: AgentUp, now: Now) {
-        let AgentUp {
-            agent,
-            host,
-            nodes,
-            cpus,
-            memory_mb,
-            local,
-            jobs,
-            records,
-            mark,
-            link,
-            reply,
-        } = up;
-        if self.stopping.is_some() {
-            let _ = reply.send(Err(ToAgent::Rejected(
-                "the controller is shutting down".into(),
-            )));
-            return;
-        }
-        if mark.term > self.term {
-            // A controller of a later term led this agent: this one is
-            // stale, and must not act any more.
-            let _ = reply.send(Err(ToAgent::Elsewhere(String::new())));
-            return self.step_down(&format!(
-                "agent {host} has seen term {}, this controller is at {}",
-                mark.term, self.term
-            ));
-        }
-        // Linked first: reconciling may already have orders for it.
-        self.links.insert(agent, link);
-        let ends = match self.cluster.agent_up(
-            agent,
-            &host,
-            &nodes,
-            cpus,
-            memory_mb,
-            local,
-            &jobs,
-            now,
-            &mut self.out,
-        ) {
-            Ok(ends) => ends,
-            Err(e) => {
-                self.links.remove(&agent);
-                let _ = reply.send(Err(ToAgent::Rejected(e)));
-                return;
-            }
-        };
-        self.witnesses.up(agent, host);
-        // The records of jobs that ended while it was away, before those
-        // ends (a record is kept only for a job still running on this
-        // agent).
-        self.take_records(agent, &records);
-        for (id, exit) in ends {
-            self.job_ended(agent, id, exit, now);
-        }
-        let config = self.cluster.config();
-        let fence = config.heartbeat_timeout / 2;
-        let mut settings = config.agent.run_settings(!local, fence);
-        settings.mark = self.mark;
-        let _ = reply.send(Ok(settings));
-    }
-
-    /// Whether `n` more jobs fit under `max_jobs` behind those waiting.
-    fn has_room(&self, n: usize) -> bool {
-        self.held.is_empty() && self.cluster.active_jobs() + n <= self.cluster.config().max_jobs
-    }
-
-    /// Accepts the waiting submissions that now fit, in order; refuses them
-    /// all once shutting down.
-    fn admit_held(&mut self) {
-        // A client that gave up (Ctrl-C) closed its end: what it asked for
-        // is dropped, never accepted behind its back.
-        self.held.retain(|(_, _, reply)| !reply.is_closed());
-        while let Some((specs, _, _)) = self.held.front() {
-            let fits = self.cluster.active_jobs() + specs.len() <= self.cluster.config().max_jobs;
-            if !fits && self.stopping.is_none() {
-                return;
-            }
-            let Some((specs, key, reply)) = self.held.pop_front() else {
-                return;
-            };
-            let resp = self.request(Request::Submit { specs, key }, self.clock.now());
-            self.replies.push((reply, resp));
-        }
-    }
-
-    /// A job's process ended: at the instant its record gives, if it sent
-    /// one (sigsleep's own clock, and right even for a job that ended
-    /// while this controller was away), else now.
-    fn job_ended(&mut self, agent: AgentId, id: u64, exit: Exit, now: Now) {
-        let started = self.cluster.start_ns(id).unwrap_or(i64::MAX);
-        let at = match self.record_ends.remove(&id) {
-            // A record of an earlier execution (whose end never came: its
-            // agent was lost) ends before this one started; a host clock
-            // ahead of this one's is held to now.
-            Some(end) if end >= started => Now {
-                wall: end.min(now.wall),
-                ..now
-            },
-            _ => now,
-        };
-        self.cluster.job_ended(agent, id, exit, at, &mut self.out);
-    }
-
-    /// Keeps the intact records an agent sent of jobs it runs, once per
-    /// execution (an agent that registers again sends the records of jobs
-    /// that ended meanwhile, which may have arrived before), and notes
-    /// when each ended, for its end (a record whose end never comes is
-    /// dropped at the job's next end).
-    fn take_records(&mut self, agent: AgentId, frames: &[u8]) {
-        if frames.is_empty() {
-            return;
-        }
-        let cluster = &self.cluster;
-        let recorded = &mut self.recorded;
-        let ends = &mut self.record_ends;
-        let (kept, dropped) = crate::records::check(frames, |r| {
-            let keep = cluster.runs(agent, r.id) && recorded.insert((r.id, r.start));
-            if keep {
-                ends.insert(r.id, r.end);
-            }
-            keep
-        });
-        if dropped > 0 {
-            tracing::warn!(
-                agent,
-                dropped,
-                "dropped records of jobs this agent does not run, or had already sent"
-            );
-        }
-        if let Place::Primary(backups) = &self.place {
-            if !kept.is_empty() && !backups.is_empty() {
-                backups.send(|| FromPrimary::Records(kept.clone()));
-            }
-        }
-        self.records.append(kept);
-    }
-
-    fn stats(&self) -> formats::wire::ClusterStats {
-        let mut stats = self.cluster.stats();
-        stats.journal_unsynced = self.journal.unsynced_entries();
-        stats.journal_lag_ns = self.journal.lag().as_nanos() as u64;
-        stats.held_requests = self.held.len() as u64;
-        stats.held_jobs = self.held.iter().map(|(s, _, _)| s.len() as u64).sum();
-        stats.policy_failure = self.scheduler.failed().map(str::to_string);
-        stats.policy_report = self.scheduler.report();
-        stats.replication = self.replication();
-        stats
-    }
-
-    fn request(&mut self, req: Request, now: Now) -> Response {
-        match req {
-            Request::Submit { specs, key } => {
-                if self.stopping.is_some() {
-                    return Response::Error("the controller is shutting down".into());
-                }
-                if let Some(why) = self.scheduler.failed() {
-                    return Response::Error(format!("no scheduler: {why}"));
-                }
-                match self.cluster.submit(specs, key, now, &mut self.out) {
-                    Ok(ids) => Response::Submitted(ids),
-                    Err(e) => Response::Error(e),
-                }
-            }
-            Request::Queue { all } => Response::Queue(self.cluster.queue(all)),
-            Request::Nodes => Response::Nodes(self.cluster.node_infos()),
-            Request::Stats => Response::Stats(Box::new(self.stats())),
-            Request::Hosts => Response::Hosts(self.cluster.hosts(now)),
-            Request::Cancel(ids) => Response::Jobs(self.cluster.cancel(&ids, now, &mut self.out)),
-            Request::CancelMatching(filter) => {
-                let (ids, mut outcomes) = self.cluster.matching(&filter);
-                outcomes.extend(self.cluster.cancel(&ids, now, &mut self.out));
-                Response::Jobs(outcomes)
-            }
-            Request::Suspend(ids) => Response::Jobs(self.cluster.suspend(&ids, now, &mut self.out)),
-            Request::Resume(ids) => Response::Jobs(self.cluster.resume(&ids, now, &mut self.out)),
-            Request::Drain { nodes, reason } => {
-                match self.cluster.drain(&nodes, &reason, &mut self.out) {
-                    Ok(n) => Response::Drained(n),
-                    Err(e) => Response::Error(e),
-                }
-            }
-            Request::Undrain { nodes } => match self.cluster.undrain(&nodes, &mut self.out) {
-                Ok(n) => Response::Drained(n),
-                Err(e) => Response::Error(e),
-            },
-            // Answered by the connection through the record sink.
-            Request::Records(_) => Response::Error("records are read by the connection".into()),
-            Request::Jobs(ids) => Response::Queue(self.cluster.jobs_info(&ids)),
-            Request::Shutdown => {
-                if self.stopping.is_none() {
-                    self.begin_shutdown();
-                }
-                Response::ShuttingDown
-            }
         }
     }
 }
