@@ -30,8 +30,8 @@ host=$(rustc -vV | sed -n 's/^host: //p')
 bin=$PWD/target/$host/debug
 [ -x "$bin/controller" ] || bin=$PWD/target/debug
 trace=$PWD/configs/workloads/kth-sp2-200.swf
-# 200 jobs over about 20 s of wall clock.
-speedup=${SPEEDUP:-20000}
+# 200 jobs over about 10 s of wall clock.
+speedup=${SPEEDUP:-40000}
 
 names=(sw c1 c2 h1 h2 h3 cl)
 declare -A ip=([c1]=10.97.0.1 [c2]=10.97.0.2 [h1]=10.97.0.11 [h2]=10.97.0.12 [h3]=10.97.0.13 [cl]=10.97.0.20)
@@ -86,7 +86,7 @@ ctl() { ip netns exec "$p-cl" "$bin/controller" --config "$tmp/cluster.toml" --a
 # One controller's own view: role, term, and its backup's state.
 role() { # c1|c2 -> "primary 2" / "backup 2" / ...
   ADDR="${ip[$1]}:7817" ctl stats --format json 2>/dev/null |
-    python3 -c 'import json,sys; c=json.load(sys.stdin)["controller"]; print(c["role"], c["term"], "copying" if any(b["copying"] for b in c["backups"]) else ("with-backup" if c["backups"] else "alone"))' ||
+    python3 -c 'import json,sys; c=json.load(sys.stdin)["controller"]; print(c["role"], c["term"], "copying" if any(b["copying"] for b in c["backups"]) else ("with-backup" if c["backups"] else "alone"))' 2>/dev/null ||
     echo "down"
 }
 wait_role() { # c1|c2 pattern seconds
@@ -95,7 +95,7 @@ wait_role() { # c1|c2 pattern seconds
   fail "$1 is '$(role "$1")', waited $3 s for '$2'"
 }
 completed() {
-  ctl stats --format json 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["jobs"]["completed"])' || echo 0
+  ctl stats --format json 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["jobs"]["completed"])' 2>/dev/null || echo 0
 }
 
 run_scenario() {

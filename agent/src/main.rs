@@ -15,7 +15,9 @@ use tokio_util::sync::CancellationToken;
     after_help = "Example:\n  agent --controller 10.0.0.1:7817 --nodes 'vn[000-359]' --cpus 16 --memory 64G \\\n        --secret-file /etc/clemu/secret\n\nExit status: 0 stopped by the controller or a signal, 2 error."
 )]
 struct Cli {
-    /// Controller address.
+    /// Controller address; with a backup controller, both, the primary
+    /// first, comma-separated (ADDR,ADDR): the agent registers with the
+    /// one that leads.
     #[arg(long, value_name = "ADDR")]
     controller: String,
     /// Virtual nodes this agent hosts (nodeset notation).

@@ -39,6 +39,10 @@ use crate::resources;
 use crate::spawn::Launcher;
 use crate::witness::Witness;
 
+/// How long an agent waits for the answer to its registration (a backup
+/// taking over holds it while it gathers a majority).
+const REGISTER_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// Heartbeats between two host reports.
 const REPORT_EVERY: u64 = 10;
 /// Heartbeats between two host reports at least, when the number of live
@@ -242,11 +246,17 @@ async fn register<T: AsyncRead + AsyncWrite + Unpin>(
     })
     .await
     .context("cannot register")?;
-    match conn
-        .recv::<ToAgent>()
+    // A controller that accepts the connection but never answers (its
+    // loop stuck) must not hold the agent back from the others.
+    let answer = tokio::time::timeout(REGISTER_TIMEOUT, conn.recv::<ToAgent>())
         .await
-        .context("no answer to registration")?
-    {
+        .map_err(|_| {
+            anyhow!(
+                "no answer to registration in {} s",
+                REGISTER_TIMEOUT.as_secs()
+            )
+        })?;
+    match answer.context("no answer to registration")? {
         ToAgent::Registered(s) => Ok(Registration::Accepted(s)),
         ToAgent::Elsewhere(primary) => Ok(Registration::Elsewhere(primary)),
         ToAgent::Rejected(why) => Err(anyhow!(Refused(why))),
@@ -472,7 +482,9 @@ impl Agent {
         conn: &mut Conn<T>,
         shutdown: &CancellationToken,
     ) -> SessionEnd {
-        self.last_heard = Instant::now();
+        // The fence counts from the last order or ping, not from this
+        // registration: a controller that takes registrations but acts on
+        // nothing (it lacks a majority) must not keep jobs alive.
         let beat = Duration::from_millis(self.settings.heartbeat_ms.max(1));
         let mut heartbeat = tokio::time::interval(beat);
         let mut beats: u64 = 0;
@@ -481,19 +493,24 @@ impl Agent {
         let mut report: Option<tokio::task::JoinHandle<HostReport>> = None;
         // (beat, live jobs) of the last report.
         let mut reported: Option<(u64, usize)> = None;
+        // Anything from this controller, for leaving a silent one.
+        let mut heard = Instant::now();
         loop {
             let fence_at = self.fence_at();
-            let give_up_at = self.silence.map(|s| self.last_heard + s);
+            let give_up_at = self.silence.map(|s| heard + s);
             tokio::select! {
                 () = shutdown.cancelled() => return SessionEnd::Stop,
                 () = tokio::time::sleep_until(give_up_at.unwrap_or_else(Instant::now)), if give_up_at.is_some() => {
                     return SessionEnd::Lost(format!(
                         "nothing from the controller for {} ms",
-                        self.last_heard.elapsed().as_millis()
+                        heard.elapsed().as_millis()
                     ));
                 }
                 msg = conn.recv::<ToAgent>() => {
-                    self.last_heard = Instant::now();
+                    heard = Instant::now();
+                    if !matches!(msg, Ok(ToAgent::Mark(_) | ToAgent::Elsewhere(_))) {
+                        self.last_heard = Instant::now();
+                    }
                     match msg {
                         Ok(ToAgent::Start(s)) => {
                             let id = s.job;

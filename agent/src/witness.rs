@@ -1,8 +1,9 @@
 //! The mark an agent keeps as a witness for the controllers
-//! (docs/faults.md, "Takeover"): the highest term it has seen, and the
-//! least journal entry a controller must hold to take over from that
-//! term's primary. It is kept in the agent's record directory, so that an
-//! agent that restarts still refuses a controller of a past term.
+//! (docs/faults.md, "Takeover"): the highest term it has seen, the
+//! controller that leads in it, and the least journal entry another
+//! controller must hold to take over from it. It is kept in the agent's
+//! record directory, so that an agent that restarts still refuses a
+//! controller of a past term.
 
 use std::path::{Path, PathBuf};
 
@@ -29,11 +30,19 @@ impl Witness {
             match std::fs::read_to_string(p) {
                 Ok(text) => {
                     let mut it = text.split_whitespace().map(str::parse::<u64>);
-                    match (it.next(), it.next(), it.next()) {
-                        (Some(Ok(term)), Some(Ok(floor)), None) => mark = Mark { term, floor },
+                    match (it.next(), it.next(), it.next(), it.next()) {
+                        (Some(Ok(term)), Some(Ok(leader)), Some(Ok(floor)), None)
+                            if leader <= u64::from(u32::MAX) =>
+                        {
+                            mark = Mark {
+                                term,
+                                leader: leader as u32,
+                                floor,
+                            }
+                        }
                         _ => anyhow::bail!(
-                            "{}: not a mark (\"TERM FLOOR\"); remove it only if no controller of \
-                             this cluster runs a later term",
+                            "{}: not a mark (\"TERM LEADER FLOOR\"); remove it only if no \
+                             controller of this cluster runs a later term",
                             p.display()
                         ),
                     }
@@ -49,11 +58,15 @@ impl Witness {
         self.mark
     }
 
-    /// Keeps `m` unless it is of an earlier term (within a term, only its
-    /// primary sends marks, and its floor moves both ways). False when
+    /// Keeps `m` unless it is of an earlier term, or of this term from
+    /// another controller than the one that leads it (within a term, only
+    /// its primary sends marks, and its floor moves both ways). False when
     /// refused.
     pub fn keep(&mut self, m: Mark) -> Result<bool> {
-        if m.term < self.mark.term {
+        let known = self.mark;
+        if m.term < known.term
+            || (m.term == known.term && known.leader != 0 && m.leader != known.leader)
+        {
             return Ok(false);
         }
         if m == self.mark {
@@ -62,9 +75,13 @@ impl Witness {
         if let Some(path) = &self.path {
             // Written whole, then renamed: a crash leaves the old or the new.
             let tmp = path.with_extension("tmp");
-            std::fs::write(&tmp, format!("{} {}\n", m.term, m.floor))
+            std::fs::write(&tmp, format!("{} {} {}\n", m.term, m.leader, m.floor))
                 .and_then(|()| std::fs::File::open(&tmp)?.sync_all())
                 .and_then(|()| std::fs::rename(&tmp, path))
+                .and_then(|()| match path.parent() {
+                    Some(dir) => std::fs::File::open(dir)?.sync_all(),
+                    None => Ok(()),
+                })
                 .with_context(|| format!("cannot keep the mark in {}", path.display()))?;
         }
         self.mark = m;
@@ -76,21 +93,27 @@ impl Witness {
 mod tests {
     use super::*;
 
+    fn mark(term: u64, leader: u32, floor: u64) -> Mark {
+        Mark {
+            term,
+            leader,
+            floor,
+        }
+    }
+
     #[test]
     fn a_mark_survives_a_restart_and_never_goes_back_a_term() {
         let dir = tempfile::tempdir().unwrap();
         let mut w = Witness::open(Some(dir.path())).unwrap();
         assert_eq!(w.mark(), Mark::default());
-        assert!(w
-            .keep(Mark {
-                term: 2,
-                floor: u64::MAX
-            })
-            .unwrap());
-        assert!(w.keep(Mark { term: 2, floor: 0 }).unwrap());
-        assert!(!w.keep(Mark { term: 1, floor: 0 }).unwrap());
+        assert!(w.keep(mark(2, 1, u64::MAX)).unwrap());
+        assert!(w.keep(mark(2, 1, 0)).unwrap());
+        // An earlier term, or another leader of the same term: refused.
+        assert!(!w.keep(mark(1, 1, 0)).unwrap());
+        assert!(!w.keep(mark(2, 2, 0)).unwrap());
+        assert!(w.keep(mark(3, 2, 0)).unwrap());
         let again = Witness::open(Some(dir.path())).unwrap();
-        assert_eq!(again.mark(), Mark { term: 2, floor: 0 });
+        assert_eq!(again.mark(), mark(3, 2, 0));
         std::fs::write(dir.path().join(FILE), "garbage").unwrap();
         let e = Witness::open(Some(dir.path())).err().unwrap().to_string();
         assert!(e.contains("mark") && e.contains("not a mark"), "{e}");

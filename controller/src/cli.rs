@@ -40,8 +40,10 @@ pub struct Cli {
     /// Cluster configuration file (TOML).
     #[arg(long, global = true, value_name = "FILE")]
     pub config: Option<PathBuf>,
-    /// Controller address for client commands [default: the running
-    /// controller's, from its state directory, else the config's listen].
+    /// Controller address for client commands, or a comma-separated list
+    /// (the request goes to the one that leads) [default: the config's
+    /// `[controller] hosts`, else the running controller's, from its state
+    /// directory, else the config's listen].
     #[arg(long, global = true, value_name = "ADDR")]
     pub addr: Option<String>,
     /// Shared secret file [default: the config's].

@@ -119,18 +119,18 @@ impl Session {
                 Ok(Response::NotPrimary(primary))
                     if self.addrs.len() > 1 || !primary.is_empty() =>
                 {
+                    if Instant::now() >= deadline {
+                        return Ok(Response::NotPrimary(primary));
+                    }
                     if !self.addrs.contains(&primary) && !primary.is_empty() {
                         self.addrs.push(primary.clone());
                     }
                     let hint = self.addrs.iter().position(|a| *a == primary);
-                    if hint.is_none() {
-                        // None leads yet (a takeover under way): not too
-                        // often round the list.
-                        if Instant::now() >= deadline {
-                            return Ok(Response::NotPrimary(primary));
-                        }
-                        tokio::time::sleep(Duration::from_millis(100)).await;
-                    }
+                    // Not too often round the list while none leads (a
+                    // takeover under way), nor to a primary that is not one
+                    // yet.
+                    let pause = if hint.is_none() { 100 } else { 20 };
+                    tokio::time::sleep(Duration::from_millis(pause)).await;
                     self.move_on(hint, deadline).await?;
                 }
                 Ok(resp) => return Ok(resp),

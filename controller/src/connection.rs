@@ -25,6 +25,8 @@ pub struct Shared {
     pub records: Sink,
     /// Fires when the server has stopped.
     pub done: CancellationToken,
+    /// What the server says of this controller's place.
+    pub status: Arc<replication::Status>,
 }
 
 static NEXT_AGENT: AtomicU64 = AtomicU64::new(1);
@@ -150,7 +152,8 @@ async fn agent<T: AsyncRead + AsyncWrite + Unpin>(
                 }
                 Ok(FromAgent::Register { .. }) => break "registered twice".into(),
                 Ok(msg) => {
-                    if shared.events.send(Event::FromAgent { agent, msg }).await.is_err() {
+                    let at = std::time::Instant::now();
+                    if shared.events.send(Event::FromAgent { agent, msg, at }).await.is_err() {
                         break "the controller stopped".into();
                     }
                 }
@@ -210,6 +213,11 @@ async fn client<T: AsyncRead + AsyncWrite + Unpin>(
             // Read here, not in the server loop, which must not wait on a
             // file; the sink reads after every record the server handed
             // it, so a job the client saw end has its record in the read.
+            // A backup's record file may be a copy under way: records come
+            // from the controller that leads.
+            Request::Records(_) if !shared.status.leads.load(Ordering::Relaxed) => {
+                Response::NotPrimary(String::new())
+            }
             Request::Records(ids) => match shared.records.read(ids).await {
                 Ok(frames) => Response::Records(frames),
                 Err(e) => Response::Error(format!("cannot read the record file: {e}")),
@@ -256,7 +264,7 @@ async fn backup<T: AsyncRead + AsyncWrite + Unpin>(
         .await
         .map_err(|_| "no hello from the backup".to_string())?
         .map_err(|e| e.to_string())?;
-    let FromBackup::Hello { address } = first else {
+    let FromBackup::Hello { address, held } = first else {
         return Err("a backup spoke before saying hello".into());
     };
     let id = replication::next_id();
@@ -266,6 +274,7 @@ async fn backup<T: AsyncRead + AsyncWrite + Unpin>(
         .send(Event::BackupUp {
             id,
             address: address.clone(),
+            held,
             link,
         })
         .await

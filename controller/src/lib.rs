@@ -245,11 +245,13 @@ pub async fn serve_then(
     let (sink, sink_thread) = records::start(&record_path)?;
     let (events_tx, events_rx) = mpsc::channel(4096);
     let done = CancellationToken::new();
+    let status = Arc::new(replication::Status::default());
     let shared = Arc::new(connection::Shared {
         secret: secret.clone(),
         events: events_tx,
         records: sink.clone(),
         done: done.clone(),
+        status: Arc::clone(&status),
     });
     let (journal, recovered) =
         journal::Journal::open(&config.state_dir, config.journal_compact_bytes)?;
@@ -273,6 +275,7 @@ pub async fn serve_then(
                 config.listen.clone(),
                 secret.clone(),
                 shared.events.clone(),
+                Arc::clone(&status),
                 done.clone(),
             ));
             server::Place::Backup(server::Follower::new(
@@ -293,7 +296,7 @@ pub async fn serve_then(
         sink,
         written,
     )
-    .placed(config.listen.clone(), place, record_path.clone());
+    .placed(config.listen.clone(), place, record_path.clone(), status);
     let server_task = tokio::spawn(server.run(shutdown.clone()));
     let tasks = TaskTracker::new();
     if let Some(at) = &config.metrics_listen {

@@ -31,8 +31,11 @@ enum Work {
     ReadAll(Box<dyn FnMut(Vec<u8>) + Send>),
     /// Empties the file: a backup takes its primary's.
     Truncate,
-    /// Syncs what was appended before, then removes this file.
-    ThenRemove(PathBuf),
+    /// Syncs what was appended before, then removes this file if it
+    /// still holds these contents.
+    ThenRemove(PathBuf, String),
+    /// Runs this once what was appended before is written.
+    Then(Box<dyn FnOnce() + Send>),
 }
 
 /// Largest part of the record file sent to a backup at once.
@@ -74,8 +77,14 @@ impl Sink {
 
     /// Removes `path` once every record appended before is durable: a
     /// backup's mark that its copy of the record file is under way.
-    pub fn then_remove(&self, path: PathBuf) {
-        let _ = self.tx.send(Work::ThenRemove(path));
+    pub fn then_remove(&self, path: PathBuf, contents: String) {
+        let _ = self.tx.send(Work::ThenRemove(path, contents));
+    }
+
+    /// Runs `f` once every record appended before is written: a backup
+    /// confirms entries only once it holds the records sent before them.
+    pub fn then(&self, f: impl FnOnce() + Send + 'static) {
+        let _ = self.tx.send(Work::Then(Box::new(f)));
     }
 
     /// Empties the record file (a backup's, before it takes its primary's).
@@ -129,20 +138,26 @@ pub fn start(path: &Path) -> Result<(Sink, std::thread::JoinHandle<()>)> {
                     Work::Flush(reply) => {
                         let _ = reply.send(file.sync_data());
                     }
-                    Work::ReadAll(mut part) => {
-                        if let Err(e) = read_all(&path, &mut part) {
-                            error!(file = %path.display(), %e, "cannot read records for a backup");
+                    Work::ReadAll(mut part) => match read_all(&path, &mut part) {
+                        // The empty part says the file is all sent.
+                        Ok(()) => part(Vec::new()),
+                        // Never said: the backup stays unfit to take over.
+                        Err(e) => {
+                            error!(file = %path.display(), %e, "cannot read records for a backup")
                         }
-                        part(Vec::new());
-                    }
-                    Work::ThenRemove(done) => match file.sync_data() {
+                    },
+                    Work::ThenRemove(done, contents) => match file.sync_data() {
                         Ok(()) => {
-                            if let Err(e) = std::fs::remove_file(&done) {
-                                error!(file = %done.display(), %e, "cannot remove");
+                            let same = std::fs::read_to_string(&done).is_ok_and(|c| c == contents);
+                            if same {
+                                if let Err(e) = std::fs::remove_file(&done) {
+                                    error!(file = %done.display(), %e, "cannot remove");
+                                }
                             }
                         }
                         Err(e) => error!(file = %path.display(), %e, "cannot sync records"),
                     },
+                    Work::Then(f) => f(),
                     Work::Truncate => {
                         if let Err(e) = file.set_len(0) {
                             error!(file = %path.display(), %e, "cannot empty the record file");

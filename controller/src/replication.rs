@@ -59,15 +59,28 @@ pub enum FromPrimary {
     Entries(Vec<u8>),
     /// The primary is alive (every heartbeat period).
     Ping,
+    /// The cluster stops: the backup stops too, rather than take over.
+    Shutdown,
 }
 
 /// What a backup sends its primary.
 #[derive(Debug, Serialize, Deserialize)]
 pub enum FromBackup {
-    /// First message: who it is.
-    Hello { address: String },
+    /// First message: who it is, and the term of the state it holds (a
+    /// primary of an earlier term steps down).
+    Hello { address: String, held: u64 },
     /// It holds every entry up to this one.
     Ack(u64),
+}
+
+/// What a controller's connections and its follower task read of its
+/// place, which the server alone writes.
+#[derive(Default)]
+pub struct Status {
+    /// It is the primary, or the only controller.
+    pub leads: std::sync::atomic::AtomicBool,
+    /// The term of the state it holds.
+    pub held: AtomicU64,
 }
 
 pub type BackupId = u64;
@@ -80,6 +93,8 @@ pub fn next_id() -> BackupId {
 struct Attached {
     address: String,
     link: mpsc::UnboundedSender<FromPrimary>,
+    /// When it attached: a copy that never completes is let go.
+    since: Instant,
     /// Last entry it confirmed; `None` while it copies the whole state (it
     /// holds nothing back meanwhile, and cannot take over).
     acked: Option<u64>,
@@ -101,6 +116,9 @@ struct Waiting {
 pub struct Backups {
     attached: HashMap<BackupId, Attached>,
     waiting: VecDeque<Waiting>,
+    /// The last entry acted on while no backup held everything: a backup
+    /// holds everything only once it has confirmed it.
+    alone_upto: u64,
 }
 
 impl Backups {
@@ -122,6 +140,7 @@ impl Backups {
                 address,
                 link,
                 acked: None,
+                since: Instant::now(),
             },
         );
     }
@@ -158,6 +177,14 @@ impl Backups {
             .unwrap_or(u64::MAX)
     }
 
+    /// Notes that what depends on entries up to `seq` goes out now: while
+    /// no backup holds everything, that is acting alone.
+    fn acted(&mut self, seq: u64) {
+        if !self.confirming() {
+            self.alone_upto = self.alone_upto.max(seq);
+        }
+    }
+
     /// Orders and answers that depend on entries up to `seq`: handed back
     /// at once if every backup holds them, nothing waits before them and
     /// the agents back this primary (`backed`), else kept until
@@ -170,6 +197,7 @@ impl Backups {
         backed: bool,
     ) -> Option<(Orders, Replies)> {
         if backed && self.waiting.is_empty() && seq <= self.held_by_all() {
+            self.acted(seq);
             return Some((orders, replies));
         }
         if !orders.is_empty() || !replies.is_empty() {
@@ -183,22 +211,35 @@ impl Backups {
         None
     }
 
-    /// What waited and may go now, in order. Backups that kept something
-    /// waiting past `timeout` are let go first.
-    pub fn ready(&mut self, timeout: Duration, backed: bool) -> (Orders, Replies) {
-        if let Some(first) = self.waiting.front() {
-            if first.since.elapsed() > timeout {
-                let late: Vec<BackupId> = self
-                    .attached
-                    .iter()
-                    .filter(|(_, b)| b.acked.is_some_and(|a| a < first.seq))
-                    .map(|(id, _)| *id)
-                    .collect();
-                for id in late {
-                    self.detach(id, "it did not confirm the journal in time");
+    /// Lets go the backups that kept something waiting past `timeout`, or
+    /// that have not finished copying the state in `copy_timeout`.
+    pub fn let_go_late(&mut self, timeout: Duration, copy_timeout: Duration) {
+        let first = self
+            .waiting
+            .front()
+            .filter(|w| w.since.elapsed() > timeout)
+            .map(|w| w.seq);
+        let late: Vec<(BackupId, &'static str)> = self
+            .attached
+            .iter()
+            .filter_map(|(id, b)| match b.acked {
+                Some(a) if first.is_some_and(|f| a < f) => {
+                    Some((*id, "it did not confirm the journal in time"))
                 }
-            }
+                None if b.since.elapsed() > copy_timeout => {
+                    Some((*id, "it did not finish copying the state in time"))
+                }
+                _ => None,
+            })
+            .collect();
+        for (id, why) in late {
+            self.detach(id, why);
         }
+    }
+
+    /// What waited and may go now, in order: what every backup holds, once
+    /// the agents back this primary (`backed`).
+    pub fn ready(&mut self, backed: bool) -> (Orders, Replies) {
         let held = self.held_by_all();
         let (mut orders, mut replies) = (Vec::new(), Vec::new());
         if !backed {
@@ -206,6 +247,7 @@ impl Backups {
         }
         while self.waiting.front().is_some_and(|w| w.seq <= held) {
             if let Some(w) = self.waiting.pop_front() {
+                self.acted(w.seq);
                 orders.extend(w.orders);
                 replies.extend(w.replies);
             }
@@ -213,10 +255,12 @@ impl Backups {
         (orders, replies)
     }
 
-    /// Whether a backup holds everything acted on (it has confirmed the
-    /// whole state).
+    /// Whether a backup holds everything acted on: it has confirmed the
+    /// whole state, and every entry acted on while none did.
     pub fn confirming(&self) -> bool {
-        self.attached.values().any(|b| b.acked.is_some())
+        self.attached
+            .values()
+            .any(|b| b.acked.is_some_and(|a| a >= self.alone_upto))
     }
 
     /// What waits, never to be sent: the answers, to say so.
@@ -288,12 +332,21 @@ pub async fn follow(
     me: String,
     secret: Vec<u8>,
     events: mpsc::Sender<Event>,
+    status: std::sync::Arc<Status>,
     done: CancellationToken,
 ) {
     let mut said = false;
     for primary in others.iter().cycle() {
+        if status.leads.load(Ordering::Relaxed) {
+            // A primary follows nobody (one of a later term finds it).
+            tokio::select! {
+                () = tokio::time::sleep(RETRY) => continue,
+                () = done.cancelled() => return,
+            }
+        }
+        let held = status.held.load(Ordering::Relaxed);
         let (why, followed) = tokio::select! {
-            r = follow_once(primary, &me, &secret, &events) => r,
+            r = follow_once(primary, &me, held, &secret, &events) => r,
             () = done.cancelled() => return,
         };
         if followed {
@@ -318,6 +371,7 @@ pub async fn follow(
 async fn follow_once(
     primary: &str,
     me: &str,
+    held: u64,
     secret: &[u8],
     events: &mpsc::Sender<Event>,
 ) -> (String, bool) {
@@ -333,6 +387,7 @@ async fn follow_once(
     }
     let hello = FromBackup::Hello {
         address: me.to_string(),
+        held,
     };
     if let Err(e) = conn.send(&hello).await {
         return (e.to_string(), false);
@@ -347,9 +402,14 @@ async fn follow_once(
             Ok(Err(e)) => return (e.to_string(), false),
             Err(_) => return ("no answer".into(), false),
         };
+    let term = match &first {
+        FromPrimary::Snapshot { term, .. } => *term,
+        _ => 0,
+    };
     let (link, mut to_primary) = mpsc::unbounded_channel();
     let up = Event::PrimaryUp {
         address: primary.to_string(),
+        term,
         link,
     };
     if events.send(up).await.is_err() || events.send(Event::Copy(first)).await.is_err() {

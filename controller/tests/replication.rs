@@ -368,4 +368,18 @@ fn a_stalled_backup_holds_answers_back_until_it_is_let_go() {
             || by_state(&s) == by_state(&p.stats(0))
     });
     assert_eq!(by_state(&p.stats(1)), by_state(&p.stats(0)));
+
+    // Stopping the cluster stops the backup too, rather than let it take
+    // over.
+    p.ok(0, &["shutdown"]);
+    let mut p = p;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while p.serve[1].as_mut().unwrap().try_wait().unwrap().is_none() {
+        assert!(
+            Instant::now() < deadline,
+            "the backup did not stop\n{}",
+            p.logs()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }

@@ -84,7 +84,8 @@ pub struct Cli {
     #[arg(long)]
     pub force: bool,
     /// Drive a running controller (with its agents) instead of starting the
-    /// config's cluster here.
+    /// config's cluster here; with a backup controller, both, the primary
+    /// first, comma-separated: the replay follows a takeover.
     #[arg(long, value_name = "ADDR")]
     pub controller: Option<String>,
     /// Shared secret of --controller [default: the config's].

@@ -70,7 +70,19 @@ impl Server {
         let fence = config.heartbeat_timeout / 2;
         let mut settings = config.agent.run_settings(!local, fence);
         settings.mark = self.mark;
-        let _ = reply.send(Ok(settings));
+        if reply.send(Ok(settings)).is_err() {
+            // It left while its registration waited (a vote): nothing
+            // serves its nodes.
+            self.links.remove(&agent);
+            self.witnesses.gone(agent);
+            self.cluster.agent_down(
+                agent,
+                "left before its registration was answered",
+                false,
+                now,
+                &mut self.out,
+            );
+        }
     }
 
     /// A job's process ended: at the instant its record gives, if it sent

@@ -25,26 +25,48 @@ use super::{AgentUp, Place, Server};
 use crate::core::AgentId;
 use crate::replication::Backups;
 
-/// Name of the file in the state directory that holds the term.
+/// Name of the file in the state directory that holds the terms.
 const TERM_FILE: &str = "term";
 
-/// The term kept in `dir` (0 before any).
-pub fn load_term(dir: &Path) -> u64 {
-    std::fs::read_to_string(dir.join(TERM_FILE))
-        .ok()
-        .and_then(|t| t.trim().parse().ok())
-        .unwrap_or(0)
+/// What a controller keeps of terms: the highest it has seen (a new one
+/// is taken above it), and the term of the state it holds (the last term
+/// whose primary it was, backed, or whose copy it installed), which is
+/// what agents judge a candidate by.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Terms {
+    pub seen: u64,
+    pub held: u64,
 }
 
-/// Keeps `term` durably in `dir`, before anything is done under it.
-pub(super) fn store_term(dir: &Path, term: u64) -> Result<()> {
+/// The terms kept in `dir` (0 before any).
+pub fn load_terms(dir: &Path) -> Terms {
+    let text = std::fs::read_to_string(dir.join(TERM_FILE)).unwrap_or_default();
+    let mut it = text
+        .split_whitespace()
+        .map(|t| t.parse::<u64>().unwrap_or(0));
+    let seen = it.next().unwrap_or(0);
+    Terms {
+        seen,
+        held: it.next().unwrap_or(0).min(seen),
+    }
+}
+
+/// Keeps `terms` durably in `dir`, before anything is done under them.
+pub(super) fn store_terms(dir: &Path, terms: Terms) -> Result<()> {
     let path = dir.join(TERM_FILE);
     let tmp = path.with_extension("tmp");
-    std::fs::write(&tmp, format!("{term}\n"))
-        .and_then(|()| std::fs::File::open(&tmp)?.sync_all())
-        .and_then(|()| std::fs::rename(&tmp, &path))
-        .and_then(|()| std::fs::File::open(dir)?.sync_all())
-        .with_context(|| format!("cannot keep the term in {}", path.display()))
+    std::fs::write(
+        &tmp,
+        format!(
+            "{} {}
+",
+            terms.seen, terms.held
+        ),
+    )
+    .and_then(|()| std::fs::File::open(&tmp)?.sync_all())
+    .and_then(|()| std::fs::rename(&tmp, &path))
+    .and_then(|()| std::fs::File::open(dir)?.sync_all())
+    .with_context(|| format!("cannot keep the term in {}", path.display()))
 }
 
 /// The agent hosts that witness, and what each registered agent has
@@ -79,9 +101,12 @@ impl Witnesses {
         self.agents.insert(agent, (host, None, Instant::now()));
     }
 
-    pub fn heard(&mut self, agent: AgentId) {
-        if let Some((_, _, at)) = self.agents.get_mut(&agent) {
-            *at = Instant::now();
+    /// `agent` was heard from at `at` (when its message arrived, not when
+    /// it was handled: a controller that stalled must not take old news
+    /// for fresh).
+    pub fn heard(&mut self, agent: AgentId, at: Instant) {
+        if let Some((_, _, heard)) = self.agents.get_mut(&agent) {
+            *heard = (*heard).max(at);
         }
     }
 
@@ -96,18 +121,21 @@ impl Witnesses {
     }
 
     /// Says when the backing of a majority comes or goes: from then on,
-    /// a primary acts, or waits.
-    pub fn note_backing(&mut self, backed: bool, term: u64) {
-        if backed != std::mem::replace(&mut self.backing, backed) && !self.hosts.is_empty() {
-            if backed {
-                info!(term, "a majority of agent hosts back this primary: acting");
-            } else {
-                warn!(
-                    term,
-                    "no majority of agent hosts backs this primary: acting on nothing"
-                );
-            }
+    /// a primary acts, or waits. True when it has just come.
+    pub fn note_backing(&mut self, backed: bool, term: u64) -> bool {
+        let was = std::mem::replace(&mut self.backing, backed);
+        if backed == was || self.hosts.is_empty() {
+            return false;
         }
+        if backed {
+            info!(term, "a majority of agent hosts back this primary: acting");
+        } else {
+            warn!(
+                term,
+                "no majority of agent hosts backs this primary: acting on nothing"
+            );
+        }
+        backed
     }
 
     /// More than half of the agent hosts.
@@ -128,7 +156,9 @@ impl Witnesses {
             .filter(|(host, m, heard)| {
                 self.hosts.contains(host)
                     && heard.elapsed() < self.fresh
-                    && m.is_some_and(|m| m.term == mark.term && m.floor >= mark.floor)
+                    && m.is_some_and(|m| {
+                        m.term == mark.term && m.leader == mark.leader && m.floor >= mark.floor
+                    })
             })
             .map(|(host, _, _)| host.as_str())
             .collect();
@@ -149,31 +179,66 @@ impl Witnesses {
 }
 
 impl Server {
-    /// The floor this primary's mark must carry: 0 while a backup holds
-    /// everything it acts on, `u64::MAX` while it acts alone.
-    pub(super) fn update_mark(&mut self) {
-        let Place::Primary(backups) = &self.place else {
-            return;
+    /// The mark this primary must be backed with: its term, itself as the
+    /// leader, and floor 0 while a backup holds everything it acted on,
+    /// `u64::MAX` while it acts alone.
+    pub(super) fn required_mark(&self) -> Mark {
+        let alone = match &self.place {
+            Place::Primary(backups) => !backups.confirming(),
+            _ => true,
         };
-        let floor = if backups.confirming() { 0 } else { u64::MAX };
-        if floor != self.mark.floor {
-            self.mark.floor = floor;
+        Mark {
+            term: self.term,
+            leader: self.leader,
+            floor: if alone { u64::MAX } else { 0 },
+        }
+    }
+
+    /// Sends the agents the mark this primary now needs, when it changed:
+    /// straight to them, since acts wait for their answers.
+    pub(super) fn update_mark(&mut self) {
+        if !matches!(self.place, Place::Primary(_)) {
+            return;
+        }
+        let mark = self.required_mark();
+        if mark != self.mark {
+            self.mark = mark;
             info!(
-                term = self.mark.term,
-                alone = floor == u64::MAX,
+                term = mark.term,
+                alone = mark.floor == u64::MAX,
                 "new mark for the agents"
             );
-            // Straight to the agents: acts wait for their answers.
             for tx in self.links.values() {
-                let _ = tx.send(ToAgent::Mark(self.mark));
+                let _ = tx.send(ToAgent::Mark(mark));
             }
         }
     }
 
+    /// The backing of a majority has just come: the state this controller
+    /// holds is now of its term (kept before anything is acted on), and
+    /// the agents hear at once that it lives.
+    pub(super) fn backing_came(&mut self) {
+        if self.terms.held < self.term {
+            let terms = Terms {
+                seen: self.terms.seen.max(self.term),
+                held: self.term,
+            };
+            if let Err(e) = store_terms(&self.cluster.config().state_dir, terms) {
+                error!("{e:#}");
+                return self.step_down("cannot keep its term");
+            }
+            self.terms = terms;
+            self.publish();
+        }
+        for tx in self.links.values() {
+            let _ = tx.send(ToAgent::Ping);
+        }
+    }
+
     /// Whether this controller may act now: a majority of agent hosts
-    /// acknowledged its mark.
+    /// acknowledged the mark it needs (a backup that left raises it first).
     pub(super) fn backed(&self) -> bool {
-        self.witnesses.back(self.mark)
+        self.witnesses.back(self.required_mark())
     }
 
     /// Checked every tenth of a second: a primary without backing for the
@@ -214,11 +279,16 @@ impl Server {
     }
 
     /// Whether an agent's registration may count as a vote for this
-    /// backup: its mark does not rule this controller's copy out.
+    /// backup: its mark does not rule this controller's state out. That
+    /// state is of term `held`: a later term's mark rules it out; the same
+    /// term's, unless this controller led that term or holds the floor.
     pub(super) fn may_vote(&self, up: &AgentUp) -> bool {
         let m = up.mark;
+        let held = self.terms.held;
         self.witnesses.is_witness(&up.host)
-            && (m.term < self.term || (m.term == self.term && self.journal.seq() >= m.floor))
+            && (m.term < held
+                || (m.term == held
+                    && (m.leader == 0 || m.leader == self.leader || self.journal.seq() >= m.floor)))
     }
 
     /// A majority of agent hosts lost the primary and asked this backup:
@@ -230,20 +300,27 @@ impl Server {
         };
         let votes = f.take_votes();
         let seen = votes.iter().map(|v| v.mark.term).max().unwrap_or(0);
-        let term = self.term.max(seen) + 1;
-        if let Err(e) = store_term(&self.cluster.config().state_dir, term) {
+        let term = self.terms.seen.max(seen) + 1;
+        let terms = Terms {
+            seen: term,
+            held: self.terms.held,
+        };
+        if let Err(e) = store_terms(&self.cluster.config().state_dir, terms) {
             error!("cannot take over: {e:#}");
             for v in votes {
                 let _ = v.reply.send(Err(ToAgent::Elsewhere(String::new())));
             }
             return;
         }
+        self.terms = terms;
         self.term = term;
         self.mark = Mark {
             term,
+            leader: self.leader,
             floor: u64::MAX,
         };
         self.place = Place::Primary(Backups::default());
+        self.publish();
         self.journal.ship(true);
         // Records the primary streamed here: the jobs they end are over,
         // and their executions must not be recorded twice.
@@ -288,17 +365,16 @@ impl Server {
         );
         if let Place::Primary(backups) = std::mem::replace(&mut self.place, Place::Backup(follower))
         {
+            // Not acknowledged: clients ask again, of whichever leads (a
+            // submission's key makes that safe).
             for (reply, _) in backups.abandon() {
-                let _ = reply.send(formats::wire::Response::Error(
-                    "the controller stepped down before it could answer: ask again".into(),
-                ));
+                let _ = reply.send(formats::wire::Response::NotPrimary(String::new()));
             }
         }
         for (_, _, reply) in self.held.drain(..) {
-            let _ = reply.send(formats::wire::Response::Error(
-                "the controller stepped down: ask again".into(),
-            ));
+            let _ = reply.send(formats::wire::Response::NotPrimary(String::new()));
         }
+        self.publish();
         self.journal.ship(false);
         self.links.clear();
         self.witnesses.agents.clear();
@@ -307,9 +383,7 @@ impl Server {
         self.out.orders.clear();
         // Nothing of this batch is acknowledged either.
         for (reply, _) in self.replies.drain(..) {
-            let _ = reply.send(formats::wire::Response::Error(
-                "the controller stepped down: ask again".into(),
-            ));
+            let _ = reply.send(formats::wire::Response::NotPrimary(String::new()));
         }
         self.cluster.release_agents();
     }
@@ -322,7 +396,11 @@ mod tests {
     const MINUTE: std::time::Duration = std::time::Duration::from_secs(60);
 
     fn mark(term: u64, floor: u64) -> Mark {
-        Mark { term, floor }
+        Mark {
+            term,
+            leader: 1,
+            floor,
+        }
     }
 
     #[test]
@@ -347,6 +425,7 @@ mod tests {
         // A stricter floor of the same term backs a laxer one, not the
         // other way round.
         assert!(w.back(mark(2, 0)));
+        assert!(!w.back(Mark { leader: 2, ..m }));
         w.marked(3, mark(2, 0));
         assert!(!w.back(m));
         // An agent of a host the config does not list is no witness.
@@ -364,6 +443,7 @@ mod tests {
         let mut w = Witnesses::new(["h1".to_string()], std::time::Duration::ZERO);
         w.up(1, "h1".into());
         w.marked(1, mark(1, 0));
+        w.heard(1, Instant::now());
         assert!(!w.back(mark(1, 0)));
         // Without witnesses (a controller alone), always backed.
         assert!(Witnesses::default().back(mark(7, u64::MAX)));

@@ -64,6 +64,8 @@ pub enum Event {
     FromAgent {
         agent: AgentId,
         msg: FromAgent,
+        /// When it arrived.
+        at: Instant,
     },
     AgentGone {
         agent: AgentId,
@@ -83,6 +85,8 @@ pub enum Event {
     BackupUp {
         id: BackupId,
         address: String,
+        /// The term of the state it holds.
+        held: u64,
         link: mpsc::UnboundedSender<FromPrimary>,
     },
     BackupAck {
@@ -97,6 +101,8 @@ pub enum Event {
     /// carries confirmations to it.
     PrimaryUp {
         address: String,
+        /// Its term.
+        term: u64,
         link: mpsc::UnboundedSender<FromBackup>,
     },
     PrimaryGone,
@@ -114,6 +120,9 @@ pub enum Place {
     Backup(Follower),
 }
 
+/// How long a backup may take to copy the whole state before the primary
+/// lets it go (its link's queue would grow meanwhile).
+const COPY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
 /// How often a controller with a backup checks who leads.
 const LEAD_CHECK: std::time::Duration = std::time::Duration::from_millis(100);
 
@@ -200,9 +209,14 @@ pub struct Server {
     /// to the rate jobs end, not buffered.
     held: VecDeque<(Vec<JobSpec>, u64, oneshot::Sender<Response>)>,
     /// This controller's address in `[controller] hosts` (empty without a
-    /// list), and its term.
+    /// list), its place there from 1 (0 without a list), and its term
+    /// (`terms.seen`).
     me: String,
+    leader: u32,
     term: u64,
+    terms: lead::Terms,
+    /// What connections read of this controller's place.
+    status: std::sync::Arc<crate::replication::Status>,
     place: Place,
     /// The mark agents must acknowledge before this primary acts.
     mark: Mark,
@@ -240,7 +254,10 @@ impl Server {
             recorded: written.executions,
             record_ends: HashMap::new(),
             me: String::new(),
+            leader: 0,
             term: 0,
+            terms: lead::Terms::default(),
+            status: Default::default(),
             place: Place::Alone,
             mark: Mark::default(),
             witnesses: lead::Witnesses::default(),
@@ -257,11 +274,24 @@ impl Server {
     /// Puts the server in its place among the controllers of its config
     /// (`me` is its address in their list), with the term its state
     /// directory keeps. `record_path`: its record file.
-    pub fn placed(mut self, me: String, place: Place, record_path: std::path::PathBuf) -> Server {
+    pub fn placed(
+        mut self,
+        me: String,
+        place: Place,
+        record_path: std::path::PathBuf,
+        status: std::sync::Arc<crate::replication::Status>,
+    ) -> Server {
         let config = self.cluster.config();
-        self.term = lead::load_term(&config.state_dir);
+        self.terms = lead::load_terms(&config.state_dir);
+        self.term = self.terms.seen;
+        self.leader = config
+            .controllers
+            .iter()
+            .position(|a| *a == me)
+            .map_or(0, |i| i as u32 + 1);
         self.mark = Mark {
             term: self.term,
+            leader: self.leader,
             floor: u64::MAX,
         };
         if !matches!(place, Place::Alone) {
@@ -273,7 +303,17 @@ impl Server {
         self.me = me;
         self.place = place;
         self.record_path = record_path;
+        self.status = status;
+        self.publish();
         self
+    }
+
+    /// Tells connections and the follower task what they read of this
+    /// controller's place.
+    fn publish(&self) {
+        use std::sync::atomic::Ordering;
+        self.status.leads.store(self.acts(), Ordering::Relaxed);
+        self.status.held.store(self.terms.held, Ordering::Relaxed);
     }
 
     /// Whether this controller acts on the cluster (it is not a backup).
@@ -323,8 +363,10 @@ impl Server {
             }
         }
         self.sync().await;
+        // The last orders (the ends the sync made durable may be forgotten)
+        // under the same rule as all others.
         let orders = std::mem::take(&mut self.out.orders);
-        send_orders(orders, &self.links);
+        self.release(self.journal.seq(), orders, Vec::new());
         info!("controller stopped");
         self.done.cancel();
     }
@@ -458,15 +500,22 @@ impl Server {
     /// Sends what waited for the backups (and the agents' backing) and may
     /// go now.
     fn released(&mut self) {
-        let backed = self.backed();
         let timeout = self.cluster.config().takeover_timeout;
         if let Place::Primary(backups) = &mut self.place {
-            self.witnesses.note_backing(backed, self.term);
-            let (orders, replies) = backups.ready(timeout, backed);
+            // A backup let go raises the mark first: what waited goes only
+            // once the agents hold the new one.
+            backups.let_go_late(timeout, COPY_TIMEOUT);
+        }
+        self.update_mark();
+        let backed = self.backed();
+        if self.witnesses.note_backing(backed, self.term) {
+            self.backing_came();
+        }
+        if let Place::Primary(backups) = &mut self.place {
+            let (orders, replies) = backups.ready(backed);
             send_orders(orders, &self.links);
             send_replies(replies);
         }
-        self.update_mark();
     }
 
     /// Makes the journal and the record file durable, then lets agents
@@ -505,9 +554,17 @@ impl Server {
         self.scheduler.pass(&mut self.cluster, now, &mut self.out);
     }
 
+    /// Tells agents and backups this controller is alive: straight to
+    /// them (a ping carries no change), and only while it may act, so that
+    /// the agents of a primary that lost its majority fence their jobs.
     fn ping(&mut self) {
+        if !self.backed() {
+            return;
+        }
         for agent in self.cluster.remote_agents() {
-            self.out.to_agent(agent, ToAgent::Ping);
+            if let Some(tx) = self.links.get(&agent) {
+                let _ = tx.send(ToAgent::Ping);
+            }
         }
         if let Place::Primary(backups) = &self.place {
             backups.send(|| FromPrimary::Ping);
@@ -537,13 +594,23 @@ impl Server {
         self.cluster.lose_overdue(now, &mut self.out);
         for agent in self.cluster.silent_agents(now) {
             self.links.remove(&agent);
+            self.witnesses.gone(agent);
             self.cluster
                 .agent_down(agent, "no heartbeat", false, now, &mut self.out);
         }
     }
 
     fn begin_shutdown(&mut self) {
-        info!("shutting down: cancelling jobs, stopping agents");
+        if !self.acts() {
+            // A backup's copy is the primary's: nothing of it is cancelled.
+            info!("shutting down");
+            self.stopping = Some(Instant::now());
+            return;
+        }
+        info!("shutting down: cancelling jobs, stopping agents and backups");
+        if let Place::Primary(backups) = &self.place {
+            backups.send(|| FromPrimary::Shutdown);
+        }
         let now = self.clock.now();
         self.cluster.shutdown(now, &mut self.out);
         let grace = self.cluster.config().agent.kill_grace + std::time::Duration::from_secs(5);
@@ -557,8 +624,8 @@ impl Server {
         let now = self.clock.now();
         match ev {
             Event::AgentUp(up) => self.agent_up(*up, now),
-            Event::FromAgent { agent, msg } => {
-                self.witnesses.heard(agent);
+            Event::FromAgent { agent, msg, at } => {
+                self.witnesses.heard(agent, at);
                 match msg {
                     FromAgent::Started { job, pid } => debug!(job, pid, "job process started"),
                     FromAgent::Ended { job, exit } => self.job_ended(agent, job, exit, now),

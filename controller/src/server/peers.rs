@@ -29,6 +29,10 @@ pub struct Follower {
     copying: Option<Copying>,
     /// A copy began and its record file is not all here yet.
     partial: bool,
+    /// The snapshot entry of the copy under way: the mark in the state
+    /// directory holds it, so that the end of an older copy never removes
+    /// a newer one's.
+    copy_seq: u64,
     /// Last entry confirmed to the primary.
     confirmed: u64,
     /// Last time the primary was heard from.
@@ -51,6 +55,7 @@ impl Follower {
             link: None,
             copying: None,
             partial: state_dir.join(COPYING_FILE).exists(),
+            copy_seq: 0,
             confirmed: 0,
             last_heard: if eager {
                 now.checked_sub(timeout).unwrap_or(now)
@@ -128,7 +133,19 @@ impl Server {
     /// Handles an event of replication; gives back any other event.
     pub(super) fn peer_event(&mut self, ev: Event) -> Option<Event> {
         match ev {
-            Event::BackupUp { id, address, link } => self.backup_up(id, address, link),
+            Event::BackupUp {
+                id,
+                address,
+                held,
+                link,
+            } => {
+                if held > self.term && matches!(self.place, Place::Primary(_)) {
+                    // A controller holds the state of a later term: this
+                    // one is deposed.
+                    self.step_down(&format!("{address} holds the state of term {held}"));
+                }
+                self.backup_up(id, address, link)
+            }
             Event::BackupAck { id, seq } => {
                 if let Place::Primary(backups) = &mut self.place {
                     backups.acked(id, seq);
@@ -139,7 +156,20 @@ impl Server {
                     backups.detach(id, &why);
                 }
             }
-            Event::PrimaryUp { address, link } => {
+            Event::PrimaryUp {
+                address,
+                term,
+                link,
+            } => {
+                if term > self.term && matches!(self.place, Place::Primary(_)) {
+                    self.step_down(&format!("{address} leads at the later term {term}"));
+                }
+                if term < self.terms.held {
+                    // A primary of an earlier term than the state this one
+                    // holds: it is deposed, its state older.
+                    warn!(primary = %address, term, held = self.terms.held, "not following a primary of a past term");
+                    return None;
+                }
                 if let Place::Backup(f) = &mut self.place {
                     f.primary = address;
                     f.link = Some(link);
@@ -213,34 +243,16 @@ impl Server {
         f.last_heard = Instant::now();
         match msg {
             FromPrimary::Ping => {}
+            FromPrimary::Shutdown => {
+                info!("the primary stops the cluster: stopping");
+                self.stopping = Some(Instant::now());
+            }
             FromPrimary::Snapshot {
                 seq,
                 term,
                 jobs,
                 head,
-            } => {
-                if term > self.term {
-                    self.term = term;
-                    if let Err(e) = super::lead::store_term(&state_dir, term) {
-                        error!("{e:#}");
-                        return self.drop_primary("cannot keep the term");
-                    }
-                }
-                if let Err(e) = std::fs::write(state_dir.join(COPYING_FILE), b"") {
-                    error!("cannot mark the copy as under way: {e}");
-                    return self.drop_primary("cannot write the state directory");
-                }
-                f.partial = true;
-                f.copying = Some(Copying {
-                    seq,
-                    expected: jobs,
-                    jobs: Vec::new(),
-                    head,
-                });
-                // The primary's record file replaces this one's.
-                self.records.truncate();
-                self.maybe_install();
-            }
+            } => self.begin_copy(seq, term, jobs, head),
             FromPrimary::Jobs(part) => match &mut f.copying {
                 Some(c) => {
                     c.jobs.extend(part);
@@ -250,8 +262,10 @@ impl Server {
             },
             FromPrimary::Records(frames) => self.records.append(frames),
             FromPrimary::RecordFileEnd => {
-                // The records reach the file before it is marked whole.
-                self.records.then_remove(state_dir.join(COPYING_FILE));
+                // The records reach the file before the mark of this copy
+                // (not of a later one) goes.
+                self.records
+                    .then_remove(state_dir.join(COPYING_FILE), f.copy_seq.to_string());
                 f.partial = false;
             }
             FromPrimary::Entries(frames) => {
@@ -267,6 +281,48 @@ impl Server {
                 }
             }
         }
+    }
+
+    /// A snapshot begins: the state held here becomes that term's (kept
+    /// first: a restart must not judge this copy by an older term), and
+    /// the copy is marked as under way until its record file is whole.
+    fn begin_copy(&mut self, seq: u64, term: u64, jobs: u64, head: Head) {
+        if term < self.terms.held {
+            return self.drop_primary("its term is older than the state held here");
+        }
+        let state_dir = self.cluster.config().state_dir.clone();
+        let terms = super::lead::Terms {
+            seen: self.terms.seen.max(term),
+            held: term,
+        };
+        if let Err(e) = super::lead::store_terms(&state_dir, terms) {
+            error!("{e:#}");
+            return self.drop_primary("cannot keep the term");
+        }
+        self.terms = terms;
+        self.term = terms.seen;
+        self.publish();
+        let marker = state_dir.join(COPYING_FILE);
+        let marked = std::fs::write(&marker, seq.to_string())
+            .and_then(|()| std::fs::File::open(&marker)?.sync_all())
+            .and_then(|()| std::fs::File::open(&state_dir)?.sync_all());
+        if let Err(e) = marked {
+            error!("cannot mark the copy as under way: {e}");
+            return self.drop_primary("cannot write the state directory");
+        }
+        if let Place::Backup(f) = &mut self.place {
+            f.partial = true;
+            f.copy_seq = seq;
+            f.copying = Some(Copying {
+                seq,
+                expected: jobs,
+                jobs: Vec::new(),
+                head,
+            });
+        }
+        // The primary's record file replaces this one's.
+        self.records.truncate();
+        self.maybe_install();
     }
 
     /// Installs a snapshot once all its jobs are in: the journal and the
@@ -318,7 +374,13 @@ impl Server {
         if let Place::Backup(f) = &mut self.place {
             if f.whole() && (seq > f.confirmed || f.confirmed == 0) {
                 if let Some(link) = &f.link {
-                    let _ = link.send(FromBackup::Ack(seq));
+                    // After the records sent before these entries are
+                    // written: an agent forgets an end's record once the
+                    // primary hears the backup holds its entry.
+                    let link = link.clone();
+                    self.records.then(move || {
+                        let _ = link.send(FromBackup::Ack(seq));
+                    });
                     f.confirmed = seq;
                 }
             }
@@ -328,8 +390,10 @@ impl Server {
     /// On a backup: what only the primary does is refused, naming it; an
     /// agent that lost the primary is held as a vote.
     fn refuse(&mut self, ev: Event) {
+        // The primary is named only while followed: a candidate's last one
+        // may be dead.
         let primary = match &self.place {
-            Place::Backup(f) => f.primary.clone(),
+            Place::Backup(f) if f.link.is_some() => f.primary.clone(),
             _ => String::new(),
         };
         match ev {

@@ -402,12 +402,14 @@ pub struct RunSettings {
 }
 
 /// What an agent keeps for the controllers, as a witness of which may
-/// lead (docs/faults.md, "Takeover"): the highest term it has seen, and
-/// the least journal entry a controller must hold to take over from that
-/// term's primary (`u64::MAX`: none may, the primary acts alone).
+/// lead (docs/faults.md, "Takeover"): the highest term it has seen, the
+/// controller that leads in it (its place in `[controller] hosts`, from 1;
+/// 0: none yet), and the least journal entry another controller must hold
+/// to take over from it (`u64::MAX`: none may, the primary acts alone).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Mark {
     pub term: u64,
+    pub leader: u32,
     pub floor: u64,
 }
 
