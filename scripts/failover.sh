@@ -150,30 +150,7 @@ TOML
 
   # Every 20 ms, the live sigsleeps of this run by job: one job in two
   # processes at once is a double run.
-  python3 - "$tmp" > "$tmp/sampler.log" 2>&1 <<'PY' &
-import os, sys, time, collections
-tmp = sys.argv[1]
-while True:
-    live = collections.defaultdict(set)
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            args = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
-            state = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if state == "Z" or not args or not args[0].endswith(b"sigsleep"):
-            continue
-        a = [x.decode() for x in args]
-        if "--log" not in a or not a[a.index("--log") + 1].startswith(tmp):
-            continue
-        live[a[a.index("--id") + 1]].add(pid)
-    for job, procs in live.items():
-        if len(procs) > 1:
-            print(f"DOUBLE RUN: job {job} in processes {sorted(procs)}", flush=True)
-    time.sleep(0.02)
-PY
+  python3 scripts/lib/double_runs.py "$tmp" > "$tmp/sampler.log" 2>&1 &
   sampler=$!
 
   ip netns exec "$p-cl" "$bin/runworkload" --config "$tmp/cluster.toml" --controller "$list" \

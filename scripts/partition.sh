@@ -70,35 +70,9 @@ for _ in $(seq 100); do [ "$(nodes_in down)" = 0 ] && break; sleep 0.1; done
 [ "$(nodes_in down)" = 0 ] || fail "the agents did not come up"
 echo "cluster up: 3 agent hosts in their own namespaces, 12 nodes"
 
-# The sampler: every 20 ms, live sigsleeps of this cluster by job id (the
-# spool in their --log tells which host runs them). One job on two hosts
-# at once is a double run.
-python3 - "$tmp" > "$tmp/sampler.log" 2>&1 <<'PY' &
-import os, sys, time, collections
-tmp = sys.argv[1]
-worst = {}
-while True:
-    live = collections.defaultdict(set)
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            args = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
-            state = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if state == "Z" or not args or not args[0].endswith(b"sigsleep"):
-            continue
-        a = [x.decode() for x in args]
-        if "--log" not in a or not a[a.index("--log") + 1].startswith(tmp):
-            continue
-        live[a[a.index("--id") + 1]].add(a[a.index("--log") + 1])
-    for job, logs in live.items():
-        if len(logs) > 1:
-            print(f"DOUBLE RUN: job {job} on {sorted(logs)}", flush=True)
-    sys.stdout.flush()
-    time.sleep(0.02)
-PY
+# The sampler: every 20 ms, live sigsleeps of this cluster by job id. One
+# job in two processes at once (on one host or two) is a double run.
+python3 scripts/lib/double_runs.py "$tmp" > "$tmp/sampler.log" 2>&1 &
 sampler=$!
 
 # 36 jobs of 4 cores for 6 s on 48 cores: three waves, each node busy.

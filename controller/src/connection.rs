@@ -161,18 +161,11 @@ async fn agent<T: AsyncRead + AsyncWrite + Unpin>(
                 Err(e) => break e.to_string(),
             },
             order = orders.recv() => match order {
+                // A pass's orders arrive together: one write for all of
+                // them, so the agent acts on the whole turn at once instead
+                // of waking once per job.
                 Some(msg) => {
-                    // A pass's orders arrive together: one write for all
-                    // of them, so the agent acts on the whole turn at once
-                    // instead of waking once per job.
-                    let mut sent = conn.feed(&msg).await;
-                    while let (Ok(()), Ok(msg)) = (&sent, orders.try_recv()) {
-                        sent = conn.feed(&msg).await;
-                    }
-                    if let Err(e) = match sent {
-                        Ok(()) => conn.flush().await,
-                        failed => failed,
-                    } {
+                    if let Err(e) = send_batch(&mut conn, msg, &mut orders).await {
                         break e.to_string();
                     }
                 }
@@ -294,14 +287,7 @@ async fn backup<T: AsyncRead + AsyncWrite + Unpin>(
             },
             msg = out.recv() => match msg {
                 Some(msg) => {
-                    let mut sent = conn.feed(&msg).await;
-                    while let (Ok(()), Ok(msg)) = (&sent, out.try_recv()) {
-                        sent = conn.feed(&msg).await;
-                    }
-                    if let Err(e) = match sent {
-                        Ok(()) => conn.flush().await,
-                        failed => failed,
-                    } {
+                    if let Err(e) = send_batch(&mut conn, msg, &mut out).await {
                         break e.to_string();
                     }
                 }
@@ -323,4 +309,18 @@ async fn backup<T: AsyncRead + AsyncWrite + Unpin>(
         "let go by the controller" | "disconnected" => Ok(()),
         _ => Err(format!("backup {address}: {why}")),
     }
+}
+
+/// Writes `first` and whatever else already waits in `rest`, then flushes
+/// once: one write for a batch.
+async fn send_batch<T: AsyncRead + AsyncWrite + Unpin, M: serde::Serialize>(
+    conn: &mut Conn<T>,
+    first: M,
+    rest: &mut mpsc::UnboundedReceiver<M>,
+) -> Result<(), WireError> {
+    conn.feed(&first).await?;
+    while let Ok(msg) = rest.try_recv() {
+        conn.feed(&msg).await?;
+    }
+    conn.flush().await
 }

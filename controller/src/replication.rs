@@ -268,11 +268,6 @@ impl Backups {
         self.waiting.into_iter().flat_map(|w| w.replies).collect()
     }
 
-    /// Whether something waits (the server then checks the timeout).
-    pub fn waiting(&self) -> bool {
-        !self.waiting.is_empty()
-    }
-
     /// Each backup's lag behind entry `seq`.
     pub fn lags(&self, seq: u64) -> Vec<BackupLag> {
         let mut lags: Vec<BackupLag> = self

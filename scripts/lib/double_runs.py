@@ -1,0 +1,34 @@
+"""Samples the live sigsleeps of one run every 20 ms, forever, and prints a
+line starting with "DOUBLE RUN" whenever one job is alive in two processes
+at once (on one host or two): a job must never run twice at the same time.
+
+    python3 scripts/lib/double_runs.py DIR      (jobs whose --log is under DIR)
+
+Shared by scripts/partition.sh and scripts/failover.sh, which run it in the
+background and look for those lines at the end."""
+import collections
+import os
+import sys
+import time
+
+root = sys.argv[1]
+while True:
+    live = collections.defaultdict(set)
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            args = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
+            state = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state == "Z" or not args or not args[0].endswith(b"sigsleep"):
+            continue
+        a = [x.decode() for x in args]
+        if "--log" not in a or not a[a.index("--log") + 1].startswith(root):
+            continue
+        live[a[a.index("--id") + 1]].add((pid, a[a.index("--log") + 1]))
+    for job, procs in live.items():
+        if len(procs) > 1:
+            print(f"DOUBLE RUN: job {job} in {sorted(procs)}", flush=True)
+    time.sleep(0.02)
