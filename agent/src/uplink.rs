@@ -109,14 +109,22 @@ pub async fn run(
     let mut witness = Witness::open(spec.log.parent())?;
     let deadline = Instant::now() + patience;
     let mut next_say = Instant::now();
-    let (mut conn, settings) = loop {
-        let round = find(&list, secret, &spec, Vec::new(), Vec::new(), &mut witness);
+    let (mut conn, settings, addr) = loop {
+        let round = find(
+            &list,
+            None,
+            secret,
+            &spec,
+            Vec::new(),
+            Vec::new(),
+            &mut witness,
+        );
         let found = tokio::select! {
             r = round => r?,
             () = shutdown.cancelled() => return Ok(()),
         };
         let why = match found {
-            Ok((conn, settings, _)) => break (conn, settings),
+            Ok((conn, settings, addr)) => break (conn, settings, addr),
             Err(why) => why,
         };
         let now = Instant::now();
@@ -136,6 +144,7 @@ pub async fn run(
         }
     };
     let mut agent = Agent::start(spec, settings, witness)?;
+    agent.controller = addr;
     if list.len() > 1 {
         // Another controller may lead: a silent one is left early enough
         // for the agent to register with the next before its fence.
@@ -166,13 +175,18 @@ pub async fn run(
 /// this round. An error when one refused the agent for good.
 async fn find(
     list: &[String],
+    lost: Option<&str>,
     secret: &[u8],
     spec: &AgentSpec,
     jobs: Vec<(u64, Held)>,
     records: Vec<u8>,
     witness: &mut Witness,
 ) -> Result<std::result::Result<(Conn<TcpStream>, RunSettings, String), String>> {
-    let mut order: std::collections::VecDeque<&String> = list.iter().collect();
+    // The controller just lost goes last: it may be cut off, and each
+    // attempt at it waits for the connect timeout.
+    let mut order: std::collections::VecDeque<&String> =
+        list.iter().filter(|a| Some(a.as_str()) != lost).collect();
+    order.extend(list.iter().filter(|a| Some(a.as_str()) == lost));
     let mut tried = std::collections::HashSet::new();
     let mut why: Vec<String> = Vec::new();
     while let Some(addr) = order.pop_front() {
@@ -315,6 +329,8 @@ struct Agent {
     /// With several controllers: how long a silent one is waited for
     /// before the agent looks for the one that leads (its jobs go on).
     silence: Option<Duration>,
+    /// The controller registered with last.
+    controller: String,
 }
 
 impl Agent {
@@ -358,6 +374,7 @@ impl Agent {
             last_heard: Instant::now(),
             witness,
             silence: None,
+            controller: String::new(),
         })
     }
 
@@ -617,7 +634,16 @@ impl Agent {
         loop {
             let (jobs, records) = self.held();
             let fence_at = self.fence_at();
-            let attempt = find(list, secret, &self.spec, jobs, records, &mut self.witness);
+            let lost = (list.len() > 1).then_some(self.controller.as_str());
+            let attempt = find(
+                list,
+                lost,
+                secret,
+                &self.spec,
+                jobs,
+                records,
+                &mut self.witness,
+            );
             let outcome = tokio::select! {
                 () = shutdown.cancelled() => return Ok(None),
                 r = attempt => Some(r),
@@ -626,6 +652,7 @@ impl Agent {
             match outcome {
                 Some(Ok(Ok((conn, _, addr)))) => {
                     info!(controller = %addr, jobs = self.jobs.len(), "registered again");
+                    self.controller = addr;
                     return Ok(Some(conn));
                 }
                 Some(Err(e)) => return Err(e),
