@@ -50,6 +50,7 @@ def main():
     t0, t1 = math.inf, -math.inf
     excluded = {k: 0 for k in ("cancelled", "failed", "timeout", "other_status",
                                "no_run_time", "no_cores", "not_in_run")}
+    cancelled = {"jobs": 0, "before_start": 0, "while_running": 0}
     with opener(args.trace, "rt") as f:
         for line in f:
             line = line.strip()
@@ -70,6 +71,9 @@ def main():
             cores = alloc if alloc >= 0 else req
             if wait < 0:
                 wait = 0.0
+            if status == 5:
+                cancelled["jobs"] += 1
+                cancelled["while_running" if run > 0 else "before_start"] += 1
             ok = status in (1, -1) or args.status == "all"
             if not ok or run <= 0 or cores <= 0:
                 if not ok:
@@ -109,6 +113,7 @@ def main():
         "suspended_jobs": 0,
         "suspensions": 0,
         "suspended_time": 0.0,
+        "cancelled": cancelled,
         "skipped": {"corrupt": 0, "torn": 0, "unsupported": 0,
                     "excluded": sum(excluded.values()), "excluded_by": excluded},
     }

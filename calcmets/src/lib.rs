@@ -229,10 +229,15 @@ pub fn summarize_records(
                     Status::Failed => Some(Exclusion::Failed),
                     Status::Timeout => Some(Exclusion::Timeout),
                 },
+                cancelled: rec.status == Status::Cancelled,
             },
         );
         Ok(())
     })?;
+    // Jobs cancelled before they started have no record: jobs.csv tells.
+    if let Some(book) = book {
+        acc.cancelled_jobs(book.cancelled_before_start(), 0);
+    }
     warnings.extend(inputs::damage_report(&stats));
     let damage = inputs::damage(&stats);
     let summary = acc.finish(params, Some(cores), damage);

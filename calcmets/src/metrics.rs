@@ -43,6 +43,8 @@ pub struct JobView<'a> {
     /// `None` when its status lets it count (completed, for records);
     /// else why it does not.
     pub excluded_status: Option<Exclusion>,
+    /// Whether it was cancelled (counted apart, whether it counts or not).
+    pub cancelled: bool,
 }
 
 /// Why a job read is not counted. Counted per reason so that the user is
@@ -218,6 +220,7 @@ pub struct Accum {
     suspended_jobs: u64,
     suspensions: u64,
     suspended_ns: i128,
+    cancelled: CancelledJobs,
     by_size: BTreeMap<u32, Accum>,
 }
 
@@ -241,6 +244,7 @@ impl Default for Accum {
             suspended_jobs: 0,
             suspensions: 0,
             suspended_ns: 0,
+            cancelled: CancelledJobs::default(),
             by_size: BTreeMap::new(),
         }
     }
@@ -291,6 +295,9 @@ impl Accum {
         self.suspended_jobs += other.suspended_jobs;
         self.suspensions += other.suspensions;
         self.suspended_ns += other.suspended_ns;
+        self.cancelled.jobs += other.cancelled.jobs;
+        self.cancelled.before_start += other.cancelled.before_start;
+        self.cancelled.while_running += other.cancelled.while_running;
         for (k, acc) in other.by_size {
             self.by_size.entry(k).or_default().merge(acc);
         }
@@ -303,6 +310,14 @@ impl Accum {
             if job.submit < w0 || job.submit >= w1 {
                 return;
             }
+        }
+        if job.cancelled {
+            // Started: a record (which only a started job has), or a
+            // trace line with run time.
+            self.cancelled_jobs(
+                u64::from(job.end <= job.start),
+                u64::from(job.end > job.start),
+            );
         }
         let times = match counted(job) {
             Ok(t) => t,
@@ -318,6 +333,14 @@ impl Accum {
         if p.by_size {
             self.class(job.cores).include(p, job, times);
         }
+    }
+
+    /// Counts cancelled jobs: some cancelled before they started, some
+    /// while they ran.
+    pub fn cancelled_jobs(&mut self, before_start: u64, while_running: u64) {
+        self.cancelled.jobs += before_start + while_running;
+        self.cancelled.before_start += before_start;
+        self.cancelled.while_running += while_running;
     }
 
     /// Counts a job read that does not count, and why.
@@ -464,6 +487,7 @@ impl Accum {
             suspended_jobs: self.suspended_jobs,
             suspensions: self.suspensions,
             suspended_time: self.suspended_ns as f64 / NS,
+            cancelled: self.cancelled,
             skipped: Skipped {
                 damage,
                 excluded: self.excluded.total(),
@@ -628,6 +652,16 @@ pub struct Skipped {
     pub excluded_by: ExcludedBy,
 }
 
+/// Cancelled jobs: those of a run (a record with status `cancelled`, or,
+/// in a results directory, a job `jobs.csv` says was cancelled before it
+/// started) or of a trace (status 5; started if it has run time).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct CancelledJobs {
+    pub jobs: u64,
+    pub before_start: u64,
+    pub while_running: u64,
+}
+
 /// The metrics of one run, with exactly the keys of docs/design.md
 /// ("calcmets --format json"), plus `by_size` when asked for.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -646,6 +680,9 @@ pub struct Summary {
     pub suspended_jobs: u64,
     pub suspensions: u64,
     pub suspended_time: f64,
+    /// Cancelled jobs, apart from the metrics (which count completed jobs
+    /// only, unless `--status all`).
+    pub cancelled: CancelledJobs,
     pub skipped: Skipped,
     /// Whether the percentiles came from the histogram (more than 65,536
     /// jobs): within 0.1 % of the exact values. Not printed in JSON.
@@ -687,6 +724,7 @@ mod tests {
             end: e * S,
             suspensions: susp,
             excluded_status: None,
+            cancelled: false,
         }
     }
 

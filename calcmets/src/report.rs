@@ -182,6 +182,17 @@ pub fn table(out: &mut impl Write, runs: &[Named]) -> io::Result<()> {
         each(&|s| num(s.suspended_time)),
     ));
     rows.push((
+        "cancelled jobs".into(),
+        each(&|s| {
+            let c = s.cancelled;
+            if c.jobs == 0 {
+                "0".into()
+            } else {
+                format!("{} ({} before start)", c.jobs, c.before_start)
+            }
+        }),
+    ));
+    rows.push((
         "excluded jobs".into(),
         each(&|s| s.skipped.excluded.to_string()),
     ));

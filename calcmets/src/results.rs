@@ -43,12 +43,22 @@ pub struct Book {
     jobs: Option<HashMap<u64, Option<i64>>>,
     /// When the run began (`start`), CLOCK_REALTIME ns.
     start_ns: Option<i64>,
+    /// Jobs `jobs.csv` says were cancelled before they started.
+    cancelled_before_start: u64,
 }
 
 impl Book {
     pub fn open(dir: &Path) -> Result<Book> {
         let m = read_manifest(dir)?;
-        let jobs = results::read_jobs(dir)?.map(|rows| {
+        let rows = results::read_jobs(dir)?;
+        // Never placed: no nodes (a start instant of 0 is a real one in a
+        // twin's run that starts at the epoch).
+        let cancelled_before_start = rows
+            .iter()
+            .flatten()
+            .filter(|r| r.state == "cancelled" && r.job_id != 0 && r.nodes.is_empty())
+            .count() as u64;
+        let jobs = rows.map(|rows| {
             rows.into_iter()
                 .filter(|r| r.job_id != 0)
                 .map(|r| (r.job_id, r.submit_ns))
@@ -61,7 +71,14 @@ impl Book {
             expected: Some(m.slice.replayed).filter(|&n| n > 0),
             jobs,
             start_ns: m.start.map(|s| (s * 1e9).round() as i64),
+            cancelled_before_start,
         })
+    }
+
+    /// Jobs of the run cancelled before they started (they have no
+    /// record).
+    pub fn cancelled_before_start(&self) -> u64 {
+        self.cancelled_before_start
     }
 
     /// Whether `rec` is a record of one of this run's jobs: one

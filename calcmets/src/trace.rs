@@ -387,6 +387,7 @@ pub fn add_job(accum: &mut Accum, params: &Params, job: &SwfJob, all_statuses: b
                 swf::status::CANCELLED => Some(Exclusion::Cancelled),
                 _ => Some(Exclusion::OtherStatus),
             },
+            cancelled: status == swf::status::CANCELLED,
         },
     );
 }

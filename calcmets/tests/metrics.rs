@@ -189,8 +189,14 @@ fn json_keys_are_exactly_those_of_the_design() {
             "suspended_jobs",
             "suspensions",
             "suspended_time",
+            "cancelled",
             "skipped"
         ]
+    );
+    // The fixture's cancelled job, reported apart from the metrics.
+    assert_eq!(
+        v["cancelled"],
+        serde_json::json!({"jobs": 1, "before_start": 0, "while_running": 1})
     );
     for k in ["wait", "response", "slowdown", "bounded_slowdown"] {
         let sub: Vec<&str> = v[k]

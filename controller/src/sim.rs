@@ -32,6 +32,9 @@ use crate::journal::Entry;
 pub struct SimJob {
     pub spec: JobSpec,
     pub submit_ns: i64,
+    /// When it is cancelled (`controller cancel`), started or not, if it
+    /// is: nanoseconds after the start, no earlier than `submit_ns`.
+    pub cancel_ns: Option<i64>,
 }
 
 /// What a simulation leaves.
@@ -57,11 +60,16 @@ pub struct SimRun {
     pub failure: Option<String>,
 }
 
-/// Events, in the order they are handled at one instant: processes end
+/// Events, in the order they are handled at one instant: cancellations
+/// (one due at its job's very submission comes with it), processes end
 /// (each followed by a pass when the interval is 0), jobs arrive, then
-/// the scheduler looks.
+/// the scheduler looks. A cancellation comes before an end at the same
+/// instant, as the emulation's would: there the job starts a moment after
+/// its submission, so the end it would have comes a moment after.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Ev {
+    /// Cancel input job `k`.
+    Cancel(usize),
     /// A job's process ends, if its generation is still current (a
     /// suspension or resume makes a new one).
     End { job: u64, generation: u64 },
@@ -75,9 +83,10 @@ enum Ev {
 impl Ev {
     fn rank(&self) -> u8 {
         match self {
-            Ev::End { .. } => 0,
-            Ev::Submit(_) => 1,
-            Ev::Pass(_) => 2,
+            Ev::Cancel(_) => 0,
+            Ev::End { .. } => 1,
+            Ev::Submit(_) => 2,
+            Ev::Pass(_) => 3,
         }
     }
 }
@@ -308,6 +317,11 @@ pub fn simulate(config: Arc<config::Cluster>, jobs: &[SimJob], epoch_wall_ns: i6
             i += 1;
         }
     }
+    for (k, j) in jobs.iter().enumerate() {
+        if let Some(c) = j.cancel_ns.filter(|&c| c > j.submit_ns) {
+            sim.machines.push(c, Ev::Cancel(k));
+        }
+    }
     let mut ids = vec![0; jobs.len()];
     let mut end_ns = 0;
     while let Some(Reverse((t, _, _, ev))) = sim.machines.events.pop() {
@@ -331,8 +345,22 @@ pub fn simulate(config: Arc<config::Cluster>, jobs: &[SimJob], epoch_wall_ns: i6
                 if let Ok(got) = sim.cluster.submit(specs, 0, now, &mut sim.machines) {
                     ids[from..to].copy_from_slice(&got);
                 }
+                let at_once: Vec<u64> = (from..to)
+                    .filter(|&k| jobs[k].cancel_ns.is_some_and(|c| c <= t) && ids[k] != 0)
+                    .map(|k| ids[k])
+                    .collect();
+                if !at_once.is_empty() {
+                    sim.cluster.cancel(&at_once, now, &mut sim.machines);
+                }
                 if to == jobs.len() {
                     sim.cluster.no_more_jobs(now);
+                }
+            }
+            Ev::Cancel(k) => {
+                // A job already over ended before it was to be cancelled.
+                if ids[k] != 0 {
+                    let now = sim.now(t);
+                    sim.cluster.cancel(&[ids[k]], now, &mut sim.machines);
                 }
             }
             Ev::End { job, generation } => {
@@ -426,6 +454,7 @@ mod tests {
                 name: None,
             },
             submit_ns: submit_s * S,
+            cancel_ns: None,
         }
     }
 
@@ -648,6 +677,27 @@ mod tests {
             recs[0]
         );
         assert!(recs[0].end <= 100 * S, "{:?}", recs[0]);
+    }
+
+    #[test]
+    fn cancellations_end_pending_and_running_jobs_at_their_instant() {
+        // 8 cores, FCFS. Job 1 (8 cores, 100 s) runs from 0 and is
+        // cancelled at 30; job 2 (8 cores) waits behind it and is cancelled
+        // at 20, still pending; job 3 is cancelled at its submission; job 4
+        // starts at 30 when job 1's cores free and completes.
+        let cfg = config("[controller]\npolicy = \"fcfs\"\nschedule_interval_ms = 0\n");
+        let mut jobs = vec![job(8, 100, 0), job(8, 10, 1), job(1, 10, 2), job(8, 5, 3)];
+        jobs[0].cancel_ns = Some(30 * S);
+        jobs[1].cancel_ns = Some(20 * S);
+        jobs[2].cancel_ns = Some(2 * S);
+        let run = simulate(cfg, &jobs, 0);
+        let states: Vec<&str> = run.infos.iter().map(|j| j.state.as_str()).collect();
+        assert_eq!(states, ["cancelled", "cancelled", "cancelled", "completed"]);
+        let recs = sorted(run);
+        // Only the jobs that started have a record.
+        assert_eq!(recs.iter().map(|r| r.id).collect::<Vec<_>>(), [1, 4]);
+        assert_eq!((recs[0].status, recs[0].end), (Status::Cancelled, 30 * S));
+        assert_eq!((recs[1].start, recs[1].end), (30 * S, 35 * S));
     }
 
     #[test]

@@ -239,6 +239,7 @@ fn twin_unit(
                 name: None,
             },
             submit_ns: at * S,
+            cancel_ns: None,
         })
         .collect();
     simulate(Arc::new(c), &jobs, 1_000 * S)

@@ -204,6 +204,15 @@ pub struct Slice {
     pub skipped_unknown: u64,
     pub malformed_lines: u64,
     pub cores_per_proc: u32,
+    /// What the replay did with the jobs the trace marks cancelled (SWF
+    /// status 5): `replay` (cancelled at the trace's delay after their
+    /// submission), `skip` or `run` (run as if they completed). Empty in
+    /// runs written before the choice existed.
+    pub cancelled: String,
+    /// Jobs of the slice the trace marks cancelled.
+    pub trace_cancelled: u64,
+    /// Of those, left out by `--cancelled skip`.
+    pub skipped_cancelled: u64,
 }
 
 /// When jobs are submitted.
@@ -300,6 +309,11 @@ pub struct JobRow {
     /// Its final state (`completed`, ..., `not_submitted`).
     #[serde(default)]
     pub state: String,
+    /// For a job the trace marks cancelled, replayed so: how long after
+    /// its submission the replay cancelled it (the trace's wait plus run
+    /// time, shrunk like every time), seconds; empty for other jobs.
+    #[serde(default)]
+    pub cancel_after_s: Option<f64>,
     /// With `--backend slurm`, the id Slurm gave it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slurm_id: Option<u64>,
@@ -368,6 +382,7 @@ mod tests {
             end_ns: Some(1_800_000_002_500_000_000),
             lateness_ms: 0.1,
             state: "completed".into(),
+            cancel_after_s: (job_id == 2).then_some(0.25),
             slurm_id: None,
             nodes: nodes.into(),
         }

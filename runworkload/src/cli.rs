@@ -11,7 +11,7 @@ use crate::backend::slurm::Slurm;
 use crate::backend::twin::Twin;
 use crate::backend::Backend;
 use crate::schedule::Schedule;
-use crate::trace::{self, SliceSpec, TraceJob};
+use crate::trace::{self, Cancelled, SliceSpec, TraceJob};
 use crate::Plan;
 
 const EXAMPLES: &str = "\
@@ -131,6 +131,12 @@ pub struct Cli {
     /// Repeatable; a job goes to the first route it meets and fits.
     #[arg(long, value_name = "NAME:COND")]
     pub route: Vec<String>,
+    /// Jobs the trace marks cancelled (SWF status 5): `replay` cancels
+    /// each at the delay after its submission at which it was cancelled
+    /// in the trace, started or not; `skip` leaves them out; `run` runs
+    /// them as if they had completed.
+    #[arg(long, value_enum, value_name = "HOW", default_value_t = Cancelled::Replay)]
+    pub cancelled: Cancelled,
     /// Malformed trace lines are an error, not a warning.
     #[arg(long)]
     pub strict: bool,
@@ -246,19 +252,21 @@ pub fn plan(cli: &Cli) -> Result<(Plan, Vec<String>)> {
             take: cli.jobs,
             cores_per_proc: cli.cores_per_proc,
             max_cores: default,
+            cancelled: cli.cancelled,
         },
     )?;
     if slice.jobs.is_empty() {
         bail!(
             "{}: no job of the slice can be replayed: of its {} jobs, {} need more than the {} \
-             cores of the cluster's default partition (at --cores-per-proc {}) and {} have an \
-             unknown run time or size",
+             cores of the cluster's default partition (at --cores-per-proc {}), {} have an \
+             unknown run time or size and {} were cancelled in the trace (--cancelled skip)",
             cli.workload.display(),
             slice.read,
             slice.too_large,
             default,
             cli.cores_per_proc,
-            slice.unknown
+            slice.unknown,
+            slice.skipped_cancelled
         );
     }
     let warnings = slice.warnings.clone();
@@ -311,6 +319,7 @@ pub fn plan(cli: &Cli) -> Result<(Plan, Vec<String>)> {
         config,
         workload: cli.workload.clone(),
         slice,
+        cancelled: cli.cancelled,
         skip: cli.skip,
         take: cli.jobs,
         cores_per_proc: cli.cores_per_proc,
@@ -460,6 +469,7 @@ mod tests {
             run_ns: run_s * 1_000_000_000,
             walltime_ns: 0,
             cores: 1,
+            cancel_after_ns: None,
         };
         // At 0.5 / 10,000, 30 s of the trace is 1.5 ms: short; 3000 s is 150 ms.
         let jobs: Vec<_> = (0..100)

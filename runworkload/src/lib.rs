@@ -50,6 +50,8 @@ pub struct Plan {
     pub config: controller::config::Cluster,
     pub workload: PathBuf,
     pub slice: Slice,
+    /// What was done with the jobs the trace marks cancelled.
+    pub cancelled: trace::Cancelled,
     pub skip: u64,
     pub take: Option<u64>,
     pub cores_per_proc: u32,

@@ -129,6 +129,7 @@ mod tests {
             run_ns: 1,
             walltime_ns: walltime_s * 1_000_000_000,
             cores,
+            cancel_after_ns: None,
         }
     }
 

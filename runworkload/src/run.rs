@@ -10,9 +10,10 @@ use formats::results::Status;
 use formats::wire::JobSpec;
 use tokio_util::sync::CancellationToken;
 
-use crate::backend::{wall_ns, Jobs};
+use crate::backend::{wall_ns, Jobs, Order, Timed};
 use crate::rundir::{write_manifest, write_results, RunDir, RunState};
 use crate::schedule::{self, Scale};
+use crate::trace::TraceJob;
 use crate::Plan;
 
 /// What one run left behind.
@@ -58,6 +59,32 @@ pub(crate) fn run_config(
         b.wall_per_second = scale.factor / scale.speedup;
     }
     c
+}
+
+/// The run's orders besides submissions, in the order they are due:
+/// each job the trace marks cancelled, cancelled its (scaled) delay after
+/// its submission.
+fn timed_orders(jobs: &[TraceJob], targets: &[i64], scale: Scale) -> Vec<Timed> {
+    let mut timed: Vec<Timed> = jobs
+        .iter()
+        .enumerate()
+        .filter_map(|(i, j)| {
+            let after = j.cancel_after_ns?;
+            Some(Timed {
+                at: targets[i].saturating_add(scale.apply_u(after) as i64),
+                order: Order::Cancel(i),
+            })
+        })
+        .collect();
+    timed.sort_by_key(|t| {
+        (
+            t.at,
+            match t.order {
+                Order::Cancel(i) => i,
+            },
+        )
+    });
+    timed
 }
 
 pub async fn run_factor(
@@ -112,6 +139,7 @@ pub async fn run_factor(
         .collect();
     let mut order: Vec<usize> = (0..trace_jobs.len()).collect();
     order.sort_by_key(|&i| (targets[i], i));
+    let timed = timed_orders(trace_jobs, &targets, scale);
     let config = run_config(&plan.config, scale);
     let jobs = Jobs {
         label: &label,
@@ -119,6 +147,7 @@ pub async fn run_factor(
         targets: &targets,
         specs: &specs,
         order: &order,
+        timed: &timed,
         config: &config,
     };
     let ran = plan.backend.run(plan, &jobs, &dir, stop).await?;

@@ -277,6 +277,7 @@ pub(crate) fn write_results(
                     (actual[i] - target) as f64 / 1e6
                 },
                 state: state.to_string(),
+                cancel_after_s: j.cancel_after_ns.map(|c| scale.apply_u(c) as f64 / 1e9),
                 slurm_id: slurm_ids.as_ref().map(|s| s[i]),
                 nodes: info.map_or(String::new(), |info| info.nodes.clone()),
             }
@@ -454,6 +455,9 @@ pub(crate) fn write_manifest(plan: &Plan, dir: &Path, m: &RunState<'_>) -> Resul
             skipped_too_large: s.too_large,
             skipped_unknown: s.unknown,
             malformed_lines: s.warnings.len() as u64,
+            cancelled: plan.cancelled.as_str().to_string(),
+            trace_cancelled: s.trace_cancelled,
+            skipped_cancelled: s.skipped_cancelled,
             cores_per_proc: plan.cores_per_proc,
         },
         factor: m.factor,

@@ -97,6 +97,7 @@ mod tests {
             run_ns: 0,
             walltime_ns: 0,
             cores: 1,
+            cancel_after_ns: None,
         }
     }
 

@@ -196,6 +196,7 @@ fn load(args: &PlotArgs) -> Result<Vec<Run>> {
                     Status::Failed => Some(Exclusion::Failed),
                     Status::Timeout => Some(Exclusion::Timeout),
                 },
+                cancelled: r.status == Status::Cancelled,
             };
             jobs.push(Job {
                 id: r.id,
@@ -480,6 +481,7 @@ mod tests {
             end: end * S,
             suspensions: &suspensions,
             excluded_status: None,
+            cancelled: false,
         };
         Job {
             id,
@@ -529,6 +531,7 @@ mod tests {
                     end: j.end,
                     suspensions: &susp,
                     excluded_status: None,
+                    cancelled: false,
                 },
             );
         }

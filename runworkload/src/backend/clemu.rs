@@ -16,7 +16,10 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
-use super::{due_jobs, trace_jobs, wall_ns, Backend, Jobs, Ran, LEAD, SPIN};
+use super::{
+    due_jobs, due_orders, next_due, trace_jobs, wall_ns, Backend, Jobs, Order, Ran, Timed, LEAD,
+    SPIN,
+};
 use crate::Plan;
 
 /// A running cluster to drive instead of an embedded one.
@@ -99,9 +102,11 @@ impl Clemu {
         let mut next_view = Instant::now();
 
         // Submit at absolute deadlines; jobs whose deadline has passed go
-        // together in one request.
-        while submitted < order.len() {
-            let due = start + Duration::from_nanos(targets[order[submitted]].max(0) as u64);
+        // together in one request. Timed orders follow the submissions due
+        // with them, and likewise go together.
+        let mut done = 0usize;
+        while let Some(at) = next_due(jobs, submitted, done) {
+            let due = start + Duration::from_nanos(at.max(0) as u64);
             loop {
                 let now = Instant::now();
                 if now >= due {
@@ -132,6 +137,11 @@ impl Clemu {
             }
             let now = Instant::now();
             let batch = due_jobs(order, targets, start, now, &mut submitted);
+            let orders = due_orders(jobs.timed, start, now, &mut done);
+            if batch.is_empty() {
+                carry_out(&mut session, orders, &ids).await?;
+                continue;
+            }
             let sent = wall_ns();
             let req = Request::Submit {
                 specs: batch.iter().map(|&i| specs[i].clone()).collect(),
@@ -155,6 +165,7 @@ impl Clemu {
                 ),
                 other => bail!("unexpected answer to submit: {other:?}"),
             }
+            carry_out(&mut session, orders, &ids).await?;
         }
 
         // Wait for every job to be over: the whole cluster's when it is ours,
@@ -250,6 +261,27 @@ impl Clemu {
             scheduler,
             failure,
         })
+    }
+}
+
+/// Gives the cluster the timed orders that came due, each kind in one
+/// request. A job already over when its cancellation comes is left so:
+/// it ended before the trace's user would have cancelled it.
+async fn carry_out(session: &mut Session, orders: &[Timed], ids: &[u64]) -> Result<()> {
+    let cancel: Vec<u64> = orders
+        .iter()
+        .map(|t| match t.order {
+            Order::Cancel(i) => ids[i],
+        })
+        .filter(|&id| id != 0)
+        .collect();
+    if cancel.is_empty() {
+        return Ok(());
+    }
+    match session.call(&Request::Cancel(cancel)).await? {
+        Response::Jobs(_) => Ok(()),
+        Response::Error(e) => bail!("the cluster refused to cancel jobs as the trace did: {e}"),
+        other => bail!("unexpected answer to cancel: {other:?}"),
     }
 }
 

@@ -35,9 +35,26 @@ pub struct Jobs<'a> {
     pub specs: &'a [JobSpec],
     /// Job indices in submission order.
     pub order: &'a [usize],
+    /// The run's other orders, in the order they are due.
+    pub timed: &'a [Timed],
     /// The cluster as this run has it: the config's policy durations,
     /// given in trace seconds, scaled as the trace is ([`crate::run`]).
     pub config: &'a controller::config::Cluster,
+}
+
+/// An order a replay gives at an instant of its own, besides submitting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Order {
+    /// Cancel job `i` of the slice, as the trace's user did.
+    Cancel(usize),
+}
+
+/// An order and when it is due: ns from the run's start, as
+/// [`Jobs::targets`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timed {
+    pub at: i64,
+    pub order: Order,
 }
 
 /// What a backend tells of a run, for its results directory.
@@ -127,6 +144,30 @@ pub(crate) fn due_jobs(
         *next += 1;
     }
     batch
+}
+
+/// The timed orders from `*next` on that are due by `now`; `*next` moves
+/// past them.
+pub(crate) fn due_orders<'t>(
+    timed: &'t [Timed],
+    start: Instant,
+    now: Instant,
+    next: &mut usize,
+) -> &'t [Timed] {
+    let from = *next;
+    while *next < timed.len() && start + Duration::from_nanos(timed[*next].at.max(0) as u64) <= now
+    {
+        *next += 1;
+    }
+    &timed[from..*next]
+}
+
+/// The offset of what comes due next: the next submission (`order`
+/// from `submitted` on) or the next timed order (from `done` on).
+pub(crate) fn next_due(jobs: &Jobs<'_>, submitted: usize, done: usize) -> Option<i64> {
+    let submit = jobs.order.get(submitted).map(|&i| jobs.targets[i]);
+    let timed = jobs.timed.get(done).map(|t| t.at);
+    submit.into_iter().chain(timed).min()
 }
 
 /// The trace jobs `batch` (indices into the slice) replay, for messages:

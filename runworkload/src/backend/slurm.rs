@@ -28,7 +28,10 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
-use super::{due_jobs, info_of, trace_jobs, wall_ns, Backend, Jobs, Ran, LEAD, SPIN};
+use super::{
+    due_jobs, due_orders, info_of, next_due, trace_jobs, wall_ns, Backend, Jobs, Order, Ran, LEAD,
+    SPIN,
+};
 use crate::Plan;
 
 /// Runs a Slurm command; its standard output, or an error with its
@@ -194,8 +197,9 @@ async fn replay(plan: &Plan, run: &Jobs<'_>, dir: &Path, stop: &CancellationToke
     let mut actual = vec![0i64; jobs];
     let mut submitted = 0;
     let mut interrupted = false;
-    while submitted < order.len() {
-        let due = start + Duration::from_nanos(targets[order[submitted]].max(0) as u64);
+    let mut done = 0;
+    while let Some(at) = next_due(run, submitted, done) {
+        let due = start + Duration::from_nanos(at.max(0) as u64);
         let wake = due.checked_sub(SPIN).unwrap_or(due);
         tokio::select! {
             () = tokio::time::sleep_until(wake) => {}
@@ -210,6 +214,7 @@ async fn replay(plan: &Plan, run: &Jobs<'_>, dir: &Path, stop: &CancellationToke
         let now = Instant::now();
         let first = submitted as u64;
         let batch = due_jobs(order, targets, start, now, &mut submitted);
+        let orders = due_orders(run.timed, start, now, &mut done);
         let (name, sigsleep, log, nodes_file) = (&name, &sigsleep, &log, &nodes_file);
         let calls: Vec<_> = batch
             .iter()
@@ -245,6 +250,18 @@ async fn replay(plan: &Plan, run: &Jobs<'_>, dir: &Path, stop: &CancellationToke
                 .next()
                 .and_then(|s| s.parse().ok())
                 .ok_or_else(|| anyhow!("sbatch said {out:?}, not a job id"))?;
+        }
+        // Cancelled as the trace's users did: scancel takes a list.
+        let cancel: Vec<String> = orders
+            .iter()
+            .map(|t| match t.order {
+                Order::Cancel(i) => slurm_ids[i],
+            })
+            .filter(|&id| id != 0)
+            .map(|id| id.to_string())
+            .collect();
+        if !cancel.is_empty() {
+            slurm("scancel", &cancel).await?;
         }
     }
 

@@ -12,7 +12,7 @@ use futures_util::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
-use super::{Backend, Jobs, Ran};
+use super::{Backend, Jobs, Order, Ran};
 use crate::Plan;
 
 /// The virtual-time twin.
@@ -56,13 +56,24 @@ fn simulate(plan: &Plan, jobs: &Jobs<'_>, dir: &Path) -> Result<Ran> {
     // A fixed epoch keeps runs reproducible: the trace's own start when
     // it says, else the Unix epoch.
     let epoch = plan.slice.unix_start_time.unwrap_or(0) * 1_000_000_000;
-    let sim_jobs: Vec<controller::sim::SimJob> = order
+    let mut sim_jobs: Vec<controller::sim::SimJob> = order
         .iter()
         .map(|&i| controller::sim::SimJob {
             spec: specs[i].clone(),
             submit_ns: targets[i],
+            cancel_ns: None,
         })
         .collect();
+    // Input k of the twin is job order[k] of the slice.
+    let mut input = vec![0; specs.len()];
+    for (k, &i) in order.iter().enumerate() {
+        input[i] = k;
+    }
+    for t in jobs.timed {
+        match t.order {
+            Order::Cancel(i) => sim_jobs[input[i]].cancel_ns = Some(t.at),
+        }
+    }
     let run = controller::sim::simulate(std::sync::Arc::new(jobs.config.clone()), &sim_jobs, epoch);
     let mut frames = Vec::new();
     for r in &run.records {

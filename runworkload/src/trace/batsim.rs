@@ -160,6 +160,7 @@ fn job(
             run_ns,
             walltime_ns,
             cores: 0,
+            cancel_after_ns: None,
         },
         res,
         id,
@@ -200,6 +201,7 @@ mod tests {
             take,
             cores_per_proc: 2,
             max_cores: 16,
+            cancelled: super::super::Cancelled::Replay,
         }
     }
 

@@ -24,6 +24,35 @@ pub struct TraceJob {
     /// Wall-time limit, 0 when the trace has none.
     pub walltime_ns: u64,
     pub cores: u32,
+    /// A job the trace marks cancelled, replayed so (`--cancelled
+    /// replay`): how long after its submission it is cancelled, trace ns.
+    pub cancel_after_ns: Option<u64>,
+}
+
+/// What a replay does with the jobs a trace marks cancelled (SWF status
+/// 5).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum Cancelled {
+    /// Cancel each at the delay after its submission at which the trace's
+    /// user cancelled it (wait plus run time), started or not. Until then
+    /// it runs as it would have had no one cancelled it: up to its
+    /// wall-time limit.
+    #[default]
+    Replay,
+    /// Leave them out.
+    Skip,
+    /// Run them as if they completed, for the run time the trace gives.
+    Run,
+}
+
+impl Cancelled {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Cancelled::Replay => "replay",
+            Cancelled::Skip => "skip",
+            Cancelled::Run => "run",
+        }
+    }
 }
 
 #[derive(Debug, Default)]
@@ -35,6 +64,10 @@ pub struct Slice {
     pub too_large: u64,
     /// Unknown run time or processor count.
     pub unknown: u64,
+    /// Jobs the trace marks cancelled (whatever was done with them).
+    pub trace_cancelled: u64,
+    /// Of those, left out (`--cancelled skip`).
+    pub skipped_cancelled: u64,
     /// The processors the trace was made on (SWF's `MaxProcs`, Batsim's
     /// `nb_res`).
     pub max_procs: Option<u64>,
@@ -51,6 +84,7 @@ pub struct SliceSpec {
     pub cores_per_proc: u32,
     /// Largest job the cluster can run.
     pub max_cores: u64,
+    pub cancelled: Cancelled,
 }
 
 /// A job's place in the workload, for messages.

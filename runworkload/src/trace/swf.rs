@@ -7,13 +7,20 @@
 //! to the run time when the trace's job ran past its request (so replayed
 //! jobs end as the originals did rather than time out). Partial-execution
 //! lines (status 2, 3, 4) are not jobs: the job's summary line is.
+//!
+//! A job marked cancelled (status 5) is cancelled after the same delay as
+//! in the trace, its wait plus its run time (each unknown one counting
+//! 0), under `--cancelled replay`; until then it runs as it would have if
+//! no one had cancelled it: for its wall-time limit, or, with none, for
+//! that delay. `skip` leaves such jobs out; `run` replays them as if they
+//! had completed.
 
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 use formats::swf;
 
-use super::{Slice, SliceSpec, TraceJob};
+use super::{Cancelled, Slice, SliceSpec, TraceJob};
 
 /// Fewest malformed lines that, outnumbering the good ones, make a file
 /// "not a trace" before its end; a damaged trace has a few bad lines
@@ -68,6 +75,14 @@ pub fn read(path: &Path, spec: &SliceSpec) -> Result<Slice> {
             break;
         }
         slice.read += 1;
+        let cancelled = job.status() == swf::status::CANCELLED;
+        if cancelled {
+            slice.trace_cancelled += 1;
+            if spec.cancelled == Cancelled::Skip {
+                slice.skipped_cancelled += 1;
+                continue;
+            }
+        }
         let (Some(run), Some(procs)) = (job.run_ns(), job.procs()) else {
             slice.unknown += 1;
             continue;
@@ -81,10 +96,16 @@ pub fn read(path: &Path, spec: &SliceSpec) -> Result<Slice> {
             slice.too_large += 1;
             continue;
         }
-        let run_ns = run.max(0) as u64;
+        let mut run_ns = run.max(0) as u64;
         let walltime_ns = job
             .req_time_ns()
             .map_or(0, |r| (r.max(0) as u64).max(run_ns));
+        let mut cancel_after_ns = None;
+        if cancelled && spec.cancelled == Cancelled::Replay {
+            let after = job.wait_ns().unwrap_or(0).max(0) as u64 + run_ns;
+            cancel_after_ns = Some(after);
+            run_ns = if walltime_ns > 0 { walltime_ns } else { after };
+        }
         slice.jobs.push(TraceJob {
             trace_id: job.id(),
             line: job.line,
@@ -92,6 +113,7 @@ pub fn read(path: &Path, spec: &SliceSpec) -> Result<Slice> {
             run_ns,
             walltime_ns,
             cores: cores as u32,
+            cancel_after_ns,
         });
     }
     slice.max_procs = reader.header().max_procs();
@@ -131,6 +153,7 @@ mod tests {
             take,
             cores_per_proc: 2,
             max_cores: 128,
+            cancelled: Cancelled::Replay,
         }
     }
 
@@ -160,6 +183,69 @@ mod tests {
         assert_eq!(s.warnings.len(), 1);
         assert!(s.warnings[0].contains("t.swf:8:"), "{:?}", s.warnings);
         assert_eq!(s.max_procs, Some(64));
+    }
+
+    #[test]
+    fn cancelled_jobs_are_replayed_skipped_or_run_as_asked() {
+        // Job 1 waited 10 s, ran 50 s of a 200 s request, then was
+        // cancelled; job 2 was cancelled before it started (run 0) and
+        // asked for nothing; job 3 completed.
+        let trace = "\
+    1   0  10   50  4 -1 -1  4 200 -1  5 1 1 -1 1 -1 -1 -1
+    2   5  30    0  2 -1 -1  2  -1 -1  5 1 1 -1 1 -1 -1 -1
+    3   9   0   20  2 -1 -1  2  60 -1  1 1 1 -1 1 -1 -1 -1
+";
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("t.swf");
+        std::fs::write(&p, trace).unwrap();
+        let read_as = |cancelled| {
+            read(
+                &p,
+                &SliceSpec {
+                    cancelled,
+                    ..spec(0, None)
+                },
+            )
+            .unwrap()
+        };
+        const S: u64 = 1_000_000_000;
+        let s = read_as(Cancelled::Replay);
+        let got: Vec<_> = s
+            .jobs
+            .iter()
+            .map(|j| {
+                (
+                    j.trace_id,
+                    j.run_ns / S,
+                    j.walltime_ns / S,
+                    j.cancel_after_ns.map(|c| c / S),
+                )
+            })
+            .collect();
+        // Until cancelled, a job runs up to its limit, or, with none, up to
+        // the cancellation.
+        assert_eq!(
+            got,
+            [
+                (1, 200, 200, Some(60)),
+                (2, 30, 0, Some(30)),
+                (3, 20, 60, None)
+            ]
+        );
+        assert_eq!((s.trace_cancelled, s.skipped_cancelled), (2, 0));
+
+        let s = read_as(Cancelled::Skip);
+        let ids: Vec<i64> = s.jobs.iter().map(|j| j.trace_id).collect();
+        assert_eq!(ids, [3]);
+        assert_eq!((s.read, s.trace_cancelled, s.skipped_cancelled), (3, 2, 2));
+
+        let s = read_as(Cancelled::Run);
+        let got: Vec<_> = s
+            .jobs
+            .iter()
+            .map(|j| (j.run_ns / S, j.cancel_after_ns))
+            .collect();
+        assert_eq!(got, [(50, None), (0, None), (20, None)]);
     }
 
     #[test]
