@@ -382,7 +382,7 @@ mod tests {
             end_ns: Some(1_800_000_002_500_000_000),
             lateness_ms: 0.1,
             state: "completed".into(),
-            cancel_after_s: (job_id == 2).then_some(0.25),
+            cancel_after_s: (job_id == 1).then_some(0.25),
             slurm_id: None,
             nodes: nodes.into(),
         }
