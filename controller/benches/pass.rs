@@ -58,6 +58,8 @@ impl Lcg {
             partition: None,
             submit_ns: None,
             name: None,
+            after: Vec::new(),
+            think_ns: None,
         }
     }
 }
@@ -133,6 +135,8 @@ fn bench(config: &Arc<Config>, queued: usize, fragmented: bool) {
             partition: None,
             submit_ns: None,
             name: None,
+            after: Vec::new(),
+            think_ns: None,
         };
         let n = config.nodes.len();
         cluster

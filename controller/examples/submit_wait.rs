@@ -32,6 +32,8 @@ async fn main() -> Result<()> {
         partition: None,
         submit_ns: None,
         name: None,
+        after: Vec::new(),
+        think_ns: None,
     };
     let start = Instant::now();
     match s

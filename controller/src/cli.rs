@@ -173,6 +173,15 @@ pub struct SubmitArgs {
     /// Name of the jobs, to find them by (`cancel --name`).
     #[arg(long, value_name = "NAME")]
     pub name: Option<String>,
+    /// Jobs to wait for: these enter the queue once all of them are over,
+    /// however they ended (Slurm's `--dependency=afterany`). Comma-separated.
+    #[arg(long, value_name = "ID[,ID]", value_delimiter = ',')]
+    pub after: Vec<u64>,
+    /// With --after: submit the jobs this long after the last of those
+    /// ended (their submit instant is then), as a user who thinks before
+    /// the next job; without, they wait in the queue from now.
+    #[arg(long, value_name = "SECONDS", value_parser = seconds, requires = "after")]
+    pub think: Option<u64>,
 }
 
 #[derive(Debug, Args)]
@@ -473,6 +482,8 @@ async fn submit(
         partition: a.partition.clone(),
         submit_ns: None,
         name: a.name.clone(),
+        after: a.after.clone(),
+        think_ns: a.think,
     };
     let json = cli.format == Format::Json;
     let mut session = client::Session::open(addr, secret).await?;

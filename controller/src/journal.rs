@@ -34,7 +34,7 @@ const JOURNAL_MAGIC: &[u8; 4] = b"CLJN";
 const SNAPSHOT_MAGIC: &[u8; 4] = b"CLSN";
 /// 2: jobs have names (`JobSpec::name`, `JobInfo::name`). 3: submission
 /// keys ([`Entry::Keyed`], [`Snapshot::keys`]).
-const VERSION: u16 = 3;
+const VERSION: u16 = 4;
 const HEADER: usize = 6;
 /// Largest entry: a submission of one job is well under 1 KiB.
 const MAX_ENTRY: usize = 1 << 20;
@@ -64,6 +64,8 @@ pub struct JobImage {
     /// Last start, suspension or resumption.
     pub since_ns: i64,
     pub reason: String,
+    /// Waits for other jobs (`spec.after`) before it enters the queue.
+    pub held: bool,
 }
 
 /// One change to remember.
@@ -92,6 +94,11 @@ pub enum Entry {
         state: JobState,
     },
     Ended(Box<JobInfo>),
+    /// A held job's think time is over: it is submitted at `at_ns`.
+    Released {
+        id: u64,
+        at_ns: i64,
+    },
     /// Back to the queue: its node was lost.
     Requeued {
         id: u64,
@@ -619,6 +626,8 @@ mod tests {
                 partition: None,
                 submit_ns: None,
                 name: None,
+                after: Vec::new(),
+                think_ns: None,
             },
             partition: "batch".into(),
             state: JobState::Pending,
@@ -632,6 +641,7 @@ mod tests {
             suspensions: vec![],
             since_ns: 5,
             reason: String::new(),
+            held: false,
         }
     }
 

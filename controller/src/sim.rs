@@ -35,6 +35,9 @@ pub struct SimJob {
     /// When it is cancelled (`controller cancel`), started or not, if it
     /// is: nanoseconds after the start, no earlier than `submit_ns`.
     pub cancel_ns: Option<i64>,
+    /// The input job (an earlier one) it waits for (`JobSpec::after`,
+    /// with the spec's think time).
+    pub after: Option<usize>,
 }
 
 /// What a simulation leaves.
@@ -334,16 +337,27 @@ pub fn simulate(config: Arc<config::Cluster>, jobs: &[SimJob], epoch_wall_ns: i6
                     to += 1;
                 }
                 let now = sim.now(t);
-                let specs = jobs[from..to]
-                    .iter()
-                    .map(|j| JobSpec {
-                        submit_ns: j.spec.submit_ns.or(Some(now.wall)),
-                        ..j.spec.clone()
-                    })
-                    .collect();
-                // The caller has dropped jobs the cluster cannot run.
-                if let Ok(got) = sim.cluster.submit(specs, 0, now, &mut sim.machines) {
-                    ids[from..to].copy_from_slice(&got);
+                // In requests as the replay sends them: a job that waits for
+                // one of the same instant goes once that one has its id.
+                let mut first = from;
+                while first < to {
+                    let mut last = first + 1;
+                    while last < to && jobs[last].after.is_none_or(|p| p < first) {
+                        last += 1;
+                    }
+                    let specs = jobs[first..last]
+                        .iter()
+                        .map(|j| JobSpec {
+                            submit_ns: j.spec.submit_ns.or(Some(now.wall)),
+                            after: j.after.map(|p| ids[p]).into_iter().collect(),
+                            ..j.spec.clone()
+                        })
+                        .collect();
+                    // The caller has dropped jobs the cluster cannot run.
+                    if let Ok(got) = sim.cluster.submit(specs, 0, now, &mut sim.machines) {
+                        ids[first..last].copy_from_slice(&got);
+                    }
+                    first = last;
                 }
                 let at_once: Vec<u64> = (from..to)
                     .filter(|&k| jobs[k].cancel_ns.is_some_and(|c| c <= t) && ids[k] != 0)
@@ -452,9 +466,12 @@ mod tests {
                 partition: None,
                 submit_ns: None,
                 name: None,
+                after: Vec::new(),
+                think_ns: None,
             },
             submit_ns: submit_s * S,
             cancel_ns: None,
+            after: None,
         }
     }
 

@@ -237,9 +237,12 @@ fn twin_unit(
                 partition: None,
                 submit_ns: None,
                 name: None,
+                after: Vec::new(),
+                think_ns: None,
             },
             submit_ns: at * S,
             cancel_ns: None,
+            after: None,
         })
         .collect();
     simulate(Arc::new(c), &jobs, 1_000 * S)

@@ -223,3 +223,53 @@ fn wait_returns_when_the_jobs_are_over_and_says_how_they_ended() {
         "{err}"
     );
 }
+
+#[test]
+fn submit_after_waits_for_other_jobs_to_be_over() {
+    let c = Cluster::start("vn1", 4, "");
+    let first = c.submit(&["--cores", "1", "--runtime", "1"]);
+    let other = c.submit(&["--cores", "1", "--runtime", "60"]);
+    let ids = format!("{},{}", first[0], other[0]);
+    let then = c.submit(&["--cores", "1", "--runtime", "0.2", "--after", &ids]);
+    // Held while either runs, though cores are free, and the queue says why.
+    let job = c.job(then[0]);
+    assert_eq!(job["state"], "pending", "{job}");
+    assert_eq!(job["reason"], "Dependency", "{job}");
+    c.wait_state(first[0], "completed");
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(c.state(then[0]), "pending", "one of the two still runs");
+    // However the other ends (afterany), the job goes, as submitted.
+    c.ok(&["cancel", &other[0].to_string()]);
+    c.ok(&["wait", &then[0].to_string()]);
+    let (waited, ended) = (c.record(then[0]), c.record(other[0]));
+    assert!(waited.start >= ended.end, "{waited:?} {ended:?}");
+    assert!(waited.submit < ended.end, "its submit instant is its own");
+
+    // With a think time, it is submitted that long after the last end.
+    let a = c.submit(&["--cores", "1", "--runtime", "0.3"]);
+    let b = c.submit(&[
+        "--cores",
+        "1",
+        "--runtime",
+        "0.1",
+        "--after",
+        &a[0].to_string(),
+        "--think",
+        "0.5",
+    ]);
+    c.ok(&["wait", &b[0].to_string()]);
+    let ended = c.job(a[0])["end"].as_f64().unwrap();
+    let gap = c.record(b[0]).submit as f64 / 1e9 - ended;
+    assert!((0.5..0.5 + 0.2).contains(&gap), "submitted {gap} s after");
+
+    // Waiting for a job that does not exist is refused, naming it.
+    for (args, needle) in [
+        (&["--after", "999"][..], "cannot wait for job 999"),
+        (&["--think", "1"][..], "--after"),
+    ] {
+        let out = c.ctl(&[&["submit", "--cores", "1", "--runtime", "1"][..], args].concat());
+        assert!(!out.status.success(), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(needle), "{args:?}: {err}");
+    }
+}

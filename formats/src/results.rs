@@ -213,6 +213,11 @@ pub struct Slice {
     pub trace_cancelled: u64,
     /// Of those, left out by `--cancelled skip`.
     pub skipped_cancelled: u64,
+    /// `--feedback`: a job that followed another (SWF field 17) was
+    /// submitted its think time after that one ended in this run.
+    pub feedback: bool,
+    /// Jobs so submitted (those whose preceding job is in the slice).
+    pub followers: u64,
 }
 
 /// When jobs are submitted.
@@ -314,6 +319,11 @@ pub struct JobRow {
     /// time, shrunk like every time), seconds; empty for other jobs.
     #[serde(default)]
     pub cancel_after_s: Option<f64>,
+    /// Under `--feedback`, the trace job it followed: it was submitted its
+    /// think time after that one ended (its target is then); empty for
+    /// the others.
+    #[serde(default)]
+    pub follows: Option<i64>,
     /// With `--backend slurm`, the id Slurm gave it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slurm_id: Option<u64>,
@@ -383,6 +393,7 @@ mod tests {
             lateness_ms: 0.1,
             state: "completed".into(),
             cancel_after_s: (job_id == 1).then_some(0.25),
+            follows: (job_id == 1).then_some(4514),
             slurm_id: None,
             nodes: nodes.into(),
         }

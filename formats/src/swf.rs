@@ -158,6 +158,20 @@ impl SwfJob {
         }
     }
 
+    /// The job (its number) this one followed: submitted only after it
+    /// ended, a think time later (field 17); `None` when unknown.
+    pub fn preceding(&self) -> Option<i64> {
+        self.known(field::PRECEDING)
+            .map(|v| v as i64)
+            .filter(|&j| j > 0)
+    }
+
+    /// Think time from the preceding job's end, ns (field 18); `None`
+    /// when unknown.
+    pub fn think_ns(&self) -> Option<i64> {
+        self.known_ns(field::THINK)
+    }
+
     pub fn status(&self) -> i64 {
         self.get(field::STATUS) as i64
     }

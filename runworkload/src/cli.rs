@@ -137,6 +137,11 @@ pub struct Cli {
     /// them as if they had completed.
     #[arg(long, value_enum, value_name = "HOW", default_value_t = Cancelled::Replay)]
     pub cancelled: Cancelled,
+    /// User feedback: a job that followed another (SWF field 17) is
+    /// submitted its think time (field 18) after that job ends in this
+    /// run, not at its trace instant.
+    #[arg(long)]
+    pub feedback: bool,
     /// Malformed trace lines are an error, not a warning.
     #[arg(long)]
     pub strict: bool,
@@ -229,6 +234,12 @@ pub fn plan(cli: &Cli) -> Result<(Plan, Vec<String>)> {
     if cli.backend == BackendName::Slurm && (cli.simulate || cli.controller.is_some()) {
         bail!("--backend slurm submits to Slurm: it takes neither --simulate nor --controller");
     }
+    if cli.backend == BackendName::Slurm && cli.feedback {
+        bail!(
+            "--feedback submits a job a think time after another ends, which Slurm cannot be \
+             asked to do; replay with clemu or its twin"
+        );
+    }
     if cli.simulate && cli.controller.is_some() {
         bail!("--simulate runs the config's cluster in virtual time; it takes no --controller");
     }
@@ -269,6 +280,11 @@ pub fn plan(cli: &Cli) -> Result<(Plan, Vec<String>)> {
             slice.skipped_cancelled
         );
     }
+    let links = if cli.feedback {
+        trace::feedback_links(&slice, &cli.workload)?
+    } else {
+        vec![None; slice.jobs.len()]
+    };
     let warnings = slice.warnings.clone();
     if cli.strict && !warnings.is_empty() {
         bail!(
@@ -319,6 +335,8 @@ pub fn plan(cli: &Cli) -> Result<(Plan, Vec<String>)> {
         config,
         workload: cli.workload.clone(),
         slice,
+        links,
+        feedback: cli.feedback,
         cancelled: cli.cancelled,
         skip: cli.skip,
         take: cli.jobs,
@@ -470,6 +488,8 @@ mod tests {
             walltime_ns: 0,
             cores: 1,
             cancel_after_ns: None,
+            preceding: None,
+            trace_run_ns: 0,
         };
         // At 0.5 / 10,000, 30 s of the trace is 1.5 ms: short; 3000 s is 150 ms.
         let jobs: Vec<_> = (0..100)

@@ -52,6 +52,11 @@ pub struct Plan {
     pub slice: Slice,
     /// What was done with the jobs the trace marks cancelled.
     pub cancelled: trace::Cancelled,
+    /// `--feedback`: followers wait for the job they follow.
+    pub feedback: bool,
+    /// With `--feedback`, for each job of the slice, the job it follows:
+    /// it is submitted its think time after that one ends.
+    pub links: Vec<Option<usize>>,
     pub skip: u64,
     pub take: Option<u64>,
     pub cores_per_proc: u32,

@@ -130,6 +130,8 @@ mod tests {
             walltime_ns: walltime_s * 1_000_000_000,
             cores,
             cancel_after_ns: None,
+            preceding: None,
+            trace_run_ns: 0,
         }
     }
 

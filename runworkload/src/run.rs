@@ -63,11 +63,17 @@ pub(crate) fn run_config(
 
 /// The run's orders besides submissions, in the order they are due:
 /// each job the trace marks cancelled, cancelled its (scaled) delay after
-/// its submission.
-fn timed_orders(jobs: &[TraceJob], targets: &[i64], scale: Scale) -> Vec<Timed> {
+/// its submission (a follower's submission is this run's: it has none).
+fn timed_orders(
+    jobs: &[TraceJob],
+    links: &[Option<usize>],
+    targets: &[i64],
+    scale: Scale,
+) -> Vec<Timed> {
     let mut timed: Vec<Timed> = jobs
         .iter()
         .enumerate()
+        .filter(|&(i, _)| links[i].is_none())
         .filter_map(|(i, j)| {
             let after = j.cancel_after_ns?;
             Some(Timed {
@@ -122,12 +128,19 @@ pub async fn run_factor(
     };
     let trace_jobs = &plan.slice.jobs;
     let targets = schedule::targets(trace_jobs, &plan.schedule, scale);
+    let links = &plan.links;
     let specs: Vec<JobSpec> = trace_jobs
         .iter()
-        .map(|j| JobSpec {
+        .zip(links)
+        .map(|(j, link)| JobSpec {
             cores: j.cores,
             mem_per_cpu_mb: 0,
-            runtime_ns: scale.apply_u(j.run_ns),
+            // A follower's cancellation cannot be placed (its submission
+            // is this run's, not the trace's): it runs what it ran.
+            runtime_ns: scale.apply_u(match link {
+                Some(_) => j.trace_run_ns,
+                None => j.run_ns,
+            }),
             walltime_ns: scale.apply_u(j.walltime_ns),
             partition: crate::route::partition_of(&plan.routes, j, &plan.config)
                 .map(str::to_string),
@@ -135,11 +148,18 @@ pub async fn run_factor(
             // On a cluster others use too, `controller cancel --name
             // shrink-050` finds this run's jobs.
             name: Some(label.clone()),
+            // The job it follows gets its id when submitted: the backend
+            // fills it in.
+            after: Vec::new(),
+            think_ns: link.map(|_| scale.apply_u(j.preceding.map_or(0, |(_, t)| t))),
         })
         .collect();
-    let mut order: Vec<usize> = (0..trace_jobs.len()).collect();
+    // Followers go when the job they follow does, not at a deadline.
+    let mut order: Vec<usize> = (0..trace_jobs.len())
+        .filter(|&i| links[i].is_none())
+        .collect();
     order.sort_by_key(|&i| (targets[i], i));
-    let timed = timed_orders(trace_jobs, &targets, scale);
+    let timed = timed_orders(trace_jobs, links, &targets, scale);
     let config = run_config(&plan.config, scale);
     let jobs = Jobs {
         label: &label,
@@ -147,6 +167,7 @@ pub async fn run_factor(
         targets: &targets,
         specs: &specs,
         order: &order,
+        after: links,
         timed: &timed,
         config: &config,
     };

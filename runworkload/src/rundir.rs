@@ -239,8 +239,12 @@ pub(crate) fn write_results(
     let (started_wall, ended_wall, interrupted, cores) =
         (*started_wall, *ended_wall, *interrupted, *cores);
     let trace_jobs = &plan.slice.jobs;
+    // A follower (`--feedback`) has no deadline: it is sent with the job
+    // it follows, and submitted when that one has ended and its think
+    // time passed. Its target is that instant; it is never late.
+    let follower = |i: usize| jobs.after[i].is_some();
     let mut late: Vec<i64> = (0..trace_jobs.len())
-        .filter(|&i| ids[i] != 0)
+        .filter(|&i| ids[i] != 0 && !follower(i))
         .map(|i| actual[i] - (started_wall + targets[i]))
         .collect();
     late.sort_unstable();
@@ -256,7 +260,11 @@ pub(crate) fn write_results(
             let info = infos.get(&ids[i]);
             let state = info.map_or("not_submitted", |info| info.state.as_str());
             *states.entry(state).or_default() += 1;
-            let target = started_wall + targets[i];
+            let target = match (follower(i), info) {
+                (true, Some(info)) => info.submit_ns,
+                (true, None) => actual[i],
+                (false, _) => started_wall + targets[i],
+            };
             results::JobRow {
                 trace_id: j.trace_id,
                 job_id: ids[i],
@@ -271,13 +279,17 @@ pub(crate) fn write_results(
                 submit_ns: Some(info.map_or(0, |info| info.submit_ns)),
                 start_ns: Some(info.map_or(0, |info| info.start_ns)),
                 end_ns: Some(info.map_or(0, |info| info.end_ns)),
-                lateness_ms: if ids[i] == 0 {
+                lateness_ms: if ids[i] == 0 || follower(i) {
                     0.0
                 } else {
                     (actual[i] - target) as f64 / 1e6
                 },
                 state: state.to_string(),
-                cancel_after_s: j.cancel_after_ns.map(|c| scale.apply_u(c) as f64 / 1e9),
+                cancel_after_s: j
+                    .cancel_after_ns
+                    .filter(|_| !follower(i))
+                    .map(|c| scale.apply_u(c) as f64 / 1e9),
+                follows: jobs.after[i].map(|p| trace_jobs[p].trace_id),
                 slurm_id: slurm_ids.as_ref().map(|s| s[i]),
                 nodes: info.map_or(String::new(), |info| info.nodes.clone()),
             }
@@ -458,6 +470,8 @@ pub(crate) fn write_manifest(plan: &Plan, dir: &Path, m: &RunState<'_>) -> Resul
             cancelled: plan.cancelled.as_str().to_string(),
             trace_cancelled: s.trace_cancelled,
             skipped_cancelled: s.skipped_cancelled,
+            feedback: plan.feedback,
+            followers: plan.links.iter().filter(|l| l.is_some()).count() as u64,
             cores_per_proc: plan.cores_per_proc,
         },
         factor: m.factor,

@@ -98,6 +98,8 @@ mod tests {
             walltime_ns: 0,
             cores: 1,
             cancel_after_ns: None,
+            preceding: None,
+            trace_run_ns: 0,
         }
     }
 

@@ -20,10 +20,36 @@ impl Cluster {
         self.keys.insert(key, first, count);
     }
 
-    /// A job enters the queue.
-    pub(super) fn admitted(&mut self, job: Job) {
-        let (id, partition) = (job.id, job.partition);
+    /// A job is accepted: into the queue, or, if it waits for others,
+    /// held until they are over.
+    pub(super) fn admitted(&mut self, mut job: Job, now: Now) {
+        let id = job.id;
         self.next_id = self.next_id.max(id + 1);
+        if job.held {
+            // Counted from the tables, so that a restart counts the same.
+            job.deps_left = 0;
+            for &dep in &job.spec.after {
+                if self.jobs.contains_key(&dep) {
+                    job.deps_left += 1;
+                    self.waiters.entry(dep).or_default().push(id);
+                } else if let Some(info) = self.done.get(&dep) {
+                    job.deps_end = job.deps_end.max(info.end_ns);
+                }
+            }
+            job.reason = "Dependency".into();
+            let over = job.deps_left == 0;
+            self.jobs.insert(id, Box::new(job));
+            if over {
+                self.deps_over(id, now);
+            }
+            return;
+        }
+        self.queued(job);
+    }
+
+    /// A job enters the queue.
+    fn queued(&mut self, job: Job) {
+        let (id, partition) = (job.id, job.partition);
         let q = Queued {
             job: id,
             partition,
@@ -193,13 +219,16 @@ impl Cluster {
         self.wants_pass = true;
     }
 
-    /// A job is over: out of the tables, into the history.
+    /// A job is over: out of the tables, into the history; the jobs held
+    /// for it are one closer to their release.
     pub(super) fn finished(&mut self, id: u64, state: JobState, reason: String, now: Now) {
         self.release(id);
+        if let Some(p) = self.jobs.get(&id).map(|j| j.partition) {
+            self.unqueue(id, p);
+        }
         let Some(mut job) = self.jobs.remove(&id) else {
             return;
         };
-        self.unqueue(id, job.partition);
         self.record_event(Happened::Ended {
             job: id,
             at_ns: now.mono,
@@ -221,6 +250,54 @@ impl Cluster {
         let info = self.info(&job);
         self.done.insert(id, info);
         self.done_order.push_back(id);
+        for waiter in self.waiters.remove(&id).unwrap_or_default() {
+            let Some(w) = self.jobs.get_mut(&waiter).filter(|w| w.held) else {
+                continue;
+            };
+            w.deps_left = w.deps_left.saturating_sub(1);
+            w.deps_end = w.deps_end.max(now.wall);
+            if w.deps_left == 0 {
+                self.deps_over(waiter, now);
+            }
+        }
+    }
+
+    /// A held job's wait is over. Without a think time it queues now, as
+    /// submitted (Slurm's `afterany`); with one, it is submitted that long
+    /// after the last of its jobs ended: at once if that has passed (a
+    /// restart), else when a pass finds it due.
+    fn deps_over(&mut self, id: u64, now: Now) {
+        let Some(job) = self.jobs.get(&id) else {
+            return;
+        };
+        match job.spec.think_ns {
+            None => self.released(id, None),
+            Some(think) => {
+                let at = job
+                    .deps_end
+                    .saturating_add(think.min(i64::MAX as u64) as i64);
+                let mono = now.mono.saturating_add(at.saturating_sub(now.wall));
+                self.releases.insert((mono, id));
+            }
+        }
+    }
+
+    /// A held job enters the queue; `at`: submitted at this instant, not
+    /// when it was sent.
+    pub(super) fn released(&mut self, id: u64, at: Option<Now>) {
+        let Some(job) = self.jobs.get_mut(&id).filter(|j| j.held) else {
+            return;
+        };
+        job.held = false;
+        job.reason.clear();
+        if let Some(at) = at {
+            job.submit_ns = at.wall;
+            job.submit_mono = at.mono;
+            job.since_mono = at.mono;
+        }
+        if let Some(job) = self.jobs.remove(&id) {
+            self.queued(*job);
+        }
     }
 
     /// A started job goes back to the queue, as if never started.

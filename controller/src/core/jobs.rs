@@ -68,13 +68,36 @@ impl Cluster {
                     part.name
                 ));
             }
+            // Only jobs that exist can be waited for, so waits never form
+            // a cycle: a job can wait only for jobs older than itself.
+            if let Some(dep) = spec
+                .after
+                .iter()
+                .find(|d| !self.jobs.contains_key(d) && !self.done.contains_key(d))
+            {
+                return Err(if *dep >= self.next_id {
+                    format!(
+                        "{}: cannot wait for job {dep}: there is no such job yet",
+                        which(i)
+                    )
+                } else {
+                    format!(
+                        "{}: cannot wait for job {dep}: no such job (or it ended too long ago to \
+                         be remembered)",
+                        which(i)
+                    )
+                });
+            }
+            if spec.think_ns.is_some() && spec.after.is_empty() {
+                return Err(format!("{}: a think time needs jobs to wait for", which(i)));
+            }
             checked.push((p, spec));
         }
         let mut ids = Vec::with_capacity(checked.len());
         for (p, spec) in checked {
             let id = self.next_id;
             debug!(job = id, cores = spec.cores, "job submitted");
-            self.admitted(Job::pending(id, spec, p, now));
+            self.admitted(Job::pending(id, spec, p, now), now);
             if F::JOURNALS {
                 let image = self.image(&self.jobs[&id], now);
                 fx.journal(Entry::Submitted(Box::new(image)));
@@ -439,6 +462,32 @@ impl Cluster {
         Ok(())
     }
 
+    /// When (monotonic ns) the next held job is to be released.
+    pub fn next_release(&self) -> Option<i64> {
+        self.releases.first().map(|&(at, _)| at)
+    }
+
+    /// Releases the held jobs whose think time is over by `now`: each is
+    /// submitted at its instant.
+    pub fn release_due<F: Effects>(&mut self, now: Now, fx: &mut F) {
+        while let Some(&(at, id)) = self.releases.first().filter(|(at, _)| *at <= now.mono) {
+            self.releases.pop_first();
+            let Some(job) = self.jobs.get(&id).filter(|j| j.held && j.deps_left == 0) else {
+                continue;
+            };
+            let think = job.spec.think_ns.unwrap_or(0).min(i64::MAX as u64) as i64;
+            let at = Now {
+                mono: at,
+                wall: job.deps_end.saturating_add(think),
+            };
+            debug!(job = id, "released after its think time");
+            self.released(id, Some(at));
+            if F::JOURNALS {
+                fx.journal(Entry::Released { id, at_ns: at.wall });
+            }
+        }
+    }
+
     /// `controller suspend`: the jobs keep their cores until resumed.
     pub fn suspend<F: Effects>(&mut self, ids: &[u64], now: Now, fx: &mut F) -> Vec<JobOutcome> {
         ids.iter()
@@ -462,6 +511,7 @@ impl Cluster {
 impl Job {
     /// A job just submitted, waiting in the queue.
     pub(super) fn pending(id: u64, spec: JobSpec, partition: usize, now: Now) -> Job {
+        let held = !spec.after.is_empty();
         Job {
             id,
             submit_ns: spec.submit_ns.unwrap_or(now.wall),
@@ -484,6 +534,9 @@ impl Job {
             lost_at: None,
             suspensions: Vec::new(),
             submit_mono: now.mono,
+            held,
+            deps_left: 0,
+            deps_end: i64::MIN,
         }
     }
 }

@@ -40,6 +40,7 @@ impl Cluster {
             suspensions: j.suspensions.clone(),
             since_ns: wall(j.since_mono),
             reason: j.reason.clone(),
+            held: j.held,
         }
     }
 
@@ -221,6 +222,10 @@ impl Cluster {
                 }
             }
             Entry::Requeued { id, reason, at_ns } => self.requeued(id, reason, at(at_ns)),
+            Entry::Released { id, at_ns } => {
+                self.releases.retain(|&(_, j)| j != id);
+                self.released(id, Some(at(at_ns)));
+            }
             Entry::Drained { nodes, reason } => match self.resolve(&nodes) {
                 Ok(idx) => self.set_drained(&idx, Some(&reason)),
                 Err(e) => warn!(nodes, "drained nodes not restored: {e}"),
@@ -260,7 +265,8 @@ impl Cluster {
         job.submit_ns = im.submit_ns;
         job.reason = im.reason;
         job.since_mono = at(im.since_ns).mono;
-        self.admitted(job);
+        job.held = im.held;
+        self.admitted(job, now);
         let Some(alloc) = alloc else {
             return;
         };
@@ -298,8 +304,9 @@ impl Cluster {
 
     /// A job that cannot be restored leaves the tables without a trace.
     fn drop_job(&mut self, id: u64) {
-        if let Some(job) = self.jobs.remove(&id) {
-            self.unqueue(id, job.partition);
+        if let Some(p) = self.jobs.get(&id).map(|j| j.partition) {
+            self.unqueue(id, p);
+            self.jobs.remove(&id);
         }
     }
 }

@@ -76,7 +76,13 @@ impl Scheduler {
             return Some(earliest);
         }
         let after_last = self.last_pass.map_or(i64::MIN, |t| t.saturating_add(1));
-        self.wake_at.map(|w| w.max(earliest).max(after_last))
+        // A held job's release is a submission: it comes at its instant,
+        // not the interval's.
+        let woken = self.wake_at.map(|w| w.max(earliest).max(after_last));
+        match (woken, cluster.next_release()) {
+            (Some(w), Some(r)) => Some(w.min(r)),
+            (w, r) => w.or(r),
+        }
     }
 
     /// A scheduling pass at `now`: the policy's decisions carried out
@@ -84,6 +90,15 @@ impl Scheduler {
     /// it does not count against the interval).
     pub fn pass<F: Effects>(&mut self, cluster: &mut Cluster, now: Now, fx: &mut F) -> bool {
         let took = Instant::now();
+        cluster.release_due(now, fx);
+        if self
+            .last_pass
+            .is_some_and(|t| now.mono < t.saturating_add(self.interval))
+        {
+            // Woken for a release only: the pass it wants follows when the
+            // interval allows, as for any submission.
+            return false;
+        }
         cluster.wants_pass = false;
         let woken = self.wake_at.is_some_and(|w| w <= now.mono);
         if self.failed.is_some() {

@@ -3,7 +3,7 @@
 //! policies' copies (queue order, active jobs) that every change shares.
 
 use std::cmp::Reverse;
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -97,8 +97,16 @@ pub(super) struct Job {
     /// Wall-clock ns of each suspension and its resumption (0 while
     /// suspended), as decided here: what the job's record should show.
     pub suspensions: Vec<(i64, i64)>,
-    /// Submit instant on the monotonic clock, for gang fairness.
+    /// Submit instant on the monotonic clock: its place in the queue,
+    /// and gang fairness.
     pub submit_mono: i64,
+    /// Waits for other jobs to be over (`after`) before it enters the
+    /// queue; policies do not see it meanwhile.
+    pub held: bool,
+    /// While held: how many of the jobs it waits for are not over, and
+    /// when the last of those over ended (wall ns).
+    pub deps_left: u32,
+    pub deps_end: i64,
 }
 
 impl Job {
@@ -163,8 +171,10 @@ impl Counters {
 }
 
 /// Where a pending job stands in the queue: its partition's priority
-/// (highest first), then its id.
-type QueueKey = (Reverse<u32>, u64);
+/// (highest first), then its submit instant (monotonic), then its id. Ids
+/// follow submissions, except for a job held for others (`after` with a
+/// think time): it is submitted when released, and queues from then.
+type QueueKey = (Reverse<u32>, i64, u64);
 
 pub struct Cluster {
     pub(super) config: Arc<config::Cluster>,
@@ -204,6 +214,11 @@ pub struct Cluster {
     /// ([`Cluster::keep_events`]); `None` otherwise.
     pub(super) happened: Option<Vec<Happened>>,
     pub(super) keys: Keys,
+    /// Held jobs by the job they wait for.
+    pub(super) waiters: HashMap<u64, Vec<u64>>,
+    /// Held jobs whose wait is over, to enter the queue at an instant
+    /// (monotonic ns, id): a think time after the last of them ended.
+    pub(super) releases: BTreeSet<(i64, u64)>,
 }
 
 /// Submissions kept by key, most recent [`KEYS_KEPT`]: a client that lost
@@ -315,6 +330,8 @@ impl Cluster {
             policy_suspended: 0,
             happened: None,
             keys: Keys::default(),
+            waiters: HashMap::new(),
+            releases: BTreeSet::new(),
         }
     }
 
@@ -351,12 +368,13 @@ impl Cluster {
 
     /// Puts a job in the queue at its place: partition priority, then id.
     pub(super) fn enqueue(&mut self, partition: usize, q: Queued) {
-        let key = self.queue_key(partition, q.job);
+        let key = self.queue_key(partition, q.submit_ns, q.job);
         let views = &self.partition_views;
         let queue = Arc::make_mut(&mut self.queue);
-        // Ids grow: a new job goes after every job of its priority, at the
-        // end unless priorities differ.
-        let at = queue.partition_point(|o| (Reverse(views[o.partition].priority), o.job) < key);
+        // Submit instants grow: a new job goes after every job of its
+        // priority, at the end unless priorities differ.
+        let at = queue
+            .partition_point(|o| (Reverse(views[o.partition].priority), o.submit_ns, o.job) < key);
         // Queued again while its removal is held back (`unqueue_batched`):
         // it is still there, at its place; it stays.
         let held_back = self
@@ -370,13 +388,23 @@ impl Cluster {
         queue.insert(at, q);
     }
 
-    /// A job's place in the queue: partition priority, then id.
-    fn queue_key(&self, partition: usize, id: u64) -> QueueKey {
-        (Reverse(self.partition_views[partition].priority), id)
+    /// A job's place in the queue: partition priority, then submit
+    /// instant, then id.
+    fn queue_key(&self, partition: usize, submit_mono: i64, id: u64) -> QueueKey {
+        (
+            Reverse(self.partition_views[partition].priority),
+            submit_mono,
+            id,
+        )
     }
 
+    /// Takes a job out of the queue, if it is there; called while the job
+    /// is still in the tables (its submit instant finds its place).
     pub(super) fn unqueue(&mut self, id: u64, partition: usize) {
-        let key = self.queue_key(partition, id);
+        let Some(submit) = self.jobs.get(&id).map(|j| j.submit_mono) else {
+            return;
+        };
+        let key = self.queue_key(partition, submit, id);
         if let Some(later) = &mut self.unqueue_later {
             later.insert(key);
             return;
@@ -389,8 +417,9 @@ impl Cluster {
     fn unqueue_key(&mut self, key: QueueKey) {
         let views = &self.partition_views;
         let queue = Arc::make_mut(&mut self.queue);
-        let at = queue.partition_point(|o| (Reverse(views[o.partition].priority), o.job) < key);
-        if queue.get(at).is_some_and(|q| q.job == key.1) {
+        let at = queue
+            .partition_point(|o| (Reverse(views[o.partition].priority), o.submit_ns, o.job) < key);
+        if queue.get(at).is_some_and(|q| q.job == key.2) {
             queue.remove(at);
         }
     }
@@ -428,7 +457,7 @@ impl Cluster {
             let views = &self.partition_views;
             let mut next = keys.iter().peekable();
             Arc::make_mut(&mut self.queue).retain(|q| {
-                let key = (Reverse(views[q.partition].priority), q.job);
+                let key = (Reverse(views[q.partition].priority), q.submit_ns, q.job);
                 while next.next_if(|k| **k < key).is_some() {}
                 next.next_if(|k| **k == key).is_none()
             });

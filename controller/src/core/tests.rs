@@ -81,6 +81,8 @@ fn spec(cores: u32) -> JobSpec {
         partition: None,
         submit_ns: Some(5),
         name: None,
+        after: Vec::new(),
+        think_ns: None,
     }
 }
 
@@ -620,4 +622,127 @@ fn a_submission_asked_again_with_its_key_gets_the_same_jobs() {
         [4]
     );
     assert_eq!(again.active_jobs(), 4);
+}
+
+fn after(ids: &[u64], think_s: Option<u64>) -> JobSpec {
+    JobSpec {
+        after: ids.to_vec(),
+        think_ns: think_s.map(|t| t * S as u64),
+        submit_ns: None,
+        ..spec(1)
+    }
+}
+
+fn queued(c: &Cluster) -> Vec<u64> {
+    c.view(at(0)).queue.iter().map(|q| q.job).collect()
+}
+
+#[test]
+fn a_job_waits_for_others_then_queues_as_submitted() {
+    let mut c = cluster();
+    let mut out = Recorder::default();
+    let ids = c
+        .submit(vec![spec(8), spec(1)], 0, at(0), &mut out)
+        .unwrap();
+    let dep = c
+        .submit(vec![after(&ids, None)], 0, at(1), &mut out)
+        .unwrap()[0];
+    // Held: the policy does not see it; the queue says why.
+    assert!(!queued(&c).contains(&dep));
+    assert_eq!(c.jobs_info(&[dep])[0].reason, "Dependency");
+    pass(&mut c, &mut out);
+    c.job_ended(7, ids[0], Exit::Code(0), at(5), &mut out);
+    assert!(!queued(&c).contains(&dep), "one of its two still runs");
+    // However the last one ends, the wait is over; it keeps its submit
+    // instant (afterany).
+    c.cancel(&[ids[1]], at(6), &mut out);
+    assert!(!queued(&c).contains(&dep), "cancelling only asks the agent");
+    c.job_ended(7, ids[1], Exit::Code(143), at(7), &mut out);
+    assert!(queued(&c).contains(&dep));
+    assert_eq!(c.jobs[&dep].submit_ns, at(1).wall);
+}
+
+#[test]
+fn a_think_time_submits_the_job_that_long_after_the_last_end() {
+    let mut c = cluster();
+    let mut out = Recorder::default();
+    let first = c.submit(vec![spec(16)], 0, at(0), &mut out).unwrap()[0];
+    // Queued first, but submitted later than this one once released.
+    let dep = c
+        .submit(vec![after(&[first], Some(10))], 0, at(0), &mut out)
+        .unwrap()[0];
+    pass(&mut c, &mut out);
+    let other = c.submit(vec![spec(16)], 0, at(3), &mut out).unwrap()[0];
+    assert_eq!(c.next_release(), None);
+    c.job_ended(7, first, Exit::Code(0), at(4), &mut out);
+    assert_eq!(c.next_release(), Some(at(14).mono));
+    c.release_due(at(13), &mut out);
+    assert!(!queued(&c).contains(&dep));
+    c.release_due(at(14), &mut out);
+    // Submitted at the end + think time, behind the job submitted at 3.
+    assert_eq!(queued(&c), [other, dep]);
+    assert_eq!(c.jobs[&dep].submit_ns, at(14).wall);
+    assert!(out.1.iter().any(
+        |e| matches!(e, Entry::Released { id, at_ns } if *id == dep && *at_ns == at(14).wall)
+    ));
+}
+
+#[test]
+fn waiting_for_a_job_that_does_not_exist_is_refused() {
+    let mut c = cluster();
+    let mut out = Recorder::default();
+    let e = c
+        .submit(vec![after(&[5], None)], 0, at(0), &mut out)
+        .unwrap_err();
+    assert!(e.contains("job 5") && e.contains("no such job yet"), "{e}");
+    let e = c
+        .submit(vec![spec(1), after(&[1], Some(1))], 0, at(0), &mut out)
+        .unwrap_err();
+    assert!(e.contains("job 2 of 2"), "{e}");
+    let e = c
+        .submit(
+            vec![JobSpec {
+                think_ns: Some(1),
+                ..spec(1)
+            }],
+            0,
+            at(0),
+            &mut out,
+        )
+        .unwrap_err();
+    assert!(e.contains("think time"), "{e}");
+}
+
+#[test]
+fn held_jobs_survive_a_restart() {
+    let mut c = cluster();
+    let mut out = Recorder::default();
+    let ids = c
+        .submit(vec![spec(16), spec(16)], 0, at(0), &mut out)
+        .unwrap();
+    let held = c
+        .submit(
+            vec![after(&[ids[0]], Some(100)), after(&[ids[1]], None)],
+            0,
+            at(1),
+            &mut out,
+        )
+        .unwrap();
+    pass(&mut c, &mut out);
+    c.job_ended(7, ids[0], Exit::Code(0), at(5), &mut out);
+    for restarted in restarts(&c, &out.1) {
+        assert_eq!(picture(&restarted), picture(&c));
+        // Still held, the first to be released at its instant.
+        assert!(restarted.jobs[&held[0]].held && restarted.jobs[&held[1]].held);
+        assert_eq!(restarted.jobs[&held[0]].deps_end, at(5).wall);
+    }
+    // Released, then restarted: submitted at its instant, not again.
+    c.release_due(at(105), &mut out);
+    for mut restarted in restarts(&c, &out.1) {
+        assert_eq!(picture(&restarted), picture(&c));
+        assert!(!restarted.jobs[&held[0]].held);
+        assert_eq!(restarted.jobs[&held[0]].submit_ns, at(105).wall);
+        restarted.release_due(at(200), &mut Recorder::default());
+        assert_eq!(picture(&restarted), picture(&c));
+    }
 }

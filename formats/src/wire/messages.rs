@@ -24,6 +24,14 @@ pub struct JobSpec {
     /// A name to find the job by (`cancel --name`), as Slurm's
     /// `--job-name`; `None` for none.
     pub name: Option<String>,
+    /// Jobs to wait for: it enters the queue once all of them are over,
+    /// however they ended (Slurm's `--dependency=afterany`).
+    pub after: Vec<u64>,
+    /// With `after`: it is submitted this long after the last of them
+    /// ended (its submit instant is then), as a user who waits for one
+    /// job's result, thinks, then submits the next. Without, it waits in
+    /// the queue from its submission.
+    pub think_ns: Option<u64>,
 }
 
 /// Job states, as docs/design.md names them.

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context, Result};
 use controller::client::Session;
-use formats::wire::{submit_key, ClusterStats, JobInfo, JobState, Request, Response};
+use formats::wire::{submit_key, ClusterStats, JobInfo, JobSpec, JobState, Request, Response};
 use futures_util::future::BoxFuture;
 use indicatif::{ProgressBar, ProgressStyle};
 use tokio::time::Instant;
@@ -17,8 +17,8 @@ use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
 use super::{
-    due_jobs, due_orders, next_due, trace_jobs, wall_ns, Backend, Jobs, Order, Ran, Timed, LEAD,
-    SPIN,
+    due_jobs, due_orders, followers, next_due, trace_jobs, wall_ns, Backend, Jobs, Order, Ran,
+    Timed, LEAD, SPIN,
 };
 use crate::Plan;
 
@@ -105,6 +105,8 @@ impl Clemu {
         // together in one request. Timed orders follow the submissions due
         // with them, and likewise go together.
         let mut done = 0usize;
+        let follow = followers(jobs.after);
+        let mut sent_jobs = 0usize;
         while let Some(at) = next_due(jobs, submitted, done) {
             let due = start + Duration::from_nanos(at.max(0) as u64);
             loop {
@@ -115,7 +117,7 @@ impl Clemu {
                 if now >= next_view {
                     next_view = now + Duration::from_millis(250);
                     let s = stats(&mut monitor).await?;
-                    update(&progress, &s, &before, submitted);
+                    update(&progress, &s, &before, sent_jobs);
                     if s.policy_failure.is_some() {
                         failure = s.policy_failure;
                         break;
@@ -142,28 +144,47 @@ impl Clemu {
                 carry_out(&mut session, orders, &ids).await?;
                 continue;
             }
-            let sent = wall_ns();
-            let req = Request::Submit {
-                specs: batch.iter().map(|&i| specs[i].clone()).collect(),
-                key: submit_key(),
-            };
-            match session.call(&req).await? {
-                Response::Submitted(got) if got.len() == batch.len() => {
-                    for (&i, id) in batch.iter().zip(got) {
-                        ids[i] = id;
-                        actual[i] = sent;
+            // The jobs due, then those that follow them (`--feedback`),
+            // each wave once the one before has its ids.
+            let mut wave = batch;
+            while !wave.is_empty() {
+                let sent = wall_ns();
+                let req = Request::Submit {
+                    specs: wave
+                        .iter()
+                        .map(|&i| JobSpec {
+                            after: jobs.after[i].map(|p| ids[p]).into_iter().collect(),
+                            ..specs[i].clone()
+                        })
+                        .collect(),
+                    key: submit_key(),
+                };
+                match session.call(&req).await? {
+                    Response::Submitted(got) if got.len() == wave.len() => {
+                        for (&i, id) in wave.iter().zip(got) {
+                            ids[i] = id;
+                            actual[i] = sent;
+                        }
+                        sent_jobs += wave.len();
                     }
+                    // The scheduler failed between two looks at the stats.
+                    Response::Error(e) if e.starts_with("no scheduler") => {
+                        failure = stats(&mut monitor).await?.policy_failure.or(Some(e));
+                        break;
+                    }
+                    Response::Error(e) => bail!(
+                        "the cluster refused {}: {e}",
+                        trace_jobs(&plan.slice, &wave, &plan.workload)
+                    ),
+                    other => bail!("unexpected answer to submit: {other:?}"),
                 }
-                // The scheduler failed between two looks at the stats.
-                Response::Error(e) if e.starts_with("no scheduler") => {
-                    failure = stats(&mut monitor).await?.policy_failure.or(Some(e));
-                    break;
-                }
-                Response::Error(e) => bail!(
-                    "the cluster refused {}: {e}",
-                    trace_jobs(&plan.slice, &batch, &plan.workload)
-                ),
-                other => bail!("unexpected answer to submit: {other:?}"),
+                wave = wave
+                    .iter()
+                    .flat_map(|&i| follow[i].iter().copied())
+                    .collect();
+            }
+            if failure.is_some() {
+                break;
             }
             carry_out(&mut session, orders, &ids).await?;
         }
@@ -176,7 +197,7 @@ impl Clemu {
         if !interrupted {
             loop {
                 let s = stats(&mut monitor).await?;
-                update(&progress, &s, &before, submitted);
+                update(&progress, &s, &before, sent_jobs);
                 failure = failure.or(s.policy_failure.clone());
                 let left = if remote {
                     job_infos(&mut monitor, &ours)

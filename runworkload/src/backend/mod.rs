@@ -33,8 +33,13 @@ pub struct Jobs<'a> {
     pub targets: &'a [i64],
     /// Each job as submitted (times scaled).
     pub specs: &'a [JobSpec],
-    /// Job indices in submission order.
+    /// Job indices in submission order, of the jobs submitted at a
+    /// deadline.
     pub order: &'a [usize],
+    /// For each job, the job it follows (`--feedback`): it is submitted
+    /// with that one, to wait for its end plus its think time
+    /// (`JobSpec::after`, `think_ns`), and is in no `order`.
+    pub after: &'a [Option<usize>],
     /// The run's other orders, in the order they are due.
     pub timed: &'a [Timed],
     /// The cluster as this run has it: the config's policy durations,
@@ -168,6 +173,17 @@ pub(crate) fn next_due(jobs: &Jobs<'_>, submitted: usize, done: usize) -> Option
     let submit = jobs.order.get(submitted).map(|&i| jobs.targets[i]);
     let timed = jobs.timed.get(done).map(|t| t.at);
     submit.into_iter().chain(timed).min()
+}
+
+/// For each job, the jobs that follow it (`Jobs::after`).
+pub(crate) fn followers(after: &[Option<usize>]) -> Vec<Vec<usize>> {
+    let mut f = vec![Vec::new(); after.len()];
+    for (i, a) in after.iter().enumerate() {
+        if let Some(p) = *a {
+            f[p].push(i);
+        }
+    }
+    f
 }
 
 /// The trace jobs `batch` (indices into the slice) replay, for messages:

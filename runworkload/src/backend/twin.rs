@@ -12,7 +12,7 @@ use futures_util::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
-use super::{Backend, Jobs, Order, Ran};
+use super::{followers, Backend, Jobs, Order, Ran};
 use crate::Plan;
 
 /// The virtual-time twin.
@@ -56,19 +56,45 @@ fn simulate(plan: &Plan, jobs: &Jobs<'_>, dir: &Path) -> Result<Ran> {
     // A fixed epoch keeps runs reproducible: the trace's own start when
     // it says, else the Unix epoch.
     let epoch = plan.slice.unix_start_time.unwrap_or(0) * 1_000_000_000;
-    let mut sim_jobs: Vec<controller::sim::SimJob> = order
+    // The twin's input k is job seq[k] of the slice: the jobs due at one
+    // instant, then those that follow them (`--feedback`), wave by wave,
+    // as the emulation sends them.
+    let follow = followers(jobs.after);
+    let mut seq: Vec<usize> = Vec::with_capacity(specs.len());
+    let mut at = vec![0i64; specs.len()];
+    let mut from = 0;
+    while from < order.len() {
+        let t = targets[order[from]];
+        let mut to = from;
+        while to < order.len() && targets[order[to]] == t {
+            to += 1;
+        }
+        let mut wave: Vec<usize> = order[from..to].to_vec();
+        while !wave.is_empty() {
+            for &i in &wave {
+                at[i] = t;
+            }
+            seq.extend_from_slice(&wave);
+            wave = wave
+                .iter()
+                .flat_map(|&i| follow[i].iter().copied())
+                .collect();
+        }
+        from = to;
+    }
+    let mut input = vec![0; specs.len()];
+    for (k, &i) in seq.iter().enumerate() {
+        input[i] = k;
+    }
+    let mut sim_jobs: Vec<controller::sim::SimJob> = seq
         .iter()
         .map(|&i| controller::sim::SimJob {
             spec: specs[i].clone(),
-            submit_ns: targets[i],
+            submit_ns: at[i],
             cancel_ns: None,
+            after: jobs.after[i].map(|p| input[p]),
         })
         .collect();
-    // Input k of the twin is job order[k] of the slice.
-    let mut input = vec![0; specs.len()];
-    for (k, &i) in order.iter().enumerate() {
-        input[i] = k;
-    }
     for t in jobs.timed {
         match t.order {
             Order::Cancel(i) => sim_jobs[input[i]].cancel_ns = Some(t.at),
@@ -85,9 +111,9 @@ fn simulate(plan: &Plan, jobs: &Jobs<'_>, dir: &Path) -> Result<Ran> {
         .with_context(|| format!("cannot write {}", record_file.display()))?;
     let mut ids = vec![0; specs.len()];
     let mut actual = vec![0; specs.len()];
-    for (k, &i) in order.iter().enumerate() {
+    for (k, &i) in seq.iter().enumerate() {
         ids[i] = run.ids[k];
-        actual[i] = epoch + targets[i];
+        actual[i] = epoch + at[i];
     }
     let infos: HashMap<u64, JobInfo> = run.infos.iter().map(|j| (j.id, j.clone())).collect();
     info!(run = %label, passes = run.passes, "simulated");

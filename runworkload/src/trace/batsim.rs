@@ -161,6 +161,8 @@ fn job(
             walltime_ns,
             cores: 0,
             cancel_after_ns: None,
+            preceding: None,
+            trace_run_ns: run_ns,
         },
         res,
         id,

@@ -27,6 +27,12 @@ pub struct TraceJob {
     /// A job the trace marks cancelled, replayed so (`--cancelled
     /// replay`): how long after its submission it is cancelled, trace ns.
     pub cancel_after_ns: Option<u64>,
+    /// The job it followed (SWF field 17, its trace id) and the think
+    /// time after that job's end (field 18, ns; unknown counts 0): what
+    /// `--feedback` replays.
+    pub preceding: Option<(i64, u64)>,
+    /// The run time the trace gives, whatever `run_ns` became.
+    pub trace_run_ns: u64,
 }
 
 /// What a replay does with the jobs a trace marks cancelled (SWF status
@@ -93,6 +99,53 @@ pub fn place(format: Format, job: &TraceJob) -> String {
         Format::Swf => format!("line {}", job.line),
         Format::Batsim => format!("jobs[{}]", job.line - 1),
     }
+}
+
+/// For `--feedback`: the job of the slice each job follows (the index of
+/// its preceding job, SWF field 17), if that job is in the slice too. A
+/// job that follows itself, or a chain of them that comes back to where it
+/// started, would never be submitted: refused, naming the line.
+pub fn feedback_links(slice: &Slice, workload: &Path) -> Result<Vec<Option<usize>>> {
+    let mut index = std::collections::HashMap::new();
+    for (i, j) in slice.jobs.iter().enumerate() {
+        index.entry(j.trace_id).or_insert(i);
+    }
+    let links: Vec<Option<usize>> = slice
+        .jobs
+        .iter()
+        .map(|j| j.preceding.and_then(|(p, _)| index.get(&p).copied()))
+        .collect();
+    // Walk each chain back once; `state`: 0 unseen, 1 on the walk, 2 known
+    // to end at a job that follows none.
+    let mut state = vec![0u8; links.len()];
+    for start in 0..links.len() {
+        let mut walk = Vec::new();
+        let mut at = Some(start);
+        while let Some(i) = at {
+            match state[i] {
+                2 => break,
+                1 => {
+                    let j = &slice.jobs[i];
+                    anyhow::bail!(
+                        "{}:{}: job {} follows a chain of preceding jobs (field 17) that comes \
+                         back to it: with --feedback it could never be submitted",
+                        workload.display(),
+                        j.line,
+                        j.trace_id
+                    );
+                }
+                _ => {
+                    state[i] = 1;
+                    walk.push(i);
+                    at = links[i];
+                }
+            }
+        }
+        for i in walk {
+            state[i] = 2;
+        }
+    }
+    Ok(links)
 }
 
 /// Reads the slice of a workload: a Batsim workload if the file is JSON

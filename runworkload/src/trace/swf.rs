@@ -97,6 +97,7 @@ pub fn read(path: &Path, spec: &SliceSpec) -> Result<Slice> {
             continue;
         }
         let mut run_ns = run.max(0) as u64;
+        let trace_run_ns = run_ns;
         let walltime_ns = job
             .req_time_ns()
             .map_or(0, |r| (r.max(0) as u64).max(run_ns));
@@ -114,6 +115,10 @@ pub fn read(path: &Path, spec: &SliceSpec) -> Result<Slice> {
             walltime_ns,
             cores: cores as u32,
             cancel_after_ns,
+            preceding: job
+                .preceding()
+                .map(|p| (p, job.think_ns().unwrap_or(0).max(0) as u64)),
+            trace_run_ns,
         });
     }
     slice.max_procs = reader.header().max_procs();
