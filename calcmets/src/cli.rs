@@ -159,8 +159,11 @@ pub struct MetricsArgs {
     /// SWF.
     #[arg(long, value_name = "T0:T1", value_parser = window, allow_hyphen_values = true)]
     pub window: Option<(i64, i64)>,
-    /// Break the metrics down by job-size class (1, 2, 3-4, 5-8, ... cores).
-    #[arg(long, value_enum, value_name = "size")]
+    /// Break the metrics down: by job-size class (`size`: 1, 2, 3-4, 5-8,
+    /// ... cores), or, for results directories, into the jobs an event of
+    /// the replay hit and the others (`events`: `runworkload --events`,
+    /// `--failures`).
+    #[arg(long, value_enum, value_name = "size|events")]
     pub by: Option<By>,
     /// Read a workload trace (SWF, plain or gzip) as a run of its own; may
     /// be repeated.
@@ -192,6 +195,7 @@ pub enum Format {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum By {
     Size,
+    Events,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -45,7 +45,7 @@ use std::path::Path;
 use anyhow::{anyhow, bail, Result};
 use formats::record::{JobRecord, Status};
 
-use crate::cli::{Cli, Command, DumpArgs, Format, MetricsArgs, StatusFilter};
+use crate::cli::{By, Cli, Command, DumpArgs, Format, MetricsArgs, StatusFilter};
 use crate::metrics::{Accum, Damage, Exclusion, JobView, Params, Summary};
 use crate::report::Named;
 use crate::runs::{Run, RunInput};
@@ -129,21 +129,37 @@ fn metrics_of(args: &MetricsArgs) -> Result<Outcome> {
         let params = Params {
             tau_ns: args.tau.or(run.manifest_tau).unwrap_or(DEFAULT_TAU_NS),
             window: args.window,
-            by_size: args.by.is_some(),
+            by_size: args.by == Some(By::Size),
         };
-        let summary = match &run.input {
-            RunInput::Records(sources) => records_run(run, sources, args, &params, &mut warnings)?,
-            RunInput::Swf(path) => swf_run(path, args, &params, &mut warnings)?,
+        // With --by events, a results directory is read as two runs: the
+        // jobs an event hit, and the others.
+        let parts: &[(Option<bool>, &str)] = match (args.by, &run.input, &run.dir) {
+            (Some(By::Events), RunInput::Records(_), Some(_)) => &[
+                (Some(true), " (hit by events)"),
+                (Some(false), " (untouched)"),
+            ],
+            (Some(By::Events), _, _) => bail!(
+                "{}: --by events needs a results directory of runworkload (its jobs.csv says \
+                 which jobs the events hit)",
+                run.name
+            ),
+            _ => &[(None, "")],
         };
-        notes.extend(exclusion_note(
-            &run.name,
-            &summary,
-            args.status == StatusFilter::All,
-        ));
-        results.push(Named {
-            name: run.name.clone(),
-            summary,
-        });
+        for &(part, suffix) in parts {
+            let summary = match &run.input {
+                RunInput::Records(sources) => {
+                    records_run(run, sources, args, &params, part, &mut warnings)?
+                }
+                RunInput::Swf(path) => swf_run(path, args, &params, &mut warnings)?,
+            };
+            let name = format!("{}{suffix}", run.name);
+            notes.extend(exclusion_note(
+                &name,
+                &summary,
+                args.status == StatusFilter::All,
+            ));
+            results.push(Named { name, summary });
+        }
     }
 
     let stdout = io::stdout().lock();
@@ -170,6 +186,7 @@ fn records_run(
     sources: &[inputs::Source],
     args: &MetricsArgs,
     params: &Params,
+    part: Option<bool>,
     warnings: &mut Vec<String>,
 ) -> Result<Summary> {
     // Ask for the core count before reading: a long read that ends in
@@ -181,7 +198,10 @@ fn records_run(
             run.name
         )
     })?;
-    let book = run.dir.as_deref().map(results::Book::open).transpose()?;
+    let mut book = run.dir.as_deref().map(results::Book::open).transpose()?;
+    if let (Some(b), Some(hit)) = (&mut book, part) {
+        b.select(hit);
+    }
     let summary = summarize_records(
         sources,
         params,
@@ -210,6 +230,10 @@ pub fn summarize_records(
 ) -> Result<Summary> {
     let mut acc = Accum::new();
     let stats = inputs::for_each_record(sources, |rec: &JobRecord<'_>| {
+        // A part of the run (`--by events`): the rest is not read.
+        if book.is_some_and(|b| !b.selected(rec.id)) {
+            return Ok(());
+        }
         if book.is_some_and(|b| !b.owns(rec)) {
             acc.exclude(Exclusion::NotInRun);
             return Ok(());

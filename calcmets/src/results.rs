@@ -3,7 +3,7 @@
 //! a run count only its own records, and say so when others are there or
 //! when the run did not finish.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use anyhow::Result;
@@ -44,7 +44,11 @@ pub struct Book {
     /// When the run began (`start`), CLOCK_REALTIME ns.
     start_ns: Option<i64>,
     /// Jobs `jobs.csv` says were cancelled before they started.
-    cancelled_before_start: u64,
+    cancelled_before_start: Vec<u64>,
+    /// Jobs an event of the replay hit (`jobs.csv`'s `events`).
+    hit: HashSet<u64>,
+    /// Only the jobs hit (`Some(true)`), or only the others.
+    part: Option<bool>,
 }
 
 impl Book {
@@ -57,7 +61,14 @@ impl Book {
             .iter()
             .flatten()
             .filter(|r| r.state == "cancelled" && r.job_id != 0 && r.nodes.is_empty())
-            .count() as u64;
+            .map(|r| r.job_id)
+            .collect();
+        let hit = rows
+            .iter()
+            .flatten()
+            .filter(|r| r.job_id != 0 && !r.events.is_empty())
+            .map(|r| r.job_id)
+            .collect();
         let jobs = rows.map(|rows| {
             rows.into_iter()
                 .filter(|r| r.job_id != 0)
@@ -72,13 +83,28 @@ impl Book {
             jobs,
             start_ns: m.start.map(|s| (s * 1e9).round() as i64),
             cancelled_before_start,
+            hit,
+            part: None,
         })
     }
 
-    /// Jobs of the run cancelled before they started (they have no
-    /// record).
+    /// Keeps only the jobs an event hit (`true`), or only the others.
+    pub fn select(&mut self, hit: bool) {
+        self.part = Some(hit);
+    }
+
+    /// Whether job `id` is of the part kept ([`Book::select`]).
+    pub fn selected(&self, id: u64) -> bool {
+        self.part.is_none_or(|hit| self.hit.contains(&id) == hit)
+    }
+
+    /// Jobs of the run (of the part kept) cancelled before they started
+    /// (they have no record).
     pub fn cancelled_before_start(&self) -> u64 {
         self.cancelled_before_start
+            .iter()
+            .filter(|&&id| self.selected(id))
+            .count() as u64
     }
 
     /// Whether `rec` is a record of one of this run's jobs: one

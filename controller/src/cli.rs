@@ -138,6 +138,15 @@ pub enum Command {
     },
     /// Put drained nodes back.
     Undrain { nodes: String },
+    /// Nodes fail: down, their jobs killed and requeued, or over as
+    /// node_fail (per partition); prints the jobs hit.
+    Fail {
+        nodes: String,
+        #[arg(long, default_value = "")]
+        reason: String,
+    },
+    /// Failed nodes are up again.
+    Repair { nodes: String },
     /// Cancel every job, stop the agents and the controller.
     Shutdown,
     /// Nodeset notation, as ClusterShell's `nodeset`.
@@ -353,6 +362,13 @@ async fn client_command(cli: &Cli, shutdown: &CancellationToken) -> Result<Outco
         Command::Undrain { nodes } => Request::Undrain {
             nodes: nodes.clone(),
         },
+        Command::Fail { nodes, reason } => Request::Fail {
+            nodes: nodes.clone(),
+            reason: reason.clone(),
+        },
+        Command::Repair { nodes } => Request::Repair {
+            nodes: nodes.clone(),
+        },
         Command::Shutdown => Request::Shutdown,
         Command::Serve { .. } | Command::Nodeset(_) | Command::Policies => unreachable_command()?,
     };
@@ -433,6 +449,13 @@ async fn client_command(cli: &Cli, shutdown: &CancellationToken) -> Result<Outco
             });
         }
         Response::Drained(nodes) => writeln!(std::io::stdout(), "{nodes}")?,
+        Response::Failed { nodes, jobs } => {
+            let mut out = std::io::stdout().lock();
+            writeln!(out, "{nodes}")?;
+            for j in jobs {
+                writeln!(out, "job {j}: killed (node failed)")?;
+            }
+        }
         Response::Records(frames) => {
             std::io::stdout().write_all(&frames)?;
         }

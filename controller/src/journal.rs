@@ -112,6 +112,15 @@ pub enum Entry {
     Undrained {
         nodes: String,
     },
+    /// Nodes failed (down until repaired), and why.
+    Failed {
+        nodes: String,
+        reason: String,
+    },
+    /// Failed nodes are up again.
+    Repaired {
+        nodes: String,
+    },
     /// A submission under a client's key made jobs `first..first+count`:
     /// the same key asked again gets the same jobs.
     Keyed {
@@ -135,6 +144,8 @@ pub struct Snapshot {
     pub drained: Vec<(String, String)>,
     /// Recent submission keys: (key, first job, jobs), oldest first.
     pub keys: Vec<(u64, u64, u32)>,
+    /// Failed node sets (folded) and why.
+    pub failed: Vec<(String, String)>,
 }
 
 /// A snapshot's fields besides its sequence number and its jobs (which
@@ -145,6 +156,7 @@ pub struct Head {
     pub history: Vec<JobInfo>,
     pub drained: Vec<(String, String)>,
     pub keys: Vec<(u64, u64, u32)>,
+    pub failed: Vec<(String, String)>,
 }
 
 impl Snapshot {
@@ -157,6 +169,7 @@ impl Snapshot {
             history: head.history,
             drained: head.drained,
             keys: head.keys,
+            failed: head.failed,
         }
     }
 }
@@ -548,6 +561,7 @@ impl Journal {
             put(&mut out, &head.history)?;
             put(&mut out, &head.drained)?;
             put(&mut out, &head.keys)?;
+            put(&mut out, &head.failed)?;
             let crc = out.crc.clone().finalize();
             let len = out.len;
             out.inner.flush()?;
@@ -610,6 +624,7 @@ mod tests {
                 history: state.history,
                 drained: state.drained,
                 keys: state.keys,
+                failed: state.failed,
             };
             self.compact_from(&head, state.jobs.into_values())
         }

@@ -40,6 +40,40 @@ pub struct SimJob {
     pub after: Option<usize>,
 }
 
+/// Something that happens to the cluster at an instant (nanoseconds
+/// after the start), as the replay's events: nodes fail and come back,
+/// are drained and undrained, input jobs are cancelled.
+#[derive(Debug, Clone)]
+pub struct SimEvent {
+    pub at: i64,
+    pub what: SimWhat,
+}
+
+#[derive(Debug, Clone)]
+pub enum SimWhat {
+    Fail {
+        nodes: String,
+        reason: String,
+    },
+    Repair {
+        nodes: String,
+    },
+    Drain {
+        nodes: String,
+        reason: String,
+    },
+    Undrain {
+        nodes: String,
+    },
+    /// Input job `k`.
+    Cancel(usize),
+}
+
+/// What an event did: the jobs it hit (killed or cancelled), or why the
+/// cluster refused it; `None` for one that never came (nothing was left
+/// to happen).
+pub type EventOutcome = Option<Result<Vec<u64>, String>>;
+
 /// What a simulation leaves.
 #[derive(Debug, Clone)]
 pub struct SimRun {
@@ -61,6 +95,8 @@ pub struct SimRun {
     /// Why the policy stopped deciding before the end, if it did: jobs it
     /// never started have no record.
     pub failure: Option<String>,
+    /// What each event did, in input order.
+    pub events: Vec<EventOutcome>,
 }
 
 /// Events, in the order they are handled at one instant: cancellations
@@ -73,6 +109,9 @@ pub struct SimRun {
 enum Ev {
     /// Cancel input job `k`.
     Cancel(usize),
+    /// Apply event `k`, after the jobs submitted at its instant, as the
+    /// replay gives its events once it has sent them.
+    Event(usize),
     /// A job's process ends, if its generation is still current (a
     /// suspension or resume makes a new one).
     End { job: u64, generation: u64 },
@@ -89,7 +128,8 @@ impl Ev {
             Ev::Cancel(_) => 0,
             Ev::End { .. } => 1,
             Ev::Submit(_) => 2,
-            Ev::Pass(_) => 3,
+            Ev::Event(_) => 3,
+            Ev::Pass(_) => 4,
         }
     }
 }
@@ -105,6 +145,8 @@ struct Proc {
     start: i64,
     ledger: Ledger,
     generation: u64,
+    /// `SIGKILL`ed: it ends at once, and leaves no record.
+    killed: bool,
 }
 
 /// The twin's side of the core's effects: the event queue and the
@@ -118,6 +160,8 @@ struct Machines {
     events: BinaryHeap<Reverse<(i64, u8, u64, Ev)>>,
     seq: u64,
     procs: HashMap<u64, Proc>,
+    /// The last generation given to a process's end.
+    generations: u64,
 }
 
 impl Machines {
@@ -139,7 +183,10 @@ impl Machines {
         let Some(p) = self.procs.get_mut(&job) else {
             return;
         };
-        p.generation += 1;
+        // Unique across processes: a job run again (requeued) must not
+        // take its killed process's end for its own.
+        self.generations += 1;
+        p.generation = self.generations;
         let generation = p.generation;
         if let Some(end) = p.ledger.deadline() {
             self.push(end, Ev::End { job, generation });
@@ -165,6 +212,7 @@ impl Effects for Machines {
                     start: t,
                     ledger: Ledger::new(at, s.runtime_ns, s.walltime_ns),
                     generation: 0,
+                    killed: false,
                 };
                 self.procs.insert(s.job, p);
                 self.schedule_end(s.job);
@@ -185,11 +233,14 @@ impl Effects for Machines {
                     }
                 }
             }
-            // sigsleep ends at once on SIGTERM, with a record.
+            // sigsleep ends at once on SIGTERM, with a record; on SIGKILL,
+            // without.
             ToAgent::Cancel(job) | ToAgent::Kill(job) => {
                 if let Some(p) = self.procs.get_mut(&job) {
                     p.ledger.apply(ledger::Event::Terminate(at, libc::SIGTERM));
-                    p.generation += 1;
+                    p.killed |= matches!(msg, ToAgent::Kill(_));
+                    self.generations += 1;
+                    p.generation = self.generations;
                     let generation = p.generation;
                     self.push(t, Ev::End { job, generation });
                 }
@@ -246,6 +297,17 @@ impl Sim {
         let Some(p) = self.machines.procs.remove(&job) else {
             return;
         };
+        let now = self.now(t);
+        if p.killed {
+            self.cluster.job_ended(
+                p.agent,
+                job,
+                Exit::Signal(libc::SIGKILL),
+                now,
+                &mut self.machines,
+            );
+            return;
+        }
         let out = p.ledger.finish(self.machines.stamp(t));
         let exit = match out.status {
             Status::Cancelled => Exit::Code(128 + out.terminated_by.unwrap_or(libc::SIGTERM)),
@@ -275,12 +337,23 @@ impl Sim {
 /// Simulates `jobs` on the cluster of `config` with its policy. Instants
 /// in the records are `epoch_wall_ns` plus virtual time.
 pub fn simulate(config: Arc<config::Cluster>, jobs: &[SimJob], epoch_wall_ns: i64) -> SimRun {
+    simulate_with(config, jobs, &[], epoch_wall_ns)
+}
+
+/// [`simulate`], with `events` applied at their instants.
+pub fn simulate_with(
+    config: Arc<config::Cluster>,
+    jobs: &[SimJob],
+    events: &[SimEvent],
+    epoch_wall_ns: i64,
+) -> SimRun {
     let mut machines = Machines {
         epoch: epoch_wall_ns,
         t: 0,
         events: BinaryHeap::new(),
         seq: 0,
         procs: HashMap::new(),
+        generations: 0,
     };
     let mut cluster = Cluster::new(Arc::clone(&config));
     // One virtual agent per host of the layout: every node is up.
@@ -325,9 +398,19 @@ pub fn simulate(config: Arc<config::Cluster>, jobs: &[SimJob], epoch_wall_ns: i6
             sim.machines.push(c, Ev::Cancel(k));
         }
     }
+    for (k, e) in events.iter().enumerate() {
+        sim.machines.push(e.at, Ev::Event(k));
+    }
+    let mut outcomes: Vec<EventOutcome> = vec![None; events.len()];
+    let mut all_sent = jobs.is_empty();
     let mut ids = vec![0; jobs.len()];
     let mut end_ns = 0;
     while let Some(Reverse((t, _, _, ev))) = sim.machines.events.pop() {
+        // Nothing can happen to jobs that are all over: later events are
+        // not part of the run.
+        if matches!(ev, Ev::Event(_)) && all_sent && sim.cluster.active_jobs() == 0 {
+            continue;
+        }
         end_ns = end_ns.max(t);
         sim.machines.t = t;
         match ev {
@@ -367,6 +450,7 @@ pub fn simulate(config: Arc<config::Cluster>, jobs: &[SimJob], epoch_wall_ns: i6
                     sim.cluster.cancel(&at_once, now, &mut sim.machines);
                 }
                 if to == jobs.len() {
+                    all_sent = true;
                     sim.cluster.no_more_jobs(now);
                 }
             }
@@ -376,6 +460,26 @@ pub fn simulate(config: Arc<config::Cluster>, jobs: &[SimJob], epoch_wall_ns: i6
                     let now = sim.now(t);
                     sim.cluster.cancel(&[ids[k]], now, &mut sim.machines);
                 }
+            }
+            Ev::Event(k) => {
+                let now = sim.now(t);
+                let (c, m) = (&mut sim.cluster, &mut sim.machines);
+                outcomes[k] = Some(match &events[k].what {
+                    SimWhat::Fail { nodes, reason } => {
+                        c.fail_nodes(nodes, reason, now, m).map(|(_, hit)| hit)
+                    }
+                    SimWhat::Repair { nodes } => c.repair_nodes(nodes, m).map(|_| Vec::new()),
+                    SimWhat::Drain { nodes, reason } => {
+                        c.drain(nodes, reason, m).map(|_| Vec::new())
+                    }
+                    SimWhat::Undrain { nodes } => c.undrain(nodes, m).map(|_| Vec::new()),
+                    SimWhat::Cancel(j) => Ok(c
+                        .cancel(&[ids[*j]], now, m)
+                        .into_iter()
+                        .filter(|o| o.error.is_none())
+                        .map(|o| o.id)
+                        .collect()),
+                });
             }
             Ev::End { job, generation } => {
                 if sim
@@ -436,6 +540,7 @@ pub fn simulate(config: Arc<config::Cluster>, jobs: &[SimJob], epoch_wall_ns: i6
         infos,
         policy,
         failure,
+        events: outcomes,
     }
 }
 

@@ -23,6 +23,11 @@ use serde::{Deserialize, Serialize};
 pub const MANIFEST: &str = "manifest.json";
 /// One line per job of the slice.
 pub const JOBS: &str = "jobs.csv";
+/// One line per event of the replay (`--events`, `--failures`).
+pub const EVENTS: &str = "events.csv";
+/// The same events in the plain form `runworkload --events` reads: the
+/// run's failures, to replay again.
+pub const EVENTS_PLAIN: &str = "events.txt";
 /// calcmets' metrics of the run.
 pub const METRICS: &str = "metrics.json";
 
@@ -140,11 +145,64 @@ pub struct Manifest {
     /// Actual − target submit instants; `None` while `running`.
     #[serde(default)]
     pub lateness: Option<Lateness>,
+    /// What happened to the cluster during the run (`--events`,
+    /// `--failures`); `None` when nothing was to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub events: Option<Events>,
     /// An external scheduler's figures (`policy = "batsim"`): its
     /// endpoint, messages exchanged, reply latency p50/p99/max in ms, and
     /// why it stopped deciding if it did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scheduler: Option<crate::scheduler::SchedulerReport>,
+}
+
+/// The events of a run, in brief (`events.csv` has each).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Events {
+    /// `--events` as given.
+    pub file: Option<String>,
+    /// `--failures` as given.
+    pub failures: Option<String>,
+    /// Events planned, and applied (those after every job was over are
+    /// not), and refused by the cluster.
+    pub planned: u64,
+    pub applied: u64,
+    pub refused: u64,
+    /// Jobs hit by at least one (killed by a failed node, or cancelled).
+    pub jobs_hit: u64,
+}
+
+/// One line of `events.csv`: an event of the run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EventRow {
+    /// From 1, as `jobs.csv`'s `events` name them.
+    pub number: u64,
+    /// Its instant in the trace, seconds.
+    pub trace_s: f64,
+    /// When it was applied, Unix seconds; empty if it never was.
+    pub at: Option<f64>,
+    /// `down`, `up`, `drain`, `undrain` or `cancel`.
+    pub kind: String,
+    /// Nodes (folded), or the trace job cancelled.
+    pub target: String,
+    pub reason: String,
+    /// The cluster's ids of the jobs it hit, `;`-separated.
+    pub jobs: String,
+    /// Why the cluster refused it; empty if it did not.
+    pub error: String,
+    /// Where it came from: `FILE:LINE`, or `generated`.
+    pub source: String,
+}
+
+/// Writes `dir/events.csv`.
+pub fn write_events(dir: &Path, rows: &[EventRow]) -> io::Result<()> {
+    let path = dir.join(EVENTS);
+    let mut w = csv::Writer::from_path(&path).map_err(csv_error(&path))?;
+    for r in rows {
+        w.serialize(r).map_err(csv_error(&path))?;
+    }
+    w.flush()
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -324,6 +382,10 @@ pub struct JobRow {
     /// the others.
     #[serde(default)]
     pub follows: Option<i64>,
+    /// The events (numbers of `events.csv`) that hit it, `;`-separated;
+    /// empty for none.
+    #[serde(default)]
+    pub events: String,
     /// With `--backend slurm`, the id Slurm gave it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slurm_id: Option<u64>,
@@ -394,6 +456,11 @@ mod tests {
             state: "completed".into(),
             cancel_after_s: (job_id == 1).then_some(0.25),
             follows: (job_id == 1).then_some(4514),
+            events: if job_id == 1 {
+                "2;5".into()
+            } else {
+                String::new()
+            },
             slurm_id: None,
             nodes: nodes.into(),
         }
@@ -473,6 +540,13 @@ mod tests {
             end: None,
             counts: None,
             lateness: None,
+            events: Some(Events {
+                failures: Some("mtbf=1000,mttr=100,seed=1".into()),
+                planned: 4,
+                applied: 3,
+                jobs_hit: 2,
+                ..Events::default()
+            }),
             scheduler: Some(crate::scheduler::SchedulerReport {
                 endpoint: "tcp://127.0.0.1:28000".into(),
                 messages: 12,

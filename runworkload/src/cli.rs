@@ -137,6 +137,17 @@ pub struct Cli {
     /// them as if they had completed.
     #[arg(long, value_enum, value_name = "HOW", default_value_t = Cancelled::Replay)]
     pub cancelled: Cancelled,
+    /// Events to apply during the replay, at their trace instants (shrunk
+    /// like the jobs): nodes down and up, drains, cancellations. Batsim's
+    /// external events (JSON lines), or lines `TIME down|up|drain|undrain
+    /// NODESET [REASON]` and `TIME cancel JOB`.
+    #[arg(long, value_name = "FILE")]
+    pub events: Option<PathBuf>,
+    /// Generated node failures: each node fails after an exponential time
+    /// of mean MTBF trace seconds and is back after one of mean MTTR;
+    /// the same seed gives the same failures.
+    #[arg(long, value_name = "mtbf=S,mttr=S,seed=N")]
+    pub failures: Option<String>,
     /// User feedback: a job that followed another (SWF field 17) is
     /// submitted its think time (field 18) after that job ends in this
     /// run, not at its trace instant.
@@ -234,6 +245,12 @@ pub fn plan(cli: &Cli) -> Result<(Plan, Vec<String>)> {
     if cli.backend == BackendName::Slurm && (cli.simulate || cli.controller.is_some()) {
         bail!("--backend slurm submits to Slurm: it takes neither --simulate nor --controller");
     }
+    if cli.backend == BackendName::Slurm && (cli.events.is_some() || cli.failures.is_some()) {
+        bail!(
+            "--events and --failures act on clemu's nodes; replay with clemu or its twin to \
+             apply them"
+        );
+    }
     if cli.backend == BackendName::Slurm && cli.feedback {
         bail!(
             "--feedback submits a job a think time after another ends, which Slurm cannot be \
@@ -285,6 +302,32 @@ pub fn plan(cli: &Cli) -> Result<(Plan, Vec<String>)> {
     } else {
         vec![None; slice.jobs.len()]
     };
+    let mut events = match &cli.events {
+        Some(path) => crate::events::read(path, &config, &slice)?,
+        None => Vec::new(),
+    };
+    let failures = cli
+        .failures
+        .as_deref()
+        .map(crate::events::Failures::parse)
+        .transpose()?;
+    if let Some(f) = &failures {
+        // Over the trace's span: from its first submission to its last
+        // job's end.
+        let from = slice.jobs.iter().map(|j| j.submit_ns).min().unwrap_or(0);
+        let to = slice
+            .jobs
+            .iter()
+            .map(|j| {
+                j.submit_ns
+                    .saturating_add(j.run_ns.min(i64::MAX as u64) as i64)
+            })
+            .max()
+            .unwrap_or(0);
+        events.extend(f.generate(&config, from, to));
+        // In time order, those of the file first at one instant.
+        events.sort_by_key(|e| e.at_ns);
+    }
     let warnings = slice.warnings.clone();
     if cli.strict && !warnings.is_empty() {
         bail!(
@@ -336,6 +379,9 @@ pub fn plan(cli: &Cli) -> Result<(Plan, Vec<String>)> {
         workload: cli.workload.clone(),
         slice,
         links,
+        events,
+        events_file: cli.events.clone(),
+        failures: cli.failures.clone(),
         feedback: cli.feedback,
         cancelled: cli.cancelled,
         skip: cli.skip,

@@ -29,6 +29,7 @@
 
 pub mod backend;
 pub mod cli;
+pub mod events;
 pub mod route;
 pub mod run;
 pub mod rundir;
@@ -52,6 +53,12 @@ pub struct Plan {
     pub slice: Slice,
     /// What was done with the jobs the trace marks cancelled.
     pub cancelled: trace::Cancelled,
+    /// What happens to the cluster meanwhile (`--events`, `--failures`),
+    /// in time order.
+    pub events: Vec<events::Event>,
+    pub events_file: Option<PathBuf>,
+    /// `--failures` as given.
+    pub failures: Option<String>,
     /// `--feedback`: followers wait for the job they follow.
     pub feedback: bool,
     /// With `--feedback`, for each job of the slice, the job it follows:

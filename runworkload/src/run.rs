@@ -63,13 +63,13 @@ pub(crate) fn run_config(
 
 /// The run's orders besides submissions, in the order they are due:
 /// each job the trace marks cancelled, cancelled its (scaled) delay after
-/// its submission (a follower's submission is this run's: it has none).
-fn timed_orders(
-    jobs: &[TraceJob],
-    links: &[Option<usize>],
-    targets: &[i64],
-    scale: Scale,
-) -> Vec<Timed> {
+/// its submission (a follower's submission is this run's: it has none);
+/// and the plan's events at their trace instants, shrunk as the jobs' (an
+/// event before the first submission comes at the start; a cancellation,
+/// not before its job is submitted).
+fn timed_orders(plan: &Plan, targets: &[i64], scale: Scale) -> Vec<Timed> {
+    let jobs: &[TraceJob] = &plan.slice.jobs;
+    let links = &plan.links;
     let mut timed: Vec<Timed> = jobs
         .iter()
         .enumerate()
@@ -82,11 +82,23 @@ fn timed_orders(
             })
         })
         .collect();
+    let first = jobs.iter().map(|j| j.submit_ns).min().unwrap_or(0);
+    for (k, e) in plan.events.iter().enumerate() {
+        let mut at = scale.apply(e.at_ns.saturating_sub(first)).max(0);
+        if let crate::events::What::Cancel(i) = e.what {
+            at = at.max(targets[i]);
+        }
+        timed.push(Timed {
+            at,
+            order: Order::Event(k),
+        });
+    }
     timed.sort_by_key(|t| {
         (
             t.at,
             match t.order {
-                Order::Cancel(i) => i,
+                Order::Cancel(i) => (0, i),
+                Order::Event(k) => (1, k),
             },
         )
     });
@@ -119,6 +131,7 @@ pub async fn run_factor(
             lateness: None,
             error: None,
             scheduler: None,
+            events: None,
         },
     )?;
 
@@ -159,7 +172,7 @@ pub async fn run_factor(
         .filter(|&i| links[i].is_none())
         .collect();
     order.sort_by_key(|&i| (targets[i], i));
-    let timed = timed_orders(trace_jobs, links, &targets, scale);
+    let timed = timed_orders(plan, &targets, scale);
     let config = run_config(&plan.config, scale);
     let jobs = Jobs {
         label: &label,

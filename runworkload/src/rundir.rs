@@ -24,6 +24,7 @@ use formats::results::{self, Manifest, Status};
 use tracing::warn;
 
 use crate::backend::{wall_ns, Jobs, Ran};
+use crate::events::What;
 use crate::schedule::{self, Scale};
 use crate::Plan;
 
@@ -235,10 +236,18 @@ pub(crate) fn write_results(
         slurm_ids,
         scheduler,
         failure,
+        events,
     } = ran;
     let (started_wall, ended_wall, interrupted, cores) =
         (*started_wall, *ended_wall, *interrupted, *cores);
     let trace_jobs = &plan.slice.jobs;
+    // The events that hit each job (by the cluster's id), numbered from 1.
+    let mut hit: HashMap<u64, Vec<usize>> = HashMap::new();
+    for (k, a) in events.iter().enumerate() {
+        for &id in &a.jobs {
+            hit.entry(id).or_default().push(k + 1);
+        }
+    }
     // A follower (`--feedback`) has no deadline: it is sent with the job
     // it follows, and submitted when that one has ended and its think
     // time passed. Its target is that instant; it is never late.
@@ -290,6 +299,16 @@ pub(crate) fn write_results(
                     .filter(|_| !follower(i))
                     .map(|c| scale.apply_u(c) as f64 / 1e9),
                 follows: jobs.after[i].map(|p| trace_jobs[p].trace_id),
+                events: hit
+                    .get(&ids[i])
+                    .filter(|_| ids[i] != 0)
+                    .map(|ks| {
+                        ks.iter()
+                            .map(|k| k.to_string())
+                            .collect::<Vec<_>>()
+                            .join(";")
+                    })
+                    .unwrap_or_default(),
                 slurm_id: slurm_ids.as_ref().map(|s| s[i]),
                 nodes: info.map_or(String::new(), |info| info.nodes.clone()),
             }
@@ -297,6 +316,7 @@ pub(crate) fn write_results(
         .collect();
     results::write_jobs(dir, &rows)
         .with_context(|| format!("cannot write jobs.csv in {}", dir.display()))?;
+    let summary_of_events = write_events(plan, dir, events, hit.len() as u64)?;
 
     write_manifest(
         plan,
@@ -318,6 +338,7 @@ pub(crate) fn write_results(
             lateness: Some(&late),
             error: failure.as_deref(),
             scheduler: scheduler.as_ref(),
+            events: summary_of_events.as_ref(),
         },
     )?;
 
@@ -373,6 +394,69 @@ pub(crate) struct RunState<'a> {
     pub lateness: Option<&'a [i64]>,
     pub error: Option<&'a str>,
     pub scheduler: Option<&'a formats::scheduler::SchedulerReport>,
+    pub events: Option<&'a results::Events>,
+}
+
+/// Writes the run's events, when it has any: `events.csv` (each, and
+/// what it did) and `events.txt` (the plain form, to give `--events`
+/// again); returns their summary for the manifest.
+fn write_events(
+    plan: &Plan,
+    dir: &Path,
+    applied: &[crate::backend::Applied],
+    jobs_hit: u64,
+) -> Result<Option<results::Events>> {
+    if plan.events.is_empty() && plan.events_file.is_none() && plan.failures.is_none() {
+        return Ok(None);
+    }
+    let rows: Vec<results::EventRow> = plan
+        .events
+        .iter()
+        .zip(applied)
+        .enumerate()
+        .map(|(k, (e, a))| {
+            let (target, reason) = match &e.what {
+                What::Down { nodes, reason } | What::Drain { nodes, reason } => {
+                    (nodes.clone(), reason.clone())
+                }
+                What::Up { nodes } | What::Undrain { nodes } => (nodes.clone(), String::new()),
+                What::Cancel(i) => (plan.slice.jobs[*i].trace_id.to_string(), String::new()),
+            };
+            results::EventRow {
+                number: k as u64 + 1,
+                trace_s: e.at_ns as f64 / 1e9,
+                at: (a.at != 0).then(|| a.at as f64 / 1e9),
+                kind: e.what.kind().to_string(),
+                target,
+                reason,
+                jobs: a
+                    .jobs
+                    .iter()
+                    .map(u64::to_string)
+                    .collect::<Vec<_>>()
+                    .join(";"),
+                error: a.error.clone().unwrap_or_default(),
+                source: e.source.clone(),
+            }
+        })
+        .collect();
+    results::write_events(dir, &rows)
+        .with_context(|| format!("cannot write events.csv in {}", dir.display()))?;
+    let plain: String = plan
+        .events
+        .iter()
+        .map(|e| e.plain(&plan.slice) + "\n")
+        .collect();
+    let path = dir.join(results::EVENTS_PLAIN);
+    std::fs::write(&path, plain).with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(Some(results::Events {
+        file: plan.events_file.as_ref().map(|p| p.display().to_string()),
+        failures: plan.failures.clone(),
+        planned: plan.events.len() as u64,
+        applied: applied.iter().filter(|a| a.at != 0).count() as u64,
+        refused: applied.iter().filter(|a| a.error.is_some()).count() as u64,
+        jobs_hit,
+    }))
 }
 
 /// Writes `dir/manifest.json`: the plan, and where the run stands.
@@ -485,6 +569,7 @@ pub(crate) fn write_manifest(plan: &Plan, dir: &Path, m: &RunState<'_>) -> Resul
             .map(|c| c.iter().map(|(k, v)| (k.to_string(), *v)).collect()),
         lateness,
         scheduler: m.scheduler.cloned(),
+        events: m.events.cloned(),
     };
     manifest
         .write(dir)

@@ -64,6 +64,85 @@ impl Cluster {
         Ok(nodes)
     }
 
+    /// Nodes fail: down until repaired, whether their agent is there or
+    /// not. Each job holding one of them is killed (`SIGKILL`: a failed
+    /// node leaves no record) and, once its process is gone, requeued or
+    /// over as `node_fail`, as its partition says, as when an agent is
+    /// lost. Returns the nodes (folded) and the jobs hit.
+    pub fn fail_nodes<F: Effects>(
+        &mut self,
+        expr: &str,
+        reason: &str,
+        now: Now,
+        fx: &mut F,
+    ) -> Result<(String, Vec<u64>), String> {
+        let idx = self.resolve(expr)?;
+        let nodes = self.config.fold(&idx);
+        let why = if reason.is_empty() { "failed" } else { reason };
+        self.set_failed(&idx, Some(why));
+        if F::JOURNALS {
+            fx.journal(Entry::Failed {
+                nodes: nodes.clone(),
+                reason: why.to_string(),
+            });
+        }
+        let hit_nodes: HashSet<usize> = idx.into_iter().collect();
+        let mut hit: Vec<u64> = self
+            .jobs
+            .values()
+            .filter(|j| j.alloc.iter().any(|(n, _)| hit_nodes.contains(n)))
+            .map(|j| j.id)
+            .collect();
+        hit.sort_unstable();
+        for &id in &hit {
+            let Some(job) = self.jobs.get(&id) else {
+                continue;
+            };
+            let its: Vec<usize> = job
+                .alloc
+                .iter()
+                .map(|&(n, _)| n)
+                .filter(|n| hit_nodes.contains(n))
+                .collect();
+            let lost = format!("{} failed ({why})", self.config.fold(&its));
+            match (job.agent, job.ending_as) {
+                // Its process ends at once; the job follows when its end
+                // is reported (`job_ended`).
+                (Some(a), None) => {
+                    self.ending(id, JobState::NodeFail, now);
+                    if let Some(j) = self.jobs.get_mut(&id) {
+                        j.reason = lost;
+                    }
+                    if F::JOURNALS {
+                        fx.journal(Entry::Ending {
+                            id,
+                            state: JobState::NodeFail,
+                        });
+                    }
+                    fx.to_agent(a, ToAgent::Kill(id));
+                }
+                // Already told to end: killed now.
+                (Some(a), Some(_)) => fx.to_agent(a, ToAgent::Kill(id)),
+                // Its agent is away: lost now.
+                (None, _) => self.execution_lost(id, &lost, now, fx),
+            }
+        }
+        Ok((nodes, hit))
+    }
+
+    /// Failed nodes are up again (their agent serving them).
+    pub fn repair_nodes<F: Effects>(&mut self, expr: &str, fx: &mut F) -> Result<String, String> {
+        let idx = self.resolve(expr)?;
+        self.set_failed(&idx, None);
+        let nodes = self.config.fold(&idx);
+        if F::JOURNALS {
+            fx.journal(Entry::Repaired {
+                nodes: nodes.clone(),
+            });
+        }
+        Ok(nodes)
+    }
+
     /// An agent registered: it serves these nodes from now on. `held`: the
     /// jobs it reports (an agent registering again after losing the
     /// controller, or after the controller restarted). Jobs of its host
@@ -217,9 +296,12 @@ impl Cluster {
         let Some(job) = self.jobs.get(&id) else {
             return;
         };
-        let requeue = self.config.partitions[job.partition].requeue && job.ending_as.is_none();
+        // A job told to end stays ended; one killed for a failed node is
+        // lost like any other.
+        let asked = job.ending_as.filter(|s| *s != JobState::NodeFail);
+        let requeue = self.config.partitions[job.partition].requeue && asked.is_none();
         if !requeue {
-            let state = job.ending_as.unwrap_or(JobState::NodeFail);
+            let state = asked.unwrap_or(JobState::NodeFail);
             self.end(id, state, format!("node lost: {why}"), now, fx);
             return;
         }

@@ -310,6 +310,7 @@ impl Cluster {
         let (cores, walltime_ns, runtime_ns) =
             (job.spec.cores, job.spec.walltime_ns, job.spec.runtime_ns);
         job.state = JobState::Pending;
+        job.ending_as = None;
         job.start_ns = 0;
         job.nodes.clear();
         job.agent = None;
@@ -348,6 +349,16 @@ impl Cluster {
             walltime_ns,
             runtime_ns,
         });
+    }
+
+    /// Nodes failed (with why) or repaired (`None`).
+    pub(super) fn set_failed(&mut self, idx: &[usize], why: Option<&str>) {
+        for &n in idx {
+            self.nodes[n].failed = why.map(str::to_string);
+        }
+        if why.is_none() {
+            self.wants_pass = true;
+        }
     }
 
     /// Nodes drained (with why) or undrained (`None`).

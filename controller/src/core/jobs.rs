@@ -365,6 +365,18 @@ impl Cluster {
         }
         fx.end_taken(agent, id);
         let cancelled = job.ending_as;
+        // Killed because a node of its failed: requeued or over, as its
+        // partition says; unless it ended on its own first (its record is
+        // written: it counts as it ended).
+        if cancelled == Some(JobState::NodeFail) && !matches!(exit, Exit::Code(0) | Exit::Code(124))
+        {
+            let why = match job.reason.as_str() {
+                "" => "a node of it failed".to_string(),
+                r => r.to_string(),
+            };
+            self.execution_lost(id, &why, now, fx);
+            return;
+        }
         let asked = |default: JobState| match cancelled {
             Some(JobState::Timeout) => (JobState::Timeout, "wall-time limit".to_string()),
             Some(s) => (s, "cancelled".to_string()),

@@ -165,7 +165,11 @@ impl Cluster {
                     .and_then(|a| self.agents.get(&a))
                     .map(|a| a.host.clone())
                     .unwrap_or_default(),
-                reason: n.drained.clone().unwrap_or_default(),
+                reason: n
+                    .failed
+                    .clone()
+                    .or_else(|| n.drained.clone())
+                    .unwrap_or_default(),
             })
             .collect()
     }

@@ -63,6 +63,16 @@ impl Cluster {
             .into_iter()
             .map(|(why, idx)| (self.config.fold(&idx), why.to_string()))
             .collect();
+        let mut failed: HashMap<&str, Vec<usize>> = HashMap::new();
+        for (i, n) in self.nodes.iter().enumerate() {
+            if let Some(why) = &n.failed {
+                failed.entry(why).or_default().push(i);
+            }
+        }
+        let failed: Vec<(String, String)> = failed
+            .into_iter()
+            .map(|(why, idx)| (self.config.fold(&idx), why.to_string()))
+            .collect();
         let history: Vec<JobInfo> = self
             .done_order
             .iter()
@@ -73,6 +83,7 @@ impl Cluster {
             history,
             drained,
             keys: self.keys.all(),
+            failed,
         }
     }
 
@@ -149,6 +160,12 @@ impl Cluster {
             match c.resolve(nodes) {
                 Ok(idx) => c.set_drained(&idx, (!why.is_empty()).then_some(why.as_str())),
                 Err(e) => warn!(nodes, "drained nodes not restored: {e}"),
+            }
+        }
+        for (nodes, why) in &snap.failed {
+            match c.resolve(nodes) {
+                Ok(idx) => c.set_failed(&idx, Some(why.as_str())),
+                Err(e) => warn!(nodes, "failed nodes not restored: {e}"),
             }
         }
         for info in snap.history {
@@ -234,6 +251,14 @@ impl Cluster {
             Entry::Undrained { nodes } => match self.resolve(&nodes) {
                 Ok(idx) => self.set_drained(&idx, None),
                 Err(e) => warn!(nodes, "undrained nodes not restored: {e}"),
+            },
+            Entry::Failed { nodes, reason } => match self.resolve(&nodes) {
+                Ok(idx) => self.set_failed(&idx, Some(&reason)),
+                Err(e) => warn!(nodes, "failed nodes not restored: {e}"),
+            },
+            Entry::Repaired { nodes } => match self.resolve(&nodes) {
+                Ok(idx) => self.set_failed(&idx, None),
+                Err(e) => warn!(nodes, "repaired nodes not restored: {e}"),
             },
         }
     }

@@ -42,13 +42,16 @@ pub(super) struct Node {
     pub alloc_mem_mb: u64,
     /// Drained, and why.
     pub drained: Option<String>,
+    /// Failed (`controller down`, or an event of a replay), and why: down
+    /// whether its agent is there or not.
+    pub failed: Option<String>,
     /// The agent serving it; `None`: down.
     pub agent: Option<AgentId>,
 }
 
 impl Node {
     pub(super) fn state(&self) -> NodeState {
-        if self.agent.is_none() {
+        if self.agent.is_none() || self.failed.is_some() {
             NodeState::Down
         } else if self.drained.is_some() {
             NodeState::Drained
@@ -282,6 +285,7 @@ impl Cluster {
                 slot_cpus: 0,
                 alloc_mem_mb: 0,
                 drained: None,
+                failed: None,
                 agent: None,
             })
             .collect();
@@ -497,7 +501,7 @@ impl Cluster {
                 free_cpus: n.cpus.saturating_sub(n.alloc_cpus),
                 free_mem_mb: n.memory_mb.saturating_sub(n.alloc_mem_mb),
                 free_slots: (n.cpus * self.oversubscription[i]).saturating_sub(n.slot_cpus),
-                usable: n.agent.is_some() && n.drained.is_none(),
+                usable: n.agent.is_some() && n.drained.is_none() && n.failed.is_none(),
             })
             .collect();
         View {

@@ -746,3 +746,58 @@ fn held_jobs_survive_a_restart() {
         assert_eq!(picture(&restarted), picture(&c));
     }
 }
+
+#[test]
+fn a_failed_node_kills_its_jobs_which_run_again_elsewhere() {
+    let mut c = cluster();
+    let mut out = Recorder::default();
+    let ids = c
+        .submit(vec![spec(4), spec(4)], 0, at(0), &mut out)
+        .unwrap();
+    pass(&mut c, &mut out);
+    let (nodes, hit) = c.fail_nodes("vn1", "power", at(2), &mut out).unwrap();
+    assert_eq!((nodes.as_str(), hit.as_slice()), ("vn1", &ids[..1]));
+    assert!(out
+        .0
+        .iter()
+        .any(|(a, m)| *a == 7 && matches!(m, ToAgent::Kill(j) if *j == ids[0])));
+    assert_eq!(c.node_infos()[0].state, NodeState::Down);
+    assert_eq!(c.node_infos()[0].reason, "power");
+    // The process is gone: the job is requeued (the partition's default),
+    // and starts again on a node that is up.
+    c.job_ended(7, ids[0], Exit::Signal(9), at(3), &mut out);
+    let info = &c.jobs_info(&ids[..1])[0];
+    assert_eq!(info.state, JobState::Pending);
+    assert!(
+        info.reason.contains("vn1 failed (power)"),
+        "{}",
+        info.reason
+    );
+    pass_at(&mut c, &mut out, at(4), false);
+    let j = &c.jobs[&ids[0]];
+    assert_eq!(j.state, JobState::Running);
+    assert!(j.alloc.iter().all(|&(n, _)| n != 0), "{:?}", j.alloc);
+    // Kept over a restart; repaired, the node takes jobs again.
+    for restarted in restarts(&c, &out.1) {
+        assert_eq!(restarted.node_infos()[0].state, NodeState::Down);
+    }
+    c.repair_nodes("vn1", &mut out).unwrap();
+    assert_eq!(c.node_infos()[0].state, NodeState::Idle);
+    for restarted in restarts(&c, &out.1) {
+        assert_eq!(picture(&restarted), picture(&c));
+    }
+    assert!(c.fail_nodes("vn9", "", at(5), &mut out).is_err());
+}
+
+#[test]
+fn a_failed_node_ends_the_jobs_of_a_partition_that_does_not_requeue() {
+    let mut c = cluster_with(
+        "[[partitions]]\nname = \"p\"\nnodes = \"ALL\"\ndefault = true\non_node_fail = \"fail\"\n",
+    );
+    let mut out = Recorder::default();
+    let id = c.submit(vec![spec(4)], 0, at(0), &mut out).unwrap()[0];
+    pass(&mut c, &mut out);
+    c.fail_nodes("vn[1-4]", "rack", at(2), &mut out).unwrap();
+    c.job_ended(7, id, Exit::Signal(9), at(3), &mut out);
+    assert_eq!(c.queue(true)[0].state, JobState::NodeFail);
+}

@@ -1,6 +1,7 @@
 //! Agents registering, and what they report of their jobs' ends and
 //! records.
 
+use formats::record::Status;
 use formats::wire::{Exit, ToAgent};
 
 use super::{AgentUp, Place, Server};
@@ -87,18 +88,31 @@ impl Server {
 
     /// A job's process ended: at the instant its record gives, if it sent
     /// one (sigsleep's own clock, and right even for a job that ended
-    /// while this controller was away), else now.
+    /// while this controller was away), else now. A process killed once
+    /// its record was written (a node failed as it ended) ended as its
+    /// record says.
     pub(super) fn job_ended(&mut self, agent: AgentId, id: u64, exit: Exit, now: Now) {
         let started = self.cluster.start_ns(id).unwrap_or(i64::MAX);
-        let at = match self.record_ends.remove(&id) {
+        let (at, exit) = match self.record_ends.remove(&id) {
             // A record of an earlier execution (whose end never came: its
             // agent was lost) ends before this one started; a host clock
             // ahead of this one's is held to now.
-            Some(end) if end >= started => Now {
-                wall: end.min(now.wall),
-                ..now
-            },
-            _ => now,
+            Some((end, status)) if end >= started => {
+                let exit = match (exit, status) {
+                    (Exit::Signal(_), Status::Completed) => Exit::Code(0),
+                    (Exit::Signal(_), Status::Timeout) => Exit::Code(sigsleep::EXIT_TIMEOUT),
+                    (Exit::Signal(_), Status::Cancelled) => Exit::Code(128 + libc::SIGTERM),
+                    (e, _) => e,
+                };
+                (
+                    Now {
+                        wall: end.min(now.wall),
+                        ..now
+                    },
+                    exit,
+                )
+            }
+            _ => (now, exit),
         };
         self.cluster.job_ended(agent, id, exit, at, &mut self.out);
     }
@@ -118,7 +132,7 @@ impl Server {
         let (kept, dropped) = crate::records::check(frames, |r| {
             let keep = cluster.runs(agent, r.id) && recorded.insert((r.id, r.start));
             if keep {
-                ends.insert(r.id, r.end);
+                ends.insert(r.id, (r.end, r.status));
             }
             keep
         });

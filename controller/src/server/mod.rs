@@ -199,7 +199,7 @@ pub struct Server {
     recorded: HashSet<(u64, i64)>,
     /// End instants of kept records whose job's end is not handled yet
     /// (an agent sends a job's record just before its end).
-    record_ends: HashMap<u64, i64>,
+    record_ends: HashMap<u64, (i64, formats::record::Status)>,
     journal: Journal,
     /// Answers to clients, sent once what they acknowledge is journaled.
     replies: Vec<(oneshot::Sender<Response>, Response)>,

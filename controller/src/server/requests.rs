@@ -79,6 +79,16 @@ impl Server {
                 Ok(n) => Response::Drained(n),
                 Err(e) => Response::Error(e),
             },
+            Request::Fail { nodes, reason } => {
+                match self.cluster.fail_nodes(&nodes, &reason, now, &mut self.out) {
+                    Ok((nodes, jobs)) => Response::Failed { nodes, jobs },
+                    Err(e) => Response::Error(e),
+                }
+            }
+            Request::Repair { nodes } => match self.cluster.repair_nodes(&nodes, &mut self.out) {
+                Ok(n) => Response::Drained(n),
+                Err(e) => Response::Error(e),
+            },
             // Answered by the connection through the record sink.
             Request::Records(_) => Response::Error("records are read by the connection".into()),
             Request::Jobs(ids) => Response::Queue(self.cluster.jobs_info(&ids)),

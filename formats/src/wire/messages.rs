@@ -305,6 +305,16 @@ pub enum Request {
     Undrain {
         nodes: String,
     },
+    /// Nodes fail: down, their jobs killed and requeued or over as
+    /// `node_fail` (Slurm's `scontrol update state=down`).
+    Fail {
+        nodes: String,
+        reason: String,
+    },
+    /// Failed nodes are up again.
+    Repair {
+        nodes: String,
+    },
     /// The records of these jobs from the controller's record file, for a
     /// client on another host (a replay driving a remote cluster).
     Records(Vec<u64>),
@@ -341,6 +351,11 @@ pub enum Response {
     Jobs(Vec<JobOutcome>),
     /// Nodes affected (folded).
     Drained(String),
+    /// Nodes failed (folded), and the jobs on them.
+    Failed {
+        nodes: String,
+        jobs: Vec<u64>,
+    },
     /// Record frames, as sigsleep wrote them.
     Records(Vec<u8>),
     ShuttingDown,

@@ -17,9 +17,10 @@ use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
 use super::{
-    due_jobs, due_orders, followers, next_due, trace_jobs, wall_ns, Backend, Jobs, Order, Ran,
-    Timed, LEAD, SPIN,
+    due_jobs, due_orders, followers, next_due, trace_jobs, wall_ns, Applied, Backend, Jobs, Order,
+    Ran, Timed, LEAD, SPIN,
 };
+use crate::events::{Event, What};
 use crate::Plan;
 
 /// A running cluster to drive instead of an embedded one.
@@ -105,8 +106,10 @@ impl Clemu {
         // together in one request. Timed orders follow the submissions due
         // with them, and likewise go together.
         let mut done = 0usize;
+        let mut applied = vec![Applied::default(); plan.events.len()];
         let follow = followers(jobs.after);
         let mut sent_jobs = 0usize;
+        let mut all_over = false;
         while let Some(at) = next_due(jobs, submitted, done) {
             let due = start + Duration::from_nanos(at.max(0) as u64);
             loop {
@@ -122,6 +125,12 @@ impl Clemu {
                         failure = s.policy_failure;
                         break;
                     }
+                    // Every job sent and over: the events still to come
+                    // could touch none of them.
+                    if submitted == order.len() && sent_jobs == n && active(&s) == 0 {
+                        all_over = true;
+                        break;
+                    }
                     continue;
                 }
                 let wake = (due - SPIN).min(next_view);
@@ -134,14 +143,14 @@ impl Clemu {
                     }
                 }
             }
-            if interrupted || failure.is_some() {
+            if interrupted || failure.is_some() || all_over {
                 break;
             }
             let now = Instant::now();
             let batch = due_jobs(order, targets, start, now, &mut submitted);
             let orders = due_orders(jobs.timed, start, now, &mut done);
             if batch.is_empty() {
-                carry_out(&mut session, orders, &ids).await?;
+                carry_out(&mut session, orders, &ids, &plan.events, &mut applied).await?;
                 continue;
             }
             // The jobs due, then those that follow them (`--feedback`),
@@ -186,7 +195,7 @@ impl Clemu {
             if failure.is_some() {
                 break;
             }
-            carry_out(&mut session, orders, &ids).await?;
+            carry_out(&mut session, orders, &ids, &plan.events, &mut applied).await?;
         }
 
         // Wait for every job to be over: the whole cluster's when it is ours,
@@ -221,6 +230,21 @@ impl Clemu {
             }
         }
         progress.finish_and_clear();
+        if remote {
+            // A cluster started elsewhere is left as the run found it: the
+            // nodes the run failed or drained are back.
+            let given: Vec<bool> = applied.iter().map(|a| a.at != 0).collect();
+            for what in crate::events::left_over(&plan.events, &given) {
+                let req = match what {
+                    What::Up { nodes } => Request::Repair { nodes },
+                    What::Undrain { nodes } => Request::Undrain { nodes },
+                    _ => continue,
+                };
+                if let Response::Error(e) = session.call(&req).await? {
+                    warn!("cannot put the cluster's nodes back as they were: {e}");
+                }
+            }
+        }
         if interrupted {
             warn!(run = %label, "interrupted: cancelling this run's jobs");
             if let Err(e) = session.call(&Request::Cancel(ours.clone())).await {
@@ -281,29 +305,82 @@ impl Clemu {
             slurm_ids: None,
             scheduler,
             failure,
+            events: applied,
         })
     }
 }
 
-/// Gives the cluster the timed orders that came due, each kind in one
-/// request. A job already over when its cancellation comes is left so:
-/// it ended before the trace's user would have cancelled it.
-async fn carry_out(session: &mut Session, orders: &[Timed], ids: &[u64]) -> Result<()> {
+/// Gives the cluster the timed orders that came due: the trace's
+/// cancellations in one request, then each event, what it did kept in
+/// `applied`. A job already over when its cancellation comes is left so:
+/// it ended before it would have been cancelled. An event the cluster
+/// refuses is kept with why, and the run goes on.
+async fn carry_out(
+    session: &mut Session,
+    orders: &[Timed],
+    ids: &[u64],
+    events: &[Event],
+    applied: &mut [Applied],
+) -> Result<()> {
     let cancel: Vec<u64> = orders
         .iter()
-        .map(|t| match t.order {
-            Order::Cancel(i) => ids[i],
+        .filter_map(|t| match t.order {
+            Order::Cancel(i) => Some(ids[i]),
+            Order::Event(_) => None,
         })
         .filter(|&id| id != 0)
         .collect();
-    if cancel.is_empty() {
-        return Ok(());
+    if !cancel.is_empty() {
+        match session.call(&Request::Cancel(cancel)).await? {
+            Response::Jobs(_) => {}
+            Response::Error(e) => {
+                bail!("the cluster refused to cancel jobs as the trace did: {e}")
+            }
+            other => bail!("unexpected answer to cancel: {other:?}"),
+        }
     }
-    match session.call(&Request::Cancel(cancel)).await? {
-        Response::Jobs(_) => Ok(()),
-        Response::Error(e) => bail!("the cluster refused to cancel jobs as the trace did: {e}"),
-        other => bail!("unexpected answer to cancel: {other:?}"),
+    for t in orders {
+        let Order::Event(k) = t.order else {
+            continue;
+        };
+        let req = match &events[k].what {
+            What::Down { nodes, reason } => Request::Fail {
+                nodes: nodes.clone(),
+                reason: reason.clone(),
+            },
+            What::Up { nodes } => Request::Repair {
+                nodes: nodes.clone(),
+            },
+            What::Drain { nodes, reason } => Request::Drain {
+                nodes: nodes.clone(),
+                reason: reason.clone(),
+            },
+            What::Undrain { nodes } => Request::Undrain {
+                nodes: nodes.clone(),
+            },
+            What::Cancel(i) => Request::Cancel(vec![ids[*i]]),
+        };
+        let at = wall_ns();
+        let done = &mut applied[k];
+        done.at = at;
+        match session.call(&req).await? {
+            Response::Failed { jobs, .. } => done.jobs = jobs,
+            Response::Drained(_) => {}
+            Response::Jobs(outcomes) => {
+                done.jobs = outcomes
+                    .iter()
+                    .filter(|o| o.error.is_none())
+                    .map(|o| o.id)
+                    .collect();
+            }
+            Response::Error(e) => {
+                warn!(event = %events[k].source, "the cluster refused the event: {e}");
+                done.error = Some(e);
+            }
+            other => bail!("unexpected answer to an event: {other:?}"),
+        }
     }
+    Ok(())
 }
 
 /// The cluster a run talks to, and how it ends.

@@ -52,6 +52,8 @@ pub struct Jobs<'a> {
 pub enum Order {
     /// Cancel job `i` of the slice, as the trace's user did.
     Cancel(usize),
+    /// Apply event `k` of the plan (`Plan::events`).
+    Event(usize),
 }
 
 /// An order and when it is due: ns from the run's start, as
@@ -83,6 +85,20 @@ pub struct Ran {
     /// Why the policy stopped deciding, if it did: the jobs it had not
     /// started were cancelled, those it had ran to their end.
     pub failure: Option<String>,
+    /// What each event of the plan did, by its number.
+    pub events: Vec<Applied>,
+}
+
+/// An event as it was applied.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Applied {
+    /// When, Unix ns; 0 if it never was (the jobs were all over first).
+    pub at: i64,
+    /// The cluster's ids of the jobs it hit (killed by a failed node, or
+    /// cancelled).
+    pub jobs: Vec<u64>,
+    /// Why the cluster refused it.
+    pub error: Option<String>,
 }
 
 /// A kind of cluster a replay can run on.

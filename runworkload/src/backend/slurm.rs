@@ -252,10 +252,12 @@ async fn replay(plan: &Plan, run: &Jobs<'_>, dir: &Path, stop: &CancellationToke
                 .ok_or_else(|| anyhow!("sbatch said {out:?}, not a job id"))?;
         }
         // Cancelled as the trace's users did: scancel takes a list.
+        // (Events are refused with Slurm when the replay is planned.)
         let cancel: Vec<String> = orders
             .iter()
-            .map(|t| match t.order {
-                Order::Cancel(i) => slurm_ids[i],
+            .filter_map(|t| match t.order {
+                Order::Cancel(i) => Some(slurm_ids[i]),
+                Order::Event(_) => None,
             })
             .filter(|&id| id != 0)
             .map(|id| id.to_string())
@@ -317,5 +319,6 @@ async fn replay(plan: &Plan, run: &Jobs<'_>, dir: &Path, stop: &CancellationToke
         slurm_ids: Some(slurm_ids),
         scheduler: None,
         failure: None,
+        events: Vec::new(),
     })
 }

@@ -12,7 +12,10 @@ use futures_util::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
-use super::{followers, Backend, Jobs, Order, Ran};
+use controller::sim::{SimEvent, SimWhat};
+
+use super::{followers, Applied, Backend, Jobs, Order, Ran};
+use crate::events::What;
 use crate::Plan;
 
 /// The virtual-time twin.
@@ -95,12 +98,52 @@ fn simulate(plan: &Plan, jobs: &Jobs<'_>, dir: &Path) -> Result<Ran> {
             after: jobs.after[i].map(|p| input[p]),
         })
         .collect();
+    let mut events = Vec::new();
+    // Event number of each of the twin's events.
+    let mut numbers = Vec::new();
     for t in jobs.timed {
         match t.order {
             Order::Cancel(i) => sim_jobs[input[i]].cancel_ns = Some(t.at),
+            Order::Event(k) => {
+                let what = match &plan.events[k].what {
+                    What::Down { nodes, reason } => SimWhat::Fail {
+                        nodes: nodes.clone(),
+                        reason: reason.clone(),
+                    },
+                    What::Up { nodes } => SimWhat::Repair {
+                        nodes: nodes.clone(),
+                    },
+                    What::Drain { nodes, reason } => SimWhat::Drain {
+                        nodes: nodes.clone(),
+                        reason: reason.clone(),
+                    },
+                    What::Undrain { nodes } => SimWhat::Undrain {
+                        nodes: nodes.clone(),
+                    },
+                    What::Cancel(i) => SimWhat::Cancel(input[*i]),
+                };
+                events.push(SimEvent { at: t.at, what });
+                numbers.push(k);
+            }
         }
     }
-    let run = controller::sim::simulate(std::sync::Arc::new(jobs.config.clone()), &sim_jobs, epoch);
+    let run = controller::sim::simulate_with(
+        std::sync::Arc::new(jobs.config.clone()),
+        &sim_jobs,
+        &events,
+        epoch,
+    );
+    let mut applied = vec![Applied::default(); plan.events.len()];
+    for ((k, outcome), e) in numbers.iter().zip(&run.events).zip(&events) {
+        let Some(outcome) = outcome else {
+            continue;
+        };
+        applied[*k] = Applied {
+            at: epoch + e.at,
+            jobs: outcome.clone().unwrap_or_default(),
+            error: outcome.clone().err(),
+        };
+    }
     let mut frames = Vec::new();
     for r in &run.records {
         formats::record::encode(r, &mut frames)
@@ -140,5 +183,6 @@ fn simulate(plan: &Plan, jobs: &Jobs<'_>, dir: &Path) -> Result<Ran> {
         slurm_ids: None,
         scheduler: run.policy,
         failure: run.failure,
+        events: applied,
     })
 }
