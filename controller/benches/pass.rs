@@ -60,6 +60,7 @@ impl Lcg {
             name: None,
             after: Vec::new(),
             think_ns: None,
+            array: None,
         }
     }
 }
@@ -137,6 +138,7 @@ fn bench(config: &Arc<Config>, queued: usize, fragmented: bool) {
             name: None,
             after: Vec::new(),
             think_ns: None,
+            array: None,
         };
         let n = config.nodes.len();
         cluster

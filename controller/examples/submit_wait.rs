@@ -34,6 +34,7 @@ async fn main() -> Result<()> {
         name: None,
         after: Vec::new(),
         think_ns: None,
+        array: None,
     };
     let start = Instant::now();
     match s

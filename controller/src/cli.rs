@@ -191,6 +191,11 @@ pub struct SubmitArgs {
     /// the next job; without, they wait in the queue from now.
     #[arg(long, value_name = "SECONDS", value_parser = seconds, requires = "after")]
     pub think: Option<u64>,
+    /// A job array, as Slurm's: a task per index (`0-99`, `1,3,5-7`,
+    /// `0-15:4`), each a job with its own id and record, at most N running
+    /// at once with `%N` (`0-99%10`). Prints every task's id.
+    #[arg(long, value_name = "INDICES[%N]", value_parser = formats::wire::ArraySpec::parse, conflicts_with = "count")]
+    pub array: Option<formats::wire::ArraySpec>,
 }
 
 #[derive(Debug, Args)]
@@ -507,6 +512,7 @@ async fn submit(
         name: a.name.clone(),
         after: a.after.clone(),
         think_ns: a.think,
+        array: a.array.clone(),
     };
     let json = cli.format == Format::Json;
     let mut session = client::Session::open(addr, secret).await?;

@@ -66,6 +66,8 @@ pub struct JobImage {
     pub reason: String,
     /// Waits for other jobs (`spec.after`) before it enters the queue.
     pub held: bool,
+    /// Its place in a job array.
+    pub array: Option<formats::wire::ArrayTask>,
 }
 
 /// One change to remember.
@@ -643,6 +645,7 @@ mod tests {
                 name: None,
                 after: Vec::new(),
                 think_ns: None,
+                array: None,
             },
             partition: "batch".into(),
             state: JobState::Pending,
@@ -657,6 +660,7 @@ mod tests {
             since_ns: 5,
             reason: String::new(),
             held: false,
+            array: None,
         }
     }
 
@@ -793,6 +797,7 @@ mod tests {
             walltime_ns: 0,
             reason: String::new(),
             suspensions: vec![(7, 8)],
+            array: None,
         });
         s.drained.push(("vn[1-2]".into(), "disk".into()));
         j.append((0..6).map(|_| Entry::Undrained { nodes: "x".into() }));

@@ -79,7 +79,8 @@ pub type EventOutcome = Option<Result<Vec<u64>, String>>;
 pub struct SimRun {
     /// One per job that ran, in the order they ended.
     pub records: Vec<JobRecord<'static>>,
-    /// The cluster's job id of each input job, in input order.
+    /// The cluster's job id of each input job, in input order (an
+    /// array's: its first task's).
     pub ids: Vec<u64>,
     /// Virtual nanoseconds from the start to the last event.
     pub end_ns: i64,
@@ -438,7 +439,13 @@ pub fn simulate_with(
                         .collect();
                     // The caller has dropped jobs the cluster cannot run.
                     if let Ok(got) = sim.cluster.submit(specs, 0, now, &mut sim.machines) {
-                        ids[first..last].copy_from_slice(&got);
+                        // An array is a job per task: its input job gets
+                        // the array's id, its first task's.
+                        let mut at = 0;
+                        for (k, j) in (first..last).zip(&jobs[first..last]) {
+                            ids[k] = got[at];
+                            at += j.spec.array.as_ref().map_or(1, |a| a.indices.len());
+                        }
                     }
                     first = last;
                 }
@@ -573,6 +580,7 @@ mod tests {
                 name: None,
                 after: Vec::new(),
                 think_ns: None,
+                array: None,
             },
             submit_ns: submit_s * S,
             cancel_ns: None,
@@ -820,6 +828,17 @@ mod tests {
         assert_eq!(recs.iter().map(|r| r.id).collect::<Vec<_>>(), [1, 4]);
         assert_eq!((recs[0].status, recs[0].end), (Status::Cancelled, 30 * S));
         assert_eq!((recs[1].start, recs[1].end), (30 * S, 35 * S));
+    }
+
+    #[test]
+    fn an_array_runs_at_most_its_limit_at_once() {
+        // Ten 1 s tasks, at most 3 at once, on 8 free cores: in waves.
+        let mut array = job(1, 1, 0);
+        array.spec.array = Some(formats::wire::ArraySpec::parse("0-9%3").unwrap());
+        let cfg = config("[controller]\nschedule_interval_ms = 0\n");
+        let run = simulate(cfg, &[array], 0);
+        let starts: Vec<i64> = sorted(run).iter().map(|r| r.start / S).collect();
+        assert_eq!(starts, [0, 0, 0, 1, 1, 1, 2, 2, 2, 3]);
     }
 
     #[test]

@@ -17,15 +17,58 @@ fn secs(ns: u64) -> String {
     }
 }
 
-/// `queue` as a table, like squeue.
+/// A job's id as squeue shows it: `ARRAY_INDEX` for a task of an array.
+fn job_id(j: &JobInfo) -> String {
+    match j.array {
+        Some(t) => format!("{}_{}", t.job, t.index),
+        None => j.id.to_string(),
+    }
+}
+
+/// Indices as Slurm folds them: `3,5-9`.
+fn fold_indices(ids: &[u32]) -> String {
+    formats::intervals::format(ids).replace(' ', ",")
+}
+
+/// `queue` as a table, like squeue. The tasks of an array that wait for
+/// its limit show on one line, folded: `12_[5-99%10]`.
 pub fn queue_table(jobs: &[JobInfo], now_ns: i64) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{:>8}  {:<12} {:<10} {:<10} {:>6} {:>10}  {:<20} REASON",
+        "{:>12}  {:<12} {:<10} {:<10} {:>6} {:>10}  {:<20} REASON",
         "JOBID", "NAME", "PARTITION", "STATE", "CORES", "ELAPSED", "NODES"
     );
-    for j in jobs {
+    let throttled = |j: &JobInfo| j.array.is_some() && j.reason == "JobArrayTaskLimit";
+    let mut k = 0;
+    while k < jobs.len() {
+        let j = &jobs[k];
+        if let (true, Some(t)) = (throttled(j), j.array) {
+            let mut indices = vec![t.index];
+            let mut next = k + 1;
+            while next < jobs.len()
+                && throttled(&jobs[next])
+                && jobs[next].array.is_some_and(|u| u.job == t.job)
+            {
+                indices.extend(jobs[next].array.map(|u| u.index));
+                next += 1;
+            }
+            let _ = writeln!(
+                out,
+                "{:>12}  {:<12} {:<10} {:<10} {:>6} {:>10}  {:<20} {}",
+                format!("{}_[{}%{}]", t.job, fold_indices(&indices), t.limit),
+                if j.name.is_empty() { "-" } else { &j.name },
+                j.partition,
+                j.state.as_str(),
+                j.cores,
+                "-",
+                "-",
+                j.reason
+            );
+            k = next;
+            continue;
+        }
+        k += 1;
         let elapsed = if j.start_ns == 0 {
             "-".to_string()
         } else {
@@ -34,8 +77,8 @@ pub fn queue_table(jobs: &[JobInfo], now_ns: i64) -> String {
         };
         let _ = writeln!(
             out,
-            "{:>8}  {:<12} {:<10} {:<10} {:>6} {:>10}  {:<20} {}",
-            j.id,
+            "{:>12}  {:<12} {:<10} {:<10} {:>6} {:>10}  {:<20} {}",
+            job_id(j),
             if j.name.is_empty() { "-" } else { &j.name },
             j.partition,
             j.state.as_str(),
@@ -65,6 +108,7 @@ pub fn queue_json(jobs: &[JobInfo]) -> serde_json::Value {
                     "runtime": j.runtime_ns as f64 / 1e9,
                     "walltime": j.walltime_ns as f64 / 1e9,
                     "reason": j.reason,
+                    "array": j.array.map(|t| json!({"job": t.job, "index": t.index, "limit": t.limit})),
                     "suspensions": j.suspensions.iter().map(|&(s, r)| {
                         json!([s as f64 / 1e9, (r > 0).then(|| r as f64 / 1e9)])
                     }).collect::<Vec<_>>(),

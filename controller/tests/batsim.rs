@@ -239,6 +239,7 @@ fn twin_unit(
                 name: None,
                 after: Vec::new(),
                 think_ns: None,
+                array: None,
             },
             submit_ns: at * S,
             cancel_ns: None,

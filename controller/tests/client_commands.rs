@@ -273,3 +273,43 @@ fn submit_after_waits_for_other_jobs_to_be_over() {
         assert!(err.contains(needle), "{args:?}: {err}");
     }
 }
+
+#[test]
+fn an_array_runs_its_tasks_as_jobs_at_most_its_limit_at_once() {
+    let c = Cluster::start("vn[1-2]", 8, "");
+    let ids = c.submit(&["--cores", "1", "--runtime", "0.5", "--array", "0-9%3"]);
+    assert_eq!(ids.len(), 10);
+    // Three run; the seven others show folded, waiting for the limit.
+    let table = c.ok(&["queue"]);
+    let first = ids[0];
+    assert!(
+        table.contains(&format!("{first}_[3-9%3]")) && table.contains("JobArrayTaskLimit"),
+        "{table}"
+    );
+    assert!(table.contains(&format!("{first}_0 ")), "{table}");
+    let ids_text: Vec<String> = ids.iter().map(u64::to_string).collect();
+    let mut args = vec!["wait"];
+    args.extend(ids_text.iter().map(String::as_str));
+    c.ok(&args);
+    // Each task a job with its own record; never more than 3 at once.
+    let mut recs: Vec<_> = ids.iter().map(|&id| c.record(id)).collect();
+    recs.sort_by_key(|r| r.start);
+    let mut most = 0;
+    for r in &recs {
+        let at_once = recs
+            .iter()
+            .filter(|o| o.start <= r.start && o.end > r.start)
+            .count();
+        most = most.max(at_once);
+    }
+    assert_eq!(most, 3, "{recs:?}");
+    // In waves of three, as the twin runs them (0, 0, 0, 1, 1, 1, ...).
+    let waves: Vec<i64> = recs
+        .iter()
+        .map(|r| ((r.start - recs[0].start) as f64 / 0.5e9).round() as i64)
+        .collect();
+    assert_eq!(waves, [0, 0, 0, 1, 1, 1, 2, 2, 2, 3], "{recs:?}");
+    let json = c.job(ids[4]);
+    assert_eq!(json["array"]["job"], first);
+    assert_eq!(json["array"]["index"], 4);
+}

@@ -165,6 +165,7 @@ pub async fn run_factor(
             // fills it in.
             after: Vec::new(),
             think_ns: link.map(|_| scale.apply_u(j.preceding.map_or(0, |(_, t)| t))),
+            array: None,
         })
         .collect();
     // Followers go when the job they follow does, not at a deadline.

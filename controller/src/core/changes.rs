@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use formats::wire::JobState;
+use formats::wire::{ArrayTask, JobState};
 use tracing::warn;
 
 use super::tables::{Cluster, Job, SuspendedBy, HISTORY};
@@ -43,6 +43,24 @@ impl Cluster {
                 self.deps_over(id, now);
             }
             return;
+        }
+        self.ready(job);
+    }
+
+    /// A job that may run enters the queue, unless it is a task of an
+    /// array at its limit: then it waits for one of the array's tasks to
+    /// end.
+    fn ready(&mut self, mut job: Job) {
+        if let Some(t) = job.array.filter(|t| t.limit > 0) {
+            let a = self.arrays.entry(t.job).or_default();
+            if a.live >= t.limit {
+                a.waiting.push_back(job.id);
+                job.throttled = true;
+                job.reason = "JobArrayTaskLimit".into();
+                self.jobs.insert(job.id, Box::new(job));
+                return;
+            }
+            a.live += 1;
         }
         self.queued(job);
     }
@@ -229,6 +247,10 @@ impl Cluster {
         let Some(mut job) = self.jobs.remove(&id) else {
             return;
         };
+        if let Some(t) = job.array.filter(|t| t.limit > 0) {
+            // A task held for its dependencies was not live either.
+            self.array_task_over(t, !job.throttled && !job.held);
+        }
         self.record_event(Happened::Ended {
             job: id,
             at_ns: now.mono,
@@ -296,7 +318,41 @@ impl Cluster {
             job.since_mono = at.mono;
         }
         if let Some(job) = self.jobs.remove(&id) {
-            self.queued(*job);
+            self.ready(*job);
+        }
+    }
+
+    /// A task of an array with a limit is over (or left the queue): the
+    /// next task waiting, if any, takes its place.
+    fn array_task_over(&mut self, t: ArrayTask, was_live: bool) {
+        if !was_live {
+            return;
+        }
+        let Some(a) = self.arrays.get_mut(&t.job) else {
+            return;
+        };
+        a.live = a.live.saturating_sub(1);
+        loop {
+            let Some(a) = self.arrays.get_mut(&t.job) else {
+                return;
+            };
+            let Some(next) = a.waiting.pop_front() else {
+                if a.live == 0 {
+                    self.arrays.remove(&t.job);
+                }
+                return;
+            };
+            // One cancelled while it waited is gone already.
+            if !self.jobs.get(&next).is_some_and(|j| j.throttled) {
+                continue;
+            }
+            a.live += 1;
+            if let Some(mut job) = self.jobs.remove(&next).map(|j| *j) {
+                job.throttled = false;
+                job.reason.clear();
+                self.queued(job);
+            }
+            return;
         }
     }
 

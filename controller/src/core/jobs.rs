@@ -2,7 +2,7 @@
 //! change (`changes.rs`), and says what must follow through
 //! [`Effects`]: the order for the job's agent, the journal entry.
 
-use formats::wire::{Exit, JobOutcome, JobSpec, JobState, StartJob, ToAgent};
+use formats::wire::{ArraySpec, ArrayTask, Exit, JobOutcome, JobSpec, JobState, StartJob, ToAgent};
 use tracing::{debug, warn};
 
 use super::tables::{Cluster, Job, SuspendedBy};
@@ -88,21 +88,51 @@ impl Cluster {
                     )
                 });
             }
+            if spec
+                .array
+                .as_ref()
+                .is_some_and(|a| a.indices.is_empty() || a.indices.len() > ArraySpec::MAX_TASKS)
+            {
+                return Err(format!(
+                    "{}: an array has 1 to {} tasks",
+                    which(i),
+                    ArraySpec::MAX_TASKS
+                ));
+            }
             if spec.think_ns.is_some() && spec.after.is_empty() {
                 return Err(format!("{}: a think time needs jobs to wait for", which(i)));
             }
             checked.push((p, spec));
         }
         let mut ids = Vec::with_capacity(checked.len());
-        for (p, spec) in checked {
-            let id = self.next_id;
-            debug!(job = id, cores = spec.cores, "job submitted");
-            self.admitted(Job::pending(id, spec, p, now), now);
-            if F::JOURNALS {
-                let image = self.image(&self.jobs[&id], now);
-                fx.journal(Entry::Submitted(Box::new(image)));
+        for (p, mut spec) in checked {
+            // An array is a job per task, the first task's id its own.
+            let tasks: Vec<Option<ArrayTask>> = match spec.array.take() {
+                None => vec![None],
+                Some(a) => a
+                    .indices
+                    .iter()
+                    .map(|&index| {
+                        Some(ArrayTask {
+                            job: self.next_id,
+                            index,
+                            limit: a.limit,
+                        })
+                    })
+                    .collect(),
+            };
+            for task in tasks {
+                let id = self.next_id;
+                debug!(job = id, cores = spec.cores, "job submitted");
+                let mut job = Job::pending(id, spec.clone(), p, now);
+                job.array = task;
+                self.admitted(job, now);
+                if F::JOURNALS {
+                    let image = self.image(&self.jobs[&id], now);
+                    fx.journal(Entry::Submitted(Box::new(image)));
+                }
+                ids.push(id);
             }
-            ids.push(id);
         }
         if let (true, Some(&first)) = (key != 0, ids.first()) {
             let count = ids.len() as u32;
@@ -549,6 +579,8 @@ impl Job {
             held,
             deps_left: 0,
             deps_end: i64::MIN,
+            array: None,
+            throttled: false,
         }
     }
 }

@@ -83,6 +83,7 @@ impl Cluster {
             walltime_ns: j.spec.walltime_ns,
             reason: j.reason.clone(),
             suspensions: j.suspensions.clone(),
+            array: j.array,
         }
     }
 

@@ -41,6 +41,7 @@ impl Cluster {
             since_ns: wall(j.since_mono),
             reason: j.reason.clone(),
             held: j.held,
+            array: j.array,
         }
     }
 
@@ -291,6 +292,7 @@ impl Cluster {
         job.reason = im.reason;
         job.since_mono = at(im.since_ns).mono;
         job.held = im.held;
+        job.array = im.array;
         self.admitted(job, now);
         let Some(alloc) = alloc else {
             return;

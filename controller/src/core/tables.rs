@@ -7,7 +7,7 @@ use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
-use formats::wire::{HostReport, JobInfo, JobSpec, JobState, NodeState, PASS_BUCKETS};
+use formats::wire::{ArrayTask, HostReport, JobInfo, JobSpec, JobState, NodeState, PASS_BUCKETS};
 
 use super::Now;
 use crate::config;
@@ -110,6 +110,19 @@ pub(super) struct Job {
     /// when the last of those over ended (wall ns).
     pub deps_left: u32,
     pub deps_end: i64,
+    /// Its place in a job array.
+    pub array: Option<ArrayTask>,
+    /// A task of an array at its limit: it waits out of the queue for one
+    /// of the array's tasks to end.
+    pub throttled: bool,
+}
+
+/// A job array with a limit: how many of its tasks are queued or
+/// running, and the tasks waiting for one of them to end, in order.
+#[derive(Debug, Default)]
+pub(super) struct ArrayState {
+    pub live: u32,
+    pub waiting: VecDeque<u64>,
 }
 
 impl Job {
@@ -222,6 +235,8 @@ pub struct Cluster {
     /// Held jobs whose wait is over, to enter the queue at an instant
     /// (monotonic ns, id): a think time after the last of them ended.
     pub(super) releases: BTreeSet<(i64, u64)>,
+    /// Job arrays with a limit, by array id.
+    pub(super) arrays: HashMap<u64, ArrayState>,
 }
 
 /// Submissions kept by key, most recent [`KEYS_KEPT`]: a client that lost
@@ -336,6 +351,7 @@ impl Cluster {
             keys: Keys::default(),
             waiters: HashMap::new(),
             releases: BTreeSet::new(),
+            arrays: HashMap::new(),
         }
     }
 

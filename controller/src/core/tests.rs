@@ -83,6 +83,7 @@ fn spec(cores: u32) -> JobSpec {
         name: None,
         after: Vec::new(),
         think_ns: None,
+        array: None,
     }
 }
 
@@ -628,6 +629,7 @@ fn after(ids: &[u64], think_s: Option<u64>) -> JobSpec {
     JobSpec {
         after: ids.to_vec(),
         think_ns: think_s.map(|t| t * S as u64),
+        array: None,
         submit_ns: None,
         ..spec(1)
     }
@@ -703,6 +705,7 @@ fn waiting_for_a_job_that_does_not_exist_is_refused() {
         .submit(
             vec![JobSpec {
                 think_ns: Some(1),
+                array: None,
                 ..spec(1)
             }],
             0,
@@ -800,4 +803,50 @@ fn a_failed_node_ends_the_jobs_of_a_partition_that_does_not_requeue() {
     c.fail_nodes("vn[1-4]", "rack", at(2), &mut out).unwrap();
     c.job_ended(7, id, Exit::Signal(9), at(3), &mut out);
     assert_eq!(c.queue(true)[0].state, JobState::NodeFail);
+}
+
+#[test]
+fn an_array_is_a_job_per_task_with_at_most_its_limit_queued_or_running() {
+    let mut c = cluster();
+    let mut out = Recorder::default();
+    let array = JobSpec {
+        array: Some(formats::wire::ArraySpec::parse("0-4%2").unwrap()),
+        ..spec(1)
+    };
+    let ids = c.submit(vec![array], 0, at(0), &mut out).unwrap();
+    assert_eq!(ids, [1, 2, 3, 4, 5]);
+    let infos = c.jobs_info(&ids);
+    assert!(infos.iter().zip(0..).all(|(j, k)| j.array
+        == Some(formats::wire::ArrayTask {
+            job: 1,
+            index: k,
+            limit: 2
+        })));
+    // Two in the queue, the others wait for the limit.
+    assert_eq!(queued(&c), [1, 2]);
+    assert_eq!(infos[2].reason, "JobArrayTaskLimit");
+    pass(&mut c, &mut out);
+    // One ends, one is cancelled while it waits: the next one goes.
+    c.cancel(&[4], at(2), &mut out);
+    c.job_ended(7, 1, Exit::Code(0), at(3), &mut out);
+    assert_eq!(queued(&c), [3]);
+    for restarted in restarts(&c, &out.1) {
+        assert_eq!(picture(&restarted), picture(&c));
+    }
+    c.job_ended(7, 2, Exit::Code(0), at(4), &mut out);
+    assert_eq!(queued(&c), [3, 5]);
+    // A limit above the tasks is no limit; an array without one has none.
+    let more = c
+        .submit(
+            vec![JobSpec {
+                array: Some(formats::wire::ArraySpec::parse("1,3,5-9:2").unwrap()),
+                ..spec(1)
+            }],
+            0,
+            at(5),
+            &mut out,
+        )
+        .unwrap();
+    assert_eq!(more.len(), 5);
+    assert!(more.iter().all(|id| queued(&c).contains(id)));
 }

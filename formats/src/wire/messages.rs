@@ -32,6 +32,89 @@ pub struct JobSpec {
     /// job's result, thinks, then submits the next. Without, it waits in
     /// the queue from its submission.
     pub think_ns: Option<u64>,
+    /// A job array (Slurm's `--array`): this one submission is a task per
+    /// index, each a job of its own, at most `limit` of them queued or
+    /// running at once (0: no limit).
+    pub array: Option<ArraySpec>,
+}
+
+/// The tasks of a job array, as submitted.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ArraySpec {
+    /// Task indices, in order, each once.
+    pub indices: Vec<u32>,
+    pub limit: u32,
+}
+
+/// A job's place in its array.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ArrayTask {
+    /// The array's id: its first task's.
+    pub job: u64,
+    pub index: u32,
+    /// At most so many of its tasks queued or running at once; 0: no
+    /// limit.
+    pub limit: u32,
+}
+
+impl ArraySpec {
+    /// Largest array a submission may make: Slurm's default
+    /// `MaxArraySize`.
+    pub const MAX_TASKS: usize = 1001;
+
+    /// Slurm's notation: `0-99`, `1,3,5-7`, `0-15:4`, each with an optional
+    /// `%N` limit at the end.
+    pub fn parse(s: &str) -> Result<ArraySpec, String> {
+        let (list, limit) = match s.split_once('%') {
+            Some((l, n)) => (
+                l,
+                n.parse::<u32>().ok().filter(|&n| n > 0).ok_or_else(|| {
+                    format!("{s:?}: the limit after % must be a whole number above 0")
+                })?,
+            ),
+            None => (s, 0),
+        };
+        let mut indices = Vec::new();
+        for part in list.split(',') {
+            let bad = || format!("{s:?}: {part:?} is not N, N-M or N-M:STEP");
+            let (range, step) = match part.split_once(':') {
+                Some((r, st)) => (
+                    r,
+                    st.parse::<u32>().ok().filter(|&x| x > 0).ok_or_else(bad)?,
+                ),
+                None => (part, 1),
+            };
+            let (a, b) = range.split_once('-').unwrap_or((range, range));
+            let (a, b): (u32, u32) = (a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?);
+            if b < a {
+                return Err(bad());
+            }
+            let mut i = a;
+            while i <= b {
+                indices.push(i);
+                if indices.len() > Self::MAX_TASKS {
+                    return Err(format!(
+                        "{s:?}: more than {} tasks in one array",
+                        Self::MAX_TASKS
+                    ));
+                }
+                match i.checked_add(step) {
+                    Some(n) => i = n,
+                    None => break,
+                }
+            }
+        }
+        let mut sorted = indices.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        if sorted.len() != indices.len() {
+            return Err(format!("{s:?}: a task index appears twice"));
+        }
+        Ok(ArraySpec {
+            indices: sorted,
+            limit,
+        })
+    }
 }
 
 /// Job states, as docs/design.md names them.
@@ -139,6 +222,8 @@ pub struct JobInfo {
     /// Wall-clock ns at which the controller suspended the job and resumed
     /// it (0 while still suspended).
     pub suspensions: Vec<(i64, i64)>,
+    /// Its array and index, for a task of a job array.
+    pub array: Option<ArrayTask>,
 }
 
 /// One node in the nodes view.

@@ -256,5 +256,6 @@ pub(crate) fn info_of(r: &formats::record::JobRecord<'_>, nodes: String) -> JobI
             .iter()
             .map(|s| (s.suspend, s.resume))
             .collect(),
+        array: None,
     }
 }
