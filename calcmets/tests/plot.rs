@@ -347,3 +347,60 @@ fn the_gantt_chart_of_many_jobs_shows_how_busy_each_node_was() {
     let text = svg(&narrow.join("many-gantt.svg"));
     assert!(has_text(&text, "many: jobs on nodes"), "{:?}", texts(&text));
 }
+
+#[test]
+fn a_sweep_draws_mean_bounded_slowdown_by_factor_one_line_per_sweep() {
+    let dir = tempfile::tempdir().unwrap();
+    // Two sweeps of two factors each; the second's jobs wait longer.
+    for (sweep, slow) in [("quiet", 1), ("failing", 3)] {
+        for (label, factor) in [("shrink-050", 0.5), ("shrink-100", 1.0)] {
+            let run = dir.path().join(sweep).join(label);
+            run_dir(&run, label, slow);
+            let m = run.join("manifest.json");
+            let mut v: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(&m).unwrap()).unwrap();
+            v["factor"] = factor.into();
+            std::fs::write(&m, v.to_string()).unwrap();
+        }
+    }
+    let out = dir.path().join("plots");
+    let o = calcmets(&[
+        "plot",
+        "--out",
+        out.to_str().unwrap(),
+        dir.path().join("quiet").to_str().unwrap(),
+        dir.path().join("failing").to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = svg(&out.join("bsld-by-factor.svg"));
+    assert!(has_text(&text, "quiet") && has_text(&text, "failing"));
+    assert!(text.contains("shrinking factor (%)"));
+    // One line of two points per sweep; the failing one higher (smaller y).
+    let doc = roxmltree::Document::parse(&text).unwrap();
+    // (The legend's sample line is 24 pixels long; the data spans the plot.)
+    let line = |color: &str| -> Vec<(f64, f64)> {
+        elements(&doc, "polyline")
+            .into_iter()
+            .filter(|n| n.attribute("stroke") == Some(color))
+            .map(|n| {
+                n.attribute("points")
+                    .unwrap()
+                    .split_whitespace()
+                    .map(|p| {
+                        let (x, y) = p.split_once(',').unwrap();
+                        (x.parse::<f64>().unwrap(), y.parse::<f64>().unwrap())
+                    })
+                    .collect::<Vec<_>>()
+            })
+            .find(|pts| pts.last().unwrap().0 - pts[0].0 > 100.0)
+            .unwrap()
+    };
+    let (quiet, failing) = (line(BLUE), line(ORANGE));
+    assert_eq!((quiet.len(), failing.len()), (2, 2));
+    assert!(failing[0].1 < quiet[0].1 && failing[1].1 < quiet[1].1);
+
+    // Runs of one factor are no sweep: no such chart.
+    let one = dir.path().join("one");
+    plot(&one, &[], &dir.path().join("quiet").join("shrink-100"));
+    assert!(!one.join("bsld-by-factor.svg").exists());
+}

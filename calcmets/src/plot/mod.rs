@@ -5,7 +5,9 @@
 //! running, suspended jobs) over time, and `<run>-gantt.svg`, jobs on
 //! nodes with suspended stretches drawn apart. Across runs: `cdf-wait.svg`
 //! and `cdf-bsld.svg`, one curve per run, and `bsld-by-size.svg`, mean
-//! bounded slowdown by job-size class, one bar per run in each group.
+//! bounded slowdown by job-size class, one bar per run in each group; when
+//! the runs span several shrinking factors, `bsld-by-factor.svg`, mean
+//! bounded slowdown by factor, one line per sweep (`sweep.rs`).
 //! Titles and legends sit in a band above each plot, never over data.
 //!
 //! Charts stay legible at 100,000 jobs by aggregating before drawing: the
@@ -35,6 +37,7 @@ use crate::runs::{self, RunInput};
 
 mod cdf;
 mod gantt;
+mod sweep;
 mod timeline;
 
 use cdf::{by_size, cdf};
@@ -85,6 +88,11 @@ struct Job {
 
 struct Run {
     name: String,
+    /// The shrinking factor, when its manifest says.
+    factor: Option<f64>,
+    /// The sweep it belongs to: the directory holding its results
+    /// directory.
+    series: String,
     cores: Option<u64>,
     /// Nodes of the cluster, when its manifest says.
     nodes: Option<u64>,
@@ -140,6 +148,11 @@ pub fn plot(args: &PlotArgs) -> Result<Vec<PathBuf>> {
     let path = args.out.join("bsld-by-size.svg");
     by_size(&path, &runs)?;
     written.push(path);
+    if sweep::is_sweep(&runs) {
+        let path = args.out.join("bsld-by-factor.svg");
+        sweep::by_factor(&path, &runs)?;
+        written.push(path);
+    }
     Ok(written)
 }
 
@@ -251,7 +264,18 @@ fn load(args: &PlotArgs) -> Result<Vec<Run>> {
                 s.1 = s.1.saturating_sub(t0);
             }
         }
+        let manifest = run
+            .dir
+            .as_deref()
+            .and_then(|d| formats::results::Manifest::read(d).ok());
         out.push(Run {
+            factor: manifest.as_ref().map(|m| m.factor).filter(|f| *f > 0.0),
+            series: run
+                .dir
+                .as_deref()
+                .and_then(Path::parent)
+                .and_then(Path::file_name)
+                .map_or_else(|| "runs".to_string(), |n| n.to_string_lossy().into_owned()),
             name: run.name.clone(),
             cores: args.cores.or(run.manifest_cores),
             nodes: run.dir.as_deref().and_then(runs::manifest_nodes),
