@@ -68,6 +68,9 @@ pub struct JobImage {
     pub held: bool,
     /// Its place in a job array.
     pub array: Option<formats::wire::ArrayTask>,
+    /// When it entered the queue (or will, once released): its place
+    /// there, which a submit instant given by the client does not say.
+    pub queued_ns: i64,
 }
 
 /// One change to remember.
@@ -661,6 +664,7 @@ mod tests {
             reason: String::new(),
             held: false,
             array: None,
+            queued_ns: 5,
         }
     }
 

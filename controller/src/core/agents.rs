@@ -98,13 +98,7 @@ impl Cluster {
             let Some(job) = self.jobs.get(&id) else {
                 continue;
             };
-            let its: Vec<usize> = job
-                .alloc
-                .iter()
-                .map(|&(n, _)| n)
-                .filter(|n| hit_nodes.contains(n))
-                .collect();
-            let lost = format!("{} failed ({why})", self.config.fold(&its));
+            let lost = self.lost_to_failure(id);
             match (job.agent, job.ending_as) {
                 // Its process ends at once; the job follows when its end
                 // is reported (`job_ended`).
@@ -128,6 +122,24 @@ impl Cluster {
             }
         }
         Ok((nodes, hit))
+    }
+
+    /// Why a job holding failed nodes is lost: `vn[1-2] failed (power)`.
+    pub(super) fn lost_to_failure(&self, id: u64) -> String {
+        let Some(job) = self.jobs.get(&id) else {
+            return String::new();
+        };
+        let failed: Vec<usize> = job
+            .alloc
+            .iter()
+            .map(|&(n, _)| n)
+            .filter(|&n| self.nodes[n].failed.is_some())
+            .collect();
+        let why = failed
+            .first()
+            .and_then(|&n| self.nodes[n].failed.as_deref())
+            .unwrap_or("failed");
+        format!("{} failed ({why})", self.config.fold(&failed))
     }
 
     /// Failed nodes are up again (their agent serving them).
@@ -257,7 +269,9 @@ impl Cluster {
         job.agent = Some(agent);
         job.lost_at = None;
         // What was decided while the agent was away is sent again.
-        if job.ending_as.is_some() {
+        if job.ending_as == Some(JobState::NodeFail) {
+            fx.to_agent(agent, ToAgent::Kill(id));
+        } else if job.ending_as.is_some() {
             fx.to_agent(agent, ToAgent::Cancel(id));
         } else if job.state == JobState::Suspended && !suspended_there {
             fx.to_agent(agent, ToAgent::Suspend(id));

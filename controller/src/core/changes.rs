@@ -77,9 +77,11 @@ impl Cluster {
             submit_ns: job.submit_mono,
         };
         if self.happened.is_some() {
+            // A job let into the queue late (released, or its array's
+            // turn) is news from then on, for a scheduler that keeps time.
             self.record_event(Happened::Submitted {
                 job: id,
-                at_ns: job.submit_mono,
+                at_ns: job.submit_mono.max(job.since_mono),
                 cores: job.spec.cores,
                 walltime_ns: job.spec.walltime_ns,
                 runtime_ns: job.spec.runtime_ns,
@@ -249,7 +251,7 @@ impl Cluster {
         };
         if let Some(t) = job.array.filter(|t| t.limit > 0) {
             // A task held for its dependencies was not live either.
-            self.array_task_over(t, !job.throttled && !job.held);
+            self.array_task_over(t, !job.throttled && !job.held, now);
         }
         self.record_event(Happened::Ended {
             job: id,
@@ -272,6 +274,12 @@ impl Cluster {
         let info = self.info(&job);
         self.done.insert(id, info);
         self.done_order.push_back(id);
+        self.wake_waiters(id, now);
+    }
+
+    /// Job `id` is over (or gone): the jobs held for it are one closer to
+    /// their release.
+    fn wake_waiters(&mut self, id: u64, now: Now) {
         for waiter in self.waiters.remove(&id).unwrap_or_default() {
             let Some(w) = self.jobs.get_mut(&waiter).filter(|w| w.held) else {
                 continue;
@@ -284,6 +292,22 @@ impl Cluster {
         }
     }
 
+    /// A job that cannot be restored (its partition or nodes are gone)
+    /// leaves the tables without a trace; what waited for it does not wait
+    /// for ever.
+    pub(super) fn dropped(&mut self, id: u64, now: Now) {
+        let Some(job) = self.jobs.get(&id) else {
+            return;
+        };
+        let (p, array, live) = (job.partition, job.array, !job.throttled && !job.held);
+        self.unqueue(id, p);
+        self.jobs.remove(&id);
+        if let Some(t) = array.filter(|t| t.limit > 0) {
+            self.array_task_over(t, live, now);
+        }
+        self.wake_waiters(id, now);
+    }
+
     /// A held job's wait is over. Without a think time it queues now, as
     /// submitted (Slurm's `afterany`); with one, it is submitted that long
     /// after the last of its jobs ended: at once if that has passed (a
@@ -293,7 +317,7 @@ impl Cluster {
             return;
         };
         match job.spec.think_ns {
-            None => self.released(id, None),
+            None => self.released(id, None, now),
             Some(think) => {
                 let at = job
                     .deps_end
@@ -306,12 +330,13 @@ impl Cluster {
 
     /// A held job enters the queue; `at`: submitted at this instant, not
     /// when it was sent.
-    pub(super) fn released(&mut self, id: u64, at: Option<Now>) {
+    pub(super) fn released(&mut self, id: u64, at: Option<Now>, now: Now) {
         let Some(job) = self.jobs.get_mut(&id).filter(|j| j.held) else {
             return;
         };
         job.held = false;
         job.reason.clear();
+        job.since_mono = now.mono;
         if let Some(at) = at {
             job.submit_ns = at.wall;
             job.submit_mono = at.mono;
@@ -324,7 +349,7 @@ impl Cluster {
 
     /// A task of an array with a limit is over (or left the queue): the
     /// next task waiting, if any, takes its place.
-    fn array_task_over(&mut self, t: ArrayTask, was_live: bool) {
+    fn array_task_over(&mut self, t: ArrayTask, was_live: bool, now: Now) {
         if !was_live {
             return;
         }
@@ -350,6 +375,7 @@ impl Cluster {
             if let Some(mut job) = self.jobs.remove(&next).map(|j| *j) {
                 job.throttled = false;
                 job.reason.clear();
+                job.since_mono = now.mono;
                 self.queued(job);
             }
             return;

@@ -106,6 +106,20 @@ impl Cluster {
         }
         let mut ids = Vec::with_capacity(checked.len());
         for (p, mut spec) in checked {
+            // Waiting for an array (its id) is waiting for all its tasks,
+            // as Slurm's afterany does.
+            let mut after = Vec::with_capacity(spec.after.len());
+            for &dep in &spec.after {
+                after.push(dep);
+                if self.array_of(dep).is_some_and(|t| t.job == dep) {
+                    let mut task = dep + 1;
+                    while self.array_of(task).is_some_and(|t| t.job == dep) {
+                        after.push(task);
+                        task += 1;
+                    }
+                }
+            }
+            spec.after = after;
             // An array is a job per task, the first task's id its own.
             let tasks: Vec<Option<ArrayTask>> = match spec.array.take() {
                 None => vec![None],
@@ -217,6 +231,12 @@ impl Cluster {
             if let Some(why) = &node.drained {
                 return Err(format!(
                     "start of job {id} on node {}, which is drained ({why})",
+                    node.name
+                ));
+            }
+            if let Some(why) = &node.failed {
+                return Err(format!(
+                    "start of job {id} on node {}, which failed ({why})",
                     node.name
                 ));
             }
@@ -485,7 +505,17 @@ impl Cluster {
                 );
             }
             JobState::Running | JobState::Suspended => {
-                if job.ending_as.is_none() {
+                // Being killed for a failed node: it was to be run again;
+                // now it ends as asked (its kill is on its way).
+                if job.ending_as == Some(JobState::NodeFail) {
+                    self.ending(id, as_state, now);
+                    if F::JOURNALS {
+                        fx.journal(Entry::Ending {
+                            id,
+                            state: as_state,
+                        });
+                    }
+                } else if job.ending_as.is_none() {
                     let agent = job.agent;
                     self.ending(id, as_state, now);
                     if F::JOURNALS {
@@ -502,6 +532,14 @@ impl Cluster {
             _ => return Err(format!("job {id} is already over")),
         }
         Ok(())
+    }
+
+    /// The array a job (not over, or remembered) is a task of.
+    fn array_of(&self, id: u64) -> Option<ArrayTask> {
+        match self.jobs.get(&id) {
+            Some(j) => j.array,
+            None => self.done.get(&id).and_then(|i| i.array),
+        }
     }
 
     /// When (monotonic ns) the next held job is to be released.
@@ -523,7 +561,7 @@ impl Cluster {
                 wall: job.deps_end.saturating_add(think),
             };
             debug!(job = id, "released after its think time");
-            self.released(id, Some(at));
+            self.released(id, Some(at), at);
             if F::JOURNALS {
                 fx.journal(Entry::Released { id, at_ns: at.wall });
             }

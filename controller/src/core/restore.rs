@@ -42,6 +42,7 @@ impl Cluster {
             reason: j.reason.clone(),
             held: j.held,
             array: j.array,
+            queued_ns: wall(j.submit_mono),
         }
     }
 
@@ -225,7 +226,7 @@ impl Cluster {
                 ..
             } => match self.alloc_of(id, &alloc) {
                 Some(alloc) => self.started(id, alloc, Some(host), at(at_ns)),
-                None => self.drop_job(id),
+                None => self.dropped(id, now),
             },
             Entry::Suspended {
                 id,
@@ -233,7 +234,15 @@ impl Cluster {
                 at_ns,
             } => self.suspended(id, suspended_by(by_policy), at(at_ns)),
             Entry::Resumed { id, at_ns } => self.resumed(id, at(at_ns)),
-            Entry::Ending { id, state } => self.ending(id, state, now),
+            Entry::Ending { id, state } => {
+                self.ending(id, state, now);
+                if state == JobState::NodeFail {
+                    let why = self.lost_to_failure(id);
+                    if let Some(j) = self.jobs.get_mut(&id) {
+                        j.reason = why;
+                    }
+                }
+            }
             Entry::Ended(info) => {
                 if self.jobs.contains_key(&info.id) {
                     self.finished(info.id, info.state, info.reason, at(info.end_ns));
@@ -242,7 +251,7 @@ impl Cluster {
             Entry::Requeued { id, reason, at_ns } => self.requeued(id, reason, at(at_ns)),
             Entry::Released { id, at_ns } => {
                 self.releases.retain(|&(_, j)| j != id);
-                self.released(id, Some(at(at_ns)));
+                self.released(id, Some(at(at_ns)), at(at_ns));
             }
             Entry::Drained { nodes, reason } => match self.resolve(&nodes) {
                 Ok(idx) => self.set_drained(&idx, Some(&reason)),
@@ -293,6 +302,7 @@ impl Cluster {
         job.since_mono = at(im.since_ns).mono;
         job.held = im.held;
         job.array = im.array;
+        job.submit_mono = at(im.queued_ns).mono;
         self.admitted(job, now);
         let Some(alloc) = alloc else {
             return;
@@ -327,14 +337,6 @@ impl Cluster {
             warn!(job = id, "job not restored: one of its nodes is gone");
         }
         found
-    }
-
-    /// A job that cannot be restored leaves the tables without a trace.
-    fn drop_job(&mut self, id: u64) {
-        if let Some(p) = self.jobs.get(&id).map(|j| j.partition) {
-            self.unqueue(id, p);
-            self.jobs.remove(&id);
-        }
     }
 }
 

@@ -69,8 +69,12 @@ impl Scheduler {
             .map_or(i64::MIN, |t| t.saturating_add(self.interval));
         if self.failed.is_some() {
             // Only to cancel what is submitted still (the twin submits
-            // on; the server refuses).
-            return cluster.pending().next().map(|_| earliest);
+            // on; the server refuses), or released from a wait.
+            return cluster
+                .pending()
+                .next()
+                .or_else(|| cluster.waiting_outside().next())
+                .map(|_| earliest);
         }
         if cluster.wants_pass || cluster.has_events() {
             return Some(earliest);
@@ -102,9 +106,9 @@ impl Scheduler {
         cluster.wants_pass = false;
         let woken = self.wake_at.is_some_and(|w| w <= now.mono);
         if self.failed.is_some() {
-            // Nothing decides any more: a job submitted since could never
-            // start.
-            let late: Vec<u64> = cluster.pending().collect();
+            // Nothing decides any more: a job submitted or released since
+            // could never start.
+            let late: Vec<u64> = cluster.pending().chain(cluster.waiting_outside()).collect();
             if late.is_empty() {
                 return false;
             }
@@ -144,6 +148,7 @@ impl Scheduler {
             let orphans: Vec<u64> = cluster
                 .pending()
                 .chain(cluster.policy_suspended())
+                .chain(cluster.waiting_outside())
                 .collect();
             tracing::error!(
                 cancelled = orphans.len(),

@@ -540,6 +540,15 @@ impl Cluster {
         self.queue.iter().map(|q| q.job)
     }
 
+    /// Jobs that wait out of the queue: held for others (`after`), or
+    /// tasks of an array at its limit.
+    pub(super) fn waiting_outside(&self) -> impl Iterator<Item = u64> + '_ {
+        self.jobs
+            .values()
+            .filter(|j| j.held || j.throttled)
+            .map(|j| j.id)
+    }
+
     /// The jobs a policy suspended (their cores free, theirs to resume).
     pub(super) fn policy_suspended(&self) -> impl Iterator<Item = u64> + '_ {
         self.active

@@ -850,3 +850,242 @@ fn an_array_is_a_job_per_task_with_at_most_its_limit_queued_or_running() {
     assert_eq!(more.len(), 5);
     assert!(more.iter().all(|id| queued(&c).contains(id)));
 }
+
+// Regressions found by a review of dependencies, node failures and arrays.
+
+#[test]
+fn a_cancel_while_killed_for_a_failed_node_ends_the_job() {
+    let mut c = cluster();
+    let mut out = Recorder::default();
+    let id = c.submit(vec![spec(4)], 0, at(0), &mut out).unwrap()[0];
+    pass(&mut c, &mut out);
+    c.fail_nodes("vn1", "power", at(2), &mut out).unwrap();
+    let r = c.cancel(&[id], at(2), &mut out);
+    assert!(r[0].error.is_none(), "cancel accepted");
+    c.job_ended(7, id, Exit::Signal(9), at(3), &mut out);
+    assert!(
+        !c.jobs.contains_key(&id),
+        "cancelled job is back in the queue: {:?}",
+        c.jobs_info(&[id])
+    );
+}
+
+#[test]
+fn no_job_starts_on_a_failed_node() {
+    let mut c = cluster();
+    let mut out = Recorder::default();
+    let id = c.submit(vec![spec(4)], 0, at(0), &mut out).unwrap()[0];
+    c.fail_nodes("vn1", "power", at(0), &mut out).unwrap();
+    let refused = c.apply(
+        vec![Decision::Start {
+            job: id,
+            alloc: vec![(0, 4)],
+        }],
+        at(1),
+        &mut out,
+    );
+    assert!(
+        !refused.is_empty(),
+        "started on failed node vn1: {:?}",
+        c.jobs_info(&[id])
+    );
+}
+
+#[test]
+fn a_restart_while_killing_for_a_failed_node_kills_and_keeps_why() {
+    let mut c = cluster();
+    let mut out = Recorder::default();
+    let id = c.submit(vec![spec(4)], 0, at(0), &mut out).unwrap()[0];
+    pass(&mut c, &mut out);
+    c.fail_nodes("vn1", "power", at(2), &mut out).unwrap();
+    for mut restarted in restarts(&c, &out.1) {
+        assert_eq!(restarted.jobs[&id].reason, c.jobs[&id].reason);
+        let mut o2 = Recorder::default();
+        restarted
+            .agent_up(
+                7,
+                "h",
+                "vn[1-4]",
+                4,
+                0,
+                false,
+                &[(id, Held::Running)],
+                at(21),
+                &mut o2,
+            )
+            .unwrap();
+        // Killed (no record), not cancelled (sigsleep would write one).
+        let orders: Vec<_> = o2.0.iter().map(|(_, m)| format!("{m:?}")).collect();
+        assert!(
+            o2.0.iter()
+                .any(|(_, m)| matches!(m, ToAgent::Kill(j) if *j == id)),
+            "{orders:?}"
+        );
+        restarted.job_ended(7, id, Exit::Signal(9), at(22), &mut o2);
+        assert_eq!(restarted.jobs[&id].state, JobState::Pending, "requeued");
+    }
+}
+
+#[test]
+fn a_restart_keeps_the_queue_in_arrival_order() {
+    let mut c = cluster();
+    let mut out = Recorder::default();
+    c.submit(vec![spec(16)], 0, at(0), &mut out).unwrap();
+    pass(&mut c, &mut out);
+    // b arrives at 1 (no instant given), a at 2 with a driver's instant.
+    let b = c
+        .submit(
+            vec![JobSpec {
+                submit_ns: None,
+                ..spec(1)
+            }],
+            0,
+            at(1),
+            &mut out,
+        )
+        .unwrap()[0];
+    let a = c.submit(vec![spec(1)], 0, at(2), &mut out).unwrap()[0];
+    assert_eq!(queued(&c), [b, a]);
+    for r in restarts(&c, &out.1) {
+        assert_eq!(queued(&r), [b, a], "queue order changed by a restart");
+    }
+}
+
+struct Dies;
+impl Policy for Dies {
+    fn decide(&self, _: &crate::policy::View) -> crate::policy::Decisions {
+        Default::default()
+    }
+    fn failure(&self) -> Option<String> {
+        Some("gone".into())
+    }
+}
+
+#[test]
+fn held_jobs_are_cancelled_when_the_policy_fails() {
+    let mut c = cluster();
+    let mut out = Recorder::default();
+    let a = c.submit(vec![spec(1)], 0, at(0), &mut out).unwrap()[0];
+    let h = c
+        .submit(vec![after(&[a], Some(10))], 0, at(0), &mut out)
+        .unwrap()[0];
+    let mut s = Scheduler::new(Box::new(Dies), std::time::Duration::ZERO);
+    s.pass(&mut c, at(1), &mut out);
+    assert!(s.failed().is_some());
+    assert!(!c.jobs.contains_key(&a), "a cancelled as an orphan");
+    // h could never start either: cancelled too, not left waiting.
+    assert!(!c.jobs.contains_key(&h));
+    assert_eq!(c.jobs_info(&[h])[0].state, JobState::Cancelled);
+    assert_eq!(s.due(&c), None);
+}
+
+#[test]
+fn waiting_for_an_array_waits_for_all_its_tasks() {
+    let mut c = cluster();
+    let mut out = Recorder::default();
+    let tasks = c
+        .submit(
+            vec![JobSpec {
+                array: Some(formats::wire::ArraySpec::parse("0-2").unwrap()),
+                ..spec(1)
+            }],
+            0,
+            at(0),
+            &mut out,
+        )
+        .unwrap();
+    let h = c
+        .submit(vec![after(&[tasks[0]], None)], 0, at(0), &mut out)
+        .unwrap()[0];
+    pass(&mut c, &mut out);
+    c.job_ended(7, tasks[0], Exit::Code(0), at(2), &mut out);
+    assert!(
+        !queued(&c).contains(&h),
+        "h queued while tasks {:?} of array {} still run",
+        &tasks[1..],
+        tasks[0]
+    );
+}
+
+#[test]
+fn array_tasks_held_for_others_keep_the_limit_across_a_restart() {
+    // Array of dependent tasks with a limit, cancel some while held,
+    // restart: arrays/waiters/releases the same.
+    let mut c = cluster();
+    let mut out = Recorder::default();
+    let d = c.submit(vec![spec(16)], 0, at(0), &mut out).unwrap()[0];
+    pass(&mut c, &mut out);
+    let tasks = c
+        .submit(
+            vec![JobSpec {
+                array: Some(formats::wire::ArraySpec::parse("0-5%2").unwrap()),
+                after: vec![d],
+                think_ns: Some(5 * S as u64),
+                ..spec(1)
+            }],
+            0,
+            at(1),
+            &mut out,
+        )
+        .unwrap();
+    c.cancel(&[tasks[1]], at(2), &mut out);
+    c.job_ended(7, d, Exit::Code(0), at(3), &mut out);
+    c.release_due(at(8), &mut out);
+    assert_eq!(queued(&c), [tasks[0], tasks[2]]);
+    let live = |c: &Cluster| {
+        let mut v: Vec<_> = c
+            .arrays
+            .iter()
+            .map(|(k, a)| (*k, a.live, a.waiting.clone()))
+            .collect();
+        v.sort();
+        v
+    };
+    for r in restarts(&c, &out.1) {
+        assert_eq!(picture(&r), picture(&c));
+        assert_eq!(live(&r), live(&c));
+        assert_eq!(r.releases, c.releases);
+    }
+}
+
+#[test]
+fn a_job_dropped_on_restore_lets_its_array_and_waiters_go_on() {
+    let mut c = cluster();
+    let mut out = Recorder::default();
+    let tasks = c
+        .submit(
+            vec![JobSpec {
+                array: Some(formats::wire::ArraySpec::parse("0-1%1").unwrap()),
+                ..spec(4)
+            }],
+            0,
+            at(0),
+            &mut out,
+        )
+        .unwrap();
+    let h = c
+        .submit(vec![after(&[tasks[0]], None)], 0, at(0), &mut out)
+        .unwrap()[0];
+    pass(&mut c, &mut out);
+    assert_eq!(c.jobs[&tasks[0]].nodes, "vn1");
+    // Restarted with vn1 gone from the configuration.
+    let cfg = config::Cluster::from_str(
+        "[[nodes]]\nnames = \"vn[2-4]\"\ncpus = 4\nmemory = \"8G\"\n",
+        std::path::Path::new("/tmp/t.toml"),
+    )
+    .unwrap();
+    let r = Cluster::restore(
+        Arc::new(cfg),
+        Recovered {
+            snapshot: Default::default(),
+            entries: out.1.clone(),
+        },
+        at(20),
+    );
+    assert!(!r.jobs.contains_key(&tasks[0]));
+    // The next task takes the dropped one's place; the job waiting for
+    // the array now waits for that task alone.
+    assert!(!r.jobs[&tasks[1]].throttled);
+    assert!(queued(&r).contains(&tasks[1]));
+    assert_eq!((r.jobs[&h].held, r.jobs[&h].deps_left), (true, 1));
+}

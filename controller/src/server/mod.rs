@@ -647,13 +647,11 @@ impl Server {
             Event::Request {
                 req: Request::Submit { specs, key },
                 reply,
-            } if self.stopping.is_none() && !self.has_room(specs.len()) => {
+            } if self.stopping.is_none() && !self.has_room(formats::wire::jobs_of(&specs)) => {
                 let max = self.cluster.config().max_jobs;
-                if specs.len() > max {
-                    let e = format!(
-                        "{} jobs in one request: more than max_jobs = {max}",
-                        specs.len()
-                    );
+                let n = formats::wire::jobs_of(&specs);
+                if n > max {
+                    let e = format!("{n} jobs in one request: more than max_jobs = {max}");
                     self.replies.push((reply, Response::Error(e)));
                     return;
                 }

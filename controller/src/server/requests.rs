@@ -19,7 +19,8 @@ impl Server {
         // is dropped, never accepted behind its back.
         self.held.retain(|(_, _, reply)| !reply.is_closed());
         while let Some((specs, _, _)) = self.held.front() {
-            let fits = self.cluster.active_jobs() + specs.len() <= self.cluster.config().max_jobs;
+            let fits = self.cluster.active_jobs() + formats::wire::jobs_of(specs)
+                <= self.cluster.config().max_jobs;
             if !fits && self.stopping.is_none() {
                 return;
             }
@@ -36,7 +37,11 @@ impl Server {
         stats.journal_unsynced = self.journal.unsynced_entries();
         stats.journal_lag_ns = self.journal.lag().as_nanos() as u64;
         stats.held_requests = self.held.len() as u64;
-        stats.held_jobs = self.held.iter().map(|(s, _, _)| s.len() as u64).sum();
+        stats.held_jobs = self
+            .held
+            .iter()
+            .map(|(s, _, _)| formats::wire::jobs_of(s) as u64)
+            .sum();
         stats.policy_failure = self.scheduler.failed().map(str::to_string);
         stats.policy_report = self.scheduler.report();
         stats.replication = self.replication();
