@@ -38,6 +38,18 @@ pub struct JobSpec {
     pub array: Option<ArraySpec>,
 }
 
+impl JobSpec {
+    /// The jobs it makes: one, or a task per index of its array.
+    pub fn jobs(&self) -> usize {
+        self.array.as_ref().map_or(1, |a| a.indices.len())
+    }
+}
+
+/// The jobs a request of `specs` makes (arrays counted by their tasks).
+pub fn jobs_of(specs: &[JobSpec]) -> usize {
+    specs.iter().map(JobSpec::jobs).sum()
+}
+
 /// The tasks of a job array, as submitted.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ArraySpec {
