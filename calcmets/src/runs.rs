@@ -115,7 +115,31 @@ pub fn plan(
             dir: None,
         });
     }
+    name_apart(&mut runs);
     Ok(runs)
+}
+
+/// Results directories of the same name (`a/shrink-100`, `b/shrink-100`:
+/// the same factor of two sweeps) are named with the directory that holds
+/// each, so that no two columns or curves share a name.
+fn name_apart(runs: &mut [Run]) {
+    let mut seen = std::collections::HashMap::new();
+    for r in runs.iter() {
+        *seen.entry(r.name.clone()).or_insert(0u32) += 1;
+    }
+    for r in runs.iter_mut() {
+        if seen[&r.name] < 2 {
+            continue;
+        }
+        if let Some(parent) = r
+            .dir
+            .as_deref()
+            .and_then(Path::parent)
+            .and_then(Path::file_name)
+        {
+            r.name = format!("{}/{}", parent.to_string_lossy(), r.name);
+        }
+    }
 }
 
 fn result_children(dir: &Path) -> Result<Vec<PathBuf>> {

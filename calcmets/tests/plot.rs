@@ -404,3 +404,21 @@ fn a_sweep_draws_mean_bounded_slowdown_by_factor_one_line_per_sweep() {
     plot(&one, &[], &dir.path().join("quiet").join("shrink-100"));
     assert!(!one.join("bsld-by-factor.svg").exists());
 }
+
+#[test]
+fn runs_of_one_name_from_two_sweeps_are_named_apart() {
+    let dir = tempfile::tempdir().unwrap();
+    for sweep in ["quiet", "failing"] {
+        run_dir(&dir.path().join(sweep).join("shrink-100"), "shrink-100", 1);
+    }
+    let o = calcmets(&[
+        "--format",
+        "json",
+        dir.path().join("quiet/shrink-100").to_str().unwrap(),
+        dir.path().join("failing/shrink-100").to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v[0]["run"], "quiet/shrink-100");
+    assert_eq!(v[1]["run"], "failing/shrink-100");
+}

@@ -249,6 +249,10 @@ impl Cluster {
         let Some(mut job) = self.jobs.remove(&id) else {
             return;
         };
+        // Over before its release: nothing to wake for.
+        if let Some(at) = job.release_at {
+            self.releases.remove(&(at, id));
+        }
         if let Some(t) = job.array.filter(|t| t.limit > 0) {
             // A task held for its dependencies was not live either.
             self.array_task_over(t, !job.throttled && !job.held, now);
@@ -300,6 +304,9 @@ impl Cluster {
             return;
         };
         let (p, array, live) = (job.partition, job.array, !job.throttled && !job.held);
+        if let Some(at) = job.release_at {
+            self.releases.remove(&(at, id));
+        }
         self.unqueue(id, p);
         self.jobs.remove(&id);
         if let Some(t) = array.filter(|t| t.limit > 0) {
@@ -324,6 +331,9 @@ impl Cluster {
                     .saturating_add(think.min(i64::MAX as u64) as i64);
                 let mono = now.mono.saturating_add(at.saturating_sub(now.wall));
                 self.releases.insert((mono, id));
+                if let Some(j) = self.jobs.get_mut(&id) {
+                    j.release_at = Some(mono);
+                }
             }
         }
     }

@@ -617,6 +617,7 @@ impl Job {
             held,
             deps_left: 0,
             deps_end: i64::MIN,
+            release_at: None,
             array: None,
             throttled: false,
         }

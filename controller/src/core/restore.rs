@@ -250,7 +250,9 @@ impl Cluster {
             }
             Entry::Requeued { id, reason, at_ns } => self.requeued(id, reason, at(at_ns)),
             Entry::Released { id, at_ns } => {
-                self.releases.retain(|&(_, j)| j != id);
+                if let Some(at) = self.jobs.get(&id).and_then(|j| j.release_at) {
+                    self.releases.remove(&(at, id));
+                }
                 self.released(id, Some(at(at_ns)), at(at_ns));
             }
             Entry::Drained { nodes, reason } => match self.resolve(&nodes) {

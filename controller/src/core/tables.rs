@@ -110,6 +110,9 @@ pub(super) struct Job {
     /// when the last of those over ended (wall ns).
     pub deps_left: u32,
     pub deps_end: i64,
+    /// Its key in [`Cluster::releases`] (monotonic ns), once its wait is
+    /// over and its think time runs.
+    pub release_at: Option<i64>,
     /// Its place in a job array.
     pub array: Option<ArrayTask>,
     /// A task of an array at its limit: it waits out of the queue for one

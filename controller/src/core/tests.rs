@@ -973,10 +973,12 @@ fn held_jobs_are_cancelled_when_the_policy_fails() {
     s.pass(&mut c, at(1), &mut out);
     assert!(s.failed().is_some());
     assert!(!c.jobs.contains_key(&a), "a cancelled as an orphan");
-    // h could never start either: cancelled too, not left waiting.
+    // h could never start either: cancelled too, not left waiting, and
+    // nothing left to wake for.
     assert!(!c.jobs.contains_key(&h));
     assert_eq!(c.jobs_info(&[h])[0].state, JobState::Cancelled);
     assert_eq!(s.due(&c), None);
+    assert_eq!(c.next_release(), None);
 }
 
 #[test]
