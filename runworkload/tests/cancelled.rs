@@ -5,23 +5,15 @@
 
 #![allow(clippy::unwrap_used)] // tests: a failure should panic
 
+mod common;
+
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use formats::record::{decode_all, Status};
-use serde_json::Value;
 
-fn bin(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_runworkload"))
-        .parent()
-        .unwrap()
-        .join(name)
-}
-
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
-}
+use common::{bin, json, repo};
 
 /// On the demo cluster (256 cores, EASY) at 2 cores per processor:
 /// - job 1 takes every core at 0; its user cancelled it after 30 s of its
@@ -54,10 +46,6 @@ fn replay(trace: &Path, out: &Path, extra: &[&str]) -> PathBuf {
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     out.join("shrink-100")
-}
-
-fn json(path: &Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
 /// Each trace job's row of jobs.csv: (state, cancel_after_s, job id).

@@ -5,24 +5,17 @@
 
 #![allow(clippy::unwrap_used)] // tests: a failure should panic
 
+mod common;
+
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use formats::record::{decode_all, JobRecord, Status};
+use formats::record::{JobRecord, Status};
 use formats::results::JobRow;
 use serde_json::Value;
 
-fn bin(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_runworkload"))
-        .parent()
-        .unwrap()
-        .join(name)
-}
-
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
-}
+use common::{bin, json, records, repo};
 
 /// On the demo cluster (16 nodes, 256 cores) at 2 cores per processor:
 /// job 1 takes every core from 0 for 40 s; job 3 arrives at 25 and waits
@@ -80,15 +73,6 @@ fn rows(run: &Path) -> HashMap<i64, JobRow> {
         .into_iter()
         .map(|r| (r.trace_id, r))
         .collect()
-}
-
-fn records(run: &Path) -> Vec<JobRecord<'static>> {
-    let (recs, _) = decode_all(&std::fs::read(run.join("records/jobs.rec")).unwrap());
-    recs.into_iter().map(JobRecord::into_owned).collect()
-}
-
-fn json(path: &Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
 #[test]

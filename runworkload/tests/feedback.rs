@@ -4,6 +4,8 @@
 
 #![allow(clippy::unwrap_used)] // tests: a failure should panic
 
+mod common;
+
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -11,16 +13,7 @@ use std::process::{Command, Output};
 use formats::record::{decode_all, JobRecord};
 use serde_json::Value;
 
-fn bin(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_runworkload"))
-        .parent()
-        .unwrap()
-        .join(name)
-}
-
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
-}
+use common::{bin, repo};
 
 /// On the demo cluster (256 cores, EASY) at 2 cores per processor:
 /// - job 1 takes every core from 0 to 20;
