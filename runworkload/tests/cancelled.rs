@@ -8,12 +8,12 @@
 mod common;
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use formats::record::{decode_all, Status};
 
-use common::{bin, json, repo};
+use common::{bin, json, replay, repo, SPEEDUP};
 
 /// On the demo cluster (256 cores, EASY) at 2 cores per processor:
 /// - job 1 takes every core at 0; its user cancelled it after 30 s of its
@@ -27,26 +27,6 @@ const TRACE: &str = "\
     2   5  10    0    1 -1 -1    1  -1 -1  5 1 1 -1 1 -1 -1 -1
     3  10  20    5    1 -1 -1    1  10 -1  1 1 1 -1 1 -1 -1 -1
 ";
-
-/// 30 trace seconds are 0.6 s of the run.
-const SPEEDUP: f64 = 50.0;
-
-fn replay(trace: &Path, out: &Path, extra: &[&str]) -> PathBuf {
-    let o = Command::new(bin("runworkload"))
-        .arg("--config")
-        .arg(repo().join("configs/demo.toml"))
-        .arg("--workload")
-        .arg(trace)
-        .args(["--cores-per-proc", "2", "-q", "--speedup"])
-        .arg(SPEEDUP.to_string())
-        .arg("--out")
-        .arg(out)
-        .args(extra)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    out.join("shrink-100")
-}
 
 /// Each trace job's row of jobs.csv: (state, cancel_after_s, job id).
 fn rows(dir: &Path) -> HashMap<i64, (String, Option<f64>, u64)> {

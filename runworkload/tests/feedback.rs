@@ -7,13 +7,12 @@
 mod common;
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::Path;
 
 use formats::record::{decode_all, JobRecord};
 use serde_json::Value;
 
-use common::{bin, repo};
+use common::{replay, run, SPEEDUP};
 
 /// On the demo cluster (256 cores, EASY) at 2 cores per processor:
 /// - job 1 takes every core from 0 to 20;
@@ -28,30 +27,6 @@ const TRACE: &str = "\
     3   6   0   10    1 -1 -1    1  20 -1  1 1 1 -1 1 -1  2  3
     4  10   0   10    1 -1 -1    1  20 -1  1 1 1 -1 1 -1 -1 -1
 ";
-
-/// 1 trace second is 20 ms of the run.
-const SPEEDUP: f64 = 50.0;
-
-fn run(trace: &Path, out: &Path, extra: &[&str]) -> Output {
-    Command::new(bin("runworkload"))
-        .arg("--config")
-        .arg(repo().join("configs/demo.toml"))
-        .arg("--workload")
-        .arg(trace)
-        .args(["--cores-per-proc", "2", "-q", "--speedup"])
-        .arg(SPEEDUP.to_string())
-        .arg("--out")
-        .arg(out)
-        .args(extra)
-        .output()
-        .unwrap()
-}
-
-fn replay(trace: &Path, out: &Path, extra: &[&str]) -> PathBuf {
-    let o = run(trace, out, extra);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    out.join("shrink-100")
-}
 
 /// Each trace job's record, by trace id.
 fn records(dir: &Path) -> HashMap<i64, JobRecord<'static>> {

@@ -4,6 +4,7 @@
 #![allow(dead_code, clippy::unwrap_used)] // each test file uses a part
 
 use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
 
 use formats::record::{decode_all, JobRecord};
 
@@ -27,4 +28,31 @@ pub fn json(path: &Path) -> serde_json::Value {
 pub fn records(run: &Path) -> Vec<JobRecord<'static>> {
     let (recs, _) = decode_all(&std::fs::read(run.join("records/jobs.rec")).unwrap());
     recs.into_iter().map(JobRecord::into_owned).collect()
+}
+
+/// One trace second in the demo replays: 20 ms of the run.
+pub const SPEEDUP: f64 = 50.0;
+
+/// `runworkload` on the demo cluster (2 cores per processor, at
+/// [`SPEEDUP`]), replaying `trace` into `out`.
+pub fn run(trace: &Path, out: &Path, extra: &[&str]) -> Output {
+    Command::new(bin("runworkload"))
+        .arg("--config")
+        .arg(repo().join("configs/demo.toml"))
+        .arg("--workload")
+        .arg(trace)
+        .args(["--cores-per-proc", "2", "-q", "--speedup"])
+        .arg(SPEEDUP.to_string())
+        .arg("--out")
+        .arg(out)
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+/// [`run`], which must succeed; its results directory.
+pub fn replay(trace: &Path, out: &Path, extra: &[&str]) -> PathBuf {
+    let o = run(trace, out, extra);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    out.join("shrink-100")
 }
