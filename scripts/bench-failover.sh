@@ -6,12 +6,19 @@
 #   scripts/bench-failover.sh [TRIALS] [JOBS]        (default 10, 100000)
 #
 # 1. Takeover: a replay of RICC-2010-2 (7 cores per processor) runs
-#    through the list of controllers while the primary is killed with
-#    SIGKILL, TRIALS times (the killed one restarted as the backup, and the
-#    next trial kills the other). For each: from the kill to the new
-#    primary acting (its log: a majority of agent hosts back it), and to
-#    its first job started (the controller's own start instants); and the
-#    resident memory of the backup and of the primary just before the kill.
+#    through the list of controllers while the primary is lost, TRIALS
+#    times each way, the next trial losing the other:
+#    - killed with SIGKILL (its connections close at once; it is then
+#      restarted and becomes the backup);
+#    - frozen with SIGSTOP, as a host that hangs or is cut off: its
+#      connections stay open and silent, so agents and backup learn of it
+#      only from the silence. It is then let go on (SIGCONT), sees the
+#      higher term, steps down and becomes the backup.
+#    For each: from the fault to the new primary acting (its log: a
+#    majority of agent hosts back it), and to its first job started (the
+#    controller's own start instants); and the resident memory of the
+#    backup and of the primary just before the fault. Heartbeats and
+#    timeouts are the defaults.
 # 2. Submissions: JOBS one-core jobs in batches of 10,000 from one client,
 #    to a primary with its backup and to a controller alone (no list),
 #    three rounds each, alternated; every node drained, so jobs stay
@@ -50,8 +57,7 @@ import re, sys
 src, tmp, a, b, bin_ = sys.argv[1:]
 text = open(src).read()
 text = re.sub(r'(?m)^listen = .*$', f'listen = "{a}"\nsecret_file = "{tmp}/secret"\nmax_jobs = 2000000', text)
-text = re.sub(r'(?m)^local = true$', f'local = false\nsigsleep = "{bin_}/sigsleep"\nheartbeat_timeout_ms = 8000', text)
-text = re.sub(r'(?m)^heartbeat_ms = .*$', 'heartbeat_ms = 200', text)
+text = re.sub(r'(?m)^local = true$', f'local = false\nsigsleep = "{bin_}/sigsleep"', text)
 open(f"{tmp}/alone.toml", "w").write(text)
 open(f"{tmp}/pair.toml", "w").write(text.replace(f'listen = "{a}"', f'listen = "{a}"\nhosts = ["{a}", "{b}"]'))
 PY
@@ -110,24 +116,28 @@ start b pair
 agents pair "$list"
 wait_for "a primary with its backup" ready "$a" pair
 "$bin/runworkload" --config "$tmp/pair.toml" --controller "$list" --secret-file "$tmp/secret" \
-  --workload "$trace" --jobs 20000 --cores-per-proc 7 --speedup 2000 -q --out "$tmp/run" \
+  --workload "$trace" --jobs 40000 --cores-per-proc 7 --speedup 2000 -q --out "$tmp/run" \
   > "$tmp/runworkload.log" 2>&1 &
 replay=$!
 pids+=("$replay")
 sleep 5
 primary=a backup=b
 : > "$tmp/trials"
-for t in $(seq "$trials"); do
-  kill -0 "$replay" 2>/dev/null || { echo "bench-failover: the replay ended after $((t - 1)) trials" >&2; break; }
+for fault in kill stop; do for t in $(seq "$trials"); do
+  kill -0 "$replay" 2>/dev/null || { echo "bench-failover: the replay ended early" >&2; exit 1; }
   rb=$(rss "${serve[$backup]}") rp=$(rss "${serve[$primary]}")
   before=$(grep -c 'back this primary: acting' "$tmp/serve-$backup.log" || true)
   t0=$(date +%s.%N)
-  kill -9 "${serve[$primary]}"
-  wait "${serve[$primary]}" 2>/dev/null || true
+  if [ "$fault" = kill ]; then
+    kill -9 "${serve[$primary]}"
+    wait "${serve[$primary]}" 2>/dev/null || true
+  else
+    kill -STOP "${serve[$primary]}"
+  fi
   wait_for "the backup to lead" acting "$backup" "$before"
   sleep 3
   ctl "${!backup}" queue --all --format json > "$tmp/queue.json"
-  python3 - "$tmp/serve-$backup.log" "$tmp/queue.json" "$t0" "$rb" "$rp" >> "$tmp/trials" <<'PY'
+  python3 - "$tmp/serve-$backup.log" "$tmp/queue.json" "$t0" "$rb" "$rp" "$fault" >> "$tmp/trials" <<'PY'
 import calendar, json, sys, time
 log, queue, t0, rb, rp = sys.argv[1], sys.argv[2], float(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
 def stamp(line):
@@ -137,30 +147,36 @@ acting = [stamp(l) for l in open(log) if "back this primary: acting" in l]
 acting = min(x for x in acting if x >= t0)
 starts = [j["start"] for j in json.load(open(queue)) if j.get("start") and j["start"] >= t0]
 first = min(starts) if starts else float("nan")
-print(f"{acting - t0:.3f} {first - t0:.3f} {rb} {rp}")
+print(f"{sys.argv[6]} {acting - t0:.3f} {first - t0:.3f} {rb} {rp}")
 PY
   echo "trial $t: $(tail -1 "$tmp/trials")" >&2
-  start "$primary" pair
+  if [ "$fault" = kill ]; then
+    start "$primary" pair
+  else
+    kill -CONT "${serve[$primary]}"
+  fi
   wait_for "the old primary to follow" ready "${!backup}" pair
   sleep 2
   tmpswap=$primary; primary=$backup; backup=$tmpswap
-done
+done; done
 kill "$replay" 2>/dev/null || true
 stop_all
 
 python3 - "$tmp/trials" <<'PY'
 import math, sys
-rows = [list(map(float, l.split())) for l in open(sys.argv[1]) if l.strip()]
+rows = [l.split() for l in open(sys.argv[1]) if l.strip()]
 def pct(xs, p):
     xs = sorted(x for x in xs if not math.isnan(x))
     return xs[max(0, math.ceil(len(xs) * p) - 1)] if xs else float("nan")
-col = lambda i: [r[i] for r in rows]
-print(f"| takeover on raijin-3600, {len(rows)} trials | p50 | max |")
+print(f"| takeover on raijin-3600, p50 / max of {len(rows) // 2} trials each | kill -9 | SIGSTOP (a hung host) |")
 print("|---|---:|---:|")
-print(f"| kill -9 of the primary to the new primary acting (s) | {pct(col(0), .5):.2f} | {max(col(0)):.2f} |")
-print(f"| kill -9 of the primary to its first job started (s) | {pct(col(1), .5):.2f} | {max(col(1)):.2f} |")
-print(f"| backup resident memory before the kill (MiB) | {pct(col(2), .5) / 1024:.1f} | {max(col(2)) / 1024:.1f} |")
-print(f"| primary resident memory before the kill (MiB) | {pct(col(3), .5) / 1024:.1f} | {max(col(3)) / 1024:.1f} |")
+col = lambda fault, i: [float(r[i]) for r in rows if r[0] == fault]
+cell = lambda fault, i, div=1: f"{pct(col(fault, i), .5) / div:.2f} / {max(col(fault, i)) / div:.2f}"
+both = lambda i, div=1: f"{cell('kill', i, div)} | {cell('stop', i, div)}"
+print(f"| the fault to the new primary acting (s) | {both(1)} |")
+print(f"| the fault to its first job started (s) | {both(2)} |")
+print(f"| backup resident memory before the fault (MiB) | {both(3, 1024)} |")
+print(f"| primary resident memory before the fault (MiB) | {both(4, 1024)} |")
 PY
 
 # 2. Submissions, with and without a backup, alternated.

@@ -10,9 +10,17 @@
 #   b  the primary's link cut, then restored: the backup takes over, and
 #      the old primary steps down and becomes the new backup;
 #   c  the backup killed, then restarted: it catches up;
-#   d  both killed, then restarted from their journals.
+#   d  both killed, then restarted from their journals;
+#   e  the primary hangs (SIGSTOP: its host still accepts connections,
+#      nothing answers), then goes on (SIGCONT): the backup takes over and
+#      the old primary steps down.
 #
-#   sudo scripts/failover.sh [SCENARIO...]      (default: a b c d)
+# Heartbeats and timeouts are the defaults. In a, b and e the jobs must
+# also keep running through the takeover: no agent may reach its fence
+# and kill them (a killed job would be requeued and run again, which the
+# other checks would not see).
+#
+#   sudo scripts/failover.sh [SCENARIO...]      (default: a b c d e)
 #
 # Layout: namespace <p>-sw holds a bridge; <p>-c1 and <p>-c2 hold the
 # controllers (10.97.0.1 and .2), <p>-hK agent hK (10.97.0.1K, nodes
@@ -23,7 +31,7 @@ cd "$(dirname "$0")/.."
 [ "$(id -u)" -eq 0 ] || { echo "failover: needs root (network namespaces)" >&2; exit 2; }
 command -v ip >/dev/null || { echo "failover: needs iproute2 (apt install iproute2)" >&2; exit 2; }
 scenarios=("$@")
-[ ${#scenarios[@]} -gt 0 ] || scenarios=(a b c d)
+[ ${#scenarios[@]} -gt 0 ] || scenarios=(a b c d e)
 
 cargo build -q -p controller -p agent -p sigsleep -p calcmets -p runworkload
 host=$(rustc -vV | sed -n 's/^host: //p')
@@ -116,8 +124,6 @@ schedule_interval_ms = 1
 [agents]
 local = false
 sigsleep = "$bin/sigsleep"
-heartbeat_ms = 200
-heartbeat_timeout_ms = 8000
 
 [[agents.host]]
 name = "h1"
@@ -160,6 +166,16 @@ TOML
   pids+=("$replay")
   for _ in $(seq 300); do [ "$(completed)" -ge 30 ] && break; sleep 0.1; done
   [ "$(completed)" -ge 30 ] || fail "the replay did not get going"
+  # Three jobs that run through the fault (the trace's last a few ms of
+  # wall clock each): they must run on, not be killed and started again.
+  ctl submit --cores 1 --runtime 15 --count 3 > "$tmp/long.ids"
+  for _ in $(seq 100); do
+    ctl queue --format json | python3 -c '
+import json, sys
+ids = set(map(int, open(sys.argv[1]).read().split()))
+sys.exit(0 if sum(j["state"] == "running" for j in json.load(sys.stdin) if j["id"] in ids) == 3 else 1)' "$tmp/long.ids" && break
+    sleep 0.1
+  done
 
   local t0 t1
   case $scenario in
@@ -183,6 +199,7 @@ TOML
       echo "b: link restored; the old primary stepped down and follows at term 2"
       ;;
     c)
+      t0=$(date +%s.%N)
       kill9 c2
       sleep 1
       wait_role c1 "primary 1 alone" 10
@@ -191,7 +208,18 @@ TOML
       wait_role c1 "primary 1 with-backup" 20
       echo "c: backup killed and restarted: it caught up, the primary went on"
       ;;
+    e)
+      t0=$(date +%s.%N)
+      kill -STOP "${serve_pid[c1]}"
+      wait_role c2 "primary 2 *" 20
+      t1=$(date +%s.%N)
+      echo "e: primary hung; the backup took over at term 2 in $(python3 -c "print(round($t1 - $t0, 2))") s"
+      kill -CONT "${serve_pid[c1]}"
+      wait_role c1 "backup 2 *" 20
+      echo "e: the old primary went on, stepped down and follows at term 2"
+      ;;
     d)
+      t0=$(date +%s.%N)
       kill9 c1
       kill9 c2
       sleep 1
@@ -205,11 +233,29 @@ TOML
 
   wait "$replay" || { tail -20 "$tmp/runworkload.log"; fail "runworkload failed"; }
   kill "$sampler"; sampler=""
+  ctl wait $(cat "$tmp/long.ids") > /dev/null
+  ctl queue --all --format json | python3 -c '
+import json, sys
+ids, t0 = set(map(int, open(sys.argv[1]).read().split())), float(sys.argv[2])
+long = [j for j in json.load(sys.stdin) if j["id"] in ids]
+assert len(long) == 3 and all(j["state"] == "completed" for j in long), long
+again = [j["id"] for j in long if j["start"] >= t0]
+assert not again, f"jobs started again after the fault: {again}"
+print("   3 jobs running through the fault went on to complete, none started again")' \
+    "$tmp/long.ids" "$t0" || fail "see above"
   ctl queue --all --format json > "$tmp/queue.json"
   "$bin/calcmets" dump "$tmp"/run/*/records > "$tmp/records.jsonl"
+  # Through the list: it reaches whichever controller leads, which stops
+  # its agents and its backup. Every process of the run must then end by
+  # itself.
   ctl shutdown > /dev/null 2>&1 || true
-  for pid in "${pids[@]}" "${serve_pid[@]}"; do
-    for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  local who pid
+  for who in "${!serve_pid[@]}" agents; do
+    if [ "$who" = agents ]; then set -- "${pids[@]}"; else set -- "${serve_pid[$who]}"; fi
+    for pid in "$@"; do
+      for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+      kill -0 "$pid" 2>/dev/null && fail "$who (pid $pid) still runs 10 s after the shutdown"
+    done
   done
   local csv
   csv=$(ls "$tmp"/run/*/jobs.csv)
@@ -232,20 +278,30 @@ assert len(rows) == len(jobs) and states.get("completed") == len(jobs), states
 assert len(per_job) == len(jobs), "a job has no record"
 dupes = [j for j, c in per_job.items() if c != 1]
 assert not dupes, f"jobs with more than one record: {dupes}"
-# One-core nodes: no node held two jobs at once, as the cluster ran them.
-by_node = collections.defaultdict(list)
-for r in rows:
-    for n in nodes[int(r["job_id"])]:
-        by_node[n].append((int(r["start_ns"]), int(r["end_ns"]), r["job_id"]))
-for node, spans in by_node.items():
-    spans.sort()
-    for (s1, e1, a), (s2, e2, b) in zip(spans, spans[1:]):
-        assert s2 >= e1, f"node {node} held jobs {a} and {b} at once"
-print(f"   {sum(map(len, by_node.values()))} job-node spans on {len(by_node)} nodes: none overlap")
+# One-core nodes: no node held two jobs at once, as the cluster ran them
+# (its start and end instants), nor as the processes ran (each record's own
+# start and end: one clock, all namespaces on one machine).
+ran = {r["id"]: (r["start"], r["end"]) for r in recs}
+ns = lambda t: round(t * 1e9)
+for view, span in (("the cluster", lambda r: (int(r["start_ns"]), int(r["end_ns"]))),
+                   ("the processes", lambda r: tuple(map(ns, ran[int(r["job_id"])])))):
+    by_node = collections.defaultdict(list)
+    for r in rows:
+        for n in nodes[int(r["job_id"])]:
+            by_node[n].append(span(r) + (r["job_id"],))
+    for node, spans in by_node.items():
+        spans.sort()
+        for (s1, e1, a), (s2, e2, b) in zip(spans, spans[1:]):
+            assert s2 >= e1, f"node {node} held jobs {a} and {b} at once, as {view} ran them"
+    print(f"   {sum(map(len, by_node.values()))} job-node spans on {len(by_node)} nodes: "
+          f"none overlap, as {view} ran them")
 PY
+  ! grep -h "killing every job" "$tmp"/agent-h*.log ||
+    fail "an agent killed its jobs: the controllers came back after its fence"
+
   local left
-  left=$(pgrep -f -- "--log $tmp" || true)
-  [ -z "$left" ] || fail "processes left behind: $left"
+  left=$(pgrep -f -- "$tmp" || true)
+  [ -z "$left" ] || fail "processes left behind: $(ps -o pid=,args= -p "${left//$'\n'/,}")"
   echo "$scenario: OK"
   cleanup
 }

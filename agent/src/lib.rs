@@ -42,6 +42,13 @@ pub(crate) const UNREACHABLE_REPEAT: Duration = Duration::from_secs(5);
 /// whose host is cut off must not hold the agent back from the others.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 
+/// How long an agent waits for a controller that accepted its connection
+/// to prove it knows the secret. The kernel of a host that hangs (or of a
+/// controller stopped with SIGSTOP) still accepts connections, but nothing
+/// answers: without a bound, an agent would wait there until its fence
+/// killed its jobs, instead of registering with the backup.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(1);
+
 /// Connects to the controller at `addr` and authenticates (one attempt).
 pub async fn connect(addr: &str, secret: &[u8]) -> Result<Conn<TcpStream>> {
     let stream = match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(addr)).await {
@@ -56,9 +63,17 @@ pub async fn connect(addr: &str, secret: &[u8]) -> Result<Conn<TcpStream>> {
     };
     stream.set_nodelay(true)?;
     let mut conn = Conn::new(stream);
-    wire::connect(&mut conn, secret, Role::Agent)
+    match tokio::time::timeout(HANDSHAKE_TIMEOUT, wire::connect(&mut conn, secret, Role::Agent))
         .await
-        .map_err(|e| anyhow!("controller {addr}: {e}"))?;
+    {
+        Ok(r) => r.map_err(|e| anyhow!("controller {addr}: {e}"))?,
+        Err(_) => {
+            return Err(anyhow!(
+                "controller {addr}: accepted the connection, but no answer in {} s",
+                HANDSHAKE_TIMEOUT.as_secs()
+            ))
+        }
+    }
     Ok(conn)
 }
 

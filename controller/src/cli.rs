@@ -379,11 +379,18 @@ async fn client_command(cli: &Cli, shutdown: &CancellationToken) -> Result<Outco
     };
     let json = cli.format == Format::Json;
     let mut session = client::Session::open(&addr, &secret).await?;
+    if matches!(req, Request::Stats | Request::Hosts | Request::Shutdown) {
+        session.to_leader().await?;
+    }
     let resp = session.call(&req).await?;
     if matches!(cli.command, Command::Nodes { .. }) && !json && !config.controllers.is_empty() {
         // With several controllers: which one answered, and how it stands.
         if let Response::Stats(s) = session.call(&Request::Stats).await? {
-            println!("{}", views::replication_line(&s.replication));
+            writeln!(
+                std::io::stdout(),
+                "{}",
+                views::replication_line(&s.replication)
+            )?;
         }
     }
     let print_json = |v: serde_json::Value| -> Result<()> {
@@ -396,28 +403,32 @@ async fn client_command(cli: &Cli, shutdown: &CancellationToken) -> Result<Outco
             if json {
                 print_json(views::queue_json(&jobs))?;
             } else {
-                print!("{}", views::queue_table(&jobs, crate::core::wall_ns()));
+                write!(
+                    std::io::stdout(),
+                    "{}",
+                    views::queue_table(&jobs, crate::core::wall_ns())
+                )?;
             }
         }
         Response::Nodes(nodes) => {
             if json {
                 print_json(views::nodes_json(&nodes))?;
             } else {
-                print!("{}", views::nodes_table(&nodes));
+                write!(std::io::stdout(), "{}", views::nodes_table(&nodes))?;
             }
         }
         Response::Hosts(hosts) => {
             if json {
                 print_json(views::hosts_json(&hosts))?;
             } else {
-                print!("{}", views::hosts_table(&hosts));
+                write!(std::io::stdout(), "{}", views::hosts_table(&hosts))?;
             }
         }
         Response::Stats(s) => {
             if json {
                 print_json(views::stats_json(&s))?;
             } else {
-                print!("{}", views::stats_table(&s));
+                write!(std::io::stdout(), "{}", views::stats_table(&s))?;
             }
         }
         Response::Jobs(outcomes) => {

@@ -143,6 +143,30 @@ impl Session {
         }
     }
 
+    /// With several controllers, moves to the one that leads, if the one
+    /// answering follows a primary. A backup answers some requests for
+    /// itself (its stats, its hosts, stopping only itself): a client with
+    /// one address asked that controller, but one with the list asked the
+    /// cluster.
+    pub async fn to_leader(&mut self) -> Result<()> {
+        if self.addrs.len() < 2 {
+            return Ok(());
+        }
+        // A controller that does not answer: `call` goes round the list.
+        let Ok(Response::Stats(s)) = self.call_here(&Request::Stats).await else {
+            return Ok(());
+        };
+        let r = &s.replication;
+        if r.role != "backup" || r.primary.is_empty() || r.primary == r.address {
+            return Ok(());
+        }
+        if !self.addrs.contains(&r.primary) {
+            self.addrs.push(r.primary.clone());
+        }
+        let hint = self.addrs.iter().position(|a| *a == r.primary);
+        self.move_on(hint, Instant::now() + PATIENCE).await
+    }
+
     /// Connects to `hint`, else to the next controller of the list that
     /// answers, round the list until `deadline`.
     async fn move_on(&mut self, hint: Option<usize>, deadline: Instant) -> Result<()> {

@@ -206,6 +206,28 @@ pub fn exposition(s: &ClusterStats, hosts: &[HostInfo]) -> String {
         "1 on the primary controller (or the only one), 0 on a backup or a candidate.",
         &one(u64::from(r.role == "primary" || r.role == "alone")),
     );
+    // Which controller leads, as this one knows it: an info metric, the
+    // addresses in its labels.
+    put(
+        "controller_info",
+        "gauge",
+        "Always 1: this controller's role, address and the primary's address.",
+        &[(
+            format!(
+                "{{role=\"{}\",address=\"{}\",primary=\"{}\"}}",
+                escape(&r.role),
+                escape(&r.address),
+                escape(&r.primary)
+            ),
+            1.0,
+        )],
+    );
+    put(
+        "backups_attached",
+        "gauge",
+        "Backups following this primary now: 0 means no takeover is possible.",
+        &one(r.backups.len() as u64),
+    );
     put(
         "controller_term",
         "gauge",

@@ -274,7 +274,7 @@ impl Server {
             Place::Alone => {}
         }
         if let Place::Backup(f) = &mut self.place {
-            f.expire_votes(3 * timeout);
+            f.expire_votes(timeout);
         }
     }
 

@@ -102,8 +102,19 @@ impl Follower {
             .collect()
     }
 
-    /// Sends back votes older than `age`: their agents try the list again.
-    pub(super) fn expire_votes(&mut self, age: Duration) {
+    /// Sends back votes held too long: their agents try the list again.
+    /// A candidate holds them for three takeover timeouts. A backup that
+    /// still hears its primary holds them half a timeout: an agent that
+    /// lost the primary a little before this backup did (their silences
+    /// count from different messages) waits here rather than going round
+    /// the list, but one that alone lost a live primary goes back to it
+    /// well before its fence.
+    pub(super) fn expire_votes(&mut self, timeout: Duration) {
+        let age = if self.link.is_some() {
+            timeout / 2
+        } else {
+            3 * timeout
+        };
         let (old, kept): (Vec<_>, Vec<_>) = self
             .votes
             .drain(..)
@@ -407,10 +418,11 @@ impl Server {
                 let may_vote = self.may_vote(&up);
                 let timeout = self.cluster.config().takeover_timeout;
                 if let Place::Backup(f) = &mut self.place {
-                    // Held only once this backup may take over: before, the
-                    // agent goes round the list (to the first controller,
-                    // when all start together).
-                    if may_vote && f.may_take_over(timeout) {
+                    // Held once this backup may take over, or while it
+                    // holds a whole copy and may soon (see `expire_votes`).
+                    // Before, the agent goes round the list (to the first
+                    // controller, when all start together).
+                    if may_vote && (f.may_take_over(timeout) || f.whole()) {
                         info!(host = %up.host, "an agent lost the primary: holding its vote");
                         f.votes.push((Instant::now(), up));
                         return;
