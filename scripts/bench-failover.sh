@@ -171,10 +171,14 @@ def pct(xs, p):
 print(f"| takeover on raijin-3600, p50 / max of {len(rows) // 2} trials each | kill -9 | SIGSTOP (a hung host) |")
 print("|---|---:|---:|")
 col = lambda fault, i: [float(r[i]) for r in rows if r[0] == fault]
-cell = lambda fault, i, div=1: f"{pct(col(fault, i), .5) / div:.2f} / {max(col(fault, i)) / div:.2f}"
+cell = lambda fault, i, div=1: f"{pct(col(fault, i), .5) / div:.2f} / {pct(col(fault, i), 1) / div:.2f}"
 both = lambda i, div=1: f"{cell('kill', i, div)} | {cell('stop', i, div)}"
 print(f"| the fault to the new primary acting (s) | {both(1)} |")
 print(f"| the fault to its first job started (s) | {both(2)} |")
+for fault in ("kill", "stop"):
+    idle = sum(math.isnan(x) for x in col(fault, 2))
+    if idle:
+        print(f"| {fault}: trials with no job started in the 3 s after (left out above) | {idle} | |")
 print(f"| backup resident memory before the fault (MiB) | {both(3, 1024)} |")
 print(f"| primary resident memory before the fault (MiB) | {both(4, 1024)} |")
 PY

@@ -63,8 +63,11 @@ pub async fn connect(addr: &str, secret: &[u8]) -> Result<Conn<TcpStream>> {
     };
     stream.set_nodelay(true)?;
     let mut conn = Conn::new(stream);
-    match tokio::time::timeout(HANDSHAKE_TIMEOUT, wire::connect(&mut conn, secret, Role::Agent))
-        .await
+    match tokio::time::timeout(
+        HANDSHAKE_TIMEOUT,
+        wire::connect(&mut conn, secret, Role::Agent),
+    )
+    .await
     {
         Ok(r) => r.map_err(|e| anyhow!("controller {addr}: {e}"))?,
         Err(_) => {

@@ -275,7 +275,7 @@ async fn launch(ctx: &NodeContext, s: &StartJob) -> std::io::Result<crate::spawn
         s.submit_ns.div_euclid(1_000_000_000),
         s.submit_ns.rem_euclid(1_000_000_000)
     );
-    let args = vec![
+    let mut args = vec![
         "--runtime".into(),
         secs(s.runtime_ns),
         "--walltime".into(),
@@ -293,5 +293,27 @@ async fn launch(ctx: &NodeContext, s: &StartJob) -> std::io::Result<crate::spawn
         "--die-with-parent".into(),
         std::process::id().to_string(),
     ];
-    ctx.launcher.spawn(&ctx.sigsleep, &args).await
+    let mut env = Vec::new();
+    if !s.devices.is_empty() {
+        args.push("--devices".into());
+        args.push(s.devices.clone());
+        env = visible_devices(&s.devices, &s.node);
+    }
+    ctx.launcher.spawn(&ctx.sigsleep, &args, &env).await
+}
+
+/// The variables through which a job learns which devices it holds on the
+/// node it runs on (`devices`' entries for `node`): one per kind, the
+/// numbers comma-separated, named as CUDA names its own. A text the
+/// controller sent that does not parse gives none (the record still says
+/// what it was given).
+fn visible_devices(devices: &str, node: &str) -> Vec<(String, String)> {
+    let list = formats::record::Devices::parse_list(devices).unwrap_or_default();
+    list.iter()
+        .filter(|d| d.node == node)
+        .map(|d| {
+            let ids: Vec<String> = d.ids.iter().map(u32::to_string).collect();
+            (formats::wire::visible_devices_var(&d.kind), ids.join(","))
+        })
+        .collect()
 }

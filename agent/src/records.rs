@@ -82,6 +82,7 @@ mod tests {
             status: Status::Completed,
             flags: Flags::default(),
             suspensions: vec![],
+            devices: Vec::new(),
         };
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("spool.rec");

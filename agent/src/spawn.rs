@@ -39,6 +39,9 @@ pub struct Spawned {
 
 struct Request {
     argv: Vec<CString>,
+    /// `NAME=VALUE` entries the job gets besides the agent's environment
+    /// (replacing any of the same name).
+    env: Vec<CString>,
     reply: oneshot::Sender<io::Result<Spawned>>,
 }
 
@@ -88,16 +91,26 @@ impl Launcher {
         Ok(Launcher { requests: tx })
     }
 
-    /// Starts `program` with `args`.
-    pub async fn spawn(&self, program: &Path, args: &[String]) -> io::Result<Spawned> {
+    /// Starts `program` with `args`, and `env` (name, value) on top of
+    /// the agent's own environment.
+    pub async fn spawn(
+        &self,
+        program: &Path,
+        args: &[String],
+        env: &[(String, String)],
+    ) -> io::Result<Spawned> {
         let mut argv = Vec::with_capacity(args.len() + 1);
         argv.push(cstring(program.as_os_str().as_bytes())?);
         for a in args {
             argv.push(cstring(a.as_bytes())?);
         }
+        let env = env
+            .iter()
+            .map(|(k, v)| cstring(format!("{k}={v}").as_bytes()))
+            .collect::<io::Result<Vec<_>>>()?;
         let (reply, answer) = oneshot::channel();
         self.requests
-            .send(Request { argv, reply })
+            .send(Request { argv, env, reply })
             .map_err(|_| io::Error::other("the spawner thread is gone"))?;
         answer
             .await
@@ -167,8 +180,16 @@ fn spawner(requests: &mpsc::Receiver<Request>, shared: &Shared) {
                 let (tx, rx) = oneshot::channel();
                 // Registered under the lock, before the reaper can look
                 // the pid up.
+                // Most jobs add nothing: the agent's environment as it is.
+                let with_extra;
+                let envp = if req.env.is_empty() {
+                    &env
+                } else {
+                    with_extra = job_env(&env, &req.env);
+                    &with_extra
+                };
                 let mut children = shared.children.lock().unwrap_or_else(|p| p.into_inner());
-                match posix_spawn(req.argv[0].as_c_str(), files, attr, &req.argv, &env) {
+                match posix_spawn(req.argv[0].as_c_str(), files, attr, &req.argv, envp) {
                     Ok(pid) => {
                         children.waiters.insert(pid.as_raw(), tx);
                         shared.added.notify_one();
@@ -190,6 +211,21 @@ fn spawner(requests: &mpsc::Receiver<Request>, shared: &Shared) {
     loop {
         std::thread::park();
     }
+}
+
+/// The agent's environment `base` with `extra`'s entries on top: an entry
+/// of `base` whose name one of `extra` sets is left out.
+fn job_env(base: &[CString], extra: &[CString]) -> Vec<CString> {
+    let name = |e: &CString| -> Vec<u8> {
+        let b = e.as_bytes();
+        b[..b.iter().position(|&c| c == b'=').unwrap_or(b.len())].to_vec()
+    };
+    let set: Vec<Vec<u8>> = extra.iter().map(name).collect();
+    base.iter()
+        .filter(|e| !set.contains(&name(e)))
+        .chain(extra)
+        .cloned()
+        .collect()
 }
 
 fn reaper(shared: &Shared) {
@@ -237,17 +273,59 @@ mod tests {
     async fn exit_codes_and_signals_reach_the_spawner() {
         let l = Launcher::global().unwrap();
         let ok = l
-            .spawn(Path::new("/bin/sh"), &["-c".into(), "exit 7".into()])
+            .spawn(Path::new("/bin/sh"), &["-c".into(), "exit 7".into()], &[])
             .await
             .unwrap();
         assert_eq!(ok.exit.await.unwrap(), Exit::Code(7));
         let killed = l
-            .spawn(Path::new("/bin/sh"), &["-c".into(), "kill -9 $$".into()])
+            .spawn(
+                Path::new("/bin/sh"),
+                &["-c".into(), "kill -9 $$".into()],
+                &[],
+            )
             .await
             .unwrap();
         assert_eq!(killed.exit.await.unwrap(), Exit::Signal(9));
-        let missing = l.spawn(Path::new("/nonexistent/sigsleep"), &[]).await;
+        let missing = l.spawn(Path::new("/nonexistent/sigsleep"), &[], &[]).await;
         assert!(missing.is_err());
+    }
+
+    #[tokio::test]
+    async fn a_job_gets_its_own_variables_on_top_of_the_agents() {
+        let l = Launcher::global().unwrap();
+        let script = r#"[ "$CUDA_VISIBLE_DEVICES" = 0,3 ] && [ -n "$PATH" ] && exit 5"#;
+        let env = [("CUDA_VISIBLE_DEVICES".to_string(), "0,3".to_string())];
+        let s = l
+            .spawn(Path::new("/bin/sh"), &["-c".into(), script.into()], &env)
+            .await
+            .unwrap();
+        assert_eq!(s.exit.await.unwrap(), Exit::Code(5));
+        let base = l
+            .spawn(Path::new("/bin/sh"), &["-c".into(), script.into()], &[])
+            .await
+            .unwrap();
+        assert_eq!(
+            base.exit.await.unwrap(),
+            Exit::Code(1),
+            "others' jobs get none"
+        );
+    }
+
+    #[test]
+    fn a_jobs_variable_replaces_the_agents_of_the_same_name() {
+        let c = |s: &str| CString::new(s).unwrap();
+        let env = job_env(
+            &[c("PATH=/bin"), c("CUDA_VISIBLE_DEVICES=7"), c("HOME=/root")],
+            &[c("CUDA_VISIBLE_DEVICES=0,1")],
+        );
+        assert_eq!(
+            env,
+            vec![
+                c("PATH=/bin"),
+                c("HOME=/root"),
+                c("CUDA_VISIBLE_DEVICES=0,1")
+            ]
+        );
     }
 
     #[tokio::test]
@@ -261,7 +339,7 @@ mod tests {
             let from = from.to_string();
             async move {
                 let s = l
-                    .spawn(Path::new("/bin/cp"), &[from, to.display().to_string()])
+                    .spawn(Path::new("/bin/cp"), &[from, to.display().to_string()], &[])
                     .await
                     .unwrap();
                 assert_eq!(s.exit.await.unwrap(), Exit::Code(0));

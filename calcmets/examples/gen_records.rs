@@ -57,6 +57,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             } else {
                 Vec::new()
             },
+            devices: Vec::new(),
         };
         encode(&rec, &mut buf)?;
         if buf.len() > 60_000 {

@@ -153,6 +153,11 @@ pub struct MetricsArgs {
     /// manifest.json, or the trace's MaxProcs, else MaxNodes].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub cores: Option<u64>,
+    /// Devices of each generic resource in the cluster, for their
+    /// utilization: NAME=N, comma-separated (`gpu=64,fpga=8`) [default:
+    /// the run's manifest.json].
+    #[arg(long, value_name = "NAME=N[,NAME=N]", value_parser = resources)]
+    pub resources: Option<ResourceCounts>,
     /// Keep the jobs submitted in [T0, T1) and count, for utilization, only
     /// the executed core-seconds inside it. Seconds in the input's time
     /// base: since the Unix epoch for records, since the trace's start for
@@ -241,4 +246,27 @@ fn window(s: &str) -> Result<(i64, i64), String> {
         return Err(format!("the window {s:?} ends before it starts"));
     }
     Ok((t0, t1))
+}
+
+/// `--resources gpu=64,fpga=8`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResourceCounts(pub std::collections::BTreeMap<String, u64>);
+
+fn resources(s: &str) -> Result<ResourceCounts, String> {
+    let mut out = std::collections::BTreeMap::new();
+    for item in s.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+        let (name, n) = item
+            .split_once('=')
+            .ok_or_else(|| format!("{item:?} is not NAME=N"))?;
+        let n: u64 = n
+            .parse()
+            .ok()
+            .filter(|&n| n > 0)
+            .ok_or_else(|| format!("{item:?}: the count must be a positive integer"))?;
+        out.insert(name.to_string(), n);
+    }
+    if out.is_empty() {
+        return Err("give NAME=N".into());
+    }
+    Ok(ResourceCounts(out))
 }

@@ -3,7 +3,7 @@
 
 use std::io::Write;
 
-use formats::record::JobRecord;
+use formats::record::{Devices, JobRecord};
 use serde::Serialize;
 
 /// One record as docs/design.md spells it: instants in seconds since the Unix
@@ -21,6 +21,10 @@ struct Line<'a> {
     status: &'static str,
     suspensions: Vec<[f64; 2]>,
     flags: Vec<std::borrow::Cow<'static, str>>,
+    /// Devices of generic resources it held: `{node, kind, ids}` each
+    /// (left out for a record without: version 1).
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    devices: &'a [Devices<'a>],
 }
 
 pub fn secs(ns: i64) -> f64 {
@@ -45,6 +49,7 @@ pub fn write_jsonl(out: &mut impl Write, rec: &JobRecord<'_>) -> std::io::Result
             .map(|s| [secs(s.suspend), secs(s.resume)])
             .collect(),
         flags: rec.flags.names().collect(),
+        devices: &rec.devices,
     };
     serde_json::to_writer(&mut *out, &line)?;
     out.write_all(b"\n")

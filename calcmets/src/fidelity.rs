@@ -97,8 +97,15 @@ fn load(dir: &Path, keys: Option<&HashMap<u64, i64>>) -> Result<Run> {
         by_size: false,
     };
     let mut warnings = Vec::new();
-    let summary =
-        crate::summarize_records(&sources, &params, cores, false, Some(&book), &mut warnings)?;
+    let summary = crate::summarize_records(
+        &sources,
+        &params,
+        cores,
+        Default::default(),
+        false,
+        Some(&book),
+        &mut warnings,
+    )?;
     for w in warnings {
         eprintln!("calcmets: warning: {w}");
     }
@@ -341,6 +348,7 @@ mod tests {
                 status: Status::Completed,
                 flags: Flags::default(),
                 suspensions: Vec::new(),
+                devices: Vec::new(),
             };
             encode(&rec, &mut bytes).unwrap();
         }

@@ -202,10 +202,15 @@ fn records_run(
     if let (Some(b), Some(hit)) = (&mut book, part) {
         b.select(hit);
     }
+    let capacities = match &args.resources {
+        Some(r) => r.0.clone(),
+        None => run.manifest_resources.clone(),
+    };
     let summary = summarize_records(
         sources,
         params,
         cores,
+        capacities,
         args.status == StatusFilter::All,
         book.as_ref(),
         warnings,
@@ -224,11 +229,13 @@ pub fn summarize_records(
     sources: &[inputs::Source],
     params: &Params,
     cores: u64,
+    capacities: std::collections::BTreeMap<String, u64>,
     all_statuses: bool,
     book: Option<&results::Book>,
     warnings: &mut Vec<String>,
 ) -> Result<Summary> {
     let mut acc = Accum::new();
+    acc.set_capacities(capacities);
     let stats = inputs::for_each_record(sources, |rec: &JobRecord<'_>| {
         // A part of the run (`--by events`): the rest is not read.
         if book.is_some_and(|b| !b.selected(rec.id)) {
@@ -254,6 +261,7 @@ pub fn summarize_records(
                     Status::Timeout => Some(Exclusion::Timeout),
                 },
                 cancelled: rec.status == Status::Cancelled,
+                devices: &rec.devices,
             },
         );
         Ok(())

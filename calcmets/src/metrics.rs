@@ -8,14 +8,20 @@
 //! R = e − s, slowdown R / r, bounded slowdown max(1, R / max(r, τ)),
 //! weighted slowdown Σ c·R / Σ c·r, utilization Σ c·r / (C·(t1 − t0)) over
 //! [t0, t1] = [min s, max e]. All sums are integers (nanoseconds, core·ns),
-//! so results do not depend on the order in which jobs are read.
+//! so results do not depend on the order in which jobs are read. A job that
+//! held devices of a generic resource (d of them, over all its nodes)
+//! counts d·r towards that resource's utilization Σ d·r / (D·(t1 − t0)),
+//! D the cluster's devices of it: the same definition as for cores.
 
 use std::collections::BTreeMap;
 
-use formats::record::Suspension;
+use formats::record::{Devices, Suspension};
 use serde::Serialize;
 
 use crate::dist::Dist;
+
+mod summary;
+pub use summary::*;
 
 /// Ratios (slowdowns) are kept as integers in units of 1e-9.
 const RATIO: f64 = 1e9;
@@ -40,6 +46,9 @@ pub struct JobView<'a> {
     pub start: i64,
     pub end: i64,
     pub suspensions: &'a [Suspension],
+    /// Devices of generic resources it held (a record's; none for a trace
+    /// line).
+    pub devices: &'a [Devices<'a>],
     /// `None` when its status lets it count (completed, for records);
     /// else why it does not.
     pub excluded_status: Option<Exclusion>,
@@ -222,6 +231,12 @@ pub struct Accum {
     suspended_ns: i128,
     cancelled: CancelledJobs,
     by_size: BTreeMap<u32, Accum>,
+    /// Σ d·r (or d·(executed time inside the window)) in device·ns, by
+    /// generic resource.
+    device_area: BTreeMap<String, i128>,
+    /// The cluster's devices of each generic resource, for their
+    /// utilization (a manifest's, or `--resources`).
+    capacities: BTreeMap<String, u64>,
 }
 
 impl Default for Accum {
@@ -246,6 +261,8 @@ impl Default for Accum {
             suspended_ns: 0,
             cancelled: CancelledJobs::default(),
             by_size: BTreeMap::new(),
+            device_area: BTreeMap::new(),
+            capacities: BTreeMap::new(),
         }
     }
 }
@@ -258,6 +275,12 @@ impl Accum {
     /// Jobs included so far.
     pub fn jobs(&self) -> u64 {
         self.jobs
+    }
+
+    /// The cluster's devices of each generic resource: what their
+    /// utilizations divide by.
+    pub fn set_capacities(&mut self, capacities: BTreeMap<String, u64>) {
+        self.capacities = capacities;
     }
 
     /// See [`Dist::to_histogram`]: for partial results that will be merged
@@ -298,6 +321,9 @@ impl Accum {
         self.cancelled.jobs += other.cancelled.jobs;
         self.cancelled.before_start += other.cancelled.before_start;
         self.cancelled.while_running += other.cancelled.while_running;
+        for (kind, a) in other.device_area {
+            *self.device_area.entry(kind).or_default() += a;
+        }
         for (k, acc) in other.by_size {
             self.by_size.entry(k).or_default().merge(acc);
         }
@@ -367,8 +393,18 @@ impl Accum {
         if held.len == HELD {
             self.count_held();
         }
-        if let Some((w0, w1)) = p.window {
-            self.window_area += i128::from(job.cores) * i128::from(executed_within(job, w0, w1));
+        let within = p.window.map(|(w0, w1)| executed_within(job, w0, w1));
+        if let Some(x) = within {
+            self.window_area += i128::from(job.cores) * i128::from(x);
+        }
+        for d in job.devices {
+            let a = d.ids.len() as i128 * i128::from(within.unwrap_or(r));
+            match self.device_area.get_mut(&*d.kind) {
+                Some(sum) => *sum += a,
+                None => {
+                    self.device_area.insert(d.kind.to_string(), a);
+                }
+            }
         }
         self.t0 = self.t0.min(job.submit);
         self.t1 = self.t1.max(job.end);
@@ -459,6 +495,8 @@ impl Accum {
                         acc.count_held();
                         acc.window_area = acc.area;
                     }
+                    // Generic resources are reported for the whole run.
+                    acc.device_area.clear();
                     let (lo, hi) = class_bounds(k);
                     SizeClass {
                         class: class_label(k),
@@ -469,6 +507,22 @@ impl Accum {
                 })
                 .collect()
         });
+        let mut resources: BTreeMap<String, ResourceUse> = BTreeMap::new();
+        for kind in self.capacities.keys().chain(self.device_area.keys()) {
+            let devices = self.capacities.get(kind).copied().filter(|&d| d > 0);
+            let area = self.device_area.get(kind).copied().unwrap_or(0);
+            let utilization = match devices {
+                Some(d) if self.jobs > 0 && span > 0.0 => Some(area as f64 / (d as f64 * span)),
+                _ => None,
+            };
+            resources.insert(
+                kind.clone(),
+                ResourceUse {
+                    devices,
+                    utilization,
+                },
+            );
+        }
         let jobs = self.jobs;
         let makespan = (jobs > 0).then(|| (self.t1 - self.t0) as f64 / NS);
         Summary {
@@ -495,6 +549,7 @@ impl Accum {
             },
             approximate: self.wait.approximate(),
             by_size,
+            resources,
         }
     }
 }
@@ -603,105 +658,6 @@ pub fn class_label(k: u32) -> String {
     }
 }
 
-/// Mean and nearest-rank percentiles, in seconds or as plain ratios.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct Stats {
-    pub mean: Option<f64>,
-    pub p50: Option<f64>,
-    pub p95: Option<f64>,
-    pub p99: Option<f64>,
-    pub max: Option<f64>,
-}
-
-fn scaled(d: &mut Dist, unit: f64) -> Stats {
-    match d.quantiles() {
-        None => Stats {
-            mean: None,
-            p50: None,
-            p95: None,
-            p99: None,
-            max: None,
-        },
-        Some(q) => Stats {
-            mean: Some(q.mean / unit),
-            p50: Some(q.p50 as f64 / unit),
-            p95: Some(q.p95 as f64 / unit),
-            p99: Some(q.p99 as f64 / unit),
-            max: Some(q.max as f64 / unit),
-        },
-    }
-}
-
-fn seconds(d: &mut Dist) -> Stats {
-    scaled(d, NS)
-}
-
-fn ratios(d: &mut Dist) -> Stats {
-    scaled(d, RATIO)
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct Skipped {
-    /// Record frames that could not be read, by kind.
-    #[serde(flatten)]
-    pub damage: Damage,
-    /// Jobs read but not counted: their status, r ≤ 0, no cores, or not
-    /// of the run.
-    pub excluded: u64,
-    /// `excluded` by reason.
-    pub excluded_by: ExcludedBy,
-}
-
-/// Cancelled jobs: those of a run (a record with status `cancelled`, or,
-/// in a results directory, a job `jobs.csv` says was cancelled before it
-/// started) or of a trace (status 5; started if it has run time).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-pub struct CancelledJobs {
-    pub jobs: u64,
-    pub before_start: u64,
-    pub while_running: u64,
-}
-
-/// The metrics of one run, with exactly the keys of docs/design.md
-/// ("calcmets --format json"), plus `by_size` when asked for.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Summary {
-    pub jobs: u64,
-    pub cores: Option<u64>,
-    pub tau: f64,
-    pub window: Option<[f64; 2]>,
-    pub makespan: Option<f64>,
-    pub wait: Stats,
-    pub response: Stats,
-    pub slowdown: Stats,
-    pub bounded_slowdown: Stats,
-    pub weighted_slowdown: Option<f64>,
-    pub utilization: Option<f64>,
-    pub suspended_jobs: u64,
-    pub suspensions: u64,
-    pub suspended_time: f64,
-    /// Cancelled jobs, apart from the metrics (which count completed jobs
-    /// only, unless `--status all`).
-    pub cancelled: CancelledJobs,
-    pub skipped: Skipped,
-    /// Whether the percentiles came from the histogram (more than 65,536
-    /// jobs): within 0.1 % of the exact values. Not printed in JSON.
-    #[serde(skip)]
-    pub approximate: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub by_size: Option<Vec<SizeClass>>,
-}
-
-/// The metrics of the jobs of one size class.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct SizeClass {
-    pub class: String,
-    pub min_cores: u64,
-    pub max_cores: u64,
-    #[serde(flatten)]
-    pub summary: Summary,
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -725,6 +681,7 @@ mod tests {
             suspensions: susp,
             excluded_status: None,
             cancelled: false,
+            devices: &[],
         }
     }
 

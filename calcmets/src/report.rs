@@ -172,6 +172,20 @@ pub fn table(out: &mut impl Write, runs: &[Named]) -> io::Result<()> {
                 .map_or("-".into(), |u| format!("{:.2} %", u * 100.0))
         }),
     ));
+    // Generic resources, kind by kind, for runs on a cluster with them.
+    let kinds: std::collections::BTreeSet<&String> = runs
+        .iter()
+        .flat_map(|r| r.summary.resources.keys())
+        .collect();
+    for kind in kinds {
+        rows.push((
+            format!("utilization {kind}"),
+            each(&|s| {
+                let u = s.resources.get(kind).and_then(|r| r.utilization);
+                u.map_or("-".into(), |u| format!("{:.2} %", u * 100.0))
+            }),
+        ));
+    }
     rows.push((
         "suspended jobs".into(),
         each(&|s| s.suspended_jobs.to_string()),

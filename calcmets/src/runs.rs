@@ -19,6 +19,8 @@ pub struct Run {
     pub manifest_cores: Option<u64>,
     /// τ from the run's manifest (a replay scales it with its times).
     pub manifest_tau: Option<i64>,
+    /// Devices of each generic resource, from the run's manifest.
+    pub manifest_resources: std::collections::BTreeMap<String, u64>,
     /// The results directory it is, if it is one.
     pub dir: Option<PathBuf>,
 }
@@ -79,12 +81,12 @@ pub fn plan(
         loose.push(input.clone());
     }
     if !loose.is_empty() {
-        let (manifest_cores, manifest_tau) = match loose.as_slice() {
+        let (manifest_cores, manifest_tau, manifest_resources) = match loose.as_slice() {
             [one] if one.join(MANIFEST).is_file() => {
                 let m = read_manifest(one)?;
-                (cores_of(&m), tau_of(&m))
+                (cores_of(&m), tau_of(&m), m.resources)
             }
-            _ => (None, None),
+            _ => (None, None, Default::default()),
         };
         let mut sources = Vec::new();
         for input in &loose {
@@ -103,6 +105,7 @@ pub fn plan(
             input: RunInput::Records(sources),
             manifest_cores,
             manifest_tau,
+            manifest_resources,
             dir: None,
         });
     }
@@ -112,6 +115,7 @@ pub fn plan(
             input: RunInput::Swf(t.clone()),
             manifest_cores: None,
             manifest_tau: None,
+            manifest_resources: Default::default(),
             dir: None,
         });
     }
@@ -180,6 +184,7 @@ fn results_dir(dir: &Path) -> Result<Run> {
         input: RunInput::Records(inputs::expand(&[dir.to_path_buf()])?),
         manifest_cores: cores_of(&m),
         manifest_tau: tau_of(&m),
+        manifest_resources: m.resources.clone(),
         dir: Some(dir.to_path_buf()),
     })
 }

@@ -388,6 +388,7 @@ pub fn add_job(accum: &mut Accum, params: &Params, job: &SwfJob, all_statuses: b
                 _ => Some(Exclusion::OtherStatus),
             },
             cancelled: status == swf::status::CANCELLED,
+            devices: &[],
         },
     );
 }

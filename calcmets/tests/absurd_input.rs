@@ -65,6 +65,7 @@ fn negative_waits_past_the_exact_limit_have_negative_percentiles() {
             status: Status::Completed,
             flags: Flags::default(),
             suspensions: Vec::new(),
+            devices: Vec::new(),
         };
         encode(&rec, &mut bytes).unwrap();
     }
@@ -151,6 +152,7 @@ fn garbage_is_a_one_line_error_with_exit_2() {
         status: Status::Completed,
         flags: Flags::default(),
         suspensions: Vec::new(),
+        devices: Vec::new(),
     })
     .unwrap();
     std::fs::write(&torn, &frame[..frame.len() - 3]).unwrap();

@@ -29,6 +29,7 @@ fn rec(id: u64) -> JobRecord<'static> {
             suspend: 1_700_000_012_000_000_000,
             resume: 1_700_000_017_000_000_000,
         }],
+        devices: Vec::new(),
     }
 }
 

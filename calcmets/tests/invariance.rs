@@ -53,6 +53,7 @@ fn record() -> impl Strategy<Value = JobRecord<'static>> {
                 status,
                 flags: Flags::default(),
                 suspensions,
+                devices: Vec::new(),
             }
         })
 }
@@ -73,7 +74,16 @@ fn summarize(dir: &std::path::Path, files: &[Vec<JobRecord<'static>>], by_size: 
         window: None,
         by_size,
     };
-    calcmets::summarize_records(&sources, &params, 512, false, None, &mut Vec::new()).unwrap()
+    calcmets::summarize_records(
+        &sources,
+        &params,
+        512,
+        Default::default(),
+        false,
+        None,
+        &mut Vec::new(),
+    )
+    .unwrap()
 }
 
 proptest! {

@@ -50,6 +50,7 @@ fn rec(id: u64, cores: u32, s: i64, b: i64, e: i64, susp: &[(i64, i64)]) -> JobR
                 resume: T0 + z * S,
             })
             .collect(),
+        devices: Vec::new(),
     }
 }
 

@@ -71,6 +71,7 @@ fn run_dir(dir: &Path, label: &str, slow: i64) {
                 } else {
                     Vec::new()
                 },
+                devices: Vec::new(),
             },
             &mut buf,
         )
@@ -252,6 +253,7 @@ fn the_gantt_chart_draws_a_job_on_every_node_jobs_csv_lists() {
             status: Status::Completed,
             flags: Flags::default(),
             suspensions: Vec::new(),
+            devices: Vec::new(),
         },
         &mut buf,
     )
@@ -312,6 +314,7 @@ fn the_gantt_chart_of_many_jobs_shows_how_busy_each_node_was() {
                 status: Status::Completed,
                 flags: Flags::default(),
                 suspensions: Vec::new(),
+                devices: Vec::new(),
             },
             &mut buf,
         )

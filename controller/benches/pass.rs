@@ -61,6 +61,7 @@ impl Lcg {
             after: Vec::new(),
             think_ns: None,
             array: None,
+            gres: Vec::new(),
         }
     }
 }
@@ -139,6 +140,7 @@ fn bench(config: &Arc<Config>, queued: usize, fragmented: bool) {
             after: Vec::new(),
             think_ns: None,
             array: None,
+            gres: Vec::new(),
         };
         let n = config.nodes.len();
         cluster

@@ -35,6 +35,7 @@ async fn main() -> Result<()> {
         after: Vec::new(),
         think_ns: None,
         array: None,
+        gres: Vec::new(),
     };
     let start = Instant::now();
     match s

@@ -196,6 +196,17 @@ pub struct SubmitArgs {
     /// at once with `%N` (`0-99%10`). Prints every task's id.
     #[arg(long, value_name = "INDICES[%N]", value_parser = formats::wire::ArraySpec::parse, conflicts_with = "count")]
     pub array: Option<formats::wire::ArraySpec>,
+    /// GPUs on each node the job gets (`--gres gpu:N`). Per node, as
+    /// Slurm's `--gres` and `--gpus-per-node`, not per job as its
+    /// `--gpus`. The job finds their numbers in CUDA_VISIBLE_DEVICES.
+    #[arg(long, value_name = "N")]
+    pub gpus: Option<u32>,
+    /// Generic resources on each node the job gets, as Slurm's: NAME:N,
+    /// comma-separated (`gpu:2,fpga:1`). A job finds the numbers of its
+    /// devices of kind NAME in NAME_VISIBLE_DEVICES (CUDA_VISIBLE_DEVICES
+    /// for gpu).
+    #[arg(long, value_name = "NAME:N[,NAME:N]")]
+    pub gres: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -524,6 +535,22 @@ async fn submit(
         after: a.after.clone(),
         think_ns: a.think,
         array: a.array.clone(),
+        gres: {
+            let mut g = match &a.gres {
+                Some(text) => {
+                    crate::gres::parse_request(text).map_err(|e| anyhow!("--gres: {e}"))?
+                }
+                None => Vec::new(),
+            };
+            if let Some(n) = a.gpus {
+                if g.iter().any(|(name, _)| name == crate::gres::GPU) {
+                    bail!("--gpus and --gres gpu:N both given: give one");
+                }
+                g.insert(0, (crate::gres::GPU.into(), n));
+            }
+            g.retain(|&(_, n)| n > 0);
+            g
+        },
     };
     let json = cli.format == Format::Json;
     let mut session = client::Session::open(addr, secret).await?;

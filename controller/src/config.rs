@@ -12,6 +12,8 @@ use std::time::Duration;
 use agent::settings::{AgentSettings, SuspendMode};
 use anyhow::{anyhow, bail, Context, Result};
 use formats::nodeset::{self, Groups};
+
+use crate::gres;
 use serde::Deserialize;
 
 /// The file as written.
@@ -28,18 +30,19 @@ struct File {
     groups: BTreeMap<String, String>,
     #[serde(default)]
     partitions: Vec<PartitionSection>,
-    batsim: Option<BatsimSection>,
+    batsim: Option<crate::batsim::Section>,
+    #[serde(default)]
+    workload: WorkloadSection,
 }
 
-/// `[batsim]`: the external scheduler of `policy = "batsim"`.
+/// `[workload]`: how `runworkload` maps a trace's jobs onto this cluster.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct BatsimSection {
-    endpoint: Option<String>,
-    /// "core" (default) or "node": what one Batsim resource is.
-    unit: Option<String>,
-    /// Seconds a reply may take before the scheduler counts as gone.
-    reply_timeout_s: Option<f64>,
+struct WorkloadSection {
+    /// What trace jobs ask of each node's generic resources: the first
+    /// rule a job matches.
+    #[serde(default)]
+    gres: Vec<gres::TraceRuleSection>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -101,6 +104,12 @@ struct NodesSection {
     cpus: u32,
     #[serde(default)]
     memory: Option<toml::Value>,
+    /// GPUs per node: `resources = { gpu = N }`.
+    #[serde(default)]
+    gpus: u32,
+    /// Other countable resources per node, by name.
+    #[serde(default)]
+    resources: BTreeMap<String, u32>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -149,6 +158,8 @@ pub struct NodeDef {
     pub name: String,
     pub cpus: u32,
     pub memory_mb: u64,
+    /// Devices of each generic resource ([`Cluster::kinds`]).
+    pub devices: gres::Counts,
 }
 
 #[derive(Debug, Clone)]
@@ -223,6 +234,10 @@ pub struct Cluster {
     pub heartbeat_timeout: Duration,
     /// The `[batsim]` section, with `policy = "batsim"`.
     pub batsim: Option<crate::batsim::Settings>,
+    /// The generic resources its nodes have.
+    pub kinds: gres::Kinds,
+    /// `[[workload.gres]]`: what replayed trace jobs ask of them.
+    pub trace_gres: Vec<gres::TraceRule>,
 }
 
 impl Cluster {
@@ -271,6 +286,9 @@ impl Cluster {
         }
         let mut nodes = Vec::new();
         let mut index = BTreeMap::new();
+        let (kinds, resources) =
+            gres::node_kinds(file.nodes.iter().map(|n| (n.gpus, &n.resources)))
+                .map_err(|e| anyhow!("{name}: {e}"))?;
         for (i, n) in file.nodes.iter().enumerate() {
             let set = groups
                 .parse(&n.names)
@@ -285,6 +303,7 @@ impl Cluster {
             if nodes.len() + set.len() > MAX_NODES {
                 bail!("{name}: nodes[{i}]: more than {MAX_NODES} nodes in all");
             }
+            let devices = kinds.counts_of(&resources[i]);
             for node in set.iter() {
                 if index.insert(node.clone(), nodes.len()).is_some() {
                     bail!("{name}: node {node} is defined twice");
@@ -293,6 +312,7 @@ impl Cluster {
                     name: node,
                     cpus: n.cpus,
                     memory_mb,
+                    devices,
                 });
             }
         }
@@ -438,43 +458,10 @@ impl Cluster {
             }
         };
         let batsim = match (&file.batsim, policy.as_str()) {
-            (_, "batsim") => {
-                let b = file.batsim.as_ref();
-                let unit = match b.and_then(|b| b.unit.as_deref()) {
-                    None | Some("core") => crate::batsim::Unit::Core,
-                    Some("node") => crate::batsim::Unit::Node,
-                    Some(other) => {
-                        bail!("{name}: batsim.unit: unknown unit {other:?} (known: core, node)")
-                    }
-                };
-                // A Batsim resource carries no core count: whole nodes as
-                // resources need nodes of one size.
-                if unit == crate::batsim::Unit::Node {
-                    let (lo, hi) = nodes.iter().fold((u32::MAX, 0), |(lo, hi), n| {
-                        (lo.min(n.cpus), hi.max(n.cpus))
-                    });
-                    if lo != hi && !nodes.is_empty() {
-                        bail!(
-                            "{name}: batsim.unit = \"node\" needs nodes of one size (these have \
-                             {lo} to {hi} cores): a scheduler cannot tell them apart; use \
-                             unit = \"core\""
-                        );
-                    }
-                }
-                let timeout = b.and_then(|b| b.reply_timeout_s).unwrap_or(10.0);
-                if !(timeout.is_finite() && timeout > 0.0) {
-                    bail!("{name}: batsim.reply_timeout_s must be a positive number of seconds");
-                }
-                Some(crate::batsim::Settings {
-                    endpoint: b
-                        .and_then(|b| b.endpoint.clone())
-                        .unwrap_or_else(|| crate::batsim::DEFAULT_ENDPOINT.into()),
-                    unit,
-                    wall_per_second: 1.0,
-                    reply_timeout: Duration::from_secs_f64(timeout),
-                    nodes: nodes.iter().map(|n| (n.name.clone(), n.cpus)).collect(),
-                })
-            }
+            (b, "batsim") => Some(
+                crate::batsim::Settings::from_section(b.as_ref(), &nodes, &kinds)
+                    .map_err(|e| anyhow!("{name}: {e}"))?,
+            ),
             (Some(_), _) => {
                 bail!("{name}: a [batsim] section needs controller.policy = \"batsim\"")
             }
@@ -597,8 +584,12 @@ impl Cluster {
                  agents in the controller's process die with it; run them on their own hosts"
             );
         }
+        let trace_gres =
+            gres::trace_rules(&file.workload.gres, &kinds).map_err(|e| anyhow!("{name}: {e}"))?;
         Ok(Cluster {
             source: path.to_path_buf(),
+            kinds,
+            trace_gres,
             controllers,
             takeover_timeout,
             listen: c
@@ -821,12 +812,38 @@ mod tests {
             ("[[nodes]]\nnames = \"vn1\"\ncpus = 1\n[controller]\ntime_slice_s = 1e30\n", "time_slice_s"),
             ("[[nodes]]\nnames = \"vn1\"\ncpus = 1\n[agents]\nheartbeat_ms = 9223372036854775807\n", "heartbeat_ms"),
             ("[[nodes]]\nnames = \"vn1\"\ncpus = 1\n[agents]\nkill_grace_ms = 9223372036854775807\n", "more than a week"),
+            ("[[nodes]]\nnames = \"vn1\"\ncpus = 1\ngpus = 2\nresources = { gpu = 1 }\n", "gpus and resources.gpu"),
+            ("[[nodes]]\nnames = \"vn1\"\ncpus = 1\nresources = { a = 1, b = 1, c = 1, d = 1, e = 1 }\n", "more than the 4"),
+            ("[[nodes]]\nnames = \"vn1\"\ncpus = 1\nresources = { \"Fast-GPU\" = 1 }\n", "not a resource name"),
+            ("[[nodes]]\nnames = \"vn1\"\ncpus = 1\ngpus = 65\n", "more than the 64"),
+            ("[[nodes]]\nnames = \"vn1\"\ncpus = 1\ngpus = 1\n[[workload.gres]]\nqueue = 2\nresources = { fpga = 1 }\n", "workload.gres[0] asks for fpga"),
+            ("[[nodes]]\nnames = \"vn1\"\ncpus = 1\n[[workload.gres]]\nqueue = 2\ncolour = 1\n", "unknown field"),
+            ("[[nodes]]\nnames = \"vn1\"\ncpus = 1\ngpus = 1\n[controller]\npolicy = \"batsim\"\n", "no generic resources (gpu)"),
         ] {
             let err = load(text).unwrap_err().to_string();
             assert!(err.contains(needle), "{text:?}: {err}");
             assert!(err.contains("test.toml"), "{err}");
             assert_eq!(err.lines().count(), 1, "{err}");
         }
+    }
+
+    #[test]
+    fn generic_resources_of_nodes_and_of_trace_jobs() {
+        let c = load(
+            "[[nodes]]\nnames = \"g[1-2]\"\ncpus = 8\ngpus = 4\nresources = { nvme = 1 }\n\
+             [[nodes]]\nnames = \"c[1-2]\"\ncpus = 8\n\
+             [[workload.gres]]\nqueue = 3\ngpus = 2\n\
+             [[workload.gres]]\nprofile = \"io\"\nresources = { nvme = 1 }\n",
+        )
+        .unwrap();
+        assert_eq!(c.kinds.names(), ["gpu", "nvme"]);
+        assert_eq!(c.nodes[0].devices, [4, 1, 0, 0]);
+        assert_eq!(c.nodes[3].devices, [0; 4]);
+        let asks = |q, p| crate::gres::for_trace_job(&c.trace_gres, q, -1, p);
+        assert_eq!(asks(3, None), vec![("gpu".to_string(), 2)]);
+        assert_eq!(asks(1, Some("io")), vec![("nvme".to_string(), 1)]);
+        assert_eq!(asks(1, None), vec![]);
+        assert_eq!(c.trace_gres[0].to_string(), "queue=3 -> gpu:2");
     }
 
     #[test]

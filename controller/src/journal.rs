@@ -34,7 +34,7 @@ const JOURNAL_MAGIC: &[u8; 4] = b"CLJN";
 const SNAPSHOT_MAGIC: &[u8; 4] = b"CLSN";
 /// 2: jobs have names (`JobSpec::name`, `JobInfo::name`). 3: submission
 /// keys ([`Entry::Keyed`], [`Snapshot::keys`]).
-const VERSION: u16 = 4;
+const VERSION: u16 = 5;
 const HEADER: usize = 6;
 /// Largest entry: a submission of one job is well under 1 KiB.
 const MAX_ENTRY: usize = 1 << 20;
@@ -71,6 +71,9 @@ pub struct JobImage {
     /// When it entered the queue (or will, once released): its place
     /// there, which a submit instant given by the client does not say.
     pub queued_ns: i64,
+    /// The devices it holds ([`formats::record::Devices`]' text form;
+    /// empty: none).
+    pub devices: String,
 }
 
 /// One change to remember.
@@ -83,6 +86,9 @@ pub enum Entry {
         nodes: String,
         host: String,
         at_ns: i64,
+        /// The devices it was given ([`formats::record::Devices`]' text
+        /// form; empty: none).
+        devices: String,
     },
     Suspended {
         id: u64,
@@ -649,6 +655,7 @@ mod tests {
                 after: Vec::new(),
                 think_ns: None,
                 array: None,
+                gres: Vec::new(),
             },
             partition: "batch".into(),
             state: JobState::Pending,
@@ -665,6 +672,7 @@ mod tests {
             held: false,
             array: None,
             queued_ns: 5,
+            devices: String::new(),
         }
     }
 
@@ -675,6 +683,7 @@ mod tests {
             nodes: "vn1".into(),
             host: "h".into(),
             at_ns: 7,
+            devices: String::new(),
         }
     }
 
@@ -802,6 +811,7 @@ mod tests {
             reason: String::new(),
             suspensions: vec![(7, 8)],
             array: None,
+            gres: None,
         });
         s.drained.push(("vn[1-2]".into(), "disk".into()));
         j.append((0..6).map(|_| Entry::Undrained { nodes: "x".into() }));

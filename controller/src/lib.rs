@@ -41,6 +41,7 @@ pub mod config;
 pub mod connection;
 pub mod core;
 pub mod detach;
+pub mod gres;
 pub mod journal;
 pub mod listener;
 pub mod metrics;

@@ -148,6 +148,8 @@ struct Proc {
     generation: u64,
     /// `SIGKILL`ed: it ends at once, and leaves no record.
     killed: bool,
+    /// The devices it was given, as its record shows them.
+    devices: String,
 }
 
 /// The twin's side of the core's effects: the event queue and the
@@ -214,6 +216,7 @@ impl Effects for Machines {
                     ledger: Ledger::new(at, s.runtime_ns, s.walltime_ns),
                     generation: 0,
                     killed: false,
+                    devices: s.devices,
                 };
                 self.procs.insert(s.job, p);
                 self.schedule_end(s.job);
@@ -328,6 +331,8 @@ impl Sim {
             status: out.status,
             flags: out.flags,
             suspensions: out.suspensions,
+            // As sigsleep reads its `--devices`: written by the core.
+            devices: formats::record::Devices::parse_list(&p.devices).unwrap_or_default(),
         });
         let now = self.now(t);
         self.cluster
@@ -581,6 +586,7 @@ mod tests {
                 after: Vec::new(),
                 think_ns: None,
                 array: None,
+                gres: Vec::new(),
             },
             submit_ns: submit_s * S,
             cancel_ns: None,

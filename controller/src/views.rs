@@ -112,6 +112,11 @@ pub fn queue_json(jobs: &[JobInfo]) -> serde_json::Value {
                     "suspensions": j.suspensions.iter().map(|&(s, r)| {
                         json!([s as f64 / 1e9, (r > 0).then(|| r as f64 / 1e9)])
                     }).collect::<Vec<_>>(),
+                    // Per node: {"gpu": 2}; and the devices it got.
+                    "gres": j.gres.as_ref().map(|g| {
+                        g.asks.iter().map(|(k, n)| (k.clone(), json!(n))).collect::<serde_json::Map<_, _>>()
+                    }),
+                    "devices": j.gres.as_ref().filter(|g| !g.devices.is_empty()).map(|g| &g.devices),
                 })
             })
             .collect(),
@@ -119,33 +124,66 @@ pub fn queue_json(jobs: &[JobInfo]) -> serde_json::Value {
 }
 
 /// `nodes` as a table, like sinfo: nodes of the same state and size on
-/// one line, folded.
+/// one line, folded. With generic resources, a column gives each kind's
+/// devices held and in all (`gpu:3/8`).
 pub fn nodes_table(nodes: &[NodeInfo]) -> String {
-    let mut groups: BTreeMap<(&str, u32, u64, &str), Vec<&str>> = BTreeMap::new();
-    let mut alloc: BTreeMap<(&str, u32, u64, &str), u64> = BTreeMap::new();
+    type Key<'a> = (&'a str, u32, u64, Vec<(&'a str, u32)>, &'a str);
+    let mut groups: BTreeMap<Key, Vec<&NodeInfo>> = BTreeMap::new();
     for n in nodes {
-        let key = (n.state.as_str(), n.cpus, n.memory_mb, n.reason.as_str());
-        groups.entry(key).or_default().push(&n.name);
-        *alloc.entry(key).or_default() += u64::from(n.alloc_cpus);
+        let kinds = n.gres.iter().map(|(k, t, _)| (k.as_str(), *t)).collect();
+        let key = (
+            n.state.as_str(),
+            n.cpus,
+            n.memory_mb,
+            kinds,
+            n.reason.as_str(),
+        );
+        groups.entry(key).or_default().push(n);
     }
+    let gres = nodes.iter().any(|n| !n.gres.is_empty());
     let mut out = String::new();
-    let _ = writeln!(
+    let _ = write!(
         out,
-        "{:<10} {:>6} {:>5} {:>10} {:>13}  {:<30} REASON",
-        "STATE", "NODES", "CPUS", "MEMORY", "CPUS(A/T)", "NODELIST"
+        "{:<10} {:>6} {:>5} {:>10} {:>13}  ",
+        "STATE", "NODES", "CPUS", "MEMORY", "CPUS(A/T)"
     );
-    for (key, names) in &groups {
-        let (state, cpus, mem, reason) = *key;
-        let total = names.len() as u64 * u64::from(cpus);
-        let _ = writeln!(
+    if gres {
+        let _ = write!(out, "{:<16} ", "GRES(A/T)");
+    }
+    let _ = writeln!(out, "{:<30} REASON", "NODELIST");
+    for (key, group) in &groups {
+        let (state, cpus, mem, kinds, reason) = key;
+        let total = group.len() as u64 * u64::from(*cpus);
+        let alloc: u64 = group.iter().map(|n| u64::from(n.alloc_cpus)).sum();
+        let _ = write!(
             out,
-            "{:<10} {:>6} {:>5} {:>10} {:>13}  {:<30} {}",
+            "{:<10} {:>6} {:>5} {:>10} {:>13}  ",
             state,
-            names.len(),
+            group.len(),
             cpus,
             format!("{mem}M"),
-            format!("{}/{}", alloc[key], total),
-            formats::nodeset::fold(names.iter().copied()),
+            format!("{alloc}/{total}"),
+        );
+        if gres {
+            let cell: Vec<String> = kinds
+                .iter()
+                .enumerate()
+                .map(|(k, (name, t))| {
+                    let held: u32 = group.iter().map(|n| n.gres[k].2).sum();
+                    format!("{name}:{held}/{}", t * group.len() as u32)
+                })
+                .collect();
+            let cell = if cell.is_empty() {
+                "-".into()
+            } else {
+                cell.join(",")
+            };
+            let _ = write!(out, "{cell:<16} ");
+        }
+        let _ = writeln!(
+            out,
+            "{:<30} {}",
+            formats::nodeset::fold(group.iter().map(|n| n.name.as_str())),
             reason
         );
     }
@@ -166,6 +204,9 @@ pub fn nodes_json(nodes: &[NodeInfo]) -> serde_json::Value {
                     "alloc_memory_mb": n.alloc_memory_mb,
                     "host": n.host,
                     "reason": n.reason,
+                    "gres": n.gres.iter().map(|(k, total, held)| {
+                        json!({"name": k, "total": total, "alloc": held})
+                    }).collect::<Vec<_>>(),
                 })
             })
             .collect(),

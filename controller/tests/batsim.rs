@@ -240,6 +240,7 @@ fn twin_unit(
                 after: Vec::new(),
                 think_ns: None,
                 array: None,
+                gres: Vec::new(),
             },
             submit_ns: at * S,
             cancel_ns: None,

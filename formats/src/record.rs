@@ -6,7 +6,7 @@
 //! | offset | size | field                                      |
 //! |-------:|-----:|--------------------------------------------|
 //! | 0      | 4    | magic `C L J R` (`43 4C 4A 52`)            |
-//! | 4      | 2    | format version, `u16` (currently 1)        |
+//! | 4      | 2    | format version, `u16` (1, or 2 with devices) |
 //! | 6      | 4    | payload length in bytes, `u32`             |
 //! | 10     | 4    | CRC-32 (IEEE) of the payload, `u32`        |
 //! | 14     | n    | payload: [`JobRecord`] in bincode 1.3.3    |
@@ -25,11 +25,21 @@ use std::io::{self, Read};
 use bincode::Options;
 use serde::{Deserialize, Serialize};
 
+mod devices;
+mod shape;
+
+pub use devices::Devices;
+use shape::{v1_shape_fits, v2_shape_fits};
+
 /// First four bytes of every frame; also what the decoder searches for when
 /// it resynchronises after damage.
 pub const MAGIC: [u8; 4] = *b"CLJR";
-/// The payload layout written by this version of clemu.
-pub const VERSION: u16 = 1;
+/// The payload layout of a record without devices: what every record was
+/// before generic resources, and what a record without them still is, so
+/// that a reader older than them reads it.
+pub const VERSION_1: u16 = 1;
+/// Version 1's payload followed by the devices the job held.
+pub const VERSION: u16 = 2;
 /// Bytes before the payload: magic, version, length, CRC.
 pub const HEADER_LEN: usize = 14;
 /// Largest payload a frame may declare. A record with a million suspensions
@@ -192,6 +202,11 @@ pub struct JobRecord<'a> {
     pub flags: Flags,
     /// Suspensions in the order they happened.
     pub suspensions: Vec<Suspension>,
+    /// Devices of generic resources the job held, node by node (empty for
+    /// a job that asked none: then the frame is version 1). Encoded after
+    /// the fields above, outside serde's view of the struct.
+    #[serde(skip)]
+    pub devices: Vec<Devices<'a>>,
 }
 
 impl JobRecord<'_> {
@@ -199,6 +214,7 @@ impl JobRecord<'_> {
     pub fn into_owned(self) -> JobRecord<'static> {
         JobRecord {
             node: Cow::Owned(self.node.into_owned()),
+            devices: self.devices.into_iter().map(Devices::into_owned).collect(),
             ..self
         }
     }
@@ -243,10 +259,19 @@ fn payload_options() -> impl Options {
 pub fn encode(rec: &JobRecord<'_>, out: &mut Vec<u8>) -> Result<(), EncodeError> {
     let at = out.len();
     out.extend_from_slice(&[0; HEADER_LEN]);
-    if let Err(e) = payload_options().serialize_into(&mut *out, rec) {
+    let mut written = payload_options().serialize_into(&mut *out, rec);
+    if written.is_ok() && !rec.devices.is_empty() {
+        written = payload_options().serialize_into(&mut *out, &rec.devices);
+    }
+    if let Err(e) = written {
         out.truncate(at);
         return Err(EncodeError::Bincode(e));
     }
+    let version = if rec.devices.is_empty() {
+        VERSION_1
+    } else {
+        VERSION
+    };
     let len = out.len() - at - HEADER_LEN;
     if len > MAX_PAYLOAD {
         out.truncate(at);
@@ -255,7 +280,7 @@ pub fn encode(rec: &JobRecord<'_>, out: &mut Vec<u8>) -> Result<(), EncodeError>
     let crc = crc32fast::hash(&out[at + HEADER_LEN..]);
     let header = &mut out[at..at + HEADER_LEN];
     header[0..4].copy_from_slice(&MAGIC);
-    header[4..6].copy_from_slice(&VERSION.to_le_bytes());
+    header[4..6].copy_from_slice(&version.to_le_bytes());
     // `len <= MAX_PAYLOAD` was checked above, so it fits a u32.
     header[6..10].copy_from_slice(&(len as u32).to_le_bytes());
     header[10..14].copy_from_slice(&crc.to_le_bytes());
@@ -339,6 +364,7 @@ const LARGE: usize = 4096;
 /// Where a CRC-checked frame sits in the decoder's buffer.
 struct FrameAt {
     start: usize,
+    version: u16,
     payload: std::ops::Range<usize>,
 }
 
@@ -378,7 +404,7 @@ impl<R: Read> RecordReader<R> {
     /// error; only errors of the underlying reader are.
     pub fn next_record(&mut self) -> io::Result<Option<JobRecord<'static>>> {
         while let Some(frame) = self.next_frame()? {
-            match decode_payload(&self.buf[frame.payload.clone()]) {
+            match decode_payload(frame.version, &self.buf[frame.payload.clone()]) {
                 Some(rec) => {
                     self.stats.records += 1;
                     return Ok(Some(rec.into_owned()));
@@ -398,7 +424,7 @@ impl<R: Read> RecordReader<R> {
         mut f: impl FnMut(&JobRecord<'_>) -> Result<(), E>,
     ) -> Result<(), E> {
         while let Some(frame) = self.next_frame()? {
-            match decode_payload(&self.buf[frame.payload.clone()]) {
+            match decode_payload(frame.version, &self.buf[frame.payload.clone()]) {
                 Some(rec) => {
                     self.stats.records += 1;
                     f(&rec)?;
@@ -448,6 +474,7 @@ impl<R: Read> RecordReader<R> {
                     self.damage_counted = false;
                     return Ok(Some(FrameAt {
                         start,
+                        version: u16::from_le_bytes([self.buf[start + 4], self.buf[start + 5]]),
                         payload: start + HEADER_LEN..start + total,
                     }));
                 }
@@ -534,7 +561,12 @@ impl<R: Read> RecordReader<R> {
         let payload = &avail[HEADER_LEN..total];
         // Cheap checks first, so that noise which happens to hold the magic
         // rarely costs a CRC.
-        if version == VERSION && !v1_shape_fits(payload) {
+        let fits = match version {
+            VERSION_1 => v1_shape_fits(payload),
+            VERSION => v2_shape_fits(payload),
+            _ => true,
+        };
+        if !fits {
             return Frame::Corrupt;
         }
         let at = self.base + self.pos as u64;
@@ -547,7 +579,7 @@ impl<R: Read> RecordReader<R> {
             }
             return Frame::Corrupt;
         }
-        if version != VERSION {
+        if version != VERSION_1 && version != VERSION {
             return Frame::Unsupported { total };
         }
         Frame::Good { total }
@@ -582,26 +614,6 @@ impl<R: Read> RecordReader<R> {
     }
 }
 
-/// Whether a version-1 payload's length agrees with the lengths it holds:
-/// 73 fixed bytes, the node name's `k` bytes and 16 per suspension.
-fn v1_shape_fits(payload: &[u8]) -> bool {
-    const FIXED: usize = 73;
-    let u64_at = |at: usize| -> Option<usize> {
-        let b = payload.get(at..at + 8)?;
-        usize::try_from(u64::from_le_bytes(b.try_into().ok()?)).ok()
-    };
-    let Some(k) = u64_at(12) else { return false };
-    if k > payload.len().saturating_sub(FIXED) {
-        return false;
-    }
-    let Some(m) = u64_at(65 + k) else {
-        return false;
-    };
-    m.checked_mul(16)
-        .and_then(|s| s.checked_add(FIXED + k))
-        .is_some_and(|n| n == payload.len())
-}
-
 fn find_magic(hay: &[u8]) -> Option<usize> {
     // The magic's first byte is rare in record payloads, so a byte scan
     // followed by a compare is enough; this only runs after damage.
@@ -619,14 +631,20 @@ fn find_magic(hay: &[u8]) -> Option<usize> {
     None
 }
 
-fn decode_payload(payload: &[u8]) -> Option<JobRecord<'_>> {
+fn decode_payload(version: u16, payload: &[u8]) -> Option<JobRecord<'_>> {
     // No byte limit: reading from a slice cannot go past its end, and
     // bincode caps what it preallocates for a claimed length, so a lying
     // length prefix fails at the end of the payload instead of allocating.
-    payload_options()
-        .reject_trailing_bytes()
-        .deserialize(payload)
-        .ok()
+    let options = payload_options().reject_trailing_bytes();
+    if version == VERSION_1 {
+        return options.deserialize(payload).ok();
+    }
+    let mut de = bincode::Deserializer::from_slice(payload, options);
+    let mut rec = JobRecord::deserialize(&mut de).ok()?;
+    // The frame's shape was checked against the payload's length: with the
+    // devices read, every byte is used.
+    rec.devices = Vec::deserialize(&mut de).ok()?;
+    Some(rec)
 }
 
 /// Length of the longest prefix of `bytes` made of whole frames (headers
@@ -677,6 +695,7 @@ pub fn decode_all(bytes: &[u8]) -> (Vec<JobRecord<'static>>, DecodeStats) {
 
 #[cfg(test)]
 mod tests {
+    use super::shape::v1_len;
     use super::*;
 
     pub(crate) fn sample(id: u64) -> JobRecord<'static> {
@@ -695,6 +714,100 @@ mod tests {
                 suspend: 1_700_000_002_000_000_000,
                 resume: 1_700_000_003_000_000_000,
             }],
+            devices: Vec::new(),
+        }
+    }
+
+    fn with_devices(id: u64) -> JobRecord<'static> {
+        JobRecord {
+            devices: vec![
+                Devices {
+                    node: Cow::Borrowed("vn0001"),
+                    kind: Cow::Borrowed("gpu"),
+                    ids: vec![0, 3],
+                },
+                Devices {
+                    node: Cow::Borrowed("vn0002"),
+                    kind: Cow::Borrowed("fpga"),
+                    ids: vec![1],
+                },
+            ],
+            ..sample(id)
+        }
+    }
+
+    #[test]
+    fn devices_make_a_version_2_frame_and_read_back() {
+        let v1 = encode_to_vec(&sample(1)).unwrap();
+        assert_eq!(&v1[4..6], &[1, 0], "no devices: version 1, as before them");
+        let v2 = encode_to_vec(&with_devices(2)).unwrap();
+        assert_eq!(&v2[4..6], &[2, 0]);
+        // Version 1's payload, then the devices.
+        let bare = encode_to_vec(&sample(2)).unwrap();
+        assert!(v2[HEADER_LEN..].starts_with(&bare[HEADER_LEN..]));
+        let mut tail = Vec::new();
+        tail.extend_from_slice(&2u64.to_le_bytes());
+        for (node, kind, ids) in [
+            ("vn0001", "gpu", &[0u32, 3][..]),
+            ("vn0002", "fpga", &[1][..]),
+        ] {
+            tail.extend_from_slice(&(node.len() as u64).to_le_bytes());
+            tail.extend_from_slice(node.as_bytes());
+            tail.extend_from_slice(&(kind.len() as u64).to_le_bytes());
+            tail.extend_from_slice(kind.as_bytes());
+            tail.extend_from_slice(&(ids.len() as u64).to_le_bytes());
+            for id in ids {
+                tail.extend_from_slice(&id.to_le_bytes());
+            }
+        }
+        assert!(v2.ends_with(&tail), "the devices follow version 1's fields");
+        let mut bytes = v1;
+        bytes.extend_from_slice(&v2);
+        let (recs, stats) = decode_all(&bytes);
+        assert_eq!(recs, vec![sample(1), with_devices(2)]);
+        assert_eq!(stats.corrupt + stats.unsupported, 0);
+    }
+
+    #[test]
+    fn a_version_2_payload_of_the_wrong_shape_is_corrupt() {
+        let frame = encode_to_vec(&with_devices(1)).unwrap();
+        let payload = &frame[HEADER_LEN..];
+        assert!(v2_shape_fits(payload));
+        assert!(!v2_shape_fits(&payload[..payload.len() - 1]));
+        let mut longer = payload.to_vec();
+        longer.push(0);
+        assert!(!v2_shape_fits(&longer));
+        // A count of entries that lies.
+        let at = v1_len(payload).unwrap();
+        let mut lying = payload.to_vec();
+        lying[at..at + 8].copy_from_slice(&u64::MAX.to_le_bytes());
+        assert!(!v2_shape_fits(&lying));
+        // The same, with a CRC that matches: still corrupt, not a record.
+        let mut bytes = frame[..HEADER_LEN].to_vec();
+        bytes.extend_from_slice(&lying);
+        let crc = crc32fast::hash(&lying);
+        bytes[10..14].copy_from_slice(&crc.to_le_bytes());
+        let (recs, stats) = decode_all(&bytes);
+        assert!(recs.is_empty());
+        assert_eq!(stats.corrupt, 1);
+    }
+
+    #[test]
+    fn the_devices_text_form_round_trips() {
+        let rec = with_devices(1);
+        let text = Devices::list_to_string(&rec.devices);
+        assert_eq!(text, "vn0001:gpu=0,3;vn0002:fpga=1");
+        assert_eq!(Devices::parse_list(&text).unwrap(), rec.devices);
+        assert_eq!(Devices::parse_list("").unwrap(), vec![]);
+        for bad in [
+            "vn1",
+            "vn1:gpu",
+            "vn1:gpu=",
+            "vn1:gpu=x",
+            ":gpu=1",
+            "vn1:=1",
+        ] {
+            assert!(Devices::parse_list(bad).is_err(), "{bad}");
         }
     }
 
@@ -838,9 +951,9 @@ mod tests {
     fn headers_that_claim_megabytes_cost_linear_time() {
         // Every 16 bytes a header claiming 8 MiB, over 12 MiB: checking each
         // claim by CRC would hash ~6 TB. Version 1 claims fail the payload
-        // shape check; version 2 ones (no shape known) the shadow of the
-        // first failed CRC.
-        for version in [1u8, 2] {
+        // and version 2 claims fail the payload shape checks; version 3
+        // ones (no shape known) the shadow of the first failed CRC.
+        for version in [1u8, 2, 3] {
             let mut bytes = Vec::new();
             while bytes.len() < 12 << 20 {
                 bytes.extend_from_slice(&[b'C', b'L', b'J', b'R', version, 0]);

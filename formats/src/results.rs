@@ -111,6 +111,14 @@ pub struct Manifest {
     /// The cluster's total cores (what utilization divides by).
     #[serde(default)]
     pub cores: Option<u64>,
+    /// The devices of each generic resource in the cluster (what each
+    /// one's utilization divides by); empty without them.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub resources: std::collections::BTreeMap<String, u64>,
+    /// The config's `[[workload.gres]]` rules, as text: which trace jobs
+    /// asked which generic resources of each node.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub workload_gres: Vec<String>,
     #[serde(default)]
     pub nodes: u64,
     /// The nodes in the cluster's order, as runs of nodes with the same
@@ -519,6 +527,8 @@ mod tests {
             gang_partitions: vec![],
             routes: vec!["urgent:cores<=8".into()],
             cores: Some(256),
+            resources: [("gpu".to_string(), 32)].into(),
+            workload_gres: vec!["queue=2 -> gpu:1".into()],
             nodes: 16,
             layout: vec![NodeGroup {
                 nodes: "vn[01-16]".into(),

@@ -37,7 +37,8 @@ use tokio_util::codec::{Decoder, Encoder, Framed, LengthDelimitedCodec};
 /// Version of this protocol; both ends must speak the same. 7: a backup
 /// controller connects as a [`Role::Peer`], stats say which controller is
 /// primary, and a backup answers requests with [`Response::NotPrimary`].
-pub const PROTOCOL: u32 = 8;
+/// 9: jobs ask generic resources, and a start names the devices they get.
+pub const PROTOCOL: u32 = 9;
 /// Largest frame a server accepts from an authenticated peer (a batch of
 /// records can be large).
 pub const MAX_FRAME: usize = 16 << 20;

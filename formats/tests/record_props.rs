@@ -6,7 +6,9 @@
 
 use std::borrow::Cow;
 
-use formats::record::{decode_all, encode, encode_to_vec, Flags, JobRecord, Status, Suspension};
+use formats::record::{
+    decode_all, encode, encode_to_vec, Devices, Flags, JobRecord, Status, Suspension,
+};
 use proptest::prelude::*;
 
 fn status() -> impl Strategy<Value = Status> {
@@ -19,9 +21,24 @@ fn record() -> impl Strategy<Value = JobRecord<'static>> {
         (any::<i64>(), any::<i64>(), any::<i64>()),
         (any::<u64>(), any::<u64>(), status(), any::<u32>()),
         prop::collection::vec((any::<i64>(), any::<i64>()), 0..6),
+        // Most records hold no device (version 1), some do (version 2).
+        prop::collection::vec(
+            (
+                "\\PC{0,12}",
+                "\\PC{0,8}",
+                prop::collection::vec(any::<u32>(), 0..4),
+            ),
+            0..3,
+        ),
     )
         .prop_map(
-            |((id, cores, node), (submit, start, end), (runtime, walltime, status, flags), s)| {
+            |(
+                (id, cores, node),
+                (submit, start, end),
+                (runtime, walltime, status, flags),
+                s,
+                d,
+            )| {
                 JobRecord {
                     id,
                     cores,
@@ -36,6 +53,14 @@ fn record() -> impl Strategy<Value = JobRecord<'static>> {
                     suspensions: s
                         .into_iter()
                         .map(|(suspend, resume)| Suspension { suspend, resume })
+                        .collect(),
+                    devices: d
+                        .into_iter()
+                        .map(|(node, kind, ids)| Devices {
+                            node: Cow::Owned(node),
+                            kind: Cow::Owned(kind),
+                            ids,
+                        })
                         .collect(),
                 }
             },

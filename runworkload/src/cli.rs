@@ -267,6 +267,13 @@ pub fn plan(cli: &Cli) -> Result<(Plan, Vec<String>)> {
         bail!("--cores-per-proc must be at least 1");
     }
     let config = controller::config::Cluster::load(&cli.config)?;
+    if cli.backend == BackendName::Slurm && !config.trace_gres.is_empty() {
+        bail!(
+            "{}: [[workload.gres]] gives trace jobs generic resources, which the Slurm backend \
+             does not ask of Slurm; replay with clemu or its twin",
+            cli.config.display()
+        );
+    }
     let default = config
         .partitions
         .iter()
@@ -536,6 +543,9 @@ mod tests {
             cancel_after_ns: None,
             preceding: None,
             trace_run_ns: 0,
+            queue: -1,
+            partition: -1,
+            profile: None,
         };
         // At 0.5 / 10,000, 30 s of the trace is 1.5 ms: short; 3000 s is 150 ms.
         let jobs: Vec<_> = (0..100)

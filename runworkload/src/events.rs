@@ -422,6 +422,9 @@ mod tests {
                 cancel_after_ns: None,
                 preceding: None,
                 trace_run_ns: 1,
+                queue: -1,
+                partition: -1,
+                profile: None,
             }],
             ..Slice::default()
         }

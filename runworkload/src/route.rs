@@ -132,6 +132,9 @@ mod tests {
             cancel_after_ns: None,
             preceding: None,
             trace_run_ns: 0,
+            queue: -1,
+            partition: -1,
+            profile: None,
         }
     }
 

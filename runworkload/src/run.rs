@@ -166,6 +166,7 @@ pub async fn run_factor(
             after: Vec::new(),
             think_ns: link.map(|_| scale.apply_u(j.preceding.map_or(0, |(_, t)| t))),
             array: None,
+            gres: j.gres(&plan.config),
         })
         .collect();
     // Followers go when the job they follow does, not at a deadline.

@@ -351,8 +351,15 @@ pub(crate) fn write_results(
     let sources = calcmets::inputs::expand(&[dir.join("records")])?;
     let book = calcmets::results::Book::open(dir)?;
     let mut warnings = Vec::new();
-    let summary =
-        calcmets::summarize_records(&sources, &params, cores, false, Some(&book), &mut warnings)?;
+    let summary = calcmets::summarize_records(
+        &sources,
+        &params,
+        cores,
+        resources(&plan.config),
+        false,
+        Some(&book),
+        &mut warnings,
+    )?;
     for w in warnings {
         warn!("{w}");
     }
@@ -535,6 +542,13 @@ pub(crate) fn write_manifest(plan: &Plan, dir: &Path, m: &RunState<'_>) -> Resul
             .collect(),
         routes: plan.routes.iter().map(|r| r.text.clone()).collect(),
         cores: Some(m.cores),
+        resources: resources(&plan.config),
+        workload_gres: plan
+            .config
+            .trace_gres
+            .iter()
+            .map(|r| r.to_string())
+            .collect(),
         nodes: plan.config.nodes.len() as u64,
         layout: layout(&plan.config),
         trace: results::Trace {
@@ -574,6 +588,20 @@ pub(crate) fn write_manifest(plan: &Plan, dir: &Path, m: &RunState<'_>) -> Resul
     manifest
         .write(dir)
         .with_context(|| format!("cannot write the manifest in {}", dir.display()))
+}
+
+/// The devices of each generic resource in the cluster.
+fn resources(config: &controller::config::Cluster) -> std::collections::BTreeMap<String, u64> {
+    config
+        .kinds
+        .names()
+        .iter()
+        .enumerate()
+        .map(|(k, name)| {
+            let n = config.nodes.iter().map(|n| u64::from(n.devices[k])).sum();
+            (name.clone(), n)
+        })
+        .collect()
 }
 
 /// The cluster's nodes in order, as runs of one core count, each folded
@@ -660,6 +688,7 @@ memory = "1G"
             status: Status::Completed,
             flags: Flags::default(),
             suspensions: Vec::new(),
+            devices: Vec::new(),
         }
     }
 

@@ -23,6 +23,9 @@ OPTIONS:
     --submit UNIX_SECONDS when the job was submitted [default: the start,
                           flagged submit_unknown]
     --node NAME           first node of the job [default: this host's name]
+    --devices LIST        devices of generic resources the job holds, written
+                          in the record: NODE:KIND=ID[,ID...] entries joined
+                          by ';' (vn01:gpu=0,1;vn02:gpu=0,1)
     --die-with-parent PID end (SIGKILL, no record) when the launcher PID dies;
                           if it is already gone, exit 1 at once
     --ready-file PATH     once every signal counts, write this process's pid
@@ -88,6 +91,8 @@ pub struct Config {
     pub cores: u32,
     pub submit_ns: Option<i64>,
     pub node: Option<String>,
+    /// Devices of generic resources the job holds, for its record.
+    pub devices: Vec<formats::record::Devices<'static>>,
     pub log: PathBuf,
     /// The launcher whose death ends this job.
     pub parent: Option<u32>,
@@ -117,6 +122,7 @@ pub fn parse(
     let mut cores = 1;
     let mut submit = None;
     let mut node = None;
+    let mut devices = Vec::new();
     let mut log = None;
     let mut parent = None;
     let mut ready_file = None;
@@ -133,6 +139,10 @@ pub fn parse(
             }
             Long("submit") => submit = Some(instant("--submit", &text(&mut p)?)?),
             Long("node") => node = Some(text(&mut p)?),
+            Long("devices") => {
+                devices = formats::record::Devices::parse_list(&text(&mut p)?)
+                    .map_err(|e| format!("--devices: {e}"))?;
+            }
             Long("die-with-parent") => parent = Some(number("--die-with-parent", &text(&mut p)?)?),
             Long("log") => log = Some(PathBuf::from(p.value().map_err(|e| e.to_string())?)),
             Long("ready-file") => {
@@ -154,6 +164,7 @@ pub fn parse(
         cores,
         submit_ns: submit,
         node,
+        devices,
         log,
         parent,
         ready_file,
@@ -211,6 +222,8 @@ mod tests {
             "1700000000.25",
             "--node",
             "vn0001",
+            "--devices",
+            "vn0001:gpu=0,1",
             "--log",
             "/tmp/x",
         ])
@@ -224,6 +237,7 @@ mod tests {
                 cores: 16,
                 submit_ns: Some(1_700_000_000_250_000_000),
                 node: Some("vn0001".into()),
+                devices: formats::record::Devices::parse_list("vn0001:gpu=0,1").unwrap(),
                 log: "/tmp/x".into(),
                 parent: None,
                 ready_file: None,
@@ -257,6 +271,10 @@ mod tests {
             ),
             (&["--runtime", "1", "--log", "x", "--id", "-3"][..], "--id"),
             (&["--runtime", "1", "--log", "x", "--bogus"][..], "--bogus"),
+            (
+                &["--runtime", "1", "--log", "x", "--devices", "vn1:gpu"][..],
+                "--devices",
+            ),
             (&["--runtime"][..], "--runtime"),
         ] {
             let err = run(args).unwrap_err();

@@ -171,6 +171,7 @@ fn write_record(
         status: outcome.status,
         flags,
         suspensions: outcome.suspensions,
+        devices: cfg.devices.clone(),
     };
     let frame = record::encode_to_vec(&rec)?;
     // One write(2): O_APPEND makes it land whole at the end of the file even

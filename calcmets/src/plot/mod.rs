@@ -210,6 +210,7 @@ fn load(args: &PlotArgs) -> Result<Vec<Run>> {
                     Status::Timeout => Some(Exclusion::Timeout),
                 },
                 cancelled: r.status == Status::Cancelled,
+                devices: &[],
             };
             jobs.push(Job {
                 id: r.id,
@@ -506,6 +507,7 @@ mod tests {
             suspensions: &suspensions,
             excluded_status: None,
             cancelled: false,
+            devices: &[],
         };
         Job {
             id,
@@ -556,6 +558,7 @@ mod tests {
                     suspensions: &susp,
                     excluded_status: None,
                     cancelled: false,
+                    devices: &[],
                 },
             );
         }

@@ -32,6 +32,8 @@ pub use bridge::Bridge;
 
 use std::time::Duration;
 
+use serde::Deserialize;
+
 /// The workload name before the `!` of every job id clemu sends.
 pub const WORKLOAD: &str = "w0";
 
@@ -61,3 +63,67 @@ pub struct Settings {
 }
 
 pub const DEFAULT_ENDPOINT: &str = "tcp://127.0.0.1:28000";
+
+/// `[batsim]`: the external scheduler of `policy = "batsim"`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Section {
+    pub endpoint: Option<String>,
+    /// "core" (default) or "node": what one Batsim resource is.
+    pub unit: Option<String>,
+    /// Seconds a reply may take before the scheduler counts as gone.
+    pub reply_timeout_s: Option<f64>,
+}
+
+impl Settings {
+    /// The settings of a config's `[batsim]` section (absent: the
+    /// defaults), checked against its nodes.
+    pub fn from_section(
+        b: Option<&Section>,
+        nodes: &[crate::config::NodeDef],
+        kinds: &crate::gres::Kinds,
+    ) -> Result<Settings, String> {
+        if !kinds.is_empty() {
+            return Err(format!(
+                "policy = \"batsim\": Batsim's protocol has no generic resources ({}), so its \
+                 scheduler could not place them; remove them or use a policy of clemu's",
+                kinds.names().join(", ")
+            ));
+        }
+        let unit = match b.and_then(|b| b.unit.as_deref()) {
+            None | Some("core") => Unit::Core,
+            Some("node") => Unit::Node,
+            Some(other) => {
+                return Err(format!(
+                    "batsim.unit: unknown unit {other:?} (known: core, node)"
+                ))
+            }
+        };
+        // A Batsim resource carries no core count: whole nodes as
+        // resources need nodes of one size.
+        if unit == Unit::Node {
+            let (lo, hi) = nodes.iter().fold((u32::MAX, 0), |(lo, hi), n| {
+                (lo.min(n.cpus), hi.max(n.cpus))
+            });
+            if lo != hi && !nodes.is_empty() {
+                return Err(format!(
+                    "batsim.unit = \"node\" needs nodes of one size (these have {lo} to {hi} \
+                     cores): a scheduler cannot tell them apart; use unit = \"core\""
+                ));
+            }
+        }
+        let timeout = b.and_then(|b| b.reply_timeout_s).unwrap_or(10.0);
+        if !(timeout.is_finite() && timeout > 0.0) {
+            return Err("batsim.reply_timeout_s must be a positive number of seconds".into());
+        }
+        Ok(Settings {
+            endpoint: b
+                .and_then(|b| b.endpoint.clone())
+                .unwrap_or_else(|| DEFAULT_ENDPOINT.into()),
+            unit,
+            wall_per_second: 1.0,
+            reply_timeout: Duration::from_secs_f64(timeout),
+            nodes: nodes.iter().map(|n| (n.name.clone(), n.cpus)).collect(),
+        })
+    }
+}

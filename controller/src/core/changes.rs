@@ -12,7 +12,8 @@ use tracing::warn;
 
 use super::tables::{Cluster, Job, SuspendedBy, HISTORY};
 use super::Now;
-use crate::policy::{Active, ActiveState, Happened, Queued};
+use crate::gres::{self, Masks};
+use crate::policy::{Active, ActiveState, Happened};
 
 impl Cluster {
     /// A submission's key is kept, with the jobs it made.
@@ -24,6 +25,13 @@ impl Cluster {
     /// held until they are over.
     pub(super) fn admitted(&mut self, mut job: Job, now: Now) {
         let id = job.id;
+        // Checked at submission (a restored job whose kinds are gone from
+        // the config asks none of them).
+        job.gres = self
+            .config
+            .kinds
+            .request(&job.spec.gres)
+            .unwrap_or_default();
         self.next_id = self.next_id.max(id + 1);
         if job.held {
             // Counted from the tables, so that a restart counts the same.
@@ -68,14 +76,7 @@ impl Cluster {
     /// A job enters the queue.
     fn queued(&mut self, job: Job) {
         let (id, partition) = (job.id, job.partition);
-        let q = Queued {
-            job: id,
-            partition,
-            cores: job.spec.cores,
-            mem_per_cpu_mb: job.spec.mem_per_cpu_mb,
-            estimate_ns: job.estimate_ns(),
-            submit_ns: job.submit_mono,
-        };
+        let q = job.as_queued();
         if self.happened.is_some() {
             // A job let into the queue late (released, or its array's
             // turn) is news from then on, for a scheduler that keeps time.
@@ -93,16 +94,40 @@ impl Cluster {
     }
 
     /// A pending job starts on `alloc` (node, cores), its process on the
-    /// agent of the first node (none while restoring), on `host`.
+    /// agent of the first node (none while restoring), on `host`. It
+    /// takes the devices it asks of each node: the lowest free ones, or
+    /// those it was given (`devices`, a restart's).
     pub(super) fn started(
         &mut self,
         id: u64,
         alloc: Vec<(usize, u32)>,
         host: Option<String>,
+        devices: Option<Vec<(usize, Masks)>>,
         now: Now,
     ) {
         let Some(job) = self.jobs.get(&id) else {
             return;
+        };
+        let devices = match devices {
+            Some(given) => {
+                for (n, held) in &given {
+                    if let Some(free) = self.device_free.get_mut(*n) {
+                        for (f, h) in free.iter_mut().zip(held) {
+                            *f &= !h;
+                        }
+                    }
+                }
+                given
+            }
+            None if gres::any(&job.gres) => alloc
+                .iter()
+                .filter_map(|&(n, _)| {
+                    let free = self.device_free.get_mut(n)?;
+                    // Checked before the start: never short.
+                    Some((n, gres::take(free, &job.gres).unwrap_or_default()))
+                })
+                .collect(),
+            None => Vec::new(),
         };
         let (partition, cores) = (job.partition, job.spec.cores);
         let mem_per_cpu = job.spec.mem_per_cpu_mb;
@@ -143,6 +168,7 @@ impl Cluster {
         job.host = host;
         job.nodes = nodes;
         job.alloc = alloc;
+        job.devices = devices;
     }
 
     /// A running job is suspended: `by` the policy (its cores become free)
@@ -227,7 +253,17 @@ impl Cluster {
             if !holds_cores {
                 self.policy_suspended -= 1;
             }
-            for (n, c) in std::mem::take(&mut job.alloc) {
+            let held = std::mem::take(&mut job.alloc);
+            // The devices go back with the nodes (once: a job released
+            // holds none); the job keeps their list, for its history.
+            if !held.is_empty() {
+                for (n, devices) in &job.devices {
+                    if let Some(free) = self.device_free.get_mut(*n) {
+                        gres::give(free, devices);
+                    }
+                }
+            }
+            for (n, c) in held {
                 let node = &mut self.nodes[n];
                 if holds_cores {
                     node.alloc_cpus -= c;
@@ -414,18 +450,9 @@ impl Cluster {
         job.suspended_since = None;
         job.suspended_total = 0;
         job.suspensions.clear();
+        job.devices.clear();
         job.reason = reason;
-        let (p, q) = (
-            job.partition,
-            Queued {
-                job: id,
-                partition: job.partition,
-                cores: job.spec.cores,
-                mem_per_cpu_mb: job.spec.mem_per_cpu_mb,
-                estimate_ns: job.estimate_ns(),
-                submit_ns: job.submit_mono,
-            },
-        );
+        let (p, q) = (job.partition, job.as_queued());
         self.enqueue(p, q);
         // An event-driven scheduler hears of a requeue as an end and a new
         // submission of the same job.

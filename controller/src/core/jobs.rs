@@ -38,10 +38,33 @@ impl Cluster {
         };
         for (i, spec) in specs.into_iter().enumerate() {
             let p = self.partition_of(spec.partition.as_deref())?;
-            let capacity = self.capacity(p, spec.mem_per_cpu_mb);
+            let gres = self
+                .config
+                .kinds
+                .request(&spec.gres)
+                .map_err(|e| format!("{} {e}", which(i)))?;
+            let capacity = self.capacity(p, spec.mem_per_cpu_mb, gres);
             let part = &self.config.partitions[p];
             if spec.cores == 0 {
                 return Err(format!("{}: cores must be at least 1", which(i)));
+            }
+            if crate::gres::any(&gres) && u64::from(spec.cores) > capacity {
+                let asks = crate::gres::request_text(&spec.gres);
+                return Err(if capacity == 0 {
+                    format!(
+                        "{}: asks {asks} of each node, but no node of partition {} has that",
+                        which(i),
+                        part.name
+                    )
+                } else {
+                    format!(
+                        "{}: {} cores with {asks} on each node, but the nodes of partition {} \
+                         that have it have {capacity}",
+                        which(i),
+                        spec.cores,
+                        part.name
+                    )
+                });
             }
             if u64::from(spec.cores) > capacity {
                 return Err(if spec.mem_per_cpu_mb > 0 {
@@ -241,10 +264,17 @@ impl Cluster {
                 ));
             }
             let mem = u64::from(c) * job.spec.mem_per_cpu_mb;
+            let devices_short = self.device_free.get(n).is_some_and(|free| {
+                crate::gres::count(free)
+                    .iter()
+                    .zip(&job.gres)
+                    .any(|(f, g)| f < g)
+            });
             if node.agent.is_none()
                 || node.alloc_cpus + c > node.cpus
                 || (gang && node.slot_cpus + c > node.cpus * self.oversubscription[n])
                 || node.alloc_mem_mb + mem > node.memory_mb
+                || devices_short
             {
                 return Err(format!(
                     "start of job {id} would overbook node {}",
@@ -257,7 +287,7 @@ impl Cluster {
             .agent
             .ok_or_else(|| format!("node of job {id} is down"))?;
         let host = self.agents.get(&agent).map(|a| a.host.clone());
-        self.started(id, alloc, host, now);
+        self.started(id, alloc, host, None, now);
         let job = &self.jobs[&id];
         debug!(job = id, nodes = %job.nodes, "job started");
         if F::JOURNALS {
@@ -273,6 +303,7 @@ impl Cluster {
                 nodes: job.nodes.clone(),
                 host: job.host.clone().unwrap_or_default(),
                 at_ns: now.wall,
+                devices: self.devices_text(&job.devices),
             });
         }
         fx.to_agent(
@@ -284,6 +315,7 @@ impl Cluster {
                 runtime_ns: job.spec.runtime_ns,
                 walltime_ns: job.spec.walltime_ns,
                 submit_ns: job.submit_ns,
+                devices: self.devices_text(&job.devices),
             }),
         );
         self.counters.started += 1;
@@ -620,6 +652,8 @@ impl Job {
             release_at: None,
             array: None,
             throttled: false,
+            gres: crate::gres::Counts::default(),
+            devices: Vec::new(),
         }
     }
 }

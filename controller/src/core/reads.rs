@@ -68,6 +68,24 @@ impl Cluster {
             .collect()
     }
 
+    /// A job's devices in the text form of records and sigsleep's
+    /// `--devices` (`vn01:gpu=0,1;vn02:gpu=0,1`).
+    pub(super) fn devices_text(&self, devices: &[(usize, crate::gres::Masks)]) -> String {
+        let mut list = Vec::new();
+        for &(n, masks) in devices {
+            for (kind, bits) in self.config.kinds.names().iter().zip(masks) {
+                if bits != 0 {
+                    list.push(formats::record::Devices {
+                        node: self.nodes[n].name.as_str().into(),
+                        kind: kind.as_str().into(),
+                        ids: crate::gres::ids(bits),
+                    });
+                }
+            }
+        }
+        formats::record::Devices::list_to_string(&list)
+    }
+
     pub(super) fn info(&self, j: &Job) -> JobInfo {
         JobInfo {
             id: j.id,
@@ -84,6 +102,12 @@ impl Cluster {
             reason: j.reason.clone(),
             suspensions: j.suspensions.clone(),
             array: j.array,
+            gres: (!j.spec.gres.is_empty()).then(|| {
+                Box::new(formats::wire::JobGres {
+                    asks: j.spec.gres.clone(),
+                    devices: self.devices_text(&j.devices),
+                })
+            }),
         }
     }
 
@@ -151,10 +175,31 @@ impl Cluster {
             .collect()
     }
 
+    /// A node's generic resources: (name, devices, held by jobs).
+    fn node_gres(&self, n: usize) -> Vec<(String, u32, u32)> {
+        let Some(free) = self.device_free.get(n) else {
+            return Vec::new();
+        };
+        let total = &self.config.nodes[n].devices;
+        let free = crate::gres::count(free);
+        self.config
+            .kinds
+            .names()
+            .iter()
+            .enumerate()
+            .filter(|&(k, _)| total[k] > 0)
+            .map(|(k, name)| {
+                let (t, f) = (u32::from(total[k]), u32::from(free[k]));
+                (name.clone(), t, t.saturating_sub(f))
+            })
+            .collect()
+    }
+
     pub fn node_infos(&self) -> Vec<NodeInfo> {
         self.nodes
             .iter()
-            .map(|n| NodeInfo {
+            .enumerate()
+            .map(|(i, n)| NodeInfo {
                 name: n.name.clone(),
                 state: n.state(),
                 cpus: n.cpus,
@@ -171,6 +216,7 @@ impl Cluster {
                     .clone()
                     .or_else(|| n.drained.clone())
                     .unwrap_or_default(),
+                gres: self.node_gres(i),
             })
             .collect()
     }

@@ -43,6 +43,7 @@ impl Cluster {
             held: j.held,
             array: j.array,
             queued_ns: wall(j.submit_mono),
+            devices: self.devices_text(&j.devices),
         }
     }
 
@@ -223,10 +224,13 @@ impl Cluster {
                 alloc,
                 host,
                 at_ns,
+                devices,
                 ..
-            } => match self.alloc_of(id, &alloc) {
-                Some(alloc) => self.started(id, alloc, Some(host), at(at_ns)),
-                None => self.dropped(id, now),
+            } => match (self.alloc_of(id, &alloc), self.devices_of(id, &devices)) {
+                (Some(alloc), Some(devices)) => {
+                    self.started(id, alloc, Some(host), Some(devices), at(at_ns))
+                }
+                _ => self.dropped(id, now),
             },
             Entry::Suspended {
                 id,
@@ -290,9 +294,12 @@ impl Cluster {
         };
         let started = im.state != JobState::Pending;
         let alloc = if started {
-            match self.alloc_of(id, &im.alloc) {
-                Some(a) => Some(a),
-                None => return,
+            match (
+                self.alloc_of(id, &im.alloc),
+                self.devices_of(id, &im.devices),
+            ) {
+                (Some(a), Some(d)) => Some((a, d)),
+                _ => return,
             }
         } else {
             None
@@ -306,10 +313,10 @@ impl Cluster {
         job.array = im.array;
         job.submit_mono = at(im.queued_ns).mono;
         self.admitted(job, now);
-        let Some(alloc) = alloc else {
+        let Some((alloc, devices)) = alloc else {
             return;
         };
-        self.started(id, alloc, im.host, at(im.start_ns));
+        self.started(id, alloc, im.host, Some(devices), at(im.start_ns));
         let n = im.suspensions.len();
         for (k, &(suspend, resume)) in im.suspensions.iter().enumerate() {
             let open = k + 1 == n && resume == 0;
@@ -326,6 +333,38 @@ impl Cluster {
         if let Some(state) = im.ending_as {
             self.ending(id, state, now);
         }
+    }
+
+    /// The devices of a journaled start, by node index; `None`, with a
+    /// warning, if one of its nodes or kinds is no longer in the
+    /// configuration.
+    fn devices_of(&self, id: u64, text: &str) -> Option<Vec<(usize, crate::gres::Masks)>> {
+        let list = match formats::record::Devices::parse_list(text) {
+            Ok(l) => l,
+            Err(e) => {
+                warn!(job = id, "job not restored: its devices: {e}");
+                return None;
+            }
+        };
+        let mut out: Vec<(usize, crate::gres::Masks)> = Vec::new();
+        for d in list {
+            let (Some(&n), Some(k)) = (
+                self.node_index.get(&*d.node),
+                self.config.kinds.index(&d.kind),
+            ) else {
+                warn!(job = id, node = %d.node, kind = %d.kind, "job not restored: its devices are gone");
+                return None;
+            };
+            match out.iter_mut().find(|(m, _)| *m == n) {
+                Some((_, masks)) => masks[k] |= crate::gres::mask_of(&d.ids),
+                None => {
+                    let mut masks = crate::gres::Masks::default();
+                    masks[k] = crate::gres::mask_of(&d.ids);
+                    out.push((n, masks));
+                }
+            }
+        }
+        Some(out)
     }
 
     /// Node indices of a journaled allocation; `None`, with a warning, if

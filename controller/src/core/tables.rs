@@ -11,6 +11,7 @@ use formats::wire::{ArrayTask, HostReport, JobInfo, JobSpec, JobState, NodeState
 
 use super::Now;
 use crate::config;
+use crate::gres::{self, Counts, Masks};
 use crate::policy::{Active, ActiveState, Gang, Happened, NodeView, PartitionView, Queued, View};
 
 pub type AgentId = u64;
@@ -118,6 +119,12 @@ pub(super) struct Job {
     /// A task of an array at its limit: it waits out of the queue for one
     /// of the array's tasks to end.
     pub throttled: bool,
+    /// What it asks of each node's generic resources (`spec.gres`, by
+    /// kind).
+    pub gres: Counts,
+    /// The devices it was given, by node: held while it holds its nodes,
+    /// kept after that for its history.
+    pub devices: Vec<(usize, Masks)>,
 }
 
 /// A job array with a limit: how many of its tasks are queued or
@@ -129,6 +136,19 @@ pub(super) struct ArrayState {
 }
 
 impl Job {
+    /// The job as policies see it in the queue.
+    pub(super) fn as_queued(&self) -> Queued {
+        Queued {
+            job: self.id,
+            partition: self.partition,
+            cores: self.spec.cores,
+            mem_per_cpu_mb: self.spec.mem_per_cpu_mb,
+            estimate_ns: self.estimate_ns(),
+            submit_ns: self.submit_mono,
+            gres: self.gres,
+        }
+    }
+
     pub(super) fn estimate_ns(&self) -> u64 {
         if self.spec.walltime_ns > 0 {
             self.spec.walltime_ns
@@ -220,8 +240,9 @@ pub struct Cluster {
     /// Jobs per core each node allows: the largest `oversubscribe` of its
     /// partitions (1 without gang time-slicing).
     pub(super) oversubscription: Vec<u32>,
-    /// (partition, MiB per core) → cores a job could ever get there.
-    capacity_cache: HashMap<(usize, u64), u64>,
+    /// (partition, MiB per core, generic resources per node) → cores a
+    /// job could ever get there.
+    capacity_cache: HashMap<(usize, u64, Counts), u64>,
     /// The partitions as policies see them; built once.
     partition_views: Arc<Vec<PartitionView>>,
     /// Set when something happened that may let a job start: the
@@ -240,6 +261,9 @@ pub struct Cluster {
     pub(super) releases: BTreeSet<(i64, u64)>,
     /// Job arrays with a limit, by array id.
     pub(super) arrays: HashMap<u64, ArrayState>,
+    /// The free devices of each node's generic resources; empty for a
+    /// cluster without them.
+    pub(super) device_free: Vec<Masks>,
 }
 
 /// Submissions kept by key, most recent [`KEYS_KEPT`]: a client that lost
@@ -292,6 +316,15 @@ impl Cluster {
 
     pub fn new(config: Arc<config::Cluster>) -> Cluster {
         let partition_config = Arc::clone(&config);
+        let device_free = if config.kinds.is_empty() {
+            Vec::new()
+        } else {
+            config
+                .nodes
+                .iter()
+                .map(|n| gres::all_free(&n.devices))
+                .collect()
+        };
         let nodes: Vec<Node> = config
             .nodes
             .iter()
@@ -355,6 +388,7 @@ impl Cluster {
             waiters: HashMap::new(),
             releases: BTreeSet::new(),
             arrays: HashMap::new(),
+            device_free,
         }
     }
 
@@ -370,22 +404,28 @@ impl Cluster {
     }
 
     /// Cores of partition `p` that jobs asking `mem_per_cpu` MiB per core
-    /// could ever get (nodes' cores, or what their memory allows). Cached:
+    /// and `gres` of each node could ever get (the cores of the nodes that
+    /// have those resources, or what their memory allows). Cached:
     /// submissions come by the thousand.
-    pub(super) fn capacity(&mut self, p: usize, mem_per_cpu: u64) -> u64 {
-        if let Some(&c) = self.capacity_cache.get(&(p, mem_per_cpu)) {
+    pub(super) fn capacity(&mut self, p: usize, mem_per_cpu: u64, gres: Counts) -> u64 {
+        let key = (p, mem_per_cpu, gres);
+        if let Some(&c) = self.capacity_cache.get(&key) {
             return c;
         }
         let c = self.config.partitions[p]
             .nodes
             .iter()
+            .filter(|&&n| {
+                let has = &self.config.nodes[n].devices;
+                has.iter().zip(&gres).all(|(h, g)| h >= g)
+            })
             .map(|&n| {
                 let node = &self.nodes[n];
                 let by_mem = node.memory_mb.checked_div(mem_per_cpu).unwrap_or(u64::MAX);
                 u64::from(node.cpus).min(by_mem)
             })
             .sum();
-        self.capacity_cache.insert((p, mem_per_cpu), c);
+        self.capacity_cache.insert(key, c);
         c
     }
 
@@ -521,6 +561,7 @@ impl Cluster {
                 free_mem_mb: n.memory_mb.saturating_sub(n.alloc_mem_mb),
                 free_slots: (n.cpus * self.oversubscription[i]).saturating_sub(n.slot_cpus),
                 usable: n.agent.is_some() && n.drained.is_none() && n.failed.is_none(),
+                free_gres: self.device_free.get(i).map(gres::count).unwrap_or_default(),
             })
             .collect();
         View {

@@ -84,6 +84,7 @@ fn spec(cores: u32) -> JobSpec {
         after: Vec::new(),
         think_ns: None,
         array: None,
+        gres: Vec::new(),
     }
 }
 
@@ -1090,4 +1091,180 @@ fn a_job_dropped_on_restore_lets_its_array_and_waiters_go_on() {
     assert!(!r.jobs[&tasks[1]].throttled);
     assert!(queued(&r).contains(&tasks[1]));
     assert_eq!((r.jobs[&h].held, r.jobs[&h].deps_left), (true, 1));
+}
+
+/// Four nodes of 4 cores, the first two with 2 GPUs each.
+fn gpu_cluster() -> Cluster {
+    let cfg = config::Cluster::from_str(
+        "[[nodes]]\nnames = \"vn[1-2]\"\ncpus = 4\nmemory = \"8G\"\ngpus = 2\n\
+         [[nodes]]\nnames = \"vn[3-4]\"\ncpus = 4\nmemory = \"8G\"\n",
+        std::path::Path::new("/tmp/t.toml"),
+    )
+    .unwrap();
+    let mut c = Cluster::new(Arc::new(cfg));
+    up(&mut c, 7, "h", "vn[1-4]", &[]).unwrap();
+    c
+}
+
+fn gpu_spec(cores: u32, gpus: u32) -> JobSpec {
+    JobSpec {
+        mem_per_cpu_mb: 0,
+        gres: vec![("gpu".into(), gpus)],
+        ..spec(cores)
+    }
+}
+
+/// The devices each start order named, by job.
+fn started_devices(out: &Recorder) -> Vec<(u64, String)> {
+    out.0
+        .iter()
+        .filter_map(|(_, m)| match m {
+            ToAgent::Start(s) => Some((s.job, s.devices.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn devices_go_lowest_first_to_nodes_that_have_them_free() {
+    let mut c = gpu_cluster();
+    let mut out = Recorder::default();
+    let ids = c
+        .submit(
+            vec![
+                gpu_spec(1, 1),
+                gpu_spec(1, 1),
+                gpu_spec(1, 1),
+                gpu_spec(1, 2),
+                spec(1),
+            ],
+            0,
+            at(0),
+            &mut out,
+        )
+        .unwrap();
+    pass(&mut c, &mut out);
+    // The fourth asks 2 GPUs of a node: only one is left (on vn2), so it
+    // waits; the job that asks none takes a core of vn1 beside them.
+    assert_eq!(
+        started_devices(&out),
+        vec![
+            (ids[0], "vn1:gpu=0".to_string()),
+            (ids[1], "vn1:gpu=1".to_string()),
+            (ids[2], "vn2:gpu=0".to_string()),
+            (ids[4], String::new()),
+        ]
+    );
+    assert_eq!(c.jobs[&ids[3]].state, JobState::Pending);
+    assert_eq!(c.jobs[&ids[4]].alloc, vec![(0, 1)]);
+    let gres = |n: usize| c.node_infos()[n].gres.clone();
+    assert_eq!(gres(0), vec![("gpu".to_string(), 2, 2)]);
+    assert_eq!(gres(2), vec![]);
+    // The second job ends: GPU 1 of vn1 is free, but the 2-GPU job still
+    // needs a node with both free; the third ends too: vn2 has both.
+    out.0.clear();
+    c.job_ended(7, ids[1], Exit::Code(0), at(2), &mut out);
+    pass_at(&mut c, &mut out, at(2), false);
+    assert!(started_devices(&out).is_empty());
+    c.job_ended(7, ids[2], Exit::Code(0), at(3), &mut out);
+    pass_at(&mut c, &mut out, at(3), false);
+    assert_eq!(
+        started_devices(&out),
+        vec![(ids[3], "vn2:gpu=0,1".to_string())]
+    );
+    // A finished job's devices stay in its history.
+    let done = c.jobs_info(&[ids[1]]);
+    let g = done[0].gres.as_ref().unwrap();
+    assert_eq!(
+        (g.asks.clone(), g.devices.as_str()),
+        (vec![("gpu".into(), 1)], "vn1:gpu=1")
+    );
+}
+
+#[test]
+fn a_job_on_several_nodes_gets_devices_on_each() {
+    let mut c = gpu_cluster();
+    let mut out = Recorder::default();
+    let ids = c.submit(vec![gpu_spec(6, 1)], 0, at(0), &mut out).unwrap();
+    pass(&mut c, &mut out);
+    assert_eq!(
+        started_devices(&out),
+        vec![(ids[0], "vn1:gpu=0;vn2:gpu=0".to_string())]
+    );
+    assert_eq!(c.jobs[&ids[0]].alloc, vec![(0, 4), (1, 2)]);
+}
+
+#[test]
+fn a_request_no_node_can_meet_is_refused_with_why() {
+    let mut c = gpu_cluster();
+    let mut out = Recorder::default();
+    let e = c
+        .submit(vec![gpu_spec(1, 3)], 0, at(0), &mut out)
+        .unwrap_err();
+    assert!(
+        e.contains("gpu:3") && e.contains("no node of partition batch"),
+        "{e}"
+    );
+    let e = c
+        .submit(vec![gpu_spec(9, 1)], 0, at(0), &mut out)
+        .unwrap_err();
+    assert!(e.contains("9 cores") && e.contains("have 8"), "{e}");
+    let mut fpga = spec(1);
+    fpga.gres = vec![("fpga".into(), 1)];
+    let e = c.submit(vec![fpga], 0, at(0), &mut out).unwrap_err();
+    assert!(e.contains("fpga") && e.contains("it has gpu"), "{e}");
+    assert!(c.jobs.is_empty());
+}
+
+#[test]
+fn a_suspended_job_keeps_its_devices() {
+    let mut c = gpu_cluster();
+    let mut out = Recorder::default();
+    let ids = c
+        .submit(vec![gpu_spec(1, 2), gpu_spec(1, 2)], 0, at(0), &mut out)
+        .unwrap();
+    pass(&mut c, &mut out);
+    c.suspend(&[ids[0]], at(2), &mut out);
+    // Its core is held too (an administrator's suspension); on vn2 the
+    // second job has its own GPUs.
+    let third = c.submit(vec![gpu_spec(1, 1)], 0, at(2), &mut out).unwrap();
+    pass_at(&mut c, &mut out, at(3), false);
+    assert_eq!(
+        c.jobs[&third[0]].state,
+        JobState::Pending,
+        "every GPU is held"
+    );
+    assert_eq!(c.view(at(3)).nodes[0].free_gres, [0, 0, 0, 0]);
+}
+
+#[test]
+fn a_restart_gives_back_the_same_devices() {
+    let mut c = gpu_cluster();
+    let mut out = Recorder::default();
+    let ids = c
+        .submit(
+            vec![gpu_spec(1, 1), gpu_spec(1, 1), gpu_spec(1, 1)],
+            0,
+            at(0),
+            &mut out,
+        )
+        .unwrap();
+    pass(&mut c, &mut out);
+    // The first ends: the journal then starts the third's replacement on
+    // GPU 0 of vn1, which a fresh lowest-first choice in another order
+    // would not give back.
+    c.job_ended(7, ids[0], Exit::Code(0), at(2), &mut out);
+    let more = c.submit(vec![gpu_spec(1, 1)], 0, at(2), &mut out).unwrap();
+    pass_at(&mut c, &mut out, at(3), false);
+    assert_eq!(
+        started_devices(&out).last(),
+        Some(&(more[0], "vn1:gpu=0".to_string()))
+    );
+    for r in restarts(&c, &out.1) {
+        assert_eq!(picture(&r), picture(&c));
+        assert_eq!(r.device_free, c.device_free);
+        for id in [ids[1], ids[2], more[0]] {
+            assert_eq!(r.jobs[&id].devices, c.jobs[&id].devices, "job {id}");
+        }
+    }
 }

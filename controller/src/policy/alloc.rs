@@ -28,6 +28,11 @@ pub struct Free {
     contiguous: Vec<bool>,
 }
 
+/// Whether `node` has the devices a job asks of each node free.
+fn has_gres(node: &NodeView, gres: &crate::gres::Counts) -> bool {
+    node.free_gres.iter().zip(gres).all(|(f, g)| f >= g)
+}
+
 fn set_bit(set: &mut [u64], n: usize, on: bool) {
     if on {
         set[n / 64] |= 1 << (n % 64);
@@ -89,8 +94,9 @@ impl Free {
     }
 
     /// Where `q` would go now (first fit), without taking anything: on
-    /// free cores of its partition's usable nodes, outside reserved nodes,
-    /// and within the slots in a partition that time-slices. In a
+    /// free cores of its partition's usable nodes that have the generic
+    /// resources it asks free, outside reserved nodes, and within the
+    /// slots in a partition that time-slices. In a
     /// contiguous partition, on the first run of consecutive nodes that
     /// has room: a node with none, or a gap in the node order, starts the
     /// run again.
@@ -115,7 +121,13 @@ impl Free {
                     .checked_div(q.mem_per_cpu_mb)
                     .unwrap_or(u64::MAX)
                     .min(u64::from(u32::MAX)) as u32;
-                let mut room = node.free_cpus.min(by_mem);
+                // A node without the devices asked free has no room for
+                // the job (and ends a run of consecutive nodes).
+                let mut room = if has_gres(node, &q.gres) {
+                    node.free_cpus.min(by_mem)
+                } else {
+                    0
+                };
                 if slotted {
                     room = room.min(node.free_slots);
                 }
@@ -147,6 +159,9 @@ impl Free {
             let node = &mut self.nodes[n];
             node.free_mem_mb -= u64::from(c) * q.mem_per_cpu_mb;
             node.free_slots = node.free_slots.saturating_sub(c);
+            for (f, g) in node.free_gres.iter_mut().zip(&q.gres) {
+                *f = f.saturating_sub(*g);
+            }
         }
     }
 

@@ -97,7 +97,7 @@ pub(super) fn easy(
                 // without looking for a place (on a large machine most of
                 // a long queue is turned down here).
                 if !ends_in_time
-                    && (!r.head_mem_free || (r.covers[q.partition] && q.cores > r.extra))
+                    && (!r.head_cores_only || (r.covers[q.partition] && q.cores > r.extra))
                 {
                     continue;
                 }
@@ -110,9 +110,9 @@ pub(super) fn easy(
                     .map(|(_, c)| c)
                     .sum();
                 // The reservation counts cores only: when the head needs
-                // memory, a job that would still run at its start could
-                // take that memory, so only jobs ending in time go.
-                let spare_ok = r.head_mem_free && on_head_nodes <= r.extra;
+                // memory or devices, a job that would still run at its
+                // start could take them, so only jobs ending in time go.
+                let spare_ok = r.head_cores_only && on_head_nodes <= r.extra;
                 if ends_in_time || spare_ok {
                     if !ends_in_time {
                         r.extra -= on_head_nodes;
@@ -127,8 +127,9 @@ pub(super) fn easy(
 
 /// The blocked head's reserved start and what is spare at that time.
 struct Reservation {
-    /// Whether the head asks no memory (so spare cores are truly spare).
-    head_mem_free: bool,
+    /// Whether the head asks cores only, no memory and no generic
+    /// resource (so spare cores are truly spare).
+    head_cores_only: bool,
     shadow_ns: i64,
     /// Cores on the head's partition free at the shadow time beyond what
     /// the head needs.
@@ -191,7 +192,7 @@ impl Reservation {
             })
             .collect();
         Reservation {
-            head_mem_free: head.mem_per_cpu_mb == 0,
+            head_cores_only: head.mem_per_cpu_mb == 0 && !crate::gres::any(&head.gres),
             shadow_ns,
             extra,
             head_nodes,

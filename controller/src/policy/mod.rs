@@ -82,11 +82,14 @@
 //!
 //! Placement is first fit over a partition's usable nodes: a job of `c`
 //! cores takes whatever free cores (and the memory they need) nodes have,
-//! in node order, until it has `c`. In a partition with `contiguous =
+//! in node order, until it has `c`, on nodes that have the generic
+//! resources it asks of each node free. In a partition with `contiguous =
 //! true` it takes the first run of consecutive nodes that together have
 //! `c` free cores.
 
 use std::sync::Arc;
+
+use crate::gres::Counts;
 
 mod alloc;
 mod gang;
@@ -160,6 +163,9 @@ pub struct NodeView {
     pub free_slots: u32,
     /// Up (agent connected) and not drained.
     pub usable: bool,
+    /// Devices of each generic resource not held by any job, running or
+    /// suspended ([`crate::gres`]).
+    pub free_gres: Counts,
 }
 
 /// Gang time-slicing of a partition.
@@ -194,6 +200,8 @@ pub struct Queued {
     pub estimate_ns: u64,
     /// When it was submitted (same clock as `View::now_ns`).
     pub submit_ns: i64,
+    /// Devices of each generic resource it needs on every node it gets.
+    pub gres: Counts,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

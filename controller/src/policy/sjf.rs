@@ -52,6 +52,7 @@ mod tests {
             mem_per_cpu_mb: 0,
             estimate_ns: estimate_s * S,
             submit_ns: job as i64,
+            gres: Default::default(),
         }
     }
 
@@ -67,6 +68,7 @@ mod tests {
                 free_mem_mb: 1 << 20,
                 free_slots: 8,
                 usable: true,
+                free_gres: Default::default(),
             }],
             partitions: Arc::new(vec![PartitionView {
                 nodes: vec![0],

@@ -23,6 +23,7 @@ fn node(free: u32) -> NodeView {
         free_mem_mb: 1 << 20,
         free_slots: free,
         usable: true,
+        free_gres: Default::default(),
     }
 }
 
@@ -34,6 +35,7 @@ fn job(id: u64, cores: u32, estimate_s: u64) -> Queued {
         mem_per_cpu_mb: 0,
         estimate_ns: estimate_s * S as u64,
         submit_ns: id as i64,
+        gres: Default::default(),
     }
 }
 
@@ -550,6 +552,7 @@ fn never_overbooked() {
                     free_mem_mb: rnd(64_000),
                     free_slots: f,
                     usable: rnd(5) != 0,
+                    free_gres: Default::default(),
                 }
             })
             .collect();
@@ -561,6 +564,7 @@ fn never_overbooked() {
                 mem_per_cpu_mb: rnd(3) * 1000,
                 estimate_ns: rnd(1000) * S as u64,
                 submit_ns: j as i64,
+                gres: Default::default(),
             })
             .collect();
         let v = View {
@@ -649,4 +653,81 @@ fn contiguous_placement_takes_the_first_run_of_consecutive_nodes() {
             alloc: vec![(2, 3), (3, 1)]
         }
     );
+}
+
+fn gpu_node(free_cpus: u32, free_gpus: u8) -> NodeView {
+    NodeView {
+        free_gres: [free_gpus, 0, 0, 0],
+        ..node(free_cpus)
+    }
+}
+
+fn gpu_job(id: u64, cores: u32, gpus: u8, estimate_s: u64) -> Queued {
+    Queued {
+        gres: [gpus, 0, 0, 0],
+        ..job(id, cores, estimate_s)
+    }
+}
+
+#[test]
+fn placement_takes_only_nodes_with_the_devices_free() {
+    let mut v = view([4, 4, 4, 4], vec![], vec![]);
+    v.nodes = vec![gpu_node(4, 1), node(4), gpu_node(4, 2), gpu_node(4, 0)];
+    let free = Free::new(&v);
+    // One GPU on each node it gets: nodes 0 and 2.
+    assert_eq!(
+        free.try_place(&v, &gpu_job(1, 6, 1, 10)),
+        Some(vec![(0, 4), (2, 2)])
+    );
+    assert_eq!(
+        free.try_place(&v, &gpu_job(1, 2, 2, 10)),
+        Some(vec![(2, 2)])
+    );
+    assert_eq!(free.try_place(&v, &gpu_job(1, 9, 1, 10)), None);
+    // Taking a job's devices leaves the others.
+    let mut free = Free::new(&v);
+    let alloc = free.place(&v, &gpu_job(1, 1, 2, 10)).unwrap();
+    assert_eq!(alloc, vec![(2, 1)]);
+    assert_eq!(free.node(2).free_gres[0], 0);
+    assert_eq!(
+        free.try_place(&v, &gpu_job(2, 1, 1, 10)),
+        Some(vec![(0, 1)])
+    );
+    // On consecutive nodes only, a node without them breaks the run.
+    Arc::make_mut(&mut v.partitions)[0].contiguous = true;
+    let free = Free::new(&v);
+    assert_eq!(free.try_place(&v, &gpu_job(1, 6, 1, 10)), None);
+    assert_eq!(
+        free.try_place(&v, &gpu_job(1, 4, 1, 10)),
+        Some(vec![(0, 4)])
+    );
+}
+
+#[test]
+fn easy_backfills_nothing_that_would_hold_the_devices_the_head_waits_for() {
+    // Node 0 has 2 GPUs and 2 free cores (a job without GPUs holds the
+    // rest until 200 s). The head asks 4 cores and both GPUs of a node:
+    // only node 0 will do, at 200 s. A long job asking one GPU fits now,
+    // on node 0: it would hold a GPU past 200 s, so it must wait; a short
+    // one, done by then, may go.
+    let mut v = view(
+        [2, 4, 4, 4],
+        vec![running(9, 0, vec![(0, 2)], 200)],
+        vec![
+            gpu_job(1, 4, 2, 100),
+            gpu_job(2, 1, 1, 1000),
+            gpu_job(3, 1, 1, 50),
+        ],
+    );
+    v.nodes[0] = gpu_node(2, 2);
+    let started: Vec<u64> = EASY
+        .decide(&v)
+        .list
+        .iter()
+        .filter_map(|d| match d {
+            Decision::Start { job, .. } => Some(*job),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(started, vec![3]);
 }

@@ -36,6 +36,9 @@ pub struct JobSpec {
     /// index, each a job of its own, at most `limit` of them queued or
     /// running at once (0: no limit).
     pub array: Option<ArraySpec>,
+    /// Generic resources it asks of every node it gets (name, count), as
+    /// Slurm's `--gres`; empty for none.
+    pub gres: Vec<(String, u32)>,
 }
 
 impl JobSpec {
@@ -236,6 +239,19 @@ pub struct JobInfo {
     pub suspensions: Vec<(i64, i64)>,
     /// Its array and index, for a task of a job array.
     pub array: Option<ArrayTask>,
+    /// What it asks of generic resources, and the devices it got; `None`
+    /// for a job that asks none (most: boxed, it costs them a pointer).
+    pub gres: Option<Box<JobGres>>,
+}
+
+/// A job's generic resources.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobGres {
+    /// (name, count) asked of each node.
+    pub asks: Vec<(String, u32)>,
+    /// The devices it holds or held, in the text form of
+    /// [`crate::record::Devices::list_to_string`]; empty until it starts.
+    pub devices: String,
 }
 
 /// One node in the nodes view.
@@ -250,6 +266,8 @@ pub struct NodeInfo {
     /// Host of the agent serving it; empty when none is connected.
     pub host: String,
     pub reason: String,
+    /// Its generic resources: (name, devices, devices held by jobs).
+    pub gres: Vec<(String, u32, u32)>,
 }
 
 /// Counts and counters of the whole cluster.
@@ -472,6 +490,23 @@ pub struct StartJob {
     pub runtime_ns: u64,
     pub walltime_ns: u64,
     pub submit_ns: i64,
+    /// Devices of generic resources it holds on each node, in the text
+    /// form of [`crate::record::Devices::list_to_string`] (empty: none).
+    /// Its process learns its first node's through the environment
+    /// ([`visible_devices_var`]), and writes all of them in its record.
+    pub devices: String,
+}
+
+/// The environment variable through which a job learns which devices of
+/// `kind` it holds on its node, named as CUDA names its own:
+/// `CUDA_VISIBLE_DEVICES` for `gpu`, `KIND_VISIBLE_DEVICES` (upper case)
+/// for any other kind.
+pub fn visible_devices_var(kind: &str) -> String {
+    if kind == "gpu" {
+        "CUDA_VISIBLE_DEVICES".into()
+    } else {
+        format!("{}_VISIBLE_DEVICES", kind.to_ascii_uppercase())
+    }
 }
 
 /// How an agent delivers a suspension (docs/design.md, "States").

@@ -257,5 +257,6 @@ pub(crate) fn info_of(r: &formats::record::JobRecord<'_>, nodes: String) -> JobI
             .map(|s| (s.suspend, s.resume))
             .collect(),
         array: None,
+        gres: None,
     }
 }

@@ -33,6 +33,25 @@ pub struct TraceJob {
     pub preceding: Option<(i64, u64)>,
     /// The run time the trace gives, whatever `run_ns` became.
     pub trace_run_ns: u64,
+    /// Its queue and partition numbers (SWF fields 15 and 16; -1 unknown)
+    /// and its profile (a Batsim job's): what `[[workload.gres]]` rules
+    /// match to give it generic resources.
+    pub queue: i64,
+    pub partition: i64,
+    pub profile: Option<String>,
+}
+
+impl TraceJob {
+    /// What it asks of each node's generic resources, by the config's
+    /// `[[workload.gres]]` rules.
+    pub fn gres(&self, config: &controller::config::Cluster) -> Vec<(String, u32)> {
+        controller::gres::for_trace_job(
+            &config.trace_gres,
+            self.queue,
+            self.partition,
+            self.profile.as_deref(),
+        )
+    }
 }
 
 /// What a replay does with the jobs a trace marks cancelled (SWF status

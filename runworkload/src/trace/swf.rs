@@ -119,6 +119,9 @@ pub fn read(path: &Path, spec: &SliceSpec) -> Result<Slice> {
                 .preceding()
                 .map(|p| (p, job.think_ns().unwrap_or(0).max(0) as u64)),
             trace_run_ns,
+            queue: job.get(formats::swf::field::QUEUE) as i64,
+            partition: job.get(formats::swf::field::PARTITION) as i64,
+            profile: None,
         });
     }
     slice.max_procs = reader.header().max_procs();

@@ -1,0 +1,433 @@
+//! Generic resources: GPUs and other countable devices of a node, besides
+//! its cores and memory (Slurm's GRES).
+//!
+//! A config gives node groups `gpus = N` or `resources = { name = N }`.
+//! The cluster's kinds are named once ([`Kinds`]), and everything past the
+//! config counts them in fixed arrays indexed by kind ([`Counts`], and
+//! [`Masks`] for which devices), so that the policies' views and the
+//! queue stay free of allocations. A job asks a number of each kind on
+//! every node it gets, as Slurm's `--gres` does; a node goes to it only if
+//! it has them all free. Devices are numbered from 0 on each node and
+//! given lowest free first; a job keeps them while suspended, as it keeps
+//! its memory.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+/// Kinds of generic resources a cluster may have.
+pub const MAX_KINDS: usize = 4;
+/// Devices of one kind a node may have (each is a bit of a [`Masks`]).
+pub const MAX_PER_NODE: u32 = 64;
+
+/// A count of each kind, in the order of [`Kinds`].
+pub type Counts = [u8; MAX_KINDS];
+/// Which devices of each kind, as bit sets: bit i is device i.
+pub type Masks = [u64; MAX_KINDS];
+
+/// The kind `gpus = N` declares.
+pub const GPU: &str = "gpu";
+
+/// The cluster's kinds, in order: `gpu` first when some node has GPUs,
+/// then the others by name.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Kinds(Vec<String>);
+
+impl Kinds {
+    /// The kinds of the node groups' resources (`gpus` counted as `gpu`),
+    /// checked: names a job can ask by, at most [`MAX_KINDS`], at most
+    /// [`MAX_PER_NODE`] devices each.
+    pub fn of(groups: &[BTreeMap<String, u32>]) -> Result<Kinds, String> {
+        let mut names: Vec<String> = Vec::new();
+        for (i, g) in groups.iter().enumerate() {
+            for (name, &n) in g {
+                if !valid_name(name) {
+                    return Err(format!(
+                        "nodes[{i}].resources: {name:?} is not a resource name (a lower-case \
+                         letter, then letters, digits or _)"
+                    ));
+                }
+                if n > MAX_PER_NODE {
+                    return Err(format!(
+                        "nodes[{i}]: {n} {name} per node, more than the {MAX_PER_NODE} supported"
+                    ));
+                }
+                if n > 0 && !names.contains(name) {
+                    names.push(name.clone());
+                }
+            }
+        }
+        names.sort_by(|a, b| (a != GPU, a).cmp(&(b != GPU, b)));
+        if names.len() > MAX_KINDS {
+            return Err(format!(
+                "{} kinds of resources ({}), more than the {MAX_KINDS} supported",
+                names.len(),
+                names.join(", ")
+            ));
+        }
+        Ok(Kinds(names))
+    }
+
+    pub fn names(&self) -> &[String] {
+        &self.0
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    pub fn index(&self, name: &str) -> Option<usize> {
+        self.0.iter().position(|k| k == name)
+    }
+
+    /// A node group's resources as counts.
+    pub fn counts_of(&self, group: &BTreeMap<String, u32>) -> Counts {
+        let mut c = Counts::default();
+        for (name, &n) in group {
+            if let Some(k) = self.index(name) {
+                // At most MAX_PER_NODE, checked by `of`.
+                c[k] = n as u8;
+            }
+        }
+        c
+    }
+
+    /// A job's request (name, count per node) as counts; a kind no node
+    /// has, or more of one than a node can have, is refused by name.
+    pub fn request(&self, asked: &[(String, u32)]) -> Result<Counts, String> {
+        let mut c = Counts::default();
+        for (name, n) in asked {
+            let Some(k) = self.index(name) else {
+                return Err(if self.0.is_empty() {
+                    format!("asks for {name}, but no node of this cluster has any")
+                } else {
+                    format!(
+                        "asks for {name}, but no node of this cluster has any (it has {})",
+                        self.0.join(", ")
+                    )
+                });
+            };
+            if *n > MAX_PER_NODE {
+                return Err(format!(
+                    "asks for {n} {name} per node, more than a node can have ({MAX_PER_NODE})"
+                ));
+            }
+            c[k] = c[k].saturating_add(*n as u8);
+        }
+        Ok(c)
+    }
+
+    /// Counts back as (name, count), the kinds asked only.
+    pub fn named(&self, c: &Counts) -> Vec<(String, u32)> {
+        self.0
+            .iter()
+            .zip(c)
+            .filter(|(_, &n)| n > 0)
+            .map(|(name, &n)| (name.clone(), u32::from(n)))
+            .collect()
+    }
+}
+
+/// `[[workload.gres]]` as the config writes it.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TraceRuleSection {
+    /// SWF field 15.
+    pub queue: Option<i64>,
+    /// SWF field 16.
+    pub partition: Option<i64>,
+    /// A Batsim job's profile.
+    pub profile: Option<String>,
+    #[serde(default)]
+    pub gpus: u32,
+    #[serde(default)]
+    pub resources: BTreeMap<String, u32>,
+}
+
+/// The cluster's kinds, and each node group's resources by name, from the
+/// groups' `gpus` and `resources`.
+pub fn node_kinds<'a>(
+    groups: impl Iterator<Item = (u32, &'a BTreeMap<String, u32>)>,
+) -> Result<(Kinds, Vec<BTreeMap<String, u32>>), String> {
+    let mut all = Vec::new();
+    for (i, (gpus, resources)) in groups.enumerate() {
+        if gpus > 0 && resources.contains_key(GPU) {
+            return Err(format!(
+                "nodes[{i}]: gpus and resources.gpu both given: give one"
+            ));
+        }
+        let mut r = resources.clone();
+        if gpus > 0 {
+            r.insert(GPU.into(), gpus);
+        }
+        all.push(r);
+    }
+    Ok((Kinds::of(&all)?, all))
+}
+
+/// The config's `[[workload.gres]]` rules, checked against its kinds.
+pub fn trace_rules(sections: &[TraceRuleSection], kinds: &Kinds) -> Result<Vec<TraceRule>, String> {
+    sections
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let mut asks: Vec<(String, u32)> = r.resources.clone().into_iter().collect();
+            if r.gpus > 0 {
+                asks.insert(0, (GPU.into(), r.gpus));
+            }
+            kinds
+                .request(&asks)
+                .map_err(|e| format!("workload.gres[{i}] {e}"))?;
+            Ok(TraceRule {
+                queue: r.queue,
+                partition: r.partition,
+                profile: r.profile.clone(),
+                asks,
+            })
+        })
+        .collect()
+}
+
+/// `[[workload.gres]]`: what the trace jobs a rule matches ask of each
+/// node they get. A rule without a condition matches every job.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TraceRule {
+    /// SWF field 15, the job's queue number.
+    pub queue: Option<i64>,
+    /// SWF field 16, the job's partition number.
+    pub partition: Option<i64>,
+    /// A Batsim job's profile name.
+    pub profile: Option<String>,
+    pub asks: Vec<(String, u32)>,
+}
+
+impl std::fmt::Display for TraceRule {
+    /// `queue=2 -> gpu:1`, as a run's manifest records it.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut when = Vec::new();
+        if let Some(q) = self.queue {
+            when.push(format!("queue={q}"));
+        }
+        if let Some(p) = self.partition {
+            when.push(format!("partition={p}"));
+        }
+        if let Some(p) = &self.profile {
+            when.push(format!("profile={p}"));
+        }
+        let when = if when.is_empty() {
+            "every job".to_string()
+        } else {
+            when.join(",")
+        };
+        write!(f, "{when} -> {}", request_text(&self.asks))
+    }
+}
+
+impl TraceRule {
+    pub fn matches(&self, queue: i64, partition: i64, profile: Option<&str>) -> bool {
+        self.queue.is_none_or(|q| q == queue)
+            && self.partition.is_none_or(|p| p == partition)
+            && self.profile.as_deref().is_none_or(|p| Some(p) == profile)
+    }
+}
+
+/// What a trace job asks: that of the first rule it matches, else nothing.
+pub fn for_trace_job(
+    rules: &[TraceRule],
+    queue: i64,
+    partition: i64,
+    profile: Option<&str>,
+) -> Vec<(String, u32)> {
+    rules
+        .iter()
+        .find(|r| r.matches(queue, partition, profile))
+        .map(|r| r.asks.clone())
+        .unwrap_or_default()
+}
+
+fn valid_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars.next().is_some_and(|c| c.is_ascii_lowercase())
+        && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+}
+
+/// Whether a job asks any generic resource.
+pub fn any(c: &Counts) -> bool {
+    c.iter().any(|&n| n > 0)
+}
+
+/// The devices of a node with `total` of each kind, all free.
+pub fn all_free(total: &Counts) -> Masks {
+    let mut m = Masks::default();
+    for (k, &n) in total.iter().enumerate() {
+        m[k] = if n >= 64 { u64::MAX } else { (1u64 << n) - 1 };
+    }
+    m
+}
+
+/// How many devices of each kind `m` holds.
+pub fn count(m: &Masks) -> Counts {
+    let mut c = Counts::default();
+    for (k, bits) in m.iter().enumerate() {
+        c[k] = bits.count_ones() as u8;
+    }
+    c
+}
+
+/// Takes `want` of each kind from `free`, lowest numbers first, and
+/// returns them; `None` (and `free` untouched) if some kind is short.
+pub fn take(free: &mut Masks, want: &Counts) -> Option<Masks> {
+    if free
+        .iter()
+        .zip(want)
+        .any(|(bits, &n)| bits.count_ones() < u32::from(n))
+    {
+        return None;
+    }
+    let mut taken = Masks::default();
+    for k in 0..MAX_KINDS {
+        for _ in 0..want[k] {
+            let low = free[k] & free[k].wrapping_neg();
+            taken[k] |= low;
+            free[k] &= !low;
+        }
+    }
+    Some(taken)
+}
+
+/// Gives `held` back to `free`.
+pub fn give(free: &mut Masks, held: &Masks) {
+    for k in 0..MAX_KINDS {
+        free[k] |= held[k];
+    }
+}
+
+/// Whether every device of `held` is free in `free`.
+pub fn all_in(free: &Masks, held: &Masks) -> bool {
+    free.iter().zip(held).all(|(f, h)| f & h == *h)
+}
+
+/// The device numbers of a bit set, ascending.
+pub fn ids(bits: u64) -> Vec<u32> {
+    (0..64).filter(|i| bits & (1 << i) != 0).collect()
+}
+
+/// A bit set of device numbers (each under 64).
+pub fn mask_of(ids: &[u32]) -> u64 {
+    ids.iter().filter(|&&i| i < 64).fold(0, |m, &i| m | 1 << i)
+}
+
+/// A request as `--gres` writes it: `gpu:2,fpga:1`.
+pub fn request_text(asks: &[(String, u32)]) -> String {
+    asks.iter()
+        .map(|(name, n)| format!("{name}:{n}"))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// Parses `--gres` (`gpu:2`, or `gpu:2,fpga:1`: Slurm's form; a bare name
+/// asks one).
+pub fn parse_request(text: &str) -> Result<Vec<(String, u32)>, String> {
+    let mut out = Vec::new();
+    for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let (name, n) = match item.split_once(':') {
+            Some((name, n)) => (
+                name,
+                n.parse::<u32>()
+                    .map_err(|_| format!("{item:?}: expected NAME:COUNT"))?,
+            ),
+            None => (item, 1),
+        };
+        if !valid_name(name) {
+            return Err(format!("{item:?}: {name:?} is not a resource name"));
+        }
+        out.push((name.to_string(), n));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn group(pairs: &[(&str, u32)]) -> BTreeMap<String, u32> {
+        pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect()
+    }
+
+    #[test]
+    fn kinds_put_gpus_first_and_the_rest_by_name() {
+        let k = Kinds::of(&[
+            group(&[("fpga", 2)]),
+            group(&[("gpu", 4), ("nvme", 1)]),
+            group(&[]),
+        ])
+        .unwrap();
+        assert_eq!(k.names(), ["gpu", "fpga", "nvme"]);
+        assert_eq!(
+            k.counts_of(&group(&[("gpu", 4), ("nvme", 1)])),
+            [4, 0, 1, 0]
+        );
+        assert_eq!(
+            k.request(&[("nvme".into(), 1), ("gpu".into(), 2)]),
+            Ok([2, 0, 1, 0])
+        );
+        assert_eq!(
+            k.named(&[2, 0, 1, 0]),
+            vec![("gpu".into(), 2), ("nvme".into(), 1)]
+        );
+    }
+
+    #[test]
+    fn bad_kinds_and_requests_are_refused_by_name() {
+        let five: Vec<_> = ["a", "b", "c", "d", "e"]
+            .iter()
+            .map(|n| group(&[(n, 1)]))
+            .collect();
+        assert!(Kinds::of(&five).unwrap_err().contains("more than the 4"));
+        assert!(Kinds::of(&[group(&[("GPU", 1)])])
+            .unwrap_err()
+            .contains("\"GPU\""));
+        assert!(Kinds::of(&[group(&[("gpu", 65)])])
+            .unwrap_err()
+            .contains("65 gpu"));
+        let k = Kinds::of(&[group(&[("gpu", 4)])]).unwrap();
+        let e = k.request(&[("fpga".into(), 1)]).unwrap_err();
+        assert!(e.contains("fpga") && e.contains("it has gpu"), "{e}");
+        let none = Kinds::default();
+        assert!(none
+            .request(&[("gpu".into(), 1)])
+            .unwrap_err()
+            .contains("no node"));
+    }
+
+    #[test]
+    fn devices_are_taken_lowest_first_and_given_back() {
+        let mut free = all_free(&[4, 1, 0, 0]);
+        assert_eq!(free, [0b1111, 0b1, 0, 0]);
+        let a = take(&mut free, &[2, 0, 0, 0]).unwrap();
+        assert_eq!(ids(a[0]), vec![0, 1]);
+        let b = take(&mut free, &[1, 1, 0, 0]).unwrap();
+        assert_eq!((ids(b[0]), ids(b[1])), (vec![2], vec![0]));
+        assert_eq!(take(&mut free, &[2, 0, 0, 0]), None, "one GPU left");
+        assert_eq!(count(&free), [1, 0, 0, 0]);
+        give(&mut free, &a);
+        assert!(all_in(&free, &a));
+        assert_eq!(
+            ids(take(&mut free, &[3, 0, 0, 0]).unwrap()[0]),
+            vec![0, 1, 3]
+        );
+        assert_eq!(all_free(&[64, 0, 0, 0])[0], u64::MAX);
+        assert_eq!(mask_of(&[0, 3]), 0b1001);
+    }
+
+    #[test]
+    fn gres_flags_as_slurm_writes_them() {
+        assert_eq!(parse_request("gpu:2"), Ok(vec![("gpu".into(), 2)]));
+        assert_eq!(
+            parse_request("gpu:2,fpga"),
+            Ok(vec![("gpu".into(), 2), ("fpga".into(), 1)])
+        );
+        assert!(parse_request("gpu:x").is_err());
+        assert!(parse_request("GPU:1").is_err());
+    }
+}
