@@ -658,6 +658,20 @@ impl Cluster {
         p.nodes.iter().map(|&n| u64::from(self.nodes[n].cpus)).sum()
     }
 
+    /// The cores of a partition's nodes that have `asks` (name, count) of
+    /// generic resources each.
+    pub fn gres_cores(&self, p: &PartitionDef, asks: &[(String, u32)]) -> u64 {
+        let Ok(want) = self.kinds.request(asks) else {
+            return 0;
+        };
+        p.nodes
+            .iter()
+            .map(|&n| &self.nodes[n])
+            .filter(|n| n.devices.iter().zip(&want).all(|(has, w)| has >= w))
+            .map(|n| u64::from(n.cpus))
+            .sum()
+    }
+
     /// The node names of `idx`, folded.
     pub fn fold(&self, idx: &[usize]) -> String {
         nodeset::fold(idx.iter().map(|&i| self.nodes[i].name.as_str()))
@@ -839,7 +853,15 @@ mod tests {
         assert_eq!(c.kinds.names(), ["gpu", "nvme"]);
         assert_eq!(c.nodes[0].devices, [4, 1, 0, 0]);
         assert_eq!(c.nodes[3].devices, [0; 4]);
-        let asks = |q, p| crate::gres::for_trace_job(&c.trace_gres, q, -1, p);
+        let asks = |queue, profile| {
+            let job = crate::gres::TraceJobKey {
+                id: 1,
+                queue,
+                partition: -1,
+                profile,
+            };
+            crate::gres::for_trace_job(&c.trace_gres, &job)
+        };
         assert_eq!(asks(3, None), vec![("gpu".to_string(), 2)]);
         assert_eq!(asks(1, Some("io")), vec![("nvme".to_string(), 1)]);
         assert_eq!(asks(1, None), vec![]);

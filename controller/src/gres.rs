@@ -138,6 +138,8 @@ pub struct TraceRuleSection {
     pub partition: Option<i64>,
     /// A Batsim job's profile.
     pub profile: Option<String>,
+    /// A share of the jobs, in (0, 1], chosen by their trace job number.
+    pub fraction: Option<f64>,
     #[serde(default)]
     pub gpus: u32,
     #[serde(default)]
@@ -178,10 +180,14 @@ pub fn trace_rules(sections: &[TraceRuleSection], kinds: &Kinds) -> Result<Vec<T
             kinds
                 .request(&asks)
                 .map_err(|e| format!("workload.gres[{i}] {e}"))?;
+            if r.fraction.is_some_and(|f| !(f > 0.0 && f <= 1.0)) {
+                return Err(format!("workload.gres[{i}].fraction must be in (0, 1]"));
+            }
             Ok(TraceRule {
                 queue: r.queue,
                 partition: r.partition,
                 profile: r.profile.clone(),
+                fraction: r.fraction,
                 asks,
             })
         })
@@ -190,7 +196,7 @@ pub fn trace_rules(sections: &[TraceRuleSection], kinds: &Kinds) -> Result<Vec<T
 
 /// `[[workload.gres]]`: what the trace jobs a rule matches ask of each
 /// node they get. A rule without a condition matches every job.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct TraceRule {
     /// SWF field 15, the job's queue number.
     pub queue: Option<i64>,
@@ -198,7 +204,23 @@ pub struct TraceRule {
     pub partition: Option<i64>,
     /// A Batsim job's profile name.
     pub profile: Option<String>,
+    /// The share of the jobs it takes, chosen by their trace job number
+    /// (the same jobs in every replay, emulated or in the twin): for
+    /// traces that carry no hint of which jobs used devices.
+    pub fraction: Option<f64>,
     pub asks: Vec<(String, u32)>,
+}
+
+/// A trace job, as the rules look at it.
+#[derive(Debug, Clone, Copy)]
+pub struct TraceJobKey<'a> {
+    /// Its job number in the trace.
+    pub id: i64,
+    /// SWF fields 15 and 16 (-1: unknown).
+    pub queue: i64,
+    pub partition: i64,
+    /// A Batsim job's profile.
+    pub profile: Option<&'a str>,
 }
 
 impl std::fmt::Display for TraceRule {
@@ -214,6 +236,9 @@ impl std::fmt::Display for TraceRule {
         if let Some(p) = &self.profile {
             when.push(format!("profile={p}"));
         }
+        if let Some(x) = self.fraction {
+            when.push(format!("fraction={x}"));
+        }
         let when = if when.is_empty() {
             "every job".to_string()
         } else {
@@ -224,23 +249,33 @@ impl std::fmt::Display for TraceRule {
 }
 
 impl TraceRule {
-    pub fn matches(&self, queue: i64, partition: i64, profile: Option<&str>) -> bool {
-        self.queue.is_none_or(|q| q == queue)
-            && self.partition.is_none_or(|p| p == partition)
-            && self.profile.as_deref().is_none_or(|p| Some(p) == profile)
+    pub fn matches(&self, job: &TraceJobKey<'_>) -> bool {
+        self.queue.is_none_or(|q| q == job.queue)
+            && self.partition.is_none_or(|p| p == job.partition)
+            && self
+                .profile
+                .as_deref()
+                .is_none_or(|p| Some(p) == job.profile)
+            && self.fraction.is_none_or(|f| share_of(job.id) < f)
     }
 }
 
+/// Where a job number falls in [0, 1): its SplitMix64 hash, so that a
+/// fraction of the jobs is spread over the whole trace rather than its
+/// first jobs, and is the same on every machine.
+fn share_of(id: i64) -> f64 {
+    let mut z = (id as u64).wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^= z >> 31;
+    (z >> 11) as f64 / (1u64 << 53) as f64
+}
+
 /// What a trace job asks: that of the first rule it matches, else nothing.
-pub fn for_trace_job(
-    rules: &[TraceRule],
-    queue: i64,
-    partition: i64,
-    profile: Option<&str>,
-) -> Vec<(String, u32)> {
+pub fn for_trace_job(rules: &[TraceRule], job: &TraceJobKey<'_>) -> Vec<(String, u32)> {
     rules
         .iter()
-        .find(|r| r.matches(queue, partition, profile))
+        .find(|r| r.matches(job))
         .map(|r| r.asks.clone())
         .unwrap_or_default()
 }
@@ -418,6 +453,35 @@ mod tests {
         );
         assert_eq!(all_free(&[64, 0, 0, 0])[0], u64::MAX);
         assert_eq!(mask_of(&[0, 3]), 0b1001);
+    }
+
+    #[test]
+    fn a_fraction_of_the_jobs_is_spread_over_the_trace_and_fixed() {
+        let rule = TraceRule {
+            queue: None,
+            partition: None,
+            profile: None,
+            fraction: Some(0.25),
+            asks: vec![(GPU.into(), 1)],
+        };
+        let taken = |ids: std::ops::Range<i64>| {
+            ids.filter(|&id| {
+                rule.matches(&TraceJobKey {
+                    id,
+                    queue: -1,
+                    partition: -1,
+                    profile: None,
+                })
+            })
+            .count()
+        };
+        // A quarter of every stretch of jobs, give or take.
+        for start in [1, 5_000, 100_000] {
+            let n = taken(start..start + 2_000);
+            assert!((430..=570).contains(&n), "{n} of 2,000 from job {start}");
+        }
+        assert_eq!(taken(1..2_001), taken(1..2_001));
+        assert_eq!(rule.to_string(), "fraction=0.25 -> gpu:1");
     }
 
     #[test]

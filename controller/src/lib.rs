@@ -11,8 +11,9 @@
 //!   the core's transitions; the core's scheduler runs a pass when one is
 //!   due (at most every `schedule_interval_ms`), asking the
 //!   [`policy`](mod@policy) (pure code over a snapshot) which jobs to start
-//!   where. The virtual-time twin ([`sim`]) drives the same core and
-//!   scheduler with an event queue instead of a clock;
+//!   where (cores, memory, and the generic resources of [`gres`]). The
+//!   virtual-time twin ([`sim`]) drives the same core and scheduler with
+//!   an event queue instead of a clock;
 //! - the [`listener`], one task per [`connection`]: each authenticates its
 //!   peer (HMAC over fresh nonces, [`formats::wire`]), then relays an
 //!   agent's events or a client's requests to the server, and the server's

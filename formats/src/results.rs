@@ -400,6 +400,10 @@ pub struct JobRow {
     /// The nodes it ran on, folded; empty if none.
     #[serde(default)]
     pub nodes: String,
+    /// What it asked of each node's generic resources (`gpu:2`, the
+    /// config's `[[workload.gres]]`); empty for none.
+    #[serde(default)]
+    pub gres: String,
 }
 
 /// Writes `dir/jobs.csv`.
@@ -471,6 +475,7 @@ mod tests {
             },
             slurm_id: None,
             nodes: nodes.into(),
+            gres: String::new(),
         }
     }
 

@@ -280,7 +280,12 @@ pub fn plan(cli: &Cli) -> Result<(Plan, Vec<String>)> {
         .find(|p| p.default)
         .map(|p| config.partition_cores(p))
         .unwrap_or(0);
-    let slice = trace::read(
+    let routes = cli
+        .route
+        .iter()
+        .map(|r| crate::route::Route::parse(r, &config))
+        .collect::<Result<Vec<_>>>()?;
+    let mut slice = trace::read(
         &cli.workload,
         &SliceSpec {
             skip: cli.skip,
@@ -290,6 +295,21 @@ pub fn plan(cli: &Cli) -> Result<(Plan, Vec<String>)> {
             cancelled: cli.cancelled,
         },
     )?;
+    // A job asking generic resources of each node (`[[workload.gres]]`)
+    // can only go to nodes that have them: one larger than those is too
+    // large for this cluster, as one larger than the partition is.
+    let before = slice.jobs.len();
+    slice.jobs.retain(|j| {
+        let asks = j.gres(&config);
+        if asks.is_empty() {
+            return true;
+        }
+        let p = crate::route::partition_of(&routes, j, &config)
+            .and_then(|name| config.partitions.iter().find(|p| p.name == name))
+            .or_else(|| config.partitions.iter().find(|p| p.default));
+        p.is_some_and(|p| config.gres_cores(p, &asks) >= u64::from(j.cores))
+    });
+    slice.too_large += (before - slice.jobs.len()) as u64;
     if slice.jobs.is_empty() {
         bail!(
             "{}: no job of the slice can be replayed: of its {} jobs, {} need more than the {} \
@@ -374,11 +394,6 @@ pub fn plan(cli: &Cli) -> Result<(Plan, Vec<String>)> {
             })
         }
     };
-    let routes = cli
-        .route
-        .iter()
-        .map(|r| crate::route::Route::parse(r, &config))
-        .collect::<Result<Vec<_>>>()?;
     let plan = Plan {
         routes,
         config_path: cli.config.clone(),

@@ -311,6 +311,7 @@ pub(crate) fn write_results(
                     .unwrap_or_default(),
                 slurm_id: slurm_ids.as_ref().map(|s| s[i]),
                 nodes: info.map_or(String::new(), |info| info.nodes.clone()),
+                gres: controller::gres::request_text(&jobs.specs[i].gres),
             }
         })
         .collect();

@@ -45,12 +45,13 @@ impl TraceJob {
     /// What it asks of each node's generic resources, by the config's
     /// `[[workload.gres]]` rules.
     pub fn gres(&self, config: &controller::config::Cluster) -> Vec<(String, u32)> {
-        controller::gres::for_trace_job(
-            &config.trace_gres,
-            self.queue,
-            self.partition,
-            self.profile.as_deref(),
-        )
+        let key = controller::gres::TraceJobKey {
+            id: self.trace_id,
+            queue: self.queue,
+            partition: self.partition,
+            profile: self.profile.as_deref(),
+        };
+        controller::gres::for_trace_job(&config.trace_gres, &key)
     }
 }
 
