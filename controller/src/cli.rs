@@ -149,6 +149,17 @@ pub enum Command {
     Repair { nodes: String },
     /// Cancel every job, stop the agents and the controller.
     Shutdown,
+    /// Start the agents on their hosts over ssh (`[[agents.host]]`
+    /// addresses): copy the binaries and the secret into `[agents]
+    /// deploy_dir`, start one agent per host, wait until every node is
+    /// registered, and print a table host by host. Hosts already up with
+    /// this build and these nodes are left alone; exit 1 if some host
+    /// failed (each named on standard error).
+    Deploy(crate::deploy::Args),
+    /// Stop the agents deploy started (SIGTERM, SIGKILL after
+    /// kill_grace_ms), check that no job process is left, and remove
+    /// their directories; exit 1 if some host failed.
+    Undeploy(crate::deploy::UndeployArgs),
     /// Nodeset notation, as ClusterShell's `nodeset`.
     Nodeset(NodesetArgs),
     /// The scheduling policies a config can name (`[controller] policy`).
@@ -342,6 +353,21 @@ pub async fn run(
             .await?;
             Ok(Outcome::Ok)
         }
+        Command::Deploy(a) => {
+            let config = load(&cli)?;
+            let addr = client::address(&config, cli.addr.as_deref());
+            let all_up = crate::deploy::deploy(&config, a, &addr).await?;
+            Ok(if all_up {
+                Outcome::Ok
+            } else {
+                Outcome::Refused
+            })
+        }
+        Command::Undeploy(a) => {
+            let config = load(&cli)?;
+            let clean = crate::deploy::undeploy(&config, a).await?;
+            Ok(if clean { Outcome::Ok } else { Outcome::Refused })
+        }
         _ => client_command(&cli, &shutdown).await,
     }
 }
@@ -369,6 +395,7 @@ async fn client_command(cli: &Cli, shutdown: &CancellationToken) -> Result<Outco
         Command::Cancel(a) => Request::Cancel(a.ids.clone()),
         Command::Wait { ids } => return wait(ids, &addr, &secret, shutdown).await,
         Command::Records { ids } => return records(ids, &addr, &secret).await,
+        Command::Deploy(_) | Command::Undeploy(_) => unreachable_command()?,
         Command::Suspend { ids } => Request::Suspend(ids.clone()),
         Command::Resume { ids } => Request::Resume(ids.clone()),
         Command::Drain { nodes, reason } => Request::Drain {

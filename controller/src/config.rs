@@ -88,6 +88,12 @@ struct AgentsSection {
     heartbeat_timeout_ms: Option<u64>,
     #[serde(default)]
     host: Vec<HostSection>,
+    /// `controller deploy`: see [`crate::deploy::Settings`].
+    deploy_dir: Option<String>,
+    ssh_options: Option<String>,
+    controller_address: Option<String>,
+    fanout: Option<usize>,
+    clush: Option<bool>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -95,6 +101,8 @@ struct AgentsSection {
 struct HostSection {
     name: String,
     nodes: String,
+    /// Where `controller deploy` reaches it: an ssh destination.
+    address: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -186,6 +194,8 @@ pub struct PartitionDef {
 pub struct HostDef {
     pub name: String,
     pub nodes: Vec<usize>,
+    /// Its ssh destination (`root@vm03`, `vm03`), for `controller deploy`.
+    pub address: Option<String>,
 }
 
 /// Longest duration a config may give (a week): longer ones are typing
@@ -238,6 +248,8 @@ pub struct Cluster {
     pub kinds: gres::Kinds,
     /// `[[workload.gres]]`: what replayed trace jobs ask of them.
     pub trace_gres: Vec<gres::TraceRule>,
+    /// How `controller deploy` starts agents on their hosts.
+    pub deploy: crate::deploy::Settings,
 }
 
 impl Cluster {
@@ -421,9 +433,13 @@ impl Cluster {
 
         let mut hosts = Vec::new();
         for h in &file.agents.host {
+            if hosts.iter().any(|o: &HostDef| o.name == h.name) {
+                bail!("{name}: agents.host {} is defined twice", h.name);
+            }
             hosts.push(HostDef {
                 name: h.name.clone(),
                 nodes: resolve(&format!("agents.host {}", h.name), &h.nodes)?,
+                address: h.address.clone(),
             });
         }
         let mut seen = vec![false; nodes.len()];
@@ -438,6 +454,7 @@ impl Cluster {
             hosts.push(HostDef {
                 name: "local".into(),
                 nodes: (0..nodes.len()).collect(),
+                address: None,
             });
         }
 
@@ -586,16 +603,28 @@ impl Cluster {
         }
         let trace_gres =
             gres::trace_rules(&file.workload.gres, &kinds).map_err(|e| anyhow!("{name}: {e}"))?;
+        let listen = c
+            .listen
+            .clone()
+            .unwrap_or_else(|| formats::wire::DEFAULT_ADDR.into());
+        let deploy = crate::deploy::Settings::new(
+            a.deploy_dir.clone(),
+            a.ssh_options.as_deref(),
+            a.controller_address.clone(),
+            a.fanout,
+            a.clush,
+            &controllers,
+            &listen,
+        )
+        .map_err(|e| anyhow!("{name}: {e}"))?;
         Ok(Cluster {
             source: path.to_path_buf(),
             kinds,
             trace_gres,
+            deploy,
             controllers,
             takeover_timeout,
-            listen: c
-                .listen
-                .clone()
-                .unwrap_or_else(|| formats::wire::DEFAULT_ADDR.into()),
+            listen,
             secret_file: c
                 .secret_file
                 .clone()

@@ -41,6 +41,7 @@ pub mod client;
 pub mod config;
 pub mod connection;
 pub mod core;
+pub mod deploy;
 pub mod detach;
 pub mod gres;
 pub mod journal;

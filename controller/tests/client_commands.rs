@@ -262,7 +262,10 @@ fn submit_after_waits_for_other_jobs_to_be_over() {
     let gap = c.record(b[0]).submit as f64 / 1e9 - ended;
     // The queue's instants are f64 seconds since the epoch: about 0.2 µs
     // apart at this date, so "0.5 s" may read a hair under.
-    assert!((0.5 - 1e-6..0.5 + 0.2).contains(&gap), "submitted {gap} s after");
+    assert!(
+        (0.5 - 1e-6..0.5 + 0.2).contains(&gap),
+        "submitted {gap} s after"
+    );
 
     // Waiting for a job that does not exist is refused, naming it.
     for (args, needle) in [
