@@ -23,6 +23,8 @@
 # nothing but sshd runs in any host's namespaces.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=scripts/lib/bridge.sh
+source scripts/lib/bridge.sh
 [ "$(id -u)" -eq 0 ] || { echo "deploy-check: needs root (namespaces, sshd)" >&2; exit 2; }
 command -v ip >/dev/null || { echo "deploy-check: needs iproute2" >&2; exit 2; }
 if [ ! -x /usr/sbin/sshd ]; then
@@ -54,19 +56,7 @@ cleanup() {
 trap cleanup EXIT
 fail() { echo "deploy-check: FAILED: $*" >&2; KEEP=1; exit 1; }
 
-ip netns add "$p-sw"
-ip -n "$p-sw" link add br0 type bridge
-ip -n "$p-sw" link set br0 up
-for n in ct h1 h2 h3; do
-  ip netns add "$p-$n"
-  ip -n "$p-$n" link set lo up
-  ip link add "$p-$n" type veth peer name "$p-$n-sw"
-  ip link set "$p-$n" netns "$p-$n"
-  ip link set "$p-$n-sw" netns "$p-sw"
-  ip -n "$p-sw" link set "$p-$n-sw" master br0 up
-  ip -n "$p-$n" addr add "${ip[$n]}/24" dev "$p-$n"
-  ip -n "$p-$n" link set "$p-$n" up
-done
+bridge_up "$p" "ct=${ip[ct]}" "h1=${ip[h1]}" "h2=${ip[h2]}" "h3=${ip[h3]}"
 
 # The test's key, and sshd's host key.
 ssh-keygen -q -t ed25519 -N '' -f "$tmp/key"

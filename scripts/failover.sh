@@ -28,6 +28,8 @@
 # sets the primary's port on the bridge down: packets vanish both ways.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=scripts/lib/bridge.sh
+source scripts/lib/bridge.sh
 [ "$(id -u)" -eq 0 ] || { echo "failover: needs root (network namespaces)" >&2; exit 2; }
 command -v ip >/dev/null || { echo "failover: needs iproute2 (apt install iproute2)" >&2; exit 2; }
 scenarios=("$@")
@@ -66,19 +68,9 @@ trap cleanup EXIT
 fail() { echo "failover: FAILED ($scenario): $*" >&2; echo "logs in $tmp" >&2; KEEP=1; exit 1; }
 
 net_up() {
-  ip netns add "$p-sw"
-  ip -n "$p-sw" link add br0 type bridge
-  ip -n "$p-sw" link set br0 up
-  for n in c1 c2 h1 h2 h3 cl; do
-    ip netns add "$p-$n"
-    ip -n "$p-$n" link set lo up
-    ip link add "$p-$n" type veth peer name "$p-$n-sw"
-    ip link set "$p-$n" netns "$p-$n"
-    ip link set "$p-$n-sw" netns "$p-sw"
-    ip -n "$p-sw" link set "$p-$n-sw" master br0 up
-    ip -n "$p-$n" addr add "${ip[$n]}/24" dev "$p-$n"
-    ip -n "$p-$n" link set "$p-$n" up
-  done
+  local n hosts=()
+  for n in c1 c2 h1 h2 h3 cl; do hosts+=("$n=${ip[$n]}"); done
+  bridge_up "$p" "${hosts[@]}"
 }
 cut() { ip -n "$p-sw" link set "$p-$1-sw" down; }
 mend() { ip -n "$p-sw" link set "$p-$1-sw" up; }

@@ -142,36 +142,13 @@ impl Ssh {
     /// it failed (ssh's own complaint, or the script's last words).
     pub async fn run(&self, dest: &str, script: &str) -> Outcome {
         let _turn = self.fanout.acquire().await.map_err(|e| e.to_string())?;
-        let line = self.run_line(dest);
-        let mut cmd = Command::new(&line[0]);
-        cmd.args(&line[1..])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true);
-        let mut child = cmd
-            .spawn()
-            .map_err(|e| format!("cannot run {}: {e}", line[0]))?;
-        if let Some(mut stdin) = child.stdin.take() {
-            // A host that closed the connection already says why on stderr.
-            let _ = stdin.write_all(script.as_bytes()).await;
-        }
-        finish(child, &line[0]).await
+        execute(&self.run_line(dest), Some(script)).await
     }
 
     /// Copies local files `from` into `dest:to`, keeping their modes.
     pub async fn copy(&self, from: &[&Path], dest: &str, to: &str) -> Outcome {
         let _turn = self.fanout.acquire().await.map_err(|e| e.to_string())?;
-        let line = self.scp_line(from, dest, to);
-        let child = Command::new(&line[0])
-            .args(&line[1..])
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .map_err(|e| format!("cannot run {}: {e}", line[0]))?;
-        finish(child, &line[0]).await
+        execute(&self.scp_line(from, dest, to), None).await
     }
 
     /// Copies `dest:from` to the local file `to`.
@@ -180,23 +157,14 @@ impl Ssh {
             return self.clush_fetch(dest, from, to).await;
         }
         let _turn = self.fanout.acquire().await.map_err(|e| e.to_string())?;
-        let child = Command::new("scp")
-            .args(["-q", "-p"])
-            .args(BATCH)
-            .args(self.scp_options())
-            .arg(format!("{dest}:{from}"))
-            .arg(to)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .map_err(|e| format!("cannot run scp: {e}"))?;
-        finish(child, "scp").await
+        let mut line = vec!["scp".to_string(), "-q".into(), "-p".into()];
+        line.extend(BATCH.iter().map(|s| s.to_string()));
+        line.extend(self.scp_options());
+        line.push(format!("{dest}:{from}"));
+        line.push(to.display().to_string());
+        execute(&line, None).await
     }
-}
 
-impl Ssh {
     /// `clush --rcopy` names the copy `FILE.HOST` in a directory: it is
     /// fetched into one beside `to`, then renamed.
     async fn clush_fetch(&self, dest: &str, from: &str, to: &Path) -> Outcome {
@@ -204,19 +172,11 @@ impl Ssh {
         std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         let out = {
             let _turn = self.fanout.acquire().await.map_err(|e| e.to_string())?;
-            let mut args = self.clush_args(dest);
-            args.push("--rcopy".into());
-            args.push(from.to_string());
-            args.push(format!("--dest={}", dir.display()));
-            let child = Command::new(&args[0])
-                .args(&args[1..])
-                .stdin(Stdio::null())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .kill_on_drop(true)
-                .spawn()
-                .map_err(|e| format!("cannot run clush: {e}"))?;
-            finish(child, "clush").await
+            let mut line = self.clush_args(dest);
+            line.push("--rcopy".into());
+            line.push(from.to_string());
+            line.push(format!("--dest={}", dir.display()));
+            execute(&line, None).await
         };
         let got = std::fs::read_dir(&dir)
             .ok()
@@ -231,6 +191,28 @@ impl Ssh {
         let _ = std::fs::remove_dir_all(&dir);
         moved.map(|()| String::new())
     }
+}
+
+/// Runs `line` (the program, then its arguments), `input` on its
+/// standard input; what it printed, or why it failed.
+async fn execute(line: &[String], input: Option<&str>) -> Outcome {
+    let mut child = Command::new(&line[0])
+        .args(&line[1..])
+        .stdin(if input.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| format!("cannot run {}: {e}", line[0]))?;
+    if let (Some(mut stdin), Some(text)) = (child.stdin.take(), input) {
+        // A host that closed the connection already says why on stderr.
+        let _ = stdin.write_all(text.as_bytes()).await;
+    }
+    finish(child, &line[0]).await
 }
 
 async fn finish(child: tokio::process::Child, what: &str) -> Outcome {
