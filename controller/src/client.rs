@@ -50,6 +50,10 @@ pub fn secret(config: &Cluster, flag: Option<&Path>) -> Result<Vec<u8>> {
 /// leads before it gives up: a takeover takes seconds.
 const PATIENCE: Duration = Duration::from_secs(60);
 
+/// How long a controller that accepted a connection may take to answer
+/// its handshake, or a question a client asks to find the leader.
+const HANDSHAKE: Duration = Duration::from_secs(2);
+
 /// An authenticated client connection, for many requests in a row, to
 /// whichever controller of a list leads. A backup's answer names its
 /// primary, and the session moves there; a lost connection sends it round
@@ -72,8 +76,16 @@ async fn open_one(addr: &str, secret: &[u8]) -> Result<Conn<TcpStream>> {
         .with_context(|| format!("cannot reach the controller at {addr}"))?;
     stream.set_nodelay(true)?;
     let mut conn = Conn::new(stream);
-    wire::connect(&mut conn, secret, Role::Client)
+    // The kernel of a host that hangs still accepts the connection;
+    // nothing answers the handshake.
+    tokio::time::timeout(HANDSHAKE, wire::connect(&mut conn, secret, Role::Client))
         .await
+        .map_err(|_| {
+            anyhow!(
+                "controller {addr}: accepted the connection, but no answer in {} s",
+                HANDSHAKE.as_secs()
+            )
+        })?
         .map_err(|e| anyhow!("controller {addr}: {e}"))?;
     Ok(conn)
 }
@@ -113,7 +125,22 @@ impl Session {
     pub async fn call(&mut self, req: &Request) -> Result<Response> {
         let deadline = Instant::now() + PATIENCE;
         loop {
-            match self.call_here(req).await {
+            let answer = if self.addrs.len() > 1 {
+                match self.call_watching(req).await {
+                    Answer::Here(r) => r,
+                    Answer::LeaderElsewhere(hint) => {
+                        warn!(
+                            "controller {} does not answer and {} leads: asking it",
+                            self.addrs[self.at], self.addrs[hint]
+                        );
+                        self.move_on(Some(hint), deadline).await?;
+                        continue;
+                    }
+                }
+            } else {
+                self.call_here(req).await
+            };
+            match answer {
                 // A backup acted on nothing: the request goes to the
                 // primary it names, or round the list.
                 Ok(Response::NotPrimary(primary))
@@ -153,7 +180,9 @@ impl Session {
             return Ok(());
         }
         // A controller that does not answer: `call` goes round the list.
-        let Ok(Response::Stats(s)) = self.call_here(&Request::Stats).await else {
+        let Ok(Ok(Response::Stats(s))) =
+            tokio::time::timeout(HANDSHAKE, self.call_here(&Request::Stats)).await
+        else {
             return Ok(());
         };
         let r = &s.replication;
@@ -190,16 +219,77 @@ impl Session {
     }
 
     async fn call_here(&mut self, req: &Request) -> Result<Response> {
-        let addr = &self.addrs[self.at];
-        self.conn
-            .send(req)
-            .await
-            .map_err(|e| anyhow!("controller {addr}: {e}"))?;
-        self.conn
-            .recv::<Response>()
-            .await
-            .map_err(|e| anyhow!("controller {addr}: {e}"))
+        exchange(&mut self.conn, &self.addrs[self.at], req).await
     }
+
+    /// The call, while looking every [`WATCH`] at the other controllers
+    /// of the list: a controller whose host hangs still has the
+    /// connection accepted by its kernel, and would hold the answer for
+    /// ever. An answer may rightly take long (a submission waiting for
+    /// room), so silence alone is no reason to leave: another controller
+    /// that leads is.
+    async fn call_watching(&mut self, req: &Request) -> Answer {
+        let others: Vec<(usize, String)> = self
+            .addrs
+            .iter()
+            .enumerate()
+            .filter(|&(i, _)| i != self.at)
+            .map(|(i, a)| (i, a.clone()))
+            .collect();
+        let secret = self.secret.clone();
+        let addr = self.addrs[self.at].clone();
+        let call = exchange(&mut self.conn, &addr, req);
+        tokio::pin!(call);
+        let mut watch = tokio::time::interval_at(tokio::time::Instant::now() + WATCH, WATCH);
+        loop {
+            tokio::select! {
+                r = &mut call => return Answer::Here(r),
+                _ = watch.tick() => {
+                    for (i, other) in &others {
+                        if leads(other, &secret).await {
+                            return Answer::LeaderElsewhere(*i);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// How often a client with several controllers, waiting for an answer,
+/// looks at the others.
+const WATCH: Duration = Duration::from_secs(2);
+
+enum Answer {
+    Here(Result<Response>),
+    /// The controller asked has not answered, and this one of the list
+    /// leads.
+    LeaderElsewhere(usize),
+}
+
+async fn exchange(conn: &mut Conn<TcpStream>, addr: &str, req: &Request) -> Result<Response> {
+    conn.send(req)
+        .await
+        .map_err(|e| anyhow!("controller {addr}: {e}"))?;
+    conn.recv::<Response>()
+        .await
+        .map_err(|e| anyhow!("controller {addr}: {e}"))
+}
+
+/// Whether the controller at `addr` answers, within a second, that it
+/// is the primary.
+async fn leads(addr: &str, secret: &[u8]) -> bool {
+    let ask = async {
+        let mut conn = open_one(addr, secret).await.ok()?;
+        match exchange(&mut conn, addr, &Request::Stats).await.ok()? {
+            Response::Stats(s) => Some(s.replication.role == "primary"),
+            _ => None,
+        }
+    };
+    matches!(
+        tokio::time::timeout(Duration::from_secs(1), ask).await,
+        Ok(Some(true))
+    )
 }
 
 /// One request, one response.
