@@ -258,7 +258,7 @@ impl Session {
 
 /// How often a client with several controllers, waiting for an answer,
 /// looks at the others.
-const WATCH: Duration = Duration::from_secs(2);
+const WATCH: Duration = Duration::from_secs(1);
 
 enum Answer {
     Here(Result<Response>),
