@@ -134,6 +134,14 @@ grep -q "scp .*agent .*sigsleep root@${ip[h1]}:$tmp/remote/clemu/bin/" "$tmp/dry
 grep -q -- "--nodes 'vn\[069-102\]'" "$tmp/dry-run.txt" || fail "the dry run does not show h3's agent"
 ssh_to h1 "test ! -e $tmp/remote/clemu" || fail "the dry run touched h1"
 echo "1. deploy --dry-run: $(grep -c '^#' "$tmp/dry-run.txt") hosts planned, nothing touched"
+# A directory deploy did not make is neither written into nor removed.
+ssh_to h1 "mkdir -p $tmp/remote/theirs && echo keep > $tmp/remote/theirs/data"
+sed "s|^deploy_dir = .*|deploy_dir = \"$tmp/remote/theirs\"|" "$tmp/cluster.toml" > "$tmp/theirs.toml"
+if ip netns exec "$p-ct" "$bin/controller" --config "$tmp/theirs.toml" deploy --hosts h1 \
+  > /dev/null 2> "$tmp/theirs.err"; then fail "deploy wrote into a directory it did not make"; fi
+grep -q "deploy did not make it" "$tmp/theirs.err" || fail "$(cat "$tmp/theirs.err")"
+[ "$(ssh_to h1 "ls $tmp/remote/theirs")" = data ] || fail "deploy touched a directory it did not make"
+echo "   a directory deploy did not make: refused, untouched"
 
 # 2. h3 unreachable: named on one line; the other two come up.
 set +e

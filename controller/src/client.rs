@@ -179,11 +179,13 @@ impl Session {
         if self.addrs.len() < 2 {
             return Ok(());
         }
-        // A controller that does not answer: `call` goes round the list.
-        let Ok(Ok(Response::Stats(s))) =
-            tokio::time::timeout(HANDSHAKE, self.call_here(&Request::Stats)).await
-        else {
-            return Ok(());
+        let s = match tokio::time::timeout(HANDSHAKE, self.call_here(&Request::Stats)).await {
+            Ok(Ok(Response::Stats(s))) => s,
+            Ok(Ok(_)) => return Ok(()),
+            // No answer in time, or none at all: the connection may yet
+            // carry that answer, which must not be read as the next one's.
+            // A fresh connection (to it again, else round the list).
+            _ => return self.move_on(Some(self.at), Instant::now() + PATIENCE).await,
         };
         let r = &s.replication;
         if r.role != "backup" || r.primary.is_empty() || r.primary == r.address {

@@ -255,11 +255,16 @@ impl Cluster {
             }
             let held = std::mem::take(&mut job.alloc);
             // The devices go back with the nodes (once: a job released
-            // holds none); the job keeps their list, for its history.
+            // holds none), only those the node has; the job keeps their
+            // list, for its history.
             if !held.is_empty() {
                 for (n, devices) in &job.devices {
                     if let Some(free) = self.device_free.get_mut(*n) {
-                        gres::give(free, devices);
+                        let mut back = gres::all_free(&self.config.nodes[*n].devices);
+                        for (b, d) in back.iter_mut().zip(devices) {
+                            *b &= d;
+                        }
+                        gres::give(free, &back);
                     }
                 }
             }

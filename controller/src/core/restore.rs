@@ -337,7 +337,9 @@ impl Cluster {
 
     /// The devices of a journaled start, by node index; `None`, with a
     /// warning, if one of its nodes or kinds is no longer in the
-    /// configuration.
+    /// configuration, a node has fewer devices now than the job held, or
+    /// another restored job holds one of them: a device is never invented
+    /// or given twice.
     fn devices_of(&self, id: u64, text: &str) -> Option<Vec<(usize, crate::gres::Masks)>> {
         let list = match formats::record::Devices::parse_list(text) {
             Ok(l) => l,
@@ -355,6 +357,11 @@ impl Cluster {
                 warn!(job = id, node = %d.node, kind = %d.kind, "job not restored: its devices are gone");
                 return None;
             };
+            let has = u32::from(self.config.nodes[n].devices[k]);
+            if d.ids.iter().any(|&i| i >= has) {
+                warn!(job = id, node = %d.node, kind = %d.kind, has, "job not restored: its node now has fewer devices than it held");
+                return None;
+            }
             match out.iter_mut().find(|(m, _)| *m == n) {
                 Some((_, masks)) => masks[k] |= crate::gres::mask_of(&d.ids),
                 None => {
@@ -363,6 +370,18 @@ impl Cluster {
                     out.push((n, masks));
                 }
             }
+        }
+        let taken = out.iter().any(|(n, held)| {
+            self.device_free
+                .get(*n)
+                .is_none_or(|free| !crate::gres::all_in(free, held))
+        });
+        if taken {
+            warn!(
+                job = id,
+                "job not restored: another restored job holds its devices"
+            );
+            return None;
         }
         Some(out)
     }

@@ -1268,3 +1268,213 @@ fn a_restart_gives_back_the_same_devices() {
         }
     }
 }
+
+/// A restart under a config whose node has fewer devices than a job held
+/// does not restore that job (and invents no device when it would end).
+#[test]
+fn a_restart_with_fewer_devices_drops_the_job_that_held_more() {
+    let cfg4 = "[[nodes]]\nnames = \"vn1\"\ncpus = 8\nmemory = \"8G\"\ngpus = 4\n";
+    let mk = |text: &str| {
+        let cfg = config::Cluster::from_str(text, std::path::Path::new("/tmp/t.toml")).unwrap();
+        Cluster::new(Arc::new(cfg))
+    };
+    let mut c = mk(cfg4);
+    up(&mut c, 7, "h", "vn1", &[]).unwrap();
+    let mut out = Recorder::default();
+    let ids = c
+        .submit(
+            vec![
+                gpu_spec(1, 1),
+                gpu_spec(1, 1),
+                gpu_spec(1, 1),
+                gpu_spec(1, 1),
+            ],
+            0,
+            at(0),
+            &mut out,
+        )
+        .unwrap();
+    pass(&mut c, &mut out);
+    for &id in &ids[..3] {
+        c.job_ended(7, id, Exit::Code(0), at(1), &mut out);
+    }
+    assert_eq!(c.devices_text(&c.jobs[&ids[3]].devices), "vn1:gpu=3");
+    // Restart with the node now declared with 2 GPUs.
+    let cfg2 = config::Cluster::from_str(
+        "[[nodes]]\nnames = \"vn1\"\ncpus = 8\nmemory = \"8G\"\ngpus = 2\n",
+        std::path::Path::new("/tmp/t.toml"),
+    )
+    .unwrap();
+    let mut r = Cluster::restore(
+        Arc::new(cfg2),
+        Recovered {
+            snapshot: Default::default(),
+            entries: out.1.clone(),
+        },
+        at(2),
+    );
+    assert!(
+        !r.jobs.contains_key(&ids[3]),
+        "it held GPU 3 of a node that has 2"
+    );
+    let mut out2 = Recorder::default();
+    up(&mut r, 8, "h", "vn1", &[(ids[3], Held::Running)]).unwrap_or_default();
+    r.job_ended(8, ids[3], Exit::Code(0), at(3), &mut out2);
+    assert_eq!(crate::gres::count(&r.device_free[0])[0], 2);
+}
+
+/// Random starts, ends, cancels, suspensions and resumptions by hand, gang
+/// slices, preemption, node failures and repairs, restarts: no device is
+/// ever held twice, held and free make every device of a node, and each
+/// job holds what it asked on each of its nodes.
+#[test]
+fn devices_are_never_held_twice_whatever_happens() {
+    let text = "[controller]\npreemption = \"suspend\"\n\
+        [[nodes]]\nnames = \"vn[1-4]\"\ncpus = 4\nmemory = \"8G\"\ngpus = 2\nresources = { fpga = 1 }\n\
+        [[nodes]]\nnames = \"vn[5-6]\"\ncpus = 4\nmemory = \"8G\"\n\
+        [[partitions]]\nname = \"gang\"\noversubscribe = 2\ntime_slice_s = 1\ndefault = true\n\
+        [[partitions]]\nname = \"low\"\npriority = 1\nnodes = \"vn[1-6]\"\n\
+        [[partitions]]\nname = \"high\"\npriority = 10\nnodes = \"vn[1-6]\"\non_node_fail = \"requeue\"\n";
+    let cfg =
+        Arc::new(config::Cluster::from_str(text, std::path::Path::new("/tmp/t.toml")).unwrap());
+    let mut seed: u64 = 0x9e37_79b9;
+    let mut rnd = move |n: u64| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed % n.max(1)
+    };
+    for round in 0..40 {
+        let mut c = Cluster::new(Arc::clone(&cfg));
+        up(&mut c, 7, "h", "vn[1-6]", &[]).unwrap();
+        let mut out = Recorder::default();
+        let mut t = 0;
+        for step in 0..400 {
+            t += 1;
+            let now = at(t);
+            match rnd(10) {
+                0..=2 => {
+                    let mut s = spec(1 + rnd(6) as u32);
+                    s.mem_per_cpu_mb = 0;
+                    s.partition = Some(["gang", "low", "high"][rnd(3) as usize].into());
+                    match rnd(3) {
+                        0 => s.gres = vec![("gpu".into(), 1 + rnd(2) as u32)],
+                        1 => s.gres = vec![("gpu".into(), 1), ("fpga".into(), 1)],
+                        _ => {}
+                    }
+                    if s.cores > 4 && !s.gres.is_empty() {
+                        s.cores = 4;
+                    }
+                    let _ = c.submit(vec![s], 0, now, &mut out);
+                }
+                3 | 4 => {
+                    let started: Vec<u64> = c
+                        .jobs
+                        .values()
+                        .filter(|j| !j.alloc.is_empty())
+                        .map(|j| j.id)
+                        .collect();
+                    if !started.is_empty() {
+                        let id = started[rnd(started.len() as u64) as usize];
+                        let exit = if rnd(2) == 0 {
+                            Exit::Code(0)
+                        } else {
+                            Exit::Signal(9)
+                        };
+                        c.job_ended(7, id, exit, now, &mut out);
+                    }
+                }
+                5 => {
+                    let ids: Vec<u64> = c.jobs.keys().copied().collect();
+                    if !ids.is_empty() {
+                        let id = ids[rnd(ids.len() as u64) as usize];
+                        match rnd(3) {
+                            0 => {
+                                c.cancel(&[id], now, &mut out);
+                            }
+                            1 => {
+                                c.suspend(&[id], now, &mut out);
+                            }
+                            _ => {
+                                c.resume(&[id], now, &mut out);
+                            }
+                        }
+                    }
+                }
+                6 => {
+                    let n = 1 + rnd(6);
+                    if rnd(2) == 0 {
+                        let _ = c.fail_nodes(&format!("vn{n}"), "x", now, &mut out);
+                    } else {
+                        let _ = c.repair_nodes(&format!("vn{n}"), &mut out);
+                    }
+                }
+                7 => {
+                    // Restart from the journal: same devices.
+                    let r = Cluster::restore(
+                        Arc::clone(&cfg),
+                        Recovered {
+                            snapshot: Default::default(),
+                            entries: out.1.clone(),
+                        },
+                        now,
+                    );
+                    assert_eq!(
+                        r.device_free, c.device_free,
+                        "round {round} step {step}: restart"
+                    );
+                }
+                _ => pass_at(&mut c, &mut out, now, rnd(2) == 0),
+            }
+            // Invariant.
+            for n in 0..c.nodes.len() {
+                let total = crate::gres::all_free(&c.config.nodes[n].devices);
+                let mut held = crate::gres::Masks::default();
+                for j in c.jobs.values().filter(|j| !j.alloc.is_empty()) {
+                    for (m, d) in &j.devices {
+                        if *m != n {
+                            continue;
+                        }
+                        for k in 0..crate::gres::MAX_KINDS {
+                            assert_eq!(
+                                held[k] & d[k],
+                                0,
+                                "round {round} step {step}: node {n} device held twice"
+                            );
+                            held[k] |= d[k];
+                        }
+                    }
+                    // Asks what it got, on each node it holds.
+                    if crate::gres::any(&j.gres) {
+                        for &(m, _) in &j.alloc {
+                            let got = j
+                                .devices
+                                .iter()
+                                .find(|(x, _)| *x == m)
+                                .map(|(_, d)| crate::gres::count(d))
+                                .unwrap_or_default();
+                            assert_eq!(
+                                got, j.gres,
+                                "round {round} step {step}: job {} on node {m}",
+                                j.id
+                            );
+                        }
+                    }
+                }
+                let free = c.device_free[n];
+                for k in 0..crate::gres::MAX_KINDS {
+                    assert_eq!(
+                        free[k] & held[k],
+                        0,
+                        "round {round} step {step}: node {n} free and held"
+                    );
+                    assert_eq!(
+                        free[k] | held[k],
+                        total[k],
+                        "round {round} step {step}: node {n} lost a device"
+                    );
+                }
+            }
+        }
+    }
+}

@@ -76,9 +76,25 @@ impl Settings {
                 .ok_or_else(|| format!("agents.ssh_options: unbalanced quotes in {s:?}"))?,
         };
         let dir = dir.unwrap_or_else(|| "clemu-agent".into());
-        if dir.is_empty() || dir == "/" || dir.split('/').any(|p| p == "..") {
+        if dir.trim_end_matches('/').is_empty() || dir.split('/').any(|p| p == "..") {
             return Err(format!(
                 "agents.deploy_dir = {dir:?}: give a directory of its own for the agents"
+            ));
+        }
+        // The scripts quote it, scp and clush take it as it is: only
+        // characters both read the same.
+        if dir.starts_with('~') {
+            return Err(format!(
+                "agents.deploy_dir = {dir:?}: a relative path is already under the ssh user's \
+                 home; write it without ~/"
+            ));
+        }
+        if !dir
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_./+@%,".contains(&b))
+        {
+            return Err(format!(
+                "agents.deploy_dir = {dir:?}: letters, digits and - _ . / + @ % , only"
             ));
         }
         Ok(Settings {
@@ -238,18 +254,54 @@ fn targets<'a>(config: &'a Cluster, args: &Args) -> Result<Vec<Target<'a>>> {
     Ok(out)
 }
 
-/// The agent's command line on its host, its paths under `root` (the
-/// script's `"$d"`, the directory made absolute).
-fn agent_command(config: &Cluster, t: &Target<'_>, root: &str) -> String {
+/// The agent's arguments on its host, its paths under `root`, the
+/// directory made absolute: what a running agent's command line is
+/// compared with.
+fn agent_args(config: &Cluster, t: &Target<'_>, root: &str) -> Vec<String> {
     let first = t.host.nodes.first().map(|&n| &config.nodes[n]);
     let (cpus, memory) = first.map_or((1, 0), |n| (n.cpus, n.memory_mb));
-    format!(
-        "{root}/bin/agent --controller {} --nodes {} --cpus {cpus} --memory {memory} --host {} \
-         --secret-file {root}/secret --record-dir {root}/records --sigsleep {root}/bin/sigsleep",
-        quote(&config.deploy.controller_address),
-        quote(&t.nodes),
-        quote(&t.host.name),
-    )
+    vec![
+        format!("{root}/bin/agent"),
+        "--controller".into(),
+        config.deploy.controller_address.clone(),
+        "--nodes".into(),
+        t.nodes.clone(),
+        "--cpus".into(),
+        cpus.to_string(),
+        "--memory".into(),
+        memory.to_string(),
+        "--host".into(),
+        t.host.name.clone(),
+        "--secret-file".into(),
+        format!("{root}/secret"),
+        "--record-dir".into(),
+        format!("{root}/records"),
+        "--sigsleep".into(),
+        format!("{root}/bin/sigsleep"),
+    ]
+}
+
+/// The same, as the start script runs it: `root` a shell word of its own
+/// (the script's `"$d"`), everything else quoted.
+fn agent_command(config: &Cluster, t: &Target<'_>, root: &str) -> String {
+    // A NUL cannot be in a config value: it marks where the root goes.
+    agent_args(config, t, "\0")
+        .iter()
+        .map(|a| match a.split_once('\0') {
+            Some((before, after)) => {
+                let q = |s: &str| {
+                    if s.is_empty() {
+                        String::new()
+                    } else {
+                        quote(s)
+                    }
+                };
+                format!("{}{root}{}", q(before), q(after))
+            }
+            None => quote(a),
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// `key=value` lines, as the scripts print them.
@@ -284,27 +336,34 @@ async fn deploy_steps(
     let dir = &config.deploy.dir;
     let seen = ssh.run(t.address, &scripts::inspect(dir)).await?;
     let f = fields(&seen);
+    if f.get("deployed") == Some(&"yes")
+        && f.get("mark") != Some(&"yes")
+        && f.get("empty") != Some(&"yes")
+    {
+        return Err(format!(
+            "{dir} is there, not empty, and deploy did not make it (no {}): give \
+             agents.deploy_dir a directory of their own",
+            scripts::MARK
+        ));
+    }
     if let Some(pid) = f.get("pid").and_then(|p| p.parse::<u32>().ok()) {
         let sha = f.get("running_sha").copied().unwrap_or("");
-        let args = f.get("running_args").copied().unwrap_or("");
+        let args = f.get("running_args").copied().unwrap_or("").trim();
+        let root = f.get("root").copied().unwrap_or("");
         report.pid = Some(pid);
         report.version = bin.label(sha);
-        let same_nodes = args.contains(&format!(" --nodes {} ", t.nodes));
-        let same_controller = args.contains(&format!(
-            " --controller {} ",
-            config.deploy.controller_address
-        ));
-        return if sha == bin.agent_sha && same_nodes && same_controller {
-            Ok("already up".into())
-        } else if sha != bin.agent_sha {
+        return if sha != bin.agent_sha {
             Err(format!(
                 "runs an agent of another build ({}), pid {pid}: undeploy it first",
                 &sha[..sha.len().min(12)]
             ))
-        } else {
+        } else if args != agent_args(config, t, root).join(" ") {
             Err(format!(
-                "runs an agent for other nodes or another controller, pid {pid}: undeploy it first"
+                "runs an agent started otherwise (other nodes, sizes, host name or controller), \
+                 pid {pid}: undeploy it first"
             ))
+        } else {
+            Ok("already up".into())
         };
     }
     let fresh = |key: &str, sha: &str| f.get(key).copied() != Some(sha);
@@ -651,17 +710,19 @@ async fn undeploy_host(
             "{state}, but job processes are left: pids {left} (their command line names {dir}/bin/sigsleep)"
         ));
     }
-    if let Some(logs) = &args.logs {
+    // A log that cannot be fetched is kept where it is, with the rest.
+    if let (Some(logs), Some(&"yes")) = (&args.logs, f.get("log")) {
         let to = logs.join(format!("{}.log", t.host.name));
         match ssh.fetch(t.address, &format!("{dir}/agent.log"), &to).await {
             Ok(_) => state.push_str(&format!(", log in {}", to.display())),
-            Err(e) if f.get("deployed") == Some(&"no") => {
-                let _ = e;
+            Err(e) => {
+                return Err(format!(
+                    "{state}, but its log could not be fetched ({e}): {dir} left in place"
+                ))
             }
-            Err(e) => return Err(format!("{state}, but its log could not be fetched: {e}")),
         }
     }
-    if !args.keep && f.get("deployed") != Some(&"no") {
+    if !args.keep && f.get("deployed") == Some(&"yes") {
         ssh.run(t.address, &scripts::remove(dir)).await?;
         state.push_str(&format!(", {dir} removed"));
     }
@@ -726,6 +787,9 @@ mod tests {
             ("deploy_dir = \"/\"", "deploy_dir"),
             ("deploy_dir = \"a/../..\"", "deploy_dir"),
             ("ssh_options = \"-o 'ProxyCommand=x\"", "unbalanced quotes"),
+            ("deploy_dir = \"~/clemu\"", "without ~/"),
+            ("deploy_dir = \"my agents\"", "letters, digits"),
+            ("deploy_dir = \"a$(x)\"", "letters, digits"),
         ] {
             let e = Cluster::from_str(
                 &format!("[agents]\n{agents}\n[[nodes]]\nnames = \"n1\"\ncpus = 1\n"),

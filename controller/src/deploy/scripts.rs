@@ -1,6 +1,11 @@
 //! The shell scripts `deploy` and `undeploy` run on an agent host (POSIX
 //! sh, coreutils, procps-free). Each touches only the agents' directory
-//! and prints `key=value` lines for the controller to read.
+//! and prints `key=value` lines for the controller to read. Deploy marks
+//! the directory as its own ([`MARK`]): one it did not make is neither
+//! written into nor removed.
+
+/// The file that says a directory is deploy's.
+pub const MARK: &str = ".clemu-deploy";
 
 use std::time::Duration;
 
@@ -14,11 +19,14 @@ pub fn inspect(dir: &str) -> String {
     format!(
         r#"d={dir}
 if [ -d "$d" ]; then echo deployed=yes; else echo deployed=no; fi
+if [ -f "$d/{MARK}" ]; then echo mark=yes; else echo mark=no; fi
+if [ -d "$d" ] && [ -z "$(ls -A -- "$d")" ]; then echo empty=yes; fi
 p=$d
 while [ ! -d "$p" ]; do p=$(dirname -- "$p"); done
 echo "free_kb=$(df -Pk -- "$p" | awk 'NR==2 {{print $4}}')"
 if [ -d "$d" ]; then
   a=$(cd -- "$d" && pwd)
+  echo "root=$a"
   pid=$(cat "$a/agent.pid" 2>/dev/null)
   if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
     case "$(readlink "/proc/$pid/exe" 2>/dev/null)" in
@@ -39,10 +47,11 @@ exit 0
     )
 }
 
-/// The directory, readable by its owner only (it holds the secret).
+/// The directory, readable by its owner only (it holds the secret), and
+/// marked as deploy's.
 pub fn prepare(dir: &str) -> String {
     let d = quote(dir);
-    format!("mkdir -p -- {d}/bin {d}/records && chmod 700 -- {d}\n")
+    format!("mkdir -p -- {d}/bin {d}/records && chmod 700 -- {d} && touch -- {d}/{MARK}\n")
 }
 
 /// Starts `agent` (a command line whose paths use `$d`, the directory)
@@ -101,6 +110,8 @@ if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
 fi
 rm -f "$a/agent.pid"
 echo "agent=$state"
+if [ -f "$a/agent.log" ]; then echo log=yes; else echo log=no; fi
+if [ -f "$a/{MARK}" ]; then echo mark=yes; else echo mark=no; fi
 sleep 0.2
 left=
 for p in /proc/[0-9]*; do
@@ -114,7 +125,11 @@ echo "left=$left"
     )
 }
 
-/// Removes the directory, and with it everything deploy put there.
+/// Removes the directory, and with it everything deploy put there; one
+/// without deploy's mark is left alone.
 pub fn remove(dir: &str) -> String {
-    format!("rm -rf -- {}\n", quote(dir))
+    let d = quote(dir);
+    format!(
+        "if [ -f {d}/{MARK} ]; then rm -rf -- {d}; else echo \"{dir} has no {MARK}: deploy did not make it; left alone\"; exit 1; fi\n"
+    )
 }
