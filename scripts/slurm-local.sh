@@ -4,8 +4,11 @@
 # socket, slurmctld, and one slurmd per node (Slurm's multiple-slurmd
 # mode, each node on its own port).
 #
-#   scripts/slurm-local.sh up N CPUS [--suspend SLICE]
+#   scripts/slurm-local.sh up N CPUS [--suspend SLICE] [--backup TIMEOUT]
 #                                        start it; prints what to source
+#   scripts/slurm-local.sh ctld NAME     (with --backup) start controller
+#                                        NAME again: slurmprimary or
+#                                        slurmbackup
 #   scripts/slurm-local.sh down          stop every daemon it started, by PID
 #   scripts/slurm-local.sh status        the daemons' PIDs and sinfo
 #   scripts/slurm-local.sh leftovers     PIDs of anything of it still alive
@@ -25,6 +28,13 @@
 # 5); `urgent` (the first half of the nodes) has the higher priority tier and
 # suspends batch jobs where it needs their cores. Slurm suspends with
 # SIGTSTP, then SIGSTOP 2 s later, and resumes with SIGCONT.
+#
+# --backup TIMEOUT adds Slurm's backup controller: two SlurmctldHost lines,
+# slurmprimary (127.0.0.1) and slurmbackup (127.0.0.2), SlurmctldTimeout =
+# TIMEOUT, one StateSaveLocation. slurmctld knows which one it is by its
+# host name, so each runs in a UTS and mount namespace of its own: its
+# host name, an /etc/hosts that names both, and its own run/ and log/
+# (ctl-NAME/ under the directory; the pid file's path is one for both).
 set -euo pipefail
 dir=${SLURM_LOCAL_DIR:-/tmp/clemu-slurm-$(id -u)}
 conf=$dir/etc/slurm.conf
@@ -45,22 +55,30 @@ install() {
 # The PIDs this cluster's daemons wrote.
 pids() {
   local f
-  for f in "$dir"/run/*.pid; do
+  for f in "$dir"/run/*.pid "$dir"/ctl-*/run/*.pid; do
     [ -f "$f" ] || continue
     local p
     p=$(cat "$f" 2>/dev/null || true)
     [ -n "$p" ] && kill -0 "$p" 2>/dev/null && echo "$p"
   done
+  # A stale last file (a daemon killed) is no failure.
+  return 0
 }
 
-write_conf() { # nodes cpus slice (empty: no suspension)
-  local n=$1 cpus=$2 slice=${3:-}
+write_conf() { # nodes cpus slice (empty: no suspension) backup-timeout (empty: none)
+  local n=$1 cpus=$2 slice=${3:-} backup=${4:-}
   mkdir -p "$dir"/{etc,log,run,state,spool,munge}
   chmod 700 "$dir/munge"
   {
     echo "# Written by scripts/slurm-local.sh: $n nodes of $cpus cores on this host."
     echo "ClusterName=clemu"
-    echo "SlurmctldHost=localhost(127.0.0.1)"
+    if [ -n "$backup" ]; then
+      echo "SlurmctldHost=slurmprimary(127.0.0.1)"
+      echo "SlurmctldHost=slurmbackup(127.0.0.2)"
+      echo "SlurmctldTimeout=$backup"
+    else
+      echo "SlurmctldHost=localhost(127.0.0.1)"
+    fi
     echo "SlurmctldPort=$base_port"
     echo "AuthType=auth/munge"
     echo "AuthInfo=socket=$dir/munge/munge.socket"
@@ -104,20 +122,40 @@ write_conf() { # nodes cpus slice (empty: no suspension)
   echo "export SLURM_CONF=$conf" > "$dir/env"
 }
 
+# Controller NAME of a cluster with --backup, in its namespaces.
+ctld() {
+  local name=$1
+  mkdir -p "$dir/ctl-$name/run" "$dir/ctl-$name/log"
+  unshare --uts --mount --propagation private sh -c "
+    mount --bind '$dir/etc/hosts' /etc/hosts &&
+    mount --bind '$dir/ctl-$name/run' '$dir/run' &&
+    mount --bind '$dir/ctl-$name/log' '$dir/log' &&
+    hostname $name &&
+    exec slurmctld -i -f '$conf'"
+}
+
 up() {
-  local n=${1:-} cpus=${2:-} slice=
-  local usage="usage: slurm-local.sh up N CPUS [--suspend SLICE]"
+  local n=${1:-} cpus=${2:-} slice= backup=
+  local usage="usage: slurm-local.sh up N CPUS [--suspend SLICE] [--backup TIMEOUT]"
   [[ "$n" =~ ^[0-9]+$ && "$n" -ge 1 ]] || die "$usage"
   [[ "$cpus" =~ ^[0-9]+$ && "$cpus" -ge 1 ]] || die "$usage"
-  if [ $# -gt 2 ]; then
-    [ "${3:-}" = --suspend ] && [[ "${4:-}" =~ ^[0-9]+$ ]] && [ "${4:-0}" -ge 5 ] \
-      || die "$usage (SLICE: whole seconds, at least 5)"
-    slice=$4
-  fi
+  shift 2
+  while [ $# -gt 0 ]; do
+    case $1 in
+      --suspend)
+        [[ "${2:-}" =~ ^[0-9]+$ ]] && [ "${2:-0}" -ge 5 ] || die "$usage (SLICE: whole seconds, at least 5)"
+        slice=$2 ;;
+      --backup)
+        [[ "${2:-}" =~ ^[0-9]+$ ]] && [ "${2:-0}" -ge 1 ] || die "$usage (TIMEOUT: whole seconds)"
+        backup=$2 ;;
+      *) die "$usage" ;;
+    esac
+    shift 2
+  done
   [ -z "$(pids)" ] || die "a cluster is already up in $dir (slurm-local.sh down first)"
   install
   rm -rf "$dir"
-  write_conf "$n" "$cpus" "$slice"
+  write_conf "$n" "$cpus" "$slice" "$backup"
   export SLURM_CONF=$conf
   local t0=$SECONDS
   # munged with a key and a socket of its own, so that the host's munge (if
@@ -129,7 +167,13 @@ up() {
     --seed-file "$dir/munge/munged.seed"
   for _ in $(seq 50); do [ -S "$dir/munge/munge.socket" ] && break; sleep 0.1; done
   [ -S "$dir/munge/munge.socket" ] || die "munged did not start (see $dir/log/munged.log)"
-  slurmctld -i -f "$conf" || die "slurmctld did not start (see $dir/log/slurmctld.log)"
+  if [ -n "$backup" ]; then
+    { cat /etc/hosts; echo "127.0.0.1 slurmprimary"; echo "127.0.0.2 slurmbackup"; } > "$dir/etc/hosts"
+    ctld slurmprimary || die "slurmctld slurmprimary did not start (see $dir/ctl-slurmprimary/log)"
+    ctld slurmbackup || die "slurmctld slurmbackup did not start (see $dir/ctl-slurmbackup/log)"
+  else
+    slurmctld -i -f "$conf" || die "slurmctld did not start (see $dir/log/slurmctld.log)"
+  fi
   for i in $(seq "$n"); do
     slurmd -f "$conf" -N "node$i" || die "slurmd node$i did not start (see $dir/log/slurmd-node$i.log)"
   done
@@ -221,7 +265,8 @@ status() {
 case ${1:-} in
   up) shift; up "$@" ;;
   down) down ;;
+  ctld) [ -n "${2:-}" ] || die "usage: slurm-local.sh ctld slurmprimary|slurmbackup"; ctld "$2" ;;
   status) status ;;
   leftovers) leftovers ;;
-  *) die "usage: slurm-local.sh up N CPUS [--suspend SLICE] | down | status | leftovers" ;;
+  *) die "usage: slurm-local.sh up N CPUS [--suspend SLICE] [--backup TIMEOUT] | ctld NAME | down | status | leftovers" ;;
 esac
