@@ -14,6 +14,8 @@ use anyhow::{anyhow, bail, Context, Result};
 use formats::nodeset::{self, Groups};
 
 use crate::gres;
+
+mod controllers;
 use serde::Deserialize;
 
 /// The file as written.
@@ -554,53 +556,9 @@ impl Cluster {
         if heartbeat_timeout < 4 * agent.heartbeat {
             bail!("{name}: agents.heartbeat_timeout_ms must be at least 4 heartbeats");
         }
-        let controllers = c.hosts.clone().unwrap_or_default();
-        for (i, addr) in controllers.iter().enumerate() {
-            if controllers[..i].contains(addr) {
-                bail!("{name}: controller.hosts lists {addr} twice");
-            }
-        }
-        if controllers.len() > 2 {
-            bail!(
-                "{name}: controller.hosts lists {} controllers: one primary and one backup are \
-                 supported",
-                controllers.len()
-            );
-        }
-        let takeover_timeout = match c.takeover_timeout_s {
-            None => Duration::from_secs(3),
-            Some(s) if s.is_finite() && s > 0.0 && s <= 3600.0 => Duration::from_secs_f64(s),
-            Some(s) => {
-                bail!("{name}: controller.takeover_timeout_s = {s}: give seconds in (0, 3600]")
-            }
-        };
-        if controllers.len() > 1 && file.agents.host.is_empty() {
-            bail!(
-                "{name}: controller.hosts lists a backup controller: list the agent hosts \
-                 ([[agents.host]]), which witness which controller leads"
-            );
-        }
-        if controllers.len() > 1 && 2 * takeover_timeout >= heartbeat_timeout {
-            bail!(
-                "{name}: controller.takeover_timeout_s ({:.1} s) must be under half of \
-                 agents.heartbeat_timeout_ms ({} ms): agents kill the jobs of a lost controller \
-                 after half that timeout, and a takeover must come first",
-                takeover_timeout.as_secs_f64(),
-                heartbeat_timeout.as_millis()
-            );
-        }
-        if controllers.len() > 1 && c.secret_file.is_none() {
-            bail!(
-                "{name}: controller.hosts lists a backup controller: name the secret_file that \
-                 every controller and agent reads (each controller's state_dir is its own)"
-            );
-        }
-        if controllers.len() > 1 && a.local.unwrap_or(false) {
-            bail!(
-                "{name}: controller.hosts lists a backup controller, but agents.local = true: \
-                 agents in the controller's process die with it; run them on their own hosts"
-            );
-        }
+        let (controllers, takeover_timeout) =
+            controllers::of(c, a, !file.agents.host.is_empty(), heartbeat_timeout)
+                .map_err(|e| anyhow!("{name}: {e}"))?;
         let trace_gres =
             gres::trace_rules(&file.workload.gres, &kinds).map_err(|e| anyhow!("{name}: {e}"))?;
         let listen = c
