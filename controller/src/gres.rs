@@ -116,16 +116,6 @@ impl Kinds {
         }
         Ok(c)
     }
-
-    /// Counts back as (name, count), the kinds asked only.
-    pub fn named(&self, c: &Counts) -> Vec<(String, u32)> {
-        self.0
-            .iter()
-            .zip(c)
-            .filter(|(_, &n)| n > 0)
-            .map(|(name, &n)| (name.clone(), u32::from(n)))
-            .collect()
-    }
 }
 
 /// `[[workload.gres]]` as the config writes it.
@@ -405,10 +395,6 @@ mod tests {
         assert_eq!(
             k.request(&[("nvme".into(), 1), ("gpu".into(), 2)]),
             Ok([2, 0, 1, 0])
-        );
-        assert_eq!(
-            k.named(&[2, 0, 1, 0]),
-            vec![("gpu".into(), 2), ("nvme".into(), 1)]
         );
     }
 
