@@ -295,11 +295,40 @@ async fn launch(ctx: &NodeContext, s: &StartJob) -> std::io::Result<crate::spawn
     ];
     let mut env = Vec::new();
     if !s.devices.is_empty() {
-        args.push("--devices".into());
-        args.push(s.devices.clone());
+        for part in device_args(&s.devices, DEVICES_ARG_MAX) {
+            args.push("--devices".into());
+            args.push(part.to_string());
+        }
         env = visible_devices(&s.devices, &s.node);
     }
     ctx.launcher.spawn(&ctx.sigsleep, &args, &env).await
+}
+
+/// The longest `--devices` argument given to a job. Linux refuses to start
+/// a process with any one argument over 128 KiB (`MAX_ARG_STRLEN`), which
+/// a job on some 7,000 GPU nodes would pass; sigsleep adds up repeated
+/// `--devices`, so a long list goes as several.
+const DEVICES_ARG_MAX: usize = 64 << 10;
+
+/// `devices` (entries joined by `;`) cut between entries into parts of at
+/// most `max` bytes each (an entry longer than that is a part of its own).
+fn device_args(devices: &str, max: usize) -> Vec<&str> {
+    let mut parts = Vec::new();
+    let mut rest = devices.trim_matches(';');
+    while rest.len() > max {
+        // Cut at a ';', an ASCII byte, so always between characters.
+        let b = rest.as_bytes();
+        let cut = match b[..=max].iter().rposition(|&c| c == b';') {
+            Some(i) if i > 0 => i,
+            _ => b.iter().position(|&c| c == b';').unwrap_or(b.len()),
+        };
+        parts.push(&rest[..cut]);
+        rest = rest[(cut + 1).min(rest.len())..].trim_start_matches(';');
+    }
+    if !rest.is_empty() {
+        parts.push(rest);
+    }
+    parts
 }
 
 /// The variables through which a job learns which devices it holds on the
@@ -316,4 +345,36 @@ fn visible_devices(devices: &str, node: &str) -> Vec<(String, String)> {
             (formats::wire::visible_devices_var(&d.kind), ids.join(","))
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_long_device_list_is_cut_between_entries() {
+        let list = "vn1:gpu=0,1;vn2:gpu=0,1;vn3:gpu=0,1";
+        assert_eq!(device_args(list, 100), [list]);
+        // 11 bytes an entry: two fit in 24, the third goes alone.
+        assert_eq!(
+            device_args(list, 24),
+            ["vn1:gpu=0,1;vn2:gpu=0,1", "vn3:gpu=0,1"]
+        );
+        assert_eq!(
+            device_args(list, 11),
+            ["vn1:gpu=0,1", "vn2:gpu=0,1", "vn3:gpu=0,1"]
+        );
+        // An entry longer than the bound is a part of its own.
+        assert_eq!(
+            device_args(list, 5),
+            ["vn1:gpu=0,1", "vn2:gpu=0,1", "vn3:gpu=0,1"]
+        );
+        assert_eq!(device_args(";;vn1:gpu=0;", 3), ["vn1:gpu=0"]);
+        // Put back together, the parts are the list.
+        let long: Vec<String> = (0..9000).map(|i| format!("vn{i:04}:gpu=0,1,2,3")).collect();
+        let long = long.join(";");
+        let parts = device_args(&long, DEVICES_ARG_MAX);
+        assert!(parts.len() > 1 && parts.iter().all(|p| p.len() <= DEVICES_ARG_MAX));
+        assert_eq!(parts.join(";"), long);
+    }
 }

@@ -137,3 +137,24 @@ fn a_job_without_gpus_uses_the_cores_beside_them() {
     assert_eq!(env_of(c.pids(plain[0])[0], "CUDA_VISIBLE_DEVICES"), None);
     c.ok(&["cancel", &gpu[0].to_string(), &plain[0].to_string()]);
 }
+
+#[test]
+fn a_job_on_thousands_of_gpu_nodes_starts_and_records_every_one() {
+    // 8,000 nodes of 4 GPUs: the job's devices, written out, are longer
+    // than the 128 KiB Linux allows one argument of a new process.
+    let dir = tempfile::tempdir().unwrap();
+    let text = config_text(dir.path(), "vn[0001-8000]", 1, true, "") + "gpus = 4\n";
+    let c = Cluster::start_text(dir, &text);
+    let id = c.submit(&["--cores", "8000", "--gpus", "4", "--runtime", "0.5"])[0];
+    let devices = c.job(id)["devices"].as_str().unwrap().len();
+    assert!(devices > 128 << 10, "{devices} bytes of devices");
+    c.ok(&["wait", &id.to_string()]);
+    assert_eq!(c.state(id), "completed", "{}", c.log());
+    let r = c.record(id);
+    assert_eq!(r.devices.len(), 8000);
+    assert!(r
+        .devices
+        .iter()
+        .all(|d| d.kind == "gpu" && d.ids == [0, 1, 2, 3]));
+    assert_eq!(r.devices[7999].node, "vn8000");
+}

@@ -25,7 +25,8 @@ OPTIONS:
     --node NAME           first node of the job [default: this host's name]
     --devices LIST        devices of generic resources the job holds, written
                           in the record: NODE:KIND=ID[,ID...] entries joined
-                          by ';' (vn01:gpu=0,1;vn02:gpu=0,1)
+                          by ';' (vn01:gpu=0,1;vn02:gpu=0,1); given more than
+                          once, the lists add up, in order
     --die-with-parent PID end (SIGKILL, no record) when the launcher PID dies;
                           if it is already gone, exit 1 at once
     --ready-file PATH     once every signal counts, write this process's pid
@@ -139,10 +140,10 @@ pub fn parse(
             }
             Long("submit") => submit = Some(instant("--submit", &text(&mut p)?)?),
             Long("node") => node = Some(text(&mut p)?),
-            Long("devices") => {
-                devices = formats::record::Devices::parse_list(&text(&mut p)?)
-                    .map_err(|e| format!("--devices: {e}"))?;
-            }
+            Long("devices") => devices.extend(
+                formats::record::Devices::parse_list(&text(&mut p)?)
+                    .map_err(|e| format!("--devices: {e}"))?,
+            ),
             Long("die-with-parent") => parent = Some(number("--die-with-parent", &text(&mut p)?)?),
             Long("log") => log = Some(PathBuf::from(p.value().map_err(|e| e.to_string())?)),
             Long("ready-file") => {
@@ -243,6 +244,24 @@ mod tests {
                 ready_file: None,
             })
         );
+    }
+
+    #[test]
+    fn repeated_device_lists_add_up_in_order() {
+        let Ok(Parsed::Run(c)) = run(&[
+            "--runtime",
+            "1",
+            "--log",
+            "x",
+            "--devices",
+            "vn1:gpu=0;vn2:gpu=1",
+            "--devices",
+            "vn3:gpu=0,1",
+        ]) else {
+            panic!("did not parse");
+        };
+        let list = formats::record::Devices::parse_list("vn1:gpu=0;vn2:gpu=1;vn3:gpu=0,1");
+        assert_eq!(c.devices, list.unwrap());
     }
 
     #[test]
