@@ -559,8 +559,8 @@ impl Cluster {
         let (controllers, takeover_timeout) =
             controllers::of(c, a, !file.agents.host.is_empty(), heartbeat_timeout)
                 .map_err(|e| anyhow!("{name}: {e}"))?;
-        let trace_gres =
-            gres::trace_rules(&file.workload.gres, &kinds).map_err(|e| anyhow!("{name}: {e}"))?;
+        let trace_gres = gres::trace_rules(&file.workload.gres, &kinds, &resources)
+            .map_err(|e| anyhow!("{name}: {e}"))?;
         let listen = c
             .listen
             .clone()
@@ -818,6 +818,7 @@ mod tests {
             ("[[nodes]]\nnames = \"vn1\"\ncpus = 1\nresources = { \"Fast-GPU\" = 1 }\n", "not a resource name"),
             ("[[nodes]]\nnames = \"vn1\"\ncpus = 1\ngpus = 65\n", "more than the 64"),
             ("[[nodes]]\nnames = \"vn1\"\ncpus = 1\ngpus = 1\n[[workload.gres]]\nqueue = 2\nresources = { fpga = 1 }\n", "workload.gres[0] asks for fpga"),
+            ("[[nodes]]\nnames = \"vn1\"\ncpus = 1\ngpus = 4\n[[nodes]]\nnames = \"vn2\"\ncpus = 1\ngpus = 2\n[[workload.gres]]\ngpus = 6\n", "workload.gres[0] asks for 6 gpu per node, but no node has more than 4"),
             ("[[nodes]]\nnames = \"vn1\"\ncpus = 1\n[[workload.gres]]\nqueue = 2\ncolour = 1\n", "unknown field"),
             ("[[nodes]]\nnames = \"vn1\"\ncpus = 1\ngpus = 1\n[controller]\npolicy = \"batsim\"\n", "no generic resources (gpu)"),
         ] {

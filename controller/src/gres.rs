@@ -157,8 +157,15 @@ pub fn node_kinds<'a>(
     Ok((Kinds::of(&all)?, all))
 }
 
-/// The config's `[[workload.gres]]` rules, checked against its kinds.
-pub fn trace_rules(sections: &[TraceRuleSection], kinds: &Kinds) -> Result<Vec<TraceRule>, String> {
+/// The config's `[[workload.gres]]` rules, checked against its kinds and
+/// its node groups' resources (`groups`, as [`node_kinds`] gives them): a
+/// rule asking more of a kind than any node has would leave every job it
+/// matches unable to run.
+pub fn trace_rules(
+    sections: &[TraceRuleSection],
+    kinds: &Kinds,
+    groups: &[BTreeMap<String, u32>],
+) -> Result<Vec<TraceRule>, String> {
     sections
         .iter()
         .enumerate()
@@ -170,6 +177,15 @@ pub fn trace_rules(sections: &[TraceRuleSection], kinds: &Kinds) -> Result<Vec<T
             kinds
                 .request(&asks)
                 .map_err(|e| format!("workload.gres[{i}] {e}"))?;
+            for (name, n) in &asks {
+                let most = groups.iter().filter_map(|g| g.get(name)).max();
+                if let Some(most) = most.filter(|&m| n > m) {
+                    return Err(format!(
+                        "workload.gres[{i}] asks for {n} {name} per node, but no node has more \
+                         than {most}"
+                    ));
+                }
+            }
             if r.fraction.is_some_and(|f| !(f > 0.0 && f <= 1.0)) {
                 return Err(format!("workload.gres[{i}].fraction must be in (0, 1]"));
             }
