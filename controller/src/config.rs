@@ -438,6 +438,18 @@ impl Cluster {
             if hosts.iter().any(|o: &HostDef| o.name == h.name) {
                 bail!("{name}: agents.host {} is defined twice", h.name);
             }
+            if let Some(a) = &h.address {
+                // ssh would read a leading '-' as an option of its own.
+                if a.is_empty()
+                    || a.starts_with('-')
+                    || a.chars().any(|c| c.is_whitespace() || c.is_control())
+                {
+                    bail!(
+                        "{name}: agents.host {}: address {a:?} is no ssh destination ([user@]host)",
+                        h.name
+                    );
+                }
+            }
             hosts.push(HostDef {
                 name: h.name.clone(),
                 nodes: resolve(&format!("agents.host {}", h.name), &h.nodes)?,
@@ -817,6 +829,8 @@ mod tests {
             ("[[nodes]]\nnames = \"vn1\"\ncpus = 1\nresources = { a = 1, b = 1, c = 1, d = 1, e = 1 }\n", "more than the 4"),
             ("[[nodes]]\nnames = \"vn1\"\ncpus = 1\nresources = { \"Fast-GPU\" = 1 }\n", "not a resource name"),
             ("[[nodes]]\nnames = \"vn1\"\ncpus = 1\ngpus = 65\n", "more than the 64"),
+            ("[[nodes]]\nnames = \"vn1\"\ncpus = 1\n[[agents.host]]\nname = \"h1\"\nnodes = \"vn1\"\naddress = \"-oProxyCommand=x\"\n", "agents.host h1: address \"-oProxyCommand=x\" is no ssh destination"),
+            ("[[nodes]]\nnames = \"vn1\"\ncpus = 1\n[[agents.host]]\nname = \"h1\"\nnodes = \"vn1\"\naddress = \"\"\n", "is no ssh destination"),
             ("[[nodes]]\nnames = \"vn1\"\ncpus = 1\ngpus = 1\n[[workload.gres]]\nqueue = 2\nresources = { fpga = 1 }\n", "workload.gres[0] asks for fpga"),
             ("[[nodes]]\nnames = \"vn1\"\ncpus = 1\ngpus = 4\n[[nodes]]\nnames = \"vn2\"\ncpus = 1\ngpus = 2\n[[workload.gres]]\ngpus = 6\n", "workload.gres[0] asks for 6 gpu per node, but no node has more than 4"),
             ("[[nodes]]\nnames = \"vn1\"\ncpus = 1\n[[workload.gres]]\nqueue = 2\ncolour = 1\n", "unknown field"),

@@ -100,6 +100,17 @@ impl Settings {
                 "agents.deploy_dir = {dir:?}: letters, digits and - _ . / + @ % , only"
             ));
         }
+        if let Some(list) = &controller_address {
+            for a in list.split(',') {
+                let port = a.rsplit_once(':').map(|(h, p)| (h, p.parse::<u16>()));
+                if !matches!(port, Some((h, Ok(p))) if !h.is_empty() && p > 0) {
+                    return Err(format!(
+                        "agents.controller_address: {a:?} is not HOST:PORT (a list: \
+                         HOST:PORT,HOST:PORT)"
+                    ));
+                }
+            }
+        }
         Ok(Settings {
             dir,
             ssh_options,
@@ -689,6 +700,11 @@ mod tests {
             ("deploy_dir = \"/\"", "deploy_dir"),
             ("deploy_dir = \"a/../..\"", "deploy_dir"),
             ("ssh_options = \"-o 'ProxyCommand=x\"", "unbalanced quotes"),
+            ("controller_address = \"nonsense\"", "not HOST:PORT"),
+            (
+                "controller_address = \"10.0.0.1:7817,10.0.0.2\"",
+                "\"10.0.0.2\" is not HOST:PORT",
+            ),
             ("deploy_dir = \"~/clemu\"", "without ~/"),
             ("deploy_dir = \"my agents\"", "letters, digits"),
             ("deploy_dir = \"a$(x)\"", "letters, digits"),
