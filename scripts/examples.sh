@@ -93,7 +93,9 @@ for f in ["README.md"] + sorted(glob.glob("docs/*.md")):
                 where = f"{f}:{start + 1}"
                 out.append(f"echo {shlex.quote('examples: == ' + where)} >&2")
                 out.append(f"EXAMPLE={shlex.quote(where)}")
+                out.append("EXAMPLE_T0=$SECONDS")
                 out.extend(lines[start:j])
+                out.append(f"echo \"examples: {where} took $((SECONDS - EXAMPLE_T0)) s\" >&2")
                 count += 1
             i = j
         i += 1
