@@ -101,6 +101,7 @@ for expr in open(cases).read().splitlines():
 print(fail, total)
 PY
 )
+[ -n "${total:-}" ] || { echo "nodeset: the comparison with ClusterShell did not run" >&2; exit 1; }
 # Expressions both must refuse (the messages differ; the exit status says).
 for expr in 'a[1-3]!' 'a!' '!a' 'a,,b' 'a,' ',a' 'a&' 'a[1-3]^' 'a[3-1]' 'a[1-2' 'a[1-9/0]'; do
   total=$((total + 1))
