@@ -53,16 +53,20 @@ kept, offset, timehist = sys.argv[1], float(sys.argv[2]), sys.argv[3]
 ctl = {j["id"]: j for j in json.load(open(f"{kept}/queue.json"))}
 recs = {r["id"]: r for r in (json.loads(l) for l in open(f"{kept}/records.jsonl"))}
 # (decision, seen, what), on perf's clock; turns only, as
-# bench-gang-turn.sh counts them (a decision that stops some job).
+# bench-gang-turn.sh counts them (a decision that stops some job and lets
+# another run), and jobs whose record and controller agree.
 samples = []
 for i, j in ctl.items():
     r = recs[i]
+    if len(j["suspensions"]) != len(r["suspensions"]):
+        continue
     for (cs, cr), (rs, rr) in zip(j["suspensions"], r["suspensions"]):
         samples.append((cs, rs, "stop"))
         if cr:
             samples.append((cr, rr, "resume"))
     samples.append((j["start"], r["start"], "start"))
-turns = {d for d, _, what in samples if what == "stop"}
+stops = {d for d, _, what in samples if what == "stop"}
+turns = stops & {d for d, _, what in samples if what != "stop"}
 samples = [(d - offset, s - offset, w) for d, s, w in samples if d in turns]
 # timehist lines: time [cpu] task wait sch-delay run (ms).
 line = re.compile(r"^\s*(\d+\.\d+)\s+\[(\d+)\]\s+(.+?)\s+(\d+\.\d+)\s+(\d+\.\d+)\s+(\d+\.\d+)\s*$")

@@ -833,6 +833,7 @@ mod tests {
             ("[[nodes]]\nnames = \"vn1\"\ncpus = 1\n[[agents.host]]\nname = \"h1\"\nnodes = \"vn1\"\naddress = \"\"\n", "is no ssh destination"),
             ("[[nodes]]\nnames = \"vn1\"\ncpus = 1\ngpus = 1\n[[workload.gres]]\nqueue = 2\nresources = { fpga = 1 }\n", "workload.gres[0] asks for fpga"),
             ("[[nodes]]\nnames = \"vn1\"\ncpus = 1\ngpus = 4\n[[nodes]]\nnames = \"vn2\"\ncpus = 1\ngpus = 2\n[[workload.gres]]\ngpus = 6\n", "workload.gres[0] asks for 6 gpu per node, but no node has more than 4"),
+            ("[[nodes]]\nnames = \"vn1\"\ncpus = 1\ngpus = 4\n[[workload.gres]]\ngpus = 2\nresources = { gpu = 3 }\n", "asks for 5 gpu per node, but no node has more than 4"),
             ("[[nodes]]\nnames = \"vn1\"\ncpus = 1\n[[workload.gres]]\nqueue = 2\ncolour = 1\n", "unknown field"),
             ("[[nodes]]\nnames = \"vn1\"\ncpus = 1\ngpus = 1\n[controller]\npolicy = \"batsim\"\n", "no generic resources (gpu)"),
         ] {

@@ -177,9 +177,15 @@ pub fn trace_rules(
             kinds
                 .request(&asks)
                 .map_err(|e| format!("workload.gres[{i}] {e}"))?;
+            // A kind asked twice (`gpus` and `resources.gpu`) adds up, as
+            // the request does.
+            let mut per_kind: BTreeMap<&str, u32> = BTreeMap::new();
             for (name, n) in &asks {
+                *per_kind.entry(name).or_default() += n;
+            }
+            for (name, n) in per_kind {
                 let most = groups.iter().filter_map(|g| g.get(name)).max();
-                if let Some(most) = most.filter(|&m| n > m) {
+                if let Some(most) = most.filter(|&&m| n > m) {
                     return Err(format!(
                         "workload.gres[{i}] asks for {n} {name} per node, but no node has more \
                          than {most}"

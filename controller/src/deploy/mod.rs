@@ -101,7 +101,8 @@ impl Settings {
             ));
         }
         if let Some(list) = &controller_address {
-            for a in list.split(',') {
+            // As agents read the list: entries trimmed, empty ones skipped.
+            for a in list.split(',').map(str::trim).filter(|a| !a.is_empty()) {
                 let port = a.rsplit_once(':').map(|(h, p)| (h, p.parse::<u16>()));
                 if !matches!(port, Some((h, Ok(p))) if !h.is_empty() && p > 0) {
                     return Err(format!(
@@ -628,7 +629,13 @@ fn transport(config: &Cluster) -> Ssh {
 
 /// Agents must be told an address they can reach.
 fn check_controller_address(config: &Cluster) -> Result<()> {
-    for a in config.deploy.controller_address.split(',') {
+    for a in config
+        .deploy
+        .controller_address
+        .split(',')
+        .map(str::trim)
+        .filter(|a| !a.is_empty())
+    {
         let host = a.rsplit_once(':').map_or(a, |(h, _)| h);
         if matches!(host, "0.0.0.0" | "[::]" | "::" | "") {
             bail!(
@@ -696,6 +703,10 @@ mod tests {
             e.contains("0.0.0.0:7817") && e.contains("controller_address"),
             "{e}"
         );
+        // Written as agents read it: spaces around entries and a trailing
+        // comma are fine.
+        let c = config("local = false\ncontroller_address = \"10.0.0.1:7817 , [::1]:7817,\"");
+        check_controller_address(&c).unwrap();
         for (agents, needle) in [
             ("deploy_dir = \"/\"", "deploy_dir"),
             ("deploy_dir = \"a/../..\"", "deploy_dir"),
