@@ -83,11 +83,14 @@ for mode in twin emulated; do
   run suspend "$mode" python examples/batsim/suspend_for_short.py --bind "$endpoint"
 done
 
-# The suspension extension did suspend, with real signals when emulated.
+# The suspension extension did suspend, with real signals when emulated;
+# it heard that no more jobs would come, and no job came after that.
 for mode in twin emulated; do
   n=$(calcmets --format json "$work/suspend-$mode" | python3 -c 'import json,sys; print(json.load(sys.stdin)["suspensions"])')
   [ "$n" -gt 0 ] || fail "suspend $mode: no suspension"
   echo "batsim-check: suspend $mode: $n suspensions carried out"
+  grep -q 'told no more jobs would come at .*, 0 submitted after' "$work/suspend-$mode.sched.log" ||
+    { cat "$work/suspend-$mode.sched.log"; fail "suspend $mode: no_more_static_job_to_submit missing or broken"; }
 done
 
 # pybatsim's FCFS and clemu's own fcfs: the same start for every job.

@@ -151,6 +151,11 @@ pub enum Command {
     },
     /// Failed nodes are up again.
     Repair { nodes: String },
+    /// Say that no more jobs will be submitted: a Batsim scheduler
+    /// (`policy = "batsim"`) hears `no_more_static_job_to_submit` once no
+    /// job waits out of the queue (`--after`, an array at its limit).
+    /// runworkload says it after its last submission.
+    NoMoreJobs,
     /// Cancel every job, stop the agents and the controller.
     Shutdown,
     /// Start the agents on their hosts over ssh (`[[agents.host]]`
@@ -363,6 +368,7 @@ async fn client_command(cli: &Cli, shutdown: &CancellationToken) -> Result<Outco
             nodes: nodes.clone(),
         },
         Command::Shutdown => Request::Shutdown,
+        Command::NoMoreJobs => Request::NoMoreJobs,
         Command::Serve { .. } | Command::Nodeset(_) | Command::Policies => unreachable_command()?,
     };
     let json = cli.format == Format::Json;
@@ -464,6 +470,7 @@ async fn client_command(cli: &Cli, shutdown: &CancellationToken) -> Result<Outco
             std::io::stdout().write_all(&frames)?;
         }
         Response::ShuttingDown => eprintln!("controller: shutting down"),
+        Response::Noted => {}
         Response::NotPrimary(primary) => {
             eprintln!("controller: {addr} is a backup; ask the primary, {primary}");
             return Ok(Outcome::Refused);

@@ -472,6 +472,47 @@ fn the_emulation_goes_on_when_the_scheduler_dies() {
 }
 
 #[test]
+fn the_emulation_says_no_more_jobs_once_the_held_ones_are_in() {
+    let dir = tempfile::tempdir().unwrap();
+    let peer = Peer::start(4, Box::new(|req, f| Some(f.decide(req))));
+    let text = config(dir.path(), 2, &peer.endpoint, true);
+    let c = Cluster::start_text(dir, &text);
+    let first = c.ok(&["submit", "--cores", "2", "--runtime", "2"]);
+    let first = first.trim();
+    let held = c.ok(&["submit", "--cores", "2", "--runtime", "1", "--after", first]);
+    let held = held.trim();
+    // Said while a job is still held for the first: not passed on yet.
+    c.ok(&["no-more-jobs"]);
+    std::thread::sleep(Duration::from_millis(500));
+    let notices = |ev: &[(usize, Value)]| {
+        ev.iter()
+            .enumerate()
+            .filter(|(_, (_, e))| {
+                e["type"] == "NOTIFY" && e["data"]["type"] == "no_more_static_job_to_submit"
+            })
+            .map(|(i, _)| i)
+            .collect::<Vec<_>>()
+    };
+    assert!(notices(&peer.events()).is_empty(), "{:?}", peer.events());
+    c.ok(&["wait", first, held]);
+    std::thread::sleep(Duration::from_millis(500));
+    let ev = peer.events();
+    let told = notices(&ev);
+    assert_eq!(told.len(), 1, "{ev:?}");
+    let submitted = ev
+        .iter()
+        .position(|(_, e)| {
+            e["type"] == "JOB_SUBMITTED"
+                && e["data"]["job_id"]
+                    .as_str()
+                    .unwrap()
+                    .ends_with(&format!("!{held}"))
+        })
+        .unwrap();
+    assert!(submitted < told[0], "{ev:?}");
+}
+
+#[test]
 fn a_twin_left_with_waiting_jobs_says_so() {
     // A scheduler that answers every message and starts nothing: Batsim
     // would be stuck; the twin ends with the reason.

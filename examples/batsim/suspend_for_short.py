@@ -37,12 +37,16 @@ class Scheduler:
         self.suspended = []  # ids, oldest suspension first
         self.preempted = set()  # ids suspended once already
         self.suspensions = 0
+        self.no_more_at = None  # when clemu said no more jobs would come
+        self.late = 0  # jobs submitted after that: a broken promise
 
     def hear(self, event):
         kind, data = event["type"], event.get("data", {})
         if kind == "SIMULATION_BEGINS":
             self.free = list(range(data["nb_resources"]))
         elif kind == "JOB_SUBMITTED":
+            if self.no_more_at is not None:
+                self.late += 1
             job = data["job"]
             self.jobs[data["job_id"]] = {
                 "res": job["res"], "walltime": job.get("walltime", -1),
@@ -57,6 +61,8 @@ class Scheduler:
                 self.suspended.remove(data["job_id"])
             else:
                 self.free = sorted(self.free + j["alloc"])
+        elif kind == "NOTIFY" and data.get("type") == "no_more_static_job_to_submit":
+            self.no_more_at = event["timestamp"]
         elif kind in ("JOB_SUSPENDED", "JOB_RESUMED", "REQUESTED_CALL", "NOTIFY"):
             pass  # confirmations and notices: nothing to decide from them
         else:
@@ -174,7 +180,10 @@ def main():
         events = [] if ends else sched.decide(msg["now"])
         sock.send_string(json.dumps({"now": msg["now"], "events": events}))
         if ends:
-            print(f"suspend_for_short: {sched.suspensions} suspensions", file=sys.stderr)
+            told = ("never told that no more jobs would come" if sched.no_more_at is None
+                    else f"told no more jobs would come at {sched.no_more_at:.0f} s, "
+                         f"{sched.late} submitted after")
+            print(f"suspend_for_short: {sched.suspensions} suspensions, {told}", file=sys.stderr)
             return
 
 

@@ -38,7 +38,8 @@ use tokio_util::codec::{Decoder, Encoder, Framed, LengthDelimitedCodec};
 /// controller connects as a [`Role::Peer`], stats say which controller is
 /// primary, and a backup answers requests with [`Response::NotPrimary`].
 /// 9: jobs ask generic resources, and a start names the devices they get.
-pub const PROTOCOL: u32 = 9;
+/// 10: a client says it has submitted its last job ([`Request::NoMoreJobs`]).
+pub const PROTOCOL: u32 = 10;
 /// Largest frame a server accepts from an authenticated peer (a batch of
 /// records can be large).
 pub const MAX_FRAME: usize = 16 << 20;

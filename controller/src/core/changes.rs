@@ -77,12 +77,13 @@ impl Cluster {
     fn queued(&mut self, job: Job) {
         let (id, partition) = (job.id, job.partition);
         let q = job.as_queued();
+        let at_ns = job.submit_mono.max(job.since_mono);
         if self.happened.is_some() {
             // A job let into the queue late (released, or its array's
             // turn) is news from then on, for a scheduler that keeps time.
             self.record_event(Happened::Submitted {
                 job: id,
-                at_ns: job.submit_mono.max(job.since_mono),
+                at_ns,
                 cores: job.spec.cores,
                 walltime_ns: job.spec.walltime_ns,
                 runtime_ns: job.spec.runtime_ns,
@@ -91,6 +92,7 @@ impl Cluster {
         self.jobs.insert(id, Box::new(job));
         self.enqueue(partition, q);
         self.wants_pass = true;
+        self.tell_no_more(at_ns);
     }
 
     /// A pending job starts on `alloc` (node, cores), its process on the
@@ -320,6 +322,10 @@ impl Cluster {
         self.done.insert(id, info);
         self.done_order.push_back(id);
         self.wake_waiters(id, now);
+        // A job over while it waited out of the queue waits no more.
+        if job.held || job.throttled {
+            self.tell_no_more(now.mono);
+        }
     }
 
     /// Job `id` is over (or gone): the jobs held for it are one closer to
@@ -354,6 +360,9 @@ impl Cluster {
             self.array_task_over(t, live, now);
         }
         self.wake_waiters(id, now);
+        if !live {
+            self.tell_no_more(now.mono);
+        }
     }
 
     /// A held job's wait is over. Without a think time it queues now, as

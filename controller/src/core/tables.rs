@@ -264,6 +264,10 @@ pub struct Cluster {
     /// The free devices of each node's generic resources; empty for a
     /// cluster without them.
     pub(super) device_free: Vec<Masks>,
+    /// Since when (monotonic ns) the client has said that no more jobs
+    /// will come, while jobs still wait out of the queue: the scheduler is
+    /// told once they are in ([`Cluster::no_more_jobs`]).
+    pub(super) no_more_since: Option<i64>,
 }
 
 /// Submissions kept by key, most recent [`KEYS_KEPT`]: a client that lost
@@ -387,6 +391,7 @@ impl Cluster {
             keys: Keys::default(),
             waiters: HashMap::new(),
             releases: BTreeSet::new(),
+            no_more_since: None,
             arrays: HashMap::new(),
             device_free,
         }
@@ -626,11 +631,31 @@ impl Cluster {
     }
 
     /// Nothing more will be submitted (a replay's last job is in): an
-    /// event-driven scheduler is told.
+    /// event-driven scheduler is told, once no job waits out of the queue.
+    /// A job held for others, or an array task at its limit, reaches the
+    /// scheduler as a submission when it enters the queue, and Batsim's
+    /// `no_more_static_job_to_submit` promises that none comes after it.
     pub fn no_more_jobs(&mut self, now: super::Now) {
         if self.happened.is_some() {
-            self.record_event(Happened::NoMoreJobs { at_ns: now.mono });
-            self.wants_pass = true;
+            self.no_more_since = Some(now.mono);
+            self.tell_no_more(now.mono);
         }
+    }
+
+    /// Tells the scheduler that no more jobs will come, at `at_ns`, if the
+    /// client said so and no job waits out of the queue any more. Called
+    /// whenever a job leaves the waiting room.
+    pub(super) fn tell_no_more(&mut self, at_ns: i64) {
+        let Some(since) = self.no_more_since else {
+            return;
+        };
+        if self.waiting_outside().next().is_some() {
+            return;
+        }
+        self.no_more_since = None;
+        self.record_event(Happened::NoMoreJobs {
+            at_ns: at_ns.max(since),
+        });
+        self.wants_pass = true;
     }
 }

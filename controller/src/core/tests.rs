@@ -691,6 +691,57 @@ fn a_think_time_submits_the_job_that_long_after_the_last_end() {
 }
 
 #[test]
+fn no_more_jobs_is_told_once_no_job_waits_out_of_the_queue() {
+    use crate::policy::Happened;
+    let told = |c: &mut Cluster, log: &mut Vec<Happened>| {
+        log.extend(c.take_events());
+        log.iter()
+            .filter_map(|e| match e {
+                Happened::NoMoreJobs { at_ns } => Some(*at_ns),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+    };
+    // Nothing waits: told at once.
+    let mut c = cluster();
+    c.keep_events();
+    c.no_more_jobs(at(3));
+    assert_eq!(told(&mut c, &mut Vec::new()), [at(3).mono]);
+
+    let mut c = cluster();
+    c.keep_events();
+    let mut out = Recorder::default();
+    let mut log = Vec::new();
+    let first = c.submit(vec![spec(16)], 0, at(0), &mut out).unwrap()[0];
+    let dep = c
+        .submit(vec![after(&[first], None)], 0, at(0), &mut out)
+        .unwrap()[0];
+    let gone = c
+        .submit(vec![after(&[first], Some(100))], 0, at(0), &mut out)
+        .unwrap()[0];
+    pass(&mut c, &mut out);
+    c.no_more_jobs(at(1));
+    assert!(told(&mut c, &mut log).is_empty(), "two jobs are still held");
+    c.cancel(&[gone], at(2), &mut out);
+    assert!(told(&mut c, &mut log).is_empty(), "one job is still held");
+    // Its wait over, the last held job is submitted to the scheduler, and
+    // only then is the scheduler told that no more will come.
+    c.job_ended(7, first, Exit::Code(0), at(5), &mut out);
+    assert_eq!(told(&mut c, &mut log), [at(5).mono]);
+    let submitted = log
+        .iter()
+        .position(|e| matches!(e, Happened::Submitted { job, .. } if *job == dep))
+        .unwrap();
+    assert!(
+        matches!(log[submitted + 1], Happened::NoMoreJobs { .. }),
+        "{log:?}"
+    );
+    // Once.
+    c.job_ended(7, dep, Exit::Code(0), at(6), &mut out);
+    assert_eq!(told(&mut c, &mut log).len(), 1);
+}
+
+#[test]
 fn waiting_for_a_job_that_does_not_exist_is_refused() {
     let mut c = cluster();
     let mut out = Recorder::default();

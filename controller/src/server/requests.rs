@@ -97,6 +97,10 @@ impl Server {
             // Answered by the connection through the record sink.
             Request::Records(_) => Response::Error("records are read by the connection".into()),
             Request::Jobs(ids) => Response::Queue(self.cluster.jobs_info(&ids)),
+            Request::NoMoreJobs => {
+                self.cluster.no_more_jobs(now);
+                Response::Noted
+            }
             Request::Shutdown => {
                 if self.stopping.is_none() {
                     self.begin_shutdown();

@@ -441,6 +441,11 @@ pub enum Request {
     /// Cancel the jobs not yet over that match, as Slurm's `scancel` with
     /// filters; answered with the outcome of each job it acted on.
     CancelMatching(JobFilter),
+    /// The client has submitted its last job (a replay's end): a scheduler
+    /// that keeps time (Batsim's `no_more_static_job_to_submit`) is told,
+    /// once no job waits out of the queue. Answered with
+    /// [`Response::Noted`].
+    NoMoreJobs,
 }
 
 /// Which jobs not yet over a request acts on: those that pass every
@@ -474,6 +479,8 @@ pub enum Response {
     /// Record frames, as sigsleep wrote them.
     Records(Vec<u8>),
     ShuttingDown,
+    /// Taken into account; nothing to say.
+    Noted,
     /// This controller is a backup: ask the primary, at this address
     /// (empty when it does not know one).
     NotPrimary(String),

@@ -110,6 +110,7 @@ impl Clemu {
         let follow = followers(jobs.after);
         let mut sent_jobs = 0usize;
         let mut all_over = false;
+        let mut said_no_more = false;
         while let Some(at) = next_due(jobs, submitted, done) {
             let due = start + Duration::from_nanos(at.max(0) as u64);
             loop {
@@ -195,7 +196,13 @@ impl Clemu {
             if failure.is_some() {
                 break;
             }
+            if submitted == order.len() {
+                no_more_jobs(&mut session, &mut said_no_more).await?;
+            }
             carry_out(&mut session, orders, &ids, &plan.events, &mut applied).await?;
+        }
+        if !interrupted && failure.is_none() && submitted == order.len() {
+            no_more_jobs(&mut session, &mut said_no_more).await?;
         }
 
         // Wait for every job to be over: the whole cluster's when it is ours,
@@ -307,6 +314,18 @@ impl Clemu {
             failure,
             events: applied,
         })
+    }
+}
+
+/// Tells the cluster, once, that the replay has sent its last job: a
+/// Batsim scheduler hears `no_more_static_job_to_submit`.
+async fn no_more_jobs(session: &mut Session, said: &mut bool) -> Result<()> {
+    if std::mem::replace(said, true) {
+        return Ok(());
+    }
+    match session.call(&Request::NoMoreJobs).await? {
+        Response::Noted => Ok(()),
+        other => bail!("unexpected answer to no-more-jobs: {other:?}"),
     }
 }
 
