@@ -309,7 +309,11 @@ pub async fn run(
             Ok(Outcome::Ok)
         }
         Command::Deploy(a) => {
-            let config = load(&cli)?;
+            let mut config = load(&cli)?;
+            // The controller's secret is the one the agents get.
+            if let Some(s) = &cli.secret_file {
+                config.secret_file = s.clone();
+            }
             let addr = client::address(&config, cli.addr.as_deref());
             let all_up = crate::deploy::deploy(&config, a, &addr).await?;
             Ok(if all_up {

@@ -836,6 +836,7 @@ mod tests {
             ("[[nodes]]\nnames = \"vn1\"\ncpus = 1\ngpus = 4\n[[workload.gres]]\ngpus = 2\nresources = { gpu = 3 }\n", "asks for 5 gpu per node, but no node has more than 4"),
             ("[[nodes]]\nnames = \"vn1\"\ncpus = 1\n[[workload.gres]]\nqueue = 2\ncolour = 1\n", "unknown field"),
             ("[[nodes]]\nnames = \"vn1\"\ncpus = 1\ngpus = 1\n[controller]\npolicy = \"batsim\"\n", "no generic resources (gpu)"),
+            ("[[nodes]]\nnames = \"vn1\"\ncpus = 1\n[controller]\nhosts = [\"127.0.0.1:7817\"]\n", "lists one controller (127.0.0.1:7817)"),
         ] {
             let err = load(text).unwrap_err().to_string();
             assert!(err.contains(needle), "{text:?}: {err}");

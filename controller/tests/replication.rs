@@ -383,3 +383,32 @@ fn a_stalled_backup_holds_answers_back_until_it_is_let_go() {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+#[test]
+fn an_agent_host_the_config_does_not_list_is_refused_with_what_to_do() {
+    // It could never witness a takeover: agents that take the machine's
+    // name rather than the config's would leave every controller short
+    // of a majority, silently.
+    let p = Pair::start();
+    let out = Command::new(binary("agent"))
+        .args(["--controller", &format!("{},{}", p.addrs[0], p.addrs[1])])
+        .args(["--nodes", "r[1-2]", "--cpus", "2", "--host", "stranger"])
+        .arg("--secret-file")
+        .arg(p.dir.path().join("secret"))
+        .arg("--record-dir")
+        .arg(p.dir.path().join("spool-stranger"))
+        .arg("--sigsleep")
+        .arg(binary("sigsleep"))
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("\"stranger\" is none of the config's [[agents.host]] (h1)")
+            && err.contains("--host NAME"),
+        "{err}"
+    );
+    // The agent of h1 serves on.
+    assert_eq!(p.stats(0)["nodes"]["idle"].as_u64(), Some(2));
+}

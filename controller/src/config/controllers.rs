@@ -34,8 +34,16 @@ pub(super) fn of(
             ))
         }
     };
-    if controllers.len() < 2 {
-        return Ok((controllers, takeover_timeout));
+    match controllers.len() {
+        0 => return Ok((controllers, takeover_timeout)),
+        1 => {
+            return Err(format!(
+                "controller.hosts lists one controller ({}): list the primary and its backup, \
+                 or leave hosts out for a controller alone",
+                controllers[0]
+            ))
+        }
+        _ => {}
     }
     if !witnesses {
         return Err(

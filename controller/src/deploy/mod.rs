@@ -9,7 +9,8 @@
 //! `bin/sigsleep` (the static binaries beside this controller),
 //! `secret` (mode 600), `records/` (the agent's record spool),
 //! `agent.log` and `agent.pid`. Every host's steps run in a task of its
-//! own, at most `[agents] fanout` hosts at once ([`remote`]):
+//! own; at most `[agents] fanout` of their commands run at once
+//! ([`remote`]), as ClusterShell's fanout bounds its connections:
 //!
 //! - deploy: look (a running agent, and of which binary; the free disk;
 //!   the binaries already there), then make the directory, copy what

@@ -151,32 +151,40 @@ impl Ssh {
         execute(&self.scp_line(from, dest, to), None).await
     }
 
+    /// The command line copying `dest:from` to the local file `to`.
+    /// `clush --rcopy` names the copy `FILE.HOST` in a directory: it goes
+    /// into one beside `to` ([`fetching_dir`]), to be renamed.
+    pub fn fetch_line(&self, dest: &str, from: &str, to: &Path) -> Vec<String> {
+        if self.clush {
+            let mut line = self.clush_args(dest);
+            line.push("--rcopy".into());
+            line.push(from.to_string());
+            line.push(format!("--dest={}", fetching_dir(to).display()));
+            return line;
+        }
+        let mut line = vec!["scp".to_string(), "-q".into(), "-p".into()];
+        line.extend(BATCH.iter().map(|s| s.to_string()));
+        line.extend(self.scp_options());
+        line.push(format!("{dest}:{from}"));
+        line.push(to.display().to_string());
+        line
+    }
+
     /// Copies `dest:from` to the local file `to`.
     pub async fn fetch(&self, dest: &str, from: &str, to: &Path) -> Outcome {
         if self.clush {
             return self.clush_fetch(dest, from, to).await;
         }
         let _turn = self.fanout.acquire().await.map_err(|e| e.to_string())?;
-        let mut line = vec!["scp".to_string(), "-q".into(), "-p".into()];
-        line.extend(BATCH.iter().map(|s| s.to_string()));
-        line.extend(self.scp_options());
-        line.push(format!("{dest}:{from}"));
-        line.push(to.display().to_string());
-        execute(&line, None).await
+        execute(&self.fetch_line(dest, from, to), None).await
     }
 
-    /// `clush --rcopy` names the copy `FILE.HOST` in a directory: it is
-    /// fetched into one beside `to`, then renamed.
     async fn clush_fetch(&self, dest: &str, from: &str, to: &Path) -> Outcome {
-        let dir = to.with_extension("fetching");
+        let dir = fetching_dir(to);
         std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         let out = {
             let _turn = self.fanout.acquire().await.map_err(|e| e.to_string())?;
-            let mut line = self.clush_args(dest);
-            line.push("--rcopy".into());
-            line.push(from.to_string());
-            line.push(format!("--dest={}", dir.display()));
-            execute(&line, None).await
+            execute(&self.fetch_line(dest, from, to), None).await
         };
         let got = std::fs::read_dir(&dir)
             .ok()
@@ -191,6 +199,11 @@ impl Ssh {
         let _ = std::fs::remove_dir_all(&dir);
         moved.map(|()| String::new())
     }
+}
+
+/// Where `clush --rcopy` puts a file to be renamed `to`.
+fn fetching_dir(to: &Path) -> std::path::PathBuf {
+    to.with_extension("fetching")
 }
 
 /// Runs `line` (the program, then its arguments), `input` on its
@@ -307,11 +320,20 @@ mod tests {
         assert!(ssh
             .ssh_line("root@vm03")
             .ends_with("-p 2222 -o StrictHostKeyChecking=accept-new root@vm03 'sh -s'"));
+        // The log's fetch, as undeploy runs it and as --dry-run prints it.
+        let to = Path::new("/l/h1.log");
+        assert!(
+            join(&ssh.fetch_line("root@vm03", "d/agent.log", to)).ends_with(
+                "-i k -P 2222 -o StrictHostKeyChecking=accept-new root@vm03:d/agent.log /l/h1.log"
+            )
+        );
         let clush = Ssh { clush: true, ..ssh };
         assert_eq!(
             clush.ssh_line("root@vm03"),
             "clush -N -S -t 5 -w vm03 -l root -o '-o BatchMode=yes -i k -o Port=2222 -o \
              StrictHostKeyChecking=accept-new' 'sh -s'"
         );
+        assert!(join(&clush.fetch_line("root@vm03", "d/agent.log", to))
+            .ends_with("--rcopy d/agent.log --dest=/l/h1.fetching"));
     }
 }

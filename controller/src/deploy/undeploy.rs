@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 
-use super::remote::Ssh;
+use super::remote::{self, Ssh};
 use super::{fields, print_table, say_failures, scripts, targets, transport, Args, Report, Target};
 use crate::config::Cluster;
 
@@ -41,12 +41,9 @@ pub async fn undeploy(config: &Cluster, args: &UndeployArgs) -> Result<bool> {
                 grace.as_secs_f64()
             )?;
             if let Some(logs) = &args.logs {
-                writeln!(
-                    out,
-                    "scp {}:{dir}/agent.log {}",
-                    t.address,
-                    logs.join(format!("{}.log", t.host.name)).display()
-                )?;
+                let to = logs.join(format!("{}.log", t.host.name));
+                let fetch = ssh.fetch_line(t.address, &format!("{dir}/agent.log"), &to);
+                writeln!(out, "{}", remote::join(&fetch))?;
             }
             if !args.keep {
                 writeln!(out, "{}   # rm -rf {dir}", ssh.ssh_line(t.address))?;

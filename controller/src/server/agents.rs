@@ -30,6 +30,10 @@ impl Server {
             )));
             return;
         }
+        if let Some(why) = self.witnesses.refuses(&host) {
+            let _ = reply.send(Err(ToAgent::Rejected(why)));
+            return;
+        }
         if mark.term > self.term {
             // A controller of a later term led this agent: this one is
             // stale, and must not act any more.

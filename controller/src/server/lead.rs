@@ -176,6 +176,24 @@ impl Witnesses {
     pub fn is_witness(&self, host: &str) -> bool {
         self.hosts.contains(host)
     }
+
+    /// Why an agent of `host` may not register: there are witnesses, and
+    /// it is none of them. It could never vote, and agents named after
+    /// the machine rather than the config would leave every controller
+    /// short of a majority.
+    pub fn refuses(&self, host: &str) -> Option<String> {
+        if self.hosts.is_empty() || self.hosts.contains(host) {
+            return None;
+        }
+        let mut names: Vec<&str> = self.hosts.iter().map(String::as_str).collect();
+        names.sort_unstable();
+        Some(format!(
+            "agent host {host:?} is none of the config's [[agents.host]] ({}): with a backup \
+             controller the agent hosts witness which controller leads; start the agent with \
+             --host NAME",
+            names.join(", ")
+        ))
+    }
 }
 
 impl Server {
