@@ -571,6 +571,18 @@ impl Cluster {
         let (controllers, takeover_timeout) =
             controllers::of(c, a, !file.agents.host.is_empty(), heartbeat_timeout)
                 .map_err(|e| anyhow!("{name}: {e}"))?;
+        // With a backup, only agents of listed hosts may register (they
+        // witness which controller leads): a node on none could never be
+        // served.
+        if !controllers.is_empty() {
+            if let Some(n) = seen.iter().position(|&s| !s) {
+                bail!(
+                    "{name}: node {} is on no [[agents.host]]: with a backup controller, \
+                     every node's agent registers under its host's name",
+                    nodes[n].name
+                );
+            }
+        }
         let trace_gres = gres::trace_rules(&file.workload.gres, &kinds, &resources)
             .map_err(|e| anyhow!("{name}: {e}"))?;
         let listen = c
@@ -837,6 +849,7 @@ mod tests {
             ("[[nodes]]\nnames = \"vn1\"\ncpus = 1\n[[workload.gres]]\nqueue = 2\ncolour = 1\n", "unknown field"),
             ("[[nodes]]\nnames = \"vn1\"\ncpus = 1\ngpus = 1\n[controller]\npolicy = \"batsim\"\n", "no generic resources (gpu)"),
             ("[[nodes]]\nnames = \"vn1\"\ncpus = 1\n[controller]\nhosts = [\"127.0.0.1:7817\"]\n", "lists one controller (127.0.0.1:7817)"),
+            ("[[nodes]]\nnames = \"vn[1-2]\"\ncpus = 1\n[controller]\nhosts = [\"a:1\", \"b:1\"]\nsecret_file = \"/s\"\n[[agents.host]]\nname = \"h1\"\nnodes = \"vn1\"\n", "node vn2 is on no [[agents.host]]"),
         ] {
             let err = load(text).unwrap_err().to_string();
             assert!(err.contains(needle), "{text:?}: {err}");

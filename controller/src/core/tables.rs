@@ -268,6 +268,8 @@ pub struct Cluster {
     /// will come, while jobs still wait out of the queue: the scheduler is
     /// told once they are in ([`Cluster::no_more_jobs`]).
     pub(super) no_more_since: Option<i64>,
+    /// The scheduler has been told: it is told once.
+    pub(super) no_more_told: bool,
 }
 
 /// Submissions kept by key, most recent [`KEYS_KEPT`]: a client that lost
@@ -392,6 +394,7 @@ impl Cluster {
             waiters: HashMap::new(),
             releases: BTreeSet::new(),
             no_more_since: None,
+            no_more_told: false,
             arrays: HashMap::new(),
             device_free,
         }
@@ -636,7 +639,7 @@ impl Cluster {
     /// scheduler as a submission when it enters the queue, and Batsim's
     /// `no_more_static_job_to_submit` promises that none comes after it.
     pub fn no_more_jobs(&mut self, now: super::Now) {
-        if self.happened.is_some() {
+        if self.happened.is_some() && !self.no_more_told && self.no_more_since.is_none() {
             self.no_more_since = Some(now.mono);
             self.tell_no_more(now.mono);
         }
@@ -653,6 +656,7 @@ impl Cluster {
             return;
         }
         self.no_more_since = None;
+        self.no_more_told = true;
         self.record_event(Happened::NoMoreJobs {
             at_ns: at_ns.max(since),
         });

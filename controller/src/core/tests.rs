@@ -736,8 +736,9 @@ fn no_more_jobs_is_told_once_no_job_waits_out_of_the_queue() {
         matches!(log[submitted + 1], Happened::NoMoreJobs { .. }),
         "{log:?}"
     );
-    // Once.
+    // Once, however often a client says it.
     c.job_ended(7, dep, Exit::Code(0), at(6), &mut out);
+    c.no_more_jobs(at(7));
     assert_eq!(told(&mut c, &mut log).len(), 1);
 }
 

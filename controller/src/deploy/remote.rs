@@ -1,6 +1,7 @@
 //! What crosses to the agent hosts: shell scripts run over `ssh` (on
 //! standard input, to a remote `sh -s`), files copied with `scp`, each
-//! host's commands in a task of its own, at most `fanout` hosts at once.
+//! host's commands in a task of its own, at most `fanout` commands at
+//! once across hosts.
 //! With `[agents] clush = true` (and ClusterShell's `clush` installed),
 //! `clush` carries the same commands and copies instead.
 

@@ -110,6 +110,9 @@ impl Clemu {
         let follow = followers(jobs.after);
         let mut sent_jobs = 0usize;
         let mut all_over = false;
+        // A cluster this run does not own may get other jobs after its
+        // last: only the run's own cluster hears that none will come.
+        let shared = self.remote.is_some();
         let mut said_no_more = false;
         while let Some(at) = next_due(jobs, submitted, done) {
             let due = start + Duration::from_nanos(at.max(0) as u64);
@@ -196,12 +199,12 @@ impl Clemu {
             if failure.is_some() {
                 break;
             }
-            if submitted == order.len() {
+            if submitted == order.len() && !shared {
                 no_more_jobs(&mut session, &mut said_no_more).await?;
             }
             carry_out(&mut session, orders, &ids, &plan.events, &mut applied).await?;
         }
-        if !interrupted && failure.is_none() && submitted == order.len() {
+        if !interrupted && failure.is_none() && submitted == order.len() && !shared {
             no_more_jobs(&mut session, &mut said_no_more).await?;
         }
 
