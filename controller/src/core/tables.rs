@@ -264,12 +264,20 @@ pub struct Cluster {
     /// The free devices of each node's generic resources; empty for a
     /// cluster without them.
     pub(super) device_free: Vec<Masks>,
-    /// Since when (monotonic ns) the client has said that no more jobs
-    /// will come, while jobs still wait out of the queue: the scheduler is
-    /// told once they are in ([`Cluster::no_more_jobs`]).
-    pub(super) no_more_since: Option<i64>,
-    /// The scheduler has been told: it is told once.
-    pub(super) no_more_told: bool,
+    /// Where the notice that no more jobs will come stands
+    /// ([`Cluster::no_more_jobs`]).
+    no_more: NoMore,
+}
+
+/// The notice that no more jobs will come: not said yet; said by the
+/// client at this instant (monotonic ns) while jobs still wait out of the
+/// queue, so the scheduler is told once they are in; told, once and for
+/// all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum NoMore {
+    Unsaid,
+    Since(i64),
+    Told,
 }
 
 /// Submissions kept by key, most recent [`KEYS_KEPT`]: a client that lost
@@ -393,8 +401,7 @@ impl Cluster {
             keys: Keys::default(),
             waiters: HashMap::new(),
             releases: BTreeSet::new(),
-            no_more_since: None,
-            no_more_told: false,
+            no_more: NoMore::Unsaid,
             arrays: HashMap::new(),
             device_free,
         }
@@ -639,8 +646,8 @@ impl Cluster {
     /// scheduler as a submission when it enters the queue, and Batsim's
     /// `no_more_static_job_to_submit` promises that none comes after it.
     pub fn no_more_jobs(&mut self, now: super::Now) {
-        if self.happened.is_some() && !self.no_more_told && self.no_more_since.is_none() {
-            self.no_more_since = Some(now.mono);
+        if self.happened.is_some() && self.no_more == NoMore::Unsaid {
+            self.no_more = NoMore::Since(now.mono);
             self.tell_no_more(now.mono);
         }
     }
@@ -649,14 +656,13 @@ impl Cluster {
     /// client said so and no job waits out of the queue any more. Called
     /// whenever a job leaves the waiting room.
     pub(super) fn tell_no_more(&mut self, at_ns: i64) {
-        let Some(since) = self.no_more_since else {
+        let NoMore::Since(since) = self.no_more else {
             return;
         };
         if self.waiting_outside().next().is_some() {
             return;
         }
-        self.no_more_since = None;
-        self.no_more_told = true;
+        self.no_more = NoMore::Told;
         self.record_event(Happened::NoMoreJobs {
             at_ns: at_ns.max(since),
         });
