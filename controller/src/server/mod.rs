@@ -521,6 +521,13 @@ impl Server {
     /// Makes the journal and the record file durable, then lets agents
     /// forget the ends they reported, and folds a long journal.
     async fn sync(&mut self) {
+        // The disk can take a millisecond, and this task holds its thread
+        // meanwhile. Orders just handed to the agents' connections would
+        // wait for it (a woken task runs after the one that woke it):
+        // let them be written first. The interval's tick comes at once
+        // when the journal was clean before, so the first orders after a
+        // quiet spell, such as a gang turn's, met it every time.
+        tokio::task::yield_now().await;
         self.journal.append(self.out.entries.drain(..));
         if let Err(e) = self.journal.sync() {
             error!("{e:#}");
