@@ -20,7 +20,12 @@
 # agent when it sent each signal (CLEMU_LOG at debug for both), and the
 # table splits the turn: decision to orders sent (the controller), orders
 # sent to signal sent (the hop to the agent), signal sent to seen (the
-# kernel and sigsleep). The logging costs some of what it measures.
+# kernel and sigsleep). The logging costs some of what it measures; a
+# CLEMU_LOG of your own replaces what TRACE=1 logs.
+#
+# PRESTART=false turns off `[controller] prestart` (the processes of the
+# jobs a turn will start are then spawned at the turn, not ahead of it),
+# for a side-by-side baseline.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cores=${1:-8}
@@ -44,6 +49,7 @@ cat > "$tmp/cluster.toml" <<EOF
 listen = "127.0.0.1:0"
 state_dir = "$tmp/state"
 time_slice_s = $(awk -v m="$slice_ms" 'BEGIN { print m / 1000 }')
+prestart = ${PRESTART:-true}
 
 [agents]
 local = true
@@ -60,7 +66,7 @@ nodes = "ALL"
 oversubscribe = 2
 EOF
 ctl=("$bin/controller" --config "$tmp/cluster.toml")
-[ -z "${TRACE:-}" ] || export CLEMU_LOG=info,controller::server=debug,agent::node=debug
+[ -z "${TRACE:-}" ] || export CLEMU_LOG=${CLEMU_LOG:-info,controller::server=debug,agent::node=debug}
 "$bin/controller" --config "$tmp/cluster.toml" serve > "$tmp/serve.log" 2>&1 &
 pid=$!
 for _ in $(seq 100); do [ -s "$tmp/state/address" ] && break; sleep 0.1; done

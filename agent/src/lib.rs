@@ -9,7 +9,10 @@
 //! started on it: it launches `sigsleep` through the process-wide
 //! [`spawn::Launcher`] (one spawner thread, one reaper thread, for any
 //! number of jobs), signals the job's process group to suspend, resume or
-//! cancel it, and reports how the job ended. Jobs write their records
+//! cancel it, and reports how the job ended. Before a gang turn it may
+//! be asked to start a job's process ahead, held (`sigsleep --held`): the
+//! turn's start then only lets it go on, and one that no start claims in
+//! time is killed without a record. Jobs write their records
 //! either straight into the controller's record directory (agents the
 //! controller hosts itself) or into a local spool ([`records`]) whose new
 //! frames are sent to the controller as jobs end. Every ten heartbeats it

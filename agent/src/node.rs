@@ -1,6 +1,7 @@
 //! A virtual node: one lightweight task that owns the job processes started
-//! on it, turns commands into real signals to their process groups, and
-//! reports how each ended.
+//! on it (and those started ahead of their jobs, held, until a start claims
+//! them or their time runs out), turns commands into real signals to their
+//! process groups, and reports how each ended.
 
 use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
@@ -22,6 +23,9 @@ pub enum NodeCmd {
     /// Boxed: a node's channel allocates room for 32 commands up front,
     /// which with the job inline is 2 KiB per idle node.
     Start(Box<StartJob>),
+    /// Start the job's process held, ahead of its `Start`; kill it if no
+    /// `Start` with the same fields claims it by then.
+    Prepare(Box<StartJob>, Instant),
     Suspend(u64),
     Resume(u64),
     Cancel(u64),
@@ -50,6 +54,16 @@ struct Job {
     stop_at: Option<Instant>,
     /// After a cancel: when `SIGTERM` has had its chance.
     kill_at: Option<Instant>,
+}
+
+/// A job's process started ahead of the job ([`NodeCmd::Prepare`]), held
+/// until its `Start` claims it.
+struct Prepared {
+    pid: i32,
+    /// What it was started with: a `Start` that differs does not claim it.
+    start: Box<StartJob>,
+    /// Killed if still unclaimed then.
+    until: Instant,
 }
 
 /// A node's mailbox: its commands in order and a wake-up for its task.
@@ -145,6 +159,7 @@ async fn timer(at: Option<Instant>) {
 
 async fn run(name: String, rx: Arc<Mailbox>, ctx: Arc<NodeContext>) {
     let mut jobs: HashMap<u64, Job> = HashMap::new();
+    let mut prepared: HashMap<u64, Prepared> = HashMap::new();
     let mut exits = FuturesUnordered::new();
     let suspend_grace = Duration::from_millis(ctx.settings.suspend_grace_ms);
     let kill_grace = Duration::from_millis(ctx.settings.kill_grace_ms);
@@ -154,6 +169,7 @@ async fn run(name: String, rx: Arc<Mailbox>, ctx: Arc<NodeContext>) {
             .values()
             .flat_map(|j| [j.stop_at, j.kill_at])
             .flatten()
+            .chain(prepared.values().map(|p| p.until))
             .min();
         tokio::select! {
             cmd = rx.recv(), if !closing => match cmd {
@@ -163,12 +179,31 @@ async fn run(name: String, rx: Arc<Mailbox>, ctx: Arc<NodeContext>) {
                     for job in jobs.values_mut() {
                         cancel(job, kill_grace);
                     }
+                    for (_, p) in prepared.drain() {
+                        signal(p.pid, Signal::SIGKILL);
+                    }
                 }
                 Some(NodeCmd::Start(s)) => {
                     let id = s.job;
+                    let claimed = match prepared.remove(&id) {
+                        Some(p) if p.start == s => Some(p.pid),
+                        Some(p) => {
+                            // Placed otherwise than foreseen.
+                            signal(p.pid, Signal::SIGKILL);
+                            None
+                        }
+                        None => None,
+                    };
+                    if let Some(pid) = claimed {
+                        signal(pid, Signal::SIGCONT);
+                        debug!(job = id, node = %name, pid, "started (prepared)");
+                        jobs.insert(id, Job { pid, suspended: false, stop_at: None, kill_at: None });
+                        report(&ctx, FromAgent::Started { job: id, pid: pid as u32 }).await;
+                        continue;
+                    }
                     // Boxed: held inline, its state would make every idle
                     // node's task larger.
-                    match Box::pin(launch(&ctx, &s)).await {
+                    match Box::pin(launch(&ctx, &s, false)).await {
                         Ok(spawned) => {
                             debug!(job = id, node = %name, pid = spawned.pid, "started");
                             jobs.insert(id, Job {
@@ -177,17 +212,30 @@ async fn run(name: String, rx: Arc<Mailbox>, ctx: Arc<NodeContext>) {
                                 stop_at: None,
                                 kill_at: None,
                             });
-                            exits.push(async move {
-                                // A dropped sender means the reaper lost the
-                                // child: report it as killed.
-                                (id, spawned.exit.await.unwrap_or(Exit::Signal(9)))
-                            });
-                            report(&ctx, FromAgent::Started { job: id, pid: spawned.pid as u32 }).await;
+                            let pid = spawned.pid;
+                            exits.push(exit_of(id, spawned));
+                            report(&ctx, FromAgent::Started { job: id, pid: pid as u32 }).await;
                         }
                         Err(e) => {
                             warn!(job = id, node = %name, %e, "cannot start {}", ctx.sigsleep.display());
                             report(&ctx, FromAgent::Ended { job: id, exit: Exit::SpawnFailed }).await;
                         }
+                    }
+                }
+                Some(NodeCmd::Prepare(s, until)) => {
+                    let id = s.job;
+                    if jobs.contains_key(&id) || prepared.get(&id).is_some_and(|p| p.start == s) {
+                        continue;
+                    }
+                    if let Some(p) = prepared.remove(&id) {
+                        signal(p.pid, Signal::SIGKILL);
+                    }
+                    // A process that cannot be prepared is started at the
+                    // job's start, as any.
+                    if let Ok(spawned) = Box::pin(launch(&ctx, &s, true)).await {
+                        debug!(job = id, node = %name, pid = spawned.pid, "prepared");
+                        prepared.insert(id, Prepared { pid: spawned.pid, start: s, until });
+                        exits.push(exit_of(id, spawned));
                     }
                 }
                 Some(NodeCmd::Suspend(id)) => {
@@ -227,13 +275,30 @@ async fn run(name: String, rx: Arc<Mailbox>, ctx: Arc<NodeContext>) {
                     }
                 }
             },
-            Some((id, exit)) = exits.next() => {
+            Some((id, pid, exit)) = exits.next() => {
+                // A prepared process that was never claimed, or was
+                // replaced, ends without a job.
+                if prepared.get(&id).is_some_and(|p| p.pid == pid) {
+                    prepared.remove(&id);
+                }
+                if jobs.get(&id).is_none_or(|j| j.pid != pid) {
+                    debug!(job = id, node = %name, pid, ?exit, "prepared process ended unclaimed");
+                    continue;
+                }
                 jobs.remove(&id);
                 debug!(job = id, node = %name, ?exit, "ended");
                 report(&ctx, FromAgent::Ended { job: id, exit }).await;
             }
             () = timer(next_timer), if next_timer.is_some() => {
                 let now = Instant::now();
+                prepared.retain(|id, p| {
+                    let keep = p.until > now;
+                    if !keep {
+                        debug!(job = id, pid = p.pid, "prepared process unclaimed in time");
+                        signal(p.pid, Signal::SIGKILL);
+                    }
+                    keep
+                });
                 for job in jobs.values_mut() {
                     if job.stop_at.is_some_and(|t| t <= now) {
                         job.stop_at = None;
@@ -268,7 +333,22 @@ fn cancel(job: &mut Job, grace: Duration) {
     job.kill_at = Some(Instant::now() + grace);
 }
 
-async fn launch(ctx: &NodeContext, s: &StartJob) -> std::io::Result<crate::spawn::Spawned> {
+/// The exit of job `id`'s process `spawned`, as the node task awaits it.
+async fn exit_of(id: u64, spawned: crate::spawn::Spawned) -> (u64, i32, Exit) {
+    // A dropped sender means the reaper lost the child: report it as killed.
+    (
+        id,
+        spawned.pid,
+        spawned.exit.await.unwrap_or(Exit::Signal(9)),
+    )
+}
+
+/// Starts job `s`'s process; `held`, ahead of the job's start.
+async fn launch(
+    ctx: &NodeContext,
+    s: &StartJob,
+    held: bool,
+) -> std::io::Result<crate::spawn::Spawned> {
     let secs = |ns: u64| format!("{}.{:09}", ns / 1_000_000_000, ns % 1_000_000_000);
     let submit = format!(
         "{}.{:09}",
@@ -293,6 +373,9 @@ async fn launch(ctx: &NodeContext, s: &StartJob) -> std::io::Result<crate::spawn
         "--die-with-parent".into(),
         std::process::id().to_string(),
     ];
+    if held {
+        args.push("--held".into());
+    }
     let mut env = Vec::new();
     if !s.devices.is_empty() {
         for part in device_args(&s.devices, DEVICES_ARG_MAX) {

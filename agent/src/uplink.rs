@@ -542,6 +542,16 @@ impl Agent {
                                 }
                             }
                         }
+                        Ok(ToAgent::Prepare { start, claim_within_ms }) => {
+                            // A hint: on a node this agent does not host, or
+                            // for a job it already runs, there is nothing to do.
+                            if let Some(h) = self.nodes.get(&start.node) {
+                                if !self.jobs.contains_key(&start.job) {
+                                    let until = Instant::now() + Duration::from_millis(claim_within_ms.into());
+                                    h.send(NodeCmd::Prepare(Box::new(start), until));
+                                }
+                            }
+                        }
                         Ok(ToAgent::Suspend(id)) => self.route(id, NodeCmd::Suspend(id)),
                         Ok(ToAgent::Resume(id)) => self.route(id, NodeCmd::Resume(id)),
                         Ok(ToAgent::Cancel(id)) => self.route(id, NodeCmd::Cancel(id)),

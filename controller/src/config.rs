@@ -66,6 +66,9 @@ struct ControllerSection {
     /// Gang scheduling time slice, in seconds.
     time_slice_s: Option<f64>,
     schedule_interval_ms: Option<u64>,
+    /// Start the processes of the jobs a gang turn will start ahead of it,
+    /// held (default true).
+    prestart: Option<bool>,
     /// Seconds past a job's wall-time limit before the controller cancels
     /// it (sigsleep itself stops at the limit; this is the safety net).
     timeout_grace_ms: Option<u64>,
@@ -227,6 +230,9 @@ pub struct Cluster {
     /// Gang scheduling's time slice.
     pub time_slice: Duration,
     pub schedule_interval: Duration,
+    /// Whether the processes of the jobs the policy will start at its
+    /// next wake-up (a gang turn) are started ahead, held.
+    pub prestart: bool,
     pub timeout_grace: Duration,
     /// Journal size (bytes) past which it is folded into a snapshot.
     pub journal_compact_bytes: u64,
@@ -626,6 +632,7 @@ impl Cluster {
                 c.schedule_interval_ms,
                 10,
             )?,
+            prestart: c.prestart.unwrap_or(true),
             timeout_grace: ms("controller.timeout_grace_ms", c.timeout_grace_ms, 10_000)?,
             journal_compact_bytes: c.journal_compact_mb.unwrap_or(64).saturating_mul(1 << 20),
             max_jobs,

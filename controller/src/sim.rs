@@ -249,7 +249,9 @@ impl Effects for Machines {
                     self.push(t, Ev::End { job, generation });
                 }
             }
-            ToAgent::Registered(_)
+            // The twin never looks ahead: it has no process to start.
+            ToAgent::Prepare { .. }
+            | ToAgent::Registered(_)
             | ToAgent::Rejected(_)
             | ToAgent::Shutdown
             | ToAgent::Forget(_)

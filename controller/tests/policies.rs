@@ -130,6 +130,73 @@ priority = 10
     assert!(decided(&c, other).is_empty());
 }
 
+/// The job a gang turn will start has its process started ahead, held:
+/// it exists while the job is pending, counts nothing, and is the very
+/// process the turn lets run. With `prestart = false` the process starts
+/// at the turn. Either way the record starts at the turn.
+#[test]
+fn the_job_a_gang_turn_starts_was_started_ahead_and_held() {
+    for prestart in [true, false] {
+        let c = Cluster::start(
+            "vn1",
+            4,
+            &format!(
+                "time_slice_s = 3.0\nprestart = {prestart}\n\
+                 [[partitions]]\nname = \"gang\"\nnodes = \"ALL\"\noversubscribe = 2\n"
+            ),
+        );
+        let ids = c.submit(&["--cores", "4", "--runtime", "3.5", "--count", "2"]);
+        c.wait_state(ids[0], "running");
+        let (first, second) = (ids[0], ids[1]);
+        if prestart {
+            c.wait_for("the second job's process, ahead of its turn", || {
+                c.pids(second).len() == 1
+            });
+            // Seen before the turn (3 s away): it existed while pending.
+            assert_eq!(c.state(second), "pending");
+            let held = c.pids(second)[0];
+            let cmdline = std::fs::read(format!("/proc/{held}/cmdline")).unwrap();
+            assert!(String::from_utf8_lossy(&cmdline).contains("--held\0"));
+            assert_eq!(proc_state(held), Some('S'), "held, not stopped");
+            let comm = || std::fs::read_to_string(format!("/proc/{held}/comm")).unwrap();
+            assert_eq!(comm().trim_end(), "sigsleep-held");
+            c.wait_state(second, "running");
+            assert_eq!(c.pids(second), [held], "the turn started another process");
+            c.wait_for("the started process to drop its held name", || {
+                comm().trim_end() == "sigsleep"
+            });
+        } else {
+            std::thread::sleep(std::time::Duration::from_millis(500));
+            assert_eq!(c.state(second), "pending");
+            assert!(
+                c.pids(second).is_empty(),
+                "started ahead with prestart = false"
+            );
+        }
+        for &id in &ids {
+            c.wait_state(id, "completed");
+        }
+        let (a, b) = (c.record(first), c.record(second));
+        for r in [&a, &b] {
+            assert_eq!(r.status, Status::Completed);
+            assert_matches(&c, r);
+            let run = r.end - r.start - r.suspended_ns();
+            assert!(
+                (run - 35 * S / 10).abs() < S / 5,
+                "job {} ran {run} ns",
+                r.id
+            );
+        }
+        // The second job started at the turn, not when its process did.
+        let decided = (c.job(second)["start"].as_f64().unwrap() * 1e9) as i64;
+        assert!(
+            (b.start - decided).abs() < MATCH_NS,
+            "{b:?} against {decided}"
+        );
+        assert!(b.start - a.start > 2 * S, "{b:?} started with {a:?}");
+    }
+}
+
 #[test]
 fn gang_time_slicing_takes_turns_on_the_cores() {
     let c = Cluster::start(

@@ -104,6 +104,12 @@ pub struct Manifest {
     pub time_slice_wall_s: Option<f64>,
     #[serde(default)]
     pub gang_partitions: Vec<GangPartition>,
+    /// `[controller] prestart`: whether the processes of the jobs a gang
+    /// turn would start were started ahead of it, held. `None` where no
+    /// clemu controller ran processes: the twin, Slurm, a cluster started
+    /// elsewhere, and runs written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prestart: Option<bool>,
     /// The replay's `--route` values: which jobs went to a partition other
     /// than the default.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -530,6 +536,7 @@ mod tests {
             time_slice_s: 30.0,
             time_slice_wall_s: Some(0.0015),
             gang_partitions: vec![],
+            prestart: Some(true),
             routes: vec!["urgent:cores<=8".into()],
             cores: Some(256),
             resources: [("gpu".to_string(), 32)].into(),

@@ -39,7 +39,9 @@ use tokio_util::codec::{Decoder, Encoder, Framed, LengthDelimitedCodec};
 /// primary, and a backup answers requests with [`Response::NotPrimary`].
 /// 9: jobs ask generic resources, and a start names the devices they get.
 /// 10: a client says it has submitted its last job ([`Request::NoMoreJobs`]).
-pub const PROTOCOL: u32 = 10;
+/// 11: a job's process may be started ahead of its start, held
+/// ([`ToAgent::Prepare`]).
+pub const PROTOCOL: u32 = 11;
 /// Largest frame a server accepts from an authenticated peer (a batch of
 /// records can be large).
 pub const MAX_FRAME: usize = 16 << 20;

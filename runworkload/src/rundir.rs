@@ -541,6 +541,10 @@ pub(crate) fn write_manifest(plan: &Plan, dir: &Path, m: &RunState<'_>) -> Resul
                 time_slice_wall_s: Some(r.time_slice.as_secs_f64()),
             })
             .collect(),
+        prestart: (plan.backend.name() == "clemu"
+            && !plan.backend.virtual_time()
+            && plan.backend.controller() == "embedded")
+            .then_some(plan.config.prestart),
         routes: plan.routes.iter().map(|r| r.text.clone()).collect(),
         cores: Some(m.cores),
         resources: resources(&plan.config),

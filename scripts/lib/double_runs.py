@@ -19,10 +19,15 @@ while True:
             continue
         try:
             args = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
-            state = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0]
+            stat = open(f"/proc/{pid}/stat").read()
         except OSError:
             continue
+        state = stat.rsplit(")", 1)[1].split()[0]
         if state == "Z" or not args or not args[0].endswith(b"sigsleep"):
+            continue
+        # A process started ahead of its job and not yet let go on
+        # (`[controller] prestart`) runs nothing.
+        if stat.startswith(f"{pid} (sigsleep-held)"):
             continue
         a = [x.decode() for x in args]
         if "--log" not in a or not a[a.index("--log") + 1].startswith(root):

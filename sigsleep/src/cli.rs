@@ -33,6 +33,13 @@ OPTIONS:
                           to PATH (atomically: it appears whole); removed
                           when the job ends. For launchers that cannot block
                           the job signals, such as a shell (see SIGNALS)
+    --held                start held: count nothing until the first SIGCONT,
+                          which is the job's start; SIGTERM or SIGINT before
+                          it end the process without a record. Until then
+                          the process is named sigsleep-held (ps, /proc).
+                          A launcher starts the process ahead of the job's
+                          start, so the start is a signal, not a process to
+                          spawn
     -h, --help            print this help
     -V, --version         print the version
 
@@ -100,6 +107,8 @@ pub struct Config {
     /// Written (this process's pid) once every signal counts; removed at
     /// the end.
     pub ready_file: Option<PathBuf>,
+    /// Held until the first SIGCONT, which starts the job.
+    pub held: bool,
 }
 
 #[derive(Debug, PartialEq)]
@@ -127,6 +136,7 @@ pub fn parse(
     let mut log = None;
     let mut parent = None;
     let mut ready_file = None;
+    let mut held = false;
     while let Some(arg) = p.next().map_err(|e| e.to_string())? {
         match arg {
             Long("runtime") => runtime = Some(seconds("--runtime", &text(&mut p)?)?),
@@ -149,6 +159,7 @@ pub fn parse(
             Long("ready-file") => {
                 ready_file = Some(PathBuf::from(p.value().map_err(|e| e.to_string())?));
             }
+            Long("held") => held = true,
             Short('h') | Long("help") => return Ok(Parsed::Help),
             Short('V') | Long("version") => return Ok(Parsed::Version),
             other => return Err(other.unexpected().to_string()),
@@ -169,6 +180,7 @@ pub fn parse(
         log,
         parent,
         ready_file,
+        held,
     }))
 }
 
@@ -242,6 +254,7 @@ mod tests {
                 log: "/tmp/x".into(),
                 parent: None,
                 ready_file: None,
+                held: false,
             })
         );
     }

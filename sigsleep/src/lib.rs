@@ -11,6 +11,8 @@
 //! 2. The start instant is read, the flags parsed, the log opened; with
 //!    `--ready-file`, the pid is written there for a launcher that could
 //!    not block the signals (a shell) and waits for it before it sends any.
+//!    With `--held` (a process started ahead of its job), the start is
+//!    instead the first `SIGCONT`, waited for without counting anything.
 //! 3. The main loop waits in `ppoll` on a timerfd armed at the absolute
 //!    deadline; that wait is the only place the job signals are let in
 //!    ([`signals`]): handlers log timestamped events and return, and a
@@ -97,7 +99,27 @@ pub fn main_exit_code() -> i32 {
             return EXIT_LOG;
         }
     }
-    let mut ledger = Ledger::new(start, cfg.runtime_ns, cfg.walltime_ns);
+    let (start, mut ledger) = if cfg.held {
+        // Told apart in `ps` and /proc while it is only held: the process
+        // exists, but its job has not started.
+        let name = process_name();
+        set_process_name(HELD_NAME);
+        match hold(&waiter, &cfg) {
+            Ok(started) => {
+                set_process_name(&name);
+                started
+            }
+            Err(sig) => {
+                // Ended before it started: no job ran, so no record.
+                if let Some(path) = &cfg.ready_file {
+                    let _ = std::fs::remove_file(path);
+                }
+                return 128 + sig;
+            }
+        }
+    } else {
+        (start, Ledger::new(start, cfg.runtime_ns, cfg.walltime_ns))
+    };
     loop {
         signals::drain(|ev| ledger.apply(ev));
         if ledger.terminated_by().is_some() {
@@ -139,6 +161,57 @@ pub fn main_exit_code() -> i32 {
                 cfg.log.display()
             );
             EXIT_LOG
+        }
+    }
+}
+
+/// The process name (`/proc/PID/comm`) of a sigsleep held before its
+/// job's start.
+pub const HELD_NAME: &[u8; 16] = b"sigsleep-held\0\0\0";
+
+/// This process's name, as `prctl(PR_GET_NAME)` gives it (16 bytes, NUL
+/// terminated).
+fn process_name() -> [u8; 16] {
+    let mut name = [0u8; 16];
+    // SAFETY: PR_GET_NAME writes at most 16 bytes into the buffer.
+    unsafe { libc::prctl(libc::PR_GET_NAME, name.as_mut_ptr()) };
+    name
+}
+
+fn set_process_name(name: &[u8; 16]) {
+    // SAFETY: a NUL-terminated name of 16 bytes at most; failure is
+    // harmless (the name only helps people and tools tell processes apart).
+    unsafe { libc::prctl(libc::PR_SET_NAME, name.as_ptr()) };
+}
+
+/// `--held`: waits, counting nothing, for the `SIGCONT` that starts the
+/// job. Returns its instant and the ledger from there (with any event that
+/// came after it already applied), or the signal that ended the process
+/// first.
+fn hold(waiter: &signals::Waiter, cfg: &Config) -> Result<(clock::Stamp, Ledger), i32> {
+    loop {
+        let mut started: Option<(clock::Stamp, Ledger)> = None;
+        let mut ended = None;
+        signals::drain(|ev| match (&mut started, ev) {
+            (Some((_, ledger)), ev) => ledger.apply(ev),
+            (None, Event::Resume(at)) => {
+                started = Some((at, Ledger::new(at, cfg.runtime_ns, cfg.walltime_ns)));
+            }
+            (None, Event::Terminate(_, sig)) => {
+                ended.get_or_insert(sig);
+            }
+            (None, Event::Suspend(_)) => {}
+        });
+        if let Some(sig) = ended {
+            return Err(sig);
+        }
+        if let Some(s) = started {
+            return Ok(s);
+        }
+        // A SIGTSTP before the start stops the process like any other; the
+        // SIGCONT that ends the stop is the start.
+        if waiter.wait_until(None) {
+            waiter.take_stop();
         }
     }
 }

@@ -306,20 +306,42 @@ impl Cluster {
                 devices: self.devices_text(&job.devices),
             });
         }
-        fx.to_agent(
-            agent,
-            ToAgent::Start(StartJob {
-                job: id,
-                node: self.nodes[first].name.clone(),
-                cores: job.spec.cores,
-                runtime_ns: job.spec.runtime_ns,
-                walltime_ns: job.spec.walltime_ns,
-                submit_ns: job.submit_ns,
-                devices: self.devices_text(&job.devices),
-            }),
-        );
+        let devices = self.devices_text(&job.devices);
+        fx.to_agent(agent, ToAgent::Start(self.start_order(id, first, devices)));
         self.counters.started += 1;
         Ok(())
+    }
+
+    /// The order that starts job `id`, whose first node is `first`.
+    fn start_order(&self, id: u64, first: usize, devices: String) -> StartJob {
+        let job = &self.jobs[&id];
+        StartJob {
+            job: id,
+            node: self.nodes[first].name.clone(),
+            cores: job.spec.cores,
+            runtime_ns: job.spec.runtime_ns,
+            walltime_ns: job.spec.walltime_ns,
+            submit_ns: job.submit_ns,
+            devices,
+        }
+    }
+
+    /// The order that would start pending job `id` on `alloc`, and the
+    /// agent it would go to, so that its process can be started ahead
+    /// ([`ToAgent::Prepare`]). `None` for a job that asks for devices:
+    /// which ones it gets is settled only at its start.
+    pub(super) fn start_order_ahead(
+        &self,
+        id: u64,
+        alloc: &[(usize, u32)],
+    ) -> Option<(AgentId, StartJob)> {
+        let job = self.jobs.get(&id)?;
+        let &(first, _) = alloc.first()?;
+        if job.state != JobState::Pending || !job.spec.gres.is_empty() {
+            return None;
+        }
+        let agent = self.nodes.get(first)?.agent?;
+        Some((agent, self.start_order(id, first, String::new())))
     }
 
     fn suspend_job<F: Effects>(

@@ -6,8 +6,17 @@ use std::time::{Duration, Instant};
 
 use tracing::{debug, debug_span};
 
+use formats::wire::ToAgent;
+
 use super::{Cluster, Effects, Now};
-use crate::policy::Policy;
+use crate::policy::{Decision, Policy};
+
+/// A wake-up closer than this is not looked ahead to: a process started
+/// now would hardly be ready sooner than one started at the turn.
+const LOOK_AHEAD_MIN_NS: i64 = 2_000_000;
+/// How long past the wake-up a process started ahead waits to be claimed
+/// (the pass may run late) before its agent kills it.
+const CLAIM_GRACE_NS: i64 = 1_000_000_000;
 
 pub struct Scheduler {
     policy: Box<dyn Policy>,
@@ -19,6 +28,11 @@ pub struct Scheduler {
     wake_at: Option<i64>,
     /// Why the policy can decide nothing more, once it cannot.
     failed: Option<String>,
+    /// Whether to start ahead the processes of the jobs the policy will
+    /// start at its wake-up (the emulation; the twin has no processes).
+    look_ahead: bool,
+    /// The wake-up last looked ahead to: once each.
+    looked_ahead_to: Option<i64>,
 }
 
 impl Scheduler {
@@ -29,7 +43,16 @@ impl Scheduler {
             last_pass: None,
             wake_at: None,
             failed: None,
+            look_ahead: false,
+            looked_ahead_to: None,
         }
+    }
+
+    /// Has the processes of the jobs the policy will start at the wake-up
+    /// it asks for started ahead of it, held (`[controller] prestart`).
+    pub fn looking_ahead(mut self, on: bool) -> Scheduler {
+        self.look_ahead = on;
+        self
     }
 
     /// Readies the cluster for this scheduler's policy: one that relays
@@ -159,9 +182,56 @@ impl Scheduler {
             cluster.forget_events();
             cluster.cancel(&orphans, now, fx);
         }
+        if self.look_ahead && self.failed.is_none() {
+            self.prepare_ahead(cluster, now, fx);
+        }
         let took = took.elapsed();
         cluster.counters.pass(took);
         debug!(queued, decisions = n, ?took, "scheduling pass");
         true
+    }
+
+    /// Runs the policy on the cluster as it will be at the wake-up it asked
+    /// for, if nothing happens before, and has the processes of the jobs it
+    /// would start then started now, held: at the turn, a start is a
+    /// `SIGCONT` rather than a process to spawn (a few hundred
+    /// microseconds each, one after another). Only a guess: the turn's own
+    /// pass decides, and a process it does not claim is killed without a
+    /// record.
+    fn prepare_ahead<F: Effects>(&mut self, cluster: &Cluster, now: Now, fx: &mut F) {
+        let Some(at) = self.wake_at else { return };
+        if self.looked_ahead_to == Some(at)
+            || at - now.mono < LOOK_AHEAD_MIN_NS
+            || cluster.pending().next().is_none()
+            || !self.policy.may_look_ahead()
+        {
+            return;
+        }
+        self.looked_ahead_to = Some(at);
+        let then = Now {
+            mono: at,
+            wall: now.wall.saturating_add(at - now.mono),
+        };
+        let view = cluster.view(then);
+        let decisions = self.policy.decide(&view);
+        drop(view);
+        let claim_within_ms = ((at - now.mono)
+            .saturating_add(self.interval)
+            .saturating_add(CLAIM_GRACE_NS)
+            / 1_000_000)
+            .clamp(0, u32::MAX.into()) as u32;
+        for d in decisions.list {
+            if let Decision::Start { job, alloc } = d {
+                if let Some((agent, start)) = cluster.start_order_ahead(job, &alloc) {
+                    fx.to_agent(
+                        agent,
+                        ToAgent::Prepare {
+                            start,
+                            claim_within_ms,
+                        },
+                    );
+                }
+            }
+        }
     }
 }

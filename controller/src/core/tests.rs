@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use formats::wire::{Exit, Held, JobSpec, JobState, NodeState, ToAgent};
+use formats::wire::{Exit, Held, JobSpec, JobState, NodeState, StartJob, ToAgent};
 
 use super::*;
 use crate::config;
@@ -1528,5 +1528,77 @@ fn devices_are_never_held_twice_whatever_happens() {
                 }
             }
         }
+    }
+}
+
+/// Before a gang turn, the processes of the jobs it will start are asked
+/// for ahead, once, with the very orders the turn then sends; a scheduler
+/// not asked to look ahead asks for none.
+#[test]
+fn a_gang_turn_sends_the_start_orders_its_processes_were_prepared_with() {
+    let starts = |out: &Recorder| -> Vec<StartJob> {
+        out.0
+            .iter()
+            .filter_map(|(_, m)| match m {
+                ToAgent::Start(s) => Some(s.clone()),
+                _ => None,
+            })
+            .collect()
+    };
+    let prepared = |out: &Recorder| -> Vec<StartJob> {
+        out.0
+            .iter()
+            .filter_map(|(_, m)| match m {
+                ToAgent::Prepare {
+                    start,
+                    claim_within_ms,
+                } => {
+                    // The turn is 1 s away; the pass may come late.
+                    assert!(*claim_within_ms >= 2_000, "{claim_within_ms}");
+                    Some(start.clone())
+                }
+                _ => None,
+            })
+            .collect()
+    };
+    for look_ahead in [true, false] {
+        let mut c = cluster_with(
+            "[[partitions]]\nname = \"g\"\noversubscribe = 2\ntime_slice_s = 1\ndefault = true\n",
+        );
+        let mut out = Recorder::default();
+        let whole = |_| JobSpec {
+            mem_per_cpu_mb: 0,
+            ..spec(4)
+        };
+        let ids = c
+            .submit((0..8).map(whole).collect(), 0, at(0), &mut out)
+            .unwrap();
+        let policy = Box::new(Standard {
+            base: Base::Easy,
+            preemption: false,
+        });
+        let mut s = Scheduler::new(policy, std::time::Duration::ZERO).looking_ahead(look_ahead);
+        out.0.clear();
+        assert!(s.pass(&mut c, at(0), &mut out));
+        let first: Vec<u64> = starts(&out).iter().map(|s| s.job).collect();
+        assert_eq!(first, ids[..4]);
+        let ahead = prepared(&out);
+        if !look_ahead {
+            assert!(ahead.is_empty(), "{ahead:?}");
+            continue;
+        }
+        assert_eq!(ahead.iter().map(|s| s.job).collect::<Vec<_>>(), ids[4..]);
+        // A pass before the turn, for the same wake-up, asks nothing again.
+        out.0.clear();
+        let half = Now {
+            mono: S / 2,
+            wall: at(0).wall + S / 2,
+        };
+        assert!(s.pass(&mut c, half, &mut out));
+        assert!(prepared(&out).is_empty());
+        assert_eq!(s.due(&c), Some(S));
+        out.0.clear();
+        assert!(s.pass(&mut c, at(1), &mut out));
+        assert_eq!(starts(&out), ahead);
     }
 }

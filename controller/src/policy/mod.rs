@@ -326,6 +326,16 @@ pub trait Policy: Send + Sync {
         false
     }
 
+    /// Whether `decide` may also be called on the cluster as it will be at
+    /// the wake-up the policy asked for, its decisions only looked at:
+    /// the emulation starts the processes of the jobs it would start then
+    /// ahead, held, so a gang turn does not wait for process starts. A
+    /// policy whose `decide` does more than decide (one that asks an
+    /// external scheduler) says no.
+    fn may_look_ahead(&self) -> bool {
+        true
+    }
+
     /// Why it can decide nothing more (an external scheduler that died),
     /// once that is so. The driver then stops asking it.
     fn failure(&self) -> Option<String> {

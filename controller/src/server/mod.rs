@@ -238,9 +238,10 @@ impl Server {
         written: crate::records::Written,
     ) -> Server {
         let interval = cluster.config().schedule_interval;
+        let prestart = cluster.config().prestart;
         let mut server = Server {
             cluster,
-            scheduler: Scheduler::new(policy, interval),
+            scheduler: Scheduler::new(policy, interval).looking_ahead(prestart),
             clock,
             journal,
             replies: Vec::new(),

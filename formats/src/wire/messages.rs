@@ -587,6 +587,16 @@ pub enum ToAgent {
     /// The primary's new mark; the agent keeps it, then says so.
     Mark(Mark),
     Start(StartJob),
+    /// Start this job's process ahead of its start, held: it counts
+    /// nothing until a `Start` with the same fields claims it (it is then
+    /// only let go on). Unclaimed within `claim_within_ms`, or claimed with
+    /// other fields, it is killed without a record. Sent for the jobs a
+    /// gang turn is about to start, so the turn need not wait for process
+    /// starts.
+    Prepare {
+        start: StartJob,
+        claim_within_ms: u32,
+    },
     Suspend(u64),
     Resume(u64),
     Cancel(u64),

@@ -447,6 +447,11 @@ impl Policy for Bridge {
         true
     }
 
+    fn may_look_ahead(&self) -> bool {
+        // Every call is a message to the external scheduler.
+        false
+    }
+
     fn refused(&self, why: &[String]) {
         let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
         if st.failure.is_none() {

@@ -1,0 +1,92 @@
+//! `--held`: a process started ahead of its job counts nothing until the
+//! SIGCONT that starts it, and leaves no record if it ends before that.
+
+#![allow(clippy::unwrap_used)] // tests: a failure should panic
+
+mod common;
+use common::*;
+
+use formats::record::Status;
+
+/// The process's name, as `ps` shows it.
+fn comm(child: &std::process::Child) -> String {
+    let name = std::fs::read_to_string(format!("/proc/{}/comm", child.id())).unwrap();
+    name.trim_end().to_string()
+}
+
+#[test]
+fn a_held_job_starts_at_its_first_sigcont_and_counts_its_run_time_from_there() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("jobs.rec");
+    let mut cmd = sigsleep();
+    cmd.args(["--runtime", "0.5", "--id", "7", "--held", "--log"])
+        .arg(&log);
+    let spawned = now_ns();
+    let mut child = launch(cmd);
+    // Held far longer than its run time: none of it may count.
+    sleep_ms(1_200);
+    assert_eq!(comm(&child), "sigsleep-held");
+    assert_eq!(
+        child.try_wait().unwrap(),
+        None,
+        "a held job ended by itself"
+    );
+    assert!(
+        std::fs::metadata(&log).unwrap().len() == 0,
+        "record before the start"
+    );
+    let sent = now_ns();
+    signal(&child, libc::SIGCONT);
+    sleep_ms(100);
+    assert_eq!(comm(&child), "sigsleep", "still named as held once started");
+    assert_eq!(child.wait().unwrap().code(), Some(0));
+    let rec = only_record(&log);
+    assert_eq!((rec.id, rec.status), (7, Status::Completed));
+    assert!(
+        rec.start > spawned + 1_000 * MS,
+        "started at its spawn: {rec:?}"
+    );
+    assert_near("start", rec.start, sent, DELIVERY);
+    assert_near("end - start", rec.end - rec.start, 500 * MS, ACCOUNTING);
+    assert!(rec.suspensions.is_empty(), "{rec:?}");
+}
+
+#[test]
+fn a_held_job_is_suspended_and_resumed_as_any_once_started() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("jobs.rec");
+    let mut cmd = sigsleep();
+    cmd.args(["--runtime", "0.6", "--held", "--log"]).arg(&log);
+    let mut child = launch(cmd);
+    sleep_ms(200);
+    signal(&child, libc::SIGCONT);
+    sleep_ms(200);
+    signal(&child, libc::SIGTSTP);
+    wait_state(&child, 'T');
+    sleep_ms(400);
+    signal(&child, libc::SIGCONT);
+    assert_eq!(child.wait().unwrap().code(), Some(0));
+    let rec = only_record(&log);
+    assert_eq!(rec.suspensions.len(), 1, "{rec:?}");
+    assert_near(
+        "end - start - suspended",
+        rec.end - rec.start - rec.suspended_ns(),
+        600 * MS,
+        ACCOUNTING,
+    );
+}
+
+#[test]
+fn a_held_job_ended_before_its_start_leaves_no_record() {
+    for sig in [libc::SIGTERM, libc::SIGINT] {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("jobs.rec");
+        let mut cmd = sigsleep();
+        cmd.args(["--runtime", "30", "--held", "--log"]).arg(&log);
+        let mut child = launch(cmd);
+        sleep_ms(200);
+        signal(&child, sig);
+        assert_eq!(child.wait().unwrap().code(), Some(128 + sig));
+        assert_eq!(std::fs::metadata(&log).unwrap().len(), 0, "signal {sig}");
+    }
+}
