@@ -224,7 +224,13 @@ async fn run(name: String, rx: Arc<Mailbox>, ctx: Arc<NodeContext>) {
                 }
                 Some(NodeCmd::Prepare(s, until)) => {
                     let id = s.job;
-                    if jobs.contains_key(&id) || prepared.get(&id).is_some_and(|p| p.start == s) {
+                    if jobs.contains_key(&id) {
+                        continue;
+                    }
+                    // Asked again for a later turn (the one before ended
+                    // early): the same process waits for it.
+                    if let Some(p) = prepared.get_mut(&id).filter(|p| p.start == s) {
+                        p.until = p.until.max(until);
                         continue;
                     }
                     if let Some(p) = prepared.remove(&id) {

@@ -34,8 +34,9 @@ OPTIONS:
                           when the job ends. For launchers that cannot block
                           the job signals, such as a shell (see SIGNALS)
     --held                start held: count nothing until the first SIGCONT,
-                          which is the job's start; SIGTERM or SIGINT before
-                          it end the process without a record. Until then
+                          which is the job's start (a SIGTSTP first starts
+                          it suspended); SIGTERM or SIGINT before it end the
+                          process without a record. Until then
                           the process is named sigsleep-held (ps, /proc).
                           A launcher starts the process ahead of the job's
                           start, so the start is a signal, not a process to

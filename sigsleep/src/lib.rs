@@ -185,33 +185,53 @@ fn set_process_name(name: &[u8; 16]) {
 }
 
 /// `--held`: waits, counting nothing, for the `SIGCONT` that starts the
-/// job. Returns its instant and the ledger from there (with any event that
-/// came after it already applied), or the signal that ended the process
-/// first.
+/// job. Returns the start and the ledger from there (with whatever came
+/// with the `SIGCONT` already applied), or the signal that ended the
+/// process before any start.
 fn hold(waiter: &signals::Waiter, cfg: &Config) -> Result<(clock::Stamp, Ledger), i32> {
     loop {
-        let mut started: Option<(clock::Stamp, Ledger)> = None;
-        let mut ended = None;
-        signals::drain(|ev| match (&mut started, ev) {
-            (Some((_, ledger)), ev) => ledger.apply(ev),
-            (None, Event::Resume(at)) => {
-                started = Some((at, Ledger::new(at, cfg.runtime_ns, cfg.walltime_ns)));
+        let stop_pending = waiter.wait_until(None);
+        let mut events = [None; signals::CAP];
+        let mut n = 0;
+        signals::drain(|ev| {
+            if let Some(slot) = events.get_mut(n) {
+                *slot = Some(ev);
+                n += 1;
             }
-            (None, Event::Terminate(_, sig)) => {
-                ended.get_or_insert(sig);
-            }
-            (None, Event::Suspend(_)) => {}
         });
-        if let Some(sig) = ended {
+        let events = &events[..n];
+        let first = events.iter().flatten().next().copied();
+        // Signals pending together are let in lowest number first: SIGINT
+        // and SIGTERM before SIGCONT, which may still wait. A cancel sent
+        // right behind the start can come first; the job started at the
+        // first of them, and then the rest happened to it.
+        let claim = events
+            .iter()
+            .position(|e| matches!(e, Some(Event::Resume(_))))
+            .or_else(|| signals::cont_pending().then_some(usize::MAX));
+        if let Some(claim) = claim {
+            let at = match first {
+                Some(Event::Suspend(at) | Event::Resume(at) | Event::Terminate(at, _)) => at,
+                None => clock::now(),
+            };
+            let mut ledger = Ledger::new(at, cfg.runtime_ns, cfg.walltime_ns);
+            for (i, e) in events.iter().enumerate() {
+                match e {
+                    Some(e) if i != claim => ledger.apply(*e),
+                    _ => {}
+                }
+            }
+            return Ok((at, ledger));
+        }
+        if let Some(Event::Terminate(_, sig)) = first {
             return Err(sig);
         }
-        if let Some(s) = started {
-            return Ok(s);
-        }
-        // A SIGTSTP before the start stops the process like any other; the
-        // SIGCONT that ends the stop is the start.
-        if waiter.wait_until(None) {
-            waiter.take_stop();
+        if stop_pending {
+            // A stop signal discards a pending SIGCONT: this is a job whose
+            // start was sent and then its suspension, before it ran. It
+            // starts now, and the main loop suspends it at once.
+            let at = clock::now();
+            return Ok((at, Ledger::new(at, cfg.runtime_ns, cfg.walltime_ns)));
         }
     }
 }

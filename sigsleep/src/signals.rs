@@ -36,7 +36,7 @@ const JOB_SIGNALS: [libc::c_int; 4] = [libc::SIGTSTP, libc::SIGCONT, libc::SIGTE
 /// handler returns, so one wait sees one or two events; 16 leaves a wide
 /// margin before [`lost`] is set, and keeps each process's writable pages
 /// few.
-const CAP: usize = 16;
+pub const CAP: usize = 16;
 
 const KIND_RESUME: u8 = 1;
 const KIND_TERM: u8 = 2;
@@ -96,6 +96,18 @@ pub fn drain(mut f: impl FnMut(Event)) {
         tail += 1;
     }
     TAIL.store(tail, Relaxed);
+}
+
+/// Whether a `SIGCONT` waits to be let in. A wait lets one signal in
+/// before its mask is lifted, lowest number first, so a `SIGCONT` sent
+/// together with a `SIGTERM` waits behind it.
+pub fn cont_pending() -> bool {
+    let mut set = MaybeUninit::<libc::sigset_t>::uninit();
+    // SAFETY: sigpending fills the set; sigismember reads it.
+    unsafe {
+        libc::sigpending(set.as_mut_ptr()) == 0
+            && libc::sigismember(set.as_ptr(), libc::SIGCONT) == 1
+    }
 }
 
 /// Whether the ring ever overflowed.

@@ -90,3 +90,58 @@ fn a_held_job_ended_before_its_start_leaves_no_record() {
         assert_eq!(std::fs::metadata(&log).unwrap().len(), 0, "signal {sig}");
     }
 }
+
+/// Signals pending together are let in lowest number first, SIGTERM before
+/// SIGCONT: a cancel right behind the start still finds a started job, and
+/// the record says it was cancelled.
+#[test]
+fn a_cancel_right_behind_the_start_is_a_cancelled_job_with_a_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("jobs.rec");
+    let mut cmd = sigsleep();
+    cmd.args(["--runtime", "30", "--id", "4", "--held", "--log"])
+        .arg(&log);
+    let mut child = launch(cmd);
+    sleep_ms(200);
+    // Stopped, it lets no handler run: both signals wait, then come in
+    // together when it continues.
+    signal(&child, libc::SIGSTOP);
+    wait_state(&child, 'T');
+    signal(&child, libc::SIGTERM);
+    let sent = now_ns();
+    signal(&child, libc::SIGCONT);
+    assert_eq!(child.wait().unwrap().code(), Some(128 + libc::SIGTERM));
+    let rec = only_record(&log);
+    assert_eq!((rec.id, rec.status), (4, Status::Cancelled));
+    assert_near("start", rec.start, sent, DELIVERY);
+    assert!(rec.end - rec.start < DELIVERY, "{rec:?}");
+}
+
+/// A SIGTSTP before any SIGCONT (the kernel discards a pending SIGCONT
+/// when a stop signal is sent: a start, then a suspension, before the
+/// process ran) starts the job suspended.
+#[test]
+fn a_suspension_before_the_start_starts_the_job_suspended() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("jobs.rec");
+    let mut cmd = sigsleep();
+    cmd.args(["--runtime", "0.4", "--held", "--log"]).arg(&log);
+    let mut child = launch(cmd);
+    sleep_ms(300);
+    let stopped = now_ns();
+    signal(&child, libc::SIGTSTP);
+    wait_state(&child, 'T');
+    sleep_ms(500);
+    signal(&child, libc::SIGCONT);
+    assert_eq!(child.wait().unwrap().code(), Some(0));
+    let rec = only_record(&log);
+    assert_near("start", rec.start, stopped, DELIVERY);
+    assert_eq!(rec.suspensions.len(), 1, "{rec:?}");
+    assert!(rec.suspended_ns() >= 450 * MS, "{rec:?}");
+    assert_near(
+        "end - start - suspended",
+        rec.end - rec.start - rec.suspended_ns(),
+        400 * MS,
+        ACCOUNTING,
+    );
+}

@@ -182,13 +182,22 @@ impl Scheduler {
             cluster.forget_events();
             cluster.cancel(&orphans, now, fx);
         }
-        if self.look_ahead && self.failed.is_none() {
-            self.prepare_ahead(cluster, now, fx);
-        }
         let took = took.elapsed();
         cluster.counters.pass(took);
         debug!(queued, decisions = n, ?took, "scheduling pass");
         true
+    }
+
+    /// Whether [`Scheduler::prepare_ahead`] has something to do: looking
+    /// ahead is on, the policy asked to be woken at a time not looked
+    /// ahead to yet, and jobs are pending.
+    pub fn ahead_due(&self, cluster: &Cluster) -> bool {
+        self.look_ahead
+            && self.failed.is_none()
+            && self.wake_at.is_some()
+            && self.wake_at != self.looked_ahead_to
+            && cluster.pending().next().is_some()
+            && self.policy.may_look_ahead()
     }
 
     /// Runs the policy on the cluster as it will be at the wake-up it asked
@@ -197,17 +206,17 @@ impl Scheduler {
     /// `SIGCONT` rather than a process to spawn (a few hundred
     /// microseconds each, one after another). Only a guess: the turn's own
     /// pass decides, and a process it does not claim is killed without a
-    /// record.
-    fn prepare_ahead<F: Effects>(&mut self, cluster: &Cluster, now: Now, fx: &mut F) {
-        let Some(at) = self.wake_at else { return };
-        if self.looked_ahead_to == Some(at)
-            || at - now.mono < LOOK_AHEAD_MIN_NS
-            || cluster.pending().next().is_none()
-            || !self.policy.may_look_ahead()
-        {
+    /// record. Once per wake-up; the server calls it after the pass's own
+    /// orders have left.
+    pub fn prepare_ahead<F: Effects>(&mut self, cluster: &Cluster, now: Now, fx: &mut F) {
+        if !self.ahead_due(cluster) {
             return;
         }
+        let Some(at) = self.wake_at else { return };
         self.looked_ahead_to = Some(at);
+        if at - now.mono < LOOK_AHEAD_MIN_NS {
+            return;
+        }
         let then = Now {
             mono: at,
             wall: now.wall.saturating_add(at - now.mono),

@@ -1582,6 +1582,10 @@ fn a_gang_turn_sends_the_start_orders_its_processes_were_prepared_with() {
         assert!(s.pass(&mut c, at(0), &mut out));
         let first: Vec<u64> = starts(&out).iter().map(|s| s.job).collect();
         assert_eq!(first, ids[..4]);
+        // The pass itself guesses nothing: its orders are not held up.
+        assert!(prepared(&out).is_empty());
+        out.0.clear();
+        s.prepare_ahead(&c, at(0), &mut out);
         let ahead = prepared(&out);
         if !look_ahead {
             assert!(ahead.is_empty(), "{ahead:?}");
@@ -1595,6 +1599,8 @@ fn a_gang_turn_sends_the_start_orders_its_processes_were_prepared_with() {
             wall: at(0).wall + S / 2,
         };
         assert!(s.pass(&mut c, half, &mut out));
+        assert!(!s.ahead_due(&c));
+        s.prepare_ahead(&c, half, &mut out);
         assert!(prepared(&out).is_empty());
         assert_eq!(s.due(&c), Some(S));
         out.0.clear();

@@ -357,6 +357,7 @@ impl Server {
             self.admit_held();
             self.commit().await;
             self.released();
+            self.look_ahead().await;
             if let Some(deadline) = self.stopping {
                 if !self.cluster.has_agents() || Instant::now() >= deadline {
                     break;
@@ -428,6 +429,9 @@ impl Server {
         if self.replies.is_empty() {
             return;
         }
+        // As in `sync`: the orders just released are written before this
+        // thread waits for the disk.
+        tokio::task::yield_now().await;
         let failed = self.journal.sync().err().map(|e| format!("{e:#}"));
         let replies: Vec<_> = self
             .replies
@@ -554,6 +558,23 @@ impl Server {
                 error!("{e:#}");
             }
         }
+    }
+
+    /// Once a pass's orders have left: the processes of the jobs the next
+    /// gang turn will start, started ahead (`[controller] prestart`). After
+    /// the orders, not in the pass, so that a turn never waits for the
+    /// next one's guess.
+    async fn look_ahead(&mut self) {
+        if !self.acts() || self.stopping.is_some() || !self.scheduler.ahead_due(&self.cluster) {
+            return;
+        }
+        // The orders just handed to the connections are written first
+        // (a woken task runs after the one that woke it).
+        tokio::task::yield_now().await;
+        let now = self.clock.now();
+        self.scheduler
+            .prepare_ahead(&self.cluster, now, &mut self.out);
+        self.commit().await;
     }
 
     /// A scheduling pass, now.
