@@ -105,7 +105,9 @@ pub struct Manifest {
     #[serde(default)]
     pub gang_partitions: Vec<GangPartition>,
     /// `[controller] prestart`: whether the processes of the jobs a gang
-    /// turn would start were started ahead of it, held. `None` where no
+    /// turn would start were to be started ahead of it, held (the setting;
+    /// never done for turns under 2 ms away or with an external
+    /// scheduler). `None` where no
     /// clemu controller ran processes: the twin, Slurm, a cluster started
     /// elsewhere, and runs written before it was recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -36,11 +36,10 @@ OPTIONS:
     --held                start held: count nothing until the first SIGCONT,
                           which is the job's start (a SIGTSTP first starts
                           it suspended); SIGTERM or SIGINT before it end the
-                          process without a record. Until then
-                          the process is named sigsleep-held (ps, /proc).
-                          A launcher starts the process ahead of the job's
-                          start, so the start is a signal, not a process to
-                          spawn
+                          process without a record. Until then the process
+                          is named sigsleep-held (ps, /proc). A launcher
+                          starts the process ahead of the job's start, so
+                          the start is a signal, not a process to spawn
     -h, --help            print this help
     -V, --version         print the version
 
