@@ -38,7 +38,7 @@ ep=tcp://127.0.0.1:$port
 # every event as Batsim sends them.
 conf() { # policy -> config path
   local c=$tmp/$1.toml
-  sed "s/^policy = .*/policy = \"$2\"/; s/^schedule_interval_ms = .*/schedule_interval_ms = 0/" \
+  sed "s/^policy = .*/policy = \"$2\"/; s/^schedule_interval_s = .*/schedule_interval_s = 0/" \
     configs/ricc-1024.toml > "$c"
   [ "$2" = batsim ] && printf '\n[batsim]\nendpoint = "%s"\nreply_timeout_s = 600\n' "$ep" >> "$c"
   echo "$c"

@@ -99,6 +99,7 @@ def main():
         sys.exit("calcmets_swf: no core count: give --cores or a MaxProcs/MaxNodes header")
     n = len(waits)
     out = {
+        "clock": "trace",
         "jobs": n,
         "cores": cores,
         "tau": args.tau,

@@ -96,7 +96,7 @@ cat > "$tmp/cluster.toml" <<TOML
 listen = "${ip[ct]}:7817"
 state_dir = "$tmp/state"
 record_dir = "$tmp/records"
-schedule_interval_ms = 1
+schedule_interval_s = 0.001
 
 [agents]
 local = false

@@ -111,7 +111,7 @@ listen = "${ip[c1]}:7817"
 hosts = ["${ip[c1]}:7817", "${ip[c2]}:7817"]
 secret_file = "$tmp/secret"
 state_dir = "$tmp/unused"
-schedule_interval_ms = 1
+schedule_interval_s = 0.001
 
 [agents]
 local = false

@@ -94,7 +94,7 @@ clemu_side() { # nodes -> "up_s pss_kib jobs_per_s"
 [controller]
 listen = "127.0.0.1:0"
 state_dir = "$dir/state"
-schedule_interval_ms = 1
+schedule_interval_s = 0.001
 
 [agents]
 local = true

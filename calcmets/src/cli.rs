@@ -5,6 +5,8 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+pub use crate::clock::ClockKind;
+
 const EXAMPLES: &str = "\
 Examples:
   calcmets results/shrink-100                  metrics of one replay run
@@ -49,8 +51,10 @@ pub struct Cli {
 pub enum Command {
     /// Print every record as one JSON object per line.
     Dump(DumpArgs),
-    /// Compare an emulated run with its virtual-time twin (`runworkload
-    /// --simulate`): per-job differences and the metrics side by side.
+    /// Compare two runs of one replay, typically an emulated run with its
+    /// virtual-time twin (`runworkload --simulate`): per-job differences and
+    /// the metrics side by side, in trace seconds. Runs of another slice,
+    /// factor, load, config or policy are refused with what differs.
     Fidelity(FidelityArgs),
     /// Write a run as another tool's results: `--format batsim` writes
     /// Batsim's jobs.csv and schedule.json, which evalys reads.
@@ -69,12 +73,17 @@ pub struct PlotCli {
     /// Total cores, for utilization [default: each run's manifest.json].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub cores: Option<u64>,
-    /// τ of the bounded slowdown, in seconds [default: the run's
-    /// manifest.json, else 10].
+    /// τ of the bounded slowdown, in seconds of the clock drawn [default:
+    /// the run's manifest.json, else 10].
     #[arg(long, value_name = "SECONDS", value_parser = seconds)]
     pub tau: Option<i64>,
+    /// The clock of the time axes and waits: `trace` (the workload's
+    /// seconds) or `wall` (the records' own) [default: trace for results
+    /// directories, wall for loose record files].
+    #[arg(long, value_enum)]
+    pub clock: Option<ClockKind>,
     /// Time window of the Gantt chart, in seconds since the run's first
-    /// submission [default: the whole run].
+    /// submission, in the clock drawn [default: the whole run].
     #[arg(long, value_name = "T0:T1", value_parser = plot_window, allow_hyphen_values = true)]
     pub window: Option<(f64, f64)>,
     /// Nodes of the Gantt chart, as a nodeset [default: the first 64 nodes
@@ -113,9 +122,14 @@ pub struct ExportArgs {
     /// Directory the files are written to (created if need be).
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
-    /// Times in the trace's seconds (× speedup ÷ factor), as a Batsim
-    /// scheduler saw them, rather than the run's own.
-    #[arg(long)]
+    /// The clock of the times written: `trace`, the trace's seconds
+    /// (× speedup ÷ factor), as a Batsim scheduler saw them, or `wall`,
+    /// the run's own.
+    #[arg(long, value_enum, default_value_t = ClockKind::Trace)]
+    pub clock: ClockKind,
+    /// The same as `--clock trace` (the default), for scripts written
+    /// before it was.
+    #[arg(long, hide = true)]
     pub trace_time: bool,
     /// The results directory of one run.
     #[arg(value_name = "RUN")]
@@ -134,10 +148,19 @@ pub struct FidelityArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
-    /// Results directory of the emulated run.
-    pub emulated: PathBuf,
-    /// Results directory of the simulated run.
-    pub simulated: PathBuf,
+    /// The clock of every time: `trace` (the workload's seconds) or
+    /// `wall` (each run's own).
+    #[arg(long, value_enum, default_value_t = ClockKind::Trace)]
+    pub clock: ClockKind,
+    /// Compare runs that are not the same replay (another slice, factor,
+    /// load, config or policy), saying what differs.
+    #[arg(long)]
+    pub force: bool,
+    /// Results directory of one run (typically the emulated one).
+    pub a: PathBuf,
+    /// Results directory of the other (typically its twin, `runworkload
+    /// --simulate`).
+    pub b: PathBuf,
 }
 
 #[derive(Debug, Args)]
@@ -145,8 +168,8 @@ pub struct MetricsArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
-    /// τ of the bounded slowdown, in seconds [default: the run's
-    /// manifest.json, else 10].
+    /// τ of the bounded slowdown, in seconds of the clock the figures are
+    /// in [default: the run's manifest.json, else 10].
     #[arg(long, value_name = "SECONDS", value_parser = seconds)]
     pub tau: Option<i64>,
     /// Total cores of the cluster, for utilization [default: the run's
@@ -159,9 +182,10 @@ pub struct MetricsArgs {
     #[arg(long, value_name = "NAME=N[,NAME=N]", value_parser = resources)]
     pub resources: Option<ResourceCounts>,
     /// Keep the jobs submitted in [T0, T1) and count, for utilization, only
-    /// the executed core-seconds inside it. Seconds in the input's time
-    /// base: since the Unix epoch for records, since the trace's start for
-    /// SWF.
+    /// the executed core-seconds inside it. Seconds of the clock the
+    /// figures are in: in trace seconds since the trace's start (as SWF
+    /// submit times are) for traces and replays, since the Unix epoch for
+    /// records in the wall clock.
     #[arg(long, value_name = "T0:T1", value_parser = window, allow_hyphen_values = true)]
     pub window: Option<(i64, i64)>,
     /// Break the metrics down: by job-size class (`size`: 1, 2, 3-4, 5-8,
@@ -178,6 +202,12 @@ pub struct MetricsArgs {
     /// status 1 or -1) or `all` (every status; SWF: every non-partial line).
     #[arg(long, value_enum, default_value_t = StatusFilter::Completed)]
     pub status: StatusFilter,
+    /// The clock of every time printed: `trace`, the workload's seconds
+    /// (a replay's times × speedup ÷ factor), or `wall`, the records' own
+    /// [default: trace for results directories and traces, wall for loose
+    /// record files].
+    #[arg(long, value_enum)]
+    pub clock: Option<ClockKind>,
     /// Read every record input as one run, even results directories.
     #[arg(long)]
     pub merge: bool,

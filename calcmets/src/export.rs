@@ -10,9 +10,9 @@
 //!   own definitions (its slowdown is not bounded, and its means divide by
 //!   every job, rejected ones included).
 //!
-//! Times are seconds since the run's first submission: the run's own
-//! (wall-clock) seconds, or with `--trace-time` the trace's (× speedup ÷
-//! factor), in which a Batsim scheduler's `now` ran. Resources are cores,
+//! Times are seconds since the run's first submission: the trace's (× speedup
+//! ÷ factor), in which a Batsim scheduler's `now` ran and in which calcmets
+//! gives every figure, or with `--clock wall` the run's own. Resources are cores,
 //! numbered node by node in the cluster's order (the manifest's
 //! `layout`), as `[batsim] unit = "core"` numbers them. clemu knows the
 //! nodes of a job and how many cores, not which cores: a job's cores are
@@ -28,6 +28,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, bail, Context, Result};
 use formats::record::Status;
+
+use crate::clock::ClockKind;
 use formats::results::{self, Manifest};
 use serde::Serialize;
 
@@ -98,20 +100,18 @@ struct Row<'a> {
 }
 
 /// Writes `out/jobs.csv` and `out/schedule.json` for the run in `dir`.
-pub fn batsim(dir: &Path, out: &Path, trace_time: bool) -> Result<Exported> {
+pub fn batsim(dir: &Path, out: &Path, clock: ClockKind) -> Result<Exported> {
     let name = dir.display().to_string();
     if !dir.join(results::MANIFEST).is_file() {
         bail!("{name}: not a results directory (no {})", results::MANIFEST);
     }
     let manifest = Manifest::read(dir)?;
     let (res_of, nb_res) = numbering(&manifest, &name)?;
-    let scale = if trace_time {
-        if !(manifest.factor > 0.0 && manifest.speedup > 0.0) {
-            bail!("{name}: its manifest has no factor and speedup to undo (--trace-time)");
-        }
-        manifest.speedup / manifest.factor
-    } else {
-        1.0
+    let scale = match clock {
+        ClockKind::Trace => manifest.trace_per_wall().ok_or_else(|| {
+            anyhow!("{name}: its manifest has no factor and speedup to undo (--clock wall)")
+        })?,
+        ClockKind::Wall => 1.0,
     };
     let mut jobs = load(dir, &name)?;
     if jobs.is_empty() {

@@ -1,12 +1,16 @@
-//! `calcmets fidelity EMULATED SIMULATED`: how far an emulated run is from
-//! its virtual-time twin. Both are results directories of the same replay
-//! (same trace slice, factor and cluster); jobs are matched by the trace
-//! job they replay (from each run's jobs.csv; by the cluster's job id if
-//! one has none, as a fresh cluster numbers jobs in submission order in
-//! both), times are taken relative to each
-//! run's start (its manifest), and for each job the differences of start,
-//! end and suspended time are summarised, then each metric of the two runs
-//! is set side by side with its absolute and relative difference.
+//! `calcmets fidelity A B`: how far one run of a replay is from another,
+//! typically an emulated run from its virtual-time twin. Both must be the
+//! same replay (same trace slice, factor, load, config and policy:
+//! [`crate::alike`]), or the comparison is refused with what differs,
+//! unless `--force`; each side is labelled by what it is (emulated, twin,
+//! Slurm, a Batsim scheduler). Jobs are matched by the trace job they
+//! replay (from each run's jobs.csv; by the cluster's job id if one has
+//! none, as a fresh cluster numbers jobs in submission order in both),
+//! times are taken relative to each run's start and given in trace
+//! seconds (each run's own compression undone), and for each job the
+//! differences of start, end and suspended time are summarised; then each
+//! metric of the two runs is set side by side with its absolute and
+//! relative difference.
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -17,6 +21,7 @@ use formats::record::Status;
 use serde::Serialize;
 use serde_json::json;
 
+use crate::clock::{Clock, ClockKind};
 use crate::inputs;
 use crate::metrics::{Params, Summary};
 
@@ -30,7 +35,11 @@ struct Times {
 }
 
 struct Run {
+    /// What it is (`emulated`, `twin`, ...), and its directory.
+    label: String,
     start_ns: i64,
+    /// Its clock: what its times are converted with.
+    clock: Clock,
     /// By the key the runs are matched on.
     jobs: HashMap<i64, Times>,
     /// Records with no key (a job jobs.csv does not list): in one run only.
@@ -39,9 +48,10 @@ struct Run {
     damaged: u64,
 }
 
-/// A run's records and metrics; jobs keyed by `keys` (the cluster's job
-/// id → the trace job it replays), or by job id without them.
-fn load(dir: &Path, keys: Option<&HashMap<u64, i64>>) -> Result<Run> {
+/// A run's records and metrics in `kind`'s clock; jobs keyed by `keys`
+/// (the cluster's job id → the trace job it replays), or by job id
+/// without them.
+fn load(dir: &Path, kind: ClockKind, keys: Option<&HashMap<u64, i64>>) -> Result<Run> {
     let m = formats::results::Manifest::read(dir)
         .with_context(|| format!("{}: not a results directory", dir.display()))?;
     let path = dir.join(formats::results::MANIFEST);
@@ -53,9 +63,21 @@ fn load(dir: &Path, keys: Option<&HashMap<u64, i64>>) -> Result<Run> {
         .cores
         .filter(|&c| c > 0)
         .ok_or_else(|| anyhow!("{}: no \"cores\"", path.display()))?;
-    let tau_ns = m
-        .tau
-        .map_or(crate::DEFAULT_TAU_NS, |t| (t * 1e9).round() as i64);
+    let clock = match kind {
+        ClockKind::Wall => Clock::wall(),
+        ClockKind::Trace => Clock::of_manifest(&m).ok_or_else(|| {
+            anyhow!(
+                "{}: no factor and speed-up to give its times in trace seconds (--clock wall)",
+                path.display()
+            )
+        })?,
+    };
+    let tau_s = match kind {
+        ClockKind::Trace => m.tau_in_trace(),
+        ClockKind::Wall => m.tau,
+    }
+    .unwrap_or(crate::DEFAULT_TAU_NS as f64 / 1e9);
+    let tau_ns = clock.records_duration_ns((tau_s * 1e9).round() as i64);
     let book = crate::results::Book::open(dir)?;
     if !book.finished() {
         bail!(
@@ -79,12 +101,15 @@ fn load(dir: &Path, keys: Option<&HashMap<u64, i64>>) -> Result<Run> {
             unkeyed += 1;
             return Ok(());
         };
+        // Relative to the run's start, in its clock.
+        let k = clock.scale;
+        let at = |t: i64| (t.saturating_sub(start_ns) as f64 * k).round() as i64;
         jobs.insert(
             key,
             Times {
-                start: r.start - start_ns,
-                end: r.end - start_ns,
-                suspended: r.suspended_ns(),
+                start: at(r.start),
+                end: at(r.end),
+                suspended: (r.suspended_ns() as f64 * k).round() as i64,
                 completed: r.status == Status::Completed,
             },
         );
@@ -105,11 +130,14 @@ fn load(dir: &Path, keys: Option<&HashMap<u64, i64>>) -> Result<Run> {
         false,
         Some(&book),
         &mut warnings,
-    )?;
+    )?
+    .in_clock(&clock, tau_s);
     for w in warnings {
         eprintln!("calcmets: warning: {w}");
     }
     Ok(Run {
+        label: crate::alike::label(&m),
+        clock,
         start_ns,
         jobs,
         unkeyed,
@@ -190,13 +218,55 @@ fn metric_pairs(e: &Summary, s: &Summary) -> Vec<(String, Option<f64>, Option<f6
     out
 }
 
-/// Writes the comparison; returns whether the runs hold the same jobs.
-pub fn compare(
-    emulated: &Path,
-    simulated: &Path,
-    json: bool,
-    out: &mut impl Write,
-) -> Result<bool> {
+/// How to compare.
+#[derive(Debug, Clone, Copy)]
+pub struct Options {
+    pub json: bool,
+    /// Compare runs that are not the same replay, saying what differs.
+    pub force: bool,
+    /// The clock of every time: trace seconds unless asked.
+    pub clock: ClockKind,
+}
+
+/// Writes the comparison of `a` with `b`; returns whether the runs hold
+/// the same jobs. Refused, with what differs, for runs that are not the
+/// same replay (unless `force`).
+pub fn compare(a: &Path, b: &Path, opts: &Options, out: &mut impl Write) -> Result<bool> {
+    let (side_a, side_b) = (
+        crate::alike::Side::read(a)
+            .with_context(|| format!("{}: not a results directory", a.display()))?,
+        crate::alike::Side::read(b)
+            .with_context(|| format!("{}: not a results directory", b.display()))?,
+    );
+    let mut unlike = crate::alike::differences(&side_a, &side_b);
+    if opts.clock == ClockKind::Wall {
+        // In the records' own clock, runs at different speeds give times
+        // on different scales.
+        let speed = |m: &formats::results::Manifest| m.trace_per_wall().unwrap_or(1.0);
+        let (x, y) = (speed(&side_a.manifest), speed(&side_b.manifest));
+        if (x - y).abs() > 1e-9 * x.abs().max(1.0) {
+            unlike.push(format!(
+                "clock: in wall seconds, one trace second is {} s of one run and {} s of the \
+                 other (their speed-ups and factors differ; the trace clock, the default, \
+                 compares them)",
+                crate::report::num(1.0 / x),
+                crate::report::num(1.0 / y)
+            ));
+        }
+    }
+    if !unlike.is_empty() && !opts.force {
+        bail!(
+            "{} and {} are not the same replay, so their differences would not be the \
+             emulation's: {}; compare runs of one slice, factor, load, config and policy, or \
+             pass --force to compare them anyway",
+            a.display(),
+            b.display(),
+            unlike.join("; ")
+        );
+    }
+    for d in &unlike {
+        eprintln!("calcmets: note: compared though they differ (--force): {d}");
+    }
     // Trace ids when both runs say which trace job each of theirs replays:
     // a run on a cluster others used too does not number its jobs from 1.
     // (A trace may number two jobs alike, or none: then ids, as a fresh
@@ -207,28 +277,33 @@ pub fn compare(
             .map(|(id, row)| (id, row.trace_id))
             .collect())
     };
-    let (ek, sk) = (trace_ids(emulated)?, trace_ids(simulated)?);
+    let (ak, bk) = (trace_ids(a)?, trace_ids(b)?);
     let usable = |k: &HashMap<u64, i64>| {
         !k.is_empty()
             && k.values().all(|&t| t >= 0)
             && k.values().collect::<std::collections::HashSet<_>>().len() == k.len()
     };
-    let by_trace = usable(&ek) && usable(&sk);
-    let e = load(emulated, by_trace.then_some(&ek))?;
-    let s = load(simulated, by_trace.then_some(&sk))?;
+    let by_trace = usable(&ak) && usable(&bk);
+    let mut e = load(a, opts.clock, by_trace.then_some(&ak))?;
+    let mut s = load(b, opts.clock, by_trace.then_some(&bk))?;
     if e.damaged + s.damaged > 0 {
         bail!("damaged records: run `calcmets dump` on both directories to see where");
+    }
+    // Two runs of one kind are told apart by their directories.
+    if e.label == s.label {
+        e.label = format!("{} ({})", e.label, a.display());
+        s.label = format!("{} ({})", s.label, b.display());
     }
     let mut starts = Vec::new();
     let mut ends = Vec::new();
     let mut susp = Vec::new();
     let mut only_one = e.unkeyed + s.unkeyed;
-    for (id, a) in &e.jobs {
+    for (id, x) in &e.jobs {
         match s.jobs.get(id) {
-            Some(b) if a.completed && b.completed => {
-                starts.push(a.start - b.start);
-                ends.push(a.end - b.end);
-                susp.push(a.suspended - b.suspended);
+            Some(y) if x.completed && y.completed => {
+                starts.push(x.start - y.start);
+                ends.push(x.end - y.end);
+                susp.push(x.suspended - y.suspended);
             }
             Some(_) => {}
             None => only_one += 1,
@@ -238,36 +313,50 @@ pub fn compare(
     let matched = starts.len();
     let (start, end, suspended) = (spread(starts), spread(ends), spread(susp));
     let pairs = metric_pairs(&e.summary, &s.summary);
-    if json {
+    let unit = opts.clock.unit();
+    if opts.json {
         let metrics: serde_json::Map<String, serde_json::Value> = pairs
             .iter()
-            .map(|(name, a, b)| {
-                let (abs, rel) = diff(*a, *b);
+            .map(|(name, x, y)| {
+                let (abs, rel) = diff(*x, *y);
                 (
                     name.clone(),
-                    json!({"emulated": a, "simulated": b, "abs": abs, "rel": rel}),
+                    json!({"a": x, "b": y, "abs": abs, "rel": rel}),
                 )
             })
             .collect();
+        let side = |r: &Run, dir: &Path| {
+            json!({"label": r.label, "dir": dir.display().to_string(),
+                   "start": r.start_ns as f64 / 1e9, "trace_per_wall": r.clock.scale})
+        };
         let v = json!({
+            "clock": opts.clock.as_str(),
+            "a": side(&e, a),
+            "b": side(&s, b),
+            "unlike": unlike,
             "jobs_compared": matched,
             "jobs_in_one_run_only": only_one,
-            "emulated_start": e.start_ns as f64 / 1e9,
-            "simulated_start": s.start_ns as f64 / 1e9,
             "per_job": {"start": start, "end": end, "suspended": suspended},
             "metrics": metrics,
         });
         writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
     } else {
+        writeln!(out, "a: {} ({})", e.label, a.display())?;
+        writeln!(out, "b: {} ({})", s.label, b.display())?;
         writeln!(
             out,
-            "{matched} jobs compared ({only_one} in one run only); times relative to each run's start"
+            "{matched} jobs compared ({only_one} in one run only); times in {unit}, relative to \
+             each run's start"
         )?;
         writeln!(out)?;
         writeln!(
             out,
             "{:<34} {:>11} {:>11} {:>11} {:>11}",
-            "per job, emulated - simulated (s)", "|d| p50", "|d| p99", "|d| max", "mean d"
+            format!("per job, a - b ({unit})"),
+            "|d| p50",
+            "|d| p99",
+            "|d| max",
+            "mean d"
         )?;
         for (name, sp) in [
             ("start", start),
@@ -285,20 +374,28 @@ pub fn compare(
             )?;
         }
         writeln!(out)?;
+        let (wa, wb) = (
+            e.label.chars().count().max(12),
+            s.label.chars().count().max(12),
+        );
         writeln!(
             out,
-            "{:<24} {:>12} {:>12} {:>12} {:>9}",
-            "metric", "emulated", "simulated", "difference", "relative"
+            "{:<28} {:>wa$} {:>wb$} {:>12} {:>9}",
+            format!("metric ({unit})"),
+            e.label,
+            s.label,
+            "a - b",
+            "relative"
         )?;
-        for (name, a, b) in &pairs {
-            let (abs, rel) = diff(*a, *b);
+        for (name, x, y) in &pairs {
+            let (abs, rel) = diff(*x, *y);
             let show = |v: Option<f64>| v.map_or("-".to_string(), crate::report::num);
             writeln!(
                 out,
-                "{:<24} {:>12} {:>12} {:>12} {:>9}",
+                "{:<28} {:>wa$} {:>wb$} {:>12} {:>9}",
                 name,
-                show(*a),
-                show(*b),
+                show(*x),
+                show(*y),
                 show(abs),
                 rel.map_or("-".to_string(), |r| format!("{:.2} %", r * 100.0))
             )?;
@@ -307,7 +404,7 @@ pub fn compare(
     Ok(only_one == 0)
 }
 
-/// Emulated − simulated, and that relative to the simulated value.
+/// a − b, and that relative to b.
 fn diff(a: Option<f64>, b: Option<f64>) -> (Option<f64>, Option<f64>) {
     match (a, b) {
         (Some(a), Some(b)) => (Some(a - b), (b != 0.0).then(|| (a - b) / b)),
@@ -365,7 +462,12 @@ mod tests {
         run(&emu, [42, 43, 41], [1, 2, 0]);
         run(&sim, [1, 2, 3], [0, 2, 0]);
         let mut out = Vec::new();
-        assert!(compare(&emu, &sim, true, &mut out).unwrap());
+        let opts = Options {
+            json: true,
+            force: false,
+            clock: ClockKind::Wall,
+        };
+        assert!(compare(&emu, &sim, &opts, &mut out).unwrap());
         let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
         assert_eq!(v["jobs_compared"], 3);
         assert_eq!(v["jobs_in_one_run_only"], 0);

@@ -115,6 +115,20 @@ pub fn for_each_record(
     Ok(stats)
 }
 
+/// Whether the file at `path` begins as a record file does, with a
+/// record's magic (or is empty); false for one that cannot be read.
+pub fn starts_with_a_record(path: &Path) -> bool {
+    let mut head = [0u8; 4];
+    let Ok(mut f) = File::open(path) else {
+        return false;
+    };
+    match f.read(&mut head) {
+        Ok(0) => true,
+        Ok(n) => head[..n] == formats::record::MAGIC[..n],
+        Err(_) => false,
+    }
+}
+
 /// The damage of every source together, by kind.
 pub fn damage(stats: &[(Source, DecodeStats)]) -> crate::metrics::Damage {
     let mut d = crate::metrics::Damage::default();

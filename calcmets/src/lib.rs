@@ -26,7 +26,9 @@
 //! maps it to the exit code (0 ok, 1 ran but found a problem with
 //! `--strict`, 2 usage or input error; a closed pipe counts as success).
 
+pub mod alike;
 pub mod cli;
+pub mod clock;
 pub mod dist;
 pub mod dump;
 pub mod export;
@@ -77,6 +79,7 @@ pub fn run(cli: Cli) -> Result<Outcome> {
                 tau_ns: args.tau,
                 window: args.window,
                 nodes: args.nodes,
+                clock: args.clock,
             })?;
             for path in written {
                 println!("{}", path.display());
@@ -85,7 +88,12 @@ pub fn run(cli: Cli) -> Result<Outcome> {
         }
         Some(Command::Export(args)) => {
             let cli::ExportFormat::Batsim = args.format;
-            let done = export::batsim(&args.run, &args.out, args.trace_time)?;
+            let clock = if args.trace_time {
+                clock::ClockKind::Trace
+            } else {
+                args.clock
+            };
+            let done = export::batsim(&args.run, &args.out, clock)?;
             for path in &done.files {
                 println!("{}", path.display());
             }
@@ -101,9 +109,13 @@ pub fn run(cli: Cli) -> Result<Outcome> {
         Some(Command::Fidelity(args)) => {
             let mut out = io::stdout().lock();
             let same_jobs = fidelity::compare(
-                &args.emulated,
-                &args.simulated,
-                args.format == Format::Json,
+                &args.a,
+                &args.b,
+                &fidelity::Options {
+                    json: args.format == Format::Json,
+                    force: args.force,
+                    clock: args.clock,
+                },
                 &mut out,
             )?;
             out.flush()?;
@@ -123,12 +135,27 @@ fn metrics_of(args: &MetricsArgs) -> Result<Outcome> {
     }
     let mut warnings = Vec::new();
     let plan = runs::plan(&args.inputs, &args.swf, args.merge, &mut warnings)?;
+    let clocks = clock::choose(
+        args.clock,
+        &plan
+            .iter()
+            .map(|r| (r.name.as_str(), r.trace_clock, r.is_trace()))
+            .collect::<Vec<_>>(),
+    )?;
+    // A trace beside replays of it is counted as they replayed it: the
+    // same jobs, the same statuses counted, the same cores.
+    let replay_dirs: Vec<&Path> = plan.iter().filter_map(|r| r.dir.as_deref()).collect();
     let mut results = Vec::with_capacity(plan.len());
     let mut notes = Vec::new();
-    for run in &plan {
+    for (run, clock) in plan.iter().zip(&clocks) {
+        // τ and the window are given in the clock the figures are in;
+        // the metrics are computed in the records' own.
+        let tau_ns = run.tau_ns(clock.kind, args.tau);
         let params = Params {
-            tau_ns: args.tau.or(run.manifest_tau).unwrap_or(DEFAULT_TAU_NS),
-            window: args.window,
+            tau_ns: clock.records_duration_ns(tau_ns),
+            window: args
+                .window
+                .map(|(a, b)| (clock.records_instant_ns(a), clock.records_instant_ns(b))),
             by_size: args.by == Some(By::Size),
         };
         // With --by events, a results directory is read as two runs: the
@@ -150,8 +177,11 @@ fn metrics_of(args: &MetricsArgs) -> Result<Outcome> {
                 RunInput::Records(sources) => {
                     records_run(run, sources, args, &params, part, &mut warnings)?
                 }
-                RunInput::Swf(path) => swf_run(path, args, &params, &mut warnings)?,
-            };
+                RunInput::Swf(path) => {
+                    swf_run(path, args, &params, &replay_dirs, &mut notes, &mut warnings)?
+                }
+            }
+            .in_clock(clock, tau_ns as f64 / 1e9);
             let name = format!("{}{suffix}", run.name);
             notes.extend(exclusion_note(
                 &name,
@@ -190,7 +220,18 @@ fn records_run(
     warnings: &mut Vec<String>,
 ) -> Result<Summary> {
     // Ask for the core count before reading: a long read that ends in
-    // "cannot compute utilization" would waste the user's time.
+    // "cannot compute utilization" would waste the user's time. But a
+    // file that is no record file at all is said to be that first: no
+    // core count would make it one.
+    if args.cores.or(run.manifest_cores).is_none() {
+        for s in sources {
+            if let inputs::Source::File(path) = s {
+                if !inputs::starts_with_a_record(path) {
+                    inputs::for_each_record(std::slice::from_ref(s), |_| Ok(()))?;
+                }
+            }
+        }
+    }
     let cores = args.cores.or(run.manifest_cores).ok_or_else(|| {
         anyhow!(
             "{}: utilization needs the cluster's total cores: pass --cores N \
@@ -319,14 +360,44 @@ pub fn exclusion_note(run: &str, s: &Summary, all_statuses: bool) -> Option<Stri
     ))
 }
 
+/// The metrics of a trace: all of it, or beside replays of it (`replays`,
+/// their results directories) the jobs they ran, counted as they count
+/// them (a note says so).
 fn swf_run(
     path: &Path,
     args: &MetricsArgs,
     params: &Params,
+    replays: &[&Path],
+    notes: &mut Vec<String>,
     warnings: &mut Vec<String>,
 ) -> Result<Summary> {
-    let read = trace::read(path, params, args.status == StatusFilter::All)?;
+    let replayed = trace::AsReplayed::of_runs(path, replays)?;
+    let read = trace::read(
+        path,
+        params,
+        args.status == StatusFilter::All,
+        replayed.as_ref().map(|(r, _)| r),
+    )?;
     warnings.extend(read.warnings);
+    if let Some((r, cores)) = &replayed {
+        let found = r.found.load(std::sync::atomic::Ordering::Relaxed);
+        if found < r.ids.len() as u64 {
+            bail!(
+                "{}: {} of the {} jobs the run replayed are not in it: it is not the trace the \
+                 run replayed",
+                path.display(),
+                r.ids.len() as u64 - found,
+                r.ids.len()
+            );
+        }
+        notes.push(format!(
+            "{}: {}",
+            runs::trace_name(path),
+            r.describe(*cores)
+        ));
+        let cores = args.cores.unwrap_or(*cores);
+        return Ok(read.accum.finish(params, Some(cores), Damage::default()));
+    }
     let cores = args.cores.or_else(|| read.header.cores()).ok_or_else(|| {
         anyhow!(
             "{}: utilization needs the cluster's total cores: the trace has no MaxProcs or \

@@ -526,6 +526,7 @@ impl Accum {
         let jobs = self.jobs;
         let makespan = (jobs > 0).then(|| (self.t1 - self.t0) as f64 / NS);
         Summary {
+            clock: crate::clock::ClockKind::Wall,
             jobs,
             cores,
             tau: p.tau_ns as f64 / NS,

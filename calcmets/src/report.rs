@@ -7,6 +7,7 @@ use std::io::{self, Write};
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::clock::ClockKind;
 use crate::metrics::{Stats, Summary};
 
 /// One run's name and metrics.
@@ -119,6 +120,7 @@ fn walk(prefix: &str, v: &Value, out: &mut Vec<(String, String)>) {
             out.push((key("end"), String::new()));
         }
         Value::Null => out.push((prefix.to_string(), String::new())),
+        Value::String(text) => out.push((prefix.to_string(), text.clone())),
         other => out.push((prefix.to_string(), other.to_string())),
     }
 }
@@ -127,29 +129,35 @@ fn walk(prefix: &str, v: &Value, out: &mut Vec<(String, String)>) {
 pub fn table(out: &mut impl Write, runs: &[Named]) -> io::Result<()> {
     let mut rows: Vec<(String, Vec<String>)> = Vec::new();
     let each = |f: &dyn Fn(&Summary) -> String| runs.iter().map(|r| f(&r.summary)).collect();
+    // Every time says its clock (runs side by side share one: see
+    // `clock::choose`).
+    let unit = runs
+        .first()
+        .map_or(ClockKind::Wall, |r| r.summary.clock)
+        .unit();
     rows.push(("jobs".into(), each(&|s| s.jobs.to_string())));
     rows.push(("cores".into(), each(&|s| opt_int(s.cores))));
-    rows.push(("makespan (s)".into(), each(&|s| opt(s.makespan))));
+    rows.push((format!("makespan ({unit})"), each(&|s| opt(s.makespan))));
     // One τ for all columns when they agree; "run's" when runs differ.
     let taus: Vec<f64> = runs.iter().map(|r| r.summary.tau).collect();
     let same_tau = taus.windows(2).all(|w| w[0] == w[1]);
     type StatsOf = fn(&Summary) -> Stats;
     let stats: [(&str, StatsOf); 4] = [
-        ("wait (s)", |s| s.wait),
-        ("response (s)", |s| s.response),
+        ("wait", |s| s.wait),
+        ("response", |s| s.response),
         ("slowdown", |s| s.slowdown),
         ("bounded slowdown", |s| s.bounded_slowdown),
     ];
     for (label, get) in stats {
-        let label = if label != "bounded slowdown" {
-            label.to_string()
-        } else if same_tau {
-            format!(
-                "bounded slowdown (tau {} s)",
-                num(taus.first().copied().unwrap_or(10.0))
-            )
-        } else {
-            "bounded slowdown (each run's tau)".to_string()
+        let label = match label {
+            "wait" | "response" => format!("{label} ({unit})"),
+            // τ as given: `10`, `0.0005`.
+            "bounded slowdown" if same_tau => format!(
+                "bounded slowdown (tau {} {unit})",
+                taus.first().copied().unwrap_or(10.0)
+            ),
+            "bounded slowdown" => "bounded slowdown (each run's tau)".to_string(),
+            other => other.to_string(),
         };
         for (which, pick) in [
             ("mean", (|s: &Stats| s.mean) as fn(&Stats) -> Option<f64>),
@@ -192,7 +200,7 @@ pub fn table(out: &mut impl Write, runs: &[Named]) -> io::Result<()> {
     ));
     rows.push(("suspensions".into(), each(&|s| s.suspensions.to_string())));
     rows.push((
-        "suspended time (s)".into(),
+        format!("suspended time ({unit})"),
         each(&|s| num(s.suspended_time)),
     ));
     rows.push((

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
+use crate::clock::{Clock, ClockKind};
 use crate::inputs::{self, Source};
 
 use formats::results::Manifest;
@@ -17,8 +18,13 @@ pub struct Run {
     pub input: RunInput,
     /// Total cores from the run's manifest, if it has one.
     pub manifest_cores: Option<u64>,
-    /// τ from the run's manifest (a replay scales it with its times).
+    /// τ from the run's manifest, in its wall clock (a replay scales it
+    /// with its times) and in the trace's, ns.
     pub manifest_tau: Option<i64>,
+    pub manifest_tau_trace: Option<i64>,
+    /// The run's trace clock: a replay's (from its manifest), or a trace's
+    /// own; `None` for loose record files, which have only their own.
+    pub trace_clock: Option<Clock>,
     /// Devices of each generic resource, from the run's manifest.
     pub manifest_resources: std::collections::BTreeMap<String, u64>,
     /// The results directory it is, if it is one.
@@ -81,33 +87,47 @@ pub fn plan(
         loose.push(input.clone());
     }
     if !loose.is_empty() {
-        let (manifest_cores, manifest_tau, manifest_resources) = match loose.as_slice() {
-            [one] if one.join(MANIFEST).is_file() => {
-                let m = read_manifest(one)?;
-                (cores_of(&m), tau_of(&m), m.resources)
-            }
-            _ => (None, None, Default::default()),
+        let manifest = match loose.as_slice() {
+            [one] if one.join(MANIFEST).is_file() => Some(read_manifest(one)?),
+            _ => None,
         };
         let mut sources = Vec::new();
+        let mut empty = Vec::new();
         for input in &loose {
             let found = inputs::expand(std::slice::from_ref(input))?;
             if found.is_empty() && input.is_dir() {
-                warnings.push(format!(
-                    "{}: no record files (*.{}) in it",
-                    input.display(),
-                    inputs::RECORD_EXT
-                ));
+                empty.push(input.display().to_string());
             }
             sources.extend(found);
         }
-        runs.push(Run {
+        // Nothing to read at all is an error, not a table of dashes.
+        if sources.is_empty() {
+            anyhow::bail!(
+                "{}: no record files (*.{}) in it: nothing to count",
+                empty.join(", "),
+                inputs::RECORD_EXT
+            );
+        }
+        for e in empty {
+            warnings.push(format!(
+                "{e}: no record files (*.{}) in it",
+                inputs::RECORD_EXT
+            ));
+        }
+        let mut run = Run {
             name: "records".into(),
             input: RunInput::Records(sources),
-            manifest_cores,
-            manifest_tau,
-            manifest_resources,
+            manifest_cores: None,
+            manifest_tau: None,
+            manifest_tau_trace: None,
+            manifest_resources: Default::default(),
+            trace_clock: None,
             dir: None,
-        });
+        };
+        if let Some(m) = &manifest {
+            run.take_manifest(m);
+        }
+        runs.push(run);
     }
     for t in traces {
         runs.push(Run {
@@ -115,7 +135,9 @@ pub fn plan(
             input: RunInput::Swf(t.clone()),
             manifest_cores: None,
             manifest_tau: None,
+            manifest_tau_trace: None,
             manifest_resources: Default::default(),
+            trace_clock: Some(Clock::trace_itself()),
             dir: None,
         });
     }
@@ -179,14 +201,44 @@ fn results_dir(dir: &Path) -> Result<Run> {
     } else {
         m.label.clone()
     };
-    Ok(Run {
+    let mut run = Run {
         name,
         input: RunInput::Records(inputs::expand(&[dir.to_path_buf()])?),
-        manifest_cores: cores_of(&m),
-        manifest_tau: tau_of(&m),
-        manifest_resources: m.resources.clone(),
+        manifest_cores: None,
+        manifest_tau: None,
+        manifest_tau_trace: None,
+        manifest_resources: Default::default(),
+        trace_clock: None,
         dir: Some(dir.to_path_buf()),
-    })
+    };
+    run.take_manifest(&m);
+    Ok(run)
+}
+
+impl Run {
+    /// What the run's manifest tells: cores, τ, devices, its trace clock.
+    fn take_manifest(&mut self, m: &Manifest) {
+        self.manifest_cores = cores_of(m);
+        self.manifest_tau = tau_of(m);
+        self.manifest_tau_trace = m.tau_in_trace().map(|t| (t * 1e9).round() as i64);
+        self.manifest_resources = m.resources.clone();
+        self.trace_clock = Clock::of_manifest(m);
+    }
+
+    /// Whether it is a trace read with `--swf`.
+    pub fn is_trace(&self) -> bool {
+        matches!(self.input, RunInput::Swf(_))
+    }
+
+    /// τ in `clock`'s ns: `--tau` as given (in that clock), else the
+    /// manifest's in that clock, else 10 s of it.
+    pub fn tau_ns(&self, clock: ClockKind, asked: Option<i64>) -> i64 {
+        let recorded = match clock {
+            ClockKind::Trace => self.manifest_tau_trace,
+            ClockKind::Wall => self.manifest_tau,
+        };
+        asked.or(recorded).unwrap_or(crate::DEFAULT_TAU_NS)
+    }
 }
 
 /// The manifest of the results directory `dir`.
@@ -209,7 +261,7 @@ fn cores_of(m: &Manifest) -> Option<u64> {
     m.cores.filter(|&c| c > 0)
 }
 
-fn trace_name(path: &Path) -> String {
+pub fn trace_name(path: &Path) -> String {
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())

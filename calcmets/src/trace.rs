@@ -32,31 +32,55 @@ const NEEDED_LIST: [usize; 6] = [
     field::STATUS,
 ];
 const NEEDED: Fields = Fields::of(&NEEDED_LIST);
+/// The same and the job's number, to keep the jobs a replay ran.
+const NEEDED_WITH_ID_LIST: [usize; 7] = [
+    field::JOB,
+    field::SUBMIT,
+    field::WAIT,
+    field::RUN,
+    field::ALLOC_PROCS,
+    field::REQ_PROCS,
+    field::STATUS,
+];
+const NEEDED_WITH_ID: Fields = Fields::of(&NEEDED_WITH_ID_LIST);
+
+/// The jobs of a trace that a replay ran, to be counted the way the replay
+/// counts its own (`calcmets --swf TRACE RUN`): only those, with the
+/// replay's cores per trace processor, and the statuses it ran as if they
+/// completed counted as completed.
+#[derive(Debug, Default)]
+pub struct AsReplayed {
+    /// The trace ids the run's `jobs.csv` lists.
+    pub ids: std::collections::HashSet<i64>,
+    pub cores_per_proc: u64,
+    /// The run ran the jobs the trace saw fail (status 0), as if they
+    /// completed.
+    pub failed_ran: bool,
+    /// The run ran the jobs the trace cancelled (status 5), as if they
+    /// completed.
+    pub cancelled_ran: bool,
+    /// Lines of those jobs found, by every thread.
+    pub found: AtomicU64,
+}
 
 /// Job lines held back before they are added (see [`Parser::add_held`]).
 const HELD: usize = 256;
 
-/// Lines read well (comments and blank lines included) and malformed
-/// ones, by every thread so far: a file whose lines are mostly malformed
-/// is not a trace, and reading stops.
+/// Job lines read well and malformed ones, by every thread so far: once a
+/// file is plainly not a trace, reading stops. (Whether it is one is
+/// judged in file order at the end, by [`swf::not_a_trace`].)
 #[derive(Default)]
 struct Tally {
     good: AtomicU64,
     bad: AtomicU64,
 }
 
-/// Fewest malformed lines that, outnumbering the good ones, make a file
-/// "not a trace" before its end; a damaged trace has a few bad lines
-/// among many good ones.
-const NOT_A_TRACE_MIN_BAD: u64 = 20;
-
 impl Tally {
     fn not_a_trace(&self) -> bool {
-        let (good, bad) = (
+        swf::not_a_trace(
             self.good.load(Ordering::Relaxed),
             self.bad.load(Ordering::Relaxed),
-        );
-        bad > good && bad >= NOT_A_TRACE_MIN_BAD
+        )
     }
 }
 
@@ -71,9 +95,12 @@ struct Chunk {
 struct ChunkReport {
     index: usize,
     lines: u64,
+    /// Job lines read well.
+    good: u64,
     header: Header,
-    /// Line numbers counted from the chunk's start (1-based).
-    errors: Vec<LineError>,
+    /// Line numbers counted from the chunk's start (1-based), each with
+    /// the job lines of the chunk read well before it.
+    errors: Vec<(LineError, u64)>,
 }
 
 /// A trace's accumulated jobs, the header's total cores, and one warning
@@ -84,7 +111,111 @@ pub struct TraceRead {
     pub warnings: Vec<String>,
 }
 
-pub fn read(path: &Path, params: &Params, all_statuses: bool) -> Result<TraceRead> {
+impl AsReplayed {
+    /// How the replays in `dirs` (results directories) ran the trace at
+    /// `trace`, and on how many cores; `None` for no replay. Replays of
+    /// different slices, or that changed the trace's arrivals (`--load`,
+    /// `--schedule groups`), cannot be set beside it: refused, saying so.
+    pub fn of_runs(trace: &Path, dirs: &[&Path]) -> Result<Option<(AsReplayed, u64)>> {
+        let mut out: Option<(AsReplayed, u64, &Path)> = None;
+        for &dir in dirs {
+            let m = formats::results::Manifest::read(dir)?;
+            let ids: std::collections::HashSet<i64> = formats::results::read_jobs(dir)?
+                .unwrap_or_default()
+                .into_iter()
+                .map(|r| r.trace_id)
+                .collect();
+            if ids.is_empty() {
+                bail!(
+                    "{}: no jobs.csv to tell which jobs of {} it replayed (it did not finish?)",
+                    dir.display(),
+                    trace.display()
+                );
+            }
+            if (m.load - 1.0).abs() > 1e-9 {
+                bail!(
+                    "{}: its arrivals were scaled (load {} %), so its waits are not the trace's \
+                     to compare with {}; read them apart",
+                    dir.display(),
+                    m.load * 100.0,
+                    trace.display()
+                );
+            }
+            if !matches!(m.schedule, formats::results::Schedule::Trace) {
+                bail!(
+                    "{}: its jobs were submitted by a schedule of groups, not at the trace's \
+                     instants, so its waits are not the trace's to compare with {}; read them \
+                     apart",
+                    dir.display(),
+                    trace.display()
+                );
+            }
+            let this = AsReplayed {
+                ids,
+                cores_per_proc: u64::from(m.slice.cores_per_proc.max(1)),
+                // Runs written before the choice ran them.
+                failed_ran: m.slice.failed != "skip",
+                cancelled_ran: m.slice.cancelled == "run",
+                found: AtomicU64::new(0),
+            };
+            let cores = m.cores.unwrap_or(0);
+            match &out {
+                None => out = Some((this, cores, dir)),
+                Some((first, first_cores, first_dir)) => {
+                    let same = first.ids == this.ids
+                        && first.cores_per_proc == this.cores_per_proc
+                        && first.failed_ran == this.failed_ran
+                        && first.cancelled_ran == this.cancelled_ran
+                        && *first_cores == cores;
+                    if !same {
+                        bail!(
+                            "{} and {} replayed {} differently (other jobs, cores, or what \
+                             became of its failed and cancelled jobs): set the trace beside \
+                             one of them at a time",
+                            first_dir.display(),
+                            dir.display(),
+                            trace.display()
+                        );
+                    }
+                }
+            }
+        }
+        Ok(out.map(|(r, cores, _)| (r, cores)))
+    }
+
+    /// What the trace's column is, for standard error.
+    pub fn describe(&self, cores: u64) -> String {
+        let mut ran = Vec::new();
+        if self.failed_ran {
+            ran.push("failed (status 0)");
+        }
+        if self.cancelled_ran {
+            ran.push("cancelled (status 5)");
+        }
+        let ran = match ran.as_slice() {
+            [] => String::new(),
+            r => format!(
+                "; its {} jobs count as completed, as the run ran them",
+                r.join(" and ")
+            ),
+        };
+        format!(
+            "counted as the run replayed it: its {} jobs of the slice, {} cores per processor \
+             on the run's {cores} cores{ran}",
+            self.ids.len(),
+            self.cores_per_proc
+        )
+    }
+}
+
+/// Reads the trace at `path`: every job, or with `replayed` only those a
+/// replay ran, counted as it counts them.
+pub fn read(
+    path: &Path,
+    params: &Params,
+    all_statuses: bool,
+    replayed: Option<&AsReplayed>,
+) -> Result<TraceRead> {
     let name = path.display().to_string();
     let mut chunks = Chunks::open(path).with_context(|| format!("cannot open {name}"))?;
     // One worker per core besides this thread, which reads (or inflates)
@@ -104,7 +235,15 @@ pub fn read(path: &Path, params: &Params, all_statuses: bool) -> Result<TraceRea
     // rather than filling exact buffers that would be spilled into them
     // (docs/design.md allows percentiles from a histogram at any size).
     let long = chunks.text_len_at_least() > EXACT_LIMIT as u64 * BYTES_PER_JOB;
-    let mut parser = Parser::new(params, all_statuses, long, &included, &tally, spare_tx);
+    let mut parser = Parser::new(
+        params,
+        all_statuses,
+        replayed,
+        long,
+        &included,
+        &tally,
+        spare_tx,
+    );
 
     let (accum, reports) = std::thread::scope(|scope| -> Result<(Accum, Vec<ChunkReport>)> {
         let handles: Vec<_> = (0..workers)
@@ -139,34 +278,32 @@ pub fn read(path: &Path, params: &Params, all_statuses: bool) -> Result<TraceRea
     // lines keep their order.
     let mut reports = reports;
     reports.sort_by_key(|c| c.index);
-    let (good, bad) = (
-        tally.good.load(Ordering::Relaxed),
-        tally.bad.load(Ordering::Relaxed),
-    );
-    if tally.not_a_trace() || (good == 0 && bad > 0) {
-        let mut before = 0;
-        let mut first = String::new();
-        for c in &reports {
-            if let Some(e) = c.errors.first() {
-                first = format!(" (line {}: {})", before + e.line, e.message);
-                break;
-            }
-            before += c.lines;
+    // Judged in file order, as runworkload judges the lines it reads.
+    let (mut good, mut bad) = (0u64, 0u64);
+    let mut refused = tally.not_a_trace();
+    for c in &reports {
+        for (_, good_before) in &c.errors {
+            bad += 1;
+            refused |= swf::not_a_trace(good + good_before, bad);
         }
-        bail!(
-            "{name}: not an SWF trace: {bad} of the {} lines read are malformed{first}",
-            good + bad
-        );
+        good += c.good;
     }
     let mut header = Header::default();
     let mut warnings = Vec::new();
     let mut before = 0;
     for c in reports {
         header.extend(c.header);
-        for e in c.errors {
+        for (e, _) in c.errors {
             warnings.push(format!("{name}:{}: {}", before + e.line, e.message));
         }
         before += c.lines;
+    }
+    if refused || (good == 0 && bad > 0) {
+        bail!(
+            "{name}: not an SWF trace: {bad} of the {} job lines read are malformed (first: {})",
+            good + bad,
+            warnings.first().map_or("", String::as_str)
+        );
     }
     Ok(TraceRead {
         accum,
@@ -228,6 +365,8 @@ fn feed(
 struct Parser<'a> {
     params: &'a Params,
     all_statuses: bool,
+    /// Only the jobs a replay ran, counted as it counts them.
+    replayed: Option<&'a AsReplayed>,
     /// Jobs included by every thread so far.
     included: &'a AtomicU64,
     tally: &'a Tally,
@@ -245,6 +384,7 @@ impl<'a> Parser<'a> {
     fn new(
         params: &'a Params,
         all_statuses: bool,
+        replayed: Option<&'a AsReplayed>,
         long: bool,
         included: &'a AtomicU64,
         tally: &'a Tally,
@@ -253,6 +393,7 @@ impl<'a> Parser<'a> {
         Parser {
             params,
             all_statuses,
+            replayed,
             included,
             tally,
             long,
@@ -274,6 +415,7 @@ impl<'a> Parser<'a> {
         Parser::new(
             self.params,
             self.all_statuses,
+            self.replayed,
             self.long,
             self.included,
             self.tally,
@@ -289,24 +431,30 @@ impl<'a> Parser<'a> {
         }
         let mut header = Header::default();
         let mut errors = Vec::new();
+        let mut good = 0u64;
         let before = self.accum.jobs();
+        let needed = match self.replayed {
+            Some(_) => NEEDED_WITH_ID,
+            None => NEEDED,
+        };
         let lines =
             swf::parse_chunk(
                 &chunk.text,
                 1,
                 chunk.last,
                 &mut header,
-                NEEDED,
+                needed,
                 |line| match line {
-                    Ok(job) => self.hold(job),
-                    Err(e) => errors.push(e),
+                    Ok(job) => {
+                        good += 1;
+                        self.hold(job)
+                    }
+                    Err(e) => errors.push((e, good)),
                 },
             );
         // Counted per chunk, not per line: the line loop is the hot path.
         let bad = errors.len() as u64;
-        self.tally
-            .good
-            .fetch_add(lines.saturating_sub(bad), Ordering::Relaxed);
+        self.tally.good.fetch_add(good, Ordering::Relaxed);
         self.tally.bad.fetch_add(bad, Ordering::Relaxed);
         // Once the threads together are past the exact limit, the merged
         // percentiles come from histograms anyway: stop keeping exact
@@ -320,6 +468,7 @@ impl<'a> Parser<'a> {
         self.reports.push(ChunkReport {
             index: chunk.index,
             lines,
+            good,
             header,
             errors,
         });
@@ -331,7 +480,11 @@ impl<'a> Parser<'a> {
         // them back wider than the parser stored them, and wait for the
         // stores to land.
         let slot = &mut self.jobs[self.held];
-        for n in NEEDED_LIST {
+        let needed: &[usize] = match self.replayed {
+            Some(_) => &NEEDED_WITH_ID_LIST,
+            None => &NEEDED_LIST,
+        };
+        for &n in needed {
             slot.fields[n - 1] = job.fields[n - 1];
         }
         self.held += 1;
@@ -345,7 +498,13 @@ impl<'a> Parser<'a> {
     /// parser to have just stored them.
     fn add_held(&mut self) {
         for job in &self.jobs[..self.held] {
-            add_job(&mut self.accum, self.params, job, self.all_statuses);
+            add_job(
+                &mut self.accum,
+                self.params,
+                job,
+                self.all_statuses,
+                self.replayed,
+            );
         }
         self.held = 0;
     }
@@ -361,13 +520,31 @@ impl<'a> Parser<'a> {
 /// One trace line as a job, by docs/design.md's SWF rules: s = submit, w = wait
 /// (unknown counts as 0), e = s + w + r, no suspension, cores = allocated
 /// processors or else requested; partial-execution lines are skipped (the
-/// job's summary line carries its totals).
+/// job's summary line carries its totals). With `replayed`, only the jobs
+/// a replay ran, counted as it counts them.
 #[inline]
-pub fn add_job(accum: &mut Accum, params: &Params, job: &SwfJob, all_statuses: bool) {
+pub fn add_job(
+    accum: &mut Accum,
+    params: &Params,
+    job: &SwfJob,
+    all_statuses: bool,
+    replayed: Option<&AsReplayed>,
+) {
     if job.is_partial() {
         return;
     }
     let status = job.status();
+    let mut cores_per_proc = 1;
+    let mut counts_as_completed = false;
+    if let Some(r) = replayed {
+        if !r.ids.contains(&job.id()) {
+            return;
+        }
+        r.found.fetch_add(1, Ordering::Relaxed);
+        cores_per_proc = r.cores_per_proc;
+        counts_as_completed = (status == swf::status::FAILED && r.failed_ran)
+            || (status == swf::status::CANCELLED && r.cancelled_ran);
+    }
     let submit = job.submit_ns();
     // No overflow: the parser refuses times past `swf::MAX_SECONDS`, and
     // three of them add up to less than `i64::MAX` nanoseconds.
@@ -375,13 +552,13 @@ pub fn add_job(accum: &mut Accum, params: &Params, job: &SwfJob, all_statuses: b
     accum.add(
         params,
         &JobView {
-            cores: job.procs().unwrap_or(0),
+            cores: job.procs().unwrap_or(0).saturating_mul(cores_per_proc),
             submit,
             start,
             end: start + job.run_ns().unwrap_or(0),
             suspensions: &[],
             excluded_status: match status {
-                _ if all_statuses => None,
+                _ if all_statuses || counts_as_completed => None,
                 swf::status::COMPLETED | swf::status::UNKNOWN => None,
                 swf::status::FAILED => Some(Exclusion::Failed),
                 swf::status::CANCELLED => Some(Exclusion::Cancelled),

@@ -88,11 +88,29 @@ fn inputs_that_hold_no_records_are_warned_about() {
     let dir = tempfile::tempdir().unwrap();
     let empty = dir.path().join("empty");
     std::fs::create_dir(&empty).unwrap();
+    // Alone, it has nothing to count: an error, not a table of dashes.
     let out = calcmets(&["--cores", "8", empty.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("no record files") && err.contains("nothing to count"),
+        "{err}"
+    );
+    assert!(out.stdout.is_empty());
+    // Beside a record file, it is warned about.
+    let file = dir.path().join("one.rec");
+    std::fs::write(&file, b"").unwrap();
+    let args = [
+        "--cores",
+        "8",
+        empty.to_str().unwrap(),
+        file.to_str().unwrap(),
+    ];
+    let out = calcmets(&args);
     assert_eq!(out.status.code(), Some(0));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("no record files"), "{err}");
-    let strict = calcmets(&["--cores", "8", "--strict", empty.to_str().unwrap()]);
+    let strict = calcmets(&[&["--strict"][..], &args].concat());
     assert_eq!(strict.status.code(), Some(1));
 
     // A record file beside results directories is not one of their runs.
@@ -167,7 +185,7 @@ fn garbage_is_a_one_line_error_with_exit_2() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(err.trim().lines().count(), 1, "{err}");
     assert!(
-        err.contains("not an SWF trace") && err.contains("(line 1:"),
+        err.contains("not an SWF trace") && err.contains(":1: "),
         "{err}"
     );
     // A trace with a few bad lines among good ones is still a trace.

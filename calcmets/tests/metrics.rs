@@ -176,6 +176,7 @@ fn json_keys_are_exactly_those_of_the_design() {
     assert_eq!(
         keys,
         [
+            "clock",
             "jobs",
             "cores",
             "tau",
@@ -388,8 +389,11 @@ fn results_directories_side_by_side() {
     let text = String::from_utf8(out.stdout).unwrap();
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 3, "{text}");
-    assert!(lines[0].starts_with("run,jobs,cores,tau,window_start,window_end,makespan,wait_mean"));
-    assert!(lines[1].starts_with("shrink-100,3,8,"));
+    assert!(
+        lines[0].starts_with("run,clock,jobs,cores,tau,window_start,window_end,makespan,wait_mean")
+    );
+    // Manifests without a factor and speed-up: the records' own clock.
+    assert!(lines[1].starts_with("shrink-100,wall,3,8,"));
 
     // --merge reads them as one run (cores must then be given).
     let v = json(&calcmets(&[

@@ -38,7 +38,7 @@ fn run_dir(dir: &Path, label: &str, slow: i64) {
     std::fs::write(
         dir.join("manifest.json"),
         format!(
-            r#"{{"label": "{label}", "cores": 16, "start": {}, "tau": 10}}"#,
+            r#"{{"label": "{label}", "cores": 16, "start": {}, "tau": 10, "factor": 1.0, "speedup": 1.0}}"#,
             T0 / S
         ),
     )
@@ -138,7 +138,7 @@ fn charts_hold_one_series_per_run() {
         );
     }
     let text = svg(&out.join("cdf-wait.svg"));
-    assert!(text.contains("wait time (s, log scale"));
+    assert!(text.contains("wait time (trace s, log scale"));
 
     // Three size classes (1, 2, 3-4 cores): a bar per run in each, and
     // one in the legend.

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use std::time::{Duration, Instant};
 
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{anyhow, bail, Result};
 use formats::wire::{self, Conn, Request, Response, Role};
 use tokio::net::TcpStream;
 use tracing::warn;
@@ -73,7 +73,14 @@ async fn open_one(addr: &str, secret: &[u8]) -> Result<Conn<TcpStream>> {
     let stream = tokio::time::timeout(Duration::from_secs(2), TcpStream::connect(addr))
         .await
         .map_err(|_| anyhow!("cannot reach the controller at {addr}: no answer in 2 s"))?
-        .with_context(|| format!("cannot reach the controller at {addr}"))?;
+        .map_err(|e| match e.kind() {
+            // The usual case: no controller was started, or it stopped.
+            std::io::ErrorKind::ConnectionRefused => anyhow!(
+                "no controller listens at {addr} (connection refused): start one with \
+                 `controller serve --config FILE` (`--detach` to have it in the background)"
+            ),
+            _ => anyhow!("cannot reach the controller at {addr}: {e}"),
+        })?;
     stream.set_nodelay(true)?;
     let mut conn = Conn::new(stream);
     // The kernel of a host that hangs still accepts the connection;

@@ -65,6 +65,13 @@ struct ControllerSection {
     preemption: Option<String>,
     /// Gang scheduling time slice, in seconds.
     time_slice_s: Option<f64>,
+    /// Least time between two scheduling passes, in seconds (trace
+    /// seconds under a replay); 0: a pass after every event.
+    schedule_interval_s: Option<f64>,
+    /// The emulation's least wall-clock time between two passes, ms.
+    pass_floor_ms: Option<f64>,
+    /// Gone: wall-clock, it meant another thing at every speed-up. Only
+    /// read to say so.
     schedule_interval_ms: Option<u64>,
     /// Start the processes of the jobs a gang turn will start ahead of it,
     /// held (default true).
@@ -212,6 +219,9 @@ const MAX_MS: u64 = 7 * 24 * 3600 * 1000;
 pub struct Cluster {
     /// Where the file is, for messages.
     pub source: PathBuf,
+    /// SHA-256 of the file's text, hex: which config a run's manifest
+    /// says it ran, so that runs of different clusters are told apart.
+    pub source_sha256: String,
     pub listen: String,
     /// `[controller] hosts`: the controllers, primary first (empty: one
     /// controller, at `listen`).
@@ -229,7 +239,13 @@ pub struct Cluster {
     pub preemption: bool,
     /// Gang scheduling's time slice.
     pub time_slice: Duration,
+    /// Least time between two scheduling passes (`schedule_interval_s`):
+    /// trace seconds under a replay, which scales it as the trace's
+    /// times; zero for a pass after every event.
     pub schedule_interval: Duration,
+    /// The emulation's own least wall-clock time between passes
+    /// (`pass_floor_ms`), never scaled: the twin has none.
+    pub pass_floor: Duration,
     /// Whether the processes of the jobs the policy will start at its
     /// next wake-up (a gang turn) are started ahead, held.
     pub prestart: bool,
@@ -382,6 +398,33 @@ impl Cluster {
         let time_slice = slice(
             "controller.time_slice_s",
             file.controller.time_slice_s.unwrap_or(30.0),
+        )?;
+        if let Some(ms) = file.controller.schedule_interval_ms {
+            bail!(
+                "{name}: controller.schedule_interval_ms = {ms} is no longer read: it was wall \
+                 clock, so a replay's scheduler ran at another pace at every speed-up. Set \
+                 schedule_interval_s, the least time between passes in the trace's seconds \
+                 under a replay (as Slurm's sched_interval; 0, the default: a pass after every \
+                 event), and pass_floor_ms for a wall-clock floor"
+            );
+        }
+        // Zero is allowed for these: every event, no floor.
+        let at_most_a_week = |key: &str, secs: f64| -> Result<Duration> {
+            if !(secs >= 0.0 && secs <= MAX_MS as f64 / 1e3) {
+                bail!(
+                    "{name}: {key} must be a number of seconds from 0 to {} (a week)",
+                    MAX_MS / 1000
+                );
+            }
+            Ok(Duration::from_secs_f64(secs))
+        };
+        let schedule_interval = at_most_a_week(
+            "controller.schedule_interval_s",
+            file.controller.schedule_interval_s.unwrap_or(0.0),
+        )?;
+        let pass_floor = at_most_a_week(
+            "controller.pass_floor_ms (in seconds)",
+            file.controller.pass_floor_ms.unwrap_or(0.0) / 1e3,
         )?;
         let mut partitions = Vec::new();
         for p in &file.partitions {
@@ -607,6 +650,7 @@ impl Cluster {
         .map_err(|e| anyhow!("{name}: {e}"))?;
         Ok(Cluster {
             source: path.to_path_buf(),
+            source_sha256: crate::deploy::sha256_hex(text.as_bytes()),
             kinds,
             trace_gres,
             deploy,
@@ -627,11 +671,8 @@ impl Cluster {
             policy,
             preemption,
             time_slice,
-            schedule_interval: ms(
-                "controller.schedule_interval_ms",
-                c.schedule_interval_ms,
-                10,
-            )?,
+            schedule_interval,
+            pass_floor,
             prestart: c.prestart.unwrap_or(true),
             timeout_grace: ms("controller.timeout_grace_ms", c.timeout_grace_ms, 10_000)?,
             journal_compact_bytes: c.journal_compact_mb.unwrap_or(64).saturating_mul(1 << 20),
@@ -842,6 +883,10 @@ mod tests {
             ("[[nodes]\n", "test.toml"),
             // Durations that would overflow the clocks they are added to.
             ("[[nodes]]\nnames = \"vn1\"\ncpus = 1\n[controller]\ntime_slice_s = 1e30\n", "time_slice_s"),
+            // Wall clock, it meant another pace at every speed-up: said,
+            // with what to write instead.
+            ("[[nodes]]\nnames = \"vn1\"\ncpus = 1\n[controller]\nschedule_interval_ms = 10\n", "schedule_interval_ms = 10 is no longer read"),
+            ("[[nodes]]\nnames = \"vn1\"\ncpus = 1\n[controller]\nschedule_interval_s = -1\n", "schedule_interval_s must be a number of seconds from 0"),
             ("[[nodes]]\nnames = \"vn1\"\ncpus = 1\n[agents]\nheartbeat_ms = 9223372036854775807\n", "heartbeat_ms"),
             ("[[nodes]]\nnames = \"vn1\"\ncpus = 1\n[agents]\nkill_grace_ms = 9223372036854775807\n", "more than a week"),
             ("[[nodes]]\nnames = \"vn1\"\ncpus = 1\ngpus = 2\nresources = { gpu = 1 }\n", "gpus and resources.gpu"),

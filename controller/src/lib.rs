@@ -9,7 +9,7 @@
 //!   [`Cluster`](core::Cluster) (nodes, jobs, queue, agents). Everything
 //!   that changes it arrives as an event on one channel and becomes one of
 //!   the core's transitions; the core's scheduler runs a pass when one is
-//!   due (at most every `schedule_interval_ms`), asking the
+//!   due (at most every `schedule_interval_s`), asking the
 //!   [`policy`](mod@policy) (pure code over a snapshot) which jobs to start
 //!   where (cores, memory, and the generic resources of [`gres`]). The
 //!   virtual-time twin ([`sim`]) drives the same core and scheduler with

@@ -601,7 +601,7 @@ mod tests {
         // 8 cores. Jobs: 8 cores for 10 s at 0; 4 cores for 5 s at 1; 4
         // cores for 5 s at 2. The second and third wait for the first.
         let run = simulate(
-            config("[controller]\npolicy = \"fcfs\"\nschedule_interval_ms = 0\n"),
+            config("[controller]\npolicy = \"fcfs\"\nschedule_interval_s = 0\n"),
             &[job(8, 10, 0), job(4, 5, 1), job(4, 5, 2)],
             0,
         );
@@ -627,7 +627,7 @@ mod tests {
     #[test]
     fn gang_time_slicing_rotates_two_jobs_on_one_node() {
         let cfg = config(
-            "[controller]\ntime_slice_s = 10\nschedule_interval_ms = 0\n\
+            "[controller]\ntime_slice_s = 10\nschedule_interval_s = 0\n\
              [[partitions]]\nname = \"shared\"\nnodes = \"vn1\"\noversubscribe = 2\n",
         );
         let run = simulate(cfg, &[job(4, 30, 0), job(4, 30, 0)], 0);
@@ -650,7 +650,7 @@ mod tests {
     #[test]
     fn preemption_in_virtual_time() {
         let cfg = config(
-            "[controller]\npreemption = \"suspend\"\nschedule_interval_ms = 0\n\
+            "[controller]\npreemption = \"suspend\"\nschedule_interval_s = 0\n\
              [[partitions]]\nname = \"low\"\npriority = 1\ndefault = true\n\
              [[partitions]]\nname = \"high\"\npriority = 10\n",
         );
@@ -681,7 +681,7 @@ mod tests {
     fn every_decision_is_legal_and_every_job_ends() {
         let cfg = config(
             "[controller]\npreemption = \"suspend\"\ntime_slice_s = 3\n\
-             schedule_interval_ms = 10\n\
+             schedule_interval_s = 0.01\n\
              [[partitions]]\nname = \"low\"\ndefault = true\n\
              [[partitions]]\nname = \"high\"\npriority = 10\n\
              [[partitions]]\nname = \"gang\"\nnodes = \"vn2\"\noversubscribe = 3\n",
@@ -723,7 +723,7 @@ mod tests {
     fn a_policy_named_in_the_config_runs_in_the_twin() {
         // 8 cores, busy until 10 s; then a 100 s job (queued first) and a
         // 5 s job, both of 8 cores. Shortest first: the 5 s job goes first.
-        let cfg = config("[controller]\npolicy = \"sjf\"\nschedule_interval_ms = 0\n");
+        let cfg = config("[controller]\npolicy = \"sjf\"\nschedule_interval_s = 0\n");
         let run = simulate(cfg, &[job(8, 10, 0), job(8, 100, 1), job(8, 5, 2)], 0);
         let mut recs = run.records;
         recs.sort_by_key(|r| r.id);
@@ -747,7 +747,7 @@ mod tests {
         // it; H2 (8 cores, 10 s) arrives at 12 and must run when H1 ends,
         // not after L.
         let cfg = config(
-            "[controller]\npreemption = \"suspend\"\npolicy = \"fcfs\"\nschedule_interval_ms = 0\n\
+            "[controller]\npreemption = \"suspend\"\npolicy = \"fcfs\"\nschedule_interval_s = 0\n\
              [[partitions]]\nname = \"low\"\npriority = 1\ndefault = true\n\
              [[partitions]]\nname = \"high\"\npriority = 10\n",
         );
@@ -767,7 +767,7 @@ mod tests {
         // on vn1. 4-core low jobs keep arriving: none may take vn2 while L
         // waits, or L would wait for ever.
         let cfg = config(
-            "[controller]\npreemption = \"suspend\"\nschedule_interval_ms = 0\n\
+            "[controller]\npreemption = \"suspend\"\nschedule_interval_s = 0\n\
              [[partitions]]\nname = \"low\"\npriority = 1\ndefault = true\n\
              [[partitions]]\nname = \"high\"\nnodes = \"vn1\"\npriority = 10\n",
         );
@@ -786,7 +786,7 @@ mod tests {
         // 2 nodes of 4 cores, K = 3, 10 s slices. An 8-core job and a
         // stream of 4-core jobs: the 8-core job must get turns.
         let cfg = config(
-            "[controller]\ntime_slice_s = 10\nschedule_interval_ms = 0\n\
+            "[controller]\ntime_slice_s = 10\nschedule_interval_s = 0\n\
              [[partitions]]\nname = \"g\"\nnodes = \"ALL\"\ndefault = true\noversubscribe = 3\n",
         );
         let mut jobs = vec![
@@ -823,7 +823,7 @@ mod tests {
         // cancelled at 30; job 2 (8 cores) waits behind it and is cancelled
         // at 20, still pending; job 3 is cancelled at its submission; job 4
         // starts at 30 when job 1's cores free and completes.
-        let cfg = config("[controller]\npolicy = \"fcfs\"\nschedule_interval_ms = 0\n");
+        let cfg = config("[controller]\npolicy = \"fcfs\"\nschedule_interval_s = 0\n");
         let mut jobs = vec![job(8, 100, 0), job(8, 10, 1), job(1, 10, 2), job(8, 5, 3)];
         jobs[0].cancel_ns = Some(30 * S);
         jobs[1].cancel_ns = Some(20 * S);
@@ -843,7 +843,7 @@ mod tests {
         // Ten 1 s tasks, at most 3 at once, on 8 free cores: in waves.
         let mut array = job(1, 1, 0);
         array.spec.array = Some(formats::wire::ArraySpec::parse("0-9%3").unwrap());
-        let cfg = config("[controller]\nschedule_interval_ms = 0\n");
+        let cfg = config("[controller]\nschedule_interval_s = 0\n");
         let run = simulate(cfg, &[array], 0);
         let starts: Vec<i64> = sorted(run).iter().map(|r| r.start / S).collect();
         assert_eq!(starts, [0, 0, 0, 1, 1, 1, 2, 2, 2, 3]);

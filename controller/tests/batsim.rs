@@ -209,7 +209,7 @@ fn config_unit(
              [batsim]\nendpoint = \"{endpoint}\"\nreply_timeout_s = 2\nunit = \"{unit}\"\n"
         ),
     )
-    .replace("schedule_interval_ms = 5", "schedule_interval_ms = 0")
+    .replace("schedule_interval_s = 0.005", "schedule_interval_s = 0")
 }
 
 fn twin(nodes: u32, endpoint: &str, jobs: &[(i64, u32, i64)]) -> controller::sim::SimRun {

@@ -23,7 +23,7 @@ fn config(dir: &Path, record_dir: Option<&Path>) -> std::path::PathBuf {
     std::fs::write(
         &path,
         format!(
-            "[controller]\nlisten = \"127.0.0.1:0\"\nschedule_interval_ms = 5\n{records}\n\
+            "[controller]\nlisten = \"127.0.0.1:0\"\nschedule_interval_s = 0.005\n{records}\n\
              [agents]\nlocal = true\nsigsleep = \"{}\"\n\n\
              [[nodes]]\nnames = \"vn[1-2]\"\ncpus = 2\n",
             binary("sigsleep").display()

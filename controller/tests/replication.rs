@@ -29,7 +29,7 @@ listen = "{a}"
 hosts = ["{a}", "{b}"]
 secret_file = "{dir}/secret"
 state_dir = "{dir}/unused"
-schedule_interval_ms = 5
+schedule_interval_s = 0.005
 
 [agents]
 local = false

@@ -181,7 +181,8 @@ impl Suspension {
 /// [`JobRecord::into_owned`] to keep a record past the next read.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct JobRecord<'a> {
-    /// Job id (the trace's job number when replaying a trace).
+    /// Job id: the cluster's (a replay's `jobs.csv` maps it to the trace's
+    /// job number).
     pub id: u64,
     /// Cores allocated to the job.
     pub cores: u32,

@@ -61,6 +61,11 @@ fn completed() -> Status {
     Status::Completed
 }
 
+/// Runs written before `load` existed replayed the trace's arrivals.
+fn one() -> f64 {
+    1.0
+}
+
 /// `manifest.json`: what a run was and how it ended.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Manifest {
@@ -80,6 +85,10 @@ pub struct Manifest {
     /// The cluster config's path.
     #[serde(default)]
     pub config: String,
+    /// SHA-256 of the config file's bytes, hex: whether two runs ran the
+    /// same cluster. `None` in runs written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config_sha256: Option<String>,
     /// `emulated` (real processes) or `simulated` (the virtual-time twin).
     #[serde(default)]
     pub mode: String,
@@ -104,6 +113,10 @@ pub struct Manifest {
     pub time_slice_wall_s: Option<f64>,
     #[serde(default)]
     pub gang_partitions: Vec<GangPartition>,
+    /// When the cluster's scheduler passed; `None` in runs written before
+    /// its interval was in trace seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scheduling: Option<Scheduling>,
     /// `[controller] prestart`: whether the processes of the jobs a gang
     /// turn would start were to be started ahead of it, held (the setting;
     /// never done for turns under 2 ms away or with an external
@@ -138,14 +151,25 @@ pub struct Manifest {
     pub trace: Trace,
     #[serde(default)]
     pub slice: Slice,
-    /// The shrinking factor, a fraction (0.5 for 50 %).
+    /// The shrinking factor, a fraction (0.5 for 50 %): submit times,
+    /// run times and limits × factor.
     #[serde(default)]
     pub factor: f64,
+    /// The load factor, a fraction (1.5 for 150 %): inter-arrival times ÷
+    /// load, run times as they are (`--load`). 1 in runs written before it
+    /// existed.
+    #[serde(default = "one")]
+    pub load: f64,
+    /// Every time ÷ speedup on top of the factor.
     #[serde(default)]
     pub speedup: f64,
-    /// τ of the bounded slowdown in this run's seconds.
+    /// τ of the bounded slowdown in this run's (wall-clock) seconds.
     #[serde(default)]
     pub tau: Option<f64>,
+    /// τ of the bounded slowdown in trace seconds (`--tau`, 10 unless
+    /// given); `None` in runs written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tau_trace: Option<f64>,
     #[serde(default)]
     pub schedule: Schedule,
     /// Unix seconds: the first deadline (while `running`, when the replay
@@ -221,6 +245,23 @@ pub fn write_events(dir: &Path, rows: &[EventRow]) -> io::Result<()> {
     w.flush()
 }
 
+/// When a run's scheduler passed: `[controller] schedule_interval_s` and
+/// `pass_floor_ms`, in both clocks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Scheduling {
+    /// The least time between two passes, trace seconds (0: a pass after
+    /// every event).
+    pub interval_s: f64,
+    /// The same as the cluster ran it, wall-clock seconds.
+    pub interval_wall_s: f64,
+    /// The emulation's own least wall-clock time between passes
+    /// (`pass_floor_ms`; 0 in the twin, which has none), wall-clock
+    /// seconds, and what it comes to in trace seconds.
+    pub floor_wall_s: f64,
+    pub floor_s: f64,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GangPartition {
     pub name: String,
@@ -287,11 +328,26 @@ pub struct Slice {
     pub trace_cancelled: u64,
     /// Of those, left out by `--cancelled skip`.
     pub skipped_cancelled: u64,
+    /// What the replay did with the jobs the trace saw fail (SWF status
+    /// 0): `replay` (run for their run time, then ended `failed`), `skip`
+    /// or `run` (as if they completed). Empty in runs written before the
+    /// choice existed (they ran them).
+    pub failed: String,
+    /// Jobs of the slice the trace marks failed.
+    pub trace_failed: u64,
+    /// Of those, left out by `--failed skip`.
+    pub skipped_failed: u64,
     /// `--feedback`: a job that followed another (SWF field 17) was
     /// submitted its think time after that one ended in this run.
     pub feedback: bool,
     /// Jobs so submitted (those whose preceding job is in the slice).
     pub followers: u64,
+    /// The slice's first submit time in the trace, trace seconds (SWF
+    /// field 2: since the log's start): the instant the run's start
+    /// stands for in trace time. `None` in runs written before it was
+    /// recorded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_submit: Option<f64>,
 }
 
 /// When jobs are submitted.
@@ -324,6 +380,21 @@ pub struct Lateness {
 }
 
 impl Manifest {
+    /// Trace seconds per second of the run's own clock (speedup ÷ factor),
+    /// when the manifest says both.
+    pub fn trace_per_wall(&self) -> Option<f64> {
+        let scale = self.speedup / self.factor;
+        (self.factor > 0.0 && self.speedup > 0.0 && scale.is_finite()).then_some(scale)
+    }
+
+    /// τ of the bounded slowdown in trace seconds: as recorded, else the
+    /// run's τ undone by its compression.
+    pub fn tau_in_trace(&self) -> Option<f64> {
+        self.tau_trace
+            .or_else(|| Some(self.tau? * self.trace_per_wall()?))
+            .filter(|t| *t >= 0.0)
+    }
+
     /// Reads `dir/manifest.json`.
     pub fn read(dir: &Path) -> io::Result<Manifest> {
         let path = dir.join(MANIFEST);
@@ -530,6 +601,7 @@ mod tests {
             clemu_version: "0.1.0".into(),
             pid: 42,
             config: "configs/demo.toml".into(),
+            config_sha256: Some("ab12".into()),
             mode: "emulated".into(),
             backend: "clemu".into(),
             controller: "embedded".into(),
@@ -538,6 +610,12 @@ mod tests {
             time_slice_s: 30.0,
             time_slice_wall_s: Some(0.0015),
             gang_partitions: vec![],
+            scheduling: Some(Scheduling {
+                interval_s: 0.0,
+                interval_wall_s: 0.0,
+                floor_wall_s: 0.0005,
+                floor_s: 10.0,
+            }),
             prestart: Some(true),
             routes: vec!["urgent:cores<=8".into()],
             cores: Some(256),
@@ -551,8 +629,10 @@ mod tests {
             trace: Trace::default(),
             slice: Slice::default(),
             factor: 0.5,
+            load: 1.5,
             speedup: 10_000.0,
             tau: Some(0.0005),
+            tau_trace: Some(10.0),
             schedule: Schedule::Groups {
                 warmup_jobs: 10,
                 warmup: 1.0,
@@ -594,9 +674,13 @@ mod tests {
         .unwrap();
         let old = Manifest::read(dir.path()).unwrap();
         assert_eq!(
-            (old.status, old.cores, old.tau),
-            (Status::Completed, Some(8), Some(10.0))
+            (old.status, old.cores, old.tau, old.load),
+            (Status::Completed, Some(8), Some(10.0), 1.0)
         );
+        // No factor to undo: no trace clock.
+        assert_eq!((old.trace_per_wall(), old.tau_in_trace()), (None, None));
+        assert_eq!(m.trace_per_wall(), Some(20_000.0));
+        assert_eq!(m.tau_in_trace(), Some(10.0));
         // The least a results directory can hold.
         std::fs::write(dir.path().join(MANIFEST), "{}").unwrap();
         assert_eq!(Manifest::read(dir.path()).unwrap().cores, None);

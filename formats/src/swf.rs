@@ -93,6 +93,20 @@ pub mod status {
     pub const UNKNOWN: i64 = -1;
 }
 
+/// Fewest malformed job lines that, outnumbering the good ones, make a
+/// file "not a trace"; a damaged trace has a few bad lines among many
+/// good ones.
+pub const NOT_A_TRACE_MIN_BAD: u64 = 20;
+
+/// Whether a file is not an SWF trace, judged in file order: at some line,
+/// `bad` malformed job lines so far outnumber the `good` ones, and are at
+/// least [`NOT_A_TRACE_MIN_BAD`]. Every reader of traces (calcmets,
+/// runworkload) applies this same rule to the same lines, so that a file
+/// one refuses the other does not take.
+pub fn not_a_trace(good: u64, bad: u64) -> bool {
+    bad > good && bad >= NOT_A_TRACE_MIN_BAD
+}
+
 /// One job line: the 18 fields as numbers, `-1` meaning unknown.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct SwfJob {

@@ -11,7 +11,7 @@ use crate::backend::slurm::Slurm;
 use crate::backend::twin::Twin;
 use crate::backend::Backend;
 use crate::schedule::Schedule;
-use crate::trace::{self, Cancelled, SliceSpec, TraceJob};
+use crate::trace::{self, Cancelled, Failed, SliceSpec, TraceJob};
 use crate::Plan;
 
 const EXAMPLES: &str = "\
@@ -27,10 +27,14 @@ Examples:
 
 Times: a factor f (percent) scales every submit time, run time and wall-time
 limit by f/100; --speedup S divides them all by S on top (so S = 3600 plays
-an hour in a second). Each job gets --cores-per-proc cores per trace processor.
+an hour in a second). A load L (percent) divides inter-arrival times alone by
+L/100: 150 offers half as much work again in the same time. Each job gets
+--cores-per-proc cores per trace processor. Every figure printed is in trace
+seconds (the compression undone).
 
-Results: OUT/shrink-FFF/ per factor, with records/, jobs.csv, manifest.json
-and metrics.json; `calcmets OUT` reads them all side by side.
+Results: OUT/shrink-FFF/ per factor (OUT/load-LLL/ per load, or
+OUT/shrink-FFF-load-LLL/ when both vary), with records/, jobs.csv,
+manifest.json and metrics.json; `calcmets OUT` reads them all side by side.
 
 Exit status: 0 ok, 1 interrupted (Ctrl-C) or the comparison or charts
 could not be made (the runs are kept), 2 usage or input error (with
@@ -71,6 +75,18 @@ pub struct Cli {
         allow_hyphen_values = true
     )]
     pub shrink: String,
+    /// Load factors in percent, as --shrink takes factors: inter-arrival
+    /// times are divided by the load (150: arrivals 1.5 times as dense),
+    /// run times and limits are not. The standard way to study a heavier
+    /// or lighter load than the trace's; a sweep runs every load at every
+    /// factor.
+    #[arg(
+        long,
+        value_name = "INI:END:STEP",
+        default_value = "100",
+        allow_hyphen_values = true
+    )]
+    pub load: String,
     /// Divide every time by this on top of the factor.
     #[arg(long, value_name = "X", default_value_t = 1.0)]
     pub speedup: f64,
@@ -137,6 +153,13 @@ pub struct Cli {
     /// them as if they had completed.
     #[arg(long, value_enum, value_name = "HOW", default_value_t = Cancelled::Replay)]
     pub cancelled: Cancelled,
+    /// Jobs the trace saw fail (SWF status 0), which held their cores as
+    /// the others did but which the trace's own metrics leave out: `run`
+    /// runs them for the run time the trace gives, as if they completed;
+    /// `skip` leaves them out. `calcmets --swf TRACE RUN` counts the
+    /// trace's jobs the way the run did.
+    #[arg(long, value_enum, value_name = "HOW", default_value_t = Failed::Run)]
+    pub failed: Failed,
     /// Events to apply during the replay, at their trace instants (shrunk
     /// like the jobs): nodes down and up, drains, cancellations. Batsim's
     /// external events (JSON lines), or lines `TIME down|up|drain|undrain
@@ -181,20 +204,32 @@ pub enum ScheduleMode {
 
 /// Factors in percent from INI:END:STEP, or a single number.
 pub fn factors(s: &str) -> Result<Vec<f64>> {
+    percents("--shrink", "factor", s)
+}
+
+/// Load factors in percent (`--load`), as `--shrink` takes factors.
+pub fn loads(s: &str) -> Result<Vec<f64>> {
+    percents("--load", "load", s)
+}
+
+/// Percentages from INI:END:STEP, or a single number, as fractions (1.0
+/// for 100 %), each to a thousandth of a percent: `flag` and `what` name
+/// them in messages.
+fn percents(flag: &str, what: &str, s: &str) -> Result<Vec<f64>> {
     let parts: Vec<&str> = s.split(':').collect();
     let number = |p: &str| -> Result<f64> {
         p.trim()
             .parse::<f64>()
             .ok()
             .filter(|v| v.is_finite())
-            .ok_or_else(|| anyhow!("--shrink {s}: {p:?} is not a number"))
+            .ok_or_else(|| anyhow!("{flag} {s}: {p:?} is not a number"))
     };
     // Quoted as typed: "-50", not what a float prints of it.
     let percent = |p: &str| -> Result<f64> {
         let v = number(p)?;
         if !(v > 0.0 && v <= 1000.0) {
             bail!(
-                "--shrink {s}: {} is not a factor: factors are percentages in (0, 1000]",
+                "{flag} {s}: {} is not a {what}: {what}s are percentages in (0, 1000]",
                 p.trim()
             );
         }
@@ -207,7 +242,7 @@ pub fn factors(s: &str) -> Result<Vec<f64>> {
             let step = number(step)?;
             if step <= 0.0 {
                 bail!(
-                    "--shrink {s}: the step {} must be a positive number of percent",
+                    "{flag} {s}: the step {} must be a positive number of percent",
                     parts[2].trim()
                 );
             }
@@ -215,19 +250,19 @@ pub fn factors(s: &str) -> Result<Vec<f64>> {
             let dir = if end < ini { -1.0 } else { 1.0 };
             (0..n).map(|k| ini + dir * step * k as f64).collect()
         }
-        _ => bail!("--shrink: expected INI:END:STEP or one factor in percent, got {s:?}"),
+        _ => bail!("{flag}: expected INI:END:STEP or one {what} in percent, got {s:?}"),
     };
-    // Each factor to a thousandth of a percent, and each its own directory.
+    // Each to a thousandth of a percent, and each its own directory.
     let out: Vec<f64> = out
         .into_iter()
         .map(|p| (p * 1000.0).round() / 1000.0 / 100.0)
         .collect();
-    let mut labels: Vec<String> = out.iter().map(|&f| crate::run::label(f)).collect();
+    let mut labels: Vec<String> = out.iter().map(|&f| crate::run::percent_label(f)).collect();
     labels.sort();
     if let Some(w) = labels.windows(2).find(|w| w[0] == w[1]) {
         bail!(
-            "--shrink: two factors would share {} (factors are kept to a thousandth of a percent)",
-            w[0]
+            "{flag}: two {what}s would share {w0} (they are kept to a thousandth of a percent)",
+            w0 = w[0]
         );
     }
     Ok(out)
@@ -266,6 +301,9 @@ pub fn plan(cli: &Cli) -> Result<(Plan, Vec<String>)> {
     if cli.cores_per_proc == 0 {
         bail!("--cores-per-proc must be at least 1");
     }
+    if cli.jobs == Some(0) {
+        bail!("--jobs 0 would replay nothing: give at least 1, or leave it out to replay them all");
+    }
     let config = controller::config::Cluster::load(&cli.config)?;
     if cli.backend == BackendName::Slurm && !config.trace_gres.is_empty() {
         bail!(
@@ -293,6 +331,7 @@ pub fn plan(cli: &Cli) -> Result<(Plan, Vec<String>)> {
             cores_per_proc: cli.cores_per_proc,
             max_cores: default,
             cancelled: cli.cancelled,
+            failed: cli.failed,
         },
     )?;
     // A job asking generic resources of each node (`[[workload.gres]]`)
@@ -314,14 +353,16 @@ pub fn plan(cli: &Cli) -> Result<(Plan, Vec<String>)> {
         bail!(
             "{}: no job of the slice can be replayed: of its {} jobs, {} need more than the {} \
              cores of the cluster's default partition (at --cores-per-proc {}), {} have an \
-             unknown run time or size and {} were cancelled in the trace (--cancelled skip)",
+             unknown run time or size, {} were cancelled in the trace (--cancelled skip) and {} \
+             failed in it (--failed skip)",
             cli.workload.display(),
             slice.read,
             slice.too_large,
             default,
             cli.cores_per_proc,
             slice.unknown,
-            slice.skipped_cancelled
+            slice.skipped_cancelled,
+            slice.skipped_failed
         );
     }
     let links = if cli.feedback {
@@ -365,6 +406,10 @@ pub fn plan(cli: &Cli) -> Result<(Plan, Vec<String>)> {
     }
     let schedule = match cli.schedule {
         ScheduleMode::Trace => Schedule::Trace,
+        ScheduleMode::Groups if cli.load != "100" => bail!(
+            "--load scales the trace's inter-arrival times; --schedule groups submits at a \
+             period of its own (--period): give one or the other"
+        ),
         ScheduleMode::Groups => {
             if cli.group == 0 {
                 bail!("--group must be at least 1");
@@ -406,10 +451,12 @@ pub fn plan(cli: &Cli) -> Result<(Plan, Vec<String>)> {
         failures: cli.failures.clone(),
         feedback: cli.feedback,
         cancelled: cli.cancelled,
+        failed: cli.failed,
         skip: cli.skip,
         take: cli.jobs,
         cores_per_proc: cli.cores_per_proc,
         factors: factors(&cli.shrink)?,
+        loads: loads(&cli.load)?,
         speedup: cli.speedup,
         schedule,
         out: cli.out.clone(),
@@ -427,6 +474,12 @@ pub fn plan(cli: &Cli) -> Result<(Plan, Vec<String>)> {
         let mut notes = Vec::new();
         if plan.backend.runs_run_config() {
             notes = short_slices(&plan.config, &plan.factors, plan.speedup);
+            notes.extend(visible_floor(
+                &plan.config,
+                &plan.factors,
+                plan.speedup,
+                plan.tau_ns,
+            ));
         }
         notes.extend(short_jobs(
             &plan.slice.jobs,
@@ -478,17 +531,56 @@ fn short_jobs(jobs: &[TraceJob], factors: &[f64], speedup: f64, tau_ns: i64) -> 
     ))
 }
 
+/// A warning when the emulation's wall-clock floor between passes
+/// (`pass_floor_ms`), which a replay does not scale, comes to a visible
+/// share (1 %) of the scheduling interval in trace seconds, or, with a
+/// pass after every event, of the bounded slowdown's τ: then passes come
+/// later than the twin's, by that much of the trace.
+fn visible_floor(
+    config: &controller::config::Cluster,
+    factors: &[f64],
+    speedup: f64,
+    tau_ns: i64,
+) -> Option<String> {
+    let factor = factors.iter().copied().min_by(f64::total_cmp)?;
+    let floor_trace_s = config.pass_floor.as_secs_f64() * speedup / factor;
+    let interval_s = config.schedule_interval.as_secs_f64();
+    let (against, what) = if interval_s > 0.0 {
+        (
+            interval_s,
+            format!("the scheduling interval of {interval_s} trace s"),
+        )
+    } else {
+        (
+            tau_ns as f64 / 1e9,
+            format!(
+                "the bounded slowdown's tau of {} trace s (passes after every event)",
+                tau_ns as f64 / 1e9
+            ),
+        )
+    };
+    (floor_trace_s > against / 100.0).then(|| {
+        format!(
+            "pass_floor_ms = {} of wall clock is {:.3} trace s at factor {factor} and speedup \
+             {speedup}, {:.0} % of {what}: the emulation's passes come that much later than the \
+             twin's. A smaller floor, or a smaller speed-up, holds",
+            config.pass_floor.as_secs_f64() * 1e3,
+            floor_trace_s,
+            floor_trace_s / against * 100.0
+        )
+    })
+}
+
 /// Gang slices a replay would scale below what a turn costs on a real host.
-/// A turn may come one scheduling pass (`schedule_interval_ms`) late, and
-/// costs a pair of signals; in a slice shorter than 10 passes that is more
-/// than a tenth of it, and the run measures turns more than the policy.
-/// The twin has no such floor.
+/// A turn may come one scheduling pass late (the interval, scaled, or the
+/// emulation's wall-clock floor), and costs a pair of signals; in a slice
+/// shorter than 10 passes that is more than a tenth of it, and the run
+/// measures turns more than the policy. The twin has no such floor.
 fn short_slices(
     config: &controller::config::Cluster,
     factors: &[f64],
     speedup: f64,
 ) -> Vec<String> {
-    let floor = (config.schedule_interval * 10).max(std::time::Duration::from_millis(10));
     let Some(&smallest) = factors.iter().min_by(|a, b| a.total_cmp(b)) else {
         return Vec::new();
     };
@@ -496,6 +588,11 @@ fn short_slices(
         factor: smallest,
         speedup,
     };
+    let pass = std::time::Duration::from_nanos(
+        scale.apply_u(config.schedule_interval.as_nanos().min(u64::MAX as u128) as u64),
+    )
+    .max(config.pass_floor);
+    let floor = (pass * 10).max(std::time::Duration::from_millis(10));
     config
         .partitions
         .iter()
@@ -526,7 +623,7 @@ mod tests {
     #[test]
     fn a_replay_warns_of_a_slice_too_short_for_the_host() {
         let config = controller::config::Cluster::from_str(
-            "[controller]\nschedule_interval_ms = 10\n\
+            "[controller]\npass_floor_ms = 10\n\
              [[nodes]]\nnames = \"n[1-2]\"\ncpus = 4\n\
              [[partitions]]\nname = \"gang\"\nnodes = \"ALL\"\ndefault = true\noversubscribe = 2\ntime_slice_s = 30\n\
              [[partitions]]\nname = \"long\"\nnodes = \"n1\"\noversubscribe = 2\ntime_slice_s = 3000\n",
@@ -544,6 +641,47 @@ mod tests {
         );
         assert!(w[0].contains("at least 2000 trace s"), "{}", w[0]);
         assert!(super::short_slices(&config, &[1.0], 100.0).is_empty());
+    }
+
+    #[test]
+    fn a_replay_warns_when_the_wall_clock_floor_is_a_visible_share_of_the_interval() {
+        let config = |text: &str| {
+            controller::config::Cluster::from_str(
+                &format!("[controller]\n{text}\n[[nodes]]\nnames = \"n[1-2]\"\ncpus = 4\n"),
+                std::path::Path::new("t.toml"),
+            )
+            .unwrap()
+        };
+        let tau = 10_000_000_000;
+        // No floor: nothing to say.
+        assert_eq!(
+            super::visible_floor(&config(""), &[1.0], 10_000.0, tau),
+            None
+        );
+        // 0.5 ms at 10,000x is 5 trace s: half of tau with a pass after
+        // every event, a twelfth of a 60 s interval.
+        let w =
+            super::visible_floor(&config("pass_floor_ms = 0.5"), &[1.0], 10_000.0, tau).unwrap();
+        assert!(
+            w.contains("5.000 trace s") && w.contains("50 % of the bounded"),
+            "{w}"
+        );
+        let w = super::visible_floor(
+            &config("pass_floor_ms = 0.5\nschedule_interval_s = 60"),
+            &[1.0],
+            10_000.0,
+            tau,
+        )
+        .unwrap();
+        assert!(
+            w.contains("8 % of the scheduling interval of 60 trace s"),
+            "{w}"
+        );
+        // At 10x it is 5 ms of the trace: under 1 %.
+        assert_eq!(
+            super::visible_floor(&config("pass_floor_ms = 0.5"), &[1.0], 10.0, tau),
+            None
+        );
     }
 
     #[test]
@@ -584,12 +722,30 @@ mod tests {
 
     #[test]
     fn factors_of_a_sweep_get_directories_of_their_own() {
-        assert_eq!(crate::run::label(1.0), "shrink-100");
-        assert_eq!(crate::run::label(0.5), "shrink-050");
-        assert_eq!(crate::run::label(0.995), "shrink-099.5");
-        assert_eq!(crate::run::label(0.0525), "shrink-005.25");
-        assert_eq!(crate::run::label(1.0000001), "shrink-100");
+        let label = |f: f64| {
+            crate::Point {
+                factor: f,
+                load: 1.0,
+            }
+            .label(false, true)
+        };
+        assert_eq!(label(1.0), "shrink-100");
+        assert_eq!(label(0.5), "shrink-050");
+        assert_eq!(label(0.995), "shrink-099.5");
+        assert_eq!(label(0.0525), "shrink-005.25");
+        assert_eq!(label(1.0000001), "shrink-100");
         assert!(super::factors("100:99.9999:0.0001").is_err());
+        // A sweep of loads: its own directories, with the factor when that
+        // varies too.
+        let p = crate::Point {
+            factor: 0.5,
+            load: 1.5,
+        };
+        assert_eq!(p.label(true, false), "load-150");
+        assert_eq!(p.label(true, true), "shrink-050-load-150");
+        assert_eq!(super::loads("100:200:50").unwrap(), [1.0, 1.5, 2.0]);
+        let e = super::loads("0").unwrap_err().to_string();
+        assert!(e.contains("--load 0: 0 is not a load"), "{e}");
     }
 
     use super::*;

@@ -53,6 +53,8 @@ pub struct Plan {
     pub slice: Slice,
     /// What was done with the jobs the trace marks cancelled.
     pub cancelled: trace::Cancelled,
+    /// What was done with the jobs the trace saw fail.
+    pub failed: trace::Failed,
     /// What happens to the cluster meanwhile (`--events`, `--failures`),
     /// in time order.
     pub events: Vec<events::Event>,
@@ -69,6 +71,9 @@ pub struct Plan {
     pub cores_per_proc: u32,
     /// Fractions (1.0 = 100 %), in sweep order.
     pub factors: Vec<f64>,
+    /// Load factors, fractions (1.0: the trace's arrivals), in sweep
+    /// order: every load is run at every factor.
+    pub loads: Vec<f64>,
     pub speedup: f64,
     pub schedule: Schedule,
     pub out: PathBuf,
@@ -81,19 +86,59 @@ pub struct Plan {
     pub routes: Vec<route::Route>,
 }
 
-/// Runs every factor in turn; stops early (the run at hand marked
-/// interrupted) when `stop` fires. Every run's directory is taken before
-/// the first starts ([`rundir`]).
+/// One run of a sweep: its shrinking factor and its load.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Point {
+    pub factor: f64,
+    pub load: f64,
+}
+
+impl Point {
+    /// Its directory's name: `shrink-050`; `load-150` when the sweep
+    /// varies the load (`loads_swept`) and not the factor; both,
+    /// `shrink-050-load-150`, when it varies both (`factors_swept`).
+    pub fn label(&self, loads_swept: bool, factors_swept: bool) -> String {
+        let shrink = format!("shrink-{}", run::percent_label(self.factor));
+        let load = format!("load-{}", run::percent_label(self.load));
+        match (loads_swept, factors_swept) {
+            (false, _) => shrink,
+            (true, false) => load,
+            (true, true) => format!("{shrink}-{load}"),
+        }
+    }
+}
+
+impl Plan {
+    /// The runs of the sweep, in the order they run: every load at every
+    /// factor.
+    pub fn points(&self) -> Vec<Point> {
+        self.factors
+            .iter()
+            .flat_map(|&factor| self.loads.iter().map(move |&load| Point { factor, load }))
+            .collect()
+    }
+
+    /// The name of `point`'s run and directory.
+    pub fn label(&self, point: Point) -> String {
+        let loads_swept = self.loads.iter().any(|&l| (l - 1.0).abs() > 1e-12);
+        let factors_swept = self.factors.len() > 1 || (self.factors[0] - 1.0).abs() > 1e-12;
+        point.label(loads_swept, factors_swept)
+    }
+}
+
+/// Runs every factor and load in turn; stops early (the run at hand
+/// marked interrupted) when `stop` fires. Every run's directory is taken
+/// before the first starts ([`rundir`]).
 pub async fn replay(plan: &Plan, stop: &CancellationToken) -> Result<Vec<RunResult>> {
-    let paths: Vec<PathBuf> = plan
-        .factors
+    let points = plan.points();
+    let paths: Vec<PathBuf> = points
         .iter()
-        .map(|&f| plan.out.join(run::label(f)))
+        .map(|&p| plan.out.join(plan.label(p)))
         .collect();
     let dirs = rundir::claim_all(&paths, plan.force)?;
     let mut results = Vec::new();
-    for (&f, dir) in plan.factors.iter().zip(&dirs) {
-        let r = match run::run_factor(plan, f, dir, stop).await {
+    for (&p, dir) in points.iter().zip(&dirs) {
+        let r = match run::run_point(plan, p, dir, stop).await {
             Ok(r) => r,
             Err(e) => {
                 rundir::mark_failed(&dir.path, &e);

@@ -89,6 +89,35 @@ fn main() -> ExitCode {
         s.too_large,
         s.unknown
     );
+    // What becomes of the jobs the trace did not complete: its own metrics
+    // leave them out, so a user comparing with it must know.
+    if s.trace_failed > 0 {
+        eprintln!(
+            "runworkload: {} jobs the trace saw fail (status 0) {}",
+            s.trace_failed,
+            match plan.failed {
+                runworkload::trace::Failed::Run => {
+                    "run for their run time as if they completed (--failed skip leaves them out)"
+                }
+                runworkload::trace::Failed::Skip => "are left out (--failed skip)",
+            }
+        );
+    }
+    if s.trace_cancelled > 0 {
+        eprintln!(
+            "runworkload: {} jobs the trace cancelled (status 5) {}",
+            s.trace_cancelled,
+            match plan.cancelled {
+                runworkload::trace::Cancelled::Replay => {
+                    "are cancelled at the trace's delay after their submission (--cancelled)"
+                }
+                runworkload::trace::Cancelled::Skip => "are left out (--cancelled skip)",
+                runworkload::trace::Cancelled::Run => {
+                    "run for their run time as if they completed (--cancelled run)"
+                }
+            }
+        );
+    }
     let rt = match tokio::runtime::Runtime::new() {
         Ok(rt) => rt,
         Err(e) => {
@@ -142,6 +171,7 @@ fn main() -> ExitCode {
                         tau_ns: None,
                         window: None,
                         nodes: None,
+                        clock: None,
                     };
                     match calcmets::plot::plot(&args) {
                         Ok(files) => {

@@ -14,7 +14,7 @@ use crate::backend::{wall_ns, Jobs, Order, Timed};
 use crate::rundir::{write_manifest, write_results, RunDir, RunState};
 use crate::schedule::{self, Scale};
 use crate::trace::TraceJob;
-use crate::Plan;
+use crate::{Plan, Point};
 
 /// What one run left behind.
 pub struct RunResult {
@@ -24,22 +24,23 @@ pub struct RunResult {
     pub interrupted: bool,
 }
 
-/// `shrink-050` for 50 %; a fraction of a percent is kept
-/// (`shrink-099.5`), so that no two factors of a sweep share a directory.
-pub fn label(factor: f64) -> String {
-    // To a thousandth of a percent (finer factors are refused when the
-    // sweep is read), whole percents padded to three digits.
-    let text = format!("{:07.3}", factor * 100.0);
+/// `050` for 50 %; a fraction of a percent is kept (`099.5`), so that no
+/// two factors or loads of a sweep share a directory.
+pub fn percent_label(fraction: f64) -> String {
+    // To a thousandth of a percent (finer ones are refused when the sweep
+    // is read), whole percents padded to three digits.
+    let text = format!("{:07.3}", fraction * 100.0);
     let text = text.trim_end_matches('0').trim_end_matches('.');
     match text.split_once('.') {
-        None => format!("shrink-{:03}", text.parse::<u64>().unwrap_or(0)),
-        Some(_) => format!("shrink-{text}"),
+        None => format!("{:03}", text.parse::<u64>().unwrap_or(0)),
+        Some(_) => text.to_string(),
     }
 }
 
 /// The cluster a run starts: the config with its policy durations (gang
-/// time slices, partitions' `max_time_s`) read as trace seconds and scaled
-/// as the trace's times are. A user who writes Slurm's 30 s slice means 30
+/// time slices, partitions' `max_time_s`, the scheduling interval) read
+/// as trace seconds and scaled as the trace's times are (the emulation's
+/// wall-clock `pass_floor_ms` is not). A user who writes Slurm's 30 s slice means 30
 /// s of the trace; read as wall-clock seconds at 10,000x, no slice would
 /// ever end.
 pub(crate) fn run_config(
@@ -48,6 +49,10 @@ pub(crate) fn run_config(
 ) -> controller::config::Cluster {
     let mut c = config.clone();
     c.time_slice = scale.duration(c.time_slice);
+    // Zero (a pass after every event) stays zero.
+    c.schedule_interval = std::time::Duration::from_nanos(
+        scale.apply_u(c.schedule_interval.as_nanos().min(u64::MAX as u128) as u64),
+    );
     for p in &mut c.partitions {
         p.time_slice = scale.duration(p.time_slice);
         if p.max_time_ns > 0 {
@@ -64,10 +69,11 @@ pub(crate) fn run_config(
 /// The run's orders besides submissions, in the order they are due:
 /// each job the trace marks cancelled, cancelled its (scaled) delay after
 /// its submission (a follower's submission is this run's: it has none);
-/// and the plan's events at their trace instants, shrunk as the jobs' (an
-/// event before the first submission comes at the start; a cancellation,
-/// not before its job is submitted).
-fn timed_orders(plan: &Plan, targets: &[i64], scale: Scale) -> Vec<Timed> {
+/// and the plan's events at their trace instants, shrunk and compressed by
+/// the load as the jobs' submissions are (an event before the first
+/// submission comes at the start; a cancellation, not before its job is
+/// submitted).
+fn timed_orders(plan: &Plan, targets: &[i64], scale: Scale, load: f64) -> Vec<Timed> {
     let jobs: &[TraceJob] = &plan.slice.jobs;
     let links = &plan.links;
     let mut timed: Vec<Timed> = jobs
@@ -84,7 +90,8 @@ fn timed_orders(plan: &Plan, targets: &[i64], scale: Scale) -> Vec<Timed> {
         .collect();
     let first = jobs.iter().map(|j| j.submit_ns).min().unwrap_or(0);
     for (k, e) in plan.events.iter().enumerate() {
-        let mut at = scale.apply(e.at_ns.saturating_sub(first)).max(0);
+        let mut at = (scale.apply(e.at_ns.saturating_sub(first)) as f64 / load).round() as i64;
+        at = at.max(0);
         if let crate::events::What::Cancel(i) = e.what {
             at = at.max(targets[i]);
         }
@@ -105,24 +112,26 @@ fn timed_orders(plan: &Plan, targets: &[i64], scale: Scale) -> Vec<Timed> {
     timed
 }
 
-pub async fn run_factor(
+pub async fn run_point(
     plan: &Plan,
-    factor: f64,
+    point: Point,
     run_dir: &RunDir,
     stop: &CancellationToken,
 ) -> Result<RunResult> {
-    let label = label(factor);
+    let Point { factor, load } = point;
+    let label = plan.label(point);
     let dir = run_dir.path.clone();
     std::fs::create_dir_all(dir.join("records"))
         .with_context(|| format!("cannot create {}", dir.display()))?;
     // Before the first job: a run whose replay dies is then known as
     // unfinished, never taken for a finished one.
-    write_manifest(
+    let _ = write_manifest(
         plan,
         &dir,
         &RunState {
             label: &label,
             factor,
+            load,
             status: Status::Running,
             cores: plan.config.total_cores(),
             start_ns: wall_ns(),
@@ -140,7 +149,7 @@ pub async fn run_factor(
         speedup: plan.speedup,
     };
     let trace_jobs = &plan.slice.jobs;
-    let targets = schedule::targets(trace_jobs, &plan.schedule, scale);
+    let targets = schedule::targets(trace_jobs, &plan.schedule, scale, load);
     let links = &plan.links;
     let specs: Vec<JobSpec> = trace_jobs
         .iter()
@@ -174,11 +183,12 @@ pub async fn run_factor(
         .filter(|&i| links[i].is_none())
         .collect();
     order.sort_by_key(|&i| (targets[i], i));
-    let timed = timed_orders(plan, &targets, scale);
+    let timed = timed_orders(plan, &targets, scale, load);
     let config = run_config(&plan.config, scale);
     let jobs = Jobs {
         label: &label,
         factor,
+        load,
         targets: &targets,
         specs: &specs,
         order: &order,
@@ -233,6 +243,16 @@ mod tests {
         assert_eq!(ran.partitions[1].max_time_ns, 180_000_000);
         // No limit stays no limit, and nothing else moves.
         assert_eq!(ran.partitions[0].max_time_ns, 0);
-        assert_eq!(ran.schedule_interval, config.schedule_interval);
+        assert_eq!(ran.schedule_interval, Duration::ZERO);
+        // A scheduling interval of the trace is scaled as its times.
+        let every_minute = controller::config::Cluster::from_str(
+            "[controller]\nschedule_interval_s = 60\npass_floor_ms = 0.5\n\
+             [[nodes]]\nnames = \"n[1-2]\"\ncpus = 4\n",
+            Path::new("t.toml"),
+        )
+        .unwrap();
+        let ran = run_config(&every_minute, scale);
+        assert_eq!(ran.schedule_interval, Duration::from_millis(3));
+        assert_eq!(ran.pass_floor, Duration::from_micros(500));
     }
 }

@@ -149,11 +149,22 @@ fn describe(dir: &Path) -> String {
             n => format!("holds {n} job record(s) but no manifest: a run that did not finish"),
         };
     };
-    let ago = m
-        .start
-        .map(|s| wall_ns() as f64 / 1e9 - s)
-        .filter(|s| *s >= 0.0)
-        .map_or(String::new(), |s| format!("started {}, ", ago(s)));
+    // A twin's start is virtual (the trace's own epoch): when it was
+    // written is what the user knows it by.
+    let ago = if m.mode == "simulated" {
+        std::fs::metadata(dir.join(results::MANIFEST))
+            .and_then(|meta| meta.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .map_or(String::new(), |d| {
+                format!("written {}, ", ago(d.as_secs_f64()))
+            })
+    } else {
+        m.start
+            .map(|s| wall_ns() as f64 / 1e9 - s)
+            .filter(|s| *s >= 0.0)
+            .map_or(String::new(), |s| format!("started {}, ", ago(s)))
+    };
     let jobs = Some(m.slice.replayed)
         .filter(|&n| n > 0)
         .map_or(String::new(), |n| format!(" of its {n} jobs"));
@@ -319,12 +330,13 @@ pub(crate) fn write_results(
         .with_context(|| format!("cannot write jobs.csv in {}", dir.display()))?;
     let summary_of_events = write_events(plan, dir, events, hit.len() as u64)?;
 
-    write_manifest(
+    let manifest = write_manifest(
         plan,
         dir,
         &RunState {
             label,
             factor,
+            load: jobs.load,
             status: if failure.is_some() {
                 Status::Failed
             } else if interrupted {
@@ -343,12 +355,15 @@ pub(crate) fn write_results(
         },
     )?;
 
+    // As `calcmets DIR` reads it: in trace seconds, τ given in them.
+    let clock = calcmets::clock::Clock::of_manifest(&manifest)
+        .context("the run's manifest has no trace clock")?;
     let params = Params {
-        tau_ns: tau_ns(plan, factor),
+        tau_ns: clock.records_duration_ns(plan.tau_ns),
         window: None,
         by_size: false,
     };
-    // As `calcmets DIR` reads it: only the run's own records count.
+    // Only the run's own records count.
     let sources = calcmets::inputs::expand(&[dir.join("records")])?;
     let book = calcmets::results::Book::open(dir)?;
     let mut warnings = Vec::new();
@@ -360,7 +375,8 @@ pub(crate) fn write_results(
         false,
         Some(&book),
         &mut warnings,
-    )?;
+    )?
+    .in_clock(&clock, plan.tau_ns as f64 / 1e9);
     for w in warnings {
         warn!("{w}");
     }
@@ -390,6 +406,7 @@ pub(crate) fn mark_failed(dir: &Path, err: &anyhow::Error) {
 pub(crate) struct RunState<'a> {
     pub label: &'a str,
     pub factor: f64,
+    pub load: f64,
     pub status: Status,
     pub cores: u64,
     /// Unix ns: the first deadline (when the run started, for a run still
@@ -468,7 +485,8 @@ fn write_events(
 }
 
 /// Writes `dir/manifest.json`: the plan, and where the run stands.
-pub(crate) fn write_manifest(plan: &Plan, dir: &Path, m: &RunState<'_>) -> Result<()> {
+/// Returns what it wrote.
+pub(crate) fn write_manifest(plan: &Plan, dir: &Path, m: &RunState<'_>) -> Result<Manifest> {
     let schedule = match &plan.schedule {
         schedule::Schedule::Trace => results::Schedule::Trace,
         schedule::Schedule::Groups {
@@ -516,6 +534,7 @@ pub(crate) fn write_manifest(plan: &Plan, dir: &Path, m: &RunState<'_>) -> Resul
         clemu_version: env!("CARGO_PKG_VERSION").to_string(),
         pid: std::process::id(),
         config: plan.config_path.display().to_string(),
+        config_sha256: Some(plan.config.source_sha256.clone()),
         mode: plan.backend.mode().into(),
         backend: plan.backend.name().into(),
         controller: plan.backend.controller(),
@@ -528,6 +547,7 @@ pub(crate) fn write_manifest(plan: &Plan, dir: &Path, m: &RunState<'_>) -> Resul
         .into(),
         time_slice_s: plan.config.time_slice.as_secs_f64(),
         time_slice_wall_s: Some(ran.time_slice.as_secs_f64()),
+        scheduling: Some(scheduling(plan, &ran, m.factor)),
         gang_partitions: plan
             .config
             .partitions
@@ -573,13 +593,24 @@ pub(crate) fn write_manifest(plan: &Plan, dir: &Path, m: &RunState<'_>) -> Resul
             cancelled: plan.cancelled.as_str().to_string(),
             trace_cancelled: s.trace_cancelled,
             skipped_cancelled: s.skipped_cancelled,
+            failed: plan.failed.as_str().to_string(),
+            trace_failed: s.trace_failed,
+            skipped_failed: s.skipped_failed,
             feedback: plan.feedback,
             followers: plan.links.iter().filter(|l| l.is_some()).count() as u64,
             cores_per_proc: plan.cores_per_proc,
+            first_submit: s
+                .jobs
+                .iter()
+                .map(|j| j.submit_ns)
+                .min()
+                .map(|t| t as f64 / 1e9),
         },
         factor: m.factor,
+        load: m.load,
         speedup: plan.speedup,
         tau: Some(tau_ns(plan, m.factor) as f64 / 1e9),
+        tau_trace: Some(plan.tau_ns as f64 / 1e9),
         schedule,
         start: Some(m.start_ns as f64 / 1e9),
         end: m.end_ns.map(|e| e as f64 / 1e9),
@@ -592,7 +623,34 @@ pub(crate) fn write_manifest(plan: &Plan, dir: &Path, m: &RunState<'_>) -> Resul
     };
     manifest
         .write(dir)
-        .with_context(|| format!("cannot write the manifest in {}", dir.display()))
+        .with_context(|| format!("cannot write the manifest in {}", dir.display()))?;
+    Ok(manifest)
+}
+
+/// When the run's scheduler passed, in both clocks: `ran` is the config
+/// as the cluster ran it.
+fn scheduling(plan: &Plan, ran: &controller::config::Cluster, factor: f64) -> results::Scheduling {
+    let trace_per_wall = plan.speedup / factor;
+    let interval_wall_s = ran.schedule_interval.as_secs_f64();
+    // As configured, when the cluster ran this run's config (a cluster
+    // started elsewhere keeps its own, in wall-clock seconds).
+    let interval_s = if plan.backend.runs_run_config() {
+        plan.config.schedule_interval.as_secs_f64()
+    } else {
+        interval_wall_s * trace_per_wall
+    };
+    // The twin has no floor: it passes when the interval says.
+    let floor_wall_s = if plan.backend.virtual_time() {
+        0.0
+    } else {
+        ran.pass_floor.as_secs_f64()
+    };
+    results::Scheduling {
+        interval_s,
+        interval_wall_s,
+        floor_wall_s,
+        floor_s: floor_wall_s * trace_per_wall,
+    }
 }
 
 /// The devices of each generic resource in the cluster.

@@ -47,15 +47,17 @@ impl Scale {
     }
 }
 
-/// Offset of each job's submission from the start, in job order.
-pub fn targets(jobs: &[TraceJob], schedule: &Schedule, scale: Scale) -> Vec<i64> {
+/// Offset of each job's submission from the start, in job order: the
+/// trace's submit times scaled, and their gaps divided by `load` (1: the
+/// trace's arrivals); or the groups' schedule.
+pub fn targets(jobs: &[TraceJob], schedule: &Schedule, scale: Scale, load: f64) -> Vec<i64> {
     let Some(first) = jobs.iter().map(|j| j.submit_ns).min() else {
         return Vec::new();
     };
     match schedule {
         Schedule::Trace => jobs
             .iter()
-            .map(|j| scale.apply(j.submit_ns - first))
+            .map(|j| (scale.apply(j.submit_ns - first) as f64 / load).round() as i64)
             .collect(),
         Schedule::Groups {
             warmup_jobs,
@@ -109,15 +111,15 @@ mod tests {
     #[test]
     fn trace_times_are_shrunk_and_sped_up() {
         let jobs = [job(1000), job(1100), job(1400)];
-        let t = targets(
-            &jobs,
-            &Schedule::Trace,
-            Scale {
-                factor: 0.5,
-                speedup: 10.0,
-            },
-        );
+        let half = Scale {
+            factor: 0.5,
+            speedup: 10.0,
+        };
+        let t = targets(&jobs, &Schedule::Trace, half, 1.0);
         assert_eq!(t, [0, 5 * S, 20 * S]);
+        // Twice the load: the gaps halved.
+        let t = targets(&jobs, &Schedule::Trace, half, 2.0);
+        assert_eq!(t, [0, 5 * S / 2, 10 * S]);
     }
 
     #[test]
@@ -137,6 +139,7 @@ mod tests {
                 factor: 0.5,
                 speedup: 1.0,
             },
+            1.0,
         );
         // Warm-up at 0; then groups at 10, 12.5, 15: 10 + (0.5 + 2)·j.
         assert_eq!(

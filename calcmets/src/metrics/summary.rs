@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::{Damage, ExcludedBy, NS, RATIO};
+use crate::clock::{Clock, ClockKind};
 use crate::dist::Dist;
 
 /// Mean and nearest-rank percentiles, in seconds or as plain ratios.
@@ -36,6 +37,20 @@ fn scaled(d: &mut Dist, unit: f64) -> Stats {
             p99: Some(q.p99 as f64 / unit),
             max: Some(q.max as f64 / unit),
         },
+    }
+}
+
+impl Stats {
+    /// Every figure × `k`: durations from one clock to another.
+    fn times(self, k: f64) -> Stats {
+        let f = |v: Option<f64>| v.map(|v| v * k);
+        Stats {
+            mean: f(self.mean),
+            p50: f(self.p50),
+            p95: f(self.p95),
+            p99: f(self.p99),
+            max: f(self.max),
+        }
     }
 }
 
@@ -73,6 +88,9 @@ pub struct CancelledJobs {
 /// ("calcmets --format json"), plus `by_size` when asked for.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Summary {
+    /// The clock every time below is in: `trace` (the workload's seconds)
+    /// or `wall` (the records' own).
+    pub clock: ClockKind,
     pub jobs: u64,
     pub cores: Option<u64>,
     pub tau: f64,
@@ -101,6 +119,34 @@ pub struct Summary {
     /// that has them.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub resources: BTreeMap<String, ResourceUse>,
+}
+
+impl Summary {
+    /// The same figures in `clock` (they are computed in the records'
+    /// own), with τ as that clock gives it: durations scaled, the window's
+    /// instants mapped; ratios (slowdowns, utilization) are the same in
+    /// any clock.
+    pub fn in_clock(mut self, clock: &Clock, tau_s: f64) -> Summary {
+        let k = clock.scale;
+        let instant = |s: f64| clock.to_s + (s - clock.from_ns as f64 / NS) * k;
+        self.clock = clock.kind;
+        self.tau = tau_s;
+        self.window = self.window.map(|[a, b]| [instant(a), instant(b)]);
+        self.makespan = self.makespan.map(|m| m * k);
+        self.wait = self.wait.times(k);
+        self.response = self.response.times(k);
+        self.suspended_time *= k;
+        self.by_size = self.by_size.map(|classes| {
+            classes
+                .into_iter()
+                .map(|c| SizeClass {
+                    summary: c.summary.in_clock(clock, tau_s),
+                    ..c
+                })
+                .collect()
+        });
+        self
+    }
 }
 
 /// How much of one generic resource the jobs used.

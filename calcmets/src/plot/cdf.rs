@@ -94,7 +94,7 @@ pub(super) fn cdf(
     chart
         .configure_mesh()
         .x_desc(if what == "wait" {
-            format!("{x_desc}; waits under 1 ms drawn at 1 ms")
+            format!("{x_desc}; shorter waits drawn at {}", tick(floor))
         } else {
             x_desc.to_string()
         })

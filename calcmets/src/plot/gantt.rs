@@ -221,7 +221,10 @@ pub(super) fn gantt(
             }
         })
         .x_label_formatter(&|v| tick(*v))
-        .x_desc(format!("time since the first submission ({unit_name})"))
+        .x_desc(format!(
+            "time since the first submission ({} {unit_name})",
+            run.clock.as_str()
+        ))
         .y_desc("node")
         .label_style((FONT, 13))
         .draw()

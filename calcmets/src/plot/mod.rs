@@ -7,7 +7,8 @@
 //! and `cdf-bsld.svg`, one curve per run, and `bsld-by-size.svg`, mean
 //! bounded slowdown by job-size class, one bar per run in each group; when
 //! the runs span several shrinking factors, `bsld-by-factor.svg`, mean
-//! bounded slowdown by factor, one line per sweep (`sweep.rs`).
+//! bounded slowdown by factor, one line per sweep, and likewise
+//! `bsld-by-load.svg` for several loads (`sweep.rs`).
 //! Titles and legends sit in a band above each plot, never over data.
 //!
 //! Charts stay legible at 100,000 jobs by aggregating before drawing: the
@@ -31,6 +32,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
+use crate::clock::{self, ClockKind};
 use crate::inputs;
 use crate::metrics::{class_label, job_figures, size_class, Exclusion, JobFigures, JobView};
 use crate::runs::{self, RunInput};
@@ -61,14 +63,19 @@ pub struct PlotArgs {
     pub out: PathBuf,
     pub inputs: Vec<PathBuf>,
     pub cores: Option<u64>,
+    /// τ in seconds of the clock drawn (ns).
     pub tau_ns: Option<i64>,
-    /// Gantt window, in seconds since each run's first submission.
+    /// Gantt window, in seconds since each run's first submission, in
+    /// the clock drawn.
     pub window: Option<(f64, f64)>,
+    /// The clock drawn: trace seconds for replays unless asked.
+    pub clock: Option<ClockKind>,
     /// Gantt nodes, as a nodeset.
     pub nodes: Option<String>,
 }
 
-/// One job, as the charts need it; times in ns since the run's start.
+/// One job, as the charts need it; times in ns of the run's clock since
+/// its first submission.
 #[derive(Debug, Clone)]
 struct Job {
     id: u64,
@@ -88,8 +95,11 @@ struct Job {
 
 struct Run {
     name: String,
-    /// The shrinking factor, when its manifest says.
+    /// The clock its times are in.
+    clock: ClockKind,
+    /// The shrinking factor and the load, when its manifest says.
     factor: Option<f64>,
+    load: Option<f64>,
     /// The sweep it belongs to: the directory holding its results
     /// directory.
     series: String,
@@ -125,13 +135,21 @@ pub fn plot(args: &PlotArgs) -> Result<Vec<PathBuf>> {
         gantt(&path, run, args.window, args.nodes.as_deref())?;
         written.push(path);
     }
+    // Runs drawn together share a clock (`clock::choose`). A trace's
+    // waits are whole seconds: shorter ones are drawn at 1 s; the wall
+    // clock of a replay at 1 ms.
+    let kind = runs[0].clock;
+    let floor = match kind {
+        ClockKind::Trace => 1.0,
+        ClockKind::Wall => 1e-3,
+    };
     let path = args.out.join("cdf-wait.svg");
     cdf(
         &path,
         &runs,
         "wait",
-        "wait time (s, log scale)",
-        1e-3,
+        &format!("wait time ({}, log scale)", kind.unit()),
+        floor,
         |f| f.wait_ns as f64 / 1e9,
     )?;
     written.push(path);
@@ -148,10 +166,15 @@ pub fn plot(args: &PlotArgs) -> Result<Vec<PathBuf>> {
     let path = args.out.join("bsld-by-size.svg");
     by_size(&path, &runs)?;
     written.push(path);
-    if sweep::is_sweep(&runs) {
-        let path = args.out.join("bsld-by-factor.svg");
-        sweep::by_factor(&path, &runs)?;
-        written.push(path);
+    for (axis, file) in [
+        (sweep::Axis::Factor, "bsld-by-factor.svg"),
+        (sweep::Axis::Load, "bsld-by-load.svg"),
+    ] {
+        if sweep::is_sweep(&runs, axis) {
+            let path = args.out.join(file);
+            sweep::by_axis(&path, &runs, axis)?;
+            written.push(path);
+        }
     }
     Ok(written)
 }
@@ -176,7 +199,14 @@ fn load(args: &PlotArgs) -> Result<Vec<Run>> {
     for w in &warnings {
         eprintln!("calcmets: warning: {w}");
     }
-    for run in plan {
+    let clocks = clock::choose(
+        args.clock,
+        &plan
+            .iter()
+            .map(|r| (r.name.as_str(), r.trace_clock, r.is_trace()))
+            .collect::<Vec<_>>(),
+    )?;
+    for (run, clock) in plan.into_iter().zip(clocks) {
         let RunInput::Records(sources) = &run.input else {
             continue;
         };
@@ -185,34 +215,16 @@ fn load(args: &PlotArgs) -> Result<Vec<Run>> {
             .as_deref()
             .map(crate::results::Book::open)
             .transpose()?;
-        let tau_ns = args
-            .tau_ns
-            .or(run.manifest_tau)
-            .unwrap_or(crate::DEFAULT_TAU_NS);
+        let tau_ns = run.tau_ns(clock.kind, args.tau_ns);
         let mut foreign = 0u64;
-        let mut jobs = Vec::new();
+        // The jobs as read, and whether each counts by its status.
+        let mut jobs: Vec<(Job, Option<Exclusion>)> = Vec::new();
         let stats = inputs::for_each_record(sources, |r| {
             if book.as_ref().is_some_and(|b| !b.owns(r)) {
                 foreign += 1;
                 return Ok(());
             }
-            let view = JobView {
-                cores: u64::from(r.cores),
-                submit: r.submit,
-                start: r.start,
-                end: r.end,
-                suspensions: &r.suspensions,
-                // The charts show what the metrics count: completed jobs.
-                excluded_status: match r.status {
-                    Status::Completed => None,
-                    Status::Cancelled => Some(Exclusion::Cancelled),
-                    Status::Failed => Some(Exclusion::Failed),
-                    Status::Timeout => Some(Exclusion::Timeout),
-                },
-                cancelled: r.status == Status::Cancelled,
-                devices: &[],
-            };
-            jobs.push(Job {
+            let job = Job {
                 id: r.id,
                 cores: u64::from(r.cores),
                 node: r.node.to_string(),
@@ -225,8 +237,16 @@ fn load(args: &PlotArgs) -> Result<Vec<Run>> {
                     .iter()
                     .map(|s| (s.suspend, s.resume))
                     .collect(),
-                figures: job_figures(&view, tau_ns).ok(),
-            });
+                figures: None,
+            };
+            // The charts show what the metrics count: completed jobs.
+            let status = match r.status {
+                Status::Completed => None,
+                Status::Cancelled => Some(Exclusion::Cancelled),
+                Status::Failed => Some(Exclusion::Failed),
+                Status::Timeout => Some(Exclusion::Timeout),
+            };
+            jobs.push((job, status));
             Ok(())
         })?;
         for w in inputs::damage_report(&stats) {
@@ -238,6 +258,40 @@ fn load(args: &PlotArgs) -> Result<Vec<Run>> {
                 run.name
             );
         }
+        // Times since the first submission, in the run's clock; the
+        // figures from those, with τ in that clock.
+        let t0 = jobs.iter().map(|(j, _)| j.submit).min().unwrap_or(0);
+        let at = |t: i64| (t.saturating_sub(t0) as f64 * clock.scale).round() as i64;
+        let jobs: Vec<Job> = jobs
+            .into_iter()
+            .map(|(mut j, status)| {
+                // (Saturating: a damaged record's instants may be anything.)
+                j.submit = at(j.submit);
+                j.start = at(j.start);
+                j.end = at(j.end);
+                for s in &mut j.suspensions {
+                    *s = (at(s.0), at(s.1));
+                }
+                let susp: Vec<formats::record::Suspension> = j
+                    .suspensions
+                    .iter()
+                    .map(|&(suspend, resume)| formats::record::Suspension { suspend, resume })
+                    .collect();
+                let view = JobView {
+                    cores: j.cores,
+                    submit: j.submit,
+                    start: j.start,
+                    end: j.end,
+                    suspensions: &susp,
+                    excluded_status: status,
+                    cancelled: status == Some(Exclusion::Cancelled),
+                    devices: &[],
+                };
+                j.figures = job_figures(&view, tau_ns).ok();
+                j
+            })
+            .collect();
+        let mut jobs = jobs;
         let completed = jobs.iter().filter(|j| j.figures.is_some()).count() as u64;
         if let Some(w) = book
             .as_ref()
@@ -254,23 +308,14 @@ fn load(args: &PlotArgs) -> Result<Vec<Run>> {
                     .filter(|n| !n.is_empty());
             }
         }
-        let t0 = jobs.iter().map(|j| j.submit).min().unwrap_or(0);
-        for j in &mut jobs {
-            // (Saturating: a damaged record's instants may be anything.)
-            j.submit = j.submit.saturating_sub(t0);
-            j.start = j.start.saturating_sub(t0);
-            j.end = j.end.saturating_sub(t0);
-            for s in &mut j.suspensions {
-                s.0 = s.0.saturating_sub(t0);
-                s.1 = s.1.saturating_sub(t0);
-            }
-        }
         let manifest = run
             .dir
             .as_deref()
             .and_then(|d| formats::results::Manifest::read(d).ok());
         out.push(Run {
+            clock: clock.kind,
             factor: manifest.as_ref().map(|m| m.factor).filter(|f| *f > 0.0),
+            load: manifest.as_ref().map(|m| m.load).filter(|l| *l > 0.0),
             series: run
                 .dir
                 .as_deref()

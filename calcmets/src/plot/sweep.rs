@@ -1,6 +1,7 @@
-//! Across the factors of a sweep: mean bounded slowdown by shrinking
-//! factor, one line per sweep (the directory that holds its runs, as
-//! `runworkload --out` made it), as the originating study draws it.
+//! Across the runs of a sweep: mean bounded slowdown by shrinking factor,
+//! as the originating study draws it, and by load (`runworkload --load`),
+//! one line per sweep (the directory that holds its runs, as `runworkload
+//! --out` made it; per factor or load too when the sweep varies both).
 
 use std::path::Path;
 
@@ -9,13 +10,41 @@ use plotters::prelude::*;
 
 use super::*;
 
-/// Whether the runs span at least two shrinking factors: only then is
+/// What a sweep varies.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Axis {
+    Factor,
+    Load,
+}
+
+impl Axis {
+    fn of(self, r: &Run) -> Option<f64> {
+        match self {
+            Axis::Factor => r.factor,
+            Axis::Load => r.load,
+        }
+    }
+
+    fn other(self) -> Axis {
+        match self {
+            Axis::Factor => Axis::Load,
+            Axis::Load => Axis::Factor,
+        }
+    }
+}
+
+/// How many different values of `axis` the runs span.
+fn values(runs: &[Run], axis: Axis) -> usize {
+    let mut v: Vec<f64> = runs.iter().filter_map(|r| axis.of(r)).collect();
+    v.sort_by(f64::total_cmp);
+    v.dedup();
+    v.len()
+}
+
+/// Whether the runs span at least two values of `axis`: only then is
 /// there a sweep to draw.
-pub(super) fn is_sweep(runs: &[Run]) -> bool {
-    let mut factors: Vec<f64> = runs.iter().filter_map(|r| r.factor).collect();
-    factors.sort_by(f64::total_cmp);
-    factors.dedup();
-    factors.len() >= 2
+pub(super) fn is_sweep(runs: &[Run], axis: Axis) -> bool {
+    values(runs, axis) >= 2
 }
 
 /// Mean bounded slowdown of the jobs the metrics count; `None` without
@@ -28,16 +57,29 @@ fn mean_bsld(jobs: &[Job]) -> Option<f64> {
     (n > 0).then(|| sum / n as f64)
 }
 
-pub(super) fn by_factor(path: &Path, runs: &[Run]) -> Result<()> {
-    // Series in the order they first appear; points by factor.
+pub(super) fn by_axis(path: &Path, runs: &[Run], axis: Axis) -> Result<()> {
+    // Series in the order they first appear (per value of the other
+    // axis when that varies too); points by this axis's value.
+    let other = axis.other();
+    let split = values(runs, other) >= 2;
     let mut series: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
     for r in runs {
-        let (Some(f), Some(m)) = (r.factor, mean_bsld(&r.jobs)) else {
+        let (Some(f), Some(m)) = (axis.of(r), mean_bsld(&r.jobs)) else {
             continue;
         };
-        match series.iter_mut().find(|(s, _)| *s == r.series) {
+        let name = match (split, other.of(r)) {
+            (true, Some(v)) => {
+                let what = match other {
+                    Axis::Factor => "factor",
+                    Axis::Load => "load",
+                };
+                format!("{}, {what} {} %", r.series, tick(v * 100.0))
+            }
+            _ => r.series.clone(),
+        };
+        match series.iter_mut().find(|(s, _)| *s == name) {
             Some((_, pts)) => pts.push((f * 100.0, m)),
-            None => series.push((r.series.clone(), vec![(f * 100.0, m)])),
+            None => series.push((name, vec![(f * 100.0, m)])),
         }
     }
     for (_, pts) in &mut series {
@@ -62,13 +104,21 @@ pub(super) fn by_factor(path: &Path, runs: &[Run]) -> Result<()> {
         .enumerate()
         .map(|(i, (name, _))| (name.clone(), Key::Line(palette(i), Some(marker(i)))))
         .collect();
-    let body = header(
-        &root,
-        "Mean bounded slowdown by shrinking factor",
-        "one line per sweep; a smaller factor packs the same jobs into less time",
-        &items,
-    )
-    .map_err(&err)?;
+    let (title, note, x_desc) = match axis {
+        Axis::Factor => (
+            "Mean bounded slowdown by shrinking factor",
+            "one line per sweep; a factor scales arrivals and run times alike: the load stays \
+             the trace's",
+            "shrinking factor (%)",
+        ),
+        Axis::Load => (
+            "Mean bounded slowdown by load",
+            "one line per sweep; a load of L % divides inter-arrival times by L/100, run times \
+             as they are",
+            "load (% of the trace's)",
+        ),
+    };
+    let body = header(&root, title, note, &items).map_err(&err)?;
     let mut chart = ChartBuilder::on(&body)
         .margin(15)
         .x_label_area_size(50)
@@ -77,7 +127,7 @@ pub(super) fn by_factor(path: &Path, runs: &[Run]) -> Result<()> {
         .map_err(&err)?;
     chart
         .configure_mesh()
-        .x_desc("shrinking factor (%)")
+        .x_desc(x_desc)
         .y_desc("mean bounded slowdown")
         .x_label_formatter(&|v| tick(*v))
         .y_label_formatter(&|v| tick(*v))

@@ -82,7 +82,10 @@ pub(super) fn timeline(path: &Path, run: &Run, cores: u64) -> Result<()> {
         *e /= unit;
     }
     let bin = steps.edges.get(1).copied().unwrap_or(0.0) * unit;
-    let x_desc = format!("time since the first submission ({unit_name})");
+    let x_desc = format!(
+        "time since the first submission ({} {unit_name})",
+        run.clock.as_str()
+    );
     let x_max = steps.edges.last().copied().unwrap_or(1.0).max(1e-9);
     let err = svg_error(path);
     let root: Svg = SVGBackend::new(path, (WIDTH, HEIGHT)).into_drawing_area();

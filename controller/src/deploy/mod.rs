@@ -187,7 +187,7 @@ impl Binaries {
         }
         let sha = |p: &Path| -> Result<String> {
             let bytes = std::fs::read(p).with_context(|| format!("cannot read {}", p.display()))?;
-            Ok(hex(&Sha256::digest(&bytes)))
+            Ok(sha256_hex(&bytes))
         };
         let bytes = std::fs::metadata(&agent)?.len() + std::fs::metadata(&sigsleep)?.len();
         Ok(Binaries {
@@ -206,11 +206,15 @@ impl Binaries {
     }
 }
 
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().fold(String::new(), |mut s, b| {
-        let _ = write!(s, "{b:02x}");
-        s
-    })
+/// SHA-256 of `bytes`, as hex: which build a binary is, which text a
+/// config is.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .fold(String::new(), |mut s, b| {
+            let _ = write!(s, "{b:02x}");
+            s
+        })
 }
 
 /// The hosts to act on: those `--hosts` names (every one by default),

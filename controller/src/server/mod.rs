@@ -237,7 +237,12 @@ impl Server {
         records: crate::records::Sink,
         written: crate::records::Written,
     ) -> Server {
-        let interval = cluster.config().schedule_interval;
+        // The emulation passes no faster than its floor, whatever the
+        // interval asks (the twin has no floor).
+        let interval = cluster
+            .config()
+            .schedule_interval
+            .max(cluster.config().pass_floor);
         let prestart = cluster.config().prestart;
         let mut server = Server {
             cluster,

@@ -58,7 +58,7 @@ pub fn config_text_with(
 listen = "{listen}"
 state_dir = "{state}"
 record_dir = "{records}"
-schedule_interval_ms = 5
+schedule_interval_s = 0.005
 timeout_grace_ms = 2000
 {extra}
 

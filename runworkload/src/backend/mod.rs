@@ -29,6 +29,8 @@ pub struct Jobs<'a> {
     /// The run's name (`shrink-050`).
     pub label: &'a str,
     pub factor: f64,
+    /// Inter-arrival times were divided by this.
+    pub load: f64,
     /// Each job's submission offset from the run's start, ns.
     pub targets: &'a [i64],
     /// Each job as submitted (times scaled).

@@ -207,6 +207,7 @@ mod tests {
             cores_per_proc: 2,
             max_cores: 16,
             cancelled: super::super::Cancelled::Replay,
+            failed: super::super::Failed::Run,
         }
     }
 

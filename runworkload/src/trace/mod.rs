@@ -81,6 +81,29 @@ impl Cancelled {
     }
 }
 
+/// What a replay does with the jobs a trace saw fail (SWF status 0): they
+/// held their cores for their run time as the others did, but their
+/// users did not get what they asked, so the trace's own metrics leave
+/// them out.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum Failed {
+    /// Run them for the run time the trace gives, as if they completed:
+    /// the load stays the trace's.
+    #[default]
+    Run,
+    /// Leave them out.
+    Skip,
+}
+
+impl Failed {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Failed::Run => "run",
+            Failed::Skip => "skip",
+        }
+    }
+}
+
 #[derive(Debug, Default)]
 pub struct Slice {
     pub jobs: Vec<TraceJob>,
@@ -94,6 +117,10 @@ pub struct Slice {
     pub trace_cancelled: u64,
     /// Of those, left out (`--cancelled skip`).
     pub skipped_cancelled: u64,
+    /// Jobs the trace saw fail (whatever was done with them).
+    pub trace_failed: u64,
+    /// Of those, left out (`--failed skip`).
+    pub skipped_failed: u64,
     /// The processors the trace was made on (SWF's `MaxProcs`, Batsim's
     /// `nb_res`).
     pub max_procs: Option<u64>,
@@ -111,6 +138,7 @@ pub struct SliceSpec {
     /// Largest job the cluster can run.
     pub max_cores: u64,
     pub cancelled: Cancelled,
+    pub failed: Failed,
 }
 
 /// A job's place in the workload, for messages.

@@ -8,6 +8,9 @@
 //! jobs end as the originals did rather than time out). Partial-execution
 //! lines (status 2, 3, 4) are not jobs: the job's summary line is.
 //!
+//! A job the trace saw fail (status 0) runs for its run time as if it
+//! had completed (`--failed run`), or is left out (`skip`).
+//!
 //! A job marked cancelled (status 5) is cancelled after the same delay as
 //! in the trace, its wait plus its run time (each unknown one counting
 //! 0), under `--cancelled replay`; until then it runs as it would have if
@@ -20,12 +23,7 @@ use std::path::Path;
 use anyhow::{bail, Context, Result};
 use formats::swf;
 
-use super::{Cancelled, Slice, SliceSpec, TraceJob};
-
-/// Fewest malformed lines that, outnumbering the good ones, make a file
-/// "not a trace" before its end; a damaged trace has a few bad lines
-/// among many good ones.
-const NOT_A_TRACE_MIN_BAD: u64 = 20;
+use super::{Cancelled, Failed, Slice, SliceSpec, TraceJob};
 
 /// The error for a file that is not a trace: how many lines were bad, and
 /// the first of them (`warnings` name the file and line).
@@ -57,7 +55,7 @@ pub fn read(path: &Path, spec: &SliceSpec) -> Result<Slice> {
                     .warnings
                     .push(format!("{name}:{}: {}", e.line, e.message));
                 let bad = slice.warnings.len() as u64;
-                if bad > good && bad >= NOT_A_TRACE_MIN_BAD {
+                if swf::not_a_trace(good, bad) {
                     bail!(not_a_trace(&name, &slice.warnings, good));
                 }
                 continue;
@@ -75,6 +73,13 @@ pub fn read(path: &Path, spec: &SliceSpec) -> Result<Slice> {
             break;
         }
         slice.read += 1;
+        if job.status() == swf::status::FAILED {
+            slice.trace_failed += 1;
+            if spec.failed == Failed::Skip {
+                slice.skipped_failed += 1;
+                continue;
+            }
+        }
         let cancelled = job.status() == swf::status::CANCELLED;
         if cancelled {
             slice.trace_cancelled += 1;
@@ -162,6 +167,7 @@ mod tests {
             cores_per_proc: 2,
             max_cores: 128,
             cancelled: Cancelled::Replay,
+            failed: Failed::Run,
         }
     }
 

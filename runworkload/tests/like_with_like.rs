@@ -1,0 +1,347 @@
+//! Numbers that compare: a trace beside its replay counts the same jobs in
+//! the same unit, a comparison of runs that are not the same replay is
+//! refused with what differs, and the messages that misled say what is
+//! so. The twin runs the replays: these are about what is counted and
+//! said, not about timing.
+
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use common::{bin, repo};
+use serde_json::Value;
+
+fn kth() -> PathBuf {
+    repo().join("configs/workloads/kth-sp2-200.swf")
+}
+
+/// The twin of the KTH slice on the demo cluster at `speedup` into `out`.
+fn twin(out: &Path, speedup: &str, extra: &[&str]) -> Output {
+    Command::new(bin("runworkload"))
+        .arg("--config")
+        .arg(repo().join("configs/demo.toml"))
+        .arg("--workload")
+        .arg(kth())
+        .args([
+            "--cores-per-proc",
+            "2",
+            "--simulate",
+            "-q",
+            "--speedup",
+            speedup,
+        ])
+        .arg("--out")
+        .arg(out)
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+fn ok(o: Output) -> Output {
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    o
+}
+
+fn calcmets(args: &[&str]) -> Output {
+    Command::new(bin("calcmets")).args(args).output().unwrap()
+}
+
+fn json_of(o: &Output) -> Value {
+    serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&o.stdout)))
+}
+
+#[test]
+fn a_trace_beside_its_replay_counts_the_same_jobs_in_the_same_unit() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = kth();
+    for (failed, jobs) in [("run", 200), ("skip", 126)] {
+        let out = dir.path().join(failed);
+        ok(twin(&out, "10000", &["--failed", failed]));
+        let run = out.join("shrink-100");
+        let o = ok(calcmets(&[
+            "--format",
+            "json",
+            "--swf",
+            trace.to_str().unwrap(),
+            run.to_str().unwrap(),
+        ]));
+        let v = json_of(&o);
+        let (replay, original) = (&v[0], &v[1]);
+        assert_eq!(replay["clock"], "trace", "{v:#}");
+        assert_eq!(original["clock"], "trace", "{v:#}");
+        // The same jobs: the 74 the trace saw fail count on both sides
+        // when the run ran them, on neither when it left them out.
+        assert_eq!(replay["jobs"], jobs, "--failed {failed}: {v:#}");
+        assert_eq!(original["jobs"], jobs, "--failed {failed}: {v:#}");
+        // The same cluster for utilization, and the same origin of time:
+        // the run's first submission is the slice's first submit time.
+        assert_eq!(original["cores"], replay["cores"]);
+        let start = |x: &Value| x["window"][0].as_f64().unwrap();
+        assert!((start(replay) - start(original)).abs() < 1e-3, "{v:#}");
+        // The replay's waits are in the trace's seconds (at least
+        // hundreds), not the hundredths of a second the replay took.
+        assert!(replay["wait"]["mean"].as_f64().unwrap() > 100.0, "{v:#}");
+        let note = String::from_utf8_lossy(&o.stderr);
+        assert!(note.contains("counted as the run replayed it"), "{note}");
+    }
+    // Without the run, the trace counts what it says completed.
+    let v = json_of(&ok(calcmets(&[
+        "--format",
+        "json",
+        "--swf",
+        trace.to_str().unwrap(),
+    ])));
+    assert_eq!(v["jobs"], 126);
+}
+
+#[test]
+fn fidelity_refuses_runs_that_are_not_the_same_replay_and_names_the_difference() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b, c) = (
+        dir.path().join("a"),
+        dir.path().join("b"),
+        dir.path().join("c"),
+    );
+    ok(twin(&a, "10000", &["--jobs", "60"]));
+    ok(twin(&b, "10000", &["--jobs", "60", "--skip", "20"]));
+    ok(twin(&c, "10000", &["--jobs", "60", "--shrink", "50"]));
+    let run = |p: &Path, f: &str| p.join(f).to_str().unwrap().to_string();
+    let o = calcmets(&["fidelity", &run(&a, "shrink-100"), &run(&b, "shrink-100")]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("not the same replay"), "{err}");
+    assert!(
+        err.contains("slice: 60 jobs, trace ids 4515-4574 vs 60 jobs, trace ids 4535-4594"),
+        "{err}"
+    );
+    let o = calcmets(&["fidelity", &run(&a, "shrink-100"), &run(&c, "shrink-050")]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("factor: 100 % vs 50 %"), "{err}");
+    // Forced, it compares and says what differs (exit 1: not the same
+    // jobs); two twins are told apart by their directories.
+    let o = calcmets(&[
+        "fidelity",
+        "--force",
+        "--format",
+        "json",
+        &run(&a, "shrink-100"),
+        &run(&b, "shrink-100"),
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    let v = json_of(&o);
+    assert_eq!(v["unlike"].as_array().unwrap().len(), 1, "{v:#}");
+    assert!(
+        v["a"]["label"].as_str().unwrap().starts_with("twin ("),
+        "{v:#}"
+    );
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--force"));
+}
+
+#[test]
+fn messages_that_misled_say_what_is_so() {
+    let dir = tempfile::tempdir().unwrap();
+
+    // `--jobs 0` replayed "1 job lines in the trace".
+    let o = twin(&dir.path().join("none"), "10000", &["--jobs", "0"]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("--jobs 0 would replay nothing"), "{err}");
+
+    // A twin's results reused: its start is the trace's own (1996), not
+    // when it ran: "started 11,000 days ago" was said.
+    let out = dir.path().join("twin");
+    ok(twin(&out, "10000", &["--jobs", "20"]));
+    let o = twin(&out, "10000", &["--jobs", "20"]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("written ") && err.contains(" s ago"), "{err}");
+    assert!(!err.contains("days ago"), "{err}");
+
+    // Random bytes without --cores: "not a record file", not a request
+    // for the core count; an empty directory with --cores: an error, not
+    // a table of dashes.
+    let junk = dir.path().join("junk.rec");
+    std::fs::write(
+        &junk,
+        (0..4096u32).map(|i| (i * 7 + 3) as u8).collect::<Vec<_>>(),
+    )
+    .unwrap();
+    let o = calcmets(&[junk.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("not a record file"), "{err}");
+    assert!(!err.contains("--cores"), "{err}");
+    let empty = dir.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let o = calcmets(&["--cores", "8", empty.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("no record files"), "{err}");
+    assert!(o.stdout.is_empty());
+
+    // A trace whose first half is malformed: runworkload refused it and
+    // calcmets --swf computed on it. Both refuse it now, alike.
+    let text = std::fs::read_to_string(kth()).unwrap();
+    let mut n = 0;
+    let half: String = text
+        .lines()
+        .map(|l| {
+            if l.starts_with(';') {
+                return format!("{l}\n");
+            }
+            n += 1;
+            if n <= 100 {
+                format!("garbage {n}\n")
+            } else {
+                format!("{l}\n")
+            }
+        })
+        .collect();
+    let bad = dir.path().join("half.swf");
+    std::fs::write(&bad, half).unwrap();
+    let o = calcmets(&["--swf", bad.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    let from_calcmets = String::from_utf8_lossy(&o.stderr).to_string();
+    assert!(
+        from_calcmets.contains("not an SWF trace"),
+        "{from_calcmets}"
+    );
+    let o = Command::new(bin("runworkload"))
+        .arg("--config")
+        .arg(repo().join("configs/demo.toml"))
+        .arg("--workload")
+        .arg(&bad)
+        .args(["--simulate", "--out"])
+        .arg(dir.path().join("half"))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let from_runworkload = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        from_runworkload.contains("not an SWF trace"),
+        "{from_runworkload}"
+    );
+
+    // A client with no controller: what to start, not only "Connection
+    // refused".
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let secret = dir.path().join("secret");
+    std::fs::write(&secret, "0123456789abcdef0123456789abcdef\n").unwrap();
+    let mut perms = std::fs::metadata(&secret).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o600);
+    std::fs::set_permissions(&secret, perms).unwrap();
+    let o = Command::new(bin("controller"))
+        .arg("--config")
+        .arg(repo().join("configs/demo.toml"))
+        .arg("--addr")
+        .arg(format!("127.0.0.1:{port}"))
+        .arg("--secret-file")
+        .arg(&secret)
+        .arg("queue")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("no controller listens"), "{err}");
+    assert!(err.contains("controller serve"), "{err}");
+}
+
+#[test]
+fn the_twin_gives_the_same_numbers_in_trace_seconds_at_any_speed_up() {
+    // The scheduling interval is in trace seconds: the twin of a slice at
+    // 1x and at 20,000x schedules alike (it once passed every wall-clock
+    // millisecond: 20 trace seconds at 20,000x, a millisecond at 1x).
+    let dir = tempfile::tempdir().unwrap();
+    let (slow, fast) = (dir.path().join("slow"), dir.path().join("fast"));
+    ok(twin(&slow, "1", &[]));
+    ok(twin(&fast, "20000", &[]));
+    let o = ok(calcmets(&[
+        "fidelity",
+        "--format",
+        "json",
+        slow.join("shrink-100").to_str().unwrap(),
+        fast.join("shrink-100").to_str().unwrap(),
+    ]));
+    let v = json_of(&o);
+    assert_eq!(v["unlike"].as_array().unwrap().len(), 0, "{v:#}");
+    for m in [
+        "makespan",
+        "utilization",
+        "wait_mean",
+        "bounded_slowdown_mean",
+    ] {
+        let rel = v["metrics"][m]["rel"].as_f64().unwrap().abs();
+        assert!(rel < 1e-6, "{m}: {rel}: {v:#}");
+    }
+    // And the manifest says when the scheduler passed, in both clocks.
+    let m: Value = serde_json::from_str(
+        &std::fs::read_to_string(fast.join("shrink-100/manifest.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(m["scheduling"]["interval_s"], 0.0, "{m:#}");
+    assert_eq!(m["scheduling"]["floor_wall_s"], 0.0, "{m:#}");
+}
+
+#[test]
+fn a_load_sweep_compresses_arrivals_and_keeps_run_times() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("load");
+    ok(twin(
+        &out,
+        "10000",
+        &["--load", "100:200:100", "--jobs", "80"],
+    ));
+    let rows = |run: &str| {
+        formats::results::read_jobs(&out.join(run))
+            .unwrap()
+            .unwrap()
+    };
+    let (base, double) = (rows("load-100"), rows("load-200"));
+    assert_eq!(base.len(), double.len());
+    let first = |r: &[formats::results::JobRow]| r[0].target_submit;
+    for (a, b) in base.iter().zip(&double) {
+        assert_eq!(a.trace_id, b.trace_id);
+        // Run times as they were; gaps between arrivals halved.
+        assert_eq!(a.runtime_s, b.runtime_s);
+        let (ga, gb) = (
+            a.target_submit - first(&base),
+            b.target_submit - first(&double),
+        );
+        assert!((ga / 2.0 - gb).abs() < 1e-6, "{ga} {gb}");
+    }
+    let m: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("load-200/manifest.json")).unwrap())
+            .unwrap();
+    assert_eq!(m["load"], 2.0);
+    // Twice the work in the same time: the cluster is busier.
+    let v = json_of(&ok(calcmets(&["--format", "json", out.to_str().unwrap()])));
+    let util = |i: usize| v[i]["utilization"].as_f64().unwrap();
+    assert!(util(1) > util(0) * 1.3, "{v:#}");
+    // Its waits are not the trace's: refused beside it.
+    let o = calcmets(&[
+        "--swf",
+        kth().to_str().unwrap(),
+        out.join("load-200").to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("load 200 %"));
+    // And the charts draw a line by load.
+    let plots = dir.path().join("plots");
+    ok(calcmets(&[
+        "plot",
+        "--out",
+        plots.to_str().unwrap(),
+        out.to_str().unwrap(),
+    ]));
+    let svg = std::fs::read_to_string(plots.join("bsld-by-load.svg")).unwrap();
+    assert!(svg.contains("Mean bounded slowdown by load"));
+}
