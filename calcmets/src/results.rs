@@ -144,7 +144,7 @@ impl Book {
                 "is unfinished (its runworkload stopped before the end, or still runs)".to_string()
             }
             Status::Interrupted => {
-                "was interrupted (Ctrl-C): its unfinished jobs were cancelled".to_string()
+                "was interrupted (by a signal): its unfinished jobs were cancelled".to_string()
             }
             other => format!("did not finish (status {})", other.as_str()),
         };

@@ -98,6 +98,9 @@ pub struct SimRun {
     pub failure: Option<String>,
     /// What each event did, in input order.
     pub events: Vec<EventOutcome>,
+    /// Whether it was stopped before its end ([`simulate_until`]): the
+    /// jobs not over then were cancelled at that instant.
+    pub interrupted: bool,
 }
 
 /// Events, in the order they are handled at one instant: cancellations
@@ -355,6 +358,23 @@ pub fn simulate_with(
     events: &[SimEvent],
     epoch_wall_ns: i64,
 ) -> SimRun {
+    simulate_until(config, jobs, events, epoch_wall_ns, &|| false)
+}
+
+/// Events handled between two looks at whether to stop.
+const STOP_EVERY: u32 = 1024;
+
+/// [`simulate_with`], stopped once `stop` says so (it is asked every
+/// [`STOP_EVERY`] events): the jobs not over then are cancelled at that
+/// virtual instant, as an interrupted replay cancels its jobs, and the run
+/// ends there, `interrupted`.
+pub fn simulate_until(
+    config: Arc<config::Cluster>,
+    jobs: &[SimJob],
+    events: &[SimEvent],
+    epoch_wall_ns: i64,
+    stop: &dyn Fn() -> bool,
+) -> SimRun {
     let mut machines = Machines {
         epoch: epoch_wall_ns,
         t: 0,
@@ -413,7 +433,30 @@ pub fn simulate_with(
     let mut all_sent = jobs.is_empty();
     let mut ids = vec![0; jobs.len()];
     let mut end_ns = 0;
-    while let Some(Reverse((t, _, _, ev))) = sim.machines.events.pop() {
+    // Once stopped: the instant it was, past which nothing is played out.
+    let mut stopped_at: Option<i64> = None;
+    let mut steps = 0u32;
+    loop {
+        steps = steps.wrapping_add(1);
+        if stopped_at.is_none() && steps.is_multiple_of(STOP_EVERY) && stop() {
+            let t = sim.machines.t;
+            stopped_at = Some(t);
+            let now = sim.now(t);
+            let unfinished = sim.cluster.unfinished();
+            sim.cluster.cancel(&unfinished, now, &mut sim.machines);
+        }
+        let Some(Reverse((t, _, _, ev))) = sim.machines.events.pop() else {
+            break;
+        };
+        if let Some(s) = stopped_at {
+            // Only the ends of the cancelled processes, at that instant.
+            if t > s {
+                break;
+            }
+            if !matches!(ev, Ev::End { .. }) {
+                continue;
+            }
+        }
         // Nothing can happen to jobs that are all over: later events are
         // not part of the run.
         if matches!(ev, Ev::Event(_)) && all_sent && sim.cluster.active_jobs() == 0 {
@@ -534,7 +577,7 @@ pub fn simulate_with(
         .map(|j| j.id)
         .collect();
     let failure = sim.scheduler.failed().map(str::to_string).or_else(|| {
-        (!stuck.is_empty()).then(|| {
+        (!stuck.is_empty() && stopped_at.is_none()).then(|| {
             format!(
                 "{} job(s) never ended (the first: job {}): nothing more was to happen, and \
                  the policy left them waiting",
@@ -555,6 +598,7 @@ pub fn simulate_with(
         policy,
         failure,
         events: outcomes,
+        interrupted: stopped_at.is_some(),
     }
 }
 

@@ -36,10 +36,20 @@ Results: OUT/shrink-FFF/ per factor (OUT/load-LLL/ per load, or
 OUT/shrink-FFF-load-LLL/ when both vary), with records/, jobs.csv,
 manifest.json and metrics.json; `calcmets OUT` reads them all side by side.
 
-Exit status: 0 ok, 1 interrupted (Ctrl-C) or the comparison or charts
-could not be made (the runs are kept), 2 usage or input error (with
---strict, a trace with malformed lines is one), or an external scheduler
-(policy = \"batsim\") that failed (the run's results are kept).";
+Signals: SIGINT (Ctrl-C), SIGTERM (timeout, a batch system) and SIGHUP stop
+the replay: the run at hand has its unfinished jobs cancelled, keeps its
+records, jobs.csv and the metrics of what completed, and is marked
+interrupted; a second signal quits at once.
+
+Progress: a bar on a terminal; off one, a line every 5 s (which run, its
+jobs submitted, running, pending and over, time elapsed and to go); -q for
+neither.
+
+Exit status: 0 ok, 1 the comparison or charts could not be made (the runs
+are kept), 2 usage or input error (with --strict, a trace with malformed
+lines is one), or an external scheduler (policy = \"batsim\") that failed
+(the run's results are kept), 128 + the signal that stopped the replay
+(130 SIGINT, 143 SIGTERM, 129 SIGHUP).";
 
 #[derive(Debug, Parser)]
 #[command(
@@ -179,7 +189,7 @@ pub struct Cli {
     /// Malformed trace lines are an error, not a warning.
     #[arg(long)]
     pub strict: bool,
-    /// No progress bar.
+    /// No progress: no bar on a terminal, no line every few seconds off one.
     #[arg(long, short = 'q')]
     pub quiet: bool,
     /// More log output (-v, -vv); RUST_LOG also works.
@@ -461,7 +471,13 @@ pub fn plan(cli: &Cli) -> Result<(Plan, Vec<String>)> {
         schedule,
         out: cli.out.clone(),
         force: cli.force,
-        progress: !cli.quiet,
+        // A bar or lines: main knows whether standard error is a
+        // terminal.
+        progress: if cli.quiet {
+            crate::progress::Mode::Off
+        } else {
+            crate::progress::Mode::Lines
+        },
         tau_ns: seconds("--tau", &cli.tau)?,
         backend: match cli.backend {
             BackendName::Slurm => Box::new(Slurm) as Box<dyn Backend>,

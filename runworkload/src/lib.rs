@@ -30,6 +30,7 @@
 pub mod backend;
 pub mod cli;
 pub mod events;
+pub mod progress;
 pub mod route;
 pub mod run;
 pub mod rundir;
@@ -78,7 +79,8 @@ pub struct Plan {
     pub schedule: Schedule,
     pub out: PathBuf,
     pub force: bool,
-    pub progress: bool,
+    /// How to show where each run stands.
+    pub progress: progress::Mode,
     pub tau_ns: i64,
     /// Where the jobs run: the emulated cluster, its twin, or Slurm.
     pub backend: Box<dyn backend::Backend>,

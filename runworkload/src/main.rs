@@ -1,6 +1,8 @@
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::Arc;
 
 use runworkload::cli::{self, Cli};
 use tokio_util::sync::CancellationToken;
@@ -37,6 +39,60 @@ fn ensure_sigsleep(path: &std::path::Path) -> Result<Option<std::path::PathBuf>,
     }
 }
 
+/// The signals that stop a replay as Ctrl-C does: a terminal's, a batch
+/// system's or `timeout`'s, and a closed terminal's.
+const STOP_SIGNALS: [i32; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
+
+fn signal_name(signal: i32) -> &'static str {
+    match signal {
+        libc::SIGINT => "SIGINT",
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGHUP => "SIGHUP",
+        _ => "a signal",
+    }
+}
+
+/// Turns the first stop signal into `stop` (the run at hand is cancelled,
+/// kept and marked `interrupted`), noting which in `stopped_by`; a second
+/// one quits at once.
+fn watch_signals(stop: CancellationToken, stopped_by: Arc<AtomicI32>) -> std::io::Result<()> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut streams = Vec::new();
+    for s in STOP_SIGNALS {
+        streams.push((s, signal(SignalKind::from_raw(s))?));
+    }
+    tokio::spawn(async move {
+        let first = next_signal(&mut streams).await;
+        stopped_by.store(first, Ordering::Relaxed);
+        eprintln!(
+            "\nrunworkload: {}: stopping; cancelling the run's unfinished jobs and keeping what \
+             completed ({} again to quit at once)",
+            signal_name(first),
+            signal_name(first)
+        );
+        stop.cancel();
+        let second = next_signal(&mut streams).await;
+        eprintln!(
+            "runworkload: {}: quitting without cleaning up",
+            signal_name(second)
+        );
+        std::process::exit(128 + second);
+    });
+    Ok(())
+}
+
+/// The next of `streams`' signals to come.
+async fn next_signal(streams: &mut [(i32, tokio::signal::unix::Signal)]) -> i32 {
+    let waits = streams.iter_mut().map(|(s, stream)| {
+        let s = *s;
+        Box::pin(async move {
+            stream.recv().await;
+            s
+        })
+    });
+    futures_util::future::select_all(waits).await.0
+}
+
 fn main() -> ExitCode {
     let cli = match formats::usage::parse::<Cli>("runworkload") {
         Ok(cli) => cli,
@@ -63,7 +119,9 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    plan.progress = plan.progress && std::io::stderr().is_terminal();
+    if plan.progress != runworkload::progress::Mode::Off && std::io::stderr().is_terminal() {
+        plan.progress = runworkload::progress::Mode::Bar;
+    }
     if plan.backend.runs_sigsleep_here() {
         match ensure_sigsleep(&plan.config.agent.sigsleep) {
             Ok(Some(built)) => plan.config.agent.sigsleep = built,
@@ -127,27 +185,16 @@ fn main() -> ExitCode {
     };
     rt.block_on(async {
         let stop = CancellationToken::new();
-        let token = stop.clone();
-        let simulated = plan.backend.virtual_time();
-        tokio::spawn(async move {
-            if simulated && tokio::signal::ctrl_c().await.is_ok() {
-                // The twin runs no process and never waits: nothing to
-                // cancel or keep, and no point at which it would look.
-                eprintln!("\nrunworkload: interrupted");
-                std::process::exit(1);
+        // The signal that stopped the replay, if one did: its exit code is
+        // that signal's.
+        let stopped_by = Arc::new(AtomicI32::new(0));
+        match watch_signals(stop.clone(), stopped_by.clone()) {
+            Ok(()) => {}
+            Err(e) => {
+                eprintln!("runworkload: cannot watch for signals: {e}");
+                return ExitCode::from(2);
             }
-            if tokio::signal::ctrl_c().await.is_ok() {
-                eprintln!(
-                    "\nrunworkload: interrupted; cancelling jobs, keeping finished records \
-                     (Ctrl-C again to quit at once)"
-                );
-                token.cancel();
-            }
-            if tokio::signal::ctrl_c().await.is_ok() {
-                eprintln!("runworkload: quitting without cleaning up");
-                std::process::exit(1);
-            }
-        });
+        }
         match runworkload::replay(&plan, &stop).await {
             Ok(results) => {
                 for r in &results {
@@ -193,7 +240,22 @@ fn main() -> ExitCode {
                         cli.out.display()
                     );
                 }
-                if problem || results.iter().any(|r| r.interrupted) {
+                let signal = stopped_by.load(Ordering::Relaxed);
+                if let Some(r) = results.iter().find(|r| r.interrupted) {
+                    eprintln!(
+                        "runworkload: {} stopped {} at {:.0} % of its jobs: kept its records, \
+                         jobs.csv and the metrics of the {} jobs that completed in {} (status \
+                         interrupted; its unfinished jobs were cancelled)",
+                        signal_name(signal),
+                        r.label,
+                        100.0 * r.summary.jobs as f64 / (plan.slice.jobs.len().max(1)) as f64,
+                        r.summary.jobs,
+                        r.dir.display()
+                    );
+                    // 128 + the signal, as a shell reports a process the
+                    // signal ended.
+                    ExitCode::from((128 + signal.clamp(1, 127)) as u8)
+                } else if problem {
                     ExitCode::from(1)
                 } else {
                     ExitCode::SUCCESS

@@ -105,7 +105,11 @@ pub(super) fn timeline(path: &Path, run: &Run, cores: u64) -> Result<()> {
     let body = header(
         &root,
         &format!("{}: utilization and queue", run.name),
-        &format!("means over intervals of {}", duration_label(bin)),
+        &format!(
+            "means over intervals of {} of {} time",
+            duration_label(bin),
+            run.clock.as_str()
+        ),
         &items,
     )
     .map_err(&err)?;

@@ -22,6 +22,13 @@ impl Cluster {
         self.jobs.len()
     }
 
+    /// The ids of the jobs not yet over, in order.
+    pub fn unfinished(&self) -> Vec<u64> {
+        let mut ids: Vec<u64> = self.jobs.keys().copied().collect();
+        ids.sort_unstable();
+        ids
+    }
+
     /// Whether any agent is connected.
     pub fn has_agents(&self) -> bool {
         !self.agents.is_empty()

@@ -11,7 +11,6 @@ use anyhow::{anyhow, bail, Context, Result};
 use controller::client::Session;
 use formats::wire::{submit_key, ClusterStats, JobInfo, JobSpec, JobState, Request, Response};
 use futures_util::future::BoxFuture;
-use indicatif::{ProgressBar, ProgressStyle};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
@@ -21,6 +20,7 @@ use super::{
     Ran, Timed, LEAD, SPIN,
 };
 use crate::events::{Event, What};
+use crate::progress::{Counts, Progress};
 use crate::Plan;
 
 /// A running cluster to drive instead of an embedded one.
@@ -94,7 +94,7 @@ impl Clemu {
         let started_wall = wall_ns() + LEAD.as_nanos() as i64;
         let start = Instant::now() + LEAD;
         info!(run = %label, jobs = n, factor = jobs.factor, "replay starts");
-        let progress = bar(plan, label, n as u64);
+        let mut progress = jobs.progress(plan);
         let mut ids: Vec<u64> = vec![0; n];
         let mut actual: Vec<i64> = vec![0; n];
         let mut submitted = 0usize;
@@ -124,7 +124,7 @@ impl Clemu {
                 if now >= next_view {
                     next_view = now + Duration::from_millis(250);
                     let s = stats(&mut monitor).await?;
-                    update(&progress, &s, &before, sent_jobs);
+                    update(&mut progress, &s, &before, sent_jobs);
                     if s.policy_failure.is_some() {
                         failure = s.policy_failure;
                         break;
@@ -216,7 +216,7 @@ impl Clemu {
         if !interrupted {
             loop {
                 let s = stats(&mut monitor).await?;
-                update(&progress, &s, &before, sent_jobs);
+                update(&mut progress, &s, &before, sent_jobs);
                 failure = failure.or(s.policy_failure.clone());
                 let left = if remote {
                     job_infos(&mut monitor, &ours)
@@ -239,7 +239,7 @@ impl Clemu {
                 }
             }
         }
-        progress.finish_and_clear();
+        progress.finish();
         if remote {
             // A cluster started elsewhere is left as the run found it: the
             // nodes the run failed or drained are back.
@@ -504,21 +504,6 @@ async fn stats(session: &mut Session) -> Result<ClusterStats> {
     }
 }
 
-fn bar(plan: &Plan, label: &str, jobs: u64) -> ProgressBar {
-    if !plan.progress {
-        return ProgressBar::hidden();
-    }
-    let bar = ProgressBar::new(jobs);
-    bar.set_style(
-        ProgressStyle::with_template(
-            "{prefix:>11} [{elapsed_precise}] {bar:30} {pos}/{len} over  {msg}  ETA {eta}",
-        )
-        .unwrap_or_else(|_| ProgressStyle::default_bar()),
-    );
-    bar.set_prefix(label.to_string());
-    bar
-}
-
 /// Ids per request when asking about many jobs: keeps each answer far
 /// below the frame limit.
 const CHUNK: usize = 20_000;
@@ -544,15 +529,14 @@ fn over(s: &ClusterStats) -> u64 {
         .sum()
 }
 
-fn update(bar: &ProgressBar, s: &ClusterStats, before: &ClusterStats, submitted: usize) {
+fn update(progress: &mut Progress, s: &ClusterStats, before: &ClusterStats, submitted: usize) {
     // (On a cluster others use too, their jobs end as well: no more of
     // ours can be over than were sent.)
-    let over = over(s).saturating_sub(over(before)).min(submitted as u64);
-    bar.set_position(over);
-    bar.set_message(format!(
-        "submitted {submitted}, running {}, suspended {}, pending {}",
-        count(s, JobState::Running),
-        count(s, JobState::Suspended),
-        count(s, JobState::Pending)
-    ));
+    progress.update(&Counts {
+        submitted: submitted as u64,
+        running: count(s, JobState::Running),
+        suspended: count(s, JobState::Suspended),
+        pending: count(s, JobState::Pending),
+        over: over(s).saturating_sub(over(before)).min(submitted as u64),
+    });
 }

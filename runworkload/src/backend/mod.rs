@@ -49,6 +49,25 @@ pub struct Jobs<'a> {
     pub config: &'a controller::config::Cluster,
 }
 
+impl Jobs<'_> {
+    /// The run's progress, as the plan says to show it.
+    pub fn progress(&self, plan: &Plan) -> crate::progress::Progress {
+        let what = format!(
+            "factor {} %, load {} %",
+            self.factor * 100.0,
+            self.load * 100.0
+        );
+        let last_due = self.targets.iter().copied().max().unwrap_or(0).max(0) as u64;
+        crate::progress::Progress::new(
+            plan.progress,
+            self.label,
+            &what,
+            self.specs.len() as u64,
+            LEAD + Duration::from_nanos(last_due),
+        )
+    }
+}
+
 /// An order a replay gives at an instant of its own, besides submitting.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Order {
@@ -113,8 +132,8 @@ pub trait Backend: Send + Sync {
     fn controller(&self) -> String;
     /// Whether jobs run `sigsleep` on this host (it must be there).
     fn runs_sigsleep_here(&self) -> bool;
-    /// Whether the run is in virtual time: nothing to cancel or keep if it
-    /// is interrupted.
+    /// Whether the run is in virtual time (the twin: no process, no wall
+    /// clock of its own).
     fn virtual_time(&self) -> bool {
         false
     }

@@ -198,7 +198,14 @@ async fn replay(plan: &Plan, run: &Jobs<'_>, dir: &Path, stop: &CancellationToke
     let mut submitted = 0;
     let mut interrupted = false;
     let mut done = 0;
+    let mut progress = run.progress(plan);
     while let Some(at) = next_due(run, submitted, done) {
+        // Where the run stands, as far as the replay knows without asking
+        // Slurm (the wait below asks it).
+        progress.update(&crate::progress::Counts {
+            submitted: submitted as u64,
+            ..Default::default()
+        });
         let due = start + Duration::from_nanos(at.max(0) as u64);
         let wake = due.checked_sub(SPIN).unwrap_or(due);
         tokio::select! {
@@ -273,22 +280,33 @@ async fn replay(plan: &Plan, run: &Jobs<'_>, dir: &Path, stop: &CancellationToke
         "-n".into(),
         name.clone(),
         "-o".into(),
-        "%i".into(),
+        "%t".into(),
     ];
     loop {
         if interrupted {
             warn!(run = %label, "interrupted: cancelling this run's Slurm jobs");
             let _ = slurm("scancel", &["-n".into(), name.clone()]).await;
         }
-        if slurm("squeue", &query).await?.trim().is_empty() {
+        let listed = slurm("squeue", &query).await?;
+        let states: Vec<&str> = listed.split_whitespace().collect();
+        if states.is_empty() {
             break;
         }
+        let count = |code: &str| states.iter().filter(|s| **s == code).count() as u64;
+        progress.update(&crate::progress::Counts {
+            submitted: submitted as u64,
+            running: count("R") + count("CG"),
+            suspended: count("S"),
+            pending: count("PD"),
+            over: (submitted as u64).saturating_sub(states.len() as u64),
+        });
         tokio::select! {
             () = tokio::time::sleep(Duration::from_millis(200)) => {}
             () = stop.cancelled(), if !interrupted => interrupted = true,
         }
     }
     let ended_wall = wall_ns();
+    progress.finish();
 
     let bytes = std::fs::read(&log).unwrap_or_default();
     let (recs, stats) = formats::record::decode_all(&bytes);

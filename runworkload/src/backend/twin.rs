@@ -47,14 +47,15 @@ impl Backend for Twin {
         plan: &'a Plan,
         jobs: &'a Jobs<'a>,
         dir: &'a Path,
-        _stop: &'a CancellationToken,
+        stop: &'a CancellationToken,
     ) -> BoxFuture<'a, Result<Ran>> {
-        Box::pin(async move { simulate(plan, jobs, dir) })
+        Box::pin(async move { simulate(plan, jobs, dir, stop) })
     }
 }
 
-/// The twin: the same jobs at their exact deadlines, in virtual time.
-fn simulate(plan: &Plan, jobs: &Jobs<'_>, dir: &Path) -> Result<Ran> {
+/// The twin: the same jobs at their exact deadlines, in virtual time;
+/// stopped where it is when `stop` fires (its unfinished jobs cancelled).
+fn simulate(plan: &Plan, jobs: &Jobs<'_>, dir: &Path, stop: &CancellationToken) -> Result<Ran> {
     let (label, targets, specs, order) = (jobs.label, jobs.targets, jobs.specs, jobs.order);
     // A fixed epoch keeps runs reproducible: the trace's own start when
     // it says, else the Unix epoch.
@@ -127,11 +128,12 @@ fn simulate(plan: &Plan, jobs: &Jobs<'_>, dir: &Path) -> Result<Ran> {
             }
         }
     }
-    let run = controller::sim::simulate_with(
+    let run = controller::sim::simulate_until(
         std::sync::Arc::new(jobs.config.clone()),
         &sim_jobs,
         &events,
         epoch,
+        &|| stop.is_cancelled(),
     );
     let mut applied = vec![Applied::default(); plan.events.len()];
     for ((k, outcome), e) in numbers.iter().zip(&run.events).zip(&events) {
@@ -178,7 +180,7 @@ fn simulate(plan: &Plan, jobs: &Jobs<'_>, dir: &Path) -> Result<Ran> {
         infos,
         started_wall: epoch,
         ended_wall: epoch + run.end_ns,
-        interrupted: false,
+        interrupted: run.interrupted,
         cores: plan.config.total_cores(),
         slurm_ids: None,
         scheduler: run.policy,
