@@ -390,7 +390,15 @@ async fn launch(
         }
         env = visible_devices(&s.devices, &s.node);
     }
-    ctx.launcher.spawn(&ctx.sigsleep, &args, &env).await
+    // A held process waits behind every start decided now.
+    let priority = if held {
+        crate::spawn::Priority::Ahead
+    } else {
+        crate::spawn::Priority::Now
+    };
+    ctx.launcher
+        .spawn(&ctx.sigsleep, &args, &env, priority)
+        .await
 }
 
 /// The longest `--devices` argument given to a job. Linux refuses to start

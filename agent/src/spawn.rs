@@ -8,7 +8,10 @@
 //!   long-lived thread on purpose: sigsleep asks for SIGKILL when its
 //!   parent dies (`--die-with-parent`), and the kernel means the *thread*
 //!   that created it. A short-lived thread would kill its jobs when it
-//!   exits.
+//!   exits. It serves two queues: jobs to start now first, processes
+//!   started ahead of their job ([`Priority::Ahead`], held until a pass
+//!   claims them) only when no start waits, so that a guess about a coming
+//!   pass never delays a start decided now.
 //! - The **reaper** waits for any child (`waitid(P_ALL)`) and hands each
 //!   exit to whoever spawned that pid. One thread for thousands of jobs,
 //!   no file descriptor per job. It reaps every child of the process, so
@@ -16,11 +19,12 @@
 //!   its own and wait for them.
 
 use std::collections::HashMap;
+use std::collections::VecDeque;
 use std::ffi::CString;
 use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
-use std::sync::{mpsc, Arc, Condvar, Mutex, OnceLock};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
 
 use formats::wire::Exit;
 use nix::errno::Errno;
@@ -35,6 +39,44 @@ pub struct Spawned {
     pub pid: i32,
     /// Fires once, when the process has ended and been reaped.
     pub exit: oneshot::Receiver<Exit>,
+}
+
+/// Which queue of the spawner a request goes to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Priority {
+    /// A job to start now.
+    Now,
+    /// A process started ahead of its job, held: after every `Now`.
+    Ahead,
+}
+
+/// The spawner's two queues, and the sign that one got a request.
+#[derive(Default)]
+struct Queues {
+    lists: Mutex<(VecDeque<Request>, VecDeque<Request>)>,
+    filled: Condvar,
+}
+
+impl Queues {
+    fn push(&self, req: Request, priority: Priority) {
+        let mut lists = self.lists.lock().unwrap_or_else(|p| p.into_inner());
+        match priority {
+            Priority::Now => lists.0.push_back(req),
+            Priority::Ahead => lists.1.push_back(req),
+        }
+        self.filled.notify_one();
+    }
+
+    /// The next request: a start first, else one ahead; waits for one.
+    fn pop(&self) -> Request {
+        let mut lists = self.lists.lock().unwrap_or_else(|p| p.into_inner());
+        loop {
+            if let Some(r) = lists.0.pop_front().or_else(|| lists.1.pop_front()) {
+                return r;
+            }
+            lists = self.filled.wait(lists).unwrap_or_else(|p| p.into_inner());
+        }
+    }
 }
 
 struct Request {
@@ -60,7 +102,7 @@ struct Shared {
 /// Handle to the process's spawner and reaper threads.
 #[derive(Clone)]
 pub struct Launcher {
-    requests: mpsc::Sender<Request>,
+    requests: Arc<Queues>,
 }
 
 impl Launcher {
@@ -79,25 +121,26 @@ impl Launcher {
             children: Mutex::new(Children::default()),
             added: Condvar::new(),
         });
-        let (tx, rx) = mpsc::channel::<Request>();
-        let s = Arc::clone(&shared);
+        let queues = Arc::new(Queues::default());
+        let (q, s) = (Arc::clone(&queues), Arc::clone(&shared));
         std::thread::Builder::new()
             .name("clemu-spawner".into())
-            .spawn(move || spawner(&rx, &s))?;
+            .spawn(move || spawner(&q, &s))?;
         let s = Arc::clone(&shared);
         std::thread::Builder::new()
             .name("clemu-reaper".into())
             .spawn(move || reaper(&s))?;
-        Ok(Launcher { requests: tx })
+        Ok(Launcher { requests: queues })
     }
 
     /// Starts `program` with `args`, and `env` (name, value) on top of
-    /// the agent's own environment.
+    /// the agent's own environment, in the spawner's queue of `priority`.
     pub async fn spawn(
         &self,
         program: &Path,
         args: &[String],
         env: &[(String, String)],
+        priority: Priority,
     ) -> io::Result<Spawned> {
         let mut argv = Vec::with_capacity(args.len() + 1);
         argv.push(cstring(program.as_os_str().as_bytes())?);
@@ -109,9 +152,7 @@ impl Launcher {
             .map(|(k, v)| cstring(format!("{k}={v}").as_bytes()))
             .collect::<io::Result<Vec<_>>>()?;
         let (reply, answer) = oneshot::channel();
-        self.requests
-            .send(Request { argv, env, reply })
-            .map_err(|_| io::Error::other("the spawner thread is gone"))?;
+        self.requests.push(Request { argv, env, reply }, priority);
         answer
             .await
             .map_err(|_| io::Error::other("the spawner thread is gone"))?
@@ -160,7 +201,7 @@ fn attributes() -> nix::Result<(PosixSpawnAttr, PosixSpawnFileActions)> {
     Ok((attr, files))
 }
 
-fn spawner(requests: &mpsc::Receiver<Request>, shared: &Shared) {
+fn spawner(requests: &Queues, shared: &Shared) -> ! {
     let env: Vec<CString> = std::env::vars_os()
         .filter_map(|(k, v)| {
             let mut kv = k.as_bytes().to_vec();
@@ -170,10 +211,10 @@ fn spawner(requests: &mpsc::Receiver<Request>, shared: &Shared) {
         })
         .collect();
     let prepared = attributes();
-    // Requests keep coming as long as some Launcher exists; this thread
-    // must outlive every child (see the module docs), so it never returns
-    // while the process runs jobs: it blocks here when idle.
-    while let Ok(req) = requests.recv() {
+    // This thread must outlive every child (see the module docs), so it
+    // never returns: it blocks here when idle.
+    loop {
+        let req = requests.pop();
         let result = match &prepared {
             Err(e) => Err(io::Error::from(*e)),
             Ok((attr, files)) => {
@@ -205,11 +246,6 @@ fn spawner(requests: &mpsc::Receiver<Request>, shared: &Shared) {
         // The requester may have gone away; the child, if any, is reaped
         // anyway.
         let _ = req.reply.send(result);
-    }
-    // Every Launcher is gone, so no job will be added; stay alive for the
-    // children already running.
-    loop {
-        std::thread::park();
     }
 }
 
@@ -273,7 +309,12 @@ mod tests {
     async fn exit_codes_and_signals_reach_the_spawner() {
         let l = Launcher::global().unwrap();
         let ok = l
-            .spawn(Path::new("/bin/sh"), &["-c".into(), "exit 7".into()], &[])
+            .spawn(
+                Path::new("/bin/sh"),
+                &["-c".into(), "exit 7".into()],
+                &[],
+                Priority::Now,
+            )
             .await
             .unwrap();
         assert_eq!(ok.exit.await.unwrap(), Exit::Code(7));
@@ -282,11 +323,14 @@ mod tests {
                 Path::new("/bin/sh"),
                 &["-c".into(), "kill -9 $$".into()],
                 &[],
+                Priority::Now,
             )
             .await
             .unwrap();
         assert_eq!(killed.exit.await.unwrap(), Exit::Signal(9));
-        let missing = l.spawn(Path::new("/nonexistent/sigsleep"), &[], &[]).await;
+        let missing = l
+            .spawn(Path::new("/nonexistent/sigsleep"), &[], &[], Priority::Now)
+            .await;
         assert!(missing.is_err());
     }
 
@@ -296,12 +340,22 @@ mod tests {
         let script = r#"[ "$CUDA_VISIBLE_DEVICES" = 0,3 ] && [ -n "$PATH" ] && exit 5"#;
         let env = [("CUDA_VISIBLE_DEVICES".to_string(), "0,3".to_string())];
         let s = l
-            .spawn(Path::new("/bin/sh"), &["-c".into(), script.into()], &env)
+            .spawn(
+                Path::new("/bin/sh"),
+                &["-c".into(), script.into()],
+                &env,
+                Priority::Now,
+            )
             .await
             .unwrap();
         assert_eq!(s.exit.await.unwrap(), Exit::Code(5));
         let base = l
-            .spawn(Path::new("/bin/sh"), &["-c".into(), script.into()], &[])
+            .spawn(
+                Path::new("/bin/sh"),
+                &["-c".into(), script.into()],
+                &[],
+                Priority::Now,
+            )
             .await
             .unwrap();
         assert_eq!(
@@ -309,6 +363,23 @@ mod tests {
             Exit::Code(1),
             "others' jobs get none"
         );
+    }
+
+    #[test]
+    fn a_start_decided_now_goes_before_every_process_started_ahead() {
+        let q = Queues::default();
+        let req = |name: &str| Request {
+            argv: vec![cstring(name.as_bytes()).unwrap()],
+            env: Vec::new(),
+            reply: oneshot::channel().0,
+        };
+        q.push(req("ahead-1"), Priority::Ahead);
+        q.push(req("ahead-2"), Priority::Ahead);
+        q.push(req("now"), Priority::Now);
+        let order: Vec<String> = (0..3)
+            .map(|_| q.pop().argv[0].to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(order, ["now", "ahead-1", "ahead-2"]);
     }
 
     #[test]
@@ -339,7 +410,12 @@ mod tests {
             let from = from.to_string();
             async move {
                 let s = l
-                    .spawn(Path::new("/bin/cp"), &[from, to.display().to_string()], &[])
+                    .spawn(
+                        Path::new("/bin/cp"),
+                        &[from, to.display().to_string()],
+                        &[],
+                        Priority::Now,
+                    )
                     .await
                     .unwrap();
                 assert_eq!(s.exit.await.unwrap(), Exit::Code(0));

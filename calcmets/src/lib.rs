@@ -151,6 +151,15 @@ fn metrics_of(args: &MetricsArgs) -> Result<Outcome> {
         // τ and the window are given in the clock the figures are in;
         // the metrics are computed in the records' own.
         let tau_ns = run.tau_ns(clock.kind, args.tau);
+        // The host's delays are weighed against τ in trace seconds.
+        let tau_trace_s = match (clock.kind, args.tau, run.trace_clock) {
+            (clock::ClockKind::Trace, _, _) => tau_ns as f64 / 1e9,
+            (clock::ClockKind::Wall, Some(t), Some(c)) => t as f64 / 1e9 * c.scale,
+            (clock::ClockKind::Wall, _, _) => {
+                run.tau_ns(clock::ClockKind::Trace, None) as f64 / 1e9
+            }
+        };
+        warnings.extend(run.latency_warning(tau_trace_s));
         let params = Params {
             tau_ns: clock.records_duration_ns(tau_ns),
             window: args

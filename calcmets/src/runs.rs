@@ -25,6 +25,8 @@ pub struct Run {
     /// The run's trace clock: a replay's (from its manifest), or a trace's
     /// own; `None` for loose record files, which have only their own.
     pub trace_clock: Option<Clock>,
+    /// The emulation's measured costs (the manifest's `latency`).
+    pub latency: Option<formats::results::Latencies>,
     /// Devices of each generic resource, from the run's manifest.
     pub manifest_resources: std::collections::BTreeMap<String, u64>,
     /// The results directory it is, if it is one.
@@ -122,6 +124,7 @@ pub fn plan(
             manifest_tau_trace: None,
             manifest_resources: Default::default(),
             trace_clock: None,
+            latency: None,
             dir: None,
         };
         if let Some(m) = &manifest {
@@ -138,6 +141,7 @@ pub fn plan(
             manifest_tau_trace: None,
             manifest_resources: Default::default(),
             trace_clock: Some(Clock::trace_itself()),
+            latency: None,
             dir: None,
         });
     }
@@ -209,6 +213,7 @@ fn results_dir(dir: &Path) -> Result<Run> {
         manifest_tau_trace: None,
         manifest_resources: Default::default(),
         trace_clock: None,
+        latency: None,
         dir: Some(dir.to_path_buf()),
     };
     run.take_manifest(&m);
@@ -223,6 +228,39 @@ impl Run {
         self.manifest_tau_trace = m.tau_in_trace().map(|t| (t * 1e9).round() as i64);
         self.manifest_resources = m.resources.clone();
         self.trace_clock = Clock::of_manifest(m);
+        self.latency = m.latency.clone();
+    }
+
+    /// A warning when the emulation's measured costs come to a visible
+    /// share (5 %) of τ (`tau_trace_s`, trace seconds): the bounded
+    /// slowdowns of jobs shorter than τ then carry the host's delays.
+    pub fn latency_warning(&self, tau_trace_s: f64) -> Option<String> {
+        let l = self.latency.as_ref()?;
+        let mut parts = Vec::new();
+        for (what, d) in [
+            ("start", &l.start),
+            ("end", &l.end),
+            ("suspend", &l.suspend),
+            ("resume", &l.resume),
+        ] {
+            if let Some(d) = d.filter(|d| d.p50_s > tau_trace_s * 0.05) {
+                parts.push(format!(
+                    "{what} p50 {:.3} ms ({:.3} trace s, {:.0} % of it)",
+                    d.p50_ms,
+                    d.p50_s,
+                    d.p50_s / tau_trace_s * 100.0
+                ));
+            }
+        }
+        (!parts.is_empty()).then(|| {
+            format!(
+                "{}: the host's own delays are a visible share of tau ({tau_trace_s} trace s): \
+                 {}; jobs shorter than tau carry them in their bounded slowdowns (a smaller \
+                 speed-up, or a larger --tau, holds)",
+                self.name,
+                parts.join(", ")
+            )
+        })
     }
 
     /// Whether it is a trace read with `--swf`.

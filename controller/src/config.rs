@@ -258,6 +258,8 @@ pub struct Cluster {
     /// Address of the Prometheus metrics endpoint, if any.
     pub metrics_listen: Option<String>,
     pub nodes: Vec<NodeDef>,
+    /// The nodes' names read for folding ([`Cluster::fold`]).
+    pub folder: crate::folding::Folder,
     pub groups: Groups,
     pub partitions: Vec<PartitionDef>,
     /// Whether `serve` hosts every node in its own process.
@@ -678,6 +680,7 @@ impl Cluster {
             journal_compact_bytes: c.journal_compact_mb.unwrap_or(64).saturating_mul(1 << 20),
             max_jobs,
             metrics_listen: c.metrics_listen.clone(),
+            folder: crate::folding::Folder::new(nodes.iter().map(|n| n.name.as_str())),
             nodes,
             groups,
             partitions,
@@ -731,9 +734,13 @@ impl Cluster {
             .sum()
     }
 
-    /// The node names of `idx`, folded.
+    /// The node names of `idx`, folded: in the time of their runs when
+    /// they are of one bracket and in order, as a job's nodes are
+    /// ([`crate::folding`]).
     pub fn fold(&self, idx: &[usize]) -> String {
-        nodeset::fold(idx.iter().map(|&i| self.nodes[i].name.as_str()))
+        self.folder
+            .fold(idx)
+            .unwrap_or_else(|| nodeset::fold(idx.iter().map(|&i| self.nodes[i].name.as_str())))
     }
 }
 

@@ -33,11 +33,25 @@ use tracing::{info, warn};
 const JOURNAL_MAGIC: &[u8; 4] = b"CLJN";
 const SNAPSHOT_MAGIC: &[u8; 4] = b"CLSN";
 /// 2: jobs have names (`JobSpec::name`, `JobInfo::name`). 3: submission
-/// keys ([`Entry::Keyed`], [`Snapshot::keys`]).
-const VERSION: u16 = 5;
+/// keys ([`Entry::Keyed`], [`Snapshot::keys`]). 6: allocations as runs of
+/// nodes ([`NodeRun`]), so that a job's start costs the same to journal
+/// whatever its nodes.
+const VERSION: u16 = 6;
 const HEADER: usize = 6;
 /// Largest entry: a submission of one job is well under 1 KiB.
 const MAX_ENTRY: usize = 1 << 20;
+
+/// Consecutive nodes of the configuration (in its order) that a job holds
+/// the same cores of: an allocation is a few runs, however many nodes it
+/// holds. The last node's name is kept to check, at a restart, that the
+/// configuration still has these nodes in this order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NodeRun {
+    pub first: String,
+    pub last: String,
+    pub nodes: u32,
+    pub cores: u32,
+}
 
 /// A job as the journal keeps it: enough to rebuild the controller's own
 /// record of it. Times are wall-clock (CLOCK_REALTIME) nanoseconds.
@@ -50,8 +64,8 @@ pub struct JobImage {
     pub state: JobState,
     pub submit_ns: i64,
     pub start_ns: i64,
-    /// Node names and cores, while it holds them.
-    pub alloc: Vec<(String, u32)>,
+    /// Its nodes and cores, while it holds them.
+    pub alloc: Vec<NodeRun>,
     /// The nodes it was given, folded.
     pub nodes: String,
     /// Host of the agent that runs it.
@@ -82,7 +96,7 @@ pub enum Entry {
     Submitted(Box<JobImage>),
     Started {
         id: u64,
-        alloc: Vec<(String, u32)>,
+        alloc: Vec<NodeRun>,
         nodes: String,
         host: String,
         at_ns: i64,
@@ -679,7 +693,12 @@ mod tests {
     fn started(id: u64) -> Entry {
         Entry::Started {
             id,
-            alloc: vec![("vn1".into(), 2)],
+            alloc: vec![NodeRun {
+                first: "vn1".into(),
+                last: "vn1".into(),
+                nodes: 1,
+                cores: 2,
+            }],
             nodes: "vn1".into(),
             host: "h".into(),
             at_ns: 7,
@@ -793,7 +812,12 @@ mod tests {
         s.jobs.insert(2, {
             let mut im = image(2);
             im.state = JobState::Running;
-            im.alloc = vec![("vn1".into(), 2)];
+            im.alloc = vec![NodeRun {
+                first: "vn1".into(),
+                last: "vn1".into(),
+                nodes: 1,
+                cores: 2,
+            }];
             im
         });
         s.history.push(JobInfo {

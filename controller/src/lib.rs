@@ -43,6 +43,7 @@ pub mod connection;
 pub mod core;
 pub mod deploy;
 pub mod detach;
+pub mod folding;
 pub mod gres;
 pub mod journal;
 pub mod listener;

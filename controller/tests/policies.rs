@@ -197,6 +197,45 @@ fn the_job_a_gang_turn_starts_was_started_ahead_and_held() {
     }
 }
 
+/// Under FCFS and EASY alike, the job that waits for a running one to end
+/// has its process started ahead of that end (the controller knows it
+/// from the run time), held; the pass at the end lets that very process
+/// run, and its record starts then. (It is started 20 ms ahead: too short
+/// to be seen pending reliably, so the process that runs the job shows it
+/// by its command line, `--held`, which no start at the pass has.)
+#[test]
+fn the_job_waiting_for_an_end_was_started_ahead_and_held() {
+    for (policy, prestart) in [("fcfs", true), ("easy", true), ("easy", false)] {
+        let c = Cluster::start(
+            "vn1",
+            4,
+            &format!("policy = \"{policy}\"\nprestart = {prestart}\n"),
+        );
+        let blocker = c.submit(&["--cores", "4", "--runtime", "2"])[0];
+        c.wait_state(blocker, "running");
+        let next = c.submit(&["--cores", "4", "--runtime", "1"])[0];
+        c.wait_state(next, "running");
+        let pid = c.pids(next)[0];
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&cmdline).contains("--held\0"),
+            prestart,
+            "{policy}, prestart = {prestart}"
+        );
+        c.wait_state(next, "completed");
+        let (a, b) = (c.record(blocker), c.record(next));
+        assert_matches(&c, &b);
+        // It started at the pass that saw the end, not when its process
+        // was made.
+        let decided = (c.job(next)["start"].as_f64().unwrap() * 1e9) as i64;
+        assert!(
+            (b.start - decided).abs() < MATCH_NS,
+            "{policy}: {b:?} vs {decided}"
+        );
+        assert!(b.start >= a.end, "{policy}: {b:?} before {a:?} ended");
+    }
+}
+
 #[test]
 fn gang_time_slicing_takes_turns_on_the_cores() {
     let c = Cluster::start(

@@ -189,11 +189,48 @@ pub struct Manifest {
     /// `--failures`); `None` when nothing was to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub events: Option<Events>,
+    /// What the emulation's own costs came to on this host, measured job
+    /// by job in the run: from the controller's decision to the job's
+    /// process acting on it. `None` in the twin (it has none), for a run
+    /// still running, and in runs written before it was measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency: Option<Latencies>,
     /// An external scheduler's figures (`policy = "batsim"`): its
     /// endpoint, messages exchanged, reply latency p50/p99/max in ms, and
     /// why it stopped deciding if it did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scheduler: Option<crate::scheduler::SchedulerReport>,
+}
+
+/// The emulation's costs in a run, by kind of order.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Latencies {
+    /// From the pass that started a job to its process's first instant
+    /// (the record's start).
+    pub start: Option<Delay>,
+    /// From the controller's decision to suspend (or resume) a job to the
+    /// instant its process noted it (the record's suspension pairs).
+    pub suspend: Option<Delay>,
+    pub resume: Option<Delay>,
+    /// From a job's process's last instant (the record's end) to the
+    /// controller knowing the job over and its cores free.
+    pub end: Option<Delay>,
+}
+
+/// One kind of delay over the jobs of a run: in the host's (wall-clock)
+/// milliseconds, and what it comes to in trace seconds at the run's
+/// factor and speed-up.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Delay {
+    pub samples: u64,
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+    pub max_ms: f64,
+    pub p50_s: f64,
+    pub p99_s: f64,
+    pub max_s: f64,
 }
 
 /// The events of a run, in brief (`events.csv` has each).
@@ -650,6 +687,18 @@ mod tests {
                 applied: 3,
                 jobs_hit: 2,
                 ..Events::default()
+            }),
+            latency: Some(Latencies {
+                start: Some(Delay {
+                    samples: 200,
+                    p50_ms: 0.2,
+                    p99_ms: 1.5,
+                    max_ms: 2.0,
+                    p50_s: 4.0,
+                    p99_s: 30.0,
+                    max_s: 40.0,
+                }),
+                ..Latencies::default()
             }),
             scheduler: Some(crate::scheduler::SchedulerReport {
                 endpoint: "tcp://127.0.0.1:28000".into(),

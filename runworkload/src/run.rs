@@ -141,6 +141,7 @@ pub async fn run_point(
             error: None,
             scheduler: None,
             events: None,
+            latency: None,
         },
     )?;
 

@@ -329,6 +329,11 @@ pub(crate) fn write_results(
     results::write_jobs(dir, &rows)
         .with_context(|| format!("cannot write jobs.csv in {}", dir.display()))?;
     let summary_of_events = write_events(plan, dir, events, hit.len() as u64)?;
+    // What the emulation's own costs came to: the twin and Slurm have none
+    // to measure (their instants come from the records themselves).
+    let latency = (!plan.backend.virtual_time() && plan.backend.name() == "clemu")
+        .then(|| latencies(dir, infos, plan.speedup / factor))
+        .transpose()?;
 
     let manifest = write_manifest(
         plan,
@@ -352,6 +357,7 @@ pub(crate) fn write_results(
             error: failure.as_deref(),
             scheduler: scheduler.as_ref(),
             events: summary_of_events.as_ref(),
+            latency: latency.as_ref(),
         },
     )?;
 
@@ -384,6 +390,68 @@ pub(crate) fn write_results(
         std::fs::File::create(dir.join("metrics.json")).context("cannot write metrics.json")?;
     writeln!(f, "{}", serde_json::to_string_pretty(&summary)?)?;
     Ok(summary)
+}
+
+/// How long the emulation took to act on the controller's orders, job by
+/// job, from the run's records (sigsleep's own instants) and what the
+/// controller knows of each job (its decisions' instants): a start from
+/// its pass to the process's first instant, a suspension or resumption
+/// from the decision to the process noting it, an end from the process's
+/// last instant to the controller knowing it. `trace_per_wall`: trace
+/// seconds per wall second. Only a job's last execution counts (one
+/// requeued ran before; its earlier record is of another start).
+fn latencies(
+    dir: &Path,
+    infos: &HashMap<u64, formats::wire::JobInfo>,
+    trace_per_wall: f64,
+) -> Result<results::Latencies> {
+    let (mut start, mut suspend, mut resume, mut end) = (vec![], vec![], vec![], vec![]);
+    let sources = calcmets::inputs::expand(&[dir.join("records")])?;
+    calcmets::inputs::for_each_record(&sources, |r| {
+        let Some(info) = infos.get(&r.id) else {
+            return Ok(());
+        };
+        // Not this record's execution (a later one started since).
+        if info.start_ns == 0 || r.start < info.start_ns - calcmets::results::CLOCK_SLACK_NS {
+            return Ok(());
+        }
+        start.push(r.start - info.start_ns);
+        if info.end_ns > 0 {
+            end.push(info.end_ns - r.end);
+        }
+        if r.suspensions.len() == info.suspensions.len() {
+            for (got, decided) in r.suspensions.iter().zip(&info.suspensions) {
+                suspend.push(got.suspend - decided.0);
+                if decided.1 > 0 {
+                    resume.push(got.resume - decided.1);
+                }
+            }
+        }
+        Ok(())
+    })?;
+    let delay = |mut v: Vec<i64>| -> Option<results::Delay> {
+        if v.is_empty() {
+            return None;
+        }
+        v.sort_unstable();
+        let ms = |ns: i64| ns as f64 / 1e6;
+        let (p50, p99, max) = (rank(&v, 0.50), rank(&v, 0.99), v[v.len() - 1]);
+        Some(results::Delay {
+            samples: v.len() as u64,
+            p50_ms: ms(p50),
+            p99_ms: ms(p99),
+            max_ms: ms(max),
+            p50_s: ms(p50) / 1e3 * trace_per_wall,
+            p99_s: ms(p99) / 1e3 * trace_per_wall,
+            max_s: ms(max) / 1e3 * trace_per_wall,
+        })
+    };
+    Ok(results::Latencies {
+        start: delay(start),
+        suspend: delay(suspend),
+        resume: delay(resume),
+        end: delay(end),
+    })
 }
 
 /// Marks a run that stopped on an error: its manifest says `failed` and
@@ -420,6 +488,7 @@ pub(crate) struct RunState<'a> {
     pub error: Option<&'a str>,
     pub scheduler: Option<&'a formats::scheduler::SchedulerReport>,
     pub events: Option<&'a results::Events>,
+    pub latency: Option<&'a results::Latencies>,
 }
 
 /// Writes the run's events, when it has any: `events.csv` (each, and
@@ -618,6 +687,7 @@ pub(crate) fn write_manifest(plan: &Plan, dir: &Path, m: &RunState<'_>) -> Resul
             .counts
             .map(|c| c.iter().map(|(k, v)| (k.to_string(), *v)).collect()),
         lateness,
+        latency: m.latency.cloned(),
         scheduler: m.scheduler.cloned(),
         events: m.events.cloned(),
     };

@@ -171,6 +171,7 @@ impl Cluster {
         job.nodes = nodes;
         job.alloc = alloc;
         job.devices = devices;
+        self.expect_end(id);
     }
 
     /// A running job is suspended: `by` the policy (its cores become free)
@@ -246,6 +247,7 @@ impl Cluster {
 
     /// A job gives back what it holds.
     fn release(&mut self, id: u64) {
+        self.forget_end(id);
         if let Some(i) = self.active_at(id) {
             Arc::make_mut(&mut self.active).remove(i);
         }

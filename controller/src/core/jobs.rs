@@ -239,13 +239,27 @@ impl Cluster {
         // count: its cores are free for the job that preempted it.)
         let partition = &self.config.partitions[job.partition];
         let gang = partition.oversubscribe > 1;
+        // Where the last node was found in the partition's (sorted) nodes:
+        // a job's nodes come in order, mostly one after another, so the
+        // next is looked for just after it before anywhere else.
+        let mut at = 0usize;
         for &(n, c) in &alloc {
             let node = self
                 .nodes
                 .get(n)
                 .ok_or_else(|| format!("start of job {id} on node {n}"))?;
-            // (A partition's nodes are sorted.)
-            if partition.nodes.binary_search(&n).is_err() {
+            let member = match partition.nodes.get(at) {
+                Some(&m) if m == n => true,
+                _ => match partition.nodes.binary_search(&n) {
+                    Ok(i) => {
+                        at = i;
+                        true
+                    }
+                    Err(_) => false,
+                },
+            };
+            at += 1;
+            if !member {
                 return Err(format!(
                     "start of job {id} on node {}, which is not in its partition {}",
                     node.name, partition.name
@@ -295,11 +309,7 @@ impl Cluster {
             // exactly these cores.
             fx.journal(Entry::Started {
                 id,
-                alloc: job
-                    .alloc
-                    .iter()
-                    .map(|&(n, c)| (self.nodes[n].name.clone(), c))
-                    .collect(),
+                alloc: self.runs_of(&job.alloc),
                 nodes: job.nodes.clone(),
                 host: job.host.clone().unwrap_or_default(),
                 at_ns: now.wall,

@@ -31,6 +31,7 @@
 //! differ.
 
 mod agents;
+mod ahead;
 mod changes;
 mod effects;
 mod jobs;

@@ -14,7 +14,7 @@ use tracing::warn;
 
 use super::tables::{Cluster, Job, SuspendedBy};
 use super::{Effects, Now};
-use crate::journal::{Entry, Head, JobImage, Journal, Recovered};
+use crate::journal::{Entry, Head, JobImage, Journal, NodeRun, Recovered};
 use crate::policy::ActiveState;
 
 impl Cluster {
@@ -28,11 +28,7 @@ impl Cluster {
             state: j.state,
             submit_ns: j.submit_ns,
             start_ns: j.start_ns,
-            alloc: j
-                .alloc
-                .iter()
-                .map(|&(n, c)| (self.nodes[n].name.clone(), c))
-                .collect(),
+            alloc: self.runs_of(&j.alloc),
             nodes: j.nodes.clone(),
             host: j.host.clone(),
             ending_as: j.ending_as,
@@ -386,17 +382,49 @@ impl Cluster {
         Some(out)
     }
 
-    /// Node indices of a journaled allocation; `None`, with a warning, if
-    /// one of its nodes is no longer in the configuration.
-    fn alloc_of(&self, id: u64, alloc: &[(String, u32)]) -> Option<Vec<(usize, u32)>> {
-        let found: Option<Vec<(usize, u32)>> = alloc
-            .iter()
-            .map(|(name, cores)| self.node_index.get(name).map(|&n| (n, *cores)))
-            .collect();
-        if found.is_none() {
-            warn!(job = id, "job not restored: one of its nodes is gone");
+    /// An allocation as the journal keeps it: runs of consecutive nodes
+    /// with the same cores.
+    pub(super) fn runs_of(&self, alloc: &[(usize, u32)]) -> Vec<NodeRun> {
+        let mut runs: Vec<(usize, usize, u32)> = Vec::new();
+        for &(n, c) in alloc {
+            match runs.last_mut() {
+                Some((_, last, cores)) if *last + 1 == n && *cores == c => *last = n,
+                _ => runs.push((n, n, c)),
+            }
         }
-        found
+        runs.into_iter()
+            .map(|(first, last, cores)| NodeRun {
+                first: self.nodes[first].name.clone(),
+                last: self.nodes[last].name.clone(),
+                nodes: (last - first + 1) as u32,
+                cores,
+            })
+            .collect()
+    }
+
+    /// Node indices of a journaled allocation; `None`, with a warning, if
+    /// one of its nodes is no longer in the configuration, or its runs are
+    /// not the configuration's order any more.
+    pub(super) fn alloc_of(&self, id: u64, alloc: &[NodeRun]) -> Option<Vec<(usize, u32)>> {
+        let mut out = Vec::new();
+        for r in alloc {
+            let (first, last) = match (self.node_index.get(&r.first), self.node_index.get(&r.last))
+            {
+                (Some(&f), Some(&l)) if l >= f && l - f + 1 == r.nodes as usize => (f, l),
+                _ => {
+                    warn!(
+                        job = id,
+                        "job not restored: its nodes {}..{} are gone from the configuration, \
+                         or in another order",
+                        r.first,
+                        r.last
+                    );
+                    return None;
+                }
+            };
+            out.extend((first..=last).map(|n| (n, r.cores)));
+        }
+        Some(out)
     }
 }
 

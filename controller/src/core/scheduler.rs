@@ -17,6 +17,14 @@ const LOOK_AHEAD_MIN_NS: i64 = 2_000_000;
 /// How long past the wake-up a process started ahead waits to be claimed
 /// (the pass may run late) before its agent kills it.
 const CLAIM_GRACE_NS: i64 = 1_000_000_000;
+/// How far ahead of the next expected end of a job its pass is prepared:
+/// time enough for the processes to be started (a millisecond or two
+/// each, one after another), little enough that the guess seldom goes
+/// stale, and no process is held for long.
+const ENDS_AHEAD_NS: i64 = 20_000_000;
+/// Ends this close to the next one are taken with it: a pass would most
+/// likely see them over together.
+const ENDS_TOGETHER_NS: i64 = 200_000;
 
 pub struct Scheduler {
     policy: Box<dyn Policy>,
@@ -33,6 +41,9 @@ pub struct Scheduler {
     look_ahead: bool,
     /// The wake-up last looked ahead to: once each.
     looked_ahead_to: Option<i64>,
+    /// The expected ends last prepared for: their instant, their jobs and
+    /// the queue's length then. Once each, unless the queue changed.
+    ends_prepared: Option<(i64, Vec<u64>, usize)>,
 }
 
 impl Scheduler {
@@ -45,11 +56,13 @@ impl Scheduler {
             failed: None,
             look_ahead: false,
             looked_ahead_to: None,
+            ends_prepared: None,
         }
     }
 
     /// Has the processes of the jobs the policy will start at the wake-up
-    /// it asks for started ahead of it, held (`[controller] prestart`).
+    /// it asks for, and at the next expected end of a job, started ahead of
+    /// them, held (`[controller] prestart`).
     pub fn looking_ahead(mut self, on: bool) -> Scheduler {
         self.look_ahead = on;
         self
@@ -188,42 +201,106 @@ impl Scheduler {
         true
     }
 
-    /// Whether [`Scheduler::prepare_ahead`] has something to do: looking
-    /// ahead is on, the policy asked to be woken at a time not looked
-    /// ahead to yet, and jobs are pending.
-    pub fn ahead_due(&self, cluster: &Cluster) -> bool {
+    /// Whether looking ahead may do anything: it is on, the policy still
+    /// decides and may be asked about a future it will not see, and jobs
+    /// are pending.
+    fn may_look_ahead(&self, cluster: &Cluster) -> bool {
         self.look_ahead
             && self.failed.is_none()
-            && self.wake_at.is_some()
-            && self.wake_at != self.looked_ahead_to
             && cluster.pending().next().is_some()
             && self.policy.may_look_ahead()
     }
 
+    /// The policy asked to be woken at a time not looked ahead to yet.
+    fn turn_due(&self) -> bool {
+        self.wake_at.is_some() && self.wake_at != self.looked_ahead_to
+    }
+
+    /// The next expected ends, taken together (see [`ENDS_TOGETHER_NS`]),
+    /// and their key for [`Scheduler::ends_prepared`].
+    fn next_ends(&self, cluster: &Cluster) -> Option<(i64, Vec<u64>, usize)> {
+        let (at, jobs) = cluster.next_ends(self.interval.max(ENDS_TOGETHER_NS))?;
+        Some((at, jobs, cluster.queue_len()))
+    }
+
+    /// Expected ends within [`ENDS_AHEAD_NS`] of `now` (monotonic ns), not
+    /// prepared for yet.
+    fn ends_due(&self, cluster: &Cluster, now: i64) -> bool {
+        self.next_ends(cluster).is_some_and(|key| {
+            key.0.saturating_sub(now) <= ENDS_AHEAD_NS && Some(&key) != self.ends_prepared.as_ref()
+        })
+    }
+
+    /// Whether [`Scheduler::prepare_ahead`] has something to do at `now`
+    /// (monotonic ns): looking ahead is on, jobs are pending, and the
+    /// policy asked to be woken at a time not looked ahead to yet, or jobs
+    /// are to end soon and their pass is not prepared yet.
+    pub fn ahead_due(&self, cluster: &Cluster, now: i64) -> bool {
+        self.may_look_ahead(cluster) && (self.turn_due() || self.ends_due(cluster, now))
+    }
+
+    /// When (monotonic ns) the next expected ends are to be prepared for:
+    /// [`ENDS_AHEAD_NS`] before them; the server wakes up then.
+    pub fn ahead_at(&self, cluster: &Cluster) -> Option<i64> {
+        if !self.may_look_ahead(cluster) {
+            return None;
+        }
+        let key = self.next_ends(cluster)?;
+        (Some(&key) != self.ends_prepared.as_ref()).then(|| key.0.saturating_sub(ENDS_AHEAD_NS))
+    }
+
     /// Runs the policy on the cluster as it will be at the wake-up it asked
-    /// for, if nothing happens before, and has the processes of the jobs it
-    /// would start then started now, held: at the turn, a start is a
-    /// `SIGCONT` rather than a process to spawn (a few hundred
-    /// microseconds each, one after another). Only a guess: the turn's own
-    /// pass decides, and a process it does not claim is killed without a
-    /// record. Once per wake-up; the server calls it after the pass's own
-    /// orders have left.
+    /// for, and at the next expected end of jobs (those jobs over), if
+    /// nothing happens before, and has the processes of the jobs it would
+    /// start then started now, held: at the pass, a start is a `SIGCONT`
+    /// rather than a process to spawn (a millisecond or two each, one
+    /// after another). Only a guess: the pass decides, and a process it
+    /// does not claim is killed without a record. Once per wake-up and per
+    /// group of ends (again if the queue changed); the server calls it
+    /// after the pass's own orders have left.
     pub fn prepare_ahead<F: Effects>(&mut self, cluster: &Cluster, now: Now, fx: &mut F) {
-        if !self.ahead_due(cluster) {
+        if !self.may_look_ahead(cluster) {
             return;
         }
-        let Some(at) = self.wake_at else { return };
-        self.looked_ahead_to = Some(at);
-        if at - now.mono < LOOK_AHEAD_MIN_NS {
-            return;
+        if self.turn_due() {
+            if let Some(at) = self.wake_at {
+                self.looked_ahead_to = Some(at);
+                if at - now.mono >= LOOK_AHEAD_MIN_NS {
+                    let then = Now {
+                        mono: at,
+                        wall: now.wall.saturating_add(at - now.mono),
+                    };
+                    let view = cluster.view(then);
+                    self.prepare_starts(cluster, &view, at, now, fx);
+                }
+            }
         }
-        let then = Now {
-            mono: at,
-            wall: now.wall.saturating_add(at - now.mono),
-        };
-        let view = cluster.view(then);
-        let decisions = self.policy.decide(&view);
-        drop(view);
+        if self.ends_due(cluster, now.mono) {
+            if let Some(key) = self.next_ends(cluster) {
+                // A pass cannot come before now.
+                let at = key.0.max(now.mono);
+                let then = Now {
+                    mono: at,
+                    wall: now.wall.saturating_add(at - now.mono),
+                };
+                let view = cluster.view_after(then, &key.1);
+                self.prepare_starts(cluster, &view, at, now, fx);
+                self.ends_prepared = Some(key);
+            }
+        }
+    }
+
+    /// Has the processes of the jobs the policy would start in `view` (the
+    /// cluster at `at`, monotonic ns) started now, held.
+    fn prepare_starts<F: Effects>(
+        &mut self,
+        cluster: &Cluster,
+        view: &crate::policy::View,
+        at: i64,
+        now: Now,
+        fx: &mut F,
+    ) {
+        let decisions = self.policy.decide(view);
         let claim_within_ms = ((at - now.mono)
             .saturating_add(self.interval)
             .saturating_add(CLAIM_GRACE_NS)

@@ -267,6 +267,11 @@ pub struct Cluster {
     /// Where the notice that no more jobs will come stands
     /// ([`Cluster::no_more_jobs`]).
     no_more: NoMore,
+    /// When each running job's process is expected to end (monotonic ns,
+    /// id), from its run time, and each one's key: what the scheduler
+    /// prepares the next pass for (`core/ahead.rs`).
+    pub(super) ends: BTreeSet<(i64, u64)>,
+    pub(super) end_of: HashMap<u64, i64>,
 }
 
 /// The notice that no more jobs will come: not said yet; said by the
@@ -404,6 +409,8 @@ impl Cluster {
             no_more: NoMore::Unsaid,
             arrays: HashMap::new(),
             device_free,
+            ends: BTreeSet::new(),
+            end_of: HashMap::new(),
         }
     }
 
@@ -562,6 +569,11 @@ impl Cluster {
                 i64::MAX
             };
         }
+        if state == ActiveState::Running {
+            self.expect_end(id);
+        } else {
+            self.forget_end(id);
+        }
     }
 
     /// What the policy sees.
@@ -592,6 +604,11 @@ impl Cluster {
     /// From now on, keep what happens for the policy's views.
     pub fn keep_events(&mut self) {
         self.happened.get_or_insert_with(Vec::new);
+    }
+
+    /// How many jobs are pending.
+    pub(super) fn queue_len(&self) -> usize {
+        self.queue.len()
     }
 
     /// The pending jobs, in queue order.

@@ -1599,7 +1599,7 @@ fn a_gang_turn_sends_the_start_orders_its_processes_were_prepared_with() {
             wall: at(0).wall + S / 2,
         };
         assert!(s.pass(&mut c, half, &mut out));
-        assert!(!s.ahead_due(&c));
+        assert!(!s.ahead_due(&c, half.mono));
         s.prepare_ahead(&c, half, &mut out);
         assert!(prepared(&out).is_empty());
         assert_eq!(s.due(&c), Some(S));
@@ -1607,4 +1607,109 @@ fn a_gang_turn_sends_the_start_orders_its_processes_were_prepared_with() {
         assert!(s.pass(&mut c, at(1), &mut out));
         assert_eq!(starts(&out), ahead);
     }
+}
+
+/// Under any policy, the pass at the next expected end of a job (its start,
+/// plus its run time) is guessed ahead: the jobs it would start have their
+/// processes asked for, held, with the very orders that pass sends once the
+/// job has ended; once for those ends, and not before they are near.
+#[test]
+fn the_pass_at_a_jobs_expected_end_is_prepared_with_its_orders() {
+    let prepared = |out: &Recorder| -> Vec<StartJob> {
+        out.0
+            .iter()
+            .filter_map(|(_, m)| match m {
+                ToAgent::Prepare { start, .. } => Some(start.clone()),
+                _ => None,
+            })
+            .collect()
+    };
+    let starts = |out: &Recorder| -> Vec<StartJob> {
+        out.0
+            .iter()
+            .filter_map(|(_, m)| match m {
+                ToAgent::Start(s) => Some(s.clone()),
+                _ => None,
+            })
+            .collect()
+    };
+    for base in [Base::Fcfs, Base::Easy] {
+        let mut c = cluster();
+        let mut out = Recorder::default();
+        // A whole-cluster job of 10 s, then two of 8 cores waiting for it.
+        let long = JobSpec {
+            runtime_ns: 10 * S as u64,
+            ..spec(16)
+        };
+        let ids = c
+            .submit(vec![long, spec(8), spec(8)], 0, at(0), &mut out)
+            .unwrap();
+        let policy = Box::new(Standard {
+            base,
+            preemption: false,
+        });
+        let mut s = Scheduler::new(policy, std::time::Duration::ZERO).looking_ahead(true);
+        assert!(s.pass(&mut c, at(0), &mut out));
+        assert_eq!(c.next_ends(0), Some((10 * S, vec![ids[0]])));
+        // Far from the end: nothing to prepare yet, but a time to.
+        assert!(!s.ahead_due(&c, S));
+        assert_eq!(s.ahead_at(&c), Some(10 * S - 20_000_000));
+        out.0.clear();
+        let near = Now {
+            mono: 10 * S - 5_000_000,
+            wall: at(10).wall - 5_000_000,
+        };
+        assert!(s.ahead_due(&c, near.mono));
+        s.prepare_ahead(&c, near, &mut out);
+        let ahead = prepared(&out);
+        assert_eq!(
+            ahead.iter().map(|p| p.job).collect::<Vec<_>>(),
+            ids[1..],
+            "{base:?}"
+        );
+        // Once for those ends.
+        assert!(!s.ahead_due(&c, near.mono));
+        assert_eq!(s.ahead_at(&c), None);
+        // The job ends; the pass sends exactly the orders prepared.
+        out.0.clear();
+        c.job_ended(7, ids[0], Exit::Code(0), at(10), &mut out);
+        assert!(s.pass(&mut c, at(10), &mut out));
+        assert_eq!(starts(&out), ahead, "{base:?}");
+        // The view after an end frees what the job held.
+        let v = c.view_after(at(10), &[ids[1]]);
+        let free: u32 = v.nodes.iter().map(|n| n.free_cpus).sum();
+        assert_eq!(free, 8);
+        assert!(v.active.iter().all(|a| a.job != ids[1]));
+    }
+}
+
+/// A job's allocation is journaled as runs of consecutive nodes: as small
+/// for 16 nodes as for one, and it comes back whole.
+#[test]
+fn an_allocation_is_journaled_as_runs_and_comes_back_whole() {
+    let cfg = config::Cluster::from_str(
+        "[[nodes]]\nnames = \"vn[01-20]\"\ncpus = 4\nmemory = \"8G\"\n",
+        std::path::Path::new("/tmp/t.toml"),
+    )
+    .unwrap();
+    let mut c = Cluster::new(Arc::new(cfg));
+    up(&mut c, 7, "h", "vn[01-20]", &[]).unwrap();
+    // 16 whole nodes, then two cores of the next, then a gap and one more.
+    let alloc: Vec<(usize, u32)> = (0..16).map(|n| (n, 4)).chain([(16, 2), (18, 4)]).collect();
+    let runs = c.runs_of(&alloc);
+    assert_eq!(runs.len(), 3, "{runs:?}");
+    assert_eq!(
+        (
+            runs[0].first.as_str(),
+            runs[0].last.as_str(),
+            runs[0].nodes,
+            runs[0].cores
+        ),
+        ("vn01", "vn16", 16, 4)
+    );
+    assert_eq!(c.alloc_of(1, &runs), Some(alloc));
+    // A run the configuration no longer has in this order is refused.
+    let mut wrong = runs.clone();
+    wrong[0].nodes = 15;
+    assert_eq!(c.alloc_of(1, &wrong), None);
 }

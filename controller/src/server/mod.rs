@@ -346,6 +346,14 @@ impl Server {
                 None => self.scheduler.due(&self.cluster),
             };
             let next_pass = due.map(|t| tokio::time::Instant::from_std(self.clock.instant(t)));
+            // When the next expected ends are to be prepared for: the
+            // loop wakes up then, and looks ahead.
+            let next_ahead = match self.stopping {
+                Some(_) => None,
+                None if !self.acts() => None,
+                None => self.scheduler.ahead_at(&self.cluster),
+            }
+            .map(|t| tokio::time::Instant::from_std(self.clock.instant(t)));
             // A pass that is due runs before more events are read: under a
             // steady stream of events the biased select below would
             // otherwise put it off for as long as the stream lasts.
@@ -353,7 +361,7 @@ impl Server {
                 self.pass();
             } else if !self
                 .wait_and_handle(
-                    next_pass, &mut tick, &mut ping, &mut sync, &mut lead, &shutdown,
+                    next_pass, next_ahead, &mut tick, &mut ping, &mut sync, &mut lead, &shutdown,
                 )
                 .await
             {
@@ -380,9 +388,11 @@ impl Server {
 
     /// Waits for the next event or timer and handles it (with whatever
     /// else is queued, up to a batch); false once no event can come.
+    #[allow(clippy::too_many_arguments)]
     async fn wait_and_handle(
         &mut self,
         next_pass: Option<tokio::time::Instant>,
+        next_ahead: Option<tokio::time::Instant>,
         tick: &mut tokio::time::Interval,
         ping: &mut tokio::time::Interval,
         sync: &mut tokio::time::Interval,
@@ -408,6 +418,8 @@ impl Server {
             () = tokio::time::sleep_until(next_pass.unwrap_or_else(tokio::time::Instant::now)), if next_pass.is_some() => {
                 self.pass();
             }
+            // Nothing to do here: the loop looks ahead after every wake-up.
+            () = tokio::time::sleep_until(next_ahead.unwrap_or_else(tokio::time::Instant::now)), if next_ahead.is_some() => {}
             _ = tick.tick(), if self.acts() => self.tick(),
             _ = lead.tick(), if !matches!(self.place, Place::Alone) => self.lead().await,
             _ = ping.tick(), if self.acts() => self.ping(),
@@ -570,7 +582,9 @@ impl Server {
     /// the orders, not in the pass, so that a turn never waits for the
     /// next one's guess.
     async fn look_ahead(&mut self) {
-        if !self.acts() || self.stopping.is_some() || !self.scheduler.ahead_due(&self.cluster) {
+        let now = self.clock.now().mono;
+        if !self.acts() || self.stopping.is_some() || !self.scheduler.ahead_due(&self.cluster, now)
+        {
             return;
         }
         // The orders just handed to the connections are written first
