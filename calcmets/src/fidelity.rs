@@ -232,6 +232,13 @@ pub struct Options {
 /// the same jobs. Refused, with what differs, for runs that are not the
 /// same replay (unless `force`).
 pub fn compare(a: &Path, b: &Path, opts: &Options, out: &mut impl Write) -> Result<bool> {
+    // Replicas on either side: their figures' intervals are compared.
+    let (set_a, set_b) = (crate::runs::replica_dirs(a)?, crate::runs::replica_dirs(b)?);
+    if set_a.is_some() || set_b.is_some() {
+        let a_dirs = set_a.unwrap_or_else(|| vec![a.to_path_buf()]);
+        let b_dirs = set_b.unwrap_or_else(|| vec![b.to_path_buf()]);
+        return compare_sets((a, &a_dirs), (b, &b_dirs), opts, out);
+    }
     let (side_a, side_b) = (
         crate::alike::Side::read(a)
             .with_context(|| format!("{}: not a results directory", a.display()))?,
@@ -402,6 +409,148 @@ pub fn compare(a: &Path, b: &Path, opts: &Options, out: &mut impl Write) -> Resu
         }
     }
     Ok(only_one == 0)
+}
+
+/// Whether two replays, each run several times (`runworkload
+/// --replicas`), agree: metric by metric, each side's mean with its 95 %
+/// interval across its replicas, and whether the intervals overlap. The
+/// replicas of each side must be the same replay as the other side's.
+/// Returns whether every metric agrees.
+fn compare_sets(
+    (a, a_dirs): (&Path, &[std::path::PathBuf]),
+    (b, b_dirs): (&Path, &[std::path::PathBuf]),
+    opts: &Options,
+    out: &mut impl Write,
+) -> Result<bool> {
+    use crate::replicas::Estimate;
+    let side = |d: &Path| {
+        crate::alike::Side::read(d)
+            .with_context(|| format!("{}: not a results directory", d.display()))
+    };
+    let (first_a, first_b) = (side(&a_dirs[0])?, side(&b_dirs[0])?);
+    let unlike = crate::alike::differences(&first_a, &first_b);
+    if !unlike.is_empty() && !opts.force {
+        bail!(
+            "{} and {} are not the same replay, so their differences would not be the \
+             emulation's: {}; compare runs of one slice, factor, load, config and policy, or \
+             pass --force to compare them anyway",
+            a.display(),
+            b.display(),
+            unlike.join("; ")
+        );
+    }
+    for d in &unlike {
+        eprintln!("calcmets: note: compared though they differ (--force): {d}");
+    }
+    let summaries = |dirs: &[std::path::PathBuf]| -> Result<Vec<Summary>> {
+        dirs.iter()
+            .map(|d| load(d, opts.clock, None).map(|r| r.summary))
+            .collect()
+    };
+    let (sa, sb) = (summaries(a_dirs)?, summaries(b_dirs)?);
+    let (mut la, mut lb) = (
+        crate::alike::label(&first_a.manifest),
+        crate::alike::label(&first_b.manifest),
+    );
+    if la == lb {
+        la = format!("{la} ({})", a.display());
+        lb = format!("{lb} ({})", b.display());
+    }
+    // Metric by metric: (name, a's estimate, b's).
+    let names: Vec<String> = metric_pairs(&sa[0], &sb[0])
+        .into_iter()
+        .map(|(n, _, _)| n)
+        .collect();
+    let estimate = |set: &[Summary], k: usize| -> Option<Estimate> {
+        let values: Vec<f64> = set.iter().filter_map(|s| metric_pairs(s, s)[k].1).collect();
+        Estimate::of(&values)
+    };
+    // Metric, a's estimate, b's, whether they agree.
+    type Row = (String, Option<Estimate>, Option<Estimate>, Option<bool>);
+    let rows: Vec<Row> = names
+        .iter()
+        .enumerate()
+        .map(|(k, n)| {
+            let (x, y) = (estimate(&sa, k), estimate(&sb, k));
+            let agree = match (x, y) {
+                (Some(x), Some(y)) => Some(x.agrees(&y)),
+                _ => None,
+            };
+            (n.clone(), x, y, agree)
+        })
+        .collect();
+    let all_agree = rows.iter().all(|r| r.3 != Some(false));
+    let unit = opts.clock.unit();
+    if opts.json {
+        let est = |e: &Option<Estimate>| {
+            e.map_or(
+                serde_json::Value::Null,
+                |e| json!({"mean": e.mean, "ci95": e.half, "replicas": e.n}),
+            )
+        };
+        let metrics: serde_json::Map<String, serde_json::Value> = rows
+            .iter()
+            .map(|(n, x, y, agree)| (n.clone(), json!({"a": est(x), "b": est(y), "agree": agree})))
+            .collect();
+        let v = json!({
+            "clock": opts.clock.as_str(),
+            "a": {"label": la, "dir": a.display().to_string(), "replicas": sa.len()},
+            "b": {"label": lb, "dir": b.display().to_string(), "replicas": sb.len()},
+            "unlike": unlike,
+            "metrics": metrics,
+            "all_agree": all_agree,
+        });
+        writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
+    } else {
+        writeln!(out, "a: {la} ({} replicas of {})", sa.len(), a.display())?;
+        writeln!(out, "b: {lb} ({} replicas of {})", sb.len(), b.display())?;
+        writeln!(
+            out,
+            "each figure: the replicas' mean ± the half-width of its 95 % interval, in {unit}; \
+             they agree when the intervals overlap"
+        )?;
+        writeln!(out)?;
+        let cell = |e: &Option<Estimate>| {
+            e.map_or("-".to_string(), |e| {
+                format!(
+                    "{} ± {}",
+                    crate::report::num(e.mean),
+                    crate::report::num(e.half)
+                )
+            })
+        };
+        writeln!(
+            out,
+            "{:<24} {:>26} {:>26} {:>7}",
+            "metric", "a", "b", "agree"
+        )?;
+        for (n, x, y, agree) in &rows {
+            writeln!(
+                out,
+                "{:<24} {:>26} {:>26} {:>7}",
+                n,
+                cell(x),
+                cell(y),
+                agree.map_or("-", |g| if g { "yes" } else { "NO" })
+            )?;
+        }
+        let disagree: Vec<&str> = rows
+            .iter()
+            .filter(|r| r.3 == Some(false))
+            .map(|r| r.0.as_str())
+            .collect();
+        writeln!(out)?;
+        if disagree.is_empty() {
+            writeln!(out, "every metric agrees within the replicas' intervals")?;
+        } else {
+            writeln!(
+                out,
+                "outside each other's intervals: {}",
+                disagree.join(", ")
+            )?;
+        }
+    }
+    Ok(all_agree)
 }
 
 /// a − b, and that relative to b.

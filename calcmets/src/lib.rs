@@ -36,6 +36,7 @@ pub mod fidelity;
 pub mod inputs;
 pub mod metrics;
 pub mod plot;
+pub mod replicas;
 pub mod report;
 pub mod results;
 pub mod runs;
@@ -144,7 +145,14 @@ fn metrics_of(args: &MetricsArgs) -> Result<Outcome> {
     )?;
     // A trace beside replays of it is counted as they replayed it: the
     // same jobs, the same statuses counted, the same cores.
-    let replay_dirs: Vec<&Path> = plan.iter().filter_map(|r| r.dir.as_deref()).collect();
+    let replay_dirs: Vec<&Path> = plan
+        .iter()
+        .flat_map(|r| match &r.input {
+            RunInput::Replicas(set) => set.iter().collect::<Vec<_>>(),
+            _ => vec![r],
+        })
+        .filter_map(|r| r.dir.as_deref())
+        .collect();
     let mut results = Vec::with_capacity(plan.len());
     let mut notes = Vec::new();
     for (run, clock) in plan.iter().zip(&clocks) {
@@ -182,22 +190,49 @@ fn metrics_of(args: &MetricsArgs) -> Result<Outcome> {
             _ => &[(None, "")],
         };
         for &(part, suffix) in parts {
-            let summary = match &run.input {
-                RunInput::Records(sources) => {
+            let tau_s = tau_ns as f64 / 1e9;
+            let (summary, members) = match &run.input {
+                RunInput::Records(sources) => (
                     records_run(run, sources, args, &params, part, &mut warnings)?
-                }
-                RunInput::Swf(path) => {
+                        .in_clock(clock, tau_s),
+                    Vec::new(),
+                ),
+                RunInput::Swf(path) => (
                     swf_run(path, args, &params, &replay_dirs, &mut notes, &mut warnings)?
+                        .in_clock(clock, tau_s),
+                    Vec::new(),
+                ),
+                RunInput::Replicas(set) => {
+                    // Each replica in its own clock (they started at
+                    // different instants), the same kind as the others'.
+                    let mut members = Vec::with_capacity(set.len());
+                    for m in set {
+                        let RunInput::Records(sources) = &m.input else {
+                            continue;
+                        };
+                        let own = match clock.kind {
+                            clock::ClockKind::Trace => m.trace_clock.unwrap_or(*clock),
+                            clock::ClockKind::Wall => clock::Clock::wall(),
+                        };
+                        members.push(
+                            records_run(m, sources, args, &params, part, &mut warnings)?
+                                .in_clock(&own, tau_s),
+                        );
+                    }
+                    (members[0].clone(), members)
                 }
-            }
-            .in_clock(clock, tau_ns as f64 / 1e9);
+            };
             let name = format!("{}{suffix}", run.name);
             notes.extend(exclusion_note(
                 &name,
                 &summary,
                 args.status == StatusFilter::All,
             ));
-            results.push(Named { name, summary });
+            results.push(Named {
+                name,
+                summary,
+                members,
+            });
         }
     }
 

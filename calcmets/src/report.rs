@@ -4,38 +4,83 @@
 
 use std::io::{self, Write};
 
-use serde::Serialize;
 use serde_json::Value;
 
 use crate::clock::ClockKind;
 use crate::metrics::{Stats, Summary};
+use crate::replicas::Estimate;
 
-/// One run's name and metrics.
+/// One run's name and metrics; for the replicas of one replay, each
+/// replica's too (`summary` is then the first's).
 pub struct Named {
     pub name: String,
     pub summary: Summary,
+    /// The replicas' summaries; empty for a run alone.
+    pub members: Vec<Summary>,
 }
 
-#[derive(Serialize)]
-struct JsonRun<'a> {
-    run: &'a str,
-    #[serde(flatten)]
-    summary: &'a Summary,
+impl Named {
+    /// A run alone.
+    pub fn one(name: String, summary: Summary) -> Named {
+        Named {
+            name,
+            summary,
+            members: Vec::new(),
+        }
+    }
+
+    /// Its figure `get` as the table shows it: the run's, or the replicas'
+    /// mean ± the half-width of its 95 % interval.
+    fn cell(&self, get: &dyn Fn(&Summary) -> Option<f64>, fmt: fn(f64) -> String) -> String {
+        if self.members.is_empty() {
+            return get(&self.summary).map_or("-".into(), fmt);
+        }
+        let values: Vec<f64> = self.members.iter().filter_map(get).collect();
+        match Estimate::of(&values) {
+            Some(e) => format!("{} ± {}", fmt(e.mean), fmt(e.half)),
+            None => "-".into(),
+        }
+    }
+
+    /// As JSON: the summary, or for replicas their number and, leaf by
+    /// leaf, the mean of each figure and its interval's half-width.
+    fn json(&self) -> io::Result<Value> {
+        if self.members.is_empty() {
+            return Ok(serde_json::to_value(&self.summary)?);
+        }
+        let each = self
+            .members
+            .iter()
+            .map(serde_json::to_value)
+            .collect::<Result<Vec<_>, _>>()?;
+        let (mean, ci95) = crate::replicas::combine(&each);
+        Ok(serde_json::json!({
+            "replicas": self.members.len(),
+            "clock": self.summary.clock,
+            "mean": mean,
+            "ci95": ci95,
+        }))
+    }
 }
 
 /// One run alone prints the docs/design.md object; several print an array of
-/// such objects, each with a leading `run` key naming it.
+/// such objects, each with a leading `run` key naming it. The replicas of
+/// a replay print as `replicas`, `mean` and `ci95` (each figure's mean, and
+/// the half-width of its 95 % interval).
 pub fn json(out: &mut impl Write, runs: &[Named]) -> io::Result<()> {
+    let named = |r: &Named| -> io::Result<Value> {
+        let mut obj = serde_json::Map::new();
+        obj.insert("run".into(), Value::String(r.name.clone()));
+        if let Value::Object(m) = r.json()? {
+            obj.extend(m);
+        }
+        Ok(Value::Object(obj))
+    };
     match runs {
-        [one] => serde_json::to_writer_pretty(&mut *out, &one.summary)?,
+        [one] if one.members.is_empty() => serde_json::to_writer_pretty(&mut *out, &one.summary)?,
+        [one] => serde_json::to_writer_pretty(&mut *out, &named(one)?)?,
         _ => {
-            let all: Vec<JsonRun<'_>> = runs
-                .iter()
-                .map(|r| JsonRun {
-                    run: &r.name,
-                    summary: &r.summary,
-                })
-                .collect();
+            let all = runs.iter().map(named).collect::<io::Result<Vec<_>>>()?;
             serde_json::to_writer_pretty(&mut *out, &all)?;
         }
     }
@@ -46,35 +91,63 @@ pub fn json(out: &mut impl Write, runs: &[Named]) -> io::Result<()> {
 /// after the JSON keys with nesting flattened by `_`.
 pub fn csv(out: &mut impl Write, runs: &[Named]) -> io::Result<()> {
     let by_size = runs.iter().any(|r| r.summary.by_size.is_some());
+    // Replicas add their number, and each figure's interval after all.
+    let sets = runs.iter().any(|r| !r.members.is_empty());
     let mut header: Vec<String> = vec!["run".into()];
+    if sets {
+        header.push("replicas".into());
+    }
     if by_size {
         header.extend(["class", "min_cores", "max_cores"].map(String::from));
     }
     let mut rows: Vec<Vec<String>> = Vec::new();
     let mut first = true;
     for run in runs {
-        let mut push = |class: Option<(&str, u64, u64)>, s: &Summary| -> io::Result<()> {
-            let flat = flatten(s)?;
-            if first {
-                header.extend(flat.iter().map(|(k, _)| k.clone()));
-                first = false;
-            }
-            let mut row = vec![run.name.clone()];
-            if by_size {
-                match class {
-                    Some((c, lo, hi)) => {
-                        row.extend([c.to_string(), lo.to_string(), hi.to_string()])
+        let mut push =
+            |class: Option<(&str, u64, u64)>, values: Value, ci: Option<Value>| -> io::Result<()> {
+                let flat = flatten(values);
+                if first {
+                    header.extend(flat.iter().map(|(k, _)| k.clone()));
+                    if sets {
+                        header.extend(flat.iter().map(|(k, _)| format!("{k}_ci95")));
                     }
-                    None => row.extend(["all".to_string(), String::new(), String::new()]),
+                    first = false;
                 }
+                let mut row = vec![run.name.clone()];
+                if sets {
+                    row.push(run.members.len().max(1).to_string());
+                }
+                if by_size {
+                    match class {
+                        Some((c, lo, hi)) => {
+                            row.extend([c.to_string(), lo.to_string(), hi.to_string()])
+                        }
+                        None => row.extend(["all".to_string(), String::new(), String::new()]),
+                    }
+                }
+                let n = flat.len();
+                row.extend(flat.into_iter().map(|(_, v)| v));
+                if sets {
+                    match ci {
+                        Some(ci) => row.extend(flatten(ci).into_iter().map(|(_, v)| v)),
+                        None => row.extend(std::iter::repeat_n(String::new(), n)),
+                    }
+                }
+                rows.push(row);
+                Ok(())
+            };
+        if run.members.is_empty() {
+            push(None, serde_json::to_value(&run.summary)?, None)?;
+            for c in run.summary.by_size.iter().flatten() {
+                push(
+                    Some((&c.class, c.min_cores, c.max_cores)),
+                    serde_json::to_value(&c.summary)?,
+                    None,
+                )?;
             }
-            row.extend(flat.into_iter().map(|(_, v)| v));
-            rows.push(row);
-            Ok(())
-        };
-        push(None, &run.summary)?;
-        for c in run.summary.by_size.iter().flatten() {
-            push(Some((&c.class, c.min_cores, c.max_cores)), &c.summary)?;
+        } else {
+            let v = run.json()?;
+            push(None, v["mean"].clone(), Some(v["ci95"].clone()))?;
         }
     }
     let mut w = csv::Writer::from_writer(out);
@@ -85,15 +158,14 @@ pub fn csv(out: &mut impl Write, runs: &[Named]) -> io::Result<()> {
     w.flush()
 }
 
-/// The summary's scalar fields as (column, text) pairs, in JSON order.
-fn flatten(s: &Summary) -> io::Result<Vec<(String, String)>> {
-    let mut v = serde_json::to_value(s)?;
+/// A summary's scalar fields as (column, text) pairs, in JSON order.
+fn flatten(mut v: Value) -> Vec<(String, String)> {
     if let Value::Object(m) = &mut v {
         m.remove("by_size");
     }
     let mut out = Vec::new();
     walk("", &v, &mut out);
-    Ok(out)
+    out
 }
 
 fn walk(prefix: &str, v: &Value, out: &mut Vec<(String, String)>) {
@@ -128,16 +200,19 @@ fn walk(prefix: &str, v: &Value, out: &mut Vec<(String, String)>) {
 /// A readable table: one row per figure, one column per run.
 pub fn table(out: &mut impl Write, runs: &[Named]) -> io::Result<()> {
     let mut rows: Vec<(String, Vec<String>)> = Vec::new();
-    let each = |f: &dyn Fn(&Summary) -> String| runs.iter().map(|r| f(&r.summary)).collect();
+    // Each run's figure (the replicas' mean ± its interval).
+    let each = |get: &dyn Fn(&Summary) -> Option<f64>, fmt: fn(f64) -> String| -> Vec<String> {
+        runs.iter().map(|r| r.cell(get, fmt)).collect()
+    };
     // Every time says its clock (runs side by side share one: see
     // `clock::choose`).
     let unit = runs
         .first()
         .map_or(ClockKind::Wall, |r| r.summary.clock)
         .unit();
-    rows.push(("jobs".into(), each(&|s| s.jobs.to_string())));
-    rows.push(("cores".into(), each(&|s| opt_int(s.cores))));
-    rows.push((format!("makespan ({unit})"), each(&|s| opt(s.makespan))));
+    rows.push(("jobs".into(), each(&|s| Some(s.jobs as f64), count)));
+    rows.push(("cores".into(), each(&|s| s.cores.map(|c| c as f64), count)));
+    rows.push((format!("makespan ({unit})"), each(&|s| s.makespan, num)));
     // One τ for all columns when they agree; "run's" when runs differ.
     let taus: Vec<f64> = runs.iter().map(|r| r.summary.tau).collect();
     let same_tau = taus.windows(2).all(|w| w[0] == w[1]);
@@ -166,20 +241,14 @@ pub fn table(out: &mut impl Write, runs: &[Named]) -> io::Result<()> {
             ("p99", |s| s.p99),
             ("max", |s| s.max),
         ] {
-            rows.push((format!("{label} {which}"), each(&|s| opt(pick(&get(s))))));
+            rows.push((format!("{label} {which}"), each(&|s| pick(&get(s)), num)));
         }
     }
     rows.push((
         "weighted slowdown".into(),
-        each(&|s| opt(s.weighted_slowdown)),
+        each(&|s| s.weighted_slowdown, num),
     ));
-    rows.push((
-        "utilization".into(),
-        each(&|s| {
-            s.utilization
-                .map_or("-".into(), |u| format!("{:.2} %", u * 100.0))
-        }),
-    ));
+    rows.push(("utilization".into(), each(&|s| s.utilization, percent)));
     // Generic resources, kind by kind, for runs on a cluster with them.
     let kinds: std::collections::BTreeSet<&String> = runs
         .iter()
@@ -188,49 +257,62 @@ pub fn table(out: &mut impl Write, runs: &[Named]) -> io::Result<()> {
     for kind in kinds {
         rows.push((
             format!("utilization {kind}"),
-            each(&|s| {
-                let u = s.resources.get(kind).and_then(|r| r.utilization);
-                u.map_or("-".into(), |u| format!("{:.2} %", u * 100.0))
-            }),
+            each(
+                &|s| s.resources.get(kind).and_then(|r| r.utilization),
+                percent,
+            ),
         ));
     }
     rows.push((
         "suspended jobs".into(),
-        each(&|s| s.suspended_jobs.to_string()),
+        each(&|s| Some(s.suspended_jobs as f64), count),
     ));
-    rows.push(("suspensions".into(), each(&|s| s.suspensions.to_string())));
+    rows.push((
+        "suspensions".into(),
+        each(&|s| Some(s.suspensions as f64), count),
+    ));
     rows.push((
         format!("suspended time ({unit})"),
-        each(&|s| num(s.suspended_time)),
+        each(&|s| Some(s.suspended_time), num),
     ));
     rows.push((
         "cancelled jobs".into(),
-        each(&|s| {
-            let c = s.cancelled;
-            if c.jobs == 0 {
-                "0".into()
-            } else {
-                format!("{} ({} before start)", c.jobs, c.before_start)
-            }
-        }),
+        runs.iter()
+            .map(|r| {
+                let c = r.summary.cancelled;
+                match (r.members.is_empty(), c.jobs) {
+                    (false, _) => r.cell(&|s| Some(s.cancelled.jobs as f64), count),
+                    (true, 0) => "0".into(),
+                    (true, _) => format!("{} ({} before start)", c.jobs, c.before_start),
+                }
+            })
+            .collect(),
     ));
     rows.push((
         "excluded jobs".into(),
-        each(&|s| s.skipped.excluded.to_string()),
+        each(&|s| Some(s.skipped.excluded as f64), count),
     ));
     // Damage as `calcmets dump` reports it, kind by kind.
     rows.push((
         "corrupt frames".into(),
-        each(&|s| s.skipped.damage.corrupt.to_string()),
+        each(&|s| Some(s.skipped.damage.corrupt as f64), count),
     ));
     rows.push((
         "torn frames".into(),
-        each(&|s| s.skipped.damage.torn.to_string()),
+        each(&|s| Some(s.skipped.damage.torn as f64), count),
     ));
     rows.push((
         "frames of unknown version".into(),
-        each(&|s| s.skipped.damage.unsupported.to_string()),
+        each(&|s| Some(s.skipped.damage.unsupported as f64), count),
     ));
+    if runs.iter().any(|r| !r.members.is_empty()) {
+        rows.push((
+            "replicas".into(),
+            runs.iter()
+                .map(|r| r.members.len().max(1).to_string())
+                .collect(),
+        ));
+    }
 
     // A lone run of loose record files has no name worth a column title.
     let header: Vec<String> = match runs {
@@ -287,6 +369,12 @@ pub fn table(out: &mut impl Write, runs: &[Named]) -> io::Result<()> {
             "\npercentiles of runs with more than 65,536 jobs are within 0.1 % of the exact value"
         )?;
     }
+    if runs.iter().any(|r| !r.members.is_empty()) {
+        writeln!(
+            out,
+            "\nreplicas: each figure is their mean ± the half-width of its 95 % interval"
+        )?;
+    }
     Ok(())
 }
 
@@ -330,8 +418,17 @@ fn opt(v: Option<f64>) -> String {
     v.map_or("-".into(), num)
 }
 
-fn opt_int(v: Option<u64>) -> String {
-    v.map_or("-".into(), |v| v.to_string())
+/// A count: whole, unless it is the mean of replicas' counts.
+fn count(v: f64) -> String {
+    if v.fract() == 0.0 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.1}")
+    }
+}
+
+fn percent(v: f64) -> String {
+    format!("{:.2} %", v * 100.0)
 }
 
 /// Enough digits to read, not so many as to drown: 4 significant digits

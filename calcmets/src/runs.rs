@@ -37,6 +37,9 @@ pub struct Run {
 pub enum RunInput {
     Records(Vec<Source>),
     Swf(PathBuf),
+    /// The replicas of one replay (`runworkload --replicas`), each a
+    /// results directory of its own, in their order.
+    Replicas(Vec<Run>),
 }
 
 /// Groups the command line into runs. Each results directory (one holding
@@ -64,10 +67,17 @@ pub fn plan(
                 runs.push(results_dir(input)?);
                 continue;
             }
+            if let Some(set) = replica_set(input)? {
+                runs.push(set);
+                continue;
+            }
             let children = result_children(input)?;
             if !children.is_empty() {
                 for child in &children {
-                    runs.push(results_dir(child)?);
+                    match replica_set(child)? {
+                        Some(set) => runs.push(set),
+                        None => runs.push(results_dir(child)?),
+                    }
                 }
                 let beside = inputs::expand(std::slice::from_ref(input))?
                     .into_iter()
@@ -172,12 +182,68 @@ fn name_apart(runs: &mut [Run]) {
     }
 }
 
+/// The results directories of the replicas in `dir`, in their order, when
+/// it holds the replicas of one replay; `None` otherwise.
+pub fn replica_dirs(dir: &Path) -> Result<Option<Vec<PathBuf>>> {
+    Ok(replica_set(dir)?.map(|set| match set.input {
+        RunInput::Replicas(members) => members.into_iter().filter_map(|m| m.dir).collect(),
+        _ => Vec::new(),
+    }))
+}
+
+/// The replicas in `dir`, as one run, when `dir` holds no manifest of its
+/// own and every results directory in it is a replica of one replay
+/// (`runworkload --replicas`); `None` otherwise.
+fn replica_set(dir: &Path) -> Result<Option<Run>> {
+    if !dir.is_dir() || dir.join(MANIFEST).is_file() {
+        return Ok(None);
+    }
+    let mut members = Vec::new();
+    for entry in std::fs::read_dir(dir).with_context(|| format!("cannot list {}", dir.display()))? {
+        let path = entry
+            .with_context(|| format!("cannot list {}", dir.display()))?
+            .path();
+        if !path.join(MANIFEST).is_file() {
+            continue;
+        }
+        let m = read_manifest(&path)?;
+        let Some(r) = &m.replica else {
+            return Ok(None);
+        };
+        members.push((r.index, path));
+    }
+    if members.is_empty() {
+        return Ok(None);
+    }
+    members.sort();
+    let runs = members
+        .iter()
+        .map(|(_, p)| results_dir(p))
+        .collect::<Result<Vec<_>>>()?;
+    let first = runs[0].clone();
+    Ok(Some(Run {
+        input: RunInput::Replicas(runs),
+        dir: None,
+        ..first
+    }))
+}
+
 fn result_children(dir: &Path) -> Result<Vec<PathBuf>> {
     let mut out = Vec::new();
     for entry in std::fs::read_dir(dir).with_context(|| format!("cannot list {}", dir.display()))? {
         let path = entry
             .with_context(|| format!("cannot list {}", dir.display()))?
             .path();
+        // A directory of replicas sorts as its first.
+        if let Some(set) = replica_set(&path)? {
+            if let RunInput::Replicas(members) = &set.input {
+                if let Some(d) = members[0].dir.as_deref() {
+                    let m = read_manifest(d)?;
+                    out.push((m.start.unwrap_or(f64::INFINITY), -m.factor, path));
+                }
+            }
+            continue;
+        }
         if path.join(MANIFEST).is_file() {
             // Runs in the order they were made (a sweep's 100 %, 90 %, …),
             // as runworkload lists them, so a run keeps its column and its

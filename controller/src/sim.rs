@@ -69,6 +69,55 @@ pub enum SimWhat {
     Cancel(usize),
 }
 
+/// Latencies to perturb the twin with, as an emulated run measured them
+/// (nanoseconds, one per job and kind: `runworkload --replicas` with
+/// `--latencies`), and the seed they are drawn from. A job's process then
+/// starts, stops, runs again and is known over that much later than the
+/// twin's perfect timing says, each delay drawn at random from the
+/// measured ones: replicas of the twin spread as the emulation's do.
+#[derive(Debug, Clone, Default)]
+pub struct Perturb {
+    pub seed: u64,
+    pub start: Vec<i64>,
+    pub suspend: Vec<i64>,
+    pub resume: Vec<i64>,
+    pub end: Vec<i64>,
+}
+
+/// Draws delays from a [`Perturb`]'s samples, from its seed (SplitMix64:
+/// the same seed, the same delays).
+struct Draws {
+    perturb: Perturb,
+    state: u64,
+}
+
+impl Draws {
+    fn new(perturb: &Perturb) -> Draws {
+        Draws {
+            perturb: perturb.clone(),
+            state: perturb.seed,
+        }
+    }
+
+    fn next(&mut self) -> u64 {
+        self.state = self.state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// One of `samples` (chosen by index), never below 0; 0 without any.
+    fn pick(&mut self, kind: fn(&Perturb) -> &Vec<i64>) -> i64 {
+        let n = kind(&self.perturb).len();
+        if n == 0 {
+            return 0;
+        }
+        let i = (self.next() % n as u64) as usize;
+        kind(&self.perturb)[i].max(0)
+    }
+}
+
 /// What an event did: the jobs it hit (killed or cancelled), or why the
 /// cluster refused it; `None` for one that never came (nothing was left
 /// to happen).
@@ -124,13 +173,16 @@ enum Ev {
     /// Run a scheduling pass, if it is still the one wanted (its sequence
     /// number).
     Pass(u64),
+    /// A process's end reaches the controller (perturbed twins only: it
+    /// came earlier, the key of its report in `Machines::reports`).
+    Reported(u64),
 }
 
 impl Ev {
     fn rank(&self) -> u8 {
         match self {
             Ev::Cancel(_) => 0,
-            Ev::End { .. } => 1,
+            Ev::End { .. } | Ev::Reported(_) => 1,
             Ev::Submit(_) => 2,
             Ev::Event(_) => 3,
             Ev::Pass(_) => 4,
@@ -151,6 +203,10 @@ struct Proc {
     generation: u64,
     /// `SIGKILL`ed: it ends at once, and leaves no record.
     killed: bool,
+    /// The virtual instant it last acted on an order (its start, a stop,
+    /// a resumption): a perturbed twin's process never acts on one before
+    /// the one before.
+    acted: i64,
     /// The devices it was given, as its record shows them.
     devices: String,
 }
@@ -168,6 +224,11 @@ struct Machines {
     procs: HashMap<u64, Proc>,
     /// The last generation given to a process's end.
     generations: u64,
+    /// A perturbed twin's delays.
+    draws: Option<Draws>,
+    /// Ends on their way to the controller (perturbed twins): by key, the
+    /// agent, the job and how it ended.
+    reports: HashMap<u64, (AgentId, u64, Exit)>,
 }
 
 impl Machines {
@@ -206,8 +267,12 @@ impl Effects for Machines {
     /// Plays out an order at once, as sigsleep would.
     fn to_agent(&mut self, agent: AgentId, msg: ToAgent) {
         let (t, at) = (self.t, self.stamp(self.t));
+        // A perturbed twin's process acts on an order that much later.
+        let mut later =
+            |kind: fn(&Perturb) -> &Vec<i64>| self.draws.as_mut().map_or(0, |d| d.pick(kind));
         match msg {
             ToAgent::Start(s) => {
+                let start = t.saturating_add(later(|p| &p.start));
                 let p = Proc {
                     agent,
                     node: s.node,
@@ -215,17 +280,24 @@ impl Effects for Machines {
                     submit: s.submit_ns,
                     runtime: s.runtime_ns,
                     walltime: s.walltime_ns,
-                    start: t,
-                    ledger: Ledger::new(at, s.runtime_ns, s.walltime_ns),
+                    start,
+                    ledger: Ledger::new(self.stamp(start), s.runtime_ns, s.walltime_ns),
                     generation: 0,
                     killed: false,
+                    acted: start,
                     devices: s.devices,
                 };
                 self.procs.insert(s.job, p);
                 self.schedule_end(s.job);
             }
             ToAgent::Suspend(job) => {
+                let delay = later(|p| &p.suspend);
                 if let Some(p) = self.procs.get_mut(&job) {
+                    p.acted = t.saturating_add(delay).max(p.acted);
+                    let at = Stamp {
+                        real: self.epoch.saturating_add(p.acted),
+                        mono: p.acted,
+                    };
                     p.ledger.apply(ledger::Event::Suspend(at));
                     self.schedule_end(job);
                 }
@@ -233,8 +305,14 @@ impl Effects for Machines {
             ToAgent::Resume(job) => {
                 // Only a stopped process resumes: the ledger would take a
                 // resume of a running one for a stop it did not see.
+                let delay = later(|p| &p.resume);
                 if let Some(p) = self.procs.get_mut(&job) {
                     if p.ledger.deadline().is_none() {
+                        p.acted = t.saturating_add(delay).max(p.acted);
+                        let at = Stamp {
+                            real: self.epoch.saturating_add(p.acted),
+                            mono: p.acted,
+                        };
                         p.ledger.apply(ledger::Event::Resume(at));
                         self.schedule_end(job);
                     }
@@ -339,9 +417,44 @@ impl Sim {
             // As sigsleep reads its `--devices`: written by the core.
             devices: formats::record::Devices::parse_list(&p.devices).unwrap_or_default(),
         });
+        // A perturbed twin's controller hears of the end that much later,
+        // its cores held meanwhile, as the emulation's does.
+        let delay = self
+            .machines
+            .draws
+            .as_mut()
+            .map_or(0, |d| d.pick(|p| &p.end));
+        if delay > 0 {
+            let key = self.machines.seq + 1;
+            self.machines.reports.insert(key, (p.agent, job, exit));
+            self.machines
+                .push(t.saturating_add(delay), Ev::Reported(key));
+            return;
+        }
         let now = self.now(t);
         self.cluster
             .job_ended(p.agent, job, exit, now, &mut self.machines);
+    }
+
+    /// With no interval, the scheduler looks at once after an end, before
+    /// another end at this instant, as in the emulation.
+    fn pass_after_an_end(&mut self, t: i64) {
+        if self.scheduler.every_event() && self.scheduler.due(&self.cluster).is_some_and(|d| d <= t)
+        {
+            self.pass_queued = None;
+            let now = self.now(t);
+            self.scheduler
+                .pass(&mut self.cluster, now, &mut self.machines);
+        }
+    }
+
+    /// An end reaches the controller, late (a perturbed twin).
+    fn reported(&mut self, key: u64, t: i64) {
+        if let Some((agent, job, exit)) = self.machines.reports.remove(&key) {
+            let now = self.now(t);
+            self.cluster
+                .job_ended(agent, job, exit, now, &mut self.machines);
+        }
     }
 }
 
@@ -358,21 +471,23 @@ pub fn simulate_with(
     events: &[SimEvent],
     epoch_wall_ns: i64,
 ) -> SimRun {
-    simulate_until(config, jobs, events, epoch_wall_ns, &|| false)
+    simulate_until(config, jobs, events, epoch_wall_ns, None, &|| false)
 }
 
 /// Events handled between two looks at whether to stop.
 const STOP_EVERY: u32 = 1024;
 
-/// [`simulate_with`], stopped once `stop` says so (it is asked every
-/// [`STOP_EVERY`] events): the jobs not over then are cancelled at that
-/// virtual instant, as an interrupted replay cancels its jobs, and the run
-/// ends there, `interrupted`.
+/// [`simulate_with`], perturbed by `perturb` if given ([`Perturb`]), and
+/// stopped once `stop` says so (it is asked every [`STOP_EVERY`] events):
+/// the jobs not over then are cancelled at that virtual instant, as an
+/// interrupted replay cancels its jobs, and the run ends there,
+/// `interrupted`.
 pub fn simulate_until(
     config: Arc<config::Cluster>,
     jobs: &[SimJob],
     events: &[SimEvent],
     epoch_wall_ns: i64,
+    perturb: Option<&Perturb>,
     stop: &dyn Fn() -> bool,
 ) -> SimRun {
     let mut machines = Machines {
@@ -382,6 +497,8 @@ pub fn simulate_until(
         seq: 0,
         procs: HashMap::new(),
         generations: 0,
+        draws: perturb.map(Draws::new),
+        reports: HashMap::new(),
     };
     let mut cluster = Cluster::new(Arc::clone(&config));
     // One virtual agent per host of the layout: every node is up.
@@ -453,7 +570,7 @@ pub fn simulate_until(
             if t > s {
                 break;
             }
-            if !matches!(ev, Ev::End { .. }) {
+            if !matches!(ev, Ev::End { .. } | Ev::Reported(_)) {
                 continue;
             }
         }
@@ -546,16 +663,12 @@ pub fn simulate_until(
                     .is_some_and(|p| p.generation == generation)
                 {
                     sim.end(job, t);
-                    // With no interval, the scheduler looks at once, before
-                    // another end at this instant, as in the emulation.
-                    if sim.scheduler.every_event()
-                        && sim.scheduler.due(&sim.cluster).is_some_and(|d| d <= t)
-                    {
-                        sim.pass_queued = None;
-                        let now = sim.now(t);
-                        sim.scheduler.pass(&mut sim.cluster, now, &mut sim.machines);
-                    }
+                    sim.pass_after_an_end(t);
                 }
+            }
+            Ev::Reported(key) => {
+                sim.reported(key, t);
+                sim.pass_after_an_end(t);
             }
             Ev::Pass(seq) => {
                 if sim.pass_queued == Some((t, seq)) {
@@ -900,5 +1013,43 @@ mod tests {
         let run = simulate(config(""), &[j], 0);
         assert_eq!(run.records[0].status, Status::Timeout);
         assert_eq!(run.records[0].end, 10 * S);
+    }
+
+    #[test]
+    fn a_perturbed_twin_starts_and_ends_late_by_its_draws_and_its_seed_repeats() {
+        // FCFS, 8 cores: the second job waits for the first. Every start
+        // takes 0.2 s, every end 0.3 s to reach the controller.
+        let cfg = config("[controller]\npolicy = \"fcfs\"\nschedule_interval_s = 0\n");
+        let jobs = [job(8, 10, 0), job(8, 5, 1)];
+        let p = Perturb {
+            seed: 3,
+            start: vec![S / 5],
+            end: vec![3 * S / 10],
+            ..Perturb::default()
+        };
+        let run = simulate_until(Arc::clone(&cfg), &jobs, &[], 0, Some(&p), &|| false);
+        let recs = sorted(run.clone());
+        // Started 0.2 s after its pass: at 0.2 s, ends at 10.2 s; the
+        // controller hears at 10.5 s, and the second starts 0.2 s later.
+        assert_eq!((recs[0].start, recs[0].end), (S / 5, 10 * S + S / 5));
+        assert_eq!(
+            (recs[1].start, recs[1].end),
+            (10 * S + 7 * S / 10, 15 * S + 7 * S / 10)
+        );
+        // Drawn from several samples: the same seed, the same records; a
+        // different one, others.
+        let wide = Perturb {
+            seed: 3,
+            start: (0..50).map(|k| k * S / 100).collect(),
+            end: (0..50).map(|k| k * S / 100).collect(),
+            ..Perturb::default()
+        };
+        let many: Vec<SimJob> = (0..40).map(|i| job(4, 3 + i % 7, i)).collect();
+        let a = simulate_until(Arc::clone(&cfg), &many, &[], 0, Some(&wide), &|| false);
+        let b = simulate_until(Arc::clone(&cfg), &many, &[], 0, Some(&wide), &|| false);
+        assert_eq!(a.records, b.records);
+        let other = Perturb { seed: 4, ..wide };
+        let c = simulate_until(cfg, &many, &[], 0, Some(&other), &|| false);
+        assert_ne!(a.records, c.records);
     }
 }

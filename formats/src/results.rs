@@ -30,6 +30,9 @@ pub const EVENTS: &str = "events.csv";
 pub const EVENTS_PLAIN: &str = "events.txt";
 /// calcmets' metrics of the run.
 pub const METRICS: &str = "metrics.json";
+/// The emulation's own delays, one line per job and kind (`kind,ns`):
+/// what a twin's replicas draw their perturbations from.
+pub const LATENCY: &str = "latency.csv";
 
 /// How a run stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -151,6 +154,10 @@ pub struct Manifest {
     pub trace: Trace,
     #[serde(default)]
     pub slice: Slice,
+    /// Which replica of its replay this run is (`runworkload --replicas`);
+    /// `None` for a replay run once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replica: Option<Replica>,
     /// The shrinking factor, a fraction (0.5 for 50 %): submit times,
     /// run times and limits × factor.
     #[serde(default)]
@@ -200,6 +207,22 @@ pub struct Manifest {
     /// why it stopped deciding if it did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scheduler: Option<crate::scheduler::SchedulerReport>,
+}
+
+/// One of the runs of a replay run several times (`--replicas`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Replica {
+    /// From 1.
+    pub index: u32,
+    pub of: u32,
+    /// In the twin: the seed its perturbations were drawn from, and where
+    /// the latencies drawn came from (an emulated run's directory, or
+    /// `host`: measured here before the replay). `None` for emulated runs,
+    /// which the host perturbs itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latencies_from: Option<String>,
 }
 
 /// The emulation's costs in a run, by kind of order.
@@ -665,6 +688,12 @@ mod tests {
             }],
             trace: Trace::default(),
             slice: Slice::default(),
+            replica: Some(Replica {
+                index: 2,
+                of: 10,
+                seed: Some(7),
+                latencies_from: Some("emulated/shrink-050".into()),
+            }),
             factor: 0.5,
             load: 1.5,
             speedup: 10_000.0,

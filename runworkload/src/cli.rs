@@ -186,6 +186,23 @@ pub struct Cli {
     /// run, not at its trace instant.
     #[arg(long)]
     pub feedback: bool,
+    /// Run each factor and load N times, each run in a directory of its
+    /// own (OUT/shrink-100/r01, ...): calcmets then gives each figure as
+    /// the mean of the runs with its 95 % interval. For policies that
+    /// suspend, where a millisecond changes who is suspended, a single run
+    /// says little.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub replicas: u32,
+    /// The twin only: perturb its processes' starts, suspensions,
+    /// resumptions and ends by delays drawn from those an emulated run
+    /// measured (its latency.csv; DIR a results directory, or one holding
+    /// several), so that its replicas spread as the emulation's do.
+    #[arg(long, value_name = "DIR")]
+    pub latencies: Option<PathBuf>,
+    /// The seed the twin's perturbations are drawn from (replica k draws
+    /// from SEED + k - 1): the same seed, the same runs.
+    #[arg(long, value_name = "SEED", default_value_t = 1)]
+    pub seed: u64,
     /// Malformed trace lines are an error, not a warning.
     #[arg(long)]
     pub strict: bool,
@@ -276,6 +293,56 @@ fn percents(flag: &str, what: &str, s: &str) -> Result<Vec<f64>> {
         );
     }
     Ok(out)
+}
+
+/// The delays of every `latency.csv` under `dir` (an emulated run's
+/// results directory, or one holding several), for the twin to draw from.
+fn read_latencies(dir: &std::path::Path, seed: u64) -> Result<controller::sim::Perturb> {
+    let mut files = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        let entries = std::fs::read_dir(&d)
+            .with_context(|| format!("--latencies: cannot list {}", d.display()))?;
+        for e in entries.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                todo.push(p);
+            } else if p
+                .file_name()
+                .is_some_and(|n| n == formats::results::LATENCY)
+            {
+                files.push(p);
+            }
+        }
+    }
+    if files.is_empty() {
+        bail!(
+            "--latencies {}: no {} in it (an emulated replay writes one in each run's directory)",
+            dir.display(),
+            formats::results::LATENCY
+        );
+    }
+    let mut p = controller::sim::Perturb {
+        seed,
+        ..Default::default()
+    };
+    for f in files {
+        let text =
+            std::fs::read_to_string(&f).with_context(|| format!("cannot read {}", f.display()))?;
+        for (n, line) in text.lines().enumerate().skip(1) {
+            let bad = || anyhow!("{}:{}: not KIND,NANOSECONDS: {line:?}", f.display(), n + 1);
+            let (kind, ns) = line.split_once(',').ok_or_else(bad)?;
+            let ns: i64 = ns.trim().parse().map_err(|_| bad())?;
+            match kind {
+                "start" => p.start.push(ns),
+                "suspend" => p.suspend.push(ns),
+                "resume" => p.resume.push(ns),
+                "end" => p.end.push(ns),
+                _ => return Err(bad()),
+            }
+        }
+    }
+    Ok(p)
 }
 
 fn seconds(flag: &str, s: &str) -> Result<i64> {
@@ -449,7 +516,29 @@ pub fn plan(cli: &Cli) -> Result<(Plan, Vec<String>)> {
             })
         }
     };
+    if cli.latencies.is_some() && !cli.simulate {
+        bail!(
+            "--latencies perturbs the twin (--simulate); an emulated replay has the host's own \
+             delays"
+        );
+    }
+    if cli.simulate && cli.replicas > 1 && cli.latencies.is_none() {
+        bail!(
+            "the twin is deterministic: its {} replicas would be one run {} times. Give \
+             --latencies DIR, an emulated run of this replay, for each replica to be perturbed \
+             by delays drawn from those it measured",
+            cli.replicas,
+            cli.replicas
+        );
+    }
+    let perturb = cli
+        .latencies
+        .as_deref()
+        .map(|dir| read_latencies(dir, cli.seed).map(|p| (p, dir.display().to_string())))
+        .transpose()?;
     let plan = Plan {
+        replicas: cli.replicas,
+        perturb,
         routes,
         config_path: cli.config.clone(),
         config,

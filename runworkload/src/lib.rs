@@ -84,6 +84,13 @@ pub struct Plan {
     pub tau_ns: i64,
     /// Where the jobs run: the emulated cluster, its twin, or Slurm.
     pub backend: Box<dyn backend::Backend>,
+    /// Runs of each factor and load (`--replicas`), each in a directory
+    /// of its own under the point's.
+    pub replicas: u32,
+    /// The twin's perturbations (`--latencies`): the delays measured in an
+    /// emulated run, drawn from a seed (`--seed`, one more for each
+    /// replica), and where they came from.
+    pub perturb: Option<(controller::sim::Perturb, String)>,
     /// Which jobs go to a partition other than the default (`--route`).
     pub routes: Vec<route::Route>,
 }
@@ -132,15 +139,29 @@ impl Plan {
 /// marked interrupted) when `stop` fires. Every run's directory is taken
 /// before the first starts ([`rundir`]).
 pub async fn replay(plan: &Plan, stop: &CancellationToken) -> Result<Vec<RunResult>> {
-    let points = plan.points();
-    let paths: Vec<PathBuf> = points
+    // Every run of the sweep: each point, each of its replicas.
+    let runs: Vec<(Point, Option<u32>)> = plan
+        .points()
+        .into_iter()
+        .flat_map(|p| {
+            let n = plan.replicas;
+            (1..=n).map(move |r| (p, (n > 1).then_some(r)))
+        })
+        .collect();
+    let paths: Vec<PathBuf> = runs
         .iter()
-        .map(|&p| plan.out.join(plan.label(p)))
+        .map(|&(p, r)| {
+            let dir = plan.out.join(plan.label(p));
+            match r {
+                Some(r) => dir.join(format!("r{r:02}")),
+                None => dir,
+            }
+        })
         .collect();
     let dirs = rundir::claim_all(&paths, plan.force)?;
     let mut results = Vec::new();
-    for (&p, dir) in points.iter().zip(&dirs) {
-        let r = match run::run_point(plan, p, dir, stop).await {
+    for (&(p, replica), dir) in runs.iter().zip(&dirs) {
+        let r = match run::run_point(plan, p, replica, dir, stop).await {
             Ok(r) => r,
             Err(e) => {
                 rundir::mark_failed(&dir.path, &e);
@@ -156,14 +177,25 @@ pub async fn replay(plan: &Plan, stop: &CancellationToken) -> Result<Vec<RunResu
     Ok(results)
 }
 
-/// The runs side by side, as calcmets prints several results directories.
+/// The runs side by side, as calcmets prints several results directories
+/// (replicas of a point as one column: each figure's mean and its 95 %
+/// interval).
 pub fn compare(results: &[RunResult], out: &mut impl std::io::Write) -> std::io::Result<()> {
-    let named: Vec<calcmets::report::Named> = results
-        .iter()
-        .map(|r| calcmets::report::Named {
-            name: r.label.clone(),
-            summary: r.summary.clone(),
-        })
-        .collect();
+    let mut named: Vec<calcmets::report::Named> = Vec::new();
+    for r in results {
+        match named.last_mut() {
+            // The next replica of the same point: one more in its column.
+            Some(last) if r.replica.is_some_and(|k| k > 1) && last.name == r.label => {
+                last.members.push(r.summary.clone());
+            }
+            _ => {
+                let mut n = calcmets::report::Named::one(r.label.clone(), r.summary.clone());
+                if r.replica.is_some() {
+                    n.members.push(r.summary.clone());
+                }
+                named.push(n);
+            }
+        }
+    }
     calcmets::report::table(out, &named)
 }

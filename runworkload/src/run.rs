@@ -19,6 +19,8 @@ use crate::{Plan, Point};
 /// What one run left behind.
 pub struct RunResult {
     pub label: String,
+    /// Which replica of its point it is (`None`: run once).
+    pub replica: Option<u32>,
     pub dir: PathBuf,
     pub summary: Summary,
     pub interrupted: bool,
@@ -112,9 +114,11 @@ fn timed_orders(plan: &Plan, targets: &[i64], scale: Scale, load: f64) -> Vec<Ti
     timed
 }
 
+/// One run: `point`'s, its `replica`-th of the plan's (`None`: run once).
 pub async fn run_point(
     plan: &Plan,
     point: Point,
+    replica: Option<u32>,
     run_dir: &RunDir,
     stop: &CancellationToken,
 ) -> Result<RunResult> {
@@ -132,6 +136,7 @@ pub async fn run_point(
             label: &label,
             factor,
             load,
+            replica,
             status: Status::Running,
             cores: plan.config.total_cores(),
             start_ns: wall_ns(),
@@ -190,6 +195,7 @@ pub async fn run_point(
         label: &label,
         factor,
         load,
+        replica,
         targets: &targets,
         specs: &specs,
         order: &order,
@@ -209,6 +215,7 @@ pub async fn run_point(
     }
     Ok(RunResult {
         label,
+        replica,
         dir,
         summary,
         interrupted: ran.interrupted,

@@ -342,6 +342,7 @@ pub(crate) fn write_results(
             label,
             factor,
             load: jobs.load,
+            replica: jobs.replica,
             status: if failure.is_some() {
                 Status::Failed
             } else if interrupted {
@@ -399,7 +400,8 @@ pub(crate) fn write_results(
 /// from the decision to the process noting it, an end from the process's
 /// last instant to the controller knowing it. `trace_per_wall`: trace
 /// seconds per wall second. Only a job's last execution counts (one
-/// requeued ran before; its earlier record is of another start).
+/// requeued ran before; its earlier record is of another start). Every
+/// delay goes to `latency.csv` besides.
 fn latencies(
     dir: &Path,
     infos: &HashMap<u64, formats::wire::JobInfo>,
@@ -429,6 +431,20 @@ fn latencies(
         }
         Ok(())
     })?;
+    // Every delay, for a twin's replicas to draw from (`--latencies`).
+    let path = dir.join(results::LATENCY);
+    let mut text = String::from("kind,ns\n");
+    for (kind, v) in [
+        ("start", &start),
+        ("suspend", &suspend),
+        ("resume", &resume),
+        ("end", &end),
+    ] {
+        for ns in v {
+            text.push_str(&format!("{kind},{ns}\n"));
+        }
+    }
+    std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
     let delay = |mut v: Vec<i64>| -> Option<results::Delay> {
         if v.is_empty() {
             return None;
@@ -475,6 +491,7 @@ pub(crate) struct RunState<'a> {
     pub label: &'a str,
     pub factor: f64,
     pub load: f64,
+    pub replica: Option<u32>,
     pub status: Status,
     pub cores: u64,
     /// Unix ns: the first deadline (when the run started, for a run still
@@ -675,6 +692,20 @@ pub(crate) fn write_manifest(plan: &Plan, dir: &Path, m: &RunState<'_>) -> Resul
                 .min()
                 .map(|t| t as f64 / 1e9),
         },
+        replica: m.replica.map(|index| results::Replica {
+            index,
+            of: plan.replicas,
+            seed: plan
+                .perturb
+                .as_ref()
+                .filter(|_| plan.backend.virtual_time())
+                .map(|(p, _)| p.seed + u64::from(index) - 1),
+            latencies_from: plan
+                .perturb
+                .as_ref()
+                .filter(|_| plan.backend.virtual_time())
+                .map(|(_, from)| from.clone()),
+        }),
         factor: m.factor,
         load: m.load,
         speedup: plan.speedup,

@@ -195,7 +195,21 @@ fn file_stem(name: &str) -> String {
 fn load(args: &PlotArgs) -> Result<Vec<Run>> {
     let mut out = Vec::new();
     let mut warnings = Vec::new();
-    let plan = runs::plan(&args.inputs, &[], false, &mut warnings)?;
+    // Replicas are drawn one by one, each named after its replica.
+    let plan: Vec<runs::Run> = runs::plan(&args.inputs, &[], false, &mut warnings)?
+        .into_iter()
+        .flat_map(|r| match r.input {
+            RunInput::Replicas(set) => set
+                .into_iter()
+                .enumerate()
+                .map(|(k, m)| runs::Run {
+                    name: format!("{} r{:02}", m.name, k + 1),
+                    ..m
+                })
+                .collect(),
+            _ => vec![r],
+        })
+        .collect();
     for w in &warnings {
         eprintln!("calcmets: warning: {w}");
     }

@@ -31,6 +31,8 @@ pub struct Jobs<'a> {
     pub factor: f64,
     /// Inter-arrival times were divided by this.
     pub load: f64,
+    /// Which replica of its point this run is (`None`: run once).
+    pub replica: Option<u32>,
     /// Each job's submission offset from the run's start, ns.
     pub targets: &'a [i64],
     /// Each job as submitted (times scaled).

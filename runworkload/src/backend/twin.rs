@@ -128,11 +128,20 @@ fn simulate(plan: &Plan, jobs: &Jobs<'_>, dir: &Path, stop: &CancellationToken) 
             }
         }
     }
+    // A replica of a perturbed twin draws from a seed of its own.
+    let perturb = plan
+        .perturb
+        .as_ref()
+        .map(|(p, _)| controller::sim::Perturb {
+            seed: p.seed + u64::from(jobs.replica.unwrap_or(1)) - 1,
+            ..p.clone()
+        });
     let run = controller::sim::simulate_until(
         std::sync::Arc::new(jobs.config.clone()),
         &sim_jobs,
         &events,
         epoch,
+        perturb.as_ref(),
         &|| stop.is_cancelled(),
     );
     let mut applied = vec![Applied::default(); plan.events.len()];
