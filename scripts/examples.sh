@@ -129,7 +129,7 @@ def near(what, got, want, tol):
         fail(f"{what}: {got:.3f}, expected {want} ± {tol}")
 
 # Quick start: two finished runs of all 200 jobs, and their charts.
-for run in ("results/shrink-100", "results/shrink-050"):
+for run in ("results/load-100", "results/load-150"):
     m = json.load(open(f"{run}/manifest.json"))
     if m["status"] != "completed" or m["counts"].get("completed") != 200:
         fail(f"{run}: {m['status']}, counts {m['counts']}")
@@ -138,6 +138,9 @@ for run in ("results/shrink-100", "results/shrink-050"):
 import glob
 if not glob.glob("results/plots/*.svg"):
     fail("calcmets plot drew no chart in results/plots")
+# The README's figures still say what calcmets plot draws.
+if subprocess.run(["scripts/readme-figures.sh", "--check", "results/plots"]).returncode != 0:
+    fail("the README's figures drifted from what calcmets plot draws")
 
 # A cluster by hand: four completed jobs, the second suspended for 2 s.
 recs = dump("demo.rec")
@@ -165,12 +168,18 @@ near("jobs.rec: suspended for", e - s, 3.0, 0.3)
 near("jobs.rec: suspended after the start by", s - r["start"], 0.0, 0.3)
 near("jobs.rec: run time", r["end"] - r["start"] - (e - s), 10.0, 0.1)
 
-# Policies that suspend, emulated and simulated, here and in policies.md.
+# Policies that suspend, emulated and simulated, here and in policies.md:
+# three replicas a side of the gang replay, a run of the EASY one.
 for d in ("emulated", "simulated", "gang/emulated", "gang/simulated"):
+    for r in ("r01", "r02", "r03"):
+        m = json.load(open(f"{d}/shrink-050/{r}/manifest.json"))
+        if m["status"] != "completed" or m["replica"]["of"] != 3:
+            fail(f"{d}/{r}: {m['status']}, replica {m.get('replica')}")
+for d in ("easy/emulated", "easy/simulated"):
     m = json.load(open(f"{d}/shrink-050/manifest.json"))
     if m["status"] != "completed":
         fail(f"{d}: {m['status']}")
-if metrics("emulated/shrink-050")["suspensions"] == 0:
+if metrics("emulated/shrink-050")["mean"]["suspensions"] == 0:
     fail("the gang replay suspended no job")
 
 # Batsim schedulers (README and docs/batsim.md): every replay ran its 200

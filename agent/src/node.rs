@@ -382,6 +382,9 @@ async fn launch(
     if held {
         args.push("--held".into());
     }
+    if ctx.settings.realtime {
+        args.push("--realtime".into());
+    }
     let mut env = Vec::new();
     if !s.devices.is_empty() {
         for part in device_args(&s.devices, DEVICES_ARG_MAX) {

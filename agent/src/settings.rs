@@ -19,6 +19,8 @@ pub struct AgentSettings {
     /// Time between `SIGTERM` and `SIGKILL` when a job is cancelled.
     pub kill_grace: Duration,
     pub heartbeat: Duration,
+    /// Jobs wait under real-time scheduling (`[agents] realtime`).
+    pub realtime: bool,
 }
 
 impl Default for AgentSettings {
@@ -29,6 +31,7 @@ impl Default for AgentSettings {
             suspend_grace: Duration::from_secs(2),
             kill_grace: Duration::from_secs(10),
             heartbeat: Duration::from_secs(1),
+            realtime: true,
         }
     }
 }
@@ -50,6 +53,7 @@ impl AgentSettings {
                 0
             },
             mark: Default::default(),
+            realtime: self.realtime,
         }
     }
 }

@@ -79,6 +79,7 @@ fn an_agent_runs_only_its_own_sigsleep_whatever_it_is_told() {
             stream_records: true,
             fence_ms: 0,
             mark: Default::default(),
+            realtime: false,
         }))
         .await
         .unwrap();

@@ -60,6 +60,7 @@ impl Lcg {
             name: None,
             after: Vec::new(),
             think_ns: None,
+            begin_ns: None,
             array: None,
             gres: Vec::new(),
         }
@@ -139,6 +140,7 @@ fn bench(config: &Arc<Config>, queued: usize, fragmented: bool) {
             name: None,
             after: Vec::new(),
             think_ns: None,
+            begin_ns: None,
             array: None,
             gres: Vec::new(),
         };

@@ -34,6 +34,7 @@ async fn main() -> Result<()> {
         name: None,
         after: Vec::new(),
         think_ns: None,
+        begin_ns: None,
         array: None,
         gres: Vec::new(),
     };

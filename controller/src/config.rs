@@ -94,6 +94,8 @@ struct AgentsSection {
     local: Option<bool>,
     sigsleep: Option<PathBuf>,
     suspend_mode: Option<String>,
+    /// Jobs wait under real-time scheduling (default true).
+    realtime: Option<bool>,
     suspend_grace_ms: Option<u64>,
     kill_grace_ms: Option<u64>,
     heartbeat_ms: Option<u64>,
@@ -578,6 +580,7 @@ impl Cluster {
         };
         let mut agent = AgentSettings {
             suspend_mode,
+            realtime: a.realtime.unwrap_or(true),
             ..AgentSettings::default()
         };
         if let Some(p) = &a.sigsleep {

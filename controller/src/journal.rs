@@ -668,6 +668,7 @@ mod tests {
                 name: None,
                 after: Vec::new(),
                 think_ns: None,
+                begin_ns: None,
                 array: None,
                 gres: Vec::new(),
             },

@@ -239,6 +239,7 @@ fn twin_unit(
                 name: None,
                 after: Vec::new(),
                 think_ns: None,
+                begin_ns: None,
                 array: None,
                 gres: Vec::new(),
             },

@@ -200,7 +200,7 @@ fn the_job_a_gang_turn_starts_was_started_ahead_and_held() {
 /// Under FCFS and EASY alike, the job that waits for a running one to end
 /// has its process started ahead of that end (the controller knows it
 /// from the run time), held; the pass at the end lets that very process
-/// run, and its record starts then. (It is started 20 ms ahead: too short
+/// run, and its record starts then. (It is started 100 ms ahead: too short
 /// to be seen pending reliably, so the process that runs the job shows it
 /// by its command line, `--held`, which no start at the pass has.)
 #[test]

@@ -40,8 +40,9 @@ use tokio_util::codec::{Decoder, Encoder, Framed, LengthDelimitedCodec};
 /// 9: jobs ask generic resources, and a start names the devices they get.
 /// 10: a client says it has submitted its last job ([`Request::NoMoreJobs`]).
 /// 11: a job's process may be started ahead of its start, held
-/// ([`ToAgent::Prepare`]).
-pub const PROTOCOL: u32 = 11;
+/// ([`ToAgent::Prepare`]). 12: jobs may wait under real-time scheduling
+/// ([`RunSettings::realtime`]).
+pub const PROTOCOL: u32 = 12;
 /// Largest frame a server accepts from an authenticated peer (a batch of
 /// records can be large).
 pub const MAX_FRAME: usize = 16 << 20;

@@ -180,6 +180,7 @@ pub async fn run_point(
             // fills it in.
             after: Vec::new(),
             think_ns: link.map(|_| scale.apply_u(j.preceding.map_or(0, |(_, t)| t))),
+            begin_ns: None,
             array: None,
             gres: j.gres(&plan.config),
         })

@@ -263,9 +263,13 @@ pub(crate) fn write_results(
     // it follows, and submitted when that one has ended and its think
     // time passed. Its target is that instant; it is never late.
     let follower = |i: usize| jobs.after[i].is_some();
+    // A job is late by the instant the cluster submitted it at (sent
+    // ahead, it begins at its deadline; sent after it, when it came)
+    // against its deadline.
+    let submitted_at = |i: usize| infos.get(&ids[i]).map_or(actual[i], |info| info.submit_ns);
     let mut late: Vec<i64> = (0..trace_jobs.len())
         .filter(|&i| ids[i] != 0 && !follower(i))
-        .map(|i| actual[i] - (started_wall + targets[i]))
+        .map(|i| submitted_at(i) - (started_wall + targets[i]))
         .collect();
     late.sort_unstable();
     let mut states: HashMap<&'static str, u64> = HashMap::new();
@@ -302,7 +306,7 @@ pub(crate) fn write_results(
                 lateness_ms: if ids[i] == 0 || follower(i) {
                     0.0
                 } else {
-                    (actual[i] - target) as f64 / 1e6
+                    (submitted_at(i) - target) as f64 / 1e6
                 },
                 state: state.to_string(),
                 cancel_after_s: j

@@ -40,6 +40,12 @@ OPTIONS:
                           is named sigsleep-held (ps, /proc). A launcher
                           starts the process ahead of the job's start, so
                           the start is a signal, not a process to spawn
+    --realtime            wait under real-time scheduling (SCHED_FIFO, the
+                          lowest priority) once set up, where the host allows
+                          it (root, or CAP_SYS_NICE; else as any process): the
+                          job then wakes at its deadline and at its signals
+                          whatever else the host runs, and spends no CPU
+                          meanwhile
     -h, --help            print this help
     -V, --version         print the version
 
@@ -109,6 +115,8 @@ pub struct Config {
     pub ready_file: Option<PathBuf>,
     /// Held until the first SIGCONT, which starts the job.
     pub held: bool,
+    /// Waits under SCHED_FIFO, where allowed.
+    pub realtime: bool,
 }
 
 #[derive(Debug, PartialEq)]
@@ -137,6 +145,7 @@ pub fn parse(
     let mut parent = None;
     let mut ready_file = None;
     let mut held = false;
+    let mut realtime = false;
     while let Some(arg) = p.next().map_err(|e| e.to_string())? {
         match arg {
             Long("runtime") => runtime = Some(seconds("--runtime", &text(&mut p)?)?),
@@ -160,6 +169,7 @@ pub fn parse(
                 ready_file = Some(PathBuf::from(p.value().map_err(|e| e.to_string())?));
             }
             Long("held") => held = true,
+            Long("realtime") => realtime = true,
             Short('h') | Long("help") => return Ok(Parsed::Help),
             Short('V') | Long("version") => return Ok(Parsed::Version),
             other => return Err(other.unexpected().to_string()),
@@ -181,6 +191,7 @@ pub fn parse(
         parent,
         ready_file,
         held,
+        realtime,
     }))
 }
 
@@ -255,6 +266,7 @@ mod tests {
                 parent: None,
                 ready_file: None,
                 held: false,
+                realtime: false,
             })
         );
     }

@@ -98,6 +98,7 @@ pub(super) async fn submit(
         name: a.name.clone(),
         after: a.after.clone(),
         think_ns: a.think,
+        begin_ns: None,
         array: a.array.clone(),
         gres: {
             let mut g = match &a.gres {

@@ -1,24 +1,38 @@
-//! The ends the controller expects, and the cluster as it will be after
-//! them: what the scheduler prepares a coming pass from.
+//! What the controller expects to happen next, and the cluster as it will
+//! be then: what the scheduler prepares a coming pass from.
 //!
 //! A job's run time is given at its submission, so the controller knows
 //! when each running job's process will end: its first start, plus the
 //! time it was suspended, plus its run time (its wall-time limit if that
 //! is shorter). [`Cluster::ends`] keeps those instants, updated wherever a
 //! job starts, stops running or runs again (`set_active`, `started`,
-//! `release`). [`Cluster::next_ends`] gives the next of them, with the jobs
-//! that end within a moment of it; [`Cluster::view_after`] the policy's view
-//! of the cluster once those jobs are gone. The scheduler runs the policy
-//! on that view and has the agents start, held, the processes of the jobs
-//! it would start then (`Scheduler::prepare_ahead`). It is only a guess:
-//! the pass at the real end decides, and a held process no start claims is
-//! killed without a record.
+//! `release`). The jobs held for an instant (a begin, `JobSpec::begin_ns`,
+//! as a replay sends its jobs ahead; a think time) are known too, in
+//! `Cluster::releases`. [`Cluster::next_events`] gives the next of those
+//! instants, with the jobs that end or arrive within a moment of it;
+//! [`Cluster::view_after`] the policy's view of the cluster then. The
+//! scheduler runs the policy on that view and has the agents start, held,
+//! the processes of the jobs it would start then
+//! (`Scheduler::prepare_ahead`). It is only a guess: the pass at the real
+//! event decides, and a held process no start claims is killed without a
+//! record.
 
 use std::sync::Arc;
 
 use super::tables::Cluster;
 use super::Now;
 use crate::policy::{ActiveState, View};
+
+/// What the controller expects next ([`Cluster::next_events`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Expected {
+    /// When (monotonic ns).
+    pub at: i64,
+    /// Running jobs expected to end then.
+    pub ending: Vec<u64>,
+    /// Held jobs to enter the queue then.
+    pub arriving: Vec<u64>,
+}
 
 impl Cluster {
     /// Notes when running job `id`'s process should end, from its run
@@ -49,27 +63,59 @@ impl Cluster {
         }
     }
 
-    /// The next instant (monotonic ns) running jobs are expected to end
-    /// (it may be past: a process that started late ends late), and the
-    /// jobs expected to end within `within` ns of it, all of which a pass
-    /// then would likely see over. `None` with no running job.
-    pub fn next_ends(&self, within: i64) -> Option<(i64, Vec<u64>)> {
-        let &(first, _) = self.ends.first()?;
-        let until = first.saturating_add(within);
-        let jobs = self
-            .ends
-            .iter()
-            .take_while(|(at, _)| *at <= until)
-            .map(|&(_, id)| id)
-            .collect();
-        Some((first, jobs))
+    /// The next instant (monotonic ns) at which running jobs are expected
+    /// to end (it may be past: a process that started late ends late) or
+    /// held jobs to enter the queue, whichever comes first; and the jobs
+    /// that end, and those that arrive, within `within` ns of it, which a
+    /// pass then would likely see together. `None` with nothing to expect.
+    pub fn next_events(&self, within: i64) -> Option<Expected> {
+        let first_end = self.ends.first().map(|&(at, _)| at);
+        let first_arrival = self.releases.first().map(|&(at, _)| at);
+        let at = match (first_end, first_arrival) {
+            (Some(e), Some(a)) => e.min(a),
+            (e, a) => e.or(a)?,
+        };
+        let until = at.saturating_add(within);
+        let upto = |set: &std::collections::BTreeSet<(i64, u64)>| {
+            set.iter()
+                .take_while(|(t, _)| *t <= until)
+                .map(|&(_, id)| id)
+                .collect()
+        };
+        Some(Expected {
+            at,
+            ending: upto(&self.ends),
+            arriving: upto(&self.releases),
+        })
     }
 
-    /// What the policy would see at `then` were the jobs `ending` over by
-    /// then and nothing else changed: their cores, slots, memory and
-    /// devices free, and they out of the active jobs.
-    pub fn view_after(&self, then: Now, ending: &[u64]) -> View {
+    /// What the policy would see at `then` were the jobs `ending` over and
+    /// the held jobs `arriving` in the queue by then, and nothing else
+    /// changed: the ending jobs' cores, slots, memory and devices free and
+    /// they out of the active jobs; the arriving ones queued at their
+    /// places, submitted then.
+    pub fn view_after(&self, then: Now, ending: &[u64], arriving: &[u64]) -> View {
         let mut view = self.view(then);
+        if !arriving.is_empty() {
+            let queue = Arc::make_mut(&mut view.queue);
+            let key = |q: &crate::policy::Queued| {
+                (
+                    std::cmp::Reverse(view.partitions[q.partition].priority),
+                    q.submit_ns,
+                    q.job,
+                )
+            };
+            for &id in arriving {
+                let Some(job) = self.jobs.get(&id).filter(|j| j.held) else {
+                    continue;
+                };
+                let mut q = job.as_queued();
+                q.submit_ns = job.release_at.unwrap_or(then.mono);
+                let k = key(&q);
+                let at = queue.partition_point(|o| key(o) < k);
+                queue.insert(at, q);
+            }
+        }
         let mut gone = Vec::with_capacity(ending.len());
         for &id in ending {
             let Some(i) = self.active_at(id) else {

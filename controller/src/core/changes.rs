@@ -33,6 +33,13 @@ impl Cluster {
             .request(&job.spec.gres)
             .unwrap_or_default();
         self.next_id = self.next_id.max(id + 1);
+        if job.held && job.spec.after.is_empty() {
+            // Held only until its begin instant.
+            job.reason = "BeginTime".into();
+            self.jobs.insert(id, Box::new(job));
+            self.deps_over(id, now);
+            return;
+        }
         if job.held {
             // Counted from the tables, so that a restart counts the same.
             job.deps_left = 0;
@@ -367,26 +374,25 @@ impl Cluster {
         }
     }
 
-    /// A held job's wait is over. Without a think time it queues now, as
-    /// submitted (Slurm's `afterany`); with one, it is submitted that long
-    /// after the last of its jobs ended: at once if that has passed (a
-    /// restart), else when a pass finds it due.
+    /// A held job's wait is over. Without a think time or a begin to come it
+    /// queues now, as submitted (Slurm's `afterany`); with one, it is
+    /// submitted that long after the last of its jobs ended, and not before
+    /// its begin: at once if that has passed (a restart), else when a pass
+    /// finds it due.
     fn deps_over(&mut self, id: u64, now: Now) {
         let Some(job) = self.jobs.get(&id) else {
             return;
         };
-        match job.spec.think_ns {
-            None => self.released(id, None, now),
-            Some(think) => {
-                let at = job
-                    .deps_end
-                    .saturating_add(think.min(i64::MAX as u64) as i64);
-                let mono = now.mono.saturating_add(at.saturating_sub(now.wall));
-                self.releases.insert((mono, id));
-                if let Some(j) = self.jobs.get_mut(&id) {
-                    j.release_at = Some(mono);
-                }
-            }
+        if job.spec.think_ns.is_none() && job.spec.begin_ns.is_none_or(|b| b <= now.wall) {
+            self.released(id, None, now);
+            return;
+        }
+        // Later: a think time after its last job ended, or at its begin.
+        let at = job.release_wall();
+        let mono = now.mono.saturating_add(at.saturating_sub(now.wall));
+        self.releases.insert((mono, id));
+        if let Some(j) = self.jobs.get_mut(&id) {
+            j.release_at = Some(mono);
         }
     }
 

@@ -351,7 +351,13 @@ impl Cluster {
             return None;
         }
         let agent = self.nodes.get(first)?.agent?;
-        Some((agent, self.start_order(id, first, String::new())))
+        let mut order = self.start_order(id, first, String::new());
+        // One still held is submitted when it is released: so its record
+        // will say.
+        if job.held {
+            order.submit_ns = job.release_wall();
+        }
+        Some((agent, order))
     }
 
     fn suspend_job<F: Effects>(
@@ -611,20 +617,19 @@ impl Cluster {
         self.releases.first().map(|&(at, _)| at)
     }
 
-    /// Releases the held jobs whose think time is over by `now`: each is
-    /// submitted at its instant.
+    /// Releases the held jobs whose think time is over, or whose begin has
+    /// come, by `now`: each is submitted at its instant.
     pub fn release_due<F: Effects>(&mut self, now: Now, fx: &mut F) {
         while let Some(&(at, id)) = self.releases.first().filter(|(at, _)| *at <= now.mono) {
             self.releases.pop_first();
             let Some(job) = self.jobs.get(&id).filter(|j| j.held && j.deps_left == 0) else {
                 continue;
             };
-            let think = job.spec.think_ns.unwrap_or(0).min(i64::MAX as u64) as i64;
             let at = Now {
                 mono: at,
-                wall: job.deps_end.saturating_add(think),
+                wall: job.release_wall(),
             };
-            debug!(job = id, "released after its think time");
+            debug!(job = id, "released after its think time, or at its begin");
             self.released(id, Some(at), at);
             if F::JOURNALS {
                 fx.journal(Entry::Released { id, at_ns: at.wall });
@@ -653,9 +658,23 @@ impl Cluster {
 }
 
 impl Job {
+    /// When (wall-clock ns) a held job enters the queue once its wait for
+    /// other jobs is over: its think time after the last of them ended,
+    /// and not before its begin instant.
+    pub(super) fn release_wall(&self) -> i64 {
+        let after_deps = match (self.spec.after.is_empty(), self.spec.think_ns) {
+            (true, _) => i64::MIN,
+            (false, think) => self
+                .deps_end
+                .saturating_add(think.unwrap_or(0).min(i64::MAX as u64) as i64),
+        };
+        after_deps.max(self.spec.begin_ns.unwrap_or(i64::MIN))
+    }
+
     /// A job just submitted, waiting in the queue.
     pub(super) fn pending(id: u64, spec: JobSpec, partition: usize, now: Now) -> Job {
-        let held = !spec.after.is_empty();
+        // Held for other jobs, or until its begin instant.
+        let held = !spec.after.is_empty() || spec.begin_ns.is_some_and(|b| b > now.wall);
         Job {
             id,
             submit_ns: spec.submit_ns.unwrap_or(now.wall),

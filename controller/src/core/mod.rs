@@ -43,6 +43,7 @@ mod tables;
 #[cfg(test)]
 mod tests;
 
+pub use ahead::Expected;
 pub use effects::{Discard, Effects};
 pub use scheduler::Scheduler;
 pub use tables::{AgentId, Cluster, HISTORY};

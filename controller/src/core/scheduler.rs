@@ -8,6 +8,7 @@ use tracing::{debug, debug_span};
 
 use formats::wire::ToAgent;
 
+use super::ahead::Expected;
 use super::{Cluster, Effects, Now};
 use crate::policy::{Decision, Policy};
 
@@ -21,7 +22,7 @@ const CLAIM_GRACE_NS: i64 = 1_000_000_000;
 /// time enough for the processes to be started (a millisecond or two
 /// each, one after another), little enough that the guess seldom goes
 /// stale, and no process is held for long.
-const ENDS_AHEAD_NS: i64 = 20_000_000;
+const ENDS_AHEAD_NS: i64 = 100_000_000;
 /// Ends this close to the next one are taken with it: a pass would most
 /// likely see them over together.
 const ENDS_TOGETHER_NS: i64 = 200_000;
@@ -41,9 +42,9 @@ pub struct Scheduler {
     look_ahead: bool,
     /// The wake-up last looked ahead to: once each.
     looked_ahead_to: Option<i64>,
-    /// The expected ends last prepared for: their instant, their jobs and
-    /// the queue's length then. Once each, unless the queue changed.
-    ends_prepared: Option<(i64, Vec<u64>, usize)>,
+    /// The expected events last prepared for, and the queue's length
+    /// then: once each, unless the queue changed.
+    ends_prepared: Option<(Expected, usize)>,
 }
 
 impl Scheduler {
@@ -203,11 +204,11 @@ impl Scheduler {
 
     /// Whether looking ahead may do anything: it is on, the policy still
     /// decides and may be asked about a future it will not see, and jobs
-    /// are pending.
+    /// are pending or to arrive.
     fn may_look_ahead(&self, cluster: &Cluster) -> bool {
         self.look_ahead
             && self.failed.is_none()
-            && cluster.pending().next().is_some()
+            && (cluster.pending().next().is_some() || cluster.next_release().is_some())
             && self.policy.may_look_ahead()
     }
 
@@ -216,18 +217,20 @@ impl Scheduler {
         self.wake_at.is_some() && self.wake_at != self.looked_ahead_to
     }
 
-    /// The next expected ends, taken together (see [`ENDS_TOGETHER_NS`]),
-    /// and their key for [`Scheduler::ends_prepared`].
-    fn next_ends(&self, cluster: &Cluster) -> Option<(i64, Vec<u64>, usize)> {
-        let (at, jobs) = cluster.next_ends(self.interval.max(ENDS_TOGETHER_NS))?;
-        Some((at, jobs, cluster.queue_len()))
+    /// The next expected ends and arrivals, taken together (see
+    /// [`ENDS_TOGETHER_NS`]), and the queue's length: their key for
+    /// [`Scheduler::ends_prepared`].
+    fn next_events(&self, cluster: &Cluster) -> Option<(Expected, usize)> {
+        let e = cluster.next_events(self.interval.max(ENDS_TOGETHER_NS))?;
+        Some((e, cluster.queue_len()))
     }
 
-    /// Expected ends within [`ENDS_AHEAD_NS`] of `now` (monotonic ns), not
-    /// prepared for yet.
+    /// Expected ends or arrivals within [`ENDS_AHEAD_NS`] of `now`
+    /// (monotonic ns), not prepared for yet.
     fn ends_due(&self, cluster: &Cluster, now: i64) -> bool {
-        self.next_ends(cluster).is_some_and(|key| {
-            key.0.saturating_sub(now) <= ENDS_AHEAD_NS && Some(&key) != self.ends_prepared.as_ref()
+        self.next_events(cluster).is_some_and(|key| {
+            key.0.at.saturating_sub(now) <= ENDS_AHEAD_NS
+                && Some(&key) != self.ends_prepared.as_ref()
         })
     }
 
@@ -239,14 +242,15 @@ impl Scheduler {
         self.may_look_ahead(cluster) && (self.turn_due() || self.ends_due(cluster, now))
     }
 
-    /// When (monotonic ns) the next expected ends are to be prepared for:
-    /// [`ENDS_AHEAD_NS`] before them; the server wakes up then.
+    /// When (monotonic ns) the next expected ends and arrivals are to be
+    /// prepared for: [`ENDS_AHEAD_NS`] before them; the server wakes up
+    /// then.
     pub fn ahead_at(&self, cluster: &Cluster) -> Option<i64> {
         if !self.may_look_ahead(cluster) {
             return None;
         }
-        let key = self.next_ends(cluster)?;
-        (Some(&key) != self.ends_prepared.as_ref()).then(|| key.0.saturating_sub(ENDS_AHEAD_NS))
+        let key = self.next_events(cluster)?;
+        (Some(&key) != self.ends_prepared.as_ref()).then(|| key.0.at.saturating_sub(ENDS_AHEAD_NS))
     }
 
     /// Runs the policy on the cluster as it will be at the wake-up it asked
@@ -276,14 +280,14 @@ impl Scheduler {
             }
         }
         if self.ends_due(cluster, now.mono) {
-            if let Some(key) = self.next_ends(cluster) {
+            if let Some(key) = self.next_events(cluster) {
                 // A pass cannot come before now.
-                let at = key.0.max(now.mono);
+                let at = key.0.at.max(now.mono);
                 let then = Now {
                     mono: at,
                     wall: now.wall.saturating_add(at - now.mono),
                 };
-                let view = cluster.view_after(then, &key.1);
+                let view = cluster.view_after(then, &key.0.ending, &key.0.arriving);
                 self.prepare_starts(cluster, &view, at, now, fx);
                 self.ends_prepared = Some(key);
             }

@@ -83,6 +83,7 @@ fn spec(cores: u32) -> JobSpec {
         name: None,
         after: Vec::new(),
         think_ns: None,
+        begin_ns: None,
         array: None,
         gres: Vec::new(),
     }
@@ -630,6 +631,7 @@ fn after(ids: &[u64], think_s: Option<u64>) -> JobSpec {
     JobSpec {
         after: ids.to_vec(),
         think_ns: think_s.map(|t| t * S as u64),
+        begin_ns: None,
         array: None,
         submit_ns: None,
         ..spec(1)
@@ -758,6 +760,7 @@ fn waiting_for_a_job_that_does_not_exist_is_refused() {
         .submit(
             vec![JobSpec {
                 think_ns: Some(1),
+                begin_ns: None,
                 array: None,
                 ..spec(1)
             }],
@@ -1076,6 +1079,7 @@ fn array_tasks_held_for_others_keep_the_limit_across_a_restart() {
                 array: Some(formats::wire::ArraySpec::parse("0-5%2").unwrap()),
                 after: vec![d],
                 think_ns: Some(5 * S as u64),
+                begin_ns: None,
                 ..spec(1)
             }],
             0,
@@ -1650,10 +1654,12 @@ fn the_pass_at_a_jobs_expected_end_is_prepared_with_its_orders() {
         });
         let mut s = Scheduler::new(policy, std::time::Duration::ZERO).looking_ahead(true);
         assert!(s.pass(&mut c, at(0), &mut out));
-        assert_eq!(c.next_ends(0), Some((10 * S, vec![ids[0]])));
-        // Far from the end: nothing to prepare yet, but a time to.
+        let next = c.next_events(0).unwrap();
+        assert_eq!((next.at, next.ending), (10 * S, vec![ids[0]]));
+        // Far from the end (9 s before it): nothing to prepare yet, but a
+        // time to.
         assert!(!s.ahead_due(&c, S));
-        assert_eq!(s.ahead_at(&c), Some(10 * S - 20_000_000));
+        assert_eq!(s.ahead_at(&c), Some(10 * S - 100_000_000));
         out.0.clear();
         let near = Now {
             mono: 10 * S - 5_000_000,
@@ -1676,7 +1682,7 @@ fn the_pass_at_a_jobs_expected_end_is_prepared_with_its_orders() {
         assert!(s.pass(&mut c, at(10), &mut out));
         assert_eq!(starts(&out), ahead, "{base:?}");
         // The view after an end frees what the job held.
-        let v = c.view_after(at(10), &[ids[1]]);
+        let v = c.view_after(at(10), &[ids[1]], &[]);
         let free: u32 = v.nodes.iter().map(|n| n.free_cpus).sum();
         assert_eq!(free, 8);
         assert!(v.active.iter().all(|a| a.job != ids[1]));
@@ -1712,4 +1718,68 @@ fn an_allocation_is_journaled_as_runs_and_comes_back_whole() {
     let mut wrong = runs.clone();
     wrong[0].nodes = 15;
     assert_eq!(c.alloc_of(1, &wrong), None);
+}
+
+/// A job sent ahead with a begin instant (as a replay sends its jobs) is
+/// held out of the queue until then, submitted then, and its start is
+/// prepared ahead of its arrival like a job's after an end.
+#[test]
+fn a_job_sent_ahead_arrives_at_its_begin_and_its_start_is_prepared() {
+    let mut c = cluster();
+    let mut out = Recorder::default();
+    let begin = at(10);
+    let ids = c
+        .submit(
+            vec![JobSpec {
+                begin_ns: Some(begin.wall),
+                ..spec(4)
+            }],
+            0,
+            at(0),
+            &mut out,
+        )
+        .unwrap();
+    let policy = Box::new(Standard {
+        base: Base::Easy,
+        preemption: false,
+    });
+    let mut s = Scheduler::new(policy, std::time::Duration::ZERO).looking_ahead(true);
+    // Held: nothing to start before its begin, which the scheduler wakes
+    // for.
+    assert_eq!(c.jobs[&ids[0]].reason, "BeginTime");
+    assert!(!s.pass(&mut c, at(1), &mut out));
+    assert_eq!(s.due(&c), Some(10 * S));
+    let next = c.next_events(0).unwrap();
+    assert_eq!((next.at, next.arriving), (10 * S, vec![ids[0]]));
+    // Prepared ahead of its arrival.
+    out.0.clear();
+    let near = Now {
+        mono: 10 * S - 5_000_000,
+        wall: begin.wall - 5_000_000,
+    };
+    assert!(s.ahead_due(&c, near.mono));
+    s.prepare_ahead(&c, near, &mut out);
+    let prepared: Vec<StartJob> = out
+        .0
+        .iter()
+        .filter_map(|(_, m)| match m {
+            ToAgent::Prepare { start, .. } => Some(start.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(prepared.len(), 1);
+    // It arrives at its begin, submitted then, and starts as prepared.
+    out.0.clear();
+    assert!(s.pass(&mut c, begin, &mut out));
+    let job = &c.jobs[&ids[0]];
+    assert_eq!((job.state, job.submit_ns), (JobState::Running, begin.wall));
+    let started: Vec<StartJob> = out
+        .0
+        .iter()
+        .filter_map(|(_, m)| match m {
+            ToAgent::Start(s) => Some(s.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(started, prepared);
 }

@@ -14,6 +14,7 @@ mod agents;
 mod lead;
 mod peers;
 mod requests;
+mod timer;
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::time::Instant;
@@ -223,6 +224,8 @@ pub struct Server {
     witnesses: lead::Witnesses,
     /// The record file, read again when a backup takes over.
     record_path: std::path::PathBuf,
+    /// Wakes the server for a pass at its instant, to the microsecond.
+    timer: timer::Precise,
 }
 
 impl Server {
@@ -268,6 +271,7 @@ impl Server {
             mark: Mark::default(),
             witnesses: lead::Witnesses::default(),
             record_path: std::path::PathBuf::new(),
+            timer: timer::Precise::new(),
         };
         server.scheduler.attach(&mut server.cluster);
         // A job whose record is in the file ended, even if the controller
@@ -415,7 +419,7 @@ impl Server {
                 }
                 None => return false,
             },
-            () = tokio::time::sleep_until(next_pass.unwrap_or_else(tokio::time::Instant::now)), if next_pass.is_some() => {
+            () = self.timer.sleep_until(next_pass.unwrap_or_else(tokio::time::Instant::now)), if next_pass.is_some() => {
                 self.pass();
             }
             // Nothing to do here: the loop looks ahead after every wake-up.

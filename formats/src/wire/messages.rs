@@ -32,6 +32,12 @@ pub struct JobSpec {
     /// job's result, thinks, then submits the next. Without, it waits in
     /// the queue from its submission.
     pub think_ns: Option<u64>,
+    /// Not before this instant (CLOCK_REALTIME ns), as Slurm's `--begin`:
+    /// held out of the queue until then, and submitted then (its submit
+    /// instant). A replay sends its jobs a moment ahead so: the controller
+    /// knows them before they come, and a late message never makes a job
+    /// late. `None`: from its submission.
+    pub begin_ns: Option<i64>,
     /// A job array (Slurm's `--array`): this one submission is a task per
     /// index, each a job of its own, at most `limit` of them queued or
     /// running at once (0: no limit).
@@ -561,6 +567,9 @@ pub struct RunSettings {
     /// The controller's witness mark (docs/faults.md): the agent keeps it
     /// and never registers with a controller of a lower term.
     pub mark: Mark,
+    /// Jobs wait under real-time scheduling (`sigsleep --realtime`), so
+    /// that they wake at their deadlines whatever the host's other work.
+    pub realtime: bool,
 }
 
 /// What an agent keeps for the controllers, as a witness of which may

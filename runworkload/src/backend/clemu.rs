@@ -17,7 +17,7 @@ use tracing::{info, warn};
 
 use super::{
     due_jobs, due_orders, followers, next_due, trace_jobs, wall_ns, Applied, Backend, Jobs, Order,
-    Ran, Timed, LEAD, SPIN,
+    Ran, Timed, LEAD, SEND_AHEAD, SPIN,
 };
 use crate::events::{Event, What};
 use crate::progress::{Counts, Progress};
@@ -114,8 +114,20 @@ impl Clemu {
         // last: only the run's own cluster hears that none will come.
         let shared = self.remote.is_some();
         let mut said_no_more = false;
-        while let Some(at) = next_due(jobs, submitted, done) {
-            let due = start + Duration::from_nanos(at.max(0) as u64);
+        // Each job is sent a moment ahead of its deadline, to begin then
+        // (`JobSpec::begin_ns`): the controller knows it before it comes
+        // and has its process ready, and a late message never makes it
+        // late (a follower waits for its job instead).
+        let ahead = SEND_AHEAD.as_nanos() as i64;
+        let sends: Vec<i64> = targets.iter().map(|t| t - ahead).collect();
+        while let Some(at) = next_due(jobs, &sends, submitted, done) {
+            let due = super::at(start, at);
+            // A timed order (a cancellation, an event) is given at its
+            // very instant: tokio's timer counts milliseconds, so the last
+            // ones are waited out by yielding. A job sent ahead needs no
+            // such care.
+            let exact = jobs.timed.get(done).is_some_and(|t| t.at == at);
+            let spin = if exact { SPIN } else { Duration::ZERO };
             loop {
                 let now = Instant::now();
                 if now >= due {
@@ -137,7 +149,7 @@ impl Clemu {
                     }
                     continue;
                 }
-                let wake = (due - SPIN).min(next_view);
+                let wake = (due - spin).min(next_view);
                 tokio::select! {
                     () = tokio::time::sleep_until(wake), if wake > now => {}
                     () = tokio::task::yield_now(), if wake <= now => {}
@@ -151,7 +163,7 @@ impl Clemu {
                 break;
             }
             let now = Instant::now();
-            let batch = due_jobs(order, targets, start, now, &mut submitted);
+            let batch = due_jobs(order, &sends, start, now, &mut submitted);
             let orders = due_orders(jobs.timed, start, now, &mut done);
             if batch.is_empty() {
                 carry_out(&mut session, orders, &ids, &plan.events, &mut applied).await?;
@@ -167,6 +179,8 @@ impl Clemu {
                         .iter()
                         .map(|&i| JobSpec {
                             after: jobs.after[i].map(|p| ids[p]).into_iter().collect(),
+                            // A follower begins when its job has ended.
+                            begin_ns: jobs.after[i].is_none().then(|| started_wall + targets[i]),
                             ..specs[i].clone()
                         })
                         .collect(),

@@ -159,6 +159,10 @@ pub trait Backend: Send + Sync {
 /// Time between taking the start instant and the first deadline, so that
 /// the first jobs are not late by the set-up of the loop itself.
 pub(crate) const LEAD: Duration = Duration::from_millis(200);
+/// How long before its deadline the emulation's replay sends a job, to
+/// begin at the deadline: as far ahead as the controller prepares the
+/// processes of a coming pass.
+pub(crate) const SEND_AHEAD: Duration = Duration::from_millis(100);
 /// The submitter sleeps to this much before a deadline, then yields until
 /// it: tokio's timer has millisecond granularity.
 pub(crate) const SPIN: Duration = Duration::from_millis(2);
@@ -171,6 +175,18 @@ pub(crate) fn wall_ns() -> i64 {
         .unwrap_or(0)
 }
 
+/// The instant `offset` ns from `start` (before it if negative: a job
+/// sent ahead of the first deadline).
+pub(crate) fn at(start: Instant, offset: i64) -> Instant {
+    if offset >= 0 {
+        start + Duration::from_nanos(offset as u64)
+    } else {
+        start
+            .checked_sub(Duration::from_nanos(offset.unsigned_abs()))
+            .unwrap_or(start)
+    }
+}
+
 /// The jobs (indices into the slice), in submission order from `*next`
 /// on, whose deadline has come by `now`; `*next` moves past them.
 pub(crate) fn due_jobs(
@@ -181,9 +197,7 @@ pub(crate) fn due_jobs(
     next: &mut usize,
 ) -> Vec<usize> {
     let mut batch = Vec::new();
-    while *next < order.len()
-        && start + Duration::from_nanos(targets[order[*next]].max(0) as u64) <= now
-    {
+    while *next < order.len() && at(start, targets[order[*next]]) <= now {
         batch.push(order[*next]);
         *next += 1;
     }
@@ -199,17 +213,22 @@ pub(crate) fn due_orders<'t>(
     next: &mut usize,
 ) -> &'t [Timed] {
     let from = *next;
-    while *next < timed.len() && start + Duration::from_nanos(timed[*next].at.max(0) as u64) <= now
-    {
+    while *next < timed.len() && at(start, timed[*next].at) <= now {
         *next += 1;
     }
     &timed[from..*next]
 }
 
 /// The offset of what comes due next: the next submission (`order`
-/// from `submitted` on) or the next timed order (from `done` on).
-pub(crate) fn next_due(jobs: &Jobs<'_>, submitted: usize, done: usize) -> Option<i64> {
-    let submit = jobs.order.get(submitted).map(|&i| jobs.targets[i]);
+/// from `submitted` on), due when `sends` says, or the next timed order
+/// (from `done` on).
+pub(crate) fn next_due(
+    jobs: &Jobs<'_>,
+    sends: &[i64],
+    submitted: usize,
+    done: usize,
+) -> Option<i64> {
+    let submit = jobs.order.get(submitted).map(|&i| sends[i]);
     let timed = jobs.timed.get(done).map(|t| t.at);
     submit.into_iter().chain(timed).min()
 }

@@ -199,14 +199,16 @@ async fn replay(plan: &Plan, run: &Jobs<'_>, dir: &Path, stop: &CancellationToke
     let mut interrupted = false;
     let mut done = 0;
     let mut progress = run.progress(plan);
-    while let Some(at) = next_due(run, submitted, done) {
+    // Slurm's --begin counts whole seconds: jobs are sent at their
+    // deadlines.
+    while let Some(at) = next_due(run, targets, submitted, done) {
         // Where the run stands, as far as the replay knows without asking
         // Slurm (the wait below asks it).
         progress.update(&crate::progress::Counts {
             submitted: submitted as u64,
             ..Default::default()
         });
-        let due = start + Duration::from_nanos(at.max(0) as u64);
+        let due = super::at(start, at);
         let wake = due.checked_sub(SPIN).unwrap_or(due);
         tokio::select! {
             () = tokio::time::sleep_until(wake) => {}
