@@ -261,19 +261,7 @@ pub fn compare(a: &Path, b: &Path, opts: &Options, out: &mut impl Write) -> Resu
             ));
         }
     }
-    if !unlike.is_empty() && !opts.force {
-        bail!(
-            "{} and {} are not the same replay, so their differences would not be the \
-             emulation's: {}; compare runs of one slice, factor, load, config and policy, or \
-             pass --force to compare them anyway",
-            a.display(),
-            b.display(),
-            unlike.join("; ")
-        );
-    }
-    for d in &unlike {
-        eprintln!("calcmets: note: compared though they differ (--force): {d}");
-    }
+    refuse_unlike(a, b, &unlike, opts.force)?;
     // Trace ids when both runs say which trace job each of theirs replays:
     // a run on a cluster others used too does not number its jobs from 1.
     // (A trace may number two jobs alike, or none: then ids, as a fresh
@@ -415,7 +403,7 @@ pub fn compare(a: &Path, b: &Path, opts: &Options, out: &mut impl Write) -> Resu
 /// --replicas`), agree: metric by metric, each side's mean with its 95 %
 /// interval across its replicas, and whether the intervals overlap. The
 /// replicas of each side must be the same replay as the other side's.
-/// Returns whether every metric agrees.
+/// Metrics apart are a finding, said, not a failure: returns true.
 fn compare_sets(
     (a, a_dirs): (&Path, &[std::path::PathBuf]),
     (b, b_dirs): (&Path, &[std::path::PathBuf]),
@@ -429,19 +417,7 @@ fn compare_sets(
     };
     let (first_a, first_b) = (side(&a_dirs[0])?, side(&b_dirs[0])?);
     let unlike = crate::alike::differences(&first_a, &first_b);
-    if !unlike.is_empty() && !opts.force {
-        bail!(
-            "{} and {} are not the same replay, so their differences would not be the \
-             emulation's: {}; compare runs of one slice, factor, load, config and policy, or \
-             pass --force to compare them anyway",
-            a.display(),
-            b.display(),
-            unlike.join("; ")
-        );
-    }
-    for d in &unlike {
-        eprintln!("calcmets: note: compared though they differ (--force): {d}");
-    }
+    refuse_unlike(a, b, &unlike, opts.force)?;
     let summaries = |dirs: &[std::path::PathBuf]| -> Result<Vec<Summary>> {
         dirs.iter()
             .map(|d| load(d, opts.clock, None).map(|r| r.summary))
@@ -550,7 +526,26 @@ fn compare_sets(
             )?;
         }
     }
-    Ok(all_agree)
+    Ok(true)
+}
+
+/// Refuses runs that are not the same replay, saying what differs; with
+/// `force`, says it and goes on.
+fn refuse_unlike(a: &Path, b: &Path, unlike: &[String], force: bool) -> Result<()> {
+    if !unlike.is_empty() && !force {
+        bail!(
+            "{} and {} are not the same replay, so their differences would not be the \
+             emulation's: {}; compare runs of one slice, factor, load, config and policy, or \
+             pass --force to compare them anyway",
+            a.display(),
+            b.display(),
+            unlike.join("; ")
+        );
+    }
+    for d in unlike {
+        eprintln!("calcmets: note: compared though they differ (--force): {d}");
+    }
+    Ok(())
 }
 
 /// a − b, and that relative to b.

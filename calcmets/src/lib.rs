@@ -136,13 +136,7 @@ fn metrics_of(args: &MetricsArgs) -> Result<Outcome> {
     }
     let mut warnings = Vec::new();
     let plan = runs::plan(&args.inputs, &args.swf, args.merge, &mut warnings)?;
-    let clocks = clock::choose(
-        args.clock,
-        &plan
-            .iter()
-            .map(|r| (r.name.as_str(), r.trace_clock, r.is_trace()))
-            .collect::<Vec<_>>(),
-    )?;
+    let clocks = runs::clocks(&plan, args.clock)?;
     // A trace beside replays of it is counted as they replayed it: the
     // same jobs, the same statuses counted, the same cores.
     let replay_dirs: Vec<&Path> = plan

@@ -286,6 +286,17 @@ fn results_dir(dir: &Path) -> Result<Run> {
     Ok(run)
 }
 
+/// The clock each of `runs` is read in ([`crate::clock::choose`]).
+pub fn clocks(runs: &[Run], asked: Option<ClockKind>) -> Result<Vec<Clock>> {
+    crate::clock::choose(
+        asked,
+        &runs
+            .iter()
+            .map(|r| (r.name.as_str(), r.trace_clock, r.is_trace()))
+            .collect::<Vec<_>>(),
+    )
+}
+
 impl Run {
     /// What the run's manifest tells: cores, τ, devices, its trace clock.
     fn take_manifest(&mut self, m: &Manifest) {

@@ -132,16 +132,13 @@ fn replicas_of_the_emulation_and_of_a_perturbed_twin_compare_by_their_intervals(
         .arg(twin.join("shrink-100"))
         .output()
         .unwrap();
-    assert!(
-        matches!(o.status.code(), Some(0 | 1)),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    // Metrics apart are a finding, not an error: said, with exit 0.
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let f: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(f["a"]["replicas"], 2, "{f:#}");
     assert_eq!(f["b"]["replicas"], 3, "{f:#}");
     let wait = &f["metrics"]["wait_mean"];
     assert!(wait["agree"].is_boolean(), "{f:#}");
     assert_eq!(wait["b"]["replicas"], 3, "{f:#}");
-    assert_eq!(o.status.code() == Some(0), f["all_agree"] == true);
+    assert!(f["all_agree"].is_boolean(), "{f:#}");
 }

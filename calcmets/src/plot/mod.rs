@@ -32,7 +32,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use crate::clock::{self, ClockKind};
+use crate::clock::ClockKind;
 use crate::inputs;
 use crate::metrics::{class_label, job_figures, size_class, Exclusion, JobFigures, JobView};
 use crate::runs::{self, RunInput};
@@ -213,13 +213,7 @@ fn load(args: &PlotArgs) -> Result<Vec<Run>> {
     for w in &warnings {
         eprintln!("calcmets: warning: {w}");
     }
-    let clocks = clock::choose(
-        args.clock,
-        &plan
-            .iter()
-            .map(|r| (r.name.as_str(), r.trace_clock, r.is_trace()))
-            .collect::<Vec<_>>(),
-    )?;
+    let clocks = runs::clocks(&plan, args.clock)?;
     for (run, clock) in plan.into_iter().zip(clocks) {
         let RunInput::Records(sources) = &run.input else {
             continue;

@@ -1535,33 +1535,44 @@ fn devices_are_never_held_twice_whatever_happens() {
     }
 }
 
+/// The start orders sent.
+fn starts(out: &Recorder) -> Vec<StartJob> {
+    out.0
+        .iter()
+        .filter_map(|(_, m)| match m {
+            ToAgent::Start(s) => Some(s.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The processes asked for ahead, each with how long it waits to be
+/// claimed (ms).
+fn prepared_within(out: &Recorder) -> Vec<(StartJob, u32)> {
+    out.0
+        .iter()
+        .filter_map(|(_, m)| match m {
+            ToAgent::Prepare {
+                start,
+                claim_within_ms,
+            } => Some((start.clone(), *claim_within_ms)),
+            _ => None,
+        })
+        .collect()
+}
+
 /// Before a gang turn, the processes of the jobs it will start are asked
 /// for ahead, once, with the very orders the turn then sends; a scheduler
 /// not asked to look ahead asks for none.
 #[test]
 fn a_gang_turn_sends_the_start_orders_its_processes_were_prepared_with() {
-    let starts = |out: &Recorder| -> Vec<StartJob> {
-        out.0
-            .iter()
-            .filter_map(|(_, m)| match m {
-                ToAgent::Start(s) => Some(s.clone()),
-                _ => None,
-            })
-            .collect()
-    };
     let prepared = |out: &Recorder| -> Vec<StartJob> {
-        out.0
-            .iter()
-            .filter_map(|(_, m)| match m {
-                ToAgent::Prepare {
-                    start,
-                    claim_within_ms,
-                } => {
-                    // The turn is 1 s away; the pass may come late.
-                    assert!(*claim_within_ms >= 2_000, "{claim_within_ms}");
-                    Some(start.clone())
-                }
-                _ => None,
+        prepared_within(out)
+            .into_iter()
+            .map(|(start, claim_within_ms)| {
+                // The turn is 1 s away; the pass may come late.
+                assert!(claim_within_ms >= 2_000, "{claim_within_ms}");
+                start
             })
             .collect()
     };
@@ -1620,22 +1631,7 @@ fn a_gang_turn_sends_the_start_orders_its_processes_were_prepared_with() {
 #[test]
 fn the_pass_at_a_jobs_expected_end_is_prepared_with_its_orders() {
     let prepared = |out: &Recorder| -> Vec<StartJob> {
-        out.0
-            .iter()
-            .filter_map(|(_, m)| match m {
-                ToAgent::Prepare { start, .. } => Some(start.clone()),
-                _ => None,
-            })
-            .collect()
-    };
-    let starts = |out: &Recorder| -> Vec<StartJob> {
-        out.0
-            .iter()
-            .filter_map(|(_, m)| match m {
-                ToAgent::Start(s) => Some(s.clone()),
-                _ => None,
-            })
-            .collect()
+        prepared_within(out).into_iter().map(|(s, _)| s).collect()
     };
     for base in [Base::Fcfs, Base::Easy] {
         let mut c = cluster();
@@ -1759,27 +1755,12 @@ fn a_job_sent_ahead_arrives_at_its_begin_and_its_start_is_prepared() {
     };
     assert!(s.ahead_due(&c, near.mono));
     s.prepare_ahead(&c, near, &mut out);
-    let prepared: Vec<StartJob> = out
-        .0
-        .iter()
-        .filter_map(|(_, m)| match m {
-            ToAgent::Prepare { start, .. } => Some(start.clone()),
-            _ => None,
-        })
-        .collect();
+    let prepared: Vec<StartJob> = prepared_within(&out).into_iter().map(|(s, _)| s).collect();
     assert_eq!(prepared.len(), 1);
     // It arrives at its begin, submitted then, and starts as prepared.
     out.0.clear();
     assert!(s.pass(&mut c, begin, &mut out));
     let job = &c.jobs[&ids[0]];
     assert_eq!((job.state, job.submit_ns), (JobState::Running, begin.wall));
-    let started: Vec<StartJob> = out
-        .0
-        .iter()
-        .filter_map(|(_, m)| match m {
-            ToAgent::Start(s) => Some(s.clone()),
-            _ => None,
-        })
-        .collect();
-    assert_eq!(started, prepared);
+    assert_eq!(starts(&out), prepared);
 }
