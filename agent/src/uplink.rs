@@ -24,7 +24,7 @@ use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context, Result};
 use formats::wire::{
-    Conn, Exit, FromAgent, Held, HostReport, Mark, RunSettings, ToAgent, WireError,
+    Conn, Exit, FromAgent, Held, HostReport, Mark, RunSettings, Standing, ToAgent, WireError,
 };
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
@@ -37,7 +37,7 @@ use crate::node::{self, NodeCmd, NodeContext, NodeHandle};
 use crate::records::Spool;
 use crate::resources;
 use crate::spawn::Launcher;
-use crate::witness::Witness;
+use crate::witness::{Kept, Witness};
 
 /// How long an agent waits for the answer to its registration (a backup
 /// taking over holds it while it gathers a majority).
@@ -72,8 +72,15 @@ pub async fn serve<T: AsyncRead + AsyncWrite + Unpin>(
     spec: AgentSpec,
     shutdown: CancellationToken,
 ) -> Result<()> {
-    let Registration::Accepted(settings) =
-        register(&mut conn, &spec, Vec::new(), Vec::new(), Mark::default()).await?
+    let Registration::Accepted(settings) = register(
+        &mut conn,
+        &spec,
+        Vec::new(),
+        Vec::new(),
+        Mark::default(),
+        false,
+    )
+    .await?
     else {
         bail!("the controller sent its own agent elsewhere");
     };
@@ -189,6 +196,9 @@ async fn find(
     order.extend(list.iter().filter(|a| Some(a.as_str()) == lost));
     let mut tried = std::collections::HashSet::new();
     let mut why: Vec<String> = Vec::new();
+    // Whether a controller answered, and did not take this agent: then
+    // what the agent holds, and what would let it go on, are said too.
+    let mut answered = false;
     while let Some(addr) = order.pop_front() {
         if !tried.insert(addr) {
             continue;
@@ -206,25 +216,33 @@ async fn find(
             jobs.clone(),
             records.clone(),
             witness.mark(),
+            witness.bound(),
         )
         .await
         {
             Ok(Registration::Accepted(settings)) => {
-                if witness.keep(settings.mark)? {
-                    info!(controller = %addr, term = settings.mark.term, "registered");
-                    return Ok(Ok((conn, settings, addr.clone())));
+                let offered = settings.mark;
+                answered = true;
+                match witness.keep(offered, addr)? {
+                    Kept::Kept => {
+                        info!(controller = %addr, cluster = %offered.cluster, term = offered.term, "registered");
+                        return Ok(Ok((conn, settings, addr.clone())));
+                    }
+                    Kept::Past => why.push(format!(
+                        "controller {addr} took it at term {}, a past term for this agent",
+                        offered.term
+                    )),
+                    Kept::OtherCluster => why.push(format!(
+                        "controller {addr} took it for cluster {}, another cluster",
+                        offered.cluster
+                    )),
                 }
-                why.push(format!("controller {addr} is of a past term"));
-                warn!(
-                    controller = %addr,
-                    term = settings.mark.term,
-                    known = witness.mark().term,
-                    "a controller of a past term took this agent: leaving it"
-                );
+                warn!(controller = %addr, "{}: leaving it", why.last().map(String::as_str).unwrap_or_default());
             }
-            Ok(Registration::Elsewhere(primary)) => {
-                why.push(format!("controller {addr} does not lead"));
-                if let Some(p) = list.iter().find(|a| **a == primary) {
+            Ok(Registration::Elsewhere(standing)) => {
+                answered = true;
+                why.push(format!("controller {addr} is {standing}"));
+                if let Some(p) = list.iter().find(|a| **a == standing.primary) {
                     order.push_front(p);
                 }
             }
@@ -232,12 +250,35 @@ async fn find(
             Err(e) => why.push(format!("controller {addr}: {e:#}")),
         }
     }
+    if answered {
+        why.push(held_and_remedy(witness));
+    }
     Ok(Err(why.join("; ")))
+}
+
+/// What an agent no controller took holds, and what would let it go on
+/// (docs/faults.md, "When an agent will not register").
+fn held_and_remedy(witness: &Witness) -> String {
+    let m = witness.mark();
+    if m.cluster.is_none() {
+        return "this agent holds no mark: it registers with whichever controller leads".into();
+    }
+    if witness.bound() {
+        format!(
+            "this agent holds {m}, the cluster it serves since it started: it registers with              that cluster's primary of term {} or later; a controller of another cluster              takes it only once the agent is restarted",
+            m.term
+        )
+    } else {
+        format!(
+            "this agent holds {m}, read from its record directory: it registers with that              cluster's primary of term {} or later, or with a controller of another cluster              (the mark then set aside)",
+            m.term
+        )
+    }
 }
 
 enum Registration {
     Accepted(RunSettings),
-    Elsewhere(String),
+    Elsewhere(Standing),
 }
 
 /// Sends the registration and returns the controller's answer. A refusal
@@ -248,6 +289,7 @@ async fn register<T: AsyncRead + AsyncWrite + Unpin>(
     jobs: Vec<(u64, Held)>,
     records: Vec<u8>,
     mark: Mark,
+    bound: bool,
 ) -> Result<Registration> {
     conn.send(&FromAgent::Register {
         host: spec.host.clone(),
@@ -257,6 +299,7 @@ async fn register<T: AsyncRead + AsyncWrite + Unpin>(
         jobs,
         records,
         mark,
+        bound,
     })
     .await
     .context("cannot register")?;
@@ -563,13 +606,14 @@ impl Agent {
                         }
                         Ok(ToAgent::Ping) => {}
                         Ok(ToAgent::Mark(m)) => {
-                            match self.witness.keep(m) {
-                                Ok(true) => {
+                            match self.witness.keep(m, &self.controller) {
+                                Ok(Kept::Kept) => {
                                     if let Err(e) = conn.send(&FromAgent::Marked(m)).await {
                                         return SessionEnd::Lost(e.to_string());
                                     }
                                 }
-                                Ok(false) => return SessionEnd::Lost(format!("a mark of past term {}", m.term)),
+                                Ok(Kept::Past) => return SessionEnd::Lost(format!("a mark of past term {}", m.term)),
+                                Ok(Kept::OtherCluster) => return SessionEnd::Lost(format!("a mark of another cluster, {}", m.cluster)),
                                 Err(e) => return SessionEnd::Lost(format!("{e:#}")),
                             }
                         }
@@ -641,6 +685,9 @@ impl Agent {
         shutdown: &CancellationToken,
     ) -> Result<Option<Conn<TcpStream>>> {
         let mut pause = Duration::from_millis(100);
+        // Said at once, then every few seconds: a takeover is normally
+        // over before the first line would repeat.
+        let mut next_say = Instant::now() + Duration::from_secs(1);
         loop {
             let (jobs, records) = self.held();
             let fence_at = self.fence_at();
@@ -666,7 +713,14 @@ impl Agent {
                     return Ok(Some(conn));
                 }
                 Some(Err(e)) => return Err(e),
-                Some(Ok(Err(why))) => debug!("{why}"),
+                Some(Ok(Err(why))) => {
+                    if Instant::now() >= next_say {
+                        next_say = Instant::now() + crate::UNREACHABLE_REPEAT;
+                        warn!("no controller takes this agent: {why}");
+                    } else {
+                        debug!("{why}");
+                    }
+                }
                 None => self.fence(),
             }
             // Jobs that end while the controller is away are noted.

@@ -377,7 +377,10 @@ async fn client_command(cli: &Cli, shutdown: &CancellationToken) -> Result<Outco
     };
     let json = cli.format == Format::Json;
     let mut session = client::Session::open(&addr, &secret).await?;
-    if matches!(req, Request::Stats | Request::Hosts | Request::Shutdown) {
+    if matches!(
+        req,
+        Request::Stats | Request::Hosts | Request::Nodes | Request::Shutdown
+    ) {
         session.to_leader().await?;
     }
     let resp = session.call(&req).await?;

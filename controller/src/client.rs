@@ -46,8 +46,9 @@ pub fn secret(config: &Cluster, flag: Option<&Path>) -> Result<Vec<u8>> {
     agent::secret(path)
 }
 
-/// How long a client with several controllers looks for the one that
-/// leads before it gives up: a takeover takes seconds.
+/// How long a client looks for a controller that leads before it gives
+/// up: a takeover takes seconds (`takeover_timeout_s`, 3 by default, then
+/// the agents' votes), and no answer during one is fatal.
 const PATIENCE: Duration = Duration::from_secs(60);
 
 /// How long a controller that accepted a connection may take to answer
@@ -56,50 +57,80 @@ const HANDSHAKE: Duration = Duration::from_secs(2);
 
 /// An authenticated client connection, for many requests in a row, to
 /// whichever controller of a list leads. A backup's answer names its
-/// primary, and the session moves there; a lost connection sends it round
-/// the list (for up to [`PATIENCE`]) and the request is asked again, which
-/// is safe: a submission carries its key ([`formats::wire::submit_key`]).
+/// primary, and the session moves there; while none leads (a takeover
+/// under way), or after a lost connection, it goes round the list (for up
+/// to [`PATIENCE`]) and the request is asked again, which is safe: a
+/// submission carries its key ([`formats::wire::submit_key`]). Only the
+/// patience running out is fatal, and the error says what each controller
+/// answered.
 pub struct Session {
     addrs: Vec<String>,
     /// The one connected, in `addrs`.
     at: usize,
     conn: Conn<TcpStream>,
     secret: Vec<u8>,
+    /// What each controller last answered while none led.
+    heard: std::collections::BTreeMap<String, String>,
+}
+
+/// Why a controller could not be reached, and whether nothing listens
+/// there at all (no controller process: no election can be under way).
+struct Unreached {
+    refused: bool,
+    error: anyhow::Error,
 }
 
 async fn open_one(addr: &str, secret: &[u8]) -> Result<Conn<TcpStream>> {
+    open_one_why(addr, secret).await.map_err(|u| u.error)
+}
+
+async fn open_one_why(addr: &str, secret: &[u8]) -> Result<Conn<TcpStream>, Unreached> {
+    let other = |error| Unreached {
+        refused: false,
+        error,
+    };
     // A controller whose host is cut off must not hold the client back
     // from the others.
     let stream = tokio::time::timeout(Duration::from_secs(2), TcpStream::connect(addr))
         .await
-        .map_err(|_| anyhow!("cannot reach the controller at {addr}: no answer in 2 s"))?
+        .map_err(|_| {
+            other(anyhow!(
+                "cannot reach the controller at {addr}: no answer in 2 s"
+            ))
+        })?
         .map_err(|e| match e.kind() {
             // The usual case: no controller was started, or it stopped.
-            std::io::ErrorKind::ConnectionRefused => anyhow!(
-                "no controller listens at {addr} (connection refused): start one with \
-                 `controller serve --config FILE` (`--detach` to have it in the background)"
-            ),
-            _ => anyhow!("cannot reach the controller at {addr}: {e}"),
+            std::io::ErrorKind::ConnectionRefused => Unreached {
+                refused: true,
+                error: anyhow!(
+                    "no controller listens at {addr} (connection refused): start one with \
+                     `controller serve --config FILE` (`--detach` to have it in the background)"
+                ),
+            },
+            _ => other(anyhow!("cannot reach the controller at {addr}: {e}")),
         })?;
-    stream.set_nodelay(true)?;
+    stream.set_nodelay(true).map_err(|e| other(e.into()))?;
     let mut conn = Conn::new(stream);
     // The kernel of a host that hangs still accepts the connection;
     // nothing answers the handshake.
     tokio::time::timeout(HANDSHAKE, wire::connect(&mut conn, secret, Role::Client))
         .await
         .map_err(|_| {
-            anyhow!(
+            other(anyhow!(
                 "controller {addr}: accepted the connection, but no answer in {} s",
                 HANDSHAKE.as_secs()
-            )
+            ))
         })?
-        .map_err(|e| anyhow!("controller {addr}: {e}"))?;
+        .map_err(|e| other(anyhow!("controller {addr}: {e}")))?;
     Ok(conn)
 }
 
 impl Session {
     /// Connects to the first controller of `addrs` (comma-separated) that
-    /// answers.
+    /// answers. With several, and one of them there but not answering (a
+    /// host hung or cut off, maybe while another takes over), round the
+    /// list for up to [`PATIENCE`]; when nothing listens at any of them,
+    /// at once.
     pub async fn open(addrs: &str, secret: &[u8]) -> Result<Session> {
         let addrs: Vec<String> = addrs
             .split(',')
@@ -107,21 +138,40 @@ impl Session {
             .filter(|a| !a.is_empty())
             .map(String::from)
             .collect();
-        let mut failed = None;
-        for (at, addr) in addrs.iter().enumerate() {
-            match open_one(addr, secret).await {
-                Ok(conn) => {
-                    return Ok(Session {
-                        addrs,
-                        at,
-                        conn,
-                        secret: secret.to_vec(),
-                    })
+        let deadline = Instant::now() + PATIENCE;
+        let mut heard = std::collections::BTreeMap::new();
+        loop {
+            let mut failed = None;
+            let mut all_refused = true;
+            for (at, addr) in addrs.iter().enumerate() {
+                match open_one_why(addr, secret).await {
+                    Ok(conn) => {
+                        return Ok(Session {
+                            addrs,
+                            at,
+                            conn,
+                            secret: secret.to_vec(),
+                            heard: std::collections::BTreeMap::new(),
+                        })
+                    }
+                    Err(u) => {
+                        all_refused &= u.refused;
+                        heard.insert(addr.clone(), format!("{:#}", u.error));
+                        failed = Some(u.error);
+                    }
                 }
-                Err(e) => failed = Some(e),
             }
+            let Some(failed) = failed else {
+                bail!("no controller address given");
+            };
+            if addrs.len() < 2 || all_refused {
+                return Err(failed);
+            }
+            if Instant::now() >= deadline {
+                bail!(no_leader(&addrs, &heard));
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
         }
-        Err(failed.unwrap_or_else(|| anyhow!("no controller address given")))
     }
 
     /// The address of the controller this session talks to.
@@ -149,12 +199,20 @@ impl Session {
             };
             match answer {
                 // A backup acted on nothing: the request goes to the
-                // primary it names, or round the list.
-                Ok(Response::NotPrimary(primary))
-                    if self.addrs.len() > 1 || !primary.is_empty() =>
-                {
+                // primary it names, or round the list (to this one again,
+                // with no other), until one leads.
+                Ok(Response::NotPrimary(primary)) => {
+                    let here = self.addrs[self.at].clone();
+                    self.heard.insert(
+                        here,
+                        if primary.is_empty() {
+                            "does not lead, and follows no primary".into()
+                        } else {
+                            format!("does not lead; it follows {primary}")
+                        },
+                    );
                     if Instant::now() >= deadline {
-                        return Ok(Response::NotPrimary(primary));
+                        bail!(no_leader(&self.addrs, &self.heard));
                     }
                     if !self.addrs.contains(&primary) && !primary.is_empty() {
                         self.addrs.push(primary.clone());
@@ -165,12 +223,18 @@ impl Session {
                     // yet.
                     let pause = if hint.is_none() { 100 } else { 20 };
                     tokio::time::sleep(Duration::from_millis(pause)).await;
+                    let hint = hint.or((self.addrs.len() == 1).then_some(0));
                     self.move_on(hint, deadline).await?;
                 }
-                Ok(resp) => return Ok(resp),
+                Ok(resp) => {
+                    self.heard.clear();
+                    return Ok(resp);
+                }
                 Err(e) if self.addrs.len() > 1 => {
                     warn!("{e:#}: looking for the controller that leads");
-                    self.move_on(None, deadline).await.map_err(|_| e)?;
+                    self.heard
+                        .insert(self.addrs[self.at].clone(), format!("{e:#}"));
+                    self.move_on(None, deadline).await?;
                 }
                 Err(e) => return Err(e),
             }
@@ -213,15 +277,20 @@ impl Session {
         loop {
             for _ in 0..n {
                 let addr = &self.addrs[next];
-                if let Ok(conn) = open_one(addr, &self.secret).await {
-                    self.conn = conn;
-                    self.at = next;
-                    return Ok(());
+                match open_one(addr, &self.secret).await {
+                    Ok(conn) => {
+                        self.conn = conn;
+                        self.at = next;
+                        return Ok(());
+                    }
+                    Err(e) => {
+                        self.heard.insert(addr.clone(), format!("{e:#}"));
+                    }
                 }
                 next = (next + 1) % n;
             }
             if Instant::now() >= deadline {
-                bail!("no controller of {} answers", self.addrs.join(","));
+                bail!(no_leader(&self.addrs, &self.heard));
             }
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
@@ -263,6 +332,25 @@ impl Session {
             }
         }
     }
+}
+
+/// The error of a client that found no controller leading in time: what
+/// each answered last.
+fn no_leader(addrs: &[String], heard: &std::collections::BTreeMap<String, String>) -> String {
+    let said: Vec<String> = addrs
+        .iter()
+        .map(|a| match heard.get(a) {
+            Some(h) if h.starts_with("does not lead") => format!("{a} {h}"),
+            Some(h) => h.clone(),
+            None => format!("{a} was not asked"),
+        })
+        .collect();
+    format!(
+        "no controller led within {} s: {} (a takeover needs a majority of the agent hosts; \
+         `controller --addr ADDR stats` shows where each stands)",
+        PATIENCE.as_secs(),
+        said.join("; ")
+    )
 }
 
 /// How often a client with several controllers, waiting for an answer,

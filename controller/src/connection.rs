@@ -76,6 +76,7 @@ async fn agent<T: AsyncRead + AsyncWrite + Unpin>(
         jobs,
         records,
         mark,
+        bound,
     } = first
     else {
         return Err("an agent spoke before registering".into());
@@ -95,6 +96,7 @@ async fn agent<T: AsyncRead + AsyncWrite + Unpin>(
             jobs,
             records,
             mark,
+            bound,
             link,
             reply,
         })))
@@ -257,7 +259,12 @@ async fn backup<T: AsyncRead + AsyncWrite + Unpin>(
         .await
         .map_err(|_| "no hello from the backup".to_string())?
         .map_err(|e| e.to_string())?;
-    let FromBackup::Hello { address, held } = first else {
+    let FromBackup::Hello {
+        address,
+        held,
+        cluster,
+    } = first
+    else {
         return Err("a backup spoke before saying hello".into());
     };
     let id = replication::next_id();
@@ -268,6 +275,7 @@ async fn backup<T: AsyncRead + AsyncWrite + Unpin>(
             id,
             address: address.clone(),
             held,
+            cluster,
             link,
         })
         .await

@@ -21,7 +21,7 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use formats::wire::{self, BackupLag, Conn, Response, Role, ToAgent, WireError};
+use formats::wire::{self, BackupLag, ClusterId, Conn, Response, Role, ToAgent, WireError};
 use serde::{Deserialize, Serialize};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot};
@@ -45,6 +45,7 @@ pub enum FromPrimary {
     Snapshot {
         seq: u64,
         term: u64,
+        cluster: ClusterId,
         jobs: u64,
         head: Head,
     },
@@ -66,9 +67,14 @@ pub enum FromPrimary {
 /// What a backup sends its primary.
 #[derive(Debug, Serialize, Deserialize)]
 pub enum FromBackup {
-    /// First message: who it is, and the term of the state it holds (a
-    /// primary of an earlier term steps down).
-    Hello { address: String, held: u64 },
+    /// First message: who it is, and the term of the state it holds and
+    /// of which cluster (a primary of an earlier term of the same cluster
+    /// steps down).
+    Hello {
+        address: String,
+        held: u64,
+        cluster: ClusterId,
+    },
     /// It holds every entry up to this one.
     Ack(u64),
 }
@@ -79,8 +85,10 @@ pub enum FromBackup {
 pub struct Status {
     /// It is the primary, or the only controller.
     pub leads: std::sync::atomic::AtomicBool,
-    /// The term of the state it holds.
+    /// The term of the state it holds, and the cluster's identity (0:
+    /// none yet).
     pub held: AtomicU64,
+    pub cluster: AtomicU64,
 }
 
 pub type BackupId = u64;
@@ -297,6 +305,7 @@ impl Backups {
 pub fn snapshot(
     seq: u64,
     term: u64,
+    cluster: ClusterId,
     head: Head,
     jobs: impl ExactSizeIterator<Item = JobImage>,
     link: &mpsc::UnboundedSender<FromPrimary>,
@@ -304,6 +313,7 @@ pub fn snapshot(
     let _ = link.send(FromPrimary::Snapshot {
         seq,
         term,
+        cluster,
         jobs: jobs.len() as u64,
         head,
     });
@@ -340,8 +350,9 @@ pub async fn follow(
             }
         }
         let held = status.held.load(Ordering::Relaxed);
+        let cluster = ClusterId(status.cluster.load(Ordering::Relaxed));
         let (why, followed) = tokio::select! {
-            r = follow_once(primary, &me, held, &secret, &events) => r,
+            r = follow_once(primary, &me, (held, cluster), &secret, &events) => r,
             () = done.cancelled() => return,
         };
         if followed {
@@ -366,7 +377,7 @@ pub async fn follow(
 async fn follow_once(
     primary: &str,
     me: &str,
-    held: u64,
+    (held, cluster): (u64, ClusterId),
     secret: &[u8],
     events: &mpsc::Sender<Event>,
 ) -> (String, bool) {
@@ -383,6 +394,7 @@ async fn follow_once(
     let hello = FromBackup::Hello {
         address: me.to_string(),
         held,
+        cluster,
     };
     if let Err(e) = conn.send(&hello).await {
         return (e.to_string(), false);
@@ -397,14 +409,15 @@ async fn follow_once(
             Ok(Err(e)) => return (e.to_string(), false),
             Err(_) => return ("no answer".into(), false),
         };
-    let term = match &first {
-        FromPrimary::Snapshot { term, .. } => *term,
-        _ => 0,
+    let (term, cluster) = match &first {
+        FromPrimary::Snapshot { term, cluster, .. } => (*term, *cluster),
+        _ => (0, ClusterId::default()),
     };
     let (link, mut to_primary) = mpsc::unbounded_channel();
     let up = Event::PrimaryUp {
         address: primary.to_string(),
         term,
+        cluster,
         link,
     };
     if events.send(up).await.is_err() || events.send(Event::Copy(first)).await.is_err() {

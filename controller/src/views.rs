@@ -255,6 +255,8 @@ pub fn stats_json(s: &ClusterStats) -> serde_json::Value {
             "address": s.replication.address,
             "primary": s.replication.primary,
             "term": s.replication.term,
+            "cluster": (!s.replication.cluster.is_none()).then(|| s.replication.cluster.to_string()),
+            "turned_away": s.replication.turned_away,
             "journal_seq": s.replication.seq,
             "backups": s.replication.backups.iter().map(|b| json!({
                 "address": b.address,
@@ -288,6 +290,9 @@ pub fn replication_line(r: &formats::wire::Replication) -> String {
     if r.role == "primary" && r.backups.is_empty() {
         line.push_str("; no backup attached");
     }
+    for t in &r.turned_away {
+        let _ = write!(line, "; turned away {t}");
+    }
     line
 }
 
@@ -316,6 +321,10 @@ pub fn stats_table(s: &ClusterStats) -> String {
                 r.role, r.address, r.term, r.seq
             ),
         );
+        line(&mut out, "cluster", r.cluster.to_string());
+        for t in &r.turned_away {
+            line(&mut out, "turned away", t.clone());
+        }
         if r.role == "backup" {
             line(&mut out, "primary", r.primary.clone());
         }

@@ -41,8 +41,10 @@ use tokio_util::codec::{Decoder, Encoder, Framed, LengthDelimitedCodec};
 /// 10: a client says it has submitted its last job ([`Request::NoMoreJobs`]).
 /// 11: a job's process may be started ahead of its start, held
 /// ([`ToAgent::Prepare`]). 12: jobs may wait under real-time scheduling
-/// ([`RunSettings::realtime`]).
-pub const PROTOCOL: u32 = 12;
+/// ([`RunSettings::realtime`]). 13: marks name their cluster, a
+/// controller that turns an agent away says where it stands
+/// ([`Standing`]).
+pub const PROTOCOL: u32 = 13;
 /// Largest frame a server accepts from an authenticated peer (a batch of
 /// records can be large).
 pub const MAX_FRAME: usize = 16 << 20;

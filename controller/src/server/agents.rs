@@ -21,6 +21,7 @@ impl Server {
             jobs,
             records,
             mark,
+            bound: _,
             link,
             reply,
         } = up;
@@ -37,12 +38,16 @@ impl Server {
         if mark.term > self.term {
             // A controller of a later term led this agent: this one is
             // stale, and must not act any more.
-            let _ = reply.send(Err(ToAgent::Elsewhere(String::new())));
-            return self.step_down(&format!(
-                "agent {host} has seen term {}, this controller is at {}",
-                mark.term, self.term
-            ));
+            let why = format!(
+                "the agent holds {mark}, later than this controller's term {}",
+                self.term
+            );
+            self.turn_away(&host, &why);
+            self.step_down(&format!("agent {host}: {why}"));
+            let _ = reply.send(Err(ToAgent::Elsewhere(self.standing(why))));
+            return;
         }
+        self.turned_away.remove(&host);
         // Linked first: reconciling may already have orders for it.
         self.links.insert(agent, link);
         let ends = match self.cluster.agent_up(

@@ -18,36 +18,42 @@ use std::path::Path;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
-use formats::wire::{Mark, ToAgent};
+use formats::wire::{ClusterId, Mark, Standing, ToAgent};
 use tracing::{error, info, warn};
 
 use super::{AgentUp, Place, Server};
 use crate::core::AgentId;
 use crate::replication::Backups;
 
-/// Name of the file in the state directory that holds the terms.
+/// Name of the file in the state directory that holds the terms and the
+/// cluster's identity.
 const TERM_FILE: &str = "term";
 
 /// What a controller keeps of terms: the highest it has seen (a new one
 /// is taken above it), and the term of the state it holds (the last term
 /// whose primary it was, backed, or whose copy it installed), which is
-/// what agents judge a candidate by.
+/// what agents judge a candidate by; and the cluster whose history that
+/// state is (none before it led or copied anything). The three are kept
+/// in one file, written whole: a state directory never pairs one
+/// cluster's terms with another's identity.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Terms {
     pub seen: u64,
     pub held: u64,
+    pub cluster: ClusterId,
 }
 
-/// The terms kept in `dir` (0 before any).
+/// The terms kept in `dir` (0 and no cluster before any).
 pub fn load_terms(dir: &Path) -> Terms {
     let text = std::fs::read_to_string(dir.join(TERM_FILE)).unwrap_or_default();
-    let mut it = text
-        .split_whitespace()
-        .map(|t| t.parse::<u64>().unwrap_or(0));
-    let seen = it.next().unwrap_or(0);
+    let mut it = text.split_whitespace();
+    let mut num = || it.next().and_then(|t| t.parse::<u64>().ok()).unwrap_or(0);
+    let seen = num();
+    let held = num().min(seen);
     Terms {
         seen,
-        held: it.next().unwrap_or(0).min(seen),
+        held,
+        cluster: it.next().and_then(|c| c.parse().ok()).unwrap_or_default(),
     }
 }
 
@@ -55,18 +61,16 @@ pub fn load_terms(dir: &Path) -> Terms {
 pub(super) fn store_terms(dir: &Path, terms: Terms) -> Result<()> {
     let path = dir.join(TERM_FILE);
     let tmp = path.with_extension("tmp");
-    std::fs::write(
-        &tmp,
-        format!(
-            "{} {}
-",
-            terms.seen, terms.held
-        ),
-    )
-    .and_then(|()| std::fs::File::open(&tmp)?.sync_all())
-    .and_then(|()| std::fs::rename(&tmp, &path))
-    .and_then(|()| std::fs::File::open(dir)?.sync_all())
-    .with_context(|| format!("cannot keep the term in {}", path.display()))
+    let cluster = if terms.cluster.is_none() {
+        String::new()
+    } else {
+        format!(" {}", terms.cluster)
+    };
+    std::fs::write(&tmp, format!("{} {}{cluster}\n", terms.seen, terms.held))
+        .and_then(|()| std::fs::File::open(&tmp)?.sync_all())
+        .and_then(|()| std::fs::rename(&tmp, &path))
+        .and_then(|()| std::fs::File::open(dir)?.sync_all())
+        .with_context(|| format!("cannot keep the term in {}", path.display()))
 }
 
 /// The agent hosts that witness, and what each registered agent has
@@ -157,7 +161,10 @@ impl Witnesses {
                 self.hosts.contains(host)
                     && heard.elapsed() < self.fresh
                     && m.is_some_and(|m| {
-                        m.term == mark.term && m.leader == mark.leader && m.floor >= mark.floor
+                        m.cluster == mark.cluster
+                            && m.term == mark.term
+                            && m.leader == mark.leader
+                            && m.floor >= mark.floor
                     })
             })
             .map(|(host, _, _)| host.as_str())
@@ -206,6 +213,7 @@ impl Server {
             _ => true,
         };
         Mark {
+            cluster: self.terms.cluster,
             term: self.term,
             leader: self.leader,
             floor: if alone { u64::MAX } else { 0 },
@@ -240,6 +248,7 @@ impl Server {
             let terms = Terms {
                 seen: self.terms.seen.max(self.term),
                 held: self.term,
+                ..self.terms
             };
             if let Err(e) = store_terms(&self.cluster.config().state_dir, terms) {
                 error!("{e:#}");
@@ -281,6 +290,11 @@ impl Server {
             Place::Backup(f) if f.silent(timeout) => {
                 self.drop_primary("nothing from it for the takeover timeout");
             }
+            // A controller that holds no cluster's history founds one only
+            // as the first of the list: a later one with an empty state
+            // directory would start a new history beside the one its
+            // primary keeps.
+            Place::Backup(_) if self.terms.cluster.is_none() && self.leader != 1 => {}
             Place::Backup(f) => {
                 if f.may_take_over(timeout) {
                     let votes = self.witnesses.count(f.votes().map(|v| v.host.as_str()));
@@ -291,8 +305,9 @@ impl Server {
             }
             Place::Alone => {}
         }
+        let standing = self.standing(String::new());
         if let Place::Backup(f) = &mut self.place {
-            f.expire_votes(timeout);
+            f.expire_votes(timeout, &standing);
         }
     }
 
@@ -309,6 +324,71 @@ impl Server {
                     && (m.leader == 0 || m.leader == self.leader || self.journal.seq() >= m.floor)))
     }
 
+    /// Whether a peer's terms are of this controller's history: the same
+    /// cluster, or either has none yet (and so no terms to compare).
+    pub(super) fn same_history(&self, cluster: ClusterId) -> bool {
+        cluster == self.terms.cluster || cluster.is_none() || self.terms.cluster.is_none()
+    }
+
+    /// An agent's mark as this controller reads it (docs/faults.md, "One
+    /// cluster, one history"): one of this cluster (or of none) as it is;
+    /// another cluster's, from an agent that will set it aside, as no mark
+    /// at all. An agent that serves another cluster (or any, while this
+    /// controller holds no cluster's history) is turned away, told where
+    /// this controller stands.
+    pub(super) fn judge_mark(&mut self, mut up: Box<AgentUp>) -> Option<Box<AgentUp>> {
+        let m = up.mark;
+        if m.cluster.is_none() || m.cluster == self.terms.cluster {
+            return Some(up);
+        }
+        if !up.bound {
+            up.mark = Mark::default();
+            return Some(up);
+        }
+        let why = format!(
+            "the agent serves cluster {} (term {}) since it started; this controller holds {}",
+            m.cluster,
+            m.term,
+            if self.terms.cluster.is_none() {
+                "no cluster's history".to_string()
+            } else {
+                format!("cluster {}'s", self.terms.cluster)
+            }
+        );
+        self.turn_away(&up.host, &why);
+        let _ = up.reply.send(Err(ToAgent::Elsewhere(self.standing(why))));
+        None
+    }
+
+    /// Notes, for `stats`, that an agent of `host` was turned away
+    /// because of its mark.
+    pub(super) fn turn_away(&mut self, host: &str, why: &str) {
+        if self.turned_away.get(host).map(String::as_str) != Some(why) {
+            warn!(host, "agent turned away: {why}");
+            self.turned_away.insert(host.to_string(), why.to_string());
+        }
+    }
+
+    /// Where this controller stands, for an agent it does not take.
+    pub(super) fn standing(&self, why: String) -> Standing {
+        let (role, primary) = match &self.place {
+            Place::Alone => ("alone", self.me.clone()),
+            Place::Primary(_) => ("primary", self.me.clone()),
+            Place::Backup(f) => match f.followed() {
+                Some(p) => ("backup", p.to_string()),
+                None => ("candidate", String::new()),
+            },
+        };
+        Standing {
+            role: role.into(),
+            cluster: self.terms.cluster,
+            term: self.term,
+            held: self.terms.held,
+            primary,
+            why,
+        }
+    }
+
     /// A majority of agent hosts lost the primary and asked this backup:
     /// it takes the next term and registers them. It acts once they
     /// acknowledge its mark.
@@ -322,17 +402,25 @@ impl Server {
         let terms = Terms {
             seen: term,
             held: self.terms.held,
+            // The first primary of a cluster founds it.
+            cluster: if self.terms.cluster.is_none() {
+                ClusterId::new()
+            } else {
+                self.terms.cluster
+            },
         };
         if let Err(e) = store_terms(&self.cluster.config().state_dir, terms) {
             error!("cannot take over: {e:#}");
+            let standing = self.standing("it cannot keep its term".into());
             for v in votes {
-                let _ = v.reply.send(Err(ToAgent::Elsewhere(String::new())));
+                let _ = v.reply.send(Err(ToAgent::Elsewhere(standing.clone())));
             }
             return;
         }
         self.terms = terms;
         self.term = term;
         self.mark = Mark {
+            cluster: terms.cluster,
             term,
             leader: self.leader,
             floor: u64::MAX,
@@ -418,6 +506,7 @@ mod tests {
             term,
             leader: 1,
             floor,
+            ..Mark::default()
         }
     }
 

@@ -53,6 +53,9 @@ pub struct AgentUp {
     pub records: Vec<u8>,
     /// The mark it keeps as a witness.
     pub mark: Mark,
+    /// Whether it serves the mark's cluster since it started (it joins no
+    /// other).
+    pub bound: bool,
     pub link: mpsc::UnboundedSender<ToAgent>,
     /// Its settings, or what to tell it instead ([`ToAgent::Rejected`] or
     /// [`ToAgent::Elsewhere`]).
@@ -86,8 +89,9 @@ pub enum Event {
     BackupUp {
         id: BackupId,
         address: String,
-        /// The term of the state it holds.
+        /// The term of the state it holds, and of which cluster.
         held: u64,
+        cluster: formats::wire::ClusterId,
         link: mpsc::UnboundedSender<FromPrimary>,
     },
     BackupAck {
@@ -102,8 +106,9 @@ pub enum Event {
     /// carries confirmations to it.
     PrimaryUp {
         address: String,
-        /// Its term.
+        /// Its term, and its cluster.
         term: u64,
+        cluster: formats::wire::ClusterId,
         link: mpsc::UnboundedSender<FromBackup>,
     },
     PrimaryGone,
@@ -222,6 +227,10 @@ pub struct Server {
     /// The mark agents must acknowledge before this primary acts.
     mark: Mark,
     witnesses: lead::Witnesses,
+    /// Agent hosts turned away because of their marks, and why, until
+    /// they register: what `stats` says keeps this controller from
+    /// leading.
+    turned_away: std::collections::BTreeMap<String, String>,
     /// The record file, read again when a backup takes over.
     record_path: std::path::PathBuf,
     /// Wakes the server for a pass at its instant, to the microsecond.
@@ -270,6 +279,7 @@ impl Server {
             place: Place::Alone,
             mark: Mark::default(),
             witnesses: lead::Witnesses::default(),
+            turned_away: Default::default(),
             record_path: std::path::PathBuf::new(),
             timer: timer::Precise::new(),
         };
@@ -293,6 +303,18 @@ impl Server {
     ) -> Server {
         let config = self.cluster.config();
         self.terms = lead::load_terms(&config.state_dir);
+        if matches!(place, Place::Alone) && self.terms.cluster.is_none() {
+            // A controller alone founds its cluster at its first start (one
+            // of a list, when it first leads).
+            let terms = lead::Terms {
+                cluster: formats::wire::ClusterId::new(),
+                ..self.terms
+            };
+            match lead::store_terms(&config.state_dir, terms) {
+                Ok(()) => self.terms = terms,
+                Err(e) => tracing::error!("{e:#}"),
+            }
+        }
         self.term = self.terms.seen;
         self.leader = config
             .controllers
@@ -300,6 +322,7 @@ impl Server {
             .position(|a| *a == me)
             .map_or(0, |i| i as u32 + 1);
         self.mark = Mark {
+            cluster: self.terms.cluster,
             term: self.term,
             leader: self.leader,
             floor: u64::MAX,
@@ -324,6 +347,9 @@ impl Server {
         use std::sync::atomic::Ordering;
         self.status.leads.store(self.acts(), Ordering::Relaxed);
         self.status.held.store(self.terms.held, Ordering::Relaxed);
+        self.status
+            .cluster
+            .store(self.terms.cluster.0, Ordering::Relaxed);
     }
 
     /// Whether this controller acts on the cluster (it is not a backup).
@@ -670,6 +696,13 @@ impl Server {
     }
 
     fn handle(&mut self, ev: Event) {
+        let ev = match ev {
+            Event::AgentUp(up) => match self.judge_mark(up) {
+                Some(up) => Event::AgentUp(up),
+                None => return,
+            },
+            ev => ev,
+        };
         let Some(ev) = self.peer_event(ev) else {
             return;
         };

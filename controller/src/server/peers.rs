@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use formats::wire::{Replication, Request, Response, ToAgent};
+use formats::wire::{ClusterId, Replication, Request, Response, Standing, ToAgent};
 use tokio::sync::mpsc;
 use tracing::{error, info, warn};
 
@@ -66,6 +66,11 @@ impl Follower {
         }
     }
 
+    /// The primary it follows, while it does.
+    pub(super) fn followed(&self) -> Option<&str> {
+        self.link.as_ref().map(|_| self.primary.as_str())
+    }
+
     /// Whether it holds the primary's whole state (and confirms entries).
     fn whole(&self) -> bool {
         self.link.is_some() && self.copying.is_none() && !self.partial
@@ -109,7 +114,7 @@ impl Follower {
     /// count from different messages) waits here rather than going round
     /// the list, but one that alone lost a live primary goes back to it
     /// well before its fence.
-    pub(super) fn expire_votes(&mut self, timeout: Duration) {
+    pub(super) fn expire_votes(&mut self, timeout: Duration, standing: &Standing) {
         let age = if self.link.is_some() {
             timeout / 2
         } else {
@@ -121,14 +126,14 @@ impl Follower {
             .partition(|(at, _)| at.elapsed() >= age);
         self.votes = kept;
         for (_, v) in old {
-            let _ = v.reply.send(Err(ToAgent::Elsewhere(self.primary.clone())));
+            let _ = v.reply.send(Err(ToAgent::Elsewhere(standing.clone())));
         }
     }
 
     /// Sends every vote back to the primary now followed.
-    fn release_votes(&mut self) {
+    fn release_votes(&mut self, standing: &Standing) {
         for (_, v) in self.votes.drain(..) {
-            let _ = v.reply.send(Err(ToAgent::Elsewhere(self.primary.clone())));
+            let _ = v.reply.send(Err(ToAgent::Elsewhere(standing.clone())));
         }
     }
 }
@@ -148,12 +153,20 @@ impl Server {
                 id,
                 address,
                 held,
+                cluster,
                 link,
             } => {
-                if held > self.term && matches!(self.place, Place::Primary(_)) {
+                if self.same_history(cluster)
+                    && held > self.term
+                    && matches!(self.place, Place::Primary(_))
+                {
                     // A controller holds the state of a later term: this
                     // one is deposed.
                     self.step_down(&format!("{address} holds the state of term {held}"));
+                } else if cluster != self.terms.cluster && !cluster.is_none() {
+                    // Another cluster's terms say nothing of this one's:
+                    // the backup takes this cluster's history whole.
+                    info!(backup = %address, other = %cluster, held, "a backup held another cluster's state: it takes this one's");
                 }
                 self.backup_up(id, address, link)
             }
@@ -170,12 +183,14 @@ impl Server {
             Event::PrimaryUp {
                 address,
                 term,
+                cluster,
                 link,
             } => {
-                if term > self.term && matches!(self.place, Place::Primary(_)) {
+                let same = self.same_history(cluster);
+                if same && term > self.term && matches!(self.place, Place::Primary(_)) {
                     self.step_down(&format!("{address} leads at the later term {term}"));
                 }
-                if term < self.terms.held {
+                if same && term < self.terms.held {
                     // A primary of an earlier term than the state this one
                     // holds: it is deposed, its state older.
                     warn!(primary = %address, term, held = self.terms.held, "not following a primary of a past term");
@@ -187,7 +202,10 @@ impl Server {
                     f.copying = None;
                     f.confirmed = 0;
                     f.last_heard = Instant::now();
-                    f.release_votes();
+                }
+                let standing = self.standing(String::new());
+                if let Place::Backup(f) = &mut self.place {
+                    f.release_votes(&standing);
                 }
             }
             Event::PrimaryGone => {
@@ -224,6 +242,7 @@ impl Server {
         replication::snapshot(
             at,
             self.term,
+            self.terms.cluster,
             self.cluster.snapshot_head(),
             self.cluster.images(now),
             &link,
@@ -261,9 +280,10 @@ impl Server {
             FromPrimary::Snapshot {
                 seq,
                 term,
+                cluster,
                 jobs,
                 head,
-            } => self.begin_copy(seq, term, jobs, head),
+            } => self.begin_copy(seq, term, cluster, jobs, head),
             FromPrimary::Jobs(part) => match &mut f.copying {
                 Some(c) => {
                     c.jobs.extend(part);
@@ -297,14 +317,24 @@ impl Server {
     /// A snapshot begins: the state held here becomes that term's (kept
     /// first: a restart must not judge this copy by an older term), and
     /// the copy is marked as under way until its record file is whole.
-    fn begin_copy(&mut self, seq: u64, term: u64, jobs: u64, head: Head) {
-        if term < self.terms.held {
+    fn begin_copy(&mut self, seq: u64, term: u64, cluster: ClusterId, jobs: u64, head: Head) {
+        if self.same_history(cluster) && term < self.terms.held {
             return self.drop_primary("its term is older than the state held here");
         }
+        if cluster != self.terms.cluster {
+            info!(
+                cluster = %cluster,
+                before = %self.terms.cluster,
+                "copying the state of the cluster the primary leads"
+            );
+        }
         let state_dir = self.cluster.config().state_dir.clone();
+        // The copy is of the primary's cluster: its identity comes in the
+        // same write as its term.
         let terms = super::lead::Terms {
             seen: self.terms.seen.max(term),
             held: term,
+            cluster,
         };
         if let Err(e) = super::lead::store_terms(&state_dir, terms) {
             error!("{e:#}");
@@ -404,7 +434,7 @@ impl Server {
         // The primary is named only while followed: a candidate's last one
         // may be dead.
         let primary = match &self.place {
-            Place::Backup(f) if f.link.is_some() => f.primary.clone(),
+            Place::Backup(f) => f.followed().unwrap_or_default().to_string(),
             _ => String::new(),
         };
         match ev {
@@ -428,7 +458,17 @@ impl Server {
                         return;
                     }
                 }
-                let _ = up.reply.send(Err(ToAgent::Elsewhere(primary)));
+                let why = if may_vote || !self.witnesses.is_witness(&up.host) {
+                    String::new()
+                } else {
+                    let why = format!(
+                        "the agent holds {}, which rules out this controller's state of term {}",
+                        up.mark, self.terms.held
+                    );
+                    self.turn_away(&up.host, &why);
+                    why
+                };
+                let _ = up.reply.send(Err(ToAgent::Elsewhere(self.standing(why))));
             }
             Event::Request {
                 req: Request::Stats,
@@ -436,6 +476,15 @@ impl Server {
             } => {
                 let stats = self.stats();
                 self.replies.push((reply, Response::Stats(Box::new(stats))));
+            }
+            // Its copy's nodes, as `controller nodes --addr` it shows them
+            // (with where it stands, and whom it turned away).
+            Event::Request {
+                req: Request::Nodes,
+                reply,
+            } => {
+                let nodes = self.cluster.node_infos();
+                self.replies.push((reply, Response::Nodes(nodes)));
             }
             // For the metrics endpoint: a backup has no agents.
             Event::Request {
@@ -476,6 +525,12 @@ impl Server {
             term: self.term,
             seq,
             backups,
+            cluster: self.terms.cluster,
+            turned_away: self
+                .turned_away
+                .iter()
+                .map(|(host, why)| format!("{host}: {why}"))
+                .collect(),
         }
     }
 }

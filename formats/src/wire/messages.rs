@@ -340,6 +340,11 @@ pub struct Replication {
     /// On the primary, its backups; on a backup, itself as the primary
     /// last saw it.
     pub backups: Vec<BackupLag>,
+    /// The cluster whose history this controller holds.
+    pub cluster: ClusterId,
+    /// Agent hosts it turned away lately because of the marks they hold,
+    /// and why ("h1: ..."): what keeps a controller from leading.
+    pub turned_away: Vec<String>,
 }
 
 /// How far one backup is behind its primary.
@@ -577,11 +582,108 @@ pub struct RunSettings {
 /// controller that leads in it (its place in `[controller] hosts`, from 1;
 /// 0: none yet), and the least journal entry another controller must hold
 /// to take over from it (`u64::MAX`: none may, the primary acts alone).
+///
+/// A mark belongs to one cluster (docs/faults.md, "One cluster, one
+/// history"): its terms say nothing of another cluster's controllers.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Mark {
+    pub cluster: ClusterId,
     pub term: u64,
     pub leader: u32,
     pub floor: u64,
+}
+
+impl std::fmt::Display for Mark {
+    /// "term 2 of cluster 3f2a9c81d4e6b7a0, led by controller 2 acting
+    /// alone": what an agent says it holds.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "term {} of cluster {}", self.term, self.cluster)?;
+        if self.leader > 0 {
+            write!(f, ", led by controller {}", self.leader)?;
+        }
+        match self.floor {
+            0 => Ok(()),
+            u64::MAX => f.write_str(" acting alone"),
+            n => write!(f, ", floor journal entry {n}"),
+        }
+    }
+}
+
+/// A cluster's identity: made at random by its first primary, kept in its
+/// controllers' state directories and in every mark, so that what one
+/// cluster leaves on a host is never taken for the next one's. 0: none
+/// yet (a controller that has led nothing and copied nothing). Shown as 16
+/// hexadecimal digits.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ClusterId(pub u64);
+
+impl ClusterId {
+    /// A new identity: random, never 0.
+    pub fn new() -> ClusterId {
+        ClusterId(submit_key())
+    }
+
+    pub fn is_none(self) -> bool {
+        self.0 == 0
+    }
+}
+
+impl std::fmt::Display for ClusterId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.is_none() {
+            f.write_str("(none)")
+        } else {
+            write!(f, "{:016x}", self.0)
+        }
+    }
+}
+
+impl std::str::FromStr for ClusterId {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<ClusterId, String> {
+        match u64::from_str_radix(s, 16) {
+            Ok(n) if s.len() == 16 && n != 0 => Ok(ClusterId(n)),
+            _ => Err(format!(
+                "{s:?} is not a cluster identity (16 hexadecimal digits)"
+            )),
+        }
+    }
+}
+
+/// Where a controller that does not take an agent's registration stands,
+/// so that an agent that cannot register can say why: its place, its
+/// cluster, its term and the term of the state it holds, the primary it
+/// knows of, and why it turned the agent away.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Standing {
+    /// "primary", "alone", "backup" or "candidate".
+    pub role: String,
+    pub cluster: ClusterId,
+    pub term: u64,
+    pub held: u64,
+    /// The primary's address, when it knows it ("" else).
+    pub primary: String,
+    /// Why it did not take this agent, in a few words ("" when it simply
+    /// does not lead).
+    pub why: String,
+}
+
+impl std::fmt::Display for Standing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} of cluster {} at term {} (its state of term {})",
+            self.role, self.cluster, self.term, self.held
+        )?;
+        if !self.primary.is_empty() && self.role == "backup" {
+            write!(f, ", following {}", self.primary)?;
+        }
+        if !self.why.is_empty() {
+            write!(f, ": {}", self.why)?;
+        }
+        Ok(())
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -590,9 +692,9 @@ pub enum ToAgent {
     Registered(RunSettings),
     /// Registration refused; the agent should give up.
     Rejected(String),
-    /// This controller does not lead: try the others of the list (the
-    /// primary's address, when it knows it, first).
-    Elsewhere(String),
+    /// This controller does not take the agent: try the others of the
+    /// list (the primary, when it names one, first).
+    Elsewhere(Standing),
     /// The primary's new mark; the agent keeps it, then says so.
     Mark(Mark),
     Start(StartJob),
@@ -660,6 +762,10 @@ pub enum FromAgent {
         records: Vec<u8>,
         /// The mark it keeps.
         mark: Mark,
+        /// Whether it has served the mark's cluster since it started: then
+        /// it joins no other. Else a mark of another cluster is set aside
+        /// when a controller of a new one takes it.
+        bound: bool,
     },
     Started {
         job: u64,
