@@ -266,40 +266,8 @@ print("   3 jobs running through the fault went on to complete, none started aga
   # Each job's nodes, expanded, for the overbooking check.
   python3 -c 'import csv,sys; [print(r["job_id"], r["nodes"]) for r in csv.DictReader(open(sys.argv[1]))]' "$csv" |
     while read -r id nodes; do echo "$id $("$bin/controller" nodeset -e "$nodes")"; done > "$tmp/nodes.txt"
-  python3 - "$trace" "$tmp/records.jsonl" "$tmp/sampler.log" "$csv" "$tmp/nodes.txt" <<'PY' || fail "see above"
-import csv, json, sys, collections
-jobs = [l for l in open(sys.argv[1]) if l.strip() and not l.startswith(";")]
-recs = [json.loads(l) for l in open(sys.argv[2])]
-doubles = [l for l in open(sys.argv[3]) if l.startswith("DOUBLE")]
-rows = list(csv.DictReader(open(sys.argv[4])))
-nodes = {int(l.split()[0]): l.split()[1:] for l in open(sys.argv[5])}
-per_job = collections.Counter(r["id"] for r in recs)
-states = collections.Counter(r["state"] for r in rows)
-print(f"   {len(jobs)} jobs in the trace; {len(rows)} in the run: {dict(states)}; "
-      f"{len(recs)} records for {len(per_job)} jobs; double runs seen: {len(doubles)}")
-assert not doubles, doubles[:5]
-assert len(rows) == len(jobs) and states.get("completed") == len(jobs), states
-assert len(per_job) == len(jobs), "a job has no record"
-dupes = [j for j, c in per_job.items() if c != 1]
-assert not dupes, f"jobs with more than one record: {dupes}"
-# One-core nodes: no node held two jobs at once, as the cluster ran them
-# (its start and end instants), nor as the processes ran (each record's own
-# start and end: one clock, all namespaces on one machine).
-ran = {r["id"]: (r["start"], r["end"]) for r in recs}
-ns = lambda t: round(t * 1e9)
-for view, span in (("the cluster", lambda r: (int(r["start_ns"]), int(r["end_ns"]))),
-                   ("the processes", lambda r: tuple(map(ns, ran[int(r["job_id"])])))):
-    by_node = collections.defaultdict(list)
-    for r in rows:
-        for n in nodes[int(r["job_id"])]:
-            by_node[n].append(span(r) + (r["job_id"],))
-    for node, spans in by_node.items():
-        spans.sort()
-        for (s1, e1, a), (s2, e2, b) in zip(spans, spans[1:]):
-            assert s2 >= e1, f"node {node} held jobs {a} and {b} at once, as {view} ran them"
-    print(f"   {sum(map(len, by_node.values()))} job-node spans on {len(by_node)} nodes: "
-          f"none overlap, as {view} ran them")
-PY
+  python3 scripts/lib/run_checks.py "$trace" "$tmp/records.jsonl" "$tmp/sampler.log" "$csv" \
+    "$tmp/nodes.txt" --all-complete || fail "see above"
   ! grep -h "killing every job" "$tmp"/agent-h*.log ||
     fail "an agent killed its jobs: the controllers came back after its fence"
 
