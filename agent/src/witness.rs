@@ -78,6 +78,11 @@ impl Witness {
     /// directory and not yet served, is set aside first, with a line.
     pub fn keep(&mut self, m: Mark, from: &str) -> Result<Kept> {
         let known = self.mark;
+        if m.cluster.is_none() {
+            // A controller alone (no other could take over) witnesses
+            // nothing: the agent keeps the mark it holds, for its cluster.
+            return Ok(Kept::Kept);
+        }
         if known.cluster != m.cluster && !known.cluster.is_none() {
             if self.bound {
                 return Ok(Kept::OtherCluster);
@@ -214,6 +219,9 @@ mod tests {
             Witness::open(Some(dir.path())).unwrap().mark(),
             mark(9, 1, 1, u64::MAX)
         );
+        // A controller alone marks nothing: the mark held stays.
+        assert_eq!(next.keep(Mark::default(), "alone").unwrap(), Kept::Kept);
+        assert_eq!(next.mark(), mark(9, 1, 1, u64::MAX));
         // A mark of the same cluster read from the directory is honoured.
         let mut same = Witness::open(Some(dir.path())).unwrap();
         assert_eq!(same.keep(mark(9, 0, 2, 0), "b").unwrap(), Kept::Past);

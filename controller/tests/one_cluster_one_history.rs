@@ -390,3 +390,22 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
     }
     out
 }
+
+#[test]
+fn a_controller_alone_takes_an_agent_whatever_mark_it_holds() {
+    // A controller alone has no witnesses: what a failover cluster left on
+    // the host (a later term, acting alone) must not stop it.
+    let c = common::Cluster::start_remote("a[1-2]", 4);
+    let spool = c.dir.path().join("spool-h1");
+    std::fs::create_dir_all(&spool).unwrap();
+    let left = "2 2 18446744073709551615 3f2a9c81d4e6b7a0\n";
+    std::fs::write(spool.join("mark"), left).unwrap();
+    let mut agent = spawn_agent(&c, "a[1-2]", "h1");
+    c.wait_nodes_up();
+    let id = c.submit(&["--cores", "1", "--runtime", "0.2"])[0];
+    c.wait_state(id, "completed");
+    // The mark stays the other cluster's, for when its controllers return.
+    assert_eq!(std::fs::read_to_string(spool.join("mark")).unwrap(), left);
+    let _ = agent.kill();
+    let _ = agent.wait();
+}

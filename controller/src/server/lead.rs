@@ -338,6 +338,12 @@ impl Server {
     /// this controller stands.
     pub(super) fn judge_mark(&mut self, mut up: Box<AgentUp>) -> Option<Box<AgentUp>> {
         let m = up.mark;
+        if matches!(self.place, Place::Alone) {
+            // No other controller could take over: nothing to witness,
+            // and no mark to judge (the agent keeps its own).
+            up.mark = Mark::default();
+            return Some(up);
+        }
         if m.cluster.is_none() || m.cluster == self.terms.cluster {
             return Some(up);
         }

@@ -303,18 +303,6 @@ impl Server {
     ) -> Server {
         let config = self.cluster.config();
         self.terms = lead::load_terms(&config.state_dir);
-        if matches!(place, Place::Alone) && self.terms.cluster.is_none() {
-            // A controller alone founds its cluster at its first start (one
-            // of a list, when it first leads).
-            let terms = lead::Terms {
-                cluster: formats::wire::ClusterId::new(),
-                ..self.terms
-            };
-            match lead::store_terms(&config.state_dir, terms) {
-                Ok(()) => self.terms = terms,
-                Err(e) => tracing::error!("{e:#}"),
-            }
-        }
         self.term = self.terms.seen;
         self.leader = config
             .controllers
