@@ -12,219 +12,117 @@
 #![allow(clippy::unwrap_used)] // tests: a failure should panic
 
 mod common;
+use common::pair::Pair;
 use common::*;
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 const JOBS: usize = 4;
 
-/// One cluster: two controllers of one config, each with a fresh state
-/// directory, and an agent host `h1`.
-struct Run {
-    dir: PathBuf,
-    config: PathBuf,
-    addrs: [String; 2],
-    serve: [Option<Child>; 2],
-    agent: Option<Child>,
+/// Cluster `name` under `top`: its two controllers, and its agent, whose
+/// record directory (and mark) lies under `tmp`, the agent's temporary
+/// directory, whatever the cluster.
+fn start(top: &Path, name: &str, tmp: &Path) -> Pair {
+    let addrs = [0, 1].map(|_| format!("127.0.0.1:{}", free_port()));
+    let mut p = start_at(top, name, addrs);
+    p.agent = Some(spawn_agent_h1(&p, tmp));
+    p
 }
 
-impl Run {
-    /// Starts cluster `name` under `top`; its agent keeps its record
-    /// directory (and mark) under `tmp`, the agent's temporary directory,
-    /// whatever the cluster.
-    fn start(top: &Path, name: &str, tmp: &Path) -> Run {
-        let addrs = [0, 1].map(|_| format!("127.0.0.1:{}", free_port()));
-        let mut r = Run::start_at(top, name, addrs);
-        r.agent = Some(r.spawn_agent(tmp));
-        r
-    }
-
-    /// The two controllers alone, at `addrs`.
-    fn start_at(top: &Path, name: &str, addrs: [String; 2]) -> Run {
-        let dir = top.join(name);
-        std::fs::create_dir_all(&dir).unwrap();
-        let config = dir.join("cluster.toml");
-        std::fs::write(&config, config_text(&dir, &addrs)).unwrap();
-        let secret = top.join("secret");
-        if !secret.exists() {
-            std::fs::write(&secret, "00112233445566778899aabbccddeeff\n").unwrap();
-            std::fs::set_permissions(&secret, std::os::unix::fs::PermissionsExt::from_mode(0o600))
-                .unwrap();
-        }
-        let mut r = Run {
-            dir,
-            config,
-            addrs,
-            serve: [None, None],
-            agent: None,
-        };
-        r.serve(0);
-        r.serve(1);
-        r
-    }
-
-    fn spawn_agent(&self, tmp: &Path) -> Child {
-        Command::new(binary("agent"))
-            .args(["--controller", &self.addrs.join(",")])
-            .args(["--nodes", "t[1-2]", "--cpus", "2", "--host", "h1"])
-            .arg("--secret-file")
-            .arg(self.dir.parent().unwrap().join("secret"))
-            .arg("--sigsleep")
-            .arg(binary("sigsleep"))
-            // The default record directory, under the temporary directory.
-            .env("TMPDIR", tmp)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(self.log_file("agent"))
-            .spawn()
-            .unwrap()
-    }
-
-    fn log_file(&self, name: &str) -> std::fs::File {
-        std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(self.dir.join(format!("{name}.log")))
-            .unwrap()
-    }
-
-    fn serve(&mut self, i: usize) {
-        let child = Command::new(binary("controller"))
-            .arg("--config")
-            .arg(&self.config)
-            .args(["serve", "--listen", &self.addrs[i], "--state-dir"])
-            .arg(self.dir.join(format!("state{i}")))
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(self.log_file(&format!("serve{i}")))
-            .spawn()
+/// The two controllers alone, at `addrs`.
+fn start_at(top: &Path, name: &str, addrs: [String; 2]) -> Pair {
+    let secret = top.join("secret");
+    if !secret.exists() {
+        std::fs::write(&secret, "00112233445566778899aabbccddeeff\n").unwrap();
+        std::fs::set_permissions(&secret, std::os::unix::fs::PermissionsExt::from_mode(0o600))
             .unwrap();
-        self.serve[i] = Some(child);
-        self.wait_for("the controller to listen", |r| {
-            r.ctl(i, &["stats"]).status.success()
-        });
     }
-
-    fn ctl(&self, i: usize, args: &[&str]) -> Output {
-        Command::new(binary("controller"))
-            .arg("--config")
-            .arg(&self.config)
-            .args(["--addr", &self.addrs[i]])
-            .args(args)
-            .output()
-            .unwrap()
-    }
-
-    fn stats(&self, i: usize) -> serde_json::Value {
-        json(&self.ctl(i, &["stats", "--format", "json"]))
-    }
-
-    fn logs(&self) -> String {
-        ["serve0", "serve1", "agent"]
-            .iter()
-            .map(|n| {
-                let text =
-                    std::fs::read_to_string(self.dir.join(format!("{n}.log"))).unwrap_or_default();
-                format!("--- {n}.log\n{text}")
-            })
-            .collect()
-    }
-
-    fn wait_for(&self, what: &str, mut ok: impl FnMut(&Run) -> bool) {
-        let deadline = Instant::now() + Duration::from_secs(40);
-        while !ok(self) {
-            assert!(
-                Instant::now() < deadline,
-                "timed out waiting for {what}\n{}",
-                self.logs()
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-
-    /// Jobs submitted, the primary killed with SIGKILL while they run, and
-    /// every job completed once by the backup alone.
-    fn fail_over(&mut self) {
-        self.wait_for("the backup to hold the whole state", |r| {
-            let s = r.stats(0);
-            s["controller"]["role"] == "primary"
-                && s["controller"]["backups"][0]["copying"] == false
-                && s["nodes"]["idle"].as_u64() == Some(2)
-        });
-        let first = self.stats(0)["controller"]["cluster"].clone();
-        assert!(first.is_string(), "{first}");
-        let out = self.ctl(
-            0,
-            &["submit", "--cores", "1", "--runtime", "3", "--count", "4"],
-        );
-        assert!(
-            out.status.success(),
-            "{}\n{}",
-            String::from_utf8_lossy(&out.stderr),
-            self.logs()
-        );
-        self.wait_for("the jobs to run", |r| {
-            r.stats(0)["jobs"]["running"].as_u64() == Some(JOBS as u64)
-        });
-        if let Some(mut c) = self.serve[0].take() {
-            c.kill().unwrap();
-            c.wait().unwrap();
-        }
-        // A client with the list, while no controller leads, rides out the
-        // takeover: its job is accepted once the backup leads.
-        let out = Command::new(binary("controller"))
-            .arg("--config")
-            .arg(&self.config)
-            .args(["--addr", &self.addrs.join(",")])
-            .args(["submit", "--cores", "1", "--runtime", "1"])
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}\n{}",
-            String::from_utf8_lossy(&out.stderr),
-            self.logs()
-        );
-        assert_eq!(
-            self.stats(1)["controller"]["role"],
-            "primary",
-            "{}",
-            self.logs()
-        );
-        let s = self.stats(1);
-        assert_eq!(s["controller"]["cluster"], first, "{s}");
-        self.wait_for("every job to complete", |r| {
-            r.stats(1)["jobs"]["completed"].as_u64() == Some(JOBS as u64 + 1)
-        });
-        let records = std::process::Command::new(binary("calcmets"))
-            .arg("dump")
-            .arg(self.dir.join("state1").join("records"))
-            .output()
-            .unwrap();
-        let lines = String::from_utf8_lossy(&records.stdout).lines().count();
-        assert_eq!(lines, JOBS + 1, "one record per job\n{}", self.logs());
-    }
-
-    fn shutdown(&mut self) {
-        let out = self.ctl(1, &["shutdown"]);
-        assert!(out.status.success(), "{}", self.logs());
-        let deadline = Instant::now() + Duration::from_secs(30);
-        for c in self.serve.iter_mut().chain([&mut self.agent]).flatten() {
-            while c.try_wait().unwrap().is_none() {
-                assert!(Instant::now() < deadline, "a process did not stop");
-                std::thread::sleep(Duration::from_millis(50));
-            }
-        }
-    }
+    let mut p = Pair::configure(top.join(name), addrs, config_text);
+    p.serve(0);
+    p.serve(1);
+    p
 }
 
-impl Drop for Run {
-    fn drop(&mut self) {
-        for c in self.serve.iter_mut().chain([&mut self.agent]).flatten() {
-            let _ = c.kill();
-            let _ = c.wait();
+fn spawn_agent_h1(p: &Pair, tmp: &Path) -> Child {
+    Command::new(binary("agent"))
+        .args(["--controller", &p.addrs.join(",")])
+        .args(["--nodes", "t[1-2]", "--cpus", "2", "--host", "h1"])
+        .arg("--secret-file")
+        .arg(p.dir.parent().unwrap().join("secret"))
+        .arg("--sigsleep")
+        .arg(binary("sigsleep"))
+        // The default record directory, under the temporary directory.
+        .env("TMPDIR", tmp)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(p.log_file("agent"))
+        .spawn()
+        .unwrap()
+}
+
+/// Controller `i`'s stats, as a missing answer too (`null`).
+fn stats(p: &Pair, i: usize) -> serde_json::Value {
+    json(&p.ctl(i, &["stats", "--format", "json"]))
+}
+
+/// Jobs submitted, the primary killed with SIGKILL while they run, and
+/// every job completed once by the backup alone.
+fn fail_over(p: &mut Pair) {
+    p.wait_for("the backup to hold the whole state", |p| {
+        let s = stats(p, 0);
+        s["controller"]["role"] == "primary"
+            && s["controller"]["backups"][0]["copying"] == false
+            && s["nodes"]["idle"].as_u64() == Some(2)
+    });
+    let first = stats(p, 0)["controller"]["cluster"].clone();
+    assert!(first.is_string(), "{first}");
+    p.ok(
+        0,
+        &["submit", "--cores", "1", "--runtime", "3", "--count", "4"],
+    );
+    p.wait_for("the jobs to run", |p| {
+        stats(p, 0)["jobs"]["running"].as_u64() == Some(JOBS as u64)
+    });
+    p.kill9(0);
+    // A client with the list, while no controller leads, rides out the
+    // takeover: its job is accepted once the backup leads.
+    let out = Command::new(binary("controller"))
+        .arg("--config")
+        .arg(&p.config)
+        .args(["--addr", &p.addrs.join(",")])
+        .args(["submit", "--cores", "1", "--runtime", "1"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        p.logs()
+    );
+    assert_eq!(stats(p, 1)["controller"]["role"], "primary", "{}", p.logs());
+    let s = stats(p, 1);
+    assert_eq!(s["controller"]["cluster"], first, "{s}");
+    p.wait_for("every job to complete", |p| {
+        stats(p, 1)["jobs"]["completed"].as_u64() == Some(JOBS as u64 + 1)
+    });
+    let records = Command::new(binary("calcmets"))
+        .arg("dump")
+        .arg(p.state_dir(1).join("records"))
+        .output()
+        .unwrap();
+    let lines = String::from_utf8_lossy(&records.stdout).lines().count();
+    assert_eq!(lines, JOBS + 1, "one record per job\n{}", p.logs());
+}
+
+fn shutdown(p: &mut Pair) {
+    p.ok(1, &["shutdown"]);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    for c in p.serve.iter_mut().chain([&mut p.agent]).flatten() {
+        while c.try_wait().unwrap().is_none() {
+            assert!(Instant::now() < deadline, "a process did not stop");
+            std::thread::sleep(Duration::from_millis(50));
         }
     }
 }
@@ -267,9 +165,9 @@ fn two_clusters_one_after_the_other_on_one_agent_host_each_fail_over_and_complet
     let top = tempfile::tempdir().unwrap();
     let tmp = top.path().join("tmp");
     std::fs::create_dir_all(&tmp).unwrap();
-    let mut one = Run::start(top.path(), "one", &tmp);
-    one.fail_over();
-    one.shutdown();
+    let mut one = start(top.path(), "one", &tmp);
+    fail_over(&mut one);
+    shutdown(&mut one);
     // The first cluster's mark stays on the host: its backup's term, acting
     // alone.
     let marks: Vec<PathBuf> = walk(&tmp)
@@ -280,8 +178,8 @@ fn two_clusters_one_after_the_other_on_one_agent_host_each_fail_over_and_complet
     let left = std::fs::read_to_string(&marks[0]).unwrap();
     assert!(left.starts_with("2 2 18446744073709551615 "), "{left}");
 
-    let mut two = Run::start(top.path(), "two", &tmp);
-    two.fail_over();
+    let mut two = start(top.path(), "two", &tmp);
+    fail_over(&mut two);
     let agent = std::fs::read_to_string(two.dir.join("agent.log")).unwrap();
     assert!(
         agent.contains("set aside the mark of another cluster (term 2 of cluster")
@@ -289,14 +187,14 @@ fn two_clusters_one_after_the_other_on_one_agent_host_each_fail_over_and_complet
         "{agent}"
     );
     // Each cluster's identity, in its controllers' term files.
-    let cluster = |r: &Run, i: usize| {
-        let t = std::fs::read_to_string(r.dir.join(format!("state{i}")).join("term")).unwrap();
+    let cluster = |p: &Pair, i: usize| {
+        let t = std::fs::read_to_string(p.state_dir(i).join("term")).unwrap();
         t.split_whitespace().nth(2).unwrap().to_string()
     };
     assert_eq!(cluster(&one, 0), cluster(&one, 1));
     assert_eq!(cluster(&two, 0), cluster(&two, 1));
     assert_ne!(cluster(&one, 1), cluster(&two, 1));
-    two.shutdown();
+    shutdown(&mut two);
 }
 
 #[test]
@@ -304,11 +202,11 @@ fn an_agent_that_serves_a_cluster_refuses_another_by_name_until_restarted() {
     let top = tempfile::tempdir().unwrap();
     let tmp = top.path().join("tmp");
     std::fs::create_dir_all(&tmp).unwrap();
-    let mut one = Run::start(top.path(), "one", &tmp);
-    one.wait_for("the agent to register", |r| {
-        r.stats(0)["nodes"]["idle"].as_u64() == Some(2)
+    let mut one = start(top.path(), "one", &tmp);
+    one.wait_for("the agent to register", |p| {
+        stats(p, 0)["nodes"]["idle"].as_u64() == Some(2)
     });
-    let first = one.stats(0)["controller"]["cluster"]
+    let first = stats(&one, 0)["controller"]["cluster"]
         .as_str()
         .unwrap()
         .to_string();
@@ -322,10 +220,10 @@ fn an_agent_that_serves_a_cluster_refuses_another_by_name_until_restarted() {
         }
     }
     let mut agent = one.agent.take().unwrap();
-    let two = Run::start_at(top.path(), "two", one.addrs.clone());
+    let mut two = start_at(top.path(), "two", one.addrs.clone());
     let why = format!("h1: the agent serves cluster {first} (term 1) since it started");
-    two.wait_for("the new cluster to turn the agent away", |r| {
-        r.stats(0)["controller"]["turned_away"]
+    two.wait_for("the new cluster to turn the agent away", |p| {
+        stats(p, 0)["controller"]["turned_away"]
             .as_array()
             .is_some_and(|t| t.iter().any(|t| t.as_str().unwrap().starts_with(&why)))
     });
@@ -337,7 +235,7 @@ fn an_agent_that_serves_a_cluster_refuses_another_by_name_until_restarted() {
             .any(|l| l.starts_with("turned away ") && l.contains(&why)),
         "{table}"
     );
-    assert_ne!(two.stats(0)["controller"]["role"], "primary");
+    assert_ne!(stats(&two, 0)["controller"]["role"], "primary");
     let nodes = String::from_utf8(two.ctl(0, &["nodes"]).stdout).unwrap();
     assert!(
         nodes
@@ -363,13 +261,12 @@ fn an_agent_that_serves_a_cluster_refuses_another_by_name_until_restarted() {
     // Restarted, it sets the old mark aside and the new cluster leads.
     let _ = agent.kill();
     let _ = agent.wait();
-    let mut two = two;
-    two.agent = Some(two.spawn_agent(&tmp));
-    two.wait_for("the new cluster to lead with the agent", |r| {
-        let s = r.stats(0);
+    two.agent = Some(spawn_agent_h1(&two, &tmp));
+    two.wait_for("the new cluster to lead with the agent", |p| {
+        let s = stats(p, 0);
         s["controller"]["role"] == "primary" && s["nodes"]["idle"].as_u64() == Some(2)
     });
-    let second = two.stats(0)["controller"]["cluster"].clone();
+    let second = stats(&two, 0)["controller"]["cluster"].clone();
     assert!(second.is_string() && second != first.as_str(), "{second}");
     assert_eq!(
         two.stats(0)["controller"]["turned_away"],

@@ -6,20 +6,12 @@
 #![allow(clippy::unwrap_used)] // tests: a failure should panic
 
 mod common;
+use common::pair::Pair;
 use common::*;
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::path::Path;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-/// Two controllers of one config, each with its own state directory.
-struct Pair {
-    dir: tempfile::TempDir,
-    config: PathBuf,
-    addrs: [String; 2],
-    serve: [Option<Child>; 2],
-    agent: Option<Child>,
-}
 
 fn config_of(dir: &Path, addrs: &[String; 2]) -> String {
     format!(
@@ -53,158 +45,40 @@ memory = "4G"
     )
 }
 
-impl Pair {
-    fn start() -> Pair {
-        let dir = tempfile::tempdir().unwrap();
-        let addrs = [0, 1].map(|_| format!("127.0.0.1:{}", free_port()));
-        let config = dir.path().join("cluster.toml");
-        std::fs::write(&config, config_of(dir.path(), &addrs)).unwrap();
-        let secret = dir.path().join("secret");
-        std::fs::write(&secret, "00112233445566778899aabbccddeeff\n").unwrap();
-        std::fs::set_permissions(&secret, std::os::unix::fs::PermissionsExt::from_mode(0o600))
-            .unwrap();
-        let mut p = Pair {
-            dir,
-            config,
-            addrs,
-            serve: [None, None],
-            agent: None,
-        };
-        p.serve(0);
-        p.serve(1);
-        let agent = Command::new(binary("agent"))
-            .args([
-                "--controller",
-                &p.addrs[0],
-                "--nodes",
-                "r[1-2]",
-                "--cpus",
-                "2",
-            ])
-            .arg("--secret-file")
-            .arg(p.dir.path().join("secret"))
-            .arg("--record-dir")
-            .arg(p.dir.path().join("spool"))
-            .args(["--host", "h1", "--sigsleep"])
-            .arg(binary("sigsleep"))
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(p.log_file("agent"))
-            .spawn()
-            .unwrap();
-        p.agent = Some(agent);
-        p.wait_for("the backup to hold the whole state", |p| {
-            let s = p.stats(0);
-            s["controller"]["backups"][0]["copying"] == false
-                && s["nodes"]["idle"].as_u64() == Some(2)
-        });
-        p
-    }
-
-    fn log_file(&self, name: &str) -> std::fs::File {
-        std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(self.dir.path().join(format!("{name}.log")))
-            .unwrap()
-    }
-
-    fn state_dir(&self, i: usize) -> PathBuf {
-        self.dir.path().join(format!("state{i}"))
-    }
-
-    fn serve(&mut self, i: usize) {
-        let child = Command::new(binary("controller"))
-            .arg("--config")
-            .arg(&self.config)
-            .args(["serve", "--listen", &self.addrs[i], "--state-dir"])
-            .arg(self.state_dir(i))
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(self.log_file(&format!("serve{i}")))
-            .spawn()
-            .unwrap();
-        self.serve[i] = Some(child);
-        self.wait_for("the controller to listen", |p| {
-            p.ctl(i, &["stats"]).status.success()
-        });
-    }
-
-    fn ctl(&self, i: usize, args: &[&str]) -> Output {
-        Command::new(binary("controller"))
-            .arg("--config")
-            .arg(&self.config)
-            .args(["--addr", &self.addrs[i]])
-            .args(args)
-            .output()
-            .unwrap()
-    }
-
-    fn ok(&self, i: usize, args: &[&str]) -> String {
-        let out = self.ctl(i, args);
-        assert!(
-            out.status.success(),
-            "controller {i} {args:?}: {}\n{}",
-            String::from_utf8_lossy(&out.stderr),
-            self.logs()
-        );
-        String::from_utf8(out.stdout).unwrap()
-    }
-
-    fn stats(&self, i: usize) -> serde_json::Value {
-        json_of(&self.ok(i, &["stats", "--format", "json"]))
-    }
-
-    fn pid(&self, i: usize) -> i32 {
-        self.serve[i].as_ref().unwrap().id() as i32
-    }
-
-    fn signal(&self, i: usize, sig: i32) {
-        // SAFETY: kill(2) on our own child.
-        assert_eq!(unsafe { libc::kill(self.pid(i), sig) }, 0);
-    }
-
-    fn kill9(&mut self, i: usize) {
-        if let Some(mut c) = self.serve[i].take() {
-            c.kill().unwrap();
-            c.wait().unwrap();
-        }
-    }
-
-    fn logs(&self) -> String {
-        ["serve0", "serve1", "agent"]
-            .iter()
-            .map(|n| {
-                let text = std::fs::read_to_string(self.dir.path().join(format!("{n}.log")))
-                    .unwrap_or_default();
-                format!("--- {n}.log\n{text}")
-            })
-            .collect()
-    }
-
-    fn wait_for(&self, what: &str, mut ok: impl FnMut(&Pair) -> bool) {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while !ok(self) {
-            assert!(
-                Instant::now() < deadline,
-                "timed out waiting for {what}\n{}",
-                self.logs()
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-}
-
-impl Drop for Pair {
-    fn drop(&mut self) {
-        for c in self.serve.iter_mut().chain([&mut self.agent]).flatten() {
-            // SAFETY: kill(2) on our own children; SIGCONT first, for one
-            // a test left stopped.
-            unsafe { libc::kill(c.id() as i32, libc::SIGCONT) };
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
+/// The pair, with an agent on `h1`, the backup holding the whole state.
+fn start() -> Pair {
+    let mut p = Pair::in_temp_dir(config_of);
+    let secret = p.dir.join("secret");
+    std::fs::write(&secret, "00112233445566778899aabbccddeeff\n").unwrap();
+    std::fs::set_permissions(&secret, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    p.serve(0);
+    p.serve(1);
+    let agent = Command::new(binary("agent"))
+        .args([
+            "--controller",
+            &p.addrs[0],
+            "--nodes",
+            "r[1-2]",
+            "--cpus",
+            "2",
+        ])
+        .arg("--secret-file")
+        .arg(p.dir.join("secret"))
+        .arg("--record-dir")
+        .arg(p.dir.join("spool"))
+        .args(["--host", "h1", "--sigsleep"])
+        .arg(binary("sigsleep"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(p.log_file("agent"))
+        .spawn()
+        .unwrap();
+    p.agent = Some(agent);
+    p.wait_for("the backup to hold the whole state", |p| {
+        let s = p.stats(0);
+        s["controller"]["backups"][0]["copying"] == false && s["nodes"]["idle"].as_u64() == Some(2)
+    });
+    p
 }
 
 /// Jobs by state, from a controller's stats.
@@ -214,7 +88,7 @@ fn by_state(s: &serde_json::Value) -> serde_json::Value {
 
 #[test]
 fn the_backup_holds_every_job_the_primary_acknowledged_and_every_record() {
-    let mut p = Pair::start();
+    let mut p = start();
     let s = p.stats(1);
     assert_eq!(s["controller"]["role"], "backup", "{s}");
     assert_eq!(s["controller"]["primary"], p.addrs[0].as_str());
@@ -258,7 +132,7 @@ fn the_backup_holds_every_job_the_primary_acknowledged_and_every_record() {
     // controller of its own, holds every job and every record.
     p.kill9(0);
     p.kill9(1);
-    let alone = p.dir.path().join("alone.toml");
+    let alone = p.dir.join("alone.toml");
     let text = std::fs::read_to_string(&p.config).unwrap().replace(
         &format!("hosts = [\"{}\", \"{}\"]", p.addrs[0], p.addrs[1]),
         "",
@@ -309,7 +183,7 @@ fn the_backup_holds_every_job_the_primary_acknowledged_and_every_record() {
 
 #[test]
 fn a_stalled_backup_holds_answers_back_until_it_is_let_go() {
-    let p = Pair::start();
+    let p = start();
     // Stopped, it confirms nothing: the primary's answer waits for it.
     p.signal(1, libc::SIGSTOP);
     let config = p.config.clone();
@@ -389,14 +263,14 @@ fn an_agent_host_the_config_does_not_list_is_refused_with_what_to_do() {
     // It could never witness a takeover: agents that take the machine's
     // name rather than the config's would leave every controller short
     // of a majority, silently.
-    let p = Pair::start();
+    let p = start();
     let out = Command::new(binary("agent"))
         .args(["--controller", &format!("{},{}", p.addrs[0], p.addrs[1])])
         .args(["--nodes", "r[1-2]", "--cpus", "2", "--host", "stranger"])
         .arg("--secret-file")
-        .arg(p.dir.path().join("secret"))
+        .arg(p.dir.join("secret"))
         .arg("--record-dir")
-        .arg(p.dir.path().join("spool-stranger"))
+        .arg(p.dir.join("spool-stranger"))
         .arg("--sigsleep")
         .arg(binary("sigsleep"))
         .stdin(Stdio::null())

@@ -10,6 +10,8 @@ use std::time::{Duration, Instant};
 
 use formats::record::{decode_all, JobRecord};
 
+pub mod pair;
+
 pub fn bin_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_controller"))
         .parent()
