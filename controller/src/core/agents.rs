@@ -95,33 +95,40 @@ impl Cluster {
             .collect();
         hit.sort_unstable();
         for &id in &hit {
-            let Some(job) = self.jobs.get(&id) else {
-                continue;
-            };
             let lost = self.lost_to_failure(id);
-            match (job.agent, job.ending_as) {
-                // Its process ends at once; the job follows when its end
-                // is reported (`job_ended`).
-                (Some(a), None) => {
-                    self.ending(id, JobState::NodeFail, now);
-                    if let Some(j) = self.jobs.get_mut(&id) {
-                        j.reason = lost;
-                    }
-                    if F::JOURNALS {
-                        fx.journal(Entry::Ending {
-                            id,
-                            state: JobState::NodeFail,
-                        });
-                    }
-                    fx.to_agent(a, ToAgent::Kill(id));
-                }
-                // Already told to end: killed now.
-                (Some(a), Some(_)) => fx.to_agent(a, ToAgent::Kill(id)),
-                // Its agent is away: lost now.
-                (None, _) => self.execution_lost(id, &lost, now, fx),
-            }
+            self.kill_for_lost_node(id, lost, now, fx);
         }
         Ok((nodes, hit))
+    }
+
+    /// A job that lost a node of its: its process, where its agent is
+    /// there, is killed, and the job follows when that end is reported
+    /// (`job_ended`: run again, or over as its partition says, unless it
+    /// ended on its own first); until then its cores stay taken, so it
+    /// never starts again while that process lives. With its agent away,
+    /// the execution is lost now.
+    fn kill_for_lost_node<F: Effects>(&mut self, id: u64, why: String, now: Now, fx: &mut F) {
+        let Some(job) = self.jobs.get(&id) else {
+            return;
+        };
+        match (job.agent, job.ending_as) {
+            (Some(a), None) => {
+                self.ending(id, JobState::NodeFail, now);
+                if let Some(j) = self.jobs.get_mut(&id) {
+                    j.reason = why;
+                }
+                if F::JOURNALS {
+                    fx.journal(Entry::Ending {
+                        id,
+                        state: JobState::NodeFail,
+                    });
+                }
+                fx.to_agent(a, ToAgent::Kill(id));
+            }
+            // Already told to end: killed now.
+            (Some(a), Some(_)) => fx.to_agent(a, ToAgent::Kill(id)),
+            (None, _) => self.execution_lost(id, &why, now, fx),
+        }
     }
 
     /// Why a job holding failed nodes is lost: `vn[1-2] failed (power)`.
@@ -334,7 +341,8 @@ impl Cluster {
     /// An agent is gone: its nodes are down. Jobs that ran on it wait for
     /// it to come back (until the heartbeat timeout after it was last
     /// heard of) unless it was hosted here, in which case they died with
-    /// it; jobs that only held some of its nodes lose them at once.
+    /// it; jobs that only held some of its nodes are killed where their
+    /// process runs, and follow its end.
     /// `expected`: the cluster is shutting down.
     /// Forgets every agent, with no effect on the jobs: a primary that
     /// steps down stops acting at once, and whichever controller leads
@@ -388,6 +396,12 @@ impl Cluster {
                 self.set_active(id, ActiveState::Unreachable, since, 0);
             } else if expected {
                 self.end(id, JobState::NodeFail, reason, now, fx);
+            } else if runner.is_some_and(|r| r != agent) {
+                // Its process runs on another agent, still there: as for a
+                // failed node, it is killed there first. Run again at once,
+                // it could start beside that process, and take its end
+                // and record for its own.
+                self.kill_for_lost_node(id, reason, now, fx);
             } else {
                 self.lose(id, &reason, now, fx);
             }

@@ -323,6 +323,50 @@ fn a_lost_job_is_requeued_by_default_and_runs_again() {
 }
 
 #[test]
+fn a_job_that_loses_a_node_of_another_agent_waits_for_its_process_to_end() {
+    // Its process runs on h1 (its first node); h2, which held two of its
+    // nodes, is lost. Run again at once, it could start on h1 beside the
+    // process still there and take that process's end for its own.
+    let cfg = config::Cluster::from_str(
+        "[[nodes]]\nnames = \"vn[1-4]\"\ncpus = 4\nmemory = \"8G\"\n",
+        std::path::Path::new("/tmp/t.toml"),
+    )
+    .unwrap();
+    for (exit, then) in [
+        (Exit::Signal(9), JobState::Pending),
+        (Exit::Code(0), JobState::Completed),
+    ] {
+        let mut c = Cluster::new(Arc::new(cfg.clone()));
+        up(&mut c, 7, "h1", "vn[1-2]", &[]).unwrap();
+        up(&mut c, 8, "h2", "vn[3-4]", &[]).unwrap();
+        let mut out = Recorder::default();
+        let id = c
+            .submit(vec![spec(12)], 0, at(0), &mut Recorder::default())
+            .unwrap()[0];
+        pass(&mut c, &mut out);
+        assert_eq!(c.jobs[&id].agent, Some(7));
+        let mut lost = Recorder::default();
+        c.agent_down(8, "disconnected", false, at(2), &mut lost);
+        assert_eq!(c.jobs[&id].state, JobState::Running, "not requeued yet");
+        assert!(
+            matches!(lost.0[..], [(7, ToAgent::Kill(k))] if k == id),
+            "{:?}",
+            lost.0
+        );
+        // Nothing starts on its cores meanwhile, not even the job itself.
+        pass_at(&mut c, &mut out, at(3), false);
+        assert!(c.nodes[..2].iter().all(|n| n.alloc_cpus == 4));
+        // Its end decides: killed, it runs again; ended on its own first
+        // (its record written), it counts as it ended.
+        c.job_ended(7, id, exit, at(4), &mut out);
+        match then {
+            JobState::Pending => assert_eq!(c.jobs[&id].state, JobState::Pending),
+            _ => assert_eq!(c.queue(true)[0].state, then),
+        }
+    }
+}
+
+#[test]
 fn an_agent_that_comes_back_reports_its_jobs() {
     // Four 1-core jobs run on host h; its agent is lost, then registers
     // again: job 1 still runs, job 2 is suspended there although the
