@@ -202,7 +202,10 @@ def mode_table(workload, cases, replays, factor):
 
 def main():
     mode = sys.argv[1]
-    replays = int(sys.argv[2]) if len(sys.argv) > 2 else 3
+    # bundled and window take a count of replays; speedups, policies.
+    if mode in ("bundled", "window") and len(sys.argv) > 2 and not sys.argv[2].isdigit():
+        sys.exit(f"fidelity.sh {mode}: REPLAYS must be a whole number, not {sys.argv[2]!r}")
+    replays = int(sys.argv[2]) if mode in ("bundled", "window") and len(sys.argv) > 2 else 3
     if mode == "bundled":
         mode_table(["--workload", "configs/workloads/kth-sp2-200.swf", "--shrink", "50"],
                    ["easy", "gang"], replays, "shrink-050")
@@ -210,7 +213,11 @@ def main():
         mode_table(workload_of(f"{SHARED}/KTH-SP2-1996-2.1-cln.swf.gz:10000:1000"),
                    ["fcfs", "easy", "sjf", "preempt", "gang"], replays, "shrink-100")
     elif mode == "speedups":
-        mode_speedups(sys.argv[2:] or ["fcfs", "easy", "sjf", "gang", "preempt"])
+        known = ("fcfs", "easy", "sjf", "gang", "preempt")
+        wrong = [p for p in sys.argv[2:] if p not in known]
+        if wrong:
+            sys.exit(f"fidelity.sh speedups: no policy {wrong[0]!r} (one of {', '.join(known)})")
+        mode_speedups(sys.argv[2:] or list(known))
     elif mode == "traces":
         mode_traces()
     else:
