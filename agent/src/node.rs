@@ -11,7 +11,7 @@ use formats::wire::{Exit, FromAgent, RunSettings, StartJob, SuspendMode};
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
-use tokio::sync::{mpsc, Notify};
+use tokio::sync::{mpsc, oneshot, Notify};
 use tokio::time::{sleep_until, Duration, Instant};
 use tracing::{debug, warn};
 
@@ -64,6 +64,38 @@ struct Prepared {
     start: Box<StartJob>,
     /// Killed if still unclaimed then.
     until: Instant,
+    /// Fires when it has ended and been reaped. Kept here, not among the
+    /// node's job exits, until a start claims it: a process replaced is
+    /// waited for before its successor starts ([`Prepared::kill`]).
+    exit: oneshot::Receiver<Exit>,
+}
+
+impl Prepared {
+    /// Whether it is still alive (not yet reaped): a pid that ended may be
+    /// another process's by now, and must not be signalled.
+    fn alive(&mut self) -> bool {
+        matches!(
+            self.exit.try_recv(),
+            Err(oneshot::error::TryRecvError::Empty)
+        )
+    }
+
+    /// Kills it and waits (up to `grace`) until it is gone, so that one job
+    /// never has two processes at once, even for the instant before a
+    /// fresh held process has named itself held.
+    async fn kill(mut self, grace: Duration) {
+        if !self.alive() {
+            return;
+        }
+        signal(self.pid, Signal::SIGKILL);
+        if tokio::time::timeout(grace, &mut self.exit).await.is_err() {
+            warn!(
+                pid = self.pid,
+                "a held process not gone {} ms after SIGKILL",
+                grace.as_millis()
+            );
+        }
+    }
 }
 
 /// A node's mailbox: its commands in order and a wake-up for its task.
@@ -179,25 +211,32 @@ async fn run(name: String, rx: Arc<Mailbox>, ctx: Arc<NodeContext>) {
                     for job in jobs.values_mut() {
                         cancel(job, kill_grace);
                     }
-                    for (_, p) in prepared.drain() {
-                        signal(p.pid, Signal::SIGKILL);
+                    for (_, mut p) in prepared.drain() {
+                        if p.alive() {
+                            signal(p.pid, Signal::SIGKILL);
+                        }
                     }
                 }
                 Some(NodeCmd::Start(s)) => {
                     let id = s.job;
                     let claimed = match prepared.remove(&id) {
-                        Some(p) if p.start == s => Some(p.pid),
-                        Some(p) => {
-                            // Placed otherwise than foreseen.
-                            signal(p.pid, Signal::SIGKILL);
-                            None
+                        Some(mut p) => {
+                            if p.start == s && p.alive() {
+                                Some(p)
+                            } else {
+                                // Placed otherwise than foreseen (or gone).
+                                Box::pin(p.kill(kill_grace)).await;
+                                None
+                            }
                         }
                         None => None,
                     };
-                    if let Some(pid) = claimed {
+                    if let Some(p) = claimed {
+                        let pid = p.pid;
                         signal(pid, Signal::SIGCONT);
                         debug!(job = id, node = %name, pid, "started (prepared)");
                         jobs.insert(id, Job { pid, suspended: false, stop_at: None, kill_at: None });
+                        exits.push(exit_of(id, crate::spawn::Spawned { pid, exit: p.exit }));
                         report(&ctx, FromAgent::Started { job: id, pid: pid as u32 }).await;
                         continue;
                     }
@@ -234,14 +273,18 @@ async fn run(name: String, rx: Arc<Mailbox>, ctx: Arc<NodeContext>) {
                         continue;
                     }
                     if let Some(p) = prepared.remove(&id) {
-                        signal(p.pid, Signal::SIGKILL);
+                        Box::pin(p.kill(kill_grace)).await;
                     }
                     // A process that cannot be prepared is started at the
                     // job's start, as any.
                     if let Ok(spawned) = Box::pin(launch(&ctx, &s, true)).await {
                         debug!(job = id, node = %name, pid = spawned.pid, "prepared");
-                        prepared.insert(id, Prepared { pid: spawned.pid, start: s, until });
-                        exits.push(exit_of(id, spawned));
+                        prepared.insert(id, Prepared {
+                            pid: spawned.pid,
+                            start: s,
+                            until,
+                            exit: spawned.exit,
+                        });
                     }
                 }
                 Some(NodeCmd::Suspend(id)) => {
@@ -282,13 +325,7 @@ async fn run(name: String, rx: Arc<Mailbox>, ctx: Arc<NodeContext>) {
                 }
             },
             Some((id, pid, exit)) = exits.next() => {
-                // A prepared process that was never claimed, or was
-                // replaced, ends without a job.
-                if prepared.get(&id).is_some_and(|p| p.pid == pid) {
-                    prepared.remove(&id);
-                }
                 if jobs.get(&id).is_none_or(|j| j.pid != pid) {
-                    debug!(job = id, node = %name, pid, ?exit, "prepared process ended unclaimed");
                     continue;
                 }
                 jobs.remove(&id);
@@ -299,7 +336,7 @@ async fn run(name: String, rx: Arc<Mailbox>, ctx: Arc<NodeContext>) {
                 let now = Instant::now();
                 prepared.retain(|id, p| {
                     let keep = p.until > now;
-                    if !keep {
+                    if !keep && p.alive() {
                         debug!(job = id, pid = p.pid, "prepared process unclaimed in time");
                         signal(p.pid, Signal::SIGKILL);
                     }
@@ -450,6 +487,85 @@ fn visible_devices(devices: &str, node: &str) -> Vec<(String, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Regression (chaos seed 2026, round 15): a process started ahead of
+    /// its job, then placed otherwise, was killed and its successor
+    /// started at once, so that for an instant the job had two processes.
+    /// The instant is short on an idle host (the kill lands before the
+    /// successor runs); under load it was long enough to be seen.
+    #[tokio::test]
+    async fn a_held_process_placed_otherwise_is_gone_before_its_successor_starts() {
+        let dir = tempfile::tempdir().unwrap();
+        let starts = dir.path().join("starts");
+        let job = dir.path().join("job");
+        // Says which process it is, and whether the first one started for
+        // the job is still there, then waits as a job would.
+        std::fs::write(
+            &job,
+            format!(
+                "#!/bin/sh\nf={s}\nfirst=$(head -n1 $f 2>/dev/null)\necho $$ >> $f\n\
+                 [ -n \"$first\" ] && [ -e /proc/$first ] && echo overlap $first >> $f\n\
+                 exec sleep 30\n",
+                s = starts.display()
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&job, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
+        let (events, mut from_node) = mpsc::channel(16);
+        let ctx = Arc::new(NodeContext {
+            launcher: Launcher::global().unwrap(),
+            sigsleep: job,
+            log: dir.path().join("rec"),
+            settings: RunSettings {
+                heartbeat_ms: 1000,
+                suspend_mode: SuspendMode::Tstp,
+                suspend_grace_ms: 0,
+                kill_grace_ms: 200,
+                stream_records: false,
+                fence_ms: 0,
+                mark: Default::default(),
+                realtime: false,
+            },
+            events,
+        });
+        let (node, task) = start("vn1".into(), ctx);
+        let spec = |cores| StartJob {
+            job: 7,
+            node: "vn1".into(),
+            cores,
+            runtime_ns: 1_000_000_000,
+            walltime_ns: 0,
+            submit_ns: 0,
+            devices: String::new(),
+        };
+        let starts = &starts;
+        let lines = |n: usize| async move {
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+            loop {
+                let text = std::fs::read_to_string(starts).unwrap_or_default();
+                if text.lines().count() >= n || std::time::Instant::now() > deadline {
+                    return text.lines().map(String::from).collect::<Vec<_>>();
+                }
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        };
+        node.send(NodeCmd::Prepare(
+            Box::new(spec(4)),
+            Instant::now() + Duration::from_secs(30),
+        ));
+        let held = lines(1).await;
+        assert_eq!(held.len(), 1, "the held process never ran");
+        // Placed on 8 cores, not the 4 foreseen: the held one goes.
+        node.send(NodeCmd::Start(Box::new(spec(8))));
+        let Some(FromAgent::Started { job: 7, pid }) = from_node.recv().await else {
+            panic!("no start reported");
+        };
+        let seen = lines(2).await;
+        assert_eq!(seen, [held[0].clone(), pid.to_string()]);
+        drop(node);
+        task.await.unwrap();
+    }
 
     #[test]
     fn a_long_device_list_is_cut_between_entries() {
