@@ -19,7 +19,7 @@ use std::path::Path;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{bail, Context, Result};
-use controller::client::{self, Session};
+use client::Session;
 use formats::wire::{Request, Response};
 
 fn wall() -> f64 {
@@ -51,8 +51,8 @@ async fn main() -> Result<()> {
     let held: u64 = args[3].parse().context("HELD")?;
     let rate: f64 = args[4].parse().context("RATE")?;
     let secs: f64 = args[5].parse().context("SECONDS")?;
-    let addr = client::address(&config, None);
-    let secret = client::secret(&config, None)?;
+    let addr = config.client_address(None);
+    let secret = config.client_secret(None)?;
     let mut s = Session::open(&addr, &secret).await?;
     let all: Vec<u64> = (1..=jobs).collect();
     let pause = Duration::from_secs(3);

@@ -10,7 +10,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
-use controller::client::{self, Session};
+use client::Session;
 use formats::wire::{JobSpec, Request, Response};
 
 #[tokio::main(flavor = "current_thread")]
@@ -21,8 +21,8 @@ async fn main() -> Result<()> {
     }
     let config = controller::config::Cluster::load(Path::new(&args[1]))?;
     let jobs: u64 = args[2].parse().context("JOBS")?;
-    let addr = client::address(&config, None);
-    let secret = client::secret(&config, None)?;
+    let addr = config.client_address(None);
+    let secret = config.client_secret(None)?;
     let mut s = Session::open(&addr, &secret).await?;
     let spec = JobSpec {
         cores: 1,

@@ -10,11 +10,9 @@ use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
 use formats::wire::{JobFilter, JobState, Request, Response};
 use tokio_util::sync::CancellationToken;
 
-use crate::client;
-
 mod submit;
 use crate::config::Cluster;
-use crate::views;
+use client::tables;
 use submit::submit;
 pub use submit::SubmitArgs;
 
@@ -314,7 +312,7 @@ pub async fn run(
             if let Some(s) = &cli.secret_file {
                 config.secret_file = s.clone();
             }
-            let addr = client::address(&config, cli.addr.as_deref());
+            let addr = config.client_address(cli.addr.as_deref());
             let all_up = crate::deploy::deploy(&config, a, &addr).await?;
             Ok(if all_up {
                 Outcome::Ok
@@ -333,8 +331,8 @@ pub async fn run(
 
 async fn client_command(cli: &Cli, shutdown: &CancellationToken) -> Result<Outcome> {
     let config = load(cli)?;
-    let addr = client::address(&config, cli.addr.as_deref());
-    let secret = client::secret(&config, cli.secret_file.as_deref())?;
+    let addr = config.client_address(cli.addr.as_deref());
+    let secret = config.client_secret(cli.secret_file.as_deref())?;
     let req = match &cli.command {
         Command::Submit(a) => return submit(cli, a, &addr, &secret, shutdown).await,
         Command::Queue { all } => Request::Queue { all: *all },
@@ -390,7 +388,7 @@ async fn client_command(cli: &Cli, shutdown: &CancellationToken) -> Result<Outco
             writeln!(
                 std::io::stdout(),
                 "{}",
-                views::replication_line(&s.replication)
+                tables::replication_line(&s.replication)
             )?;
         }
     }
@@ -402,34 +400,34 @@ async fn client_command(cli: &Cli, shutdown: &CancellationToken) -> Result<Outco
         Response::Submitted(_) => bail!("controller {addr}: unexpected answer to {req:?}"),
         Response::Queue(jobs) => {
             if json {
-                print_json(views::queue_json(&jobs))?;
+                print_json(tables::queue_json(&jobs))?;
             } else {
                 write!(
                     std::io::stdout(),
                     "{}",
-                    views::queue_table(&jobs, crate::core::wall_ns())
+                    tables::queue_table(&jobs, crate::core::wall_ns())
                 )?;
             }
         }
         Response::Nodes(nodes) => {
             if json {
-                print_json(views::nodes_json(&nodes))?;
+                print_json(tables::nodes_json(&nodes))?;
             } else {
-                write!(std::io::stdout(), "{}", views::nodes_table(&nodes))?;
+                write!(std::io::stdout(), "{}", tables::nodes_table(&nodes))?;
             }
         }
         Response::Hosts(hosts) => {
             if json {
-                print_json(views::hosts_json(&hosts))?;
+                print_json(tables::hosts_json(&hosts))?;
             } else {
-                write!(std::io::stdout(), "{}", views::hosts_table(&hosts))?;
+                write!(std::io::stdout(), "{}", tables::hosts_table(&hosts))?;
             }
         }
         Response::Stats(s) => {
             if json {
-                print_json(views::stats_json(&s))?;
+                print_json(tables::stats_json(&s))?;
             } else {
-                write!(std::io::stdout(), "{}", views::stats_table(&s))?;
+                write!(std::io::stdout(), "{}", tables::stats_table(&s))?;
             }
         }
         Response::Jobs(outcomes) => {

@@ -15,6 +15,7 @@ use formats::nodeset::{self, Groups};
 
 use crate::gres;
 
+mod contact;
 mod controllers;
 use serde::Deserialize;
 
@@ -102,7 +103,7 @@ struct AgentsSection {
     heartbeat_timeout_ms: Option<u64>,
     #[serde(default)]
     host: Vec<HostSection>,
-    /// `controller deploy`: see [`crate::deploy::Settings`].
+    /// `controller deploy`: see [`crate::deploy::settings::Settings`].
     deploy_dir: Option<String>,
     ssh_options: Option<String>,
     controller_address: Option<String>,
@@ -277,7 +278,7 @@ pub struct Cluster {
     /// `[[workload.gres]]`: what replayed trace jobs ask of them.
     pub trace_gres: Vec<gres::TraceRule>,
     /// How `controller deploy` starts agents on their hosts.
-    pub deploy: crate::deploy::Settings,
+    pub deploy: crate::deploy::settings::Settings,
 }
 
 impl Cluster {
@@ -543,8 +544,12 @@ impl Cluster {
         };
         let batsim = match (&file.batsim, policy.as_str()) {
             (b, "batsim") => Some(
-                crate::batsim::Settings::from_section(b.as_ref(), &nodes, &kinds)
-                    .map_err(|e| anyhow!("{name}: {e}"))?,
+                crate::batsim::Settings::from_section(
+                    b.as_ref(),
+                    nodes.iter().map(|n| (n.name.clone(), n.cpus)).collect(),
+                    &kinds,
+                )
+                .map_err(|e| anyhow!("{name}: {e}"))?,
             ),
             (Some(_), _) => {
                 bail!("{name}: a [batsim] section needs controller.policy = \"batsim\"")
@@ -643,7 +648,7 @@ impl Cluster {
             .listen
             .clone()
             .unwrap_or_else(|| formats::wire::DEFAULT_ADDR.into());
-        let deploy = crate::deploy::Settings::new(
+        let deploy = crate::deploy::settings::Settings::new(
             a.deploy_dir.clone(),
             a.ssh_options.as_deref(),
             a.controller_address.clone(),
@@ -655,7 +660,7 @@ impl Cluster {
         .map_err(|e| anyhow!("{name}: {e}"))?;
         Ok(Cluster {
             source: path.to_path_buf(),
-            source_sha256: crate::deploy::sha256_hex(text.as_bytes()),
+            source_sha256: crate::deploy::settings::sha256_hex(text.as_bytes()),
             kinds,
             trace_gres,
             deploy,

@@ -31,13 +31,13 @@
 //!   connected through in-memory pipes: one command, one process, a whole
 //!   cluster.
 //!
-//! The client subcommands ([`client`]) send one request each and print the
-//! answer as a table or JSON ([`views`]). `serve --detach` forks before any
+//! The client subcommands ([`cli`]) go through the `client` crate, as every
+//! front end does: one request each, the answer printed as a table or
+//! JSON (`client::tables`). `serve --detach` forks before any
 //! thread exists and returns once the controller listens ([`detach`]).
 
 pub mod batsim;
 pub mod cli;
-pub mod client;
 pub mod config;
 pub mod connection;
 pub mod core;
@@ -53,7 +53,6 @@ pub mod records;
 pub mod replication;
 pub mod server;
 pub mod sim;
-pub mod views;
 
 use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
@@ -102,7 +101,7 @@ pub fn ensure_secret(path: &Path) -> Result<Vec<u8>> {
         writeln!(f, "{hex}").with_context(|| format!("cannot write {}", path.display()))?;
         info!(file = %path.display(), "created a new shared secret");
     }
-    agent::secret(path)
+    client::read_secret(path)
 }
 
 fn getrandom_fill(buf: &mut [u8]) -> Result<()> {

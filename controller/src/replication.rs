@@ -30,7 +30,6 @@ use tracing::{info, warn};
 
 use crate::core::AgentId;
 use crate::journal::{Head, JobImage};
-use crate::server::Event;
 
 /// Jobs per part of a snapshot.
 const JOBS_PER_PART: usize = 4096;
@@ -329,14 +328,34 @@ pub fn snapshot(
     }
 }
 
+/// What a backup's follower tells its server, as the server's own event
+/// (`E: From<Following>`): the server is built on this module, not this
+/// module on it.
+pub enum Following {
+    /// A controller that leads sent its state: `link` carries
+    /// confirmations to it.
+    Leads {
+        address: String,
+        /// Its term, and its cluster.
+        term: u64,
+        cluster: ClusterId,
+        link: mpsc::UnboundedSender<FromBackup>,
+    },
+    /// The primary followed is gone.
+    Lost,
+    /// What the primary sent.
+    Copy(FromPrimary),
+}
+
 /// A backup's side: follows whichever of the other controllers leads
 /// (each is tried in turn; one that does not lead lets go at once),
-/// passing what it sends to the server as [`Event::Copy`], until `done`.
-pub async fn follow(
+/// passing what it sends to the server as [`Following::Copy`], until
+/// `done`.
+pub async fn follow<E: From<Following> + Send>(
     others: Vec<String>,
     me: String,
     secret: Vec<u8>,
-    events: mpsc::Sender<Event>,
+    events: mpsc::Sender<E>,
     status: std::sync::Arc<Status>,
     done: CancellationToken,
 ) {
@@ -363,7 +382,7 @@ pub async fn follow(
             said = true;
         }
         if followed {
-            let _ = events.send(Event::PrimaryGone).await;
+            let _ = events.send(Following::Lost.into()).await;
         }
         tokio::select! {
             () = tokio::time::sleep(RETRY) => {}
@@ -374,12 +393,12 @@ pub async fn follow(
 
 /// Follows `primary` while it leads: why it ended, and whether it led
 /// (sent its state) at all.
-async fn follow_once(
+async fn follow_once<E: From<Following>>(
     primary: &str,
     me: &str,
     (held, cluster): (u64, ClusterId),
     secret: &[u8],
-    events: &mpsc::Sender<Event>,
+    events: &mpsc::Sender<E>,
 ) -> (String, bool) {
     let stream = match tokio::time::timeout(RETRY * 10, TcpStream::connect(primary)).await {
         Ok(Ok(s)) => s,
@@ -414,13 +433,15 @@ async fn follow_once(
         _ => (0, ClusterId::default()),
     };
     let (link, mut to_primary) = mpsc::unbounded_channel();
-    let up = Event::PrimaryUp {
+    let up = Following::Leads {
         address: primary.to_string(),
         term,
         cluster,
         link,
     };
-    if events.send(up).await.is_err() || events.send(Event::Copy(first)).await.is_err() {
+    if events.send(up.into()).await.is_err()
+        || events.send(Following::Copy(first).into()).await.is_err()
+    {
         return ("the controller stopped".into(), true);
     }
     info!(%primary, "following the primary");
@@ -428,7 +449,7 @@ async fn follow_once(
         tokio::select! {
             msg = conn.recv::<FromPrimary>() => match msg {
                 Ok(msg) => {
-                    if events.send(Event::Copy(msg)).await.is_err() {
+                    if events.send(Following::Copy(msg).into()).await.is_err() {
                         return ("the controller stopped".into(), true);
                     }
                 }

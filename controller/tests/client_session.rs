@@ -50,9 +50,7 @@ async fn a_late_answer_to_the_leader_question_is_not_taken_for_the_next() {
     // A list of two, the second down: the session asks the first which
     // controller leads (stats), gets no answer in time, and goes on.
     let list = format!("{addr},127.0.0.1:1");
-    let mut s = controller::client::Session::open(&list, &secret)
-        .await
-        .unwrap();
+    let mut s = client::Session::open(&list, &secret).await.unwrap();
     s.to_leader().await.unwrap();
     match s.call(&Request::Hosts).await.unwrap() {
         Response::Error(e) => assert_eq!(e, "answer to Hosts"),

@@ -577,7 +577,7 @@ pub fn plan(cli: &Cli) -> Result<(Plan, Vec<String>)> {
     let mut warnings = warnings;
     if !plan.backend.virtual_time() {
         let mut notes = Vec::new();
-        if plan.backend.runs_run_config() {
+        if plan.backend.runs_scaled_config() {
             notes = short_slices(&plan.config, &plan.factors, plan.speedup);
             notes.extend(visible_floor(
                 &plan.config,

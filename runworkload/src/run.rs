@@ -39,35 +39,6 @@ pub fn percent_label(fraction: f64) -> String {
     }
 }
 
-/// The cluster a run starts: the config with its policy durations (gang
-/// time slices, partitions' `max_time_s`, the scheduling interval) read
-/// as trace seconds and scaled as the trace's times are (the emulation's
-/// wall-clock `pass_floor_ms` is not). A user who writes Slurm's 30 s slice means 30
-/// s of the trace; read as wall-clock seconds at 10,000x, no slice would
-/// ever end.
-pub(crate) fn run_config(
-    config: &controller::config::Cluster,
-    scale: Scale,
-) -> controller::config::Cluster {
-    let mut c = config.clone();
-    c.time_slice = scale.duration(c.time_slice);
-    // Zero (a pass after every event) stays zero.
-    c.schedule_interval = std::time::Duration::from_nanos(
-        scale.apply_u(c.schedule_interval.as_nanos().min(u64::MAX as u128) as u64),
-    );
-    for p in &mut c.partitions {
-        p.time_slice = scale.duration(p.time_slice);
-        if p.max_time_ns > 0 {
-            p.max_time_ns = scale.apply_u(p.max_time_ns).max(1);
-        }
-    }
-    // An external scheduler's `now` is the trace's time.
-    if let Some(b) = &mut c.batsim {
-        b.wall_per_second = scale.factor / scale.speedup;
-    }
-    c
-}
-
 /// The run's orders besides submissions, in the order they are due:
 /// each job the trace marks cancelled, cancelled its (scaled) delay after
 /// its submission (a follower's submission is this run's: it has none);
@@ -191,7 +162,7 @@ pub async fn run_point(
         .collect();
     order.sort_by_key(|&i| (targets[i], i));
     let timed = timed_orders(plan, &targets, scale, load);
-    let config = run_config(&plan.config, scale);
+    let config = scale.cluster(&plan.config);
     let jobs = Jobs {
         label: &label,
         factor,
@@ -244,7 +215,7 @@ mod tests {
             factor: 0.5,
             speedup: 10_000.0,
         };
-        let ran = run_config(&config, scale);
+        let ran = scale.cluster(&config);
         // 30 trace s x 0.5 / 10,000 = 1.5 ms of wall clock.
         assert_eq!(ran.time_slice, Duration::from_micros(1500));
         assert_eq!(ran.partitions[0].time_slice, Duration::from_micros(1500));
@@ -260,7 +231,7 @@ mod tests {
             Path::new("t.toml"),
         )
         .unwrap();
-        let ran = run_config(&every_minute, scale);
+        let ran = scale.cluster(&every_minute);
         assert_eq!(ran.schedule_interval, Duration::from_millis(3));
         assert_eq!(ran.pass_floor, Duration::from_micros(500));
     }

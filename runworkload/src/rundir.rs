@@ -606,14 +606,12 @@ pub(crate) fn write_manifest(plan: &Plan, dir: &Path, m: &RunState<'_>) -> Resul
         },
     });
     // As the cluster ran them: scaled, or the remote cluster's own.
-    let ran = if plan.backend.runs_run_config() {
-        crate::run::run_config(
-            &plan.config,
-            schedule::Scale {
-                factor: m.factor,
-                speedup: plan.speedup,
-            },
-        )
+    let ran = if plan.backend.runs_scaled_config() {
+        schedule::Scale {
+            factor: m.factor,
+            speedup: plan.speedup,
+        }
+        .cluster(&plan.config)
     } else {
         plan.config.clone()
     };
@@ -739,7 +737,7 @@ fn scheduling(plan: &Plan, ran: &controller::config::Cluster, factor: f64) -> re
     let interval_wall_s = ran.schedule_interval.as_secs_f64();
     // As configured, when the cluster ran this run's config (a cluster
     // started elsewhere keeps its own, in wall-clock seconds).
-    let interval_s = if plan.backend.runs_run_config() {
+    let interval_s = if plan.backend.runs_scaled_config() {
         plan.config.schedule_interval.as_secs_f64()
     } else {
         interval_wall_s * trace_per_wall

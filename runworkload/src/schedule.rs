@@ -45,6 +45,32 @@ impl Scale {
         let ns = self.apply_u(d.as_nanos().min(u64::MAX as u128) as u64);
         std::time::Duration::from_nanos(ns.max(1_000))
     }
+
+    /// The cluster a run starts: the config with its policy durations (gang
+    /// time slices, partitions' `max_time_s`, the scheduling interval) read
+    /// as trace seconds and scaled as the trace's times are (the emulation's
+    /// wall-clock `pass_floor_ms` is not). A user who writes Slurm's 30 s
+    /// slice means 30 s of the trace; read as wall-clock seconds at 10,000x, no slice would
+    /// ever end.
+    pub fn cluster(&self, config: &controller::config::Cluster) -> controller::config::Cluster {
+        let mut c = config.clone();
+        c.time_slice = self.duration(c.time_slice);
+        // Zero (a pass after every event) stays zero.
+        c.schedule_interval = std::time::Duration::from_nanos(
+            self.apply_u(c.schedule_interval.as_nanos().min(u64::MAX as u128) as u64),
+        );
+        for p in &mut c.partitions {
+            p.time_slice = self.duration(p.time_slice);
+            if p.max_time_ns > 0 {
+                p.max_time_ns = self.apply_u(p.max_time_ns).max(1);
+            }
+        }
+        // An external scheduler's `now` is the trace's time.
+        if let Some(b) = &mut c.batsim {
+            b.wall_per_second = self.factor / self.speedup;
+        }
+        c
+    }
 }
 
 /// Offset of each job's submission from the start, in job order: the

@@ -77,10 +77,10 @@ pub struct Section {
 
 impl Settings {
     /// The settings of a config's `[batsim]` section (absent: the
-    /// defaults), checked against its nodes.
+    /// defaults), checked against its nodes (name and cores, in order).
     pub fn from_section(
         b: Option<&Section>,
-        nodes: &[crate::config::NodeDef],
+        nodes: Vec<(String, u32)>,
         kinds: &crate::gres::Kinds,
     ) -> Result<Settings, String> {
         if !kinds.is_empty() {
@@ -102,8 +102,8 @@ impl Settings {
         // A Batsim resource carries no core count: whole nodes as
         // resources need nodes of one size.
         if unit == Unit::Node {
-            let (lo, hi) = nodes.iter().fold((u32::MAX, 0), |(lo, hi), n| {
-                (lo.min(n.cpus), hi.max(n.cpus))
+            let (lo, hi) = nodes.iter().fold((u32::MAX, 0), |(lo, hi), &(_, cpus)| {
+                (lo.min(cpus), hi.max(cpus))
             });
             if lo != hi && !nodes.is_empty() {
                 return Err(format!(
@@ -123,7 +123,7 @@ impl Settings {
             unit,
             wall_per_second: 1.0,
             reply_timeout: Duration::from_secs_f64(timeout),
-            nodes: nodes.iter().map(|n| (n.name.clone(), n.cpus)).collect(),
+            nodes,
         })
     }
 }

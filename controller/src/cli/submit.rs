@@ -7,7 +7,6 @@ use formats::wire::{JobSpec, Request, Response};
 use tokio_util::sync::CancellationToken;
 
 use super::{seconds, Cli, Format, Outcome};
-use crate::client;
 
 #[derive(Debug, Args)]
 #[command(allow_negative_numbers = true)]

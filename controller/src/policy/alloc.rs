@@ -1,7 +1,6 @@
 //! What is free during one pass, as decisions are made, and first-fit
 //! placement: every policy places jobs through [`Free`].
 
-use super::gang::gang_of;
 use super::{Active, NodeView, Queued, View};
 
 /// Free resources during one pass, as decisions are made.
@@ -72,7 +71,7 @@ impl Free {
             blocked: vec![0u64; words],
             open,
             gang: (0..v.partitions.len())
-                .map(|p| gang_of(v, p).is_some())
+                .map(|p| v.time_slicing(p).is_some())
                 .collect(),
             contiguous: v.partitions.iter().map(|p| p.contiguous).collect(),
         }

@@ -12,6 +12,8 @@ pub const ENTRY: Entry = Entry {
     // filled in); settings made by hand without them decide nothing.
     make: |c| match c.batsim.clone() {
         Some(settings) => Box::new(Bridge::new(settings, c.realtime)),
-        None => Box::new(Bridge::unusable("policy \"batsim\" was given no [batsim] settings")),
+        None => Box::new(Bridge::unusable(
+            "policy \"batsim\" was given no [batsim] settings",
+        )),
     },
 };

@@ -2,25 +2,12 @@
 //! reservation (the earliest time enough cores free up, from the running
 //! jobs' expected ends), and a later job may start now only if it cannot
 //! delay it. Named `easy` (the default): the built-in policy
-//! ([`Standard`]) with this base.
+//! ([`super::Standard`]) with this base.
 
 use std::collections::{HashMap, HashSet};
 
 use super::alloc::Free;
-use super::standard::{Base, Standard};
-use super::{ActiveState, Decision, Decisions, Entry, Queued, View};
-
-pub const ENTRY: Entry = Entry {
-    name: "easy",
-    about: "EASY backfilling, with gang time-slicing and preemption",
-    suspends: true,
-    make: |c| {
-        Box::new(Standard {
-            base: Base::Easy,
-            preemption: c.preemption,
-        })
-    },
-};
+use super::{ActiveState, Decision, Decisions, Queued, View};
 
 /// When `q` would end if it started now.
 fn end_of(v: &View, q: &Queued) -> i64 {
@@ -185,11 +172,7 @@ impl Reservation {
         let covers = v
             .partitions
             .iter()
-            .map(|p| {
-                p.nodes
-                    .iter()
-                    .all(|&n| head_nodes[n] || !v.nodes[n].usable)
-            })
+            .map(|p| p.nodes.iter().all(|&n| head_nodes[n] || !v.nodes[n].usable))
             .collect();
         Reservation {
             head_cores_only: head.mem_per_cpu_mb == 0 && !crate::gres::any(&head.gres),

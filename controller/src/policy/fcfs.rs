@@ -1,24 +1,11 @@
 //! First come, first served: jobs start in queue order while they fit,
 //! and the first that does not fit blocks everything behind it. Named
-//! `fcfs`: the built-in policy ([`Standard`]) with this base.
+//! `fcfs`: the built-in policy ([`super::Standard`]) with this base.
 
 use std::collections::HashSet;
 
 use super::alloc::Free;
-use super::standard::{Base, Standard};
-use super::{Decision, Decisions, Entry, View};
-
-pub const ENTRY: Entry = Entry {
-    name: "fcfs",
-    about: "first come, first served, with gang time-slicing and preemption",
-    suspends: true,
-    make: |c| {
-        Box::new(Standard {
-            base: Base::Fcfs,
-            preemption: c.preemption,
-        })
-    },
-};
+use super::{Decision, Decisions, View};
 
 pub(super) fn fcfs(v: &View, free: &mut Free, out: &mut Decisions, done: &HashSet<u64>) {
     for q in v.queue.iter().filter(|q| !done.contains(&q.job)) {

@@ -6,12 +6,7 @@
 use std::collections::HashSet;
 
 use super::alloc::Free;
-use super::{Active, ActiveState, Decision, Decisions, Gang, View};
-
-/// The time-slicing of `partition`, if it time-slices.
-pub(super) fn gang_of(v: &View, partition: usize) -> Option<Gang> {
-    v.partitions[partition].gang.filter(|g| g.oversubscribe > 1)
-}
+use super::{Active, ActiveState, Decision, Decisions, View};
 
 /// Gang time-slicing of partition `p`: running jobs whose slice is over
 /// give way to the jobs that have waited longest (suspended or pending).
@@ -22,7 +17,9 @@ pub(super) fn rotate(
     out: &mut Decisions,
     done: &mut HashSet<u64>,
 ) {
-    let Some(gang) = gang_of(v, p) else { return };
+    let Some(gang) = v.time_slicing(p) else {
+        return;
+    };
     // Waiting jobs, longest waiting first: suspended ones since their
     // suspension, pending ones since their submission.
     let mut waiting: Vec<(i64, Waiter)> = v

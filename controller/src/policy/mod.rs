@@ -92,24 +92,28 @@ use std::sync::Arc;
 use crate::gres::Counts;
 
 mod alloc;
+mod easy;
+mod fcfs;
 mod gang;
 mod preempt;
 mod standard;
 
-/// Declares each policy's module and lists its `ENTRY` in [`ALL`].
+/// Declares each policy's module and lists its `ENTRY` in [`ALL`], after
+/// the built-in policy's two bases (`fcfs` and `easy`, whose modules hold
+/// only their algorithms).
 macro_rules! policies {
     ($($module:ident),* $(,)?) => {
         $(mod $module;)*
 
         /// Every policy a config can name (`[controller] policy`), in the
         /// order `controller policies` lists them.
-        pub const ALL: &[&Entry] = &[$(&$module::ENTRY),*];
+        pub const ALL: &[&Entry] = &[&standard::FCFS, &standard::EASY, $(&$module::ENTRY),*];
     };
 }
 
 // The list of policies: a new one is a file in this folder with a
 // `pub const ENTRY`, and its module's name here.
-policies![fcfs, easy, sjf, batsim];
+policies![sjf, batsim];
 
 pub use alloc::Free;
 pub use sjf::ShortestFirst;
@@ -257,6 +261,16 @@ pub struct View {
     /// policy that asks for it ([`Policy::wants_events`]), such as one
     /// that relays events to an external scheduler.
     pub happened: Vec<Happened>,
+}
+
+impl View {
+    /// The time-slicing of `partition`, if it time-slices (more than one
+    /// job per core).
+    pub fn time_slicing(&self, partition: usize) -> Option<Gang> {
+        self.partitions[partition]
+            .gang
+            .filter(|g| g.oversubscribe > 1)
+    }
 }
 
 /// A change of a job, as an event-driven scheduler hears of it. Times on

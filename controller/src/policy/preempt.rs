@@ -4,7 +4,6 @@
 use std::collections::HashSet;
 
 use super::alloc::Free;
-use super::gang::gang_of;
 use super::{Active, ActiveState, Decision, Decisions, View};
 
 /// Preemption by suspension: pending jobs that do not fit suspend jobs of
@@ -28,7 +27,7 @@ pub(super) fn preempt(v: &View, free: &mut Free, out: &mut Decisions, done: &mut
         let prio = v.partitions[q.partition].priority;
         if prio <= lowest
             || done.contains(&q.job)
-            || gang_of(v, q.partition).is_some()
+            || v.time_slicing(q.partition).is_some()
             || stuck.contains(&prio)
         {
             continue;
@@ -136,7 +135,7 @@ pub(super) fn resume(v: &View, free: &mut Free, out: &mut Decisions, done: &mut 
         .iter()
         .filter(|a| {
             a.state == ActiveState::Suspended
-                && gang_of(v, a.partition).is_none()
+                && v.time_slicing(a.partition).is_none()
                 && !done.contains(&a.job)
         })
         .collect();

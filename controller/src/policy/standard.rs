@@ -9,7 +9,33 @@ use super::easy::{decided_ends, easy};
 use super::fcfs::fcfs;
 use super::gang::rotate;
 use super::preempt::{preempt, resume};
-use super::{Decisions, Policy, View};
+use super::{Decisions, Entry, Policy, View};
+
+/// `fcfs`: the built-in policy with the FCFS base.
+pub const FCFS: Entry = Entry {
+    name: "fcfs",
+    about: "first come, first served, with gang time-slicing and preemption",
+    suspends: true,
+    make: |c| {
+        Box::new(Standard {
+            base: Base::Fcfs,
+            preemption: c.preemption,
+        })
+    },
+};
+
+/// `easy` (the default): the built-in policy with the EASY base.
+pub const EASY: Entry = Entry {
+    name: "easy",
+    about: "EASY backfilling, with gang time-slicing and preemption",
+    suspends: true,
+    make: |c| {
+        Box::new(Standard {
+            base: Base::Easy,
+            preemption: c.preemption,
+        })
+    },
+};
 
 /// The base policy for starting jobs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

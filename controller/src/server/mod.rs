@@ -27,7 +27,7 @@ use tracing::{debug, error, info};
 use crate::core::{AgentId, Clock, Cluster, Effects, Scheduler};
 use crate::journal::{Entry, Journal};
 use crate::policy::Policy;
-use crate::replication::{BackupId, Backups, FromBackup, FromPrimary};
+use crate::replication::{BackupId, Backups, Following, FromPrimary};
 
 pub use peers::Follower;
 
@@ -102,18 +102,14 @@ pub enum Event {
         id: BackupId,
         why: String,
     },
-    /// A controller that leads sent its state (on a backup): `link`
-    /// carries confirmations to it.
-    PrimaryUp {
-        address: String,
-        /// Its term, and its cluster.
-        term: u64,
-        cluster: formats::wire::ClusterId,
-        link: mpsc::UnboundedSender<FromBackup>,
-    },
-    PrimaryGone,
-    /// What the primary sent (on a backup).
-    Copy(FromPrimary),
+    /// What the backup's follower heard of the primary (on a backup).
+    Primary(Following),
+}
+
+impl From<Following> for Event {
+    fn from(f: Following) -> Event {
+        Event::Primary(f)
+    }
 }
 
 /// This controller's place among the controllers of its config.
@@ -744,9 +740,7 @@ impl Server {
             Event::BackupUp { .. }
             | Event::BackupAck { .. }
             | Event::BackupGone { .. }
-            | Event::PrimaryUp { .. }
-            | Event::PrimaryGone
-            | Event::Copy(_) => {}
+            | Event::Primary(_) => {}
         }
     }
 }

@@ -12,7 +12,7 @@ use tracing::{error, info, warn};
 use super::{AgentUp, Event, Place, Server};
 use crate::core::Cluster;
 use crate::journal::{Head, JobImage, Recovered, Snapshot};
-use crate::replication::{self, FromBackup, FromPrimary};
+use crate::replication::{self, Following, FromBackup, FromPrimary};
 
 /// Name of the file in the state directory that says a copy of the
 /// primary's state is under way: its record file is not whole, and this
@@ -180,12 +180,12 @@ impl Server {
                     backups.detach(id, &why);
                 }
             }
-            Event::PrimaryUp {
+            Event::Primary(Following::Leads {
                 address,
                 term,
                 cluster,
                 link,
-            } => {
+            }) => {
                 let same = self.same_history(cluster);
                 if same && term > self.term && matches!(self.place, Place::Primary(_)) {
                     self.step_down(&format!("{address} leads at the later term {term}"));
@@ -208,12 +208,12 @@ impl Server {
                     f.release_votes(&standing);
                 }
             }
-            Event::PrimaryGone => {
+            Event::Primary(Following::Lost) => {
                 if let Place::Backup(f) = &mut self.place {
                     f.link = None;
                 }
             }
-            Event::Copy(msg) => self.copy(msg),
+            Event::Primary(Following::Copy(msg)) => self.copy(msg),
             ev if self.acts() => return Some(ev),
             ev => self.refuse(ev),
         }

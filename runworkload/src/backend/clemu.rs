@@ -8,7 +8,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context, Result};
-use controller::client::Session;
+use client::Session;
 use formats::wire::{submit_key, ClusterStats, JobInfo, JobSpec, JobState, Request, Response};
 use futures_util::future::BoxFuture;
 use tokio::time::Instant;
@@ -55,7 +55,7 @@ impl Backend for Clemu {
         self.remote.is_none()
     }
 
-    fn runs_run_config(&self) -> bool {
+    fn runs_scaled_config(&self) -> bool {
         self.remote.is_none()
     }
 

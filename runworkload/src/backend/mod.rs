@@ -142,7 +142,7 @@ pub trait Backend: Send + Sync {
     /// Whether the cluster runs this run's config ([`Jobs::config`], with
     /// its policy durations scaled); false for one started elsewhere, which
     /// keeps its own, in wall-clock seconds.
-    fn runs_run_config(&self) -> bool {
+    fn runs_scaled_config(&self) -> bool {
         true
     }
     /// Runs the jobs, leaving their records in `dir/records`; stops early

@@ -157,7 +157,7 @@ impl Backend for Slurm {
         "slurm".into()
     }
 
-    fn runs_run_config(&self) -> bool {
+    fn runs_scaled_config(&self) -> bool {
         false
     }
 

@@ -1,7 +1,5 @@
-//! The client side: connect to a running controller, authenticate, send
-//! one request, return its answer.
-
-use std::path::Path;
+//! A connection to the cluster: to whichever controller of the list
+//! leads, authenticated, for one request or many in a row.
 
 use std::time::{Duration, Instant};
 
@@ -9,42 +7,6 @@ use anyhow::{anyhow, bail, Result};
 use formats::wire::{self, Conn, Request, Response, Role};
 use tokio::net::TcpStream;
 use tracing::warn;
-
-use crate::config::Cluster;
-
-/// Where a client finds the controller: `--addr` (one address, or a
-/// comma-separated list), else the config's `[controller] hosts`, else the
-/// address the controller wrote into its state directory, else the
-/// config's `listen`.
-pub fn address(config: &Cluster, flag: Option<&str>) -> String {
-    if let Some(a) = flag {
-        return a.to_string();
-    }
-    if !config.controllers.is_empty() {
-        return config.controllers.join(",");
-    }
-    std::fs::read_to_string(config.state_dir.join(crate::ADDRESS_FILE))
-        .ok()
-        .map(|s| s.trim().to_string())
-        .filter(|s| !s.is_empty())
-        .unwrap_or_else(|| config.listen.clone())
-}
-
-pub fn secret(config: &Cluster, flag: Option<&Path>) -> Result<Vec<u8>> {
-    let path = flag.unwrap_or(&config.secret_file);
-    // A missing file most likely means no controller has started with
-    // this config yet (it creates the secret); any other problem with the
-    // file (readable by everyone, empty) is said as it is.
-    if !path.exists() {
-        anyhow::bail!(
-            "no secret file {} for {}: is the controller running? (it creates the secret on \
-             first start; or give --secret-file)",
-            path.display(),
-            config.source.display()
-        );
-    }
-    agent::secret(path)
-}
 
 /// How long a client looks for a controller that leads before it gives
 /// up: a takeover takes seconds (`takeover_timeout_s`, 3 by default, then
