@@ -12,6 +12,15 @@ suspended, then appends one job record to the log and exits.
 
 USAGE:
     sigsleep --runtime SECONDS --log PATH [OPTIONS]
+    sigsleep --log PATH [OPTIONS] [PROGRAM OPTIONS] -- PROGRAM [ARGS...]
+
+With a PROGRAM, sigsleep runs it as the job instead of sleeping, and
+supervises it: the job ends when PROGRAM ends, or at the wall-time limit, or
+on SIGTERM/SIGINT; then every process PROGRAM left (children, daemons that
+left its process group, processes that ignore SIGTERM) is killed and reaped
+(sigsleep is their subreaper). The record's status says how the job ended:
+completed (PROGRAM exited 0), failed (any other exit, or it could not be
+started), cancelled or timeout; sigsleep's exit status carries PROGRAM's.
 
 OPTIONS:
     --runtime SECONDS     unsuspended time to sleep (decimal seconds, e.g. 12.5)
@@ -40,6 +49,20 @@ OPTIONS:
                           is named sigsleep-held (ps, /proc). A launcher
                           starts the process ahead of the job's start, so
                           the start is a signal, not a process to spawn
+PROGRAM OPTIONS (with a PROGRAM only):
+    --chdir DIR           run PROGRAM in DIR
+    --stdout PATH         PROGRAM's standard output, truncated first
+                          [default: sigsleep's own]
+    --stderr PATH         PROGRAM's standard error [default: --stdout's file]
+    --signal [B:]SIG[@SECONDS]
+                          send SIG (TERM, USR1, 10...) SECONDS [default: 60]
+                          before the wall-time limit, to every process of the
+                          job (B: to PROGRAM alone), as Slurm's --signal
+    --kill-wait SECONDS   between SIGTERM and SIGKILL when the job is
+                          cancelled or reaches its limit [default: 30]
+    --suspend-grace SECONDS
+                          after a SIGTSTP, the job's processes get SIGSTOP
+                          this much later, as Slurm does [default: 2]
     --realtime            wait under real-time scheduling (SCHED_FIFO, the
                           lowest priority) once set up, where the host allows
                           it (root, or CAP_SYS_NICE; else as any process): the
@@ -94,6 +117,9 @@ EXIT STATUS:
     124   timeout: the wall-time limit was reached first
     130   cancelled by SIGINT
     143   cancelled by SIGTERM
+    With a PROGRAM: 0 completed, 124 timeout, 128+N cancelled by signal N;
+    otherwise PROGRAM's own exit code (128+N if signal N ended it; 126 if
+    it could not be started, 127 if it was not found).
 ";
 
 /// A checked command line.
@@ -117,6 +143,32 @@ pub struct Config {
     pub held: bool,
     /// Waits under SCHED_FIFO, where allowed.
     pub realtime: bool,
+    /// The program to run as the job, instead of sleeping.
+    pub program: Option<Box<Program>>,
+}
+
+/// A program run as the job ([`crate::supervise`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Program {
+    /// The program and its arguments.
+    pub argv: Vec<OsString>,
+    pub chdir: Option<PathBuf>,
+    pub stdout: Option<PathBuf>,
+    pub stderr: Option<PathBuf>,
+    /// `--signal`: which signal, how long before the limit (ns), and
+    /// whether to the program alone.
+    pub signal: Option<Warning>,
+    pub kill_wait_ns: u64,
+    pub suspend_grace_ns: u64,
+}
+
+/// `--signal [B:]SIG[@SECONDS]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Warning {
+    pub signal: i32,
+    pub before_ns: u64,
+    /// `B:`: to the program alone, not every process of the job.
+    pub program_only: bool,
 }
 
 #[derive(Debug, PartialEq)]
@@ -146,6 +198,14 @@ pub fn parse(
     let mut ready_file = None;
     let mut held = false;
     let mut realtime = false;
+    let mut argv: Vec<OsString> = Vec::new();
+    let mut chdir = None;
+    let mut stdout = None;
+    let mut stderr = None;
+    let mut warning = None;
+    let mut kill_wait = 30_000_000_000;
+    let mut suspend_grace = 2_000_000_000;
+    let mut program_flag = None;
     while let Some(arg) = p.next().map_err(|e| e.to_string())? {
         match arg {
             Long("runtime") => runtime = Some(seconds("--runtime", &text(&mut p)?)?),
@@ -170,12 +230,61 @@ pub fn parse(
             }
             Long("held") => held = true,
             Long("realtime") => realtime = true,
+            Long(f @ ("chdir" | "stdout" | "stderr")) => {
+                let f = f.to_string();
+                let v = PathBuf::from(p.value().map_err(|e| e.to_string())?);
+                match f.as_str() {
+                    "chdir" => chdir = Some(v),
+                    "stdout" => stdout = Some(v),
+                    _ => stderr = Some(v),
+                }
+                program_flag = Some(f);
+            }
+            Long("signal") => {
+                warning = Some(signal_spec(&text(&mut p)?)?);
+                program_flag = Some("signal".into());
+            }
+            Long("kill-wait") => {
+                kill_wait = seconds("--kill-wait", &text(&mut p)?)?;
+                program_flag = Some("kill-wait".into());
+            }
+            Long("suspend-grace") => {
+                suspend_grace = seconds("--suspend-grace", &text(&mut p)?)?;
+                program_flag = Some("suspend-grace".into());
+            }
+            Value(v) => {
+                argv.push(v);
+                argv.extend(p.raw_args().map_err(|e| e.to_string())?);
+            }
             Short('h') | Long("help") => return Ok(Parsed::Help),
             Short('V') | Long("version") => return Ok(Parsed::Version),
             other => return Err(other.unexpected().to_string()),
         }
     }
-    let runtime_ns = runtime.ok_or("--runtime SECONDS is required")?;
+    let program = if argv.is_empty() {
+        if let Some(f) = program_flag {
+            return Err(format!("--{f} needs a PROGRAM (after --)"));
+        }
+        None
+    } else {
+        if runtime.is_some() {
+            return Err("--runtime is for a job that sleeps; a PROGRAM runs until it ends".into());
+        }
+        Some(Box::new(Program {
+            argv,
+            chdir,
+            stdout,
+            stderr,
+            signal: warning,
+            kill_wait_ns: kill_wait,
+            suspend_grace_ns: suspend_grace,
+        }))
+    };
+    // A program's run time is its own: only the wall-time limit bounds it.
+    let runtime_ns = match &program {
+        Some(_) => u64::MAX,
+        None => runtime.ok_or("--runtime SECONDS is required")?,
+    };
     let log = log
         .or_else(|| env_log.filter(|v| !v.is_empty()).map(PathBuf::from))
         .ok_or("--log PATH (or SIGSLEEP_LOG) is required")?;
@@ -192,7 +301,61 @@ pub fn parse(
         ready_file,
         held,
         realtime,
+        program,
     }))
+}
+
+/// `[B:]SIG[@SECONDS]`: SIG by name (TERM, SIGUSR1) or number; SECONDS
+/// defaults to 60, as Slurm's.
+fn signal_spec(v: &str) -> Result<Warning, String> {
+    let (program_only, rest) = match v.strip_prefix("B:") {
+        Some(r) => (true, r),
+        None => (false, v),
+    };
+    let (sig, at) = match rest.split_once('@') {
+        Some((s, t)) => (s, Some(t)),
+        None => (rest, None),
+    };
+    let signal = signal_number(sig).ok_or_else(|| {
+        format!("--signal: unknown signal {sig:?} (a name such as USR1, or a number)")
+    })?;
+    let before_ns = match at {
+        Some(t) => seconds("--signal", t)?,
+        None => 60_000_000_000,
+    };
+    Ok(Warning {
+        signal,
+        before_ns,
+        program_only,
+    })
+}
+
+/// A signal's number from its name (with or without SIG) or number.
+pub fn signal_number(s: &str) -> Option<i32> {
+    if let Ok(n) = s.parse::<i32>() {
+        return (1..=64).contains(&n).then_some(n);
+    }
+    let name = s.strip_prefix("SIG").unwrap_or(s);
+    Some(match name {
+        "HUP" => libc::SIGHUP,
+        "INT" => libc::SIGINT,
+        "QUIT" => libc::SIGQUIT,
+        "ABRT" => libc::SIGABRT,
+        "KILL" => libc::SIGKILL,
+        "USR1" => libc::SIGUSR1,
+        "USR2" => libc::SIGUSR2,
+        "PIPE" => libc::SIGPIPE,
+        "ALRM" => libc::SIGALRM,
+        "TERM" => libc::SIGTERM,
+        "CONT" => libc::SIGCONT,
+        "STOP" => libc::SIGSTOP,
+        "TSTP" => libc::SIGTSTP,
+        "URG" => libc::SIGURG,
+        "XCPU" => libc::SIGXCPU,
+        "XFSZ" => libc::SIGXFSZ,
+        "WINCH" => libc::SIGWINCH,
+        _ => return None,
+    })
 }
 
 fn text(p: &mut lexopt::Parser) -> Result<String, String> {
@@ -267,6 +430,7 @@ mod tests {
                 ready_file: None,
                 held: false,
                 realtime: false,
+                program: None,
             })
         );
     }

@@ -25,6 +25,12 @@
 //!    written with exactly one `write(2)` on an `O_APPEND` file descriptor:
 //!    concurrent jobs sharing a log never interleave.
 //!
+//! 5. With a program after `--`, the job is that program instead of a
+//!    sleep ([`supervise`]): sigsleep starts it, times its suspensions the
+//!    same way, ends it at its limit or on cancel, and once it is over
+//!    kills and reaps whatever of it is left (it is the subreaper of them
+//!    all) before the record is written.
+//!
 //! No async runtime, no threads, one allocation for the record at the end:
 //! thousands of these sleep at once on one host.
 
@@ -32,6 +38,7 @@ pub mod cli;
 pub mod clock;
 pub mod ledger;
 pub mod signals;
+pub mod supervise;
 
 use std::borrow::Cow;
 use std::fs::{File, OpenOptions};
@@ -51,7 +58,7 @@ pub const EXIT_TIMEOUT: i32 = 124;
 
 /// Runs sigsleep with the process's own arguments; returns the exit code.
 pub fn main_exit_code() -> i32 {
-    let waiter = match signals::install() {
+    let mut waiter = match signals::install() {
         Ok(w) => w,
         Err(e) => {
             eprintln!("sigsleep: cannot install signal handlers: {e}");
@@ -88,7 +95,9 @@ pub fn main_exit_code() -> i32 {
         }
     };
 
-    if cfg.realtime {
+    // A program is scheduled as any process: real-time scheduling would
+    // pass on to it.
+    if cfg.realtime && cfg.program.is_none() {
         wait_in_real_time();
     }
     // Every signal counts from here on (the handlers are in, the log is
@@ -123,6 +132,17 @@ pub fn main_exit_code() -> i32 {
     } else {
         (start, Ledger::new(start, cfg.runtime_ns, cfg.walltime_ns))
     };
+    if let Some(prog) = &cfg.program {
+        let ended = supervise::run(prog, &mut waiter, &mut ledger);
+        if signals::lost() {
+            ledger.flag(Flags::EVENTS_LOST);
+        }
+        let mut outcome = ledger.finish(ended.end);
+        let code = ended.code(outcome.terminated_by);
+        outcome.status = ended.status;
+        let written = write_record(&cfg, start.real, ended.end.real, outcome, &mut log);
+        return finish(&cfg, written, code);
+    }
     loop {
         signals::drain(|ev| ledger.apply(ev));
         if ledger.terminated_by().is_some() {
@@ -151,6 +171,11 @@ pub fn main_exit_code() -> i32 {
         None => 0,
     };
     let written = write_record(&cfg, start.real, end.real, outcome, &mut log);
+    finish(&cfg, written, code)
+}
+
+/// The exit status, once the record is written (or could not be).
+fn finish(cfg: &Config, written: Result<(), Box<dyn std::error::Error>>, code: i32) -> i32 {
     // Gone once the job is over: a launcher that starts the next job with
     // the same file waits for that job, not for a stale file.
     if let Some(path) = &cfg.ready_file {

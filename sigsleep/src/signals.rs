@@ -274,9 +274,21 @@ impl Waiter {
     /// until a handler has run, or until a SIGTSTP is pending. Returns
     /// whether a SIGTSTP is pending.
     pub fn wait_until(&self, deadline_ns: Option<i64>) -> bool {
+        self.wait(deadline_ns, None).0
+    }
+
+    /// [`Waiter::wait_until`], also woken when `extra` is readable (a job
+    /// supervisor's SIGCHLD signalfd). Returns whether a SIGTSTP is
+    /// pending, and whether `extra` is readable.
+    pub fn wait(&self, deadline_ns: Option<i64>, extra: Option<libc::c_int>) -> (bool, bool) {
         let mut fds = [
             libc::pollfd {
                 fd: self.tstp,
+                events: libc::POLLIN,
+                revents: 0,
+            },
+            libc::pollfd {
+                fd: extra.unwrap_or(-1),
                 events: libc::POLLIN,
                 revents: 0,
             },
@@ -286,7 +298,8 @@ impl Waiter {
                 revents: 0,
             },
         ];
-        let mut nfds = 1;
+        // poll skips a negative descriptor.
+        let mut nfds = 2;
         if let Some(ns) = deadline_ns {
             let spec = libc::itimerspec {
                 it_interval: libc::timespec {
@@ -305,14 +318,40 @@ impl Waiter {
             // A valid timerfd and a positive instant cannot fail; if it did,
             // return at once rather than wait without a deadline.
             if armed != 0 {
-                return false;
+                return (false, false);
             }
-            nfds = 2;
+            nfds = 3;
         }
         // SAFETY: `fds` holds `nfds` valid entries; no timeout (the timer is
         // the timeout); the mask is a valid set.
         let n = unsafe { libc::ppoll(fds.as_mut_ptr(), nfds, ptr::null(), &self.during_wait) };
-        n > 0 && fds[0].revents & libc::POLLIN != 0
+        (
+            n > 0 && fds[0].revents & libc::POLLIN != 0,
+            n > 0 && fds[1].revents & libc::POLLIN != 0,
+        )
+    }
+
+    /// Keeps `sig` blocked during the wait too, for a caller that watches
+    /// it through a signalfd of its own.
+    pub fn keep_blocked(&mut self, sig: libc::c_int) {
+        // SAFETY: a valid set and signal number.
+        unsafe { libc::sigaddset(&mut self.during_wait, sig) };
+    }
+
+    /// Takes the pending SIGTSTP without stopping: a job supervisor stops
+    /// its job's processes, not itself, so that it can go on timing the
+    /// suspension and hear the resume.
+    pub fn consume_stop(&self) {
+        let mut info = MaybeUninit::<libc::signalfd_siginfo>::uninit();
+        // SAFETY: reads at most one siginfo into a buffer of that size from
+        // a non-blocking signalfd; nothing pending is not an error here.
+        unsafe {
+            libc::read(
+                self.tstp,
+                info.as_mut_ptr().cast(),
+                std::mem::size_of::<libc::signalfd_siginfo>(),
+            )
+        };
     }
 
     /// Lets the pending SIGTSTP in with its default action, which stops the

@@ -1,0 +1,437 @@
+//! A program as the job: sigsleep runs it, times it as it times a sleep,
+//! and makes sure nothing of it outlives the job.
+//!
+//! The program starts in sigsleep's process group, so the launcher's
+//! signals to the group reach it as they reach sigsleep. sigsleep is the
+//! subreaper of everything the program starts: a process that leaves the
+//! group (a daemon calling `setsid`) and is orphaned comes back to it as a
+//! child, so the job's processes are always sigsleep's descendants, read
+//! from `/proc/PID/task/TID/children`.
+//!
+//! - **Suspend** (`SIGTSTP`): the instant is recorded; the processes that
+//!   left the group get the `SIGTSTP` the group got, and `--suspend-grace`
+//!   later every process of the job gets `SIGSTOP`, as Slurm does. sigsleep
+//!   itself does not stop: it goes on hearing signals.
+//! - **Resume** (`SIGCONT`): every process of the job gets `SIGCONT`.
+//!   Suspended time counts neither as run time nor towards the limit.
+//! - **The end**: the program's exit, or `SIGTERM`/`SIGINT` (cancel), or
+//!   the wall-time limit (every process gets `SIGTERM`, and `--kill-wait`
+//!   later `SIGKILL`). `--signal` warns the job before the limit. Once the
+//!   job is over, every process left is killed with `SIGKILL` and reaped,
+//!   until none is left, and the record says how the program ended.
+
+use std::ffi::OsString;
+use std::fs::File;
+use std::process::{Command, Stdio};
+
+use formats::record::Status;
+
+use crate::cli::Program;
+use crate::clock::{self, Stamp};
+use crate::ledger::{Event, Ledger};
+use crate::signals::{self, Waiter};
+
+/// How the program ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    /// It exited with this code.
+    Code(i32),
+    /// A signal ended it.
+    Signal(i32),
+    /// It could not be started (126: not executable, 127: not found), as a
+    /// shell says.
+    NotStarted(i32),
+}
+
+/// The job's end, as the record and sigsleep's exit status say it.
+#[derive(Debug)]
+pub struct Ended {
+    pub status: Status,
+    pub exit: Exit,
+    pub end: Stamp,
+    /// User and system CPU time of every process of the job.
+    pub cpu_ns: u64,
+    /// The largest resident set of any one of them, in KiB.
+    pub max_rss_kib: u64,
+}
+
+impl Ended {
+    /// sigsleep's exit status: 0 completed; 124 timeout; 128+N cancelled
+    /// by signal N; otherwise the program's own (its code, or 128+N for a
+    /// signal, 126 or 127 when it could not start).
+    pub fn code(&self, terminated_by: Option<i32>) -> i32 {
+        match (self.status, terminated_by) {
+            (Status::Completed, _) => 0,
+            (Status::Timeout, _) => crate::EXIT_TIMEOUT,
+            (Status::Cancelled, Some(sig)) => 128 + sig,
+            _ => match self.exit {
+                Exit::Code(c) | Exit::NotStarted(c) => c,
+                Exit::Signal(s) => 128 + s,
+            },
+        }
+    }
+}
+
+/// Why the job is ending, once it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ending {
+    Cancelled,
+    Timeout,
+}
+
+/// Runs `prog` as the job started at `start`, until it is over; the
+/// ledger counts its suspensions.
+pub fn run(prog: &Program, waiter: &mut Waiter, ledger: &mut Ledger) -> Ended {
+    // Watched through its signalfd: the wait must not let it in.
+    waiter.keep_blocked(libc::SIGCHLD);
+    let chld = match sigchld_fd() {
+        Ok(fd) => fd,
+        Err(e) => {
+            eprintln!("sigsleep: cannot watch the program (signalfd): {e}");
+            return not_started(126);
+        }
+    };
+    // SAFETY: plain prctl on this process.
+    unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
+    let main = match spawn(prog) {
+        Ok(pid) => pid,
+        Err(code) => return not_started(code),
+    };
+    let mut main_exit = None;
+    let mut ending = None;
+    let mut kill_at: Option<i64> = None;
+    let mut stop_at: Option<i64> = None;
+    let mut warned = prog.signal.is_none();
+    loop {
+        let mut events = [None; signals::CAP];
+        let mut n = 0;
+        signals::drain(|ev| {
+            if let Some(slot) = events.get_mut(n) {
+                *slot = Some(ev);
+                n += 1;
+            }
+        });
+        for ev in events.iter().flatten() {
+            ledger.apply(*ev);
+            match ev {
+                Event::Resume(_) => {
+                    stop_at = None;
+                    signal_all(libc::SIGCONT, |_| true);
+                }
+                Event::Terminate(..) if ending.is_none() => {
+                    ending = Some(Ending::Cancelled);
+                    kill_at = Some(end_all(prog));
+                }
+                _ => {}
+            }
+        }
+        reap(main, &mut main_exit);
+        if main_exit.is_some() {
+            break;
+        }
+        let now = clock::now().mono;
+        if kill_at.is_some_and(|k| now >= k) {
+            break;
+        }
+        if stop_at.is_some_and(|t| now >= t) {
+            stop_at = None;
+            signal_all(libc::SIGSTOP, |_| true);
+        }
+        // None while suspended: suspended time does not count.
+        let deadline = ledger.deadline();
+        if ending.is_none() && deadline.is_some_and(|d| now >= d) {
+            ending = Some(Ending::Timeout);
+            kill_at = Some(end_all(prog));
+        }
+        let warn_at = match (prog.signal, deadline) {
+            (Some(w), Some(d)) if !warned && ending.is_none() => {
+                Some(d.saturating_sub(w.before_ns.min(i64::MAX as u64) as i64))
+            }
+            _ => None,
+        };
+        if let (Some(at), Some(w)) = (warn_at, prog.signal) {
+            if now >= at {
+                warned = true;
+                if w.program_only {
+                    // SAFETY: a signal to the program's own pid, not reaped
+                    // yet (it is our child: its pid cannot be reused).
+                    unsafe { libc::kill(main, w.signal) };
+                } else {
+                    signal_all(w.signal, |_| true);
+                }
+                continue;
+            }
+        }
+        let next = [
+            deadline.filter(|_| ending.is_none()),
+            warn_at,
+            stop_at,
+            kill_at,
+        ]
+        .into_iter()
+        .flatten()
+        .min();
+        let (stop, child) = waiter.wait(next, Some(chld));
+        if child {
+            drain_fd(chld);
+        }
+        if stop {
+            // Handlers that ran during the wait came first.
+            signals::drain(|ev| ledger.apply(ev));
+            let at = clock::now();
+            ledger.apply(Event::Suspend(at));
+            waiter.consume_stop();
+            // The group got the launcher's SIGTSTP; those that left it
+            // get it from here.
+            let group = own_group();
+            signal_all(libc::SIGTSTP, |pid| pgid(pid) != group);
+            stop_at = Some(
+                at.mono
+                    .saturating_add(prog.suspend_grace_ns.min(i64::MAX as u64) as i64),
+            );
+        }
+    }
+    kill_everything(main, &mut main_exit);
+    let end = clock::now();
+    let exit = main_exit.unwrap_or(Exit::Signal(libc::SIGKILL));
+    let status = match ending {
+        Some(Ending::Cancelled) => Status::Cancelled,
+        Some(Ending::Timeout) => Status::Timeout,
+        None if exit == Exit::Code(0) => Status::Completed,
+        None => Status::Failed,
+    };
+    let (cpu_ns, max_rss_kib) = children_usage();
+    Ended {
+        status,
+        exit,
+        end,
+        cpu_ns,
+        max_rss_kib,
+    }
+}
+
+fn not_started(code: i32) -> Ended {
+    Ended {
+        status: Status::Failed,
+        exit: Exit::NotStarted(code),
+        end: clock::now(),
+        cpu_ns: 0,
+        max_rss_kib: 0,
+    }
+}
+
+/// Starts the program in this process group; a failure is said on
+/// standard error (of the job's files when they could be opened) and
+/// given as a shell's exit status.
+fn spawn(prog: &Program) -> Result<i32, i32> {
+    let Some((first, rest)) = prog.argv.split_first() else {
+        return Err(127);
+    };
+    let mut cmd = Command::new(first);
+    cmd.args(rest).stdin(Stdio::null());
+    if let Some(dir) = &prog.chdir {
+        cmd.current_dir(dir);
+    }
+    let out = match &prog.stdout {
+        Some(path) => match File::create(path) {
+            Ok(f) => Some(f),
+            Err(e) => {
+                eprintln!("sigsleep: cannot open --stdout {}: {e}", path.display());
+                return Err(126);
+            }
+        },
+        None => None,
+    };
+    let err = match (&prog.stderr, &out) {
+        (Some(path), _) if Some(path) != prog.stdout.as_ref() => match File::create(path) {
+            Ok(f) => Some(f),
+            Err(e) => {
+                eprintln!("sigsleep: cannot open --stderr {}: {e}", path.display());
+                return Err(126);
+            }
+        },
+        (_, Some(f)) => f.try_clone().ok(),
+        _ => None,
+    };
+    if let Some(f) = out {
+        cmd.stdout(f);
+    }
+    if let Some(f) = err.as_ref().and_then(|f| f.try_clone().ok()) {
+        cmd.stderr(f);
+    }
+    // std starts the child with no signal blocked and SIGPIPE at its
+    // default; the handlers of this process are reset by exec. The group
+    // is this process's (no process_group call).
+    match cmd.spawn() {
+        Ok(child) => Ok(child.id() as i32),
+        Err(e) => {
+            let code = if e.kind() == std::io::ErrorKind::NotFound {
+                127
+            } else {
+                126
+            };
+            let said = format!("sigsleep: cannot run {}: {e}\n", show(first));
+            match err {
+                Some(mut f) => {
+                    let _ = std::io::Write::write_all(&mut f, said.as_bytes());
+                }
+                None => eprint!("{said}"),
+            }
+            Err(code)
+        }
+    }
+}
+
+fn show(s: &OsString) -> String {
+    s.to_string_lossy().into_owned()
+}
+
+/// Signals every process of the job to end: `SIGTERM` (and `SIGCONT`, so
+/// that a stopped one can act on it). Returns when `SIGKILL` follows.
+fn end_all(prog: &Program) -> i64 {
+    signal_all(libc::SIGTERM, |_| true);
+    signal_all(libc::SIGCONT, |_| true);
+    clock::now()
+        .mono
+        .saturating_add(prog.kill_wait_ns.min(i64::MAX as u64) as i64)
+}
+
+/// Reaps every child that has ended, noting the program's exit.
+fn reap(main: i32, main_exit: &mut Option<Exit>) {
+    loop {
+        let mut status = 0;
+        // SAFETY: a valid status pointer; WNOHANG never blocks.
+        let pid = unsafe { libc::waitpid(-1, &mut status, libc::WNOHANG) };
+        if pid <= 0 {
+            return;
+        }
+        if pid == main {
+            *main_exit = Some(if libc::WIFSIGNALED(status) {
+                Exit::Signal(libc::WTERMSIG(status))
+            } else {
+                Exit::Code(libc::WEXITSTATUS(status))
+            });
+        }
+    }
+}
+
+/// Kills every process of the job and reaps them all, until this process
+/// has no child left (a process may fork while the others die: round
+/// again).
+fn kill_everything(main: i32, main_exit: &mut Option<Exit>) {
+    loop {
+        let pids = descendants();
+        for &pid in &pids {
+            // SAFETY: pids read just now from our own descendants; one
+            // that has ended is a zombie of ours until reaped, so its pid
+            // is not another process's.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+        reap(main, main_exit);
+        if descendants().is_empty() {
+            // Reap what died between the two looks.
+            reap(main, main_exit);
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+}
+
+/// Sends `sig` to every live process of the job for which `which` holds.
+fn signal_all(sig: libc::c_int, which: impl Fn(i32) -> bool) {
+    for pid in descendants() {
+        if which(pid) {
+            // SAFETY: as in kill_everything: our descendants' pids.
+            unsafe { libc::kill(pid, sig) };
+        }
+    }
+}
+
+fn own_group() -> i32 {
+    // SAFETY: plain system call.
+    unsafe { libc::getpgrp() }
+}
+
+fn pgid(pid: i32) -> i32 {
+    // SAFETY: plain system call; -1 for a process gone.
+    unsafe { libc::getpgid(pid) }
+}
+
+/// Every process below this one, children first, read from
+/// `/proc/PID/task/TID/children`. Zombies are left out: they run nothing
+/// and can take no signal.
+pub fn descendants() -> Vec<i32> {
+    let mut out = Vec::new();
+    let mut todo = vec![std::process::id() as i32];
+    while let Some(pid) = todo.pop() {
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+            continue;
+        };
+        for task in tasks.flatten() {
+            let path = task.path().join("children");
+            let Ok(text) = std::fs::read_to_string(path) else {
+                continue;
+            };
+            for child in text
+                .split_whitespace()
+                .filter_map(|p| p.parse::<i32>().ok())
+            {
+                if !zombie(child) {
+                    out.push(child);
+                }
+                todo.push(child);
+            }
+        }
+    }
+    out
+}
+
+fn zombie(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            s.rsplit_once(')')
+                .map(|(_, rest)| rest.trim_start().starts_with('Z'))
+        })
+        .unwrap_or(true)
+}
+
+/// SIGCHLD, blocked, as a readable descriptor.
+fn sigchld_fd() -> std::io::Result<libc::c_int> {
+    // SAFETY: valid sets; plain system calls.
+    unsafe {
+        let mut set = std::mem::zeroed::<libc::sigset_t>();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGCHLD);
+        if libc::sigprocmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let fd = libc::signalfd(-1, &set, libc::SFD_CLOEXEC | libc::SFD_NONBLOCK);
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(fd)
+    }
+}
+
+/// Empties a signalfd (several SIGCHLD may have merged into one).
+fn drain_fd(fd: libc::c_int) {
+    let mut info = std::mem::MaybeUninit::<libc::signalfd_siginfo>::uninit();
+    let size = std::mem::size_of::<libc::signalfd_siginfo>();
+    // SAFETY: reads whole siginfos into a buffer of that size from a
+    // non-blocking descriptor, until none is left.
+    while unsafe { libc::read(fd, info.as_mut_ptr().cast(), size) } == size as isize {}
+}
+
+/// CPU time and the largest resident set of the reaped processes.
+fn children_usage() -> (u64, u64) {
+    let mut u = std::mem::MaybeUninit::<libc::rusage>::uninit();
+    // SAFETY: getrusage fills the struct on success.
+    if unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, u.as_mut_ptr()) } != 0 {
+        return (0, 0);
+    }
+    // SAFETY: filled by the successful call above.
+    let u = unsafe { u.assume_init() };
+    let ns = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1_000;
+    (ns(u.ru_utime) + ns(u.ru_stime), u.ru_maxrss.max(0) as u64)
+}

@@ -1,0 +1,250 @@
+//! A program as the job (`sigsleep ... -- PROGRAM`): run where it was
+//! asked, its output where it was asked, its exit kept in the record;
+//! suspended and resumed whole, children and daemons included; ended at
+//! its limit or on cancel; and nothing of it left once the job is over.
+
+#![allow(clippy::unwrap_used)] // tests: a failure should panic
+
+mod common;
+use common::*;
+
+use std::path::Path;
+use std::process::Child;
+
+use formats::record::Status;
+
+/// Signals the job's process group, as the agent does.
+fn signal_group(child: &Child, sig: libc::c_int) {
+    // SAFETY: plain killpg(2) on our own child's group.
+    let rc = unsafe { libc::killpg(child.id() as libc::pid_t, sig) };
+    assert_eq!(rc, 0, "killpg({}, {sig})", child.id());
+}
+
+fn alive(pid: &str) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return false;
+    };
+    !stat[stat.rfind(')').unwrap() + 2..].starts_with('Z')
+}
+
+fn proc_state(pid: &str) -> char {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    stat[stat.rfind(')').unwrap() + 2..].chars().next().unwrap()
+}
+
+/// Waits (up to 10 s) until `path` has `n` lines; returns them.
+fn lines(path: &Path, n: usize) -> Vec<String> {
+    for _ in 0..1000 {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        if text.lines().count() >= n {
+            return text.lines().map(String::from).collect();
+        }
+        sleep_ms(10);
+    }
+    panic!("{} never had {n} lines", path.display());
+}
+
+fn job(dir: &Path, script: &str) -> std::process::Command {
+    let mut cmd = sigsleep();
+    cmd.args(["--id", "9", "--log"])
+        .arg(dir.join("jobs.rec"))
+        .arg("--stdout")
+        .arg(dir.join("out"))
+        .args(["--", "/bin/sh", "-c", script]);
+    cmd
+}
+
+#[test]
+fn a_program_runs_in_its_directory_and_its_exit_code_is_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let work = dir.path().join("work");
+    std::fs::create_dir(&work).unwrap();
+    let mut cmd = sigsleep();
+    cmd.args(["--id", "4", "--cores", "2", "--log"])
+        .arg(dir.path().join("jobs.rec"))
+        .arg("--chdir")
+        .arg(&work)
+        .arg("--stdout")
+        .arg(dir.path().join("out"))
+        .arg("--stderr")
+        .arg(dir.path().join("err"))
+        .args(["--", "/bin/sh", "-c", "pwd; echo to-err >&2; exit 3"]);
+    let mut child = launch(cmd);
+    assert_eq!(child.wait().unwrap().code(), Some(3));
+    let out = std::fs::read_to_string(dir.path().join("out")).unwrap();
+    assert_eq!(out.trim(), work.to_str().unwrap());
+    let err = std::fs::read_to_string(dir.path().join("err")).unwrap();
+    assert_eq!(err, "to-err\n");
+    let rec = only_record(&dir.path().join("jobs.rec"));
+    assert_eq!((rec.id, rec.cores, rec.status), (4, 2, Status::Failed));
+}
+
+#[test]
+fn a_program_that_exits_0_completes_with_both_outputs_in_one_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = launch(job(dir.path(), "echo one; echo two >&2"));
+    assert_eq!(child.wait().unwrap().code(), Some(0));
+    let out = std::fs::read_to_string(dir.path().join("out")).unwrap();
+    assert_eq!(out, "one\ntwo\n");
+    assert_eq!(
+        only_record(&dir.path().join("jobs.rec")).status,
+        Status::Completed
+    );
+}
+
+#[test]
+fn a_program_that_cannot_run_fails_with_127() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cmd = sigsleep();
+    cmd.arg("--log")
+        .arg(dir.path().join("jobs.rec"))
+        .arg("--stdout")
+        .arg(dir.path().join("out"))
+        .args(["--", "/nonexistent/program"]);
+    let mut child = launch(cmd);
+    assert_eq!(child.wait().unwrap().code(), Some(127));
+    let out = std::fs::read_to_string(dir.path().join("out")).unwrap();
+    assert!(out.contains("cannot run /nonexistent/program"), "{out}");
+    assert_eq!(
+        only_record(&dir.path().join("jobs.rec")).status,
+        Status::Failed
+    );
+}
+
+/// A child, a daemon that left the group, and a process that ignores
+/// SIGTERM, all left running when the program exits: none survives the
+/// job.
+#[test]
+fn nothing_of_a_program_outlives_its_job() {
+    let dir = tempfile::tempdir().unwrap();
+    let pids = dir.path().join("pids");
+    let script = format!(
+        "sleep 300 & echo $! >> {p}\n\
+         setsid sh -c 'sleep 300 & echo $! >> {p}; wait' &\n\
+         sh -c 'trap \"\" TERM; echo $$ >> {p}; while :; do sleep 1; done' &\n\
+         while [ $(wc -l < {p}) -lt 3 ]; do sleep 0.01; done\n\
+         exit 0",
+        p = pids.display()
+    );
+    let mut child = launch(job(dir.path(), &script));
+    assert_eq!(child.wait().unwrap().code(), Some(0));
+    let left: Vec<String> = lines(&pids, 3).into_iter().filter(|p| alive(p)).collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+    assert_eq!(
+        only_record(&dir.path().join("jobs.rec")).status,
+        Status::Completed
+    );
+}
+
+#[test]
+fn a_cancel_ends_every_process_even_one_that_ignores_sigterm() {
+    let dir = tempfile::tempdir().unwrap();
+    let pids = dir.path().join("pids");
+    let script = format!(
+        "setsid sh -c 'trap \"\" TERM; echo $$ >> {p}; while :; do sleep 1; done' &\n\
+         trap '' TERM; echo $$ >> {p}; while :; do sleep 1; done",
+        p = pids.display()
+    );
+    let mut cmd = sigsleep();
+    cmd.args(["--kill-wait", "0.3", "--log"])
+        .arg(dir.path().join("jobs.rec"))
+        .arg("--stdout")
+        .arg(dir.path().join("out"))
+        .args(["--", "/bin/sh", "-c", &script]);
+    let mut child = launch(cmd);
+    let seen = lines(&pids, 2);
+    signal_group(&child, libc::SIGTERM);
+    assert_eq!(child.wait().unwrap().code(), Some(128 + libc::SIGTERM));
+    let left: Vec<&String> = seen.iter().filter(|p| alive(p)).collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+    assert_eq!(
+        only_record(&dir.path().join("jobs.rec")).status,
+        Status::Cancelled
+    );
+}
+
+#[test]
+fn the_limit_warns_with_signal_then_ends_the_job_in_timeout() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cmd = sigsleep();
+    cmd.args([
+        "--walltime",
+        "1",
+        "--signal",
+        "USR1@0.5",
+        "--kill-wait",
+        "0.2",
+        "--log",
+    ])
+    .arg(dir.path().join("jobs.rec"))
+    .arg("--stdout")
+    .arg(dir.path().join("out"))
+    .args([
+        "--",
+        "/bin/sh",
+        "-c",
+        "trap 'echo warned' USR1; trap 'echo term' TERM; \
+             while :; do sleep 0.05; done",
+    ]);
+    let mut child = launch(cmd);
+    assert_eq!(child.wait().unwrap().code(), Some(124));
+    let out = std::fs::read_to_string(dir.path().join("out")).unwrap();
+    // Every process of the job got it (the shell's sleep too, which it
+    // says), the warning first.
+    let (warned, term) = (out.find("warned\n"), out.find("term\n"));
+    assert!(warned.is_some() && warned < term, "{out:?}");
+    let rec = only_record(&dir.path().join("jobs.rec"));
+    assert_eq!(rec.status, Status::Timeout);
+    // The limit, then at most the kill wait (the shell traps SIGTERM).
+    let ran = rec.end - rec.start;
+    assert!((S..=S + 200 * MS + DELIVERY).contains(&ran), "ran {ran} ns");
+}
+
+/// A suspension stops every process of the job, the daemon that left the
+/// group too (after the grace, as Slurm does), and a resume continues
+/// them; the record counts the suspension.
+#[test]
+fn a_suspension_stops_every_process_and_is_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    let pids = dir.path().join("pids");
+    let script = format!(
+        "setsid sh -c 'echo $$ >> {p}; while :; do sleep 0.05; done' &\n\
+         echo $$ >> {p}; i=0; while [ $i -lt 20 ]; do sleep 0.05; i=$((i+1)); done",
+        p = pids.display()
+    );
+    let mut cmd = sigsleep();
+    cmd.args(["--suspend-grace", "0.2", "--log"])
+        .arg(dir.path().join("jobs.rec"))
+        .arg("--stdout")
+        .arg(dir.path().join("out"))
+        .args(["--", "/bin/sh", "-c", &script]);
+    let mut child = launch(cmd);
+    let seen = lines(&pids, 2);
+    let suspended = now_ns();
+    signal_group(&child, libc::SIGTSTP);
+    // The supervisor goes on; every process of the job stops.
+    for _ in 0..500 {
+        if seen.iter().all(|p| proc_state(p) == 'T') {
+            break;
+        }
+        sleep_ms(10);
+    }
+    for p in &seen {
+        assert_eq!(proc_state(p), 'T', "process {p} of the job not stopped");
+    }
+    assert_ne!(state(&child), 'T', "the supervisor itself stopped");
+    sleep_ms(500);
+    let resumed = now_ns();
+    signal_group(&child, libc::SIGCONT);
+    assert_eq!(child.wait().unwrap().code(), Some(0));
+    assert!(seen.iter().all(|p| !alive(p)), "left behind");
+    let rec = only_record(&dir.path().join("jobs.rec"));
+    assert_eq!(rec.status, Status::Completed);
+    assert_eq!(rec.suspensions.len(), 1, "{rec:?}");
+    assert_near(
+        "suspended",
+        rec.suspended_ns(),
+        resumed - suspended,
+        DELIVERY,
+    );
+}
