@@ -83,6 +83,7 @@ mod tests {
             flags: Flags::default(),
             suspensions: vec![],
             devices: Vec::new(),
+            program: None,
         };
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("spool.rec");

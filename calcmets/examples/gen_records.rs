@@ -58,6 +58,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 Vec::new()
             },
             devices: Vec::new(),
+            program: None,
         };
         encode(&rec, &mut buf)?;
         if buf.len() > 60_000 {

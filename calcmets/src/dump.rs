@@ -25,6 +25,23 @@ struct Line<'a> {
     /// (left out for a record without: version 1).
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
     devices: &'a [Devices<'a>],
+    /// How the program it ran ended (left out for a sigsleep: versions 1
+    /// and 2).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    program: Option<Program>,
+}
+
+/// A program's end as Slurm's accounting names it.
+#[derive(Serialize)]
+struct Program {
+    /// `code:signal`.
+    exit_code: String,
+    /// Whether it could be started at all.
+    started: bool,
+    /// User and system CPU seconds of all its processes.
+    cpu: f64,
+    /// The largest resident set of one of them, KiB.
+    max_rss_kib: u64,
 }
 
 pub fn secs(ns: i64) -> f64 {
@@ -50,6 +67,12 @@ pub fn write_jsonl(out: &mut impl Write, rec: &JobRecord<'_>) -> std::io::Result
             .collect(),
         flags: rec.flags.names().collect(),
         devices: &rec.devices,
+        program: rec.program.map(|p| Program {
+            exit_code: p.exit_code(),
+            started: p.kind != formats::record::ProgramEnd::NOT_STARTED,
+            cpu: p.cpu_ns as f64 / 1e9,
+            max_rss_kib: p.max_rss_kib,
+        }),
     };
     serde_json::to_writer(&mut *out, &line)?;
     out.write_all(b"\n")

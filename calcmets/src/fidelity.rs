@@ -590,6 +590,7 @@ mod tests {
                 flags: Flags::default(),
                 suspensions: Vec::new(),
                 devices: Vec::new(),
+                program: None,
             };
             encode(&rec, &mut bytes).unwrap();
         }

@@ -66,6 +66,7 @@ fn negative_waits_past_the_exact_limit_have_negative_percentiles() {
             flags: Flags::default(),
             suspensions: Vec::new(),
             devices: Vec::new(),
+            program: None,
         };
         encode(&rec, &mut bytes).unwrap();
     }
@@ -171,6 +172,7 @@ fn garbage_is_a_one_line_error_with_exit_2() {
         flags: Flags::default(),
         suspensions: Vec::new(),
         devices: Vec::new(),
+        program: None,
     })
     .unwrap();
     std::fs::write(&torn, &frame[..frame.len() - 3]).unwrap();

@@ -30,6 +30,7 @@ fn rec(id: u64) -> JobRecord<'static> {
             resume: 1_700_000_017_000_000_000,
         }],
         devices: Vec::new(),
+        program: None,
     }
 }
 
@@ -186,4 +187,32 @@ fn missing_input_is_a_one_line_error_with_exit_2() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains("/nonexistent/x.rec"), "{err}");
+}
+
+#[test]
+fn a_program_job_shows_how_its_program_ended() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("jobs.rec");
+    let mut r = rec(3);
+    r.status = Status::Failed;
+    r.program = Some(formats::record::ProgramEnd {
+        kind: formats::record::ProgramEnd::SIGNALED,
+        value: 9,
+        cpu_ns: 1_500_000_000,
+        max_rss_kib: 2048,
+    });
+    write(&file, &[r, rec(4)]);
+    let out = calcmets().arg("dump").arg(&file).output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(
+        lines[0]["program"],
+        serde_json::json!({"exit_code": "0:9", "started": true, "cpu": 1.5, "max_rss_kib": 2048})
+    );
+    assert_eq!(lines[0]["status"], "failed");
+    assert!(lines[1].get("program").is_none(), "a sleep has none");
 }

@@ -54,6 +54,7 @@ fn record() -> impl Strategy<Value = JobRecord<'static>> {
                 flags: Flags::default(),
                 suspensions,
                 devices: Vec::new(),
+                program: None,
             }
         })
 }

@@ -51,6 +51,7 @@ fn rec(id: u64, cores: u32, s: i64, b: i64, e: i64, susp: &[(i64, i64)]) -> JobR
             })
             .collect(),
         devices: Vec::new(),
+        program: None,
     }
 }
 

@@ -72,6 +72,7 @@ fn run_dir(dir: &Path, label: &str, slow: i64) {
                     Vec::new()
                 },
                 devices: Vec::new(),
+                program: None,
             },
             &mut buf,
         )
@@ -254,6 +255,7 @@ fn the_gantt_chart_draws_a_job_on_every_node_jobs_csv_lists() {
             flags: Flags::default(),
             suspensions: Vec::new(),
             devices: Vec::new(),
+            program: None,
         },
         &mut buf,
     )
@@ -315,6 +317,7 @@ fn the_gantt_chart_of_many_jobs_shows_how_busy_each_node_was() {
                 flags: Flags::default(),
                 suspensions: Vec::new(),
                 devices: Vec::new(),
+                program: None,
             },
             &mut buf,
         )

@@ -416,6 +416,7 @@ impl Sim {
             suspensions: out.suspensions,
             // As sigsleep reads its `--devices`: written by the core.
             devices: formats::record::Devices::parse_list(&p.devices).unwrap_or_default(),
+            program: None,
         });
         // A perturbed twin's controller hears of the end that much later,
         // its cores held meanwhile, as the emulation's does.

@@ -6,7 +6,7 @@
 //! | offset | size | field                                      |
 //! |-------:|-----:|--------------------------------------------|
 //! | 0      | 4    | magic `C L J R` (`43 4C 4A 52`)            |
-//! | 4      | 2    | format version, `u16` (1, or 2 with devices) |
+//! | 4      | 2    | format version, `u16` (1; 2 with devices; 3 for a program's end) |
 //! | 6      | 4    | payload length in bytes, `u32`             |
 //! | 10     | 4    | CRC-32 (IEEE) of the payload, `u32`        |
 //! | 14     | n    | payload: [`JobRecord`] in bincode 1.3.3    |
@@ -29,7 +29,7 @@ mod devices;
 mod shape;
 
 pub use devices::Devices;
-use shape::{v1_shape_fits, v2_shape_fits};
+use shape::{v1_shape_fits, v2_shape_fits, v3_shape_fits};
 
 /// First four bytes of every frame; also what the decoder searches for when
 /// it resynchronises after damage.
@@ -40,6 +40,10 @@ pub const MAGIC: [u8; 4] = *b"CLJR";
 pub const VERSION_1: u16 = 1;
 /// Version 1's payload followed by the devices the job held.
 pub const VERSION: u16 = 2;
+/// Version 2's payload (devices, perhaps none) followed by how a program
+/// run as the job ended ([`ProgramEnd`]): written only for such jobs, so
+/// that a reader older than them reads every record of sigsleeps.
+pub const VERSION_3: u16 = 3;
 /// Bytes before the payload: magic, version, length, CRC.
 pub const HEADER_LEN: usize = 14;
 /// Largest payload a frame may declare. A record with a million suspensions
@@ -173,6 +177,34 @@ impl Suspension {
     }
 }
 
+/// How a program run as the job ended (a batch script, any command): what
+/// Slurm's accounting calls ExitCode, TotalCPU and MaxRSS.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProgramEnd {
+    /// 0: it exited with code `value`; 1: signal `value` ended it; 2: it
+    /// could not be started (`value` 126: not executable, 127: not found).
+    pub kind: u8,
+    pub value: i32,
+    /// User and system CPU time of all its processes.
+    pub cpu_ns: u64,
+    /// The largest resident set of any one of them, KiB.
+    pub max_rss_kib: u64,
+}
+
+impl ProgramEnd {
+    pub const EXITED: u8 = 0;
+    pub const SIGNALED: u8 = 1;
+    pub const NOT_STARTED: u8 = 2;
+
+    /// Slurm's `ExitCode` field: `code:signal`.
+    pub fn exit_code(&self) -> String {
+        match self.kind {
+            Self::SIGNALED => format!("0:{}", self.value),
+            _ => format!("{}:0", self.value),
+        }
+    }
+}
+
 /// What one execution of a job leaves behind. Instants are CLOCK_REALTIME
 /// nanoseconds since the Unix epoch; durations are nanoseconds.
 ///
@@ -208,6 +240,10 @@ pub struct JobRecord<'a> {
     /// the fields above, outside serde's view of the struct.
     #[serde(skip)]
     pub devices: Vec<Devices<'a>>,
+    /// How the program ended, for a job that ran one instead of sleeping
+    /// (then the frame is version 3). Encoded after the devices.
+    #[serde(skip)]
+    pub program: Option<ProgramEnd>,
 }
 
 impl JobRecord<'_> {
@@ -261,17 +297,20 @@ pub fn encode(rec: &JobRecord<'_>, out: &mut Vec<u8>) -> Result<(), EncodeError>
     let at = out.len();
     out.extend_from_slice(&[0; HEADER_LEN]);
     let mut written = payload_options().serialize_into(&mut *out, rec);
-    if written.is_ok() && !rec.devices.is_empty() {
+    if written.is_ok() && (!rec.devices.is_empty() || rec.program.is_some()) {
         written = payload_options().serialize_into(&mut *out, &rec.devices);
+    }
+    if let (true, Some(p)) = (written.is_ok(), &rec.program) {
+        written = payload_options().serialize_into(&mut *out, p);
     }
     if let Err(e) = written {
         out.truncate(at);
         return Err(EncodeError::Bincode(e));
     }
-    let version = if rec.devices.is_empty() {
-        VERSION_1
-    } else {
-        VERSION
+    let version = match (rec.program, rec.devices.is_empty()) {
+        (Some(_), _) => VERSION_3,
+        (None, true) => VERSION_1,
+        (None, false) => VERSION,
     };
     let len = out.len() - at - HEADER_LEN;
     if len > MAX_PAYLOAD {
@@ -565,6 +604,7 @@ impl<R: Read> RecordReader<R> {
         let fits = match version {
             VERSION_1 => v1_shape_fits(payload),
             VERSION => v2_shape_fits(payload),
+            VERSION_3 => v3_shape_fits(payload),
             _ => true,
         };
         if !fits {
@@ -580,7 +620,7 @@ impl<R: Read> RecordReader<R> {
             }
             return Frame::Corrupt;
         }
-        if version != VERSION_1 && version != VERSION {
+        if ![VERSION_1, VERSION, VERSION_3].contains(&version) {
             return Frame::Unsupported { total };
         }
         Frame::Good { total }
@@ -645,6 +685,9 @@ fn decode_payload(version: u16, payload: &[u8]) -> Option<JobRecord<'_>> {
     // The frame's shape was checked against the payload's length: with the
     // devices read, every byte is used.
     rec.devices = Vec::deserialize(&mut de).ok()?;
+    if version == VERSION_3 {
+        rec.program = Some(ProgramEnd::deserialize(&mut de).ok()?);
+    }
     Some(rec)
 }
 
@@ -716,6 +759,7 @@ mod tests {
                 resume: 1_700_000_003_000_000_000,
             }],
             devices: Vec::new(),
+            program: None,
         }
     }
 

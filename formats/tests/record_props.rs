@@ -7,7 +7,7 @@
 use std::borrow::Cow;
 
 use formats::record::{
-    decode_all, encode, encode_to_vec, Devices, Flags, JobRecord, Status, Suspension,
+    decode_all, encode, encode_to_vec, Devices, Flags, JobRecord, ProgramEnd, Status, Suspension,
 };
 use proptest::prelude::*;
 
@@ -30,6 +30,8 @@ fn record() -> impl Strategy<Value = JobRecord<'static>> {
             ),
             0..3,
         ),
+        // Some ran a program (version 3).
+        prop::option::of((0u8..3, any::<i32>(), any::<u64>(), any::<u64>())),
     )
         .prop_map(
             |(
@@ -38,6 +40,7 @@ fn record() -> impl Strategy<Value = JobRecord<'static>> {
                 (runtime, walltime, status, flags),
                 s,
                 d,
+                p,
             )| {
                 JobRecord {
                     id,
@@ -62,6 +65,12 @@ fn record() -> impl Strategy<Value = JobRecord<'static>> {
                             ids,
                         })
                         .collect(),
+                    program: p.map(|(kind, value, cpu_ns, max_rss_kib)| ProgramEnd {
+                        kind,
+                        value,
+                        cpu_ns,
+                        max_rss_kib,
+                    }),
                 }
             },
         )

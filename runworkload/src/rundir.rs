@@ -855,6 +855,7 @@ memory = "1G"
             flags: Flags::default(),
             suspensions: Vec::new(),
             devices: Vec::new(),
+            program: None,
         }
     }
 

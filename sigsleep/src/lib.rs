@@ -140,7 +140,14 @@ pub fn main_exit_code() -> i32 {
         let mut outcome = ledger.finish(ended.end);
         let code = ended.code(outcome.terminated_by);
         outcome.status = ended.status;
-        let written = write_record(&cfg, start.real, ended.end.real, outcome, &mut log);
+        let program = Some(ended.program_end());
+        let written = write_record(
+            &cfg,
+            (start.real, ended.end.real),
+            outcome,
+            program,
+            &mut log,
+        );
         return finish(&cfg, written, code);
     }
     loop {
@@ -170,7 +177,7 @@ pub fn main_exit_code() -> i32 {
         None if outcome.status == record::Status::Timeout => EXIT_TIMEOUT,
         None => 0,
     };
-    let written = write_record(&cfg, start.real, end.real, outcome, &mut log);
+    let written = write_record(&cfg, (start.real, end.real), outcome, None, &mut log);
     finish(&cfg, written, code)
 }
 
@@ -278,11 +285,13 @@ fn hold(waiter: &signals::Waiter, cfg: &Config) -> Result<(clock::Stamp, Ledger)
     }
 }
 
+/// Appends the job's record: started and ended at `(start, end)`; with
+/// how its program ended, for a job that ran one.
 fn write_record(
     cfg: &Config,
-    start: i64,
-    end: i64,
+    (start, end): (i64, i64),
     outcome: ledger::Outcome,
+    program: Option<record::ProgramEnd>,
     log: &mut File,
 ) -> Result<(), Box<dyn std::error::Error>> {
     let mut flags = outcome.flags;
@@ -307,6 +316,7 @@ fn write_record(
         flags,
         suspensions: outcome.suspensions,
         devices: cfg.devices.clone(),
+        program,
     };
     let frame = record::encode_to_vec(&rec)?;
     // One write(2): O_APPEND makes it land whole at the end of the file even

@@ -56,6 +56,22 @@ pub struct Ended {
 }
 
 impl Ended {
+    /// How the program ended, as its record keeps it.
+    pub fn program_end(&self) -> formats::record::ProgramEnd {
+        use formats::record::ProgramEnd;
+        let (kind, value) = match self.exit {
+            Exit::Code(c) => (ProgramEnd::EXITED, c),
+            Exit::Signal(s) => (ProgramEnd::SIGNALED, s),
+            Exit::NotStarted(c) => (ProgramEnd::NOT_STARTED, c),
+        };
+        ProgramEnd {
+            kind,
+            value,
+            cpu_ns: self.cpu_ns,
+            max_rss_kib: self.max_rss_kib,
+        }
+    }
+
     /// sigsleep's exit status: 0 completed; 124 timeout; 128+N cancelled
     /// by signal N; otherwise the program's own (its code, or 128+N for a
     /// signal, 126 or 127 when it could not start).

@@ -11,7 +11,7 @@ use common::*;
 use std::path::Path;
 use std::process::Child;
 
-use formats::record::Status;
+use formats::record::{ProgramEnd, Status};
 
 /// Signals the job's process group, as the agent does.
 fn signal_group(child: &Child, sig: libc::c_int) {
@@ -77,19 +77,25 @@ fn a_program_runs_in_its_directory_and_its_exit_code_is_kept() {
     assert_eq!(err, "to-err\n");
     let rec = only_record(&dir.path().join("jobs.rec"));
     assert_eq!((rec.id, rec.cores, rec.status), (4, 2, Status::Failed));
+    let end = rec.program.unwrap();
+    assert_eq!((end.kind, end.value), (ProgramEnd::EXITED, 3));
+    assert_eq!(end.exit_code(), "3:0");
 }
 
 #[test]
 fn a_program_that_exits_0_completes_with_both_outputs_in_one_file() {
     let dir = tempfile::tempdir().unwrap();
-    let mut child = launch(job(dir.path(), "echo one; echo two >&2"));
+    // Some CPU time to account.
+    let script = "echo one; i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done; echo two >&2";
+    let mut child = launch(job(dir.path(), script));
     assert_eq!(child.wait().unwrap().code(), Some(0));
     let out = std::fs::read_to_string(dir.path().join("out")).unwrap();
     assert_eq!(out, "one\ntwo\n");
-    assert_eq!(
-        only_record(&dir.path().join("jobs.rec")).status,
-        Status::Completed
-    );
+    let rec = only_record(&dir.path().join("jobs.rec"));
+    assert_eq!(rec.status, Status::Completed);
+    let end = rec.program.unwrap();
+    assert_eq!(end.exit_code(), "0:0");
+    assert!(end.cpu_ns > 0 && end.max_rss_kib > 0, "{end:?}");
 }
 
 #[test]
@@ -105,10 +111,10 @@ fn a_program_that_cannot_run_fails_with_127() {
     assert_eq!(child.wait().unwrap().code(), Some(127));
     let out = std::fs::read_to_string(dir.path().join("out")).unwrap();
     assert!(out.contains("cannot run /nonexistent/program"), "{out}");
-    assert_eq!(
-        only_record(&dir.path().join("jobs.rec")).status,
-        Status::Failed
-    );
+    let rec = only_record(&dir.path().join("jobs.rec"));
+    assert_eq!(rec.status, Status::Failed);
+    let end = rec.program.unwrap();
+    assert_eq!((end.kind, end.value), (ProgramEnd::NOT_STARTED, 127));
 }
 
 /// A child, a daemon that left the group, and a process that ignores

@@ -32,27 +32,32 @@ pub(super) fn v1_shape_fits(payload: &[u8]) -> bool {
 /// kind name (a `u64` length and bytes each) and its ids (a `u64` count and
 /// 4 bytes each).
 pub(super) fn v2_shape_fits(payload: &[u8]) -> bool {
-    let Some(mut at) = v1_len(payload) else {
-        return false;
-    };
-    let Some(entries) = u64_at(payload, at) else {
-        return false;
-    };
+    v2_len(payload) == Some(payload.len())
+}
+
+/// Bytes of a version-3 payload after its devices: how the program ended
+/// (kind, value, CPU time, largest resident set).
+const PROGRAM_END: usize = 1 + 4 + 8 + 8;
+
+/// Whether a version-3 payload's length agrees with the lengths it holds:
+/// version 2's part, then [`PROGRAM_END`] bytes.
+pub(super) fn v3_shape_fits(payload: &[u8]) -> bool {
+    v2_len(payload).and_then(|n| n.checked_add(PROGRAM_END)) == Some(payload.len())
+}
+
+/// The length version 2's part of a payload claims for itself.
+fn v2_len(payload: &[u8]) -> Option<usize> {
+    let mut at = v1_len(payload)?;
+    let entries = u64_at(payload, at)?;
     at += 8;
     for _ in 0..entries {
         for width in [1, 1, 4] {
-            let Some(n) = u64_at(payload, at) else {
-                return false;
-            };
-            match n
+            let n = u64_at(payload, at)?;
+            at = n
                 .checked_mul(width)
                 .and_then(|b| b.checked_add(at + 8))
-                .filter(|&end| end <= payload.len())
-            {
-                Some(end) => at = end,
-                None => return false,
-            }
+                .filter(|&end| end <= payload.len())?;
         }
     }
-    at == payload.len()
+    Some(at)
 }
