@@ -44,9 +44,11 @@ fn lines(path: &Path, n: usize) -> Vec<String> {
     panic!("{} never had {n} lines", path.display());
 }
 
-fn job(dir: &Path, script: &str) -> std::process::Command {
+/// sigsleep with `flags`, running `script` in sh, its output in `out`.
+fn job(dir: &Path, flags: &[&str], script: &str) -> std::process::Command {
     let mut cmd = sigsleep();
-    cmd.args(["--id", "9", "--log"])
+    cmd.args(flags)
+        .args(["--id", "9", "--log"])
         .arg(dir.join("jobs.rec"))
         .arg("--stdout")
         .arg(dir.join("out"))
@@ -87,7 +89,7 @@ fn a_program_that_exits_0_completes_with_both_outputs_in_one_file() {
     let dir = tempfile::tempdir().unwrap();
     // Some CPU time to account.
     let script = "echo one; i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done; echo two >&2";
-    let mut child = launch(job(dir.path(), script));
+    let mut child = launch(job(dir.path(), &[], script));
     assert_eq!(child.wait().unwrap().code(), Some(0));
     let out = std::fs::read_to_string(dir.path().join("out")).unwrap();
     assert_eq!(out, "one\ntwo\n");
@@ -132,14 +134,16 @@ fn nothing_of_a_program_outlives_its_job() {
          exit 0",
         p = pids.display()
     );
-    let mut child = launch(job(dir.path(), &script));
+    let mut child = launch(job(dir.path(), &[], &script));
     assert_eq!(child.wait().unwrap().code(), Some(0));
     let left: Vec<String> = lines(&pids, 3).into_iter().filter(|p| alive(p)).collect();
     assert!(left.is_empty(), "left behind: {left:?}");
-    assert_eq!(
-        only_record(&dir.path().join("jobs.rec")).status,
-        Status::Completed
-    );
+    assert_eq!(status(dir.path()), Status::Completed);
+}
+
+/// The status in the job's record.
+fn status(dir: &Path) -> Status {
+    only_record(&dir.join("jobs.rec")).status
 }
 
 #[test]
@@ -151,48 +155,28 @@ fn a_cancel_ends_every_process_even_one_that_ignores_sigterm() {
          trap '' TERM; echo $$ >> {p}; while :; do sleep 1; done",
         p = pids.display()
     );
-    let mut cmd = sigsleep();
-    cmd.args(["--kill-wait", "0.3", "--log"])
-        .arg(dir.path().join("jobs.rec"))
-        .arg("--stdout")
-        .arg(dir.path().join("out"))
-        .args(["--", "/bin/sh", "-c", &script]);
-    let mut child = launch(cmd);
+    let mut child = launch(job(dir.path(), &["--kill-wait", "0.3"], &script));
     let seen = lines(&pids, 2);
     signal_group(&child, libc::SIGTERM);
     assert_eq!(child.wait().unwrap().code(), Some(128 + libc::SIGTERM));
     let left: Vec<&String> = seen.iter().filter(|p| alive(p)).collect();
     assert!(left.is_empty(), "left behind: {left:?}");
-    assert_eq!(
-        only_record(&dir.path().join("jobs.rec")).status,
-        Status::Cancelled
-    );
+    assert_eq!(status(dir.path()), Status::Cancelled);
 }
 
 #[test]
 fn the_limit_warns_with_signal_then_ends_the_job_in_timeout() {
     let dir = tempfile::tempdir().unwrap();
-    let mut cmd = sigsleep();
-    cmd.args([
+    let flags = [
         "--walltime",
         "1",
         "--signal",
         "USR1@0.5",
         "--kill-wait",
         "0.2",
-        "--log",
-    ])
-    .arg(dir.path().join("jobs.rec"))
-    .arg("--stdout")
-    .arg(dir.path().join("out"))
-    .args([
-        "--",
-        "/bin/sh",
-        "-c",
-        "trap 'echo warned' USR1; trap 'echo term' TERM; \
-             while :; do sleep 0.05; done",
-    ]);
-    let mut child = launch(cmd);
+    ];
+    let script = "trap 'echo warned' USR1; trap 'echo term' TERM; while :; do sleep 0.05; done";
+    let mut child = launch(job(dir.path(), &flags, script));
     assert_eq!(child.wait().unwrap().code(), Some(124));
     let out = std::fs::read_to_string(dir.path().join("out")).unwrap();
     // Every process of the job got it (the shell's sleep too, which it
@@ -218,13 +202,7 @@ fn a_suspension_stops_every_process_and_is_counted() {
          echo $$ >> {p}; i=0; while [ $i -lt 20 ]; do sleep 0.05; i=$((i+1)); done",
         p = pids.display()
     );
-    let mut cmd = sigsleep();
-    cmd.args(["--suspend-grace", "0.2", "--log"])
-        .arg(dir.path().join("jobs.rec"))
-        .arg("--stdout")
-        .arg(dir.path().join("out"))
-        .args(["--", "/bin/sh", "-c", &script]);
-    let mut child = launch(cmd);
+    let mut child = launch(job(dir.path(), &["--suspend-grace", "0.2"], &script));
     let seen = lines(&pids, 2);
     let suspended = now_ns();
     signal_group(&child, libc::SIGTSTP);
