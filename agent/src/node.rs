@@ -80,21 +80,31 @@ impl Prepared {
         )
     }
 
-    /// Kills it and waits (up to `grace`) until it is gone, so that one job
-    /// never has two processes at once, even for the instant before a
-    /// fresh held process has named itself held.
-    async fn kill(mut self, grace: Duration) {
-        if !self.alive() {
-            return;
+    /// Kills it and waits until it is gone, so that one job never has two
+    /// processes at once, even for the instant before a fresh held process
+    /// has named itself held.
+    async fn kill(mut self) {
+        if self.alive() {
+            signal(self.pid, Signal::SIGKILL);
+            gone(self.pid, self.exit).await;
         }
-        signal(self.pid, Signal::SIGKILL);
-        if tokio::time::timeout(grace, &mut self.exit).await.is_err() {
-            warn!(
-                pid = self.pid,
-                "a held process not gone {} ms after SIGKILL",
-                grace.as_millis()
-            );
-        }
+    }
+}
+
+/// How long a process killed with SIGKILL may take to be reaped before
+/// the node goes on without it (it blocks this node's commands meanwhile;
+/// SIGKILL takes effect at once unless the process is stuck in the
+/// kernel, which no wait would mend).
+const REAPED_WITHIN: Duration = Duration::from_secs(2);
+
+/// Waits until the process `pid`, killed, has been reaped.
+async fn gone(pid: i32, exit: oneshot::Receiver<Exit>) {
+    if tokio::time::timeout(REAPED_WITHIN, exit).await.is_err() {
+        warn!(
+            pid,
+            "a process not reaped {} s after SIGKILL",
+            REAPED_WITHIN.as_secs()
+        );
     }
 }
 
@@ -192,6 +202,9 @@ async fn timer(at: Option<Instant>) {
 async fn run(name: String, rx: Arc<Mailbox>, ctx: Arc<NodeContext>) {
     let mut jobs: HashMap<u64, Job> = HashMap::new();
     let mut prepared: HashMap<u64, Prepared> = HashMap::new();
+    // Held processes killed when their time ran out, until reaped: a start
+    // of the same job waits for its one to be gone.
+    let mut dying: HashMap<u64, (i32, oneshot::Receiver<Exit>)> = HashMap::new();
     let mut exits = FuturesUnordered::new();
     let suspend_grace = Duration::from_millis(ctx.settings.suspend_grace_ms);
     let kill_grace = Duration::from_millis(ctx.settings.kill_grace_ms);
@@ -219,13 +232,16 @@ async fn run(name: String, rx: Arc<Mailbox>, ctx: Arc<NodeContext>) {
                 }
                 Some(NodeCmd::Start(s)) => {
                     let id = s.job;
+                    if let Some((pid, exit)) = dying.remove(&id) {
+                        Box::pin(gone(pid, exit)).await;
+                    }
                     let claimed = match prepared.remove(&id) {
                         Some(mut p) => {
                             if p.start == s && p.alive() {
                                 Some(p)
                             } else {
                                 // Placed otherwise than foreseen (or gone).
-                                Box::pin(p.kill(kill_grace)).await;
+                                Box::pin(p.kill()).await;
                                 None
                             }
                         }
@@ -273,7 +289,10 @@ async fn run(name: String, rx: Arc<Mailbox>, ctx: Arc<NodeContext>) {
                         continue;
                     }
                     if let Some(p) = prepared.remove(&id) {
-                        Box::pin(p.kill(kill_grace)).await;
+                        Box::pin(p.kill()).await;
+                    }
+                    if let Some((pid, exit)) = dying.remove(&id) {
+                        Box::pin(gone(pid, exit)).await;
                     }
                     // A process that cannot be prepared is started at the
                     // job's start, as any.
@@ -334,13 +353,20 @@ async fn run(name: String, rx: Arc<Mailbox>, ctx: Arc<NodeContext>) {
             }
             () = timer(next_timer), if next_timer.is_some() => {
                 let now = Instant::now();
-                prepared.retain(|id, p| {
-                    let keep = p.until > now;
-                    if !keep && p.alive() {
-                        debug!(job = id, pid = p.pid, "prepared process unclaimed in time");
-                        signal(p.pid, Signal::SIGKILL);
+                let expired: Vec<u64> =
+                    prepared.iter().filter(|(_, p)| p.until <= now).map(|(&id, _)| id).collect();
+                for id in expired {
+                    if let Some(mut p) = prepared.remove(&id) {
+                        if p.alive() {
+                            debug!(job = id, pid = p.pid, "prepared process unclaimed in time");
+                            signal(p.pid, Signal::SIGKILL);
+                            dying.insert(id, (p.pid, p.exit));
+                        }
                     }
-                    keep
+                }
+                // Those reaped since need no wait.
+                dying.retain(|_, (_, exit)| {
+                    matches!(exit.try_recv(), Err(oneshot::error::TryRecvError::Empty))
                 });
                 for job in jobs.values_mut() {
                     if job.stop_at.is_some_and(|t| t <= now) {

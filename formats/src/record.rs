@@ -686,7 +686,11 @@ fn decode_payload(version: u16, payload: &[u8]) -> Option<JobRecord<'_>> {
     // devices read, every byte is used.
     rec.devices = Vec::deserialize(&mut de).ok()?;
     if version == VERSION_3 {
-        rec.program = Some(ProgramEnd::deserialize(&mut de).ok()?);
+        let end = ProgramEnd::deserialize(&mut de).ok()?;
+        if end.kind > ProgramEnd::NOT_STARTED {
+            return None;
+        }
+        rec.program = Some(end);
     }
     Some(rec)
 }

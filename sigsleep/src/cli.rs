@@ -36,8 +36,9 @@ OPTIONS:
                           in the record: NODE:KIND=ID[,ID...] entries joined
                           by ';' (vn01:gpu=0,1;vn02:gpu=0,1); given more than
                           once, the lists add up, in order
-    --die-with-parent PID end (SIGKILL, no record) when the launcher PID dies;
-                          if it is already gone, exit 1 at once
+    --die-with-parent PID end (SIGKILL, no record) when the launcher PID dies
+                          (with a PROGRAM: as on SIGTERM, so that nothing of
+                          it is left); if it is already gone, exit 1 at once
     --ready-file PATH     once every signal counts, write this process's pid
                           to PATH (atomically: it appears whole); removed
                           when the job ends. For launchers that cannot block

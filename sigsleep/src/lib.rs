@@ -82,7 +82,13 @@ pub fn main_exit_code() -> i32 {
         }
     };
     if let Some(parent) = cfg.parent {
-        if !die_with(parent) {
+        // A program is ended as on a cancel (its processes are sigsleep's
+        // to clean up, which SIGKILL would prevent); a sleep just goes.
+        let sig = match cfg.program {
+            Some(_) => libc::SIGTERM,
+            None => libc::SIGKILL,
+        };
+        if !die_with(parent, sig) {
             eprintln!("sigsleep: launcher {parent} is gone; not starting");
             return EXIT_LOG;
         }
@@ -342,16 +348,10 @@ fn write_ready(path: &std::path::Path) -> std::io::Result<()> {
 /// Asks for SIGKILL when the launching thread dies, so that a job never
 /// outlives its agent. Returns false if the launcher `parent` is already
 /// gone (this process was handed to another parent before it could ask).
-fn die_with(parent: u32) -> bool {
+fn die_with(parent: u32, sig: libc::c_int) -> bool {
     // SAFETY: plain prctl and getppid calls.
     unsafe {
-        libc::prctl(
-            libc::PR_SET_PDEATHSIG,
-            libc::SIGKILL as libc::c_ulong,
-            0,
-            0,
-            0,
-        );
+        libc::prctl(libc::PR_SET_PDEATHSIG, sig as libc::c_ulong, 0, 0, 0);
         libc::getppid() as u32 == parent
     }
 }

@@ -109,6 +109,20 @@ pub fn run(prog: &Program, waiter: &mut Waiter, ledger: &mut Ledger) -> Ended {
     };
     // SAFETY: plain prctl on this process.
     unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
+    if ledger.terminated_by().is_some() {
+        // Cancelled together with its start (a held process that got both
+        // at once): the program never runs.
+        return Ended {
+            status: Status::Cancelled,
+            ..not_started(0)
+        };
+    }
+    if !children_readable() {
+        eprintln!(
+            "sigsleep: this kernel does not list a process's children \
+             (/proc/PID/task/TID/children): processes the program leaves may outlive the job"
+        );
+    }
     let main = match spawn(prog) {
         Ok(pid) => pid,
         Err(code) => return not_started(code),
@@ -118,6 +132,15 @@ pub fn run(prog: &Program, waiter: &mut Waiter, ledger: &mut Ledger) -> Ended {
     let mut kill_at: Option<i64> = None;
     let mut stop_at: Option<i64> = None;
     let mut warned = prog.signal.is_none();
+    if ledger.deadline().is_none() {
+        // Suspended before the program existed (a held process started
+        // and suspended at once): it has not had the group's SIGTSTP.
+        signal_all(libc::SIGTSTP, |_| true);
+        stop_at = Some(grace_end(prog));
+    }
+    // A SIGTSTP seen by the last wait, taken once the signals handled
+    // during that wait (which came first) are.
+    let mut suspend = false;
     loop {
         let mut events = [None; signals::CAP];
         let mut n = 0;
@@ -136,10 +159,22 @@ pub fn run(prog: &Program, waiter: &mut Waiter, ledger: &mut Ledger) -> Ended {
                 }
                 Event::Terminate(..) if ending.is_none() => {
                     ending = Some(Ending::Cancelled);
+                    // Ending: nothing is stopped any more.
+                    stop_at = None;
                     kill_at = Some(end_all(prog));
                 }
                 _ => {}
             }
+        }
+        // A job being ended is not suspended: its processes must be free
+        // to act on the SIGTERM they got.
+        if std::mem::take(&mut suspend) && ending.is_none() {
+            ledger.apply(Event::Suspend(clock::now()));
+            // The group got the launcher's SIGTSTP; those that left it
+            // get it from here.
+            let group = own_group();
+            signal_all(libc::SIGTSTP, |pid| pgid(pid) != group);
+            stop_at = Some(grace_end(prog));
         }
         reap(main, &mut main_exit);
         if main_exit.is_some() {
@@ -157,6 +192,7 @@ pub fn run(prog: &Program, waiter: &mut Waiter, ledger: &mut Ledger) -> Ended {
         let deadline = ledger.deadline();
         if ending.is_none() && deadline.is_some_and(|d| now >= d) {
             ending = Some(Ending::Timeout);
+            stop_at = None;
             kill_at = Some(end_all(prog));
         }
         let warn_at = match (prog.signal, deadline) {
@@ -192,19 +228,8 @@ pub fn run(prog: &Program, waiter: &mut Waiter, ledger: &mut Ledger) -> Ended {
             drain_fd(chld);
         }
         if stop {
-            // Handlers that ran during the wait came first.
-            signals::drain(|ev| ledger.apply(ev));
-            let at = clock::now();
-            ledger.apply(Event::Suspend(at));
             waiter.consume_stop();
-            // The group got the launcher's SIGTSTP; those that left it
-            // get it from here.
-            let group = own_group();
-            signal_all(libc::SIGTSTP, |pid| pgid(pid) != group);
-            stop_at = Some(
-                at.mono
-                    .saturating_add(prog.suspend_grace_ns.min(i64::MAX as u64) as i64),
-            );
+            suspend = true;
         }
     }
     kill_everything(main, &mut main_exit);
@@ -224,6 +249,19 @@ pub fn run(prog: &Program, waiter: &mut Waiter, ledger: &mut Ledger) -> Ended {
         cpu_ns,
         max_rss_kib,
     }
+}
+
+/// When a suspension begun now stops every process of the job.
+fn grace_end(prog: &Program) -> i64 {
+    clock::now()
+        .mono
+        .saturating_add(prog.suspend_grace_ns.min(i64::MAX as u64) as i64)
+}
+
+/// Whether this kernel lists a process's children in /proc.
+fn children_readable() -> bool {
+    let me = std::process::id();
+    std::path::Path::new(&format!("/proc/{me}/task/{me}/children")).exists()
 }
 
 fn not_started(code: i32) -> Ended {
@@ -402,14 +440,18 @@ pub fn descendants() -> Vec<i32> {
     out
 }
 
+/// Whether `pid` is over: a zombie (or gone). A process whose main thread
+/// ended while others run shows as a zombie too, but is not one: it still
+/// has live threads.
 fn zombie(pid: i32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+    let z = std::fs::read_to_string(format!("/proc/{pid}/stat"))
         .ok()
         .and_then(|s| {
             s.rsplit_once(')')
                 .map(|(_, rest)| rest.trim_start().starts_with('Z'))
         })
-        .unwrap_or(true)
+        .unwrap_or(true);
+    z && std::fs::read_dir(format!("/proc/{pid}/task")).map_or(0, |d| d.count()) <= 1
 }
 
 /// SIGCHLD, blocked, as a readable descriptor.

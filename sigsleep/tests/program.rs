@@ -232,3 +232,28 @@ fn a_suspension_stops_every_process_and_is_counted() {
         DELIVERY,
     );
 }
+
+/// A held process whose start and cancel come together (a job cancelled
+/// the instant it started) never runs its program.
+#[test]
+fn a_program_cancelled_with_its_start_never_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let ran = dir.path().join("ran");
+    let script = format!("touch {}", ran.display());
+    let mut child = launch(job(dir.path(), &["--held"], &script));
+    let comm = format!("/proc/{}/comm", child.id());
+    for _ in 0..1000 {
+        if std::fs::read_to_string(&comm).unwrap_or_default().trim() == "sigsleep-held" {
+            break;
+        }
+        sleep_ms(10);
+    }
+    // Stopped, so that both signals are pending when it next runs.
+    signal(&child, libc::SIGSTOP);
+    wait_state(&child, 'T');
+    signal(&child, libc::SIGTERM);
+    signal(&child, libc::SIGCONT);
+    assert_eq!(child.wait().unwrap().code(), Some(128 + libc::SIGTERM));
+    assert!(!ran.exists(), "the program ran");
+    assert_eq!(status(dir.path()), Status::Cancelled);
+}
