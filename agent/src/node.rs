@@ -54,6 +54,9 @@ struct Job {
     stop_at: Option<Instant>,
     /// After a cancel: when `SIGTERM` has had its chance.
     kill_at: Option<Instant>,
+    /// It runs a program: its files are in [`program_dir`], and how it
+    /// ended is read from there.
+    program: bool,
 }
 
 /// A job's process started ahead of the job ([`NodeCmd::Prepare`]), held
@@ -251,7 +254,7 @@ async fn run(name: String, rx: Arc<Mailbox>, ctx: Arc<NodeContext>) {
                         let pid = p.pid;
                         signal(pid, Signal::SIGCONT);
                         debug!(job = id, node = %name, pid, "started (prepared)");
-                        jobs.insert(id, Job { pid, suspended: false, stop_at: None, kill_at: None });
+                        jobs.insert(id, Job { pid, suspended: false, stop_at: None, kill_at: None, program: false });
                         exits.push(exit_of(id, crate::spawn::Spawned { pid, exit: p.exit }));
                         report(&ctx, FromAgent::Started { job: id, pid: pid as u32 }).await;
                         continue;
@@ -266,6 +269,7 @@ async fn run(name: String, rx: Arc<Mailbox>, ctx: Arc<NodeContext>) {
                                 suspended: false,
                                 stop_at: None,
                                 kill_at: None,
+                                program: s.program.is_some(),
                             });
                             let pid = spawned.pid;
                             exits.push(exit_of(id, spawned));
@@ -347,7 +351,8 @@ async fn run(name: String, rx: Arc<Mailbox>, ctx: Arc<NodeContext>) {
                 if jobs.get(&id).is_none_or(|j| j.pid != pid) {
                     continue;
                 }
-                jobs.remove(&id);
+                let ran = jobs.remove(&id).is_some_and(|j| j.program);
+                let exit = if ran { program_ended(id, exit) } else { exit };
                 debug!(job = id, node = %name, ?exit, "ended");
                 report(&ctx, FromAgent::Ended { job: id, exit }).await;
             }
@@ -412,6 +417,57 @@ async fn exit_of(id: u64, spawned: crate::spawn::Spawned) -> (u64, i32, Exit) {
     )
 }
 
+/// Where the files of job `id`'s program are while it runs: its script,
+/// and the line sigsleep leaves on how it ended; removed when it ends.
+/// Under the temporary directory's `clemu-jobs-UID` (one per user, whose
+/// agents may write there), named by agent process and job, so that the
+/// agents of one host never share one.
+fn program_dir(id: u64) -> PathBuf {
+    // SAFETY: getuid cannot fail.
+    let uid = unsafe { libc::getuid() };
+    std::env::temp_dir()
+        .join(format!("clemu-jobs-{uid}"))
+        .join(format!("{}-{id}", std::process::id()))
+}
+
+/// Writes job `id`'s script where sigsleep will run it.
+fn write_script(id: u64, script: &str) -> std::io::Result<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = program_dir(id);
+    std::fs::create_dir_all(&dir)?;
+    let path = dir.join("slurm_script");
+    std::fs::write(&path, script)?;
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o700))?;
+    Ok(path)
+}
+
+/// How job `id`'s program ended, from the line sigsleep left (`exit` as
+/// its process ended, when there is none); its files are removed.
+fn program_ended(id: u64, exit: Exit) -> Exit {
+    let dir = program_dir(id);
+    let line = std::fs::read_to_string(dir.join("exit")).unwrap_or_default();
+    let _ = std::fs::remove_dir_all(&dir);
+    parse_exit_line(&line).map_or(exit, Exit::Ran)
+}
+
+/// `STATE CODE SIGNAL`, as sigsleep's `--exit-file` writes it.
+fn parse_exit_line(line: &str) -> Option<formats::wire::Ran> {
+    use formats::wire::{Ran, RanState};
+    let mut f = line.split_whitespace();
+    let state = match f.next()? {
+        "completed" => RanState::Completed,
+        "failed" => RanState::Failed,
+        "cancelled" => RanState::Cancelled,
+        "timeout" => RanState::Timeout,
+        _ => return None,
+    };
+    Some(Ran {
+        state,
+        code: f.next()?.parse().ok()?,
+        signal: f.next()?.parse().ok()?,
+    })
+}
+
 /// Starts job `s`'s process; `held`, ahead of the job's start.
 async fn launch(
     ctx: &NodeContext,
@@ -425,8 +481,6 @@ async fn launch(
         s.submit_ns.rem_euclid(1_000_000_000)
     );
     let mut args = vec![
-        "--runtime".into(),
-        secs(s.runtime_ns),
         "--walltime".into(),
         secs(s.walltime_ns),
         "--id".into(),
@@ -454,7 +508,18 @@ async fn launch(
             args.push("--devices".into());
             args.push(part.to_string());
         }
-        env = visible_devices(&s.devices, &s.node);
+    }
+    match &s.program {
+        None => args.extend(["--runtime".into(), secs(s.runtime_ns)]),
+        Some(p) => {
+            let script = write_script(s.job, &p.script)?;
+            env.extend(p.env.iter().cloned());
+            args.extend(program_args(ctx, s.job, p));
+            args.extend(["--".into(), script.display().to_string()]);
+        }
+    }
+    if !s.devices.is_empty() {
+        env.extend(visible_devices(&s.devices, &s.node));
     }
     // A held process waits behind every start decided now.
     let priority = if held {
@@ -465,6 +530,37 @@ async fn launch(
     ctx.launcher
         .spawn(&ctx.sigsleep, &args, &env, priority)
         .await
+}
+
+/// sigsleep's flags for running program `p` as job `id`: its directory,
+/// its files (relative ones under its directory), `--signal`, and a kill
+/// wait inside the agent's own cancel grace, so that sigsleep has ended
+/// every process of the job before the agent's SIGKILL could cut it short.
+fn program_args(ctx: &NodeContext, id: u64, p: &formats::wire::ProgramStart) -> Vec<String> {
+    let under = |f: &str| {
+        let path = std::path::Path::new(&p.workdir).join(f);
+        path.display().to_string()
+    };
+    let secs = |ms: u64| format!("{}.{:03}", ms / 1000, ms % 1000);
+    let mut args = vec![
+        "--chdir".into(),
+        p.workdir.clone(),
+        "--stdout".into(),
+        under(&p.stdout),
+        "--exit-file".into(),
+        program_dir(id).join("exit").display().to_string(),
+        "--kill-wait".into(),
+        secs(ctx.settings.kill_grace_ms / 2),
+        "--suspend-grace".into(),
+        secs(ctx.settings.suspend_grace_ms),
+    ];
+    if !p.stderr.is_empty() {
+        args.extend(["--stderr".into(), under(&p.stderr)]);
+    }
+    if let Some(sig) = &p.signal {
+        args.extend(["--signal".into(), sig.clone()]);
+    }
+    args
 }
 
 /// The longest `--devices` argument given to a job. Linux refuses to start
@@ -564,6 +660,7 @@ mod tests {
             walltime_ns: 0,
             submit_ns: 0,
             devices: String::new(),
+            program: None,
         };
         let starts = &starts;
         let lines = |n: usize| async move {

@@ -92,6 +92,7 @@ fn an_agent_runs_only_its_own_sigsleep_whatever_it_is_told() {
             walltime_ns: 0,
             submit_ns: 0,
             devices: String::new(),
+            program: None,
         };
         // A node it does not host, named like a shell command: refused.
         conn.send(&ToAgent::Start(start(1, "vn1; touch /tmp/pwned")))

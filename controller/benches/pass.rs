@@ -63,6 +63,7 @@ impl Lcg {
             begin_ns: None,
             array: None,
             gres: Vec::new(),
+            program: None,
         }
     }
 }
@@ -143,6 +144,7 @@ fn bench(config: &Arc<Config>, queued: usize, fragmented: bool) {
             begin_ns: None,
             array: None,
             gres: Vec::new(),
+            program: None,
         };
         let n = config.nodes.len();
         cluster

@@ -37,6 +37,7 @@ async fn main() -> Result<()> {
         begin_ns: None,
         array: None,
         gres: Vec::new(),
+        program: None,
     };
     let start = Instant::now();
     match s

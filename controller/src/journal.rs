@@ -35,8 +35,8 @@ const SNAPSHOT_MAGIC: &[u8; 4] = b"CLSN";
 /// 2: jobs have names (`JobSpec::name`, `JobInfo::name`). 3: submission
 /// keys ([`Entry::Keyed`], [`Snapshot::keys`]). 6: allocations as runs of
 /// nodes ([`NodeRun`]), so that a job's start costs the same to journal
-/// whatever its nodes.
-const VERSION: u16 = 6;
+/// whatever its nodes. 7: a job may run a program (`JobSpec::program`).
+const VERSION: u16 = 7;
 const HEADER: usize = 6;
 /// Largest entry: a submission of one job is well under 1 KiB.
 const MAX_ENTRY: usize = 1 << 20;
@@ -671,6 +671,7 @@ mod tests {
                 begin_ns: None,
                 array: None,
                 gres: Vec::new(),
+                program: None,
             },
             partition: "batch".into(),
             state: JobState::Pending,

@@ -748,6 +748,7 @@ mod tests {
                 begin_ns: None,
                 array: None,
                 gres: Vec::new(),
+                program: None,
             },
             submit_ns: submit_s * S,
             cancel_ns: None,

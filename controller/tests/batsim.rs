@@ -242,6 +242,7 @@ fn twin_unit(
                 begin_ns: None,
                 array: None,
                 gres: Vec::new(),
+                program: None,
             },
             submit_ns: at * S,
             cancel_ns: None,

@@ -43,8 +43,9 @@ use tokio_util::codec::{Decoder, Encoder, Framed, LengthDelimitedCodec};
 /// ([`ToAgent::Prepare`]). 12: jobs may wait under real-time scheduling
 /// ([`RunSettings::realtime`]). 13: marks name their cluster, a
 /// controller that turns an agent away says where it stands
-/// ([`Standing`]).
-pub const PROTOCOL: u32 = 13;
+/// ([`Standing`]). 14: a job may run a program ([`Program`],
+/// [`ProgramStart`], [`Exit::Ran`]).
+pub const PROTOCOL: u32 = 14;
 /// Largest frame a server accepts from an authenticated peer (a batch of
 /// records can be large).
 pub const MAX_FRAME: usize = 16 << 20;

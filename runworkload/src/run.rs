@@ -154,6 +154,7 @@ pub async fn run_point(
             begin_ns: None,
             array: None,
             gres: j.gres(&plan.config),
+            program: None,
         })
         .collect();
     // Followers go when the job they follow does, not at a deadline.

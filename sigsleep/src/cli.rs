@@ -64,6 +64,10 @@ PROGRAM OPTIONS (with a PROGRAM only):
     --suspend-grace SECONDS
                           after a SIGTSTP, the job's processes get SIGSTOP
                           this much later, as Slurm does [default: 2]
+    --exit-file PATH      at the end, write how the job ended to PATH, one
+                          line: STATE CODE SIGNAL (STATE: completed, failed,
+                          cancelled or timeout), for a launcher that needs
+                          more than an exit status
     --realtime            wait under real-time scheduling (SCHED_FIFO, the
                           lowest priority) once set up, where the host allows
                           it (root, or CAP_SYS_NICE; else as any process): the
@@ -161,6 +165,7 @@ pub struct Program {
     pub signal: Option<Warning>,
     pub kill_wait_ns: u64,
     pub suspend_grace_ns: u64,
+    pub exit_file: Option<PathBuf>,
 }
 
 /// `--signal [B:]SIG[@SECONDS]`.
@@ -207,6 +212,7 @@ pub fn parse(
     let mut kill_wait = 30_000_000_000;
     let mut suspend_grace = 2_000_000_000;
     let mut program_flag = None;
+    let mut exit_file = None;
     while let Some(arg) = p.next().map_err(|e| e.to_string())? {
         match arg {
             Long("runtime") => runtime = Some(seconds("--runtime", &text(&mut p)?)?),
@@ -240,6 +246,10 @@ pub fn parse(
                     _ => stderr = Some(v),
                 }
                 program_flag = Some(f);
+            }
+            Long("exit-file") => {
+                exit_file = Some(PathBuf::from(p.value().map_err(|e| e.to_string())?));
+                program_flag = Some("exit-file".into());
             }
             Long("signal") => {
                 warning = Some(signal_spec(&text(&mut p)?)?);
@@ -279,6 +289,7 @@ pub fn parse(
             signal: warning,
             kill_wait_ns: kill_wait,
             suspend_grace_ns: suspend_grace,
+            exit_file,
         }))
     };
     // A program's run time is its own: only the wall-time limit bounds it.

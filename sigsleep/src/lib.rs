@@ -146,6 +146,11 @@ pub fn main_exit_code() -> i32 {
         let mut outcome = ledger.finish(ended.end);
         let code = ended.code(outcome.terminated_by);
         outcome.status = ended.status;
+        if let Some(path) = &prog.exit_file {
+            if let Err(e) = std::fs::write(path, ended.exit_line()) {
+                eprintln!("sigsleep: cannot write --exit-file {}: {e}", path.display());
+            }
+        }
         let program = Some(ended.program_end());
         let written = write_record(
             &cfg,

@@ -254,6 +254,21 @@ pub fn install() -> io::Result<Waiter> {
     })
 }
 
+/// SIGTERM or SIGINT, if one is pending (sent, and not let in yet).
+pub fn end_pending() -> Option<libc::c_int> {
+    let mut set = MaybeUninit::<libc::sigset_t>::uninit();
+    // SAFETY: sigpending fills the set on success; sigismember reads it.
+    unsafe {
+        if libc::sigpending(set.as_mut_ptr()) != 0 {
+            return None;
+        }
+        let set = set.assume_init();
+        [libc::SIGTERM, libc::SIGINT]
+            .into_iter()
+            .find(|&s| libc::sigismember(&set, s) == 1)
+    }
+}
+
 /// The one place where the job signals are let in.
 pub struct Waiter {
     /// The launcher's signal mask with SIGCONT, SIGTERM and SIGINT let in

@@ -56,6 +56,15 @@ pub struct Ended {
 }
 
 impl Ended {
+    /// `--exit-file`'s line: `STATE CODE SIGNAL`.
+    pub fn exit_line(&self) -> String {
+        let (code, signal) = match self.exit {
+            Exit::Code(c) | Exit::NotStarted(c) => (c, 0),
+            Exit::Signal(s) => (0, s),
+        };
+        format!("{} {code} {signal}\n", self.status.as_str())
+    }
+
     /// How the program ended, as its record keeps it.
     pub fn program_end(&self) -> formats::record::ProgramEnd {
         use formats::record::ProgramEnd;
@@ -230,6 +239,18 @@ pub fn run(prog: &Program, waiter: &mut Waiter, ledger: &mut Ledger) -> Ended {
         if stop {
             waiter.consume_stop();
             suspend = true;
+        }
+    }
+    // A launcher's SIGTERM to the group reaches the program and this
+    // process at once: the program may have died of it before this
+    // process took its own, still pending (blocked, or left pending by a
+    // wait that returned for a ready descriptor). Then the job counts as
+    // cancelled, not failed.
+    signals::drain(|ev| ledger.apply(ev));
+    if ending.is_none() {
+        if let Some(sig) = signals::end_pending() {
+            ledger.apply(Event::Terminate(clock::now(), sig));
+            ending = Some(Ending::Cancelled);
         }
     }
     kill_everything(main, &mut main_exit);

@@ -70,6 +70,8 @@ fn a_program_runs_in_its_directory_and_its_exit_code_is_kept() {
         .arg(dir.path().join("out"))
         .arg("--stderr")
         .arg(dir.path().join("err"))
+        .arg("--exit-file")
+        .arg(dir.path().join("exit"))
         .args(["--", "/bin/sh", "-c", "pwd; echo to-err >&2; exit 3"]);
     let mut child = launch(cmd);
     assert_eq!(child.wait().unwrap().code(), Some(3));
@@ -82,6 +84,8 @@ fn a_program_runs_in_its_directory_and_its_exit_code_is_kept() {
     let end = rec.program.unwrap();
     assert_eq!((end.kind, end.value), (ProgramEnd::EXITED, 3));
     assert_eq!(end.exit_code(), "3:0");
+    let exit = std::fs::read_to_string(dir.path().join("exit")).unwrap();
+    assert_eq!(exit, "failed 3 0\n");
 }
 
 #[test]

@@ -115,6 +115,7 @@ pub(super) async fn submit(
             g.retain(|&(_, n)| n > 0);
             g
         },
+        program: None,
     };
     let json = cli.format == Format::Json;
     let mut session = client::Session::open(addr, secret).await?;

@@ -2,7 +2,9 @@
 //! change (`changes.rs`), and says what must follow through
 //! [`Effects`]: the order for the job's agent, the journal entry.
 
-use formats::wire::{ArraySpec, ArrayTask, Exit, JobOutcome, JobSpec, JobState, StartJob, ToAgent};
+use formats::wire::{
+    ArraySpec, ArrayTask, Exit, JobOutcome, JobSpec, JobState, RanState, StartJob, ToAgent,
+};
 use tracing::{debug, warn};
 
 use super::tables::{Cluster, Job, SuspendedBy};
@@ -325,6 +327,22 @@ impl Cluster {
     /// The order that starts job `id`, whose first node is `first`.
     fn start_order(&self, id: u64, first: usize, devices: String) -> StartJob {
         let job = &self.jobs[&id];
+        let program = job.spec.program.as_ref().map(|p| {
+            Box::new(super::programs::start(
+                p,
+                &super::programs::Started {
+                    id,
+                    name: job.spec.name.as_deref().unwrap_or(""),
+                    array: job.array,
+                    partition: &self.config.partitions[job.partition].name,
+                    nodes: &job.nodes,
+                    node_count: job.alloc.len(),
+                    first: &self.nodes[first].name,
+                    cores_on_first: job.alloc.first().map_or(0, |&(_, c)| c),
+                    mem_per_cpu_mb: job.spec.mem_per_cpu_mb,
+                },
+            ))
+        });
         StartJob {
             job: id,
             node: self.nodes[first].name.clone(),
@@ -333,13 +351,15 @@ impl Cluster {
             walltime_ns: job.spec.walltime_ns,
             submit_ns: job.submit_ns,
             devices,
+            program,
         }
     }
 
     /// The order that would start pending job `id` on `alloc`, and the
     /// agent it would go to, so that its process can be started ahead
-    /// ([`ToAgent::Prepare`]). `None` for a job that asks for devices:
-    /// which ones it gets is settled only at its start.
+    /// ([`ToAgent::Prepare`]). `None` for a job that asks for devices
+    /// (which ones it gets is settled only at its start) or runs a
+    /// program (whose environment names its nodes).
     pub(super) fn start_order_ahead(
         &self,
         id: u64,
@@ -347,7 +367,10 @@ impl Cluster {
     ) -> Option<(AgentId, StartJob)> {
         let job = self.jobs.get(&id)?;
         let &(first, _) = alloc.first()?;
-        if job.state != JobState::Pending || !job.spec.gres.is_empty() {
+        // Devices are settled only at the start; a script's environment
+        // names its nodes.
+        if job.state != JobState::Pending || !job.spec.gres.is_empty() || job.spec.program.is_some()
+        {
             return None;
         }
         let agent = self.nodes.get(first)?.agent?;
@@ -488,8 +511,12 @@ impl Cluster {
         // Killed because a node of its failed: requeued or over, as its
         // partition says; unless it ended on its own first (its record is
         // written: it counts as it ended).
-        if cancelled == Some(JobState::NodeFail) && !matches!(exit, Exit::Code(0) | Exit::Code(124))
-        {
+        let on_its_own = match exit {
+            Exit::Code(c) => c == 0 || c == 124,
+            Exit::Ran(r) => r.state != RanState::Cancelled,
+            _ => false,
+        };
+        if cancelled == Some(JobState::NodeFail) && !on_its_own {
             let why = match job.reason.as_str() {
                 "" => "a node of it failed".to_string(),
                 r => r.to_string(),
@@ -528,6 +555,15 @@ impl Cluster {
                 )
             }
             Exit::Code(c) => (JobState::Failed, format!("sigsleep exited {c}")),
+            Exit::Ran(r) => match r.state {
+                RanState::Completed => (JobState::Completed, String::new()),
+                RanState::Timeout => (JobState::Timeout, "wall-time limit".into()),
+                RanState::Cancelled => asked(JobState::Cancelled),
+                RanState::Failed if r.signal > 0 => {
+                    (JobState::Failed, format!("killed by signal {}", r.signal))
+                }
+                RanState::Failed => (JobState::Failed, format!("exit code {}", r.code)),
+            },
             Exit::SpawnFailed => (JobState::Failed, "could not start sigsleep".into()),
             Exit::Fenced => {
                 // Not an end of the job: its agent killed it because it

@@ -35,6 +35,7 @@ mod ahead;
 mod changes;
 mod effects;
 mod jobs;
+mod programs;
 mod reads;
 mod restore;
 mod scheduler;

@@ -86,6 +86,7 @@ fn spec(cores: u32) -> JobSpec {
         begin_ns: None,
         array: None,
         gres: Vec::new(),
+        program: None,
     }
 }
 

@@ -45,6 +45,35 @@ pub struct JobSpec {
     /// Generic resources it asks of every node it gets (name, count), as
     /// Slurm's `--gres`; empty for none.
     pub gres: Vec<(String, u32)>,
+    /// The program it runs (a batch script) instead of sleeping
+    /// `runtime_ns` in sigsleep; boxed: most jobs of a replay have none.
+    pub program: Option<Box<Program>>,
+}
+
+/// A batch script run as the job, as `sbatch` submits one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Program {
+    /// The script's text: the agent writes it to a file of the job's and
+    /// runs that, as Slurm does.
+    pub script: String,
+    /// Where it runs, and `SLURM_SUBMIT_DIR`.
+    pub workdir: String,
+    /// The environment it gets besides Slurm's variables (what `sbatch
+    /// --export` passes).
+    pub env: Vec<(String, String)>,
+    /// Where its standard output goes, with Slurm's patterns (`%j %A %a %x
+    /// %N %u %%`), relative to `workdir`; empty: `slurm-%j.out`
+    /// (`slurm-%A_%a.out` for an array task).
+    pub stdout: String,
+    /// Its standard error, likewise; empty: with the output.
+    pub stderr: String,
+    /// Who submitted it (`%u`, `SLURM_JOB_USER`).
+    pub user: String,
+    /// Slurm's `--signal`: `[B:]SIG[@SECONDS]`, as sigsleep takes it.
+    pub signal: Option<String>,
+    /// Tasks, and cores for each (`SLURM_NTASKS`, `SLURM_CPUS_PER_TASK`).
+    pub ntasks: u32,
+    pub cpus_per_task: u32,
 }
 
 impl JobSpec {
@@ -513,6 +542,23 @@ pub struct StartJob {
     /// Its process learns its first node's through the environment
     /// ([`visible_devices_var`]), and writes all of them in its record.
     pub devices: String,
+    /// The program to run instead of sleeping `runtime_ns`.
+    pub program: Option<Box<ProgramStart>>,
+}
+
+/// A batch script to start: what the controller settled at the job's
+/// start (its files, its environment).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProgramStart {
+    pub script: String,
+    pub workdir: String,
+    /// The whole environment: the submission's, then Slurm's variables.
+    pub env: Vec<(String, String)>,
+    /// Standard output and error, patterns expanded (absolute, or
+    /// relative to `workdir`); `stderr` empty: with the output.
+    pub stdout: String,
+    pub stderr: String,
+    pub signal: Option<String>,
 }
 
 /// The environment variable through which a job learns which devices of
@@ -730,6 +776,8 @@ pub enum ToAgent {
 pub enum Exit {
     Code(i32),
     Signal(i32),
+    /// A program run as the job ended so ([`Ran`]).
+    Ran(Ran),
     /// The process could not be started.
     SpawnFailed,
     /// Killed by its agent, which had heard nothing from the controller for
@@ -737,6 +785,26 @@ pub enum Exit {
     /// host meanwhile): the execution is lost, as on a lost node, rather
     /// than ended.
     Fenced,
+}
+
+/// How a program run as the job ended: the job's state, and the program's
+/// exit as Slurm's `ExitCode` shows it (`code:signal`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Ran {
+    pub state: RanState,
+    pub code: i32,
+    pub signal: i32,
+}
+
+/// What ended a program run as the job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum RanState {
+    /// It exited 0.
+    Completed,
+    /// It exited otherwise, a signal ended it, or it could not start.
+    Failed,
+    Cancelled,
+    Timeout,
 }
 
 /// A job an agent holds when it registers: what it knows of it.

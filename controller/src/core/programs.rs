@@ -1,0 +1,202 @@
+//! What a batch script gets when its job starts: its output files, named
+//! from Slurm's patterns, and the environment a Slurm job gets. Settled
+//! here, at the start, where the job's nodes are known; the agent only
+//! writes the script and runs it.
+
+use formats::wire::{ArrayTask, Program, ProgramStart};
+
+/// What is known of a job at its start that its script may be told.
+pub(super) struct Started<'a> {
+    pub id: u64,
+    pub name: &'a str,
+    pub array: Option<ArrayTask>,
+    pub partition: &'a str,
+    /// Its nodes, folded, and how many.
+    pub nodes: &'a str,
+    pub node_count: usize,
+    /// The node its script runs on, and the cores it holds there.
+    pub first: &'a str,
+    pub cores_on_first: u32,
+    pub mem_per_cpu_mb: u64,
+}
+
+/// The start of `program` for the job `s`.
+pub(super) fn start(program: &Program, s: &Started<'_>) -> ProgramStart {
+    let default_out = match s.array {
+        Some(_) => "slurm-%A_%a.out",
+        None => "slurm-%j.out",
+    };
+    let stdout = if program.stdout.is_empty() {
+        default_out
+    } else {
+        &program.stdout
+    };
+    let mut env = program.env.clone();
+    env.extend(slurm_env(program, s));
+    ProgramStart {
+        script: program.script.clone(),
+        workdir: program.workdir.clone(),
+        env,
+        stdout: expand(stdout, program, s),
+        stderr: if program.stderr.is_empty() {
+            String::new()
+        } else {
+            expand(&program.stderr, program, s)
+        },
+        signal: program.signal.clone(),
+    }
+}
+
+/// Slurm's file name patterns: `%j` the job id, `%A` the array's id (the
+/// job's own outside an array), `%a` the task's index (`4294967294`
+/// outside one, as Slurm writes it), `%x` the job name, `%N` the first
+/// node, `%u` the user, `%%` a percent sign. A number between `%` and the
+/// letter pads with zeros (`%3a`); another letter stays as it is.
+pub(super) fn expand(pattern: &str, program: &Program, s: &Started<'_>) -> String {
+    let mut out = String::with_capacity(pattern.len() + 16);
+    let mut chars = pattern.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '%' {
+            out.push(c);
+            continue;
+        }
+        let mut width = String::new();
+        while let Some(d) = chars.peek().filter(|d| d.is_ascii_digit()) {
+            width.push(*d);
+            chars.next();
+        }
+        let pad = |v: String| match width.parse::<usize>() {
+            Ok(w) => format!("{v:0>w$}"),
+            Err(_) => v,
+        };
+        match chars.next() {
+            Some('%') => out.push('%'),
+            Some('j') => out.push_str(&pad(s.id.to_string())),
+            Some('A') => out.push_str(&pad(s.array.map_or(s.id, |a| a.job).to_string())),
+            Some('a') => out.push_str(&pad(s
+                .array
+                .map_or("4294967294".to_string(), |a| a.index.to_string()))),
+            Some('x') => out.push_str(s.name),
+            Some('N') => out.push_str(s.first),
+            Some('u') => out.push_str(&program.user),
+            Some(other) => {
+                out.push('%');
+                out.push_str(&width);
+                out.push(other);
+            }
+            None => {
+                out.push('%');
+                out.push_str(&width);
+            }
+        }
+    }
+    out
+}
+
+/// The variables a Slurm batch job finds set.
+fn slurm_env(program: &Program, s: &Started<'_>) -> Vec<(String, String)> {
+    let mut v = vec![
+        ("SLURM_JOB_ID", s.id.to_string()),
+        ("SLURM_JOBID", s.id.to_string()),
+        ("SLURM_JOB_NAME", s.name.to_string()),
+        ("SLURM_JOB_NODELIST", s.nodes.to_string()),
+        ("SLURM_NODELIST", s.nodes.to_string()),
+        ("SLURM_JOB_NUM_NODES", s.node_count.to_string()),
+        ("SLURM_NNODES", s.node_count.to_string()),
+        ("SLURM_NTASKS", program.ntasks.to_string()),
+        ("SLURM_NPROCS", program.ntasks.to_string()),
+        ("SLURM_CPUS_ON_NODE", s.cores_on_first.to_string()),
+        ("SLURM_JOB_CPUS_PER_NODE", s.cores_on_first.to_string()),
+        ("SLURM_CPUS_PER_TASK", program.cpus_per_task.to_string()),
+        ("SLURM_SUBMIT_DIR", program.workdir.clone()),
+        ("SLURM_JOB_PARTITION", s.partition.to_string()),
+        ("SLURM_JOB_USER", program.user.clone()),
+        ("SLURMD_NODENAME", s.first.to_string()),
+        ("SLURM_NODEID", "0".to_string()),
+        ("SLURM_PROCID", "0".to_string()),
+        ("SLURM_LOCALID", "0".to_string()),
+    ];
+    if s.mem_per_cpu_mb > 0 {
+        v.push(("SLURM_MEM_PER_CPU", s.mem_per_cpu_mb.to_string()));
+        v.push((
+            "SLURM_MEM_PER_NODE",
+            (s.mem_per_cpu_mb * u64::from(s.cores_on_first)).to_string(),
+        ));
+    }
+    if let Some(a) = s.array {
+        v.push(("SLURM_ARRAY_JOB_ID", a.job.to_string()));
+        v.push(("SLURM_ARRAY_TASK_ID", a.index.to_string()));
+    }
+    v.into_iter().map(|(k, val)| (k.to_string(), val)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn program() -> Program {
+        Program {
+            script: "#!/bin/sh\ntrue\n".into(),
+            workdir: "/home/ana/run".into(),
+            env: vec![("HOME".into(), "/home/ana".into())],
+            stdout: String::new(),
+            stderr: String::new(),
+            user: "ana".into(),
+            signal: None,
+            ntasks: 4,
+            cpus_per_task: 2,
+        }
+    }
+
+    fn started(array: Option<ArrayTask>) -> Started<'static> {
+        Started {
+            id: 42,
+            name: "fit",
+            array,
+            partition: "batch",
+            nodes: "vn[001-002]",
+            node_count: 2,
+            first: "vn001",
+            cores_on_first: 4,
+            mem_per_cpu_mb: 1000,
+        }
+    }
+
+    #[test]
+    fn slurms_patterns_name_the_files() {
+        let p = program();
+        let task = Some(ArrayTask {
+            job: 40,
+            index: 2,
+            limit: 0,
+        });
+        assert_eq!(start(&p, &started(None)).stdout, "slurm-42.out");
+        assert_eq!(start(&p, &started(task)).stdout, "slurm-40_2.out");
+        let s = started(task);
+        assert_eq!(
+            expand("%x-%j-%A_%3a.%N.%u.%%.%q", &p, &s),
+            "fit-42-40_002.vn001.ana.%.%q"
+        );
+        assert_eq!(expand("out-%a", &p, &started(None)), "out-4294967294");
+        assert_eq!(expand("trailing%", &p, &s), "trailing%");
+    }
+
+    #[test]
+    fn the_script_gets_slurms_variables_after_its_own() {
+        let env = start(&program(), &started(None)).env;
+        let get = |k: &str| {
+            env.iter()
+                .rev()
+                .find(|(n, _)| n == k)
+                .map(|(_, v)| v.as_str())
+        };
+        assert_eq!(env[0], ("HOME".to_string(), "/home/ana".to_string()));
+        assert_eq!(get("SLURM_JOB_ID"), Some("42"));
+        assert_eq!(get("SLURM_JOB_NODELIST"), Some("vn[001-002]"));
+        assert_eq!(get("SLURM_JOB_NUM_NODES"), Some("2"));
+        assert_eq!(get("SLURM_CPUS_ON_NODE"), Some("4"));
+        assert_eq!(get("SLURM_MEM_PER_NODE"), Some("4000"));
+        assert_eq!(get("SLURM_SUBMIT_DIR"), Some("/home/ana/run"));
+        assert_eq!(get("SLURM_ARRAY_TASK_ID"), None);
+    }
+}
