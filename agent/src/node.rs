@@ -536,7 +536,7 @@ async fn launch(
 /// its files (relative ones under its directory), `--signal`, and a kill
 /// wait inside the agent's own cancel grace, so that sigsleep has ended
 /// every process of the job before the agent's SIGKILL could cut it short.
-fn program_args(ctx: &NodeContext, id: u64, p: &formats::wire::ProgramStart) -> Vec<String> {
+fn program_args(ctx: &NodeContext, id: u64, p: &formats::wire::Program) -> Vec<String> {
     let under = |f: &str| {
         let path = std::path::Path::new(&p.workdir).join(f);
         path.display().to_string()

@@ -44,7 +44,7 @@ use tokio_util::codec::{Decoder, Encoder, Framed, LengthDelimitedCodec};
 /// ([`RunSettings::realtime`]). 13: marks name their cluster, a
 /// controller that turns an agent away says where it stands
 /// ([`Standing`]). 14: a job may run a program ([`Program`],
-/// [`ProgramStart`], [`Exit::Ran`]).
+/// [`Exit::Ran`]).
 pub const PROTOCOL: u32 = 14;
 /// Largest frame a server accepts from an authenticated peer (a batch of
 /// records can be large).

@@ -3,7 +3,7 @@
 //! here, at the start, where the job's nodes are known; the agent only
 //! writes the script and runs it.
 
-use formats::wire::{ArrayTask, Program, ProgramStart};
+use formats::wire::{ArrayTask, Program};
 
 /// What is known of a job at its start that its script may be told.
 pub(super) struct Started<'a> {
@@ -20,8 +20,9 @@ pub(super) struct Started<'a> {
     pub mem_per_cpu_mb: u64,
 }
 
-/// The start of `program` for the job `s`.
-pub(super) fn start(program: &Program, s: &Started<'_>) -> ProgramStart {
+/// `program` as the job `s` starts it: its files named, its whole
+/// environment.
+pub(super) fn start(program: &Program, s: &Started<'_>) -> Program {
     let default_out = match s.array {
         Some(_) => "slurm-%A_%a.out",
         None => "slurm-%j.out",
@@ -33,9 +34,7 @@ pub(super) fn start(program: &Program, s: &Started<'_>) -> ProgramStart {
     };
     let mut env = program.env.clone();
     env.extend(slurm_env(program, s));
-    ProgramStart {
-        script: program.script.clone(),
-        workdir: program.workdir.clone(),
+    Program {
         env,
         stdout: expand(stdout, program, s),
         stderr: if program.stderr.is_empty() {
@@ -43,7 +42,12 @@ pub(super) fn start(program: &Program, s: &Started<'_>) -> ProgramStart {
         } else {
             expand(&program.stderr, program, s)
         },
+        script: program.script.clone(),
+        workdir: program.workdir.clone(),
+        user: program.user.clone(),
         signal: program.signal.clone(),
+        ntasks: program.ntasks,
+        cpus_per_task: program.cpus_per_task,
     }
 }
 

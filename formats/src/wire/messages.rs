@@ -542,23 +542,11 @@ pub struct StartJob {
     /// Its process learns its first node's through the environment
     /// ([`visible_devices_var`]), and writes all of them in its record.
     pub devices: String,
-    /// The program to run instead of sleeping `runtime_ns`.
-    pub program: Option<Box<ProgramStart>>,
-}
-
-/// A batch script to start: what the controller settled at the job's
-/// start (its files, its environment).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ProgramStart {
-    pub script: String,
-    pub workdir: String,
-    /// The whole environment: the submission's, then Slurm's variables.
-    pub env: Vec<(String, String)>,
-    /// Standard output and error, patterns expanded (absolute, or
-    /// relative to `workdir`); `stderr` empty: with the output.
-    pub stdout: String,
-    pub stderr: String,
-    pub signal: Option<String>,
+    /// The program to run instead of sleeping `runtime_ns`, as the
+    /// controller settled it at the start: its `env` the whole
+    /// environment (the submission's, then Slurm's variables), its
+    /// `stdout` and `stderr` with their patterns expanded.
+    pub program: Option<Box<Program>>,
 }
 
 /// The environment variable through which a job learns which devices of
