@@ -117,6 +117,12 @@ pub fn queue_json(jobs: &[JobInfo]) -> serde_json::Value {
                         g.asks.iter().map(|(k, n)| (k.clone(), json!(n))).collect::<serde_json::Map<_, _>>()
                     }),
                     "devices": j.gres.as_ref().filter(|g| !g.devices.is_empty()).map(|g| &g.devices),
+                    // As Slurm's ExitCode: "code:signal".
+                    "exit_code": j.state.is_final().then(|| format!("{}:{}", j.exit.0, j.exit.1)),
+                    "program": j.program.as_ref().map(|p| json!({
+                        "user": p.user, "workdir": p.workdir, "stdout": p.stdout,
+                        "stderr": p.stderr, "comment": p.comment,
+                    })),
                 })
             })
             .collect(),

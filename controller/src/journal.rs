@@ -35,8 +35,9 @@ const SNAPSHOT_MAGIC: &[u8; 4] = b"CLSN";
 /// 2: jobs have names (`JobSpec::name`, `JobInfo::name`). 3: submission
 /// keys ([`Entry::Keyed`], [`Snapshot::keys`]). 6: allocations as runs of
 /// nodes ([`NodeRun`]), so that a job's start costs the same to journal
-/// whatever its nodes. 7: a job may run a program (`JobSpec::program`).
-const VERSION: u16 = 7;
+/// whatever its nodes. 7: a job may run a program (`JobSpec::program`). 8: a finished job keeps its
+/// exit code, and what it ran (`JobInfo::exit`, `JobInfo::program`).
+const VERSION: u16 = 8;
 const HEADER: usize = 6;
 /// Largest entry: a submission of one job is well under 1 KiB.
 const MAX_ENTRY: usize = 1 << 20;
@@ -838,6 +839,9 @@ mod tests {
             suspensions: vec![(7, 8)],
             array: None,
             gres: None,
+            mem_per_cpu_mb: 0,
+            exit: (3, 0),
+            program: None,
         });
         s.drained.push(("vn[1-2]".into(), "disk".into()));
         j.append((0..6).map(|_| Entry::Undrained { nodes: "x".into() }));

@@ -34,6 +34,7 @@ fn spec(script: &str, workdir: &std::path::Path, stdout: &str) -> JobSpec {
             signal: None,
             ntasks: 1,
             cpus_per_task: 2,
+            comment: String::new(),
         })),
     }
 }

@@ -44,8 +44,10 @@ use tokio_util::codec::{Decoder, Encoder, Framed, LengthDelimitedCodec};
 /// ([`RunSettings::realtime`]). 13: marks name their cluster, a
 /// controller that turns an agent away says where it stands
 /// ([`Standing`]). 14: a job may run a program ([`Program`],
-/// [`Exit::Ran`]).
-pub const PROTOCOL: u32 = 14;
+/// [`Exit::Ran`]). 15: the queue view says how a job ended
+/// (`JobInfo::exit`) and what it runs (`JobInfo::program`); a program
+/// carries Slurm's `--comment`.
+pub const PROTOCOL: u32 = 15;
 /// Largest frame a server accepts from an authenticated peer (a batch of
 /// records can be large).
 pub const MAX_FRAME: usize = 16 << 20;

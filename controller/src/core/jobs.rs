@@ -324,23 +324,32 @@ impl Cluster {
         Ok(())
     }
 
+    /// What job `job`'s script may be told of its start on `first`.
+    pub(super) fn start_view<'a>(
+        &'a self,
+        job: &'a Job,
+        first: &'a str,
+    ) -> super::programs::Started<'a> {
+        super::programs::Started {
+            id: job.id,
+            name: job.spec.name.as_deref().unwrap_or(""),
+            array: job.array,
+            partition: &self.config.partitions[job.partition].name,
+            nodes: &job.nodes,
+            node_count: job.alloc.len(),
+            first,
+            cores_on_first: job.alloc.first().map_or(0, |&(_, c)| c),
+            mem_per_cpu_mb: job.spec.mem_per_cpu_mb,
+        }
+    }
+
     /// The order that starts job `id`, whose first node is `first`.
     fn start_order(&self, id: u64, first: usize, devices: String) -> StartJob {
         let job = &self.jobs[&id];
         let program = job.spec.program.as_ref().map(|p| {
             Box::new(super::programs::start(
                 p,
-                &super::programs::Started {
-                    id,
-                    name: job.spec.name.as_deref().unwrap_or(""),
-                    array: job.array,
-                    partition: &self.config.partitions[job.partition].name,
-                    nodes: &job.nodes,
-                    node_count: job.alloc.len(),
-                    first: &self.nodes[first].name,
-                    cores_on_first: job.alloc.first().map_or(0, |&(_, c)| c),
-                    mem_per_cpu_mb: job.spec.mem_per_cpu_mb,
-                },
+                &self.start_view(job, &self.nodes[first].name),
             ))
         });
         StartJob {
@@ -573,6 +582,9 @@ impl Cluster {
                 return;
             }
         };
+        if let Some(job) = self.jobs.get_mut(&id) {
+            job.exit = exit_code(&exit, state);
+        }
         self.end(id, state, reason, now, fx);
     }
 
@@ -693,6 +705,24 @@ impl Cluster {
     }
 }
 
+/// Slurm's `ExitCode` (code, signal) of a job whose process ended so, in
+/// `state`: the script's own code or the signal that killed it, and
+/// SIGTERM for a job cancelled while it ran, as Slurm's `scancel` leaves
+/// it. A timeout says 0:0, as Slurm's does for the job (its batch step
+/// says the signal).
+fn exit_code(exit: &Exit, state: JobState) -> (u32, u32) {
+    const SIGTERM: u32 = 15;
+    match (exit, state) {
+        (_, JobState::Timeout | JobState::Completed) => (0, 0),
+        (_, JobState::Cancelled) => (0, SIGTERM),
+        (Exit::Ran(r), _) => (r.code.max(0) as u32, r.signal.max(0) as u32),
+        (Exit::Signal(s), _) => (0, (*s).max(0) as u32),
+        (Exit::Code(c), _) if *c > 128 => (0, (*c - 128) as u32),
+        (Exit::Code(c), _) => ((*c).max(0) as u32, 0),
+        _ => (0, 0),
+    }
+}
+
 impl Job {
     /// When (wall-clock ns) a held job enters the queue once its wait for
     /// other jobs is over: its think time after the last of them ended,
@@ -741,6 +771,7 @@ impl Job {
             throttled: false,
             gres: crate::gres::Counts::default(),
             devices: Vec::new(),
+            exit: (0, 0),
         }
     }
 }

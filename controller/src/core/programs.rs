@@ -23,15 +23,7 @@ pub(super) struct Started<'a> {
 /// `program` as the job `s` starts it: its files named, its whole
 /// environment.
 pub(super) fn start(program: &Program, s: &Started<'_>) -> Program {
-    let default_out = match s.array {
-        Some(_) => "slurm-%A_%a.out",
-        None => "slurm-%j.out",
-    };
-    let stdout = if program.stdout.is_empty() {
-        default_out
-    } else {
-        &program.stdout
-    };
+    let stdout = stdout_pattern(program, s.array.is_some());
     let mut env = program.env.clone();
     env.extend(slurm_env(program, s));
     Program {
@@ -48,6 +40,17 @@ pub(super) fn start(program: &Program, s: &Started<'_>) -> Program {
         signal: program.signal.clone(),
         ntasks: program.ntasks,
         cpus_per_task: program.cpus_per_task,
+        comment: program.comment.clone(),
+    }
+}
+
+/// The pattern naming `program`'s output file: its own, else Slurm's
+/// default (`slurm-%j.out`, `slurm-%A_%a.out` for an array task).
+pub(super) fn stdout_pattern(program: &Program, array_task: bool) -> &str {
+    match (program.stdout.is_empty(), array_task) {
+        (false, _) => &program.stdout,
+        (true, true) => "slurm-%A_%a.out",
+        (true, false) => "slurm-%j.out",
     }
 }
 
@@ -149,6 +152,7 @@ mod tests {
             signal: None,
             ntasks: 4,
             cpus_per_task: 2,
+            comment: String::new(),
         }
     }
 

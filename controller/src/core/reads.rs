@@ -4,6 +4,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use formats::wire::ProgramInfo;
 use formats::wire::{
     ClusterStats, HostInfo, JobFilter, JobInfo, JobOutcome, JobState, NodeInfo, NodeState,
 };
@@ -115,6 +116,46 @@ impl Cluster {
                     devices: self.devices_text(&j.devices),
                 })
             }),
+            mem_per_cpu_mb: j.spec.mem_per_cpu_mb,
+            exit: j.exit,
+            program: j
+                .spec
+                .program
+                .as_ref()
+                .map(|p| Box::new(self.program_info(j, p))),
+        }
+    }
+
+    /// What Slurm's commands show of job `j`'s program: its files named
+    /// as far as known (the first node once it started).
+    fn program_info(&self, j: &Job, p: &formats::wire::Program) -> formats::wire::ProgramInfo {
+        let first = j
+            .alloc
+            .first()
+            .map(|&(n, _)| self.nodes[n].name.clone())
+            .unwrap_or_default();
+        let started = self.start_view(j, &first);
+        let path = |pattern: &str| {
+            let f = super::programs::expand(pattern, p, &started);
+            if f.starts_with('/') {
+                f
+            } else {
+                format!("{}/{f}", p.workdir.trim_end_matches('/'))
+            }
+        };
+        let stdout = path(super::programs::stdout_pattern(p, j.array.is_some()));
+        ProgramInfo {
+            user: p.user.clone(),
+            workdir: p.workdir.clone(),
+            stderr: if p.stderr.is_empty() {
+                stdout.clone()
+            } else {
+                path(&p.stderr)
+            },
+            stdout,
+            comment: p.comment.clone(),
+            ntasks: p.ntasks,
+            cpus_per_task: p.cpus_per_task,
         }
     }
 

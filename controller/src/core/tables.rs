@@ -125,6 +125,8 @@ pub(super) struct Job {
     /// The devices it was given, by node: held while it holds its nodes,
     /// kept after that for its history.
     pub devices: Vec<(usize, Masks)>,
+    /// How its process ended, as Slurm's `ExitCode`: (code, signal).
+    pub exit: (u32, u32),
 }
 
 /// A job array with a limit: how many of its tasks are queued or

@@ -74,6 +74,8 @@ pub struct Program {
     /// Tasks, and cores for each (`SLURM_NTASKS`, `SLURM_CPUS_PER_TASK`).
     pub ntasks: u32,
     pub cpus_per_task: u32,
+    /// Slurm's `--comment`: kept and shown, nothing more.
+    pub comment: String,
 }
 
 impl JobSpec {
@@ -277,6 +279,29 @@ pub struct JobInfo {
     /// What it asks of generic resources, and the devices it got; `None`
     /// for a job that asks none (most: boxed, it costs them a pointer).
     pub gres: Option<Box<JobGres>>,
+    /// Memory per allocated core it asked, in MiB (0: none asked).
+    pub mem_per_cpu_mb: u64,
+    /// How it ended, as Slurm's `ExitCode` says it: (code, signal); (0, 0)
+    /// while not over, and for a job that completed.
+    pub exit: (u32, u32),
+    /// For a batch script: what Slurm's commands show of it; `None` for a
+    /// job that sleeps (boxed, as `gres`).
+    pub program: Option<Box<ProgramInfo>>,
+}
+
+/// What the queue view shows of a batch script's job.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProgramInfo {
+    pub user: String,
+    pub workdir: String,
+    /// Its output and error files, Slurm's patterns expanded as far as
+    /// known (`%N` once it started), relative paths made absolute from
+    /// `workdir`; `stderr` is `stdout` when the two go together.
+    pub stdout: String,
+    pub stderr: String,
+    pub comment: String,
+    pub ntasks: u32,
+    pub cpus_per_task: u32,
 }
 
 /// A job's generic resources.

@@ -300,5 +300,8 @@ pub(crate) fn info_of(r: &formats::record::JobRecord<'_>, nodes: String) -> JobI
             .collect(),
         array: None,
         gres: None,
+        mem_per_cpu_mb: 0,
+        exit: (0, 0),
+        program: None,
     }
 }

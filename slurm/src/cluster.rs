@@ -1,0 +1,128 @@
+//! The cluster the commands act on: named by `CLEMU_CONF`, as Slurm's
+//! commands find theirs by `SLURM_CONF`. Its config says where its
+//! controllers listen, where its secret is, and what its partitions are
+//! (sinfo and scontrol show them from there).
+
+use std::path::PathBuf;
+
+use anyhow::{anyhow, bail, Context, Result};
+use client::{Request, Response, Session};
+use controller::config::Cluster as Config;
+use formats::wire::{JobInfo, NodeInfo};
+
+/// The environment variable naming the cluster's config file.
+pub const CONF_VAR: &str = "CLEMU_CONF";
+
+pub struct Cluster {
+    pub config: Config,
+    session: Session,
+}
+
+impl Cluster {
+    /// Connects to the cluster `CLEMU_CONF` names.
+    pub async fn open() -> Result<Cluster> {
+        let path = conf_path()?;
+        let config = Config::load(&path)?;
+        let secret = config.client_secret(None)?;
+        let addr = config.client_address(None);
+        let session = Session::open(&addr, &secret).await.with_context(|| {
+            format!(
+                "cannot reach the controller of {} at {addr}: is it running? (`clemu-slurm up` \
+                 starts one)",
+                path.display()
+            )
+        })?;
+        Ok(Cluster { config, session })
+    }
+
+    pub async fn call(&mut self, req: &Request) -> Result<Response> {
+        match self.session.call(req).await? {
+            Response::Error(e) => bail!("{e}"),
+            r => Ok(r),
+        }
+    }
+
+    /// Every job the controller knows; finished ones too with `all`.
+    pub async fn jobs(&mut self, all: bool) -> Result<Vec<JobInfo>> {
+        match self.call(&Request::Queue { all }).await? {
+            Response::Queue(mut jobs) => {
+                jobs.sort_by_key(|j| j.id);
+                Ok(jobs)
+            }
+            other => Err(anyhow!("unexpected answer to a queue request: {other:?}")),
+        }
+    }
+
+    pub async fn nodes(&mut self) -> Result<Vec<NodeInfo>> {
+        match self.call(&Request::Nodes).await? {
+            Response::Nodes(n) => Ok(n),
+            other => Err(anyhow!("unexpected answer to a nodes request: {other:?}")),
+        }
+    }
+
+    /// The name of the default partition (the first when none is marked).
+    pub fn default_partition(&self) -> &str {
+        self.config
+            .partitions
+            .iter()
+            .find(|p| p.default)
+            .or(self.config.partitions.first())
+            .map_or("", |p| p.name.as_str())
+    }
+}
+
+/// The config file `CLEMU_CONF` names, or why there is none.
+pub fn conf_path() -> Result<PathBuf> {
+    match std::env::var_os(CONF_VAR) {
+        Some(p) if !p.is_empty() => Ok(PathBuf::from(p)),
+        _ => bail!(
+            "{CONF_VAR} is not set: it names the cluster's config file, as SLURM_CONF does \
+             (`clemu-slurm up` starts a cluster and prints what to set)"
+        ),
+    }
+}
+
+/// Runs a command's body on a runtime of its own; errors are printed as
+/// Slurm prints them (`sbatch: error: ...`) and exit 1.
+pub fn run<F>(name: &str, body: F) -> std::process::ExitCode
+where
+    F: std::future::Future<Output = Result<u8>>,
+{
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("{name}: error: {e}");
+            return std::process::ExitCode::FAILURE;
+        }
+    };
+    match rt.block_on(body) {
+        Ok(code) => std::process::ExitCode::from(code),
+        Err(e) => {
+            eprintln!("{name}: error: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+/// A command's arguments, parsed; help is printed and exits 0, and an
+/// error is said in one line (clap's first), as Slurm's commands do.
+pub fn parse<A: clap::Parser>(argv: &[String]) -> Result<A> {
+    use clap::error::ErrorKind;
+    A::try_parse_from(argv).map_err(|e| {
+        if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+            let _ = e.print();
+            std::process::exit(0);
+        }
+        let text = e.render().to_string();
+        anyhow!(
+            "{}",
+            text.lines()
+                .next()
+                .unwrap_or("invalid arguments")
+                .trim_start_matches("error: ")
+        )
+    })
+}

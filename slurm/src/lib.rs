@@ -1,0 +1,97 @@
+//! Slurm's commands on a clemu cluster, so that tools written for Slurm
+//! (workflow managers, portals, users' scripts) run unmodified.
+//!
+//! # How it works
+//!
+//! One program, `clemu-slurm`, is every command: it acts as the one it is
+//! called by (`sbatch`, `squeue`, `scancel`, `sacct`, `sinfo`,
+//! `scontrol`), through links of those names that `clemu-slurm up` puts in
+//! the cluster's `bin/` directory. Nothing else takes Slurm's names, so a
+//! machine's real Slurm stays first unless the user puts that directory
+//! first on `PATH`.
+//!
+//! Each command reads `CLEMU_CONF` (the cluster's config, as `SLURM_CONF`
+//! names Slurm's), asks the controller through the [`client`] crate, and
+//! prints what Slurm's command prints, byte for byte where clemu has the
+//! same facts: the formats, widths and headers follow Slurm's own code
+//! ([`text`] holds the shared rules). A batch script becomes a job that
+//! runs it ([`formats::wire::Program`]); the agent runs it with Slurm's
+//! variables, and its end is the job's.
+//!
+//! Where clemu has no equivalent (accounts, QOS, steps other than
+//! `.batch`) the commands print what Slurm prints without them; where
+//! an option asks for something clemu cannot do yet, the command says so
+//! and fails rather than pretend.
+
+pub mod cluster;
+pub mod sacct;
+pub mod sbatch;
+pub mod scancel;
+pub mod scontrol;
+pub mod sinfo;
+pub mod squeue;
+pub mod text;
+pub mod up;
+
+use std::process::ExitCode;
+
+/// Runs the command `argv[0]` names (a link's name), or `clemu-slurm
+/// COMMAND ...`.
+pub fn main_of(mut argv: Vec<String>) -> ExitCode {
+    let name = argv
+        .first()
+        .map(|a| a.rsplit('/').next().unwrap_or(a).to_string())
+        .unwrap_or_default();
+    let name = if name == "clemu-slurm" || name.starts_with("slurm-") {
+        if argv.len() < 2 {
+            eprintln!(
+                "usage: clemu-slurm up [--nodes N --cpus C ...] | down | COMMAND ARGS \
+                 (COMMAND: {})",
+                up::COMMANDS.join(", ")
+            );
+            return ExitCode::from(2);
+        }
+        argv.remove(0);
+        argv[0].clone()
+    } else {
+        name
+    };
+    let sync = |r: anyhow::Result<u8>| match r {
+        Ok(c) => ExitCode::from(c),
+        Err(e) => {
+            eprintln!("clemu-slurm {name}: error: {e:#}");
+            ExitCode::FAILURE
+        }
+    };
+    match name.as_str() {
+        "up" => sync(up::up(&argv)),
+        "down" => sync(up::down(&argv)),
+        "sbatch" => cluster::run("sbatch", sbatch::main(argv)),
+        "squeue" => cluster::run("squeue", squeue::main(argv)),
+        "scancel" => cluster::run("scancel", scancel::main(argv)),
+        "sacct" => cluster::run("sacct", sacct::main(argv)),
+        "sinfo" => cluster::run("sinfo", sinfo::main(argv)),
+        "scontrol" => cluster::run("scontrol", scontrol::main(argv)),
+        other => {
+            eprintln!("clemu-slurm: no command {other:?}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    #[test]
+    fn every_command_line_is_well_formed() {
+        crate::sbatch::Args::command().debug_assert();
+        crate::squeue::Args::command().debug_assert();
+        crate::scancel::Args::command().debug_assert();
+        crate::sacct::Args::command().debug_assert();
+        crate::sinfo::Args::command().debug_assert();
+        crate::scontrol::Args::command().debug_assert();
+        crate::up::UpArgs::command().debug_assert();
+        crate::up::DownArgs::command().debug_assert();
+    }
+}

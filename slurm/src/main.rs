@@ -1,0 +1,3 @@
+fn main() -> std::process::ExitCode {
+    slurm::main_of(std::env::args().collect())
+}

@@ -1,0 +1,547 @@
+//! `sacct`: the accounting of jobs, finished or not, from what the
+//! controller remembers of them and, for CPU time and memory, from their
+//! records. A batch script's job has its `.batch` step under it, as on
+//! Slurm; `-X` shows the allocations alone.
+
+use std::collections::HashMap;
+
+use anyhow::{bail, Result};
+use clap::Parser;
+use client::{Request, Response};
+use formats::record::{JobRecord, ProgramEnd};
+use formats::wire::{JobInfo, JobState};
+
+use crate::cluster::Cluster;
+use crate::text;
+
+const DEFAULT_FIELDS: &str = "jobid,jobname,partition,account,alloccpus,state,exitcode";
+const BRIEF_FIELDS: &str = "jobid,state,exitcode";
+
+#[derive(Debug, Parser)]
+#[command(name = "sacct", disable_version_flag = true)]
+pub struct Args {
+    #[arg(short = 'j', long = "jobs")]
+    jobs: Option<String>,
+    #[arg(short = 'X', long)]
+    allocations: bool,
+    #[arg(short = 'p', long)]
+    parsable: bool,
+    #[arg(short = 'P', long)]
+    parsable2: bool,
+    #[arg(long)]
+    delimiter: Option<String>,
+    #[arg(short = 'n', long)]
+    noheader: bool,
+    #[arg(short = 'o', long)]
+    format: Option<String>,
+    #[arg(short = 'b', long)]
+    brief: bool,
+    #[arg(short = 'S', long)]
+    starttime: Option<String>,
+    #[arg(short = 'E', long)]
+    endtime: Option<String>,
+    #[arg(long)]
+    name: Option<String>,
+    #[arg(short = 's', long)]
+    state: Option<String>,
+    #[arg(short = 'u', long)]
+    user: Option<String>,
+    #[arg(short = 'r', long)]
+    partition: Option<String>,
+    #[arg(long)]
+    units: Option<String>,
+    #[arg(long)]
+    json: bool,
+    /// Accepted: clemu has one cluster and shows every user's jobs.
+    #[arg(short = 'a', long)]
+    allusers: bool,
+    #[arg(short = 'M', long)]
+    clusters: Option<String>,
+    #[arg(long)]
+    noconvert: bool,
+}
+
+/// A field: its name as printed and its width (negative: left-justified,
+/// as JobID).
+struct Field {
+    name: &'static str,
+    width: i32,
+}
+
+/// sacct's field table (the ones clemu can fill); names match in any
+/// case.
+const FIELDS: &[(&str, i32)] = &[
+    ("Account", 10),
+    ("AllocCPUS", 10),
+    ("AllocNodes", 10),
+    ("AllocTRES", 10),
+    ("Cluster", 10),
+    ("Comment", 14),
+    ("CPUTime", 10),
+    ("CPUTimeRAW", 10),
+    ("Elapsed", 10),
+    ("ElapsedRaw", 10),
+    ("Eligible", 19),
+    ("End", 19),
+    ("ExitCode", 8),
+    ("Group", 9),
+    ("JobID", -12),
+    ("JobIDRaw", -12),
+    ("JobName", 10),
+    ("MaxRSS", 10),
+    ("NCPUS", 10),
+    ("NNodes", 8),
+    ("NodeList", 15),
+    ("NTasks", 8),
+    ("Partition", 10),
+    ("QOS", 10),
+    ("ReqCPUS", 8),
+    ("ReqMem", 10),
+    ("ReqNodes", 8),
+    ("Start", 19),
+    ("State", 10),
+    ("Submit", 19),
+    ("Suspended", 10),
+    ("Timelimit", 10),
+    ("TotalCPU", 10),
+    ("UID", 6),
+    ("User", 9),
+    ("WorkDir", 20),
+];
+
+/// `name[%WIDTH]`, comma-separated.
+fn parse_fields(list: &str) -> Result<Vec<Field>> {
+    let mut out = Vec::new();
+    for item in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let (name, width) = match item.split_once('%') {
+            Some((n, w)) => (n, Some(w.parse::<i32>().unwrap_or(0))),
+            None => (item, None),
+        };
+        let Some(&(name, default)) = FIELDS.iter().find(|(n, _)| n.eq_ignore_ascii_case(name))
+        else {
+            bail!("Invalid field requested: \"{name}\"");
+        };
+        out.push(Field {
+            name,
+            width: width.unwrap_or(default),
+        });
+    }
+    Ok(out)
+}
+
+/// One line: the job's allocation, or its batch step.
+struct Row<'a> {
+    job: &'a JobInfo,
+    step: Option<&'static str>,
+    record: Option<&'a JobRecord<'static>>,
+}
+
+struct Ctx<'a> {
+    me: &'a str,
+    now: i64,
+    units: Option<char>,
+}
+
+/// A state as sacct writes it: `CANCELLED by UID` for a cancelled job.
+fn state(j: &JobInfo, step: bool, me: &str) -> String {
+    match j.state {
+        // A step killed for the job's limit was cancelled, as Slurm says.
+        JobState::Timeout if step => "CANCELLED".into(),
+        JobState::Cancelled if !step => {
+            format!(
+                "CANCELLED by {}",
+                text::uid_of(&text::owner(j, me)).unwrap_or(0)
+            )
+        }
+        s => text::state_long(s).into(),
+    }
+}
+
+/// Seconds a job ran, its suspensions left out.
+fn elapsed(j: &JobInfo, now: i64) -> i64 {
+    text::time_used(j, now)
+}
+
+/// sacct's `_elapsed_time`: `MM:SS.mmm` under an hour, else `HH:MM:SS`,
+/// `D-HH:MM:SS`.
+fn cpu_time(ns: u64) -> String {
+    let s = (ns / 1_000_000_000) as i64;
+    let ms = (ns / 1_000_000) % 1000;
+    if s >= 3600 {
+        text::long_duration(s)
+    } else {
+        format!("{:02}:{:02}.{ms:03}", s / 60, s % 60)
+    }
+}
+
+/// A size in KiB in the units asked (`--units`), as Slurm's
+/// `convert_num_unit`: whole kibibytes by default.
+fn size_kib(kib: u64, units: Option<char>) -> String {
+    match units {
+        Some('M') => format!("{:.2}M", kib as f64 / 1024.0),
+        Some('G') => format!("{:.2}G", kib as f64 / (1024.0 * 1024.0)),
+        _ => format!("{kib}K"),
+    }
+}
+
+fn value(name: &str, r: &Row<'_>, c: &Ctx<'_>) -> String {
+    let j = r.job;
+    let started = j.start_ns > 0;
+    let nodes = if j.nodes.is_empty() {
+        1
+    } else {
+        text::node_count(j)
+    };
+    let date = |ns: i64| {
+        if ns > 0 {
+            text::date(text::secs(ns))
+        } else {
+            "Unknown".into()
+        }
+    };
+    let prog = r.record.and_then(|r| r.program);
+    match name {
+        "JobID" | "JobIDRaw" => {
+            let base = if name == "JobID" {
+                text::job_id(j)
+            } else {
+                j.id.to_string()
+            };
+            match r.step {
+                Some(s) => format!("{base}.{s}"),
+                None => base,
+            }
+        }
+        "JobName" => r.step.map_or(j.name.clone(), str::to_string),
+        "Partition" => {
+            if r.step.is_some() {
+                String::new()
+            } else {
+                j.partition.clone()
+            }
+        }
+        "Account" | "QOS" => String::new(),
+        "Cluster" => "clemu".into(),
+        "AllocCPUS" | "NCPUS" | "ReqCPUS" => j.cores.to_string(),
+        "AllocNodes" | "NNodes" => {
+            if started || name == "NNodes" {
+                nodes.to_string()
+            } else {
+                "0".into()
+            }
+        }
+        "ReqNodes" => nodes.to_string(),
+        "NTasks" => match r.step {
+            Some(_) => "1".into(),
+            None => String::new(),
+        },
+        "AllocTRES" => {
+            if !started {
+                return String::new();
+            }
+            let mut t = format!("billing={},cpu={}", j.cores, j.cores);
+            if j.mem_per_cpu_mb > 0 {
+                t += &format!(",mem={}M", j.mem_per_cpu_mb * u64::from(j.cores));
+            }
+            t + &format!(",node={nodes}")
+        }
+        "State" => state(j, r.step.is_some(), c.me),
+        "ExitCode" => match (r.step, prog) {
+            (Some(_), Some(p)) => p.exit_code(),
+            _ => format!("{}:{}", j.exit.0, j.exit.1),
+        },
+        "Elapsed" => text::long_duration(elapsed(j, c.now)),
+        "ElapsedRaw" => elapsed(j, c.now).to_string(),
+        "CPUTime" => text::long_duration(elapsed(j, c.now) * i64::from(j.cores)),
+        "CPUTimeRAW" => (elapsed(j, c.now) * i64::from(j.cores)).to_string(),
+        "Suspended" => {
+            let total: i64 = j
+                .suspensions
+                .iter()
+                .map(|&(s, e)| {
+                    let e = if e > 0 { text::secs(e) } else { c.now };
+                    (e - text::secs(s)).max(0)
+                })
+                .sum();
+            text::long_duration(total)
+        }
+        "Start" => date(j.start_ns),
+        "End" => date(j.end_ns),
+        "Submit" | "Eligible" => date(j.submit_ns),
+        "NodeList" => {
+            if j.nodes.is_empty() {
+                "None assigned".into()
+            } else {
+                j.nodes.clone()
+            }
+        }
+        "TotalCPU" => cpu_time(prog.map_or(0, |p| p.cpu_ns)),
+        "MaxRSS" => match (r.step, prog) {
+            (Some(_), Some(p)) => size_kib(p.max_rss_kib, c.units),
+            _ => String::new(),
+        },
+        "ReqMem" => match j.mem_per_cpu_mb {
+            0 => "0".into(),
+            m => format!("{}M", m * u64::from(j.cores)),
+        },
+        "Comment" => j
+            .program
+            .as_ref()
+            .map(|p| p.comment.clone())
+            .unwrap_or_default(),
+        "Timelimit" => {
+            if r.step.is_some() {
+                String::new()
+            } else {
+                text::long_limit(j.walltime_ns)
+            }
+        }
+        "User" => {
+            if r.step.is_some() {
+                String::new()
+            } else {
+                text::owner(j, c.me)
+            }
+        }
+        "UID" => text::uid_of(&text::owner(j, c.me)).map_or(String::new(), |u| u.to_string()),
+        "Group" => String::new(),
+        "WorkDir" => j
+            .program
+            .as_ref()
+            .map(|p| p.workdir.clone())
+            .unwrap_or_default(),
+        _ => String::new(),
+    }
+}
+
+/// print_fields' rule: right-justified to the width (left for a negative
+/// one), cut with a `+` where longer.
+fn fixed(v: &str, width: i32) -> String {
+    let w = width.unsigned_abs() as usize;
+    let shown = if v.chars().count() > w && w > 0 {
+        let mut s: String = v.chars().take(w - 1).collect();
+        s.push('+');
+        s
+    } else {
+        v.to_string()
+    };
+    if width < 0 {
+        format!("{shown:<w$} ")
+    } else {
+        format!("{shown:>w$} ")
+    }
+}
+
+pub async fn main(argv: Vec<String>) -> Result<u8> {
+    let args: Args = crate::cluster::parse(&argv)?;
+    let fields = parse_fields(match (&args.format, args.brief) {
+        (Some(f), _) => f,
+        (None, true) => BRIEF_FIELDS,
+        (None, false) => DEFAULT_FIELDS,
+    })?;
+    let states = match &args.state {
+        Some(s) => text::parse_states(s).map_err(anyhow::Error::msg)?,
+        None => None,
+    };
+    let window_start = match &args.starttime {
+        Some(s) => Some(
+            text::parse_date(s).ok_or_else(|| anyhow::anyhow!("Invalid time specification {s}"))?,
+        ),
+        // Without jobs named, today's: from midnight.
+        None if args.jobs.is_none() => text::parse_date("00:00"),
+        None => None,
+    };
+    let window_end = match &args.endtime {
+        Some(s) => Some(
+            text::parse_date(s).ok_or_else(|| anyhow::anyhow!("Invalid time specification {s}"))?,
+        ),
+        None => None,
+    };
+    let mut c = Cluster::open().await?;
+    let me = text::user_name();
+    let jobs: Vec<JobInfo> = c
+        .jobs(true)
+        .await?
+        .into_iter()
+        .filter(|j| {
+            args.jobs
+                .as_ref()
+                .is_none_or(|l| crate::squeue::named_by(l, j))
+        })
+        .filter(|j| states.as_ref().is_none_or(|s| s.contains(&j.state)))
+        .filter(|j| {
+            args.name
+                .as_ref()
+                .is_none_or(|n| n.split(',').any(|n| n == j.name))
+        })
+        .filter(|j| {
+            args.user
+                .as_ref()
+                .is_none_or(|u| u.split(',').any(|u| u == text::owner(j, &me)))
+        })
+        .filter(|j| {
+            args.partition
+                .as_ref()
+                .is_none_or(|p| p.split(',').any(|p| p == j.partition))
+        })
+        // In the window: not over before it starts, submitted before it
+        // ends.
+        .filter(|j| window_start.is_none_or(|s| j.end_ns == 0 || text::secs(j.end_ns) >= s))
+        .filter(|j| window_end.is_none_or(|e| text::secs(j.submit_ns) <= e))
+        .collect();
+    let wants_record = fields
+        .iter()
+        .any(|f| matches!(f.name, "TotalCPU" | "MaxRSS" | "ExitCode"));
+    let records = if wants_record {
+        records(&mut c, &jobs).await?
+    } else {
+        HashMap::new()
+    };
+    let mut rows = Vec::new();
+    for j in &jobs {
+        let record = records.get(&j.id);
+        rows.push(Row {
+            job: j,
+            step: None,
+            record,
+        });
+        if !args.allocations && j.program.is_some() && j.start_ns > 0 {
+            rows.push(Row {
+                job: j,
+                step: Some("batch"),
+                record,
+            });
+        }
+    }
+    let ctx = Ctx {
+        me: &me,
+        now: text::now_s(),
+        units: args
+            .units
+            .as_ref()
+            .and_then(|u| u.chars().next())
+            .map(|u| u.to_ascii_uppercase()),
+    };
+    if args.json {
+        println!("{}", json(&rows, &ctx));
+        return Ok(0);
+    }
+    let parsable = args.parsable || args.parsable2;
+    let delim = args.delimiter.clone().unwrap_or_else(|| "|".into());
+    let mut out = String::new();
+    let line = |vals: Vec<String>, out: &mut String| {
+        if parsable {
+            out.push_str(&vals.join(&delim));
+            if args.parsable {
+                out.push_str(&delim);
+            }
+        } else {
+            for (v, f) in vals.iter().zip(&fields) {
+                out.push_str(&fixed(v, f.width));
+            }
+        }
+        out.push('\n');
+    };
+    if !args.noheader {
+        line(
+            fields.iter().map(|f| f.name.to_string()).collect(),
+            &mut out,
+        );
+        if !parsable {
+            for f in &fields {
+                out.push_str(&"-".repeat(f.width.unsigned_abs() as usize));
+                out.push(' ');
+            }
+            out.push('\n');
+        }
+    }
+    for r in &rows {
+        line(
+            fields.iter().map(|f| value(f.name, r, &ctx)).collect(),
+            &mut out,
+        );
+    }
+    print!("{out}");
+    Ok(0)
+}
+
+/// The records of the jobs that ended having run a program.
+async fn records(c: &mut Cluster, jobs: &[JobInfo]) -> Result<HashMap<u64, JobRecord<'static>>> {
+    let ids: Vec<u64> = jobs
+        .iter()
+        .filter(|j| j.state.is_final() && j.start_ns > 0 && j.program.is_some())
+        .map(|j| j.id)
+        .collect();
+    let mut out = HashMap::new();
+    for chunk in ids.chunks(10_000) {
+        if let Response::Records(frames) = c.call(&Request::Records(chunk.to_vec())).await? {
+            let (recs, _) = formats::record::decode_all(&frames);
+            out.extend(recs.into_iter().map(|r| (r.id, r)));
+        }
+    }
+    Ok(out)
+}
+
+/// `sacct --json`: the jobs with the fields tools read from Slurm's; a
+/// subset of Slurm's document.
+fn json(rows: &[Row<'_>], c: &Ctx<'_>) -> serde_json::Value {
+    use serde_json::json;
+    let jobs: Vec<_> = rows
+        .iter()
+        .filter(|r| r.step.is_none())
+        .map(|r| {
+            let j = r.job;
+            let p: Option<ProgramEnd> = r.record.and_then(|r| r.program);
+            json!({
+                "job_id": j.id,
+                "name": j.name,
+                "partition": j.partition,
+                "user": text::owner(j, c.me),
+                "state": {"current": text::state_long(j.state), "reason": text::reason(j, false)},
+                "exit_code": {"status": if j.exit == (0, 0) { "SUCCESS" } else if j.exit.1 > 0 { "SIGNALED" } else { "FAILED" },
+                              "return_code": j.exit.0, "signal": j.exit.1},
+                "nodes": j.nodes,
+                "time": {"submission": text::secs(j.submit_ns), "start": text::secs(j.start_ns),
+                         "end": text::secs(j.end_ns), "elapsed": elapsed(j, c.now),
+                         "limit": text::limit_minutes(j.walltime_ns)},
+                "array": {"job_id": j.array.map_or(0, |a| a.job), "task_id": j.array.map(|a| a.index)},
+                "comment": {"job": j.program.as_ref().map(|p| &p.comment)},
+                "working_directory": j.program.as_ref().map(|p| &p.workdir),
+                "steps": p.map(|p| vec![json!({"step": {"name": "batch"},
+                    "exit_code": {"return_code": if p.kind == ProgramEnd::SIGNALED { 0 } else { p.value }},
+                    "tres": {"requested": {"max": [{"type": "mem", "count": p.max_rss_kib * 1024}]}},
+                    "time": {"total": {"seconds": p.cpu_ns / 1_000_000_000,
+                                       "microseconds": (p.cpu_ns / 1000) % 1_000_000}}})]).unwrap_or_default(),
+            })
+        })
+        .collect();
+    json!({"meta": {"Slurm": {"release": "22.05.8"}}, "errors": [], "jobs": jobs})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fields_take_their_width_from_the_table_or_the_user() {
+        let f = parse_fields("jobid,State%20,exitcode").unwrap();
+        assert_eq!(
+            f.iter().map(|f| (f.name, f.width)).collect::<Vec<_>>(),
+            [("JobID", -12), ("State", 20), ("ExitCode", 8)]
+        );
+        assert!(parse_fields("bogus").is_err());
+    }
+
+    #[test]
+    fn long_values_are_cut_with_a_plus() {
+        assert_eq!(fixed("CANCELLED by 0", 10), "CANCELLED+ ");
+        assert_eq!(fixed("12", -12), "12           ");
+        assert_eq!(fixed("0:0", 8), "     0:0 ");
+    }
+
+    #[test]
+    fn cpu_time_is_minutes_seconds_and_milliseconds_under_an_hour() {
+        assert_eq!(cpu_time(1_234_000_000), "00:01.234");
+        assert_eq!(cpu_time(3_700_000_000_000), "01:01:40");
+    }
+}

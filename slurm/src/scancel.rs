@@ -1,0 +1,128 @@
+//! `scancel`: jobs named by id (a job, an array, one task) and/or by
+//! filters, cancelled. As Slurm's, it says nothing when all went well,
+//! and nothing of an id that names no job not over.
+
+use anyhow::{bail, Result};
+use clap::Parser;
+use client::{Request, Response};
+use formats::wire::JobState;
+
+use crate::cluster::Cluster;
+use crate::squeue::named_by;
+use crate::text;
+
+#[derive(Debug, Parser)]
+#[command(name = "scancel", disable_version_flag = true)]
+pub struct Args {
+    #[arg(short = 'u', long)]
+    user: Option<String>,
+    #[arg(short = 'n', long = "name", alias = "jobname")]
+    name: Option<String>,
+    #[arg(short = 'p', long)]
+    partition: Option<String>,
+    #[arg(short = 't', long)]
+    state: Option<String>,
+    #[arg(short = 's', long)]
+    signal: Option<String>,
+    #[arg(short = 'M', long)]
+    clusters: Option<String>,
+    #[arg(short = 'Q', long)]
+    quiet: bool,
+    ids: Vec<String>,
+}
+
+pub async fn main(argv: Vec<String>) -> Result<u8> {
+    let args: Args = crate::cluster::parse(&argv)?;
+    for id in &args.ids {
+        let ok = id
+            .split(['_', '[', ']', '-', ','])
+            .filter(|p| !p.is_empty())
+            .all(|p| p.parse::<u64>().is_ok());
+        if !ok {
+            bail!("Invalid job id {id}");
+        }
+    }
+    if args.ids.is_empty()
+        && args.user.is_none()
+        && args.name.is_none()
+        && args.partition.is_none()
+        && args.state.is_none()
+    {
+        bail!("No job identification provided");
+    }
+    if let Some(s) = &args.signal {
+        let s = s.trim_start_matches("SIG").to_ascii_uppercase();
+        if !matches!(s.as_str(), "KILL" | "TERM" | "9" | "15") {
+            bail!(
+                "--signal={s}: clemu cancels jobs (SIGTERM, then SIGKILL) but sends them no \
+                 other signal yet"
+            );
+        }
+    }
+    let states = match &args.state {
+        Some(s) => text::parse_states(s).map_err(anyhow::Error::msg)?,
+        None => None,
+    };
+    let mut c = Cluster::open().await?;
+    let me = text::user_name();
+    let ids: Vec<u64> = c
+        .jobs(false)
+        .await?
+        .iter()
+        .filter(|j| !j.state.is_final())
+        .filter(|j| {
+            args.ids.is_empty() || args.ids.iter().any(|want| named_by(&expand_tasks(want), j))
+        })
+        .filter(|j| states.as_ref().is_none_or(|s| s.contains(&j.state)))
+        .filter(|j| args.user.as_ref().is_none_or(|u| *u == text::owner(j, &me)))
+        .filter(|j| args.name.as_ref().is_none_or(|n| *n == j.name))
+        .filter(|j| args.partition.as_ref().is_none_or(|p| *p == j.partition))
+        .filter(|j| j.state != JobState::Completed)
+        .map(|j| j.id)
+        .collect();
+    if ids.is_empty() {
+        return Ok(0);
+    }
+    match c.call(&Request::Cancel(ids)).await? {
+        Response::Jobs(outcomes) => {
+            for o in outcomes {
+                if let Some(e) = o.error {
+                    // Over between the look and the cancel: as Slurm.
+                    if !e.contains("no active job") {
+                        eprintln!("scancel: error: Kill job error on job id {}: {e}", o.id);
+                    }
+                }
+            }
+            Ok(0)
+        }
+        other => bail!("unexpected answer: {other:?}"),
+    }
+}
+
+/// `12_[1-3,5]` as the task list [`named_by`] takes: `12_1,12_2,...`.
+fn expand_tasks(id: &str) -> String {
+    let Some((job, rest)) = id.split_once("_[") else {
+        return id.to_string();
+    };
+    let inner = rest.trim_end_matches(']');
+    let mut out = Vec::new();
+    for part in inner.split(',') {
+        let (a, b) = part.split_once('-').unwrap_or((part, part));
+        if let (Ok(a), Ok(b)) = (a.parse::<u32>(), b.parse::<u32>()) {
+            out.extend((a..=b.min(a.saturating_add(100_000))).map(|i| format!("{job}_{i}")));
+        }
+    }
+    out.join(",")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn task_ranges_expand_to_each_task() {
+        assert_eq!(expand_tasks("12_[1-3,5]"), "12_1,12_2,12_3,12_5");
+        assert_eq!(expand_tasks("12_4"), "12_4");
+        assert_eq!(expand_tasks("12"), "12");
+    }
+}

@@ -1,0 +1,492 @@
+//! `scontrol`: `show job|partition|node|config|hostnames`, `suspend`
+//! and `resume`, in Slurm's `Key=Value` layout (`-o`: one line each).
+
+use anyhow::{bail, Result};
+use clap::Parser;
+use client::{Request, Response};
+use formats::wire::{JobInfo, NodeInfo};
+
+use crate::cluster::Cluster;
+use crate::squeue::{nodes_of, priority, MIN_JOB_AGE_S};
+use crate::text;
+
+#[derive(Debug, Parser)]
+#[command(name = "scontrol", disable_version_flag = true)]
+pub struct Args {
+    /// One line per record.
+    #[arg(short = 'o', long)]
+    oneliner: bool,
+    #[arg(short = 'd', long)]
+    details: bool,
+    #[arg(short = 'M', long)]
+    clusters: Option<String>,
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+    words: Vec<String>,
+}
+
+/// Records as scontrol prints them: each a list of lines of `Key=Value`
+/// words; the first line flush, the others indented by three spaces,
+/// a blank line after each (or all on one line with `-o`).
+fn print_records(records: &[Vec<String>], oneliner: bool) {
+    let mut out = String::new();
+    for r in records {
+        if oneliner {
+            out.push_str(
+                r.iter()
+                    .filter(|l| !l.is_empty())
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(" ")
+                    .as_str(),
+            );
+            out.push('\n');
+        } else {
+            for (i, line) in r.iter().enumerate() {
+                if i > 0 {
+                    out.push_str("   ");
+                }
+                out.push_str(line);
+                out.push('\n');
+            }
+            out.push('\n');
+        }
+    }
+    print!("{out}");
+}
+
+pub async fn main(argv: Vec<String>) -> Result<u8> {
+    let args: Args = crate::cluster::parse(&argv)?;
+    // Options may follow the words, as Slurm allows.
+    let oneliner = args.oneliner || args.words.iter().any(|w| w == "-o" || w == "--oneliner");
+    let words: Vec<String> = args
+        .words
+        .iter()
+        .filter(|w| !matches!(w.as_str(), "-o" | "--oneliner" | "-d" | "--details"))
+        .cloned()
+        .collect();
+    let Some(verb) = words.first().map(|w| w.to_ascii_lowercase()) else {
+        bail!("no command given (show, suspend, resume)");
+    };
+    match verb.as_str() {
+        "show" => {
+            let Some(what) = words.get(1).map(|w| w.to_ascii_lowercase()) else {
+                bail!("show what? (job, partition, node, config, hostnames)");
+            };
+            let arg = words.get(2).map(String::as_str);
+            // Slurm takes any unambiguous prefix; these are the forms
+            // tools use.
+            match what.as_str() {
+                "hostnames" | "hostname" => hostnames(arg),
+                "job" | "jobs" | "jobid" => show_jobs(arg, oneliner).await,
+                "partition" | "partitions" | "part" => show_partitions(arg, oneliner).await,
+                "node" | "nodes" => show_nodes(arg, oneliner).await,
+                "config" | "conf" => show_config().await,
+                other => bail!("invalid entity: {other} for keyword: show"),
+            }
+        }
+        "suspend" | "resume" => {
+            let ids = job_ids(&words[1..])?;
+            let mut c = Cluster::open().await?;
+            let req = if verb == "suspend" {
+                Request::Suspend(ids)
+            } else {
+                Request::Resume(ids)
+            };
+            match c.call(&req).await? {
+                Response::Jobs(outcomes) => {
+                    let mut failed = false;
+                    for o in outcomes {
+                        if let Some(e) = o.error {
+                            eprintln!("Job {}: {e}", o.id);
+                            failed = true;
+                        }
+                    }
+                    Ok(u8::from(failed))
+                }
+                other => bail!("unexpected answer: {other:?}"),
+            }
+        }
+        "hold" | "release" | "requeue" | "update" | "uhold" | "requeuehold" => {
+            bail!("scontrol {verb} is not supported by clemu yet")
+        }
+        other => bail!("invalid keyword: {other}"),
+    }
+}
+
+fn job_ids(words: &[String]) -> Result<Vec<u64>> {
+    let mut ids = Vec::new();
+    for w in words.iter().flat_map(|w| w.split(',')) {
+        ids.push(
+            w.parse()
+                .map_err(|_| anyhow::anyhow!("Invalid job id specified: {w}"))?,
+        );
+    }
+    if ids.is_empty() {
+        bail!("no job id given");
+    }
+    Ok(ids)
+}
+
+/// `scontrol show hostnames [LIST]`: one name per line, the list given or
+/// the job's own (`SLURM_JOB_NODELIST`).
+fn hostnames(arg: Option<&str>) -> Result<u8> {
+    let list = match arg {
+        Some(a) => a.to_string(),
+        None => std::env::var("SLURM_JOB_NODELIST")
+            .map_err(|_| anyhow::anyhow!("host list is empty"))?,
+    };
+    let set = formats::nodeset::parse(&list)
+        .map_err(|e| anyhow::anyhow!("Invalid hostlist: {list}: {e}"))?;
+    let mut out = String::new();
+    for n in formats::nodeset::expand(&set) {
+        out.push_str(&n);
+        out.push('\n');
+    }
+    print!("{out}");
+    Ok(0)
+}
+
+async fn show_jobs(arg: Option<&str>, oneliner: bool) -> Result<u8> {
+    let mut c = Cluster::open().await?;
+    let now = text::now_s();
+    let jobs: Vec<JobInfo> = c
+        .jobs(true)
+        .await?
+        .into_iter()
+        .filter(|j| j.end_ns == 0 || now - text::secs(j.end_ns) <= MIN_JOB_AGE_S)
+        .filter(|j| arg.is_none_or(|a| crate::squeue::named_by(a, j)))
+        .collect();
+    if jobs.is_empty() {
+        if arg.is_some() {
+            eprintln!("slurm_load_jobs error: Invalid job id specified");
+            return Ok(1);
+        }
+        println!("No jobs in the system");
+        return Ok(0);
+    }
+    let me = text::user_name();
+    let records: Vec<Vec<String>> = jobs.iter().map(|j| job_record(j, &c, &me, now)).collect();
+    print_records(&records, oneliner);
+    Ok(0)
+}
+
+fn job_record(j: &JobInfo, c: &Cluster, me: &str, now: i64) -> Vec<String> {
+    let user = text::owner(j, me);
+    let uid = text::uid_of(&user).unwrap_or(0);
+    let date = |ns: i64| {
+        if ns > 0 {
+            text::date(text::secs(ns))
+        } else {
+            "Unknown".into()
+        }
+    };
+    let end = match (j.end_ns, j.start_ns, j.walltime_ns) {
+        (e, _, _) if e > 0 => date(e),
+        (_, s, w) if s > 0 && w > 0 => text::date(text::secs(s) + text::limit_minutes(w) * 60),
+        _ => "Unknown".into(),
+    };
+    let nodes = nodes_of(j, c);
+    let first_node = j
+        .nodes
+        .split([',', '['])
+        .next()
+        .map(|n| {
+            formats::nodeset::parse(&j.nodes)
+                .ok()
+                .and_then(|s| formats::nodeset::expand(&s).into_iter().next())
+                .unwrap_or_else(|| n.to_string())
+        })
+        .unwrap_or_default();
+    let p = j.program.as_deref();
+    let array = match j.array {
+        Some(a) => format!(" ArrayJobId={} ArrayTaskId={}", a.job, a.index),
+        None => String::new(),
+    };
+    let mem = j.mem_per_cpu_mb;
+    let mut r = vec![
+        format!("JobId={}{array} JobName={}", j.id, j.name),
+        format!("UserId={user}({uid}) GroupId={user}({uid}) MCS_label=N/A"),
+        format!("Priority={} Nice=0 Account=(null) QOS=(null)", priority(j)),
+        format!(
+            "JobState={} Reason={} Dependency=(null)",
+            text::state_long(j.state),
+            text::reason(j, true)
+        ),
+        format!(
+            "Requeue=1 Restarts=0 BatchFlag={} Reboot=0 ExitCode={}:{}",
+            u8::from(p.is_some()),
+            j.exit.0,
+            j.exit.1
+        ),
+        format!(
+            "RunTime={} TimeLimit={} TimeMin=N/A",
+            text::long_duration(text::time_used(j, now)),
+            text::long_limit(j.walltime_ns)
+        ),
+        format!(
+            "SubmitTime={} EligibleTime={}",
+            date(j.submit_ns),
+            date(j.submit_ns)
+        ),
+        format!("AccrueTime={}", date(j.submit_ns)),
+        format!("StartTime={} EndTime={end} Deadline=N/A", date(j.start_ns)),
+        format!(
+            "SuspendTime={} SecsPreSuspend=0 LastSchedEval={} Scheduler=Main",
+            match j.suspensions.last() {
+                Some(&(s, 0)) => date(s),
+                _ => "None".into(),
+            },
+            date(j.start_ns.max(j.submit_ns))
+        ),
+        format!("Partition={} AllocNode:Sid=localhost:0", j.partition),
+        "ReqNodeList=(null) ExcNodeList=(null)".into(),
+        format!(
+            "NodeList={}",
+            if j.nodes.is_empty() {
+                "(null)"
+            } else {
+                &j.nodes
+            }
+        ),
+    ];
+    if !j.nodes.is_empty() {
+        r.push(format!("BatchHost={first_node}"));
+    }
+    let mut tres = format!("cpu={}", j.cores);
+    if mem > 0 {
+        tres += &format!(",mem={}M", mem * u64::from(j.cores));
+    }
+    tres += &format!(",node={nodes},billing={}", j.cores);
+    r.extend([
+        format!(
+            "NumNodes={nodes} NumCPUs={} NumTasks={} CPUs/Task={} ReqB:S:C:T=0:0:*:*",
+            j.cores,
+            p.map_or(1, |p| p.ntasks),
+            p.map_or(1, |p| p.cpus_per_task)
+        ),
+        format!("TRES={tres}"),
+        "Socks/Node=* NtasksPerN:B:S:C=0:0:*:* CoreSpec=*".into(),
+        format!(
+            "MinCPUsNode={} MinMemory{}={} MinTmpDiskNode=0",
+            p.map_or(1, |p| p.cpus_per_task),
+            if mem > 0 { "CPU" } else { "Node" },
+            if mem > 0 {
+                format!("{mem}M")
+            } else {
+                "0".into()
+            }
+        ),
+        "Features=(null) DelayBoot=00:00:00".into(),
+        "OverSubscribe=OK Contiguous=0 Licenses=(null) Network=(null)".into(),
+        "Command=(null)".into(),
+        format!("WorkDir={}", p.map_or("/", |p| p.workdir.as_str())),
+    ]);
+    if let Some(p) = p {
+        if !p.comment.is_empty() {
+            r.push(format!("Comment={}", p.comment));
+        }
+        r.push(format!("StdErr={}", p.stderr));
+        r.push("StdIn=/dev/null".into());
+        r.push(format!("StdOut={}", p.stdout));
+    }
+    if let Some(g) = &j.gres {
+        let asks: Vec<String> = g
+            .asks
+            .iter()
+            .map(|(k, n)| format!("gres:{k}:{n}"))
+            .collect();
+        r.push(format!("TresPerNode={}", asks.join(",")));
+    }
+    r.push("Power=".into());
+    // Slurm ends a job's record with an empty indented line.
+    r.push(String::new());
+    r
+}
+
+async fn show_partitions(arg: Option<&str>, oneliner: bool) -> Result<u8> {
+    let c = Cluster::open().await?;
+    let cfg = &c.config;
+    let default = c.default_partition();
+    let mut records = Vec::new();
+    for p in cfg
+        .partitions
+        .iter()
+        .filter(|p| arg.is_none_or(|a| a == p.name))
+    {
+        let names = formats::nodeset::fold(p.nodes.iter().map(|&i| cfg.nodes[i].name.as_str()));
+        let cpus: u64 = p.nodes.iter().map(|&i| u64::from(cfg.nodes[i].cpus)).sum();
+        let mem: u64 = p.nodes.iter().map(|&i| cfg.nodes[i].memory_mb).sum();
+        let max_time = match p.max_time_ns {
+            0 => "UNLIMITED".into(),
+            ns => text::long_limit(ns),
+        };
+        records.push(vec![
+            format!("PartitionName={}", p.name),
+            "AllowGroups=ALL AllowAccounts=ALL AllowQos=ALL".into(),
+            format!(
+                "AllocNodes=ALL Default={} QoS=N/A",
+                if p.name == default { "YES" } else { "NO" }
+            ),
+            "DefaultTime=NONE DisableRootJobs=NO ExclusiveUser=NO GraceTime=0 Hidden=NO".into(),
+            format!(
+                "MaxNodes=UNLIMITED MaxTime={max_time} MinNodes=0 LLN=NO MaxCPUsPerNode=UNLIMITED"
+            ),
+            format!("Nodes={names}"),
+            format!(
+                "PriorityJobFactor=1 PriorityTier={} RootOnly=NO ReqResv=NO OverSubscribe={}",
+                p.priority.max(1),
+                match p.oversubscribe {
+                    0 | 1 => "NO".to_string(),
+                    n => format!("FORCE:{n}"),
+                }
+            ),
+            format!(
+                "OverTimeLimit=NONE PreemptMode={}",
+                if cfg.preemption { "SUSPEND" } else { "OFF" }
+            ),
+            format!(
+                "State=UP TotalCPUs={cpus} TotalNodes={} SelectTypeParameters=NONE",
+                p.nodes.len()
+            ),
+            "JobDefaults=(null)".into(),
+            "DefMemPerNode=UNLIMITED MaxMemPerNode=UNLIMITED".into(),
+            format!(
+                "TRES=cpu={cpus},mem={mem}M,node={},billing={cpus}",
+                p.nodes.len()
+            ),
+        ]);
+    }
+    if records.is_empty() {
+        eprintln!("Partition {} not found", arg.unwrap_or(""));
+        return Ok(1);
+    }
+    print_records(&records, oneliner);
+    Ok(0)
+}
+
+async fn show_nodes(arg: Option<&str>, oneliner: bool) -> Result<u8> {
+    let mut c = Cluster::open().await?;
+    let wanted: Option<Vec<String>> = match arg {
+        Some(a) => Some(
+            formats::nodeset::parse(a)
+                .map(|s| formats::nodeset::expand(&s))
+                .map_err(|e| anyhow::anyhow!("Invalid node name specified: {e}"))?,
+        ),
+        None => None,
+    };
+    let nodes: Vec<NodeInfo> = c
+        .nodes()
+        .await?
+        .into_iter()
+        .filter(|n| wanted.as_ref().is_none_or(|w| w.contains(&n.name)))
+        .collect();
+    if nodes.is_empty() {
+        eprintln!("Node {} not found", arg.unwrap_or(""));
+        return Ok(1);
+    }
+    let cfg = &c.config;
+    let records: Vec<Vec<String>> = nodes
+        .iter()
+        .map(|n| {
+            let parts: Vec<&str> = cfg
+                .partitions
+                .iter()
+                .filter(|p| p.nodes.iter().any(|&i| cfg.nodes[i].name == n.name))
+                .map(|p| p.name.as_str())
+                .collect();
+            let gres = if n.gres.is_empty() {
+                "(null)".to_string()
+            } else {
+                n.gres
+                    .iter()
+                    .map(|(k, t, _)| format!("{k}:{t}"))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            };
+            let state = match n.state {
+                formats::wire::NodeState::Idle => "IDLE",
+                formats::wire::NodeState::Mixed => "MIXED",
+                formats::wire::NodeState::Allocated => "ALLOCATED",
+                formats::wire::NodeState::Drained if n.alloc_cpus > 0 => "MIXED+DRAIN",
+                formats::wire::NodeState::Drained => "IDLE+DRAIN",
+                formats::wire::NodeState::Down => "DOWN",
+            };
+            let mut r = vec![
+                format!("NodeName={} Arch=x86_64 CoresPerSocket=1 ", n.name),
+                format!(
+                    "CPUAlloc={} CPUEfctv={} CPUTot={} CPULoad=0.00",
+                    n.alloc_cpus, n.cpus, n.cpus
+                ),
+                "AvailableFeatures=(null)".into(),
+                "ActiveFeatures=(null)".into(),
+                format!("Gres={gres}"),
+                format!(
+                    "NodeAddr={} NodeHostName={} Version=22.05.8",
+                    n.name,
+                    if n.host.is_empty() { &n.name } else { &n.host }
+                ),
+                format!(
+                    "RealMemory={} AllocMem={} FreeMem=N/A Sockets={} Boards=1",
+                    n.memory_mb, n.alloc_memory_mb, n.cpus
+                ),
+                format!(
+                    "State={state} ThreadsPerCore=1 TmpDisk=0 Weight=1 Owner=N/A MCS_label=N/A"
+                ),
+                format!("Partitions={} ", parts.join(",")),
+                format!(
+                    "CfgTRES=cpu={},mem={}M,billing={}",
+                    n.cpus, n.memory_mb, n.cpus
+                ),
+                format!(
+                    "AllocTRES={}",
+                    if n.alloc_cpus > 0 {
+                        format!("cpu={}", n.alloc_cpus)
+                    } else {
+                        String::new()
+                    }
+                ),
+            ];
+            if !n.reason.is_empty() {
+                r.push(format!("Reason={}", n.reason));
+            }
+            r
+        })
+        .collect();
+    print_records(&records, oneliner);
+    Ok(0)
+}
+
+/// What `scontrol show config` prints that tools read: MinJobAge above
+/// all (how long squeue still shows a finished job).
+async fn show_config() -> Result<u8> {
+    let c = Cluster::open().await?;
+    let cfg = &c.config;
+    let rows = [
+        ("AccountingStorageType", "(null)".to_string()),
+        ("ClusterName", "clemu".into()),
+        ("MinJobAge", format!("{MIN_JOB_AGE_S} sec")),
+        (
+            "PreemptMode",
+            if cfg.preemption {
+                "SUSPEND,GANG"
+            } else {
+                "OFF"
+            }
+            .into(),
+        ),
+        ("SchedulerType", format!("sched/{}", cfg.policy)),
+        (
+            "SLURM_CONF",
+            crate::cluster::conf_path()?.display().to_string(),
+        ),
+        ("SLURM_VERSION", "22.05.8".into()),
+        ("SlurmctldHost[0]", cfg.client_address(None)),
+    ];
+    let mut out = format!("Configuration data as of {}\n", text::date(text::now_s()));
+    for (k, v) in rows {
+        out.push_str(&format!("{k:<23} = {v}\n"));
+    }
+    out.push_str("\nSlurmctld(primary) at localhost is UP\n");
+    print!("{out}");
+    Ok(0)
+}

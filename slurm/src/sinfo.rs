@@ -1,0 +1,426 @@
+//! `sinfo`: partitions and nodes. As Slurm's, it groups nodes into lines
+//! by what the format shows (partition, state, CPUs, memory, GRES), one
+//! line per node with `-N`, and folds each line's nodes.
+
+use anyhow::{bail, Result};
+use clap::Parser;
+use controller::config::PartitionDef;
+use formats::wire::{NodeInfo, NodeState};
+
+use crate::cluster::Cluster;
+use crate::text::{self, field};
+
+#[derive(Debug, Parser)]
+#[command(name = "sinfo", disable_version_flag = true, disable_help_flag = true)]
+pub struct Args {
+    /// `-h` is --noheader, as in Slurm.
+    #[arg(long, action = clap::ArgAction::Help)]
+    help: Option<bool>,
+    #[arg(short = 'h', long)]
+    noheader: bool,
+    #[arg(short = 'o', long)]
+    format: Option<String>,
+    #[arg(short = 'O', long = "Format")]
+    long_format: Option<String>,
+    #[arg(short = 'N', long = "Node")]
+    node: bool,
+    #[arg(short = 'a', long)]
+    all: bool,
+    #[arg(short = 'p', long)]
+    partition: Option<String>,
+    #[arg(short = 'n', long)]
+    nodes: Option<String>,
+    #[arg(short = 's', long)]
+    summarize: bool,
+    #[arg(long)]
+    json: bool,
+    #[arg(long)]
+    noconvert: bool,
+    #[arg(short = 'M', long)]
+    clusters: Option<String>,
+}
+
+struct Field {
+    code: char,
+    width: usize,
+    right: bool,
+    suffix: String,
+}
+
+fn short_fields(fmt: &str) -> Vec<Field> {
+    let mut pieces = fmt.split('%');
+    let _prefix = pieces.next();
+    pieces
+        .filter(|t| !t.is_empty())
+        .filter_map(|tok| {
+            let (right, rest) = match tok.strip_prefix('.') {
+                Some(r) => (true, r),
+                None => (false, tok),
+            };
+            let digits = rest
+                .find(|c: char| !c.is_ascii_digit())
+                .unwrap_or(rest.len());
+            let mut chars = rest[digits..].chars();
+            let code = chars.next()?;
+            Some(Field {
+                code,
+                width: rest[..digits].parse().unwrap_or(0),
+                right,
+                suffix: chars.as_str().to_string(),
+            })
+        })
+        .collect()
+}
+
+fn long_fields(fmt: &str) -> Result<Vec<Field>> {
+    let mut out = Vec::new();
+    for tok in fmt.split(',').filter(|t| !t.is_empty()) {
+        let (name, spec) = match tok.split_once(':') {
+            Some((n, s)) => (n, Some(s)),
+            None => (tok, None),
+        };
+        let code = match name.to_ascii_lowercase().as_str() {
+            "partition" => 'P',
+            "partitionname" => 'R',
+            "available" => 'a',
+            "time" => 'l',
+            "nodes" => 'D',
+            "statecompact" => 't',
+            "statelong" => 'T',
+            "nodelist" => 'N',
+            "nodehost" => 'n',
+            "cpus" => 'c',
+            "cpusstate" => 'C',
+            "nodeaiot" => 'F',
+            "memory" => 'm',
+            "gres" => 'G',
+            "gresused" => 'u',
+            "prioritytier" => 'p',
+            "reason" => 'E',
+            "oversubscribe" => 'h',
+            "freemem" => 'e',
+            _ => bail!("Invalid node format specification: {name}"),
+        };
+        let (width, right, suffix) = match spec {
+            None => (20, false, String::new()),
+            Some(s) => {
+                let (right, s) = match s.strip_prefix('.') {
+                    Some(r) => (true, r),
+                    None => (false, s),
+                };
+                let d = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+                (s[..d].parse().unwrap_or(0), right, s[d..].to_string())
+            }
+        };
+        out.push(Field {
+            code,
+            width,
+            right,
+            suffix,
+        });
+    }
+    Ok(out)
+}
+
+fn header(code: char) -> &'static str {
+    match code {
+        'P' | 'R' => "PARTITION",
+        'a' => "AVAIL",
+        'l' => "TIMELIMIT",
+        'D' => "NODES",
+        't' | 'T' => "STATE",
+        'N' => "NODELIST",
+        'n' => "HOSTNAMES",
+        'c' => "CPUS",
+        'C' => "CPUS(A/I/O/T)",
+        'F' => "NODES(A/I/O/T)",
+        'm' => "MEMORY",
+        'G' => "GRES",
+        'u' => "GRES_USED",
+        'p' => "PRIO_TIER",
+        'E' => "REASON",
+        'h' => "OVERSUBSCRIBE",
+        'e' => "FREE_MEM",
+        _ => "",
+    }
+}
+
+/// A node state as sinfo writes it, compact or long.
+fn node_state(n: &NodeInfo, long: bool) -> &'static str {
+    match (n.state, long) {
+        (NodeState::Idle, _) => "idle",
+        (NodeState::Mixed, false) => "mix",
+        (NodeState::Mixed, true) => "mixed",
+        (NodeState::Allocated, false) => "alloc",
+        (NodeState::Allocated, true) => "allocated",
+        (NodeState::Drained, _) if n.alloc_cpus > 0 => "drng",
+        (NodeState::Drained, false) => "drain",
+        (NodeState::Drained, true) => "drained",
+        (NodeState::Down, _) => "down",
+    }
+}
+
+/// One output line: a partition (if the format shows one) and its nodes
+/// alike in what the format shows.
+struct Group<'a> {
+    partition: Option<&'a PartitionDef>,
+    nodes: Vec<&'a NodeInfo>,
+}
+
+fn value(code: char, g: &Group<'_>, default: &str, part_width: usize) -> (String, bool) {
+    let first = g.nodes[0];
+    let sum = |f: &dyn Fn(&NodeInfo) -> u64| g.nodes.iter().map(|n| f(n)).sum::<u64>();
+    let v = match code {
+        'P' => match g.partition {
+            Some(p) if p.name == default => {
+                if part_width == 0 || p.name.len() < part_width {
+                    format!("{}*", p.name)
+                } else {
+                    let mut s: String = p.name.chars().take(part_width - 1).collect();
+                    s.push('*');
+                    s
+                }
+            }
+            Some(p) => p.name.clone(),
+            None => "n/a".into(),
+        },
+        'R' => g.partition.map_or("n/a".into(), |p| p.name.clone()),
+        'a' => "up".into(),
+        'l' => match g.partition.map_or(0, |p| p.max_time_ns) {
+            0 => "infinite".into(),
+            ns => text::short_duration(text::limit_minutes(ns) * 60),
+        },
+        'D' => g.nodes.len().to_string(),
+        't' => node_state(first, false).into(),
+        'T' => node_state(first, true).into(),
+        'N' | 'n' => fold(&g.nodes),
+        'c' => range(g.nodes.iter().map(|n| u64::from(n.cpus))),
+        'm' => range(g.nodes.iter().map(|n| n.memory_mb)),
+        'C' => {
+            let alloc = sum(&|n| u64::from(n.alloc_cpus));
+            let total = sum(&|n| u64::from(n.cpus));
+            let other = sum(&|n| {
+                if matches!(n.state, NodeState::Down | NodeState::Drained) {
+                    u64::from(n.cpus - n.alloc_cpus.min(n.cpus))
+                } else {
+                    0
+                }
+            });
+            format!("{alloc}/{}/{other}/{total}", total - alloc - other)
+        }
+        'F' => {
+            let alloc = g
+                .nodes
+                .iter()
+                .filter(|n| matches!(n.state, NodeState::Allocated | NodeState::Mixed))
+                .count();
+            let idle = g
+                .nodes
+                .iter()
+                .filter(|n| n.state == NodeState::Idle)
+                .count();
+            let total = g.nodes.len();
+            format!("{alloc}/{idle}/{}/{total}", total - alloc - idle)
+        }
+        'G' => gres(first, false),
+        'u' => gres(first, true),
+        'p' => g.partition.map_or(1, |p| p.priority.max(1)).to_string(),
+        'E' => {
+            if first.reason.is_empty() {
+                "none".into()
+            } else {
+                first.reason.clone()
+            }
+        }
+        'h' => match g.partition.map_or(1, |p| p.oversubscribe) {
+            0 | 1 => "NO".into(),
+            n => format!("FORCE:{n}"),
+        },
+        'e' => "N/A".into(),
+        _ => String::new(),
+    };
+    (v, !matches!(code, 'N' | 'n'))
+}
+
+/// `gpu:4`, Slurm's `(null)` for none; with `used`, the devices held.
+fn gres(n: &NodeInfo, used: bool) -> String {
+    if n.gres.is_empty() {
+        return "(null)".into();
+    }
+    n.gres
+        .iter()
+        .map(|(k, total, held)| format!("{k}:{}", if used { *held } else { *total }))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+fn range(values: impl Iterator<Item = u64>) -> String {
+    let v: Vec<u64> = values.collect();
+    let (lo, hi) = (
+        v.iter().copied().min().unwrap_or(0),
+        v.iter().copied().max().unwrap_or(0),
+    );
+    if lo == hi {
+        lo.to_string()
+    } else {
+        format!("{lo}+")
+    }
+}
+
+fn fold(nodes: &[&NodeInfo]) -> String {
+    formats::nodeset::fold(nodes.iter().map(|n| n.name.as_str()))
+}
+
+pub async fn main(argv: Vec<String>) -> Result<u8> {
+    let args: Args = crate::cluster::parse(&argv)?;
+    let mut c = Cluster::open().await?;
+    let nodes = c.nodes().await?;
+    let cfg = &c.config;
+    let default = c.default_partition().to_string();
+    let wanted_nodes: Option<Vec<String>> = match &args.nodes {
+        Some(n) => Some(
+            formats::nodeset::parse(n)
+                .map(|s| formats::nodeset::expand(&s))
+                .map_err(|e| anyhow::anyhow!("Invalid node name specified: {e}"))?,
+        ),
+        None => None,
+    };
+    let by_name: std::collections::HashMap<&str, &NodeInfo> =
+        nodes.iter().map(|n| (n.name.as_str(), n)).collect();
+    let (fields, part_sized, node_sized) = match (&args.long_format, &args.format) {
+        (Some(f), _) => (long_fields(f)?, false, false),
+        (None, Some(f)) => (short_fields(f), false, false),
+        (None, None) if args.node => (
+            long_fields("nodelist:0 ,nodes:.6 ,partition:.9 ,statecompact:6")?,
+            true,
+            true,
+        ),
+        (None, None) => (
+            long_fields(
+                "partition:9 ,available:.5 ,time:.10 ,nodes:.6 ,statecompact:.6 ,nodelist:0",
+            )?,
+            true,
+            false,
+        ),
+    };
+    let shows = |codes: &str| fields.iter().any(|f| codes.contains(f.code));
+    let split_partitions = shows("PRalph") || args.partition.is_some();
+    // Lines: nodes grouped by partition, then by what the format shows.
+    let mut groups: Vec<Group<'_>> = Vec::new();
+    let partitions: Vec<Option<&PartitionDef>> = if split_partitions {
+        cfg.partitions
+            .iter()
+            .filter(|p| {
+                args.partition
+                    .as_ref()
+                    .is_none_or(|want| want.split(',').any(|w| w == p.name))
+            })
+            .map(Some)
+            .collect()
+    } else {
+        vec![None]
+    };
+    for part in partitions {
+        let members: Vec<&NodeInfo> = match part {
+            Some(p) => p
+                .nodes
+                .iter()
+                .filter_map(|&i| by_name.get(cfg.nodes[i].name.as_str()).copied())
+                .collect(),
+            None => nodes.iter().collect(),
+        };
+        let start = groups.len();
+        for n in members {
+            if wanted_nodes.as_ref().is_some_and(|w| !w.contains(&n.name)) {
+                continue;
+            }
+            let key = |m: &NodeInfo| {
+                (
+                    if shows("tT") { node_state(m, true) } else { "" },
+                    if shows("c") { m.cpus } else { 0 },
+                    if shows("m") { m.memory_mb } else { 0 },
+                    if shows("Gu") {
+                        gres(m, shows("u"))
+                    } else {
+                        String::new()
+                    },
+                )
+            };
+            let k = key(n);
+            let found = if args.node {
+                None
+            } else {
+                groups[start..].iter_mut().find(|g| key(g.nodes[0]) == k)
+            };
+            match found {
+                Some(g) => g.nodes.push(n),
+                None => groups.push(Group {
+                    partition: part,
+                    nodes: vec![n],
+                }),
+            }
+        }
+        // Slurm lists a partition's states in reverse order of their names.
+        if !args.node {
+            groups[start..]
+                .sort_by(|a, b| node_state(b.nodes[0], false).cmp(node_state(a.nodes[0], false)));
+        }
+    }
+    if args.json {
+        let list: Vec<_> = nodes
+            .iter()
+            .map(|n| {
+                serde_json::json!({
+                    "name": n.name, "hostname": n.name, "state": node_state(n, true),
+                    "cpus": n.cpus, "alloc_cpus": n.alloc_cpus, "real_memory": n.memory_mb,
+                    "alloc_memory": n.alloc_memory_mb, "gres": gres(n, false),
+                    "gres_used": gres(n, true), "reason": n.reason,
+                    "partitions": cfg.partitions.iter()
+                        .filter(|p| p.nodes.iter().any(|&i| cfg.nodes[i].name == n.name))
+                        .map(|p| p.name.clone()).collect::<Vec<_>>(),
+                })
+            })
+            .collect();
+        println!(
+            "{}",
+            serde_json::json!({"meta": {"Slurm": {"release": "22.05.8"}}, "errors": [], "nodes": list})
+        );
+        return Ok(0);
+    }
+    let part_width = cfg
+        .partitions
+        .iter()
+        .map(|p| p.name.len() + usize::from(p.name == default))
+        .max()
+        .unwrap_or(0)
+        .max(9);
+    let node_width = groups
+        .iter()
+        .map(|g| fold(&g.nodes).len())
+        .max()
+        .unwrap_or(0)
+        .max(9);
+    let width = |f: &Field| match f.code {
+        'P' if part_sized => part_width,
+        'N' if node_sized => node_width,
+        _ => f.width,
+    };
+    let mut out = String::new();
+    if !args.noheader {
+        for f in &fields {
+            out.push_str(&field(header(f.code), width(f), f.right, false));
+            out.push_str(&f.suffix);
+        }
+        out.push('\n');
+    }
+    for g in &groups {
+        for f in &fields {
+            let (v, cut) = value(f.code, g, &default, width(f));
+            out.push_str(&field(&v, width(f), f.right, cut));
+            out.push_str(&f.suffix);
+        }
+        out.push('\n');
+    }
+    print!("{out}");
+    Ok(0)
+}

@@ -1,0 +1,579 @@
+//! `squeue`: the jobs the controller holds, filtered and printed with
+//! Slurm's format codes (`-o`) or field names (`-O`), sorted as Slurm
+//! sorts them (partition, state name, then age).
+
+use anyhow::{bail, Result};
+use clap::Parser;
+use formats::wire::{JobInfo, JobState};
+
+use crate::cluster::Cluster;
+use crate::text::{self, field};
+
+/// How long a finished job stays in squeue's view (Slurm's `MinJobAge`,
+/// which `scontrol show config` reports).
+pub const MIN_JOB_AGE_S: i64 = 300;
+
+const DEFAULT_FORMAT: &str = "%.18i %.9P %.8j %.8u %.2t %.10M %.6D %R";
+
+#[derive(Debug, Parser)]
+#[command(name = "squeue", disable_version_flag = true, disable_help_flag = true)]
+pub struct Args {
+    /// `-h` is --noheader, as in Slurm.
+    #[arg(long, action = clap::ArgAction::Help)]
+    help: Option<bool>,
+    #[arg(short = 'h', long)]
+    noheader: bool,
+    #[arg(short = 'o', long)]
+    format: Option<String>,
+    #[arg(short = 'O', long = "Format")]
+    long_format: Option<String>,
+    #[arg(short = 't', long)]
+    states: Option<String>,
+    #[arg(short = 'u', long)]
+    user: Option<String>,
+    #[arg(short = 'j', long)]
+    jobs: Option<String>,
+    #[arg(short = 'p', long)]
+    partition: Option<String>,
+    #[arg(short = 'n', long)]
+    name: Option<String>,
+    #[arg(long)]
+    json: bool,
+    /// Accepted; what they change does not exist in clemu.
+    #[arg(long)]
+    noconvert: bool,
+    #[arg(short = 'a', long)]
+    all: bool,
+    #[arg(short = 'r', long)]
+    array: bool,
+    #[arg(short = 'M', long)]
+    clusters: Option<String>,
+}
+
+/// One field of the output: a code, its width, justification, and the
+/// text after it.
+struct Field {
+    code: char,
+    width: usize,
+    right: bool,
+    suffix: String,
+}
+
+/// A `-o` format: text before the first `%` is printed first; each `%`
+/// starts a field `[.][WIDTH]CODE` and the text up to the next `%`
+/// follows it (squeue's `parse_format`).
+fn parse_format(fmt: &str) -> (String, Vec<Field>) {
+    let mut pieces = fmt.split('%');
+    let prefix = pieces.next().unwrap_or("").to_string();
+    let mut fields = Vec::new();
+    for tok in pieces.filter(|t| !t.is_empty()) {
+        let (right, rest) = match tok.strip_prefix('.') {
+            Some(r) => (true, r),
+            None => (false, tok),
+        };
+        let digits = rest
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(rest.len());
+        let width = rest[..digits].parse().unwrap_or(0);
+        let mut chars = rest[digits..].chars();
+        let Some(code) = chars.next() else { continue };
+        fields.push(Field {
+            code,
+            width,
+            right,
+            suffix: chars.as_str().to_string(),
+        });
+    }
+    (prefix, fields)
+}
+
+/// A `-O` list: `name[:[.][WIDTH][SUFFIX]]`, comma-separated; 20 wide,
+/// left-justified, when no width is given.
+fn parse_long_format(fmt: &str) -> Result<Vec<Field>> {
+    let mut fields = Vec::new();
+    for tok in fmt.split(',').filter(|t| !t.is_empty()) {
+        let (name, spec) = match tok.split_once(':') {
+            Some((n, s)) => (n, Some(s)),
+            None => (tok, None),
+        };
+        let Some(code) = long_code(&name.to_ascii_lowercase()) else {
+            bail!("Invalid job format specification: {name}");
+        };
+        let (width, right, suffix) = match spec {
+            None => (20, false, String::new()),
+            Some(s) => {
+                let (right, s) = match s.strip_prefix('.') {
+                    Some(r) => (true, r),
+                    None => (false, s),
+                };
+                let digits = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+                (
+                    s[..digits].parse().unwrap_or(0),
+                    right,
+                    s[digits..].to_string(),
+                )
+            }
+        };
+        fields.push(Field {
+            code,
+            width,
+            right,
+            suffix,
+        });
+    }
+    Ok(fields)
+}
+
+/// The `-o` code a `-O` name stands for; the names with no code get
+/// private ones (upper-case letters squeue leaves unused here).
+fn long_code(name: &str) -> Option<char> {
+    Some(match name {
+        "jobid" => 'i',
+        "arrayjobid" => 'F',
+        "arraytaskid" => 'K',
+        "name" => 'j',
+        "username" => 'u',
+        "userid" => 'U',
+        "statecompact" => 't',
+        "state" => 'T',
+        "timeused" => 'M',
+        "timelimit" => 'l',
+        "timeleft" => 'L',
+        "numnodes" => 'D',
+        "numcpus" => 'C',
+        "partition" => 'P',
+        "reasonlist" => 'R',
+        "reason" => 'r',
+        "nodelist" => 'N',
+        "starttime" => 'S',
+        "submittime" => 'V',
+        "endtime" => 'e',
+        "minmemory" => 'm',
+        "workdir" => 'Z',
+        "comment" => 'k',
+        "command" => 'o',
+        "priority" => 'p',
+        "prioritylong" => 'Q',
+        "qos" => 'q',
+        "account" => 'a',
+        "gres" | "tres-per-node" => 'b',
+        "stdout" => '1',
+        "stderr" => '2',
+        "exit_code" => '3',
+        "cpuspertask" => '4',
+        _ => return None,
+    })
+}
+
+/// A job line's facts beyond the job: who runs the command, whether the
+/// job is first of its partition's pending ones, the tasks folded into
+/// it (a pending array's), and the cluster's cores per node.
+struct Line<'a> {
+    job: &'a JobInfo,
+    first_pending: bool,
+    /// Folded array tasks (`1-3`), for a pending array's line.
+    tasks: Option<String>,
+}
+
+fn header(code: char) -> &'static str {
+    match code {
+        'i' | 'A' => "JOBID",
+        'F' => "ARRAY_JOB_ID",
+        'K' => "ARRAY_TASK_ID",
+        'j' => "NAME",
+        'u' => "USER",
+        'U' => "UID",
+        'g' => "GROUP",
+        't' => "ST",
+        'T' => "STATE",
+        'M' => "TIME",
+        'l' => "TIME_LIMIT",
+        'L' => "TIME_LEFT",
+        'D' => "NODES",
+        'C' => "CPUS",
+        'P' => "PARTITION",
+        'R' => "NODELIST(REASON)",
+        'r' => "REASON",
+        'N' => "NODELIST",
+        'S' => "START_TIME",
+        'V' => "SUBMIT_TIME",
+        'e' => "END_TIME",
+        'm' => "MIN_MEMORY",
+        'Z' => "WORK_DIR",
+        'k' => "COMMENT",
+        'o' => "COMMAND",
+        'p' | 'Q' => "PRIORITY",
+        'q' => "QOS",
+        'a' => "ACCOUNT",
+        'b' => "TRES_PER_NODE",
+        '1' => "STDOUT",
+        '2' => "STDERR",
+        '3' => "EXIT_CODE",
+        '4' => "CPUS_PER_TASK",
+        _ => "",
+    }
+}
+
+/// Slurm's priority under its basic plugin: older jobs first.
+pub fn priority(j: &JobInfo) -> u64 {
+    4_294_901_760u64.saturating_sub(j.array.map_or(j.id, |a| a.job.min(j.id)))
+}
+
+struct Ctx<'a> {
+    now: i64,
+    me: &'a str,
+    cluster: &'a Cluster,
+}
+
+/// Field `code`'s text for `l`, and whether a width cuts it.
+fn value(code: char, l: &Line<'_>, c: &Ctx<'_>) -> (String, bool) {
+    let j = l.job;
+    let na = || "N/A".to_string();
+    let v = match code {
+        'i' => match (&l.tasks, j.array) {
+            (Some(t), Some(a)) => format!("{}_[{t}]", a.job),
+            _ => text::job_id(j),
+        },
+        'A' => j.id.to_string(),
+        'F' => j.array.map_or(j.id, |a| a.job).to_string(),
+        'K' => match (&l.tasks, j.array) {
+            (Some(t), _) => t.clone(),
+            (None, Some(a)) => a.index.to_string(),
+            (None, None) => na(),
+        },
+        'j' => j.name.clone(),
+        'u' => text::owner(j, c.me),
+        'U' => text::uid_of(&text::owner(j, c.me)).map_or(na(), |u| u.to_string()),
+        'g' => group_of(&text::owner(j, c.me)),
+        't' => text::state_compact(j.state).into(),
+        'T' => text::state_long(j.state).into(),
+        'M' => return (text::short_duration(text::time_used(j, c.now)), false),
+        'l' => text::squeue_limit(j.walltime_ns),
+        'L' => match j.walltime_ns {
+            0 => "UNLIMITED".into(),
+            w => text::short_duration(
+                (text::limit_minutes(w) * 60 - text::time_used(j, c.now)).max(0),
+            ),
+        },
+        'D' => nodes_of(j, c.cluster).to_string(),
+        'C' => j.cores.to_string(),
+        'P' => j.partition.clone(),
+        'R' => {
+            if j.state == JobState::Pending
+                || matches!(j.state, JobState::Failed | JobState::Timeout)
+            {
+                format!("({})", text::reason(j, l.first_pending))
+            } else {
+                return (j.nodes.clone(), false);
+            }
+        }
+        'r' => text::reason(j, l.first_pending),
+        'N' => return (j.nodes.clone(), false),
+        'S' => match j.start_ns {
+            0 => na(),
+            s => text::date(text::secs(s)),
+        },
+        'V' => text::date(text::secs(j.submit_ns)),
+        'e' => match (j.end_ns, j.start_ns, j.walltime_ns) {
+            (e, _, _) if e > 0 => text::date(text::secs(e)),
+            (_, 0, _) => na(),
+            (_, _, 0) => "NONE".into(),
+            (_, s, w) => text::date(text::secs(s) + text::limit_minutes(w) * 60),
+        },
+        'm' => match j.mem_per_cpu_mb {
+            0 => "0".into(),
+            m => format!("{m}M"),
+        },
+        'Z' => j.program.as_ref().map_or(na(), |p| p.workdir.clone()),
+        'k' => match j.program.as_ref().map(|p| p.comment.as_str()) {
+            Some(c) if !c.is_empty() => c.to_string(),
+            _ => "(null)".into(),
+        },
+        'o' => "(null)".into(),
+        'p' => format!("{:.14}", priority(j) as f64 / f64::from(u32::MAX)),
+        'Q' => priority(j).to_string(),
+        'q' | 'a' => "(null)".into(),
+        'b' => match &j.gres {
+            Some(g) if !g.asks.is_empty() => g
+                .asks
+                .iter()
+                .map(|(k, n)| format!("gres:{k}:{n}"))
+                .collect::<Vec<_>>()
+                .join(","),
+            _ => na(),
+        },
+        '1' => j.program.as_ref().map_or(na(), |p| p.stdout.clone()),
+        '2' => j.program.as_ref().map_or(na(), |p| p.stderr.clone()),
+        '3' => format!("{}:{}", j.exit.0, j.exit.1),
+        '4' => j
+            .program
+            .as_ref()
+            .map_or(1, |p| p.cpus_per_task)
+            .to_string(),
+        _ => String::new(),
+    };
+    (v, true)
+}
+
+/// The nodes a job holds; while pending, the least it can run on: its
+/// cores over the largest node of its partition.
+pub fn nodes_of(j: &JobInfo, cluster: &Cluster) -> usize {
+    if !j.nodes.is_empty() {
+        return text::node_count(j);
+    }
+    let cfg = &cluster.config;
+    let widest = cfg
+        .partitions
+        .iter()
+        .find(|p| p.name == j.partition)
+        .and_then(|p| p.nodes.iter().map(|&n| cfg.nodes[n].cpus).max())
+        .unwrap_or(1)
+        .max(1);
+    j.cores.div_ceil(widest).max(1) as usize
+}
+
+fn group_of(user: &str) -> String {
+    nix::unistd::User::from_name(user)
+        .ok()
+        .flatten()
+        .and_then(|u| nix::unistd::Group::from_gid(u.gid).ok().flatten())
+        .map_or_else(|| user.to_string(), |g| g.name)
+}
+
+/// The jobs a job list names (`12`, `12_3`, comma-separated): the job,
+/// every task of an array by its id, or one task.
+pub fn named_by(list: &str, j: &JobInfo) -> bool {
+    list.split(',')
+        .filter(|s| !s.is_empty())
+        .any(|want| match want.split_once('_') {
+            Some((a, i)) => j
+                .array
+                .is_some_and(|t| t.job.to_string() == a && t.index.to_string() == i),
+            None => j.id.to_string() == want || j.array.is_some_and(|t| t.job.to_string() == want),
+        })
+}
+
+pub async fn main(argv: Vec<String>) -> Result<u8> {
+    let args: Args = crate::cluster::parse(&argv)?;
+    let states = match &args.states {
+        Some(s) => text::parse_states(s).map_err(anyhow::Error::msg)?,
+        // Given ids, any state; else only jobs not over.
+        None if args.jobs.is_some() => None,
+        None => Some(vec![
+            JobState::Pending,
+            JobState::Running,
+            JobState::Suspended,
+        ]),
+    };
+    let mut cluster = Cluster::open().await?;
+    let now = text::now_s();
+    let jobs: Vec<JobInfo> = cluster
+        .jobs(true)
+        .await?
+        .into_iter()
+        .filter(|j| {
+            // Slurm forgets a finished job after MinJobAge.
+            j.end_ns == 0 || now - text::secs(j.end_ns) <= MIN_JOB_AGE_S
+        })
+        .collect();
+    let me = text::user_name();
+    let mut shown: Vec<&JobInfo> = jobs
+        .iter()
+        .filter(|j| states.as_ref().is_none_or(|s| s.contains(&j.state)))
+        .filter(|j| args.jobs.as_ref().is_none_or(|l| named_by(l, j)))
+        .filter(|j| {
+            args.user
+                .as_ref()
+                .is_none_or(|u| u.split(',').any(|u| u == text::owner(j, &me)))
+        })
+        .filter(|j| {
+            args.partition
+                .as_ref()
+                .is_none_or(|p| p.split(',').any(|p| p == j.partition))
+        })
+        .filter(|j| {
+            args.name
+                .as_ref()
+                .is_none_or(|n| n.split(',').any(|n| n == j.name))
+        })
+        .collect();
+    if args.jobs.is_some() && shown.is_empty() {
+        eprintln!("slurm_load_jobs error: Invalid job id specified");
+        return Ok(1);
+    }
+    shown.sort_by(|a, b| {
+        (
+            &a.partition,
+            text::state_long(a.state),
+            std::cmp::Reverse(priority(a)),
+            a.id,
+        )
+            .cmp(&(
+                &b.partition,
+                text::state_long(b.state),
+                std::cmp::Reverse(priority(b)),
+                b.id,
+            ))
+    });
+    let lines = fold_pending_arrays(&shown, args.array);
+    if args.json {
+        let ctx = Ctx {
+            now,
+            me: &me,
+            cluster: &cluster,
+        };
+        println!("{}", json(&lines, &ctx));
+        return Ok(0);
+    }
+    let (prefix, fields) = match (&args.long_format, &args.format) {
+        (Some(f), _) => (String::new(), parse_long_format(f)?),
+        (None, Some(f)) => parse_format(f),
+        (None, None) => parse_format(
+            &std::env::var("SQUEUE_FORMAT").unwrap_or_else(|_| DEFAULT_FORMAT.to_string()),
+        ),
+    };
+    let ctx = Ctx {
+        now,
+        me: &me,
+        cluster: &cluster,
+    };
+    let mut out = String::new();
+    if !args.noheader {
+        out.push_str(&prefix);
+        for f in &fields {
+            // The node lists' headers are not cut (squeue's own rule).
+            let cut = !matches!(f.code, 'R' | 'N');
+            out.push_str(&field(header(f.code), f.width, f.right, cut));
+            out.push_str(&f.suffix);
+        }
+        out.push('\n');
+    }
+    for l in &lines {
+        out.push_str(&prefix);
+        for f in &fields {
+            let (v, cut) = value(f.code, l, &ctx);
+            out.push_str(&field(&v, f.width, f.right, cut));
+            out.push_str(&f.suffix);
+        }
+        out.push('\n');
+    }
+    print!("{out}");
+    Ok(0)
+}
+
+/// The lines to print: a job each, except that the pending tasks of an
+/// array that wait for the same reason share one (`12_[1-3]`), as in
+/// Slurm, unless `-r` asks for one line per task. The first pending job
+/// of each partition is marked: it waits for resources, the others
+/// behind it.
+fn fold_pending_arrays<'a>(jobs: &[&'a JobInfo], one_per_task: bool) -> Vec<Line<'a>> {
+    let mut lines: Vec<Line<'a>> = Vec::new();
+    let mut seen_pending: Vec<&str> = Vec::new();
+    let mut i = 0;
+    while i < jobs.len() {
+        let j = jobs[i];
+        let first_pending =
+            j.state == JobState::Pending && !seen_pending.contains(&j.partition.as_str());
+        if j.state == JobState::Pending {
+            seen_pending.push(&j.partition);
+        }
+        let mut k = i + 1;
+        if let (Some(a), JobState::Pending, false) = (j.array, j.state, one_per_task) {
+            while k < jobs.len()
+                && jobs[k].state == JobState::Pending
+                && jobs[k].array.is_some_and(|b| b.job == a.job)
+                && jobs[k].reason == j.reason
+            {
+                k += 1;
+            }
+        }
+        let tasks = (k - i > 1).then(|| {
+            let idx: Vec<u32> = jobs[i..k]
+                .iter()
+                .filter_map(|t| t.array.map(|a| a.index))
+                .collect();
+            formats::intervals::format(&idx).replace(' ', ",")
+        });
+        lines.push(Line {
+            job: j,
+            first_pending,
+            tasks,
+        });
+        i = k;
+    }
+    lines
+}
+
+/// `squeue --json`: the jobs with the fields tools read from Slurm's
+/// (`job_id`, `name`, `job_state`, ...); a subset of Slurm's document.
+fn json(lines: &[Line<'_>], c: &Ctx<'_>) -> serde_json::Value {
+    use serde_json::json;
+    let jobs: Vec<_> = lines
+        .iter()
+        .map(|l| {
+            let j = l.job;
+            json!({
+                "job_id": j.id,
+                "array_job_id": j.array.map_or(0, |a| a.job),
+                "array_task_id": j.array.map(|a| a.index),
+                "name": j.name,
+                "job_state": text::state_long(j.state),
+                "state_reason": text::reason(j, l.first_pending),
+                "partition": j.partition,
+                "user_name": text::owner(j, c.me),
+                "nodes": j.nodes,
+                "node_count": nodes_of(j, c.cluster),
+                "cpus": j.cores,
+                "time_limit": (j.walltime_ns > 0).then(|| text::limit_minutes(j.walltime_ns)),
+                "submit_time": text::secs(j.submit_ns),
+                "start_time": text::secs(j.start_ns),
+                "end_time": text::secs(j.end_ns),
+                "exit_code": j.exit.0,
+                "current_working_directory": j.program.as_ref().map(|p| &p.workdir),
+                "standard_output": j.program.as_ref().map(|p| &p.stdout),
+                "standard_error": j.program.as_ref().map(|p| &p.stderr),
+                "comment": j.program.as_ref().map(|p| &p.comment),
+            })
+        })
+        .collect();
+    json!({"meta": {"plugin": {"type": "openapi/v0.0.38", "name": "Slurm OpenAPI v0.0.38"},
+        "Slurm": {"version": {"major": 22, "micro": 8, "minor": 5}, "release": "22.05.8"}},
+        "errors": [], "jobs": jobs})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats_split_into_prefix_fields_and_suffixes() {
+        let (p, f) = parse_format("x%.18i %t|%M");
+        assert_eq!(p, "x");
+        assert_eq!(
+            f.iter()
+                .map(|f| (f.code, f.width, f.right, f.suffix.as_str()))
+                .collect::<Vec<_>>(),
+            [
+                ('i', 18, true, " "),
+                ('t', 0, false, "|"),
+                ('M', 0, false, "")
+            ]
+        );
+    }
+
+    #[test]
+    fn long_formats_default_to_twenty_left_justified() {
+        let f = parse_long_format("jobid,state:.5,name:|").unwrap();
+        assert_eq!(
+            f.iter()
+                .map(|f| (f.code, f.width, f.right, f.suffix.as_str()))
+                .collect::<Vec<_>>(),
+            [
+                ('i', 20, false, ""),
+                ('T', 5, true, ""),
+                ('j', 0, false, "|")
+            ]
+        );
+        assert!(parse_long_format("bogus").is_err());
+    }
+}

@@ -1,0 +1,450 @@
+//! How Slurm writes what its commands print: durations, dates, job
+//! states, and fields padded or cut to a width. Each function follows one
+//! of Slurm's own, named in its comment, so that the output matches
+//! byte for byte.
+
+use formats::wire::{JobInfo, JobState};
+
+/// Seconds since the epoch, now.
+pub fn now_s() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
+}
+
+/// A wall-clock instant in ns, in whole seconds (0 stays 0).
+pub fn secs(ns: i64) -> i64 {
+    ns.div_euclid(1_000_000_000)
+}
+
+/// squeue's `_print_secs`: `M:SS`, `H:MM:SS`, `D-HH:MM:SS`.
+pub fn short_duration(s: i64) -> String {
+    if !(0..=365 * 86400).contains(&s) {
+        return "INVALID".into();
+    }
+    let (d, h, m, sec) = (s / 86400, (s / 3600) % 24, (s / 60) % 60, s % 60);
+    if d > 0 {
+        format!("{d}-{h:02}:{m:02}:{sec:02}")
+    } else if h > 0 {
+        format!("{h}:{m:02}:{sec:02}")
+    } else {
+        format!("{m}:{sec:02}")
+    }
+}
+
+/// Slurm's `secs2time_str` (sacct's Elapsed, scontrol's RunTime):
+/// `HH:MM:SS`, `D-HH:MM:SS`.
+pub fn long_duration(s: i64) -> String {
+    let s = s.max(0);
+    let (d, h, m, sec) = (s / 86400, (s / 3600) % 24, (s / 60) % 60, s % 60);
+    if d > 0 {
+        format!("{d}-{h:02}:{m:02}:{sec:02}")
+    } else {
+        format!("{h:02}:{m:02}:{sec:02}")
+    }
+}
+
+/// A time limit as squeue prints it (`UNLIMITED`, else as
+/// [`short_duration`], rounded to minutes as Slurm keeps limits).
+pub fn squeue_limit(walltime_ns: u64) -> String {
+    match walltime_ns {
+        0 => "UNLIMITED".into(),
+        ns => short_duration(limit_minutes(ns) * 60),
+    }
+}
+
+/// A time limit as scontrol and sacct print it (`UNLIMITED`, else
+/// [`long_duration`]).
+pub fn long_limit(walltime_ns: u64) -> String {
+    match walltime_ns {
+        0 => "UNLIMITED".into(),
+        ns => long_duration(limit_minutes(ns) * 60),
+    }
+}
+
+/// Slurm keeps time limits in whole minutes, rounded up.
+pub fn limit_minutes(walltime_ns: u64) -> i64 {
+    (walltime_ns.div_ceil(60_000_000_000)) as i64
+}
+
+/// Slurm's `slurm_make_time_str` with its default format: local time,
+/// `YYYY-MM-DDTHH:MM:SS`.
+pub fn date(s: i64) -> String {
+    let t = s as libc::time_t;
+    // SAFETY: localtime_r reads `t` and writes only into `tm`, which
+    // lives for the call; no pointer outlives it.
+    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
+    let ok = unsafe { !libc::localtime_r(&t, &mut tm).is_null() };
+    if !ok {
+        return "Unknown".into();
+    }
+    format!(
+        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}",
+        tm.tm_year + 1900,
+        tm.tm_mon + 1,
+        tm.tm_mday,
+        tm.tm_hour,
+        tm.tm_min,
+        tm.tm_sec
+    )
+}
+
+/// A local date as the user writes one for `sacct -S/-E`: `now`,
+/// `YYYY-MM-DD`, `YYYY-MM-DDTHH:MM[:SS]`, `HH:MM[:SS]` (today), or
+/// `now-N[seconds|minutes|hours|days|weeks]`.
+pub fn parse_date(text: &str) -> Option<i64> {
+    let t = text.trim();
+    if let Some(rest) = t.strip_prefix("now") {
+        if rest.is_empty() {
+            return Some(now_s());
+        }
+        let (sign, rest) = match rest.as_bytes()[0] {
+            b'-' => (-1, &rest[1..]),
+            b'+' => (1, &rest[1..]),
+            _ => return None,
+        };
+        let digits = rest
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(rest.len());
+        let n: i64 = rest[..digits].parse().ok()?;
+        let unit = match &rest[digits..] {
+            "" | "s" | "sec" | "secs" | "second" | "seconds" => 1,
+            "min" | "mins" | "minute" | "minutes" => 60,
+            "hour" | "hours" => 3600,
+            "day" | "days" => 86400,
+            "week" | "weeks" => 7 * 86400,
+            _ => return None,
+        };
+        return Some(now_s() + sign * n * unit);
+    }
+    let (day, clock) = match t.split_once('T') {
+        Some((d, c)) => (Some(d), Some(c)),
+        None if t.contains(':') => (None, Some(t)),
+        None => (Some(t), None),
+    };
+    let mut tm: libc::tm = unsafe_today();
+    if let Some(d) = day {
+        let p: Vec<&str> = d.split('-').collect();
+        if p.len() != 3 {
+            return None;
+        }
+        tm.tm_year = p[0].parse::<i32>().ok()? - 1900;
+        tm.tm_mon = p[1].parse::<i32>().ok()? - 1;
+        tm.tm_mday = p[2].parse().ok()?;
+    }
+    let c: Vec<&str> = clock.map(|c| c.split(':').collect()).unwrap_or_default();
+    if c.len() > 3 || (clock.is_some() && c.len() < 2) {
+        return None;
+    }
+    let field = |i: usize| c.get(i).map_or(Some(0), |v| v.parse::<i32>().ok());
+    tm.tm_hour = field(0)?;
+    tm.tm_min = field(1)?;
+    tm.tm_sec = field(2)?;
+    tm.tm_isdst = -1;
+    // SAFETY: mktime reads and normalises the `tm` it is given, nothing
+    // else.
+    let s = unsafe { libc::mktime(&mut tm) };
+    (s != -1).then_some(s as i64)
+}
+
+/// Today's local date, midnight.
+fn unsafe_today() -> libc::tm {
+    let t = now_s() as libc::time_t;
+    // SAFETY: as in [`date`].
+    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
+    unsafe { libc::localtime_r(&t, &mut tm) };
+    tm.tm_hour = 0;
+    tm.tm_min = 0;
+    tm.tm_sec = 0;
+    tm
+}
+
+/// A duration as sbatch's `--time` takes it: `M`, `M:S`, `H:M:S`, `D-H`,
+/// `D-H:M`, `D-H:M:S`, or `UNLIMITED`/`INFINITE`; in seconds (0: none).
+pub fn parse_time_limit(text: &str) -> Option<u64> {
+    let t = text.trim();
+    if t.eq_ignore_ascii_case("unlimited") || t.eq_ignore_ascii_case("infinite") || t == "-1" {
+        return Some(0);
+    }
+    let num = |s: &str| s.parse::<u64>().ok();
+    let (days, rest) = match t.split_once('-') {
+        Some((d, r)) => (num(d)?, Some(r)),
+        None => (0, None),
+    };
+    let secs = match rest {
+        Some(r) => {
+            let p: Vec<&str> = r.split(':').collect();
+            match p.as_slice() {
+                [h] => num(h)? * 3600,
+                [h, m] => num(h)? * 3600 + num(m)? * 60,
+                [h, m, s] => num(h)? * 3600 + num(m)? * 60 + num(s)?,
+                _ => return None,
+            }
+        }
+        None => {
+            let p: Vec<&str> = t.split(':').collect();
+            match p.as_slice() {
+                [m] => num(m)? * 60,
+                [m, s] => num(m)? * 60 + num(s)?,
+                [h, m, s] => num(h)? * 3600 + num(m)? * 60 + num(s)?,
+                _ => return None,
+            }
+        }
+    };
+    Some(days * 86400 + secs)
+}
+
+/// A size in MiB as `--mem` takes it: a number with an optional unit
+/// K, M, G or T (M when none).
+pub fn parse_mem_mb(text: &str) -> Option<u64> {
+    let t = text.trim();
+    let (n, unit) = match t.find(|c: char| !c.is_ascii_digit()) {
+        Some(i) => (&t[..i], &t[i..]),
+        None => (t, ""),
+    };
+    let n: u64 = n.parse().ok()?;
+    Some(match unit.to_ascii_uppercase().as_str() {
+        "" | "M" | "MB" => n,
+        "K" | "KB" => n.div_ceil(1024),
+        "G" | "GB" => n * 1024,
+        "T" | "TB" => n * 1024 * 1024,
+        _ => return None,
+    })
+}
+
+/// A job state as Slurm names it in full (squeue's `%T`, sacct's State).
+pub fn state_long(s: JobState) -> &'static str {
+    match s {
+        JobState::Pending => "PENDING",
+        JobState::Running => "RUNNING",
+        JobState::Suspended => "SUSPENDED",
+        JobState::Completed => "COMPLETED",
+        JobState::Cancelled => "CANCELLED",
+        JobState::Failed => "FAILED",
+        JobState::Timeout => "TIMEOUT",
+        JobState::NodeFail => "NODE_FAIL",
+    }
+}
+
+/// A job state as squeue's `%t` writes it.
+pub fn state_compact(s: JobState) -> &'static str {
+    match s {
+        JobState::Pending => "PD",
+        JobState::Running => "R",
+        JobState::Suspended => "S",
+        JobState::Completed => "CD",
+        JobState::Cancelled => "CA",
+        JobState::Failed => "F",
+        JobState::Timeout => "TO",
+        JobState::NodeFail => "NF",
+    }
+}
+
+/// The state a user names to squeue or scancel (`-t`): compact or long,
+/// any case; `all` is every state. The states Slurm has and clemu does
+/// not (COMPLETING, PREEMPTED, OUT_OF_MEMORY, ...) match no job.
+pub fn parse_states(list: &str) -> Result<Option<Vec<JobState>>, String> {
+    let mut out = Vec::new();
+    for word in list.split(',').filter(|w| !w.is_empty()) {
+        let w = word.to_ascii_uppercase();
+        if w == "ALL" {
+            return Ok(None);
+        }
+        let known = JobState::ALL
+            .into_iter()
+            .find(|&s| state_long(s) == w || state_compact(s) == w);
+        match (known, w.as_str()) {
+            (Some(s), _) => out.push(s),
+            (
+                None,
+                "CG" | "COMPLETING" | "PR" | "PREEMPTED" | "OOM" | "OUT_OF_MEMORY" | "BF"
+                | "BOOT_FAIL" | "DL" | "DEADLINE" | "CF" | "CONFIGURING" | "RQ" | "REQUEUED" | "RS"
+                | "RESIZING" | "RV" | "REVOKED" | "SE" | "SPECIAL_EXIT" | "ST" | "STOPPED" | "RH"
+                | "REQUEUE_HOLD" | "RF" | "REQUEUE_FED" | "RD" | "RESV_DEL_HOLD" | "SI"
+                | "SIGNALING" | "SO" | "STAGE_OUT",
+            ) => {}
+            (None, _) => return Err(format!("Invalid job state specified: {word}")),
+        }
+    }
+    Ok(Some(out))
+}
+
+/// The id Slurm shows for a job: `ARRAY_INDEX` for a task of an array.
+pub fn job_id(j: &JobInfo) -> String {
+    match j.array {
+        Some(t) => format!("{}_{}", t.job, t.index),
+        None => j.id.to_string(),
+    }
+}
+
+/// How long a job has run, suspensions left out (squeue's
+/// `job_time_used`), in seconds.
+pub fn time_used(j: &JobInfo, now: i64) -> i64 {
+    if j.start_ns == 0 || j.state == JobState::Pending {
+        return 0;
+    }
+    let end = if j.end_ns > 0 { secs(j.end_ns) } else { now };
+    let suspended: i64 = j
+        .suspensions
+        .iter()
+        .map(|&(s, r)| {
+            let r = if r > 0 { secs(r) } else { end };
+            (r - secs(s)).max(0)
+        })
+        .sum();
+    (end - secs(j.start_ns) - suspended).max(0)
+}
+
+/// The nodes a job holds or asks (Slurm's NumNodes).
+pub fn node_count(j: &JobInfo) -> usize {
+    if j.nodes.is_empty() {
+        return 1;
+    }
+    formats::nodeset::parse(&j.nodes).map_or(1, |s| formats::nodeset::count(&s))
+}
+
+/// Why a pending job waits, as Slurm names it: the controller's reason
+/// when it is one of Slurm's; else `Resources` for the first job of its
+/// partition in the queue and `Priority` behind it (what `first` says).
+pub fn pending_reason(j: &JobInfo, first: bool) -> String {
+    match j.reason.as_str() {
+        r @ ("Dependency" | "BeginTime" | "JobArrayTaskLimit" | "PartitionDown"
+        | "ReqNodeNotAvail" | "JobHeldUser" | "JobHeldAdmin") => r.to_string(),
+        _ if first => "Resources".into(),
+        _ => "Priority".into(),
+    }
+}
+
+/// Why a job is where it is, for squeue's `%r`, scontrol's `Reason=`:
+/// the pending reason, `NonZeroExitCode` for a failed job, `TimeLimit`
+/// for a timeout, else `None`.
+pub fn reason(j: &JobInfo, first_pending: bool) -> String {
+    match j.state {
+        JobState::Pending => pending_reason(j, first_pending),
+        JobState::Failed if j.exit.0 != 0 => "NonZeroExitCode".into(),
+        JobState::Failed => "RaisedSignal:".to_string() + &j.exit.1.to_string(),
+        JobState::Timeout => "TimeLimit".into(),
+        JobState::NodeFail => "NodeDown".into(),
+        _ => "None".into(),
+    }
+}
+
+/// squeue's `_print_str`: `right` pads on the left; a width cuts what is
+/// longer unless `cut` is false; width 0 prints the text as it is.
+pub fn field(text: &str, width: usize, right: bool, cut: bool) -> String {
+    if width == 0 {
+        return text.to_string();
+    }
+    let chars = text.chars().count();
+    let shown: String = if cut && chars > width {
+        text.chars().take(width).collect()
+    } else {
+        text.to_string()
+    };
+    if right {
+        format!("{shown:>width$}")
+    } else {
+        format!("{shown:<width$}")
+    }
+}
+
+/// The user running the command.
+pub fn user_name() -> String {
+    nix::unistd::User::from_uid(nix::unistd::getuid())
+        .ok()
+        .flatten()
+        .map(|u| u.name)
+        .or_else(|| std::env::var("USER").ok())
+        .unwrap_or_else(|| nix::unistd::getuid().to_string())
+}
+
+/// The uid of user `name` (for `UserId=name(uid)`), if the system knows
+/// it.
+pub fn uid_of(name: &str) -> Option<u32> {
+    nix::unistd::User::from_name(name)
+        .ok()
+        .flatten()
+        .map(|u| u.uid.as_raw())
+}
+
+/// Whose job `j` is: the submitter of a script; for a job that sleeps
+/// (submitted by a replay), the user running the command.
+pub fn owner(j: &JobInfo, me: &str) -> String {
+    match &j.program {
+        Some(p) if !p.user.is_empty() => p.user.clone(),
+        _ => me.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_are_written_as_slurm_writes_them() {
+        assert_eq!(short_duration(0), "0:00");
+        assert_eq!(short_duration(61), "1:01");
+        assert_eq!(short_duration(3600), "1:00:00");
+        assert_eq!(short_duration(90061), "1-01:01:01");
+        assert_eq!(long_duration(3), "00:00:03");
+        assert_eq!(long_duration(90061), "1-01:01:01");
+        assert_eq!(squeue_limit(0), "UNLIMITED");
+        assert_eq!(squeue_limit(300_000_000_000), "5:00");
+        assert_eq!(long_limit(300_000_000_000), "00:05:00");
+        // Limits are whole minutes, rounded up.
+        assert_eq!(long_limit(61_000_000_000), "00:02:00");
+    }
+
+    #[test]
+    fn time_limits_parse_in_every_form_sbatch_takes() {
+        assert_eq!(parse_time_limit("5"), Some(300));
+        assert_eq!(parse_time_limit("5:30"), Some(330));
+        assert_eq!(parse_time_limit("1:00:00"), Some(3600));
+        assert_eq!(parse_time_limit("2-0"), Some(172_800));
+        assert_eq!(parse_time_limit("1-2:3"), Some(86400 + 7200 + 180));
+        assert_eq!(parse_time_limit("1-2:3:4"), Some(86400 + 7200 + 184));
+        assert_eq!(parse_time_limit("UNLIMITED"), Some(0));
+        assert_eq!(parse_time_limit("x"), None);
+        assert_eq!(parse_time_limit("1:2:3:4"), None);
+    }
+
+    #[test]
+    fn memory_sizes_are_mebibytes_unless_they_say() {
+        assert_eq!(parse_mem_mb("100"), Some(100));
+        assert_eq!(parse_mem_mb("2G"), Some(2048));
+        assert_eq!(parse_mem_mb("512K"), Some(1));
+        assert_eq!(parse_mem_mb("2X"), None);
+    }
+
+    #[test]
+    fn fields_pad_and_cut_as_squeue_does() {
+        assert_eq!(field("wrap", 8, true, true), "    wrap");
+        assert_eq!(field("longname_job_x", 8, true, true), "longname");
+        assert_eq!(field("ab", 4, false, true), "ab  ");
+        assert_eq!(field("node[1-4]", 3, false, false), "node[1-4]");
+        assert_eq!(field("x", 0, true, true), "x");
+    }
+
+    #[test]
+    fn states_parse_in_either_form_and_unknown_ones_are_refused() {
+        assert_eq!(
+            parse_states("pd,R").unwrap(),
+            Some(vec![JobState::Pending, JobState::Running])
+        );
+        assert_eq!(parse_states("all").unwrap(), None);
+        assert_eq!(parse_states("CG").unwrap(), Some(vec![]));
+        assert!(parse_states("bogus").is_err());
+    }
+
+    #[test]
+    fn dates_round_trip_through_the_form_sacct_prints() {
+        let s = parse_date("2026-03-04T05:06:07").unwrap();
+        assert_eq!(date(s), "2026-03-04T05:06:07");
+        assert_eq!(
+            date(parse_date("2026-03-04").unwrap()),
+            "2026-03-04T00:00:00"
+        );
+        assert!(parse_date("now-1hour").unwrap() < now_s());
+        assert_eq!(parse_date("yesterday"), None);
+    }
+}

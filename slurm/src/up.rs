@@ -1,0 +1,222 @@
+//! `clemu-slurm up`: an emulated cluster started in one command, and the
+//! two lines that make Slurm's commands reach it. `clemu-slurm down`
+//! stops it.
+//!
+//! The cluster lives in one directory: its config (`cluster.toml`, what
+//! `CLEMU_CONF` names), the controller's state and log, the job records,
+//! and `bin/`, where Slurm's command names link to this program. Only
+//! `bin/` takes Slurm's names, and only for who puts it on `PATH`.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use clap::Parser;
+use client::{Request, Response};
+
+use crate::cluster::{Cluster, CONF_VAR};
+
+/// The commands `bin/` holds.
+pub const COMMANDS: [&str; 6] = ["sbatch", "squeue", "scancel", "sacct", "sinfo", "scontrol"];
+
+#[derive(Debug, Parser)]
+#[command(name = "clemu-slurm up")]
+pub struct UpArgs {
+    /// Nodes, named node1, node2, ...
+    #[arg(long, default_value_t = 1000)]
+    nodes: u32,
+    /// Cores per node.
+    #[arg(long, default_value_t = 16)]
+    cpus: u32,
+    /// Memory per node (a size: 64G, 4000M).
+    #[arg(long, default_value = "64G")]
+    memory: String,
+    /// The partition every node is in.
+    #[arg(long, default_value = "batch")]
+    partition: String,
+    /// The scheduling policy (`controller policies`).
+    #[arg(long, default_value = "easy")]
+    policy: String,
+    /// Where the cluster keeps everything [default: /tmp/clemu-cluster-UID].
+    #[arg(long)]
+    dir: Option<PathBuf>,
+}
+
+#[derive(Debug, Parser)]
+#[command(name = "clemu-slurm down")]
+pub struct DownArgs {
+    /// The cluster's directory [default: the one CLEMU_CONF names, else
+    /// /tmp/clemu-cluster-UID].
+    #[arg(long)]
+    dir: Option<PathBuf>,
+}
+
+fn default_dir() -> PathBuf {
+    PathBuf::from(format!("/tmp/clemu-cluster-{}", nix::unistd::getuid()))
+}
+
+fn config_text(a: &UpArgs, dir: &Path) -> String {
+    format!(
+        r#"# Written by `clemu-slurm up`: {nodes} nodes of {cpus} cores, one partition.
+[controller]
+listen = "127.0.0.1:0"
+state_dir = "{dir}/state"
+record_dir = "{dir}/records"
+policy = "{policy}"
+schedule_interval_s = 0
+
+[agents]
+local = true
+# As Slurm's KillWait: how long a cancelled job has between SIGTERM and
+# SIGKILL.
+kill_grace_ms = 10000
+
+[[nodes]]
+names = "node[1-{nodes}]"
+cpus = {cpus}
+memory = "{memory}"
+
+[[partitions]]
+name = "{partition}"
+nodes = "ALL"
+default = true
+"#,
+        nodes = a.nodes,
+        cpus = a.cpus,
+        memory = a.memory,
+        partition = a.partition,
+        policy = a.policy,
+        dir = dir.display(),
+    )
+}
+
+pub fn up(argv: &[String]) -> Result<u8> {
+    let a: UpArgs = crate::cluster::parse(argv)?;
+    if a.nodes == 0 || a.cpus == 0 {
+        bail!("--nodes and --cpus must be at least 1");
+    }
+    let dir = a.dir.clone().unwrap_or_else(default_dir);
+    std::fs::create_dir_all(dir.join("bin"))
+        .with_context(|| format!("cannot create {}", dir.display()))?;
+    let dir = dir.canonicalize()?;
+    let conf = dir.join("cluster.toml");
+    if let Ok(pid) = std::fs::read_to_string(dir.join("controller.pid")) {
+        let alive = pid
+            .trim()
+            .parse::<i32>()
+            .is_ok_and(|p| nix::sys::signal::kill(nix::unistd::Pid::from_raw(p), None).is_ok());
+        if alive {
+            bail!(
+                "a cluster already runs in {} (controller pid {}): `clemu-slurm down --dir {}` \
+                 stops it",
+                dir.display(),
+                pid.trim(),
+                dir.display()
+            );
+        }
+    }
+    std::fs::write(&conf, config_text(&a, &dir))?;
+    let exe = std::env::current_exe().context("cannot find this program's path")?;
+    for name in COMMANDS {
+        let link = dir.join("bin").join(name);
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink(&exe, &link)
+            .with_context(|| format!("cannot link {}", link.display()))?;
+    }
+    let controller = exe.with_file_name("controller");
+    if !controller.exists() {
+        bail!(
+            "no controller program beside {} (build the workspace: cargo build --release)",
+            exe.display()
+        );
+    }
+    let started = Instant::now();
+    let out = std::process::Command::new(&controller)
+        .args(["serve", "--detach", "--config"])
+        .arg(&conf)
+        .arg("--log")
+        .arg(dir.join("controller.log"))
+        .output()
+        .with_context(|| format!("cannot run {}", controller.display()))?;
+    if !out.status.success() {
+        bail!(
+            "the controller did not start: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    std::fs::write(
+        dir.join("controller.pid"),
+        String::from_utf8_lossy(&out.stdout).trim(),
+    )?;
+    // Up means every node can take a job.
+    std::env::set_var(CONF_VAR, &conf);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    rt.block_on(async {
+        let mut c = Cluster::open().await?;
+        loop {
+            let nodes = c.nodes().await?;
+            if nodes
+                .iter()
+                .all(|n| n.state != formats::wire::NodeState::Down)
+            {
+                return Ok::<_, anyhow::Error>(());
+            }
+            if started.elapsed() > Duration::from_secs(60) {
+                bail!(
+                    "nodes still down after a minute: see {}",
+                    dir.join("controller.log").display()
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })?;
+    eprintln!(
+        "clemu-slurm: {} nodes of {} cores up in {:.2} s; `clemu-slurm down` stops them",
+        a.nodes,
+        a.cpus,
+        started.elapsed().as_secs_f64()
+    );
+    println!("export {CONF_VAR}={}", conf.display());
+    println!("export PATH={}:$PATH", dir.join("bin").display());
+    Ok(0)
+}
+
+pub fn down(argv: &[String]) -> Result<u8> {
+    let a: DownArgs = crate::cluster::parse(argv)?;
+    let conf = match (&a.dir, std::env::var_os(CONF_VAR)) {
+        (Some(d), _) => d.join("cluster.toml"),
+        (None, Some(c)) => PathBuf::from(c),
+        (None, None) => default_dir().join("cluster.toml"),
+    };
+    if !conf.exists() {
+        bail!("no cluster at {}", conf.display());
+    }
+    std::env::set_var(CONF_VAR, &conf);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    rt.block_on(async {
+        let mut c = Cluster::open().await?;
+        match c.call(&Request::Shutdown).await? {
+            Response::ShuttingDown => Ok(()),
+            other => bail!("unexpected answer: {other:?}"),
+        }
+    })?;
+    // Gone once its pid is.
+    if let Some(dir) = conf.parent() {
+        if let Ok(pid) = std::fs::read_to_string(dir.join("controller.pid")) {
+            if let Ok(p) = pid.trim().parse::<i32>() {
+                let pid = nix::unistd::Pid::from_raw(p);
+                let until = Instant::now() + Duration::from_secs(30);
+                while nix::sys::signal::kill(pid, None).is_ok() && Instant::now() < until {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+            }
+            let _ = std::fs::remove_file(dir.join("controller.pid"));
+        }
+    }
+    eprintln!("clemu-slurm: the cluster of {} is down", conf.display());
+    Ok(0)
+}

@@ -1,0 +1,295 @@
+//! Slurm's commands on a real emulated cluster: `clemu-slurm up` starts
+//! it, and users' batch scripts run as real processes on its nodes, seen
+//! through squeue, sacct, sinfo and scontrol as Slurm shows them.
+
+#![allow(clippy::unwrap_used)] // tests: a failure should panic
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+struct Up {
+    dir: tempfile::TempDir,
+    conf: PathBuf,
+}
+
+impl Up {
+    fn start(nodes: u32, cpus: u32) -> Up {
+        let dir = tempfile::tempdir().unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_clemu-slurm"))
+            .args([
+                "up",
+                "--nodes",
+                &nodes.to_string(),
+                "--cpus",
+                &cpus.to_string(),
+            ])
+            .args(["--memory", "1000M", "--dir"])
+            .arg(dir.path())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "up: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        // The two lines to set, and nothing else on standard output.
+        let text = String::from_utf8(out.stdout).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 2, "{text}");
+        let conf = PathBuf::from(lines[0].strip_prefix("export CLEMU_CONF=").unwrap());
+        assert_eq!(
+            lines[1],
+            format!(
+                "export PATH={}/bin:$PATH",
+                dir.path().canonicalize().unwrap().display()
+            )
+        );
+        Up { dir, conf }
+    }
+
+    /// Runs Slurm's command `name` from the cluster's bin/, in `cwd`.
+    fn run(&self, cwd: &Path, name: &str, args: &[&str], stdin: Option<&str>) -> Output {
+        use std::io::Write;
+        let mut cmd = Command::new(self.dir.path().join("bin").join(name));
+        cmd.args(args)
+            .current_dir(cwd)
+            .env("CLEMU_CONF", &self.conf)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        let mut child = cmd.spawn().unwrap();
+        let mut input = child.stdin.take().unwrap();
+        if let Some(s) = stdin {
+            input.write_all(s.as_bytes()).unwrap();
+        }
+        drop(input);
+        child.wait_with_output().unwrap()
+    }
+
+    fn ok(&self, cwd: &Path, name: &str, args: &[&str]) -> String {
+        let out = self.run(cwd, name, args, None);
+        assert!(
+            out.status.success(),
+            "{name} {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    /// The job's `State` and `ExitCode` once it is over.
+    fn wait_over(&self, cwd: &Path, id: &str) -> String {
+        let until = Instant::now() + Duration::from_secs(60);
+        loop {
+            let line = self.ok(
+                cwd,
+                "sacct",
+                &["-X", "-P", "-n", "-j", id, "--format", "State,ExitCode"],
+            );
+            let line = line.trim().to_string();
+            if !line.is_empty() && !line.starts_with("PENDING") && !line.starts_with("RUNNING") {
+                return line;
+            }
+            assert!(Instant::now() < until, "job {id} not over: {line}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Up {
+    fn drop(&mut self) {
+        let _ = Command::new(env!("CARGO_BIN_EXE_clemu-slurm"))
+            .args(["down", "--dir"])
+            .arg(self.dir.path())
+            .output();
+    }
+}
+
+#[test]
+fn batch_scripts_run_with_slurms_variables_and_are_accounted_as_slurm_does() {
+    let c = Up::start(4, 2);
+    let work = tempfile::tempdir().unwrap();
+    let w = work.path();
+    let script = "#!/bin/sh\n#SBATCH -J fit\n#SBATCH -o out-%j.txt\n#SBATCH -n 2\n\
+                  echo \"$SLURM_JOB_ID $SLURM_JOB_NAME $SLURM_NTASKS $SLURM_JOB_PARTITION $(pwd)\"\n";
+    std::fs::write(w.join("fit.sh"), script).unwrap();
+    let out = c.ok(w, "sbatch", &["fit.sh"]);
+    let id = out
+        .strip_prefix("Submitted batch job ")
+        .unwrap()
+        .trim()
+        .to_string();
+    assert_eq!(c.wait_over(w, &id), "COMPLETED|0:0");
+    let written = std::fs::read_to_string(w.join(format!("out-{id}.txt"))).unwrap();
+    assert_eq!(written.trim(), format!("{id} fit 2 batch {}", w.display()));
+
+    // A script on standard input that fails: its code is the job's.
+    let out = c.run(w, "sbatch", &["--parsable"], Some("#!/bin/sh\nexit 3\n"));
+    let failed = String::from_utf8(out.stdout).unwrap().trim().to_string();
+    assert!(failed.parse::<u64>().is_ok(), "{failed}");
+    assert_eq!(c.wait_over(w, &failed), "FAILED|3:0");
+    let steps = c.ok(
+        w,
+        "sacct",
+        &[
+            "-P",
+            "-n",
+            "-j",
+            &failed,
+            "--format",
+            "JobID,JobName,State,ExitCode",
+        ],
+    );
+    assert_eq!(
+        steps,
+        format!("{failed}|sbatch|FAILED|3:0\n{failed}.batch|batch|FAILED|3:0\n")
+    );
+    let shown = c.ok(w, "scontrol", &["show", "job", &failed]);
+    assert!(
+        shown.contains("JobState=FAILED Reason=NonZeroExitCode"),
+        "{shown}"
+    );
+    assert!(shown.contains("ExitCode=3:0"), "{shown}");
+
+    // An array: a file per task, named by Slurm's default pattern.
+    let out = c.ok(
+        w,
+        "sbatch",
+        &[
+            "--parsable",
+            "-a",
+            "1-3",
+            "--wrap",
+            "echo task $SLURM_ARRAY_TASK_ID",
+        ],
+    );
+    let array = out.trim().to_string();
+    let until = Instant::now() + Duration::from_secs(60);
+    for i in 1..=3 {
+        let f = w.join(format!("slurm-{array}_{i}.out"));
+        while std::fs::read_to_string(&f).map_or(true, |s| s.is_empty()) {
+            assert!(Instant::now() < until, "no {}", f.display());
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        assert_eq!(std::fs::read_to_string(&f).unwrap(), format!("task {i}\n"));
+    }
+}
+
+#[test]
+fn the_queue_shows_what_waits_and_why_and_a_cancel_leaves_nothing_running() {
+    let c = Up::start(2, 2);
+    let work = tempfile::tempdir().unwrap();
+    let w = work.path();
+    // Its own sleep length tells the jobs' processes from any other.
+    let marker = format!("sleep 300.{}", std::process::id());
+    let long = marker.clone();
+    let ids: Vec<String> = (0..3)
+        .map(|_| {
+            c.ok(w, "sbatch", &["--parsable", "-n", "2", "--wrap", &long])
+                .trim()
+                .to_string()
+        })
+        .collect();
+    let after = c
+        .ok(
+            w,
+            "sbatch",
+            &[
+                "--parsable",
+                "-d",
+                &format!("afterany:{}", ids[0]),
+                "--wrap",
+                "true",
+            ],
+        )
+        .trim()
+        .to_string();
+    // Two run (one node each); the third waits for resources, the last
+    // for its dependency.
+    let until = Instant::now() + Duration::from_secs(30);
+    loop {
+        let q = c.ok(w, "squeue", &["-h", "-o", "%i %t %R"]);
+        let expected = format!(
+            "{} PD (Resources)\n{after} PD (Dependency)\n{} R node1\n{} R node2\n",
+            ids[2], ids[0], ids[1]
+        );
+        let alt = format!(
+            "{} PD (Resources)\n{after} PD (Dependency)\n{} R node2\n{} R node1\n",
+            ids[2], ids[0], ids[1]
+        );
+        if q == expected || q == alt {
+            break;
+        }
+        assert!(Instant::now() < until, "queue never settled: {q}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let header = c.ok(w, "squeue", &[]);
+    assert!(header.starts_with(
+        "             JOBID PARTITION     NAME     USER ST       TIME  NODES NODELIST(REASON)\n"
+    ));
+    let sinfo = c.ok(w, "sinfo", &[]);
+    assert_eq!(
+        sinfo,
+        "PARTITION AVAIL  TIMELIMIT  NODES  STATE NODELIST\n\
+         batch*       up   infinite      2  alloc node[1-2]\n"
+    );
+    assert!(
+        Command::new("pgrep")
+            .args(["-f", &marker])
+            .output()
+            .unwrap()
+            .status
+            .success(),
+        "the jobs' processes are not running"
+    );
+    // Cancel all of them by name: nothing of them is left.
+    c.ok(w, "scancel", &["-n", "wrap"]);
+    assert_eq!(c.wait_over(w, &ids[0]), "CANCELLED by 0|0:15");
+    let until = Instant::now() + Duration::from_secs(30);
+    while Command::new("pgrep")
+        .args(["-f", &marker])
+        .output()
+        .unwrap()
+        .status
+        .success()
+    {
+        assert!(Instant::now() < until, "a cancelled job's process is left");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(c.ok(w, "squeue", &["-h"]), "");
+}
+
+#[test]
+fn bad_input_gets_one_line_and_no_job() {
+    let c = Up::start(1, 1);
+    let work = tempfile::tempdir().unwrap();
+    let w = work.path();
+    let out = c.run(w, "sbatch", &[], Some("echo no interpreter\n"));
+    assert!(!out.status.success());
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        err.starts_with("sbatch: error: This does not look like a batch script"),
+        "{err}"
+    );
+    let out = c.run(w, "sbatch", &["-t", "soon", "--wrap", "true"], None);
+    assert_eq!(
+        String::from_utf8(out.stderr).unwrap(),
+        "sbatch: error: Invalid time limit specification\n"
+    );
+    let out = c.run(w, "squeue", &["-t", "bogus"], None);
+    assert_eq!(
+        String::from_utf8(out.stderr).unwrap(),
+        "squeue: error: Invalid job state specified: bogus\n"
+    );
+    let out = c.run(w, "squeue", &["-j", "999"], None);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(c.ok(w, "sacct", &["-X", "-n"]), "");
+    // Without CLEMU_CONF, the command says what to set.
+    let out = Command::new(c.dir.path().join("bin/squeue"))
+        .env_remove("CLEMU_CONF")
+        .output()
+        .unwrap();
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(err.contains("CLEMU_CONF is not set"), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+}
