@@ -159,6 +159,12 @@ m = metrics("--cores", "256", "demo.rec")
 if (m["jobs"], m["suspended_jobs"]) != (4, 1):
     fail(f"calcmets demo.rec: {m['jobs']} jobs, {m['suspended_jobs']} suspended; expected 4, 1")
 
+# Slurm's commands (README): each task of the array wrote its line, and
+# the job that waited for the whole array gathered all four.
+lines = open("slurm-demo/all.txt").read().splitlines()
+if sorted(l.split(" of ")[0] for l in lines) != [f"task {i}" for i in range(1, 5)]:
+    fail(f"slurm-demo/all.txt: {lines}, expected a line from each of tasks 1-4")
+
 # A job by hand: 10 s of run time, one suspension of 3 s from its start.
 (r,) = dump("jobs.rec")
 if len(r["suspensions"]) != 1:

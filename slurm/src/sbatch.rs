@@ -153,8 +153,19 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
     if args.script.len() > 1 {
         bail!("arguments to the batch script are not supported by clemu yet");
     }
-    let spec = spec(&args, script)?;
+    // Options that make no job: Slurm's sbatch exits 255 for them.
+    let spec = match spec(&args, script) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("sbatch: error: {e}");
+            return Ok(255);
+        }
+    };
     let mut c = Cluster::open().await?;
+    let mut spec = spec;
+    if !spec.after.is_empty() {
+        spec.after = whole_arrays(&mut c, &spec.after).await?;
+    }
     let ids = match c
         .call(&Request::Submit {
             specs: vec![spec],
@@ -174,6 +185,28 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
         println!("Submitted batch job {id}");
     }
     Ok(0)
+}
+
+/// Dependencies as Slurm reads them: an array's id stands for every task
+/// of it.
+async fn whole_arrays(c: &mut Cluster, after: &[u64]) -> Result<Vec<u64>> {
+    let jobs = c.jobs(true).await?;
+    let mut out = Vec::new();
+    for &id in after {
+        let tasks: Vec<u64> = jobs
+            .iter()
+            .filter(|j| j.array.is_some_and(|a| a.job == id))
+            .map(|j| j.id)
+            .collect();
+        if tasks.is_empty() {
+            out.push(id);
+        } else {
+            out.extend(tasks);
+        }
+    }
+    out.sort_unstable();
+    out.dedup();
+    Ok(out)
 }
 
 /// The job `args` describe, running `script`.
@@ -211,7 +244,7 @@ fn spec(args: &Args, script: String) -> Result<JobSpec> {
     };
     let walltime_ns = match &args.time {
         Some(t) => {
-            text::parse_time_limit(t).ok_or_else(|| anyhow!("Invalid time limit specification"))?
+            text::parse_time_limit(t).ok_or_else(|| anyhow!("Invalid --time specification"))?
                 * 1_000_000_000
         }
         None => 0,

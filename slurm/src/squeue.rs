@@ -128,7 +128,8 @@ fn parse_long_format(fmt: &str) -> Result<Vec<Field>> {
 /// private ones (upper-case letters squeue leaves unused here).
 fn long_code(name: &str) -> Option<char> {
     Some(match name {
-        "jobid" => 'i',
+        // The job's own id, a pending array's too (squeue's job_id2).
+        "jobid" => 'A',
         "arrayjobid" => 'F',
         "arraytaskid" => 'K',
         "name" => 'j',
@@ -356,7 +357,17 @@ pub fn named_by(list: &str, j: &JobInfo) -> bool {
 pub async fn main(argv: Vec<String>) -> Result<u8> {
     let args: Args = crate::cluster::parse(&argv)?;
     let states = match &args.states {
-        Some(s) => text::parse_states(s).map_err(anyhow::Error::msg)?,
+        Some(s) => match text::parse_states(s) {
+            Ok(v) => v,
+            Err(e) => {
+                eprintln!("squeue: error: {e}");
+                eprintln!(
+                    "squeue: error: Valid job states include: {}\n",
+                    text::VALID_STATES
+                );
+                return Ok(1);
+            }
+        },
         // Given ids, any state; else only jobs not over.
         None if args.jobs.is_some() => None,
         None => Some(vec![
@@ -569,7 +580,7 @@ mod tests {
                 .map(|f| (f.code, f.width, f.right, f.suffix.as_str()))
                 .collect::<Vec<_>>(),
             [
-                ('i', 20, false, ""),
+                ('A', 20, false, ""),
                 ('T', 5, true, ""),
                 ('j', 0, false, "|")
             ]

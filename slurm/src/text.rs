@@ -240,6 +240,12 @@ pub fn state_compact(s: JobState) -> &'static str {
     }
 }
 
+/// The states Slurm's commands list when given one they do not know.
+pub const VALID_STATES: &str = "PENDING,RUNNING,SUSPENDED,COMPLETED,CANCELLED,FAILED,TIMEOUT,\
+    NODE_FAIL,PREEMPTED,BOOT_FAIL,DEADLINE,OUT_OF_MEMORY,COMPLETING,CONFIGURING,RESIZING,\
+    RESV_DEL_HOLD,REQUEUED,REQUEUE_FED,REQUEUE_HOLD,REVOKED,SIGNALING,SPECIAL_EXIT,STAGE_OUT,\
+    STOPPED";
+
 /// The state a user names to squeue or scancel (`-t`): compact or long,
 /// any case; `all` is every state. The states Slurm has and clemu does
 /// not (COMPLETING, PREEMPTED, OUT_OF_MEMORY, ...) match no job.

@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# Slurm's commands side by side: the same job set goes through a real
+# Slurm cluster on this host (scripts/slurm-local.sh, 4 nodes of 4 cores)
+# and through clemu's commands on an emulated cluster of the same shape
+# (`clemu-slurm up`); every command's output is then compared, line by
+# line. Job ids, dates and the seconds of elapsed times are normalised;
+# nothing else is. Exits 1 on any difference, showing it. Root (for the
+# real Slurm's daemons).
+#
+#   scripts/slurm-face.sh
+#
+# What is left out, and why, is in docs/slurm.md ("Side by side").
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cargo build -q -p slurm -p controller -p sigsleep
+host=$(rustc -vV | sed -n 's/^host: //p')
+bin=$PWD/target/$host/debug
+[ -x "$bin/clemu-slurm" ] || bin=$PWD/target/debug
+work=$(mktemp -d -t clemu-slurm-face-XXXXXX)
+export SLURM_LOCAL_DIR=$work/slurm
+cleanup() {
+  "$bin/clemu-slurm" down --dir "$work/clemu" >/dev/null 2>&1 || true
+  scripts/slurm-local.sh down >/dev/null 2>&1 || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+fail() { echo "slurm-face: FAIL: $*" >&2; exit 1; }
+
+scripts/slurm-local.sh up 4 4 >/dev/null
+mkdir -p "$work/clemu"
+"$bin/clemu-slurm" up --nodes 4 --cpus 4 --memory 1000M --dir "$work/clemu" > "$work/clemu.env"
+
+# The job set, then every command, in one environment; outputs to $1/.
+# Whole-node jobs (4 cores on 4-core nodes), so that both place them
+# alike: the first four run, one per node, and the rest wait.
+jobset() {
+  local out=$1
+  mkdir -p "$out/run"
+  cd "$out/run"
+  # Ten jobs first, over at once: the ids compared start past 10, so
+  # that normalising them leaves counts and limits alone.
+  for _ in $(seq 10); do sbatch -o /dev/null --wrap true >/dev/null; done
+  for _ in $(seq 300); do
+    [ -z "$(squeue -h -o %i)" ] && break
+    sleep 0.1
+  done
+  {
+    sbatch -J longname_job_x -n 4 -t 1:00:00 --wrap "sleep 120"
+    sbatch --parsable -n 4 --wrap "sleep 120"
+    printf '#!/bin/sh\n#SBATCH -J fromstdin\n#SBATCH -n 4\n#SBATCH -t 5\nsleep 120\n' | sbatch
+    sbatch --parsable -n 4 -t 10 --comment hello --wrap "sleep 120"
+    sbatch --parsable -n 4 --wrap "sleep 120"
+    sbatch --parsable -n 4 -J second --wrap "sleep 120"
+    sbatch --parsable -n 4 -a 1-3 --wrap "sleep 120"
+  } > "$out/sbatch" 2>&1
+  # Until the first four run.
+  for _ in $(seq 300); do
+    [ "$(squeue -h -t R -o %i | wc -l)" -eq 4 ] && break
+    sleep 0.1
+  done
+  local n=0
+  run() {
+    n=$((n + 1))
+    local f rc=0
+    f=$out/$(printf %02d "$n")
+    echo "\$ $*" > "$f"
+    "$@" >> "$f" 2>&1 || rc=$?
+    echo "[exit $rc]" >> "$f"
+  }
+  run squeue
+  run squeue -h -o '%i %t'
+  run squeue -h -o '%.5i %P %j %u %t %D %C %l %R %Z %k'
+  run squeue --format='%i|%T' --noheader --name second
+  run squeue -O jobid,state,name,username,numnodes,numcpus,timelimit,reason,partition
+  run squeue -t PD
+  run squeue -t R -p batch -h
+  run squeue -j 999
+  run squeue -t bogus
+  run sinfo
+  run sinfo -N
+  run sinfo -h -o %P
+  run sinfo -aho %F/%C
+  run sinfo -a -o "%P %G %l %p %c %m"
+  run sinfo -o "%N %D %t %c %m"
+  run scontrol show hostnames 'node[1-3],x5'
+  run scontrol show partition
+  run scontrol show partition -o
+  run sbatch --wrap "true" -t soon
+  cd /
+}
+
+(
+  export SLURM_CONF=$SLURM_LOCAL_DIR/etc/slurm.conf
+  jobset "$work/slurm-out"
+  scancel -u root
+)
+(
+  # shellcheck disable=SC1091
+  source "$work/clemu.env"
+  [ "$(command -v sbatch)" = "$work/clemu/bin/sbatch" ] || fail "clemu's sbatch is not first on PATH"
+  jobset "$work/clemu-out"
+  scancel -u root
+)
+
+# Job ids in order of submission, from each side's sbatch output.
+ids() { grep -oE '[0-9]+' "$1/sbatch"; }
+normalise() {
+  local side=$1 file=$2 i=0 id expr=""
+  for id in $(ids "$side"); do
+    i=$((i + 1))
+    expr+="s/\\b$id\\b/J$i/g;"
+  done
+  sed -E "s#$work/(slurm|clemu)-out#WORK#g;$expr"'s/[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}/DATE/g; s/\b0:0[0-9]\b/0:0S/g' "$file"
+}
+diffs=0
+for f in "$work/slurm-out"/[0-9]* "$work/slurm-out/sbatch"; do
+  name=$(basename "$f")
+  if ! diff -u --label "slurm $name" --label "clemu $name" \
+      <(normalise "$work/slurm-out" "$f") <(normalise "$work/clemu-out" "$work/clemu-out/$name") \
+      > "$work/diff-$name"; then
+    echo "slurm-face: differs: $(head -1 "$f")"
+    sed 's/^/  /' "$work/diff-$name"
+    diffs=$((diffs + 1))
+  fi
+done
+total=$(ls "$work/slurm-out" | grep -c .)
+total=$((total - 1))
+[ "$diffs" -eq 0 ] || fail "$diffs of $total outputs differ"
+echo "slurm-face: $total outputs alike, Slurm's and clemu's"
