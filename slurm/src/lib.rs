@@ -24,6 +24,7 @@
 //! and fails rather than pretend.
 
 pub mod cluster;
+pub mod format;
 pub mod sacct;
 pub mod sbatch;
 pub mod scancel;

@@ -117,7 +117,12 @@ fn parse_fields(list: &str) -> Result<Vec<Field>> {
             Some((n, w)) => (n, Some(w.parse::<i32>().unwrap_or(0))),
             None => (item, None),
         };
-        let Some(&(name, default)) = FIELDS.iter().find(|(n, _)| n.eq_ignore_ascii_case(name))
+        // As Slurm: the first field, in the table's order, that the name
+        // given begins (`exit` is ExitCode).
+        let given = name.to_ascii_lowercase();
+        let Some(&(name, default)) = FIELDS
+            .iter()
+            .find(|(n, _)| !given.is_empty() && n.to_ascii_lowercase().starts_with(&given))
         else {
             bail!("Invalid field requested: \"{name}\"");
         };
@@ -139,7 +144,9 @@ struct Row<'a> {
 struct Ctx<'a> {
     me: &'a str,
     now: i64,
-    units: Option<char>,
+    /// `--units`, as [`text::convert_num_unit`] takes it.
+    units: Option<usize>,
+    noconvert: bool,
 }
 
 /// A state as sacct writes it: `CANCELLED by UID` for a cancelled job.
@@ -162,25 +169,20 @@ fn elapsed(j: &JobInfo, now: i64) -> i64 {
     text::time_used(j, now)
 }
 
-/// sacct's `_elapsed_time`: `MM:SS.mmm` under an hour, else `HH:MM:SS`,
-/// `D-HH:MM:SS`.
+/// sacct's `_elapsed_time`: `D-HH:MM:SS`, `HH:MM:SS`, `MM:SS.mmm` under
+/// an hour when there are milliseconds, `00:MM:SS` when there are none.
 fn cpu_time(ns: u64) -> String {
-    let s = (ns / 1_000_000_000) as i64;
+    let s = ns / 1_000_000_000;
     let ms = (ns / 1_000_000) % 1000;
-    if s >= 3600 {
-        text::long_duration(s)
+    let (d, h, m, sec) = (s / 86400, (s / 3600) % 24, (s / 60) % 60, s % 60);
+    if d > 0 {
+        format!("{d}-{h:02}:{m:02}:{sec:02}")
+    } else if h > 0 {
+        format!("{h:02}:{m:02}:{sec:02}")
+    } else if ms > 0 {
+        format!("{m:02}:{sec:02}.{ms:03}")
     } else {
-        format!("{:02}:{:02}.{ms:03}", s / 60, s % 60)
-    }
-}
-
-/// A size in KiB in the units asked (`--units`), as Slurm's
-/// `convert_num_unit`: whole kibibytes by default.
-fn size_kib(kib: u64, units: Option<char>) -> String {
-    match units {
-        Some('M') => format!("{:.2}M", kib as f64 / 1024.0),
-        Some('G') => format!("{:.2}G", kib as f64 / (1024.0 * 1024.0)),
-        _ => format!("{kib}K"),
+        format!("00:{m:02}:{sec:02}")
     }
 }
 
@@ -241,7 +243,10 @@ fn value(name: &str, r: &Row<'_>, c: &Ctx<'_>) -> String {
             }
             let mut t = format!("billing={},cpu={}", j.cores, j.cores);
             if j.mem_per_cpu_mb > 0 {
-                t += &format!(",mem={}M", j.mem_per_cpu_mb * u64::from(j.cores));
+                t += &format!(
+                    ",mem={}",
+                    text::mem_mb(j.mem_per_cpu_mb * u64::from(j.cores))
+                );
             }
             t + &format!(",node={nodes}")
         }
@@ -277,12 +282,19 @@ fn value(name: &str, r: &Row<'_>, c: &Ctx<'_>) -> String {
         }
         "TotalCPU" => cpu_time(prog.map_or(0, |p| p.cpu_ns)),
         "MaxRSS" => match (r.step, prog) {
-            (Some(_), Some(p)) => size_kib(p.max_rss_kib, c.units),
+            (Some(_), Some(p)) => {
+                text::convert_num_unit(p.max_rss_kib as f64, text::KILO, c.units, c.noconvert)
+            }
             _ => String::new(),
         },
         "ReqMem" => match j.mem_per_cpu_mb {
             0 => "0".into(),
-            m => format!("{}M", m * u64::from(j.cores)),
+            m => text::convert_num_unit(
+                (m * u64::from(j.cores)) as f64,
+                text::MEGA,
+                c.units,
+                c.noconvert,
+            ),
         },
         "Comment" => j
             .program
@@ -314,16 +326,40 @@ fn value(name: &str, r: &Row<'_>, c: &Ctx<'_>) -> String {
     }
 }
 
+/// How print_fields fits a value longer than its width.
+#[derive(Clone, Copy, PartialEq)]
+enum Cut {
+    /// Text: cut, its last character a `+`.
+    Plus,
+    /// Headers, dates and durations: cut.
+    Plain,
+    /// Numbers: printed whole.
+    Never,
+}
+
+/// Which [`Cut`] field `name`'s values get.
+fn cut_of(name: &str) -> Cut {
+    match name {
+        "AllocCPUS" | "NCPUS" | "NNodes" | "ElapsedRaw" | "CPUTimeRAW" | "ReqCPUS" | "NTasks"
+        | "UID" => Cut::Never,
+        "Start" | "End" | "Submit" | "Eligible" | "Elapsed" | "CPUTime" | "Suspended" => Cut::Plain,
+        _ => Cut::Plus,
+    }
+}
+
 /// print_fields' rule: right-justified to the width (left for a negative
-/// one), cut with a `+` where longer.
-fn fixed(v: &str, width: i32) -> String {
+/// one), then a space; cut as `cut` says where longer.
+fn fixed(v: &str, width: i32, cut: Cut) -> String {
     let w = width.unsigned_abs() as usize;
-    let shown = if v.chars().count() > w && w > 0 {
-        let mut s: String = v.chars().take(w - 1).collect();
-        s.push('+');
-        s
-    } else {
-        v.to_string()
+    let long = w > 0 && v.chars().count() > w;
+    let shown = match cut {
+        Cut::Plus if long => {
+            let mut s: String = v.chars().take(w - 1).collect();
+            s.push('+');
+            s
+        }
+        Cut::Plain if long => v.chars().take(w).collect(),
+        _ => v.to_string(),
     };
     if width < 0 {
         format!("{shown:<w$} ")
@@ -374,11 +410,7 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
                 .as_ref()
                 .is_none_or(|n| n.split(',').any(|n| n == j.name))
         })
-        .filter(|j| {
-            args.user
-                .as_ref()
-                .is_none_or(|u| u.split(',').any(|u| u == text::owner(j, &me)))
-        })
+        .filter(|j| args.user.as_ref().is_none_or(|u| text::owned_by(u, j, &me)))
         .filter(|j| {
             args.partition
                 .as_ref()
@@ -420,7 +452,8 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
             .units
             .as_ref()
             .and_then(|u| u.chars().next())
-            .map(|u| u.to_ascii_uppercase()),
+            .and_then(text::unit_of),
+        noconvert: args.noconvert,
     };
     if args.json {
         println!("{}", json(&rows, &ctx));
@@ -429,7 +462,7 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
     let parsable = args.parsable || args.parsable2;
     let delim = args.delimiter.clone().unwrap_or_else(|| "|".into());
     let mut out = String::new();
-    let line = |vals: Vec<String>, out: &mut String| {
+    let line = |vals: Vec<String>, header: bool, out: &mut String| {
         if parsable {
             out.push_str(&vals.join(&delim));
             if args.parsable {
@@ -437,7 +470,8 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
             }
         } else {
             for (v, f) in vals.iter().zip(&fields) {
-                out.push_str(&fixed(v, f.width));
+                let cut = if header { Cut::Plain } else { cut_of(f.name) };
+                out.push_str(&fixed(v, f.width, cut));
             }
         }
         out.push('\n');
@@ -445,6 +479,7 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
     if !args.noheader {
         line(
             fields.iter().map(|f| f.name.to_string()).collect(),
+            true,
             &mut out,
         );
         if !parsable {
@@ -458,6 +493,7 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
     for r in &rows {
         line(
             fields.iter().map(|f| value(f.name, r, &ctx)).collect(),
+            false,
             &mut out,
         );
     }
@@ -530,18 +566,24 @@ mod tests {
             [("JobID", -12), ("State", 20), ("ExitCode", 8)]
         );
         assert!(parse_fields("bogus").is_err());
+        assert_eq!(parse_fields("exit").unwrap()[0].name, "ExitCode");
+        assert_eq!(parse_fields("jobid").unwrap()[0].name, "JobID");
     }
 
     #[test]
     fn long_values_are_cut_with_a_plus() {
-        assert_eq!(fixed("CANCELLED by 0", 10), "CANCELLED+ ");
-        assert_eq!(fixed("12", -12), "12           ");
-        assert_eq!(fixed("0:0", 8), "     0:0 ");
+        assert_eq!(fixed("CANCELLED by 0", 10, Cut::Plus), "CANCELLED+ ");
+        assert_eq!(fixed("12", -12, Cut::Plus), "12           ");
+        assert_eq!(fixed("0:0", 8, Cut::Plus), "     0:0 ");
+        assert_eq!(fixed("JobName", 4, Cut::Plain), "JobN ");
+        assert_eq!(fixed("123456", 4, Cut::Never), "123456 ");
     }
 
     #[test]
     fn cpu_time_is_minutes_seconds_and_milliseconds_under_an_hour() {
         assert_eq!(cpu_time(1_234_000_000), "00:01.234");
         assert_eq!(cpu_time(3_700_000_000_000), "01:01:40");
+        assert_eq!(cpu_time(5_000_000_000), "00:00:05");
+        assert_eq!(cpu_time(0), "00:00:00");
     }
 }

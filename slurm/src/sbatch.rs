@@ -225,13 +225,13 @@ fn spec(args: &Args, script: String) -> Result<JobSpec> {
         ),
     };
     let cpus_per_task = args.cpus_per_task.unwrap_or(1).max(1);
-    let ntasks = args
-        .ntasks
-        .or(args.ntasks_per_node.map(|t| t * nodes.unwrap_or(1)))
-        .or(nodes)
-        .unwrap_or(1)
-        .max(1);
-    let cores = ntasks * cpus_per_task;
+    let too_many = || anyhow!("Invalid number of tasks or CPUs per task: too many");
+    let per_node = match args.ntasks_per_node {
+        Some(t) => Some(t.checked_mul(nodes.unwrap_or(1)).ok_or_else(too_many)?),
+        None => None,
+    };
+    let ntasks = args.ntasks.or(per_node).or(nodes).unwrap_or(1).max(1);
+    let cores = ntasks.checked_mul(cpus_per_task).ok_or_else(too_many)?;
     let mem_per_cpu_mb = match (&args.mem_per_cpu, &args.mem) {
         (Some(m), _) => {
             text::parse_mem_mb(m).ok_or_else(|| anyhow!("Invalid --mem-per-cpu specification"))?
@@ -243,10 +243,9 @@ fn spec(args: &Args, script: String) -> Result<JobSpec> {
         (None, None) => 0,
     };
     let walltime_ns = match &args.time {
-        Some(t) => {
-            text::parse_time_limit(t).ok_or_else(|| anyhow!("Invalid --time specification"))?
-                * 1_000_000_000
-        }
+        Some(t) => text::parse_time_limit(t)
+            .and_then(|s| s.checked_mul(1_000_000_000))
+            .ok_or_else(|| anyhow!("Invalid --time specification"))?,
         None => 0,
     };
     let mut gres = Vec::new();
@@ -297,8 +296,9 @@ fn spec(args: &Args, script: String) -> Result<JobSpec> {
     }
     let begin_ns = match &args.begin {
         Some(b) => Some(
-            text::parse_date(b).ok_or_else(|| anyhow!("Invalid --begin specification"))?
-                * 1_000_000_000,
+            text::parse_date(b)
+                .and_then(|s| s.checked_mul(1_000_000_000))
+                .ok_or_else(|| anyhow!("Invalid --begin specification"))?,
         ),
         None => None,
     };
@@ -424,6 +424,18 @@ mod tests {
         let p = s.program.unwrap();
         assert_eq!((p.ntasks, p.cpus_per_task), (4, 2));
         assert_eq!(p.comment, "c1");
+    }
+
+    #[test]
+    fn sizes_past_what_a_job_can_hold_are_refused_not_wrapped() {
+        let a = Args::try_parse_from([
+            "sbatch", "-n", "65536", "-c", "65536", "--mem", "1G", "--wrap", "true",
+        ])
+        .unwrap();
+        assert!(spec(&a, wrapped("true")).is_err());
+        let a =
+            Args::try_parse_from(["sbatch", "--begin", "2300-01-01", "--wrap", "true"]).unwrap();
+        assert!(spec(&a, wrapped("true")).is_err());
     }
 
     #[test]

@@ -51,8 +51,9 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
         bail!("No job identification provided");
     }
     if let Some(s) = &args.signal {
-        let s = s.trim_start_matches("SIG").to_ascii_uppercase();
-        if !matches!(s.as_str(), "KILL" | "TERM" | "9" | "15") {
+        let s = s.to_ascii_uppercase();
+        let s = s.trim_start_matches("SIG");
+        if !matches!(s, "KILL" | "TERM" | "9" | "15") {
             bail!(
                 "--signal={s}: clemu cancels jobs (SIGTERM, then SIGKILL) but sends them no \
                  other signal yet"
@@ -74,7 +75,7 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
             args.ids.is_empty() || args.ids.iter().any(|want| named_by(&expand_tasks(want), j))
         })
         .filter(|j| states.as_ref().is_none_or(|s| s.contains(&j.state)))
-        .filter(|j| args.user.as_ref().is_none_or(|u| *u == text::owner(j, &me)))
+        .filter(|j| args.user.as_ref().is_none_or(|u| text::owned_by(u, j, &me)))
         .filter(|j| args.name.as_ref().is_none_or(|n| *n == j.name))
         .filter(|j| args.partition.as_ref().is_none_or(|p| *p == j.partition))
         .filter(|j| j.state != JobState::Completed)

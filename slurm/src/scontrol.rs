@@ -165,12 +165,16 @@ async fn show_jobs(arg: Option<&str>, oneliner: bool) -> Result<u8> {
         return Ok(0);
     }
     let me = text::user_name();
-    let records: Vec<Vec<String>> = jobs.iter().map(|j| job_record(j, &c, &me, now)).collect();
+    let heads = text::first_in_queue(&jobs);
+    let records: Vec<Vec<String>> = jobs
+        .iter()
+        .map(|j| job_record(j, &c, &me, now, heads.contains(&j.id)))
+        .collect();
     print_records(&records, oneliner);
     Ok(0)
 }
 
-fn job_record(j: &JobInfo, c: &Cluster, me: &str, now: i64) -> Vec<String> {
+fn job_record(j: &JobInfo, c: &Cluster, me: &str, now: i64, first: bool) -> Vec<String> {
     let user = text::owner(j, me);
     let uid = text::uid_of(&user).unwrap_or(0);
     let date = |ns: i64| {
@@ -210,7 +214,7 @@ fn job_record(j: &JobInfo, c: &Cluster, me: &str, now: i64) -> Vec<String> {
         format!(
             "JobState={} Reason={} Dependency=(null)",
             text::state_long(j.state),
-            text::reason(j, true)
+            text::reason(j, first)
         ),
         format!(
             "Requeue=1 Restarts=0 BatchFlag={} Reboot=0 ExitCode={}:{}",
@@ -254,7 +258,7 @@ fn job_record(j: &JobInfo, c: &Cluster, me: &str, now: i64) -> Vec<String> {
     }
     let mut tres = format!("cpu={}", j.cores);
     if mem > 0 {
-        tres += &format!(",mem={}M", mem * u64::from(j.cores));
+        tres += &format!(",mem={}", text::mem_mb(mem * u64::from(j.cores)));
     }
     tres += &format!(",node={nodes},billing={}", j.cores);
     r.extend([
@@ -270,11 +274,7 @@ fn job_record(j: &JobInfo, c: &Cluster, me: &str, now: i64) -> Vec<String> {
             "MinCPUsNode={} MinMemory{}={} MinTmpDiskNode=0",
             p.map_or(1, |p| p.cpus_per_task),
             if mem > 0 { "CPU" } else { "Node" },
-            if mem > 0 {
-                format!("{mem}M")
-            } else {
-                "0".into()
-            }
+            text::mem_mb(mem)
         ),
         "Features=(null) DelayBoot=00:00:00".into(),
         "OverSubscribe=OK Contiguous=0 Licenses=(null) Network=(null)".into(),
@@ -351,7 +351,8 @@ async fn show_partitions(arg: Option<&str>, oneliner: bool) -> Result<u8> {
             "JobDefaults=(null)".into(),
             "DefMemPerNode=UNLIMITED MaxMemPerNode=UNLIMITED".into(),
             format!(
-                "TRES=cpu={cpus},mem={mem}M,node={},billing={cpus}",
+                "TRES=cpu={cpus},mem={},node={},billing={cpus}",
+                text::mem_mb(mem),
                 p.nodes.len()
             ),
         ]);
@@ -434,8 +435,10 @@ async fn show_nodes(arg: Option<&str>, oneliner: bool) -> Result<u8> {
                 ),
                 format!("Partitions={} ", parts.join(",")),
                 format!(
-                    "CfgTRES=cpu={},mem={}M,billing={}",
-                    n.cpus, n.memory_mb, n.cpus
+                    "CfgTRES=cpu={},mem={},billing={}",
+                    n.cpus,
+                    text::mem_mb(n.memory_mb),
+                    n.cpus
                 ),
                 format!(
                     "AllocTRES={}",

@@ -8,6 +8,7 @@ use controller::config::PartitionDef;
 use formats::wire::{NodeInfo, NodeState};
 
 use crate::cluster::Cluster;
+use crate::format::{self, Field};
 use crate::text::{self, field};
 
 #[derive(Debug, Parser)]
@@ -40,86 +41,35 @@ pub struct Args {
     clusters: Option<String>,
 }
 
-struct Field {
-    code: char,
-    width: usize,
-    right: bool,
-    suffix: String,
+/// The `-o` code a `-O` name stands for (`u`, GRES in use, has none).
+fn long_code(name: &str) -> Option<char> {
+    Some(match name {
+        "partition" => 'P',
+        "partitionname" => 'R',
+        "available" => 'a',
+        "time" => 'l',
+        "nodes" => 'D',
+        "statecompact" => 't',
+        "statelong" => 'T',
+        "nodelist" => 'N',
+        "nodehost" => 'n',
+        "cpus" => 'c',
+        "cpusstate" => 'C',
+        "nodeaiot" => 'F',
+        "memory" => 'm',
+        "gres" => 'G',
+        "gresused" => 'u',
+        "prioritytier" => 'p',
+        "reason" => 'E',
+        "oversubscribe" => 'h',
+        "freemem" => 'e',
+        _ => return None,
+    })
 }
 
-fn short_fields(fmt: &str) -> Vec<Field> {
-    let mut pieces = fmt.split('%');
-    let _prefix = pieces.next();
-    pieces
-        .filter(|t| !t.is_empty())
-        .filter_map(|tok| {
-            let (right, rest) = match tok.strip_prefix('.') {
-                Some(r) => (true, r),
-                None => (false, tok),
-            };
-            let digits = rest
-                .find(|c: char| !c.is_ascii_digit())
-                .unwrap_or(rest.len());
-            let mut chars = rest[digits..].chars();
-            let code = chars.next()?;
-            Some(Field {
-                code,
-                width: rest[..digits].parse().unwrap_or(0),
-                right,
-                suffix: chars.as_str().to_string(),
-            })
-        })
-        .collect()
-}
-
+/// A `-O` list of node fields.
 fn long_fields(fmt: &str) -> Result<Vec<Field>> {
-    let mut out = Vec::new();
-    for tok in fmt.split(',').filter(|t| !t.is_empty()) {
-        let (name, spec) = match tok.split_once(':') {
-            Some((n, s)) => (n, Some(s)),
-            None => (tok, None),
-        };
-        let code = match name.to_ascii_lowercase().as_str() {
-            "partition" => 'P',
-            "partitionname" => 'R',
-            "available" => 'a',
-            "time" => 'l',
-            "nodes" => 'D',
-            "statecompact" => 't',
-            "statelong" => 'T',
-            "nodelist" => 'N',
-            "nodehost" => 'n',
-            "cpus" => 'c',
-            "cpusstate" => 'C',
-            "nodeaiot" => 'F',
-            "memory" => 'm',
-            "gres" => 'G',
-            "gresused" => 'u',
-            "prioritytier" => 'p',
-            "reason" => 'E',
-            "oversubscribe" => 'h',
-            "freemem" => 'e',
-            _ => bail!("Invalid node format specification: {name}"),
-        };
-        let (width, right, suffix) = match spec {
-            None => (20, false, String::new()),
-            Some(s) => {
-                let (right, s) = match s.strip_prefix('.') {
-                    Some(r) => (true, r),
-                    None => (false, s),
-                };
-                let d = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
-                (s[..d].parse().unwrap_or(0), right, s[d..].to_string())
-            }
-        };
-        out.push(Field {
-            code,
-            width,
-            right,
-            suffix,
-        });
-    }
-    Ok(out)
+    format::named(fmt, "node", long_code).map_err(anyhow::Error::msg)
 }
 
 fn header(code: char) -> &'static str {
@@ -153,7 +103,8 @@ fn node_state(n: &NodeInfo, long: bool) -> &'static str {
         (NodeState::Mixed, true) => "mixed",
         (NodeState::Allocated, false) => "alloc",
         (NodeState::Allocated, true) => "allocated",
-        (NodeState::Drained, _) if n.alloc_cpus > 0 => "drng",
+        (NodeState::Drained, false) if n.alloc_cpus > 0 => "drng",
+        (NodeState::Drained, true) if n.alloc_cpus > 0 => "draining",
         (NodeState::Drained, false) => "drain",
         (NodeState::Drained, true) => "drained",
         (NodeState::Down, _) => "down",
@@ -167,10 +118,10 @@ struct Group<'a> {
     nodes: Vec<&'a NodeInfo>,
 }
 
-fn value(code: char, g: &Group<'_>, default: &str, part_width: usize) -> (String, bool) {
+fn value(code: char, g: &Group<'_>, default: &str, part_width: usize) -> String {
     let first = g.nodes[0];
     let sum = |f: &dyn Fn(&NodeInfo) -> u64| g.nodes.iter().map(|n| f(n)).sum::<u64>();
-    let v = match code {
+    match code {
         'P' => match g.partition {
             Some(p) if p.name == default => {
                 if part_width == 0 || p.name.len() < part_width {
@@ -238,8 +189,7 @@ fn value(code: char, g: &Group<'_>, default: &str, part_width: usize) -> (String
         },
         'e' => "N/A".into(),
         _ => String::new(),
-    };
-    (v, !matches!(code, 'N' | 'n'))
+    }
 }
 
 /// `gpu:4`, Slurm's `(null)` for none; with `used`, the devices held.
@@ -287,9 +237,17 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
     };
     let by_name: std::collections::HashMap<&str, &NodeInfo> =
         nodes.iter().map(|n| (n.name.as_str(), n)).collect();
+    if args.summarize {
+        bail!("--summarize is not supported by clemu yet");
+    }
+    let mut prefix = String::new();
     let (fields, part_sized, node_sized) = match (&args.long_format, &args.format) {
         (Some(f), _) => (long_fields(f)?, false, false),
-        (None, Some(f)) => (short_fields(f), false, false),
+        (None, Some(f)) => {
+            let (p, fields) = format::percent(f);
+            prefix = p;
+            (fields, false, false)
+        }
         (None, None) if args.node => (
             long_fields("nodelist:0 ,nodes:.6 ,partition:.9 ,statecompact:6")?,
             true,
@@ -407,16 +365,20 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
     };
     let mut out = String::new();
     if !args.noheader {
+        out.push_str(&prefix);
         for f in &fields {
-            out.push_str(&field(header(f.code), width(f), f.right, false));
+            // Headers are cut to their width, but for the node lists'.
+            let cut = !matches!(f.code, 'N' | 'n');
+            out.push_str(&field(header(f.code), width(f), f.right, cut));
             out.push_str(&f.suffix);
         }
         out.push('\n');
     }
     for g in &groups {
+        out.push_str(&prefix);
         for f in &fields {
-            let (v, cut) = value(f.code, g, &default, width(f));
-            out.push_str(&field(&v, width(f), f.right, cut));
+            let v = value(f.code, g, &default, width(f));
+            out.push_str(&field(&v, width(f), f.right, true));
             out.push_str(&f.suffix);
         }
         out.push('\n');

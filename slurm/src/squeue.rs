@@ -2,11 +2,12 @@
 //! Slurm's format codes (`-o`) or field names (`-O`), sorted as Slurm
 //! sorts them (partition, state name, then age).
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 use clap::Parser;
 use formats::wire::{JobInfo, JobState};
 
 use crate::cluster::Cluster;
+use crate::format;
 use crate::text::{self, field};
 
 /// How long a finished job stays in squeue's view (Slurm's `MinJobAge`,
@@ -50,80 +51,6 @@ pub struct Args {
     clusters: Option<String>,
 }
 
-/// One field of the output: a code, its width, justification, and the
-/// text after it.
-struct Field {
-    code: char,
-    width: usize,
-    right: bool,
-    suffix: String,
-}
-
-/// A `-o` format: text before the first `%` is printed first; each `%`
-/// starts a field `[.][WIDTH]CODE` and the text up to the next `%`
-/// follows it (squeue's `parse_format`).
-fn parse_format(fmt: &str) -> (String, Vec<Field>) {
-    let mut pieces = fmt.split('%');
-    let prefix = pieces.next().unwrap_or("").to_string();
-    let mut fields = Vec::new();
-    for tok in pieces.filter(|t| !t.is_empty()) {
-        let (right, rest) = match tok.strip_prefix('.') {
-            Some(r) => (true, r),
-            None => (false, tok),
-        };
-        let digits = rest
-            .find(|c: char| !c.is_ascii_digit())
-            .unwrap_or(rest.len());
-        let width = rest[..digits].parse().unwrap_or(0);
-        let mut chars = rest[digits..].chars();
-        let Some(code) = chars.next() else { continue };
-        fields.push(Field {
-            code,
-            width,
-            right,
-            suffix: chars.as_str().to_string(),
-        });
-    }
-    (prefix, fields)
-}
-
-/// A `-O` list: `name[:[.][WIDTH][SUFFIX]]`, comma-separated; 20 wide,
-/// left-justified, when no width is given.
-fn parse_long_format(fmt: &str) -> Result<Vec<Field>> {
-    let mut fields = Vec::new();
-    for tok in fmt.split(',').filter(|t| !t.is_empty()) {
-        let (name, spec) = match tok.split_once(':') {
-            Some((n, s)) => (n, Some(s)),
-            None => (tok, None),
-        };
-        let Some(code) = long_code(&name.to_ascii_lowercase()) else {
-            bail!("Invalid job format specification: {name}");
-        };
-        let (width, right, suffix) = match spec {
-            None => (20, false, String::new()),
-            Some(s) => {
-                let (right, s) = match s.strip_prefix('.') {
-                    Some(r) => (true, r),
-                    None => (false, s),
-                };
-                let digits = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
-                (
-                    s[..digits].parse().unwrap_or(0),
-                    right,
-                    s[digits..].to_string(),
-                )
-            }
-        };
-        fields.push(Field {
-            code,
-            width,
-            right,
-            suffix,
-        });
-    }
-    Ok(fields)
-}
-
 /// The `-o` code a `-O` name stands for; the names with no code get
 /// private ones (upper-case letters squeue leaves unused here).
 fn long_code(name: &str) -> Option<char> {
@@ -161,7 +88,7 @@ fn long_code(name: &str) -> Option<char> {
         "stdout" => '1',
         "stderr" => '2',
         "exit_code" => '3',
-        "cpuspertask" => '4',
+        "cpuspertask" | "cpus-per-task" => '4',
         _ => return None,
     })
 }
@@ -249,12 +176,14 @@ fn value(code: char, l: &Line<'_>, c: &Ctx<'_>) -> (String, bool) {
         't' => text::state_compact(j.state).into(),
         'T' => text::state_long(j.state).into(),
         'M' => return (text::short_duration(text::time_used(j, c.now)), false),
-        'l' => text::squeue_limit(j.walltime_ns),
+        // A limit's figures are never cut; UNLIMITED is.
+        'l' => return (text::squeue_limit(j.walltime_ns), j.walltime_ns == 0),
         'L' => match j.walltime_ns {
             0 => "UNLIMITED".into(),
-            w => text::short_duration(
-                (text::limit_minutes(w) * 60 - text::time_used(j, c.now)).max(0),
-            ),
+            w => {
+                let left = text::limit_minutes(w) * 60 - text::time_used(j, c.now);
+                return (text::short_duration(left.max(0)), false);
+            }
         },
         'D' => nodes_of(j, c.cluster).to_string(),
         'C' => j.cores.to_string(),
@@ -281,10 +210,7 @@ fn value(code: char, l: &Line<'_>, c: &Ctx<'_>) -> (String, bool) {
             (_, _, 0) => "NONE".into(),
             (_, s, w) => text::date(text::secs(s) + text::limit_minutes(w) * 60),
         },
-        'm' => match j.mem_per_cpu_mb {
-            0 => "0".into(),
-            m => format!("{m}M"),
-        },
+        'm' => text::mem_mb(j.mem_per_cpu_mb),
         'Z' => j.program.as_ref().map_or(na(), |p| p.workdir.clone()),
         'k' => match j.program.as_ref().map(|p| p.comment.as_str()) {
             Some(c) if !c.is_empty() => c.to_string(),
@@ -305,7 +231,8 @@ fn value(code: char, l: &Line<'_>, c: &Ctx<'_>) -> (String, bool) {
         },
         '1' => j.program.as_ref().map_or(na(), |p| p.stdout.clone()),
         '2' => j.program.as_ref().map_or(na(), |p| p.stderr.clone()),
-        '3' => format!("{}:{}", j.exit.0, j.exit.1),
+        // The raw wait status, as Slurm keeps it.
+        '3' => ((j.exit.0 << 8) | j.exit.1).to_string(),
         '4' => j
             .program
             .as_ref()
@@ -392,11 +319,7 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
         .iter()
         .filter(|j| states.as_ref().is_none_or(|s| s.contains(&j.state)))
         .filter(|j| args.jobs.as_ref().is_none_or(|l| named_by(l, j)))
-        .filter(|j| {
-            args.user
-                .as_ref()
-                .is_none_or(|u| u.split(',').any(|u| u == text::owner(j, &me)))
-        })
+        .filter(|j| args.user.as_ref().is_none_or(|u| text::owned_by(u, j, &me)))
         .filter(|j| {
             args.partition
                 .as_ref()
@@ -405,7 +328,7 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
         .filter(|j| {
             args.name
                 .as_ref()
-                .is_none_or(|n| n.split(',').any(|n| n == j.name))
+                .is_none_or(|n| n.split(',').any(|n| n.eq_ignore_ascii_case(&j.name)))
         })
         .collect();
     if args.jobs.is_some() && shown.is_empty() {
@@ -426,7 +349,9 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
                 b.id,
             ))
     });
-    let lines = fold_pending_arrays(&shown, args.array);
+    // Who heads the queue is decided over every job, not only those shown.
+    let heads = text::first_in_queue(&jobs);
+    let lines = fold_pending_arrays(&shown, args.array, &heads);
     if args.json {
         let ctx = Ctx {
             now,
@@ -437,9 +362,12 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
         return Ok(0);
     }
     let (prefix, fields) = match (&args.long_format, &args.format) {
-        (Some(f), _) => (String::new(), parse_long_format(f)?),
-        (None, Some(f)) => parse_format(f),
-        (None, None) => parse_format(
+        (Some(f), _) => (
+            String::new(),
+            format::named(f, "job", long_code).map_err(anyhow::Error::msg)?,
+        ),
+        (None, Some(f)) => format::percent(f),
+        (None, None) => format::percent(
             &std::env::var("SQUEUE_FORMAT").unwrap_or_else(|_| DEFAULT_FORMAT.to_string()),
         ),
     };
@@ -474,20 +402,19 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
 
 /// The lines to print: a job each, except that the pending tasks of an
 /// array that wait for the same reason share one (`12_[1-3]`), as in
-/// Slurm, unless `-r` asks for one line per task. The first pending job
-/// of each partition is marked: it waits for resources, the others
-/// behind it.
-fn fold_pending_arrays<'a>(jobs: &[&'a JobInfo], one_per_task: bool) -> Vec<Line<'a>> {
+/// Slurm, unless `-r` asks for one line per task. The jobs `heads` names
+/// head their partition's queue: they wait for resources, the others
+/// behind them.
+fn fold_pending_arrays<'a>(
+    jobs: &[&'a JobInfo],
+    one_per_task: bool,
+    heads: &[u64],
+) -> Vec<Line<'a>> {
     let mut lines: Vec<Line<'a>> = Vec::new();
-    let mut seen_pending: Vec<&str> = Vec::new();
     let mut i = 0;
     while i < jobs.len() {
         let j = jobs[i];
-        let first_pending =
-            j.state == JobState::Pending && !seen_pending.contains(&j.partition.as_str());
-        if j.state == JobState::Pending {
-            seen_pending.push(&j.partition);
-        }
+        let first_pending = heads.contains(&j.id);
         let mut k = i + 1;
         if let (Some(a), JobState::Pending, false) = (j.array, j.state, one_per_task) {
             while k < jobs.len()
@@ -550,41 +477,4 @@ fn json(lines: &[Line<'_>], c: &Ctx<'_>) -> serde_json::Value {
     json!({"meta": {"plugin": {"type": "openapi/v0.0.38", "name": "Slurm OpenAPI v0.0.38"},
         "Slurm": {"version": {"major": 22, "micro": 8, "minor": 5}, "release": "22.05.8"}},
         "errors": [], "jobs": jobs})
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn formats_split_into_prefix_fields_and_suffixes() {
-        let (p, f) = parse_format("x%.18i %t|%M");
-        assert_eq!(p, "x");
-        assert_eq!(
-            f.iter()
-                .map(|f| (f.code, f.width, f.right, f.suffix.as_str()))
-                .collect::<Vec<_>>(),
-            [
-                ('i', 18, true, " "),
-                ('t', 0, false, "|"),
-                ('M', 0, false, "")
-            ]
-        );
-    }
-
-    #[test]
-    fn long_formats_default_to_twenty_left_justified() {
-        let f = parse_long_format("jobid,state:.5,name:|").unwrap();
-        assert_eq!(
-            f.iter()
-                .map(|f| (f.code, f.width, f.right, f.suffix.as_str()))
-                .collect::<Vec<_>>(),
-            [
-                ('A', 20, false, ""),
-                ('T', 5, true, ""),
-                ('j', 0, false, "|")
-            ]
-        );
-        assert!(parse_long_format("bogus").is_err());
-    }
 }

@@ -115,7 +115,9 @@ pub fn parse_date(text: &str) -> Option<i64> {
             "week" | "weeks" => 7 * 86400,
             _ => return None,
         };
-        return Some(now_s() + sign * n * unit);
+        return n
+            .checked_mul(unit)
+            .and_then(|d| now_s().checked_add(sign * d));
     }
     let (day, clock) = match t.split_once('T') {
         Some((d, c)) => (Some(d), Some(c)),
@@ -166,7 +168,8 @@ pub fn parse_time_limit(text: &str) -> Option<u64> {
     if t.eq_ignore_ascii_case("unlimited") || t.eq_ignore_ascii_case("infinite") || t == "-1" {
         return Some(0);
     }
-    let num = |s: &str| s.parse::<u64>().ok();
+    // Each part at most a year's worth: no sum can overflow.
+    let num = |s: &str| s.parse::<u64>().ok().filter(|&n| n <= 366 * 86400);
     let (days, rest) = match t.split_once('-') {
         Some((d, r)) => (num(d)?, Some(r)),
         None => (0, None),
@@ -206,10 +209,68 @@ pub fn parse_mem_mb(text: &str) -> Option<u64> {
     Some(match unit.to_ascii_uppercase().as_str() {
         "" | "M" | "MB" => n,
         "K" | "KB" => n.div_ceil(1024),
-        "G" | "GB" => n * 1024,
-        "T" | "TB" => n * 1024 * 1024,
+        "G" | "GB" => n.checked_mul(1024)?,
+        "T" | "TB" => n.checked_mul(1024 * 1024)?,
         _ => return None,
     })
+}
+
+/// Units of [`convert_num_unit`]: none, K, M, G, T, P.
+pub const KILO: usize = 1;
+pub const MEGA: usize = 2;
+
+/// Slurm's `convert_num_unit` (1024 a step): `num` in unit `orig`, written
+/// in the unit `spec` asks (sacct's `--units`), else in the largest unit
+/// it divides into without losing precision (a half counts as precise:
+/// 1536K is 1.50M), unless `noconvert`. Whole values have no decimals.
+pub fn convert_num_unit(num: f64, orig: usize, spec: Option<usize>, noconvert: bool) -> String {
+    const UNITS: [&str; 7] = ["", "K", "M", "G", "T", "P", "?"];
+    if num as i64 == 0 {
+        return "0".into();
+    }
+    let (mut num, mut unit) = (num, orig);
+    match spec {
+        Some(want) => {
+            while want < unit {
+                num *= 1024.0;
+                unit -= 1;
+            }
+            while want > unit {
+                num /= 1024.0;
+                unit += 1;
+            }
+        }
+        None if noconvert => {}
+        None => {
+            while num >= 1024.0 && (num as u64).is_multiple_of(512) {
+                num /= 1024.0;
+                unit += 1;
+            }
+        }
+    }
+    let suffix = UNITS[unit.min(6)];
+    if num.fract() == 0.0 {
+        format!("{}{suffix}", num as u64)
+    } else {
+        format!("{num:.2}{suffix}")
+    }
+}
+
+/// A unit as `--units` names it.
+pub fn unit_of(c: char) -> Option<usize> {
+    match c.to_ascii_uppercase() {
+        'K' => Some(1),
+        'M' => Some(2),
+        'G' => Some(3),
+        'T' => Some(4),
+        'P' => Some(5),
+        _ => None,
+    }
+}
+
+/// Megabytes as Slurm's commands show memory (`2G`, `1000M`).
+pub fn mem_mb(mb: u64) -> String {
+    convert_num_unit(mb as f64, MEGA, None, false)
 }
 
 /// A job state as Slurm names it in full (squeue's `%T`, sacct's State).
@@ -309,38 +370,71 @@ pub fn node_count(j: &JobInfo) -> usize {
     formats::nodeset::parse(&j.nodes).map_or(1, |s| formats::nodeset::count(&s))
 }
 
+/// The reasons a pending job waits out of the queue, named as Slurm
+/// names them (the controller uses the same names).
+const OUT_OF_QUEUE: [&str; 8] = [
+    "Dependency",
+    "DependencyNeverSatisfied",
+    "BeginTime",
+    "JobArrayTaskLimit",
+    "PartitionDown",
+    "ReqNodeNotAvail",
+    "JobHeldUser",
+    "JobHeldAdmin",
+];
+
 /// Why a pending job waits, as Slurm names it: the controller's reason
-/// when it is one of Slurm's; else `Resources` for the first job of its
-/// partition in the queue and `Priority` behind it (what `first` says).
+/// when it waits out of the queue; else `Resources` for the first job of
+/// its partition's queue and `Priority` behind it (what `first` says: see
+/// [`first_in_queue`]).
 pub fn pending_reason(j: &JobInfo, first: bool) -> String {
     match j.reason.as_str() {
-        r @ ("Dependency" | "BeginTime" | "JobArrayTaskLimit" | "PartitionDown"
-        | "ReqNodeNotAvail" | "JobHeldUser" | "JobHeldAdmin") => r.to_string(),
+        r if OUT_OF_QUEUE.contains(&r) => r.to_string(),
         _ if first => "Resources".into(),
         _ => "Priority".into(),
     }
 }
 
+/// The jobs at the head of their partition's queue: per partition, the
+/// oldest pending job that waits in the queue rather than out of it.
+pub fn first_in_queue<'a>(jobs: impl IntoIterator<Item = &'a JobInfo>) -> Vec<u64> {
+    let mut heads: Vec<(&str, u64)> = Vec::new();
+    for j in jobs {
+        if j.state != JobState::Pending || OUT_OF_QUEUE.contains(&j.reason.as_str()) {
+            continue;
+        }
+        match heads.iter_mut().find(|(p, _)| *p == j.partition) {
+            Some((_, id)) => *id = (*id).min(j.id),
+            None => heads.push((&j.partition, j.id)),
+        }
+    }
+    heads.into_iter().map(|(_, id)| id).collect()
+}
+
 /// Why a job is where it is, for squeue's `%r`, scontrol's `Reason=`:
-/// the pending reason, `NonZeroExitCode` for a failed job, `TimeLimit`
-/// for a timeout, else `None`.
+/// the pending reason, `NonZeroExitCode` for a failed job (Slurm 22.05's
+/// `JobLaunchFailure` when a signal ended it), `TimeLimit` for a
+/// timeout, else `None`.
 pub fn reason(j: &JobInfo, first_pending: bool) -> String {
     match j.state {
         JobState::Pending => pending_reason(j, first_pending),
         JobState::Failed if j.exit.0 != 0 => "NonZeroExitCode".into(),
-        JobState::Failed => "RaisedSignal:".to_string() + &j.exit.1.to_string(),
+        JobState::Failed => "JobLaunchFailure".into(),
         JobState::Timeout => "TimeLimit".into(),
         JobState::NodeFail => "NodeDown".into(),
         _ => "None".into(),
     }
 }
 
-/// squeue's `_print_str`: `right` pads on the left; a width cuts what is
-/// longer unless `cut` is false; width 0 prints the text as it is.
+/// squeue's and sinfo's `_print_str`: `right` pads on the left; a width
+/// cuts what is longer, unless `cut` is false for a right-justified field
+/// (a left-justified one is always cut: its format is `%.Ns`); width 0
+/// prints the text as it is.
 pub fn field(text: &str, width: usize, right: bool, cut: bool) -> String {
     if width == 0 {
         return text.to_string();
     }
+    let cut = cut || !right;
     let chars = text.chars().count();
     let shown: String = if cut && chars > width {
         text.chars().take(width).collect()
@@ -382,6 +476,15 @@ pub fn owner(j: &JobInfo, me: &str) -> String {
     }
 }
 
+/// Whether job `j` is of one of `users` (names or uids, comma-separated).
+pub fn owned_by(users: &str, j: &JobInfo, me: &str) -> bool {
+    let owner = owner(j, me);
+    users.split(',').any(|u| match u.parse::<u32>() {
+        Ok(uid) => uid_of(&owner) == Some(uid),
+        Err(_) => u == owner,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -412,6 +515,22 @@ mod tests {
         assert_eq!(parse_time_limit("UNLIMITED"), Some(0));
         assert_eq!(parse_time_limit("x"), None);
         assert_eq!(parse_time_limit("1:2:3:4"), None);
+        assert_eq!(parse_time_limit("400000000"), None);
+        assert_eq!(parse_time_limit("99999999999999999-0"), None);
+    }
+
+    #[test]
+    fn sizes_convert_as_far_as_they_stay_exact() {
+        assert_eq!(mem_mb(100), "100M");
+        assert_eq!(mem_mb(2048), "2G");
+        assert_eq!(mem_mb(65536), "64G");
+        assert_eq!(mem_mb(4000), "4000M");
+        assert_eq!(mem_mb(0), "0");
+        assert_eq!(convert_num_unit(1536.0, KILO, None, false), "1.50M");
+        assert_eq!(convert_num_unit(1620.0, KILO, None, false), "1620K");
+        assert_eq!(convert_num_unit(5120.0, KILO, Some(MEGA), false), "5M");
+        assert_eq!(convert_num_unit(1620.0, KILO, Some(MEGA), false), "1.58M");
+        assert_eq!(convert_num_unit(2048.0, KILO, None, true), "2048K");
     }
 
     #[test]
@@ -427,7 +546,8 @@ mod tests {
         assert_eq!(field("wrap", 8, true, true), "    wrap");
         assert_eq!(field("longname_job_x", 8, true, true), "longname");
         assert_eq!(field("ab", 4, false, true), "ab  ");
-        assert_eq!(field("node[1-4]", 3, false, false), "node[1-4]");
+        assert_eq!(field("node[1-4]", 3, false, false), "nod");
+        assert_eq!(field("node[1-4]", 3, true, false), "node[1-4]");
         assert_eq!(field("x", 0, true, true), "x");
     }
 
@@ -452,5 +572,6 @@ mod tests {
         );
         assert!(parse_date("now-1hour").unwrap() < now_s());
         assert_eq!(parse_date("yesterday"), None);
+        assert_eq!(parse_date("now+9999999999999999999weeks"), None);
     }
 }
