@@ -95,4 +95,11 @@ mod tests {
         crate::up::UpArgs::command().debug_assert();
         crate::up::DownArgs::command().debug_assert();
     }
+
+    #[test]
+    fn long_options_may_be_shortened_as_slurms_getopt_allows() {
+        use clap::Parser;
+        let a = crate::sacct::Args::try_parse_from(["sacct", "--job", "3", "--noheader"]);
+        assert!(a.is_ok(), "{a:?}");
+    }
 }

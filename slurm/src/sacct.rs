@@ -18,7 +18,7 @@ const DEFAULT_FIELDS: &str = "jobid,jobname,partition,account,alloccpus,state,ex
 const BRIEF_FIELDS: &str = "jobid,state,exitcode";
 
 #[derive(Debug, Parser)]
-#[command(name = "sacct", disable_version_flag = true)]
+#[command(name = "sacct", infer_long_args = true, disable_version_flag = true)]
 pub struct Args {
     #[arg(short = 'j', long = "jobs")]
     jobs: Option<String>,

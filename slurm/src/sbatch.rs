@@ -15,6 +15,7 @@ use crate::text;
 #[derive(Debug, Parser)]
 #[command(
     name = "sbatch",
+    infer_long_args = true,
     args_override_self = true,
     disable_version_flag = true
 )]

@@ -12,7 +12,7 @@ use crate::squeue::named_by;
 use crate::text;
 
 #[derive(Debug, Parser)]
-#[command(name = "scancel", disable_version_flag = true)]
+#[command(name = "scancel", infer_long_args = true, disable_version_flag = true)]
 pub struct Args {
     #[arg(short = 'u', long)]
     user: Option<String>,

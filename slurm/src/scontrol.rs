@@ -11,7 +11,7 @@ use crate::squeue::{nodes_of, priority, MIN_JOB_AGE_S};
 use crate::text;
 
 #[derive(Debug, Parser)]
-#[command(name = "scontrol", disable_version_flag = true)]
+#[command(name = "scontrol", infer_long_args = true, disable_version_flag = true)]
 pub struct Args {
     /// One line per record.
     #[arg(short = 'o', long)]

@@ -12,7 +12,12 @@ use crate::format::{self, Field};
 use crate::text::{self, field};
 
 #[derive(Debug, Parser)]
-#[command(name = "sinfo", disable_version_flag = true, disable_help_flag = true)]
+#[command(
+    name = "sinfo",
+    infer_long_args = true,
+    disable_version_flag = true,
+    disable_help_flag = true
+)]
 pub struct Args {
     /// `-h` is --noheader, as in Slurm.
     #[arg(long, action = clap::ArgAction::Help)]

@@ -17,7 +17,12 @@ pub const MIN_JOB_AGE_S: i64 = 300;
 const DEFAULT_FORMAT: &str = "%.18i %.9P %.8j %.8u %.2t %.10M %.6D %R";
 
 #[derive(Debug, Parser)]
-#[command(name = "squeue", disable_version_flag = true, disable_help_flag = true)]
+#[command(
+    name = "squeue",
+    infer_long_args = true,
+    disable_version_flag = true,
+    disable_help_flag = true
+)]
 pub struct Args {
     /// `-h` is --noheader, as in Slurm.
     #[arg(long, action = clap::ArgAction::Help)]
