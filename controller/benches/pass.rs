@@ -64,6 +64,9 @@ impl Lcg {
             array: None,
             gres: Vec::new(),
             program: None,
+            after_ok: Vec::new(),
+            after_not_ok: Vec::new(),
+            singleton: false,
         }
     }
 }
@@ -145,6 +148,9 @@ fn bench(config: &Arc<Config>, queued: usize, fragmented: bool) {
             array: None,
             gres: Vec::new(),
             program: None,
+            after_ok: Vec::new(),
+            after_not_ok: Vec::new(),
+            singleton: false,
         };
         let n = config.nodes.len();
         cluster

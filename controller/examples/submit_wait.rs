@@ -38,6 +38,9 @@ async fn main() -> Result<()> {
         array: None,
         gres: Vec::new(),
         program: None,
+        after_ok: Vec::new(),
+        after_not_ok: Vec::new(),
+        singleton: false,
     };
     let start = Instant::now();
     match s

@@ -36,6 +36,9 @@ fn spec(script: &str, workdir: &std::path::Path, stdout: &str) -> JobSpec {
             cpus_per_task: 2,
             comment: String::new(),
         })),
+        after_ok: Vec::new(),
+        after_not_ok: Vec::new(),
+        singleton: false,
     }
 }
 

@@ -155,6 +155,9 @@ pub async fn run_point(
             array: None,
             gres: j.gres(&plan.config),
             program: None,
+            after_ok: Vec::new(),
+            after_not_ok: Vec::new(),
+            singleton: false,
         })
         .collect();
     // Followers go when the job they follow does, not at a deadline.

@@ -154,19 +154,26 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
     if args.script.len() > 1 {
         bail!("arguments to the batch script are not supported by clemu yet");
     }
+    let mut c = Cluster::open().await?;
+    // A dependency on one task of an array (`12_3`) names it by the
+    // array's id and its index: the queue says which job that is.
+    let jobs = match &args.dependency {
+        Some(d) if d.contains('_') => c.jobs(true).await?,
+        _ => Vec::new(),
+    };
+    let task = |array: u64, index: u32| {
+        jobs.iter()
+            .find(|j| j.array.is_some_and(|t| t.job == array && t.index == index))
+            .map(|j| j.id)
+    };
     // Options that make no job: Slurm's sbatch exits 255 for them.
-    let spec = match spec(&args, script) {
+    let spec = match spec(&args, script, &task) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("sbatch: error: {e}");
             return Ok(255);
         }
     };
-    let mut c = Cluster::open().await?;
-    let mut spec = spec;
-    if !spec.after.is_empty() {
-        spec.after = whole_arrays(&mut c, &spec.after).await?;
-    }
     let ids = match c
         .call(&Request::Submit {
             specs: vec![spec],
@@ -188,30 +195,58 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
     Ok(0)
 }
 
-/// Dependencies as Slurm reads them: an array's id stands for every task
-/// of it.
-async fn whole_arrays(c: &mut Cluster, after: &[u64]) -> Result<Vec<u64>> {
-    let jobs = c.jobs(true).await?;
-    let mut out = Vec::new();
-    for &id in after {
-        let tasks: Vec<u64> = jobs
-            .iter()
-            .filter(|j| j.array.is_some_and(|a| a.job == id))
-            .map(|j| j.id)
-            .collect();
-        if tasks.is_empty() {
-            out.push(id);
-        } else {
-            out.extend(tasks);
+/// What `--dependency` says, as the controller takes it.
+#[derive(Debug, Default, PartialEq)]
+struct Dependencies {
+    any: Vec<u64>,
+    ok: Vec<u64>,
+    not_ok: Vec<u64>,
+    singleton: bool,
+}
+
+/// `--dependency`: `afterany`, `afterok`, `afternotok` with `:`-separated
+/// jobs (an array's id: every task of it; `A_I`: one task, which `tasks`
+/// finds), and `singleton`, comma-separated (all must hold). Slurm's `?`
+/// (any may hold), `after`, `aftercorr` and delays are refused plainly.
+fn dependencies(text: &str, tasks: &dyn Fn(u64, u32) -> Option<u64>) -> Result<Dependencies> {
+    if text.contains('?') {
+        bail!("--dependency with ? (any one of them) is not supported by clemu yet");
+    }
+    let mut d = Dependencies::default();
+    for item in text.split(',').filter(|s| !s.is_empty()) {
+        let mut parts = item.split(':');
+        let kind = parts.next().unwrap_or("");
+        if kind == "singleton" {
+            d.singleton = true;
+            continue;
+        }
+        let list = match kind {
+            "afterany" => &mut d.any,
+            "afterok" => &mut d.ok,
+            "afternotok" => &mut d.not_ok,
+            other => bail!("--dependency={other} is not supported by clemu yet"),
+        };
+        let start = list.len();
+        for id in parts {
+            let bad = || anyhow!("Job dependency problem: {item}");
+            let job = match id.split_once('_') {
+                Some((a, i)) => {
+                    let (a, i) = (a.parse().map_err(|_| bad())?, i.parse().map_err(|_| bad())?);
+                    tasks(a, i).ok_or_else(|| anyhow!("Job dependency problem: no job {id}"))?
+                }
+                None => id.parse().map_err(|_| bad())?,
+            };
+            list.push(job);
+        }
+        if list.len() == start {
+            bail!("Job dependency problem: {item} names no job");
         }
     }
-    out.sort_unstable();
-    out.dedup();
-    Ok(out)
+    Ok(d)
 }
 
 /// The job `args` describe, running `script`.
-fn spec(args: &Args, script: String) -> Result<JobSpec> {
+fn spec(args: &Args, script: String, tasks: &dyn Fn(u64, u32) -> Option<u64>) -> Result<JobSpec> {
     if args.hold {
         bail!("--hold is not supported by clemu yet");
     }
@@ -273,28 +308,10 @@ fn spec(args: &Args, script: String) -> Result<JobSpec> {
             n.ok_or_else(|| anyhow!("Invalid --gpus specification"))?,
         ));
     }
-    let mut after = Vec::new();
-    if let Some(d) = &args.dependency {
-        for item in d.split([',', '?']).filter(|s| !s.is_empty()) {
-            let mut parts = item.split(':');
-            match parts.next() {
-                Some("afterany") => {
-                    for id in parts {
-                        // An array task (`12_3`) or a whole array (`12`).
-                        let job = id.split('_').next().unwrap_or(id);
-                        after.push(
-                            job.parse()
-                                .map_err(|_| anyhow!("Job dependency problem: {item}"))?,
-                        );
-                    }
-                }
-                Some(kind) => {
-                    bail!("--dependency={kind} is not supported by clemu yet (afterany is)")
-                }
-                None => {}
-            }
-        }
-    }
+    let deps = match &args.dependency {
+        Some(d) => dependencies(d, tasks)?,
+        None => Dependencies::default(),
+    };
     let begin_ns = match &args.begin {
         Some(b) => Some(
             text::parse_date(b)
@@ -330,7 +347,10 @@ fn spec(args: &Args, script: String) -> Result<JobSpec> {
                 (None, None) => "sbatch".into(),
             }
         })),
-        after,
+        after: deps.any,
+        after_ok: deps.ok,
+        after_not_ok: deps.not_ok,
+        singleton: deps.singleton,
         think_ns: None,
         begin_ns,
         array,
@@ -381,6 +401,10 @@ fn exported(export: Option<&str>) -> Vec<(String, String)> {
 mod tests {
     use super::*;
 
+    fn no_tasks(_: u64, _: u32) -> Option<u64> {
+        None
+    }
+
     #[test]
     fn directives_stop_at_the_first_command() {
         let s = "#!/bin/sh\n#SBATCH -J fit\n\n# a comment\n#SBATCH --time=5 # five minutes\n\
@@ -416,7 +440,7 @@ mod tests {
             "true",
         ])
         .unwrap();
-        let s = spec(&a, wrapped("true")).unwrap();
+        let s = spec(&a, wrapped("true"), &no_tasks).unwrap();
         assert_eq!(s.cores, 8);
         assert_eq!(s.mem_per_cpu_mb, 100);
         assert_eq!(s.walltime_ns, 3_600_000_000_000);
@@ -433,19 +457,33 @@ mod tests {
             "sbatch", "-n", "65536", "-c", "65536", "--mem", "1G", "--wrap", "true",
         ])
         .unwrap();
-        assert!(spec(&a, wrapped("true")).is_err());
+        assert!(spec(&a, wrapped("true"), &no_tasks).is_err());
         let a =
             Args::try_parse_from(["sbatch", "--begin", "2300-01-01", "--wrap", "true"]).unwrap();
-        assert!(spec(&a, wrapped("true")).is_err());
+        assert!(spec(&a, wrapped("true"), &no_tasks).is_err());
     }
 
     #[test]
-    fn dependencies_other_than_afterany_are_refused_plainly() {
-        let a = Args::try_parse_from(["sbatch", "-d", "afterok:3", "--wrap", "true"]).unwrap();
-        let e = spec(&a, wrapped("true")).unwrap_err().to_string();
-        assert!(e.contains("afterok"), "{e}");
-        let a = Args::try_parse_from(["sbatch", "-d", "afterany:3:4_1", "--wrap", "true"]).unwrap();
-        assert_eq!(spec(&a, wrapped("true")).unwrap().after, [3, 4]);
+    fn dependencies_read_as_slurm_writes_them() {
+        let task = |a: u64, i: u32| (a == 4 && i == 1).then_some(5);
+        assert_eq!(
+            dependencies("afterany:3:4_1,afterok:6,afternotok:7:8,singleton", &task).unwrap(),
+            Dependencies {
+                any: vec![3, 5],
+                ok: vec![6],
+                not_ok: vec![7, 8],
+                singleton: true,
+            }
+        );
+        for bad in [
+            "after:3",
+            "afterok:1?afterany:2",
+            "afterany",
+            "afterok:x",
+            "afterany:9_9",
+        ] {
+            assert!(dependencies(bad, &task).is_err(), "{bad}");
+        }
     }
 
     #[test]

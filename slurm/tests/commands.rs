@@ -144,6 +144,42 @@ fn batch_scripts_run_with_slurms_variables_and_are_accounted_as_slurm_does() {
         steps,
         format!("{failed}|sbatch|FAILED|3:0\n{failed}.batch|batch|FAILED|3:0\n")
     );
+    // afterok on it can never run, and says so; afternotok runs.
+    let never = c
+        .ok(
+            w,
+            "sbatch",
+            &[
+                "--parsable",
+                "-d",
+                &format!("afterok:{failed}"),
+                "--wrap",
+                "true",
+            ],
+        )
+        .trim()
+        .to_string();
+    let notok = c
+        .ok(
+            w,
+            "sbatch",
+            &[
+                "--parsable",
+                "-d",
+                &format!("afternotok:{failed}"),
+                "--wrap",
+                "true",
+            ],
+        )
+        .trim()
+        .to_string();
+    assert_eq!(c.wait_over(w, &notok), "COMPLETED|0:0");
+    assert_eq!(
+        c.ok(w, "squeue", &["-h", "-j", &never, "-o", "%i %t %r"]),
+        format!("{never} PD DependencyNeverSatisfied\n")
+    );
+    c.ok(w, "scancel", &[&never]);
+    assert_eq!(c.wait_over(w, &never), "CANCELLED by 0|0:0");
     let shown = c.ok(w, "scontrol", &["show", "job", &failed]);
     assert!(
         shown.contains("JobState=FAILED Reason=NonZeroExitCode"),

@@ -116,6 +116,9 @@ pub(super) async fn submit(
             g
         },
         program: None,
+        after_ok: Vec::new(),
+        after_not_ok: Vec::new(),
+        singleton: false,
     };
     let json = cli.format == Format::Json;
     let mut session = client::Session::open(addr, secret).await?;

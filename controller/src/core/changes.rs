@@ -15,6 +15,10 @@ use super::Now;
 use crate::gres::{self, Masks};
 use crate::policy::{Active, ActiveState, Happened};
 
+/// Why a job waits that can never run: a job it waits for ended
+/// otherwise than it waits for (Slurm's reason, word for word).
+const NEVER: &str = "DependencyNeverSatisfied";
+
 impl Cluster {
     /// A submission's key is kept, with the jobs it made.
     pub(super) fn keyed(&mut self, key: u64, first: u64, count: u32) {
@@ -33,7 +37,7 @@ impl Cluster {
             .request(&job.spec.gres)
             .unwrap_or_default();
         self.next_id = self.next_id.max(id + 1);
-        if job.held && job.spec.after.is_empty() {
+        if job.held && job.spec.waits_for().next().is_none() {
             // Held only until its begin instant.
             job.reason = "BeginTime".into();
             self.jobs.insert(id, Box::new(job));
@@ -43,16 +47,21 @@ impl Cluster {
         if job.held {
             // Counted from the tables, so that a restart counts the same.
             job.deps_left = 0;
-            for &dep in &job.spec.after {
+            for dep in job.spec.waits_for() {
                 if self.jobs.contains_key(&dep) {
                     job.deps_left += 1;
                     self.waiters.entry(dep).or_default().push(id);
                 } else if let Some(info) = self.done.get(&dep) {
                     job.deps_end = job.deps_end.max(info.end_ns);
+                    job.never |= !job.spec.satisfied_by(dep, info.state);
                 }
             }
-            job.reason = "Dependency".into();
-            let over = job.deps_left == 0;
+            job.reason = if job.never {
+                NEVER.into()
+            } else {
+                "Dependency".into()
+            };
+            let over = job.deps_left == 0 && !job.never;
             self.jobs.insert(id, Box::new(job));
             if over {
                 self.deps_over(id, now);
@@ -340,13 +349,19 @@ impl Cluster {
     /// Job `id` is over (or gone): the jobs held for it are one closer to
     /// their release.
     fn wake_waiters(&mut self, id: u64, now: Now) {
+        // Gone without a trace (dropped at a restore): not completed.
+        let state = self.done.get(&id).map_or(JobState::Cancelled, |i| i.state);
         for waiter in self.waiters.remove(&id).unwrap_or_default() {
             let Some(w) = self.jobs.get_mut(&waiter).filter(|w| w.held) else {
                 continue;
             };
             w.deps_left = w.deps_left.saturating_sub(1);
             w.deps_end = w.deps_end.max(now.wall);
-            if w.deps_left == 0 {
+            if !w.spec.satisfied_by(id, state) {
+                w.never = true;
+                w.reason = NEVER.into();
+            }
+            if w.deps_left == 0 && !w.never {
                 self.deps_over(waiter, now);
             }
         }

@@ -96,11 +96,10 @@ impl Cluster {
             // Only jobs that exist can be waited for, so waits never form
             // a cycle: a job can wait only for jobs older than itself.
             if let Some(dep) = spec
-                .after
-                .iter()
+                .waits_for()
                 .find(|d| !self.jobs.contains_key(d) && !self.done.contains_key(d))
             {
-                return Err(if *dep >= self.next_id {
+                return Err(if dep >= self.next_id {
                     format!(
                         "{}: cannot wait for job {dep}: there is no such job yet",
                         which(i)
@@ -124,7 +123,7 @@ impl Cluster {
                     ArraySpec::MAX_TASKS
                 ));
             }
-            if spec.think_ns.is_some() && spec.after.is_empty() {
+            if spec.think_ns.is_some() && spec.waits_for().next().is_none() {
                 return Err(format!("{}: a think time needs jobs to wait for", which(i)));
             }
             checked.push((p, spec));
@@ -132,19 +131,26 @@ impl Cluster {
         let mut ids = Vec::with_capacity(checked.len());
         for (p, mut spec) in checked {
             // Waiting for an array (its id) is waiting for all its tasks,
-            // as Slurm's afterany does.
-            let mut after = Vec::with_capacity(spec.after.len());
-            for &dep in &spec.after {
-                after.push(dep);
-                if self.array_of(dep).is_some_and(|t| t.job == dep) {
-                    let mut task = dep + 1;
-                    while self.array_of(task).is_some_and(|t| t.job == dep) {
-                        after.push(task);
-                        task += 1;
-                    }
-                }
+            // as Slurm's dependencies do.
+            spec.after = self.with_tasks(&spec.after);
+            spec.after_ok = self.with_tasks(&spec.after_ok);
+            spec.after_not_ok = self.with_tasks(&spec.after_not_ok);
+            // A singleton waits for the jobs not yet over of its name and
+            // user, as they are now; the journal keeps what it found.
+            if spec.singleton {
+                let user = spec.program.as_ref().map(|p| p.user.as_str());
+                let mut same: Vec<u64> = self
+                    .jobs
+                    .values()
+                    .filter(|j| {
+                        j.spec.name == spec.name
+                            && j.spec.program.as_ref().map(|p| p.user.as_str()) == user
+                    })
+                    .map(|j| j.id)
+                    .collect();
+                same.sort_unstable();
+                spec.after.extend(same);
             }
-            spec.after = after;
             // An array is a job per task, the first task's id its own.
             let tasks: Vec<Option<ArrayTask>> = match spec.array.take() {
                 None => vec![None],
@@ -322,6 +328,22 @@ impl Cluster {
         fx.to_agent(agent, ToAgent::Start(self.start_order(id, first, devices)));
         self.counters.started += 1;
         Ok(())
+    }
+
+    /// `deps`, each array's id followed by every task of it.
+    fn with_tasks(&self, deps: &[u64]) -> Vec<u64> {
+        let mut out = Vec::with_capacity(deps.len());
+        for &dep in deps {
+            out.push(dep);
+            if self.array_of(dep).is_some_and(|t| t.job == dep) {
+                let mut task = dep + 1;
+                while self.array_of(task).is_some_and(|t| t.job == dep) {
+                    out.push(task);
+                    task += 1;
+                }
+            }
+        }
+        out
     }
 
     /// What job `job`'s script may be told of its start on `first`.
@@ -728,7 +750,7 @@ impl Job {
     /// other jobs is over: its think time after the last of them ended,
     /// and not before its begin instant.
     pub(super) fn release_wall(&self) -> i64 {
-        let after_deps = match (self.spec.after.is_empty(), self.spec.think_ns) {
+        let after_deps = match (self.spec.waits_for().next().is_none(), self.spec.think_ns) {
             (true, _) => i64::MIN,
             (false, think) => self
                 .deps_end
@@ -740,7 +762,7 @@ impl Job {
     /// A job just submitted, waiting in the queue.
     pub(super) fn pending(id: u64, spec: JobSpec, partition: usize, now: Now) -> Job {
         // Held for other jobs, or until its begin instant.
-        let held = !spec.after.is_empty() || spec.begin_ns.is_some_and(|b| b > now.wall);
+        let held = spec.waits_for().next().is_some() || spec.begin_ns.is_some_and(|b| b > now.wall);
         Job {
             id,
             submit_ns: spec.submit_ns.unwrap_or(now.wall),
@@ -772,6 +794,7 @@ impl Job {
             gres: crate::gres::Counts::default(),
             devices: Vec::new(),
             exit: (0, 0),
+            never: false,
         }
     }
 }

@@ -111,6 +111,9 @@ pub(super) struct Job {
     /// when the last of those over ended (wall ns).
     pub deps_left: u32,
     pub deps_end: i64,
+    /// A job it waits for ended otherwise than it waits for (`afterok`,
+    /// `afternotok`): it can never run, and waits until cancelled.
+    pub never: bool,
     /// Its key in [`Cluster::releases`] (monotonic ns), once its wait is
     /// over and its think time runs.
     pub release_at: Option<i64>,

@@ -87,6 +87,9 @@ fn spec(cores: u32) -> JobSpec {
         array: None,
         gres: Vec::new(),
         program: None,
+        after_ok: Vec::new(),
+        after_not_ok: Vec::new(),
+        singleton: false,
     }
 }
 
@@ -710,6 +713,91 @@ fn a_job_waits_for_others_then_queues_as_submitted() {
     c.job_ended(7, ids[1], Exit::Code(143), at(7), &mut out);
     assert!(queued(&c).contains(&dep));
     assert_eq!(c.jobs[&dep].submit_ns, at(1).wall);
+}
+
+#[test]
+fn afterok_and_afternotok_wait_for_an_end_and_never_run_on_the_other() {
+    let mut c = cluster();
+    let mut out = Recorder::default();
+    let ids = c
+        .submit(vec![spec(8), spec(8)], 0, at(0), &mut out)
+        .unwrap();
+    let on = |list: &str, dep: u64| JobSpec {
+        after_ok: if list == "ok" { vec![dep] } else { Vec::new() },
+        after_not_ok: if list == "notok" {
+            vec![dep]
+        } else {
+            Vec::new()
+        },
+        ..after(&[], None)
+    };
+    let deps = c
+        .submit(
+            vec![
+                on("ok", ids[0]),
+                on("notok", ids[0]),
+                on("ok", ids[1]),
+                on("notok", ids[1]),
+            ],
+            0,
+            at(1),
+            &mut out,
+        )
+        .unwrap();
+    pass(&mut c, &mut out);
+    c.job_ended(7, ids[0], Exit::Code(0), at(5), &mut out);
+    c.job_ended(7, ids[1], Exit::Code(3), at(6), &mut out);
+    // Each waits for the end it asked; the others can never run, and
+    // say so, as Slurm's do.
+    let q = queued(&c);
+    assert!(q.contains(&deps[0]) && q.contains(&deps[3]), "{q:?}");
+    for never in [deps[1], deps[2]] {
+        assert!(!q.contains(&never));
+        assert_eq!(c.jobs_info(&[never])[0].reason, "DependencyNeverSatisfied");
+    }
+    // One submitted now after a job already over is judged at once.
+    let late = c
+        .submit(vec![on("ok", ids[1])], 0, at(7), &mut out)
+        .unwrap()[0];
+    assert_eq!(c.jobs_info(&[late])[0].reason, "DependencyNeverSatisfied");
+    let fine = c
+        .submit(vec![on("ok", ids[0])], 0, at(7), &mut out)
+        .unwrap()[0];
+    assert!(queued(&c).contains(&fine));
+}
+
+#[test]
+fn a_singleton_waits_for_the_jobs_of_its_name_not_yet_over() {
+    let mut c = cluster();
+    let mut out = Recorder::default();
+    let named = |n: &str| JobSpec {
+        name: Some(n.into()),
+        ..spec(1)
+    };
+    let first = c
+        .submit(vec![named("a"), named("a"), named("b")], 0, at(0), &mut out)
+        .unwrap();
+    let single = c
+        .submit(
+            vec![JobSpec {
+                singleton: true,
+                ..named("a")
+            }],
+            0,
+            at(1),
+            &mut out,
+        )
+        .unwrap()[0];
+    assert_eq!(c.jobs[&single].spec.after, [first[0], first[1]]);
+    assert_eq!(c.jobs_info(&[single])[0].reason, "Dependency");
+    pass(&mut c, &mut out);
+    c.job_ended(7, first[0], Exit::Code(0), at(2), &mut out);
+    assert!(!queued(&c).contains(&single));
+    c.job_ended(7, first[1], Exit::Code(1), at(3), &mut out);
+    assert!(
+        queued(&c).contains(&single),
+        "a singleton waits for any end"
+    );
 }
 
 #[test]

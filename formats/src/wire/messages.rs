@@ -27,6 +27,17 @@ pub struct JobSpec {
     /// Jobs to wait for: it enters the queue once all of them are over,
     /// however they ended (Slurm's `--dependency=afterany`).
     pub after: Vec<u64>,
+    /// Jobs to wait for that must complete (Slurm's `afterok`): when one
+    /// ends otherwise, this job can never run; it waits, its reason
+    /// `DependencyNeverSatisfied`, until cancelled, as on Slurm.
+    pub after_ok: Vec<u64>,
+    /// Jobs to wait for that must end otherwise than completed (Slurm's
+    /// `afternotok`): when one completes, this job can never run.
+    pub after_not_ok: Vec<u64>,
+    /// Slurm's `singleton`: it waits for every job not yet over of the
+    /// same name and user, found at submission (the controller adds them
+    /// to `after`).
+    pub singleton: bool,
     /// With `after`: it is submitted this long after the last of them
     /// ended (its submit instant is then), as a user who waits for one
     /// job's result, thinks, then submits the next. Without, it waits in
@@ -79,6 +90,23 @@ pub struct Program {
 }
 
 impl JobSpec {
+    /// Every job it waits for, whatever the end it waits for.
+    pub fn waits_for(&self) -> impl Iterator<Item = u64> + '_ {
+        self.after
+            .iter()
+            .chain(&self.after_ok)
+            .chain(&self.after_not_ok)
+            .copied()
+    }
+
+    /// Whether job `dep`, over in `state`, ends as this job waits for it
+    /// to (any end for `after`).
+    pub fn satisfied_by(&self, dep: u64, state: JobState) -> bool {
+        let completed = state == JobState::Completed;
+        !(self.after_ok.contains(&dep) && !completed
+            || self.after_not_ok.contains(&dep) && completed)
+    }
+
     /// The jobs it makes: one, or a task per index of its array.
     pub fn jobs(&self) -> usize {
         self.array.as_ref().map_or(1, |a| a.indices.len())
