@@ -67,6 +67,7 @@ impl Lcg {
             after_ok: Vec::new(),
             after_not_ok: Vec::new(),
             singleton: false,
+            hold: false,
         }
     }
 }
@@ -151,6 +152,7 @@ fn bench(config: &Arc<Config>, queued: usize, fragmented: bool) {
             after_ok: Vec::new(),
             after_not_ok: Vec::new(),
             singleton: false,
+            hold: false,
         };
         let n = config.nodes.len();
         cluster

@@ -41,6 +41,7 @@ async fn main() -> Result<()> {
         after_ok: Vec::new(),
         after_not_ok: Vec::new(),
         singleton: false,
+        hold: false,
     };
     let start = Instant::now();
     match s

@@ -36,8 +36,10 @@ const SNAPSHOT_MAGIC: &[u8; 4] = b"CLSN";
 /// keys ([`Entry::Keyed`], [`Snapshot::keys`]). 6: allocations as runs of
 /// nodes ([`NodeRun`]), so that a job's start costs the same to journal
 /// whatever its nodes. 7: a job may run a program (`JobSpec::program`). 8: a finished job keeps its
-/// exit code, and what it ran (`JobInfo::exit`, `JobInfo::program`).
-const VERSION: u16 = 8;
+/// exit code, and what it ran (`JobInfo::exit`, `JobInfo::program`). 9:
+/// dependencies on how jobs end, singletons, holds (`JobSpec::after_ok`,
+/// `JobImage::user_held`, [`Entry::Held`]).
+const VERSION: u16 = 9;
 const HEADER: usize = 6;
 /// Largest entry: a submission of one job is well under 1 KiB.
 const MAX_ENTRY: usize = 1 << 20;
@@ -81,6 +83,8 @@ pub struct JobImage {
     pub reason: String,
     /// Waits for other jobs (`spec.after`) before it enters the queue.
     pub held: bool,
+    /// Held by its user until released.
+    pub user_held: bool,
     /// Its place in a job array.
     pub array: Option<formats::wire::ArrayTask>,
     /// When it entered the queue (or will, once released): its place
@@ -120,6 +124,11 @@ pub enum Entry {
         state: JobState,
     },
     Ended(Box<JobInfo>),
+    /// A pending job held by its user (`held`), or released.
+    Held {
+        id: u64,
+        held: bool,
+    },
     /// A held job's think time is over: it is submitted at `at_ns`.
     Released {
         id: u64,
@@ -676,6 +685,7 @@ mod tests {
                 after_ok: Vec::new(),
                 after_not_ok: Vec::new(),
                 singleton: false,
+                hold: false,
             },
             partition: "batch".into(),
             state: JobState::Pending,
@@ -693,6 +703,7 @@ mod tests {
             array: None,
             queued_ns: 5,
             devices: String::new(),
+            user_held: false,
         }
     }
 

@@ -752,6 +752,7 @@ mod tests {
                 after_ok: Vec::new(),
                 after_not_ok: Vec::new(),
                 singleton: false,
+                hold: false,
             },
             submit_ns: submit_s * S,
             cancel_ns: None,

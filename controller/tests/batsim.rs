@@ -246,6 +246,7 @@ fn twin_unit(
                 after_ok: Vec::new(),
                 after_not_ok: Vec::new(),
                 singleton: false,
+                hold: false,
             },
             submit_ns: at * S,
             cancel_ns: None,

@@ -39,6 +39,7 @@ fn spec(script: &str, workdir: &std::path::Path, stdout: &str) -> JobSpec {
         after_ok: Vec::new(),
         after_not_ok: Vec::new(),
         singleton: false,
+        hold: false,
     }
 }
 

@@ -46,8 +46,10 @@ use tokio_util::codec::{Decoder, Encoder, Framed, LengthDelimitedCodec};
 /// ([`Standing`]). 14: a job may run a program ([`Program`],
 /// [`Exit::Ran`]). 15: the queue view says how a job ended
 /// (`JobInfo::exit`) and what it runs (`JobInfo::program`); a program
-/// carries Slurm's `--comment`.
-pub const PROTOCOL: u32 = 15;
+/// carries Slurm's `--comment`. 16: jobs may wait for others to complete
+/// or fail (`JobSpec::after_ok`, `after_not_ok`), as singletons, or held
+/// ([`Request::Hold`], [`Request::Release`]).
+pub const PROTOCOL: u32 = 16;
 /// Largest frame a server accepts from an authenticated peer (a batch of
 /// records can be large).
 pub const MAX_FRAME: usize = 16 << 20;

@@ -158,6 +158,7 @@ pub async fn run_point(
             after_ok: Vec::new(),
             after_not_ok: Vec::new(),
             singleton: false,
+            hold: false,
         })
         .collect();
     // Followers go when the job they follow does, not at a deadline.

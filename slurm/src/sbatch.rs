@@ -247,9 +247,6 @@ fn dependencies(text: &str, tasks: &dyn Fn(u64, u32) -> Option<u64>) -> Result<D
 
 /// The job `args` describe, running `script`.
 fn spec(args: &Args, script: String, tasks: &dyn Fn(u64, u32) -> Option<u64>) -> Result<JobSpec> {
-    if args.hold {
-        bail!("--hold is not supported by clemu yet");
-    }
     let nodes: Option<u32> = match &args.nodes {
         None => None,
         // A range: its least.
@@ -367,6 +364,7 @@ fn spec(args: &Args, script: String, tasks: &dyn Fn(u64, u32) -> Option<u64>) ->
             cpus_per_task,
             comment: args.comment.clone().unwrap_or_default(),
         })),
+        hold: args.hold,
     })
 }
 

@@ -1,5 +1,6 @@
-//! `scontrol`: `show job|partition|node|config|hostnames`, `suspend`
-//! and `resume`, in Slurm's `Key=Value` layout (`-o`: one line each).
+//! `scontrol`: `show job|partition|node|config|hostnames`, `suspend`,
+//! `resume`, `hold` and `release`, in Slurm's `Key=Value` layout (`-o`:
+//! one line each).
 
 use anyhow::{bail, Result};
 use clap::Parser;
@@ -65,7 +66,7 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
         .cloned()
         .collect();
     let Some(verb) = words.first().map(|w| w.to_ascii_lowercase()) else {
-        bail!("no command given (show, suspend, resume)");
+        bail!("no command given (show, suspend, resume, hold, release)");
     };
     match verb.as_str() {
         "show" => {
@@ -84,13 +85,14 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
                 other => bail!("invalid entity: {other} for keyword: show"),
             }
         }
-        "suspend" | "resume" => {
+        "suspend" | "resume" | "hold" | "release" => {
             let ids = job_ids(&words[1..])?;
             let mut c = Cluster::open().await?;
-            let req = if verb == "suspend" {
-                Request::Suspend(ids)
-            } else {
-                Request::Resume(ids)
+            let req = match verb.as_str() {
+                "suspend" => Request::Suspend(ids),
+                "resume" => Request::Resume(ids),
+                "hold" => Request::Hold(ids),
+                _ => Request::Release(ids),
             };
             match c.call(&req).await? {
                 Response::Jobs(outcomes) => {
@@ -106,7 +108,7 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
                 other => bail!("unexpected answer: {other:?}"),
             }
         }
-        "hold" | "release" | "requeue" | "update" | "uhold" | "requeuehold" => {
+        "requeue" | "update" | "uhold" | "requeuehold" => {
             bail!("scontrol {verb} is not supported by clemu yet")
         }
         other => bail!("invalid keyword: {other}"),

@@ -180,6 +180,17 @@ fn batch_scripts_run_with_slurms_variables_and_are_accounted_as_slurm_does() {
     );
     c.ok(w, "scancel", &[&never]);
     assert_eq!(c.wait_over(w, &never), "CANCELLED by 0|0:0");
+    // Held at submission: it waits until released.
+    let held = c
+        .ok(w, "sbatch", &["--parsable", "-H", "--wrap", "true"])
+        .trim()
+        .to_string();
+    assert_eq!(
+        c.ok(w, "squeue", &["-h", "-j", &held, "-o", "%i %t %R"]),
+        format!("{held} PD (JobHeldUser)\n")
+    );
+    c.ok(w, "scontrol", &["release", &held]);
+    assert_eq!(c.wait_over(w, &held), "COMPLETED|0:0");
     let shown = c.ok(w, "scontrol", &["show", "job", &failed]);
     assert!(
         shown.contains("JobState=FAILED Reason=NonZeroExitCode"),

@@ -119,6 +119,7 @@ pub(super) async fn submit(
         after_ok: Vec::new(),
         after_not_ok: Vec::new(),
         singleton: false,
+        hold: false,
     };
     let json = cli.format == Format::Json;
     let mut session = client::Session::open(addr, secret).await?;

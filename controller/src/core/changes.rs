@@ -38,6 +38,11 @@ impl Cluster {
             .unwrap_or_default();
         self.next_id = self.next_id.max(id + 1);
         if job.held && job.spec.waits_for().next().is_none() {
+            if job.user_held {
+                job.reason = "JobHeldUser".into();
+                self.jobs.insert(id, Box::new(job));
+                return;
+            }
             // Held only until its begin instant.
             job.reason = "BeginTime".into();
             self.jobs.insert(id, Box::new(job));
@@ -56,12 +61,14 @@ impl Cluster {
                     job.never |= !job.spec.satisfied_by(dep, info.state);
                 }
             }
-            job.reason = if job.never {
+            job.reason = if job.user_held {
+                "JobHeldUser".into()
+            } else if job.never {
                 NEVER.into()
             } else {
                 "Dependency".into()
             };
-            let over = job.deps_left == 0 && !job.never;
+            let over = job.deps_left == 0 && !job.never && !job.user_held;
             self.jobs.insert(id, Box::new(job));
             if over {
                 self.deps_over(id, now);
@@ -359,9 +366,11 @@ impl Cluster {
             w.deps_end = w.deps_end.max(now.wall);
             if !w.spec.satisfied_by(id, state) {
                 w.never = true;
-                w.reason = NEVER.into();
+                if !w.user_held {
+                    w.reason = NEVER.into();
+                }
             }
-            if w.deps_left == 0 && !w.never {
+            if w.deps_left == 0 && !w.never && !w.user_held {
                 self.deps_over(waiter, now);
             }
         }
@@ -394,7 +403,7 @@ impl Cluster {
     /// submitted that long after the last of its jobs ended, and not before
     /// its begin: at once if that has passed (a restart), else when a pass
     /// finds it due.
-    fn deps_over(&mut self, id: u64, now: Now) {
+    pub(super) fn deps_over(&mut self, id: u64, now: Now) {
         let Some(job) = self.jobs.get(&id) else {
             return;
         };

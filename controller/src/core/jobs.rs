@@ -692,7 +692,11 @@ impl Cluster {
     pub fn release_due<F: Effects>(&mut self, now: Now, fx: &mut F) {
         while let Some(&(at, id)) = self.releases.first().filter(|(at, _)| *at <= now.mono) {
             self.releases.pop_first();
-            let Some(job) = self.jobs.get(&id).filter(|j| j.held && j.deps_left == 0) else {
+            let Some(job) = self
+                .jobs
+                .get(&id)
+                .filter(|j| j.held && j.deps_left == 0 && !j.user_held)
+            else {
                 continue;
             };
             let at = Now {
@@ -705,6 +709,78 @@ impl Cluster {
                 fx.journal(Entry::Released { id, at_ns: at.wall });
             }
         }
+    }
+
+    /// `scontrol hold` (`held`) or `release`: pending jobs kept out of
+    /// the queue, or let go on.
+    pub fn hold<F: Effects>(
+        &mut self,
+        ids: &[u64],
+        held: bool,
+        now: Now,
+        fx: &mut F,
+    ) -> Vec<JobOutcome> {
+        self.unqueue_batched(|c| {
+            ids.iter()
+                .map(|&id| {
+                    let r = c.set_user_hold(id, held, now);
+                    if r.is_ok() && F::JOURNALS {
+                        fx.journal(Entry::Held { id, held });
+                    }
+                    JobOutcome { id, error: r.err() }
+                })
+                .collect()
+        })
+    }
+
+    /// Holds or releases job `id` (see [`Cluster::hold`]).
+    pub(super) fn set_user_hold(&mut self, id: u64, held: bool, now: Now) -> Result<(), String> {
+        let job = self
+            .jobs
+            .get_mut(&id)
+            .filter(|j| j.state == JobState::Pending)
+            .ok_or_else(|| format!("job {id} is not pending"))?;
+        if held {
+            if job.user_held {
+                return Ok(());
+            }
+            if job.array.is_some_and(|t| t.limit > 0) && !job.held && !job.throttled {
+                return Err(format!(
+                    "job {id} is a task of an array with a limit: clemu cannot hold it yet"
+                ));
+            }
+            job.user_held = true;
+            job.reason = "JobHeldUser".into();
+            if !job.held && !job.throttled {
+                job.held = true;
+                let p = job.partition;
+                self.unqueue(id, p);
+            }
+            return Ok(());
+        }
+        if !job.user_held {
+            return Err(format!("job {id} is not held"));
+        }
+        job.user_held = false;
+        if job.throttled {
+            job.reason = "JobArrayTaskLimit".into();
+            return Ok(());
+        }
+        if job.never || job.deps_left > 0 {
+            job.reason = if job.never {
+                "DependencyNeverSatisfied".into()
+            } else {
+                "Dependency".into()
+            };
+            return Ok(());
+        }
+        // Nothing else to wait for but its begin or think time, if any.
+        if let Some(at) = job.release_at.take() {
+            self.releases.remove(&(at, id));
+        }
+        job.reason.clear();
+        self.deps_over(id, now);
+        Ok(())
     }
 
     /// `controller suspend`: the jobs keep their cores until resumed.
@@ -762,10 +838,13 @@ impl Job {
     /// A job just submitted, waiting in the queue.
     pub(super) fn pending(id: u64, spec: JobSpec, partition: usize, now: Now) -> Job {
         // Held for other jobs, or until its begin instant.
-        let held = spec.waits_for().next().is_some() || spec.begin_ns.is_some_and(|b| b > now.wall);
+        let held = spec.hold
+            || spec.waits_for().next().is_some()
+            || spec.begin_ns.is_some_and(|b| b > now.wall);
         Job {
             id,
             submit_ns: spec.submit_ns.unwrap_or(now.wall),
+            user_held: spec.hold,
             spec,
             partition,
             state: JobState::Pending,

@@ -37,6 +37,7 @@ impl Cluster {
             since_ns: wall(j.since_mono),
             reason: j.reason.clone(),
             held: j.held,
+            user_held: j.user_held,
             array: j.array,
             queued_ns: wall(j.submit_mono),
             devices: self.devices_text(&j.devices),
@@ -249,6 +250,9 @@ impl Cluster {
                 }
             }
             Entry::Requeued { id, reason, at_ns } => self.requeued(id, reason, at(at_ns)),
+            Entry::Held { id, held } => {
+                let _ = self.set_user_hold(id, held, now);
+            }
             Entry::Released { id, at_ns } => {
                 if let Some(at) = self.jobs.get(&id).and_then(|j| j.release_at) {
                     self.releases.remove(&(at, id));
@@ -306,6 +310,7 @@ impl Cluster {
         job.reason = im.reason;
         job.since_mono = at(im.since_ns).mono;
         job.held = im.held;
+        job.user_held = im.user_held;
         job.array = im.array;
         job.submit_mono = at(im.queued_ns).mono;
         self.admitted(job, now);

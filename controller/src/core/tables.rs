@@ -114,6 +114,9 @@ pub(super) struct Job {
     /// A job it waits for ended otherwise than it waits for (`afterok`,
     /// `afternotok`): it can never run, and waits until cancelled.
     pub never: bool,
+    /// Held by its user (`--hold`, `scontrol hold`): out of the queue
+    /// until released, whatever else it waits for.
+    pub user_held: bool,
     /// Its key in [`Cluster::releases`] (monotonic ns), once its wait is
     /// over and its think time runs.
     pub release_at: Option<i64>,

@@ -90,6 +90,7 @@ fn spec(cores: u32) -> JobSpec {
         after_ok: Vec::new(),
         after_not_ok: Vec::new(),
         singleton: false,
+        hold: false,
     }
 }
 
@@ -764,6 +765,65 @@ fn afterok_and_afternotok_wait_for_an_end_and_never_run_on_the_other() {
         .submit(vec![on("ok", ids[0])], 0, at(7), &mut out)
         .unwrap()[0];
     assert!(queued(&c).contains(&fine));
+}
+
+#[test]
+fn a_held_job_waits_out_of_the_queue_until_released_and_a_restart_keeps_it() {
+    let mut c = cluster();
+    let mut out = Recorder::default();
+    let ids = c
+        .submit(
+            vec![
+                JobSpec {
+                    hold: true,
+                    ..spec(1)
+                },
+                spec(1),
+                spec(1),
+            ],
+            0,
+            at(0),
+            &mut out,
+        )
+        .unwrap();
+    assert!(!queued(&c).contains(&ids[0]));
+    assert_eq!(c.jobs_info(&[ids[0]])[0].reason, "JobHeldUser");
+    // A queued job held leaves the queue; a running one cannot be.
+    let held = c.hold(&[ids[1]], true, at(1), &mut out);
+    assert_eq!(held[0].error, None);
+    assert_eq!(queued(&c), [ids[2]]);
+    pass(&mut c, &mut out);
+    assert!(c.hold(&[ids[2]], true, at(2), &mut out)[0].error.is_some());
+    assert!(c.hold(&[ids[2]], false, at(2), &mut out)[0].error.is_some());
+    // A restart finds both held.
+    for r in restarts(&c, &out.1) {
+        assert!(r.jobs[&ids[0]].user_held && r.jobs[&ids[1]].user_held);
+        assert!(!queued(&r).contains(&ids[0]) && !queued(&r).contains(&ids[1]));
+    }
+    // Released, each joins the queue.
+    assert_eq!(c.hold(&ids[..2], false, at(3), &mut out)[1].error, None);
+    let q = queued(&c);
+    assert!(q.contains(&ids[0]) && q.contains(&ids[1]), "{q:?}");
+    for r in restarts(&c, &out.1) {
+        assert!(!r.jobs[&ids[0]].user_held);
+        assert!(queued(&r).contains(&ids[0]));
+    }
+    // Held while it waits for another job: released, it still waits.
+    let dep = c
+        .submit(
+            vec![JobSpec {
+                hold: true,
+                ..after(&[ids[2]], None)
+            }],
+            0,
+            at(4),
+            &mut out,
+        )
+        .unwrap()[0];
+    c.hold(&[dep], false, at(5), &mut out);
+    assert_eq!(c.jobs_info(&[dep])[0].reason, "Dependency");
+    c.job_ended(7, ids[2], Exit::Code(0), at(6), &mut out);
+    assert!(queued(&c).contains(&dep));
 }
 
 #[test]

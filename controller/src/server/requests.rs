@@ -74,6 +74,10 @@ impl Server {
             }
             Request::Suspend(ids) => Response::Jobs(self.cluster.suspend(&ids, now, &mut self.out)),
             Request::Resume(ids) => Response::Jobs(self.cluster.resume(&ids, now, &mut self.out)),
+            Request::Hold(ids) => Response::Jobs(self.cluster.hold(&ids, true, now, &mut self.out)),
+            Request::Release(ids) => {
+                Response::Jobs(self.cluster.hold(&ids, false, now, &mut self.out))
+            }
             Request::Drain { nodes, reason } => {
                 match self.cluster.drain(&nodes, &reason, &mut self.out) {
                     Ok(n) => Response::Drained(n),

@@ -38,6 +38,9 @@ pub struct JobSpec {
     /// same name and user, found at submission (the controller adds them
     /// to `after`).
     pub singleton: bool,
+    /// Submitted held (Slurm's `--hold`): it waits out of the queue, its
+    /// reason `JobHeldUser`, until released ([`Request::Release`]).
+    pub hold: bool,
     /// With `after`: it is submitted this long after the last of them
     /// ended (its submit instant is then), as a user who waits for one
     /// job's result, thinks, then submits the next. Without, it waits in
@@ -506,6 +509,11 @@ pub enum Request {
     Cancel(Vec<u64>),
     Suspend(Vec<u64>),
     Resume(Vec<u64>),
+    /// Keep pending jobs out of the queue until released (Slurm's
+    /// `scontrol hold`).
+    Hold(Vec<u64>),
+    /// Let held jobs (`hold`, `JobSpec::hold`) go on (`scontrol release`).
+    Release(Vec<u64>),
     Drain {
         nodes: String,
         reason: String,
