@@ -514,6 +514,12 @@ async fn launch(
         Some(p) => {
             let script = write_script(s.job, &p.script)?;
             env.extend(p.env.iter().cloned());
+            // The job's own directory, gone when it ends: srun counts the
+            // job's steps there.
+            env.push((
+                "CLEMU_JOB_DIR".to_string(),
+                program_dir(s.job).display().to_string(),
+            ));
             args.extend(program_args(ctx, s.job, p));
             args.extend(["--".into(), script.display().to_string()]);
         }

@@ -5,8 +5,8 @@
 //!
 //! One program, `clemu-slurm`, is every command: it acts as the one it is
 //! called by (`sbatch`, `squeue`, `scancel`, `sacct`, `sinfo`,
-//! `scontrol`), through links of those names that `clemu-slurm up` puts in
-//! the cluster's `bin/` directory. Nothing else takes Slurm's names, so a
+//! `scontrol`, `srun`), through links of those names that `clemu-slurm
+//! up` puts in the cluster's `bin/` directory. Nothing else takes Slurm's names, so a
 //! machine's real Slurm stays first unless the user puts that directory
 //! first on `PATH`.
 //!
@@ -31,6 +31,7 @@ pub mod scancel;
 pub mod scontrol;
 pub mod sinfo;
 pub mod squeue;
+pub mod srun;
 pub mod text;
 pub mod up;
 
@@ -73,6 +74,13 @@ pub fn main_of(mut argv: Vec<String>) -> ExitCode {
         "sacct" => cluster::run("sacct", sacct::main(argv)),
         "sinfo" => cluster::run("sinfo", sinfo::main(argv)),
         "scontrol" => cluster::run("scontrol", scontrol::main(argv)),
+        "srun" => match srun::main(&argv) {
+            Ok(c) => ExitCode::from(c),
+            Err(e) => {
+                eprintln!("srun: error: {e:#}");
+                ExitCode::FAILURE
+            }
+        },
         other => {
             eprintln!("clemu-slurm: no command {other:?}");
             ExitCode::from(2)
@@ -92,6 +100,7 @@ mod tests {
         crate::sacct::Args::command().debug_assert();
         crate::sinfo::Args::command().debug_assert();
         crate::scontrol::Args::command().debug_assert();
+        crate::srun::Args::command().debug_assert();
         crate::up::UpArgs::command().debug_assert();
         crate::up::DownArgs::command().debug_assert();
     }

@@ -17,7 +17,9 @@ use client::{Request, Response};
 use crate::cluster::{Cluster, CONF_VAR};
 
 /// The commands `bin/` holds.
-pub const COMMANDS: [&str; 6] = ["sbatch", "squeue", "scancel", "sacct", "sinfo", "scontrol"];
+pub const COMMANDS: [&str; 7] = [
+    "sbatch", "squeue", "scancel", "sacct", "sinfo", "scontrol", "srun",
+];
 
 #[derive(Debug, Parser)]
 #[command(name = "clemu-slurm up")]

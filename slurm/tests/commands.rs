@@ -52,9 +52,17 @@ impl Up {
     fn run(&self, cwd: &Path, name: &str, args: &[&str], stdin: Option<&str>) -> Output {
         use std::io::Write;
         let mut cmd = Command::new(self.dir.path().join("bin").join(name));
+        // As the two lines `up` prints set it: the cluster's bin/ first
+        // (a job's script finds srun there too).
+        let path = format!(
+            "{}:{}",
+            self.dir.path().join("bin").display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
         cmd.args(args)
             .current_dir(cwd)
             .env("CLEMU_CONF", &self.conf)
+            .env("PATH", path)
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped());
@@ -197,6 +205,31 @@ fn batch_scripts_run_with_slurms_variables_and_are_accounted_as_slurm_does() {
         "{shown}"
     );
     assert!(shown.contains("ExitCode=3:0"), "{shown}");
+
+    // Steps: srun runs a task each with its own rank, numbers the steps,
+    // writes a file per task where asked, and its exit is the job's.
+    let steps = "#!/bin/sh\n#SBATCH -n 3\n\
+                 srun sh -c 'echo step $SLURM_STEPID task $SLURM_PROCID of $SLURM_NTASKS' | sort\n\
+                 srun -n 2 -o task-%j-%t.out sh -c 'echo $SLURM_STEPID $SLURM_LOCALID'\n\
+                 srun -n 2 sh -c 'exit $((SLURM_PROCID + 4))'\n";
+    std::fs::write(w.join("steps.sh"), steps).unwrap();
+    let job = c
+        .ok(w, "sbatch", &["--parsable", "steps.sh"])
+        .trim()
+        .to_string();
+    let state = c.wait_over(w, &job);
+    let text = std::fs::read_to_string(w.join(format!("slurm-{job}.out"))).unwrap();
+    assert_eq!(state, "FAILED|5:0", "{text}");
+    assert_eq!(
+        text,
+        "step 0 task 0 of 3\nstep 0 task 1 of 3\nstep 0 task 2 of 3\n\
+         srun: error: node1: task 0: Exited with exit code 4\n\
+         srun: error: node1: task 1: Exited with exit code 5\n"
+    );
+    for t in 0..2 {
+        let f = w.join(format!("task-{job}-{t}.out"));
+        assert_eq!(std::fs::read_to_string(f).unwrap(), format!("1 {t}\n"));
+    }
 
     // An array: a file per task, named by Slurm's default pattern.
     let out = c.ok(
