@@ -38,7 +38,8 @@ const SNAPSHOT_MAGIC: &[u8; 4] = b"CLSN";
 /// whatever its nodes. 7: a job may run a program (`JobSpec::program`). 8: a finished job keeps its
 /// exit code, and what it ran (`JobInfo::exit`, `JobInfo::program`). 9:
 /// dependencies on how jobs end, singletons, holds (`JobSpec::after_ok`,
-/// `JobImage::user_held`, [`Entry::Held`]).
+/// `JobImage::user_held`, [`Entry::Held`]), a pending job's new limit
+/// ([`Entry::Limit`]).
 const VERSION: u16 = 9;
 const HEADER: usize = 6;
 /// Largest entry: a submission of one job is well under 1 KiB.
@@ -124,6 +125,11 @@ pub enum Entry {
         state: JobState,
     },
     Ended(Box<JobInfo>),
+    /// A pending job's wall-time limit changed.
+    Limit {
+        id: u64,
+        walltime_ns: u64,
+    },
     /// A pending job held by its user (`held`), or released.
     Held {
         id: u64,

@@ -48,7 +48,8 @@ use tokio_util::codec::{Decoder, Encoder, Framed, LengthDelimitedCodec};
 /// (`JobInfo::exit`) and what it runs (`JobInfo::program`); a program
 /// carries Slurm's `--comment`. 16: jobs may wait for others to complete
 /// or fail (`JobSpec::after_ok`, `after_not_ok`), as singletons, or held
-/// ([`Request::Hold`], [`Request::Release`]).
+/// ([`Request::Hold`], [`Request::Release`]); a pending job's limit may
+/// change ([`Request::SetLimit`]).
 pub const PROTOCOL: u32 = 16;
 /// Largest frame a server accepts from an authenticated peer (a batch of
 /// records can be large).

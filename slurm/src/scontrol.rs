@@ -108,10 +108,52 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
                 other => bail!("unexpected answer: {other:?}"),
             }
         }
-        "requeue" | "update" | "uhold" | "requeuehold" => {
+        "update" => update(&words[1..]).await,
+        "requeue" | "uhold" | "requeuehold" => {
             bail!("scontrol {verb} is not supported by clemu yet")
         }
         other => bail!("invalid keyword: {other}"),
+    }
+}
+
+/// `scontrol update JobId=N TimeLimit=T`: a pending job's limit (keys in
+/// any case; `UNLIMITED` for none).
+async fn update(words: &[String]) -> Result<u8> {
+    let (mut id, mut limit) = (None, None);
+    for w in words {
+        let Some((k, v)) = w.split_once('=') else {
+            bail!("Invalid input: {w}");
+        };
+        match k.to_ascii_lowercase().as_str() {
+            "jobid" => {
+                id = Some(
+                    v.parse::<u64>()
+                        .map_err(|_| anyhow::anyhow!("Invalid job id {v}"))?,
+                )
+            }
+            "timelimit" => {
+                limit = Some(
+                    text::parse_time_limit(v)
+                        .and_then(|s| s.checked_mul(1_000_000_000))
+                        .ok_or_else(|| anyhow::anyhow!("Invalid TimeLimit value: {v}"))?,
+                )
+            }
+            other => bail!("scontrol update {other}= is not supported by clemu yet (TimeLimit is)"),
+        }
+    }
+    let (Some(id), Some(walltime_ns)) = (id, limit) else {
+        bail!("scontrol update needs JobId=N and TimeLimit=T");
+    };
+    let mut c = Cluster::open().await?;
+    match c.call(&Request::SetLimit { id, walltime_ns }).await? {
+        Response::Jobs(outcomes) => match outcomes.into_iter().find_map(|o| o.error) {
+            Some(e) => {
+                eprintln!("slurm_update error: {e}");
+                Ok(1)
+            }
+            None => Ok(0),
+        },
+        other => bail!("unexpected answer: {other:?}"),
     }
 }
 

@@ -197,6 +197,16 @@ fn batch_scripts_run_with_slurms_variables_and_are_accounted_as_slurm_does() {
         c.ok(w, "squeue", &["-h", "-j", &held, "-o", "%i %t %R"]),
         format!("{held} PD (JobHeldUser)\n")
     );
+    // Its limit changes while it waits.
+    c.ok(
+        w,
+        "scontrol",
+        &["update", &format!("JobId={held}"), "TimeLimit=1:30:00"],
+    );
+    assert_eq!(
+        c.ok(w, "squeue", &["-h", "-j", &held, "-o", "%l"]),
+        "1:30:00\n"
+    );
     c.ok(w, "scontrol", &["release", &held]);
     assert_eq!(c.wait_over(w, &held), "COMPLETED|0:0");
     let shown = c.ok(w, "scontrol", &["show", "job", &failed]);

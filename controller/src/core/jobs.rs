@@ -733,6 +733,50 @@ impl Cluster {
         })
     }
 
+    /// `scontrol update TimeLimit`: a pending job's wall-time limit
+    /// (nanoseconds, 0 for none), within its partition's.
+    pub fn limit<F: Effects>(&mut self, id: u64, walltime_ns: u64, fx: &mut F) -> JobOutcome {
+        let r = self.set_limit(id, walltime_ns);
+        if r.is_ok() && F::JOURNALS {
+            fx.journal(Entry::Limit { id, walltime_ns });
+        }
+        JobOutcome { id, error: r.err() }
+    }
+
+    /// Sets job `id`'s limit (see [`Cluster::limit`]); a queued job keeps
+    /// its place.
+    pub(super) fn set_limit(&mut self, id: u64, walltime_ns: u64) -> Result<(), String> {
+        let job = self
+            .jobs
+            .get(&id)
+            .ok_or_else(|| format!("no active job {id}"))?;
+        if job.state != JobState::Pending {
+            return Err(format!(
+                "job {id} has started: clemu changes the time limit of pending jobs only"
+            ));
+        }
+        let part = &self.config.partitions[job.partition];
+        if part.max_time_ns > 0 && (walltime_ns == 0 || walltime_ns > part.max_time_ns) {
+            return Err(format!(
+                "job {id}: the time limit is over partition {}'s",
+                part.name
+            ));
+        }
+        let Some(j) = self.jobs.get_mut(&id) else {
+            return Ok(());
+        };
+        j.spec.walltime_ns = walltime_ns;
+        // The queue holds what policies read of the job: taken out and
+        // put back at the same place, with the new limit.
+        if !j.held && !j.throttled {
+            let (p, q) = (j.partition, j.as_queued());
+            self.unqueue(id, p);
+            self.enqueue(p, q);
+        }
+        self.wants_pass = true;
+        Ok(())
+    }
+
     /// Holds or releases job `id` (see [`Cluster::hold`]).
     pub(super) fn set_user_hold(&mut self, id: u64, held: bool, now: Now) -> Result<(), String> {
         let job = self

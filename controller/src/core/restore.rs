@@ -250,6 +250,9 @@ impl Cluster {
                 }
             }
             Entry::Requeued { id, reason, at_ns } => self.requeued(id, reason, at(at_ns)),
+            Entry::Limit { id, walltime_ns } => {
+                let _ = self.set_limit(id, walltime_ns);
+            }
             Entry::Held { id, held } => {
                 let _ = self.set_user_hold(id, held, now);
             }

@@ -827,6 +827,29 @@ fn a_held_job_waits_out_of_the_queue_until_released_and_a_restart_keeps_it() {
 }
 
 #[test]
+fn a_pending_jobs_limit_changes_in_the_queue_and_after_a_restart() {
+    let mut c = cluster();
+    let mut out = Recorder::default();
+    let ids = c
+        .submit(vec![spec(16), spec(16), spec(16)], 0, at(0), &mut out)
+        .unwrap();
+    pass(&mut c, &mut out);
+    let hour = 3600 * S as u64;
+    assert!(c.limit(ids[0], hour, &mut out).error.is_some(), "it runs");
+    assert_eq!(c.limit(ids[2], hour, &mut out).error, None);
+    // The policy sees the new limit; the job keeps its place.
+    let view = c.view(at(1));
+    assert_eq!(
+        view.queue.iter().map(|q| q.job).collect::<Vec<_>>(),
+        [ids[1], ids[2]]
+    );
+    assert_eq!(view.queue[1].estimate_ns, hour);
+    for r in restarts(&c, &out.1) {
+        assert_eq!(r.jobs[&ids[2]].spec.walltime_ns, hour);
+    }
+}
+
+#[test]
 fn a_singleton_waits_for_the_jobs_of_its_name_not_yet_over() {
     let mut c = cluster();
     let mut out = Recorder::default();

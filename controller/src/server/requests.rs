@@ -75,6 +75,9 @@ impl Server {
             Request::Suspend(ids) => Response::Jobs(self.cluster.suspend(&ids, now, &mut self.out)),
             Request::Resume(ids) => Response::Jobs(self.cluster.resume(&ids, now, &mut self.out)),
             Request::Hold(ids) => Response::Jobs(self.cluster.hold(&ids, true, now, &mut self.out)),
+            Request::SetLimit { id, walltime_ns } => {
+                Response::Jobs(vec![self.cluster.limit(id, walltime_ns, &mut self.out)])
+            }
             Request::Release(ids) => {
                 Response::Jobs(self.cluster.hold(&ids, false, now, &mut self.out))
             }

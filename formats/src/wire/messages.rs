@@ -514,6 +514,13 @@ pub enum Request {
     Hold(Vec<u64>),
     /// Let held jobs (`hold`, `JobSpec::hold`) go on (`scontrol release`).
     Release(Vec<u64>),
+    /// A pending job's wall-time limit, in nanoseconds, 0 for none
+    /// (`scontrol update JobId=N TimeLimit=T`); answered with
+    /// [`Response::Jobs`].
+    SetLimit {
+        id: u64,
+        walltime_ns: u64,
+    },
     Drain {
         nodes: String,
         reason: String,

@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# Slurm's commands on clemu against real Slurm on this machine, side by
+# side (root; Slurm from scripts/slurm-local.sh):
+#
+#   scripts/bench-slurm-commands.sh          (JOBS=300 NODES=100 by default)
+#
+# - throughput, end to end: JOBS batch jobs of `sleep 1` on NODES nodes of
+#   16 cores, from the first sbatch to the queue empty (squeue -h prints
+#   nothing), on each system with the same commands: submitted one sbatch
+#   each, then as one job array;
+# - bring-up: `clemu-slurm up --nodes 10000`, from the command to every
+#   node able to take a job, three times;
+# - memory per idle node: the controller's PSS with 1,000 and with 10,000
+#   idle nodes, the difference over 9,000.
+# Prints one line per figure, and the ratios.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+jobs=${JOBS:-300}
+nodes=${NODES:-100}
+cargo build --release -q -p slurm -p controller -p sigsleep
+host=$(rustc -vV | sed -n 's/^host: //p')
+bin=$PWD/target/$host/release
+[ -x "$bin/clemu-slurm" ] || bin=$PWD/target/release
+tmp=$(mktemp -d -t bench-slurm-commands-XXXXXX)
+export SLURM_LOCAL_DIR=$tmp/slurm
+cleanup() {
+  for d in "$tmp"/clemu*; do
+    [ -d "$d" ] && "$bin/clemu-slurm" down --dir "$d" >/dev/null 2>&1 || true
+  done
+  scripts/slurm-local.sh down >/dev/null 2>&1 || true
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+now() { date +%s.%N; }
+pss_kib() { awk '/^Pss:/ { print $2 }' "/proc/$1/smaps_rollup"; }
+
+# JOBS jobs through whichever sbatch/squeue are first on PATH; prints
+# "individual_jobs_per_s array_jobs_per_s".
+throughput() {
+  local work=$1 t0 t1 ind arr
+  mkdir -p "$work" && cd "$work"
+  wait_empty() {
+    while [ -n "$(squeue -h -o %i)" ]; do sleep 0.05; done
+  }
+  t0=$(now)
+  for _ in $(seq "$jobs"); do sbatch -Q -o /dev/null --wrap "sleep 1"; done
+  wait_empty
+  t1=$(now)
+  ind=$(echo "$jobs / ($t1 - $t0)" | bc -l)
+  t0=$(now)
+  sbatch -Q -o /dev/null --array="1-$jobs" --wrap "sleep 1"
+  wait_empty
+  t1=$(now)
+  arr=$(echo "$jobs / ($t1 - $t0)" | bc -l)
+  cd - >/dev/null
+  printf '%.1f %.1f\n' "$ind" "$arr"
+}
+
+# Real Slurm.
+scripts/slurm-local.sh up "$nodes" 16 >/dev/null
+slurm=$(SLURM_CONF=$SLURM_LOCAL_DIR/etc/slurm.conf throughput "$tmp/slurm-work")
+scripts/slurm-local.sh down >/dev/null
+# clemu, the same commands.
+"$bin/clemu-slurm" up --nodes "$nodes" --cpus 16 --dir "$tmp/clemu-t" > "$tmp/t.env" 2>/dev/null
+clemu=$(
+  # shellcheck disable=SC1091
+  source "$tmp/t.env"
+  throughput "$tmp/clemu-work"
+)
+"$bin/clemu-slurm" down --dir "$tmp/clemu-t" >/dev/null 2>&1
+read -r s_ind s_arr <<< "$slurm"
+read -r c_ind c_arr <<< "$clemu"
+echo "throughput, $jobs jobs of sleep 1 on $nodes nodes, one sbatch each: Slurm $s_ind jobs/s, clemu $c_ind jobs/s, $(printf %.1f "$(echo "$c_ind / $s_ind" | bc -l)")x"
+echo "throughput, $jobs jobs of sleep 1 on $nodes nodes, one job array:   Slurm $s_arr jobs/s, clemu $c_arr jobs/s, $(printf %.1f "$(echo "$c_arr / $s_arr" | bc -l)")x"
+
+# Bring-up of 10,000 nodes, three times.
+for i in 1 2 3; do
+  t0=$(now)
+  "$bin/clemu-slurm" up --nodes 10000 --dir "$tmp/clemu-up$i" > /dev/null 2>&1
+  t1=$(now)
+  printf 'bring-up, 10,000 nodes of 16 cores (clemu-slurm up, run %d): %.2f s\n' "$i" "$(echo "$t1 - $t0" | bc -l)"
+  "$bin/clemu-slurm" down --dir "$tmp/clemu-up$i" >/dev/null 2>&1
+done
+
+# Memory per idle node.
+declare -A pss
+for n in 1000 10000; do
+  "$bin/clemu-slurm" up --nodes "$n" --dir "$tmp/clemu-m$n" > /dev/null 2>&1
+  sleep 1
+  pss[$n]=$(pss_kib "$(cat "$tmp/clemu-m$n/controller.pid")")
+  "$bin/clemu-slurm" down --dir "$tmp/clemu-m$n" >/dev/null 2>&1
+done
+echo "memory: controller PSS ${pss[1000]} KiB with 1,000 idle nodes, ${pss[10000]} KiB with 10,000: $(printf %.2f "$(echo "(${pss[10000]} - ${pss[1000]}) / 9000" | bc -l)") KiB per idle node"
