@@ -300,8 +300,7 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
                 return Ok(1);
             }
         },
-        // Given ids, any state; else only jobs not over.
-        None if args.jobs.is_some() => None,
+        // Only jobs not over, even among ids given (Slurm's _filter_job).
         None => Some(vec![
             JobState::Pending,
             JobState::Running,
@@ -336,9 +335,13 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
                 .is_none_or(|n| n.split(',').any(|n| n.eq_ignore_ascii_case(&j.name)))
         })
         .collect();
-    if args.jobs.is_some() && shown.is_empty() {
-        eprintln!("slurm_load_jobs error: Invalid job id specified");
-        return Ok(1);
+    // One id is loaded alone, as Slurm's squeue does: a job the
+    // controller no longer holds is an error; more ids filter the rest.
+    if let Some(one) = args.jobs.as_ref().filter(|l| !l.contains(',')) {
+        if !jobs.iter().any(|j| named_by(one, j)) {
+            eprintln!("slurm_load_jobs error: Invalid job id specified");
+            return Ok(1);
+        }
     }
     shown.sort_by(|a, b| {
         (
