@@ -10,8 +10,8 @@
 #   each, then as one job array;
 # - bring-up: `clemu-slurm up --nodes 10000`, from the command to every
 #   node able to take a job, three times;
-# - memory per idle node: the controller's PSS with 1,000 and with 10,000
-#   idle nodes, the difference over 9,000.
+# - memory per idle node: the controller's PSS idle with 100, 360, 1,000
+#   and 10,000 nodes, each step's difference over its added nodes.
 # Prints one line per figure, and the ratios.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -43,12 +43,18 @@ throughput() {
     while [ -n "$(squeue -h -o %i)" ]; do sleep 0.05; done
   }
   t0=$(now)
-  for _ in $(seq "$jobs"); do sbatch -Q -o /dev/null --wrap "sleep 1"; done
+  for _ in $(seq "$jobs"); do sbatch -Q -o /dev/null --wrap "sleep 1" || exit 1; done
   wait_empty
   t1=$(now)
   ind=$(echo "$jobs / ($t1 - $t0)" | bc -l)
+  # Arrays of at most 1,000 tasks: both refuse more (Slurm's MaxArraySize).
+  local left=$jobs n
   t0=$(now)
-  sbatch -Q -o /dev/null --array="1-$jobs" --wrap "sleep 1"
+  while [ "$left" -gt 0 ]; do
+    n=$((left < 1000 ? left : 1000))
+    sbatch -Q -o /dev/null --array="1-$n" --wrap "sleep 1" || exit 1
+    left=$((left - n))
+  done
   wait_empty
   t1=$(now)
   arr=$(echo "$jobs / ($t1 - $t0)" | bc -l)
@@ -71,7 +77,7 @@ clemu=$(
 read -r s_ind s_arr <<< "$slurm"
 read -r c_ind c_arr <<< "$clemu"
 echo "throughput, $jobs jobs of sleep 1 on $nodes nodes, one sbatch each: Slurm $s_ind jobs/s, clemu $c_ind jobs/s, $(printf %.1f "$(echo "$c_ind / $s_ind" | bc -l)")x"
-echo "throughput, $jobs jobs of sleep 1 on $nodes nodes, one job array:   Slurm $s_arr jobs/s, clemu $c_arr jobs/s, $(printf %.1f "$(echo "$c_arr / $s_arr" | bc -l)")x"
+echo "throughput, $jobs jobs of sleep 1 on $nodes nodes, job arrays:      Slurm $s_arr jobs/s, clemu $c_arr jobs/s, $(printf %.1f "$(echo "$c_arr / $s_arr" | bc -l)")x"
 
 # Bring-up of 10,000 nodes, three times.
 for i in 1 2 3; do
@@ -82,12 +88,18 @@ for i in 1 2 3; do
   "$bin/clemu-slurm" down --dir "$tmp/clemu-up$i" >/dev/null 2>&1
 done
 
-# Memory per idle node.
+# Memory per idle node: what one more node costs, from one size to the
+# next (the process's fixed part drops out), as scripts/vs-slurm.sh
+# measures it for 100 and 360 nodes.
 declare -A pss
-for n in 1000 10000; do
+sizes=(100 360 1000 10000)
+for n in "${sizes[@]}"; do
   "$bin/clemu-slurm" up --nodes "$n" --dir "$tmp/clemu-m$n" > /dev/null 2>&1
   sleep 1
   pss[$n]=$(pss_kib "$(cat "$tmp/clemu-m$n/controller.pid")")
   "$bin/clemu-slurm" down --dir "$tmp/clemu-m$n" >/dev/null 2>&1
 done
-echo "memory: controller PSS ${pss[1000]} KiB with 1,000 idle nodes, ${pss[10000]} KiB with 10,000: $(printf %.2f "$(echo "(${pss[10000]} - ${pss[1000]}) / 9000" | bc -l)") KiB per idle node"
+for i in 1 2 3; do
+  a=${sizes[$((i - 1))]} b=${sizes[$i]}
+  echo "memory: controller PSS ${pss[$a]} KiB with $a idle nodes, ${pss[$b]} KiB with $b: $(printf %.2f "$(echo "(${pss[$b]} - ${pss[$a]}) / ($b - $a)" | bc -l)") KiB per idle node"
+done
