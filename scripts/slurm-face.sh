@@ -52,7 +52,11 @@ jobset() {
     sbatch --parsable -n 4 --wrap "sleep 120"
     sbatch --parsable -n 4 -J second --wrap "sleep 120"
     sbatch --parsable -n 4 -a 1-3 --wrap "sleep 120"
+    sbatch --parsable -n 4 -H -J held --wrap "sleep 120"
   } > "$out/sbatch" 2>&1
+  # One that waits for the first to complete; its id is the last.
+  sbatch --parsable -n 4 -J after -d "afterok:$(grep -oE '[0-9]+' "$out/sbatch" | head -1)" \
+    --wrap "sleep 120" >> "$out/sbatch" 2>&1
   # Until the first four run.
   for _ in $(seq 300); do
     [ "$(squeue -h -t R -o %i | wc -l)" -eq 4 ] && break
@@ -82,6 +86,10 @@ jobset() {
   run sinfo -aho %F/%C
   run sinfo -a -o "%P %G %l %p %c %m"
   run sinfo -o "%N %D %t %c %m"
+  held=$(grep -oE '[0-9]+' "$out/sbatch" | tail -2 | head -1)
+  run scontrol update "JobId=$held" TimeLimit=30
+  run squeue -h -o '%i %j %l %r' -t PD
+  run scontrol release "$held"
   run scontrol show hostnames 'node[1-3],x5'
   run scontrol show partition
   run scontrol show partition -o

@@ -134,6 +134,7 @@ pub enum Entry {
     Held {
         id: u64,
         held: bool,
+        at_ns: i64,
     },
     /// A held job's think time is over: it is submitted at `at_ns`.
     Released {

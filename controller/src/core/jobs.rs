@@ -725,7 +725,11 @@ impl Cluster {
                 .map(|&id| {
                     let r = c.set_user_hold(id, held, now);
                     if r.is_ok() && F::JOURNALS {
-                        fx.journal(Entry::Held { id, held });
+                        fx.journal(Entry::Held {
+                            id,
+                            held,
+                            at_ns: now.wall,
+                        });
                     }
                     JobOutcome { id, error: r.err() }
                 })
@@ -806,6 +810,9 @@ impl Cluster {
             return Err(format!("job {id} is not held"));
         }
         job.user_held = false;
+        // Released, it queues behind the jobs already waiting, as Slurm
+        // gives a released job a new, lowest priority.
+        job.submit_mono = now.mono;
         if job.throttled {
             job.reason = "JobArrayTaskLimit".into();
             return Ok(());

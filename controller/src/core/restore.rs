@@ -253,8 +253,8 @@ impl Cluster {
             Entry::Limit { id, walltime_ns } => {
                 let _ = self.set_limit(id, walltime_ns);
             }
-            Entry::Held { id, held } => {
-                let _ = self.set_user_hold(id, held, now);
+            Entry::Held { id, held, at_ns } => {
+                let _ = self.set_user_hold(id, held, at(at_ns));
             }
             Entry::Released { id, at_ns } => {
                 if let Some(at) = self.jobs.get(&id).and_then(|j| j.release_at) {
