@@ -68,6 +68,7 @@ impl Lcg {
             after_not_ok: Vec::new(),
             singleton: false,
             hold: false,
+            exact_deps: false,
         }
     }
 }
@@ -153,6 +154,7 @@ fn bench(config: &Arc<Config>, queued: usize, fragmented: bool) {
             after_not_ok: Vec::new(),
             singleton: false,
             hold: false,
+            exact_deps: false,
         };
         let n = config.nodes.len();
         cluster

@@ -42,6 +42,7 @@ async fn main() -> Result<()> {
         after_not_ok: Vec::new(),
         singleton: false,
         hold: false,
+        exact_deps: false,
     };
     let start = Instant::now();
     match s

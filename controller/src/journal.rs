@@ -693,6 +693,7 @@ mod tests {
                 after_not_ok: Vec::new(),
                 singleton: false,
                 hold: false,
+                exact_deps: false,
             },
             partition: "batch".into(),
             state: JobState::Pending,

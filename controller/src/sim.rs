@@ -753,6 +753,7 @@ mod tests {
                 after_not_ok: Vec::new(),
                 singleton: false,
                 hold: false,
+                exact_deps: false,
             },
             submit_ns: submit_s * S,
             cancel_ns: None,

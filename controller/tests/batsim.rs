@@ -247,6 +247,7 @@ fn twin_unit(
                 after_not_ok: Vec::new(),
                 singleton: false,
                 hold: false,
+                exact_deps: false,
             },
             submit_ns: at * S,
             cancel_ns: None,

@@ -40,6 +40,7 @@ fn spec(script: &str, workdir: &std::path::Path, stdout: &str) -> JobSpec {
         after_not_ok: Vec::new(),
         singleton: false,
         hold: false,
+        exact_deps: false,
     }
 }
 

@@ -159,6 +159,7 @@ pub async fn run_point(
             after_not_ok: Vec::new(),
             singleton: false,
             hold: false,
+            exact_deps: false,
         })
         .collect();
     // Followers go when the job they follow does, not at a deadline.

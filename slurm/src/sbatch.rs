@@ -157,17 +157,28 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
     let mut c = Cluster::open().await?;
     // A dependency on one task of an array (`12_3`) names it by the
     // array's id and its index: the queue says which job that is.
+    // Dependencies name arrays and tasks: the queue says which jobs they
+    // are, so that the controller gets them exactly (`exact_deps`).
     let jobs = match &args.dependency {
-        Some(d) if d.contains('_') => c.jobs(true).await?,
-        _ => Vec::new(),
+        Some(_) => c.jobs(true).await?,
+        None => Vec::new(),
     };
-    let task = |array: u64, index: u32| {
-        jobs.iter()
-            .find(|j| j.array.is_some_and(|t| t.job == array && t.index == index))
+    let resolve = |id: u64, index: Option<u32>| -> Vec<u64> {
+        let of_array: Vec<u64> = jobs
+            .iter()
+            .filter(|j| {
+                j.array
+                    .is_some_and(|t| t.job == id && index.is_none_or(|i| i == t.index))
+            })
             .map(|j| j.id)
+            .collect();
+        match (index, of_array.is_empty()) {
+            (None, true) => vec![id],
+            _ => of_array,
+        }
     };
     // Options that make no job: Slurm's sbatch exits 255 for them.
-    let spec = match spec(&args, script, &task) {
+    let spec = match spec(&args, script, &resolve) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("sbatch: error: {e}");
@@ -204,11 +215,16 @@ struct Dependencies {
     singleton: bool,
 }
 
+/// The jobs a dependency names: job `id`, or the task of index `Some(i)`
+/// of array `id`. An array's id names every task of it.
+type Resolve<'a> = &'a dyn Fn(u64, Option<u32>) -> Vec<u64>;
+
 /// `--dependency`: `afterany`, `afterok`, `afternotok` with `:`-separated
-/// jobs (an array's id: every task of it; `A_I`: one task, which `tasks`
-/// finds), and `singleton`, comma-separated (all must hold). Slurm's `?`
-/// (any may hold), `after`, `aftercorr` and delays are refused plainly.
-fn dependencies(text: &str, tasks: &dyn Fn(u64, u32) -> Option<u64>) -> Result<Dependencies> {
+/// jobs (an array's id: every task of it; `A_I`: one task), which
+/// `resolve` finds, and `singleton`, comma-separated (all must hold).
+/// Slurm's `?` (any may hold), `after`, `aftercorr` and delays are
+/// refused plainly.
+fn dependencies(text: &str, resolve: Resolve<'_>) -> Result<Dependencies> {
     if text.contains('?') {
         bail!("--dependency with ? (any one of them) is not supported by clemu yet");
     }
@@ -229,14 +245,17 @@ fn dependencies(text: &str, tasks: &dyn Fn(u64, u32) -> Option<u64>) -> Result<D
         let start = list.len();
         for id in parts {
             let bad = || anyhow!("Job dependency problem: {item}");
-            let job = match id.split_once('_') {
-                Some((a, i)) => {
-                    let (a, i) = (a.parse().map_err(|_| bad())?, i.parse().map_err(|_| bad())?);
-                    tasks(a, i).ok_or_else(|| anyhow!("Job dependency problem: no job {id}"))?
-                }
-                None => id.parse().map_err(|_| bad())?,
+            let jobs = match id.split_once('_') {
+                Some((a, i)) => resolve(
+                    a.parse().map_err(|_| bad())?,
+                    Some(i.parse().map_err(|_| bad())?),
+                ),
+                None => resolve(id.parse().map_err(|_| bad())?, None),
             };
-            list.push(job);
+            if jobs.is_empty() {
+                bail!("Job dependency problem: no job {id}");
+            }
+            list.extend(jobs);
         }
         if list.len() == start {
             bail!("Job dependency problem: {item} names no job");
@@ -246,7 +265,7 @@ fn dependencies(text: &str, tasks: &dyn Fn(u64, u32) -> Option<u64>) -> Result<D
 }
 
 /// The job `args` describe, running `script`.
-fn spec(args: &Args, script: String, tasks: &dyn Fn(u64, u32) -> Option<u64>) -> Result<JobSpec> {
+fn spec(args: &Args, script: String, resolve: Resolve<'_>) -> Result<JobSpec> {
     let nodes: Option<u32> = match &args.nodes {
         None => None,
         // A range: its least.
@@ -306,7 +325,7 @@ fn spec(args: &Args, script: String, tasks: &dyn Fn(u64, u32) -> Option<u64>) ->
         ));
     }
     let deps = match &args.dependency {
-        Some(d) => dependencies(d, tasks)?,
+        Some(d) => dependencies(d, resolve)?,
         None => Dependencies::default(),
     };
     let begin_ns = match &args.begin {
@@ -365,6 +384,7 @@ fn spec(args: &Args, script: String, tasks: &dyn Fn(u64, u32) -> Option<u64>) ->
             comment: args.comment.clone().unwrap_or_default(),
         })),
         hold: args.hold,
+        exact_deps: true,
     })
 }
 
@@ -399,8 +419,8 @@ fn exported(export: Option<&str>) -> Vec<(String, String)> {
 mod tests {
     use super::*;
 
-    fn no_tasks(_: u64, _: u32) -> Option<u64> {
-        None
+    fn no_tasks(id: u64, i: Option<u32>) -> Vec<u64> {
+        i.map_or(vec![id], |_| Vec::new())
     }
 
     #[test]
@@ -463,12 +483,23 @@ mod tests {
 
     #[test]
     fn dependencies_read_as_slurm_writes_them() {
-        let task = |a: u64, i: u32| (a == 4 && i == 1).then_some(5);
+        // Array 4 has tasks 4 (index 0) and 5 (index 1).
+        let resolve = |id: u64, i: Option<u32>| match (id, i) {
+            (4, None) => vec![4, 5],
+            (4, Some(0)) => vec![4],
+            (4, Some(1)) => vec![5],
+            (_, Some(_)) => vec![],
+            (id, None) => vec![id],
+        };
         assert_eq!(
-            dependencies("afterany:3:4_1,afterok:6,afternotok:7:8,singleton", &task).unwrap(),
+            dependencies(
+                "afterany:3:4_1:4_0,afterok:4,afternotok:7:8,singleton",
+                &resolve
+            )
+            .unwrap(),
             Dependencies {
-                any: vec![3, 5],
-                ok: vec![6],
+                any: vec![3, 5, 4],
+                ok: vec![4, 5],
                 not_ok: vec![7, 8],
                 singleton: true,
             }
@@ -480,7 +511,7 @@ mod tests {
             "afterok:x",
             "afterany:9_9",
         ] {
-            assert!(dependencies(bad, &task).is_err(), "{bad}");
+            assert!(dependencies(bad, &resolve).is_err(), "{bad}");
         }
     }
 

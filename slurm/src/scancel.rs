@@ -8,7 +8,7 @@ use client::{Request, Response};
 use formats::wire::JobState;
 
 use crate::cluster::Cluster;
-use crate::squeue::named_by;
+use crate::squeue::{expand_tasks, named_by};
 use crate::text;
 
 #[derive(Debug, Parser)]
@@ -97,33 +97,5 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
             Ok(0)
         }
         other => bail!("unexpected answer: {other:?}"),
-    }
-}
-
-/// `12_[1-3,5]` as the task list [`named_by`] takes: `12_1,12_2,...`.
-fn expand_tasks(id: &str) -> String {
-    let Some((job, rest)) = id.split_once("_[") else {
-        return id.to_string();
-    };
-    let inner = rest.trim_end_matches(']');
-    let mut out = Vec::new();
-    for part in inner.split(',') {
-        let (a, b) = part.split_once('-').unwrap_or((part, part));
-        if let (Ok(a), Ok(b)) = (a.parse::<u32>(), b.parse::<u32>()) {
-            out.extend((a..=b.min(a.saturating_add(100_000))).map(|i| format!("{job}_{i}")));
-        }
-    }
-    out.join(",")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn task_ranges_expand_to_each_task() {
-        assert_eq!(expand_tasks("12_[1-3,5]"), "12_1,12_2,12_3,12_5");
-        assert_eq!(expand_tasks("12_4"), "12_4");
-        assert_eq!(expand_tasks("12"), "12");
     }
 }

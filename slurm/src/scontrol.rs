@@ -86,8 +86,8 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
             }
         }
         "suspend" | "resume" | "hold" | "release" => {
-            let ids = job_ids(&words[1..])?;
             let mut c = Cluster::open().await?;
+            let ids = job_ids(&mut c, &words[1..]).await?;
             let req = match verb.as_str() {
                 "suspend" => Request::Suspend(ids),
                 "resume" => Request::Resume(ids),
@@ -157,13 +157,26 @@ async fn update(words: &[String]) -> Result<u8> {
     }
 }
 
-fn job_ids(words: &[String]) -> Result<Vec<u64>> {
+/// The jobs not yet over that `words` name: jobs, whole arrays (`12`),
+/// tasks (`12_3`, `12_[1-3]`), comma-separated.
+async fn job_ids(c: &mut Cluster, words: &[String]) -> Result<Vec<u64>> {
+    let jobs = c.jobs(false).await?;
     let mut ids = Vec::new();
     for w in words.iter().flat_map(|w| w.split(',')) {
-        ids.push(
-            w.parse()
-                .map_err(|_| anyhow::anyhow!("Invalid job id specified: {w}"))?,
-        );
+        let ok = w
+            .split(['_', '[', ']', '-'])
+            .filter(|p| !p.is_empty())
+            .all(|p| p.parse::<u64>().is_ok());
+        let named = crate::squeue::expand_tasks(w);
+        let found: Vec<u64> = jobs
+            .iter()
+            .filter(|j| ok && crate::squeue::named_by(&named, j))
+            .map(|j| j.id)
+            .collect();
+        if found.is_empty() {
+            bail!("Invalid job id specified: {w}");
+        }
+        ids.extend(found);
     }
     if ids.is_empty() {
         bail!("no job id given");

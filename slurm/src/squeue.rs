@@ -454,6 +454,22 @@ fn fold_pending_arrays<'a>(
     lines
 }
 
+/// `12_[1-3,5]` as the task list [`named_by`] takes: `12_1,12_2,...`.
+pub fn expand_tasks(id: &str) -> String {
+    let Some((job, rest)) = id.split_once("_[") else {
+        return id.to_string();
+    };
+    let inner = rest.trim_end_matches(']');
+    let mut out = Vec::new();
+    for part in inner.split(',') {
+        let (a, b) = part.split_once('-').unwrap_or((part, part));
+        if let (Ok(a), Ok(b)) = (a.parse::<u32>(), b.parse::<u32>()) {
+            out.extend((a..=b.min(a.saturating_add(100_000))).map(|i| format!("{job}_{i}")));
+        }
+    }
+    out.join(",")
+}
+
 /// `squeue --json`: the jobs with the fields tools read from Slurm's
 /// (`job_id`, `name`, `job_state`, ...); a subset of Slurm's document.
 fn json(lines: &[Line<'_>], c: &Ctx<'_>) -> serde_json::Value {
@@ -489,4 +505,16 @@ fn json(lines: &[Line<'_>], c: &Ctx<'_>) -> serde_json::Value {
     json!({"meta": {"plugin": {"type": "openapi/v0.0.38", "name": "Slurm OpenAPI v0.0.38"},
         "Slurm": {"version": {"major": 22, "micro": 8, "minor": 5}, "release": "22.05.8"}},
         "errors": [], "jobs": jobs})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn task_ranges_expand_to_each_task() {
+        assert_eq!(expand_tasks("12_[1-3,5]"), "12_1,12_2,12_3,12_5");
+        assert_eq!(expand_tasks("12_4"), "12_4");
+        assert_eq!(expand_tasks("12"), "12");
+    }
 }

@@ -69,21 +69,28 @@ pub fn main(argv: &[String]) -> Result<u8> {
             .unwrap_or(1),
     }
     .max(1);
+    // As Slurm: no more tasks than the job has CPUs.
+    let cpus: u32 = ["SLURM_NTASKS", "SLURM_CPUS_PER_TASK"]
+        .iter()
+        .map(|v| {
+            std::env::var(v)
+                .ok()
+                .and_then(|n| n.parse().ok())
+                .unwrap_or(1u32)
+        })
+        .product();
+    if ntasks > cpus.max(1) {
+        bail!(
+            "Unable to create step for job {job}: More processors requested than permitted \
+             ({ntasks} tasks, {cpus} CPUs)"
+        );
+    }
     let step = next_step(std::env::var_os(JOB_DIR_VAR).map(PathBuf::from).as_deref())?;
     let node = std::env::var("SLURMD_NODENAME").unwrap_or_default();
-    let out_file = |pattern: &Option<String>, task: u32| -> Option<String> {
-        pattern.as_ref().map(|p| expand(p, &job, step, task, &node))
-    };
-    // A file shared by every task is opened once, so that none truncates
-    // what another wrote.
-    let shared_out = match &args.output {
-        Some(p) if !per_task(p) => Some(create(&expand(p, &job, step, 0, &node))?),
-        _ => None,
-    };
-    let shared_err = match &args.error {
-        Some(p) if !per_task(p) => Some(create(&expand(p, &job, step, 0, &node))?),
-        _ => None,
-    };
+    // Standard error goes with standard output unless -e says otherwise,
+    // as in Slurm.
+    let error = args.error.clone().or_else(|| args.output.clone());
+    let mut files = Files::default();
     let mut children = Vec::new();
     for task in 0..ntasks {
         let mut cmd = Command::new(&args.command[0]);
@@ -98,21 +105,29 @@ pub fn main(argv: &[String]) -> Result<u8> {
             .env("SLURM_STEP_NODELIST", &node)
             .env("SLURM_NTASKS", ntasks.to_string())
             .env("SLURM_NPROCS", ntasks.to_string());
-        let stdout = match (&shared_out, out_file(&args.output, task)) {
-            (Some(f), _) => Stdio::from(f.try_clone()?),
-            (None, Some(path)) => Stdio::from(create(&path)?),
-            (None, None) => Stdio::inherit(),
+        let mut stream = |pattern: &Option<String>| -> Result<Stdio> {
+            Ok(match pattern {
+                Some(p) => Stdio::from(files.open(&expand(p, &job, step, task, &node))?),
+                None => Stdio::inherit(),
+            })
         };
-        let stderr = match (&shared_err, out_file(&args.error, task)) {
-            (Some(f), _) => Stdio::from(f.try_clone()?),
-            (None, Some(path)) => Stdio::from(create(&path)?),
-            (None, None) => Stdio::inherit(),
-        };
-        cmd.stdout(stdout).stderr(stderr);
-        let child = cmd
-            .spawn()
-            .with_context(|| format!("{}: task {task}: cannot run {}", node, args.command[0]))?;
-        children.push((task, child));
+        let started = stream(&args.output).and_then(|out| {
+            let err = stream(&error)?;
+            cmd.stdout(out).stderr(err);
+            cmd.spawn()
+                .with_context(|| format!("{node}: task {task}: cannot run {}", args.command[0]))
+        });
+        match started {
+            Ok(child) => children.push((task, child)),
+            Err(e) => {
+                // None of the step is left behind.
+                for (_, mut c) in children {
+                    let _ = c.kill();
+                    let _ = c.wait();
+                }
+                return Err(e);
+            }
+        }
     }
     let mut worst = 0u8;
     for (task, mut child) in children {
@@ -136,9 +151,26 @@ pub fn main(argv: &[String]) -> Result<u8> {
     Ok(worst)
 }
 
-/// Whether a file pattern names a file per task (`%t`).
-fn per_task(pattern: &str) -> bool {
-    pattern.contains("%t")
+/// The step's output files, each opened (and emptied) once, whichever
+/// tasks and streams write to it, so that none truncates what another
+/// wrote.
+#[derive(Default)]
+struct Files(Vec<(String, File)>);
+
+impl Files {
+    fn open(&mut self, path: &str) -> Result<File> {
+        if let Some((_, f)) = self.0.iter().find(|(p, _)| p == path) {
+            return Ok(f.try_clone()?);
+        }
+        let f = OpenOptions::new()
+            .create(true)
+            .write(true)
+            .truncate(true)
+            .open(path)
+            .with_context(|| format!("cannot open {path}"))?;
+        self.0.push((path.to_string(), f.try_clone()?));
+        Ok(f)
+    }
 }
 
 /// srun's file patterns: `%j` the job, `%s` the step, `%t` the task, `%N`
@@ -168,27 +200,25 @@ fn expand(pattern: &str, job: &str, step: u32, task: u32, node: &str) -> String 
     out
 }
 
-fn create(path: &str) -> Result<File> {
-    OpenOptions::new()
-        .create(true)
-        .write(true)
-        .truncate(true)
-        .open(path)
-        .with_context(|| format!("cannot open {path}"))
-}
-
-/// The next step's number in the job: counted in `dir/steps` (0 for the
-/// first; 0 always when the job has no directory).
+/// The next step's number in the job: the first N for which this srun
+/// creates `dir/step-N` (creating is atomic, so two sruns at once never
+/// get the same); 0 always when the job has no directory.
 fn next_step(dir: Option<&Path>) -> Result<u32> {
     let Some(dir) = dir else { return Ok(0) };
-    let path = dir.join("steps");
-    let step = std::fs::read_to_string(&path)
-        .ok()
-        .and_then(|s| s.trim().parse::<u32>().ok())
-        .unwrap_or(0);
-    std::fs::write(&path, (step + 1).to_string())
-        .with_context(|| format!("cannot count steps in {}", path.display()))?;
-    Ok(step)
+    for n in 0..u32::MAX {
+        match OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(dir.join(format!("step-{n}")))
+        {
+            Ok(_) => return Ok(n),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => {
+                return Err(e).with_context(|| format!("cannot count steps in {}", dir.display()))
+            }
+        }
+    }
+    bail!("no step number left in {}", dir.display())
 }
 
 #[cfg(test)]
@@ -201,7 +231,6 @@ mod tests {
             expand("out-%j.%s.%t-%N%%", "12", 1, 3, "node4"),
             "out-12.1.3-node4%"
         );
-        assert!(per_task("x-%t") && !per_task("x-%j"));
     }
 
     #[test]

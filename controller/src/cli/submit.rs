@@ -120,6 +120,7 @@ pub(super) async fn submit(
         after_not_ok: Vec::new(),
         singleton: false,
         hold: false,
+        exact_deps: false,
     };
     let json = cli.format == Format::Json;
     let mut session = client::Session::open(addr, secret).await?;

@@ -59,6 +59,12 @@ impl Cluster {
                 } else if let Some(info) = self.done.get(&dep) {
                     job.deps_end = job.deps_end.max(info.end_ns);
                     job.never |= !job.spec.satisfied_by(dep, info.state);
+                } else {
+                    // Forgotten (out of the history, or dropped at a
+                    // restore): how it ended is not known, so a wait for
+                    // one kind of end can no longer be satisfied.
+                    job.never |=
+                        job.spec.after_ok.contains(&dep) || job.spec.after_not_ok.contains(&dep);
                 }
             }
             job.reason = if job.user_held {

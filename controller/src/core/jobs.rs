@@ -132,9 +132,11 @@ impl Cluster {
         for (p, mut spec) in checked {
             // Waiting for an array (its id) is waiting for all its tasks,
             // as Slurm's dependencies do.
-            spec.after = self.with_tasks(&spec.after);
-            spec.after_ok = self.with_tasks(&spec.after_ok);
-            spec.after_not_ok = self.with_tasks(&spec.after_not_ok);
+            if !spec.exact_deps {
+                spec.after = self.with_tasks(&spec.after);
+                spec.after_ok = self.with_tasks(&spec.after_ok);
+                spec.after_not_ok = self.with_tasks(&spec.after_not_ok);
+            }
             // A singleton waits for the jobs not yet over of its name and
             // user, as they are now; the journal keeps what it found.
             if spec.singleton {
@@ -336,11 +338,12 @@ impl Cluster {
         for &dep in deps {
             out.push(dep);
             if self.array_of(dep).is_some_and(|t| t.job == dep) {
-                let mut task = dep + 1;
-                while self.array_of(task).is_some_and(|t| t.job == dep) {
-                    out.push(task);
-                    task += 1;
-                }
+                // Its tasks have the ids after its own; one forgotten (out
+                // of the history) or dropped leaves a gap, not an end.
+                let last = (dep + ArraySpec::MAX_TASKS as u64).min(self.next_id);
+                out.extend(
+                    (dep + 1..last).filter(|&t| self.array_of(t).is_some_and(|a| a.job == dep)),
+                );
             }
         }
         out
@@ -799,9 +802,19 @@ impl Cluster {
             }
             job.user_held = true;
             job.reason = "JobHeldUser".into();
-            if !job.held && !job.throttled {
-                job.held = true;
-                let p = job.partition;
+            // Out of the queue, or of its array's line: released, it
+            // comes back through the array's limit (the line skips tasks
+            // no longer throttled).
+            let queued = !job.held && !job.throttled;
+            job.throttled = false;
+            job.held = true;
+            // A release on its way waits for the user's.
+            let timer = job.release_at.take();
+            let p = job.partition;
+            if let Some(at) = timer {
+                self.releases.remove(&(at, id));
+            }
+            if queued {
                 self.unqueue(id, p);
             }
             return Ok(());
@@ -811,12 +824,9 @@ impl Cluster {
         }
         job.user_held = false;
         // Released, it queues behind the jobs already waiting, as Slurm
-        // gives a released job a new, lowest priority.
+        // gives a released job a new, lowest priority (held, it is in no
+        // queue whose order this could upset).
         job.submit_mono = now.mono;
-        if job.throttled {
-            job.reason = "JobArrayTaskLimit".into();
-            return Ok(());
-        }
         if job.never || job.deps_left > 0 {
             job.reason = if job.never {
                 "DependencyNeverSatisfied".into()

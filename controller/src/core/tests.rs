@@ -91,6 +91,7 @@ fn spec(cores: u32) -> JobSpec {
         after_not_ok: Vec::new(),
         singleton: false,
         hold: false,
+        exact_deps: false,
     }
 }
 
@@ -847,6 +848,39 @@ fn a_pending_jobs_limit_changes_in_the_queue_and_after_a_restart() {
     for r in restarts(&c, &out.1) {
         assert_eq!(r.jobs[&ids[2]].spec.walltime_ns, hour);
     }
+}
+
+#[test]
+fn a_held_task_of_a_throttled_array_stays_held_when_its_turn_comes() {
+    let mut c = cluster();
+    let mut out = Recorder::default();
+    let tasks = c
+        .submit(
+            vec![JobSpec {
+                array: Some(formats::wire::ArraySpec::parse("0-2%1").unwrap()),
+                ..spec(4)
+            }],
+            0,
+            at(0),
+            &mut out,
+        )
+        .unwrap();
+    pass(&mut c, &mut out);
+    assert_eq!(c.hold(&[tasks[1]], true, at(1), &mut out)[0].error, None);
+    c.job_ended(7, tasks[0], Exit::Code(0), at(2), &mut out);
+    // Its turn passes it by: the next task takes the array's slot.
+    assert!(!queued(&c).contains(&tasks[1]));
+    assert_eq!(c.jobs_info(&[tasks[1]])[0].reason, "JobHeldUser");
+    assert!(queued(&c).contains(&tasks[2]) || c.jobs[&tasks[2]].state == JobState::Running);
+    for r in restarts(&c, &out.1) {
+        assert!(!queued(&r).contains(&tasks[1]));
+    }
+    // Released while the slot is taken, it waits for it, then runs.
+    c.hold(&[tasks[1]], false, at(3), &mut out);
+    assert_eq!(c.jobs_info(&[tasks[1]])[0].reason, "JobArrayTaskLimit");
+    pass(&mut c, &mut out);
+    c.job_ended(7, tasks[2], Exit::Code(0), at(4), &mut out);
+    assert!(queued(&c).contains(&tasks[1]));
 }
 
 #[test]

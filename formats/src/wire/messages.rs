@@ -38,6 +38,10 @@ pub struct JobSpec {
     /// same name and user, found at submission (the controller adds them
     /// to `after`).
     pub singleton: bool,
+    /// The dependency lists name jobs exactly: an array's id is its first
+    /// task alone, not the whole array (a client that expanded arrays
+    /// itself, as sbatch does to tell `A_0` from `A`).
+    pub exact_deps: bool,
     /// Submitted held (Slurm's `--hold`): it waits out of the queue, its
     /// reason `JobHeldUser`, until released ([`Request::Release`]).
     pub hold: bool,
