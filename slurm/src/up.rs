@@ -5,7 +5,9 @@
 //! The cluster lives in one directory: its config (`cluster.toml`, what
 //! `CLEMU_CONF` names), the controller's state and log, the job records,
 //! and `bin/`, where Slurm's command names link to this program. Only
-//! `bin/` takes Slurm's names, and only for who puts it on `PATH`.
+//! `bin/` takes Slurm's names, and only for who puts it on `PATH`. What a
+//! stopped cluster left there stays until the next `up` in the same
+//! directory, which starts afresh.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -115,6 +117,16 @@ pub fn up(argv: &[String]) -> Result<u8> {
                 pid.trim(),
                 dir.display()
             );
+        }
+    }
+    // A new cluster: what a stopped one left here (its state, its job
+    // records) goes, so that `up` always starts the same way, whatever
+    // version of clemu ran the last one.
+    for old in ["state", "records"] {
+        let path = dir.join(old);
+        if path.exists() {
+            std::fs::remove_dir_all(&path)
+                .with_context(|| format!("cannot clear {}", path.display()))?;
         }
     }
     std::fs::write(&conf, config_text(&a, &dir))?;

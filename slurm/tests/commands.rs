@@ -350,6 +350,42 @@ fn the_queue_shows_what_waits_and_why_and_a_cancel_leaves_nothing_running() {
 }
 
 #[test]
+fn up_again_in_the_same_directory_starts_a_new_cluster() {
+    let c = Up::start(1, 1);
+    let work = tempfile::tempdir().unwrap();
+    let w = work.path();
+    let first = c.ok(w, "sbatch", &["--parsable", "--wrap", "true"]);
+    assert_eq!(c.wait_over(w, first.trim()), "COMPLETED|0:0");
+    // Down, then up again in the same directory (a stale state from
+    // another version of clemu is never read either).
+    let bin = env!("CARGO_BIN_EXE_clemu-slurm");
+    let dir = c.dir.path();
+    assert!(Command::new(bin)
+        .args(["down", "--dir"])
+        .arg(dir)
+        .status()
+        .unwrap()
+        .success());
+    std::fs::write(dir.join("state/journal"), b"not a journal").unwrap();
+    let out = Command::new(bin)
+        .args(["up", "--nodes", "1", "--cpus", "1", "--dir"])
+        .arg(dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        c.ok(w, "sacct", &["-X", "-n", "-P", "--format", "JobID"]),
+        ""
+    );
+    let again = c.ok(w, "sbatch", &["--parsable", "--wrap", "true"]);
+    assert_eq!(again.trim(), "1");
+}
+
+#[test]
 fn bad_input_gets_one_line_and_no_job() {
     let c = Up::start(1, 1);
     let work = tempfile::tempdir().unwrap();
