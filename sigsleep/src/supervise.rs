@@ -334,9 +334,23 @@ fn spawn(prog: &Program) -> Result<i32, i32> {
     if let Some(f) = err.as_ref().and_then(|f| f.try_clone().ok()) {
         cmd.stderr(f);
     }
-    // std starts the child with no signal blocked and SIGPIPE at its
-    // default; the handlers of this process are reset by exec. The group
-    // is this process's (no process_group call).
+    // The child inherits this process's mask, which blocks the job's
+    // signals (std keeps the mask since Rust 1.66): unblocked, or a
+    // script could not trap SIGTERM and would not stop on SIGTSTP. Its
+    // handlers are reset by exec, SIGPIPE by std. The group is this
+    // process's (no process_group call).
+    // SAFETY: sigemptyset and sigprocmask are async-signal-safe, and the
+    // closure touches nothing but its own stack.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut cmd, || {
+            let mut none = std::mem::zeroed::<libc::sigset_t>();
+            libc::sigemptyset(&mut none);
+            if libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut()) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
     match cmd.spawn() {
         Ok(child) => Ok(child.id() as i32),
         Err(e) => {

@@ -168,6 +168,54 @@ fn a_cancel_ends_every_process_even_one_that_ignores_sigterm() {
     assert_eq!(status(dir.path()), Status::Cancelled);
 }
 
+/// A script run from its file, as the agent runs a batch script, starts
+/// with no signal blocked: it hears the cancel's SIGTERM and may end on
+/// its own before the kill wait (a checkpoint, as on Slurm).
+#[test]
+fn a_script_hears_sigterm_on_cancel_and_ends_on_its_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("script");
+    std::fs::write(
+        &script,
+        "#!/bin/sh\ntrap 'echo saved; exit 3' TERM\necho trapped\nsleep 30 &\nwait\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let mut cmd = sigsleep();
+    cmd.args(["--id", "9", "--kill-wait", "20", "--log"])
+        .arg(dir.path().join("jobs.rec"))
+        .arg("--stdout")
+        .arg(dir.path().join("out"))
+        .arg("--")
+        .arg(&script);
+    let mut child = launch(cmd);
+    assert_eq!(lines(&dir.path().join("out"), 1), ["trapped"]);
+    let asked = now_ns();
+    signal_group(&child, libc::SIGTERM);
+    assert_eq!(child.wait().unwrap().code(), Some(128 + libc::SIGTERM));
+    // Well before the 20 s kill wait: the trap ended it.
+    assert!(now_ns() - asked < 10 * S, "it waited for the kill");
+    let out = std::fs::read_to_string(dir.path().join("out")).unwrap();
+    assert!(out.ends_with("saved\n"), "{out:?}");
+    assert_eq!(status(dir.path()), Status::Cancelled);
+}
+
+/// Whatever the launcher blocked, the program starts with no signal
+/// blocked, as a process started by Slurm does.
+#[test]
+fn a_program_starts_with_no_signal_blocked() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cmd = sigsleep();
+    cmd.args(["--id", "9", "--log"])
+        .arg(dir.path().join("jobs.rec"))
+        .arg("--stdout")
+        .arg(dir.path().join("out"))
+        .args(["--", "/bin/grep", "SigBlk", "/proc/self/status"]);
+    assert_eq!(launch(cmd).wait().unwrap().code(), Some(0));
+    let out = std::fs::read_to_string(dir.path().join("out")).unwrap();
+    assert_eq!(out, "SigBlk:\t0000000000000000\n");
+}
+
 #[test]
 fn the_limit_warns_with_signal_then_ends_the_job_in_timeout() {
     let dir = tempfile::tempdir().unwrap();
