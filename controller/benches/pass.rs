@@ -52,23 +52,9 @@ impl Lcg {
         let walltime_s = runtime_s * (1 + self.next() % 3);
         JobSpec {
             cores,
-            mem_per_cpu_mb: 0,
             runtime_ns: runtime_s * 1_000_000_000,
             walltime_ns: walltime_s * 1_000_000_000,
-            partition: None,
-            submit_ns: None,
-            name: None,
-            after: Vec::new(),
-            think_ns: None,
-            begin_ns: None,
-            array: None,
-            gres: Vec::new(),
-            program: None,
-            after_ok: Vec::new(),
-            after_not_ok: Vec::new(),
-            singleton: false,
-            hold: false,
-            exact_deps: false,
+            ..Default::default()
         }
     }
 }
@@ -138,23 +124,9 @@ fn bench(config: &Arc<Config>, queued: usize, fragmented: bool) {
     if fragmented {
         let per_node = JobSpec {
             cores: config.nodes[0].cpus - 1,
-            mem_per_cpu_mb: 0,
             runtime_ns: hour,
             walltime_ns: hour,
-            partition: None,
-            submit_ns: None,
-            name: None,
-            after: Vec::new(),
-            think_ns: None,
-            begin_ns: None,
-            array: None,
-            gres: Vec::new(),
-            program: None,
-            after_ok: Vec::new(),
-            after_not_ok: Vec::new(),
-            singleton: false,
-            hold: false,
-            exact_deps: false,
+            ..Default::default()
         };
         let n = config.nodes.len();
         cluster

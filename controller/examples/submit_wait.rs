@@ -26,23 +26,9 @@ async fn main() -> Result<()> {
     let mut s = Session::open(&addr, &secret).await?;
     let spec = JobSpec {
         cores: 1,
-        mem_per_cpu_mb: 0,
         runtime_ns: 0,
         walltime_ns: 0,
-        partition: None,
-        submit_ns: None,
-        name: None,
-        after: Vec::new(),
-        think_ns: None,
-        begin_ns: None,
-        array: None,
-        gres: Vec::new(),
-        program: None,
-        after_ok: Vec::new(),
-        after_not_ok: Vec::new(),
-        singleton: false,
-        hold: false,
-        exact_deps: false,
+        ..Default::default()
     };
     let start = Instant::now();
     match s

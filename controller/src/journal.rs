@@ -39,8 +39,10 @@ const SNAPSHOT_MAGIC: &[u8; 4] = b"CLSN";
 /// exit code, and what it ran (`JobInfo::exit`, `JobInfo::program`). 9:
 /// dependencies on how jobs end, singletons, holds (`JobSpec::after_ok`,
 /// `JobImage::user_held`, [`Entry::Held`]), a pending job's new limit
-/// ([`Entry::Limit`]).
-const VERSION: u16 = 9;
+/// ([`Entry::Limit`]). 10: jobs count their restarts
+/// (`JobImage::restarts`, `JobInfo::restarts`), and one may be ending to
+/// be requeued (`ending_as: Pending`).
+const VERSION: u16 = 10;
 const HEADER: usize = 6;
 /// Largest entry: a submission of one job is well under 1 KiB.
 const MAX_ENTRY: usize = 1 << 20;
@@ -86,6 +88,7 @@ pub struct JobImage {
     pub held: bool,
     /// Held by its user until released.
     pub user_held: bool,
+    pub restarts: u32,
     /// Its place in a job array.
     pub array: Option<formats::wire::ArrayTask>,
     /// When it entered the queue (or will, once released): its place
@@ -677,23 +680,9 @@ mod tests {
             id,
             spec: JobSpec {
                 cores: 2,
-                mem_per_cpu_mb: 0,
                 runtime_ns: 10,
                 walltime_ns: 0,
-                partition: None,
-                submit_ns: None,
-                name: None,
-                after: Vec::new(),
-                think_ns: None,
-                begin_ns: None,
-                array: None,
-                gres: Vec::new(),
-                program: None,
-                after_ok: Vec::new(),
-                after_not_ok: Vec::new(),
-                singleton: false,
-                hold: false,
-                exact_deps: false,
+                ..Default::default()
             },
             partition: "batch".into(),
             state: JobState::Pending,
@@ -712,6 +701,7 @@ mod tests {
             queued_ns: 5,
             devices: String::new(),
             user_held: false,
+            restarts: 0,
         }
     }
 
@@ -864,6 +854,7 @@ mod tests {
             mem_per_cpu_mb: 0,
             exit: (3, 0),
             program: None,
+            restarts: 0,
         });
         s.drained.push(("vn[1-2]".into(), "disk".into()));
         j.append((0..6).map(|_| Entry::Undrained { nodes: "x".into() }));

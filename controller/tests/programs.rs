@@ -16,14 +16,7 @@ fn spec(script: &str, workdir: &std::path::Path, stdout: &str) -> JobSpec {
         mem_per_cpu_mb: 100,
         runtime_ns: 0,
         walltime_ns: 60_000_000_000,
-        partition: None,
-        submit_ns: None,
         name: Some("fit".into()),
-        after: Vec::new(),
-        think_ns: None,
-        begin_ns: None,
-        array: None,
-        gres: Vec::new(),
         program: Some(Box::new(Program {
             script: script.into(),
             workdir: workdir.display().to_string(),
@@ -36,11 +29,7 @@ fn spec(script: &str, workdir: &std::path::Path, stdout: &str) -> JobSpec {
             cpus_per_task: 2,
             comment: String::new(),
         })),
-        after_ok: Vec::new(),
-        after_not_ok: Vec::new(),
-        singleton: false,
-        hold: false,
-        exact_deps: false,
+        ..Default::default()
     }
 }
 

@@ -49,8 +49,11 @@ use tokio_util::codec::{Decoder, Encoder, Framed, LengthDelimitedCodec};
 /// carries Slurm's `--comment`. 16: jobs may wait for others to complete
 /// or fail (`JobSpec::after_ok`, `after_not_ok`), as singletons, or held
 /// ([`Request::Hold`], [`Request::Release`]); a pending job's limit may
-/// change ([`Request::SetLimit`]).
-pub const PROTOCOL: u32 = 16;
+/// change ([`Request::SetLimit`]). 17: a client may ask for the jobs not
+/// over and those recently ended only ([`Request::Recent`]); started jobs
+/// may be requeued ([`Request::Requeue`]), and say how often they were
+/// (`JobInfo::restarts`).
+pub const PROTOCOL: u32 = 17;
 /// Largest frame a server accepts from an authenticated peer (a batch of
 /// records can be large).
 pub const MAX_FRAME: usize = 16 << 20;

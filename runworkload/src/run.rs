@@ -133,7 +133,6 @@ pub async fn run_point(
         .zip(links)
         .map(|(j, link)| JobSpec {
             cores: j.cores,
-            mem_per_cpu_mb: 0,
             // A follower's cancellation cannot be placed (its submission
             // is this run's, not the trace's): it runs what it ran.
             runtime_ns: scale.apply_u(match link {
@@ -143,23 +142,14 @@ pub async fn run_point(
             walltime_ns: scale.apply_u(j.walltime_ns),
             partition: crate::route::partition_of(&plan.routes, j, &plan.config)
                 .map(str::to_string),
-            submit_ns: None,
             // On a cluster others use too, `controller cancel --name
             // shrink-050` finds this run's jobs.
             name: Some(label.clone()),
-            // The job it follows gets its id when submitted: the backend
-            // fills it in.
-            after: Vec::new(),
+            // The job it follows (`after`) gets its id when submitted:
+            // the backend fills it in.
             think_ns: link.map(|_| scale.apply_u(j.preceding.map_or(0, |(_, t)| t))),
-            begin_ns: None,
-            array: None,
             gres: j.gres(&plan.config),
-            program: None,
-            after_ok: Vec::new(),
-            after_not_ok: Vec::new(),
-            singleton: false,
-            hold: false,
-            exact_deps: false,
+            ..Default::default()
         })
         .collect();
     // Followers go when the job they follow does, not at a deadline.

@@ -42,9 +42,27 @@ impl Cluster {
         }
     }
 
-    /// Every job the controller knows; finished ones too with `all`.
+    /// Jobs not over; finished ones too with `all` (every one the
+    /// controller keeps: scancel and scontrol act on the active ones).
     pub async fn jobs(&mut self, all: bool) -> Result<Vec<JobInfo>> {
-        match self.call(&Request::Queue { all }).await? {
+        self.queue(&Request::Queue { all }).await
+    }
+
+    /// Jobs not over, and those that ended at or after `since_s` (Unix
+    /// seconds): the controller leaves the rest out, so that a command
+    /// polled every second costs the same after a million jobs.
+    pub async fn recent(&mut self, since_s: i64) -> Result<Vec<JobInfo>> {
+        let ended_since_ns = since_s.saturating_mul(1_000_000_000);
+        self.queue(&Request::Recent { ended_since_ns }).await
+    }
+
+    /// These jobs, among those the controller keeps, by id.
+    pub async fn by_ids(&mut self, ids: Vec<u64>) -> Result<Vec<JobInfo>> {
+        self.queue(&Request::Jobs(ids)).await
+    }
+
+    async fn queue(&mut self, req: &Request) -> Result<Vec<JobInfo>> {
+        match self.call(req).await? {
             Response::Queue(mut jobs) => {
                 jobs.sort_by_key(|j| j.id);
                 Ok(jobs)

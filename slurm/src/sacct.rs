@@ -395,8 +395,10 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
     };
     let mut c = Cluster::open().await?;
     let me = text::user_name();
+    // A job over before the window is never shown: the controller
+    // leaves it out.
     let jobs: Vec<JobInfo> = c
-        .jobs(true)
+        .recent(window_start.unwrap_or(i64::MIN))
         .await?
         .into_iter()
         .filter(|j| {

@@ -62,9 +62,10 @@ pub struct Args {
     comment: Option<String>,
     #[arg(long)]
     signal: Option<String>,
-    #[arg(long)]
+    // The last of the two given wins, as on Slurm.
+    #[arg(long, overrides_with = "no_requeue")]
     requeue: bool,
-    #[arg(long = "no-requeue")]
+    #[arg(long = "no-requeue", overrides_with = "requeue")]
     no_requeue: bool,
     #[arg(long)]
     begin: Option<String>,
@@ -159,8 +160,15 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
     // array's id and its index: the queue says which job that is.
     // Dependencies name arrays and tasks: the queue says which jobs they
     // are, so that the controller gets them exactly (`exact_deps`).
+    // An array's tasks have the ids that follow its own, one per index.
     let jobs = match &args.dependency {
-        Some(_) => c.jobs(true).await?,
+        Some(d) => {
+            let ids = named_ids(d)
+                .into_iter()
+                .flat_map(|id| id..=id.saturating_add(ArraySpec::MAX_TASKS as u64))
+                .collect::<std::collections::BTreeSet<u64>>();
+            c.by_ids(ids.into_iter().collect()).await?
+        }
         None => Vec::new(),
     };
     let resolve = |id: u64, index: Option<u32>| -> Vec<u64> {
@@ -204,6 +212,19 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
         println!("Submitted batch job {id}");
     }
     Ok(0)
+}
+
+/// The jobs and arrays a `--dependency` names (`12` of `afterok:12_3`),
+/// those that read as ids; `dependencies` says what is wrong with others.
+fn named_ids(text: &str) -> Vec<u64> {
+    let mut ids: Vec<u64> = text
+        .split(',')
+        .flat_map(|item| item.split(':').skip(1))
+        .filter_map(|id| id.split('_').next()?.parse().ok())
+        .collect();
+    ids.sort_unstable();
+    ids.dedup();
+    ids
 }
 
 /// What `--dependency` says, as the controller takes it.
@@ -354,7 +375,6 @@ fn spec(args: &Args, script: String, resolve: Resolve<'_>) -> Result<JobSpec> {
         runtime_ns: 0,
         walltime_ns,
         partition: args.partition.clone(),
-        submit_ns: None,
         // Slurm names a job after its script, `wrap` or `sbatch`.
         name: Some(args.job_name.clone().unwrap_or_else(|| {
             match (&args.wrap, args.script.first()) {
@@ -367,7 +387,6 @@ fn spec(args: &Args, script: String, resolve: Resolve<'_>) -> Result<JobSpec> {
         after_ok: deps.ok,
         after_not_ok: deps.not_ok,
         singleton: deps.singleton,
-        think_ns: None,
         begin_ns,
         array,
         gres,
@@ -385,6 +404,12 @@ fn spec(args: &Args, script: String, resolve: Resolve<'_>) -> Result<JobSpec> {
         })),
         hold: args.hold,
         exact_deps: true,
+        requeue: match (args.requeue, args.no_requeue) {
+            (_, true) => Some(false),
+            (true, _) => Some(true),
+            _ => None,
+        },
+        ..Default::default()
     })
 }
 
@@ -421,6 +446,15 @@ mod tests {
 
     fn no_tasks(id: u64, i: Option<u32>) -> Vec<u64> {
         i.map_or(vec![id], |_| Vec::new())
+    }
+
+    #[test]
+    fn a_dependency_names_its_jobs_and_arrays() {
+        assert_eq!(
+            named_ids("afterok:12_3:7,afterany:12,singleton,afternotok:x:9_y"),
+            [7, 9, 12]
+        );
+        assert!(named_ids("singleton").is_empty());
     }
 
     #[test]

@@ -66,7 +66,7 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
         .cloned()
         .collect();
     let Some(verb) = words.first().map(|w| w.to_ascii_lowercase()) else {
-        bail!("no command given (show, suspend, resume, hold, release)");
+        bail!("no command given (show, suspend, resume, hold, release, requeue, update)");
     };
     match verb.as_str() {
         "show" => {
@@ -85,21 +85,32 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
                 other => bail!("invalid entity: {other} for keyword: show"),
             }
         }
-        "suspend" | "resume" | "hold" | "release" => {
+        "suspend" | "resume" | "hold" | "uhold" | "release" | "requeue" | "requeuehold" => {
             let mut c = Cluster::open().await?;
+            if verb == "requeuehold" && words[1..].iter().any(|w| w.contains('=')) {
+                bail!("scontrol requeuehold State=SpecialExit is not supported by clemu yet");
+            }
             let ids = job_ids(&mut c, &words[1..]).await?;
             let req = match verb.as_str() {
                 "suspend" => Request::Suspend(ids),
                 "resume" => Request::Resume(ids),
-                "hold" => Request::Hold(ids),
-                _ => Request::Release(ids),
+                "hold" | "uhold" => Request::Hold(ids),
+                "release" => Request::Release(ids),
+                "requeue" => Request::Requeue { ids, hold: false },
+                _ => Request::Requeue { ids, hold: true },
             };
             match c.call(&req).await? {
                 Response::Jobs(outcomes) => {
                     let mut failed = false;
                     for o in outcomes {
                         if let Some(e) = o.error {
-                            eprintln!("Job {}: {e}", o.id);
+                            // As Slurm's scontrol says a job's error
+                            // (requeue: "ID: error").
+                            if verb.starts_with("requeue") {
+                                eprintln!("{}: {e}", o.id);
+                            } else {
+                                eprintln!("Job {}: {e}", o.id);
+                            }
                             failed = true;
                         }
                     }
@@ -109,9 +120,6 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
             }
         }
         "update" => update(&words[1..]).await,
-        "requeue" | "uhold" | "requeuehold" => {
-            bail!("scontrol {verb} is not supported by clemu yet")
-        }
         other => bail!("invalid keyword: {other}"),
     }
 }
@@ -163,6 +171,11 @@ async fn job_ids(c: &mut Cluster, words: &[String]) -> Result<Vec<u64>> {
     let jobs = c.jobs(false).await?;
     let mut ids = Vec::new();
     for w in words.iter().flat_map(|w| w.split(',')) {
+        // `JobId=12` and `Job=12`, as Slurm's scontrol takes them.
+        let w = match w.split_once('=') {
+            Some((k, v)) if k.eq_ignore_ascii_case("jobid") || k.eq_ignore_ascii_case("job") => v,
+            _ => w,
+        };
         let ok = w
             .split(['_', '[', ']', '-'])
             .filter(|p| !p.is_empty())
@@ -207,10 +220,9 @@ async fn show_jobs(arg: Option<&str>, oneliner: bool) -> Result<u8> {
     let mut c = Cluster::open().await?;
     let now = text::now_s();
     let jobs: Vec<JobInfo> = c
-        .jobs(true)
+        .recent(now - MIN_JOB_AGE_S)
         .await?
         .into_iter()
-        .filter(|j| j.end_ns == 0 || now - text::secs(j.end_ns) <= MIN_JOB_AGE_S)
         .filter(|j| arg.is_none_or(|a| crate::squeue::named_by(a, j)))
         .collect();
     if jobs.is_empty() {
@@ -274,7 +286,9 @@ fn job_record(j: &JobInfo, c: &Cluster, me: &str, now: i64, first: bool) -> Vec<
             text::reason(j, first)
         ),
         format!(
-            "Requeue=1 Restarts=0 BatchFlag={} Reboot=0 ExitCode={}:{}",
+            "Requeue={} Restarts={} BatchFlag={} Reboot=0 ExitCode={}:{}",
+            u8::from(p.is_none_or(|p| p.requeue)),
+            j.restarts,
             u8::from(p.is_some()),
             j.exit.0,
             j.exit.1

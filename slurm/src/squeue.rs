@@ -313,15 +313,8 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
     };
     let mut cluster = Cluster::open().await?;
     let now = text::now_s();
-    let jobs: Vec<JobInfo> = cluster
-        .jobs(true)
-        .await?
-        .into_iter()
-        .filter(|j| {
-            // Slurm forgets a finished job after MinJobAge.
-            j.end_ns == 0 || now - text::secs(j.end_ns) <= MIN_JOB_AGE_S
-        })
-        .collect();
+    // Slurm forgets a finished job after MinJobAge.
+    let jobs: Vec<JobInfo> = cluster.recent(now - MIN_JOB_AGE_S).await?;
     let me = text::user_name();
     let mut shown: Vec<&JobInfo> = jobs
         .iter()

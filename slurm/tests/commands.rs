@@ -349,6 +349,119 @@ fn the_queue_shows_what_waits_and_why_and_a_cancel_leaves_nothing_running() {
     assert_eq!(c.ok(w, "squeue", &["-h"]), "");
 }
 
+/// Whether a process whose command line holds `marker` runs.
+fn running(marker: &str) -> bool {
+    Command::new("pgrep")
+        .args(["-f", marker])
+        .output()
+        .unwrap()
+        .status
+        .success()
+}
+
+#[test]
+fn a_requeued_job_is_ended_and_waits_again_under_its_id_as_on_slurm() {
+    let c = Up::start(1, 2);
+    let work = tempfile::tempdir().unwrap();
+    let w = work.path();
+    let marker = format!("sleep 301.{}", std::process::id());
+    let script = format!(
+        "trap 'echo TERM at restart ${{SLURM_RESTART_COUNT:-0}}; exit 3' TERM\n{marker} &\nwait\n"
+    );
+    let id = c
+        .ok(
+            w,
+            "sbatch",
+            &["--parsable", "-o", "out.txt", "--wrap", &script],
+        )
+        .trim()
+        .to_string();
+    let no = c
+        .ok(
+            w,
+            "sbatch",
+            &["--parsable", "--no-requeue", "--wrap", &marker],
+        )
+        .trim()
+        .to_string();
+    let until = Instant::now() + Duration::from_secs(30);
+    while c
+        .ok(w, "squeue", &["-h", "-t", "R", "-o", "%i"])
+        .lines()
+        .count()
+        < 2
+    {
+        assert!(Instant::now() < until, "the jobs never ran");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // The script hears SIGTERM; the job waits again, eligible later, as
+    // Slurm's requeued jobs are (reason BeginTime).
+    c.ok(w, "scontrol", &["requeue", &id]);
+    let until = Instant::now() + Duration::from_secs(30);
+    loop {
+        let q = c.ok(w, "squeue", &["-h", "-j", &id, "-o", "%i %t %r"]);
+        if q == format!("{id} PD BeginTime\n") {
+            break;
+        }
+        assert!(Instant::now() < until, "not requeued: {q}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let out = std::fs::read_to_string(w.join("out.txt")).unwrap();
+    assert_eq!(out, "TERM at restart 0\n");
+    let show = c.ok(w, "scontrol", &["show", "job", &id]);
+    assert!(
+        show.contains(" Requeue=1 Restarts=1 BatchFlag=1 "),
+        "{show}"
+    );
+    assert!(
+        show.contains("JobState=PENDING Reason=BeginTime "),
+        "{show}"
+    );
+    // A pending job, and one submitted --no-requeue, are refused as
+    // Slurm refuses them.
+    let again = c.run(w, "scontrol", &["requeue", &id], None);
+    assert_eq!(again.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&again.stderr),
+        format!("{id}: Job is pending execution\n")
+    );
+    let refused = c.run(w, "scontrol", &["requeue", &format!("JobId={no}")], None);
+    assert_eq!(refused.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&refused.stderr),
+        format!("{no}: Requested operation is presently disabled\n")
+    );
+    assert!(c
+        .ok(w, "scontrol", &["show", "job", &no])
+        .contains(" Requeue=0 Restarts=0 "));
+    // requeuehold: held once its process is gone.
+    let held = c
+        .ok(w, "sbatch", &["--parsable", "--wrap", &marker])
+        .trim()
+        .to_string();
+    let until = Instant::now() + Duration::from_secs(30);
+    while c.ok(w, "squeue", &["-h", "-j", &held, "-o", "%t"]) != "R\n" {
+        assert!(Instant::now() < until, "job {held} never ran");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    c.ok(w, "scontrol", &["requeuehold", &held]);
+    let until = Instant::now() + Duration::from_secs(30);
+    loop {
+        let q = c.ok(w, "squeue", &["-h", "-j", &held, "-o", "%t %r"]);
+        if q == "PD JobHeldUser\n" {
+            break;
+        }
+        assert!(Instant::now() < until, "not requeued held: {q}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    c.ok(w, "scancel", &[&id, &no, &held]);
+    let until = Instant::now() + Duration::from_secs(30);
+    while running(&marker) {
+        assert!(Instant::now() < until, "a requeued job's process is left");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 #[test]
 fn up_again_in_the_same_directory_starts_a_new_cluster() {
     let c = Up::start(1, 1);

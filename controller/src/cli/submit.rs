@@ -93,11 +93,9 @@ pub(super) async fn submit(
         runtime_ns: a.runtime,
         walltime_ns: a.walltime,
         partition: a.partition.clone(),
-        submit_ns: None,
         name: a.name.clone(),
         after: a.after.clone(),
         think_ns: a.think,
-        begin_ns: None,
         array: a.array.clone(),
         gres: {
             let mut g = match &a.gres {
@@ -115,12 +113,7 @@ pub(super) async fn submit(
             g.retain(|&(_, n)| n > 0);
             g
         },
-        program: None,
-        after_ok: Vec::new(),
-        after_not_ok: Vec::new(),
-        singleton: false,
-        hold: false,
-        exact_deps: false,
+        ..Default::default()
     };
     let json = cli.format == Format::Json;
     let mut session = client::Session::open(addr, secret).await?;

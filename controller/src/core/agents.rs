@@ -319,8 +319,14 @@ impl Cluster {
         };
         // A job told to end stays ended; one killed for a failed node is
         // lost like any other.
-        let asked = job.ending_as.filter(|s| *s != JobState::NodeFail);
-        let requeue = self.config.partitions[job.partition].requeue && asked.is_none();
+        let asked = job
+            .ending_as
+            .filter(|s| !matches!(s, JobState::NodeFail | JobState::Pending));
+        let may = job
+            .spec
+            .requeue
+            .unwrap_or(self.config.partitions[job.partition].requeue);
+        let requeue = job.ending_as == Some(JobState::Pending) || (may && asked.is_none());
         if !requeue {
             let state = asked.unwrap_or(JobState::NodeFail);
             self.end(id, state, format!("node lost: {why}"), now, fx);

@@ -8,7 +8,7 @@
 use std::sync::Arc;
 
 use formats::wire::{ArrayTask, JobState};
-use tracing::warn;
+use tracing::{info, warn};
 
 use super::tables::{Cluster, Job, SuspendedBy, HISTORY};
 use super::Now;
@@ -18,6 +18,10 @@ use crate::policy::{Active, ActiveState, Happened};
 /// Why a job waits that can never run: a job it waits for ended
 /// otherwise than it waits for (Slurm's reason, word for word).
 const NEVER: &str = "DependencyNeverSatisfied";
+/// How long a job requeued on request waits before it may run again: as
+/// Slurm's, whose new launch must come after the old launch credential's
+/// lifetime (120 s) is over.
+pub const REQUEUE_DELAY_NS: i64 = 121_000_000_000;
 
 impl Cluster {
     /// A submission's key is kept, with the jobs it made.
@@ -480,13 +484,22 @@ impl Cluster {
         }
     }
 
-    /// A started job goes back to the queue, as if never started.
+    /// A started job goes back to the queue, as if never started. One
+    /// requeued on request (`scontrol requeue`) waits first, as on Slurm:
+    /// it is eligible [`REQUEUE_DELAY_NS`] later (reason `BeginTime`), or
+    /// held by its user until released (`requeuehold`).
     pub(super) fn requeued(&mut self, id: u64, reason: String, now: Now) {
         self.release(id);
         let Some(job) = self.jobs.get_mut(&id) else {
             return;
         };
-        warn!(job = id, reason, "job requeued");
+        let asked = job.ending_as == Some(JobState::Pending);
+        if asked {
+            info!(job = id, "job requeued on request");
+        } else {
+            warn!(job = id, reason, "job requeued");
+        }
+        job.restarts += 1;
         let (cores, walltime_ns, runtime_ns) =
             (job.spec.cores, job.spec.walltime_ns, job.spec.runtime_ns);
         job.state = JobState::Pending;
@@ -504,8 +517,19 @@ impl Cluster {
         job.suspensions.clear();
         job.devices.clear();
         job.reason = reason;
-        let (p, q) = (job.partition, job.as_queued());
-        self.enqueue(p, q);
+        if asked {
+            job.spec.begin_ns = Some(now.wall.saturating_add(REQUEUE_DELAY_NS));
+            job.held = true;
+            if job.user_held {
+                job.reason = "JobHeldUser".into();
+            } else {
+                job.reason = "BeginTime".into();
+                self.deps_over(id, now);
+            }
+        } else {
+            let (p, q) = (job.partition, job.as_queued());
+            self.enqueue(p, q);
+        }
         // An event-driven scheduler hears of a requeue as an end and a new
         // submission of the same job.
         self.record_event(Happened::Ended {

@@ -365,6 +365,7 @@ impl Cluster {
             first,
             cores_on_first: job.alloc.first().map_or(0, |&(_, c)| c),
             mem_per_cpu_mb: job.spec.mem_per_cpu_mb,
+            restarts: job.restarts,
         }
     }
 
@@ -542,6 +543,19 @@ impl Cluster {
         }
         fx.end_taken(agent, id);
         let cancelled = job.ending_as;
+        // Ended to run again (`scontrol requeue`): however it ended.
+        if cancelled == Some(JobState::Pending) {
+            if F::JOURNALS {
+                fx.journal(Entry::Requeued {
+                    id,
+                    reason: String::new(),
+                    at_ns: now.wall,
+                });
+            }
+            self.requeued(id, String::new(), now);
+            self.counters.requeued += 1;
+            return;
+        }
         // Killed because a node of its failed: requeued or over, as its
         // partition says; unless it ended on its own first (its record is
         // written: it counts as it ended).
@@ -650,7 +664,7 @@ impl Cluster {
             JobState::Running | JobState::Suspended => {
                 // Being killed for a failed node: it was to be run again;
                 // now it ends as asked (its kill is on its way).
-                if job.ending_as == Some(JobState::NodeFail) {
+                if matches!(job.ending_as, Some(JobState::NodeFail | JobState::Pending)) {
                     self.ending(id, as_state, now);
                     if F::JOURNALS {
                         fx.journal(Entry::Ending {
@@ -740,6 +754,75 @@ impl Cluster {
         })
     }
 
+    /// `scontrol requeue` (with `hold`: `requeuehold`): started jobs end
+    /// (their process is cancelled: `SIGTERM`, then `SIGKILL` after the
+    /// grace) and wait again, under the same id, as on Slurm; see
+    /// [`Cluster::requeued`].
+    pub fn requeue<F: Effects>(
+        &mut self,
+        ids: &[u64],
+        hold: bool,
+        now: Now,
+        fx: &mut F,
+    ) -> Vec<JobOutcome> {
+        ids.iter()
+            .map(|&id| {
+                let r = self.requeue_one(id, hold, now, fx);
+                JobOutcome { id, error: r.err() }
+            })
+            .collect()
+    }
+
+    fn requeue_one<F: Effects>(
+        &mut self,
+        id: u64,
+        hold: bool,
+        now: Now,
+        fx: &mut F,
+    ) -> Result<(), String> {
+        let Some(job) = self.jobs.get(&id) else {
+            return Err(if self.done.contains_key(&id) {
+                format!("job {id} is over: clemu requeues jobs not over only")
+            } else {
+                format!("no active job {id}")
+            });
+        };
+        match (job.state, job.ending_as) {
+            (JobState::Pending, _) => return Err("Job is pending execution".into()),
+            // Slurm's words for a job submitted with --no-requeue.
+            _ if job.spec.requeue == Some(false) => {
+                return Err("Requested operation is presently disabled".into())
+            }
+            (_, Some(JobState::Pending)) => {}
+            (_, Some(_)) => return Err(format!("job {id} is already ending")),
+            (_, None) => {
+                let agent = job.agent;
+                self.ending(id, JobState::Pending, now);
+                if F::JOURNALS {
+                    fx.journal(Entry::Ending {
+                        id,
+                        state: JobState::Pending,
+                    });
+                }
+                // An agent away is told when it comes back (`claim`).
+                if let Some(a) = agent {
+                    fx.to_agent(a, ToAgent::Cancel(id));
+                }
+            }
+        }
+        if hold {
+            self.set_user_hold(id, true, now)?;
+            if F::JOURNALS {
+                fx.journal(Entry::Held {
+                    id,
+                    held: true,
+                    at_ns: now.wall,
+                });
+            }
+        }
+        Ok(())
+    }
+
     /// `scontrol update TimeLimit`: a pending job's wall-time limit
     /// (nanoseconds, 0 for none), within its partition's.
     pub fn limit<F: Effects>(&mut self, id: u64, walltime_ns: u64, fx: &mut F) -> JobOutcome {
@@ -789,10 +872,14 @@ impl Cluster {
         let job = self
             .jobs
             .get_mut(&id)
-            .filter(|j| j.state == JobState::Pending)
+            .filter(|j| {
+                j.state == JobState::Pending || (held && j.ending_as == Some(JobState::Pending))
+            })
             .ok_or_else(|| format!("job {id} is not pending"))?;
         if held {
-            if job.user_held {
+            // Ending to be requeued (`requeuehold`): held once it waits.
+            if job.user_held || job.state != JobState::Pending {
+                job.user_held = true;
                 return Ok(());
             }
             if job.array.is_some_and(|t| t.limit > 0) && !job.held && !job.throttled {
@@ -839,7 +926,11 @@ impl Cluster {
         if let Some(at) = job.release_at.take() {
             self.releases.remove(&(at, id));
         }
-        job.reason.clear();
+        job.reason = if job.spec.begin_ns.is_some_and(|b| b > now.wall) {
+            "BeginTime".into()
+        } else {
+            String::new()
+        };
         self.deps_over(id, now);
         Ok(())
     }
@@ -906,6 +997,7 @@ impl Job {
             id,
             submit_ns: spec.submit_ns.unwrap_or(now.wall),
             user_held: spec.hold,
+            restarts: 0,
             spec,
             partition,
             state: JobState::Pending,

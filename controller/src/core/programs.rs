@@ -18,6 +18,8 @@ pub(super) struct Started<'a> {
     pub first: &'a str,
     pub cores_on_first: u32,
     pub mem_per_cpu_mb: u64,
+    /// How many times it was requeued before this start.
+    pub restarts: u32,
 }
 
 /// `program` as the job `s` starts it: its files named, its whole
@@ -130,6 +132,10 @@ fn slurm_env(program: &Program, s: &Started<'_>) -> Vec<(String, String)> {
             (s.mem_per_cpu_mb * u64::from(s.cores_on_first)).to_string(),
         ));
     }
+    // Slurm sets it only for a job run again.
+    if s.restarts > 0 {
+        v.push(("SLURM_RESTART_COUNT", s.restarts.to_string()));
+    }
     if let Some(a) = s.array {
         v.push(("SLURM_ARRAY_JOB_ID", a.job.to_string()));
         v.push(("SLURM_ARRAY_TASK_ID", a.index.to_string()));
@@ -167,6 +173,7 @@ mod tests {
             first: "vn001",
             cores_on_first: 4,
             mem_per_cpu_mb: 1000,
+            restarts: 0,
         }
     }
 

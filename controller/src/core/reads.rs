@@ -118,6 +118,7 @@ impl Cluster {
             }),
             mem_per_cpu_mb: j.spec.mem_per_cpu_mb,
             exit: j.exit,
+            restarts: j.restarts,
             program: j
                 .spec
                 .program
@@ -156,6 +157,7 @@ impl Cluster {
             comment: p.comment.clone(),
             ntasks: p.ntasks,
             cpus_per_task: p.cpus_per_task,
+            requeue: j.spec.requeue != Some(false),
         }
     }
 
@@ -208,6 +210,15 @@ impl Cluster {
         if all {
             v.extend(self.done.values().cloned());
         }
+        v.sort_by_key(|j| j.id);
+        v
+    }
+
+    /// Active jobs, and the finished ones that ended at or after
+    /// `since_ns` (wall clock), by id.
+    pub fn recent(&self, since_ns: i64) -> Vec<JobInfo> {
+        let mut v: Vec<JobInfo> = self.jobs.values().map(|j| self.info(j)).collect();
+        v.extend(self.done.values().filter(|j| j.end_ns >= since_ns).cloned());
         v.sort_by_key(|j| j.id);
         v
     }

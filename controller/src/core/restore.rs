@@ -38,6 +38,7 @@ impl Cluster {
             reason: j.reason.clone(),
             held: j.held,
             user_held: j.user_held,
+            restarts: j.restarts,
             array: j.array,
             queued_ns: wall(j.submit_mono),
             devices: self.devices_text(&j.devices),
@@ -314,6 +315,7 @@ impl Cluster {
         job.since_mono = at(im.since_ns).mono;
         job.held = im.held;
         job.user_held = im.user_held;
+        job.restarts = im.restarts;
         job.array = im.array;
         job.submit_mono = at(im.queued_ns).mono;
         self.admitted(job, now);

@@ -117,6 +117,9 @@ pub(super) struct Job {
     /// Held by its user (`--hold`, `scontrol hold`): out of the queue
     /// until released, whatever else it waits for.
     pub user_held: bool,
+    /// How many times it went back to the queue after it started
+    /// (a node lost, `scontrol requeue`).
+    pub restarts: u32,
     /// Its key in [`Cluster::releases`] (monotonic ns), once its wait is
     /// over and its think time runs.
     pub release_at: Option<i64>,

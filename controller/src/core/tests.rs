@@ -78,20 +78,8 @@ fn spec(cores: u32) -> JobSpec {
         mem_per_cpu_mb: 1024,
         runtime_ns: 1_000_000_000,
         walltime_ns: 0,
-        partition: None,
         submit_ns: Some(5),
-        name: None,
-        after: Vec::new(),
-        think_ns: None,
-        begin_ns: None,
-        array: None,
-        gres: Vec::new(),
-        program: None,
-        after_ok: Vec::new(),
-        after_not_ok: Vec::new(),
-        singleton: false,
-        hold: false,
-        exact_deps: false,
+        ..Default::default()
     }
 }
 
@@ -848,6 +836,96 @@ fn a_pending_jobs_limit_changes_in_the_queue_and_after_a_restart() {
     for r in restarts(&c, &out.1) {
         assert_eq!(r.jobs[&ids[2]].spec.walltime_ns, hour);
     }
+}
+
+#[test]
+fn a_requeued_job_ends_then_waits_as_on_slurm_and_runs_again() {
+    let mut c = cluster();
+    let mut out = Recorder::default();
+    let no = JobSpec {
+        requeue: Some(false),
+        ..spec(1)
+    };
+    let held = JobSpec {
+        hold: true,
+        ..spec(1)
+    };
+    let ids = c
+        .submit(vec![spec(2), no, held], 0, at(0), &mut out)
+        .unwrap();
+    let (id, refuses, waits) = (ids[0], ids[1], ids[2]);
+    pass(&mut c, &mut out);
+    let outcome = c.requeue(&[id, refuses, waits, 99], false, at(2), &mut out);
+    let errors: Vec<_> = outcome.iter().map(|o| o.error.as_deref()).collect();
+    assert_eq!(
+        errors,
+        [
+            None,
+            Some("Requested operation is presently disabled"),
+            Some("Job is pending execution"),
+            Some("no active job 99"),
+        ]
+    );
+    // Its process is cancelled (TERM, then KILL): until it is gone, the
+    // job holds its cores.
+    assert!(out
+        .0
+        .iter()
+        .any(|m| matches!(m, (7, ToAgent::Cancel(j)) if *j == id)));
+    assert_eq!(c.jobs[&id].state, JobState::Running);
+    c.job_ended(7, id, Exit::Code(143), at(3), &mut out);
+    let j = &c.jobs[&id];
+    assert_eq!(
+        (j.state, j.reason.as_str(), j.restarts),
+        (JobState::Pending, "BeginTime", 1)
+    );
+    assert!(!queued(&c).contains(&id));
+    assert_eq!(c.counters.requeued, 1);
+    for r in restarts(&c, &out.1) {
+        assert_eq!(picture(&r), picture(&c));
+        assert_eq!(r.jobs[&id].restarts, 1);
+    }
+    // Eligible 121 s after it ended, as Slurm's requeued jobs are.
+    c.release_due(at(3 + 120), &mut out);
+    assert!(!queued(&c).contains(&id));
+    c.release_due(at(3 + 121), &mut out);
+    assert!(queued(&c).contains(&id));
+    pass_at(&mut c, &mut out, at(125), false);
+    assert_eq!(c.jobs[&id].state, JobState::Running);
+    assert_eq!(c.jobs_info(&[id])[0].restarts, 1);
+}
+
+#[test]
+fn a_job_requeued_held_waits_for_its_release_and_may_be_cancelled_meanwhile() {
+    let mut c = cluster();
+    let mut out = Recorder::default();
+    let ids = c
+        .submit(vec![spec(2), spec(2)], 0, at(0), &mut out)
+        .unwrap();
+    pass(&mut c, &mut out);
+    for o in c.requeue(&ids, true, at(2), &mut out) {
+        assert_eq!(o.error, None);
+    }
+    // Cancelled before its process is gone: it ends cancelled.
+    assert_eq!(c.cancel(&[ids[1]], at(2), &mut out)[0].error, None);
+    c.job_ended(7, ids[1], Exit::Code(143), at(3), &mut out);
+    assert_eq!(
+        c.queue(true).iter().find(|j| j.id == ids[1]).unwrap().state,
+        JobState::Cancelled
+    );
+    c.job_ended(7, ids[0], Exit::Code(143), at(3), &mut out);
+    assert_eq!(c.jobs[&ids[0]].reason, "JobHeldUser");
+    for r in restarts(&c, &out.1) {
+        assert_eq!(r.jobs[&ids[0]].reason, "JobHeldUser");
+        assert!(r.jobs[&ids[0]].user_held);
+    }
+    // Released, it still waits for its eligible time.
+    c.release_due(at(200), &mut out);
+    assert!(!queued(&c).contains(&ids[0]));
+    assert_eq!(c.hold(&[ids[0]], false, at(4), &mut out)[0].error, None);
+    assert_eq!(c.jobs[&ids[0]].reason, "BeginTime");
+    c.release_due(at(3 + 121), &mut out);
+    assert!(queued(&c).contains(&ids[0]));
 }
 
 #[test]

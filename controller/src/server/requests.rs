@@ -63,6 +63,9 @@ impl Server {
                 }
             }
             Request::Queue { all } => Response::Queue(self.cluster.queue(all)),
+            Request::Recent { ended_since_ns } => {
+                Response::Queue(self.cluster.recent(ended_since_ns))
+            }
             Request::Nodes => Response::Nodes(self.cluster.node_infos()),
             Request::Stats => Response::Stats(Box::new(self.stats())),
             Request::Hosts => Response::Hosts(self.cluster.hosts(now)),
@@ -75,6 +78,9 @@ impl Server {
             Request::Suspend(ids) => Response::Jobs(self.cluster.suspend(&ids, now, &mut self.out)),
             Request::Resume(ids) => Response::Jobs(self.cluster.resume(&ids, now, &mut self.out)),
             Request::Hold(ids) => Response::Jobs(self.cluster.hold(&ids, true, now, &mut self.out)),
+            Request::Requeue { ids, hold } => {
+                Response::Jobs(self.cluster.requeue(&ids, hold, now, &mut self.out))
+            }
             Request::SetLimit { id, walltime_ns } => {
                 Response::Jobs(vec![self.cluster.limit(id, walltime_ns, &mut self.out)])
             }

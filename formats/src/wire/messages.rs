@@ -5,8 +5,9 @@
 
 use serde::{Deserialize, Serialize};
 
-/// A job as submitted.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// A job as submitted. Its default is a one-core job that sleeps no time,
+/// with no limit, in the default partition, waiting for nothing.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct JobSpec {
     /// Cores in total (spread over as many nodes as needed).
     pub cores: u32,
@@ -66,6 +67,11 @@ pub struct JobSpec {
     /// The program it runs (a batch script) instead of sleeping
     /// `runtime_ns` in sigsleep; boxed: most jobs of a replay have none.
     pub program: Option<Box<Program>>,
+    /// Whether it may run again once started (Slurm's `--requeue`,
+    /// `--no-requeue`): when a node of it is lost, and on request
+    /// ([`Request::Requeue`]). `None`: as its partition says of a lost
+    /// node (`on_node_fail`), and yes on request.
+    pub requeue: Option<bool>,
 }
 
 /// A batch script run as the job, as `sbatch` submits one.
@@ -322,6 +328,8 @@ pub struct JobInfo {
     /// For a batch script: what Slurm's commands show of it; `None` for a
     /// job that sleeps (boxed, as `gres`).
     pub program: Option<Box<ProgramInfo>>,
+    /// How many times it went back to the queue after it started.
+    pub restarts: u32,
 }
 
 /// What the queue view shows of a batch script's job.
@@ -337,6 +345,8 @@ pub struct ProgramInfo {
     pub comment: String,
     pub ntasks: u32,
     pub cpus_per_task: u32,
+    /// It may be requeued (`JobSpec::requeue`, yes unless refused).
+    pub requeue: bool,
 }
 
 /// A job's generic resources.
@@ -508,6 +518,13 @@ pub enum Request {
     Queue {
         all: bool,
     },
+    /// Active jobs, and the finished ones that ended at or after this
+    /// wall-clock instant (nanoseconds): what a client that polls needs
+    /// (Slurm's commands show a finished job for `MinJobAge`), without
+    /// every job a long run has kept.
+    Recent {
+        ended_since_ns: i64,
+    },
     Nodes,
     Stats,
     Cancel(Vec<u64>),
@@ -518,6 +535,13 @@ pub enum Request {
     Hold(Vec<u64>),
     /// Let held jobs (`hold`, `JobSpec::hold`) go on (`scontrol release`).
     Release(Vec<u64>),
+    /// Started jobs end and wait again under the same ids (Slurm's
+    /// `scontrol requeue`; `hold`: `requeuehold`); answered with
+    /// [`Response::Jobs`].
+    Requeue {
+        ids: Vec<u64>,
+        hold: bool,
+    },
     /// A pending job's wall-time limit, in nanoseconds, 0 for none
     /// (`scontrol update JobId=N TimeLimit=T`); answered with
     /// [`Response::Jobs`].

@@ -303,5 +303,6 @@ pub(crate) fn info_of(r: &formats::record::JobRecord<'_>, nodes: String) -> JobI
         mem_per_cpu_mb: 0,
         exit: (0, 0),
         program: None,
+        restarts: 0,
     }
 }
