@@ -5,7 +5,7 @@
 use anyhow::{bail, Result};
 use clap::Parser;
 use client::{Request, Response};
-use formats::wire::{JobInfo, NodeInfo};
+use formats::wire::{ArraySpec, JobInfo, NodeInfo};
 
 use crate::cluster::Cluster;
 use crate::squeue::{nodes_of, priority, MIN_JOB_AGE_S};
@@ -219,10 +219,27 @@ fn hostnames(arg: Option<&str>) -> Result<u8> {
 async fn show_jobs(arg: Option<&str>, oneliner: bool) -> Result<u8> {
     let mut c = Cluster::open().await?;
     let now = text::now_s();
-    let jobs: Vec<JobInfo> = c
-        .recent(now - MIN_JOB_AGE_S)
-        .await?
+    // One job, or an array (its tasks have the ids after its own), is
+    // asked for by id; a finished one is shown for MinJobAge, as Slurm's.
+    let named: Option<u64> = arg.and_then(|a| a.split('_').next()?.parse().ok());
+    let jobs = match named {
+        Some(id) => {
+            let one = c.by_ids(vec![id]).await?;
+            if one
+                .first()
+                .is_some_and(|j| j.array.is_some_and(|t| t.job == id))
+            {
+                let ids = (id..=id.saturating_add(ArraySpec::MAX_TASKS as u64)).collect();
+                c.by_ids(ids).await?
+            } else {
+                one
+            }
+        }
+        None => c.recent(now - MIN_JOB_AGE_S).await?,
+    };
+    let jobs: Vec<JobInfo> = jobs
         .into_iter()
+        .filter(|j| j.end_ns == 0 || text::secs(j.end_ns) >= now - MIN_JOB_AGE_S)
         .filter(|j| arg.is_none_or(|a| crate::squeue::named_by(a, j)))
         .collect();
     if jobs.is_empty() {

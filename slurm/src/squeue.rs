@@ -313,8 +313,22 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
     };
     let mut cluster = Cluster::open().await?;
     let now = text::now_s();
-    // Slurm forgets a finished job after MinJobAge.
-    let jobs: Vec<JobInfo> = cluster.recent(now - MIN_JOB_AGE_S).await?;
+    // Finished jobs only when they may be shown, or one -j names must be
+    // found: those Slurm still holds, for MinJobAge after their end.
+    let finished = args.jobs.is_some()
+        || states.as_ref().is_none_or(|s| {
+            s.iter().any(|st| {
+                !matches!(
+                    st,
+                    JobState::Pending | JobState::Running | JobState::Suspended
+                )
+            })
+        });
+    let jobs: Vec<JobInfo> = if finished {
+        cluster.recent(now - MIN_JOB_AGE_S).await?
+    } else {
+        cluster.jobs(false).await?
+    };
     let me = text::user_name();
     let mut shown: Vec<&JobInfo> = jobs
         .iter()

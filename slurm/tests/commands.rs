@@ -498,6 +498,33 @@ fn up_again_in_the_same_directory_starts_a_new_cluster() {
     assert_eq!(again.trim(), "1");
 }
 
+/// A reader that stops early (`squeue | head`) ends the command by
+/// SIGPIPE, as Slurm's C commands end, not by a panic.
+#[test]
+fn a_closed_pipe_ends_a_command_quietly() {
+    use std::io::Read;
+    use std::os::unix::process::ExitStatusExt;
+    let dir = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(
+        env!("CARGO_BIN_EXE_clemu-slurm"),
+        dir.path().join("scontrol"),
+    )
+    .unwrap();
+    // Far more than a pipe holds.
+    let mut child = Command::new(dir.path().join("scontrol"))
+        .args(["show", "hostnames", "node[1-300000]"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = [0u8; 6];
+    child.stdout.take().unwrap().read_exact(&mut first).unwrap();
+    assert_eq!(&first, b"node1\n");
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.signal(), Some(libc::SIGPIPE));
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "");
+}
+
 #[test]
 fn bad_input_gets_one_line_and_no_job() {
     let c = Up::start(1, 1);
