@@ -7,7 +7,7 @@ use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use formats::wire::{Exit, FromAgent, RunSettings, StartJob, SuspendMode};
+use formats::wire::{Exit, FromAgent, Reach, RunSettings, StartJob, SuspendMode};
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
@@ -32,6 +32,8 @@ pub enum NodeCmd {
     /// `SIGKILL` at once, without a record: the agent lost the controller
     /// and this execution of the job no longer counts.
     Kill(u64),
+    /// A signal to part of a batch script's job (`scancel --signal`).
+    Signal(u64, i32, Reach),
 }
 
 /// Shared by every node task of an agent.
@@ -185,6 +187,30 @@ fn signal(pid: i32, sig: Signal) {
     // that is already gone (the job just ended) is not an error.
     if let Err(e) = killpg(Pid::from_raw(pid), sig) {
         debug!(pid, ?sig, %e, "signal not delivered");
+    }
+}
+
+/// `sig` to the processes of the job run by sigsleep `pid` that `reach`
+/// names (sigsleep itself is never one: it is the job's supervisor, not a
+/// process of Slurm's job).
+fn signal_part(pid: i32, sig: i32, reach: Reach) {
+    let pids = match reach {
+        Reach::Steps => sigsleep::tree::step_tasks_of(pid),
+        Reach::Batch => sigsleep::tree::program_of(pid).into_iter().collect(),
+        Reach::Full => sigsleep::tree::descendants_of(pid),
+    };
+    debug!(
+        pid,
+        sig,
+        ?reach,
+        processes = pids.len(),
+        "signal to part of a job"
+    );
+    for p in pids {
+        // SAFETY: plain kill(2). A pid read from /proc an instant ago may
+        // have ended since; reuse that fast is as unlikely as it is with
+        // Slurm's own process tracking.
+        unsafe { libc::kill(p, sig) };
     }
 }
 
@@ -344,6 +370,11 @@ async fn run(name: String, rx: Arc<Mailbox>, ctx: Arc<NodeContext>) {
                 Some(NodeCmd::Kill(id)) => {
                     if let Some(job) = jobs.get(&id) {
                         signal(job.pid, Signal::SIGKILL);
+                    }
+                }
+                Some(NodeCmd::Signal(id, sig, reach)) => {
+                    if let Some(job) = jobs.get(&id).filter(|j| j.program) {
+                        signal_part(job.pid, sig, reach);
                     }
                 }
             },

@@ -599,6 +599,7 @@ impl Agent {
                         Ok(ToAgent::Resume(id)) => self.route(id, NodeCmd::Resume(id)),
                         Ok(ToAgent::Cancel(id)) => self.route(id, NodeCmd::Cancel(id)),
                         Ok(ToAgent::Kill(id)) => self.route(id, NodeCmd::Kill(id)),
+                        Ok(ToAgent::Signal { job, signal, reach }) => self.route(job, NodeCmd::Signal(job, signal, reach)),
                         Ok(ToAgent::Forget(ids)) => {
                             for id in ids {
                                 self.ended.remove(&id);

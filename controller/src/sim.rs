@@ -330,8 +330,10 @@ impl Effects for Machines {
                     self.push(t, Ev::End { job, generation });
                 }
             }
-            // The twin never looks ahead: it has no process to start.
+            // The twin never looks ahead: it has no process to start; nor
+            // a program to signal.
             ToAgent::Prepare { .. }
+            | ToAgent::Signal { .. }
             | ToAgent::Registered(_)
             | ToAgent::Rejected(_)
             | ToAgent::Shutdown

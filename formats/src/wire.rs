@@ -52,7 +52,8 @@ use tokio_util::codec::{Decoder, Encoder, Framed, LengthDelimitedCodec};
 /// change ([`Request::SetLimit`]). 17: a client may ask for the jobs not
 /// over and those recently ended only ([`Request::Recent`]); started jobs
 /// may be requeued ([`Request::Requeue`]), and say how often they were
-/// (`JobInfo::restarts`).
+/// (`JobInfo::restarts`); a signal may be sent to part of a job
+/// ([`Request::Signal`], [`ToAgent::Signal`]).
 pub const PROTOCOL: u32 = 17;
 /// Largest frame a server accepts from an authenticated peer (a batch of
 /// records can be large).

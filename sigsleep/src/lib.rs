@@ -39,6 +39,7 @@ pub mod clock;
 pub mod ledger;
 pub mod signals;
 pub mod supervise;
+pub mod tree;
 
 use std::borrow::Cow;
 use std::fs::{File, OpenOptions};

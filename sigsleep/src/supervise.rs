@@ -446,47 +446,9 @@ fn pgid(pid: i32) -> i32 {
     unsafe { libc::getpgid(pid) }
 }
 
-/// Every process below this one, children first, read from
-/// `/proc/PID/task/TID/children`. Zombies are left out: they run nothing
-/// and can take no signal.
-pub fn descendants() -> Vec<i32> {
-    let mut out = Vec::new();
-    let mut todo = vec![std::process::id() as i32];
-    while let Some(pid) = todo.pop() {
-        let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
-            continue;
-        };
-        for task in tasks.flatten() {
-            let path = task.path().join("children");
-            let Ok(text) = std::fs::read_to_string(path) else {
-                continue;
-            };
-            for child in text
-                .split_whitespace()
-                .filter_map(|p| p.parse::<i32>().ok())
-            {
-                if !zombie(child) {
-                    out.push(child);
-                }
-                todo.push(child);
-            }
-        }
-    }
-    out
-}
-
-/// Whether `pid` is over: a zombie (or gone). A process whose main thread
-/// ended while others run shows as a zombie too, but is not one: it still
-/// has live threads.
-fn zombie(pid: i32) -> bool {
-    let z = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|s| {
-            s.rsplit_once(')')
-                .map(|(_, rest)| rest.trim_start().starts_with('Z'))
-        })
-        .unwrap_or(true);
-    z && std::fs::read_dir(format!("/proc/{pid}/task")).map_or(0, |d| d.count()) <= 1
+/// Every live process of the job: this process's descendants.
+fn descendants() -> Vec<i32> {
+    crate::tree::descendants_of(std::process::id() as i32)
 }
 
 /// SIGCHLD, blocked, as a readable descriptor.

@@ -1,11 +1,13 @@
 //! `scancel`: jobs named by id (a job, an array, one task) and/or by
-//! filters, cancelled. As Slurm's, it says nothing when all went well,
-//! and nothing of an id that names no job not over.
+//! filters, cancelled, or sent a signal (`--signal`: to their steps'
+//! tasks, the batch script with `--batch`, every process with `--full`).
+//! As Slurm's, it says nothing when all went well, and nothing of an id
+//! that names no job not over.
 
 use anyhow::{bail, Result};
 use clap::Parser;
 use client::{Request, Response};
-use formats::wire::JobState;
+use formats::wire::{JobState, Reach};
 
 use crate::cluster::Cluster;
 use crate::squeue::{expand_tasks, named_by};
@@ -24,6 +26,10 @@ pub struct Args {
     state: Option<String>,
     #[arg(short = 's', long)]
     signal: Option<String>,
+    #[arg(short = 'b', long)]
+    batch: bool,
+    #[arg(short = 'f', long)]
+    full: bool,
     #[arg(short = 'M', long)]
     clusters: Option<String>,
     #[arg(short = 'Q', long)]
@@ -50,16 +56,23 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
     {
         bail!("No job identification provided");
     }
-    if let Some(s) = &args.signal {
-        let s = s.to_ascii_uppercase();
-        let s = s.trim_start_matches("SIG");
-        if !matches!(s, "KILL" | "TERM" | "9" | "15") {
-            bail!(
-                "--signal={s}: clemu cancels jobs (SIGTERM, then SIGKILL) but sends them no \
-                 other signal yet"
-            );
-        }
-    }
+    let signal = match &args.signal {
+        Some(s) => match signal_number(s) {
+            Some(n) => Some(n),
+            None => {
+                eprintln!("Unknown job signal: {s}");
+                return Ok(1);
+            }
+        },
+        None => None,
+    };
+    // SIGKILL to the whole job is a cancel, as Slurm's controller takes it.
+    let signal = signal.filter(|&n| n != libc::SIGKILL || (args.batch && !args.full));
+    let reach = match (args.batch, args.full) {
+        (_, true) => Reach::Full,
+        (true, false) => Reach::Batch,
+        (false, false) => Reach::Steps,
+    };
     let states = match &args.state {
         Some(s) => text::parse_states(s).map_err(anyhow::Error::msg)?,
         None => None,
@@ -84,6 +97,9 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
     if ids.is_empty() {
         return Ok(0);
     }
+    if let Some(signal) = signal {
+        return signal_jobs(&mut c, ids, signal, reach).await;
+    }
     match c.call(&Request::Cancel(ids)).await? {
         Response::Jobs(outcomes) => {
             for o in outcomes {
@@ -97,5 +113,61 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
             Ok(0)
         }
         other => bail!("unexpected answer: {other:?}"),
+    }
+}
+
+/// `--signal`: Slurm's message for each job the signal could not reach,
+/// but none for a job already over; the exit status is Slurm's, its
+/// error number's low byte.
+async fn signal_jobs(c: &mut Cluster, ids: Vec<u64>, signal: i32, reach: Reach) -> Result<u8> {
+    match c.call(&Request::Signal { ids, signal, reach }).await? {
+        Response::Jobs(outcomes) => {
+            let mut status = 0;
+            for o in outcomes {
+                let Some(e) = o.error else { continue };
+                let code = match e.as_str() {
+                    "Job script not specified" => 2009,
+                    "Job can not be altered now, try again later" => 2020,
+                    "Job/step already completing or completed" => 2021,
+                    _ => 1,
+                };
+                if code != 2021 {
+                    eprintln!("scancel: error: Kill job error on job id {}: {e}", o.id);
+                }
+                status = status.max((code & 0xff) as u8);
+            }
+            Ok(status)
+        }
+        other => bail!("unexpected answer: {other:?}"),
+    }
+}
+
+/// A signal as Slurm's scancel takes it: a number, or a name with or
+/// without `SIG`, in any case.
+fn signal_number(s: &str) -> Option<i32> {
+    if let Ok(n) = s.parse::<i32>() {
+        return (1..=64).contains(&n).then_some(n);
+    }
+    let upper = s.to_ascii_uppercase();
+    let name = upper.strip_prefix("SIG").unwrap_or(&upper);
+    format!("SIG{name}")
+        .parse::<nix::sys::signal::Signal>()
+        .ok()
+        .map(|sig| sig as i32)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn signals_are_named_as_slurm_names_them() {
+        assert_eq!(signal_number("USR1"), Some(libc::SIGUSR1));
+        assert_eq!(signal_number("sigterm"), Some(libc::SIGTERM));
+        assert_eq!(signal_number("SIGCONT"), Some(libc::SIGCONT));
+        assert_eq!(signal_number("10"), Some(10));
+        assert_eq!(signal_number("BOGUS"), None);
+        assert_eq!(signal_number("0"), None);
+        assert_eq!(signal_number("99"), None);
     }
 }

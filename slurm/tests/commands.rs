@@ -462,6 +462,86 @@ fn a_requeued_job_is_ended_and_waits_again_under_its_id_as_on_slurm() {
     }
 }
 
+/// Waits (up to 30 s) until file `path` holds `text`.
+fn wait_for_text(path: &Path, text: &str) {
+    let until = Instant::now() + Duration::from_secs(30);
+    loop {
+        let got = std::fs::read_to_string(path).unwrap_or_default();
+        if got.contains(text) {
+            return;
+        }
+        assert!(
+            Instant::now() < until,
+            "{} never said {text:?}: {got:?}",
+            path.display()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn scancel_signals_the_steps_the_batch_script_or_all_of_a_job_as_slurm_does() {
+    let c = Up::start(1, 2);
+    let work = tempfile::tempdir().unwrap();
+    let w = work.path();
+    let marker = format!("sleep 302.{}", std::process::id());
+    // The batch shell waits in `wait`, where a trapped signal reaches it
+    // at once (in a foreground command it would wait for its end).
+    let script = format!(
+        "#!/bin/sh\ntrap 'echo batch got USR1' USR1\ntrap 'echo batch got USR2' USR2\n\
+         srun -o step.out sh -c 'trap \"echo step got USR1; exit 0\" USR1; echo step ready; \
+         while :; do sleep 0.1; done' &\n{marker} &\nwhile :; do wait; done\n"
+    );
+    let out = c.run(w, "sbatch", &["--parsable", "-n", "2"], Some(&script));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let id = String::from_utf8(out.stdout).unwrap().trim().to_string();
+    let pending = c
+        .ok(w, "sbatch", &["--parsable", "--wrap", "true"])
+        .trim()
+        .to_string();
+    wait_for_text(&w.join("step.out"), "step ready\n");
+    // By default the steps' tasks, not the batch script.
+    c.ok(w, "scancel", &["--signal=USR1", &id]);
+    wait_for_text(&w.join("step.out"), "step got USR1\n");
+    // --batch: the batch script's shell alone.
+    c.ok(w, "scancel", &["-b", "-s", "SIGUSR2", &id]);
+    let batch_out = w.join(format!("slurm-{id}.out"));
+    wait_for_text(&batch_out, "batch got USR2\n");
+    assert!(!std::fs::read_to_string(&batch_out)
+        .unwrap()
+        .contains("USR1"));
+    assert_eq!(c.ok(w, "squeue", &["-h", "-j", &id, "-o", "%t"]), "R\n");
+    // A pending job cannot be signalled: Slurm's error and status.
+    let refused = c.run(w, "scancel", &["-s", "USR1", &pending], None);
+    assert_eq!(
+        String::from_utf8_lossy(&refused.stderr),
+        format!(
+            "scancel: error: Kill job error on job id {pending}: Job can not be altered now, \
+             try again later\n"
+        )
+    );
+    assert_eq!(refused.status.code(), Some(2020 & 0xff));
+    let bad = c.run(w, "scancel", &["-s", "NOSUCH", &id], None);
+    assert_eq!(
+        String::from_utf8_lossy(&bad.stderr),
+        "Unknown job signal: NOSUCH\n"
+    );
+    assert_eq!(bad.status.code(), Some(1));
+    // --full: every process; the batch shell does not trap SIGTERM.
+    c.ok(w, "scancel", &["--full", "--signal=TERM", &id]);
+    let until = Instant::now() + Duration::from_secs(30);
+    while running(&marker) {
+        assert!(Instant::now() < until, "a signalled job's process is left");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(c.wait_over(w, &id), "FAILED|0:15");
+    c.ok(w, "scancel", &[&pending]);
+}
+
 #[test]
 fn up_again_in_the_same_directory_starts_a_new_cluster() {
     let c = Up::start(1, 1);

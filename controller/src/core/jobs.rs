@@ -3,7 +3,7 @@
 //! [`Effects`]: the order for the job's agent, the journal entry.
 
 use formats::wire::{
-    ArraySpec, ArrayTask, Exit, JobOutcome, JobSpec, JobState, RanState, StartJob, ToAgent,
+    ArraySpec, ArrayTask, Exit, JobOutcome, JobSpec, JobState, RanState, Reach, StartJob, ToAgent,
 };
 use tracing::{debug, warn};
 
@@ -752,6 +752,41 @@ impl Cluster {
                 })
                 .collect()
         })
+    }
+
+    /// `scancel --signal`: `signal` to the processes of running batch
+    /// scripts' jobs that `reach` names, their state unchanged; Slurm's
+    /// errors for a job that is not running, or runs no script.
+    pub fn signal<F: Effects>(
+        &self,
+        ids: &[u64],
+        signal: i32,
+        reach: Reach,
+        fx: &mut F,
+    ) -> Vec<JobOutcome> {
+        ids.iter()
+            .map(|&id| {
+                let error = match self.jobs.get(&id) {
+                    None => Some("Job/step already completing or completed".to_string()),
+                    Some(j) if j.spec.program.is_none() => Some("Job script not specified".into()),
+                    Some(j) => match (j.state, j.ending_as, j.agent) {
+                        (JobState::Running, None, Some(a)) => {
+                            fx.to_agent(
+                                a,
+                                ToAgent::Signal {
+                                    job: id,
+                                    signal,
+                                    reach,
+                                },
+                            );
+                            None
+                        }
+                        _ => Some("Job can not be altered now, try again later".into()),
+                    },
+                };
+                JobOutcome { id, error }
+            })
+            .collect()
     }
 
     /// `scontrol requeue` (with `hold`: `requeuehold`): started jobs end

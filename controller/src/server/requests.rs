@@ -78,6 +78,9 @@ impl Server {
             Request::Suspend(ids) => Response::Jobs(self.cluster.suspend(&ids, now, &mut self.out)),
             Request::Resume(ids) => Response::Jobs(self.cluster.resume(&ids, now, &mut self.out)),
             Request::Hold(ids) => Response::Jobs(self.cluster.hold(&ids, true, now, &mut self.out)),
+            Request::Signal { ids, signal, reach } => {
+                Response::Jobs(self.cluster.signal(&ids, signal, reach, &mut self.out))
+            }
             Request::Requeue { ids, hold } => {
                 Response::Jobs(self.cluster.requeue(&ids, hold, now, &mut self.out))
             }

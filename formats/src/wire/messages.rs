@@ -535,6 +535,14 @@ pub enum Request {
     Hold(Vec<u64>),
     /// Let held jobs (`hold`, `JobSpec::hold`) go on (`scontrol release`).
     Release(Vec<u64>),
+    /// Send a signal to running batch scripts' jobs, as Slurm's `scancel
+    /// --signal` (with `--batch` or `--full`); answered with
+    /// [`Response::Jobs`].
+    Signal {
+        ids: Vec<u64>,
+        signal: i32,
+        reach: Reach,
+    },
     /// Started jobs end and wait again under the same ids (Slurm's
     /// `scontrol requeue`; `hold`: `requeuehold`); answered with
     /// [`Response::Jobs`].
@@ -582,6 +590,19 @@ pub enum Request {
     /// once no job waits out of the queue. Answered with
     /// [`Response::Noted`].
     NoMoreJobs,
+}
+
+/// Which processes of a job a signal reaches ([`Request::Signal`]), as
+/// Slurm's `scancel` options say.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Reach {
+    /// The tasks of its steps (what `srun` runs in it), not the batch
+    /// script: scancel's default.
+    Steps,
+    /// The batch script's shell alone, not its children (`--batch`).
+    Batch,
+    /// Every process of the job (`--full`).
+    Full,
 }
 
 /// Which jobs not yet over a request acts on: those that pass every
@@ -845,6 +866,13 @@ pub enum ToAgent {
     /// longer counts (another node of the job was lost, or the controller
     /// does not know the job).
     Kill(u64),
+    /// Send `signal` to the processes of a running batch script's job that
+    /// `reach` names; the job's state does not change.
+    Signal {
+        job: u64,
+        signal: i32,
+        reach: Reach,
+    },
     /// The controller has durably taken note that these jobs ended: the
     /// agent may forget them (until then it reports them again when it
     /// registers anew).

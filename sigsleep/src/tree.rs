@@ -1,0 +1,93 @@
+//! A job's processes as `/proc` lists them: sigsleep and, below it, the
+//! program and everything it started (sigsleep is their subreaper, so
+//! even a daemon that left the session comes back under it). sigsleep
+//! reads it to suspend, resume and end the job; the agent reads it to send
+//! a signal to part of a job, as Slurm's `scancel --signal` does.
+
+/// Every process below `root`, parents before their children, read from
+/// `/proc/PID/task/TID/children`. Zombies are left out: they run nothing
+/// and can take no signal.
+pub fn descendants_of(root: i32) -> Vec<i32> {
+    let mut out = Vec::new();
+    let mut todo = vec![root];
+    while let Some(pid) = todo.pop() {
+        for child in children(pid) {
+            if !zombie(child) {
+                out.push(child);
+            }
+            todo.push(child);
+        }
+    }
+    out
+}
+
+/// The program sigsleep `root` runs (a batch script's shell): its child
+/// that started first. The others are orphans of the program's own
+/// processes, which started after it.
+pub fn program_of(root: i32) -> Option<i32> {
+    children(root)
+        .into_iter()
+        .filter(|&c| !zombie(c))
+        .min_by_key(|&c| (start_ticks(c), c))
+}
+
+/// The tasks of the job's steps: what every `srun` of the job runs (the
+/// processes below each process named `srun`), not srun itself nor the
+/// batch script, as Slurm's steps are signalled apart from its batch step.
+pub fn step_tasks_of(root: i32) -> Vec<i32> {
+    let all = descendants_of(root);
+    let mut out = Vec::new();
+    for &pid in &all {
+        if comm(pid).as_deref() == Some("srun") {
+            out.extend(descendants_of(pid));
+        }
+    }
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+fn children(pid: i32) -> Vec<i32> {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for task in tasks.flatten() {
+        let Ok(text) = std::fs::read_to_string(task.path().join("children")) else {
+            continue;
+        };
+        out.extend(
+            text.split_whitespace()
+                .filter_map(|p| p.parse::<i32>().ok()),
+        );
+    }
+    out
+}
+
+/// `/proc/PID/stat` after the command's closing parenthesis.
+fn stat_tail(pid: i32) -> Option<String> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    s.rsplit_once(')')
+        .map(|(_, rest)| rest.trim_start().to_string())
+}
+
+/// When `pid` started, in clock ticks since boot (field 22 of its stat).
+fn start_ticks(pid: i32) -> u64 {
+    stat_tail(pid)
+        .and_then(|t| t.split_whitespace().nth(19)?.parse().ok())
+        .unwrap_or(u64::MAX)
+}
+
+fn comm(pid: i32) -> Option<String> {
+    std::fs::read_to_string(format!("/proc/{pid}/comm"))
+        .ok()
+        .map(|c| c.trim_end().to_string())
+}
+
+/// Whether `pid` is over: a zombie (or gone). A process whose main thread
+/// ended while others run shows as a zombie too, but is not one: it still
+/// has live threads.
+fn zombie(pid: i32) -> bool {
+    let z = stat_tail(pid).is_none_or(|t| t.starts_with('Z'));
+    z && std::fs::read_dir(format!("/proc/{pid}/task")).map_or(0, |d| d.count()) <= 1
+}
