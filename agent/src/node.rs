@@ -7,7 +7,7 @@ use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use formats::wire::{Exit, FromAgent, Reach, RunSettings, StartJob, SuspendMode};
+use formats::wire::{Exit, FromAgent, Reach, RunSettings, StartJob, StepInfo, SuspendMode};
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
@@ -383,7 +383,15 @@ async fn run(name: String, rx: Arc<Mailbox>, ctx: Arc<NodeContext>) {
                     continue;
                 }
                 let ran = jobs.remove(&id).is_some_and(|j| j.program);
-                let exit = if ran { program_ended(id, exit) } else { exit };
+                let exit = if ran {
+                    let (exit, steps) = program_ended(id, exit);
+                    if !steps.is_empty() {
+                        report(&ctx, FromAgent::Steps { job: id, steps }).await;
+                    }
+                    exit
+                } else {
+                    exit
+                };
                 debug!(job = id, node = %name, ?exit, "ended");
                 report(&ctx, FromAgent::Ended { job: id, exit }).await;
             }
@@ -474,11 +482,34 @@ fn write_script(id: u64, script: &str) -> std::io::Result<PathBuf> {
 
 /// How job `id`'s program ended, from the line sigsleep left (`exit` as
 /// its process ended, when there is none); its files are removed.
-fn program_ended(id: u64, exit: Exit) -> Exit {
+fn program_ended(id: u64, exit: Exit) -> (Exit, Vec<StepInfo>) {
     let dir = program_dir(id);
     let line = std::fs::read_to_string(dir.join("exit")).unwrap_or_default();
+    let steps = steps_in(&dir);
     let _ = std::fs::remove_dir_all(&dir);
-    parse_exit_line(&line).map_or(exit, Exit::Ran)
+    (parse_exit_line(&line).map_or(exit, Exit::Ran), steps)
+}
+
+/// The steps srun left in a job's directory (`step-N`), by number; one
+/// whose srun was killed before it wrote its line is left out.
+fn steps_in(dir: &std::path::Path) -> Vec<StepInfo> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut steps: Vec<StepInfo> = entries
+        .flatten()
+        .filter_map(|e| {
+            let n: u32 = e
+                .file_name()
+                .to_str()?
+                .strip_prefix("step-")?
+                .parse()
+                .ok()?;
+            StepInfo::parse(n, &std::fs::read_to_string(e.path()).ok()?)
+        })
+        .collect();
+    steps.sort_by_key(|s| s.id);
+    steps
 }
 
 /// `STATE CODE SIGNAL`, as sigsleep's `--exit-file` writes it.

@@ -53,7 +53,8 @@ use tokio_util::codec::{Decoder, Encoder, Framed, LengthDelimitedCodec};
 /// over and those recently ended only ([`Request::Recent`]); started jobs
 /// may be requeued ([`Request::Requeue`]), and say how often they were
 /// (`JobInfo::restarts`); a signal may be sent to part of a job
-/// ([`Request::Signal`], [`ToAgent::Signal`]).
+/// ([`Request::Signal`], [`ToAgent::Signal`]); an agent reports a batch
+/// script's steps ([`FromAgent::Steps`], `ProgramInfo::steps`).
 pub const PROTOCOL: u32 = 17;
 /// Largest frame a server accepts from an authenticated peer (a batch of
 /// records can be large).

@@ -262,7 +262,7 @@ pub fn run(prog: &Program, waiter: &mut Waiter, ledger: &mut Ledger) -> Ended {
         None if exit == Exit::Code(0) => Status::Completed,
         None => Status::Failed,
     };
-    let (cpu_ns, max_rss_kib) = children_usage();
+    let (cpu_ns, max_rss_kib) = crate::tree::children_usage();
     Ended {
         status,
         exit,
@@ -476,17 +476,4 @@ fn drain_fd(fd: libc::c_int) {
     // SAFETY: reads whole siginfos into a buffer of that size from a
     // non-blocking descriptor, until none is left.
     while unsafe { libc::read(fd, info.as_mut_ptr().cast(), size) } == size as isize {}
-}
-
-/// CPU time and the largest resident set of the reaped processes.
-fn children_usage() -> (u64, u64) {
-    let mut u = std::mem::MaybeUninit::<libc::rusage>::uninit();
-    // SAFETY: getrusage fills the struct on success.
-    if unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, u.as_mut_ptr()) } != 0 {
-        return (0, 0);
-    }
-    // SAFETY: filled by the successful call above.
-    let u = unsafe { u.assume_init() };
-    let ns = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1_000;
-    (ns(u.ru_utime) + ns(u.ru_stime), u.ru_maxrss.max(0) as u64)
 }

@@ -47,6 +47,21 @@ pub fn step_tasks_of(root: i32) -> Vec<i32> {
     out
 }
 
+/// CPU time of this process's reaped children (a job's processes under
+/// sigsleep, a step's tasks under srun), and the largest resident set of
+/// one, in KiB.
+pub fn children_usage() -> (u64, u64) {
+    let mut u = std::mem::MaybeUninit::<libc::rusage>::uninit();
+    // SAFETY: getrusage fills the struct on success.
+    if unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, u.as_mut_ptr()) } != 0 {
+        return (0, 0);
+    }
+    // SAFETY: filled by the successful call above.
+    let u = unsafe { u.assume_init() };
+    let ns = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1_000;
+    (ns(u.ru_utime) + ns(u.ru_stime), u.ru_maxrss.max(0) as u64)
+}
+
 fn children(pid: i32) -> Vec<i32> {
     let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
         return Vec::new();

@@ -9,7 +9,7 @@ use anyhow::{bail, Result};
 use clap::Parser;
 use client::{Request, Response};
 use formats::record::{JobRecord, ProgramEnd};
-use formats::wire::{JobInfo, JobState};
+use formats::wire::{JobInfo, JobState, StepInfo};
 
 use crate::cluster::Cluster;
 use crate::text;
@@ -134,10 +134,12 @@ fn parse_fields(list: &str) -> Result<Vec<Field>> {
     Ok(out)
 }
 
-/// One line: the job's allocation, or its batch step.
+/// One line: the job's allocation, its batch step (`step` "batch"), or
+/// one of its srun steps (`step` its number, `srun` what it did).
 struct Row<'a> {
     job: &'a JobInfo,
-    step: Option<&'static str>,
+    step: Option<String>,
+    srun: Option<&'a StepInfo>,
     record: Option<&'a JobRecord<'static>>,
 }
 
@@ -189,7 +191,8 @@ fn cpu_time(ns: u64) -> String {
 fn value(name: &str, r: &Row<'_>, c: &Ctx<'_>) -> String {
     let j = r.job;
     let started = j.start_ns > 0;
-    let nodes = if j.nodes.is_empty() {
+    // The batch step runs on the job's first node.
+    let nodes = if j.nodes.is_empty() || r.step.is_some() {
         1
     } else {
         text::node_count(j)
@@ -202,6 +205,9 @@ fn value(name: &str, r: &Row<'_>, c: &Ctx<'_>) -> String {
         }
     };
     let prog = r.record.and_then(|r| r.program);
+    if let Some(v) = r.srun.and_then(|s| srun_value(name, s, j, c)) {
+        return v;
+    }
     match name {
         "JobID" | "JobIDRaw" => {
             let base = if name == "JobID" {
@@ -209,12 +215,12 @@ fn value(name: &str, r: &Row<'_>, c: &Ctx<'_>) -> String {
             } else {
                 j.id.to_string()
             };
-            match r.step {
+            match &r.step {
                 Some(s) => format!("{base}.{s}"),
                 None => base,
             }
         }
-        "JobName" => r.step.map_or(j.name.clone(), str::to_string),
+        "JobName" => r.step.clone().unwrap_or_else(|| j.name.clone()),
         "Partition" => {
             if r.step.is_some() {
                 String::new()
@@ -251,7 +257,7 @@ fn value(name: &str, r: &Row<'_>, c: &Ctx<'_>) -> String {
             t + &format!(",node={nodes}")
         }
         "State" => state(j, r.step.is_some(), c.me),
-        "ExitCode" => match (r.step, prog) {
+        "ExitCode" => match (&r.step, prog) {
             (Some(_), Some(p)) => p.exit_code(),
             _ => format!("{}:{}", j.exit.0, j.exit.1),
         },
@@ -276,12 +282,14 @@ fn value(name: &str, r: &Row<'_>, c: &Ctx<'_>) -> String {
         "NodeList" => {
             if j.nodes.is_empty() {
                 "None assigned".into()
+            } else if r.step.is_some() {
+                first_node(j)
             } else {
                 j.nodes.clone()
             }
         }
         "TotalCPU" => cpu_time(prog.map_or(0, |p| p.cpu_ns)),
-        "MaxRSS" => match (r.step, prog) {
+        "MaxRSS" => match (&r.step, prog) {
             (Some(_), Some(p)) => {
                 text::convert_num_unit(p.max_rss_kib as f64, text::KILO, c.units, c.noconvert)
             }
@@ -324,6 +332,60 @@ fn value(name: &str, r: &Row<'_>, c: &Ctx<'_>) -> String {
             .unwrap_or_default(),
         _ => String::new(),
     }
+}
+
+/// What an srun step's line shows where it differs from its job's
+/// batch step: its own name, times, tasks, end and usage.
+fn srun_value(name: &str, s: &StepInfo, j: &JobInfo, c: &Ctx<'_>) -> Option<String> {
+    let secs = |ns: i64| text::secs(ns);
+    // A step its job's end cut short ended with the job.
+    let end_ns = if s.end_ns > 0 { s.end_ns } else { j.end_ns };
+    let elapsed = if end_ns > 0 {
+        (secs(end_ns) - secs(s.start_ns)).max(0)
+    } else {
+        (c.now - secs(s.start_ns)).max(0)
+    };
+    let cpus = s.ntasks.max(1) * j.program.as_ref().map_or(1, |p| p.cpus_per_task.max(1));
+    Some(match name {
+        "JobName" => s.name.clone(),
+        "State" => match (s.end_ns, s.exit) {
+            (0, _) if j.end_ns == 0 => "RUNNING".into(),
+            (0, _) => "CANCELLED".into(),
+            (_, (0, 0)) => "COMPLETED".into(),
+            (_, (0, _)) => "CANCELLED".into(),
+            _ => "FAILED".into(),
+        },
+        "ExitCode" => format!("{}:{}", s.exit.0, s.exit.1),
+        "Start" | "Submit" | "Eligible" => text::date(secs(s.start_ns)),
+        "End" => {
+            if end_ns > 0 {
+                text::date(secs(end_ns))
+            } else {
+                "Unknown".into()
+            }
+        }
+        "Elapsed" => text::long_duration(elapsed),
+        "ElapsedRaw" => elapsed.to_string(),
+        "CPUTime" => text::long_duration(elapsed * i64::from(cpus)),
+        "CPUTimeRAW" => (elapsed * i64::from(cpus)).to_string(),
+        "NTasks" => s.ntasks.to_string(),
+        "AllocCPUS" | "NCPUS" | "ReqCPUS" => cpus.to_string(),
+        "AllocNodes" | "NNodes" | "ReqNodes" => "1".into(),
+        // The step runs on the job's first node.
+        "NodeList" => first_node(j),
+        "AllocTRES" => format!("cpu={cpus},node=1"),
+        "TotalCPU" => cpu_time(s.cpu_ns),
+        "MaxRSS" => text::convert_num_unit(s.max_rss_kib as f64, text::KILO, c.units, c.noconvert),
+        _ => return None,
+    })
+}
+
+/// The first node of job `j`, where its batch script and steps run.
+fn first_node(j: &JobInfo) -> String {
+    formats::nodeset::parse(&j.nodes)
+        .ok()
+        .and_then(|set| formats::nodeset::expand(&set).into_iter().next())
+        .unwrap_or_else(|| j.nodes.clone())
 }
 
 /// How print_fields fits a value longer than its width.
@@ -437,14 +499,24 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
         rows.push(Row {
             job: j,
             step: None,
+            srun: None,
             record,
         });
         if !args.allocations && j.program.is_some() && j.start_ns > 0 {
             rows.push(Row {
                 job: j,
-                step: Some("batch"),
+                step: Some("batch".into()),
+                srun: None,
                 record,
             });
+            for s in j.program.iter().flat_map(|p| &p.steps) {
+                rows.push(Row {
+                    job: j,
+                    step: Some(s.id.to_string()),
+                    srun: Some(s),
+                    record: None,
+                });
+            }
         }
     }
     let ctx = Ctx {
@@ -545,11 +617,22 @@ fn json(rows: &[Row<'_>], c: &Ctx<'_>) -> serde_json::Value {
                 "array": {"job_id": j.array.map_or(0, |a| a.job), "task_id": j.array.map(|a| a.index)},
                 "comment": {"job": j.program.as_ref().map(|p| &p.comment)},
                 "working_directory": j.program.as_ref().map(|p| &p.workdir),
-                "steps": p.map(|p| vec![json!({"step": {"name": "batch"},
+                "steps": p.map(|p| json!({"step": {"name": "batch", "id": format!("{}.batch", j.id)},
                     "exit_code": {"return_code": if p.kind == ProgramEnd::SIGNALED { 0 } else { p.value }},
                     "tres": {"requested": {"max": [{"type": "mem", "count": p.max_rss_kib * 1024}]}},
                     "time": {"total": {"seconds": p.cpu_ns / 1_000_000_000,
-                                       "microseconds": (p.cpu_ns / 1000) % 1_000_000}}})]).unwrap_or_default(),
+                                       "microseconds": (p.cpu_ns / 1000) % 1_000_000}}}))
+                    .into_iter()
+                    .chain(j.program.iter().flat_map(|prog| &prog.steps).map(|s| json!({
+                        "step": {"name": s.name, "id": format!("{}.{}", j.id, s.id)},
+                        "state": srun_value("State", s, j, c),
+                        "tasks": {"count": s.ntasks},
+                        "exit_code": {"return_code": s.exit.0, "signal": {"signal_id": s.exit.1}},
+                        "tres": {"requested": {"max": [{"type": "mem", "count": s.max_rss_kib * 1024}]}},
+                        "time": {"start": text::secs(s.start_ns), "end": text::secs(s.end_ns),
+                                 "total": {"seconds": s.cpu_ns / 1_000_000_000,
+                                           "microseconds": (s.cpu_ns / 1000) % 1_000_000}}})))
+                    .collect::<Vec<_>>(),
             })
         })
         .collect();

@@ -14,6 +14,7 @@ use std::process::{Command, Stdio};
 
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Parser;
+use formats::wire::StepInfo;
 
 #[derive(Debug, Parser)]
 #[command(name = "srun", infer_long_args = true, disable_version_flag = true)]
@@ -85,8 +86,33 @@ pub fn main(argv: &[String]) -> Result<u8> {
              ({ntasks} tasks, {cpus} CPUs)"
         );
     }
-    let step = next_step(std::env::var_os(JOB_DIR_VAR).map(PathBuf::from).as_deref())?;
+    let dir = std::env::var_os(JOB_DIR_VAR).map(PathBuf::from);
+    let step = next_step(dir.as_deref())?;
     let node = std::env::var("SLURMD_NODENAME").unwrap_or_default();
+    // What sacct shows of the step (`JOB.N`): written now, so that a step
+    // the job's end cuts short is known, and again at its end.
+    let mut info = StepInfo {
+        id: step,
+        name: args.command[0]
+            .rsplit('/')
+            .next()
+            .unwrap_or(&args.command[0])
+            .to_string(),
+        start_ns: wall_ns(),
+        end_ns: 0,
+        ntasks,
+        exit: (0, 0),
+        cpu_ns: 0,
+        max_rss_kib: 0,
+    };
+    let note = |info: &StepInfo| {
+        if let Some(d) = &dir {
+            // A step file that cannot be written loses sacct's line, not
+            // the step.
+            let _ = std::fs::write(d.join(format!("step-{step}")), info.line());
+        }
+    };
+    note(&info);
     // Standard error goes with standard output unless -e says otherwise,
     // as in Slurm.
     let error = args.error.clone().or_else(|| args.output.clone());
@@ -130,6 +156,7 @@ pub fn main(argv: &[String]) -> Result<u8> {
         }
     }
     let mut worst = 0u8;
+    let mut signal = 0;
     for (task, mut child) in children {
         let status = child.wait()?;
         let code = match (
@@ -139,6 +166,7 @@ pub fn main(argv: &[String]) -> Result<u8> {
             (Some(c), _) => c as u8,
             (None, Some(sig)) => {
                 eprintln!("srun: error: {node}: task {task}: killed by signal {sig}");
+                signal = sig as u32;
                 (128 + sig) as u8
             }
             (None, None) => 1,
@@ -148,7 +176,24 @@ pub fn main(argv: &[String]) -> Result<u8> {
         }
         worst = worst.max(code);
     }
+    // Its tasks, all reaped, are the only children srun had.
+    let (cpu_ns, max_rss_kib) = sigsleep::tree::children_usage();
+    info.end_ns = wall_ns();
+    info.exit = if signal > 0 {
+        (0, signal)
+    } else {
+        (u32::from(worst), 0)
+    };
+    info.cpu_ns = cpu_ns;
+    info.max_rss_kib = max_rss_kib;
+    note(&info);
     Ok(worst)
+}
+
+fn wall_ns() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as i64)
 }
 
 /// The step's output files, each opened (and emptied) once, whichever

@@ -240,6 +240,27 @@ fn batch_scripts_run_with_slurms_variables_and_are_accounted_as_slurm_does() {
         let f = w.join(format!("task-{job}-{t}.out"));
         assert_eq!(std::fs::read_to_string(f).unwrap(), format!("1 {t}\n"));
     }
+    // sacct shows each step under the batch step, as Slurm's does.
+    let acct = c.ok(
+        w,
+        "sacct",
+        &[
+            "-P",
+            "-n",
+            "-j",
+            &job,
+            "-o",
+            "JobID,JobName,State,ExitCode,NTasks,NNodes",
+        ],
+    );
+    assert_eq!(
+        acct,
+        format!(
+            "{job}|steps.sh|FAILED|5:0||2\n{job}.batch|batch|FAILED|5:0|1|1\n\
+             {job}.0|sh|COMPLETED|0:0|3|1\n{job}.1|sh|COMPLETED|0:0|2|1\n\
+             {job}.2|sh|FAILED|5:0|2|1\n"
+        )
+    );
 
     // An array: a file per task, named by Slurm's default pattern.
     let out = c.ok(

@@ -516,6 +516,7 @@ impl Cluster {
         job.suspended_total = 0;
         job.suspensions.clear();
         job.devices.clear();
+        job.steps.clear();
         job.reason = reason;
         if asked {
             job.spec.begin_ns = Some(now.wall.saturating_add(REQUEUE_DELAY_NS));

@@ -3,7 +3,8 @@
 //! [`Effects`]: the order for the job's agent, the journal entry.
 
 use formats::wire::{
-    ArraySpec, ArrayTask, Exit, JobOutcome, JobSpec, JobState, RanState, Reach, StartJob, ToAgent,
+    ArraySpec, ArrayTask, Exit, JobOutcome, JobSpec, JobState, RanState, Reach, StartJob, StepInfo,
+    ToAgent,
 };
 use tracing::{debug, warn};
 
@@ -522,6 +523,15 @@ impl Cluster {
         }
     }
 
+    /// An agent reported a batch script's steps, ahead of its end. Not
+    /// journaled: they are kept with the job once it is over (its
+    /// `Ended` entry), and a restart in between forgets them.
+    pub fn job_steps(&mut self, agent: AgentId, id: u64, steps: Vec<StepInfo>) {
+        if let Some(j) = self.jobs.get_mut(&id).filter(|j| j.agent == Some(agent)) {
+            j.steps = steps;
+        }
+    }
+
     /// An agent reported that a job's process ended.
     pub fn job_ended<F: Effects>(
         &mut self,
@@ -1033,6 +1043,7 @@ impl Job {
             submit_ns: spec.submit_ns.unwrap_or(now.wall),
             user_held: spec.hold,
             restarts: 0,
+            steps: Vec::new(),
             spec,
             partition,
             state: JobState::Pending,

@@ -158,6 +158,7 @@ impl Cluster {
             ntasks: p.ntasks,
             cpus_per_task: p.cpus_per_task,
             requeue: j.spec.requeue != Some(false),
+            steps: j.steps.clone(),
         }
     }
 

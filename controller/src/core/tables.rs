@@ -7,7 +7,9 @@ use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
-use formats::wire::{ArrayTask, HostReport, JobInfo, JobSpec, JobState, NodeState, PASS_BUCKETS};
+use formats::wire::{
+    ArrayTask, HostReport, JobInfo, JobSpec, JobState, NodeState, StepInfo, PASS_BUCKETS,
+};
 
 use super::Now;
 use crate::config;
@@ -120,6 +122,8 @@ pub(super) struct Job {
     /// How many times it went back to the queue after it started
     /// (a node lost, `scontrol requeue`).
     pub restarts: u32,
+    /// A batch script's steps, as its agent reported them at its end.
+    pub steps: Vec<StepInfo>,
     /// Its key in [`Cluster::releases`] (monotonic ns), once its wait is
     /// over and its think time runs.
     pub release_at: Option<i64>,

@@ -698,6 +698,7 @@ impl Server {
                 match msg {
                     FromAgent::Started { job, pid } => debug!(job, pid, "job process started"),
                     FromAgent::Ended { job, exit } => self.job_ended(agent, job, exit, now),
+                    FromAgent::Steps { job, steps } => self.cluster.job_steps(agent, job, steps),
                     FromAgent::Heartbeat { running } => self.cluster.heartbeat(agent, running, now),
                     FromAgent::Resources(r) => self.cluster.host_report(agent, r, now),
                     // Handled by the connection (records) or refused there

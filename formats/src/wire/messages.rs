@@ -347,6 +347,63 @@ pub struct ProgramInfo {
     pub cpus_per_task: u32,
     /// It may be requeued (`JobSpec::requeue`, yes unless refused).
     pub requeue: bool,
+    /// Its steps (each `srun` its script ran), once the job is over.
+    pub steps: Vec<StepInfo>,
+}
+
+/// A job step: one `srun` in a batch script, as sacct shows it
+/// (`JOB.0`, `JOB.1`, ...).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StepInfo {
+    /// Its number in the job, from 0.
+    pub id: u32,
+    /// The command it ran (its file name, as Slurm names a step).
+    pub name: String,
+    pub start_ns: i64,
+    /// 0: it had not ended when its job did.
+    pub end_ns: i64,
+    pub ntasks: u32,
+    /// The highest exit code of its tasks, and the signal that ended one.
+    pub exit: (u32, u32),
+    /// CPU time of its tasks, and the largest resident set of one (KiB).
+    pub cpu_ns: u64,
+    pub max_rss_kib: u64,
+}
+
+impl StepInfo {
+    /// The line srun writes in the job's directory (`step-N`) for the
+    /// agent to read at the job's end: `START END NTASKS CODE SIGNAL CPU
+    /// RSS NAME`.
+    pub fn line(&self) -> String {
+        format!(
+            "{} {} {} {} {} {} {} {}\n",
+            self.start_ns,
+            self.end_ns,
+            self.ntasks,
+            self.exit.0,
+            self.exit.1,
+            self.cpu_ns,
+            self.max_rss_kib,
+            self.name
+        )
+    }
+
+    /// Step `id` from its [`StepInfo::line`]; `None` for a line that is
+    /// not one (a step whose srun has not written it yet).
+    pub fn parse(id: u32, line: &str) -> Option<StepInfo> {
+        let mut f = line.trim_end_matches('\n').splitn(8, ' ');
+        let mut next = || f.next();
+        Some(StepInfo {
+            id,
+            start_ns: next()?.parse().ok()?,
+            end_ns: next()?.parse().ok()?,
+            ntasks: next()?.parse().ok()?,
+            exit: (next()?.parse().ok()?, next()?.parse().ok()?),
+            cpu_ns: next()?.parse().ok()?,
+            max_rss_kib: next()?.parse().ok()?,
+            name: next()?.to_string(),
+        })
+    }
 }
 
 /// A job's generic resources.
@@ -955,6 +1012,11 @@ pub enum FromAgent {
         job: u64,
         exit: Exit,
     },
+    /// The steps of a batch script's job, sent before its `Ended`.
+    Steps {
+        job: u64,
+        steps: Vec<StepInfo>,
+    },
     /// Finished records, as the frames sigsleep wrote.
     Records(Vec<u8>),
     Heartbeat {
@@ -974,4 +1036,26 @@ pub fn submit_key() -> u64 {
     // RandomState is seeded from the system's randomness once per process.
     let key = std::collections::hash_map::RandomState::new().hash_one((std::process::id(), n));
     key.max(1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_step_line_reads_back_and_a_torn_one_does_not() {
+        let step = StepInfo {
+            id: 2,
+            name: "my tool".into(),
+            start_ns: 5,
+            end_ns: 9,
+            ntasks: 4,
+            exit: (3, 0),
+            cpu_ns: 1_500,
+            max_rss_kib: 2048,
+        };
+        assert_eq!(StepInfo::parse(2, &step.line()), Some(step));
+        assert_eq!(StepInfo::parse(0, "5 9 4"), None);
+        assert_eq!(StepInfo::parse(0, ""), None);
+    }
 }
