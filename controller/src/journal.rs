@@ -855,6 +855,7 @@ mod tests {
             exit: (3, 0),
             program: None,
             restarts: 0,
+            completing: false,
         });
         s.drained.push(("vn[1-2]".into(), "disk".into()));
         j.append((0..6).map(|_| Entry::Undrained { nodes: "x".into() }));

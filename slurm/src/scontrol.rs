@@ -299,7 +299,7 @@ fn job_record(j: &JobInfo, c: &Cluster, me: &str, now: i64, first: bool) -> Vec<
         format!("Priority={} Nice=0 Account=(null) QOS=(null)", priority(j)),
         format!(
             "JobState={} Reason={} Dependency=(null)",
-            text::state_long(j.state),
+            text::shown_long(j),
             text::reason(j, first)
         ),
         format!(

@@ -182,8 +182,8 @@ fn value(code: char, l: &Line<'_>, c: &Ctx<'_>) -> (String, bool) {
         'u' => text::owner(j, c.me),
         'U' => text::uid_of(&text::owner(j, c.me)).map_or(na(), |u| u.to_string()),
         'g' => group_of(&text::owner(j, c.me)),
-        't' => text::state_compact(j.state).into(),
-        'T' => text::state_long(j.state).into(),
+        't' => text::shown_compact(j).into(),
+        'T' => text::shown_long(j).into(),
         'M' => return (text::short_duration(text::time_used(j, c.now)), false),
         // A limit's figures are never cut; UNLIMITED is.
         'l' => return (text::squeue_limit(j.walltime_ns), j.walltime_ns == 0),
@@ -332,7 +332,14 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
     let me = text::user_name();
     let mut shown: Vec<&JobInfo> = jobs
         .iter()
-        .filter(|j| states.as_ref().is_none_or(|s| s.contains(&j.state)))
+        .filter(|j| {
+            // A job being ended shows as COMPLETING, and is one only.
+            if j.completing {
+                args.states.as_deref().is_none_or(text::names_completing)
+            } else {
+                states.as_ref().is_none_or(|s| s.contains(&j.state))
+            }
+        })
         .filter(|j| args.jobs.as_ref().is_none_or(|l| named_by(l, j)))
         .filter(|j| args.user.as_ref().is_none_or(|u| text::owned_by(u, j, &me)))
         .filter(|j| {
@@ -490,7 +497,7 @@ fn json(lines: &[Line<'_>], c: &Ctx<'_>) -> serde_json::Value {
                 "array_job_id": j.array.map_or(0, |a| a.job),
                 "array_task_id": j.array.map(|a| a.index),
                 "name": j.name,
-                "job_state": text::state_long(j.state),
+                "job_state": text::shown_long(j),
                 "state_reason": text::reason(j, l.first_pending),
                 "partition": j.partition,
                 "user_name": text::owner(j, c.me),

@@ -287,6 +287,31 @@ pub fn state_long(s: JobState) -> &'static str {
     }
 }
 
+/// Job `j`'s state as squeue and scontrol show it: `COMPLETING` while
+/// its processes are being ended.
+pub fn shown_long(j: &JobInfo) -> &'static str {
+    if j.completing {
+        "COMPLETING"
+    } else {
+        state_long(j.state)
+    }
+}
+
+/// As [`shown_long`], in squeue's `%t` form.
+pub fn shown_compact(j: &JobInfo) -> &'static str {
+    if j.completing {
+        "CG"
+    } else {
+        state_compact(j.state)
+    }
+}
+
+/// Whether a `-t` list names the COMPLETING state (or all states).
+pub fn names_completing(list: &str) -> bool {
+    list.split(',')
+        .any(|w| matches!(w.to_ascii_uppercase().as_str(), "CG" | "COMPLETING" | "ALL"))
+}
+
 /// A job state as squeue's `%t` writes it.
 pub fn state_compact(s: JobState) -> &'static str {
     match s {

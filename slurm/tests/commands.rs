@@ -564,6 +564,46 @@ fn scancel_signals_the_steps_the_batch_script_or_all_of_a_job_as_slurm_does() {
 }
 
 #[test]
+fn a_cancelled_job_is_completing_until_its_processes_are_gone() {
+    let c = Up::start(1, 1);
+    let work = tempfile::tempdir().unwrap();
+    let w = work.path();
+    // It ignores SIGTERM: the SIGKILL of KillWait (5 s) ends it.
+    let id = c
+        .ok(
+            w,
+            "sbatch",
+            &[
+                "--parsable",
+                "--wrap",
+                "trap '' TERM; while :; do sleep 0.1; done",
+            ],
+        )
+        .trim()
+        .to_string();
+    let until = Instant::now() + Duration::from_secs(30);
+    while c.ok(w, "squeue", &["-h", "-o", "%t"]) != "R\n" {
+        assert!(Instant::now() < until, "job {id} never ran");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    c.ok(w, "scancel", &[&id]);
+    assert_eq!(
+        c.ok(w, "squeue", &["-h", "-o", "%i %t %T"]),
+        format!("{id} CG COMPLETING\n")
+    );
+    assert_eq!(c.ok(w, "squeue", &["-h", "-t", "R"]), "");
+    assert_eq!(
+        c.ok(w, "squeue", &["-h", "-t", "CG", "-o", "%i"]),
+        format!("{id}\n")
+    );
+    assert!(c
+        .ok(w, "scontrol", &["show", "job", &id])
+        .contains("JobState=COMPLETING "));
+    assert_eq!(c.wait_over(w, &id), "CANCELLED by 0|0:15");
+    assert_eq!(c.ok(w, "squeue", &["-h"]), "");
+}
+
+#[test]
 fn up_again_in_the_same_directory_starts_a_new_cluster() {
     let c = Up::start(1, 1);
     let work = tempfile::tempdir().unwrap();

@@ -343,6 +343,7 @@ impl Cluster {
         job.state = state;
         job.end_ns = now.wall;
         job.reason = reason;
+        job.ending_as = None;
         // Ended while suspended (cancelled, lost), or as the suspension was
         // decided: a finished job has no open suspension.
         if let Some(last) = job.suspensions.last_mut().filter(|s| s.1 == 0) {

@@ -119,6 +119,7 @@ impl Cluster {
             mem_per_cpu_mb: j.spec.mem_per_cpu_mb,
             exit: j.exit,
             restarts: j.restarts,
+            completing: j.ending_as.is_some(),
             program: j
                 .spec
                 .program

@@ -330,6 +330,9 @@ pub struct JobInfo {
     pub program: Option<Box<ProgramInfo>>,
     /// How many times it went back to the queue after it started.
     pub restarts: u32,
+    /// Started, and told to end (cancelled, at its limit, requeued): its
+    /// processes are being ended (Slurm's `COMPLETING`).
+    pub completing: bool,
 }
 
 /// What the queue view shows of a batch script's job.

@@ -304,5 +304,6 @@ pub(crate) fn info_of(r: &formats::record::JobRecord<'_>, nodes: String) -> JobI
         exit: (0, 0),
         program: None,
         restarts: 0,
+        completing: false,
     }
 }
