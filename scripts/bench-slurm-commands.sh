@@ -2,12 +2,13 @@
 # Slurm's commands on clemu against real Slurm on this machine, side by
 # side (root; Slurm from scripts/slurm-local.sh):
 #
-#   scripts/bench-slurm-commands.sh          (JOBS=300 NODES=100 by default)
+#   scripts/bench-slurm-commands.sh   (JOBS=300 NODES=100 WORK="sleep 1" by default)
 #
-# - throughput, end to end: JOBS batch jobs of `sleep 1` on NODES nodes of
+# - throughput, end to end: JOBS batch jobs running WORK on NODES nodes of
 #   16 cores, from the first sbatch to the queue empty (squeue -h prints
 #   nothing), on each system with the same commands: submitted one sbatch
-#   each, then as one job array;
+#   each, then as job arrays; and, as the floor of one sbatch each, how
+#   fast a shell loop starts /bin/true JOBS times on this machine;
 # - bring-up: `clemu-slurm up --nodes 10000`, from the command to every
 #   node able to take a job, three times;
 # - memory per idle node: the controller's PSS idle with 100, 360, 1,000
@@ -17,6 +18,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=${JOBS:-300}
 nodes=${NODES:-100}
+work=${WORK:-sleep 1}
 cargo build --release -q -p slurm -p controller -p sigsleep
 host=$(rustc -vV | sed -n 's/^host: //p')
 bin=$PWD/target/$host/release
@@ -37,13 +39,13 @@ pss_kib() { awk '/^Pss:/ { print $2 }' "/proc/$1/smaps_rollup"; }
 # JOBS jobs through whichever sbatch/squeue are first on PATH; prints
 # "individual_jobs_per_s array_jobs_per_s".
 throughput() {
-  local work=$1 t0 t1 ind arr
-  mkdir -p "$work" && cd "$work"
+  local dir=$1 t0 t1 ind arr
+  mkdir -p "$dir" && cd "$dir"
   wait_empty() {
     while [ -n "$(squeue -h -o %i)" ]; do sleep 0.05; done
   }
   t0=$(now)
-  for _ in $(seq "$jobs"); do sbatch -Q -o /dev/null --wrap "sleep 1" || exit 1; done
+  for _ in $(seq "$jobs"); do sbatch -Q -o /dev/null --wrap "$work" || exit 1; done
   wait_empty
   t1=$(now)
   ind=$(echo "$jobs / ($t1 - $t0)" | bc -l)
@@ -52,7 +54,7 @@ throughput() {
   t0=$(now)
   while [ "$left" -gt 0 ]; do
     n=$((left < 1000 ? left : 1000))
-    sbatch -Q -o /dev/null --array="1-$n" --wrap "sleep 1" || exit 1
+    sbatch -Q -o /dev/null --array="1-$n" --wrap "$work" || exit 1
     left=$((left - n))
   done
   wait_empty
@@ -76,8 +78,14 @@ clemu=$(
 "$bin/clemu-slurm" down --dir "$tmp/clemu-t" >/dev/null 2>&1
 read -r s_ind s_arr <<< "$slurm"
 read -r c_ind c_arr <<< "$clemu"
-echo "throughput, $jobs jobs of sleep 1 on $nodes nodes, one sbatch each: Slurm $s_ind jobs/s, clemu $c_ind jobs/s, $(printf %.1f "$(echo "$c_ind / $s_ind" | bc -l)")x"
-echo "throughput, $jobs jobs of sleep 1 on $nodes nodes, job arrays:      Slurm $s_arr jobs/s, clemu $c_arr jobs/s, $(printf %.1f "$(echo "$c_arr / $s_arr" | bc -l)")x"
+echo "throughput, $jobs jobs of $work on $nodes nodes, one sbatch each: Slurm $s_ind jobs/s, clemu $c_ind jobs/s, $(printf %.1f "$(echo "$c_ind / $s_ind" | bc -l)")x"
+echo "throughput, $jobs jobs of $work on $nodes nodes, job arrays:      Slurm $s_arr jobs/s, clemu $c_arr jobs/s, $(printf %.1f "$(echo "$c_arr / $s_arr" | bc -l)")x"
+
+# The floor of one sbatch per job: starting any process, JOBS times.
+t0=$(now)
+for _ in $(seq "$jobs"); do /bin/true; done
+t1=$(now)
+echo "floor: a shell loop starts /bin/true $(printf %.0f "$(echo "$jobs / ($t1 - $t0)" | bc -l)") times per second"
 
 # Bring-up of 10,000 nodes, three times.
 for i in 1 2 3; do
