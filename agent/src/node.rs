@@ -584,6 +584,7 @@ async fn launch(
             ));
             args.extend(program_args(ctx, s.job, p));
             args.extend(["--".into(), script.display().to_string()]);
+            args.extend(p.args.iter().cloned());
         }
     }
     if !s.devices.is_empty() {

@@ -41,7 +41,8 @@ const SNAPSHOT_MAGIC: &[u8; 4] = b"CLSN";
 /// `JobImage::user_held`, [`Entry::Held`]), a pending job's new limit
 /// ([`Entry::Limit`]). 10: jobs count their restarts
 /// (`JobImage::restarts`, `JobInfo::restarts`), and one may be ending to
-/// be requeued (`ending_as: Pending`).
+/// be requeued (`ending_as: Pending`); a script's arguments
+/// (`Program::args`) and steps (`ProgramInfo::steps`).
 const VERSION: u16 = 10;
 const HEADER: usize = 6;
 /// Largest entry: a submission of one job is well under 1 KiB.

@@ -28,6 +28,7 @@ fn spec(script: &str, workdir: &std::path::Path, stdout: &str) -> JobSpec {
             ntasks: 1,
             cpus_per_task: 2,
             comment: String::new(),
+            args: Vec::new(),
         })),
         ..Default::default()
     }

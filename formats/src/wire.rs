@@ -54,7 +54,8 @@ use tokio_util::codec::{Decoder, Encoder, Framed, LengthDelimitedCodec};
 /// may be requeued ([`Request::Requeue`]), and say how often they were
 /// (`JobInfo::restarts`); a signal may be sent to part of a job
 /// ([`Request::Signal`], [`ToAgent::Signal`]); an agent reports a batch
-/// script's steps ([`FromAgent::Steps`], `ProgramInfo::steps`).
+/// script's steps ([`FromAgent::Steps`], `ProgramInfo::steps`); a
+/// script takes arguments (`Program::args`).
 pub const PROTOCOL: u32 = 17;
 /// Largest frame a server accepts from an authenticated peer (a batch of
 /// records can be large).

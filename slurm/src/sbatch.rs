@@ -152,9 +152,6 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
     all.extend(directives(&script)?);
     all.extend(argv[1..].iter().cloned());
     let args = crate::cluster::parse::<Args>(&all)?;
-    if args.script.len() > 1 {
-        bail!("arguments to the batch script are not supported by clemu yet");
-    }
     let mut c = Cluster::open().await?;
     // A dependency on one task of an array (`12_3`) names it by the
     // array's id and its index: the queue says which job that is.
@@ -401,6 +398,8 @@ fn spec(args: &Args, script: String, resolve: Resolve<'_>) -> Result<JobSpec> {
             ntasks,
             cpus_per_task,
             comment: args.comment.clone().unwrap_or_default(),
+            // What follows the script's path is its arguments.
+            args: args.script.iter().skip(1).cloned().collect(),
         })),
         hold: args.hold,
         exact_deps: true,

@@ -119,9 +119,11 @@ fn batch_scripts_run_with_slurms_variables_and_are_accounted_as_slurm_does() {
     let work = tempfile::tempdir().unwrap();
     let w = work.path();
     let script = "#!/bin/sh\n#SBATCH -J fit\n#SBATCH -o out-%j.txt\n#SBATCH -n 2\n\
-                  echo \"$SLURM_JOB_ID $SLURM_JOB_NAME $SLURM_NTASKS $SLURM_JOB_PARTITION $(pwd)\"\n";
+                  echo \"$SLURM_JOB_ID $SLURM_JOB_NAME $SLURM_NTASKS $SLURM_JOB_PARTITION $(pwd)\"\n\
+                  echo \"$#:$1:$2\"\n";
     std::fs::write(w.join("fit.sh"), script).unwrap();
-    let out = c.ok(w, "sbatch", &["fit.sh"]);
+    // What follows the script is its arguments, options included.
+    let out = c.ok(w, "sbatch", &["fit.sh", "-n", "two words"]);
     let id = out
         .strip_prefix("Submitted batch job ")
         .unwrap()
@@ -129,7 +131,10 @@ fn batch_scripts_run_with_slurms_variables_and_are_accounted_as_slurm_does() {
         .to_string();
     assert_eq!(c.wait_over(w, &id), "COMPLETED|0:0");
     let written = std::fs::read_to_string(w.join(format!("out-{id}.txt"))).unwrap();
-    assert_eq!(written.trim(), format!("{id} fit 2 batch {}", w.display()));
+    assert_eq!(
+        written,
+        format!("{id} fit 2 batch {}\n2:-n:two words\n", w.display())
+    );
 
     // A script on standard input that fails: its code is the job's.
     let out = c.run(w, "sbatch", &["--parsable"], Some("#!/bin/sh\nexit 3\n"));

@@ -43,6 +43,7 @@ pub(super) fn start(program: &Program, s: &Started<'_>) -> Program {
         ntasks: program.ntasks,
         cpus_per_task: program.cpus_per_task,
         comment: program.comment.clone(),
+        args: program.args.clone(),
     }
 }
 
@@ -159,6 +160,7 @@ mod tests {
             ntasks: 4,
             cpus_per_task: 2,
             comment: String::new(),
+            args: Vec::new(),
         }
     }
 

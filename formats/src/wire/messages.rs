@@ -100,6 +100,8 @@ pub struct Program {
     pub cpus_per_task: u32,
     /// Slurm's `--comment`: kept and shown, nothing more.
     pub comment: String,
+    /// The arguments the script is run with (`sbatch script.sh A B`).
+    pub args: Vec<String>,
 }
 
 impl JobSpec {
