@@ -82,6 +82,7 @@ jobset() {
   run squeue -t bogus
   run sinfo
   run sinfo -N
+  run sinfo -s
   run sinfo -h -o %P
   run sinfo -aho %F/%C
   run sinfo -a -o "%P %G %l %p %c %m"

@@ -2,7 +2,7 @@
 //! by what the format shows (partition, state, CPUs, memory, GRES), one
 //! line per node with `-N`, and folds each line's nodes.
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 use clap::Parser;
 use controller::config::PartitionDef;
 use formats::wire::{NodeInfo, NodeState};
@@ -242,9 +242,6 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
     };
     let by_name: std::collections::HashMap<&str, &NodeInfo> =
         nodes.iter().map(|n| (n.name.as_str(), n)).collect();
-    if args.summarize {
-        bail!("--summarize is not supported by clemu yet");
-    }
     let mut prefix = String::new();
     let (fields, part_sized, node_sized) = match (&args.long_format, &args.format) {
         (Some(f), _) => (long_fields(f)?, false, false),
@@ -253,6 +250,13 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
             prefix = p;
             (fields, false, false)
         }
+        // Slurm's summary: a line per partition, its nodes counted by
+        // state (allocated/idle/other/total).
+        (None, None) if args.summarize => (
+            long_fields("partition:9 ,available:.5 ,time:.10 ,nodeaiot:.16 ,nodelist:0")?,
+            true,
+            false,
+        ),
         (None, None) if args.node => (
             long_fields("nodelist:0 ,nodes:.6 ,partition:.9 ,statecompact:6")?,
             true,
