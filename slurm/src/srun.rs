@@ -1,6 +1,7 @@
 //! `srun` inside a job's allocation: a job step that runs a command once
 //! per task, each with its `SLURM_PROCID`, `SLURM_LOCALID` and
-//! `SLURM_STEPID`, and returns the highest exit status of them.
+//! `SLURM_STEPID` (`-l`: its lines labelled with its number), and returns
+//! the highest exit status of them.
 //!
 //! The tasks run where the batch script runs, as children of this
 //! process: sigsleep, which supervises the job, suspends, resumes and
@@ -9,8 +10,10 @@
 //! sets and removes).
 
 use std::fs::{File, OpenOptions};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Parser;
@@ -54,9 +57,6 @@ pub const JOB_DIR_VAR: &str = "CLEMU_JOB_DIR";
 
 pub fn main(argv: &[String]) -> Result<u8> {
     let args: Args = crate::cluster::parse(argv)?;
-    if args.label {
-        bail!("--label is not supported by clemu yet");
-    }
     let job = std::env::var("SLURM_JOB_ID").map_err(|_| {
         anyhow!(
             "srun runs only inside a job's allocation in clemu (submit the command with sbatch)"
@@ -118,6 +118,11 @@ pub fn main(argv: &[String]) -> Result<u8> {
     let error = args.error.clone().or_else(|| args.output.clone());
     let mut files = Files::default();
     let mut children = Vec::new();
+    // -l: each line a task writes, prefixed with its number as Slurm
+    // does (`%*d: `, as wide as the highest task number).
+    let width = ntasks.saturating_sub(1).to_string().len();
+    let mut copiers = Vec::new();
+    let (to_out, to_err) = (shared(std::io::stdout()), shared(std::io::stderr()));
     for task in 0..ntasks {
         let mut cmd = Command::new(&args.command[0]);
         cmd.args(&args.command[1..])
@@ -137,12 +142,36 @@ pub fn main(argv: &[String]) -> Result<u8> {
                 None => Stdio::inherit(),
             })
         };
-        let started = stream(&args.output).and_then(|out| {
-            let err = stream(&error)?;
-            cmd.stdout(out).stderr(err);
-            cmd.spawn()
-                .with_context(|| format!("{node}: task {task}: cannot run {}", args.command[0]))
-        });
+        let started = if args.label {
+            let mut dest = |pattern: &Option<String>, inherit: &Shared| -> Result<Shared> {
+                Ok(match pattern {
+                    Some(p) => shared(files.open(&expand(p, &job, step, task, &node))?),
+                    None => Arc::clone(inherit),
+                })
+            };
+            dest(&args.output, &to_out).and_then(|out| {
+                let err = dest(&error, &to_err)?;
+                cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+                let mut child = cmd.spawn().with_context(|| {
+                    format!("{node}: task {task}: cannot run {}", args.command[0])
+                })?;
+                let prefix = format!("{task:>width$}: ");
+                if let Some(o) = child.stdout.take() {
+                    copiers.push(label_lines(o, prefix.clone(), out));
+                }
+                if let Some(e) = child.stderr.take() {
+                    copiers.push(label_lines(e, prefix, err));
+                }
+                Ok(child)
+            })
+        } else {
+            stream(&args.output).and_then(|out| {
+                let err = stream(&error)?;
+                cmd.stdout(out).stderr(err);
+                cmd.spawn()
+                    .with_context(|| format!("{node}: task {task}: cannot run {}", args.command[0]))
+            })
+        };
         match started {
             Ok(child) => children.push((task, child)),
             Err(e) => {
@@ -177,6 +206,9 @@ pub fn main(argv: &[String]) -> Result<u8> {
         worst = worst.max(code);
     }
     // Its tasks, all reaped, are the only children srun had.
+    for c in copiers {
+        let _ = c.join();
+    }
     let (cpu_ns, max_rss_kib) = sigsleep::tree::children_usage();
     info.end_ns = wall_ns();
     info.exit = if signal > 0 {
@@ -194,6 +226,33 @@ fn wall_ns() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as i64)
+}
+
+/// Where labelled lines go: srun's own output or a step file, written a
+/// whole line at a time by the tasks' copiers.
+type Shared = Arc<Mutex<Box<dyn Write + Send>>>;
+
+fn shared(w: impl Write + Send + 'static) -> Shared {
+    Arc::new(Mutex::new(Box::new(w)))
+}
+
+/// Copies what a task writes to `to`, each line after `prefix`.
+fn label_lines(
+    from: impl Read + Send + 'static,
+    prefix: String,
+    to: Shared,
+) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        let mut lines = BufReader::new(from);
+        let mut line = Vec::new();
+        while matches!(lines.read_until(b'\n', &mut line), Ok(n) if n > 0) {
+            let mut w = to.lock().unwrap_or_else(PoisonError::into_inner);
+            let _ = w.write_all(prefix.as_bytes());
+            let _ = w.write_all(&line);
+            let _ = w.flush();
+            line.clear();
+        }
+    })
 }
 
 /// The step's output files, each opened (and emptied) once, whichever

@@ -226,6 +226,7 @@ fn batch_scripts_run_with_slurms_variables_and_are_accounted_as_slurm_does() {
     let steps = "#!/bin/sh\n#SBATCH -n 3\n\
                  srun sh -c 'echo step $SLURM_STEPID task $SLURM_PROCID of $SLURM_NTASKS' | sort\n\
                  srun -n 2 -o task-%j-%t.out sh -c 'echo $SLURM_STEPID $SLURM_LOCALID'\n\
+                 srun -l sh -c 'echo hi; echo there' | sort\n\
                  srun -n 2 sh -c 'exit $((SLURM_PROCID + 4))'\n";
     std::fs::write(w.join("steps.sh"), steps).unwrap();
     let job = c
@@ -238,6 +239,7 @@ fn batch_scripts_run_with_slurms_variables_and_are_accounted_as_slurm_does() {
     assert_eq!(
         text,
         "step 0 task 0 of 3\nstep 0 task 1 of 3\nstep 0 task 2 of 3\n\
+         0: hi\n0: there\n1: hi\n1: there\n2: hi\n2: there\n\
          srun: error: node1: task 0: Exited with exit code 4\n\
          srun: error: node1: task 1: Exited with exit code 5\n"
     );
@@ -263,7 +265,7 @@ fn batch_scripts_run_with_slurms_variables_and_are_accounted_as_slurm_does() {
         format!(
             "{job}|steps.sh|FAILED|5:0||2\n{job}.batch|batch|FAILED|5:0|1|1\n\
              {job}.0|sh|COMPLETED|0:0|3|1\n{job}.1|sh|COMPLETED|0:0|2|1\n\
-             {job}.2|sh|FAILED|5:0|2|1\n"
+             {job}.2|sh|COMPLETED|0:0|3|1\n{job}.3|sh|FAILED|5:0|2|1\n"
         )
     );
 
