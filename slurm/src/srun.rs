@@ -123,6 +123,9 @@ pub fn main(argv: &[String]) -> Result<u8> {
     let width = ntasks.saturating_sub(1).to_string().len();
     let mut copiers = Vec::new();
     let (to_out, to_err) = (shared(std::io::stdout()), shared(std::io::stderr()));
+    // One line at a time, whatever its destination: two destinations may
+    // be one file (`2>&1`, or -o and -e naming the same).
+    let one_line = Arc::new(Mutex::new(()));
     for task in 0..ntasks {
         let mut cmd = Command::new(&args.command[0]);
         cmd.args(&args.command[1..])
@@ -157,10 +160,10 @@ pub fn main(argv: &[String]) -> Result<u8> {
                 })?;
                 let prefix = format!("{task:>width$}: ");
                 if let Some(o) = child.stdout.take() {
-                    copiers.push(label_lines(o, prefix.clone(), out));
+                    copiers.push(label_lines(o, prefix.clone(), out, Arc::clone(&one_line)));
                 }
                 if let Some(e) = child.stderr.take() {
-                    copiers.push(label_lines(e, prefix, err));
+                    copiers.push(label_lines(e, prefix, err, Arc::clone(&one_line)));
                 }
                 Ok(child)
             })
@@ -236,21 +239,23 @@ fn shared(w: impl Write + Send + 'static) -> Shared {
     Arc::new(Mutex::new(Box::new(w)))
 }
 
-/// Copies what a task writes to `to`, each line after `prefix`.
+/// Copies what a task writes to `to`, each line after `prefix`, in one
+/// write made under `one_line`.
 fn label_lines(
     from: impl Read + Send + 'static,
     prefix: String,
     to: Shared,
+    one_line: Arc<Mutex<()>>,
 ) -> std::thread::JoinHandle<()> {
     std::thread::spawn(move || {
         let mut lines = BufReader::new(from);
-        let mut line = Vec::new();
+        let mut line = prefix.clone().into_bytes();
         while matches!(lines.read_until(b'\n', &mut line), Ok(n) if n > 0) {
+            let _turn = one_line.lock().unwrap_or_else(PoisonError::into_inner);
             let mut w = to.lock().unwrap_or_else(PoisonError::into_inner);
-            let _ = w.write_all(prefix.as_bytes());
             let _ = w.write_all(&line);
             let _ = w.flush();
-            line.clear();
+            line.truncate(prefix.len());
         }
     })
 }

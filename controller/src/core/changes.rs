@@ -519,33 +519,47 @@ impl Cluster {
         job.devices.clear();
         job.steps.clear();
         job.reason = reason;
-        if asked {
-            job.spec.begin_ns = Some(now.wall.saturating_add(REQUEUE_DELAY_NS));
-            job.held = true;
-            if job.user_held {
+        // An event-driven scheduler hears of a requeue as an end and a new
+        // submission of the same job; one requeued on request is
+        // submitted when it enters the queue again (`queued`).
+        if !asked {
+            let (p, q) = (job.partition, job.as_queued());
+            self.enqueue(p, q);
+            self.record_event(Happened::Ended {
+                job: id,
+                at_ns: now.mono,
+                state: JobState::NodeFail,
+            });
+            self.record_event(Happened::Submitted {
+                job: id,
+                at_ns: now.mono,
+                cores,
+                walltime_ns,
+                runtime_ns,
+            });
+            return;
+        }
+        job.spec.begin_ns = Some(now.wall.saturating_add(REQUEUE_DELAY_NS));
+        job.held = true;
+        let (user_held, task) = (job.user_held, job.array.filter(|t| t.limit > 0));
+        self.record_event(Happened::Ended {
+            job: id,
+            at_ns: now.mono,
+            state: JobState::Cancelled,
+        });
+        // Out of its array's count while it waits: it comes back through
+        // the array's limit when it enters the queue again.
+        if let Some(t) = task {
+            self.array_task_over(t, true, now);
+        }
+        if let Some(job) = self.jobs.get_mut(&id) {
+            if user_held {
                 job.reason = "JobHeldUser".into();
             } else {
                 job.reason = "BeginTime".into();
                 self.deps_over(id, now);
             }
-        } else {
-            let (p, q) = (job.partition, job.as_queued());
-            self.enqueue(p, q);
         }
-        // An event-driven scheduler hears of a requeue as an end and a new
-        // submission of the same job.
-        self.record_event(Happened::Ended {
-            job: id,
-            at_ns: now.mono,
-            state: JobState::NodeFail,
-        });
-        self.record_event(Happened::Submitted {
-            job: id,
-            at_ns: now.mono,
-            cores,
-            walltime_ns,
-            runtime_ns,
-        });
     }
 
     /// Nodes failed (with why) or repaired (`None`).

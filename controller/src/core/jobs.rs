@@ -832,12 +832,13 @@ impl Cluster {
                 format!("no active job {id}")
             });
         };
+        // Slurm's words for a job submitted with --no-requeue, checked
+        // first as Slurm checks it.
+        if job.spec.requeue == Some(false) {
+            return Err("Requested operation is presently disabled".into());
+        }
         match (job.state, job.ending_as) {
             (JobState::Pending, _) => return Err("Job is pending execution".into()),
-            // Slurm's words for a job submitted with --no-requeue.
-            _ if job.spec.requeue == Some(false) => {
-                return Err("Requested operation is presently disabled".into())
-            }
             (_, Some(JobState::Pending)) => {}
             (_, Some(_)) => return Err(format!("job {id} is already ending")),
             (_, None) => {
@@ -917,14 +918,16 @@ impl Cluster {
         let job = self
             .jobs
             .get_mut(&id)
-            .filter(|j| {
-                j.state == JobState::Pending || (held && j.ending_as == Some(JobState::Pending))
-            })
+            .filter(|j| j.state == JobState::Pending || j.ending_as == Some(JobState::Pending))
             .ok_or_else(|| format!("job {id} is not pending"))?;
+        // Ending to be requeued: held, or not, once it waits (Slurm's job
+        // is pending already).
+        if job.state != JobState::Pending {
+            job.user_held = held;
+            return Ok(());
+        }
         if held {
-            // Ending to be requeued (`requeuehold`): held once it waits.
-            if job.user_held || job.state != JobState::Pending {
-                job.user_held = true;
+            if job.user_held {
                 return Ok(());
             }
             if job.array.is_some_and(|t| t.limit > 0) && !job.held && !job.throttled {

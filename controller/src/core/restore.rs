@@ -95,7 +95,10 @@ impl Cluster {
 
     /// Restored jobs that had started and whose record is in the record
     /// file: they ended while the controller was down (a job has a record
-    /// only from an execution that ended; a lost one leaves none).
+    /// only from an execution that ended; a lost one leaves none). A
+    /// record that ended before the job's start is an earlier execution's
+    /// (it was requeued since); a job that was ending to be requeued is
+    /// requeued, whatever its record says.
     pub fn settle<F: Effects>(
         &mut self,
         last: &HashMap<u64, (formats::record::Status, i64)>,
@@ -103,24 +106,36 @@ impl Cluster {
         fx: &mut F,
     ) {
         use formats::record::Status;
-        let ended: Vec<(u64, JobState, i64)> = self
+        let ended: Vec<(u64, JobState, i64, bool)> = self
             .jobs
             .values()
             .filter(|j| j.lost_at.is_some())
             .filter_map(|j| {
-                let (status, end) = last.get(&j.id)?;
+                let (status, end) = last.get(&j.id).filter(|(_, end)| *end >= j.start_ns)?;
                 let state = match status {
                     Status::Completed => JobState::Completed,
                     Status::Cancelled => JobState::Cancelled,
                     Status::Failed => JobState::Failed,
                     Status::Timeout => JobState::Timeout,
                 };
-                Some((j.id, state, *end))
+                Some((j.id, state, *end, j.ending_as == Some(JobState::Pending)))
             })
             .collect();
         self.unqueue_batched(|c| {
-            for (id, state, end) in ended {
+            for (id, state, end, requeue) in ended {
                 let at = Now { wall: end, ..now };
+                if requeue {
+                    if F::JOURNALS {
+                        fx.journal(Entry::Requeued {
+                            id,
+                            reason: String::new(),
+                            at_ns: end,
+                        });
+                    }
+                    c.requeued(id, String::new(), at);
+                    c.counters.requeued += 1;
+                    continue;
+                }
                 c.end(
                     id,
                     state,

@@ -929,6 +929,73 @@ fn a_job_requeued_held_waits_for_its_release_and_may_be_cancelled_meanwhile() {
 }
 
 #[test]
+fn a_requeued_task_of_a_limited_array_gives_its_place_to_the_next() {
+    let mut c = cluster();
+    let mut out = Recorder::default();
+    let tasks = c
+        .submit(
+            vec![JobSpec {
+                array: Some(formats::wire::ArraySpec::parse("0-1%1").unwrap()),
+                ..spec(4)
+            }],
+            0,
+            at(0),
+            &mut out,
+        )
+        .unwrap();
+    pass(&mut c, &mut out);
+    assert_eq!(
+        c.requeue(&[tasks[0]], false, at(2), &mut out)[0].error,
+        None
+    );
+    c.job_ended(7, tasks[0], Exit::Code(143), at(3), &mut out);
+    // While it waits its 121 s, the next task runs.
+    pass_at(&mut c, &mut out, at(4), false);
+    assert_eq!(c.jobs[&tasks[1]].state, JobState::Running);
+    // Back, it waits for the array's place.
+    c.release_due(at(3 + 121), &mut out);
+    assert_eq!(c.jobs_info(&[tasks[0]])[0].reason, "JobArrayTaskLimit");
+    c.job_ended(7, tasks[1], Exit::Code(0), at(130), &mut out);
+    pass_at(&mut c, &mut out, at(131), false);
+    assert_eq!(c.jobs[&tasks[0]].state, JobState::Running);
+}
+
+#[test]
+fn a_restart_settles_a_requeue_and_not_with_an_earlier_runs_record() {
+    let mut c = cluster();
+    let mut out = Recorder::default();
+    let ids = c
+        .submit(vec![spec(2), spec(2)], 0, at(0), &mut out)
+        .unwrap();
+    pass(&mut c, &mut out);
+    // The first runs again after a requeue; the second is being requeued
+    // when the controller stops.
+    c.requeue(&ids, false, at(2), &mut out);
+    c.job_ended(7, ids[0], Exit::Code(143), at(3), &mut out);
+    c.release_due(at(3 + 121), &mut out);
+    pass_at(&mut c, &mut out, at(125), false);
+    assert_eq!(c.jobs[&ids[0]].state, JobState::Running);
+    // The record file holds the first run's end of the first, and the end
+    // of the second that came while the controller was down.
+    let mut last = std::collections::HashMap::new();
+    last.insert(ids[0], (formats::record::Status::Cancelled, at(3).wall));
+    last.insert(ids[1], (formats::record::Status::Cancelled, at(126).wall));
+    for mut r in restarts(&c, &out.1) {
+        r.settle(&last, at(130), &mut Recorder::default());
+        assert!(
+            r.jobs.contains_key(&ids[0]),
+            "its second run was ended by its first"
+        );
+        assert_eq!(
+            r.jobs[&ids[1]].state,
+            JobState::Pending,
+            "the requeue was lost"
+        );
+        assert_eq!(r.jobs[&ids[1]].reason, "BeginTime");
+    }
+}
+
+#[test]
 fn a_held_task_of_a_throttled_array_stays_held_when_its_turn_comes() {
     let mut c = cluster();
     let mut out = Recorder::default();
