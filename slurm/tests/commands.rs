@@ -351,30 +351,35 @@ fn the_queue_shows_what_waits_and_why_and_a_cancel_leaves_nothing_running() {
         "PARTITION AVAIL  TIMELIMIT  NODES  STATE NODELIST\n\
          batch*       up   infinite      2  alloc node[1-2]\n"
     );
-    assert!(
-        Command::new("pgrep")
-            .args(["-f", &marker])
-            .output()
-            .unwrap()
-            .status
-            .success(),
-        "the jobs' processes are not running"
-    );
+    assert!(running(&marker), "the jobs' processes are not running");
     // Cancel all of them by name: nothing of them is left.
     c.ok(w, "scancel", &["-n", "wrap"]);
     assert_eq!(c.wait_over(w, &ids[0]), "CANCELLED by 0|0:15");
+    wait_gone(&marker);
+    assert_eq!(c.ok(w, "squeue", &["-h"]), "");
+}
+
+/// Waits (up to 30 s) until `look` gives `want`.
+fn wait_shows(mut look: impl FnMut() -> String, want: &str) {
     let until = Instant::now() + Duration::from_secs(30);
-    while Command::new("pgrep")
-        .args(["-f", &marker])
-        .output()
-        .unwrap()
-        .status
-        .success()
-    {
-        assert!(Instant::now() < until, "a cancelled job's process is left");
+    loop {
+        let got = look();
+        if got == want {
+            return;
+        }
+        assert!(Instant::now() < until, "never {want:?}; last {got:?}");
         std::thread::sleep(Duration::from_millis(50));
     }
-    assert_eq!(c.ok(w, "squeue", &["-h"]), "");
+}
+
+/// Waits (up to 30 s) until no process's command line holds `marker`:
+/// nothing of a job is left.
+fn wait_gone(marker: &str) {
+    let until = Instant::now() + Duration::from_secs(30);
+    while running(marker) {
+        assert!(Instant::now() < until, "a process of {marker:?} is left");
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
 
 /// Whether a process whose command line holds `marker` runs.
@@ -412,28 +417,20 @@ fn a_requeued_job_is_ended_and_waits_again_under_its_id_as_on_slurm() {
         )
         .trim()
         .to_string();
-    let until = Instant::now() + Duration::from_secs(30);
-    while c
-        .ok(w, "squeue", &["-h", "-t", "R", "-o", "%i"])
-        .lines()
-        .count()
-        < 2
-    {
-        assert!(Instant::now() < until, "the jobs never ran");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_shows(
+        || {
+            let running = c.ok(w, "squeue", &["-h", "-t", "R", "-o", "%i"]);
+            running.lines().count().to_string()
+        },
+        "2",
+    );
     // The script hears SIGTERM; the job waits again, eligible later, as
     // Slurm's requeued jobs are (reason BeginTime).
     c.ok(w, "scontrol", &["requeue", &id]);
-    let until = Instant::now() + Duration::from_secs(30);
-    loop {
-        let q = c.ok(w, "squeue", &["-h", "-j", &id, "-o", "%i %t %r"]);
-        if q == format!("{id} PD BeginTime\n") {
-            break;
-        }
-        assert!(Instant::now() < until, "not requeued: {q}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_shows(
+        || c.ok(w, "squeue", &["-h", "-j", &id, "-o", "%i %t %r"]),
+        &format!("{id} PD BeginTime\n"),
+    );
     let out = std::fs::read_to_string(w.join("out.txt")).unwrap();
     assert_eq!(out, "TERM at restart 0\n");
     let show = c.ok(w, "scontrol", &["show", "job", &id]);
@@ -467,27 +464,17 @@ fn a_requeued_job_is_ended_and_waits_again_under_its_id_as_on_slurm() {
         .ok(w, "sbatch", &["--parsable", "--wrap", &marker])
         .trim()
         .to_string();
-    let until = Instant::now() + Duration::from_secs(30);
-    while c.ok(w, "squeue", &["-h", "-j", &held, "-o", "%t"]) != "R\n" {
-        assert!(Instant::now() < until, "job {held} never ran");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_shows(
+        || c.ok(w, "squeue", &["-h", "-j", &held, "-o", "%t"]),
+        "R\n",
+    );
     c.ok(w, "scontrol", &["requeuehold", &held]);
-    let until = Instant::now() + Duration::from_secs(30);
-    loop {
-        let q = c.ok(w, "squeue", &["-h", "-j", &held, "-o", "%t %r"]);
-        if q == "PD JobHeldUser\n" {
-            break;
-        }
-        assert!(Instant::now() < until, "not requeued held: {q}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_shows(
+        || c.ok(w, "squeue", &["-h", "-j", &held, "-o", "%t %r"]),
+        "PD JobHeldUser\n",
+    );
     c.ok(w, "scancel", &[&id, &no, &held]);
-    let until = Instant::now() + Duration::from_secs(30);
-    while running(&marker) {
-        assert!(Instant::now() < until, "a requeued job's process is left");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_gone(&marker);
 }
 
 /// Waits (up to 30 s) until file `path` holds `text`.
@@ -561,11 +548,7 @@ fn scancel_signals_the_steps_the_batch_script_or_all_of_a_job_as_slurm_does() {
     assert_eq!(bad.status.code(), Some(1));
     // --full: every process; the batch shell does not trap SIGTERM.
     c.ok(w, "scancel", &["--full", "--signal=TERM", &id]);
-    let until = Instant::now() + Duration::from_secs(30);
-    while running(&marker) {
-        assert!(Instant::now() < until, "a signalled job's process is left");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_gone(&marker);
     assert_eq!(c.wait_over(w, &id), "FAILED|0:15");
     c.ok(w, "scancel", &[&pending]);
 }
@@ -588,11 +571,7 @@ fn a_cancelled_job_is_completing_until_its_processes_are_gone() {
         )
         .trim()
         .to_string();
-    let until = Instant::now() + Duration::from_secs(30);
-    while c.ok(w, "squeue", &["-h", "-o", "%t"]) != "R\n" {
-        assert!(Instant::now() < until, "job {id} never ran");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_shows(|| c.ok(w, "squeue", &["-h", "-o", "%t"]), "R\n");
     c.ok(w, "scancel", &[&id]);
     assert_eq!(
         c.ok(w, "squeue", &["-h", "-o", "%i %t %T"]),
