@@ -83,6 +83,14 @@ fn spec(cores: u32) -> JobSpec {
     }
 }
 
+/// An array of `cores`-core tasks, Slurm's `--array=LIST`.
+fn array_spec(list: &str, cores: u32) -> JobSpec {
+    JobSpec {
+        array: Some(formats::wire::ArraySpec::parse(list).unwrap()),
+        ..spec(cores)
+    }
+}
+
 fn pass_at(c: &mut Cluster, out: &mut Recorder, now: Now, preemption: bool) {
     let d = Standard {
         base: Base::Easy,
@@ -933,15 +941,7 @@ fn a_requeued_task_of_a_limited_array_gives_its_place_to_the_next() {
     let mut c = cluster();
     let mut out = Recorder::default();
     let tasks = c
-        .submit(
-            vec![JobSpec {
-                array: Some(formats::wire::ArraySpec::parse("0-1%1").unwrap()),
-                ..spec(4)
-            }],
-            0,
-            at(0),
-            &mut out,
-        )
+        .submit(vec![array_spec("0-1%1", 4)], 0, at(0), &mut out)
         .unwrap();
     pass(&mut c, &mut out);
     assert_eq!(
@@ -1000,15 +1000,7 @@ fn a_held_task_of_a_throttled_array_stays_held_when_its_turn_comes() {
     let mut c = cluster();
     let mut out = Recorder::default();
     let tasks = c
-        .submit(
-            vec![JobSpec {
-                array: Some(formats::wire::ArraySpec::parse("0-2%1").unwrap()),
-                ..spec(4)
-            }],
-            0,
-            at(0),
-            &mut out,
-        )
+        .submit(vec![array_spec("0-2%1", 4)], 0, at(0), &mut out)
         .unwrap();
     pass(&mut c, &mut out);
     assert_eq!(c.hold(&[tasks[1]], true, at(1), &mut out)[0].error, None);
@@ -1288,15 +1280,7 @@ fn an_array_is_a_job_per_task_with_at_most_its_limit_queued_or_running() {
     assert_eq!(queued(&c), [3, 5]);
     // A limit above the tasks is no limit; an array without one has none.
     let more = c
-        .submit(
-            vec![JobSpec {
-                array: Some(formats::wire::ArraySpec::parse("1,3,5-9:2").unwrap()),
-                ..spec(1)
-            }],
-            0,
-            at(5),
-            &mut out,
-        )
+        .submit(vec![array_spec("1,3,5-9:2", 1)], 0, at(5), &mut out)
         .unwrap();
     assert_eq!(more.len(), 5);
     assert!(more.iter().all(|id| queued(&c).contains(id)));
@@ -1437,15 +1421,7 @@ fn waiting_for_an_array_waits_for_all_its_tasks() {
     let mut c = cluster();
     let mut out = Recorder::default();
     let tasks = c
-        .submit(
-            vec![JobSpec {
-                array: Some(formats::wire::ArraySpec::parse("0-2").unwrap()),
-                ..spec(1)
-            }],
-            0,
-            at(0),
-            &mut out,
-        )
+        .submit(vec![array_spec("0-2", 1)], 0, at(0), &mut out)
         .unwrap();
     let h = c
         .submit(vec![after(&[tasks[0]], None)], 0, at(0), &mut out)
@@ -1507,15 +1483,7 @@ fn a_job_dropped_on_restore_lets_its_array_and_waiters_go_on() {
     let mut c = cluster();
     let mut out = Recorder::default();
     let tasks = c
-        .submit(
-            vec![JobSpec {
-                array: Some(formats::wire::ArraySpec::parse("0-1%1").unwrap()),
-                ..spec(4)
-            }],
-            0,
-            at(0),
-            &mut out,
-        )
+        .submit(vec![array_spec("0-1%1", 4)], 0, at(0), &mut out)
         .unwrap();
     let h = c
         .submit(vec![after(&[tasks[0]], None)], 0, at(0), &mut out)
