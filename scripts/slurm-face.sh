@@ -37,9 +37,15 @@ jobset() {
   local out=$1
   mkdir -p "$out/run"
   cd "$out/run"
-  # Ten jobs first, over at once: the ids compared start past 10, so
-  # that normalising them leaves counts and limits alone.
+  # Thirteen jobs first, over at once: the ids compared start past 10,
+  # so that normalising them leaves counts and limits alone.
   for _ in $(seq 10); do sbatch -o /dev/null --wrap true >/dev/null; done
+  # Two that ask for a node count: where their cores go, as their
+  # scripts are told.
+  local show='echo $SLURM_JOB_NUM_NODES $SLURM_NTASKS $SLURM_CPUS_PER_TASK $SLURM_TASKS_PER_NODE $SLURM_JOB_CPUS_PER_NODE'
+  sbatch -N 2 -n 4 -o "$out/run/spread-2" --wrap "$show" >/dev/null
+  sbatch -N 3 -o "$out/run/spread-3" --wrap "$show" >/dev/null
+  sbatch -n 2 -c 2 --mem=100M -o "$out/run/spread-c" --wrap "$show \$SLURM_MEM_PER_NODE" >/dev/null
   for _ in $(seq 300); do
     [ -z "$(squeue -h -o %i)" ] && break
     sleep 0.1
@@ -71,6 +77,7 @@ jobset() {
     "$@" >> "$f" 2>&1 || rc=$?
     echo "[exit $rc]" >> "$f"
   }
+  run cat "$out/run/spread-2" "$out/run/spread-3" "$out/run/spread-c"
   run squeue
   run squeue -h -o '%i %t'
   run squeue -h -o '%.5i %P %j %u %t %D %C %l %R %Z %k'

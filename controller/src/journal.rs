@@ -42,8 +42,9 @@ const SNAPSHOT_MAGIC: &[u8; 4] = b"CLSN";
 /// ([`Entry::Limit`]). 10: jobs count their restarts
 /// (`JobImage::restarts`, `JobInfo::restarts`), and one may be ending to
 /// be requeued (`ending_as: Pending`); a script's arguments
-/// (`Program::args`) and steps (`ProgramInfo::steps`).
-const VERSION: u16 = 10;
+/// (`Program::args`) and steps (`ProgramInfo::steps`). 11: a job's node
+/// count (`JobSpec::nodes`).
+const VERSION: u16 = 11;
 const HEADER: usize = 6;
 /// Largest entry: a submission of one job is well under 1 KiB.
 const MAX_ENTRY: usize = 1 << 20;

@@ -55,8 +55,9 @@ use tokio_util::codec::{Decoder, Encoder, Framed, LengthDelimitedCodec};
 /// (`JobInfo::restarts`); a signal may be sent to part of a job
 /// ([`Request::Signal`], [`ToAgent::Signal`]); an agent reports a batch
 /// script's steps ([`FromAgent::Steps`], `ProgramInfo::steps`); a
-/// script takes arguments (`Program::args`).
-pub const PROTOCOL: u32 = 17;
+/// script takes arguments (`Program::args`). 18: a job may ask how many
+/// nodes it spans (`JobSpec::nodes`).
+pub const PROTOCOL: u32 = 18;
 /// Largest frame a server accepts from an authenticated peer (a batch of
 /// records can be large).
 pub const MAX_FRAME: usize = 16 << 20;

@@ -284,16 +284,25 @@ fn dependencies(text: &str, resolve: Resolve<'_>) -> Result<Dependencies> {
 
 /// The job `args` describe, running `script`.
 fn spec(args: &Args, script: String, resolve: Resolve<'_>) -> Result<JobSpec> {
-    let nodes: Option<u32> = match &args.nodes {
+    // -N MIN[-MAX]
+    let span: Option<(u32, u32)> = match &args.nodes {
         None => None,
-        // A range: its least.
-        Some(n) => Some(
-            n.split('-')
-                .next()
-                .and_then(|m| m.parse().ok())
-                .ok_or_else(|| anyhow!("Invalid node count specification: {n}"))?,
-        ),
+        Some(n) => {
+            let bad = || anyhow!("Invalid node count specification: {n}");
+            let (least, most) = match n.split_once('-') {
+                Some((a, b)) => (a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?),
+                None => {
+                    let a = n.parse().map_err(|_| bad())?;
+                    (a, a)
+                }
+            };
+            if least == 0 || most < least {
+                bail!("Invalid node count specification: {n}");
+            }
+            Some((least, most))
+        }
     };
+    let nodes = span.map(|(least, _)| least);
     let cpus_per_task = args.cpus_per_task.unwrap_or(1).max(1);
     let too_many = || anyhow!("Invalid number of tasks or CPUs per task: too many");
     let per_node = match args.ntasks_per_node {
@@ -301,6 +310,15 @@ fn spec(args: &Args, script: String, resolve: Resolve<'_>) -> Result<JobSpec> {
         None => None,
     };
     let ntasks = args.ntasks.or(per_node).or(nodes).unwrap_or(1).max(1);
+    // Fewer tasks than nodes: as many nodes as tasks, as Slurm's sbatch.
+    let span = span.map(|(least, most)| {
+        if ntasks < least {
+            eprintln!(
+                "sbatch: Warning: can't run {ntasks} processes on {least} nodes, setting nnodes to {ntasks}"
+            );
+        }
+        (least.min(ntasks), most.min(ntasks))
+    });
     let cores = ntasks.checked_mul(cpus_per_task).ok_or_else(too_many)?;
     let mem_per_cpu_mb = match (&args.mem_per_cpu, &args.mem) {
         (Some(m), _) => {
@@ -312,6 +330,25 @@ fn spec(args: &Args, script: String, resolve: Resolve<'_>) -> Result<JobSpec> {
             .div_ceil(u64::from(cores.div_ceil(nodes.unwrap_or(1).max(1)))),
         (None, None) => 0,
     };
+    // What sbatch itself puts in the job's environment, as Slurm's does:
+    // only what was asked (a job without -n has no SLURM_NTASKS).
+    let mut env = exported(args.export.as_deref());
+    let mut asked = |name: &str, value: String| env.push((name.to_string(), value));
+    if args.ntasks.is_some() || per_node.is_some() {
+        asked("SLURM_NTASKS", ntasks.to_string());
+        asked("SLURM_NPROCS", ntasks.to_string());
+    }
+    if args.cpus_per_task.is_some() {
+        asked("SLURM_CPUS_PER_TASK", cpus_per_task.to_string());
+    }
+    match (&args.mem_per_cpu, &args.mem) {
+        (Some(_), _) => asked("SLURM_MEM_PER_CPU", mem_per_cpu_mb.to_string()),
+        (None, Some(m)) => asked(
+            "SLURM_MEM_PER_NODE",
+            text::parse_mem_mb(m).unwrap_or_default().to_string(),
+        ),
+        (None, None) => {}
+    }
     let walltime_ns = match &args.time {
         Some(t) => text::parse_time_limit(t)
             .and_then(|s| s.checked_mul(1_000_000_000))
@@ -390,7 +427,7 @@ fn spec(args: &Args, script: String, resolve: Resolve<'_>) -> Result<JobSpec> {
         program: Some(Box::new(Program {
             script,
             workdir,
-            env: exported(args.export.as_deref()),
+            env,
             stdout: args.output.clone().unwrap_or_default(),
             stderr: args.error.clone().unwrap_or_default(),
             user: text::user_name(),
@@ -402,6 +439,7 @@ fn spec(args: &Args, script: String, resolve: Resolve<'_>) -> Result<JobSpec> {
             args: args.script.iter().skip(1).cloned().collect(),
         })),
         hold: args.hold,
+        nodes: span,
         exact_deps: true,
         requeue: match (args.requeue, args.no_requeue) {
             (_, true) => Some(false),

@@ -344,6 +344,13 @@ fn job_record(j: &JobInfo, c: &Cluster, me: &str, now: i64, first: bool) -> Vec<
     if !j.nodes.is_empty() {
         r.push(format!("BatchHost={first_node}"));
     }
+    // Pending, Slurm shows the range asked ("2-2" for -N 2).
+    let num_nodes = match p.and_then(|p| p.nodes_asked) {
+        Some((least, most)) if j.nodes.is_empty() && most > 0 => {
+            format!("{}-{most}", least.min(most))
+        }
+        _ => nodes.to_string(),
+    };
     let mut tres = format!("cpu={}", j.cores);
     if mem > 0 {
         tres += &format!(",mem={}", text::mem_mb(mem * u64::from(j.cores)));
@@ -351,7 +358,7 @@ fn job_record(j: &JobInfo, c: &Cluster, me: &str, now: i64, first: bool) -> Vec<
     tres += &format!(",node={nodes},billing={}", j.cores);
     r.extend([
         format!(
-            "NumNodes={nodes} NumCPUs={} NumTasks={} CPUs/Task={} ReqB:S:C:T=0:0:*:*",
+            "NumNodes={num_nodes} NumCPUs={} NumTasks={} CPUs/Task={} ReqB:S:C:T=0:0:*:*",
             j.cores,
             p.map_or(1, |p| p.ntasks),
             p.map_or(1, |p| p.cpus_per_task)

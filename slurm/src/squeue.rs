@@ -252,11 +252,15 @@ fn value(code: char, l: &Line<'_>, c: &Ctx<'_>) -> (String, bool) {
     (v, true)
 }
 
-/// The nodes a job holds; while pending, the least it can run on: its
-/// cores over the largest node of its partition.
+/// The nodes a job holds; while pending, the least it can run on: the
+/// least it asked (`-N`), or its cores over the largest node of its
+/// partition.
 pub fn nodes_of(j: &JobInfo, cluster: &Cluster) -> usize {
     if !j.nodes.is_empty() {
         return text::node_count(j);
+    }
+    if let Some((least, _)) = j.program.as_ref().and_then(|p| p.nodes_asked) {
+        return least as usize;
     }
     let cfg = &cluster.config;
     let widest = cfg

@@ -62,25 +62,22 @@ pub fn main(argv: &[String]) -> Result<u8> {
             "srun runs only inside a job's allocation in clemu (submit the command with sbatch)"
         )
     })?;
-    let ntasks = match args.ntasks {
-        Some(n) => n,
-        None => std::env::var("SLURM_NTASKS")
-            .ok()
-            .and_then(|n| n.parse().ok())
-            .unwrap_or(1),
-    }
-    .max(1);
-    // As Slurm: no more tasks than the job has CPUs.
-    let cpus: u32 = ["SLURM_NTASKS", "SLURM_CPUS_PER_TASK"]
-        .iter()
-        .map(|v| {
-            std::env::var(v)
-                .ok()
-                .and_then(|n| n.parse().ok())
-                .unwrap_or(1u32)
-        })
-        .product();
-    if ntasks > cpus.max(1) {
+    let var = |name: &str| -> Option<u32> { std::env::var(name).ok()?.parse().ok() };
+    // As Slurm's srun: the job's tasks if it asked some, else a task per
+    // node.
+    let ntasks = args
+        .ntasks
+        .or_else(|| var("SLURM_NTASKS"))
+        .or_else(|| var("SLURM_NNODES"))
+        .unwrap_or(1)
+        .max(1);
+    // As Slurm: no more tasks than the job's CPUs hold.
+    let cpus = std::env::var("SLURM_JOB_CPUS_PER_NODE")
+        .ok()
+        .and_then(|v| cpus_in(&v))
+        .unwrap_or(1);
+    let cpt = var("SLURM_CPUS_PER_TASK").unwrap_or(1).max(1);
+    if ntasks > (cpus / cpt).max(1) {
         bail!(
             "Unable to create step for job {job}: More processors requested than permitted \
              ({ntasks} tasks, {cpus} CPUs)"
@@ -330,6 +327,21 @@ fn next_step(dir: Option<&Path>) -> Result<u32> {
     bail!("no step number left in {}", dir.display())
 }
 
+/// The CPUs of `SLURM_JOB_CPUS_PER_NODE` (`4(x2),2`: 10).
+fn cpus_in(per_node: &str) -> Option<u32> {
+    per_node.split(',').try_fold(0u32, |sum, item| {
+        let (count, times) = match item.split_once("(x") {
+            Some((c, t)) => (c, t.strip_suffix(')')?),
+            None => (item, "1"),
+        };
+        let n = count
+            .parse::<u32>()
+            .ok()?
+            .checked_mul(times.parse().ok()?)?;
+        sum.checked_add(n)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -340,6 +352,14 @@ mod tests {
             expand("out-%j.%s.%t-%N%%", "12", 1, 3, "node4"),
             "out-12.1.3-node4%"
         );
+    }
+
+    #[test]
+    fn cpus_per_node_add_up_as_slurm_folds_them() {
+        assert_eq!(cpus_in("4(x2),2"), Some(10));
+        assert_eq!(cpus_in("1"), Some(1));
+        assert_eq!(cpus_in("3(x"), None);
+        assert_eq!(cpus_in(""), None);
     }
 
     #[test]

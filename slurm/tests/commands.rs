@@ -653,6 +653,85 @@ fn a_closed_pipe_ends_a_command_quietly() {
 }
 
 #[test]
+fn a_node_count_spreads_a_job_over_that_many_nodes() {
+    let c = Up::start(4, 4);
+    let work = tempfile::tempdir().unwrap();
+    let w = work.path();
+    let show = "echo $SLURM_JOB_NUM_NODES $SLURM_TASKS_PER_NODE $SLURM_JOB_CPUS_PER_NODE";
+    let id = c.ok(
+        w,
+        "sbatch",
+        &[
+            "--parsable",
+            "-N",
+            "2",
+            "-n",
+            "4",
+            "-o",
+            "out-%j",
+            "--wrap",
+            show,
+        ],
+    );
+    let id = id.trim();
+    assert_eq!(c.wait_over(w, id), "COMPLETED|0:0");
+    // Packed, four cores fit one node; asked for two, two and two.
+    let out = std::fs::read_to_string(w.join(format!("out-{id}"))).unwrap();
+    assert_eq!(out, "2 2(x2) 2(x2)\n");
+    let acct = c.ok(
+        w,
+        "sacct",
+        &["-X", "-P", "-n", "-j", id, "-o", "NNodes,NCPUS"],
+    );
+    assert_eq!(acct, "2|4\n");
+    // -N alone: a task on each node.
+    let id = c.ok(
+        w,
+        "sbatch",
+        &["--parsable", "-N", "3", "-o", "o3", "--wrap", show],
+    );
+    assert_eq!(c.wait_over(w, id.trim()), "COMPLETED|0:0");
+    let out = std::fs::read_to_string(w.join("o3")).unwrap();
+    assert_eq!(out, "3 1(x3) 1(x3)\n");
+    // Pending, the range asked shows as Slurm shows it.
+    let held = c.ok(
+        w,
+        "sbatch",
+        &["--parsable", "--hold", "-N", "2", "--wrap", "true"],
+    );
+    let held = held.trim();
+    let job = c.ok(w, "scontrol", &["show", "job", held]);
+    assert!(job.contains(" NumNodes=2-2 NumCPUs=2 "), "{job}");
+    assert_eq!(c.ok(w, "squeue", &["-h", "-j", held, "-o", "%D"]), "2\n");
+    // Fewer tasks than nodes: Slurm's warning, and a node per task.
+    let out = c.run(
+        w,
+        "sbatch",
+        &["--hold", "-N", "3", "-n", "2", "--wrap", "true"],
+        None,
+    );
+    assert!(out.status.success());
+    assert_eq!(
+        String::from_utf8(out.stderr).unwrap(),
+        "sbatch: Warning: can't run 2 processes on 3 nodes, setting nnodes to 2\n"
+    );
+    // More nodes than there are: refused with one line, no job made.
+    let before = c.ok(w, "squeue", &["-h"]);
+    let out = c.run(w, "sbatch", &["-N", "5", "--wrap", "true"], None);
+    assert!(!out.status.success());
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(err.starts_with("sbatch: error: "), "{err}");
+    assert!(err.contains("asks 5 nodes"), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    let out = c.run(w, "sbatch", &["-N", "2-1", "--wrap", "true"], None);
+    assert_eq!(
+        String::from_utf8(out.stderr).unwrap(),
+        "sbatch: error: Invalid node count specification: 2-1\n"
+    );
+    assert_eq!(c.ok(w, "squeue", &["-h"]), before);
+}
+
+#[test]
 fn bad_input_gets_one_line_and_no_job() {
     let c = Up::start(1, 1);
     let work = tempfile::tempdir().unwrap();

@@ -87,6 +87,48 @@ impl Cluster {
                     )
                 });
             }
+            if let Some((least, most)) = spec.nodes {
+                if least == 0 || (most > 0 && most < least) || least > spec.cores {
+                    return Err(format!(
+                        "{}: cannot span {least}{} nodes with {} cores",
+                        which(i),
+                        if most == least || most == 0 {
+                            String::new()
+                        } else {
+                            format!("-{most}")
+                        },
+                        spec.cores
+                    ));
+                }
+                let mut caps: Vec<u64> = self
+                    .node_capacities(p, spec.mem_per_cpu_mb, gres)
+                    .filter(|&c| c > 0)
+                    .collect();
+                let fits = if most == 0 {
+                    caps.len()
+                } else {
+                    // On its most nodes, the roomiest ones.
+                    caps.sort_unstable_by(|a, b| b.cmp(a));
+                    caps.truncate(most as usize);
+                    if caps.iter().sum::<u64>() < u64::from(spec.cores) {
+                        return Err(format!(
+                            "{}: {} cores on at most {most} nodes, but no {most} nodes of \
+                             partition {} have that many",
+                            which(i),
+                            spec.cores,
+                            part.name
+                        ));
+                    }
+                    caps.len()
+                };
+                if least as usize > fits {
+                    return Err(format!(
+                        "{}: asks {least} nodes, but partition {} has {fits} that could hold it",
+                        which(i),
+                        part.name
+                    ));
+                }
+            }
             if part.max_time_ns > 0 && spec.walltime_ns > part.max_time_ns {
                 return Err(format!(
                     "{}: wall time over partition {}'s limit",
@@ -362,10 +404,8 @@ impl Cluster {
             array: job.array,
             partition: &self.config.partitions[job.partition].name,
             nodes: &job.nodes,
-            node_count: job.alloc.len(),
+            alloc: &job.alloc,
             first,
-            cores_on_first: job.alloc.first().map_or(0, |&(_, c)| c),
-            mem_per_cpu_mb: job.spec.mem_per_cpu_mb,
             restarts: job.restarts,
         }
     }

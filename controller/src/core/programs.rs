@@ -11,13 +11,12 @@ pub(super) struct Started<'a> {
     pub name: &'a str,
     pub array: Option<ArrayTask>,
     pub partition: &'a str,
-    /// Its nodes, folded, and how many.
+    /// Its nodes, folded.
     pub nodes: &'a str,
-    pub node_count: usize,
-    /// The node its script runs on, and the cores it holds there.
+    /// Its cores on each of its nodes, in order (node index, cores).
+    pub alloc: &'a [(usize, u32)],
+    /// The node its script runs on (the first).
     pub first: &'a str,
-    pub cores_on_first: u32,
-    pub mem_per_cpu_mb: u64,
     /// How many times it was requeued before this start.
     pub restarts: u32,
 }
@@ -103,21 +102,52 @@ pub(super) fn expand(pattern: &str, program: &Program, s: &Started<'_>) -> Strin
     out
 }
 
+/// Counts per node as Slurm writes them in `SLURM_JOB_CPUS_PER_NODE` and
+/// `SLURM_TASKS_PER_NODE`: runs of one count folded, `4(x2),2`.
+fn per_node(counts: impl Iterator<Item = u32>) -> String {
+    let mut runs: Vec<(u32, usize)> = Vec::new();
+    for c in counts {
+        match runs.last_mut() {
+            Some((last, n)) if *last == c => *n += 1,
+            _ => runs.push((c, 1)),
+        }
+    }
+    let runs: Vec<String> = runs
+        .into_iter()
+        .map(|(c, n)| {
+            if n > 1 {
+                format!("{c}(x{n})")
+            } else {
+                c.to_string()
+            }
+        })
+        .collect();
+    runs.join(",")
+}
+
 /// The variables a Slurm batch job finds set.
 fn slurm_env(program: &Program, s: &Started<'_>) -> Vec<(String, String)> {
+    let node_count = s.alloc.len();
+    let cores_on_first = s.alloc.first().map_or(0, |&(_, c)| c);
+    let cpt = program.cpus_per_task.max(1);
     let mut v = vec![
         ("SLURM_JOB_ID", s.id.to_string()),
         ("SLURM_JOBID", s.id.to_string()),
         ("SLURM_JOB_NAME", s.name.to_string()),
         ("SLURM_JOB_NODELIST", s.nodes.to_string()),
         ("SLURM_NODELIST", s.nodes.to_string()),
-        ("SLURM_JOB_NUM_NODES", s.node_count.to_string()),
-        ("SLURM_NNODES", s.node_count.to_string()),
-        ("SLURM_NTASKS", program.ntasks.to_string()),
-        ("SLURM_NPROCS", program.ntasks.to_string()),
-        ("SLURM_CPUS_ON_NODE", s.cores_on_first.to_string()),
-        ("SLURM_JOB_CPUS_PER_NODE", s.cores_on_first.to_string()),
-        ("SLURM_CPUS_PER_TASK", program.cpus_per_task.to_string()),
+        ("SLURM_JOB_NUM_NODES", node_count.to_string()),
+        ("SLURM_NNODES", node_count.to_string()),
+        ("SLURM_CPUS_ON_NODE", cores_on_first.to_string()),
+        (
+            "SLURM_JOB_CPUS_PER_NODE",
+            per_node(s.alloc.iter().map(|&(_, c)| c)),
+        ),
+        // Whole tasks each node's cores hold (a node holds at least one).
+        (
+            "SLURM_TASKS_PER_NODE",
+            per_node(s.alloc.iter().map(|&(_, c)| (c / cpt).max(1))),
+        ),
         ("SLURM_SUBMIT_DIR", program.workdir.clone()),
         ("SLURM_JOB_PARTITION", s.partition.to_string()),
         ("SLURM_JOB_USER", program.user.clone()),
@@ -126,13 +156,6 @@ fn slurm_env(program: &Program, s: &Started<'_>) -> Vec<(String, String)> {
         ("SLURM_PROCID", "0".to_string()),
         ("SLURM_LOCALID", "0".to_string()),
     ];
-    if s.mem_per_cpu_mb > 0 {
-        v.push(("SLURM_MEM_PER_CPU", s.mem_per_cpu_mb.to_string()));
-        v.push((
-            "SLURM_MEM_PER_NODE",
-            (s.mem_per_cpu_mb * u64::from(s.cores_on_first)).to_string(),
-        ));
-    }
     // Slurm sets it only for a job run again.
     if s.restarts > 0 {
         v.push(("SLURM_RESTART_COUNT", s.restarts.to_string()));
@@ -171,10 +194,8 @@ mod tests {
             array,
             partition: "batch",
             nodes: "vn[001-002]",
-            node_count: 2,
+            alloc: &[(0, 4), (1, 4)],
             first: "vn001",
-            cores_on_first: 4,
-            mem_per_cpu_mb: 1000,
             restarts: 0,
         }
     }
@@ -199,6 +220,13 @@ mod tests {
     }
 
     #[test]
+    fn counts_per_node_fold_as_slurms() {
+        assert_eq!(per_node([2, 2].into_iter()), "2(x2)");
+        assert_eq!(per_node([4, 4, 3, 2, 2].into_iter()), "4(x2),3,2(x2)");
+        assert_eq!(per_node([1].into_iter()), "1");
+    }
+
+    #[test]
     fn the_script_gets_slurms_variables_after_its_own() {
         let env = start(&program(), &started(None)).env;
         let get = |k: &str| {
@@ -212,7 +240,11 @@ mod tests {
         assert_eq!(get("SLURM_JOB_NODELIST"), Some("vn[001-002]"));
         assert_eq!(get("SLURM_JOB_NUM_NODES"), Some("2"));
         assert_eq!(get("SLURM_CPUS_ON_NODE"), Some("4"));
-        assert_eq!(get("SLURM_MEM_PER_NODE"), Some("4000"));
+        assert_eq!(get("SLURM_JOB_CPUS_PER_NODE"), Some("4(x2)"));
+        assert_eq!(get("SLURM_TASKS_PER_NODE"), Some("2(x2)"));
+        // What only sbatch knows was asked, it sets itself.
+        assert_eq!(get("SLURM_NTASKS"), None);
+        assert_eq!(get("SLURM_MEM_PER_NODE"), None);
         assert_eq!(get("SLURM_SUBMIT_DIR"), Some("/home/ana/run"));
         assert_eq!(get("SLURM_ARRAY_TASK_ID"), None);
     }

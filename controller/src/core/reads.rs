@@ -160,6 +160,7 @@ impl Cluster {
             cpus_per_task: p.cpus_per_task,
             requeue: j.spec.requeue != Some(false),
             steps: j.steps.clone(),
+            nodes_asked: j.spec.nodes,
         }
     }
 

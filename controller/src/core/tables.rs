@@ -161,6 +161,7 @@ impl Job {
             estimate_ns: self.estimate_ns(),
             submit_ns: self.submit_mono,
             gres: self.gres,
+            nodes: self.spec.nodes,
         }
     }
 
@@ -449,21 +450,31 @@ impl Cluster {
         if let Some(&c) = self.capacity_cache.get(&key) {
             return c;
         }
-        let c = self.config.partitions[p]
+        let c = self.node_capacities(p, mem_per_cpu, gres).sum();
+        self.capacity_cache.insert(key, c);
+        c
+    }
+
+    /// The cores a job could get on each node of partition `p` that has
+    /// the devices it asks, were the node idle.
+    pub(super) fn node_capacities(
+        &self,
+        p: usize,
+        mem_per_cpu: u64,
+        gres: Counts,
+    ) -> impl Iterator<Item = u64> + '_ {
+        self.config.partitions[p]
             .nodes
             .iter()
-            .filter(|&&n| {
+            .filter(move |&&n| {
                 let has = &self.config.nodes[n].devices;
                 has.iter().zip(&gres).all(|(h, g)| h >= g)
             })
-            .map(|&n| {
+            .map(move |&n| {
                 let node = &self.nodes[n];
                 let by_mem = node.memory_mb.checked_div(mem_per_cpu).unwrap_or(u64::MAX);
                 u64::from(node.cpus).min(by_mem)
             })
-            .sum();
-        self.capacity_cache.insert(key, c);
-        c
     }
 
     /// Puts a job in the queue at its place: partition priority, then id.

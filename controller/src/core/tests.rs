@@ -292,6 +292,37 @@ fn impossible_jobs_are_refused_at_submit() {
 }
 
 #[test]
+fn a_node_count_that_can_never_be_met_is_refused_at_submit() {
+    let mut c = cluster();
+    let refused = |c: &mut Cluster, cores: u32, nodes: (u32, u32)| {
+        let s = JobSpec {
+            nodes: Some(nodes),
+            ..spec(cores)
+        };
+        c.submit(vec![s], 0, at(0), &mut Recorder::default())
+            .unwrap_err()
+    };
+    // Four nodes of 4 cores.
+    assert!(refused(&mut c, 5, (5, 5)).contains("asks 5 nodes, but partition"));
+    assert!(refused(&mut c, 9, (1, 2)).contains("9 cores on at most 2 nodes"));
+    assert!(refused(&mut c, 2, (3, 3)).contains("cannot span 3 nodes with 2 cores"));
+    assert!(refused(&mut c, 4, (3, 2)).contains("cannot span 3-2 nodes"));
+    assert!(refused(&mut c, 4, (0, 0)).contains("cannot span 0 nodes"));
+    assert!(c.jobs.is_empty());
+    // What can be met is taken, and runs on the nodes it asked.
+    let s = JobSpec {
+        nodes: Some((2, 2)),
+        ..spec(4)
+    };
+    let id = c
+        .submit(vec![s], 0, at(0), &mut Recorder::default())
+        .unwrap()[0];
+    let mut out = Recorder::default();
+    pass_at(&mut c, &mut out, at(1), false);
+    assert_eq!(c.jobs[&id].alloc, [(0, 2), (1, 2)]);
+}
+
+#[test]
 fn an_unknown_or_taken_node_is_refused_at_registration() {
     let mut c = cluster();
     assert!(up(&mut c, 8, "h2", "vn9", &[])

@@ -95,25 +95,48 @@ impl Free {
     /// Where `q` would go now (first fit), without taking anything: on
     /// free cores of its partition's usable nodes that have the generic
     /// resources it asks free, outside reserved nodes, and within the
-    /// slots in a partition that time-slices. In a
-    /// contiguous partition, on the first run of consecutive nodes that
-    /// has room: a node with none, or a gap in the node order, starts the
-    /// run again.
+    /// slots in a partition that time-slices. In a contiguous partition,
+    /// on the first run of consecutive nodes that has room: a node with
+    /// none, or a gap in the node order, starts the run again.
+    ///
+    /// A job that asks how many nodes it spans (`Queued::nodes`) goes on
+    /// as many as it would packed, brought within its count, and its
+    /// cores are dealt out over them as Slurm deals tasks: one to each in
+    /// turn, skipping the full ones (`-N 2 -n 4`: two and two).
     pub fn try_place(&self, _v: &View, q: &Queued) -> Option<Vec<(usize, u32)>> {
         if q.cores == 0 || !self.might_fit(q) {
             return None;
         }
+        let packed = self.pack(q)?;
+        let Some((least, most)) = q.nodes else {
+            return Some(packed);
+        };
+        let most = if most == 0 { u32::MAX } else { most };
+        let count = u32::try_from(packed.len()).unwrap_or(u32::MAX);
+        let count = count.clamp(least.min(most), most).clamp(1, q.cores);
+        self.spread(q, count as usize)
+    }
+
+    /// The nodes `q` may use now, in order, with its room on each.
+    fn rooms<'a>(&'a self, q: &'a Queued) -> impl Iterator<Item = (usize, u32)> + 'a {
         let slotted = self.gang.get(q.partition).copied().unwrap_or(false);
-        let contiguous = self.contiguous.get(q.partition).copied().unwrap_or(false);
-        let mut need = q.cores;
-        let mut alloc: Vec<(usize, u32)> = Vec::new();
         let member = &self.members[q.partition];
         let open = self.open.iter().zip(&self.blocked);
-        for (w, (&m, (&o, &b))) in member.iter().zip(open).enumerate() {
-            let mut bits = m & o & !b;
-            while bits != 0 {
-                let n = w * 64 + bits.trailing_zeros() as usize;
-                bits &= bits - 1;
+        member
+            .iter()
+            .zip(open)
+            .enumerate()
+            .flat_map(|(w, (&m, (&o, &b)))| {
+                let mut bits = m & o & !b;
+                std::iter::from_fn(move || {
+                    (bits != 0).then(|| {
+                        let n = w * 64 + bits.trailing_zeros() as usize;
+                        bits &= bits - 1;
+                        n
+                    })
+                })
+            })
+            .map(move |n| {
                 let node = &self.nodes[n];
                 let by_mem = node
                     .free_mem_mb
@@ -130,25 +153,97 @@ impl Free {
                 if slotted {
                     room = room.min(node.free_slots);
                 }
-                if contiguous
-                    && alloc
-                        .last()
-                        .is_some_and(|&(last, _)| last + 1 != n || room == 0)
-                {
-                    alloc.clear();
-                    need = q.cores;
-                }
-                let take = room.min(need);
-                if take > 0 {
-                    alloc.push((n, take));
-                    need -= take;
-                    if need == 0 {
-                        return Some(alloc);
-                    }
+                (n, room)
+            })
+    }
+
+    /// First fit of `q` on as few nodes as hold it, each filled in turn.
+    fn pack(&self, q: &Queued) -> Option<Vec<(usize, u32)>> {
+        let contiguous = self.contiguous.get(q.partition).copied().unwrap_or(false);
+        let mut need = q.cores;
+        let mut alloc: Vec<(usize, u32)> = Vec::new();
+        for (n, room) in self.rooms(q) {
+            if contiguous
+                && alloc
+                    .last()
+                    .is_some_and(|&(last, _)| last + 1 != n || room == 0)
+            {
+                alloc.clear();
+                need = q.cores;
+            }
+            let take = room.min(need);
+            if take > 0 {
+                alloc.push((n, take));
+                need -= take;
+                if need == 0 {
+                    return Some(alloc);
                 }
             }
         }
         None
+    }
+
+    /// `q` on exactly `count` nodes (at most its cores): the first that
+    /// together have room for it (in a contiguous partition, the first
+    /// run of `count` consecutive ones), its cores dealt over them.
+    fn spread(&self, q: &Queued, count: usize) -> Option<Vec<(usize, u32)>> {
+        let contiguous = self.contiguous.get(q.partition).copied().unwrap_or(false);
+        let cores = u64::from(q.cores);
+        let chosen: Vec<(usize, u32)> = if contiguous {
+            let mut run: std::collections::VecDeque<(usize, u32)> = Default::default();
+            let mut sum = 0u64;
+            let mut found = false;
+            for (n, room) in self.rooms(q) {
+                if room == 0 || run.back().is_some_and(|&(last, _)| last + 1 != n) {
+                    run.clear();
+                    sum = 0;
+                }
+                if room == 0 {
+                    continue;
+                }
+                run.push_back((n, room));
+                sum += u64::from(room);
+                if run.len() > count {
+                    let (_, r) = run.pop_front().unwrap_or_default();
+                    sum -= u64::from(r);
+                }
+                if run.len() == count && sum >= cores {
+                    found = true;
+                    break;
+                }
+            }
+            if !found {
+                return None;
+            }
+            run.into()
+        } else {
+            // The roomiest `count` of the nodes seen so far, until they
+            // hold it.
+            use std::cmp::Reverse;
+            let mut best = std::collections::BinaryHeap::new();
+            let mut sum = 0u64;
+            let mut found = false;
+            for (n, room) in self.rooms(q).filter(|&(_, r)| r > 0) {
+                best.push(Reverse((room, n)));
+                sum += u64::from(room);
+                if best.len() > count {
+                    let Reverse((r, _)) = best.pop().unwrap_or(Reverse((0, 0)));
+                    sum -= u64::from(r);
+                }
+                if best.len() == count && sum >= cores {
+                    found = true;
+                    break;
+                }
+            }
+            if !found {
+                return None;
+            }
+            let mut chosen: Vec<(usize, u32)> =
+                best.into_iter().map(|Reverse((r, n))| (n, r)).collect();
+            chosen.sort_unstable();
+            chosen
+        };
+        Some(deal(q.cores, &chosen))
     }
 
     /// Takes the cores and memory of `alloc` for `q`.
@@ -229,4 +324,35 @@ impl Free {
             self.use_cpus(n, c);
         }
     }
+}
+
+/// `cores` dealt one at a time to each of `nodes` (node, room) in turn,
+/// skipping the full ones, as Slurm deals tasks: every node gets at least
+/// one core (there are enough), and none more than its room (there is
+/// enough in all).
+fn deal(cores: u32, nodes: &[(usize, u32)]) -> Vec<(usize, u32)> {
+    // After `level` whole rounds every node has min(room, level); the
+    // last round gives one more to the first nodes with room left.
+    let dealt = |level: u32| -> u64 { nodes.iter().map(|&(_, r)| u64::from(r.min(level))).sum() };
+    let (mut lo, mut hi) = (0u32, nodes.iter().map(|&(_, r)| r).max().unwrap_or(0));
+    while lo < hi {
+        let mid = lo + (hi - lo).div_ceil(2);
+        if dealt(mid) <= u64::from(cores) {
+            lo = mid;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    let mut left = u64::from(cores) - dealt(lo);
+    nodes
+        .iter()
+        .map(|&(n, r)| {
+            let mut c = r.min(lo);
+            if left > 0 && r > lo {
+                c += 1;
+                left -= 1;
+            }
+            (n, c)
+        })
+        .collect()
 }

@@ -206,6 +206,9 @@ pub struct Queued {
     pub submit_ns: i64,
     /// Devices of each generic resource it needs on every node it gets.
     pub gres: Counts,
+    /// How many nodes it spans, at least and at most (`JobSpec::nodes`;
+    /// a most of 0 is none).
+    pub nodes: Option<(u32, u32)>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -53,6 +53,7 @@ mod tests {
             estimate_ns: estimate_s * S,
             submit_ns: job as i64,
             gres: Default::default(),
+            nodes: None,
         }
     }
 

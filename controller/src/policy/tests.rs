@@ -36,6 +36,7 @@ fn job(id: u64, cores: u32, estimate_s: u64) -> Queued {
         estimate_ns: estimate_s * S as u64,
         submit_ns: id as i64,
         gres: Default::default(),
+        nodes: None,
     }
 }
 
@@ -565,6 +566,12 @@ fn never_overbooked() {
                 estimate_ns: rnd(1000) * S as u64,
                 submit_ns: j as i64,
                 gres: Default::default(),
+                // Now and then a node count: 1 to 3 at least, at most
+                // none or a few more.
+                nodes: (rnd(3) == 0).then(|| {
+                    let least = 1 + rnd(3) as u32;
+                    (least, [0, least, least + 2][rnd(3) as usize])
+                }),
             })
             .collect();
         let v = View {
@@ -601,6 +608,11 @@ fn never_overbooked() {
                 let q = v.queue.iter().find(|q| q.job == *job).unwrap();
                 let total: u32 = alloc.iter().map(|(_, c)| c).sum();
                 assert_eq!(total, q.cores);
+                if let Some((least, most)) = q.nodes {
+                    let spans = alloc.len() as u32;
+                    assert!(spans >= least.min(q.cores), "job {job} on {spans} nodes");
+                    assert!(most == 0 || spans <= most, "job {job} on {spans} nodes");
+                }
                 for &(node, c) in alloc {
                     assert!(v.partitions[q.partition].nodes.contains(&node));
                     assert!(v.nodes[node].usable);
@@ -667,6 +679,71 @@ fn gpu_job(id: u64, cores: u32, gpus: u8, estimate_s: u64) -> Queued {
         gres: [gpus, 0, 0, 0],
         ..job(id, cores, estimate_s)
     }
+}
+
+fn spanning(id: u64, cores: u32, least: u32, most: u32) -> Queued {
+    Queued {
+        nodes: Some((least, most)),
+        ..job(id, cores, 100)
+    }
+}
+
+#[test]
+fn a_node_count_deals_a_job_over_its_nodes() {
+    let v = view([4, 4, 4, 4], vec![], vec![]);
+    let free = Free::new(&v);
+    // -N 2 -n 4: two and two, as Slurm deals it (packed, it fits one).
+    assert_eq!(
+        free.try_place(&v, &spanning(1, 4, 2, 2)),
+        Some(vec![(0, 2), (1, 2)])
+    );
+    // -N 3 -n 7: dealt in turn, the first node gets the last one.
+    assert_eq!(
+        free.try_place(&v, &spanning(1, 7, 3, 3)),
+        Some(vec![(0, 3), (1, 2), (2, 2)])
+    );
+    // -N 1-4 -n 6: on as many as it takes packed (two), dealt over them.
+    assert_eq!(
+        free.try_place(&v, &spanning(1, 6, 1, 4)),
+        Some(vec![(0, 3), (1, 3)])
+    );
+    // At least 3 nodes with 2 cores: a core on each of two.
+    assert_eq!(
+        free.try_place(&v, &spanning(1, 2, 3, 0)),
+        Some(vec![(0, 1), (1, 1)])
+    );
+    // -N 1 -n 5 on nodes of 4 never fits.
+    assert_eq!(free.try_place(&v, &spanning(1, 5, 1, 1)), None);
+}
+
+#[test]
+fn a_node_count_takes_nodes_with_room_enough() {
+    let v = view([3, 4, 0, 4], vec![], vec![]);
+    let free = Free::new(&v);
+    // -N 1 -n 4: packed it takes two nodes; on one, node 1 holds it.
+    assert_eq!(
+        free.try_place(&v, &spanning(1, 4, 1, 1)),
+        Some(vec![(1, 4)])
+    );
+    // -N 2 -n 7: nodes 0 and 1 hold it, dealt as far as node 0 has room.
+    assert_eq!(
+        free.try_place(&v, &spanning(1, 7, 2, 2)),
+        Some(vec![(0, 3), (1, 4)])
+    );
+    // -N 2 -n 8: 0 and 1 have 7 cores; 1 and 3 have 8.
+    assert_eq!(
+        free.try_place(&v, &spanning(1, 8, 2, 2)),
+        Some(vec![(1, 4), (3, 4)])
+    );
+    // In a contiguous partition the busy node 2 breaks the run.
+    let mut c = v.clone();
+    Arc::make_mut(&mut c.partitions)[0].contiguous = true;
+    let free = Free::new(&c);
+    assert_eq!(free.try_place(&c, &spanning(1, 8, 2, 2)), None);
+    assert_eq!(
+        free.try_place(&c, &spanning(1, 7, 2, 2)),
+        Some(vec![(0, 3), (1, 4)])
+    );
 }
 
 #[test]

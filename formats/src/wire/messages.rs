@@ -72,6 +72,11 @@ pub struct JobSpec {
     /// ([`Request::Requeue`]). `None`: as its partition says of a lost
     /// node (`on_node_fail`), and yes on request.
     pub requeue: Option<bool>,
+    /// How many nodes it spans, at least and at most (Slurm's `-N
+    /// MIN[-MAX]`; a MAX of 0 is no most). Its cores go on as few nodes
+    /// as fit when that count is allowed, else split evenly over MIN (or
+    /// MAX) nodes. `None`: as many as its cores need.
+    pub nodes: Option<(u32, u32)>,
 }
 
 /// A batch script run as the job, as `sbatch` submits one.
@@ -354,6 +359,8 @@ pub struct ProgramInfo {
     pub requeue: bool,
     /// Its steps (each `srun` its script ran), once the job is over.
     pub steps: Vec<StepInfo>,
+    /// The nodes it asked to span, at least and at most (`JobSpec::nodes`).
+    pub nodes_asked: Option<(u32, u32)>,
 }
 
 /// A job step: one `srun` in a batch script, as sacct shows it
