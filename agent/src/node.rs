@@ -34,6 +34,8 @@ pub enum NodeCmd {
     Kill(u64),
     /// A signal to part of a batch script's job (`scancel --signal`).
     Signal(u64, i32, Reach),
+    /// A running job's new wall-time limit, in nanoseconds (0: none).
+    Limit(u64, u64),
 }
 
 /// Shared by every node task of an agent.
@@ -377,6 +379,13 @@ async fn run(name: String, rx: Arc<Mailbox>, ctx: Arc<NodeContext>) {
                         signal_part(job.pid, sig, reach);
                     }
                 }
+                Some(NodeCmd::Limit(id, walltime_ns)) => {
+                    if let Some(job) = jobs.get(&id) {
+                        if let Err(e) = sigsleep::signals::send_limit(job.pid, walltime_ns) {
+                            warn!(job = id, "cannot send the new limit: {e}");
+                        }
+                    }
+                }
             },
             Some((id, pid, exit)) = exits.next() => {
                 if jobs.get(&id).is_none_or(|j| j.pid != pid) {
@@ -521,6 +530,7 @@ fn parse_exit_line(line: &str) -> Option<formats::wire::Ran> {
         "failed" => RanState::Failed,
         "cancelled" => RanState::Cancelled,
         "timeout" => RanState::Timeout,
+        "out_of_memory" => RanState::OutOfMemory,
         _ => return None,
     };
     Some(Ran {
@@ -628,6 +638,9 @@ fn program_args(ctx: &NodeContext, id: u64, p: &formats::wire::Program) -> Vec<S
     }
     if let Some(sig) = &p.signal {
         args.extend(["--signal".into(), sig.clone()]);
+    }
+    if p.mem_limit_mb > 0 {
+        args.extend(["--mem-limit".into(), p.mem_limit_mb.to_string()]);
     }
     args
 }

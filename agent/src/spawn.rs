@@ -163,7 +163,9 @@ fn cstring(b: &[u8]) -> io::Result<CString> {
     CString::new(b).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL in argument"))
 }
 
-/// The signals a job starts with blocked and their default actions.
+/// The signals a job starts with blocked and their default actions: the
+/// four sigsleep handles, and the realtime one that brings it a new
+/// limit (which nix's `Signal` cannot name).
 fn job_signals() -> SigSet {
     let mut s = SigSet::empty();
     for sig in [
@@ -174,7 +176,13 @@ fn job_signals() -> SigSet {
     ] {
         s.add(sig);
     }
-    s
+    let mut set: libc::sigset_t = *s.as_ref();
+    // SAFETY: a valid set and signal number; the set stays a valid
+    // sigset_t for nix to hold.
+    unsafe {
+        libc::sigaddset(&mut set, sigsleep::signals::limit_signal());
+        SigSet::from_sigset_t_unchecked(set)
+    }
 }
 
 fn attributes() -> nix::Result<(PosixSpawnAttr, PosixSpawnFileActions)> {
@@ -427,6 +435,8 @@ mod tests {
         let mask = u64::from_str_radix(blk.split_whitespace().nth(1).unwrap(), 16).unwrap();
         // SIGINT 2, SIGTERM 15, SIGCONT 18, SIGTSTP 20: bits 1, 14, 17, 19.
         assert_eq!(mask & 0xa4002, 0xa4002, "{blk}");
+        let limit = 1u64 << (sigsleep::signals::limit_signal() - 1);
+        assert_eq!(mask & limit, limit, "{blk}");
         let stat = copy("/proc/self/stat", "stat").await;
         let fields: Vec<&str> = stat[stat.rfind(')').unwrap() + 2..].split(' ').collect();
         // After the name: state, ppid, pgrp.

@@ -600,6 +600,7 @@ impl Agent {
                         Ok(ToAgent::Cancel(id)) => self.route(id, NodeCmd::Cancel(id)),
                         Ok(ToAgent::Kill(id)) => self.route(id, NodeCmd::Kill(id)),
                         Ok(ToAgent::Signal { job, signal, reach }) => self.route(job, NodeCmd::Signal(job, signal, reach)),
+                        Ok(ToAgent::Limit { job, walltime_ns }) => self.route(job, NodeCmd::Limit(job, walltime_ns)),
                         Ok(ToAgent::Forget(ids)) => {
                             for id in ids {
                                 self.ended.remove(&id);

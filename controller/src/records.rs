@@ -13,6 +13,7 @@ use std::sync::mpsc;
 
 use anyhow::{Context, Result};
 use formats::record::{encode, JobRecord, RecordReader, Status};
+use formats::wire::JobState;
 use tokio::sync::oneshot;
 use tracing::{error, warn};
 
@@ -178,7 +179,21 @@ pub struct Written {
     pub executions: HashSet<(u64, i64)>,
     /// How and when (CLOCK_REALTIME ns) each job's last record says it
     /// ended.
-    pub last: HashMap<u64, (Status, i64)>,
+    pub last: HashMap<u64, (JobState, i64)>,
+}
+
+/// The state a record's job ended in: its status, or out of memory for
+/// a failed program job flagged so.
+pub fn ended_as(status: Status, flags: formats::record::Flags) -> JobState {
+    match status {
+        Status::Completed => JobState::Completed,
+        Status::Cancelled => JobState::Cancelled,
+        Status::Failed if flags.contains(formats::record::Flags::OUT_OF_MEMORY) => {
+            JobState::OutOfMemory
+        }
+        Status::Failed => JobState::Failed,
+        Status::Timeout => JobState::Timeout,
+    }
 }
 
 pub fn written(path: &Path) -> Result<Written> {
@@ -192,7 +207,8 @@ pub fn written(path: &Path) -> Result<Written> {
     reader
         .for_each_record(|rec| -> std::io::Result<()> {
             w.executions.insert((rec.id, rec.start));
-            w.last.insert(rec.id, (rec.status, rec.end));
+            w.last
+                .insert(rec.id, (ended_as(rec.status, rec.flags), rec.end));
             Ok(())
         })
         .with_context(|| format!("cannot read {}", path.display()))?;

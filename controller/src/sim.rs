@@ -255,8 +255,9 @@ impl Machines {
         self.generations += 1;
         p.generation = self.generations;
         let generation = p.generation;
+        // A limit lowered below what ran: due now, not in the past.
         if let Some(end) = p.ledger.deadline() {
-            self.push(end, Ev::End { job, generation });
+            self.push(end.max(self.t), Ev::End { job, generation });
         }
     }
 }
@@ -316,6 +317,13 @@ impl Effects for Machines {
                         p.ledger.apply(ledger::Event::Resume(at));
                         self.schedule_end(job);
                     }
+                }
+            }
+            ToAgent::Limit { job, walltime_ns } => {
+                if let Some(p) = self.procs.get_mut(&job) {
+                    p.walltime = walltime_ns;
+                    p.ledger.set_walltime(walltime_ns);
+                    self.schedule_end(job);
                 }
             }
             // sigsleep ends at once on SIGTERM, with a record; on SIGKILL,

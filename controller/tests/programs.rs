@@ -29,6 +29,7 @@ fn spec(script: &str, workdir: &std::path::Path, stdout: &str) -> JobSpec {
             cpus_per_task: 2,
             comment: String::new(),
             args: Vec::new(),
+            mem_limit_mb: 0,
         })),
         ..Default::default()
     }

@@ -129,12 +129,18 @@ impl Flags {
     /// More signals arrived at once than sigsleep could log; the suspension
     /// list is incomplete (the run time it counted is still right).
     pub const EVENTS_LOST: Flags = Flags(1 << 2);
+    /// The job's processes went over its memory limit (sigsleep's
+    /// `--mem-limit`) and one of them was killed for it: a program job
+    /// that then ends completed or failed is, as Slurm says,
+    /// out of memory.
+    pub const OUT_OF_MEMORY: Flags = Flags(1 << 3);
 
     /// Every known flag with its name, in bit order.
-    pub const NAMES: [(Flags, &'static str); 3] = [
+    pub const NAMES: [(Flags, &'static str); 4] = [
         (Flags::BARE_STOP, "bare_stop"),
         (Flags::SUBMIT_UNKNOWN, "submit_unknown"),
         (Flags::EVENTS_LOST, "events_lost"),
+        (Flags::OUT_OF_MEMORY, "out_of_memory"),
     ];
 
     pub fn contains(self, other: Flags) -> bool {

@@ -56,7 +56,8 @@ use tokio_util::codec::{Decoder, Encoder, Framed, LengthDelimitedCodec};
 /// ([`Request::Signal`], [`ToAgent::Signal`]); an agent reports a batch
 /// script's steps ([`FromAgent::Steps`], `ProgramInfo::steps`); a
 /// script takes arguments (`Program::args`). 18: a job may ask how many
-/// nodes it spans (`JobSpec::nodes`).
+/// nodes it spans (`JobSpec::nodes`); a running job's limit may change
+/// ([`ToAgent::Limit`]).
 pub const PROTOCOL: u32 = 18;
 /// Largest frame a server accepts from an authenticated peer (a batch of
 /// records can be large).

@@ -66,8 +66,13 @@ PROGRAM OPTIONS (with a PROGRAM only):
                           this much later, as Slurm does [default: 2]
     --exit-file PATH      at the end, write how the job ended to PATH, one
                           line: STATE CODE SIGNAL (STATE: completed, failed,
-                          cancelled or timeout), for a launcher that needs
-                          more than an exit status
+                          cancelled, timeout or out_of_memory), for a
+                          launcher that needs more than an exit status
+    --mem-limit MIB       memory the job's processes may hold together,
+                          sampled every second: beyond it, the largest of
+                          them is killed (SIGKILL) as an out-of-memory
+                          killer would, the job goes on, and it ends
+                          out_of_memory (its record: failed, flagged)
     --realtime            wait under real-time scheduling (SCHED_FIFO, the
                           lowest priority) once set up, where the host allows
                           it (root, or CAP_SYS_NICE; else as any process): the
@@ -166,6 +171,8 @@ pub struct Program {
     pub kill_wait_ns: u64,
     pub suspend_grace_ns: u64,
     pub exit_file: Option<PathBuf>,
+    /// `--mem-limit`, in KiB: what its processes may hold together.
+    pub mem_limit_kib: Option<u64>,
 }
 
 /// `--signal [B:]SIG[@SECONDS]`.
@@ -213,6 +220,7 @@ pub fn parse(
     let mut suspend_grace = 2_000_000_000;
     let mut program_flag = None;
     let mut exit_file = None;
+    let mut mem_limit = None;
     while let Some(arg) = p.next().map_err(|e| e.to_string())? {
         match arg {
             Long("runtime") => runtime = Some(seconds("--runtime", &text(&mut p)?)?),
@@ -255,6 +263,14 @@ pub fn parse(
                 warning = Some(signal_spec(&text(&mut p)?)?);
                 program_flag = Some("signal".into());
             }
+            Long("mem-limit") => {
+                let mib: u64 = number("--mem-limit", &text(&mut p)?)?;
+                if mib == 0 {
+                    return Err("--mem-limit must be at least 1".into());
+                }
+                mem_limit = Some(mib.saturating_mul(1024));
+                program_flag = Some("mem-limit".into());
+            }
             Long("kill-wait") => {
                 kill_wait = seconds("--kill-wait", &text(&mut p)?)?;
                 program_flag = Some("kill-wait".into());
@@ -290,6 +306,7 @@ pub fn parse(
             kill_wait_ns: kill_wait,
             suspend_grace_ns: suspend_grace,
             exit_file,
+            mem_limit_kib: mem_limit,
         }))
     };
     // A program's run time is its own: only the wall-time limit bounds it.

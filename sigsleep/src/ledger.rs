@@ -16,6 +16,14 @@ pub enum Event {
     Terminate(Stamp, i32),
 }
 
+/// The time to count, and whether it is the limit's: the run time, or
+/// the wall-time limit (0: none) when that is shorter.
+fn target(runtime: u64, walltime: u64) -> (i64, bool) {
+    let limited = walltime > 0 && walltime < runtime;
+    let target = if limited { walltime } else { runtime };
+    (i64::try_from(target).unwrap_or(i64::MAX), limited)
+}
+
 /// Counted time and suspensions of one job.
 #[derive(Debug)]
 pub struct Ledger {
@@ -25,6 +33,8 @@ pub struct Ledger {
     target: i64,
     /// Whether reaching `target` means the wall-time limit cut the job short.
     limited: bool,
+    /// The run time asked, which a new limit is weighed against.
+    runtime: u64,
     /// Monotonic nanoseconds spent in closed suspensions.
     suspended: i64,
     /// Start of the suspension in progress, if any.
@@ -48,12 +58,12 @@ pub struct Outcome {
 impl Ledger {
     /// `runtime` and `walltime` in nanoseconds; a `walltime` of 0 is no limit.
     pub fn new(start: Stamp, runtime: u64, walltime: u64) -> Ledger {
-        let limited = walltime > 0 && walltime < runtime;
-        let target = if limited { walltime } else { runtime };
+        let (target, limited) = target(runtime, walltime);
         Ledger {
             start,
-            target: i64::try_from(target).unwrap_or(i64::MAX),
+            target,
             limited,
+            runtime,
             suspended: 0,
             open: None,
             // Room for a few suspensions so that the common case never
@@ -62,6 +72,12 @@ impl Ledger {
             flags: Flags::default(),
             terminated_by: None,
         }
+    }
+
+    /// A new wall-time limit (0: none), counted from the start as the
+    /// old one was. Already past, the job is due at once.
+    pub fn set_walltime(&mut self, walltime: u64) {
+        (self.target, self.limited) = target(self.runtime, walltime);
     }
 
     pub fn flag(&mut self, f: Flags) {
@@ -256,6 +272,26 @@ mod tests {
         assert_eq!(l.finish(at(30)).status, Status::Timeout);
         let l = Ledger::new(at(0), 30 * S as u64, 30 * S as u64);
         assert_eq!(l.finish(at(30)).status, Status::Completed);
+    }
+
+    #[test]
+    fn a_new_limit_moves_the_deadline_and_says_how_it_ends() {
+        let mut l = Ledger::new(at(0), 100 * S as u64, 30 * S as u64);
+        l.apply(Event::Suspend(at(10)));
+        l.apply(Event::Resume(at(15)));
+        // Raised: counted from the start, suspensions left out.
+        l.set_walltime(60 * S as u64);
+        assert_eq!(l.deadline(), Some(65 * S));
+        // Lifted: the run time is the end, and the job completes.
+        l.set_walltime(0);
+        assert_eq!(l.deadline(), Some(105 * S));
+        // Lowered below what ran: due at once, a timeout.
+        l.set_walltime(5 * S as u64);
+        assert_eq!(l.deadline(), Some(10 * S));
+        assert_eq!(l.finish(at(20)).status, Status::Timeout);
+        let mut l = Ledger::new(at(0), 100 * S as u64, 30 * S as u64);
+        l.set_walltime(0);
+        assert_eq!(l.finish(at(100)).status, Status::Completed);
     }
 
     #[test]

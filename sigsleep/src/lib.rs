@@ -20,7 +20,9 @@
 //!    which stops the process. After each
 //!    wake the loop feeds the events to the [`ledger::Ledger`], which
 //!    recomputes the absolute monotonic deadline `start + run time + time
-//!    suspended`, so no error accumulates across sleeps.
+//!    suspended`, so no error accumulates across sleeps. A new wall-time
+//!    limit comes as a queued realtime signal read from a signalfd
+//!    ([`signals::limit_signal`]); the ledger weighs the deadline again.
 //! 4. At the deadline, or on `SIGTERM`/`SIGINT`, the record is encoded and
 //!    written with exactly one `write(2)` on an `O_APPEND` file descriptor:
 //!    concurrent jobs sharing a log never interleave.
@@ -147,6 +149,21 @@ pub fn main_exit_code() -> i32 {
         let mut outcome = ledger.finish(ended.end);
         let code = ended.code(outcome.terminated_by);
         outcome.status = ended.status;
+        if ended.oom_kills > 0 {
+            outcome.flags.insert(Flags::OUT_OF_MEMORY);
+            // Where the job's errors go, as Slurm's step says it there.
+            let text = supervise::oom_message(cfg.id, ended.oom_kills);
+            let written = prog.stderr.as_ref().or(prog.stdout.as_ref()).map(|path| {
+                use std::io::Write;
+                std::fs::OpenOptions::new()
+                    .append(true)
+                    .open(path)
+                    .and_then(|mut f| f.write_all(text.as_bytes()))
+            });
+            if !matches!(written, Some(Ok(()))) {
+                eprint!("{text}");
+            }
+        }
         if let Some(path) = &prog.exit_file {
             if let Err(e) = std::fs::write(path, ended.exit_line()) {
                 eprintln!("sigsleep: cannot write --exit-file {}: {e}", path.display());
@@ -172,7 +189,11 @@ pub fn main_exit_code() -> i32 {
         if deadline.is_some_and(|d| now.mono >= d) {
             break;
         }
-        if waiter.wait_until(deadline) {
+        let stop = waiter.wait_until(deadline);
+        if let Some(walltime) = waiter.new_limit() {
+            ledger.set_walltime(walltime);
+        }
+        if stop {
             // Handlers that ran during the wait came first.
             signals::drain(|ev| ledger.apply(ev));
             ledger.apply(Event::Suspend(clock::now()));

@@ -31,6 +31,31 @@ use crate::ledger::Event;
 
 const JOB_SIGNALS: [libc::c_int; 4] = [libc::SIGTSTP, libc::SIGCONT, libc::SIGTERM, libc::SIGINT];
 
+/// The signal that brings a running job a new wall-time limit: a
+/// realtime one, sent with `sigqueue`, its value the limit in nanoseconds
+/// (0: none). It is queued, never merged, and carries its value, so the
+/// last one sent is the limit. A launcher starts sigsleep with it blocked
+/// (its default action would end the process); sigsleep reads it from a
+/// signalfd and never lets it in.
+pub fn limit_signal() -> libc::c_int {
+    libc::SIGRTMIN() + 2
+}
+
+/// Sends process `pid` (a sigsleep) the new wall-time limit `walltime_ns`
+/// (0: none) as [`limit_signal`].
+pub fn send_limit(pid: libc::pid_t, walltime_ns: u64) -> io::Result<()> {
+    let value = libc::sigval {
+        sival_ptr: walltime_ns as usize as *mut libc::c_void,
+    };
+    // SAFETY: a plain system call; the value is carried, never read as a
+    // pointer.
+    if unsafe { libc::sigqueue(pid, limit_signal(), value) } == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
 /// Events the handlers logged and the main loop has not read yet. A handler
 /// blocks the other job signals and the wait's mask is lifted once a
 /// handler returns, so one wait sees one or two events; 16 leaves a wide
@@ -206,8 +231,11 @@ fn fd_or_err(fd: libc::c_int) -> io::Result<libc::c_int> {
 /// first [`Waiter::wait_until`].
 pub fn install() -> io::Result<Waiter> {
     let mut old = MaybeUninit::<libc::sigset_t>::uninit();
+    let mut blocked = set_of(&JOB_SIGNALS);
+    // SAFETY: a valid set and signal number.
+    unsafe { libc::sigaddset(&mut blocked, limit_signal()) };
     // SAFETY: valid sets; `old` is written by the call.
-    if unsafe { libc::sigprocmask(libc::SIG_BLOCK, &set_of(&JOB_SIGNALS), old.as_mut_ptr()) } != 0 {
+    if unsafe { libc::sigprocmask(libc::SIG_BLOCK, &blocked, old.as_mut_ptr()) } != 0 {
         return Err(io::Error::last_os_error());
     }
     // SAFETY: initialised by the successful sigprocmask above.
@@ -216,9 +244,12 @@ pub fn install() -> io::Result<Waiter> {
         // SAFETY: a valid set and signal number.
         unsafe { libc::sigdelset(&mut during_wait, s) };
     }
-    // SAFETY: as above; SIGTSTP stays blocked while waiting (it is watched
-    // through the signalfd instead).
-    unsafe { libc::sigaddset(&mut during_wait, libc::SIGTSTP) };
+    // SAFETY: as above; SIGTSTP and the limit signal stay blocked while
+    // waiting (they are watched through signalfds instead).
+    unsafe {
+        libc::sigaddset(&mut during_wait, libc::SIGTSTP);
+        libc::sigaddset(&mut during_wait, limit_signal());
+    }
 
     set_action(libc::SIGCONT, handler(on_cont))?;
     set_action(libc::SIGTERM, handler(on_end))?;
@@ -241,6 +272,14 @@ pub fn install() -> io::Result<Waiter> {
         )
     })?;
     // SAFETY: as above.
+    let limit = fd_or_err(unsafe {
+        libc::signalfd(
+            -1,
+            &set_of(&[limit_signal()]),
+            libc::SFD_CLOEXEC | libc::SFD_NONBLOCK,
+        )
+    })?;
+    // SAFETY: as above.
     let timer = fd_or_err(unsafe {
         libc::timerfd_create(
             libc::CLOCK_MONOTONIC,
@@ -250,6 +289,8 @@ pub fn install() -> io::Result<Waiter> {
     Ok(Waiter {
         during_wait,
         tstp,
+        limit,
+        limit_ready: std::cell::Cell::new(false),
         timer,
     })
 }
@@ -278,6 +319,10 @@ pub struct Waiter {
     /// Readable while a SIGTSTP is pending. Never read: the pending signal
     /// is what stops the process in [`Waiter::take_stop`].
     tstp: libc::c_int,
+    /// Readable while a new wall-time limit waits ([`limit_signal`]), and
+    /// whether the last wait found it so.
+    limit: libc::c_int,
+    limit_ready: std::cell::Cell<bool>,
     /// A CLOCK_MONOTONIC timer armed at the absolute deadline. `ppoll`'s own
     /// timeout is relative and the kernel lets it run late by 0.1 % of its
     /// length (2 ms on a 2 s sleep); a timerfd fires on time.
@@ -308,13 +353,18 @@ impl Waiter {
                 revents: 0,
             },
             libc::pollfd {
+                fd: self.limit,
+                events: libc::POLLIN,
+                revents: 0,
+            },
+            libc::pollfd {
                 fd: self.timer,
                 events: libc::POLLIN,
                 revents: 0,
             },
         ];
         // poll skips a negative descriptor.
-        let mut nfds = 2;
+        let mut nfds = 3;
         if let Some(ns) = deadline_ns {
             let spec = libc::itimerspec {
                 it_interval: libc::timespec {
@@ -335,15 +385,38 @@ impl Waiter {
             if armed != 0 {
                 return (false, false);
             }
-            nfds = 3;
+            nfds = 4;
         }
         // SAFETY: `fds` holds `nfds` valid entries; no timeout (the timer is
         // the timeout); the mask is a valid set.
         let n = unsafe { libc::ppoll(fds.as_mut_ptr(), nfds, ptr::null(), &self.during_wait) };
+        self.limit_ready
+            .set(n > 0 && fds[2].revents & libc::POLLIN != 0);
         (
             n > 0 && fds[0].revents & libc::POLLIN != 0,
             n > 0 && fds[1].revents & libc::POLLIN != 0,
         )
+    }
+
+    /// The wall-time limit last sent ([`limit_signal`]), in nanoseconds,
+    /// if one came since the last call (the last wait saw it).
+    pub fn new_limit(&self) -> Option<u64> {
+        if !self.limit_ready.take() {
+            return None;
+        }
+        let mut last = None;
+        loop {
+            let mut info = MaybeUninit::<libc::signalfd_siginfo>::uninit();
+            let size = std::mem::size_of::<libc::signalfd_siginfo>();
+            // SAFETY: reads at most one siginfo into a buffer of that size
+            // from a non-blocking signalfd.
+            let got = unsafe { libc::read(self.limit, info.as_mut_ptr().cast(), size) };
+            if got != size as isize {
+                return last;
+            }
+            // SAFETY: the read filled it whole.
+            last = Some(unsafe { info.assume_init() }.ssi_ptr);
+        }
     }
 
     /// Keeps `sig` blocked during the wait too, for a caller that watches

@@ -31,6 +31,15 @@ use crate::clock::{self, Stamp};
 use crate::ledger::{Event, Ledger};
 use crate::signals::{self, Waiter};
 
+/// What Slurm's step writes to the job's error file after an OOM kill,
+/// for job `id`'s batch step.
+pub fn oom_message(id: u64, kills: u32) -> String {
+    format!(
+        "slurmstepd: error: Detected {kills} oom-kill event(s) in StepId={id}.batch. Some of \
+         your processes may have been killed by the cgroup out-of-memory handler.\n"
+    )
+}
+
 /// How the program ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Exit {
@@ -53,6 +62,9 @@ pub struct Ended {
     pub cpu_ns: u64,
     /// The largest resident set of any one of them, in KiB.
     pub max_rss_kib: u64,
+    /// How many of its processes were killed for going over
+    /// `--mem-limit`.
+    pub oom_kills: u32,
 }
 
 impl Ended {
@@ -62,7 +74,18 @@ impl Ended {
             Exit::Code(c) | Exit::NotStarted(c) => (c, 0),
             Exit::Signal(s) => (0, s),
         };
-        format!("{} {code} {signal}\n", self.status.as_str())
+        format!("{} {code} {signal}\n", self.state())
+    }
+
+    /// How the job ended, as `--exit-file` names it: the record's status,
+    /// or `out_of_memory` for a job not cancelled nor timed out that had
+    /// a process killed for memory (as Slurm's job whose step saw an OOM
+    /// kill ends OUT_OF_MEMORY however its script exits).
+    pub fn state(&self) -> &'static str {
+        match self.status {
+            Status::Failed if self.oom_kills > 0 => "out_of_memory",
+            s => s.as_str(),
+        }
     }
 
     /// How the program ended, as its record keeps it.
@@ -141,6 +164,10 @@ pub fn run(prog: &Program, waiter: &mut Waiter, ledger: &mut Ledger) -> Ended {
     let mut kill_at: Option<i64> = None;
     let mut stop_at: Option<i64> = None;
     let mut warned = prog.signal.is_none();
+    // With `--mem-limit`: when the job's memory is next sampled, and
+    // whether it ever went over.
+    let mut sample_at = prog.mem_limit_kib.map(|_| clock::now().mono);
+    let mut oom_kills = 0;
     if ledger.deadline().is_none() {
         // Suspended before the program existed (a held process started
         // and suspended at once): it has not had the group's SIGTSTP.
@@ -197,6 +224,12 @@ pub fn run(prog: &Program, waiter: &mut Waiter, ledger: &mut Ledger) -> Ended {
             stop_at = None;
             signal_all(libc::SIGSTOP, |_| true);
         }
+        if let (Some(at), Some(limit)) = (sample_at, prog.mem_limit_kib) {
+            if now >= at && ending.is_none() {
+                oom_kills += u32::from(kill_over_memory(limit));
+                sample_at = Some(now.saturating_add(MEM_SAMPLE_NS));
+            }
+        }
         // None while suspended: suspended time does not count.
         let deadline = ledger.deadline();
         if ending.is_none() && deadline.is_some_and(|d| now >= d) {
@@ -228,11 +261,17 @@ pub fn run(prog: &Program, waiter: &mut Waiter, ledger: &mut Ledger) -> Ended {
             warn_at,
             stop_at,
             kill_at,
+            sample_at.filter(|_| ending.is_none()),
         ]
         .into_iter()
         .flatten()
         .min();
         let (stop, child) = waiter.wait(next, Some(chld));
+        // A new limit: the next turn weighs the deadline again (and a
+        // `--signal` warning, if it has not gone yet).
+        if let Some(walltime) = waiter.new_limit() {
+            ledger.set_walltime(walltime);
+        }
         if child {
             drain_fd(chld);
         }
@@ -259,7 +298,9 @@ pub fn run(prog: &Program, waiter: &mut Waiter, ledger: &mut Ledger) -> Ended {
     let status = match ending {
         Some(Ending::Cancelled) => Status::Cancelled,
         Some(Ending::Timeout) => Status::Timeout,
-        None if exit == Exit::Code(0) => Status::Completed,
+        // A process killed for memory fails the job, whatever the
+        // program made of it.
+        None if exit == Exit::Code(0) && oom_kills == 0 => Status::Completed,
         None => Status::Failed,
     };
     let (cpu_ns, max_rss_kib) = crate::tree::children_usage();
@@ -269,7 +310,32 @@ pub fn run(prog: &Program, waiter: &mut Waiter, ledger: &mut Ledger) -> Ended {
         end,
         cpu_ns,
         max_rss_kib,
+        oom_kills,
     }
+}
+
+/// How often a job with `--mem-limit` has its memory sampled.
+const MEM_SAMPLE_NS: i64 = 1_000_000_000;
+
+/// When the job's processes hold more than `limit_kib` together, kills
+/// the largest of them, as the kernel's out-of-memory killer does in a
+/// job's memory cgroup; says whether it did.
+fn kill_over_memory(limit_kib: u64) -> bool {
+    let me = std::process::id() as i32;
+    let sizes: Vec<(u64, i32)> = crate::tree::descendants_of(me)
+        .into_iter()
+        .map(|pid| (crate::tree::rss_kib(pid), pid))
+        .collect();
+    if sizes.iter().map(|&(kib, _)| kib).sum::<u64>() <= limit_kib {
+        return false;
+    }
+    let Some(&(_, pid)) = sizes.iter().max() else {
+        return false;
+    };
+    // SAFETY: a signal to a process of the job (our descendant; its pid
+    // cannot be reused before we reap it, or its parent does).
+    unsafe { libc::kill(pid, libc::SIGKILL) };
+    true
 }
 
 /// When a suspension begun now stops every process of the job.
@@ -292,6 +358,7 @@ fn not_started(code: i32) -> Ended {
         end: clock::now(),
         cpu_ns: 0,
         max_rss_kib: 0,
+        oom_kills: 0,
     }
 }
 

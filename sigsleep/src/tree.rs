@@ -62,6 +62,17 @@ pub fn children_usage() -> (u64, u64) {
     (ns(u.ru_utime) + ns(u.ru_stime), u.ru_maxrss.max(0) as u64)
 }
 
+/// The resident set of `pid`, in KiB (0 once it is gone): the second
+/// field of `/proc/PID/statm`, in pages.
+pub fn rss_kib(pid: i32) -> u64 {
+    // SAFETY: sysconf has no preconditions.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(4096) as u64;
+    std::fs::read_to_string(format!("/proc/{pid}/statm"))
+        .ok()
+        .and_then(|t| t.split_whitespace().nth(1)?.parse::<u64>().ok())
+        .map_or(0, |pages| pages * page / 1024)
+}
+
 fn children(pid: i32) -> Vec<i32> {
     let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
         return Vec::new();

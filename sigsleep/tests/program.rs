@@ -309,3 +309,41 @@ fn a_program_cancelled_with_its_start_never_runs() {
     assert!(!ran.exists(), "the program ran");
     assert_eq!(status(dir.path()), Status::Cancelled);
 }
+
+#[test]
+fn a_job_over_its_memory_limit_loses_its_largest_process_and_ends_out_of_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let exit = dir.path().join("exit");
+    let mut cmd = sigsleep();
+    cmd.args(["--mem-limit", "64", "--id", "12", "--log"])
+        .arg(dir.path().join("jobs.rec"))
+        .arg("--stdout")
+        .arg(dir.path().join("out"))
+        .arg("--exit-file")
+        .arg(&exit)
+        .args([
+            "--",
+            "/bin/sh",
+            "-c",
+            "python3 -c 'import time; b = bytearray(256 << 20); time.sleep(60)'; \
+             echo after $?",
+        ]);
+    let started = std::time::Instant::now();
+    let mut child = launch(cmd);
+    child.wait().unwrap();
+    assert!(started.elapsed().as_secs() < 30, "not killed");
+    // The script went on after its largest process was killed.
+    let out = std::fs::read_to_string(dir.path().join("out")).unwrap();
+    assert!(out.contains("after 137\n"), "{out}");
+    assert!(
+        out.contains("slurmstepd: error: Detected 1 oom-kill event(s) in StepId=12.batch."),
+        "{out}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&exit).unwrap(),
+        "out_of_memory 0 0\n"
+    );
+    let rec = only_record(&dir.path().join("jobs.rec"));
+    assert_eq!(rec.status, Status::Failed);
+    assert!(rec.flags.contains(formats::record::Flags::OUT_OF_MEMORY));
+}

@@ -258,6 +258,8 @@ fn value(name: &str, r: &Row<'_>, c: &Ctx<'_>) -> String {
         }
         "State" => state(j, r.step.is_some(), c.me),
         "ExitCode" => match (&r.step, prog) {
+            // The batch step's return code is Slurm's SIG_OOM too.
+            (Some(_), Some(_)) if j.state == JobState::OutOfMemory => "0:125".into(),
             (Some(_), Some(p)) => p.exit_code(),
             _ => format!("{}:{}", j.exit.0, j.exit.1),
         },

@@ -437,6 +437,8 @@ fn spec(args: &Args, script: String, resolve: Resolve<'_>) -> Result<JobSpec> {
             comment: args.comment.clone().unwrap_or_default(),
             // What follows the script's path is its arguments.
             args: args.script.iter().skip(1).cloned().collect(),
+            // The controller sets it at the start.
+            mem_limit_mb: 0,
         })),
         hold: args.hold,
         nodes: span,

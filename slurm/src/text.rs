@@ -284,6 +284,7 @@ pub fn state_long(s: JobState) -> &'static str {
         JobState::Failed => "FAILED",
         JobState::Timeout => "TIMEOUT",
         JobState::NodeFail => "NODE_FAIL",
+        JobState::OutOfMemory => "OUT_OF_MEMORY",
     }
 }
 
@@ -323,6 +324,7 @@ pub fn state_compact(s: JobState) -> &'static str {
         JobState::Failed => "F",
         JobState::Timeout => "TO",
         JobState::NodeFail => "NF",
+        JobState::OutOfMemory => "OOM",
     }
 }
 
@@ -334,7 +336,7 @@ pub const VALID_STATES: &str = "PENDING,RUNNING,SUSPENDED,COMPLETED,CANCELLED,FA
 
 /// The state a user names to squeue or scancel (`-t`): compact or long,
 /// any case; `all` is every state. The states Slurm has and clemu does
-/// not (COMPLETING, PREEMPTED, OUT_OF_MEMORY, ...) match no job.
+/// not (PREEMPTED, BOOT_FAIL, ...) match no job.
 pub fn parse_states(list: &str) -> Result<Option<Vec<JobState>>, String> {
     let mut out = Vec::new();
     for word in list.split(',').filter(|w| !w.is_empty()) {
@@ -447,6 +449,7 @@ pub fn reason(j: &JobInfo, first_pending: bool) -> String {
         JobState::Failed => "JobLaunchFailure".into(),
         JobState::Timeout => "TimeLimit".into(),
         JobState::NodeFail => "NodeDown".into(),
+        JobState::OutOfMemory => "OutOfMemory".into(),
         _ => "None".into(),
     }
 }

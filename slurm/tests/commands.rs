@@ -732,6 +732,85 @@ fn a_node_count_spreads_a_job_over_that_many_nodes() {
 }
 
 #[test]
+fn a_running_jobs_time_limit_changes_as_on_slurm() {
+    let c = Up::start(1, 2);
+    let work = tempfile::tempdir().unwrap();
+    let w = work.path();
+    let marker = format!("sleep 301.{}", std::process::id());
+    let id = c.ok(
+        w,
+        "sbatch",
+        &["--parsable", "-t", "0:04", "--wrap", &marker],
+    );
+    let id = id.trim();
+    wait_shows(|| c.ok(w, "squeue", &["-h", "-j", id, "-o", "%t"]), "R\n");
+    let running = Instant::now();
+    // Raised: squeue shows it, and the job outlives its first limit.
+    c.ok(
+        w,
+        "scontrol",
+        &["update", &format!("JobId={id}"), "TimeLimit=10"],
+    );
+    assert_eq!(c.ok(w, "squeue", &["-h", "-j", id, "-o", "%l"]), "10:00\n");
+    std::thread::sleep(Duration::from_secs(5).saturating_sub(running.elapsed()));
+    assert_eq!(c.ok(w, "squeue", &["-h", "-j", id, "-o", "%t"]), "R\n");
+    // Lowered below what it ran: ended at once, timed out, nothing left.
+    c.ok(
+        w,
+        "scontrol",
+        &["update", &format!("JobId={id}"), "TimeLimit=0:01"],
+    );
+    assert_eq!(c.wait_over(w, id), "TIMEOUT|0:0");
+    wait_gone(&marker);
+    // Over, it can no longer change.
+    let out = c.run(
+        w,
+        "scontrol",
+        &["update", &format!("JobId={id}"), "TimeLimit=5"],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(1));
+}
+
+#[test]
+fn a_job_over_its_memory_is_out_of_memory_as_on_slurm() {
+    let c = Up::start(1, 2);
+    let work = tempfile::tempdir().unwrap();
+    let w = work.path();
+    let hog = "python3 -c 'import time; b = bytearray(256 << 20); time.sleep(60)'; echo after $?";
+    let id = c.ok(
+        w,
+        "sbatch",
+        &["--parsable", "--mem=64M", "-o", "oom.out", "--wrap", hog],
+    );
+    let id = id.trim();
+    assert_eq!(c.wait_over(w, id), "OUT_OF_MEMORY|0:125");
+    let acct = c.ok(
+        w,
+        "sacct",
+        &["-P", "-n", "-j", id, "-o", "JobID,State,ExitCode"],
+    );
+    assert_eq!(
+        acct,
+        format!("{id}|OUT_OF_MEMORY|0:125\n{id}.batch|OUT_OF_MEMORY|0:125\n")
+    );
+    assert_eq!(
+        c.ok(w, "squeue", &["-h", "-t", "OOM", "-o", "%i %t %r"]),
+        format!("{id} OOM OutOfMemory\n")
+    );
+    // The script went on; the job's file says what Slurm's says.
+    let out = std::fs::read_to_string(w.join("oom.out")).unwrap();
+    assert!(out.contains("after 137\n"), "{out}");
+    assert!(
+        out.ends_with(&format!(
+            "slurmstepd: error: Detected 1 oom-kill event(s) in StepId={id}.batch. Some of your \
+             processes may have been killed by the cgroup out-of-memory handler.\n"
+        )),
+        "{out}"
+    );
+}
+
+#[test]
 fn bad_input_gets_one_line_and_no_job() {
     let c = Up::start(1, 1);
     let work = tempfile::tempdir().unwrap();

@@ -11,7 +11,8 @@ use tracing::{debug, warn};
 use super::tables::{Cluster, Job, SuspendedBy};
 use super::{AgentId, Effects, Now};
 use crate::journal::Entry;
-use crate::policy::Decision;
+use crate::policy::{ActiveState, Decision};
+use std::sync::Arc;
 
 impl Cluster {
     /// Accepts jobs; all or none: a job that can never run is refused with
@@ -406,6 +407,7 @@ impl Cluster {
             nodes: &job.nodes,
             alloc: &job.alloc,
             first,
+            mem_per_cpu_mb: job.spec.mem_per_cpu_mb,
             restarts: job.restarts,
         }
     }
@@ -656,6 +658,7 @@ impl Cluster {
             Exit::Ran(r) => match r.state {
                 RanState::Completed => (JobState::Completed, String::new()),
                 RanState::Timeout => (JobState::Timeout, "wall-time limit".into()),
+                RanState::OutOfMemory => (JobState::OutOfMemory, "out of memory".into()),
                 RanState::Cancelled => asked(JobState::Cancelled),
                 RanState::Failed if r.signal > 0 => {
                     (JobState::Failed, format!("killed by signal {}", r.signal))
@@ -909,32 +912,47 @@ impl Cluster {
         Ok(())
     }
 
-    /// `scontrol update TimeLimit`: a pending job's wall-time limit
-    /// (nanoseconds, 0 for none), within its partition's.
+    /// `scontrol update TimeLimit`: a job's wall-time limit (nanoseconds,
+    /// 0 for none), within its partition's. A running or suspended job's
+    /// process is told (its end moves, counted from its start; a limit
+    /// below what it ran ends it at once, timed out), as Slurm does.
     pub fn limit<F: Effects>(&mut self, id: u64, walltime_ns: u64, fx: &mut F) -> JobOutcome {
         let r = self.set_limit(id, walltime_ns);
-        if r.is_ok() && F::JOURNALS {
-            fx.journal(Entry::Limit { id, walltime_ns });
+        if r.is_ok() {
+            if F::JOURNALS {
+                fx.journal(Entry::Limit { id, walltime_ns });
+            }
+            let job = &self.jobs[&id];
+            let agent = job.alloc.first().and_then(|&(n, _)| self.nodes[n].agent);
+            if let (true, Some(agent)) = (job.state != JobState::Pending, agent) {
+                fx.to_agent(
+                    agent,
+                    ToAgent::Limit {
+                        job: id,
+                        walltime_ns,
+                    },
+                );
+            }
         }
         JobOutcome { id, error: r.err() }
     }
 
     /// Sets job `id`'s limit (see [`Cluster::limit`]); a queued job keeps
-    /// its place.
+    /// its place, a running one's expected end moves. The errors are
+    /// Slurm's.
     pub(super) fn set_limit(&mut self, id: u64, walltime_ns: u64) -> Result<(), String> {
         let job = self
             .jobs
             .get(&id)
-            .ok_or_else(|| format!("no active job {id}"))?;
-        if job.state != JobState::Pending {
-            return Err(format!(
-                "job {id} has started: clemu changes the time limit of pending jobs only"
-            ));
+            .ok_or_else(|| "Invalid job id specified".to_string())?;
+        if job.ending_as.is_some() {
+            return Err("Job/step already completing or completed".into());
         }
         let part = &self.config.partitions[job.partition];
         if part.max_time_ns > 0 && (walltime_ns == 0 || walltime_ns > part.max_time_ns) {
             return Err(format!(
-                "job {id}: the time limit is over partition {}'s",
+                "Requested time limit is invalid (missing or exceeds some limit): over \
+                 partition {}'s",
                 part.name
             ));
         }
@@ -942,6 +960,22 @@ impl Cluster {
             return Ok(());
         };
         j.spec.walltime_ns = walltime_ns;
+        if j.state != JobState::Pending {
+            // What policies expect of it: its time still to go, from
+            // when it last started, resumed or was suspended.
+            let estimate = j.estimate_ns().min(i64::MAX as u64) as i64;
+            let list = Arc::make_mut(&mut self.active);
+            if let Ok(at) = list.binary_search_by_key(&id, |a| a.job) {
+                let a = &mut list[at];
+                let ran = j.run_time(a.since_ns);
+                a.remaining_ns = (estimate - ran).max(0);
+                if a.state == ActiveState::Running {
+                    a.expected_end_ns = a.since_ns.saturating_add(a.remaining_ns);
+                }
+            }
+            self.wants_pass = true;
+            return Ok(());
+        }
         // The queue holds what policies read of the job: taken out and
         // put back at the same place, with the new limit.
         if !j.held && !j.throttled {
@@ -1053,6 +1087,8 @@ fn exit_code(exit: &Exit, state: JobState) -> (u32, u32) {
     match (exit, state) {
         (_, JobState::Timeout | JobState::Completed) => (0, 0),
         (_, JobState::Cancelled) => (0, SIGTERM),
+        // Slurm's SIG_OOM (253) read as a wait status: signal 125.
+        (_, JobState::OutOfMemory) => (0, 125),
         (Exit::Ran(r), _) => (r.code.max(0) as u32, r.signal.max(0) as u32),
         (Exit::Signal(s), _) => (0, (*s).max(0) as u32),
         (Exit::Code(c), _) if *c > 128 => (0, (*c - 128) as u32),

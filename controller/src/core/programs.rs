@@ -17,6 +17,8 @@ pub(super) struct Started<'a> {
     pub alloc: &'a [(usize, u32)],
     /// The node its script runs on (the first).
     pub first: &'a str,
+    /// Memory it holds for each of its cores, in MiB (0: none asked).
+    pub mem_per_cpu_mb: u64,
     /// How many times it was requeued before this start.
     pub restarts: u32,
 }
@@ -43,6 +45,9 @@ pub(super) fn start(program: &Program, s: &Started<'_>) -> Program {
         cpus_per_task: program.cpus_per_task,
         comment: program.comment.clone(),
         args: program.args.clone(),
+        // What it holds where its script runs: its processes all run
+        // there, as a job's batch step does.
+        mem_limit_mb: s.mem_per_cpu_mb * u64::from(s.alloc.first().map_or(0, |&(_, c)| c)),
     }
 }
 
@@ -184,6 +189,7 @@ mod tests {
             cpus_per_task: 2,
             comment: String::new(),
             args: Vec::new(),
+            mem_limit_mb: 0,
         }
     }
 
@@ -196,6 +202,7 @@ mod tests {
             nodes: "vn[001-002]",
             alloc: &[(0, 4), (1, 4)],
             first: "vn001",
+            mem_per_cpu_mb: 1000,
             restarts: 0,
         }
     }
@@ -245,6 +252,8 @@ mod tests {
         // What only sbatch knows was asked, it sets itself.
         assert_eq!(get("SLURM_NTASKS"), None);
         assert_eq!(get("SLURM_MEM_PER_NODE"), None);
+        // Its memory on the node its script runs on bounds its processes.
+        assert_eq!(start(&program(), &started(None)).mem_limit_mb, 4000);
         assert_eq!(get("SLURM_SUBMIT_DIR"), Some("/home/ana/run"));
         assert_eq!(get("SLURM_ARRAY_TASK_ID"), None);
     }

@@ -101,24 +101,17 @@ impl Cluster {
     /// requeued, whatever its record says.
     pub fn settle<F: Effects>(
         &mut self,
-        last: &HashMap<u64, (formats::record::Status, i64)>,
+        last: &HashMap<u64, (JobState, i64)>,
         now: Now,
         fx: &mut F,
     ) {
-        use formats::record::Status;
         let ended: Vec<(u64, JobState, i64, bool)> = self
             .jobs
             .values()
             .filter(|j| j.lost_at.is_some())
             .filter_map(|j| {
-                let (status, end) = last.get(&j.id).filter(|(_, end)| *end >= j.start_ns)?;
-                let state = match status {
-                    Status::Completed => JobState::Completed,
-                    Status::Cancelled => JobState::Cancelled,
-                    Status::Failed => JobState::Failed,
-                    Status::Timeout => JobState::Timeout,
-                };
-                Some((j.id, state, *end, j.ending_as == Some(JobState::Pending)))
+                let &(state, end) = last.get(&j.id).filter(|(_, end)| *end >= j.start_ns)?;
+                Some((j.id, state, end, j.ending_as == Some(JobState::Pending)))
             })
             .collect();
         self.unqueue_batched(|c| {

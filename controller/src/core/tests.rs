@@ -855,7 +855,7 @@ fn a_held_job_waits_out_of_the_queue_until_released_and_a_restart_keeps_it() {
 }
 
 #[test]
-fn a_pending_jobs_limit_changes_in_the_queue_and_after_a_restart() {
+fn a_jobs_limit_changes_in_the_queue_and_after_a_restart() {
     let mut c = cluster();
     let mut out = Recorder::default();
     let ids = c
@@ -863,7 +863,27 @@ fn a_pending_jobs_limit_changes_in_the_queue_and_after_a_restart() {
         .unwrap();
     pass(&mut c, &mut out);
     let hour = 3600 * S as u64;
-    assert!(c.limit(ids[0], hour, &mut out).error.is_some(), "it runs");
+    // Running: its process is told, and policies expect its new end.
+    out.0.clear();
+    assert_eq!(c.limit(ids[0], hour, &mut out).error, None);
+    assert!(matches!(
+        out.0.as_slice(),
+        [(_, ToAgent::Limit { job, walltime_ns })] if *job == ids[0] && *walltime_ns == hour
+    ));
+    // As a user's estimate, the limit is what policies expect it to run.
+    let a = c
+        .view(at(1))
+        .active
+        .iter()
+        .find(|a| a.job == ids[0])
+        .cloned()
+        .unwrap();
+    assert_eq!(a.remaining_ns, hour as i64);
+    assert_eq!(a.expected_end_ns, a.since_ns + hour as i64);
+    assert_eq!(
+        c.limit(99, hour, &mut out).error.as_deref(),
+        Some("Invalid job id specified")
+    );
     assert_eq!(c.limit(ids[2], hour, &mut out).error, None);
     // The policy sees the new limit; the job keeps its place.
     let view = c.view(at(1));
@@ -1009,8 +1029,8 @@ fn a_restart_settles_a_requeue_and_not_with_an_earlier_runs_record() {
     // The record file holds the first run's end of the first, and the end
     // of the second that came while the controller was down.
     let mut last = std::collections::HashMap::new();
-    last.insert(ids[0], (formats::record::Status::Cancelled, at(3).wall));
-    last.insert(ids[1], (formats::record::Status::Cancelled, at(126).wall));
+    last.insert(ids[0], (JobState::Cancelled, at(3).wall));
+    last.insert(ids[1], (JobState::Cancelled, at(126).wall));
     for mut r in restarts(&c, &out.1) {
         r.settle(&last, at(130), &mut Recorder::default());
         assert!(

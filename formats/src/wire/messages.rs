@@ -107,6 +107,11 @@ pub struct Program {
     pub comment: String,
     /// The arguments the script is run with (`sbatch script.sh A B`).
     pub args: Vec<String>,
+    /// What its processes may hold together on its first node, in MiB
+    /// (0: no limit): set by the controller at the start from the memory
+    /// the job holds there. Beyond it, one is killed and the job ends
+    /// out of memory.
+    pub mem_limit_mb: u64,
 }
 
 impl JobSpec {
@@ -228,10 +233,13 @@ pub enum JobState {
     Failed,
     Timeout,
     NodeFail,
+    /// A program job one of whose processes was killed for going over its
+    /// memory (Slurm's OUT_OF_MEMORY).
+    OutOfMemory,
 }
 
 impl JobState {
-    pub const ALL: [JobState; 8] = [
+    pub const ALL: [JobState; 9] = [
         JobState::Pending,
         JobState::Running,
         JobState::Suspended,
@@ -240,6 +248,7 @@ impl JobState {
         JobState::Failed,
         JobState::Timeout,
         JobState::NodeFail,
+        JobState::OutOfMemory,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -252,6 +261,7 @@ impl JobState {
             JobState::Failed => "failed",
             JobState::Timeout => "timeout",
             JobState::NodeFail => "node_fail",
+            JobState::OutOfMemory => "out_of_memory",
         }
     }
 
@@ -942,6 +952,12 @@ pub enum ToAgent {
         signal: i32,
         reach: Reach,
     },
+    /// A running job's wall-time limit is now `walltime_ns` (0: none),
+    /// counted from its start as before (`scontrol update TimeLimit=`).
+    Limit {
+        job: u64,
+        walltime_ns: u64,
+    },
     /// The controller has durably taken note that these jobs ended: the
     /// agent may forget them (until then it reports them again when it
     /// registers anew).
@@ -986,6 +1002,8 @@ pub enum RanState {
     Failed,
     Cancelled,
     Timeout,
+    /// A process of it was killed for going over its memory.
+    OutOfMemory,
 }
 
 /// A job an agent holds when it registers: what it knows of it.

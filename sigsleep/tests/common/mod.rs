@@ -40,12 +40,20 @@ pub fn launch(cmd: Command) -> Child {
 
 /// As [`launch`], in process group `pgid` (0: a new group of its own).
 pub fn launch_in_group(mut cmd: Command, pgid: libc::pid_t) -> Child {
+    // As a launcher must: the limit signal's default action ends a process.
+    let limit = sigsleep::signals::limit_signal();
     // SAFETY: only async-signal-safe calls between fork and exec.
     unsafe {
-        cmd.pre_exec(|| {
+        cmd.pre_exec(move || {
             let mut set: libc::sigset_t = std::mem::zeroed();
             libc::sigemptyset(&mut set);
-            for s in [libc::SIGTSTP, libc::SIGCONT, libc::SIGTERM, libc::SIGINT] {
+            for s in [
+                libc::SIGTSTP,
+                libc::SIGCONT,
+                libc::SIGTERM,
+                libc::SIGINT,
+                limit,
+            ] {
                 libc::sigaddset(&mut set, s);
             }
             libc::sigprocmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
