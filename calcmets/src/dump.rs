@@ -16,7 +16,8 @@ struct Line<'a> {
     submit: f64,
     start: f64,
     end: f64,
-    runtime: f64,
+    /// The run time asked; `None` (null) for a program, which asks none.
+    runtime: Option<f64>,
     walltime: f64,
     status: &'static str,
     suspensions: Vec<[f64; 2]>,
@@ -57,7 +58,7 @@ pub fn write_jsonl(out: &mut impl Write, rec: &JobRecord<'_>) -> std::io::Result
         submit: secs(rec.submit),
         start: secs(rec.start),
         end: secs(rec.end),
-        runtime: rec.runtime as f64 / 1e9,
+        runtime: (rec.runtime != u64::MAX).then(|| rec.runtime as f64 / 1e9),
         walltime: rec.walltime as f64 / 1e9,
         status: rec.status.as_str(),
         suspensions: rec

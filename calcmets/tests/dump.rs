@@ -195,6 +195,9 @@ fn a_program_job_shows_how_its_program_ended() {
     let file = dir.path().join("jobs.rec");
     let mut r = rec(3);
     r.status = Status::Failed;
+    // A program asks no run time; out of memory, it is flagged.
+    r.runtime = u64::MAX;
+    r.flags = Flags::OUT_OF_MEMORY;
     r.program = Some(formats::record::ProgramEnd {
         kind: formats::record::ProgramEnd::SIGNALED,
         value: 9,
@@ -214,5 +217,8 @@ fn a_program_job_shows_how_its_program_ended() {
         serde_json::json!({"exit_code": "0:9", "started": true, "cpu": 1.5, "max_rss_kib": 2048})
     );
     assert_eq!(lines[0]["status"], "failed");
+    assert_eq!(lines[0]["runtime"], serde_json::Value::Null);
+    assert_eq!(lines[0]["flags"], serde_json::json!(["out_of_memory"]));
     assert!(lines[1].get("program").is_none(), "a sleep has none");
+    assert_eq!(lines[1]["runtime"], 15.0);
 }

@@ -90,7 +90,15 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
             if verb == "requeuehold" && words[1..].iter().any(|w| w.contains('=')) {
                 bail!("scontrol requeuehold State=SpecialExit is not supported by clemu yet");
             }
-            let ids = job_ids(&mut c, &words[1..]).await?;
+            let named = job_ids(&mut c, &words[1..]).await?;
+            let ids: Vec<u64> = named.iter().map(|&(id, _)| id).collect();
+            // Errors name a job as Slurm does: `12_3` for an array task.
+            let name = |id: u64| {
+                named
+                    .iter()
+                    .find(|&&(i, _)| i == id)
+                    .map_or(id.to_string(), |(_, n)| n.clone())
+            };
             let req = match verb.as_str() {
                 "suspend" => Request::Suspend(ids),
                 "resume" => Request::Resume(ids),
@@ -107,9 +115,9 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
                             // As Slurm's scontrol says a job's error
                             // (requeue: "ID: error").
                             if verb.starts_with("requeue") {
-                                eprintln!("{}: {e}", o.id);
+                                eprintln!("{}: {e}", name(o.id));
                             } else {
-                                eprintln!("Job {}: {e}", o.id);
+                                eprintln!("Job {}: {e}", name(o.id));
                             }
                             failed = true;
                         }
@@ -166,8 +174,9 @@ async fn update(words: &[String]) -> Result<u8> {
 }
 
 /// The jobs not yet over that `words` name: jobs, whole arrays (`12`),
-/// tasks (`12_3`, `12_[1-3]`), comma-separated.
-async fn job_ids(c: &mut Cluster, words: &[String]) -> Result<Vec<u64>> {
+/// tasks (`12_3`, `12_[1-3]`), comma-separated; each with the id Slurm
+/// shows for it.
+async fn job_ids(c: &mut Cluster, words: &[String]) -> Result<Vec<(u64, String)>> {
     let jobs = c.jobs(false).await?;
     let mut ids = Vec::new();
     for w in words.iter().flat_map(|w| w.split(',')) {
@@ -181,10 +190,10 @@ async fn job_ids(c: &mut Cluster, words: &[String]) -> Result<Vec<u64>> {
             .filter(|p| !p.is_empty())
             .all(|p| p.parse::<u64>().is_ok());
         let named = crate::squeue::expand_tasks(w);
-        let found: Vec<u64> = jobs
+        let found: Vec<(u64, String)> = jobs
             .iter()
             .filter(|j| ok && crate::squeue::named_by(&named, j))
-            .map(|j| j.id)
+            .map(|j| (j.id, text::job_id(j)))
             .collect();
         if found.is_empty() {
             bail!("Invalid job id specified: {w}");
@@ -318,7 +327,11 @@ fn job_record(j: &JobInfo, c: &Cluster, me: &str, now: i64, first: bool) -> Vec<
         format!(
             "SubmitTime={} EligibleTime={}",
             date(j.submit_ns),
-            date(j.submit_ns)
+            match p.map(|p| p.eligible_ns) {
+                Some(None) => "Unknown".into(),
+                Some(Some(t)) => date(t),
+                None => date(j.submit_ns),
+            }
         ),
         format!("AccrueTime={}", date(j.submit_ns)),
         format!("StartTime={} EndTime={end} Deadline=N/A", date(j.start_ns)),

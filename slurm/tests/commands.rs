@@ -341,6 +341,9 @@ fn the_queue_shows_what_waits_and_why_and_a_cancel_leaves_nothing_running() {
         assert!(Instant::now() < until, "queue never settled: {q}");
         std::thread::sleep(Duration::from_millis(50));
     }
+    // Waiting for another job, it is not yet eligible.
+    let show = c.ok(w, "scontrol", &["show", "job", &after]);
+    assert!(show.contains(" EligibleTime=Unknown"), "{show}");
     let header = c.ok(w, "squeue", &[]);
     assert!(header.starts_with(
         "             JOBID PARTITION     NAME     USER ST       TIME  NODES NODELIST(REASON)\n"
@@ -440,6 +443,19 @@ fn a_requeued_job_is_ended_and_waits_again_under_its_id_as_on_slurm() {
     );
     assert!(
         show.contains("JobState=PENDING Reason=BeginTime "),
+        "{show}"
+    );
+    // Eligible once its wait is over, not at its submission.
+    let times = show
+        .split_whitespace()
+        .find(|w| w.starts_with("SubmitTime="))
+        .zip(
+            show.split_whitespace()
+                .find(|w| w.starts_with("EligibleTime=")),
+        )
+        .unwrap();
+    assert!(
+        times.1["EligibleTime=".len()..] > times.0["SubmitTime=".len()..],
         "{show}"
     );
     // A pending job, and one submitted --no-requeue, are refused as

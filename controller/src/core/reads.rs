@@ -161,6 +161,8 @@ impl Cluster {
             requeue: j.spec.requeue != Some(false),
             steps: j.steps.clone(),
             nodes_asked: j.spec.nodes,
+            eligible_ns: (!j.reason.starts_with("Dependency"))
+                .then(|| j.submit_ns.max(j.spec.begin_ns.unwrap_or(i64::MIN))),
         }
     }
 

@@ -371,6 +371,10 @@ pub struct ProgramInfo {
     pub steps: Vec<StepInfo>,
     /// The nodes it asked to span, at least and at most (`JobSpec::nodes`).
     pub nodes_asked: Option<(u32, u32)>,
+    /// When it may start (CLOCK_REALTIME ns): its submission, or its
+    /// begin (`--begin`, a requeue's wait) when later; `None` while it
+    /// waits for other jobs to end.
+    pub eligible_ns: Option<i64>,
 }
 
 /// A job step: one `srun` in a batch script, as sacct shows it
