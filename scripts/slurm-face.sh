@@ -37,7 +37,7 @@ jobset() {
   local out=$1
   mkdir -p "$out/run"
   cd "$out/run"
-  # Thirteen jobs first, over at once: the ids compared start past 10,
+  # Fourteen jobs first, over at once: the ids compared start past 10,
   # so that normalising them leaves counts and limits alone.
   for _ in $(seq 10); do sbatch -o /dev/null --wrap true >/dev/null; done
   # Two that ask for a node count: where their cores go, as their
@@ -46,6 +46,10 @@ jobset() {
   sbatch -N 2 -n 4 -o "$out/run/spread-2" --wrap "$show" >/dev/null
   sbatch -N 3 -o "$out/run/spread-3" --wrap "$show" >/dev/null
   sbatch -n 2 -c 2 --mem=100M -o "$out/run/spread-c" --wrap "$show \$SLURM_MEM_PER_NODE" >/dev/null
+  # Its tasks per node only: Slurm 22.05 says SLURM_JOB_CPUS_PER_NODE=3,2
+  # for it, fewer CPUs than its tasks hold (docs/slurm.md).
+  sbatch -N 2 -n 3 -c 2 -o "$out/run/spread-t" \
+    --wrap 'echo $SLURM_JOB_NUM_NODES $SLURM_NTASKS $SLURM_TASKS_PER_NODE' >/dev/null
   for _ in $(seq 300); do
     [ -z "$(squeue -h -o %i)" ] && break
     sleep 0.1
@@ -77,7 +81,7 @@ jobset() {
     "$@" >> "$f" 2>&1 || rc=$?
     echo "[exit $rc]" >> "$f"
   }
-  run cat "$out/run/spread-2" "$out/run/spread-3" "$out/run/spread-c"
+  run cat "$out/run/spread-2" "$out/run/spread-3" "$out/run/spread-c" "$out/run/spread-t"
   run squeue
   run squeue -h -o '%i %t'
   run squeue -h -o '%.5i %P %j %u %t %D %C %l %R %Z %k'

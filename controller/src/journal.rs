@@ -43,7 +43,8 @@ const SNAPSHOT_MAGIC: &[u8; 4] = b"CLSN";
 /// (`JobImage::restarts`, `JobInfo::restarts`), and one may be ending to
 /// be requeued (`ending_as: Pending`); a script's arguments
 /// (`Program::args`) and steps (`ProgramInfo::steps`). 11: a job's node
-/// count (`JobSpec::nodes`).
+/// count (`JobSpec::nodes`), and whether its limit changed once it ran
+/// (`JobImage::limit_changed`).
 const VERSION: u16 = 11;
 const HEADER: usize = 6;
 /// Largest entry: a submission of one job is well under 1 KiB.
@@ -91,6 +92,9 @@ pub struct JobImage {
     /// Held by its user until released.
     pub user_held: bool,
     pub restarts: u32,
+    /// Its limit changed after it started: sent again to its agent when
+    /// that agent comes back.
+    pub limit_changed: bool,
     /// Its place in a job array.
     pub array: Option<formats::wire::ArrayTask>,
     /// When it entered the queue (or will, once released): its place
@@ -704,6 +708,7 @@ mod tests {
             devices: String::new(),
             user_held: false,
             restarts: 0,
+            limit_changed: false,
         }
     }
 

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 
 use anyhow::{Context, Result};
-use formats::record::{encode, JobRecord, RecordReader, Status};
+use formats::record::{encode, JobRecord, RecordReader};
 use formats::wire::JobState;
 use tokio::sync::oneshot;
 use tracing::{error, warn};
@@ -182,20 +182,6 @@ pub struct Written {
     pub last: HashMap<u64, (JobState, i64)>,
 }
 
-/// The state a record's job ended in: its status, or out of memory for
-/// a failed program job flagged so.
-pub fn ended_as(status: Status, flags: formats::record::Flags) -> JobState {
-    match status {
-        Status::Completed => JobState::Completed,
-        Status::Cancelled => JobState::Cancelled,
-        Status::Failed if flags.contains(formats::record::Flags::OUT_OF_MEMORY) => {
-            JobState::OutOfMemory
-        }
-        Status::Failed => JobState::Failed,
-        Status::Timeout => JobState::Timeout,
-    }
-}
-
 pub fn written(path: &Path) -> Result<Written> {
     let file = match File::open(path) {
         Ok(f) => f,
@@ -207,8 +193,10 @@ pub fn written(path: &Path) -> Result<Written> {
     reader
         .for_each_record(|rec| -> std::io::Result<()> {
             w.executions.insert((rec.id, rec.start));
-            w.last
-                .insert(rec.id, (ended_as(rec.status, rec.flags), rec.end));
+            w.last.insert(
+                rec.id,
+                (JobState::of_record(rec.status, rec.flags), rec.end),
+            );
             Ok(())
         })
         .with_context(|| format!("cannot read {}", path.display()))?;

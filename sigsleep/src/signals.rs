@@ -398,8 +398,9 @@ impl Waiter {
         )
     }
 
-    /// The wall-time limit last sent ([`limit_signal`]), in nanoseconds,
-    /// if one came since the last call (the last wait saw it).
+    /// The wall-time limit last sent ([`limit_signal`]) by this process's
+    /// launcher (its parent), in nanoseconds, if one came since the last
+    /// call (the last wait saw it).
     pub fn new_limit(&self) -> Option<u64> {
         if !self.limit_ready.take() {
             return None;
@@ -415,7 +416,15 @@ impl Waiter {
                 return last;
             }
             // SAFETY: the read filled it whole.
-            last = Some(unsafe { info.assume_init() }.ssi_ptr);
+            let info = unsafe { info.assume_init() };
+            // Only a value queued by the launcher is a limit: a plain
+            // kill of this signal (by the job's own processes, say)
+            // carries none.
+            // SAFETY: getppid has no preconditions.
+            let parent = unsafe { libc::getppid() };
+            if info.ssi_code == libc::SI_QUEUE && info.ssi_pid == parent as u32 {
+                last = Some(info.ssi_ptr);
+            }
         }
     }
 

@@ -225,7 +225,8 @@ pub fn run(prog: &Program, waiter: &mut Waiter, ledger: &mut Ledger) -> Ended {
             signal_all(libc::SIGSTOP, |_| true);
         }
         if let (Some(at), Some(limit)) = (sample_at, prog.mem_limit_kib) {
-            if now >= at && ending.is_none() {
+            // Not while suspended: its stopped processes free nothing.
+            if now >= at && ending.is_none() && ledger.deadline().is_some() {
                 oom_kills += u32::from(kill_over_memory(limit));
                 sample_at = Some(now.saturating_add(MEM_SAMPLE_NS));
             }
@@ -324,7 +325,7 @@ fn kill_over_memory(limit_kib: u64) -> bool {
     let me = std::process::id() as i32;
     let sizes: Vec<(u64, i32)> = crate::tree::descendants_of(me)
         .into_iter()
-        .map(|pid| (crate::tree::rss_kib(pid), pid))
+        .map(|pid| (crate::tree::memory_kib(pid), pid))
         .collect();
     if sizes.iter().map(|&(kib, _)| kib).sum::<u64>() <= limit_kib {
         return false;

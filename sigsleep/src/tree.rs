@@ -62,9 +62,24 @@ pub fn children_usage() -> (u64, u64) {
     (ns(u.ru_utime) + ns(u.ru_stime), u.ru_maxrss.max(0) as u64)
 }
 
-/// The resident set of `pid`, in KiB (0 once it is gone): the second
-/// field of `/proc/PID/statm`, in pages.
-pub fn rss_kib(pid: i32) -> u64 {
+/// The memory `pid` holds, in KiB (0 once it is gone): its proportional
+/// set (`Pss` of `/proc/PID/smaps_rollup`), which shares a page among the
+/// processes that map it, so a job that forks is not counted a page per
+/// process; else its resident set (`/proc/PID/statm`).
+pub fn memory_kib(pid: i32) -> u64 {
+    let pss = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup"))
+        .ok()
+        .and_then(|t| {
+            t.lines()
+                .find_map(|l| l.strip_prefix("Pss:"))?
+                .split_whitespace()
+                .next()?
+                .parse::<u64>()
+                .ok()
+        });
+    if let Some(kib) = pss {
+        return kib;
+    }
     // SAFETY: sysconf has no preconditions.
     let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(4096) as u64;
     std::fs::read_to_string(format!("/proc/{pid}/statm"))

@@ -437,8 +437,13 @@ fn spec(args: &Args, script: String, resolve: Resolve<'_>) -> Result<JobSpec> {
             comment: args.comment.clone().unwrap_or_default(),
             // What follows the script's path is its arguments.
             args: args.script.iter().skip(1).cloned().collect(),
-            // The controller sets it at the start.
-            mem_limit_mb: 0,
+            // --mem is per node, whatever the node count: the bound of
+            // the processes on the job's first node. Else the controller
+            // sets it at the start, from the memory held per core there.
+            mem_limit_mb: match (&args.mem_per_cpu, &args.mem) {
+                (None, Some(m)) => text::parse_mem_mb(m).unwrap_or_default(),
+                _ => 0,
+            },
         })),
         hold: args.hold,
         nodes: span,

@@ -199,7 +199,10 @@ fn value(code: char, l: &Line<'_>, c: &Ctx<'_>) -> (String, bool) {
         'P' => j.partition.clone(),
         'R' => {
             if j.state == JobState::Pending
-                || matches!(j.state, JobState::Failed | JobState::Timeout)
+                || matches!(
+                    j.state,
+                    JobState::Failed | JobState::Timeout | JobState::OutOfMemory
+                )
             {
                 format!("({})", text::reason(j, l.first_pending))
             } else {

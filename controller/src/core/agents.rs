@@ -285,6 +285,17 @@ impl Cluster {
         } else if job.state == JobState::Running && suspended_there {
             fx.to_agent(agent, ToAgent::Resume(id));
         }
+        // A limit changed while the agent was away (or the controller
+        // stopped before it was sent).
+        if job.ending_as.is_none() && job.limit_changed {
+            fx.to_agent(
+                agent,
+                ToAgent::Limit {
+                    job: id,
+                    walltime_ns: job.spec.walltime_ns,
+                },
+            );
+        }
         let remaining =
             (job.estimate_ns().min(i64::MAX as u64) as i64 - job.run_time(now.mono)).max(0);
         let state = if job.ending_as.is_some() {

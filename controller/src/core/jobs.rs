@@ -961,6 +961,7 @@ impl Cluster {
         };
         j.spec.walltime_ns = walltime_ns;
         if j.state != JobState::Pending {
+            j.limit_changed = true;
             // What policies expect of it: its time still to go, from
             // when it last started, resumed or was suspended.
             let estimate = j.estimate_ns().min(i64::MAX as u64) as i64;
@@ -1123,6 +1124,7 @@ impl Job {
             user_held: spec.hold,
             restarts: 0,
             steps: Vec::new(),
+            limit_changed: false,
             spec,
             partition,
             state: JobState::Pending,

@@ -45,9 +45,14 @@ pub(super) fn start(program: &Program, s: &Started<'_>) -> Program {
         cpus_per_task: program.cpus_per_task,
         comment: program.comment.clone(),
         args: program.args.clone(),
-        // What it holds where its script runs: its processes all run
-        // there, as a job's batch step does.
-        mem_limit_mb: s.mem_per_cpu_mb * u64::from(s.alloc.first().map_or(0, |&(_, c)| c)),
+        // Asked per node (sbatch --mem), as asked; else what it holds
+        // where its script runs: its processes all run there, as a job's
+        // batch step does.
+        mem_limit_mb: if program.mem_limit_mb > 0 {
+            program.mem_limit_mb
+        } else {
+            s.mem_per_cpu_mb * u64::from(s.alloc.first().map_or(0, |&(_, c)| c))
+        },
     }
 }
 

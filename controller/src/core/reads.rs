@@ -161,8 +161,17 @@ impl Cluster {
             requeue: j.spec.requeue != Some(false),
             steps: j.steps.clone(),
             nodes_asked: j.spec.nodes,
-            eligible_ns: (!j.reason.starts_with("Dependency"))
-                .then(|| j.submit_ns.max(j.spec.begin_ns.unwrap_or(i64::MIN))),
+            // Once its wait for other jobs is over: when it was.
+            eligible_ns: (!j.reason.starts_with("Dependency")).then(|| {
+                let deps = if j.spec.waits_for().next().is_some() {
+                    j.deps_end
+                } else {
+                    i64::MIN
+                };
+                j.submit_ns
+                    .max(j.spec.begin_ns.unwrap_or(i64::MIN))
+                    .max(deps)
+            }),
         }
     }
 

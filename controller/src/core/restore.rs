@@ -39,6 +39,7 @@ impl Cluster {
             held: j.held,
             user_held: j.user_held,
             restarts: j.restarts,
+            limit_changed: j.limit_changed,
             array: j.array,
             queued_ns: wall(j.submit_mono),
             devices: self.devices_text(&j.devices),
@@ -324,6 +325,7 @@ impl Cluster {
         job.held = im.held;
         job.user_held = im.user_held;
         job.restarts = im.restarts;
+        job.limit_changed = im.limit_changed;
         job.array = im.array;
         job.submit_mono = at(im.queued_ns).mono;
         self.admitted(job, now);

@@ -124,6 +124,9 @@ pub(super) struct Job {
     pub restarts: u32,
     /// A batch script's steps, as its agent reported them at its end.
     pub steps: Vec<StepInfo>,
+    /// Its limit changed after it started (`scontrol update`): sent again
+    /// to its agent when that agent comes back.
+    pub limit_changed: bool,
     /// Its key in [`Cluster::releases`] (monotonic ns), once its wait is
     /// over and its think time runs.
     pub release_at: Option<i64>,
@@ -161,7 +164,17 @@ impl Job {
             estimate_ns: self.estimate_ns(),
             submit_ns: self.submit_mono,
             gres: self.gres,
-            nodes: self.spec.nodes,
+            nodes: self.spec.nodes.map(|(least, most)| crate::policy::Span {
+                least,
+                most,
+                // A batch script's tasks go whole on a node, as Slurm's.
+                task_cores: self
+                    .spec
+                    .program
+                    .as_ref()
+                    .map_or(1, |p| p.cpus_per_task.max(1))
+                    .min(self.spec.cores.max(1)),
+            }),
         }
     }
 

@@ -898,6 +898,41 @@ fn a_jobs_limit_changes_in_the_queue_and_after_a_restart() {
 }
 
 #[test]
+fn a_limit_changed_while_the_agent_is_away_reaches_it_when_it_comes_back() {
+    let mut c = cluster();
+    let mut out = Recorder::default();
+    let id = c.submit(vec![spec(2)], 0, at(0), &mut out).unwrap()[0];
+    pass(&mut c, &mut out);
+    c.agent_down(7, "disconnected", false, at(2), &mut out);
+    out.0.clear();
+    let hour = 3600 * S as u64;
+    assert_eq!(c.limit(id, hour, &mut out).error, None);
+    assert!(out.0.is_empty(), "no agent to tell: {:?}", out.0);
+    let told = |c: &mut Cluster| {
+        let mut o = Recorder::default();
+        c.agent_up(
+            7,
+            "h",
+            "vn[1-4]",
+            4,
+            0,
+            false,
+            &[(id, Held::Running)],
+            at(3),
+            &mut o,
+        )
+        .unwrap();
+        o.0.iter().any(|(_, m)| {
+            matches!(m, ToAgent::Limit { job, walltime_ns } if *job == id && *walltime_ns == hour)
+        })
+    };
+    for mut restarted in restarts(&c, &out.1) {
+        assert!(told(&mut restarted), "after a restart");
+    }
+    assert!(told(&mut c));
+}
+
+#[test]
 fn a_requeued_job_ends_then_waits_as_on_slurm_and_runs_again() {
     let mut c = cluster();
     let mut out = Recorder::default();

@@ -101,20 +101,29 @@ impl Free {
     ///
     /// A job that asks how many nodes it spans (`Queued::nodes`) goes on
     /// as many as it would packed, brought within its count, and its
-    /// cores are dealt out over them as Slurm deals tasks: one to each in
-    /// turn, skipping the full ones (`-N 2 -n 4`: two and two).
+    /// tasks are dealt out over them as Slurm deals them: one to each in
+    /// turn, skipping the full ones (`-N 2 -n 4`: two and two; `-N 2 -n 3
+    /// -c 2`: four cores and two).
     pub fn try_place(&self, _v: &View, q: &Queued) -> Option<Vec<(usize, u32)>> {
         if q.cores == 0 || !self.might_fit(q) {
             return None;
         }
         let packed = self.pack(q)?;
-        let Some((least, most)) = q.nodes else {
+        let Some(span) = q.nodes else {
             return Some(packed);
         };
-        let most = if most == 0 { u32::MAX } else { most };
+        // Whole tasks, unless its cores are not a number of them.
+        let unit = if q.cores.is_multiple_of(span.task_cores.max(1)) {
+            span.task_cores.max(1)
+        } else {
+            1
+        };
+        let most = if span.most == 0 { u32::MAX } else { span.most };
         let count = u32::try_from(packed.len()).unwrap_or(u32::MAX);
-        let count = count.clamp(least.min(most), most).clamp(1, q.cores);
-        self.spread(q, count as usize)
+        let count = count
+            .clamp(span.least.min(most), most)
+            .clamp(1, q.cores / unit);
+        self.spread(q, count as usize, unit)
     }
 
     /// The nodes `q` may use now, in order, with its room on each.
@@ -183,17 +192,20 @@ impl Free {
         None
     }
 
-    /// `q` on exactly `count` nodes (at most its cores): the first that
-    /// together have room for it (in a contiguous partition, the first
-    /// run of `count` consecutive ones), its cores dealt over them.
-    fn spread(&self, q: &Queued, count: usize) -> Option<Vec<(usize, u32)>> {
+    /// `q` on exactly `count` nodes (at most its tasks of `unit` cores):
+    /// the first that together have room for its tasks (in a contiguous
+    /// partition, the first run of `count` consecutive ones), its tasks
+    /// dealt over them.
+    fn spread(&self, q: &Queued, count: usize, unit: u32) -> Option<Vec<(usize, u32)>> {
         let contiguous = self.contiguous.get(q.partition).copied().unwrap_or(false);
-        let cores = u64::from(q.cores);
+        let tasks = u64::from(q.cores / unit);
+        // Each node's room in whole tasks.
+        let rooms = self.rooms(q).map(|(n, room)| (n, room / unit));
         let chosen: Vec<(usize, u32)> = if contiguous {
             let mut run: std::collections::VecDeque<(usize, u32)> = Default::default();
             let mut sum = 0u64;
             let mut found = false;
-            for (n, room) in self.rooms(q) {
+            for (n, room) in rooms {
                 if room == 0 || run.back().is_some_and(|&(last, _)| last + 1 != n) {
                     run.clear();
                     sum = 0;
@@ -207,7 +219,7 @@ impl Free {
                     let (_, r) = run.pop_front().unwrap_or_default();
                     sum -= u64::from(r);
                 }
-                if run.len() == count && sum >= cores {
+                if run.len() == count && sum >= tasks {
                     found = true;
                     break;
                 }
@@ -223,14 +235,14 @@ impl Free {
             let mut best = std::collections::BinaryHeap::new();
             let mut sum = 0u64;
             let mut found = false;
-            for (n, room) in self.rooms(q).filter(|&(_, r)| r > 0) {
+            for (n, room) in rooms.filter(|&(_, r)| r > 0) {
                 best.push(Reverse((room, n)));
                 sum += u64::from(room);
                 if best.len() > count {
                     let Reverse((r, _)) = best.pop().unwrap_or(Reverse((0, 0)));
                     sum -= u64::from(r);
                 }
-                if best.len() == count && sum >= cores {
+                if best.len() == count && sum >= tasks {
                     found = true;
                     break;
                 }
@@ -243,7 +255,8 @@ impl Free {
             chosen.sort_unstable();
             chosen
         };
-        Some(deal(q.cores, &chosen))
+        let dealt = deal(q.cores / unit, &chosen);
+        Some(dealt.into_iter().map(|(n, t)| (n, t * unit)).collect())
     }
 
     /// Takes the cores and memory of `alloc` for `q`.

@@ -175,7 +175,9 @@ impl Reservation {
             .map(|p| p.nodes.iter().all(|&n| head_nodes[n] || !v.nodes[n].usable))
             .collect();
         Reservation {
-            head_cores_only: head.mem_per_cpu_mb == 0 && !crate::gres::any(&head.gres),
+            head_cores_only: head.mem_per_cpu_mb == 0
+                && !crate::gres::any(&head.gres)
+                && head.nodes.is_none(),
             shadow_ns,
             extra,
             head_nodes,

@@ -206,9 +206,20 @@ pub struct Queued {
     pub submit_ns: i64,
     /// Devices of each generic resource it needs on every node it gets.
     pub gres: Counts,
-    /// How many nodes it spans, at least and at most (`JobSpec::nodes`;
-    /// a most of 0 is none).
-    pub nodes: Option<(u32, u32)>,
+    /// How many nodes it spans (`JobSpec::nodes`); `None`: as many as
+    /// its cores need.
+    pub nodes: Option<Span>,
+}
+
+/// The nodes a job asks to span, and the cores of each of its tasks,
+/// which are dealt over those nodes whole.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Span {
+    pub least: u32,
+    /// 0: no most.
+    pub most: u32,
+    /// Cores per task (at least 1).
+    pub task_cores: u32,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -570,7 +570,11 @@ fn never_overbooked() {
                 // none or a few more.
                 nodes: (rnd(3) == 0).then(|| {
                     let least = 1 + rnd(3) as u32;
-                    (least, [0, least, least + 2][rnd(3) as usize])
+                    Span {
+                        least,
+                        most: [0, least, least + 2][rnd(3) as usize],
+                        task_cores: 1 + rnd(3) as u32,
+                    }
                 }),
             })
             .collect();
@@ -608,10 +612,21 @@ fn never_overbooked() {
                 let q = v.queue.iter().find(|q| q.job == *job).unwrap();
                 let total: u32 = alloc.iter().map(|(_, c)| c).sum();
                 assert_eq!(total, q.cores);
-                if let Some((least, most)) = q.nodes {
+                if let Some(s) = q.nodes {
                     let spans = alloc.len() as u32;
-                    assert!(spans >= least.min(q.cores), "job {job} on {spans} nodes");
-                    assert!(most == 0 || spans <= most, "job {job} on {spans} nodes");
+                    let unit = if q.cores.is_multiple_of(s.task_cores) {
+                        s.task_cores
+                    } else {
+                        1
+                    };
+                    let least = s.least.min(q.cores / unit);
+                    assert!(spans >= least, "job {job} on {spans} nodes");
+                    assert!(s.most == 0 || spans <= s.most, "job {job} on {spans} nodes");
+                    // Whole tasks on each node.
+                    assert!(
+                        alloc.iter().all(|&(_, c)| c.is_multiple_of(unit)),
+                        "{alloc:?}"
+                    );
                 }
                 for &(node, c) in alloc {
                     assert!(v.partitions[q.partition].nodes.contains(&node));
@@ -683,7 +698,11 @@ fn gpu_job(id: u64, cores: u32, gpus: u8, estimate_s: u64) -> Queued {
 
 fn spanning(id: u64, cores: u32, least: u32, most: u32) -> Queued {
     Queued {
-        nodes: Some((least, most)),
+        nodes: Some(Span {
+            least,
+            most,
+            task_cores: 1,
+        }),
         ..job(id, cores, 100)
     }
 }
@@ -714,6 +733,17 @@ fn a_node_count_deals_a_job_over_its_nodes() {
     );
     // -N 1 -n 5 on nodes of 4 never fits.
     assert_eq!(free.try_place(&v, &spanning(1, 5, 1, 1)), None);
+    // -N 2 -n 3 -c 2: tasks go whole, two on the first node, one on the
+    // second, as Slurm deals them.
+    let tasks = Queued {
+        nodes: Some(Span {
+            least: 2,
+            most: 2,
+            task_cores: 2,
+        }),
+        ..job(1, 6, 100)
+    };
+    assert_eq!(free.try_place(&v, &tasks), Some(vec![(0, 4), (1, 2)]));
 }
 
 #[test]

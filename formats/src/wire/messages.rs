@@ -108,9 +108,9 @@ pub struct Program {
     /// The arguments the script is run with (`sbatch script.sh A B`).
     pub args: Vec<String>,
     /// What its processes may hold together on its first node, in MiB
-    /// (0: no limit): set by the controller at the start from the memory
-    /// the job holds there. Beyond it, one is killed and the job ends
-    /// out of memory.
+    /// (0: no limit): sbatch's `--mem` as given (per node), else set by
+    /// the controller at the start from the memory the job holds there.
+    /// Beyond it, one is killed and the job ends out of memory.
     pub mem_limit_mb: u64,
 }
 
@@ -262,6 +262,19 @@ impl JobState {
             JobState::Timeout => "timeout",
             JobState::NodeFail => "node_fail",
             JobState::OutOfMemory => "out_of_memory",
+        }
+    }
+
+    /// The state a job's record says it ended in: its status, or out of
+    /// memory for a failed job flagged so.
+    pub fn of_record(status: crate::record::Status, flags: crate::record::Flags) -> JobState {
+        use crate::record::{Flags, Status};
+        match status {
+            Status::Completed => JobState::Completed,
+            Status::Cancelled => JobState::Cancelled,
+            Status::Failed if flags.contains(Flags::OUT_OF_MEMORY) => JobState::OutOfMemory,
+            Status::Failed => JobState::Failed,
+            Status::Timeout => JobState::Timeout,
         }
     }
 

@@ -274,12 +274,7 @@ pub(crate) fn trace_jobs(slice: &Slice, batch: &[usize], trace: &Path) -> String
 /// A finished job as its record tells it (the twin and Slurm have no
 /// controller to ask).
 pub(crate) fn info_of(r: &formats::record::JobRecord<'_>, nodes: String) -> JobInfo {
-    let state = match r.status {
-        formats::record::Status::Completed => JobState::Completed,
-        formats::record::Status::Cancelled => JobState::Cancelled,
-        formats::record::Status::Failed => JobState::Failed,
-        formats::record::Status::Timeout => JobState::Timeout,
-    };
+    let state = JobState::of_record(r.status, r.flags);
     JobInfo {
         id: r.id,
         name: String::new(),
