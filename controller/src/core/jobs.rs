@@ -101,10 +101,33 @@ impl Cluster {
                         spec.cores
                     ));
                 }
-                let mut caps: Vec<u64> = self
+                let mut able: Vec<(usize, u64)> = self
                     .node_capacities(p, spec.mem_per_cpu_mb, gres)
-                    .filter(|&c| c > 0)
+                    .filter(|&(_, c)| c > 0)
                     .collect();
+                able.sort_unstable();
+                // In a contiguous partition, its nodes must be consecutive.
+                if part.contiguous {
+                    let (mut run, mut longest, mut last) = (0usize, 0usize, None);
+                    for &(n, _) in &able {
+                        run = if last.is_some_and(|l: usize| l + 1 == n) {
+                            run + 1
+                        } else {
+                            1
+                        };
+                        longest = longest.max(run);
+                        last = Some(n);
+                    }
+                    if least as usize > longest {
+                        return Err(format!(
+                            "{}: asks {least} consecutive nodes, but partition {} has at most \
+                             {longest} in a row that could hold it",
+                            which(i),
+                            part.name
+                        ));
+                    }
+                }
+                let mut caps: Vec<u64> = able.iter().map(|&(_, c)| c).collect();
                 let fits = if most == 0 {
                     caps.len()
                 } else {

@@ -463,19 +463,22 @@ impl Cluster {
         if let Some(&c) = self.capacity_cache.get(&key) {
             return c;
         }
-        let c = self.node_capacities(p, mem_per_cpu, gres).sum();
+        let c = self
+            .node_capacities(p, mem_per_cpu, gres)
+            .map(|(_, c)| c)
+            .sum();
         self.capacity_cache.insert(key, c);
         c
     }
 
     /// The cores a job could get on each node of partition `p` that has
-    /// the devices it asks, were the node idle.
+    /// the devices it asks, were the node idle: (node index, cores).
     pub(super) fn node_capacities(
         &self,
         p: usize,
         mem_per_cpu: u64,
         gres: Counts,
-    ) -> impl Iterator<Item = u64> + '_ {
+    ) -> impl Iterator<Item = (usize, u64)> + '_ {
         self.config.partitions[p]
             .nodes
             .iter()
@@ -486,7 +489,7 @@ impl Cluster {
             .map(move |&n| {
                 let node = &self.nodes[n];
                 let by_mem = node.memory_mb.checked_div(mem_per_cpu).unwrap_or(u64::MAX);
-                u64::from(node.cpus).min(by_mem)
+                (n, u64::from(node.cpus).min(by_mem))
             })
     }
 

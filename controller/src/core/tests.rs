@@ -323,6 +323,26 @@ fn a_node_count_that_can_never_be_met_is_refused_at_submit() {
 }
 
 #[test]
+fn a_node_count_needs_that_many_consecutive_nodes_in_a_contiguous_partition() {
+    let mut c =
+        cluster_with("[[partitions]]\nname = \"p\"\nnodes = \"vn[1-2,4]\"\ncontiguous = true\n");
+    let asks = |least: u32| JobSpec {
+        nodes: Some((least, least)),
+        ..spec(3)
+    };
+    let err = c
+        .submit(vec![asks(3)], 0, at(0), &mut Recorder::default())
+        .unwrap_err();
+    assert!(
+        err.contains("asks 3 consecutive nodes, but partition p has at most 2 in a row"),
+        "{err}"
+    );
+    assert!(c
+        .submit(vec![asks(2)], 0, at(0), &mut Recorder::default())
+        .is_ok());
+}
+
+#[test]
 fn an_unknown_or_taken_node_is_refused_at_registration() {
     let mut c = cluster();
     assert!(up(&mut c, 8, "h2", "vn9", &[])
