@@ -12,6 +12,15 @@ import sys
 import time
 
 root = sys.argv[1]
+
+
+def comm(pid):
+    try:
+        return open(f"/proc/{pid}/comm").read().strip()
+    except OSError:
+        return None
+
+
 while True:
     live = collections.defaultdict(set)
     for pid in os.listdir("/proc"):
@@ -32,8 +41,18 @@ while True:
         a = [x.decode() for x in args]
         if "--log" not in a or not a[a.index("--log") + 1].startswith(root):
             continue
-        live[a[a.index("--id") + 1]].add((pid, a[a.index("--log") + 1]))
+        held = "--held" in a
+        live[a[a.index("--id") + 1]].add((pid, a[a.index("--log") + 1], held))
     for job, procs in live.items():
+        if len(procs) < 2:
+            continue
+        # A process started ahead bears the held name only from its first
+        # instructions on: caught just after exec, it still reads
+        # "sigsleep". Looked at again a moment later, such a process that
+        # was only held reads "sigsleep-held"; one let go on still reads
+        # "sigsleep" (or has ended, which counts as having run).
+        time.sleep(0.05)
+        procs = {(pid, log) for pid, log, held in procs if not held or comm(pid) != "sigsleep-held"}
         if len(procs) > 1:
             print(f"DOUBLE RUN: job {job} in {sorted(procs)}", flush=True)
     time.sleep(0.02)

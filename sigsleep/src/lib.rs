@@ -84,6 +84,14 @@ pub fn main_exit_code() -> i32 {
             return EXIT_USAGE;
         }
     };
+    // Told apart in `ps` and /proc while it is only held: the process
+    // exists, but its job has not started. Named first thing, so that
+    // whatever watches the host sees a held process as held as soon as
+    // it can.
+    let name = process_name();
+    if cfg.held {
+        set_process_name(HELD_NAME);
+    }
     if let Some(parent) = cfg.parent {
         // A program is ended as on a cancel (its processes are sigsleep's
         // to clean up, which SIGKILL would prevent); a sleep just goes.
@@ -121,10 +129,6 @@ pub fn main_exit_code() -> i32 {
         }
     }
     let (start, mut ledger) = if cfg.held {
-        // Told apart in `ps` and /proc while it is only held: the process
-        // exists, but its job has not started.
-        let name = process_name();
-        set_process_name(HELD_NAME);
         match hold(&waiter, &cfg) {
             Ok(started) => {
                 set_process_name(&name);
