@@ -165,6 +165,12 @@ lines = open("slurm-demo/all.txt").read().splitlines()
 if sorted(l.split(" of ")[0] for l in lines) != [f"task {i}" for i in range(1, 5)]:
     fail(f"slurm-demo/all.txt: {lines}, expected a line from each of tasks 1-4")
 
+# Preemption (README): the first batch job was preempted, the other runs
+# on, the urgent one runs.
+states = sorted(l.split()[1:3] for l in open("preempted.txt").read().splitlines()[1:])
+if states != [["batch", "PR"], ["batch", "R"], ["urgent", "R"]]:
+    fail(f"preempted.txt: {states}, expected one batch job PR, one R, the urgent one R")
+
 # A job by hand: 10 s of run time, one suspension of 3 s from its start.
 (r,) = dump("jobs.rec")
 if len(r["suspensions"]) != 1:

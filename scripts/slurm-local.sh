@@ -4,7 +4,8 @@
 # socket, slurmctld, and one slurmd per node (Slurm's multiple-slurmd
 # mode, each node on its own port).
 #
-#   scripts/slurm-local.sh up N CPUS [--suspend SLICE] [--backup TIMEOUT]
+#   scripts/slurm-local.sh up N CPUS [--suspend SLICE | --preempt MODE]
+#                                        [--backup TIMEOUT]
 #                                        start it; prints what to source
 #   scripts/slurm-local.sh ctld NAME     (with --backup) start controller
 #                                        NAME again: slurmprimary or
@@ -28,6 +29,11 @@
 # 5); `urgent` (the first half of the nodes) has the higher priority tier and
 # suspends batch jobs where it needs their cores. Slurm suspends with
 # SIGTSTP, then SIGSTOP 2 s later, and resumes with SIGCONT.
+#
+# --preempt MODE (cancel or requeue) mirrors clemu's `preemption = "cancel"`
+# and `"requeue"`: PreemptType=preempt/partition_prio with PreemptMode=MODE;
+# `batch` (every node) and `urgent` (the first half of the nodes, higher
+# priority tier), neither time-sliced.
 #
 # --backup TIMEOUT adds Slurm's backup controller: two SlurmctldHost lines,
 # slurmprimary (127.0.0.1) and slurmbackup (127.0.0.2), SlurmctldTimeout =
@@ -65,8 +71,8 @@ pids() {
   return 0
 }
 
-write_conf() { # nodes cpus slice (empty: no suspension) backup-timeout (empty: none)
-  local n=$1 cpus=$2 slice=${3:-} backup=${4:-}
+write_conf() { # nodes cpus slice (empty: no suspension) backup-timeout (empty: none) preempt-mode
+  local n=$1 cpus=$2 slice=${3:-} backup=${4:-} preempt=${5:-}
   mkdir -p "$dir"/{etc,log,run,state,spool,munge}
   chmod 700 "$dir/munge"
   {
@@ -115,6 +121,11 @@ write_conf() { # nodes cpus slice (empty: no suspension) backup-timeout (empty: 
       echo "SchedulerTimeSlice=$slice"
       echo "PartitionName=batch Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:2 PriorityTier=1"
       echo "PartitionName=urgent Nodes=node[1-$(( (n + 1) / 2 ))] MaxTime=INFINITE State=UP OverSubscribe=FORCE:1 PriorityTier=10"
+    elif [ -n "$preempt" ]; then
+      echo "PreemptType=preempt/partition_prio"
+      echo "PreemptMode=${preempt^^}"
+      echo "PartitionName=batch Nodes=ALL Default=YES MaxTime=INFINITE State=UP PriorityTier=1"
+      echo "PartitionName=urgent Nodes=node[1-$(( (n + 1) / 2 ))] MaxTime=INFINITE State=UP PriorityTier=10"
     else
       echo "PartitionName=batch Nodes=ALL Default=YES MaxTime=INFINITE State=UP"
     fi
@@ -135,8 +146,8 @@ ctld() {
 }
 
 up() {
-  local n=${1:-} cpus=${2:-} slice= backup=
-  local usage="usage: slurm-local.sh up N CPUS [--suspend SLICE] [--backup TIMEOUT]"
+  local n=${1:-} cpus=${2:-} slice= backup= preempt=
+  local usage="usage: slurm-local.sh up N CPUS [--suspend SLICE | --preempt cancel|requeue] [--backup TIMEOUT]"
   [[ "$n" =~ ^[0-9]+$ && "$n" -ge 1 ]] || die "$usage"
   [[ "$cpus" =~ ^[0-9]+$ && "$cpus" -ge 1 ]] || die "$usage"
   shift 2
@@ -145,6 +156,9 @@ up() {
       --suspend)
         [[ "${2:-}" =~ ^[0-9]+$ ]] && [ "${2:-0}" -ge 5 ] || die "$usage (SLICE: whole seconds, at least 5)"
         slice=$2 ;;
+      --preempt)
+        [[ "${2:-}" =~ ^(cancel|requeue)$ ]] || die "$usage (MODE: cancel or requeue)"
+        preempt=$2 ;;
       --backup)
         [[ "${2:-}" =~ ^[0-9]+$ ]] && [ "${2:-0}" -ge 1 ] || die "$usage (TIMEOUT: whole seconds)"
         backup=$2 ;;
@@ -155,7 +169,8 @@ up() {
   [ -z "$(pids)" ] || die "a cluster is already up in $dir (slurm-local.sh down first)"
   install
   rm -rf "$dir"
-  write_conf "$n" "$cpus" "$slice" "$backup"
+  [ -z "$slice" ] || [ -z "$preempt" ] || die "$usage (--suspend and --preempt are two modes: one of them)"
+  write_conf "$n" "$cpus" "$slice" "$backup" "$preempt"
   export SLURM_CONF=$conf
   local t0=$SECONDS
   # munged with a key and a socket of its own, so that the host's munge (if

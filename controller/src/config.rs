@@ -62,8 +62,12 @@ struct ControllerSection {
     state_dir: Option<PathBuf>,
     record_dir: Option<PathBuf>,
     policy: Option<String>,
-    /// "suspend": jobs of higher-priority partitions suspend lower ones.
+    /// "suspend", "cancel" or "requeue": what jobs of higher-priority
+    /// partitions do to lower ones in their way.
     preemption: Option<String>,
+    /// Seconds a requeued job waits before it may start again (Slurm's
+    /// 121; trace seconds under a replay).
+    requeue_delay_s: Option<f64>,
     /// Gang scheduling time slice, in seconds.
     time_slice_s: Option<f64>,
     /// Least time between two scheduling passes, in seconds (trace
@@ -238,8 +242,11 @@ pub struct Cluster {
     pub record_dir: PathBuf,
     /// A name of [`crate::policy::all`].
     pub policy: String,
-    /// Jobs of higher-priority partitions suspend lower-priority ones.
-    pub preemption: bool,
+    /// What jobs of higher-priority partitions do to lower-priority ones.
+    pub preemption: crate::policy::Preemption,
+    /// How long a job requeued on request or by preemption waits before it
+    /// may start again (trace seconds under a replay, which scales it).
+    pub requeue_delay: Duration,
     /// Gang scheduling's time slice.
     pub time_slice: Duration,
     /// Least time between two scheduling passes (`schedule_interval_s`):
@@ -431,6 +438,10 @@ impl Cluster {
             "controller.pass_floor_ms (in seconds)",
             file.controller.pass_floor_ms.unwrap_or(0.0) / 1e3,
         )?;
+        let requeue_delay = at_most_a_week(
+            "controller.requeue_delay_s",
+            file.controller.requeue_delay_s.unwrap_or(121.0),
+        )?;
         let mut partitions = Vec::new();
         for p in &file.partitions {
             if partitions.iter().any(|q: &PartitionDef| q.name == p.name) {
@@ -536,11 +547,17 @@ impl Cluster {
             );
         };
         let preemption = match c.preemption.as_deref() {
-            None | Some("off") => false,
-            Some("suspend") => true,
-            Some(other) => {
-                bail!("{name}: controller.preemption: unknown mode {other:?} (known: off, suspend)")
-            }
+            None => crate::policy::Preemption::Off,
+            Some(s) => crate::policy::Preemption::parse(s).ok_or_else(|| {
+                let known: Vec<&str> = crate::policy::Preemption::NAMES
+                    .iter()
+                    .map(|(n, _)| *n)
+                    .collect();
+                anyhow!(
+                    "{name}: controller.preemption: unknown mode {s:?} (known: {})",
+                    known.join(", ")
+                )
+            })?,
         };
         let batsim = match (&file.batsim, policy.as_str()) {
             (b, "batsim") => Some(
@@ -561,8 +578,8 @@ impl Cluster {
             n => usize::try_from(n).unwrap_or(usize::MAX),
         };
         if !entry.suspends {
-            if preemption {
-                bail!("{name}: policy {policy:?} does not suspend jobs: preemption needs fcfs or easy");
+            if preemption != crate::policy::Preemption::Off {
+                bail!("{name}: policy {policy:?} does not preempt jobs: preemption needs fcfs or easy");
             }
             if let Some(p) = partitions.iter().find(|p| p.oversubscribe > 1) {
                 bail!(
@@ -680,6 +697,7 @@ impl Cluster {
             state_dir,
             policy,
             preemption,
+            requeue_delay,
             time_slice,
             schedule_interval,
             pass_floor,

@@ -45,7 +45,7 @@ const SNAPSHOT_MAGIC: &[u8; 4] = b"CLSN";
 /// (`Program::args`) and steps (`ProgramInfo::steps`). 11: a job's node
 /// count (`JobSpec::nodes`), and whether its limit changed once it ran
 /// (`JobImage::limit_changed`).
-const VERSION: u16 = 11;
+const VERSION: u16 = 12;
 const HEADER: usize = 6;
 /// Largest entry: a submission of one job is well under 1 KiB.
 const MAX_ENTRY: usize = 1 << 20;

@@ -57,8 +57,9 @@ use tokio_util::codec::{Decoder, Encoder, Framed, LengthDelimitedCodec};
 /// script's steps ([`FromAgent::Steps`], `ProgramInfo::steps`); a
 /// script takes arguments (`Program::args`). 18: a job may ask how many
 /// nodes it spans (`JobSpec::nodes`); a running job's limit may change
-/// ([`ToAgent::Limit`]).
-pub const PROTOCOL: u32 = 18;
+/// ([`ToAgent::Limit`]). 19: a job may end preempted
+/// ([`JobState::Preempted`]).
+pub const PROTOCOL: u32 = 19;
 /// Largest frame a server accepts from an authenticated peer (a batch of
 /// records can be large).
 pub const MAX_FRAME: usize = 16 << 20;

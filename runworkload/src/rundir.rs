@@ -627,12 +627,7 @@ pub(crate) fn write_manifest(plan: &Plan, dir: &Path, m: &RunState<'_>) -> Resul
         backend: plan.backend.name().into(),
         controller: plan.backend.controller(),
         policy: plan.config.policy.clone(),
-        preemption: if plan.config.preemption {
-            "suspend"
-        } else {
-            "off"
-        }
-        .into(),
+        preemption: plan.config.preemption.as_str().into(),
         time_slice_s: plan.config.time_slice.as_secs_f64(),
         time_slice_wall_s: Some(ran.time_slice.as_secs_f64()),
         scheduling: Some(scheduling(plan, &ran, m.factor)),

@@ -47,7 +47,8 @@ impl Scale {
     }
 
     /// The cluster a run starts: the config with its policy durations (gang
-    /// time slices, partitions' `max_time_s`, the scheduling interval) read
+    /// time slices, partitions' `max_time_s`, the scheduling interval, the
+    /// requeue delay) read
     /// as trace seconds and scaled as the trace's times are (the emulation's
     /// wall-clock `pass_floor_ms` is not). A user who writes Slurm's 30 s
     /// slice means 30 s of the trace; read as wall-clock seconds at 10,000x, no slice would
@@ -55,6 +56,9 @@ impl Scale {
     pub fn cluster(&self, config: &controller::config::Cluster) -> controller::config::Cluster {
         let mut c = config.clone();
         c.time_slice = self.duration(c.time_slice);
+        c.requeue_delay = std::time::Duration::from_nanos(
+            self.apply_u(c.requeue_delay.as_nanos().min(u64::MAX as u128) as u64),
+        );
         // Zero (a pass after every event) stays zero.
         c.schedule_interval = std::time::Duration::from_nanos(
             self.apply_u(c.schedule_interval.as_nanos().min(u64::MAX as u128) as u64),

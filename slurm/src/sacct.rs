@@ -155,7 +155,7 @@ struct Ctx<'a> {
 fn state(j: &JobInfo, step: bool, me: &str) -> String {
     match j.state {
         // A step killed for the job's limit was cancelled, as Slurm says.
-        JobState::Timeout if step => "CANCELLED".into(),
+        JobState::Timeout | JobState::Preempted if step => "CANCELLED".into(),
         JobState::Cancelled if !step => {
             format!(
                 "CANCELLED by {}",

@@ -5,11 +5,12 @@
 use anyhow::{bail, Result};
 use clap::Parser;
 use client::{Request, Response};
-use formats::wire::{ArraySpec, JobInfo, NodeInfo};
+use formats::wire::{ArraySpec, JobInfo, JobState, NodeInfo};
 
 use crate::cluster::Cluster;
 use crate::squeue::{nodes_of, priority, MIN_JOB_AGE_S};
 use crate::text;
+use controller::policy::Preemption;
 
 #[derive(Debug, Parser)]
 #[command(name = "scontrol", infer_long_args = true, disable_version_flag = true)]
@@ -335,6 +336,21 @@ fn job_record(j: &JobInfo, c: &Cluster, me: &str, now: i64, first: bool) -> Vec<
         ),
         format!("AccrueTime={}", date(j.submit_ns)),
         format!("StartTime={} EndTime={end} Deadline=N/A", date(j.start_ns)),
+    ];
+    // Slurm's line for a started job where preemption is on: it may be
+    // preempted from its start, and was when it ended so.
+    if c.config.preemption != Preemption::Off && j.start_ns > 0 {
+        r.push(format!(
+            "PreemptEligibleTime={} PreemptTime={}",
+            date(j.start_ns),
+            if j.state == JobState::Preempted {
+                date(j.end_ns)
+            } else {
+                "None".into()
+            }
+        ));
+    }
+    r.extend([
         format!(
             "SuspendTime={} SecsPreSuspend=0 LastSchedEval={} Scheduler=Main",
             match j.suspensions.last() {
@@ -353,7 +369,7 @@ fn job_record(j: &JobInfo, c: &Cluster, me: &str, now: i64, first: bool) -> Vec<
                 &j.nodes
             }
         ),
-    ];
+    ]);
     if !j.nodes.is_empty() {
         r.push(format!("BatchHost={first_node}"));
     }
@@ -450,7 +466,10 @@ async fn show_partitions(arg: Option<&str>, oneliner: bool) -> Result<u8> {
             ),
             format!(
                 "OverTimeLimit=NONE PreemptMode={}",
-                if cfg.preemption { "SUSPEND" } else { "OFF" }
+                preempt_mode(cfg.preemption)
+                    .split(',')
+                    .next()
+                    .unwrap_or("OFF")
             ),
             format!(
                 "State=UP TotalCPUs={cpus} TotalNodes={} SelectTypeParameters=NONE",
@@ -567,6 +586,16 @@ async fn show_nodes(arg: Option<&str>, oneliner: bool) -> Result<u8> {
     Ok(0)
 }
 
+/// Slurm's `PreemptMode` for clemu's `preemption`.
+fn preempt_mode(p: Preemption) -> &'static str {
+    match p {
+        Preemption::Off => "OFF",
+        Preemption::Suspend => "SUSPEND,GANG",
+        Preemption::Cancel => "CANCEL",
+        Preemption::Requeue => "REQUEUE",
+    }
+}
+
 /// What `scontrol show config` prints that tools read: MinJobAge above
 /// all (how long squeue still shows a finished job).
 async fn show_config() -> Result<u8> {
@@ -576,15 +605,7 @@ async fn show_config() -> Result<u8> {
         ("AccountingStorageType", "(null)".to_string()),
         ("ClusterName", "clemu".into()),
         ("MinJobAge", format!("{MIN_JOB_AGE_S} sec")),
-        (
-            "PreemptMode",
-            if cfg.preemption {
-                "SUSPEND,GANG"
-            } else {
-                "OFF"
-            }
-            .into(),
-        ),
+        ("PreemptMode", preempt_mode(cfg.preemption).into()),
         ("SchedulerType", format!("sched/{}", cfg.policy)),
         (
             "SLURM_CONF",

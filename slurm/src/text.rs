@@ -285,6 +285,7 @@ pub fn state_long(s: JobState) -> &'static str {
         JobState::Timeout => "TIMEOUT",
         JobState::NodeFail => "NODE_FAIL",
         JobState::OutOfMemory => "OUT_OF_MEMORY",
+        JobState::Preempted => "PREEMPTED",
     }
 }
 
@@ -325,6 +326,7 @@ pub fn state_compact(s: JobState) -> &'static str {
         JobState::Timeout => "TO",
         JobState::NodeFail => "NF",
         JobState::OutOfMemory => "OOM",
+        JobState::Preempted => "PR",
     }
 }
 
@@ -336,7 +338,7 @@ pub const VALID_STATES: &str = "PENDING,RUNNING,SUSPENDED,COMPLETED,CANCELLED,FA
 
 /// The state a user names to squeue or scancel (`-t`): compact or long,
 /// any case; `all` is every state. The states Slurm has and clemu does
-/// not (PREEMPTED, BOOT_FAIL, ...) match no job.
+/// not (BOOT_FAIL, DEADLINE, ...) match no job.
 pub fn parse_states(list: &str) -> Result<Option<Vec<JobState>>, String> {
     let mut out = Vec::new();
     for word in list.split(',').filter(|w| !w.is_empty()) {
@@ -351,11 +353,10 @@ pub fn parse_states(list: &str) -> Result<Option<Vec<JobState>>, String> {
             (Some(s), _) => out.push(s),
             (
                 None,
-                "CG" | "COMPLETING" | "PR" | "PREEMPTED" | "OOM" | "OUT_OF_MEMORY" | "BF"
-                | "BOOT_FAIL" | "DL" | "DEADLINE" | "CF" | "CONFIGURING" | "RQ" | "REQUEUED" | "RS"
-                | "RESIZING" | "RV" | "REVOKED" | "SE" | "SPECIAL_EXIT" | "ST" | "STOPPED" | "RH"
-                | "REQUEUE_HOLD" | "RF" | "REQUEUE_FED" | "RD" | "RESV_DEL_HOLD" | "SI"
-                | "SIGNALING" | "SO" | "STAGE_OUT",
+                "CG" | "COMPLETING" | "BF" | "BOOT_FAIL" | "DL" | "DEADLINE" | "CF" | "CONFIGURING"
+                | "RQ" | "REQUEUED" | "RS" | "RESIZING" | "RV" | "REVOKED" | "SE" | "SPECIAL_EXIT"
+                | "ST" | "STOPPED" | "RH" | "REQUEUE_HOLD" | "RF" | "REQUEUE_FED" | "RD"
+                | "RESV_DEL_HOLD" | "SI" | "SIGNALING" | "SO" | "STAGE_OUT",
             ) => {}
             (None, _) => return Err(format!("Invalid job state specified: {word}")),
         }

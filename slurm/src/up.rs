@@ -41,6 +41,12 @@ pub struct UpArgs {
     /// The scheduling policy (`controller policies`).
     #[arg(long, default_value = "easy")]
     policy: String,
+    /// Preemption, as Slurm's `preempt/partition_prio` with this
+    /// `PreemptMode` (cancel, requeue or suspend): a second partition,
+    /// `urgent`, over the first half of the nodes, whose jobs preempt
+    /// those of the first.
+    #[arg(long, value_name = "MODE", value_parser = ["cancel", "requeue", "suspend"])]
+    preempt: Option<String>,
     /// Where the cluster keeps everything [default: /tmp/clemu-cluster-UID].
     #[arg(long)]
     dir: Option<PathBuf>,
@@ -61,12 +67,13 @@ fn default_dir() -> PathBuf {
 
 fn config_text(a: &UpArgs, dir: &Path) -> String {
     format!(
-        r#"# Written by `clemu-slurm up`: {nodes} nodes of {cpus} cores, one partition.
+        r#"# Written by `clemu-slurm up`: {nodes} nodes of {cpus} cores.
 [controller]
 listen = "127.0.0.1:0"
 state_dir = "{dir}/state"
 record_dir = "{dir}/records"
 policy = "{policy}"
+preemption = "{preemption}"
 schedule_interval_s = 0
 
 [agents]
@@ -84,7 +91,16 @@ memory = "{memory}"
 name = "{partition}"
 nodes = "ALL"
 default = true
-"#,
+{urgent}"#,
+        urgent = match &a.preempt {
+            None => String::new(),
+            Some(_) => format!(
+                "priority = 1\n\n[[partitions]]\nname = \"urgent\"\nnodes = \"node[1-{}]\"\n\
+                 priority = 10\n",
+                a.nodes.div_ceil(2)
+            ),
+        },
+        preemption = a.preempt.as_deref().unwrap_or("off"),
         nodes = a.nodes,
         cpus = a.cpus,
         memory = a.memory,

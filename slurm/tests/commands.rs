@@ -15,6 +15,11 @@ struct Up {
 
 impl Up {
     fn start(nodes: u32, cpus: u32) -> Up {
+        Up::start_with(nodes, cpus, &[])
+    }
+
+    /// `up` with more of its options.
+    fn start_with(nodes: u32, cpus: u32, more: &[&str]) -> Up {
         let dir = tempfile::tempdir().unwrap();
         let out = Command::new(env!("CARGO_BIN_EXE_clemu-slurm"))
             .args([
@@ -24,6 +29,7 @@ impl Up {
                 "--cpus",
                 &cpus.to_string(),
             ])
+            .args(more)
             .args(["--memory", "1000M", "--dir"])
             .arg(dir.path())
             .output()
@@ -603,6 +609,72 @@ fn a_cancelled_job_is_completing_until_its_processes_are_gone() {
         .contains("JobState=COMPLETING "));
     assert_eq!(c.wait_over(w, &id), "CANCELLED by 0|0:15");
     assert_eq!(c.ok(w, "squeue", &["-h"]), "");
+}
+
+/// `up --preempt`: a job of `urgent` ends a `batch` job in its way, which
+/// ends PREEMPTED (cancel) or waits again (requeue), as on Slurm; the job
+/// it made room for then runs.
+#[test]
+fn a_job_of_a_higher_priority_partition_preempts_as_on_slurm() {
+    for mode in ["cancel", "requeue"] {
+        let c = Up::start_with(2, 2, &["--preempt", mode]);
+        let work = tempfile::tempdir().unwrap();
+        let w = work.path();
+        let marker = format!("preempted-{mode}-{}", std::process::id());
+        let submit = |args: &[&str]| c.ok(w, "sbatch", args).trim().to_string();
+        let script = format!("sleep 300 # {marker}");
+        let low = submit(&["--parsable", "-n", "2", "--wrap", &script]);
+        let other = submit(&["--parsable", "-n", "2", "--wrap", "sleep 300"]);
+        wait_shows(|| c.ok(w, "squeue", &["-h", "-o", "%t"]), "R\nR\n");
+        // The urgent partition is node1 alone here: the job on it goes.
+        let where_ = c.ok(w, "squeue", &["-h", "-o", "%i %N"]);
+        let (victim, spared) = if where_.contains(&format!("{low} node1\n")) {
+            (low.clone(), other.clone())
+        } else {
+            (other.clone(), low.clone())
+        };
+        let urgent = submit(&["--parsable", "-p", "urgent", "-n", "2", "--wrap", "sleep 1"]);
+        wait_shows(
+            || c.ok(w, "squeue", &["-h", "-j", &urgent, "-o", "%t"]),
+            "R\n",
+        );
+        let shown = c.ok(w, "scontrol", &["show", "job", &victim]);
+        if mode == "cancel" {
+            assert!(shown.contains("JobState=PREEMPTED Reason=None"), "{shown}");
+            assert!(shown.contains("ExitCode=0:15"), "{shown}");
+            assert!(!shown.contains("PreemptTime=None"), "{shown}");
+            assert_eq!(
+                c.ok(
+                    w,
+                    "squeue",
+                    &["-h", "-t", "all", "-j", &victim, "-o", "%t %T"]
+                ),
+                "PR PREEMPTED\n"
+            );
+            assert_eq!(c.wait_over(w, &victim), "PREEMPTED|0:15");
+        } else {
+            assert!(
+                shown.contains("JobState=PENDING Reason=BeginTime") && shown.contains("Restarts=1"),
+                "{shown}"
+            );
+        }
+        if victim == low {
+            wait_gone(&marker);
+        }
+        assert!(c
+            .ok(w, "scontrol", &["show", "job", &spared])
+            .contains("JobState=RUNNING"));
+        assert_eq!(c.wait_over(w, &urgent), "COMPLETED|0:0");
+        let config = c.ok(w, "scontrol", &["show", "config"]);
+        assert!(
+            config.contains(&format!(
+                "PreemptMode             = {}",
+                mode.to_uppercase()
+            )),
+            "{config}"
+        );
+        c.ok(w, "scancel", &[&spared, &victim]);
+    }
 }
 
 #[test]

@@ -18,10 +18,6 @@ use crate::policy::{Active, ActiveState, Happened};
 /// Why a job waits that can never run: a job it waits for ended
 /// otherwise than it waits for (Slurm's reason, word for word).
 const NEVER: &str = "DependencyNeverSatisfied";
-/// How long a job requeued on request waits before it may run again: as
-/// Slurm's, whose new launch must come after the old launch credential's
-/// lifetime (120 s) is over.
-pub const REQUEUE_DELAY_NS: i64 = 121_000_000_000;
 
 impl Cluster {
     /// A submission's key is kept, with the jobs it made.
@@ -486,8 +482,10 @@ impl Cluster {
     }
 
     /// A started job goes back to the queue, as if never started. One
-    /// requeued on request (`scontrol requeue`) waits first, as on Slurm:
-    /// it is eligible [`REQUEUE_DELAY_NS`] later (reason `BeginTime`), or
+    /// requeued on request (`scontrol requeue`) or by preemption waits
+    /// first, as on Slurm, whose new launch must come after the old launch
+    /// credential's lifetime (120 s) is over: it is eligible
+    /// `requeue_delay_s` (121 s) later (reason `BeginTime`), or
     /// held by its user until released (`requeuehold`).
     pub(super) fn requeued(&mut self, id: u64, reason: String, now: Now) {
         self.release(id);
@@ -539,7 +537,11 @@ impl Cluster {
             });
             return;
         }
-        job.spec.begin_ns = Some(now.wall.saturating_add(REQUEUE_DELAY_NS));
+        let delay = self.config.requeue_delay.as_nanos().min(i64::MAX as u128) as i64;
+        let Some(job) = self.jobs.get_mut(&id) else {
+            return;
+        };
+        job.spec.begin_ns = Some(now.wall.saturating_add(delay));
         job.held = true;
         let (user_held, task) = (job.user_held, job.array.filter(|t| t.limit > 0));
         self.record_event(Happened::Ended {

@@ -276,6 +276,7 @@ impl Cluster {
                     Decision::Suspend(job) => c.suspend_job(job, SuspendedBy::Policy, now, fx),
                     Decision::Resume(job) => c.resume_job(job, SuspendedBy::Policy, now, fx),
                     Decision::Cancel(job) => c.cancel_at(job, JobState::Cancelled, now, fx),
+                    Decision::Preempt { job, requeue } => c.preempt(job, requeue, now, fx),
                 };
                 if let Err(e) = result {
                     warn!("policy decision refused: {e}");
@@ -767,6 +768,22 @@ impl Cluster {
         Ok(())
     }
 
+    /// Ends a running job for a higher-priority one: requeued when asked
+    /// and the job allows it, else (as Slurm falls back) cancelled, to end
+    /// preempted.
+    fn preempt<F: Effects>(
+        &mut self,
+        id: u64,
+        requeue: bool,
+        now: Now,
+        fx: &mut F,
+    ) -> Result<(), String> {
+        if requeue && self.requeue_one(id, false, now, fx).is_ok() {
+            return Ok(());
+        }
+        self.cancel_at(id, JobState::Preempted, now, fx)
+    }
+
     /// The array a job (not over, or remembered) is a task of.
     fn array_of(&self, id: u64) -> Option<ArrayTask> {
         match self.jobs.get(&id) {
@@ -1110,7 +1127,7 @@ fn exit_code(exit: &Exit, state: JobState) -> (u32, u32) {
     const SIGTERM: u32 = 15;
     match (exit, state) {
         (_, JobState::Timeout | JobState::Completed) => (0, 0),
-        (_, JobState::Cancelled) => (0, SIGTERM),
+        (_, JobState::Cancelled | JobState::Preempted) => (0, SIGTERM),
         // Slurm's SIG_OOM (253) read as a wait status: signal 125.
         (_, JobState::OutOfMemory) => (0, 125),
         (Exit::Ran(r), _) => (r.code.max(0) as u32, r.signal.max(0) as u32),

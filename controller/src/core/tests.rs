@@ -7,7 +7,7 @@ use formats::wire::{Exit, Held, JobSpec, JobState, NodeState, StartJob, ToAgent}
 use super::*;
 use crate::config;
 use crate::journal::{Entry, Journal, Recovered};
-use crate::policy::{Base, Decision, Policy, Standard};
+use crate::policy::{Base, Decision, Policy, Preemption, Standard};
 
 /// Everything the core wants done, kept to look at.
 #[derive(Default)]
@@ -91,17 +91,18 @@ fn array_spec(list: &str, cores: u32) -> JobSpec {
     }
 }
 
-fn pass_at(c: &mut Cluster, out: &mut Recorder, now: Now, preemption: bool) {
+/// A pass of EASY, with the config's preemption.
+fn pass_at(c: &mut Cluster, out: &mut Recorder, now: Now) {
     let d = Standard {
         base: Base::Easy,
-        preemption,
+        preemption: c.config().preemption,
     }
     .decide(&c.view(now));
     c.apply(d.list, now, out);
 }
 
 fn pass(c: &mut Cluster, out: &mut Recorder) {
-    pass_at(c, out, at(1), false);
+    pass_at(c, out, at(1));
 }
 
 #[test]
@@ -163,7 +164,7 @@ fn cancelling_many_pending_jobs_at_once_leaves_the_queue_right() {
     assert_eq!(queued, want);
     // They start in order once the first ends.
     c.job_ended(7, ids[0], Exit::Code(0), at(3), &mut out);
-    pass_at(&mut c, &mut out, at(4), false);
+    pass_at(&mut c, &mut out, at(4));
     assert_eq!(c.jobs[&want[0]].state, JobState::Running);
     assert_eq!(c.view(at(5)).queue.len(), want.len() - 1);
     c.shutdown(at(6), &mut out);
@@ -264,7 +265,7 @@ fn a_lost_agent_fails_its_jobs_and_downs_its_nodes() {
     let id2 = c
         .submit(vec![spec(1)], 0, at(3), &mut Recorder::default())
         .unwrap()[0];
-    pass_at(&mut c, &mut out, at(4), false);
+    pass_at(&mut c, &mut out, at(4));
     assert_eq!(
         c.jobs[&id2].state,
         JobState::Pending,
@@ -318,7 +319,7 @@ fn a_node_count_that_can_never_be_met_is_refused_at_submit() {
         .submit(vec![s], 0, at(0), &mut Recorder::default())
         .unwrap()[0];
     let mut out = Recorder::default();
-    pass_at(&mut c, &mut out, at(1), false);
+    pass_at(&mut c, &mut out, at(1));
     assert_eq!(c.jobs[&id].alloc, [(0, 2), (1, 2)]);
 }
 
@@ -370,7 +371,7 @@ fn a_lost_job_is_requeued_by_default_and_runs_again() {
         .iter()
         .all(|n| n.alloc_cpus == 0 && n.slot_cpus == 0));
     up(&mut c, 9, "h", "vn[1-4]", &[]).unwrap();
-    pass_at(&mut c, &mut out, at(101), false);
+    pass_at(&mut c, &mut out, at(101));
     assert_eq!(c.jobs[&id].state, JobState::Running);
     assert_eq!(c.jobs[&id].agent, Some(9));
 }
@@ -407,7 +408,7 @@ fn a_job_that_loses_a_node_of_another_agent_waits_for_its_process_to_end() {
             lost.0
         );
         // Nothing starts on its cores meanwhile, not even the job itself.
-        pass_at(&mut c, &mut out, at(3), false);
+        pass_at(&mut c, &mut out, at(3));
         assert!(c.nodes[..2].iter().all(|n| n.alloc_cpus == 4));
         // Its end decides: killed, it runs again; ended on its own first
         // (its record written), it counts as it ended.
@@ -529,20 +530,20 @@ fn preemption_suspends_low_priority_jobs_and_resumes_them_after() {
     let low = c
         .submit(vec![spec(16)], 0, at(0), &mut Recorder::default())
         .unwrap()[0];
-    pass_at(&mut c, &mut out, at(1), true);
+    pass_at(&mut c, &mut out, at(1));
     let mut hi = spec(4);
     hi.partition = Some("high".into());
     let high = c
         .submit(vec![hi], 0, at(2), &mut Recorder::default())
         .unwrap()[0];
-    pass_at(&mut c, &mut out, at(3), true);
+    pass_at(&mut c, &mut out, at(3));
     assert_eq!(c.jobs[&low].state, JobState::Suspended);
     assert_eq!(c.jobs[&high].state, JobState::Running);
     // The victim keeps its memory, gives its cores.
     assert_eq!(c.nodes[0].alloc_mem_mb, 8192);
     assert_eq!(c.nodes.iter().map(|n| n.alloc_cpus).sum::<u32>(), 4);
     c.job_ended(7, high, Exit::Code(0), at(5), &mut out);
-    pass_at(&mut c, &mut out, at(6), true);
+    pass_at(&mut c, &mut out, at(6));
     assert_eq!(c.jobs[&low].state, JobState::Running);
     assert_eq!(c.jobs[&low].suspended_total, 3 * S);
     let sent: Vec<String> = out.0.iter().map(|(_, m)| format!("{m:?}")).collect();
@@ -556,7 +557,7 @@ fn preemption_suspends_low_priority_jobs_and_resumes_them_after() {
     let id = c
         .submit(vec![hi_spec()], 0, at(7), &mut Recorder::default())
         .unwrap()[0];
-    pass_at(&mut c, &mut out, at(8), true);
+    pass_at(&mut c, &mut out, at(8));
     assert_eq!(c.jobs[&low].state, JobState::Suspended);
     assert!(c.resume(&[low], at(9), &mut out)[0]
         .error
@@ -564,6 +565,104 @@ fn preemption_suspends_low_priority_jobs_and_resumes_them_after() {
         .unwrap()
         .contains("scheduler"));
     let _ = id;
+}
+
+/// Preemption that ends its victims (`cancel`, `requeue`): the urgent
+/// job waits for them to be gone, nothing else takes its nodes meanwhile,
+/// later passes end no one more, and the victim ends preempted, or is
+/// requeued (unless it may not be: then preempted too).
+#[test]
+fn preemption_by_cancel_or_requeue_waits_for_its_victims() {
+    for mode in ["cancel", "requeue"] {
+        for requeueable in [true, false] {
+            let mut c = cluster_with(&format!(
+                "[controller]\npreemption = \"{mode}\"\n\
+                 [[partitions]]\nname = \"low\"\npriority = 1\ndefault = true\n\
+                 [[partitions]]\nname = \"high\"\npriority = 10\n"
+            ));
+            let mut out = Recorder::default();
+            let mut victim = spec(8);
+            if !requeueable {
+                victim.requeue = Some(false);
+            }
+            let low = c.submit(vec![victim], 0, at(0), &mut out).unwrap()[0];
+            pass_at(&mut c, &mut out, at(1));
+            let mut urgent = hi_spec();
+            urgent.cores = 16;
+            let high = c.submit(vec![urgent], 0, at(2), &mut out).unwrap()[0];
+            let later = c.submit(vec![spec(4)], 0, at(2), &mut out).unwrap()[0];
+            let cancels = |out: &Recorder| {
+                out.0
+                    .iter()
+                    .filter(|(_, m)| matches!(m, ToAgent::Cancel(j) if *j == low))
+                    .count()
+            };
+            for t in [3, 4, 5] {
+                pass_at(&mut c, &mut out, at(t));
+                let what = format!("{mode}, requeueable {requeueable}, pass at {t}");
+                assert_eq!(cancels(&out), 1, "{what}: its victim told to end once");
+                assert_eq!(c.jobs[&high].state, JobState::Pending, "{what}");
+                // The 8 free cores are the urgent job's: no one takes them.
+                assert_eq!(c.jobs[&later].state, JobState::Pending, "{what}");
+                assert_eq!(
+                    c.nodes.iter().map(|n| n.alloc_cpus).sum::<u32>(),
+                    8,
+                    "{what}"
+                );
+            }
+            c.job_ended(7, low, Exit::Code(128 + 15), at(6), &mut out);
+            pass_at(&mut c, &mut out, at(7));
+            assert_eq!(c.jobs[&high].state, JobState::Running);
+            let info = c.queue(true).into_iter().find(|j| j.id == low).unwrap();
+            if mode == "requeue" && requeueable {
+                assert_eq!(info.state, JobState::Pending);
+                assert_eq!((info.restarts, info.reason.as_str()), (1, "BeginTime"));
+            } else {
+                assert_eq!(info.state, JobState::Preempted, "{mode}, {requeueable}");
+                assert_eq!(info.exit, (0, 15));
+            }
+        }
+    }
+}
+
+/// While a cancelled victim is on its way out, the job it makes room for
+/// does not end another that could make room too.
+#[test]
+fn preemption_by_cancel_ends_no_more_victims_than_it_needs() {
+    let mut c = cluster_with(
+        "[controller]\npreemption = \"cancel\"\n\
+         [[partitions]]\nname = \"low\"\npriority = 1\ndefault = true\n\
+         [[partitions]]\nname = \"high\"\npriority = 10\n",
+    );
+    let mut out = Recorder::default();
+    let lows = c
+        .submit(vec![spec(8), spec(8)], 0, at(0), &mut out)
+        .unwrap();
+    pass_at(&mut c, &mut out, at(1));
+    let mut urgent = hi_spec();
+    urgent.cores = 8;
+    let high = c.submit(vec![urgent], 0, at(2), &mut out).unwrap()[0];
+    for t in [3, 4, 5] {
+        pass_at(&mut c, &mut out, at(t));
+    }
+    let cancelled: Vec<u64> = out
+        .0
+        .iter()
+        .filter_map(|(_, m)| match m {
+            ToAgent::Cancel(j) => Some(*j),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(cancelled.len(), 1, "{cancelled:?}");
+    let (victim, spared) = if cancelled[0] == lows[0] {
+        (lows[0], lows[1])
+    } else {
+        (lows[1], lows[0])
+    };
+    c.job_ended(7, victim, Exit::Code(128 + 15), at(6), &mut out);
+    pass_at(&mut c, &mut out, at(7));
+    assert_eq!(c.jobs[&high].state, JobState::Running);
+    assert_eq!(c.jobs[&spared].state, JobState::Running);
 }
 
 fn hi_spec() -> JobSpec {
@@ -627,14 +726,14 @@ fn a_restart_replays_the_journal_to_the_same_tables() {
             &mut out,
         )
         .unwrap();
-    pass_at(&mut c, &mut out, at(1), true);
+    pass_at(&mut c, &mut out, at(1));
     // Held by an administrator, let go, held again (still held).
     c.suspend(&[ids[0]], at(2), &mut out);
     c.resume(&[ids[0]], at(3), &mut out);
     c.suspend(&[ids[0]], at(4), &mut out);
     // A high-priority job suspends a low one to run.
     c.submit(vec![hi_spec()], 0, at(5), &mut out).unwrap();
-    pass_at(&mut c, &mut out, at(6), true);
+    pass_at(&mut c, &mut out, at(6));
     let states: Vec<JobState> = c.queue(false).iter().map(|j| j.state).collect();
     assert_eq!(
         states.iter().filter(|s| **s == JobState::Suspended).count(),
@@ -1004,7 +1103,7 @@ fn a_requeued_job_ends_then_waits_as_on_slurm_and_runs_again() {
     assert!(!queued(&c).contains(&id));
     c.release_due(at(3 + 121), &mut out);
     assert!(queued(&c).contains(&id));
-    pass_at(&mut c, &mut out, at(125), false);
+    pass_at(&mut c, &mut out, at(125));
     assert_eq!(c.jobs[&id].state, JobState::Running);
     assert_eq!(c.jobs_info(&[id])[0].restarts, 1);
 }
@@ -1056,13 +1155,13 @@ fn a_requeued_task_of_a_limited_array_gives_its_place_to_the_next() {
     );
     c.job_ended(7, tasks[0], Exit::Code(143), at(3), &mut out);
     // While it waits its 121 s, the next task runs.
-    pass_at(&mut c, &mut out, at(4), false);
+    pass_at(&mut c, &mut out, at(4));
     assert_eq!(c.jobs[&tasks[1]].state, JobState::Running);
     // Back, it waits for the array's place.
     c.release_due(at(3 + 121), &mut out);
     assert_eq!(c.jobs_info(&[tasks[0]])[0].reason, "JobArrayTaskLimit");
     c.job_ended(7, tasks[1], Exit::Code(0), at(130), &mut out);
-    pass_at(&mut c, &mut out, at(131), false);
+    pass_at(&mut c, &mut out, at(131));
     assert_eq!(c.jobs[&tasks[0]].state, JobState::Running);
 }
 
@@ -1079,7 +1178,7 @@ fn a_restart_settles_a_requeue_and_not_with_an_earlier_runs_record() {
     c.requeue(&ids, false, at(2), &mut out);
     c.job_ended(7, ids[0], Exit::Code(143), at(3), &mut out);
     c.release_due(at(3 + 121), &mut out);
-    pass_at(&mut c, &mut out, at(125), false);
+    pass_at(&mut c, &mut out, at(125));
     assert_eq!(c.jobs[&ids[0]].state, JobState::Running);
     // The record file holds the first run's end of the first, and the end
     // of the second that came while the controller was down.
@@ -1325,7 +1424,7 @@ fn a_failed_node_kills_its_jobs_which_run_again_elsewhere() {
         "{}",
         info.reason
     );
-    pass_at(&mut c, &mut out, at(4), false);
+    pass_at(&mut c, &mut out, at(4));
     let j = &c.jobs[&ids[0]];
     assert_eq!(j.state, JobState::Running);
     assert!(j.alloc.iter().all(|&(n, _)| n != 0), "{:?}", j.alloc);
@@ -1689,10 +1788,10 @@ fn devices_go_lowest_first_to_nodes_that_have_them_free() {
     // needs a node with both free; the third ends too: vn2 has both.
     out.0.clear();
     c.job_ended(7, ids[1], Exit::Code(0), at(2), &mut out);
-    pass_at(&mut c, &mut out, at(2), false);
+    pass_at(&mut c, &mut out, at(2));
     assert!(started_devices(&out).is_empty());
     c.job_ended(7, ids[2], Exit::Code(0), at(3), &mut out);
-    pass_at(&mut c, &mut out, at(3), false);
+    pass_at(&mut c, &mut out, at(3));
     assert_eq!(
         started_devices(&out),
         vec![(ids[3], "vn2:gpu=0,1".to_string())]
@@ -1753,7 +1852,7 @@ fn a_suspended_job_keeps_its_devices() {
     // Its core is held too (an administrator's suspension); on vn2 the
     // second job has its own GPUs.
     let third = c.submit(vec![gpu_spec(1, 1)], 0, at(2), &mut out).unwrap();
-    pass_at(&mut c, &mut out, at(3), false);
+    pass_at(&mut c, &mut out, at(3));
     assert_eq!(
         c.jobs[&third[0]].state,
         JobState::Pending,
@@ -1780,7 +1879,7 @@ fn a_restart_gives_back_the_same_devices() {
     // would not give back.
     c.job_ended(7, ids[0], Exit::Code(0), at(2), &mut out);
     let more = c.submit(vec![gpu_spec(1, 1)], 0, at(2), &mut out).unwrap();
-    pass_at(&mut c, &mut out, at(3), false);
+    pass_at(&mut c, &mut out, at(3));
     assert_eq!(
         started_devices(&out).last(),
         Some(&(more[0], "vn1:gpu=0".to_string()))
@@ -1949,7 +2048,16 @@ fn devices_are_never_held_twice_whatever_happens() {
                         "round {round} step {step}: restart"
                     );
                 }
-                _ => pass_at(&mut c, &mut out, now, rnd(2) == 0),
+                _ => {
+                    // Any preemption: suspended, cancelled or requeued
+                    // jobs give their devices back alike.
+                    let d = Standard {
+                        base: Base::Easy,
+                        preemption: Preemption::NAMES[rnd(4) as usize].1,
+                    }
+                    .decide(&c.view(now));
+                    c.apply(d.list, now, &mut out);
+                }
             }
             // Invariant.
             for n in 0..c.nodes.len() {
@@ -2059,7 +2167,7 @@ fn a_gang_turn_sends_the_start_orders_its_processes_were_prepared_with() {
             .unwrap();
         let policy = Box::new(Standard {
             base: Base::Easy,
-            preemption: false,
+            preemption: Preemption::Off,
         });
         let mut s = Scheduler::new(policy, std::time::Duration::ZERO).looking_ahead(look_ahead);
         out.0.clear();
@@ -2115,7 +2223,7 @@ fn the_pass_at_a_jobs_expected_end_is_prepared_with_its_orders() {
             .unwrap();
         let policy = Box::new(Standard {
             base,
-            preemption: false,
+            preemption: Preemption::Off,
         });
         let mut s = Scheduler::new(policy, std::time::Duration::ZERO).looking_ahead(true);
         assert!(s.pass(&mut c, at(0), &mut out));
@@ -2206,7 +2314,7 @@ fn a_job_sent_ahead_arrives_at_its_begin_and_its_start_is_prepared() {
         .unwrap();
     let policy = Box::new(Standard {
         base: Base::Easy,
-        preemption: false,
+        preemption: Preemption::Off,
     });
     let mut s = Scheduler::new(policy, std::time::Duration::ZERO).looking_ahead(true);
     // Held: nothing to start before its begin, which the scheduler wakes

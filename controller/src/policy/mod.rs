@@ -134,9 +134,9 @@ pub struct Entry {
 /// them.)
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Settings {
-    /// `[controller] preemption = "suspend"`: higher-priority partitions
-    /// may suspend lower-priority jobs.
-    pub preemption: bool,
+    /// `[controller] preemption`: what jobs of higher-priority partitions
+    /// do to lower-priority ones in their way.
+    pub preemption: Preemption,
     /// The `[batsim]` section, for `policy = "batsim"`.
     pub batsim: Option<crate::batsim::Settings>,
     /// Whether the policy runs in real time (the emulation) or in virtual
@@ -330,6 +330,57 @@ pub enum Decision {
     Suspend(u64),
     Resume(u64),
     Cancel(u64),
+    /// End a running job for a higher-priority one: requeued if `requeue`
+    /// and the job may be, else cancelled, ending preempted. Its cores
+    /// free only once its process is gone.
+    Preempt {
+        job: u64,
+        requeue: bool,
+    },
+}
+
+/// What a pending job of a higher-priority partition does to the
+/// lower-priority jobs holding the cores it needs (Slurm's `PreemptMode`
+/// under `preempt/partition_prio`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Preemption {
+    /// Nothing: it waits.
+    #[default]
+    Off,
+    /// Suspends them and starts at once on their cores; they resume when
+    /// cores free up.
+    Suspend,
+    /// Cancels them (they end preempted) and starts once they are gone.
+    Cancel,
+    /// Requeues them (cancelled, when a job may not be requeued) and
+    /// starts once they are gone.
+    Requeue,
+}
+
+impl Preemption {
+    /// The names a config gives, in order.
+    pub const NAMES: [(&'static str, Preemption); 4] = [
+        ("off", Preemption::Off),
+        ("suspend", Preemption::Suspend),
+        ("cancel", Preemption::Cancel),
+        ("requeue", Preemption::Requeue),
+    ];
+
+    pub fn parse(s: &str) -> Option<Preemption> {
+        Self::NAMES.iter().find(|(n, _)| *n == s).map(|&(_, p)| p)
+    }
+
+    pub fn as_str(self) -> &'static str {
+        Self::NAMES
+            .iter()
+            .find(|(_, p)| *p == self)
+            .map_or("off", |(n, _)| n)
+    }
+
+    /// Whether a job in the way ends (rather than being suspended).
+    pub fn ends_victims(self) -> bool {
+        matches!(self, Preemption::Cancel | Preemption::Requeue)
+    }
 }
 
 /// What to do now, and when to be asked again at the latest.

@@ -1,21 +1,38 @@
-//! Preemption by suspension (Slurm's `preempt/partition_prio` with
-//! `PreemptMode=SUSPEND`), and the resumption of the jobs it suspended.
+//! Preemption (Slurm's `preempt/partition_prio` with `PreemptMode`
+//! SUSPEND, CANCEL or REQUEUE), and the resumption of the jobs it
+//! suspended.
+//!
+//! A suspended victim's cores are free at once, so its preemptor starts
+//! in the same pass. A cancelled or requeued one holds its cores until its
+//! process is gone: its preemptor waits, the nodes it will take kept from
+//! every other job, and later passes count the cores of jobs already
+//! ending before choosing more victims.
 
 use std::collections::HashSet;
 
 use super::alloc::Free;
-use super::{Active, ActiveState, Decision, Decisions, View};
+use super::{Active, ActiveState, Decision, Decisions, Preemption, View};
 
-/// Preemption by suspension: pending jobs that do not fit suspend jobs of
-/// lower-priority partitions.
-pub(super) fn preempt(v: &View, free: &mut Free, out: &mut Decisions, done: &mut HashSet<u64>) {
-    // Jobs above the lowest priority that holds (or waits to resume on)
-    // cores are this step's: they may suspend lower ones, and those that
-    // fit start before suspended lower ones resume.
+/// Pending jobs that do not fit suspend, cancel or requeue (`mode`) jobs
+/// of lower-priority partitions.
+pub(super) fn preempt(
+    v: &View,
+    mode: Preemption,
+    free: &mut Free,
+    out: &mut Decisions,
+    done: &mut HashSet<u64>,
+) {
+    // Jobs above the lowest priority that holds (or waits to resume on, or
+    // is giving back) cores are this step's: they may preempt lower ones,
+    // and those that fit start before suspended lower ones resume.
     let lowest = v
         .active
         .iter()
-        .filter(|a| matches!(a.state, ActiveState::Running | ActiveState::Suspended))
+        .filter(|a| match a.state {
+            ActiveState::Running | ActiveState::Suspended => true,
+            ActiveState::Ending => mode.ends_victims(),
+            _ => false,
+        })
         .map(|a| v.partitions[a.partition].priority)
         .min();
     let Some(lowest) = lowest else { return };
@@ -46,6 +63,24 @@ pub(super) fn preempt(v: &View, free: &mut Free, out: &mut Decisions, done: &mut
             }
             m
         };
+        // Victims of an earlier pass (or any job) already on their way
+        // out: once they are gone, does it fit? Then it waits for them,
+        // and ends no one more.
+        if mode.ends_victims() {
+            let mut coming = free.clone();
+            let mut any = false;
+            for a in v.active.iter().filter(|a| {
+                a.state == ActiveState::Ending && a.alloc.iter().any(|(n, _)| on_part[*n])
+            }) {
+                coming.give_back(a);
+                any = true;
+            }
+            if let Some(alloc) = any.then(|| coming.try_place(v, q)).flatten() {
+                free.block(&alloc);
+                done.insert(q.job);
+                continue;
+            }
+        }
         // Victims: running jobs of lower priority with cores on the nodes
         // the job may use; lowest priority first, then those that free the
         // most cores there (fewest victims: a job's cores elsewhere are no
@@ -116,14 +151,31 @@ pub(super) fn preempt(v: &View, free: &mut Free, out: &mut Decisions, done: &mut
         let used: HashSet<usize> = alloc.iter().map(|(n, _)| *n).collect();
         for a in chosen {
             if a.alloc.iter().any(|(n, _)| used.contains(n)) {
-                free.give_back(a);
-                out.list.push(Decision::Suspend(a.job));
+                out.list.push(match mode {
+                    Preemption::Requeue => Decision::Preempt {
+                        job: a.job,
+                        requeue: true,
+                    },
+                    Preemption::Cancel => Decision::Preempt {
+                        job: a.job,
+                        requeue: false,
+                    },
+                    _ => {
+                        free.give_back(a);
+                        Decision::Suspend(a.job)
+                    }
+                });
                 done.insert(a.job);
             }
         }
+        done.insert(q.job);
+        if mode.ends_victims() {
+            // Its cores are not free yet: no one else takes its nodes.
+            free.block(&alloc);
+            continue;
+        }
         free.take(v, q, &alloc);
         out.list.push(Decision::Start { job: q.job, alloc });
-        done.insert(q.job);
     }
 }
 

@@ -9,7 +9,7 @@ use super::easy::{decided_ends, easy};
 use super::fcfs::fcfs;
 use super::gang::rotate;
 use super::preempt::{preempt, resume};
-use super::{Decisions, Entry, Policy, View};
+use super::{Decisions, Entry, Policy, Preemption, View};
 
 /// `fcfs`: the built-in policy with the FCFS base.
 pub const FCFS: Entry = Entry {
@@ -56,8 +56,8 @@ pub enum Base {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Standard {
     pub base: Base,
-    /// Higher-priority partitions may suspend lower-priority jobs.
-    pub preemption: bool,
+    /// What higher-priority partitions' jobs do to lower-priority ones.
+    pub preemption: Preemption,
 }
 
 impl Policy for Standard {
@@ -71,8 +71,8 @@ impl Policy for Standard {
                 rotate(v, p, &mut free, &mut out, &mut done);
             }
         }
-        if self.preemption {
-            preempt(v, &mut free, &mut out, &mut done);
+        if self.preemption != Preemption::Off {
+            preempt(v, self.preemption, &mut free, &mut out, &mut done);
         }
         resume(v, &mut free, &mut out, &mut done);
         match self.base {

@@ -73,11 +73,11 @@ fn view(free: [u32; 4], active: Vec<Active>, queue: Vec<Queued>) -> View {
 
 const FCFS: Standard = Standard {
     base: Base::Fcfs,
-    preemption: false,
+    preemption: Preemption::Off,
 };
 const EASY: Standard = Standard {
     base: Base::Easy,
-    preemption: false,
+    preemption: Preemption::Off,
 };
 
 fn started(d: &Decisions) -> Vec<u64> {
@@ -324,7 +324,7 @@ fn in_state(mut a: Active, state: ActiveState, since_s: i64) -> Active {
 
 const PREEMPT: Standard = Standard {
     base: Base::Fcfs,
-    preemption: true,
+    preemption: Preemption::Suspend,
 };
 
 #[test]

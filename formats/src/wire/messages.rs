@@ -236,10 +236,13 @@ pub enum JobState {
     /// A program job one of whose processes was killed for going over its
     /// memory (Slurm's OUT_OF_MEMORY).
     OutOfMemory,
+    /// Cancelled by the policy to give its cores to a job of a
+    /// higher-priority partition (Slurm's PREEMPTED, `PreemptMode=CANCEL`).
+    Preempted,
 }
 
 impl JobState {
-    pub const ALL: [JobState; 9] = [
+    pub const ALL: [JobState; 10] = [
         JobState::Pending,
         JobState::Running,
         JobState::Suspended,
@@ -249,6 +252,7 @@ impl JobState {
         JobState::Timeout,
         JobState::NodeFail,
         JobState::OutOfMemory,
+        JobState::Preempted,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -262,6 +266,7 @@ impl JobState {
             JobState::Timeout => "timeout",
             JobState::NodeFail => "node_fail",
             JobState::OutOfMemory => "out_of_memory",
+            JobState::Preempted => "preempted",
         }
     }
 
