@@ -26,7 +26,7 @@ cleanup() {
 trap cleanup EXIT
 fail() { echo "slurm-face: FAIL: $*" >&2; exit 1; }
 
-scripts/slurm-local.sh up 4 4 >/dev/null
+scripts/slurm-local.sh up 4 4 --accounting >/dev/null
 mkdir -p "$work/clemu"
 "$bin/clemu-slurm" up --nodes 4 --cpus 4 --memory 1000M --dir "$work/clemu" > "$work/clemu.env"
 
@@ -37,23 +37,48 @@ jobset() {
   local out=$1
   mkdir -p "$out/run"
   cd "$out/run"
-  # Fourteen jobs first, over at once: the ids compared start past 10,
-  # so that normalising them leaves counts and limits alone.
+  # Until nothing is left in the queue.
+  empty() {
+    for _ in $(seq 300); do
+      [ -z "$(squeue -h -o %i)" ] && break
+      sleep 0.1
+    done
+  }
+  # A job alone on the cluster, so that both place it alike (Slurm's
+  # placement of a job that lands beside others differs: docs/slurm.md).
+  alone() { sbatch "$@" >/dev/null; empty; }
+  # Twenty jobs first, over before the rest: the ids compared start past
+  # 20, so that normalising them leaves counts and limits alone.
   for _ in $(seq 10); do sbatch -o /dev/null --wrap true >/dev/null; done
-  # Two that ask for a node count: where their cores go, as their
+  empty
+  # Four that ask for a node count: where their cores go, as their
   # scripts are told.
   local show='echo $SLURM_JOB_NUM_NODES $SLURM_NTASKS $SLURM_CPUS_PER_TASK $SLURM_TASKS_PER_NODE $SLURM_JOB_CPUS_PER_NODE'
-  sbatch -N 2 -n 4 -o "$out/run/spread-2" --wrap "$show" >/dev/null
-  sbatch -N 3 -o "$out/run/spread-3" --wrap "$show" >/dev/null
-  sbatch -n 2 -c 2 --mem=100M -o "$out/run/spread-c" --wrap "$show \$SLURM_MEM_PER_NODE" >/dev/null
+  alone -N 2 -n 4 -o "$out/run/spread-2" --wrap "$show"
+  alone -N 3 -o "$out/run/spread-3" --wrap "$show"
+  alone -n 2 -c 2 --mem=100M -o "$out/run/spread-c" --wrap "$show \$SLURM_MEM_PER_NODE"
   # Its tasks per node only: Slurm 22.05 says SLURM_JOB_CPUS_PER_NODE=3,2
   # for it, fewer CPUs than its tasks hold (docs/slurm.md).
-  sbatch -N 2 -n 3 -c 2 -o "$out/run/spread-t" \
-    --wrap 'echo $SLURM_JOB_NUM_NODES $SLURM_NTASKS $SLURM_TASKS_PER_NODE' >/dev/null
+  alone -N 2 -n 3 -c 2 -o "$out/run/spread-t" \
+    --wrap 'echo $SLURM_JOB_NUM_NODES $SLURM_NTASKS $SLURM_TASKS_PER_NODE'
+  # Ends of every kind, for sacct: an exit code, steps (one failing), a
+  # signal, memory asked, two nodes and a limit.
+  alone -J failing -o /dev/null --wrap 'exit 3'
+  alone -J steps -n 2 -o /dev/null --wrap 'srun true; srun -n 1 false; true'
+  alone -J sig -o /dev/null --wrap 'kill -9 $$'
+  alone -J mem -n 2 --mem=200M -o /dev/null --wrap true
+  alone -J two -t 5 -N 2 -n 2 -o /dev/null --wrap true
+  # And one cancelled while it runs.
+  local c
+  c=$(sbatch --parsable -J cancelled -o /dev/null --wrap 'sleep 100')
   for _ in $(seq 300); do
-    [ -z "$(squeue -h -o %i)" ] && break
+    [ "$(squeue -h -j "$c" -o %t)" = R ] && break
     sleep 0.1
   done
+  # Slurm's database needs a moment to have its start.
+  sleep 3
+  scancel "$c"
+  empty
   {
     sbatch -J longname_job_x -n 4 -t 1:00:00 --wrap "sleep 120"
     sbatch --parsable -n 4 --wrap "sleep 120"
@@ -98,8 +123,25 @@ jobset() {
   run sinfo -aho %F/%C
   run sinfo -a -o "%P %G %l %p %c %m"
   run sinfo -o "%N %D %t %c %m"
+  # sacct: without Account (clemu has no accounts), TotalCPU and MaxRSS
+  # (the real Slurm here gathers neither), AllocTRES of a job asking
+  # memory (not scheduled there), node lists, job 14, which Slurm gives
+  # fewer CPUs than its tasks hold, and jobs just submitted, which
+  # Slurm's database may not have yet (docs/slurm.md).
+  local listed=1,11,12,13,15,16,17,18,19,20
+  # Every end at least a second ago: a window of "now" holds none.
+  sleep 1
+  run sacct -P --format=JobID,JobName,Partition,State,ExitCode,AllocCPUS,NNodes,ReqMem,Timelimit \
+    -S 00:00 -j "$listed"
+  run sacct -X -n --format=JobID,JobName%12,State,ExitCode,NCPUS,NNodes --name failing,steps,sig,mem,two,cancelled
+  run sacct -j 15,16,17 --format=JobID,JobIDRaw,JobName%20,State,ExitCode,NCPUS
+  run sacct -X -p --delimiter=, -o jobid,state,exitcode,reqmem,alloctres -j 19
+  run sacct -X -n -o JobID,ReqMem,Timelimit --units=K -j 1,18,19
+  run sacct -X -o JobID,State -s CA,F
+  run sacct -X -o JobID,JobName,State -s CA,F,TO -S 00:00 -E now
+  run sacct -j 999 -X
   held=$(grep -oE '[0-9]+' "$out/sbatch" | tail -2 | head -1)
-  run scontrol update "JobId=$held" TimeLimit=30
+  run scontrol update "JobId=$held" TimeLimit=100
   run squeue -h -o '%i %j %l %r' -t PD
   run scontrol release "$held"
   run scontrol show hostnames 'node[1-3],x5'

@@ -5,7 +5,7 @@
 # mode, each node on its own port).
 #
 #   scripts/slurm-local.sh up N CPUS [--suspend SLICE | --preempt MODE]
-#                                        [--backup TIMEOUT]
+#                                        [--backup TIMEOUT] [--accounting]
 #                                        start it; prints what to source
 #   scripts/slurm-local.sh ctld NAME     (with --backup) start controller
 #                                        NAME again: slurmprimary or
@@ -35,6 +35,13 @@
 # `batch` (every node) and `urgent` (the first half of the nodes, higher
 # priority tier), neither time-sliced.
 #
+# --accounting keeps Slurm's accounting, so that sacct answers: a MariaDB
+# server of its own (data, socket and log under the directory, TCP on
+# loopback only) and slurmdbd, which slurmctld sends every job's record
+# to (AccountingStorageType=accounting_storage/slurmdbd). Installs
+# mariadb-server and slurmdbd if they are missing. Jobs' CPU time and
+# memory are not gathered (JobAcctGatherType=jobacct_gather/none).
+#
 # --backup TIMEOUT adds Slurm's backup controller: two SlurmctldHost lines,
 # slurmprimary (127.0.0.1) and slurmbackup (127.0.0.2), SlurmctldTimeout =
 # TIMEOUT, one StateSaveLocation. slurmctld knows which one it is by its
@@ -58,6 +65,14 @@ install() {
     || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq slurmctld slurmd slurm-client munge >/dev/null; }
 }
 
+install_accounting() {
+  command -v mariadbd >/dev/null && command -v slurmdbd >/dev/null && return 0
+  [ "$(id -u)" -eq 0 ] || die "missing mariadbd or slurmdbd; install mariadb-server slurmdbd (root)"
+  echo "slurm-local: installing mariadb-server slurmdbd" >&2
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq mariadb-server slurmdbd >/dev/null \
+    || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq mariadb-server slurmdbd >/dev/null; }
+}
+
 # The PIDs this cluster's daemons wrote.
 pids() {
   local f
@@ -71,8 +86,11 @@ pids() {
   return 0
 }
 
-write_conf() { # nodes cpus slice (empty: no suspension) backup-timeout (empty: none) preempt-mode
-  local n=$1 cpus=$2 slice=${3:-} backup=${4:-} preempt=${5:-}
+db_port=$((base_port - 3))
+dbd_port=$((base_port - 2))
+
+write_conf() { # nodes cpus slice (empty: no suspension) backup-timeout (empty: none) preempt-mode accounting
+  local n=$1 cpus=$2 slice=${3:-} backup=${4:-} preempt=${5:-} accounting=${6:-}
   mkdir -p "$dir"/{etc,log,run,state,spool,munge}
   chmod 700 "$dir/munge"
   {
@@ -101,7 +119,15 @@ write_conf() { # nodes cpus slice (empty: no suspension) backup-timeout (empty: 
     echo "ProctrackType=proctrack/linuxproc"
     echo "TaskPlugin=task/none"
     echo "JobAcctGatherType=jobacct_gather/none"
-    echo "AccountingStorageType=accounting_storage/none"
+    if [ -n "$accounting" ]; then
+      echo "AccountingStorageType=accounting_storage/slurmdbd"
+      echo "AccountingStorageHost=localhost"
+      echo "AccountingStoragePort=$dbd_port"
+      # The munge socket for slurmdbd's connections (not AuthInfo's).
+      echo "AccountingStoragePass=socket=$dir/munge/munge.socket"
+    else
+      echo "AccountingStorageType=accounting_storage/none"
+    fi
     echo "MpiDefault=none"
     echo "SchedulerType=sched/backfill"
     echo "SelectType=select/cons_tres"
@@ -131,6 +157,45 @@ write_conf() { # nodes cpus slice (empty: no suspension) backup-timeout (empty: 
     fi
   } > "$conf"
   echo "export SLURM_CONF=$conf" > "$dir/env"
+  [ -n "$accounting" ] || return 0
+  {
+    echo "# Written by scripts/slurm-local.sh: slurmdbd over a MariaDB of its own."
+    echo "AuthType=auth/munge"
+    echo "AuthInfo=socket=$dir/munge/munge.socket"
+    echo "DbdHost=localhost"
+    echo "DbdAddr=127.0.0.1"
+    echo "DbdPort=$dbd_port"
+    echo "SlurmUser=root"
+    echo "PidFile=$dir/run/slurmdbd.pid"
+    echo "LogFile=$dir/log/slurmdbd.log"
+    echo "StorageType=accounting_storage/mysql"
+    echo "StorageHost=127.0.0.1"
+    echo "StoragePort=$db_port"
+    echo "StorageUser=root"
+    echo "StorageLoc=slurm_acct_db"
+  } > "$dir/etc/slurmdbd.conf"
+  chmod 600 "$dir/etc/slurmdbd.conf"
+}
+
+# MariaDB with its data, socket and log under the directory, then
+# slurmdbd, which needs it, and the cluster registered with it.
+accounting_up() {
+  mkdir -p "$dir/db"
+  mariadb-install-db --datadir="$dir/db" --user=root --auth-root-authentication-method=normal \
+    --skip-test-db > "$dir/log/mariadb-install.log" 2>&1 \
+    || die "mariadb-install-db failed (see $dir/log/mariadb-install.log)"
+  setsid mariadbd --no-defaults --datadir="$dir/db" --user=root --port="$db_port" \
+    --bind-address=127.0.0.1 --socket="$dir/run/mariadb.sock" --pid-file="$dir/run/mariadb.pid" \
+    --log-error="$dir/log/mariadb.log" < /dev/null > /dev/null 2>&1 &
+  for _ in $(seq 100); do [ -S "$dir/run/mariadb.sock" ] && break; sleep 0.1; done
+  [ -S "$dir/run/mariadb.sock" ] || die "mariadbd did not start (see $dir/log/mariadb.log)"
+  slurmdbd || die "slurmdbd did not start (see $dir/log/slurmdbd.log)"
+  local ok=0
+  for _ in $(seq 50); do
+    sacctmgr -i add cluster clemu > /dev/null 2>&1 && { ok=1; break; }
+    sleep 0.2
+  done
+  [ "$ok" = 1 ] || die "slurmdbd does not answer (see $dir/log/slurmdbd.log)"
 }
 
 # Controller NAME of a cluster with --backup, in its namespaces.
@@ -146,8 +211,8 @@ ctld() {
 }
 
 up() {
-  local n=${1:-} cpus=${2:-} slice= backup= preempt=
-  local usage="usage: slurm-local.sh up N CPUS [--suspend SLICE | --preempt cancel|requeue] [--backup TIMEOUT]"
+  local n=${1:-} cpus=${2:-} slice= backup= preempt= accounting=
+  local usage="usage: slurm-local.sh up N CPUS [--suspend SLICE | --preempt cancel|requeue] [--backup TIMEOUT] [--accounting]"
   [[ "$n" =~ ^[0-9]+$ && "$n" -ge 1 ]] || die "$usage"
   [[ "$cpus" =~ ^[0-9]+$ && "$cpus" -ge 1 ]] || die "$usage"
   shift 2
@@ -159,6 +224,7 @@ up() {
       --preempt)
         [[ "${2:-}" =~ ^(cancel|requeue)$ ]] || die "$usage (MODE: cancel or requeue)"
         preempt=$2 ;;
+      --accounting) accounting=1; shift; continue ;;
       --backup)
         [[ "${2:-}" =~ ^[0-9]+$ ]] && [ "${2:-0}" -ge 1 ] || die "$usage (TIMEOUT: whole seconds)"
         backup=$2 ;;
@@ -168,9 +234,10 @@ up() {
   done
   [ -z "$(pids)" ] || die "a cluster is already up in $dir (slurm-local.sh down first)"
   install
+  [ -z "$accounting" ] || install_accounting
   rm -rf "$dir"
   [ -z "$slice" ] || [ -z "$preempt" ] || die "$usage (--suspend and --preempt are two modes: one of them)"
-  write_conf "$n" "$cpus" "$slice" "$backup" "$preempt"
+  write_conf "$n" "$cpus" "$slice" "$backup" "$preempt" "$accounting"
   export SLURM_CONF=$conf
   local t0=$SECONDS
   # munged with a key and a socket of its own, so that the host's munge (if
@@ -182,6 +249,7 @@ up() {
     --seed-file "$dir/munge/munged.seed"
   for _ in $(seq 50); do [ -S "$dir/munge/munge.socket" ] && break; sleep 0.1; done
   [ -S "$dir/munge/munge.socket" ] || die "munged did not start (see $dir/log/munged.log)"
+  [ -z "$accounting" ] || accounting_up
   if [ -n "$backup" ]; then
     { cat /etc/hosts; echo "127.0.0.1 slurmprimary"; echo "127.0.0.2 slurmbackup"; } > "$dir/etc/hosts"
     ctld slurmprimary || die "slurmctld slurmprimary did not start (see $dir/ctl-slurmprimary/log)"

@@ -141,6 +141,9 @@ struct Row<'a> {
     step: Option<String>,
     srun: Option<&'a StepInfo>,
     record: Option<&'a JobRecord<'static>>,
+    /// The tasks of a pending array this row stands for, folded (`1-3`):
+    /// Slurm keeps one record for them until they start.
+    tasks: Option<String>,
 }
 
 struct Ctx<'a> {
@@ -149,6 +152,56 @@ struct Ctx<'a> {
     /// `--units`, as [`text::convert_num_unit`] takes it.
     units: Option<usize>,
     noconvert: bool,
+    config: &'a controller::config::Cluster,
+}
+
+impl Ctx<'_> {
+    /// The memory (MiB) of the nodes a job holds, or of the nodes it asks
+    /// for in its partition while it waits: what Slurm counts as asked by
+    /// a job that asks none, where memory is not scheduled.
+    fn nodes_memory(&self, j: &JobInfo) -> u64 {
+        let cfg = self.config;
+        if !j.nodes.is_empty() {
+            let names = formats::nodeset::parse(&j.nodes)
+                .map(|s| formats::nodeset::expand(&s))
+                .unwrap_or_default();
+            return names
+                .iter()
+                .filter_map(|n| cfg.nodes.iter().find(|d| &d.name == n))
+                .map(|d| d.memory_mb)
+                .sum();
+        }
+        let first = cfg
+            .partitions
+            .iter()
+            .find(|p| p.name == j.partition)
+            .and_then(|p| p.nodes.first())
+            .map_or(0, |&n| cfg.nodes[n].memory_mb);
+        first
+            * j.program
+                .as_ref()
+                .and_then(|p| p.nodes_asked)
+                .map_or(1, |n| u64::from(n.0))
+    }
+}
+
+/// A pending job Slurm has not made eligible yet: held, or waiting for
+/// other jobs or for its begin.
+fn not_yet_eligible(j: &JobInfo) -> bool {
+    j.state == JobState::Pending
+        && (j.reason.starts_with("JobHeld")
+            || j.reason.starts_with("Dependency")
+            || j.reason == "BeginTime"
+            || j.program.as_ref().is_some_and(|p| p.eligible_ns.is_none()))
+}
+
+/// The cores job `j` holds on its batch host (where its batch step and,
+/// here, its `srun` steps run): all of them there, as a Slurm step gets.
+fn first_node_cpus(j: &JobInfo) -> u32 {
+    j.program
+        .as_ref()
+        .and_then(|p| p.node_cpus.first().copied())
+        .unwrap_or(j.cores)
 }
 
 /// A state as sacct writes it: `CANCELLED by UID` for a cancelled job.
@@ -156,6 +209,9 @@ fn state(j: &JobInfo, step: bool, me: &str) -> String {
     match j.state {
         // A step killed for the job's limit was cancelled, as Slurm says.
         JobState::Timeout | JobState::Preempted if step => "CANCELLED".into(),
+        // A script killed by a signal: its job failed, its step was
+        // cancelled.
+        JobState::Failed if step && j.exit.1 != 0 => "CANCELLED".into(),
         JobState::Cancelled if !step => {
             format!(
                 "CANCELLED by {}",
@@ -215,9 +271,10 @@ fn value(name: &str, r: &Row<'_>, c: &Ctx<'_>) -> String {
             } else {
                 j.id.to_string()
             };
-            match &r.step {
-                Some(s) => format!("{base}.{s}"),
-                None => base,
+            match (&r.step, &r.tasks, j.array) {
+                (Some(s), _, _) => format!("{base}.{s}"),
+                (None, Some(t), Some(a)) if name == "JobID" => format!("{}_[{t}]", a.job),
+                _ => base,
             }
         }
         "JobName" => r.step.clone().unwrap_or_else(|| j.name.clone()),
@@ -230,6 +287,7 @@ fn value(name: &str, r: &Row<'_>, c: &Ctx<'_>) -> String {
         }
         "Account" | "QOS" => String::new(),
         "Cluster" => "clemu".into(),
+        "AllocCPUS" | "NCPUS" | "ReqCPUS" if r.step.is_some() => first_node_cpus(j).to_string(),
         "AllocCPUS" | "NCPUS" | "ReqCPUS" => j.cores.to_string(),
         "AllocNodes" | "NNodes" => {
             if started || name == "NNodes" {
@@ -261,6 +319,11 @@ fn value(name: &str, r: &Row<'_>, c: &Ctx<'_>) -> String {
             // The batch step's return code is Slurm's SIG_OOM too.
             (Some(_), Some(_)) if j.state == JobState::OutOfMemory => "0:125".into(),
             (Some(_), Some(p)) => p.exit_code(),
+            // Slurm's database has a cancelled job's end before its
+            // script's: the job says 0:0, its batch step the signal.
+            (None, _) if matches!(j.state, JobState::Cancelled | JobState::Preempted) => {
+                "0:0".into()
+            }
             _ => format!("{}:{}", j.exit.0, j.exit.1),
         },
         "Elapsed" => text::long_duration(elapsed(j, c.now)),
@@ -297,15 +360,16 @@ fn value(name: &str, r: &Row<'_>, c: &Ctx<'_>) -> String {
             }
             _ => String::new(),
         },
-        "ReqMem" => match j.mem_per_cpu_mb {
-            0 => "0".into(),
-            m => text::convert_num_unit(
-                (m * u64::from(j.cores)) as f64,
-                text::MEGA,
-                c.units,
-                c.noconvert,
-            ),
-        },
+        "ReqMem" if r.step.is_some() => String::new(),
+        "ReqMem" => text::convert_num_unit(
+            match j.mem_per_cpu_mb {
+                0 => c.nodes_memory(j),
+                m => m * u64::from(j.cores),
+            } as f64,
+            text::MEGA,
+            c.units,
+            c.noconvert,
+        ),
         "Comment" => j
             .program
             .as_ref()
@@ -314,6 +378,9 @@ fn value(name: &str, r: &Row<'_>, c: &Ctx<'_>) -> String {
         "Timelimit" => {
             if r.step.is_some() {
                 String::new()
+            } else if j.walltime_ns == 0 && !started {
+                // No limit of its own yet: its partition's, once it runs.
+                "Partition_Limit".into()
             } else {
                 text::long_limit(j.walltime_ns)
             }
@@ -347,7 +414,7 @@ fn srun_value(name: &str, s: &StepInfo, j: &JobInfo, c: &Ctx<'_>) -> Option<Stri
     } else {
         (c.now - secs(s.start_ns)).max(0)
     };
-    let cpus = s.ntasks.max(1) * j.program.as_ref().map_or(1, |p| p.cpus_per_task.max(1));
+    let cpus = first_node_cpus(j);
     Some(match name {
         "JobName" => s.name.clone(),
         "State" => match (s.end_ns, s.exit) {
@@ -443,18 +510,23 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
         Some(s) => text::parse_states(s).map_err(anyhow::Error::msg)?,
         None => None,
     };
+    // Slurm's defaults (slurmdb_job_cond_def_start_end): with states and
+    // no jobs named, the jobs in those states now; with neither, today's,
+    // from midnight; with jobs named, all of theirs. With states, the
+    // window ends where it starts unless told.
     let window_start = match &args.starttime {
         Some(s) => Some(
             text::parse_date(s).ok_or_else(|| anyhow::anyhow!("Invalid time specification {s}"))?,
         ),
-        // Without jobs named, today's: from midnight.
-        None if args.jobs.is_none() => text::parse_date("00:00"),
-        None => None,
+        None if args.jobs.is_some() => None,
+        None if states.is_some() => Some(text::now_s()),
+        None => text::parse_date("00:00"),
     };
     let window_end = match &args.endtime {
         Some(s) => Some(
             text::parse_date(s).ok_or_else(|| anyhow::anyhow!("Invalid time specification {s}"))?,
         ),
+        None if states.is_some() => window_start,
         None => None,
     };
     let mut c = Cluster::open().await?;
@@ -486,6 +558,10 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
         // ends.
         .filter(|j| window_start.is_none_or(|s| j.end_ns == 0 || text::secs(j.end_ns) >= s))
         .filter(|j| window_end.is_none_or(|e| text::secs(j.submit_ns) <= e))
+        // Not yet eligible (held, waiting for other jobs or for its
+        // begin): Slurm's database has no eligible time for it, and
+        // sacct lists it only when asked by id.
+        .filter(|j| args.jobs.is_some() || !not_yet_eligible(j))
         .collect();
     let wants_record = fields
         .iter()
@@ -496,13 +572,33 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
         HashMap::new()
     };
     let mut rows = Vec::new();
-    for j in &jobs {
+    let mut i = 0;
+    while i < jobs.len() {
+        let j = &jobs[i];
+        i += 1;
         let record = records.get(&j.id);
+        // The array's tasks not started yet, one record for them all.
+        let mut tasks = None;
+        if let (Some(a), true) = (j.array, j.state == JobState::Pending && j.restarts == 0) {
+            let mut idx = vec![a.index];
+            while let Some(t) = jobs.get(i).filter(|t| {
+                t.state == JobState::Pending
+                    && t.restarts == 0
+                    && t.array.is_some_and(|b| b.job == a.job)
+            }) {
+                idx.extend(t.array.map(|b| b.index));
+                i += 1;
+            }
+            if idx.len() > 1 {
+                tasks = Some(formats::intervals::format(&idx).replace(' ', ","));
+            }
+        }
         rows.push(Row {
             job: j,
             step: None,
             srun: None,
             record,
+            tasks,
         });
         if !args.allocations && j.program.is_some() && j.start_ns > 0 {
             rows.push(Row {
@@ -510,6 +606,7 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
                 step: Some("batch".into()),
                 srun: None,
                 record,
+                tasks: None,
             });
             for s in j.program.iter().flat_map(|p| &p.steps) {
                 rows.push(Row {
@@ -517,6 +614,7 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
                     step: Some(s.id.to_string()),
                     srun: Some(s),
                     record: None,
+                    tasks: None,
                 });
             }
         }
@@ -530,6 +628,7 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
             .and_then(|u| u.chars().next())
             .and_then(text::unit_of),
         noconvert: args.noconvert,
+        config: &c.config,
     };
     if args.json {
         println!("{}", json(&rows, &ctx));

@@ -363,7 +363,7 @@ fn the_queue_shows_what_waits_and_why_and_a_cancel_leaves_nothing_running() {
     assert!(running(&marker), "the jobs' processes are not running");
     // Cancel all of them by name: nothing of them is left.
     c.ok(w, "scancel", &["-n", "wrap"]);
-    assert_eq!(c.wait_over(w, &ids[0]), "CANCELLED by 0|0:15");
+    assert_eq!(c.wait_over(w, &ids[0]), "CANCELLED by 0|0:0");
     wait_gone(&marker);
     assert_eq!(c.ok(w, "squeue", &["-h"]), "");
 }
@@ -607,7 +607,7 @@ fn a_cancelled_job_is_completing_until_its_processes_are_gone() {
     assert!(c
         .ok(w, "scontrol", &["show", "job", &id])
         .contains("JobState=COMPLETING "));
-    assert_eq!(c.wait_over(w, &id), "CANCELLED by 0|0:15");
+    assert_eq!(c.wait_over(w, &id), "CANCELLED by 0|0:0");
     assert_eq!(c.ok(w, "squeue", &["-h"]), "");
 }
 
@@ -651,7 +651,7 @@ fn a_job_of_a_higher_priority_partition_preempts_as_on_slurm() {
                 ),
                 "PR PREEMPTED\n"
             );
-            assert_eq!(c.wait_over(w, &victim), "PREEMPTED|0:15");
+            assert_eq!(c.wait_over(w, &victim), "PREEMPTED|0:0");
         } else {
             assert!(
                 shown.contains("JobState=PENDING Reason=BeginTime") && shown.contains("Restarts=1"),
@@ -763,9 +763,10 @@ fn a_node_count_spreads_a_job_over_that_many_nodes() {
     );
     let id = id.trim();
     assert_eq!(c.wait_over(w, id), "COMPLETED|0:0");
-    // Packed, four cores fit one node; asked for two, two and two.
+    // Packed, four cores fit one node; asked for two, three and one, as
+    // Slurm 22.05 lays them on empty nodes.
     let out = std::fs::read_to_string(w.join(format!("out-{id}"))).unwrap();
-    assert_eq!(out, "2 2(x2) 2(x2)\n");
+    assert_eq!(out, "2 3,1 3,1\n");
     let acct = c.ok(
         w,
         "sacct",

@@ -287,6 +287,9 @@ impl Cluster {
                 self.policy_suspended -= 1;
             }
             let held = std::mem::take(&mut job.alloc);
+            if !held.is_empty() {
+                job.node_cpus = held.iter().map(|&(_, c)| c).collect();
+            }
             // The devices go back with the nodes (once: a job released
             // holds none), only those the node has; the job keeps their
             // list, for its history.
@@ -505,6 +508,7 @@ impl Cluster {
         job.ending_as = None;
         job.start_ns = 0;
         job.nodes.clear();
+        job.node_cpus.clear();
         job.agent = None;
         job.host = None;
         job.lost_at = None;

@@ -1193,6 +1193,7 @@ impl Job {
             gres: crate::gres::Counts::default(),
             devices: Vec::new(),
             exit: (0, 0),
+            node_cpus: Vec::new(),
             never: false,
         }
     }

@@ -161,6 +161,11 @@ impl Cluster {
             requeue: j.spec.requeue != Some(false),
             steps: j.steps.clone(),
             nodes_asked: j.spec.nodes,
+            node_cpus: if j.alloc.is_empty() {
+                j.node_cpus.clone()
+            } else {
+                j.alloc.iter().map(|&(_, c)| c).collect()
+            },
             // Once its wait for other jobs is over: when it was.
             eligible_ns: (!j.reason.starts_with("Dependency")).then(|| {
                 let deps = if j.spec.waits_for().next().is_some() {

@@ -143,6 +143,9 @@ pub(super) struct Job {
     pub devices: Vec<(usize, Masks)>,
     /// How its process ended, as Slurm's `ExitCode`: (code, signal).
     pub exit: (u32, u32),
+    /// The cores it held on each node, in `alloc`'s order, once it gave
+    /// them back: its history (sacct's steps), as `nodes`.
+    pub node_cpus: Vec<u32>,
 }
 
 /// A job array with a limit: how many of its tasks are queued or

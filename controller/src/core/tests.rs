@@ -320,7 +320,7 @@ fn a_node_count_that_can_never_be_met_is_refused_at_submit() {
         .unwrap()[0];
     let mut out = Recorder::default();
     pass_at(&mut c, &mut out, at(1));
-    assert_eq!(c.jobs[&id].alloc, [(0, 2), (1, 2)]);
+    assert_eq!(c.jobs[&id].alloc, [(0, 3), (1, 1)]);
 }
 
 #[test]

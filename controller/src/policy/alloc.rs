@@ -100,17 +100,17 @@ impl Free {
     /// none, or a gap in the node order, starts the run again.
     ///
     /// A job that asks how many nodes it spans (`Queued::nodes`) goes on
-    /// as many as it would packed, brought within its count, and its
-    /// tasks are dealt out over them as Slurm deals them: one to each in
-    /// turn, skipping the full ones (`-N 2 -n 4`: two and two; `-N 2 -n 3
-    /// -c 2`: four cores and two).
+    /// exactly as many as it asks, its tasks laid over them as Slurm 22.05
+    /// lays them: one on each, then the first filled first (`-N 2 -n 4`
+    /// on empty nodes of 4: three and one; `-N 2 -n 3 -c 2`: four cores
+    /// and two). Given a range, it spans as many as it may and have room,
+    /// its tasks dealt over them in turn.
     pub fn try_place(&self, _v: &View, q: &Queued) -> Option<Vec<(usize, u32)>> {
         if q.cores == 0 || !self.might_fit(q) {
             return None;
         }
-        let packed = self.pack(q)?;
         let Some(span) = q.nodes else {
-            return Some(packed);
+            return self.pack(q);
         };
         // Whole tasks, unless its cores are not a number of them.
         let unit = if q.cores.is_multiple_of(span.task_cores.max(1)) {
@@ -118,12 +118,18 @@ impl Free {
         } else {
             1
         };
-        let most = if span.most == 0 { u32::MAX } else { span.most };
-        let count = u32::try_from(packed.len()).unwrap_or(u32::MAX);
-        let count = count
-            .clamp(span.least.min(most), most)
-            .clamp(1, q.cores / unit);
-        self.spread(q, count as usize, unit)
+        let tasks = (q.cores / unit).max(1);
+        let most = if span.most == 0 { u32::MAX } else { span.most }.clamp(1, tasks);
+        let least = span.least.clamp(1, most);
+        if least == most {
+            return self.spread(q, least as usize, unit, block);
+        }
+        // A range: as many nodes as it allows and as have room, down to
+        // its least, its tasks dealt over them in turn, as Slurm 22.05
+        // does (`-N 1-4 -n 6` on empty nodes of 4: 2, 2, 1 and 1).
+        (least..=most)
+            .rev()
+            .find_map(|count| self.spread(q, count as usize, unit, deal))
     }
 
     /// The nodes `q` may use now, in order, with its room on each.
@@ -195,8 +201,14 @@ impl Free {
     /// `q` on exactly `count` nodes (at most its tasks of `unit` cores):
     /// the first that together have room for its tasks (in a contiguous
     /// partition, the first run of `count` consecutive ones), its tasks
-    /// dealt over them.
-    fn spread(&self, q: &Queued, count: usize, unit: u32) -> Option<Vec<(usize, u32)>> {
+    /// laid over them ([`block`]).
+    fn spread(
+        &self,
+        q: &Queued,
+        count: usize,
+        unit: u32,
+        lay: Layout,
+    ) -> Option<Vec<(usize, u32)>> {
         let contiguous = self.contiguous.get(q.partition).copied().unwrap_or(false);
         let tasks = u64::from(q.cores / unit);
         // Each node's room in whole tasks.
@@ -255,7 +267,7 @@ impl Free {
             chosen.sort_unstable();
             chosen
         };
-        let dealt = deal(q.cores / unit, &chosen);
+        let dealt = lay(q.cores / unit, &chosen);
         Some(dealt.into_iter().map(|(n, t)| (n, t * unit)).collect())
     }
 
@@ -339,24 +351,28 @@ impl Free {
     }
 }
 
-/// `cores` dealt one at a time to each of `nodes` (node, room) in turn,
-/// skipping the full ones, as Slurm deals tasks: every node gets at least
-/// one core (there are enough), and none more than its room (there is
-/// enough in all).
-fn deal(cores: u32, nodes: &[(usize, u32)]) -> Vec<(usize, u32)> {
+/// How a job's tasks are laid over the nodes chosen for it: (node, room
+/// in tasks) in, (node, tasks) out.
+type Layout = fn(u32, &[(usize, u32)]) -> Vec<(usize, u32)>;
+
+/// `tasks` dealt one at a time to each of `nodes` (node, room in tasks)
+/// in turn, skipping the full ones, as Slurm lays out a job given a
+/// range of node counts: every node gets at least one (there are
+/// enough), and none more than its room (there is enough in all).
+fn deal(tasks: u32, nodes: &[(usize, u32)]) -> Vec<(usize, u32)> {
     // After `level` whole rounds every node has min(room, level); the
     // last round gives one more to the first nodes with room left.
     let dealt = |level: u32| -> u64 { nodes.iter().map(|&(_, r)| u64::from(r.min(level))).sum() };
     let (mut lo, mut hi) = (0u32, nodes.iter().map(|&(_, r)| r).max().unwrap_or(0));
     while lo < hi {
         let mid = lo + (hi - lo).div_ceil(2);
-        if dealt(mid) <= u64::from(cores) {
+        if dealt(mid) <= u64::from(tasks) {
             lo = mid;
         } else {
             hi = mid - 1;
         }
     }
-    let mut left = u64::from(cores) - dealt(lo);
+    let mut left = u64::from(tasks).saturating_sub(dealt(lo));
     nodes
         .iter()
         .map(|&(n, r)| {
@@ -366,6 +382,23 @@ fn deal(cores: u32, nodes: &[(usize, u32)]) -> Vec<(usize, u32)> {
                 left -= 1;
             }
             (n, c)
+        })
+        .collect()
+}
+
+/// `tasks` laid over `nodes` (node, room in tasks) as Slurm's default
+/// block distribution does: one on each (there are enough), then each
+/// node in turn filled as far as its room goes (there is enough in all).
+/// `-N 2 -n 4` on two empty nodes of 4 is 3 and 1; on nodes with 2 free
+/// each, 2 and 2.
+fn block(tasks: u32, nodes: &[(usize, u32)]) -> Vec<(usize, u32)> {
+    let mut left = tasks.saturating_sub(nodes.len() as u32);
+    nodes
+        .iter()
+        .map(|&(n, room)| {
+            let more = room.saturating_sub(1).min(left);
+            left -= more;
+            (n, 1 + more)
         })
         .collect()
 }

@@ -212,7 +212,7 @@ pub struct Queued {
 }
 
 /// The nodes a job asks to span, and the cores of each of its tasks,
-/// which are dealt over those nodes whole.
+/// which go whole on one node each.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Span {
     pub least: u32,

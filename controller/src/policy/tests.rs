@@ -708,23 +708,29 @@ fn spanning(id: u64, cores: u32, least: u32, most: u32) -> Queued {
 }
 
 #[test]
-fn a_node_count_deals_a_job_over_its_nodes() {
+fn a_node_count_lays_a_job_over_its_nodes_as_slurm_does() {
     let v = view([4, 4, 4, 4], vec![], vec![]);
     let free = Free::new(&v);
-    // -N 2 -n 4: two and two, as Slurm deals it (packed, it fits one).
+    // -N 2 -n 4: three and one, as Slurm 22.05 lays it out on empty
+    // nodes (packed, it fits one).
     assert_eq!(
         free.try_place(&v, &spanning(1, 4, 2, 2)),
-        Some(vec![(0, 2), (1, 2)])
+        Some(vec![(0, 3), (1, 1)])
     );
-    // -N 3 -n 7: dealt in turn, the first node gets the last one.
+    // -N 3 -n 7: one on each, then the first filled first.
     assert_eq!(
         free.try_place(&v, &spanning(1, 7, 3, 3)),
-        Some(vec![(0, 3), (1, 2), (2, 2)])
+        Some(vec![(0, 4), (1, 2), (2, 1)])
     );
-    // -N 1-4 -n 6: on as many as it takes packed (two), dealt over them.
+    // -N 1-4 -n 6: on as many as it may, dealt in turn.
     assert_eq!(
         free.try_place(&v, &spanning(1, 6, 1, 4)),
-        Some(vec![(0, 3), (1, 3)])
+        Some(vec![(0, 2), (1, 2), (2, 1), (3, 1)])
+    );
+    // -N 2 -n 7: four and three.
+    assert_eq!(
+        free.try_place(&v, &spanning(1, 7, 2, 2)),
+        Some(vec![(0, 4), (1, 3)])
     );
     // At least 3 nodes with 2 cores: a core on each of two.
     assert_eq!(
@@ -734,7 +740,7 @@ fn a_node_count_deals_a_job_over_its_nodes() {
     // -N 1 -n 5 on nodes of 4 never fits.
     assert_eq!(free.try_place(&v, &spanning(1, 5, 1, 1)), None);
     // -N 2 -n 3 -c 2: tasks go whole, two on the first node, one on the
-    // second, as Slurm deals them.
+    // second, as on Slurm.
     let tasks = Queued {
         nodes: Some(Span {
             least: 2,

@@ -389,6 +389,9 @@ pub struct ProgramInfo {
     pub steps: Vec<StepInfo>,
     /// The nodes it asked to span, at least and at most (`JobSpec::nodes`).
     pub nodes_asked: Option<(u32, u32)>,
+    /// The cores it holds (or held) on each of its nodes, its batch host
+    /// first; empty before it started.
+    pub node_cpus: Vec<u32>,
     /// When it may start (CLOCK_REALTIME ns): its submission, or its
     /// begin (`--begin`, a requeue's wait) when later; `None` while it
     /// waits for other jobs to end.
