@@ -44,7 +44,9 @@ const SNAPSHOT_MAGIC: &[u8; 4] = b"CLSN";
 /// be requeued (`ending_as: Pending`); a script's arguments
 /// (`Program::args`) and steps (`ProgramInfo::steps`). 11: a job's node
 /// count (`JobSpec::nodes`), and whether its limit changed once it ran
-/// (`JobImage::limit_changed`).
+/// (`JobImage::limit_changed`). 12: a job may end preempted
+/// (`JobState::Preempted`), and a program's history keeps the cores it
+/// held on each node (`ProgramInfo::node_cpus`).
 const VERSION: u16 = 12;
 const HEADER: usize = 6;
 /// Largest entry: a submission of one job is well under 1 KiB.

@@ -58,7 +58,8 @@ use tokio_util::codec::{Decoder, Encoder, Framed, LengthDelimitedCodec};
 /// script takes arguments (`Program::args`). 18: a job may ask how many
 /// nodes it spans (`JobSpec::nodes`); a running job's limit may change
 /// ([`ToAgent::Limit`]). 19: a job may end preempted
-/// ([`JobState::Preempted`]).
+/// ([`JobState::Preempted`]); a program's view has the cores it holds on
+/// each node (`ProgramInfo::node_cpus`).
 pub const PROTOCOL: u32 = 19;
 /// Largest frame a server accepts from an authenticated peer (a batch of
 /// records can be large).

@@ -49,10 +49,11 @@ while True:
         # A process started ahead bears the held name only from its first
         # instructions on: caught just after exec, it still reads
         # "sigsleep". Looked at again a moment later, such a process that
-        # was only held reads "sigsleep-held"; one let go on still reads
-        # "sigsleep" (or has ended, which counts as having run).
+        # was only held reads "sigsleep-held" (or is gone, killed
+        # unclaimed); one let go on still reads "sigsleep". A job really
+        # run twice is still running at the next sample.
         time.sleep(0.05)
-        procs = {(pid, log) for pid, log, held in procs if not held or comm(pid) != "sigsleep-held"}
+        procs = {(pid, log) for pid, log, held in procs if not held or comm(pid) == "sigsleep"}
         if len(procs) > 1:
             print(f"DOUBLE RUN: job {job} in {sorted(procs)}", flush=True)
     time.sleep(0.02)

@@ -115,6 +115,9 @@ pub fn up(argv: &[String]) -> Result<u8> {
     if a.nodes == 0 || a.cpus == 0 {
         bail!("--nodes and --cpus must be at least 1");
     }
+    if a.preempt.is_some() && a.partition == "urgent" {
+        bail!("--preempt adds a partition named urgent: --partition needs another name");
+    }
     let dir = a.dir.clone().unwrap_or_else(default_dir);
     std::fs::create_dir_all(dir.join("bin"))
         .with_context(|| format!("cannot create {}", dir.display()))?;

@@ -642,7 +642,11 @@ fn a_job_of_a_higher_priority_partition_preempts_as_on_slurm() {
         if mode == "cancel" {
             assert!(shown.contains("JobState=PREEMPTED Reason=None"), "{shown}");
             assert!(shown.contains("ExitCode=0:15"), "{shown}");
-            assert!(!shown.contains("PreemptTime=None"), "{shown}");
+            let preempt_time = shown
+                .split_whitespace()
+                .find_map(|w| w.strip_prefix("PreemptTime="))
+                .unwrap_or_default();
+            assert!(preempt_time.starts_with("20"), "{shown}");
             assert_eq!(
                 c.ok(
                     w,

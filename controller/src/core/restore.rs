@@ -99,7 +99,8 @@ impl Cluster {
     /// only from an execution that ended; a lost one leaves none). A
     /// record that ended before the job's start is an earlier execution's
     /// (it was requeued since); a job that was ending to be requeued is
-    /// requeued, whatever its record says.
+    /// requeued, whatever its record says, and one cancelled to be
+    /// preempted ends preempted (its record says cancelled).
     pub fn settle<F: Effects>(
         &mut self,
         last: &HashMap<u64, (JobState, i64)>,
@@ -112,6 +113,10 @@ impl Cluster {
             .filter(|j| j.lost_at.is_some())
             .filter_map(|j| {
                 let &(state, end) = last.get(&j.id).filter(|(_, end)| *end >= j.start_ns)?;
+                let state = match (state, j.ending_as) {
+                    (JobState::Cancelled, Some(JobState::Preempted)) => JobState::Preempted,
+                    _ => state,
+                };
                 Some((j.id, state, end, j.ending_as == Some(JobState::Pending)))
             })
             .collect();

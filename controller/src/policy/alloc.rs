@@ -127,6 +127,17 @@ impl Free {
         // A range: as many nodes as it allows and as have room, down to
         // its least, its tasks dealt over them in turn, as Slurm 22.05
         // does (`-N 1-4 -n 6` on empty nodes of 4: 2, 2, 1 and 1).
+        let with_room = self.rooms(q).filter(|&(_, r)| r >= unit).count();
+        let most = most.min(u32::try_from(with_room).unwrap_or(u32::MAX));
+        if most < least {
+            return None;
+        }
+        let contiguous = self.contiguous.get(q.partition).copied().unwrap_or(false);
+        if !contiguous {
+            // The roomiest `count` nodes hold less the fewer they are:
+            // if all those with room do not hold it, no fewer do.
+            return self.spread(q, most as usize, unit, deal);
+        }
         (least..=most)
             .rev()
             .find_map(|count| self.spread(q, count as usize, unit, deal))
@@ -327,6 +338,15 @@ impl Free {
                     bits &= bits - 1;
                 }
             }
+        }
+    }
+
+    /// Gives back what a job that ends holds: its cores, as
+    /// [`Free::give_back`], and its memory.
+    pub(super) fn give_back_ended(&mut self, a: &Active) {
+        self.give_back(a);
+        for &(n, c) in &a.alloc {
+            self.nodes[n].free_mem_mb += u64::from(c) * a.mem_per_cpu_mb;
         }
     }
 

@@ -54,7 +54,7 @@
 //! - `fcfs.rs`, `easy.rs`: the two bases of the built-in policy, with the
 //!   entries that name them; `standard.rs`: the built-in policy, which
 //!   runs, each pass, `gang.rs` (gang time-slicing), `preempt.rs`
-//!   (preemption by suspension, and resumption) and a base;
+//!   (preemption, and resumption) and a base;
 //! - `sjf.rs`: shortest job first, a policy of its own;
 //! - `alloc.rs`: [`Free`], the free resources during a pass, and first-fit
 //!   placement, which every policy shares.
@@ -68,11 +68,12 @@
 //!    that has run for a time slice gives its cores to the job of its
 //!    partition that has waited longest, suspended or pending, so every
 //!    job runs in turn and none starves;
-//! 2. **preemption by suspension** (Slurm's `preempt/partition_prio` with
-//!    `PreemptMode=SUSPEND`): a pending job that does not fit suspends just
-//!    enough jobs of lower-priority partitions (fewest and lowest-priority
-//!    first) on the nodes it needs, and starts; suspended jobs keep their
-//!    memory;
+//! 2. **preemption** (Slurm's `preempt/partition_prio` with `PreemptMode`
+//!    `SUSPEND`, `CANCEL` or `REQUEUE`): a pending job that does not fit
+//!    suspends, cancels or requeues just enough jobs of lower-priority
+//!    partitions (fewest and lowest-priority first) on the nodes it needs;
+//!    suspended ones keep their memory and it starts at once, ended ones
+//!    are waited for;
 //! 3. **resumption**: jobs the policy suspended resume, highest partition
 //!    priority then oldest suspension first, as soon as their cores are
 //!    free again; the first that cannot keeps its nodes reserved;

@@ -40,6 +40,25 @@ pub(super) fn preempt(
     // later jobs of the same priority do not jump it here (the base policy
     // may still backfill them).
     let mut stuck: HashSet<u32> = HashSet::new();
+    // Where victims end (cancel, requeue): what will be free once the
+    // jobs on their way out are gone, shared by the jobs waiting for them
+    // (each takes its part), so that two of them do not both count the
+    // same cores, nor one end a job for cores already coming.
+    let ends = mode.ends_victims();
+    let mut pool: Option<Free> = ends.then(|| {
+        let mut p = free.clone();
+        for a in v.active.iter().filter(|a| a.state == ActiveState::Ending) {
+            p.give_back_ended(a);
+        }
+        p
+    });
+    let release = |f: &mut Free, a: &Active| {
+        if ends {
+            f.give_back_ended(a);
+        } else {
+            f.give_back(a);
+        }
+    };
     for q in v.queue.iter() {
         let prio = v.partitions[q.partition].priority;
         if prio <= lowest
@@ -52,6 +71,9 @@ pub(super) fn preempt(
         // It fits as it is: start it now, before suspended jobs of lower
         // priority resume onto those cores.
         if let Some(alloc) = free.place(v, q) {
+            if let Some(p) = &mut pool {
+                p.take(v, q, &alloc);
+            }
             out.list.push(Decision::Start { job: q.job, alloc });
             done.insert(q.job);
             continue;
@@ -63,23 +85,14 @@ pub(super) fn preempt(
             }
             m
         };
-        // Victims of an earlier pass (or any job) already on their way
-        // out: once they are gone, does it fit? Then it waits for them,
-        // and ends no one more.
-        if mode.ends_victims() {
-            let mut coming = free.clone();
-            let mut any = false;
-            for a in v.active.iter().filter(|a| {
-                a.state == ActiveState::Ending && a.alloc.iter().any(|(n, _)| on_part[*n])
-            }) {
-                coming.give_back(a);
-                any = true;
-            }
-            if let Some(alloc) = any.then(|| coming.try_place(v, q)).flatten() {
-                free.block(&alloc);
-                done.insert(q.job);
-                continue;
-            }
+        // Once the jobs on their way out are gone, it fits: it waits for
+        // them, and no one else takes its nodes meanwhile.
+        let base = pool.clone().unwrap_or_else(|| free.clone());
+        if let (Some(p), Some(alloc)) = (&mut pool, ends.then(|| base.try_place(v, q)).flatten()) {
+            p.take(v, q, &alloc);
+            free.block(&alloc);
+            done.insert(q.job);
+            continue;
         }
         // Victims: running jobs of lower priority with cores on the nodes
         // the job may use; lowest priority first, then those that free the
@@ -110,11 +123,11 @@ pub(super) fn preempt(
                 a.job,
             )
         });
-        let mut trial = free.clone();
+        let mut trial = base.clone();
         let mut chosen: Vec<&Active> = Vec::new();
         let mut fits = false;
         for a in candidates {
-            trial.give_back(a);
+            release(&mut trial, a);
             chosen.push(a);
             if trial.try_place(v, q).is_some() {
                 fits = true;
@@ -130,19 +143,19 @@ pub(super) fn preempt(
         let mut i = chosen.len();
         while i > 0 {
             i -= 1;
-            let mut without = free.clone();
+            let mut without = base.clone();
             for (k, a) in chosen.iter().enumerate() {
                 if k != i {
-                    without.give_back(a);
+                    release(&mut without, a);
                 }
             }
             if without.try_place(v, q).is_some() {
                 chosen.remove(i);
             }
         }
-        let mut trial = free.clone();
+        let mut trial = base.clone();
         for a in &chosen {
-            trial.give_back(a);
+            release(&mut trial, a);
         }
         let Some(alloc) = trial.try_place(v, q) else {
             continue;
@@ -150,27 +163,27 @@ pub(super) fn preempt(
         // Spare victims the placement does not touch.
         let used: HashSet<usize> = alloc.iter().map(|(n, _)| *n).collect();
         for a in chosen {
-            if a.alloc.iter().any(|(n, _)| used.contains(n)) {
-                out.list.push(match mode {
-                    Preemption::Requeue => Decision::Preempt {
-                        job: a.job,
-                        requeue: true,
-                    },
-                    Preemption::Cancel => Decision::Preempt {
-                        job: a.job,
-                        requeue: false,
-                    },
-                    _ => {
-                        free.give_back(a);
-                        Decision::Suspend(a.job)
-                    }
+            if !a.alloc.iter().any(|(n, _)| used.contains(n)) {
+                continue;
+            }
+            done.insert(a.job);
+            if let Some(p) = &mut pool {
+                // Its cores are the job's once it is gone.
+                p.give_back_ended(a);
+                out.list.push(Decision::Preempt {
+                    job: a.job,
+                    requeue: mode == Preemption::Requeue,
                 });
-                done.insert(a.job);
+            } else {
+                free.give_back(a);
+                out.list.push(Decision::Suspend(a.job));
             }
         }
         done.insert(q.job);
-        if mode.ends_victims() {
-            // Its cores are not free yet: no one else takes its nodes.
+        if let Some(p) = &mut pool {
+            // Its cores are not free yet: it waits, and no one else takes
+            // its nodes meanwhile.
+            p.take(v, q, &alloc);
             free.block(&alloc);
             continue;
         }

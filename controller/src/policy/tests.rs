@@ -844,3 +844,37 @@ fn easy_backfills_nothing_that_would_hold_the_devices_the_head_waits_for() {
         .collect();
     assert_eq!(started, vec![3]);
 }
+
+/// Two urgent jobs wait for the victims ended for them: the cores on
+/// their way out are shared between them, so that neither ends another
+/// job for cores the other already counts on.
+#[test]
+fn jobs_waiting_for_their_victims_share_the_cores_coming_free() {
+    let mut v = view([0, 0, 0, 0], vec![], vec![]);
+    v.active = Arc::new(vec![
+        running(10, 0, vec![(0, 2)], 900),
+        in_state(running(12, 0, vec![(0, 2)], 900), ActiveState::Ending, 5),
+        in_state(running(11, 0, vec![(1, 4)], 900), ActiveState::Ending, 5),
+        running(13, 0, vec![(2, 4)], 900),
+        running(14, 0, vec![(3, 4)], 900),
+    ]);
+    queue_urgent(&mut v, vec![0, 1, 2, 3]);
+    v.queue = Arc::new(vec![
+        Queued {
+            partition: 1,
+            ..job(1, 4, 100)
+        },
+        Queued {
+            partition: 1,
+            ..job(2, 2, 100)
+        },
+    ]);
+    for mode in [Preemption::Cancel, Preemption::Requeue] {
+        let d = Standard {
+            base: Base::Fcfs,
+            preemption: mode,
+        }
+        .decide(&v);
+        assert_eq!(d.list, [], "{mode:?}: both wait, no one more ends");
+    }
+}
