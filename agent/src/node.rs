@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use formats::wire::{Exit, FromAgent, Reach, RunSettings, StartJob, StepInfo, SuspendMode};
 use futures_util::stream::{FuturesUnordered, StreamExt};
-use nix::sys::signal::{killpg, Signal};
+use nix::sys::signal::{kill, killpg, Signal};
 use nix::unistd::Pid;
 use tokio::sync::{mpsc, oneshot, Notify};
 use tokio::time::{sleep_until, Duration, Instant};
@@ -439,14 +439,18 @@ async fn run(name: String, rx: Arc<Mailbox>, ctx: Arc<NodeContext>) {
     }
 }
 
-/// `SIGTERM` (sigsleep records the job as cancelled), then `SIGCONT` if it
+/// `SIGTERM` to sigsleep alone (it records the job as cancelled and passes
+/// the signal on to every process of a program, so that each hears it
+/// once, as under Slurm: a script's trap runs once), then `SIGCONT` if it
 /// is suspended so that it can act on it, and `SIGKILL` if it has not ended
 /// after the grace period.
 fn cancel(job: &mut Job, grace: Duration) {
     if job.kill_at.is_some() {
         return;
     }
-    signal(job.pid, Signal::SIGTERM);
+    if let Err(e) = kill(Pid::from_raw(job.pid), Signal::SIGTERM) {
+        debug!(pid = job.pid, %e, "cancel not delivered");
+    }
     if job.suspended {
         job.suspended = false;
         job.stop_at = None;

@@ -281,8 +281,9 @@ pub fn run(prog: &Program, waiter: &mut Waiter, ledger: &mut Ledger) -> Ended {
             suspend = true;
         }
     }
-    // A launcher's SIGTERM to the group reaches the program and this
-    // process at once: the program may have died of it before this
+    // A SIGTERM to the whole group (a terminal's, or a launcher other than
+    // the agent, which signals this process alone) reaches the program and
+    // this process at once: the program may have died of it before this
     // process took its own, still pending (blocked, or left pending by a
     // wait that returned for a ready descriptor). Then the job counts as
     // cancelled, not failed.

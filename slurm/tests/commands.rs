@@ -408,7 +408,7 @@ fn a_requeued_job_is_ended_and_waits_again_under_its_id_as_on_slurm() {
     let w = work.path();
     let marker = format!("sleep 301.{}", std::process::id());
     let script = format!(
-        "trap 'echo TERM at restart ${{SLURM_RESTART_COUNT:-0}}; exit 3' TERM\n{marker} &\nwait\n"
+        "trap 'echo TERM at restart ${{SLURM_RESTART_COUNT:-0}}; sleep 0.5; exit 3' TERM\n{marker} &\nwait\n"
     );
     let id = c
         .ok(
@@ -433,7 +433,8 @@ fn a_requeued_job_is_ended_and_waits_again_under_its_id_as_on_slurm() {
         },
         "2",
     );
-    // The script hears SIGTERM; the job waits again, eligible later, as
+    // The script hears SIGTERM, once (a second one, while its trap runs,
+    // would run the trap again); the job waits again, eligible later, as
     // Slurm's requeued jobs are (reason BeginTime).
     c.ok(w, "scontrol", &["requeue", &id]);
     wait_shows(
