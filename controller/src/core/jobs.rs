@@ -321,6 +321,7 @@ impl Cluster {
         // a job's nodes come in order, mostly one after another, so the
         // next is looked for just after it before anywhere else.
         let mut at = 0usize;
+        let wants_devices = crate::gres::any(&job.gres);
         for &(n, c) in &alloc {
             let node = self
                 .nodes
@@ -356,12 +357,13 @@ impl Cluster {
                 ));
             }
             let mem = u64::from(c) * job.spec.mem_per_cpu_mb;
-            let devices_short = self.device_free.get(n).is_some_and(|free| {
-                crate::gres::count(free)
-                    .iter()
-                    .zip(&job.gres)
-                    .any(|(f, g)| f < g)
-            });
+            let devices_short = wants_devices
+                && self.device_free.get(n).is_some_and(|free| {
+                    crate::gres::count(free)
+                        .iter()
+                        .zip(&job.gres)
+                        .any(|(f, g)| f < g)
+                });
             if node.agent.is_none()
                 || node.alloc_cpus + c > node.cpus
                 || (gang && node.slot_cpus + c > node.cpus * self.oversubscription[n])

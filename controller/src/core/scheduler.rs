@@ -172,7 +172,7 @@ impl Scheduler {
         // The view shares the queue and the active jobs with the cluster:
         // held while the decisions are applied, it would make every
         // change copy them whole (each active job's allocation with it).
-        drop(view);
+        view.done();
         let n = decisions.list.len();
         span.record("decisions", n);
         self.wake_at = decisions.wake_at_ns;
@@ -276,6 +276,7 @@ impl Scheduler {
                     };
                     let view = cluster.view(then);
                     self.prepare_starts(cluster, &view, at, now, fx);
+                    view.done();
                 }
             }
         }
@@ -289,6 +290,7 @@ impl Scheduler {
                 };
                 let view = cluster.view_after(then, &key.0.ending, &key.0.arriving);
                 self.prepare_starts(cluster, &view, at, now, fx);
+                view.done();
                 self.ends_prepared = Some(key);
             }
         }

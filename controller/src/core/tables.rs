@@ -623,19 +623,15 @@ impl Cluster {
 
     /// What the policy sees.
     pub fn view(&self, now: Now) -> View {
-        let nodes = self
-            .nodes
-            .iter()
-            .enumerate()
-            .map(|(i, n)| NodeView {
-                cpus: n.cpus,
-                free_cpus: n.cpus.saturating_sub(n.alloc_cpus),
-                free_mem_mb: n.memory_mb.saturating_sub(n.alloc_mem_mb),
-                free_slots: (n.cpus * self.oversubscription[i]).saturating_sub(n.slot_cpus),
-                usable: n.agent.is_some() && n.drained.is_none() && n.failed.is_none(),
-                free_gres: self.device_free.get(i).map(gres::count).unwrap_or_default(),
-            })
-            .collect();
+        let mut nodes = crate::policy::spare::node_views(self.nodes.len());
+        nodes.extend(self.nodes.iter().enumerate().map(|(i, n)| NodeView {
+            cpus: n.cpus,
+            free_cpus: n.cpus.saturating_sub(n.alloc_cpus),
+            free_mem_mb: n.memory_mb.saturating_sub(n.alloc_mem_mb),
+            free_slots: (n.cpus * self.oversubscription[i]).saturating_sub(n.slot_cpus),
+            usable: n.agent.is_some() && n.drained.is_none() && n.failed.is_none(),
+            free_gres: self.device_free.get(i).map(gres::count).unwrap_or_default(),
+        }));
         View {
             now_ns: now.mono,
             nodes,

@@ -1,6 +1,9 @@
 //! What is free during one pass, as decisions are made, and first-fit
 //! placement: every policy places jobs through [`Free`].
 
+use std::sync::Arc;
+
+use super::spare::{self, Membership};
 use super::{Active, NodeView, Queued, View};
 
 /// Free resources during one pass, as decisions are made.
@@ -10,10 +13,9 @@ pub struct Free {
     /// Free cores on usable nodes of each partition: lets a job that
     /// cannot fit be turned down without looking at any node.
     partition_free: Vec<u64>,
-    /// The partitions of each node, as a bit set.
-    node_partitions: Vec<u64>,
-    /// Each partition's nodes, as a bit set over node indices.
-    members: Vec<Vec<u64>>,
+    /// Which nodes each partition holds, and the partitions of each node:
+    /// the same from pass to pass, made once per configuration.
+    membership: Arc<Membership>,
     /// Usable nodes with a free core, as a bit set over node indices. On a
     /// busy cluster most nodes are full; first fit walks only these, so
     /// trying a queue of jobs against thousands of nodes stays cheap.
@@ -25,6 +27,14 @@ pub struct Free {
     gang: Vec<bool>,
     /// Partitions whose jobs go on consecutive nodes.
     contiguous: Vec<bool>,
+}
+
+impl Drop for Free {
+    fn drop(&mut self) {
+        spare::give_node_views(std::mem::take(&mut self.nodes));
+        spare::give_words(std::mem::take(&mut self.open));
+        spare::give_words(std::mem::take(&mut self.blocked));
+    }
 }
 
 /// Whether `node` has the devices a job asks of each node free.
@@ -43,32 +53,31 @@ fn set_bit(set: &mut [u64], n: usize, on: bool) {
 impl Free {
     pub fn new(v: &View) -> Free {
         let words = v.nodes.len().div_ceil(64);
-        let mut node_partitions = vec![0u64; v.nodes.len()];
-        let mut members = Vec::with_capacity(v.partitions.len());
-        let mut partition_free = Vec::with_capacity(v.partitions.len());
-        for (p, part) in v.partitions.iter().enumerate() {
-            let mut set = vec![0u64; words];
-            let mut free = 0;
-            for &n in &part.nodes {
-                node_partitions[n] |= 1 << (p % 64);
-                set_bit(&mut set, n, true);
-                if v.nodes[n].usable {
-                    free += u64::from(v.nodes[n].free_cpus);
-                }
-            }
-            members.push(set);
-            partition_free.push(free);
-        }
-        let mut open = vec![0u64; words];
+        let membership = spare::membership(&v.partitions, v.nodes.len());
+        let partition_free = v
+            .partitions
+            .iter()
+            .map(|part| {
+                part.nodes
+                    .iter()
+                    .filter_map(|&n| v.nodes.get(n).filter(|node| node.usable))
+                    .map(|node| u64::from(node.free_cpus))
+                    .sum()
+            })
+            .collect();
+        let mut open = spare::zeros(words);
         for (n, node) in v.nodes.iter().enumerate() {
-            set_bit(&mut open, n, node.usable && node.free_cpus > 0);
+            if node.usable && node.free_cpus > 0 {
+                open[n / 64] |= 1 << (n % 64);
+            }
         }
+        let mut nodes = spare::node_views(v.nodes.len());
+        nodes.extend_from_slice(&v.nodes);
         Free {
-            nodes: v.nodes.clone(),
+            nodes,
             partition_free,
-            node_partitions,
-            members,
-            blocked: vec![0u64; words],
+            membership,
+            blocked: spare::zeros(words),
             open,
             gang: (0..v.partitions.len())
                 .map(|p| v.time_slicing(p).is_some())
@@ -146,7 +155,8 @@ impl Free {
     /// The nodes `q` may use now, in order, with its room on each.
     fn rooms<'a>(&'a self, q: &'a Queued) -> impl Iterator<Item = (usize, u32)> + 'a {
         let slotted = self.gang.get(q.partition).copied().unwrap_or(false);
-        let member = &self.members[q.partition];
+        let wants_devices = crate::gres::any(&q.gres);
+        let member = &self.membership.members[q.partition];
         let open = self.open.iter().zip(&self.blocked);
         member
             .iter()
@@ -164,14 +174,15 @@ impl Free {
             })
             .map(move |n| {
                 let node = &self.nodes[n];
-                let by_mem = node
-                    .free_mem_mb
-                    .checked_div(q.mem_per_cpu_mb)
-                    .unwrap_or(u64::MAX)
-                    .min(u64::from(u32::MAX)) as u32;
+                // (No division for a job that asks no memory: this runs
+                // for each node of the widest jobs.)
+                let by_mem = match q.mem_per_cpu_mb {
+                    0 => u32::MAX,
+                    m => (node.free_mem_mb / m).min(u64::from(u32::MAX)) as u32,
+                };
                 // A node without the devices asked free has no room for
                 // the job (and ends a run of consecutive nodes).
-                let mut room = if has_gres(node, &q.gres) {
+                let mut room = if !wants_devices || has_gres(node, &q.gres) {
                     node.free_cpus.min(by_mem)
                 } else {
                     0
@@ -284,13 +295,16 @@ impl Free {
 
     /// Takes the cores and memory of `alloc` for `q`.
     pub fn take(&mut self, _v: &View, q: &Queued, alloc: &[(usize, u32)]) {
+        let wants_devices = crate::gres::any(&q.gres);
         for &(n, c) in alloc {
             self.use_cpus(n, c);
             let node = &mut self.nodes[n];
             node.free_mem_mb -= u64::from(c) * q.mem_per_cpu_mb;
             node.free_slots = node.free_slots.saturating_sub(c);
-            for (f, g) in node.free_gres.iter_mut().zip(&q.gres) {
-                *f = f.saturating_sub(*g);
+            if wants_devices {
+                for (f, g) in node.free_gres.iter_mut().zip(&q.gres) {
+                    *f = f.saturating_sub(*g);
+                }
             }
         }
     }
@@ -315,7 +329,7 @@ impl Free {
             set_bit(&mut self.open, n, false);
         }
         if self.nodes[n].usable {
-            let mut bits = self.node_partitions[n];
+            let mut bits = self.membership.node_partitions[n];
             while bits != 0 {
                 let p = bits.trailing_zeros() as usize;
                 self.partition_free[p] -= u64::from(c);
@@ -331,7 +345,7 @@ impl Free {
             self.nodes[n].free_cpus += c;
             if self.nodes[n].usable {
                 set_bit(&mut self.open, n, self.nodes[n].free_cpus > 0);
-                let mut bits = self.node_partitions[n];
+                let mut bits = self.membership.node_partitions[n];
                 while bits != 0 {
                     let p = bits.trailing_zeros() as usize;
                     self.partition_free[p] += u64::from(c);

@@ -1,8 +1,9 @@
 //! Scheduling policies: pure functions from a [`View`] of the cluster to
 //! [`Decisions`] (start a job on these cores, suspend, resume, cancel). No
-//! I/O, no clock, no hidden state: the emulation and the virtual-time
-//! simulation ([`crate::sim`]) run the very same code, and tests build
-//! views by hand.
+//! I/O, no clock, no hidden state (the buffers `spare.rs` keeps between
+//! passes are memory, not state: no decision depends on them): the
+//! emulation and the virtual-time simulation ([`crate::sim`]) run the very
+//! same code, and tests build views by hand.
 //!
 //! # Writing a policy
 //!
@@ -57,7 +58,8 @@
 //!   (preemption, and resumption) and a base;
 //! - `sjf.rs`: shortest job first, a policy of its own;
 //! - `alloc.rs`: [`Free`], the free resources during a pass, and first-fit
-//!   placement, which every policy shares.
+//!   placement, which every policy shares; `spare.rs`: the buffers the
+//!   size of the cluster that passes reuse.
 //!
 //! # The built-in policy
 //!
@@ -97,6 +99,7 @@ mod easy;
 mod fcfs;
 mod gang;
 mod preempt;
+pub(crate) mod spare;
 mod standard;
 
 /// Declares each policy's module and lists its `ENTRY` in [`ALL`], after
@@ -279,6 +282,13 @@ pub struct View {
 }
 
 impl View {
+    /// Done with this view: its list of nodes is kept for the next one
+    /// (`spare.rs`), rather than given back to the system and faulted in
+    /// again.
+    pub fn done(mut self) {
+        spare::give_node_views(std::mem::take(&mut self.nodes));
+    }
+
     /// The time-slicing of `partition`, if it time-slices (more than one
     /// job per core).
     pub fn time_slicing(&self, partition: usize) -> Option<Gang> {
