@@ -11,6 +11,7 @@
 
 use std::cell::RefCell;
 use std::sync::Arc;
+use std::thread::LocalKey;
 
 use super::{NodeView, PartitionView};
 
@@ -30,7 +31,7 @@ thread_local! {
 
 /// An empty list of node views with room for `len`.
 pub(crate) fn node_views(len: usize) -> Vec<NodeView> {
-    let mut v = NODES.with(|s| s.borrow_mut().pop()).unwrap_or_default();
+    let mut v = reuse(&NODES);
     v.clear();
     v.reserve(len);
     v
@@ -38,19 +39,12 @@ pub(crate) fn node_views(len: usize) -> Vec<NodeView> {
 
 /// A list of node views no longer needed.
 pub(crate) fn give_node_views(v: Vec<NodeView>) {
-    if v.capacity() > 0 {
-        NODES.with(|s| {
-            let mut s = s.borrow_mut();
-            if s.len() < KEEP {
-                s.push(v);
-            }
-        });
-    }
+    keep(&NODES, v);
 }
 
 /// `len` words, all zero.
 pub(crate) fn zeros(len: usize) -> Vec<u64> {
-    let mut v = WORDS.with(|s| s.borrow_mut().pop()).unwrap_or_default();
+    let mut v = reuse(&WORDS);
     v.clear();
     v.resize(len, 0);
     v
@@ -58,8 +52,20 @@ pub(crate) fn zeros(len: usize) -> Vec<u64> {
 
 /// Words no longer needed.
 pub(crate) fn give_words(v: Vec<u64>) {
+    keep(&WORDS, v);
+}
+
+type Spares<T> = LocalKey<RefCell<Vec<Vec<T>>>>;
+
+/// A spare buffer of this kind, or a new one.
+fn reuse<T>(spares: &'static Spares<T>) -> Vec<T> {
+    spares.with(|s| s.borrow_mut().pop()).unwrap_or_default()
+}
+
+/// Keeps `v` among the spares of its kind, unless there are enough.
+fn keep<T>(spares: &'static Spares<T>, v: Vec<T>) {
     if v.capacity() > 0 {
-        WORDS.with(|s| {
+        spares.with(|s| {
             let mut s = s.borrow_mut();
             if s.len() < KEEP {
                 s.push(v);
