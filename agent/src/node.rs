@@ -1,7 +1,8 @@
 //! A virtual node: one lightweight task that owns the job processes started
 //! on it (and those started ahead of their jobs, held, until a start claims
-//! them or their time runs out), turns commands into real signals to their
-//! process groups, and reports how each ended.
+//! them or their time runs out), turns commands into real signals (to
+//! their process groups, and a cancel's to sigsleep, which passes it on),
+//! and reports how each ended.
 
 use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;

@@ -197,7 +197,7 @@ pub fn run(prog: &Program, waiter: &mut Waiter, ledger: &mut Ledger) -> Ended {
                     ending = Some(Ending::Cancelled);
                     // Ending: nothing is stopped any more.
                     stop_at = None;
-                    kill_at = Some(end_all(prog));
+                    kill_at = Some(cancel_all(prog));
                 }
                 _ => {}
             }
@@ -236,7 +236,7 @@ pub fn run(prog: &Program, waiter: &mut Waiter, ledger: &mut Ledger) -> Ended {
         if ending.is_none() && deadline.is_some_and(|d| now >= d) {
             ending = Some(Ending::Timeout);
             stop_at = None;
-            kill_at = Some(end_all(prog));
+            kill_at = Some(end_all(prog, |_| true));
         }
         let warn_at = match (prog.signal, deadline) {
             (Some(w), Some(d)) if !warned && ending.is_none() => {
@@ -444,10 +444,29 @@ fn show(s: &OsString) -> String {
     s.to_string_lossy().into_owned()
 }
 
-/// Signals every process of the job to end: `SIGTERM` (and `SIGCONT`, so
-/// that a stopped one can act on it). Returns when `SIGKILL` follows.
-fn end_all(prog: &Program) -> i64 {
-    signal_all(libc::SIGTERM, |_| true);
+/// Passes a cancel's `SIGTERM` on to every process of the job, once each.
+/// The agent signals this process alone. When it leads its own group (as
+/// the agent starts it), the group hears it from the kernel at once, so
+/// that a process forked while /proc is walked is not missed, and the walk
+/// reaches only those that left the group; this process's own copy finds
+/// it cancelled already. Returns when `SIGKILL` follows.
+fn cancel_all(prog: &Program) -> i64 {
+    let group = own_group();
+    // SAFETY: plain system calls.
+    if group == unsafe { libc::getpid() } {
+        // SAFETY: a signal to this process's own group.
+        unsafe { libc::killpg(group, libc::SIGTERM) };
+        end_all(prog, |pid| pgid(pid) != group)
+    } else {
+        end_all(prog, |_| true)
+    }
+}
+
+/// Signals every process of the job to end: `SIGTERM` (to those `which`
+/// names: the others have it) and `SIGCONT` (so that a stopped one can act
+/// on it). Returns when `SIGKILL` follows.
+fn end_all(prog: &Program, which: impl Fn(i32) -> bool) -> i64 {
+    signal_all(libc::SIGTERM, which);
     signal_all(libc::SIGCONT, |_| true);
     clock::now()
         .mono

@@ -59,13 +59,18 @@ type Spares<T> = LocalKey<RefCell<Vec<Vec<T>>>>;
 
 /// A spare buffer of this kind, or a new one.
 fn reuse<T>(spares: &'static Spares<T>) -> Vec<T> {
-    spares.with(|s| s.borrow_mut().pop()).unwrap_or_default()
+    spares
+        .try_with(|s| s.borrow_mut().pop())
+        .ok()
+        .flatten()
+        .unwrap_or_default()
 }
 
-/// Keeps `v` among the spares of its kind, unless there are enough.
+/// Keeps `v` among the spares of its kind, unless there are enough (or
+/// the thread is ending: a `Free` may be dropped then).
 fn keep<T>(spares: &'static Spares<T>, v: Vec<T>) {
     if v.capacity() > 0 {
-        spares.with(|s| {
+        let _ = spares.try_with(|s| {
             let mut s = s.borrow_mut();
             if s.len() < KEEP {
                 s.push(v);
