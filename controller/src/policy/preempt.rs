@@ -88,11 +88,13 @@ pub(super) fn preempt(
         // Once the jobs on their way out are gone, it fits: it waits for
         // them, and no one else takes its nodes meanwhile.
         let base = pool.clone().unwrap_or_else(|| free.clone());
-        if let (Some(p), Some(alloc)) = (&mut pool, ends.then(|| base.try_place(v, q)).flatten()) {
-            p.take(v, q, &alloc);
-            free.block(&alloc);
-            done.insert(q.job);
-            continue;
+        if let Some(p) = &mut pool {
+            if let Some(alloc) = base.try_place(v, q) {
+                p.take(v, q, &alloc);
+                free.block(&alloc);
+                done.insert(q.job);
+                continue;
+            }
         }
         // Victims: running jobs of lower priority with cores on the nodes
         // the job may use; lowest priority first, then those that free the
