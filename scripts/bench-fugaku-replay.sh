@@ -8,6 +8,9 @@
 # its process's first instant) by the job's size in nodes.
 #
 #   scripts/bench-fugaku-replay.sh [JOBS] [SPEEDUP] [SKIP]
+#
+# KEEP=1 keeps both runs' directories (their path is printed last), to
+# look into a result that stands out.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=${1:-1000}
@@ -20,7 +23,11 @@ host=$(rustc -vV | sed -n 's/^host: //p')
 bin=$PWD/target/$host/release
 [ -x "$bin/runworkload" ] || bin=$PWD/target/release
 tmp=$(mktemp -d -t bench-fugaku-replay-XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
+if [ "${KEEP:-0}" = 1 ]; then
+  trap 'echo "bench-fugaku-replay: runs kept in $tmp" >&2' EXIT
+else
+  trap 'rm -rf "$tmp"' EXIT
+fi
 W=(--config configs/fugaku.toml --workload "$trace" --skip "$skip" --jobs "$jobs"
    --cores-per-proc 931 --speedup "$speedup" -q)
 "$bin/runworkload" "${W[@]}" --simulate --out "$tmp/twin" > /dev/null

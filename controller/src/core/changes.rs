@@ -162,6 +162,7 @@ impl Cluster {
         };
         let (partition, cores) = (job.partition, job.spec.cores);
         let mem_per_cpu = job.spec.mem_per_cpu_mb;
+        let gres = job.gres;
         let estimate = job.estimate_ns().min(i64::MAX as u64) as i64;
         self.unqueue(id, partition);
         let active = Active {
@@ -170,6 +171,7 @@ impl Cluster {
             cores,
             mem_per_cpu_mb: mem_per_cpu,
             alloc: alloc.clone(),
+            gres,
             state: ActiveState::Running,
             since_ns: now.mono,
             expected_end_ns: now.mono.saturating_add(estimate),

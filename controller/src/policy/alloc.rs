@@ -356,11 +356,19 @@ impl Free {
     }
 
     /// Gives back what a job that ends holds: its cores, as
-    /// [`Free::give_back`], and its memory.
+    /// [`Free::give_back`], its memory and its devices (a suspended job
+    /// keeps those two, as under Slurm).
     pub(super) fn give_back_ended(&mut self, a: &Active) {
         self.give_back(a);
+        let devices = crate::gres::any(&a.gres);
         for &(n, c) in &a.alloc {
-            self.nodes[n].free_mem_mb += u64::from(c) * a.mem_per_cpu_mb;
+            let node = &mut self.nodes[n];
+            node.free_mem_mb += u64::from(c) * a.mem_per_cpu_mb;
+            if devices {
+                for (f, g) in node.free_gres.iter_mut().zip(&a.gres) {
+                    *f = f.saturating_add(*g);
+                }
+            }
         }
     }
 

@@ -251,6 +251,10 @@ pub struct Active {
     pub mem_per_cpu_mb: u64,
     /// (node, cores).
     pub alloc: Vec<(usize, u32)>,
+    /// The generic resources it holds on each of its nodes: what its end
+    /// gives back besides cores (a preemption that ends a victim for its
+    /// GPUs counts them).
+    pub gres: crate::gres::Counts,
     pub state: ActiveState,
     /// When it last started, resumed or was suspended.
     pub since_ns: i64,

@@ -47,6 +47,7 @@ fn running(id: u64, partition: usize, alloc: Vec<(usize, u32)>, end_s: i64) -> A
         cores: alloc.iter().map(|(_, c)| c).sum(),
         mem_per_cpu_mb: 0,
         alloc,
+        gres: Default::default(),
         state: ActiveState::Running,
         since_ns: 0,
         expected_end_ns: end_s * S,
@@ -877,4 +878,52 @@ fn jobs_waiting_for_their_victims_share_the_cores_coming_free() {
         .decide(&v);
         assert_eq!(d.list, [], "{mode:?}: both wait, no one more ends");
     }
+}
+
+#[test]
+fn a_victim_that_ends_gives_back_its_gpus_and_one_suspended_keeps_them() {
+    // Node 0 has the only GPU, held by low job 10 on 2 of its cores; low
+    // jobs 11-13 fill nodes 1-3, which have none. An urgent job of 2 cores
+    // and a GPU fits only once job 10 is gone.
+    let mut v = view([2, 0, 0, 0], vec![], vec![]);
+    v.nodes[0] = gpu_node(2, 0);
+    let mut holder = running(10, 0, vec![(0, 2)], 900);
+    holder.gres = [1, 0, 0, 0];
+    v.active = Arc::new(vec![
+        holder,
+        running(11, 0, vec![(1, 4)], 900),
+        running(12, 0, vec![(2, 4)], 900),
+        running(13, 0, vec![(3, 4)], 900),
+    ]);
+    queue_urgent(&mut v, vec![0, 1, 2, 3]);
+    v.queue = Arc::new(vec![Queued {
+        partition: 1,
+        ..gpu_job(1, 2, 1, 100)
+    }]);
+    for mode in [Preemption::Cancel, Preemption::Requeue] {
+        let d = Standard {
+            base: Base::Fcfs,
+            preemption: mode,
+        }
+        .decide(&v);
+        assert_eq!(
+            d.list,
+            [Decision::Preempt {
+                job: 10,
+                requeue: mode == Preemption::Requeue
+            }],
+            "{mode:?}: the GPU's holder ends, and no one else"
+        );
+    }
+    // Suspended, job 10 would keep its GPU: no victim frees one.
+    assert_eq!(PREEMPT.decide(&v).list, []);
+    // Once it is ending, the next pass counts its GPU as coming: the
+    // urgent job waits for it and ends no one more.
+    Arc::make_mut(&mut v.active)[0].state = ActiveState::Ending;
+    let d = Standard {
+        base: Base::Fcfs,
+        preemption: Preemption::Cancel,
+    }
+    .decide(&v);
+    assert_eq!(d.list, [], "it waits for the GPU on its way back");
 }
