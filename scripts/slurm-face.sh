@@ -68,9 +68,9 @@ jobset() {
   alone -J sig -o /dev/null --wrap 'kill -9 $$'
   alone -J mem -n 2 --mem=200M -o /dev/null --wrap true
   alone -J two -t 5 -N 2 -n 2 -o /dev/null --wrap true
-  # And one cancelled while it runs.
+  # And one cancelled while it runs (its output: the step's line).
   local c
-  c=$(sbatch --parsable -J cancelled -o /dev/null --wrap 'sleep 100')
+  c=$(sbatch --parsable -J cancelled -o "$out/run/cancelled" --wrap 'sleep 100')
   for _ in $(seq 300); do
     [ "$(squeue -h -j "$c" -o %t)" = R ] && break
     sleep 0.1
@@ -106,7 +106,8 @@ jobset() {
     "$@" >> "$f" 2>&1 || rc=$?
     echo "[exit $rc]" >> "$f"
   }
-  run cat "$out/run/spread-2" "$out/run/spread-3" "$out/run/spread-c" "$out/run/spread-t"
+  run cat "$out/run/spread-2" "$out/run/spread-3" "$out/run/spread-c" "$out/run/spread-t" \
+    "$out/run/cancelled"
   run squeue
   run squeue -h -o '%i %t'
   run squeue -h -o '%.5i %P %j %u %t %D %C %l %R %Z %k'
@@ -172,7 +173,11 @@ normalise() {
     i=$((i + 1))
     expr+="s/\\b$id\\b/J$i/g;"
   done
-  sed -E "s#$work/(slurm|clemu)-out#WORK#g;$expr"'s/[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}/DATE/g; s/\b0:0[0-9]\b/0:0S/g' "$file"
+  # The reference Slurm runs a slurmd per node on one host, a build in
+  # which the step daemon's lines carry its node's name
+  # (`slurmstepd-node1:`); a cluster's one slurmd per host, and clemu,
+  # write `slurmstepd:`.
+  sed -E "s#$work/(slurm|clemu)-out#WORK#g;$expr"'s/[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}/DATE/g; s/\b0:0[0-9]\b/0:0S/g; s/^slurmstepd-node[0-9]+: /slurmstepd: /' "$file"
 }
 diffs=0
 for f in "$work/slurm-out"/[0-9]* "$work/slurm-out/sbatch"; do

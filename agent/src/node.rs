@@ -17,6 +17,7 @@ use tokio::time::{sleep_until, Duration, Instant};
 use tracing::{debug, warn};
 
 use crate::spawn::Launcher;
+use sigsleep::signals::EndWhy;
 
 /// What a node task is asked to do.
 #[derive(Debug)]
@@ -29,7 +30,8 @@ pub enum NodeCmd {
     Prepare(Box<StartJob>, Instant),
     Suspend(u64),
     Resume(u64),
-    Cancel(u64),
+    /// End the job: a cancel, or for the reason its program is told.
+    Cancel(u64, EndWhy),
     /// `SIGKILL` at once, without a record: the agent lost the controller
     /// and this execution of the job no longer counts.
     Kill(u64),
@@ -254,7 +256,7 @@ async fn run(name: String, rx: Arc<Mailbox>, ctx: Arc<NodeContext>) {
                     // The agent is going away: end every job, then stop.
                     closing = true;
                     for job in jobs.values_mut() {
-                        cancel(job, kill_grace);
+                        cancel(job, kill_grace, EndWhy::Cancelled);
                     }
                     for (_, mut p) in prepared.drain() {
                         if p.alive() {
@@ -365,9 +367,9 @@ async fn run(name: String, rx: Arc<Mailbox>, ctx: Arc<NodeContext>) {
                         }
                     }
                 }
-                Some(NodeCmd::Cancel(id)) => {
+                Some(NodeCmd::Cancel(id, why)) => {
                     if let Some(job) = jobs.get_mut(&id) {
-                        cancel(job, kill_grace);
+                        cancel(job, kill_grace, why);
                     }
                 }
                 Some(NodeCmd::Kill(id)) => {
@@ -442,14 +444,21 @@ async fn run(name: String, rx: Arc<Mailbox>, ctx: Arc<NodeContext>) {
 
 /// `SIGTERM` to sigsleep alone (it records the job as cancelled and passes
 /// the signal on to every process of a program, so that each hears it
-/// once, as under Slurm: a script's trap runs once), then `SIGCONT` if it
+/// once, as under Slurm: a script's trap runs once), queued with `why`
+/// when the job ends for more than a cancel, then `SIGCONT` if it
 /// is suspended so that it can act on it, and `SIGKILL` if it has not ended
 /// after the grace period.
-fn cancel(job: &mut Job, grace: Duration) {
+fn cancel(job: &mut Job, grace: Duration, why: EndWhy) {
     if job.kill_at.is_some() {
         return;
     }
-    if let Err(e) = kill(Pid::from_raw(job.pid), Signal::SIGTERM) {
+    let sent = match why {
+        EndWhy::Cancelled => {
+            kill(Pid::from_raw(job.pid), Signal::SIGTERM).map_err(|e| e.to_string())
+        }
+        why => sigsleep::signals::send_end(job.pid, why).map_err(|e| e.to_string()),
+    };
+    if let Err(e) = sent {
         debug!(pid = job.pid, %e, "cancel not delivered");
     }
     if job.suspended {

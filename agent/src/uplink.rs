@@ -26,6 +26,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use formats::wire::{
     Conn, Exit, FromAgent, Held, HostReport, Mark, RunSettings, Standing, ToAgent, WireError,
 };
+use sigsleep::signals::EndWhy;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 use tokio::sync::mpsc;
@@ -597,7 +598,14 @@ impl Agent {
                         }
                         Ok(ToAgent::Suspend(id)) => self.route(id, NodeCmd::Suspend(id)),
                         Ok(ToAgent::Resume(id)) => self.route(id, NodeCmd::Resume(id)),
-                        Ok(ToAgent::Cancel(id)) => self.route(id, NodeCmd::Cancel(id)),
+                        Ok(ToAgent::Cancel(id)) => self.route(id, NodeCmd::Cancel(id, EndWhy::Cancelled)),
+                        Ok(ToAgent::End { job, why }) => {
+                            let why = match why {
+                                formats::wire::EndWhy::Preempted => EndWhy::Preempted,
+                                formats::wire::EndWhy::Requeued => EndWhy::Requeued,
+                            };
+                            self.route(job, NodeCmd::Cancel(job, why));
+                        }
                         Ok(ToAgent::Kill(id)) => self.route(id, NodeCmd::Kill(id)),
                         Ok(ToAgent::Signal { job, signal, reach }) => self.route(job, NodeCmd::Signal(job, signal, reach)),
                         Ok(ToAgent::Limit { job, walltime_ns }) => self.route(job, NodeCmd::Limit(job, walltime_ns)),

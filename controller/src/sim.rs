@@ -328,7 +328,7 @@ impl Effects for Machines {
             }
             // sigsleep ends at once on SIGTERM, with a record; on SIGKILL,
             // without.
-            ToAgent::Cancel(job) | ToAgent::Kill(job) => {
+            ToAgent::Cancel(job) | ToAgent::Kill(job) | ToAgent::End { job, .. } => {
                 if let Some(p) = self.procs.get_mut(&job) {
                     p.ledger.apply(ledger::Event::Terminate(at, libc::SIGTERM));
                     p.killed |= matches!(msg, ToAgent::Kill(_));

@@ -31,7 +31,9 @@
 //!    sleep ([`supervise`]): sigsleep starts it, times its suspensions the
 //!    same way, ends it at its limit or on cancel, and once it is over
 //!    kills and reaps whatever of it is left (it is the subreaper of them
-//!    all) before the record is written.
+//!    all) before the record is written. Told to end (a cancel, its limit,
+//!    or a `SIGTERM` queued with why: [`signals::send_end`]), it first
+//!    writes Slurm's step line saying so to the program's error file.
 //!
 //! No async runtime, no threads, one allocation for the record at the end:
 //! thousands of these sleep at once on one host.
@@ -146,7 +148,11 @@ pub fn main_exit_code() -> i32 {
         (start, Ledger::new(start, cfg.runtime_ns, cfg.walltime_ns))
     };
     if let Some(prog) = &cfg.program {
-        let ended = supervise::run(prog, &mut waiter, &mut ledger);
+        let step = supervise::Step {
+            id: cfg.id,
+            node: cfg.node.as_deref().unwrap_or("localhost"),
+        };
+        let ended = supervise::run(prog, &step, &mut waiter, &mut ledger);
         if signals::lost() {
             ledger.flag(Flags::EVENTS_LOST);
         }
@@ -156,17 +162,7 @@ pub fn main_exit_code() -> i32 {
         if ended.oom_kills > 0 {
             outcome.flags.insert(Flags::OUT_OF_MEMORY);
             // Where the job's errors go, as Slurm's step says it there.
-            let text = supervise::oom_message(cfg.id, ended.oom_kills);
-            let written = prog.stderr.as_ref().or(prog.stdout.as_ref()).map(|path| {
-                use std::io::Write;
-                std::fs::OpenOptions::new()
-                    .append(true)
-                    .open(path)
-                    .and_then(|mut f| f.write_all(text.as_bytes()))
-            });
-            if !matches!(written, Some(Ok(()))) {
-                eprint!("{text}");
-            }
+            supervise::tell_job(prog, &supervise::oom_message(cfg.id, ended.oom_kills));
         }
         if let Some(path) = &prog.exit_file {
             if let Err(e) = std::fs::write(path, ended.exit_line()) {

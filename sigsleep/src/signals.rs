@@ -56,6 +56,62 @@ pub fn send_limit(pid: libc::pid_t, walltime_ns: u64) -> io::Result<()> {
     }
 }
 
+/// Why a job is ended, as its launcher says with the `SIGTERM`: a plain
+/// `kill` is a cancel; [`send_end`] queues the signal with one of these as
+/// its value. A job that runs a program has the reason written to its
+/// error file, as Slurm's step writes it there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EndWhy {
+    Cancelled,
+    /// A job of a higher-priority partition needs its cores.
+    Preempted,
+    /// It goes back to the queue.
+    Requeued,
+}
+
+impl EndWhy {
+    fn value(self) -> usize {
+        match self {
+            EndWhy::Cancelled => 0,
+            EndWhy::Preempted => 1,
+            EndWhy::Requeued => 2,
+        }
+    }
+
+    fn of(value: usize) -> EndWhy {
+        match value {
+            1 => EndWhy::Preempted,
+            2 => EndWhy::Requeued,
+            _ => EndWhy::Cancelled,
+        }
+    }
+}
+
+/// Sends process `pid` (a sigsleep) the `SIGTERM` that ends its job, with
+/// why.
+pub fn send_end(pid: libc::pid_t, why: EndWhy) -> io::Result<()> {
+    let value = libc::sigval {
+        sival_ptr: why.value() as *mut libc::c_void,
+    };
+    // SAFETY: a plain system call; the value is carried, never read as a
+    // pointer.
+    if unsafe { libc::sigqueue(pid, libc::SIGTERM, value) } == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Why the first `SIGTERM` came ([`EndWhy::Cancelled`] for one sent with
+/// `kill`, or none yet).
+pub fn end_why() -> EndWhy {
+    EndWhy::of(END_WHY.load(Relaxed))
+}
+
+/// Set by the first `SIGTERM` only: the job ends for the first reason it
+/// was given.
+static END_WHY: AtomicUsize = AtomicUsize::new(usize::MAX);
+
 /// Events the handlers logged and the main loop has not read yet. A handler
 /// blocks the other job signals and the wait's mask is lifted once a
 /// handler returns, so one wait sees one or two events; 16 leaves a wide
@@ -162,11 +218,22 @@ extern "C" fn on_cont(_: libc::c_int) {
     push(KIND_RESUME, clock::now());
 }
 
-extern "C" fn on_end(sig: libc::c_int) {
+extern "C" fn on_end(sig: libc::c_int, info: *mut libc::siginfo_t, _: *mut libc::c_void) {
     let _errno = SavedErrno::save();
     let kind = if sig == libc::SIGINT {
         KIND_INT
     } else {
+        // SAFETY: with SA_SIGINFO the kernel passes a valid siginfo; its
+        // value is only read for a signal queued with one.
+        let why = unsafe {
+            match info.as_ref() {
+                Some(i) if i.si_code == libc::SI_QUEUE => i.si_value().sival_ptr as usize,
+                _ => 0,
+            }
+        };
+        if END_WHY.load(Relaxed) == usize::MAX {
+            END_WHY.store(why, Relaxed);
+        }
         KIND_TERM
     };
     push(kind, clock::now());
@@ -174,6 +241,13 @@ extern "C" fn on_end(sig: libc::c_int) {
 
 /// A handler function in the form `sigaction` takes.
 fn handler(f: extern "C" fn(libc::c_int)) -> libc::sighandler_t {
+    f as *const () as libc::sighandler_t
+}
+
+/// A handler that reads the signal's information (`SA_SIGINFO`).
+type InfoHandler = extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void);
+
+fn info_handler(f: InfoHandler) -> libc::sighandler_t {
     f as *const () as libc::sighandler_t
 }
 
@@ -199,7 +273,7 @@ fn ignored(sig: libc::c_int) -> bool {
     }
 }
 
-fn set_action(sig: libc::c_int, handler: libc::sighandler_t) -> io::Result<()> {
+fn set_action(sig: libc::c_int, handler: libc::sighandler_t, flags: libc::c_int) -> io::Result<()> {
     // SAFETY: a zeroed sigaction is valid; the mask is filled before use.
     let rc = unsafe {
         let mut sa: libc::sigaction = std::mem::zeroed();
@@ -207,7 +281,7 @@ fn set_action(sig: libc::c_int, handler: libc::sighandler_t) -> io::Result<()> {
         sa.sa_mask = set_of(&JOB_SIGNALS);
         // No SA_RESTART: a handler must interrupt the wait so that the main
         // loop recomputes the deadline.
-        sa.sa_flags = 0;
+        sa.sa_flags = flags;
         libc::sigaction(sig, &sa, ptr::null_mut())
     };
     if rc == 0 {
@@ -251,16 +325,16 @@ pub fn install() -> io::Result<Waiter> {
         libc::sigaddset(&mut during_wait, limit_signal());
     }
 
-    set_action(libc::SIGCONT, handler(on_cont))?;
-    set_action(libc::SIGTERM, handler(on_end))?;
+    set_action(libc::SIGCONT, handler(on_cont), 0)?;
+    set_action(libc::SIGTERM, info_handler(on_end), libc::SA_SIGINFO)?;
     // A shell starts background jobs with SIGINT ignored so that ^C at the
     // terminal spares them; keep that choice.
     if !ignored(libc::SIGINT) {
-        set_action(libc::SIGINT, handler(on_end))?;
+        set_action(libc::SIGINT, info_handler(on_end), libc::SA_SIGINFO)?;
     }
     // The default action is what stops the job in `take_stop`, whatever
     // the launcher had set.
-    set_action(libc::SIGTSTP, libc::SIG_DFL)?;
+    set_action(libc::SIGTSTP, libc::SIG_DFL, 0)?;
 
     // SAFETY: plain system calls; the descriptors belong to the Waiter and
     // live as long as the process.

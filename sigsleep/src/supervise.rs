@@ -40,6 +40,60 @@ pub fn oom_message(id: u64, kills: u32) -> String {
     )
 }
 
+/// The line Slurm's step writes to a batch job's error file when the job
+/// is told to end, `why` (none: a cancel), at `at` (local time, as Slurm's
+/// default time format prints it).
+pub fn end_message(id: u64, node: &str, at: i64, why: Option<&str>) -> String {
+    let due = why.map(|w| format!(" DUE TO {w}")).unwrap_or_default();
+    format!(
+        "slurmstepd: error: *** JOB {id} ON {node} CANCELLED AT {}{due} ***\n",
+        local_time(at)
+    )
+}
+
+/// `at` (ns since the epoch) as `YYYY-MM-DDTHH:MM:SS` in local time.
+fn local_time(at: i64) -> String {
+    let secs = at.div_euclid(1_000_000_000) as libc::time_t;
+    // SAFETY: localtime_r fills the zeroed struct from a valid time.
+    let tm = unsafe {
+        let mut tm: libc::tm = std::mem::zeroed();
+        libc::localtime_r(&secs, &mut tm);
+        tm
+    };
+    format!(
+        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}",
+        tm.tm_year + 1900,
+        tm.tm_mon + 1,
+        tm.tm_mday,
+        tm.tm_hour,
+        tm.tm_min,
+        tm.tm_sec
+    )
+}
+
+/// Appends `text` where the job's errors go (its error file, else its
+/// output file); to sigsleep's own standard error if it has neither or
+/// cannot write there.
+pub fn tell_job(prog: &Program, text: &str) {
+    use std::io::Write;
+    let written = prog.stderr.as_ref().or(prog.stdout.as_ref()).map(|path| {
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(path)
+            .and_then(|mut f| f.write_all(text.as_bytes()))
+    });
+    if !matches!(written, Some(Ok(()))) {
+        eprint!("{text}");
+    }
+}
+
+/// Who the job is, for the lines written to its files: its id and the
+/// node it runs on.
+pub struct Step<'a> {
+    pub id: u64,
+    pub node: &'a str,
+}
+
 /// How the program ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Exit {
@@ -129,7 +183,7 @@ enum Ending {
 
 /// Runs `prog` as the job started at `start`, until it is over; the
 /// ledger counts its suspensions.
-pub fn run(prog: &Program, waiter: &mut Waiter, ledger: &mut Ledger) -> Ended {
+pub fn run(prog: &Program, step: &Step, waiter: &mut Waiter, ledger: &mut Ledger) -> Ended {
     // Watched through its signalfd: the wait must not let it in.
     waiter.keep_blocked(libc::SIGCHLD);
     let chld = match sigchld_fd() {
@@ -193,8 +247,14 @@ pub fn run(prog: &Program, waiter: &mut Waiter, ledger: &mut Ledger) -> Ended {
                     stop_at = None;
                     signal_all(libc::SIGCONT, |_| true);
                 }
-                Event::Terminate(..) if ending.is_none() => {
+                Event::Terminate(at, _) if ending.is_none() => {
                     ending = Some(Ending::Cancelled);
+                    let why = match signals::end_why() {
+                        signals::EndWhy::Cancelled => None,
+                        signals::EndWhy::Preempted => Some("PREEMPTION"),
+                        signals::EndWhy::Requeued => Some("JOB REQUEUE"),
+                    };
+                    tell_job(prog, &end_message(step.id, step.node, at.real, why));
                     // Ending: nothing is stopped any more.
                     stop_at = None;
                     kill_at = Some(cancel_all(prog));
@@ -236,6 +296,11 @@ pub fn run(prog: &Program, waiter: &mut Waiter, ledger: &mut Ledger) -> Ended {
         if ending.is_none() && deadline.is_some_and(|d| now >= d) {
             ending = Some(Ending::Timeout);
             stop_at = None;
+            let at = clock::now().real;
+            tell_job(
+                prog,
+                &end_message(step.id, step.node, at, Some("TIME LIMIT")),
+            );
             kill_at = Some(end_all(prog, |_| true));
         }
         let warn_at = match (prog.signal, deadline) {
@@ -367,6 +432,19 @@ fn not_started(code: i32) -> Ended {
 /// Starts the program in this process group; a failure is said on
 /// standard error (of the job's files when they could be opened) and
 /// given as a shell's exit status.
+/// An output file of the job, emptied and opened for appending, as Slurm's
+/// step opens it: what sigsleep and srun's steps add to it lands at its
+/// end, never under what the program writes next.
+fn create_output(path: &std::path::Path) -> std::io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .custom_flags(libc::O_APPEND)
+        .open(path)
+}
+
 fn spawn(prog: &Program) -> Result<i32, i32> {
     let Some((first, rest)) = prog.argv.split_first() else {
         return Err(127);
@@ -377,7 +455,7 @@ fn spawn(prog: &Program) -> Result<i32, i32> {
         cmd.current_dir(dir);
     }
     let out = match &prog.stdout {
-        Some(path) => match File::create(path) {
+        Some(path) => match create_output(path) {
             Ok(f) => Some(f),
             Err(e) => {
                 eprintln!("sigsleep: cannot open --stdout {}: {e}", path.display());
@@ -387,7 +465,7 @@ fn spawn(prog: &Program) -> Result<i32, i32> {
         None => None,
     };
     let err = match (&prog.stderr, &out) {
-        (Some(path), _) if Some(path) != prog.stdout.as_ref() => match File::create(path) {
+        (Some(path), _) if Some(path) != prog.stdout.as_ref() => match create_output(path) {
             Ok(f) => Some(f),
             Err(e) => {
                 eprintln!("sigsleep: cannot open --stderr {}: {e}", path.display());

@@ -441,8 +441,11 @@ fn a_requeued_job_is_ended_and_waits_again_under_its_id_as_on_slurm() {
         || c.ok(w, "squeue", &["-h", "-j", &id, "-o", "%i %t %r"]),
         &format!("{id} PD BeginTime\n"),
     );
+    // Slurm's step says why first, then the script's trap runs.
     let out = std::fs::read_to_string(w.join("out.txt")).unwrap();
-    assert_eq!(out, "TERM at restart 0\n");
+    let (said, trapped) = out.split_once('\n').unwrap_or_default();
+    assert_step_line(said, &id, "node1", " DUE TO JOB REQUEUE");
+    assert_eq!(trapped, "TERM at restart 0\n");
     let show = c.ok(w, "scontrol", &["show", "job", &id]);
     assert!(
         show.contains(" Requeue=1 Restarts=1 BatchFlag=1 "),
@@ -498,6 +501,22 @@ fn a_requeued_job_is_ended_and_waits_again_under_its_id_as_on_slurm() {
     );
     c.ok(w, "scancel", &[&id, &no, &held]);
     wait_gone(&marker);
+}
+
+/// `line` is what Slurm's step writes to a job's error file when the job
+/// is told to end: `*** JOB id ON node CANCELLED AT <local time><due> ***`.
+fn assert_step_line(line: &str, id: &str, node: &str, due: &str) {
+    let at = line
+        .strip_prefix(&format!(
+            "slurmstepd: error: *** JOB {id} ON {node} CANCELLED AT "
+        ))
+        .and_then(|rest| rest.strip_suffix(&format!("{due} ***")))
+        .unwrap_or_else(|| panic!("not the step's line for job {id}{due}: {line:?}"));
+    let digits: String = at.chars().filter(char::is_ascii_digit).collect();
+    assert!(
+        at.len() == 19 && digits.len() == 14 && &at[10..11] == "T",
+        "{line:?}"
+    );
 }
 
 /// Waits (up to 30 s) until file `path` holds `text`.
@@ -610,6 +629,8 @@ fn a_cancelled_job_is_completing_until_its_processes_are_gone() {
         .contains("JobState=COMPLETING "));
     assert_eq!(c.wait_over(w, &id), "CANCELLED by 0|0:0");
     assert_eq!(c.ok(w, "squeue", &["-h"]), "");
+    let out = std::fs::read_to_string(w.join(format!("slurm-{id}.out"))).unwrap();
+    assert_step_line(out.trim_end(), &id, "node1", "");
 }
 
 /// `up --preempt`: a job of `urgent` ends a `batch` job in its way, which
@@ -640,6 +661,14 @@ fn a_job_of_a_higher_priority_partition_preempts_as_on_slurm() {
             "R\n",
         );
         let shown = c.ok(w, "scontrol", &["show", "job", &victim]);
+        // Its output says why, as Slurm's step writes it.
+        let due = match mode {
+            "cancel" => " DUE TO PREEMPTION",
+            _ => " DUE TO JOB REQUEUE",
+        };
+        wait_for_text(&w.join(format!("slurm-{victim}.out")), "***");
+        let out = std::fs::read_to_string(w.join(format!("slurm-{victim}.out"))).unwrap();
+        assert_step_line(out.trim_end(), &victim, "node1", due);
         if mode == "cancel" {
             assert!(shown.contains("JobState=PREEMPTED Reason=None"), "{shown}");
             assert!(shown.contains("ExitCode=0:15"), "{shown}");
@@ -856,6 +885,8 @@ fn a_running_jobs_time_limit_changes_as_on_slurm() {
     );
     assert_eq!(c.wait_over(w, id), "TIMEOUT|0:0");
     wait_gone(&marker);
+    let out = std::fs::read_to_string(w.join(format!("slurm-{id}.out"))).unwrap();
+    assert_step_line(out.trim_end(), id, "node1", " DUE TO TIME LIMIT");
     // Over, it can no longer change.
     let out = c.run(
         w,

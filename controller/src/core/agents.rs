@@ -278,8 +278,8 @@ impl Cluster {
         // What was decided while the agent was away is sent again.
         if job.ending_as == Some(JobState::NodeFail) {
             fx.to_agent(agent, ToAgent::Kill(id));
-        } else if job.ending_as.is_some() {
-            fx.to_agent(agent, ToAgent::Cancel(id));
+        } else if let Some(state) = job.ending_as {
+            fx.to_agent(agent, super::jobs::end_order(id, state));
         } else if job.state == JobState::Suspended && !suspended_there {
             fx.to_agent(agent, ToAgent::Suspend(id));
         } else if job.state == JobState::Running && suspended_there {

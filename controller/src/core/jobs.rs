@@ -3,8 +3,8 @@
 //! [`Effects`]: the order for the job's agent, the journal entry.
 
 use formats::wire::{
-    ArraySpec, ArrayTask, Exit, JobOutcome, JobSpec, JobState, RanState, Reach, StartJob, StepInfo,
-    ToAgent,
+    ArraySpec, ArrayTask, EndWhy, Exit, JobOutcome, JobSpec, JobState, RanState, Reach, StartJob,
+    StepInfo, ToAgent,
 };
 use tracing::{debug, warn};
 
@@ -761,7 +761,7 @@ impl Cluster {
                         });
                     }
                     if let Some(a) = agent {
-                        fx.to_agent(a, ToAgent::Cancel(id));
+                        fx.to_agent(a, end_order(id, as_state));
                     }
                 }
             }
@@ -937,7 +937,7 @@ impl Cluster {
                 }
                 // An agent away is told when it comes back (`claim`).
                 if let Some(a) = agent {
-                    fx.to_agent(a, ToAgent::Cancel(id));
+                    fx.to_agent(a, end_order(id, JobState::Pending));
                 }
             }
         }
@@ -1199,4 +1199,16 @@ impl Job {
             never: false,
         }
     }
+}
+
+/// The order that ends running job `id` to become `as_state`: a cancel,
+/// or an end whose reason its program is told (a preemption, a requeue:
+/// `Pending`).
+pub(super) fn end_order(id: u64, as_state: JobState) -> ToAgent {
+    let why = match as_state {
+        JobState::Preempted => EndWhy::Preempted,
+        JobState::Pending => EndWhy::Requeued,
+        _ => return ToAgent::Cancel(id),
+    };
+    ToAgent::End { job: id, why }
 }

@@ -991,6 +991,21 @@ pub enum ToAgent {
     Ping,
     /// Stop every job and exit.
     Shutdown,
+    /// End the job as [`ToAgent::Cancel`] does, for a reason its program is
+    /// told (Slurm's step writes it to the job's error file).
+    End {
+        job: u64,
+        why: EndWhy,
+    },
+}
+
+/// Why the controller ends a running job other than by a cancel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum EndWhy {
+    /// A job of a higher-priority partition needs its cores.
+    Preempted,
+    /// It goes back to the queue.
+    Requeued,
 }
 
 /// How a job's process ended.
