@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use formats::wire::{Exit, Held, JobSpec, JobState, NodeState, StartJob, ToAgent};
+use formats::wire::{EndWhy, Exit, Held, JobSpec, JobState, NodeState, StartJob, ToAgent};
 
 use super::*;
 use crate::config;
@@ -594,7 +594,14 @@ fn preemption_by_cancel_or_requeue_waits_for_its_victims() {
             let cancels = |out: &Recorder| {
                 out.0
                     .iter()
-                    .filter(|(_, m)| matches!(m, ToAgent::Cancel(j) if *j == low))
+                    .filter(|(_, m)| {
+                        let why = if mode == "requeue" && requeueable {
+                            EndWhy::Requeued
+                        } else {
+                            EndWhy::Preempted
+                        };
+                        matches!(m, ToAgent::End { job, why: w } if *job == low && *w == why)
+                    })
                     .count()
             };
             for t in [3, 4, 5] {
@@ -649,7 +656,10 @@ fn preemption_by_cancel_ends_no_more_victims_than_it_needs() {
         .0
         .iter()
         .filter_map(|(_, m)| match m {
-            ToAgent::Cancel(j) => Some(*j),
+            ToAgent::End {
+                job,
+                why: EndWhy::Preempted,
+            } => Some(*job),
             _ => None,
         })
         .collect();
@@ -1079,12 +1089,12 @@ fn a_requeued_job_ends_then_waits_as_on_slurm_and_runs_again() {
             Some("no active job 99"),
         ]
     );
-    // Its process is cancelled (TERM, then KILL): until it is gone, the
-    // job holds its cores.
-    assert!(out
-        .0
-        .iter()
-        .any(|m| matches!(m, (7, ToAgent::Cancel(j)) if *j == id)));
+    // Its process is ended (TERM, then KILL), told why: until it is gone,
+    // the job holds its cores.
+    assert!(out.0.iter().any(|m| matches!(
+        m,
+        (7, ToAgent::End { job, why: EndWhy::Requeued }) if *job == id
+    )));
     assert_eq!(c.jobs[&id].state, JobState::Running);
     c.job_ended(7, id, Exit::Code(143), at(3), &mut out);
     let j = &c.jobs[&id];
