@@ -46,8 +46,10 @@ const SNAPSHOT_MAGIC: &[u8; 4] = b"CLSN";
 /// count (`JobSpec::nodes`), and whether its limit changed once it ran
 /// (`JobImage::limit_changed`). 12: a job may end preempted
 /// (`JobState::Preempted`), and a program's history keeps the cores it
-/// held on each node (`ProgramInfo::node_cpus`).
-const VERSION: u16 = 12;
+/// held on each node (`ProgramInfo::node_cpus`). 13: jobs wait for others'
+/// starts, or for any one of their dependencies (`JobSpec::after_start`,
+/// `JobSpec::any_dep`).
+const VERSION: u16 = 13;
 const HEADER: usize = 6;
 /// Largest entry: a submission of one job is well under 1 KiB.
 const MAX_ENTRY: usize = 1 << 20;

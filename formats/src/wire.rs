@@ -59,8 +59,12 @@ use tokio_util::codec::{Decoder, Encoder, Framed, LengthDelimitedCodec};
 /// nodes it spans (`JobSpec::nodes`); a running job's limit may change
 /// ([`ToAgent::Limit`]). 19: a job may end preempted
 /// ([`JobState::Preempted`]); a program's view has the cores it holds on
-/// each node (`ProgramInfo::node_cpus`).
-pub const PROTOCOL: u32 = 19;
+/// each node (`ProgramInfo::node_cpus`). 20: jobs may wait for others to
+/// start (`JobSpec::after_start`), for the tasks of an array of the same
+/// index (`JobSpec::after_corr`), or for any one of their dependencies
+/// (`JobSpec::any_dep`); the controller tells an agent why it ends a job
+/// ([`ToAgent::End`]).
+pub const PROTOCOL: u32 = 20;
 /// Largest frame a server accepts from an authenticated peer (a batch of
 /// records can be large).
 pub const MAX_FRAME: usize = 16 << 20;

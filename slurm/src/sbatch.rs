@@ -215,7 +215,7 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
 /// those that read as ids; `dependencies` says what is wrong with others.
 fn named_ids(text: &str) -> Vec<u64> {
     let mut ids: Vec<u64> = text
-        .split(',')
+        .split([',', '?'])
         .flat_map(|item| item.split(':').skip(1))
         .filter_map(|id| id.split('_').next()?.parse().ok())
         .collect();
@@ -230,39 +230,64 @@ struct Dependencies {
     any: Vec<u64>,
     ok: Vec<u64>,
     not_ok: Vec<u64>,
+    start: Vec<u64>,
+    corr: Vec<u64>,
     singleton: bool,
+    /// `?` between them: any one met is enough.
+    any_of: bool,
 }
 
 /// The jobs a dependency names: job `id`, or the task of index `Some(i)`
 /// of array `id`. An array's id names every task of it.
 type Resolve<'a> = &'a dyn Fn(u64, Option<u32>) -> Vec<u64>;
 
-/// `--dependency`: `afterany`, `afterok`, `afternotok` with `:`-separated
-/// jobs (an array's id: every task of it; `A_I`: one task), which
-/// `resolve` finds, and `singleton`, comma-separated (all must hold).
-/// Slurm's `?` (any may hold), `after`, `aftercorr` and delays are
+/// `--dependency`: `after` (started), `afterany`, `afterok`,
+/// `afternotok` with `:`-separated jobs (an array's id: every task of it;
+/// `A_I`: one task), which `resolve` finds, `aftercorr` with arrays (each
+/// task waits for the one of its index), and `singleton`; separated by
+/// `,` (all must hold) or `?` (any one), not both. Delays (`+time`) are
 /// refused plainly.
 fn dependencies(text: &str, resolve: Resolve<'_>) -> Result<Dependencies> {
-    if text.contains('?') {
-        bail!("--dependency with ? (any one of them) is not supported by clemu yet");
+    let mut d = Dependencies {
+        any_of: text.contains('?'),
+        ..Default::default()
+    };
+    if d.any_of && text.contains(',') {
+        bail!("Job dependency problem: {text} mixes , and ?");
     }
-    let mut d = Dependencies::default();
-    for item in text.split(',').filter(|s| !s.is_empty()) {
+    for item in text.split([',', '?']).filter(|s| !s.is_empty()) {
         let mut parts = item.split(':');
         let kind = parts.next().unwrap_or("");
         if kind == "singleton" {
+            if d.any_of {
+                bail!("--dependency=singleton with ? is not supported by clemu yet");
+            }
             d.singleton = true;
             continue;
         }
+        if item.contains('+') {
+            bail!("--dependency with a delay ({item}) is not supported by clemu yet");
+        }
         let list = match kind {
+            "after" => &mut d.start,
             "afterany" => &mut d.any,
             "afterok" => &mut d.ok,
             "afternotok" => &mut d.not_ok,
+            "aftercorr" => &mut d.corr,
             other => bail!("--dependency={other} is not supported by clemu yet"),
         };
         let start = list.len();
         for id in parts {
             let bad = || anyhow!("Job dependency problem: {item}");
+            if kind == "aftercorr" {
+                // The array itself: the controller pairs the tasks.
+                let a: u64 = id.parse().map_err(|_| bad())?;
+                if resolve(a, None).is_empty() {
+                    bail!("Job dependency problem: no job {id}");
+                }
+                list.push(a);
+                continue;
+            }
             let jobs = match id.split_once('_') {
                 Some((a, i)) => resolve(
                     a.parse().map_err(|_| bad())?,
@@ -420,6 +445,9 @@ fn spec(args: &Args, script: String, resolve: Resolve<'_>) -> Result<JobSpec> {
         after: deps.any,
         after_ok: deps.ok,
         after_not_ok: deps.not_ok,
+        after_start: deps.start,
+        after_corr: deps.corr,
+        any_dep: deps.any_of,
         singleton: deps.singleton,
         begin_ns,
         array,
@@ -580,11 +608,24 @@ mod tests {
                 ok: vec![4, 5],
                 not_ok: vec![7, 8],
                 singleton: true,
+                ..Default::default()
+            }
+        );
+        assert_eq!(
+            dependencies("after:3:4_1?aftercorr:4?afterok:7", &resolve).unwrap(),
+            Dependencies {
+                start: vec![3, 5],
+                corr: vec![4],
+                ok: vec![7],
+                any_of: true,
+                ..Default::default()
             }
         );
         for bad in [
-            "after:3",
-            "afterok:1?afterany:2",
+            "after:3+5",
+            "afterok:1?afterany:2,afterok:3",
+            "singleton?afterok:1",
+            "aftercorr:4_1",
             "afterany",
             "afterok:x",
             "afterany:9_9",

@@ -971,3 +971,75 @@ fn bad_input_gets_one_line_and_no_job() {
     assert!(err.contains("CLEMU_CONF is not set"), "{err}");
     assert_eq!(err.lines().count(), 1, "{err}");
 }
+
+/// `after` waits for a start, `?` for any one dependency, `aftercorr`
+/// pairs the tasks of two arrays by index, as on Slurm.
+#[test]
+fn dependencies_on_starts_on_any_one_and_on_the_task_of_the_same_index() {
+    let c = Up::start(1, 2);
+    let work = tempfile::tempdir().unwrap();
+    let w = work.path();
+    let marker = format!("sleep 302.{}", std::process::id());
+    let submit = |args: &[&str]| c.ok(w, "sbatch", args).trim().to_string();
+    let first = submit(&["--parsable", "-n", "2", "--wrap", &marker]);
+    wait_shows(|| c.ok(w, "squeue", &["-h", "-o", "%t"]), "R\n");
+    let second = submit(&["--parsable", "-n", "2", "--wrap", "sleep 1"]);
+    let started = submit(&[
+        "--parsable",
+        "-d",
+        &format!("after:{second}"),
+        "--wrap",
+        "true",
+    ]);
+    let either = submit(&[
+        "--parsable",
+        "-d",
+        &format!("afterok:{first}?afterok:{second}"),
+        "--wrap",
+        "true",
+    ]);
+    let reasons = || c.ok(w, "squeue", &["-h", "-t", "PD", "-o", "%i %r"]);
+    assert_eq!(
+        reasons(),
+        format!("{second} Resources\n{started} Dependency\n{either} Dependency\n")
+    );
+    // The first cancelled: the second starts, which lets the third go;
+    // the fourth still has the second's end to wait for.
+    c.ok(w, "scancel", &[&first]);
+    assert_eq!(c.wait_over(w, &started), "COMPLETED|0:0");
+    assert_eq!(c.wait_over(w, &second), "COMPLETED|0:0");
+    assert_eq!(c.wait_over(w, &either), "COMPLETED|0:0");
+    wait_gone(&marker);
+
+    // Task 1 completes, task 2 fails: of the three tasks that follow
+    // them, the second can never run, the third has no partner.
+    let pairs = submit(&[
+        "--parsable",
+        "-a",
+        "1-2",
+        "--wrap",
+        "exit $((SLURM_ARRAY_TASK_ID - 1))",
+    ]);
+    let follow = submit(&[
+        "--parsable",
+        "-a",
+        "1-3",
+        "-d",
+        &format!("aftercorr:{pairs}"),
+        "--wrap",
+        "true",
+    ]);
+    assert_eq!(c.wait_over(w, &format!("{follow}_1")), "COMPLETED|0:0");
+    assert_eq!(c.wait_over(w, &format!("{follow}_3")), "COMPLETED|0:0");
+    wait_shows(reasons, &format!("{follow}_2 DependencyNeverSatisfied\n"));
+    c.ok(w, "scancel", &[&follow]);
+    // A delay is refused, not ignored.
+    let out = c.run(
+        w,
+        "sbatch",
+        &["-d", &format!("after:{pairs}+5"), "--wrap", "true"],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(255));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not supported by clemu yet"));
+}

@@ -52,20 +52,44 @@ impl Cluster {
         if job.held {
             // Counted from the tables, so that a restart counts the same.
             job.deps_left = 0;
-            for dep in job.spec.waits_for() {
-                if self.jobs.contains_key(&dep) {
+            // With `?`, one dependency met is enough, and only all of them
+            // failing means it can never run.
+            let any = job.spec.any_dep;
+            let mut met = false;
+            let deps: Vec<u64> = job.spec.waits_for().collect();
+            for dep in deps {
+                let start_only = job.spec.waits_to_start(dep);
+                if let Some(d) = self.jobs.get(&dep) {
+                    if start_only && d.started_mono.is_some() {
+                        met = true;
+                        continue;
+                    }
                     job.deps_left += 1;
-                    self.waiters.entry(dep).or_default().push(id);
+                    let waiters = if start_only {
+                        &mut self.start_waiters
+                    } else {
+                        &mut self.waiters
+                    };
+                    waiters.entry(dep).or_default().push(id);
                 } else if let Some(info) = self.done.get(&dep) {
                     job.deps_end = job.deps_end.max(info.end_ns);
-                    job.never |= !job.spec.satisfied_by(dep, info.state);
+                    let ok = job.spec.satisfied_by(dep, info.state);
+                    met |= ok;
+                    job.never |= !any && !ok;
                 } else {
                     // Forgotten (out of the history, or dropped at a
                     // restore): how it ended is not known, so a wait for
                     // one kind of end can no longer be satisfied.
-                    job.never |=
+                    let unknowable =
                         job.spec.after_ok.contains(&dep) || job.spec.after_not_ok.contains(&dep);
+                    met |= !unknowable;
+                    job.never |= !any && unknowable;
                 }
+            }
+            if any && met {
+                job.deps_left = 0;
+            } else if any && job.deps_left == 0 {
+                job.never = true;
             }
             job.reason = if job.user_held {
                 "JobHeldUser".into()
@@ -203,6 +227,7 @@ impl Cluster {
         job.alloc = alloc;
         job.devices = devices;
         self.expect_end(id);
+        self.wake_start_waiters(id, now);
     }
 
     /// A running job is suspended: `by` the policy (its cores become free)
@@ -366,25 +391,52 @@ impl Cluster {
     }
 
     /// Job `id` is over (or gone): the jobs held for it are one closer to
-    /// their release.
+    /// their release (those waiting for its start too: it will not start).
     fn wake_waiters(&mut self, id: u64, now: Now) {
         // Gone without a trace (dropped at a restore): not completed.
         let state = self.done.get(&id).map_or(JobState::Cancelled, |i| i.state);
-        for waiter in self.waiters.remove(&id).unwrap_or_default() {
-            let Some(w) = self.jobs.get_mut(&waiter).filter(|w| w.held) else {
-                continue;
-            };
-            w.deps_left = w.deps_left.saturating_sub(1);
-            w.deps_end = w.deps_end.max(now.wall);
-            if !w.spec.satisfied_by(id, state) {
-                w.never = true;
-                if !w.user_held {
-                    w.reason = NEVER.into();
-                }
+        let waiters = self.waiters.remove(&id).unwrap_or_default();
+        let starters = self.start_waiters.remove(&id).unwrap_or_default();
+        for waiter in waiters.into_iter().chain(starters) {
+            let ok = self
+                .jobs
+                .get(&waiter)
+                .is_some_and(|w| w.spec.satisfied_by(id, state));
+            self.dependency_settled(waiter, ok, now);
+        }
+    }
+
+    /// Job `id` has started: the jobs held for its start (`after`) are one
+    /// closer to their release.
+    pub(super) fn wake_start_waiters(&mut self, id: u64, now: Now) {
+        for waiter in self.start_waiters.remove(&id).unwrap_or_default() {
+            self.dependency_settled(waiter, true, now);
+        }
+    }
+
+    /// One of the jobs held job `waiter` waits for did what it waits for
+    /// (`ok`) or can no longer do it.
+    fn dependency_settled(&mut self, waiter: u64, ok: bool, now: Now) {
+        let Some(w) = self.jobs.get_mut(&waiter).filter(|w| w.held) else {
+            return;
+        };
+        let any = w.spec.any_dep;
+        // With `?`, met already (or never to be): nothing more to count.
+        if any && w.deps_left == 0 {
+            return;
+        }
+        w.deps_left = w.deps_left.saturating_sub(1);
+        w.deps_end = w.deps_end.max(now.wall);
+        if any && ok {
+            w.deps_left = 0;
+        } else if !ok && (!any || w.deps_left == 0) {
+            w.never = true;
+            if !w.user_held {
+                w.reason = NEVER.into();
             }
-            if w.deps_left == 0 && !w.never && !w.user_held {
-                self.deps_over(waiter, now);
-            }
+        }
+        if w.deps_left == 0 && !w.never && !w.user_held {
+            self.deps_over(waiter, now);
         }
     }
 

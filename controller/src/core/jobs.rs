@@ -164,6 +164,7 @@ impl Cluster {
             // a cycle: a job can wait only for jobs older than itself.
             if let Some(dep) = spec
                 .waits_for()
+                .chain(spec.after_corr.iter().copied())
                 .find(|d| !self.jobs.contains_key(d) && !self.done.contains_key(d))
             {
                 return Err(if dep >= self.next_id {
@@ -203,6 +204,12 @@ impl Cluster {
                 spec.after = self.with_tasks(&spec.after);
                 spec.after_ok = self.with_tasks(&spec.after_ok);
                 spec.after_not_ok = self.with_tasks(&spec.after_not_ok);
+                spec.after_start = self.with_tasks(&spec.after_start);
+            }
+            // Not an array: `aftercorr` waits for every task, as `afterok`.
+            if spec.array.is_none() {
+                let every = self.with_tasks(&std::mem::take(&mut spec.after_corr));
+                spec.after_ok.extend(every);
             }
             // A singleton waits for the jobs not yet over of its name and
             // user, as they are now; the journal keeps what it found.
@@ -238,7 +245,15 @@ impl Cluster {
             for task in tasks {
                 let id = self.next_id;
                 debug!(job = id, cores = spec.cores, "job submitted");
-                let mut job = Job::pending(id, spec.clone(), p, now);
+                let mut spec = spec.clone();
+                // Each task waits for the task of its index of each array
+                // named (`aftercorr`): one that has none does not wait.
+                if let Some(t) = task {
+                    for a in std::mem::take(&mut spec.after_corr) {
+                        spec.after_ok.extend(self.task_of(a, t.index));
+                    }
+                }
+                let mut job = Job::pending(id, spec, p, now);
                 job.array = task;
                 self.admitted(job, now);
                 if F::JOURNALS {
@@ -400,6 +415,22 @@ impl Cluster {
         fx.to_agent(agent, ToAgent::Start(self.start_order(id, first, devices)));
         self.counters.started += 1;
         Ok(())
+    }
+
+    /// The task of index `index` of array `array` (a job that is no array
+    /// is its own only task), if there is one.
+    fn task_of(&self, array: u64, index: u32) -> Option<u64> {
+        let Some(first) = self.array_of(array) else {
+            return Some(array);
+        };
+        if first.job != array {
+            return Some(array);
+        }
+        let last = (array + ArraySpec::MAX_TASKS as u64).min(self.next_id);
+        (array..last).find(|&t| {
+            self.array_of(t)
+                .is_some_and(|a| a.job == array && a.index == index)
+        })
     }
 
     /// `deps`, each array's id followed by every task of it.

@@ -288,6 +288,8 @@ pub struct Cluster {
     pub(super) keys: Keys,
     /// Held jobs by the job they wait for.
     pub(super) waiters: HashMap<u64, Vec<u64>>,
+    /// Held jobs waiting for a job's start (`after`), by that job.
+    pub(super) start_waiters: HashMap<u64, Vec<u64>>,
     /// Held jobs whose wait is over, to enter the queue at an instant
     /// (monotonic ns, id): a think time after the last of them ended.
     pub(super) releases: BTreeSet<(i64, u64)>,
@@ -437,6 +439,7 @@ impl Cluster {
             happened: None,
             keys: Keys::default(),
             waiters: HashMap::new(),
+            start_waiters: HashMap::new(),
             releases: BTreeSet::new(),
             no_more: NoMore::Unsaid,
             arrays: HashMap::new(),

@@ -2351,3 +2351,110 @@ fn a_job_sent_ahead_arrives_at_its_begin_and_its_start_is_prepared() {
     assert_eq!((job.state, job.submit_ns), (JobState::Running, begin.wall));
     assert_eq!(starts(&out), prepared);
 }
+
+#[test]
+fn after_waits_for_a_start_and_a_question_mark_for_any_one_dependency() {
+    let mut c = cluster();
+    let mut out = Recorder::default();
+    // The first fills the cluster; the second waits for room; the third
+    // waits in the queue too, to be cancelled before it starts.
+    let ids = c
+        .submit(vec![spec(16), spec(16), spec(16)], 0, at(0), &mut out)
+        .unwrap();
+    let started = |dep: u64| JobSpec {
+        after_start: vec![dep],
+        ..after(&[], None)
+    };
+    let waits = c
+        .submit(
+            vec![started(ids[0]), started(ids[1]), started(ids[2])],
+            0,
+            at(0),
+            &mut out,
+        )
+        .unwrap();
+    pass(&mut c, &mut out);
+    // Its job started: the first is let go; the others wait.
+    let q = queued(&c);
+    assert!(q.contains(&waits[0]), "{q:?}");
+    assert!(!q.contains(&waits[1]) && !q.contains(&waits[2]));
+    assert_eq!(c.jobs_info(&[waits[1]])[0].reason, "Dependency");
+    // Cancelled without starting: what waited for its start goes on.
+    c.cancel(&[ids[2]], at(2), &mut out);
+    assert!(queued(&c).contains(&waits[2]));
+    c.job_ended(7, ids[0], Exit::Code(0), at(3), &mut out);
+    pass_at(&mut c, &mut out, at(3));
+    assert!(queued(&c).contains(&waits[1]), "its job started");
+
+    // `?`: the first dependency met lets it go; all failing, never.
+    c.job_ended(7, ids[1], Exit::Code(0), at(4), &mut out);
+    let ends = c
+        .submit(vec![spec(1), spec(1), spec(1)], 0, at(4), &mut out)
+        .unwrap();
+    pass_at(&mut c, &mut out, at(4));
+    assert!(ends.iter().all(|e| c.jobs[e].state == JobState::Running));
+    let any_of = |ok: &[u64]| JobSpec {
+        after_ok: ok.to_vec(),
+        any_dep: true,
+        ..after(&[], None)
+    };
+    let either = c
+        .submit(
+            vec![any_of(&[ends[0], ends[1]]), any_of(&[ends[0], ends[2]])],
+            0,
+            at(4),
+            &mut out,
+        )
+        .unwrap();
+    for (job, exit) in [(ends[0], 3), (ends[2], 1)] {
+        c.job_ended(7, job, Exit::Code(exit), at(5), &mut out);
+    }
+    let q = queued(&c);
+    assert!(!q.contains(&either[0]), "one failed, one still to come");
+    assert_eq!(
+        c.jobs_info(&[either[1]])[0].reason,
+        "DependencyNeverSatisfied"
+    );
+    c.job_ended(7, ends[1], Exit::Code(0), at(6), &mut out);
+    assert!(queued(&c).contains(&either[0]));
+    // Submitted after one of them is over and met: at once.
+    let late = c
+        .submit(vec![any_of(&[ends[2], ends[1]])], 0, at(7), &mut out)
+        .unwrap()[0];
+    assert!(queued(&c).contains(&late));
+}
+
+#[test]
+fn aftercorr_pairs_each_task_with_the_task_of_its_index() {
+    let mut c = cluster();
+    let mut out = Recorder::default();
+    let first = c
+        .submit(vec![array_spec("1-2", 1)], 0, at(0), &mut out)
+        .unwrap();
+    // Tasks 1, 2 and 3: the last has no partner and does not wait.
+    let second = c
+        .submit(
+            vec![JobSpec {
+                after_corr: vec![first[0]],
+                exact_deps: true,
+                ..array_spec("1-3", 1)
+            }],
+            0,
+            at(0),
+            &mut out,
+        )
+        .unwrap();
+    assert_eq!(c.jobs[&second[0]].spec.after_ok, [first[0]]);
+    assert_eq!(c.jobs[&second[1]].spec.after_ok, [first[1]]);
+    assert!(c.jobs[&second[2]].spec.after_ok.is_empty());
+    assert!(queued(&c).contains(&second[2]));
+    pass(&mut c, &mut out);
+    c.job_ended(7, first[1], Exit::Code(0), at(2), &mut out);
+    let q = queued(&c);
+    assert!(q.contains(&second[1]) && !q.contains(&second[0]), "{q:?}");
+    c.job_ended(7, first[0], Exit::Code(2), at(3), &mut out);
+    assert_eq!(
+        c.jobs_info(&[second[0]])[0].reason,
+        "DependencyNeverSatisfied"
+    );
+}

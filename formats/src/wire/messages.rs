@@ -39,6 +39,17 @@ pub struct JobSpec {
     /// same name and user, found at submission (the controller adds them
     /// to `after`).
     pub singleton: bool,
+    /// Jobs to wait for until they have started, or ended without
+    /// starting (Slurm's `after`).
+    pub after_start: Vec<u64>,
+    /// Arrays (their ids) whose task of the same index each task of this
+    /// array waits for to complete (Slurm's `aftercorr`); a task whose
+    /// index one of them lacks does not wait for that one. Resolved at
+    /// submission into each task's `after_ok`.
+    pub after_corr: Vec<u64>,
+    /// Any one of the jobs it waits for, ending (or starting) as it waits
+    /// for, lets it go (Slurm's `?` between dependencies); else all must.
+    pub any_dep: bool,
     /// The dependency lists name jobs exactly: an array's id is its first
     /// task alone, not the whole array (a client that expanded arrays
     /// itself, as sbatch does to tell `A_0` from `A`).
@@ -115,13 +126,23 @@ pub struct Program {
 }
 
 impl JobSpec {
-    /// Every job it waits for, whatever the end it waits for.
+    /// Every job it waits for, whatever it waits for of it (its start or
+    /// its end).
     pub fn waits_for(&self) -> impl Iterator<Item = u64> + '_ {
         self.after
             .iter()
             .chain(&self.after_ok)
             .chain(&self.after_not_ok)
+            .chain(&self.after_start)
             .copied()
+    }
+
+    /// Whether it waits for job `dep`'s start only, not for its end.
+    pub fn waits_to_start(&self, dep: u64) -> bool {
+        self.after_start.contains(&dep)
+            && !self.after.contains(&dep)
+            && !self.after_ok.contains(&dep)
+            && !self.after_not_ok.contains(&dep)
     }
 
     /// Whether job `dep`, over in `state`, ends as this job waits for it
