@@ -45,22 +45,22 @@ pub fn oom_message(id: u64, kills: u32) -> String {
 /// default time format prints it).
 pub fn end_message(id: u64, node: &str, at: i64, why: Option<&str>) -> String {
     let due = why.map(|w| format!(" DUE TO {w}")).unwrap_or_default();
-    format!(
-        "slurmstepd: error: *** JOB {id} ON {node} CANCELLED AT {}{due} ***\n",
-        local_time(at)
-    )
+    let at = local_date(at.div_euclid(1_000_000_000)).unwrap_or_else(|| "Unknown".into());
+    format!("slurmstepd: error: *** JOB {id} ON {node} CANCELLED AT {at}{due} ***\n")
 }
 
-/// `at` (ns since the epoch) as `YYYY-MM-DDTHH:MM:SS` in local time.
-fn local_time(at: i64) -> String {
-    let secs = at.div_euclid(1_000_000_000) as libc::time_t;
-    // SAFETY: localtime_r fills the zeroed struct from a valid time.
-    let tm = unsafe {
-        let mut tm: libc::tm = std::mem::zeroed();
-        libc::localtime_r(&secs, &mut tm);
-        tm
-    };
-    format!(
+/// Slurm's `slurm_make_time_str` with its default format: `s` (seconds
+/// since the epoch) in local time, `YYYY-MM-DDTHH:MM:SS`; `None` for a
+/// time the C library cannot convert.
+pub fn local_date(s: i64) -> Option<String> {
+    let t = s as libc::time_t;
+    // SAFETY: localtime_r reads `t` and writes only into `tm`, which
+    // lives for the call; no pointer outlives it.
+    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
+    if unsafe { libc::localtime_r(&t, &mut tm) }.is_null() {
+        return None;
+    }
+    Some(format!(
         "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}",
         tm.tm_year + 1900,
         tm.tm_mon + 1,
@@ -68,7 +68,7 @@ fn local_time(at: i64) -> String {
         tm.tm_hour,
         tm.tm_min,
         tm.tm_sec
-    )
+    ))
 }
 
 /// Appends `text` where the job's errors go (its error file, else its

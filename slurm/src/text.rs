@@ -69,24 +69,9 @@ pub fn limit_minutes(walltime_ns: u64) -> i64 {
 
 /// Slurm's `slurm_make_time_str` with its default format: local time,
 /// `YYYY-MM-DDTHH:MM:SS`.
+/// (The step's own lines, which sigsleep writes, use the same.)
 pub fn date(s: i64) -> String {
-    let t = s as libc::time_t;
-    // SAFETY: localtime_r reads `t` and writes only into `tm`, which
-    // lives for the call; no pointer outlives it.
-    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
-    let ok = unsafe { !libc::localtime_r(&t, &mut tm).is_null() };
-    if !ok {
-        return "Unknown".into();
-    }
-    format!(
-        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}",
-        tm.tm_year + 1900,
-        tm.tm_mon + 1,
-        tm.tm_mday,
-        tm.tm_hour,
-        tm.tm_min,
-        tm.tm_sec
-    )
+    sigsleep::supervise::local_date(s).unwrap_or_else(|| "Unknown".into())
 }
 
 /// A local date as the user writes one for `sacct -S/-E`: `now`,
