@@ -149,6 +149,18 @@ jobset() {
   run scontrol show partition
   run scontrol show partition -o
   run sbatch --wrap "true" -t soon
+  # An administrator drains a node that runs a job, then resumes it.
+  run scontrol update NodeName=node4 State=DRAIN
+  run scontrol update NodeName=node4 State=DRAIN Reason=maintenance
+  run sinfo -N -o '%N %t %E'
+  run scontrol update NodeName=node4 State=RESUME
+  # Slurm marks a resumed node not responding (`alloc*`) until its next
+  # ping answers: the state once settled is compared.
+  for _ in $(seq 300); do
+    sinfo -h -N -o %t | grep -q '\*' || break
+    sleep 0.1
+  done
+  run sinfo -N -o '%N %t %E'
   cd /
 }
 

@@ -136,6 +136,12 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
 /// `scontrol update JobId=N TimeLimit=T`: a pending job's limit (keys in
 /// any case; `UNLIMITED` for none).
 async fn update(words: &[String]) -> Result<u8> {
+    if words.iter().any(|w| {
+        w.split_once('=')
+            .is_some_and(|(k, _)| k.eq_ignore_ascii_case("nodename"))
+    }) {
+        return update_nodes(words).await;
+    }
     let (mut id, mut limit) = (None, None);
     for w in words {
         let Some((k, v)) = w.split_once('=') else {
@@ -172,6 +178,99 @@ async fn update(words: &[String]) -> Result<u8> {
         },
         other => bail!("unexpected answer: {other:?}"),
     }
+}
+
+/// A node state `scontrol update` takes, as it reads one: at least three
+/// letters of it, in any case.
+fn state_named(given: &str, state: &str) -> bool {
+    given.len() >= 3.min(state.len())
+        && given.len() <= state.len()
+        && state[..given.len()].eq_ignore_ascii_case(given)
+}
+
+/// `scontrol update NodeName=LIST State=DRAIN|UNDRAIN|RESUME|DOWN
+/// [Reason=TEXT]`: what an administrator does to nodes, with Slurm's
+/// messages for what it refuses. DOWN kills the nodes' jobs (requeued or
+/// over `NODE_FAIL`, as their partition says); RESUME undoes DRAIN and
+/// DOWN.
+async fn update_nodes(words: &[String]) -> Result<u8> {
+    let (mut nodes, mut state, mut reason) = (None, None, None);
+    for w in words {
+        let Some((k, v)) = w.split_once('=') else {
+            eprintln!("scontrol: error: Invalid input: {w}  Request aborted");
+            return Ok(1);
+        };
+        match k.to_ascii_lowercase().as_str() {
+            "nodename" => nodes = Some(v.to_string()),
+            "reason" => reason = Some(v.trim_matches('"').to_string()),
+            "state" => {
+                let Some(s) = ["DRAIN", "UNDRAIN", "RESUME", "DOWN"]
+                    .into_iter()
+                    .find(|s| state_named(v, s))
+                else {
+                    let known = [
+                        "NoResp", "FAIL", "FUTURE", "POWER_DOWN", "POWER_UP", "IDLE",
+                        "CANCEL_REBOOT",
+                    ];
+                    if known.iter().any(|s| state_named(v, s)) {
+                        bail!("scontrol update State={v} is not supported by clemu yet (DRAIN, UNDRAIN, RESUME and DOWN are)");
+                    }
+                    eprintln!(
+                        "Invalid input: {w}\nRequest aborted\nValid states are: NoResp DRAIN FAIL \
+                         FUTURE RESUME POWER_DOWN POWER_UP UNDRAIN\nNot all states are valid given \
+                         a node's prior state"
+                    );
+                    return Ok(1);
+                };
+                state = Some(s);
+            }
+            _ => bail!("scontrol update {k}= of a node is not supported by clemu yet (State and Reason are)"),
+        }
+    }
+    let reason = reason.unwrap_or_default();
+    if matches!(state, Some("DRAIN" | "DOWN")) && reason.is_empty() {
+        eprintln!("You must specify a reason when DOWNING or DRAINING a node. Request denied");
+        return Ok(1);
+    }
+    let (Some(nodes), Some(state)) = (nodes, state) else {
+        if !reason.is_empty() {
+            bail!("scontrol update of a node's Reason alone is not supported by clemu yet");
+        }
+        eprintln!("No changes specified");
+        return Ok(1);
+    };
+    let listed = nodes.clone();
+    let requests = match state {
+        "DRAIN" => vec![Request::Drain { nodes, reason }],
+        "DOWN" => vec![Request::Fail { nodes, reason }],
+        "UNDRAIN" => vec![Request::Undrain { nodes }],
+        _ => vec![
+            Request::Undrain {
+                nodes: nodes.clone(),
+            },
+            Request::Repair { nodes },
+        ],
+    };
+    let mut c = Cluster::open().await?;
+    // Every node named must be the cluster's, or nothing is done.
+    let known: std::collections::HashSet<String> =
+        c.nodes().await?.into_iter().map(|n| n.name).collect();
+    let named = formats::nodeset::parse(&listed);
+    if !named.is_ok_and(|set| {
+        formats::nodeset::expand(&set)
+            .iter()
+            .all(|n| known.contains(n))
+    }) {
+        eprintln!("slurm_update error: Invalid node name specified");
+        return Ok(1);
+    }
+    for req in requests {
+        match c.call(&req).await? {
+            Response::Drained(_) | Response::Failed { .. } => {}
+            other => bail!("unexpected answer: {other:?}"),
+        }
+    }
+    Ok(0)
 }
 
 /// The jobs not yet over that `words` name: jobs, whole arrays (`12`),

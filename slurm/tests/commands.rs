@@ -1043,3 +1043,80 @@ fn dependencies_on_starts_on_any_one_and_on_the_task_of_the_same_index() {
     assert_eq!(out.status.code(), Some(255));
     assert!(String::from_utf8_lossy(&out.stderr).contains("not supported by clemu yet"));
 }
+
+/// `scontrol update NodeName=...`: drained nodes take no new job, a node
+/// taken down loses its job, and RESUME brings both back, as on Slurm.
+#[test]
+fn an_administrator_drains_downs_and_resumes_nodes() {
+    let c = Up::start(2, 2);
+    let work = tempfile::tempdir().unwrap();
+    let w = work.path();
+    let marker = format!("sleep 303.{}", std::process::id());
+    let update = |args: &[&str]| {
+        let mut all = vec!["update"];
+        all.extend_from_slice(args);
+        c.run(w, "scontrol", &all, None)
+    };
+    let refused = update(&["NodeName=node1", "State=DRAIN"]);
+    assert_eq!(refused.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&refused.stderr),
+        "You must specify a reason when DOWNING or DRAINING a node. Request denied\n"
+    );
+    assert!(
+        update(&["NodeName=node1", "State=DRAIN", "Reason=maintenance"])
+            .status
+            .success()
+    );
+    let nodes = || c.ok(w, "sinfo", &["-N", "-h", "-o", "%N %t %E"]);
+    assert!(
+        nodes().starts_with("node1 drain maintenance\n"),
+        "{}",
+        nodes()
+    );
+    // Two jobs of a whole node: one runs on node2, the other waits.
+    let submit = || {
+        c.ok(w, "sbatch", &["--parsable", "-n", "2", "--wrap", &marker])
+            .trim()
+            .to_string()
+    };
+    let (one, two) = (submit(), submit());
+    wait_shows(
+        || c.ok(w, "squeue", &["-h", "-t", "R", "-o", "%N"]),
+        "node2\n",
+    );
+    // Down, node2's job is killed; nothing runs.
+    assert!(update(&["NodeName=node2", "State=DOWN", "Reason=broken"])
+        .status
+        .success());
+    wait_gone(&marker);
+    assert!(nodes().contains("node2 down broken"), "{}", nodes());
+    assert_eq!(c.ok(w, "squeue", &["-h", "-t", "R"]), "");
+    // Its job goes back to the queue (the partition requeues on a lost
+    // node): both wait.
+    assert_eq!(c.ok(w, "squeue", &["-h", "-o", "%t"]), "PD\nPD\n");
+    // Both nodes back: both jobs run, one per node.
+    assert!(update(&["NodeName=node[1-2]", "State=RESUME"])
+        .status
+        .success());
+    wait_shows(
+        || {
+            c.ok(w, "squeue", &["-h", "-t", "R", "-o", "%N"])
+                .lines()
+                .count()
+                .to_string()
+        },
+        "2",
+    );
+    let unknown = update(&["NodeName=node9", "State=RESUME"]);
+    assert_eq!(unknown.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&unknown.stderr),
+        "slurm_update error: Invalid node name specified\n"
+    );
+    let bogus = update(&["NodeName=node1", "State=bogus"]);
+    assert_eq!(bogus.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&bogus.stderr).starts_with("Invalid input: State=bogus\n"));
+    c.ok(w, "scancel", &[&one, &two]);
+    wait_gone(&marker);
+}
