@@ -163,6 +163,30 @@ impl Cluster {
         let Some(job) = self.jobs.get(&id) else {
             return;
         };
+        let mem_per_cpu = job.spec.mem_per_cpu_mb;
+        for &(n, c) in &alloc {
+            let node = &mut self.nodes[n];
+            node.alloc_cpus += c;
+            node.slot_cpus += c;
+            node.alloc_mem_mb += u64::from(c) * mem_per_cpu;
+        }
+        self.started_on_charged(id, alloc, host, devices, now);
+    }
+
+    /// As [`Cluster::started`], for a job whose nodes already count its
+    /// cores and memory: a start checks each node and charges it in one
+    /// go, so that the widest jobs walk their nodes once.
+    pub(super) fn started_on_charged(
+        &mut self,
+        id: u64,
+        alloc: Vec<(usize, u32)>,
+        host: Option<String>,
+        devices: Option<Vec<(usize, Masks)>>,
+        now: Now,
+    ) {
+        let Some(job) = self.jobs.get(&id) else {
+            return;
+        };
         let devices = match devices {
             Some(given) => {
                 for (n, held) in &given {
@@ -204,12 +228,6 @@ impl Cluster {
         let list = Arc::make_mut(&mut self.active);
         let at = list.partition_point(|a| a.job < id);
         list.insert(at, active);
-        for &(n, c) in &alloc {
-            let node = &mut self.nodes[n];
-            node.alloc_cpus += c;
-            node.slot_cpus += c;
-            node.alloc_mem_mb += u64::from(c) * mem_per_cpu;
-        }
         let nodes = self
             .config
             .fold(&alloc.iter().map(|(n, _)| *n).collect::<Vec<_>>());

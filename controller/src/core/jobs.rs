@@ -337,11 +337,16 @@ impl Cluster {
         // next is looked for just after it before anywhere else.
         let mut at = 0usize;
         let wants_devices = crate::gres::any(&job.gres);
+        let mem_per_cpu = job.spec.mem_per_cpu_mb;
+        // Each node is checked and charged in one go (the widest jobs'
+        // nodes are walked once); a refusal gives back what was charged.
+        let mut charged = 0;
+        let mut refused = None;
         for &(n, c) in &alloc {
-            let node = self
-                .nodes
-                .get(n)
-                .ok_or_else(|| format!("start of job {id} on node {n}"))?;
+            let Some(node) = self.nodes.get_mut(n) else {
+                refused = Some(format!("start of job {id} on node {n}"));
+                break;
+            };
             let member = match partition.nodes.get(at) {
                 Some(&m) if m == n => true,
                 _ => match partition.nodes.binary_search(&n) {
@@ -353,25 +358,7 @@ impl Cluster {
                 },
             };
             at += 1;
-            if !member {
-                return Err(format!(
-                    "start of job {id} on node {}, which is not in its partition {}",
-                    node.name, partition.name
-                ));
-            }
-            if let Some(why) = &node.drained {
-                return Err(format!(
-                    "start of job {id} on node {}, which is drained ({why})",
-                    node.name
-                ));
-            }
-            if let Some(why) = &node.failed {
-                return Err(format!(
-                    "start of job {id} on node {}, which failed ({why})",
-                    node.name
-                ));
-            }
-            let mem = u64::from(c) * job.spec.mem_per_cpu_mb;
+            let mem = u64::from(c) * mem_per_cpu;
             let devices_short = wants_devices
                 && self.device_free.get(n).is_some_and(|free| {
                     crate::gres::count(free)
@@ -379,24 +366,58 @@ impl Cluster {
                         .zip(&job.gres)
                         .any(|(f, g)| f < g)
                 });
-            if node.agent.is_none()
+            let why = if !member {
+                Some(format!(
+                    "start of job {id} on node {}, which is not in its partition {}",
+                    node.name, partition.name
+                ))
+            } else if let Some(why) = &node.drained {
+                Some(format!(
+                    "start of job {id} on node {}, which is drained ({why})",
+                    node.name
+                ))
+            } else if let Some(why) = &node.failed {
+                Some(format!(
+                    "start of job {id} on node {}, which failed ({why})",
+                    node.name
+                ))
+            } else if node.agent.is_none()
                 || node.alloc_cpus + c > node.cpus
                 || (gang && node.slot_cpus + c > node.cpus * self.oversubscription[n])
                 || node.alloc_mem_mb + mem > node.memory_mb
                 || devices_short
             {
-                return Err(format!(
+                Some(format!(
                     "start of job {id} would overbook node {}",
                     node.name
-                ));
+                ))
+            } else {
+                None
+            };
+            if why.is_some() {
+                refused = why;
+                break;
             }
+            node.alloc_cpus += c;
+            node.slot_cpus += c;
+            node.alloc_mem_mb += mem;
+            charged += 1;
+        }
+        if let Some(why) = refused {
+            for &(n, c) in &alloc[..charged] {
+                let node = &mut self.nodes[n];
+                node.alloc_cpus -= c;
+                node.slot_cpus -= c;
+                node.alloc_mem_mb -= u64::from(c) * mem_per_cpu;
+            }
+            return Err(why);
         }
         let (first, _) = alloc[0];
         let agent = self.nodes[first]
             .agent
             .ok_or_else(|| format!("node of job {id} is down"))?;
         let host = self.agents.get(&agent).map(|a| a.host.clone());
-        self.started(id, alloc, host, None, now);
+        self.started_on_charged(id, alloc, host, None, now);
         let job = &self.jobs[&id];
         debug!(job = id, nodes = %job.nodes, "job started");
         if F::JOURNALS {

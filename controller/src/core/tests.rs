@@ -517,6 +517,32 @@ fn bad_decisions_are_refused() {
         refused[2].contains("vn3, which is drained (maintenance)"),
         "{refused:?}"
     );
+    // Refused at a later node, a start leaves its earlier nodes as they
+    // were (each node is checked and charged in one go).
+    let refused = c.apply(
+        vec![
+            Decision::Start {
+                job: ids[1],
+                alloc: vec![(1, 2), (0, 2)],
+            },
+            Decision::Start {
+                job: ids[1],
+                alloc: vec![(1, 2), (2, 2)],
+            },
+        ],
+        at(2),
+        &mut out,
+    );
+    assert_eq!(refused.len(), 2, "{refused:?}");
+    assert!(
+        refused[0].contains("would overbook node vn1"),
+        "{refused:?}"
+    );
+    assert!(refused[1].contains("which is drained"), "{refused:?}");
+    assert_eq!(c.nodes[1].alloc_cpus, 0);
+    assert_eq!(c.nodes[1].slot_cpus, 0);
+    assert_eq!(c.nodes[1].alloc_mem_mb, 0);
+    assert_eq!(c.jobs[&ids[1]].state, JobState::Pending);
 }
 
 #[test]

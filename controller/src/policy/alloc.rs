@@ -210,6 +210,12 @@ impl Free {
             }
             let take = room.min(need);
             if take > 0 {
+                if alloc.is_empty() {
+                    // As many nodes as this one's size would take: the
+                    // widest jobs' lists grow once or not at all.
+                    let per_node = self.nodes[n].cpus.max(1);
+                    alloc.reserve(need.div_ceil(per_node) as usize);
+                }
                 alloc.push((n, take));
                 need -= take;
                 if need == 0 {
@@ -296,9 +302,15 @@ impl Free {
     /// Takes the cores and memory of `alloc` for `q`.
     pub fn take(&mut self, _v: &View, q: &Queued, alloc: &[(usize, u32)]) {
         let wants_devices = crate::gres::any(&q.gres);
+        // The partitions' free cores are counted down once per run of
+        // nodes in the same partitions, not once per node.
+        let mut run = (0u64, 0u64);
         for &(n, c) in alloc {
-            self.use_cpus(n, c);
             let node = &mut self.nodes[n];
+            node.free_cpus -= c;
+            if node.free_cpus == 0 {
+                set_bit(&mut self.open, n, false);
+            }
             node.free_mem_mb -= u64::from(c) * q.mem_per_cpu_mb;
             node.free_slots = node.free_slots.saturating_sub(c);
             if wants_devices {
@@ -306,6 +318,24 @@ impl Free {
                     *f = f.saturating_sub(*g);
                 }
             }
+            if node.usable {
+                let partitions = self.membership.node_partitions[n];
+                if partitions != run.0 {
+                    self.count_down(run);
+                    run = (partitions, 0);
+                }
+                run.1 += u64::from(c);
+            }
+        }
+        self.count_down(run);
+    }
+
+    /// `cores` fewer free in each of the partitions of the bit set.
+    fn count_down(&mut self, (partitions, cores): (u64, u64)) {
+        let mut bits = partitions;
+        while bits != 0 {
+            self.partition_free[bits.trailing_zeros() as usize] -= cores;
+            bits &= bits - 1;
         }
     }
 

@@ -15,9 +15,30 @@ fn end_of(v: &View, q: &Queued) -> i64 {
         .saturating_add(q.estimate_ns.min(i64::MAX as u64) as i64)
 }
 
+/// The cores a job decided on in this pass holds: those of the start
+/// decision at this index, or those of this active job (resumed). Kept by
+/// index, not copied: the widest jobs' lists are megabytes.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Held {
+    Start(usize),
+    Active(usize),
+}
+
+impl Held {
+    fn alloc<'a>(self, v: &'a View, decisions: &'a [Decision]) -> &'a [(usize, u32)] {
+        match self {
+            Held::Start(i) => match decisions.get(i) {
+                Some(Decision::Start { alloc, .. }) => alloc,
+                _ => &[],
+            },
+            Held::Active(i) => v.active.get(i).map_or(&[], |a| &a.alloc),
+        }
+    }
+}
+
 /// Expected ends of the jobs started or resumed by `decisions`, for the
 /// EASY reservation: they will release their cores too.
-pub(super) fn decided_ends(v: &View, decisions: &[Decision]) -> Vec<(i64, Vec<(usize, u32)>)> {
+pub(super) fn decided_ends(v: &View, decisions: &[Decision]) -> Vec<(i64, Held)> {
     let started: HashSet<u64> = decisions
         .iter()
         .filter_map(|d| match d {
@@ -25,7 +46,7 @@ pub(super) fn decided_ends(v: &View, decisions: &[Decision]) -> Vec<(i64, Vec<(u
             _ => None,
         })
         .collect();
-    let mut ends: Vec<(i64, Vec<(usize, u32)>)> = Vec::new();
+    let mut ends: Vec<(i64, Held)> = Vec::new();
     if !started.is_empty() {
         let estimate: HashMap<u64, i64> = v
             .queue
@@ -33,10 +54,10 @@ pub(super) fn decided_ends(v: &View, decisions: &[Decision]) -> Vec<(i64, Vec<(u
             .filter(|q| started.contains(&q.job))
             .map(|q| (q.job, end_of(v, q)))
             .collect();
-        for d in decisions {
-            if let Decision::Start { job, alloc } = d {
+        for (i, d) in decisions.iter().enumerate() {
+            if let Decision::Start { job, .. } = d {
                 if let Some(&end) = estimate.get(job) {
-                    ends.push((end, alloc.clone()));
+                    ends.push((end, Held::Start(i)));
                 }
             }
         }
@@ -45,7 +66,7 @@ pub(super) fn decided_ends(v: &View, decisions: &[Decision]) -> Vec<(i64, Vec<(u
         if let Decision::Resume(job) = d {
             if let Ok(i) = v.active.binary_search_by_key(job, |a| a.job) {
                 let a = &v.active[i];
-                ends.push((v.now_ns.saturating_add(a.remaining_ns), a.alloc.clone()));
+                ends.push((v.now_ns.saturating_add(a.remaining_ns), Held::Active(i)));
             }
         }
     }
@@ -57,7 +78,7 @@ pub(super) fn easy(
     free: &mut Free,
     out: &mut Decisions,
     done: &HashSet<u64>,
-    earlier: Vec<(i64, Vec<(usize, u32)>)>,
+    earlier: Vec<(i64, Held)>,
 ) {
     // Expected ends of the jobs started in this pass before the head
     // blocked, which the head's reservation must count as releases.
@@ -67,10 +88,10 @@ pub(super) fn easy(
         match &mut reservation {
             None => match free.place(v, q) {
                 Some(alloc) => {
-                    started.push((end_of(v, q), alloc.clone()));
+                    started.push((end_of(v, q), Held::Start(out.list.len())));
                     out.list.push(Decision::Start { job: q.job, alloc });
                 }
-                None => reservation = Some(Reservation::for_head(v, free, q, &started)),
+                None => reservation = Some(Reservation::for_head(v, free, q, &started, &out.list)),
             },
             Some(r) => {
                 // Cheap test first: most of a long queue does not fit.
@@ -131,7 +152,8 @@ impl Reservation {
         v: &View,
         free: &Free,
         head: &Queued,
-        started: &[(i64, Vec<(usize, u32)>)],
+        started: &[(i64, Held)],
+        decisions: &[Decision],
     ) -> Reservation {
         let mut head_nodes = vec![false; v.nodes.len()];
         for &n in &v.partitions[head.partition].nodes {
@@ -154,7 +176,11 @@ impl Reservation {
             .filter(|a| a.state == ActiveState::Running)
             .map(|a| (a.expected_end_ns, on_head(&a.alloc)))
             .collect();
-        releases.extend(started.iter().map(|(end, alloc)| (*end, on_head(alloc))));
+        releases.extend(
+            started
+                .iter()
+                .map(|&(end, held)| (end, on_head(held.alloc(v, decisions)))),
+        );
         releases.sort_unstable();
         let mut avail = free.partition_free(head.partition);
         // No release in sight (the cores are held by suspended or held
