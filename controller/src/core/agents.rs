@@ -299,7 +299,7 @@ impl Cluster {
         let remaining =
             (job.estimate_ns().min(i64::MAX as u64) as i64 - job.run_time(now.mono)).max(0);
         let state = if job.ending_as.is_some() {
-            ActiveState::Ending
+            super::changes::ending_state(job)
         } else {
             match (job.state, job.suspended_by) {
                 (JobState::Suspended, Some(SuspendedBy::Policy)) => ActiveState::Suspended,

@@ -316,7 +316,8 @@ impl Cluster {
             return;
         };
         job.ending_as = Some(as_state);
-        self.set_active(id, ActiveState::Ending, now.mono, 0);
+        let state = ending_state(job);
+        self.set_active(id, state, now.mono, 0);
     }
 
     /// A job gives back what it holds.
@@ -658,5 +659,16 @@ impl Cluster {
         if why.is_none() {
             self.wants_pass = true;
         }
+    }
+}
+
+/// How a job told to end shows to the policies: whether it still holds
+/// its cores until its process is gone, or gave them up when a policy
+/// suspended it.
+pub(super) fn ending_state(job: &Job) -> ActiveState {
+    if job.state == JobState::Suspended && job.suspended_by == Some(SuspendedBy::Policy) {
+        ActiveState::EndingSuspended
+    } else {
+        ActiveState::Ending
     }
 }

@@ -7,7 +7,7 @@ use formats::wire::{EndWhy, Exit, Held, JobSpec, JobState, NodeState, StartJob, 
 use super::*;
 use crate::config;
 use crate::journal::{Entry, Journal, Recovered};
-use crate::policy::{Base, Decision, Policy, Preemption, Standard};
+use crate::policy::{ActiveState, Base, Decision, Policy, Preemption, Standard};
 
 /// Everything the core wants done, kept to look at.
 #[derive(Default)]
@@ -543,6 +543,37 @@ fn bad_decisions_are_refused() {
     assert_eq!(c.nodes[1].slot_cpus, 0);
     assert_eq!(c.nodes[1].alloc_mem_mb, 0);
     assert_eq!(c.jobs[&ids[1]].state, JobState::Pending);
+}
+
+#[test]
+fn a_job_the_policy_suspended_shows_as_ending_without_its_cores() {
+    let mut c = cluster_with(
+        "[controller]\npreemption = \"suspend\"\n\
+         [[partitions]]\nname = \"low\"\npriority = 1\ndefault = true\n\
+         [[partitions]]\nname = \"high\"\npriority = 10\n",
+    );
+    let mut out = Recorder::default();
+    let ids = c
+        .submit(vec![spec(8), spec(8)], 0, at(0), &mut Recorder::default())
+        .unwrap();
+    pass_at(&mut c, &mut out, at(1));
+    let mut hi = spec(4);
+    hi.partition = Some("high".into());
+    c.submit(vec![hi], 0, at(2), &mut Recorder::default())
+        .unwrap();
+    pass_at(&mut c, &mut out, at(3));
+    let suspended = ids
+        .iter()
+        .copied()
+        .find(|id| c.jobs[id].state == JobState::Suspended)
+        .expect("one low job suspended");
+    let running = ids.iter().copied().find(|&id| id != suspended).unwrap();
+    c.cancel(&[suspended, running], at(4), &mut out);
+    let state = |id: u64| c.active.iter().find(|a| a.job == id).unwrap().state;
+    // Its cores are another's already: a preemption that counts what ends
+    // must not count them again.
+    assert_eq!(state(suspended), ActiveState::EndingSuspended);
+    assert_eq!(state(running), ActiveState::Ending);
 }
 
 #[test]

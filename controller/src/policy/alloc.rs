@@ -390,6 +390,12 @@ impl Free {
     /// keeps those two, as under Slurm).
     pub(super) fn give_back_ended(&mut self, a: &Active) {
         self.give_back(a);
+        self.give_back_held(a);
+    }
+
+    /// Gives back what a job holds besides its cores: its memory and its
+    /// devices (those a suspended job keeps).
+    pub(super) fn give_back_held(&mut self, a: &Active) {
         let devices = crate::gres::any(&a.gres);
         for &(n, c) in &a.alloc {
             let node = &mut self.nodes[n];

@@ -237,6 +237,10 @@ pub enum ActiveState {
     /// Being cancelled (or ended at its wall-time limit): it still holds
     /// what it held until its process is gone; policies leave it alone.
     Ending,
+    /// As `Ending`, told to end while a policy had it suspended: its cores
+    /// were free already, so its end gives back only its memory and
+    /// devices.
+    EndingSuspended,
     /// Its agent is gone for now (it may come back and report the job):
     /// policies leave it alone.
     Unreachable,

@@ -30,7 +30,7 @@ pub(super) fn preempt(
         .iter()
         .filter(|a| match a.state {
             ActiveState::Running | ActiveState::Suspended => true,
-            ActiveState::Ending => mode.ends_victims(),
+            ActiveState::Ending | ActiveState::EndingSuspended => mode.ends_victims(),
             _ => false,
         })
         .map(|a| v.partitions[a.partition].priority)
@@ -47,8 +47,13 @@ pub(super) fn preempt(
     let ends = mode.ends_victims();
     let mut pool: Option<Free> = ends.then(|| {
         let mut p = free.clone();
-        for a in v.active.iter().filter(|a| a.state == ActiveState::Ending) {
-            p.give_back_ended(a);
+        for a in &v.active[..] {
+            match a.state {
+                ActiveState::Ending => p.give_back_ended(a),
+                // Its cores are free already (a policy suspended it).
+                ActiveState::EndingSuspended => p.give_back_held(a),
+                _ => {}
+            }
         }
         p
     });

@@ -927,3 +927,52 @@ fn a_victim_that_ends_gives_back_its_gpus_and_one_suspended_keeps_them() {
     .decide(&v);
     assert_eq!(d.list, [], "it waits for the GPU on its way back");
 }
+
+#[test]
+fn an_ending_job_that_a_policy_suspended_gives_back_no_cores() {
+    // Low job 10 was suspended by time-slicing on node 0, where low job 11
+    // now runs, and is being cancelled: its cores are free already (11
+    // holds them), so its end frees none. Low jobs 12-14 fill nodes 1-3.
+    // An urgent job of 4 cores must end one of them, not wait for 10.
+    let mut v = view([0, 0, 0, 0], vec![], vec![]);
+    v.active = Arc::new(vec![
+        in_state(
+            running(10, 0, vec![(0, 4)], 900),
+            ActiveState::EndingSuspended,
+            90,
+        ),
+        running(11, 0, vec![(0, 4)], 900),
+        running(12, 0, vec![(1, 4)], 900),
+        running(13, 0, vec![(2, 4)], 900),
+        running(14, 0, vec![(3, 4)], 900),
+    ]);
+    queue_urgent(&mut v, vec![0, 1, 2, 3]);
+    for mode in [Preemption::Cancel, Preemption::Requeue] {
+        let d = Standard {
+            base: Base::Fcfs,
+            preemption: mode,
+        }
+        .decide(&v);
+        assert_eq!(
+            d.list.len(),
+            1,
+            "{mode:?}: one running job ends for it: {:?}",
+            d.list
+        );
+        assert!(
+            matches!(d.list[0], Decision::Preempt { job, .. } if job != 10),
+            "{mode:?}: {:?}",
+            d.list
+        );
+    }
+    // Ending while it still held its cores, 10 frees them: the urgent job
+    // waits for it and ends no one.
+    Arc::make_mut(&mut v.active)[0].state = ActiveState::Ending;
+    Arc::make_mut(&mut v.active).remove(1);
+    let d = Standard {
+        base: Base::Fcfs,
+        preemption: Preemption::Cancel,
+    }
+    .decide(&v);
+    assert_eq!(d.list, [], "it waits for job 10's cores");
+}
