@@ -545,13 +545,19 @@ fn bad_decisions_are_refused() {
     assert_eq!(c.jobs[&ids[1]].state, JobState::Pending);
 }
 
-#[test]
-fn a_job_the_policy_suspended_shows_as_ending_without_its_cores() {
-    let mut c = cluster_with(
+/// Partitions `low` (the default) and `high`, whose jobs suspend low
+/// ones.
+fn suspending_cluster() -> Cluster {
+    cluster_with(
         "[controller]\npreemption = \"suspend\"\n\
          [[partitions]]\nname = \"low\"\npriority = 1\ndefault = true\n\
          [[partitions]]\nname = \"high\"\npriority = 10\n",
-    );
+    )
+}
+
+#[test]
+fn a_job_the_policy_suspended_shows_as_ending_without_its_cores() {
+    let mut c = suspending_cluster();
     let mut out = Recorder::default();
     let ids = c
         .submit(vec![spec(8), spec(8)], 0, at(0), &mut Recorder::default())
@@ -578,11 +584,7 @@ fn a_job_the_policy_suspended_shows_as_ending_without_its_cores() {
 
 #[test]
 fn preemption_suspends_low_priority_jobs_and_resumes_them_after() {
-    let mut c = cluster_with(
-        "[controller]\npreemption = \"suspend\"\n\
-         [[partitions]]\nname = \"low\"\npriority = 1\ndefault = true\n\
-         [[partitions]]\nname = \"high\"\npriority = 10\n",
-    );
+    let mut c = suspending_cluster();
     let mut out = Recorder::default();
     let low = c
         .submit(vec![spec(16)], 0, at(0), &mut Recorder::default())
@@ -779,11 +781,7 @@ fn restarts(c: &Cluster, entries: &[Entry]) -> [Cluster; 2] {
 
 #[test]
 fn a_restart_replays_the_journal_to_the_same_tables() {
-    let mut c = cluster_with(
-        "[controller]\npreemption = \"suspend\"\n\
-         [[partitions]]\nname = \"low\"\npriority = 1\ndefault = true\n\
-         [[partitions]]\nname = \"high\"\npriority = 10\n",
-    );
+    let mut c = suspending_cluster();
     let mut out = Recorder::default();
     let ids = c
         .submit(

@@ -849,6 +849,14 @@ fn easy_backfills_nothing_that_would_hold_the_devices_the_head_waits_for() {
 /// Two urgent jobs wait for the victims ended for them: the cores on
 /// their way out are shared between them, so that neither ends another
 /// job for cores the other already counts on.
+/// FCFS whose preemption ends its victims (`mode`: cancel or requeue).
+fn fcfs_ending_victims(mode: Preemption) -> Standard {
+    Standard {
+        base: Base::Fcfs,
+        preemption: mode,
+    }
+}
+
 #[test]
 fn jobs_waiting_for_their_victims_share_the_cores_coming_free() {
     let mut v = view([0, 0, 0, 0], vec![], vec![]);
@@ -871,11 +879,7 @@ fn jobs_waiting_for_their_victims_share_the_cores_coming_free() {
         },
     ]);
     for mode in [Preemption::Cancel, Preemption::Requeue] {
-        let d = Standard {
-            base: Base::Fcfs,
-            preemption: mode,
-        }
-        .decide(&v);
+        let d = fcfs_ending_victims(mode).decide(&v);
         assert_eq!(d.list, [], "{mode:?}: both wait, no one more ends");
     }
 }
@@ -901,11 +905,7 @@ fn a_victim_that_ends_gives_back_its_gpus_and_one_suspended_keeps_them() {
         ..gpu_job(1, 2, 1, 100)
     }]);
     for mode in [Preemption::Cancel, Preemption::Requeue] {
-        let d = Standard {
-            base: Base::Fcfs,
-            preemption: mode,
-        }
-        .decide(&v);
+        let d = fcfs_ending_victims(mode).decide(&v);
         assert_eq!(
             d.list,
             [Decision::Preempt {
@@ -920,11 +920,7 @@ fn a_victim_that_ends_gives_back_its_gpus_and_one_suspended_keeps_them() {
     // Once it is ending, the next pass counts its GPU as coming: the
     // urgent job waits for it and ends no one more.
     Arc::make_mut(&mut v.active)[0].state = ActiveState::Ending;
-    let d = Standard {
-        base: Base::Fcfs,
-        preemption: Preemption::Cancel,
-    }
-    .decide(&v);
+    let d = fcfs_ending_victims(Preemption::Cancel).decide(&v);
     assert_eq!(d.list, [], "it waits for the GPU on its way back");
 }
 
@@ -948,11 +944,7 @@ fn an_ending_job_that_a_policy_suspended_gives_back_no_cores() {
     ]);
     queue_urgent(&mut v, vec![0, 1, 2, 3]);
     for mode in [Preemption::Cancel, Preemption::Requeue] {
-        let d = Standard {
-            base: Base::Fcfs,
-            preemption: mode,
-        }
-        .decide(&v);
+        let d = fcfs_ending_victims(mode).decide(&v);
         assert_eq!(
             d.list.len(),
             1,
@@ -969,10 +961,6 @@ fn an_ending_job_that_a_policy_suspended_gives_back_no_cores() {
     // waits for it and ends no one.
     Arc::make_mut(&mut v.active)[0].state = ActiveState::Ending;
     Arc::make_mut(&mut v.active).remove(1);
-    let d = Standard {
-        base: Base::Fcfs,
-        preemption: Preemption::Cancel,
-    }
-    .decide(&v);
+    let d = fcfs_ending_victims(Preemption::Cancel).decide(&v);
     assert_eq!(d.list, [], "it waits for job 10's cores");
 }
