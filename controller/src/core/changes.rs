@@ -61,6 +61,7 @@ impl Cluster {
                 let start_only = job.spec.waits_to_start(dep);
                 if let Some(d) = self.jobs.get(&dep) {
                     if start_only && d.started_mono.is_some() {
+                        job.deps_end = job.deps_end.max(d.start_ns);
                         met = true;
                         continue;
                     }
@@ -73,17 +74,16 @@ impl Cluster {
                     waiters.entry(dep).or_default().push(id);
                 } else if let Some(info) = self.done.get(&dep) {
                     job.deps_end = job.deps_end.max(info.end_ns);
-                    let ok = job.spec.satisfied_by(dep, info.state);
+                    let ok = job.spec.satisfied_by(dep, Some(info.state));
                     met |= ok;
                     job.never |= !any && !ok;
                 } else {
                     // Forgotten (out of the history, or dropped at a
                     // restore): how it ended is not known, so a wait for
                     // one kind of end can no longer be satisfied.
-                    let unknowable =
-                        job.spec.after_ok.contains(&dep) || job.spec.after_not_ok.contains(&dep);
-                    met |= !unknowable;
-                    job.never |= !any && unknowable;
+                    let ok = job.spec.satisfied_by(dep, None);
+                    met |= ok;
+                    job.never |= !any && !ok;
                 }
             }
             if any && met {
@@ -420,7 +420,7 @@ impl Cluster {
             let ok = self
                 .jobs
                 .get(&waiter)
-                .is_some_and(|w| w.spec.satisfied_by(id, state));
+                .is_some_and(|w| w.spec.satisfied_by(id, Some(state)));
             self.dependency_settled(waiter, ok, now);
         }
     }

@@ -2480,6 +2480,63 @@ fn after_waits_for_a_start_and_a_question_mark_for_any_one_dependency() {
 }
 
 #[test]
+fn a_job_named_by_two_kinds_joined_by_a_question_mark_meets_either() {
+    let mut c = cluster();
+    let mut out = Recorder::default();
+    let ids = c
+        .submit(vec![spec(16), spec(16)], 0, at(0), &mut out)
+        .unwrap();
+    pass(&mut c, &mut out);
+    // `afterok:A?afternotok:A`: however A ends, one of them is met.
+    let either_end = JobSpec {
+        after_ok: vec![ids[0]],
+        after_not_ok: vec![ids[0]],
+        any_dep: true,
+        ..after(&[], None)
+    };
+    // `after:B?afterok:B`: B's start is enough.
+    let start_or_ok = JobSpec {
+        after_start: vec![ids[1]],
+        after_ok: vec![ids[1]],
+        any_dep: true,
+        ..after(&[], None)
+    };
+    let waits = c
+        .submit(vec![either_end, start_or_ok], 0, at(1), &mut out)
+        .unwrap();
+    c.job_ended(7, ids[0], Exit::Code(3), at(2), &mut out);
+    pass_at(&mut c, &mut out, at(2));
+    let q = queued(&c);
+    assert!(q.contains(&waits[0]), "A failed: afternotok met");
+    assert_eq!(c.jobs[&ids[1]].state, JobState::Running);
+    assert!(q.contains(&waits[1]), "B started: after met");
+}
+
+#[test]
+fn a_think_time_after_a_start_counts_from_that_start() {
+    let mut c = cluster();
+    let mut out = Recorder::default();
+    let first = c.submit(vec![spec(4)], 0, at(0), &mut out).unwrap()[0];
+    pass_at(&mut c, &mut out, at(1));
+    // Submitted once its dependency has started: 10 s after that start.
+    let waits = c
+        .submit(
+            vec![JobSpec {
+                after_start: vec![first],
+                ..after(&[], Some(10))
+            }],
+            0,
+            at(5),
+            &mut out,
+        )
+        .unwrap()[0];
+    c.release_due(at(10), &mut out);
+    assert!(!queued(&c).contains(&waits), "not before 11 s");
+    c.release_due(at(11), &mut out);
+    assert!(queued(&c).contains(&waits), "at 11 s");
+}
+
+#[test]
 fn aftercorr_pairs_each_task_with_the_task_of_its_index() {
     let mut c = cluster();
     let mut out = Recorder::default();

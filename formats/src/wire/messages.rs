@@ -137,20 +137,36 @@ impl JobSpec {
             .copied()
     }
 
-    /// Whether it waits for job `dep`'s start only, not for its end.
+    /// Whether it waits for job `dep`'s start only, not for its end: named
+    /// only by `after`, or by `after` among others joined by `?` (any one
+    /// met is enough, and its start comes first).
     pub fn waits_to_start(&self, dep: u64) -> bool {
         self.after_start.contains(&dep)
-            && !self.after.contains(&dep)
-            && !self.after_ok.contains(&dep)
-            && !self.after_not_ok.contains(&dep)
+            && (self.any_dep
+                || !self.after.contains(&dep)
+                    && !self.after_ok.contains(&dep)
+                    && !self.after_not_ok.contains(&dep))
     }
 
-    /// Whether job `dep`, over in `state`, ends as this job waits for it
-    /// to (any end for `after`).
-    pub fn satisfied_by(&self, dep: u64, state: JobState) -> bool {
-        let completed = state == JobState::Completed;
-        !(self.after_ok.contains(&dep) && !completed
-            || self.after_not_ok.contains(&dep) && completed)
+    /// Whether job `dep`, over in `state` (`None`: over, but how is no
+    /// longer known), ends as this job waits for it to: every kind of
+    /// dependency that names it met, or with `?` any one (any end for
+    /// `afterany`, and for `after`: it started or was cancelled).
+    pub fn satisfied_by(&self, dep: u64, state: Option<JobState>) -> bool {
+        let ok = self.after_ok.contains(&dep);
+        let not_ok = self.after_not_ok.contains(&dep);
+        let completed = state.map(|s| s == JobState::Completed);
+        if self.any_dep {
+            self.after.contains(&dep)
+                || self.after_start.contains(&dep)
+                || ok && completed == Some(true)
+                || not_ok && completed == Some(false)
+        } else {
+            match completed {
+                Some(completed) => !(ok && !completed || not_ok && completed),
+                None => !ok && !not_ok,
+            }
+        }
     }
 
     /// The jobs it makes: one, or a task per index of its array.
