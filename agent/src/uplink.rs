@@ -599,13 +599,7 @@ impl Agent {
                         Ok(ToAgent::Suspend(id)) => self.route(id, NodeCmd::Suspend(id)),
                         Ok(ToAgent::Resume(id)) => self.route(id, NodeCmd::Resume(id)),
                         Ok(ToAgent::Cancel(id)) => self.route(id, NodeCmd::Cancel(id, EndWhy::Cancelled)),
-                        Ok(ToAgent::End { job, why }) => {
-                            let why = match why {
-                                formats::wire::EndWhy::Preempted => EndWhy::Preempted,
-                                formats::wire::EndWhy::Requeued => EndWhy::Requeued,
-                            };
-                            self.route(job, NodeCmd::Cancel(job, why));
-                        }
+                        Ok(ToAgent::End { job, why }) => self.route(job, NodeCmd::Cancel(job, why.into())),
                         Ok(ToAgent::Kill(id)) => self.route(id, NodeCmd::Kill(id)),
                         Ok(ToAgent::Signal { job, signal, reach }) => self.route(job, NodeCmd::Signal(job, signal, reach)),
                         Ok(ToAgent::Limit { job, walltime_ns }) => self.route(job, NodeCmd::Limit(job, walltime_ns)),

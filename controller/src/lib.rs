@@ -197,6 +197,25 @@ fn lock_dir(path: &Path, me: &str, refusal: impl FnOnce(&str) -> String) -> Resu
     Ok(file)
 }
 
+/// A pass makes buffers as long as the widest job it starts (megabytes for
+/// one of 80,000 nodes), freed when the job ends. glibc serves each such
+/// buffer from fresh pages of a mapping of its own and unmaps them when
+/// freed, so every wide start paid again for faulting in and zeroing its
+/// pages: a third of what a job of 80,000 nodes added to its start
+/// (BENCHMARKS.md, "A job's start, by its size"). Kept in the process
+/// instead, freed memory serves the next wide job. Set by whatever runs
+/// passes: the controller, in its own process or inside another's (an
+/// emulated replay), and the twin.
+pub(crate) fn keep_freed_memory() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    // SAFETY: mallopt only sets the allocator's parameters, under its own
+    // lock.
+    ONCE.call_once(|| unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 32 << 20);
+        libc::mallopt(libc::M_TRIM_THRESHOLD, 128 << 20);
+    });
+}
+
 /// Runs the controller until `shutdown` fires or a client asks it to stop.
 pub async fn serve(config: Config, shutdown: CancellationToken) -> Result<()> {
     serve_then(config, shutdown, || {}).await
@@ -209,6 +228,7 @@ pub async fn serve_then(
     shutdown: CancellationToken,
     ready: impl FnOnce(),
 ) -> Result<()> {
+    keep_freed_memory();
     let config = Arc::new(config);
     std::fs::DirBuilder::new()
         .recursive(true)

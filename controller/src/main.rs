@@ -20,9 +20,6 @@ fn main() -> ExitCode {
             }),
         )
         .init();
-    if serving {
-        keep_freed_memory();
-    }
     // Forked before the runtime starts any thread.
     let ready = if detach {
         let forked = controller::cli::serve_config(&cli).and_then(|config| {
@@ -85,20 +82,4 @@ fn main() -> ExitCode {
             }
         }
     })
-}
-
-/// A pass makes buffers as long as the widest job it starts (megabytes for
-/// one of 80,000 nodes), freed when the job ends. glibc serves each such
-/// buffer from fresh pages of a mapping of its own and unmaps them when
-/// freed, so every wide start paid again for faulting in and zeroing its
-/// pages: a third of what a job of 80,000 nodes added to its start
-/// (BENCHMARKS.md, "A job's start, by its size"). Kept in the process
-/// instead, freed memory serves the next wide job.
-fn keep_freed_memory() {
-    // SAFETY: mallopt only sets the allocator's parameters; no thread runs
-    // yet.
-    unsafe {
-        libc::mallopt(libc::M_MMAP_THRESHOLD, 32 << 20);
-        libc::mallopt(libc::M_TRIM_THRESHOLD, 128 << 20);
-    }
 }

@@ -501,6 +501,7 @@ pub fn simulate_until(
     perturb: Option<&Perturb>,
     stop: &dyn Fn() -> bool,
 ) -> SimRun {
+    crate::keep_freed_memory();
     let mut machines = Machines {
         epoch: epoch_wall_ns,
         t: 0,

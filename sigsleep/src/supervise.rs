@@ -429,9 +429,6 @@ fn not_started(code: i32) -> Ended {
     }
 }
 
-/// Starts the program in this process group; a failure is said on
-/// standard error (of the job's files when they could be opened) and
-/// given as a shell's exit status.
 /// An output file of the job, emptied and opened for appending, as Slurm's
 /// step opens it: what sigsleep and srun's steps add to it lands at its
 /// end, never under what the program writes next.
@@ -445,6 +442,9 @@ fn create_output(path: &std::path::Path) -> std::io::Result<File> {
         .open(path)
 }
 
+/// Starts the program in this process group; a failure is said on
+/// standard error (of the job's files when they could be opened) and
+/// given as a shell's exit status.
 fn spawn(prog: &Program) -> Result<i32, i32> {
     let Some((first, rest)) = prog.argv.split_first() else {
         return Err(127);

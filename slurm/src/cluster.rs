@@ -36,10 +36,16 @@ impl Cluster {
     }
 
     pub async fn call(&mut self, req: &Request) -> Result<Response> {
-        match self.session.call(req).await? {
+        match self.ask(req).await? {
             Response::Error(e) => bail!("{e}"),
             r => Ok(r),
         }
+    }
+
+    /// As [`Cluster::call`], with the controller's refusal as an answer
+    /// (`Response::Error`), for a command that words it as Slurm does.
+    pub async fn ask(&mut self, req: &Request) -> Result<Response> {
+        self.session.call(req).await
     }
 
     /// Jobs not over; finished ones too with `all` (every one the

@@ -280,12 +280,9 @@ fn dependencies(text: &str, resolve: Resolve<'_>) -> Result<Dependencies> {
         for id in parts {
             let bad = || anyhow!("Job dependency problem: {item}");
             if kind == "aftercorr" {
-                // The array itself: the controller pairs the tasks.
-                let a: u64 = id.parse().map_err(|_| bad())?;
-                if resolve(a, None).is_empty() {
-                    bail!("Job dependency problem: no job {id}");
-                }
-                list.push(a);
+                // The array itself: the controller pairs the tasks (and
+                // refuses a job it does not know).
+                list.push(id.parse().map_err(|_| bad())?);
                 continue;
             }
             let jobs = match id.split_once('_') {

@@ -239,7 +239,6 @@ async fn update_nodes(words: &[String]) -> Result<u8> {
         eprintln!("No changes specified");
         return Ok(1);
     };
-    let listed = nodes.clone();
     let requests = match state {
         "DRAIN" => vec![Request::Drain { nodes, reason }],
         "DOWN" => vec![Request::Fail { nodes, reason }],
@@ -252,21 +251,16 @@ async fn update_nodes(words: &[String]) -> Result<u8> {
         ],
     };
     let mut c = Cluster::open().await?;
-    // Every node named must be the cluster's, or nothing is done.
-    let known: std::collections::HashSet<String> =
-        c.nodes().await?.into_iter().map(|n| n.name).collect();
-    let named = formats::nodeset::parse(&listed);
-    if !named.is_ok_and(|set| {
-        formats::nodeset::expand(&set)
-            .iter()
-            .all(|n| known.contains(n))
-    }) {
-        eprintln!("slurm_update error: Invalid node name specified");
-        return Ok(1);
-    }
-    for req in requests {
-        match c.call(&req).await? {
+    for (i, req) in requests.iter().enumerate() {
+        match c.ask(req).await? {
             Response::Drained(_) | Response::Failed { .. } => {}
+            // The controller changes nothing unless it knows every node
+            // named: a first refusal is a name it does not know.
+            Response::Error(_) if i == 0 => {
+                eprintln!("slurm_update error: Invalid node name specified");
+                return Ok(1);
+            }
+            Response::Error(e) => bail!("{e}"),
             other => bail!("unexpected answer: {other:?}"),
         }
     }

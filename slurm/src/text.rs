@@ -137,7 +137,8 @@ pub fn parse_date(text: &str) -> Option<i64> {
 /// Today's local date, midnight.
 fn unsafe_today() -> libc::tm {
     let t = now_s() as libc::time_t;
-    // SAFETY: as in [`date`].
+    // SAFETY: an all-zero `tm` is a valid value of the C struct, and
+    // localtime_r only writes the `tm` it is given.
     let mut tm: libc::tm = unsafe { std::mem::zeroed() };
     unsafe { libc::localtime_r(&t, &mut tm) };
     tm.tm_hour = 0;

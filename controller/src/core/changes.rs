@@ -165,10 +165,7 @@ impl Cluster {
         };
         let mem_per_cpu = job.spec.mem_per_cpu_mb;
         for &(n, c) in &alloc {
-            let node = &mut self.nodes[n];
-            node.alloc_cpus += c;
-            node.slot_cpus += c;
-            node.alloc_mem_mb += u64::from(c) * mem_per_cpu;
+            self.nodes[n].charge(c, u64::from(c) * mem_per_cpu);
         }
         self.started_on_charged(id, alloc, host, devices, now);
     }

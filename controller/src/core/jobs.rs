@@ -12,6 +12,7 @@ use super::tables::{Cluster, Job, SuspendedBy};
 use super::{AgentId, Effects, Now};
 use crate::journal::Entry;
 use crate::policy::{ActiveState, Decision};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 impl Cluster {
@@ -242,15 +243,27 @@ impl Cluster {
                     })
                     .collect(),
             };
+            // The tasks of each array named by `aftercorr`, by index, found
+            // once for all the tasks of this one.
+            let corr: Vec<(u64, Option<HashMap<u32, u64>>)> = spec
+                .after_corr
+                .iter()
+                .map(|&a| (a, self.tasks_by_index(a)))
+                .collect();
             for task in tasks {
                 let id = self.next_id;
                 debug!(job = id, cores = spec.cores, "job submitted");
                 let mut spec = spec.clone();
                 // Each task waits for the task of its index of each array
-                // named (`aftercorr`): one that has none does not wait.
+                // named (`aftercorr`; a job that is no array is its own
+                // only task): one that has none does not wait.
                 if let Some(t) = task {
-                    for a in std::mem::take(&mut spec.after_corr) {
-                        spec.after_ok.extend(self.task_of(a, t.index));
+                    spec.after_corr.clear();
+                    for (a, tasks) in &corr {
+                        match tasks {
+                            Some(tasks) => spec.after_ok.extend(tasks.get(&t.index)),
+                            None => spec.after_ok.push(*a),
+                        }
                     }
                 }
                 let mut job = Job::pending(id, spec, p, now);
@@ -335,6 +348,13 @@ impl Cluster {
         // Where the last node was found in the partition's (sorted) nodes:
         // a job's nodes come in order, mostly one after another, so the
         // next is looked for just after it before anywhere else.
+        // Its process goes to the agent of its first node.
+        let first = alloc.first().map_or(usize::MAX, |&(n, _)| n);
+        let agent = self
+            .nodes
+            .get(first)
+            .and_then(|n| n.agent)
+            .ok_or_else(|| format!("node of job {id} is down"))?;
         let mut at = 0usize;
         let wants_devices = crate::gres::any(&job.gres);
         let mem_per_cpu = job.spec.mem_per_cpu_mb;
@@ -398,24 +418,15 @@ impl Cluster {
                 refused = why;
                 break;
             }
-            node.alloc_cpus += c;
-            node.slot_cpus += c;
-            node.alloc_mem_mb += mem;
+            node.charge(c, mem);
             charged += 1;
         }
         if let Some(why) = refused {
             for &(n, c) in &alloc[..charged] {
-                let node = &mut self.nodes[n];
-                node.alloc_cpus -= c;
-                node.slot_cpus -= c;
-                node.alloc_mem_mb -= u64::from(c) * mem_per_cpu;
+                self.nodes[n].uncharge(c, u64::from(c) * mem_per_cpu);
             }
             return Err(why);
         }
-        let (first, _) = alloc[0];
-        let agent = self.nodes[first]
-            .agent
-            .ok_or_else(|| format!("node of job {id} is down"))?;
         let host = self.agents.get(&agent).map(|a| a.host.clone());
         self.started_on_charged(id, alloc, host, None, now);
         let job = &self.jobs[&id];
@@ -438,20 +449,20 @@ impl Cluster {
         Ok(())
     }
 
-    /// The task of index `index` of array `array` (a job that is no array
-    /// is its own only task), if there is one.
-    fn task_of(&self, array: u64, index: u32) -> Option<u64> {
-        let Some(first) = self.array_of(array) else {
-            return Some(array);
-        };
-        if first.job != array {
-            return Some(array);
-        }
+    /// The tasks of array `array` by index; `None` for a job that is no
+    /// array (or a task of another).
+    fn tasks_by_index(&self, array: u64) -> Option<HashMap<u32, u64>> {
+        self.array_of(array).filter(|first| first.job == array)?;
         let last = (array + ArraySpec::MAX_TASKS as u64).min(self.next_id);
-        (array..last).find(|&t| {
-            self.array_of(t)
-                .is_some_and(|a| a.job == array && a.index == index)
-        })
+        Some(
+            (array..last)
+                .filter_map(|t| {
+                    self.array_of(t)
+                        .filter(|a| a.job == array)
+                        .map(|a| (a.index, t))
+                })
+                .collect(),
+        )
     }
 
     /// `deps`, each array's id followed by every task of it.

@@ -53,6 +53,20 @@ pub(super) struct Node {
 }
 
 impl Node {
+    /// Counts `cores` of a job here, with `mem_mb` of memory.
+    pub(super) fn charge(&mut self, cores: u32, mem_mb: u64) {
+        self.alloc_cpus += cores;
+        self.slot_cpus += cores;
+        self.alloc_mem_mb += mem_mb;
+    }
+
+    /// Gives back what [`Node::charge`] counted.
+    pub(super) fn uncharge(&mut self, cores: u32, mem_mb: u64) {
+        self.alloc_cpus -= cores;
+        self.slot_cpus -= cores;
+        self.alloc_mem_mb -= mem_mb;
+    }
+
     pub(super) fn state(&self) -> NodeState {
         if self.agent.is_none() || self.failed.is_some() {
             NodeState::Down

@@ -359,12 +359,7 @@ impl Free {
             set_bit(&mut self.open, n, false);
         }
         if self.nodes[n].usable {
-            let mut bits = self.membership.node_partitions[n];
-            while bits != 0 {
-                let p = bits.trailing_zeros() as usize;
-                self.partition_free[p] -= u64::from(c);
-                bits &= bits - 1;
-            }
+            self.count_down((self.membership.node_partitions[n], u64::from(c)));
         }
     }
 
@@ -377,8 +372,7 @@ impl Free {
                 set_bit(&mut self.open, n, self.nodes[n].free_cpus > 0);
                 let mut bits = self.membership.node_partitions[n];
                 while bits != 0 {
-                    let p = bits.trailing_zeros() as usize;
-                    self.partition_free[p] += u64::from(c);
+                    self.partition_free[bits.trailing_zeros() as usize] += u64::from(c);
                     bits &= bits - 1;
                 }
             }

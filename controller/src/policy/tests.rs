@@ -846,9 +846,6 @@ fn easy_backfills_nothing_that_would_hold_the_devices_the_head_waits_for() {
     assert_eq!(started, vec![3]);
 }
 
-/// Two urgent jobs wait for the victims ended for them: the cores on
-/// their way out are shared between them, so that neither ends another
-/// job for cores the other already counts on.
 /// FCFS whose preemption ends its victims (`mode`: cancel or requeue).
 fn fcfs_ending_victims(mode: Preemption) -> Standard {
     Standard {
@@ -857,6 +854,9 @@ fn fcfs_ending_victims(mode: Preemption) -> Standard {
     }
 }
 
+/// Two urgent jobs wait for the victims ended for them: the cores on
+/// their way out are shared between them, so that neither ends another
+/// job for cores the other already counts on.
 #[test]
 fn jobs_waiting_for_their_victims_share_the_cores_coming_free() {
     let mut v = view([0, 0, 0, 0], vec![], vec![]);
