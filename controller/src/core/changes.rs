@@ -148,32 +148,26 @@ impl Cluster {
         self.tell_no_more(at_ns);
     }
 
-    /// A pending job starts on `alloc` (node, cores), its process on the
-    /// agent of the first node (none while restoring), on `host`. It
-    /// takes the devices it asks of each node: the lowest free ones, or
-    /// those it was given (`devices`, a restart's).
-    pub(super) fn started(
-        &mut self,
-        id: u64,
-        alloc: Vec<(usize, u32)>,
-        host: Option<String>,
-        devices: Option<Vec<(usize, Masks)>>,
-        now: Now,
-    ) {
+    /// Counts job `id`'s cores and memory on the nodes of `alloc`: what a
+    /// restart does before [`Cluster::started`] (a start checks each node
+    /// and charges it in one go, so that the widest jobs walk their nodes
+    /// once).
+    pub(super) fn charge(&mut self, id: u64, alloc: &[(usize, u32)]) {
         let Some(job) = self.jobs.get(&id) else {
             return;
         };
         let mem_per_cpu = job.spec.mem_per_cpu_mb;
-        for &(n, c) in &alloc {
+        for &(n, c) in alloc {
             self.nodes[n].charge(c, u64::from(c) * mem_per_cpu);
         }
-        self.started_on_charged(id, alloc, host, devices, now);
     }
 
-    /// As [`Cluster::started`], for a job whose nodes already count its
-    /// cores and memory: a start checks each node and charges it in one
-    /// go, so that the widest jobs walk their nodes once.
-    pub(super) fn started_on_charged(
+    /// A pending job starts on `alloc` (node, cores), whose nodes count
+    /// its cores and memory already ([`Cluster::charge`]), its process on
+    /// the agent of the first node (none while restoring), on `host`. It
+    /// takes the devices it asks of each node: the lowest free ones, or
+    /// those it was given (`devices`, a restart's).
+    pub(super) fn started(
         &mut self,
         id: u64,
         alloc: Vec<(usize, u32)>,

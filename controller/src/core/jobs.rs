@@ -345,9 +345,6 @@ impl Cluster {
         // count: its cores are free for the job that preempted it.)
         let partition = &self.config.partitions[job.partition];
         let gang = partition.oversubscribe > 1;
-        // Where the last node was found in the partition's (sorted) nodes:
-        // a job's nodes come in order, mostly one after another, so the
-        // next is looked for just after it before anywhere else.
         // Its process goes to the agent of its first node.
         let first = alloc.first().map_or(usize::MAX, |&(n, _)| n);
         let agent = self
@@ -355,6 +352,9 @@ impl Cluster {
             .get(first)
             .and_then(|n| n.agent)
             .ok_or_else(|| format!("node of job {id} is down"))?;
+        // Where the last node was found in the partition's (sorted) nodes:
+        // a job's nodes come in order, mostly one after another, so the
+        // next is looked for just after it before anywhere else.
         let mut at = 0usize;
         let wants_devices = crate::gres::any(&job.gres);
         let mem_per_cpu = job.spec.mem_per_cpu_mb;
@@ -428,7 +428,7 @@ impl Cluster {
             return Err(why);
         }
         let host = self.agents.get(&agent).map(|a| a.host.clone());
-        self.started_on_charged(id, alloc, host, None, now);
+        self.started(id, alloc, host, None, now);
         let job = &self.jobs[&id];
         debug!(job = id, nodes = %job.nodes, "job started");
         if F::JOURNALS {
@@ -449,34 +449,32 @@ impl Cluster {
         Ok(())
     }
 
-    /// The tasks of array `array` by index; `None` for a job that is no
-    /// array (or a task of another).
-    fn tasks_by_index(&self, array: u64) -> Option<HashMap<u32, u64>> {
+    /// The tasks of array `array` as (id, index): its own id first, then
+    /// the ids after it (one forgotten, out of the history, or dropped
+    /// leaves a gap, not an end); `None` for a job that is no array (or a
+    /// task of another).
+    fn tasks_of(&self, array: u64) -> Option<impl Iterator<Item = (u64, u32)> + '_> {
         self.array_of(array).filter(|first| first.job == array)?;
         let last = (array + ArraySpec::MAX_TASKS as u64).min(self.next_id);
-        Some(
-            (array..last)
-                .filter_map(|t| {
-                    self.array_of(t)
-                        .filter(|a| a.job == array)
-                        .map(|a| (a.index, t))
-                })
-                .collect(),
-        )
+        Some((array..last).filter_map(move |t| {
+            self.array_of(t)
+                .filter(|a| a.job == array)
+                .map(|a| (t, a.index))
+        }))
+    }
+
+    /// The tasks of array `array` by index ([`Cluster::tasks_of`]).
+    fn tasks_by_index(&self, array: u64) -> Option<HashMap<u32, u64>> {
+        Some(self.tasks_of(array)?.map(|(t, index)| (index, t)).collect())
     }
 
     /// `deps`, each array's id followed by every task of it.
     fn with_tasks(&self, deps: &[u64]) -> Vec<u64> {
         let mut out = Vec::with_capacity(deps.len());
         for &dep in deps {
-            out.push(dep);
-            if self.array_of(dep).is_some_and(|t| t.job == dep) {
-                // Its tasks have the ids after its own; one forgotten (out
-                // of the history) or dropped leaves a gap, not an end.
-                let last = (dep + ArraySpec::MAX_TASKS as u64).min(self.next_id);
-                out.extend(
-                    (dep + 1..last).filter(|&t| self.array_of(t).is_some_and(|a| a.job == dep)),
-                );
+            match self.tasks_of(dep) {
+                Some(tasks) => out.extend(tasks.map(|(t, _)| t)),
+                None => out.push(dep),
             }
         }
         out

@@ -240,6 +240,7 @@ impl Cluster {
                 ..
             } => match (self.alloc_of(id, &alloc), self.devices_of(id, &devices)) {
                 (Some(alloc), Some(devices)) => {
+                    self.charge(id, &alloc);
                     self.started(id, alloc, Some(host), Some(devices), at(at_ns))
                 }
                 _ => self.dropped(id, now),
@@ -337,6 +338,7 @@ impl Cluster {
         let Some((alloc, devices)) = alloc else {
             return;
         };
+        self.charge(id, &alloc);
         self.started(id, alloc, im.host, Some(devices), at(im.start_ns));
         let n = im.suspensions.len();
         for (k, &(suspend, resume)) in im.suspensions.iter().enumerate() {
