@@ -599,7 +599,7 @@ impl Agent {
                         Ok(ToAgent::Suspend(id)) => self.route(id, NodeCmd::Suspend(id)),
                         Ok(ToAgent::Resume(id)) => self.route(id, NodeCmd::Resume(id)),
                         Ok(ToAgent::Cancel(id)) => self.route(id, NodeCmd::Cancel(id, EndWhy::Cancelled)),
-                        Ok(ToAgent::End { job, why }) => self.route(job, NodeCmd::Cancel(job, why.into())),
+                        Ok(ToAgent::End { job, why }) => self.route(job, NodeCmd::Cancel(job, end_why(why))),
                         Ok(ToAgent::Kill(id)) => self.route(id, NodeCmd::Kill(id)),
                         Ok(ToAgent::Signal { job, signal, reach }) => self.route(job, NodeCmd::Signal(job, signal, reach)),
                         Ok(ToAgent::Limit { job, walltime_ns }) => self.route(job, NodeCmd::Limit(job, walltime_ns)),
@@ -760,5 +760,14 @@ impl Agent {
         for t in self.tasks {
             let _ = t.await;
         }
+    }
+}
+
+/// The reason of the controller's `End` order, as sigsleep's signal
+/// carries it (sigsleep is built without the wire's types).
+fn end_why(why: formats::wire::EndWhy) -> EndWhy {
+    match why {
+        formats::wire::EndWhy::Preempted => EndWhy::Preempted,
+        formats::wire::EndWhy::Requeued => EndWhy::Requeued,
     }
 }

@@ -69,16 +69,6 @@ pub enum EndWhy {
     Requeued,
 }
 
-impl From<formats::wire::EndWhy> for EndWhy {
-    /// The reason of the controller's `End` order, as a signal carries it.
-    fn from(why: formats::wire::EndWhy) -> EndWhy {
-        match why {
-            formats::wire::EndWhy::Preempted => EndWhy::Preempted,
-            formats::wire::EndWhy::Requeued => EndWhy::Requeued,
-        }
-    }
-}
-
 impl EndWhy {
     fn value(self) -> usize {
         match self {

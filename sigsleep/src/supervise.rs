@@ -87,6 +87,17 @@ pub fn tell_job(prog: &Program, text: &str) {
     }
 }
 
+/// Slurm's step line for a job told to end, with why when it is more
+/// than a cancel (the value its SIGTERM carried).
+fn tell_cancelled(prog: &Program, step: &Step, at: i64) {
+    let why = match signals::end_why() {
+        signals::EndWhy::Cancelled => None,
+        signals::EndWhy::Preempted => Some("PREEMPTION"),
+        signals::EndWhy::Requeued => Some("JOB REQUEUE"),
+    };
+    tell_job(prog, &end_message(step.id, step.node, at, why));
+}
+
 /// Who the job is, for the lines written to its files: its id and the
 /// node it runs on.
 pub struct Step<'a> {
@@ -249,12 +260,7 @@ pub fn run(prog: &Program, step: &Step, waiter: &mut Waiter, ledger: &mut Ledger
                 }
                 Event::Terminate(at, _) if ending.is_none() => {
                     ending = Some(Ending::Cancelled);
-                    let why = match signals::end_why() {
-                        signals::EndWhy::Cancelled => None,
-                        signals::EndWhy::Preempted => Some("PREEMPTION"),
-                        signals::EndWhy::Requeued => Some("JOB REQUEUE"),
-                    };
-                    tell_job(prog, &end_message(step.id, step.node, at.real, why));
+                    tell_cancelled(prog, step, at.real);
                     // Ending: nothing is stopped any more.
                     stop_at = None;
                     kill_at = Some(cancel_all(prog));
@@ -352,11 +358,23 @@ pub fn run(prog: &Program, step: &Step, waiter: &mut Waiter, ledger: &mut Ledger
     // process took its own, still pending (blocked, or left pending by a
     // wait that returned for a ready descriptor). Then the job counts as
     // cancelled, not failed.
-    signals::drain(|ev| ledger.apply(ev));
+    let mut late = None;
+    signals::drain(|ev| {
+        if let Event::Terminate(at, _) = ev {
+            late.get_or_insert(at);
+        }
+        ledger.apply(ev);
+    });
     if ending.is_none() {
-        if let Some(sig) = signals::end_pending() {
-            ledger.apply(Event::Terminate(clock::now(), sig));
+        let late = late.or_else(|| {
+            let sig = signals::end_pending()?;
+            let at = clock::now();
+            ledger.apply(Event::Terminate(at, sig));
+            Some(at)
+        });
+        if let Some(at) = late {
             ending = Some(Ending::Cancelled);
+            tell_cancelled(prog, step, at.real);
         }
     }
     kill_everything(main, &mut main_exit);
