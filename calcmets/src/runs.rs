@@ -319,6 +319,7 @@ impl Run {
             ("end", &l.end),
             ("suspend", &l.suspend),
             ("resume", &l.resume),
+            ("arrive", &l.arrive),
         ] {
             if let Some(d) = d.filter(|d| d.p50_s > tau_trace_s * 0.05) {
                 parts.push(format!(

@@ -73,8 +73,9 @@ pub enum SimWhat {
 /// (nanoseconds, one per job and kind: `runworkload --replicas` with
 /// `--latencies`), and the seed they are drawn from. A job's process then
 /// starts, stops, runs again and is known over that much later than the
-/// twin's perfect timing says, each delay drawn at random from the
-/// measured ones: replicas of the twin spread as the emulation's do.
+/// twin's perfect timing says, and the pass its arrival calls comes that
+/// much after it, each delay drawn at random from the measured ones:
+/// replicas of the twin spread as the emulation's do.
 #[derive(Debug, Clone, Default)]
 pub struct Perturb {
     pub seed: u64,
@@ -82,6 +83,8 @@ pub struct Perturb {
     pub suspend: Vec<i64>,
     pub resume: Vec<i64>,
     pub end: Vec<i64>,
+    /// From a submission to the pass it calls.
+    pub arrive: Vec<i64>,
 }
 
 /// Draws delays from a [`Perturb`]'s samples, from its seed (SplitMix64:
@@ -593,8 +596,18 @@ pub fn simulate_until(
         }
         end_ns = end_ns.max(t);
         sim.machines.t = t;
+        // The pass this event calls, not before then.
+        let mut pass_from = t;
         match ev {
             Ev::Submit(from) => {
+                // A perturbed twin's controller looks at the arrivals a
+                // moment late, as the emulation's does (its timer's wake-up).
+                pass_from = t.saturating_add(
+                    sim.machines
+                        .draws
+                        .as_mut()
+                        .map_or(0, |d| d.pick(|p| &p.arrive)),
+                );
                 let mut to = from;
                 while to < jobs.len() && jobs[to].submit_ns == t {
                     to += 1;
@@ -690,7 +703,7 @@ pub fn simulate_until(
                 }
             }
         }
-        sim.want_pass(t);
+        sim.want_pass(pass_from);
     }
     let infos = sim.cluster.jobs_info(&ids);
     let policy = sim.scheduler.report();
@@ -1056,5 +1069,34 @@ mod tests {
         let other = Perturb { seed: 4, ..wide };
         let c = simulate_until(cfg, &many, &[], 0, Some(&other), &|| false);
         assert_ne!(a.records, c.records);
+    }
+
+    #[test]
+    fn a_perturbed_twin_looks_at_an_arrival_late_unless_an_end_comes_first() {
+        let cfg = config("[controller]\npolicy = \"fcfs\"\nschedule_interval_s = 0\n");
+        let p = Perturb {
+            seed: 1,
+            arrive: vec![S / 2],
+            ..Perturb::default()
+        };
+        // Alone: its pass comes half a second after it, and so its start.
+        let run = simulate_until(
+            Arc::clone(&cfg),
+            &[job(8, 10, 0)],
+            &[],
+            0,
+            Some(&p),
+            &|| false,
+        );
+        assert_eq!(run.records[0].start, S / 2);
+        assert_eq!(run.records[0].submit, 0);
+        // Submitted 0.2 s before the first job's end at 10.5 s: that end's
+        // pass, before the arrival's own, starts it.
+        let jobs = [job(8, 10, 0), job(8, 5, 0)];
+        let mut second = jobs[1].clone();
+        second.submit_ns = 10 * S + 3 * S / 10;
+        let run = simulate_until(cfg, &[jobs[0].clone(), second], &[], 0, Some(&p), &|| false);
+        let recs = sorted(run);
+        assert_eq!(recs[1].start, 10 * S + S / 2);
     }
 }

@@ -239,6 +239,10 @@ pub struct Latencies {
     /// From a job's process's last instant (the record's end) to the
     /// controller knowing the job over and its cores free.
     pub end: Option<Delay>,
+    /// From a job's submission to the pass that first looked at it, over
+    /// the jobs that pass started: those started with no other job
+    /// submitted and no end known between the two instants.
+    pub arrive: Option<Delay>,
 }
 
 /// One kind of delay over the jobs of a run: in the host's (wall-clock)

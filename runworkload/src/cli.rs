@@ -194,8 +194,8 @@ pub struct Cli {
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub replicas: u32,
     /// The twin only: perturb its processes' starts, suspensions,
-    /// resumptions and ends by delays drawn from those an emulated run
-    /// measured (its latency.csv; DIR a results directory, or one holding
+    /// resumptions and ends, and the passes its arrivals call, by delays
+    /// drawn from those an emulated run measured (its latency.csv; DIR a results directory, or one holding
     /// several), so that its replicas spread as the emulation's do.
     #[arg(long, value_name = "DIR")]
     pub latencies: Option<PathBuf>,
@@ -338,6 +338,7 @@ fn read_latencies(dir: &std::path::Path, seed: u64) -> Result<controller::sim::P
                 "suspend" => p.suspend.push(ns),
                 "resume" => p.resume.push(ns),
                 "end" => p.end.push(ns),
+                "arrive" => p.arrive.push(ns),
                 _ => return Err(bad()),
             }
         }

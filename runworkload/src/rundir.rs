@@ -402,10 +402,11 @@ pub(crate) fn write_results(
 /// controller knows of each job (its decisions' instants): a start from
 /// its pass to the process's first instant, a suspension or resumption
 /// from the decision to the process noting it, an end from the process's
-/// last instant to the controller knowing it. `trace_per_wall`: trace
-/// seconds per wall second. Only a job's last execution counts (one
-/// requeued ran before; its earlier record is of another start). Every
-/// delay goes to `latency.csv` besides.
+/// last instant to the controller knowing it, an arrival from its
+/// submission to the pass that first looked at it ([`arrivals`]).
+/// `trace_per_wall`: trace seconds per wall second. Only a job's last
+/// execution counts (one requeued ran before; its earlier record is of
+/// another start). Every delay goes to `latency.csv` besides.
 fn latencies(
     dir: &Path,
     infos: &HashMap<u64, formats::wire::JobInfo>,
@@ -435,6 +436,7 @@ fn latencies(
         }
         Ok(())
     })?;
+    let arrive = arrivals(infos.values());
     // Every delay, for a twin's replicas to draw from (`--latencies`).
     let path = dir.join(results::LATENCY);
     let mut text = String::from("kind,ns\n");
@@ -443,6 +445,7 @@ fn latencies(
         ("suspend", &suspend),
         ("resume", &resume),
         ("end", &end),
+        ("arrive", &arrive),
     ] {
         for ns in v {
             text.push_str(&format!("{kind},{ns}\n"));
@@ -471,7 +474,50 @@ fn latencies(
         suspend: delay(suspend),
         resume: delay(resume),
         end: delay(end),
+        arrive: delay(arrive),
     })
+}
+
+/// How long after its submission the controller's pass looked at a job
+/// (its timer's wake-up and the loop's turn), over the jobs that pass
+/// started. The controller does not say which pass that was; a job
+/// started with no other job submitted, no end known and no job
+/// suspended or resumed in between (its start's instant included: a
+/// time-slicing turn suspends and resumes at the instant it starts jobs)
+/// can only have been started by the pass its own arrival called. A job
+/// that waited on another has that one's end in between.
+fn arrivals<'a>(infos: impl Iterator<Item = &'a formats::wire::JobInfo> + Clone) -> Vec<i64> {
+    let mut submits: Vec<i64> = infos.clone().map(|j| j.submit_ns).collect();
+    // Ends, and the policy's suspensions and resumptions: the passes
+    // other causes called.
+    let mut ends: Vec<i64> = infos
+        .clone()
+        .flat_map(|j| {
+            let turns = j.suspensions.iter().flat_map(|&(s, r)| [s, r]);
+            std::iter::once(j.end_ns).chain(turns)
+        })
+        .filter(|&e| e > 0)
+        .collect();
+    submits.sort_unstable();
+    ends.sort_unstable();
+    // Whether `sorted` has an instant after `from` and before `to`
+    // (`to` itself counting when `inclusive`).
+    let between = |sorted: &[i64], from: i64, to: i64, inclusive: bool| {
+        let i = sorted.partition_point(|&t| t <= from);
+        sorted
+            .get(i)
+            .is_some_and(|&t| if inclusive { t <= to } else { t < to })
+    };
+    infos
+        .filter_map(|j| {
+            let (submit, start) = (j.submit_ns, j.start_ns);
+            (start > 0
+                && start >= submit
+                && !between(&submits, submit, start, false)
+                && !between(&ends, submit, start, true))
+            .then_some(start - submit)
+        })
+        .collect()
 }
 
 /// Marks a run that stopped on an error: its manifest says `failed` and
@@ -805,6 +851,55 @@ fn layout(config: &controller::config::Cluster) -> Vec<results::NodeGroup> {
 mod tests {
     use super::*;
     use formats::record::{encode, Flags, JobRecord, Status};
+
+    #[test]
+    fn an_arrival_counts_only_for_a_job_its_own_pass_started() {
+        let job = |id, submit, start, end| {
+            let mut j = crate::backend::info_of(
+                &JobRecord {
+                    id,
+                    cores: 1,
+                    node: "vn001".into(),
+                    submit,
+                    start,
+                    end,
+                    runtime: 1,
+                    walltime: 1,
+                    status: Status::Completed,
+                    flags: Flags::default(),
+                    suspensions: vec![],
+                    devices: Default::default(),
+                    program: None,
+                },
+                String::new(),
+            );
+            j.start_ns = start;
+            j
+        };
+        let infos = [
+            // Started 50 after its submission, nothing in between.
+            job(1, 100, 150, 10_000),
+            // Another's end (at 300) came before its start: that end's
+            // pass started it.
+            job(2, 200, 400, 900),
+            job(3, 10, 20, 300),
+            // Another job was submitted (at 600) before it started.
+            job(4, 500, 700, 5_000),
+            job(5, 600, 620, 6_000),
+            // Never started.
+            job(6, 800, 0, 0),
+            // Started at a turn: another job was suspended at 1,000.
+            job(7, 950, 1_000, 1_100),
+            {
+                let mut turned = job(8, 0, 5, 20_000);
+                turned.suspensions = vec![(1_000, 1_500)];
+                turned
+            },
+        ];
+        let mut got = arrivals(infos.iter());
+        got.sort_unstable();
+        assert_eq!(got, vec![5, 10, 20, 50]);
+    }
 
     #[test]
     fn the_layout_expands_back_to_the_clusters_node_order() {
