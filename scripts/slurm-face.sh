@@ -76,9 +76,9 @@ jobset() {
     sleep 0.1
   done
   # Slurm's database needs a moment to have its start. With a fixed
-  # wait of 3 s, one run in about twenty recorded the cancelled job's
-  # limit as 365-00:00:00 (the year Slurm gives an unlimited job) rather
-  # than UNLIMITED; so wait until the database shows the start.
+  # wait of 3 s, a run once recorded the cancelled job's limit as
+  # 365-00:00:00 (the year Slurm gives an unlimited job) rather than
+  # UNLIMITED; so wait until the database shows the start.
   for _ in $(seq 100); do
     [ "$(sacct -X -n -P -j "$c" -o State,Timelimit)" = "RUNNING|UNLIMITED" ] && break
     sleep 0.1
