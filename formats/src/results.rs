@@ -241,7 +241,8 @@ pub struct Latencies {
     pub end: Option<Delay>,
     /// From a job's submission to the pass that first looked at it, over
     /// the jobs that pass started: those started with no other job
-    /// submitted and no end known between the two instants.
+    /// submitted, no end known and no job suspended or resumed between
+    /// the two instants.
     pub arrive: Option<Delay>,
 }
 

@@ -195,8 +195,9 @@ pub struct Cli {
     pub replicas: u32,
     /// The twin only: perturb its processes' starts, suspensions,
     /// resumptions and ends, and the passes its arrivals call, by delays
-    /// drawn from those an emulated run measured (its latency.csv; DIR a results directory, or one holding
-    /// several), so that its replicas spread as the emulation's do.
+    /// drawn from those an emulated run measured (its latency.csv; DIR a
+    /// results directory, or one holding several), so that its replicas
+    /// spread as the emulation's do.
     #[arg(long, value_name = "DIR")]
     pub latencies: Option<PathBuf>,
     /// The seed the twin's perturbations are drawn from (replica k draws

@@ -488,9 +488,9 @@ fn latencies(
 /// that waited on another has that one's end in between.
 fn arrivals<'a>(infos: impl Iterator<Item = &'a formats::wire::JobInfo> + Clone) -> Vec<i64> {
     let mut submits: Vec<i64> = infos.clone().map(|j| j.submit_ns).collect();
-    // Ends, and the policy's suspensions and resumptions: the passes
-    // other causes called.
-    let mut ends: Vec<i64> = infos
+    // Ends, suspensions and resumptions: instants of passes that other
+    // causes called.
+    let mut others: Vec<i64> = infos
         .clone()
         .flat_map(|j| {
             let turns = j.suspensions.iter().flat_map(|&(s, r)| [s, r]);
@@ -499,7 +499,7 @@ fn arrivals<'a>(infos: impl Iterator<Item = &'a formats::wire::JobInfo> + Clone)
         .filter(|&e| e > 0)
         .collect();
     submits.sort_unstable();
-    ends.sort_unstable();
+    others.sort_unstable();
     // Whether `sorted` has an instant after `from` and before `to`
     // (`to` itself counting when `inclusive`).
     let between = |sorted: &[i64], from: i64, to: i64, inclusive: bool| {
@@ -514,7 +514,7 @@ fn arrivals<'a>(infos: impl Iterator<Item = &'a formats::wire::JobInfo> + Clone)
             (start > 0
                 && start >= submit
                 && !between(&submits, submit, start, false)
-                && !between(&ends, submit, start, true))
+                && !between(&others, submit, start, true))
             .then_some(start - submit)
         })
         .collect()
