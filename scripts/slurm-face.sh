@@ -196,7 +196,8 @@ normalise() {
   # which the step daemon's lines carry its node's name
   # (`slurmstepd-node1:`); a cluster's one slurmd per host, and clemu,
   # write `slurmstepd:`.
-  sed -E "s#$work/(slurm|clemu)-out#WORK#g;$expr"'s/[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}/DATE/g; s/\b0:0[0-9]\b/0:0S/g; s/^slurmstepd-node[0-9]+: /slurmstepd: /' "$file"
+  # Dates first: a date's seconds may read as a job id.
+  sed -E 's/[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}/DATE/g;'"s#$work/(slurm|clemu)-out#WORK#g;$expr"'s/\b0:0[0-9]\b/0:0S/g; s/^slurmstepd-node[0-9]+: /slurmstepd: /' "$file"
 }
 diffs=0
 for f in "$work/slurm-out"/[0-9]* "$work/slurm-out/sbatch"; do
