@@ -42,11 +42,17 @@ def cores(run, tol):
     """One-core nodes (configs/batsim.toml): a job's nodes are its cores.
     The intervals in which its process ran (its record, suspensions taken
     out) never overlap another's on one node by more than tol seconds (the
-    time a signal takes to land, in the emulation; 0 in the twin)."""
+    time a start or an end takes to be known, in the emulation; 0 in the
+    twin). An interval that ends at a suspension may overlap by as much
+    more as the slowest suspension of the run took to land (the manifest's
+    measured `latency.suspend`, from the decision to the process noting
+    it): the controller gives the cores away when it decides, and the
+    process counts itself running until the signal reaches it."""
     tol = float(tol)
     m = json.load(open(f"{run}/manifest.json"))
     if any(g["cpus"] != 1 for g in m["layout"]):
         fail(f"{run}: the check needs one-core nodes")
+    landing = ((m.get("latency") or {}).get("suspend") or {}).get("max_ms", 0) / 1e3
     nodes = {}
     for row in csv.DictReader(open(f"{run}/jobs.csv")):
         nodes[int(row["job_id"])] = expand(row["nodes"])
@@ -54,24 +60,26 @@ def cores(run, tol):
     for r in records(run):
         t, spans = r["start"], []
         for s, e in r["suspensions"]:
-            spans.append((t, s))
+            spans.append((t, s, True))
             t = e
-        spans.append((t, r["end"]))
+        spans.append((t, r["end"], False))
         for n in nodes[r["id"]]:
-            by_node.setdefault(n, []).extend((a, b, r["id"]) for a, b in spans)
+            by_node.setdefault(n, []).extend((a, b, r["id"], susp) for a, b, susp in spans)
     worst = 0.0
     for n, spans in by_node.items():
         spans.sort()
-        end, who = float("-inf"), None
-        for a, b, j in spans:
-            if a < end - tol:
+        end, who, by_suspension = float("-inf"), None, False
+        for a, b, j, susp in spans:
+            allowed = tol + (landing if by_suspension else 0)
+            if a < end - allowed:
                 fail(f"{run}: jobs {who} and {j} ran on {n} at once "
-                     f"({end - a:.6f} s of overlap)")
+                     f"({end - a:.6f} s of overlap, {allowed * 1e3:.3f} ms allowed)")
             worst = max(worst, end - a)
             if b > end:
-                end, who = b, j
+                end, who, by_suspension = b, j, susp
     print(f"batsim-check: {run}: no core held by two running jobs "
-          f"(largest overlap {max(worst, 0) * 1e3:.3f} ms, tolerance {tol * 1e3:.0f} ms)")
+          f"(largest overlap {max(worst, 0) * 1e3:.3f} ms, tolerance {tol * 1e3:.0f} ms, "
+          f"and {landing * 1e3:.3f} ms more after a suspension: the slowest to land)")
 
 
 def expand(folded):
