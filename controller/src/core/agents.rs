@@ -200,17 +200,18 @@ impl Cluster {
             ));
         }
         for &n in &idx {
-            let node = &mut self.nodes[n];
-            if node.cpus != cpus || (memory_mb > 0 && node.memory_mb != memory_mb) {
+            let load = &self.loads[n];
+            if load.cpus != cpus || (memory_mb > 0 && load.memory_mb != memory_mb) {
                 warn!(
-                    node = %node.name,
+                    node = %self.nodes[n].name,
                     host,
                     "agent declares {cpus} cpus / {memory_mb} MiB, the config {} / {}: the config wins",
-                    node.cpus,
-                    node.memory_mb
+                    load.cpus,
+                    load.memory_mb
                 );
             }
-            node.agent = Some(agent);
+            self.nodes[n].agent = Some(agent);
+            self.node_changed(n);
         }
         info!(agent, host, nodes = %self.config.fold(&idx), "agent up");
         self.agents.insert(
@@ -366,8 +367,9 @@ impl Cluster {
     /// next hears again from the agents what they run.
     pub fn release_agents(&mut self) {
         self.agents.clear();
-        for n in &mut self.nodes {
-            n.agent = None;
+        for n in 0..self.nodes.len() {
+            self.nodes[n].agent = None;
+            self.node_changed(n);
         }
         for j in self.jobs.values_mut() {
             j.agent = None;
@@ -393,6 +395,7 @@ impl Cluster {
         let lost: HashSet<usize> = a.nodes.iter().copied().collect();
         for &n in &a.nodes {
             self.nodes[n].agent = None;
+            self.node_changed(n);
         }
         let hit: Vec<(u64, Option<AgentId>)> = self
             .jobs

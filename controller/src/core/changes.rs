@@ -158,7 +158,7 @@ impl Cluster {
         };
         let mem_per_cpu = job.spec.mem_per_cpu_mb;
         for &(n, c) in alloc {
-            self.nodes[n].charge(c, u64::from(c) * mem_per_cpu);
+            self.loads[n].charge(c, u64::from(c) * mem_per_cpu);
         }
     }
 
@@ -254,7 +254,7 @@ impl Cluster {
         job.since_mono = now.mono;
         if by == SuspendedBy::Policy {
             for &(n, c) in &job.alloc {
-                self.nodes[n].alloc_cpus -= c;
+                self.loads[n].alloc_cpus -= c;
             }
             self.policy_suspended += 1;
             self.wants_pass = true;
@@ -278,7 +278,7 @@ impl Cluster {
         };
         if job.suspended_by == Some(SuspendedBy::Policy) {
             for &(n, c) in &job.alloc {
-                self.nodes[n].alloc_cpus += c;
+                self.loads[n].alloc_cpus += c;
             }
             self.policy_suspended -= 1;
         }
@@ -342,7 +342,7 @@ impl Cluster {
                 }
             }
             for (n, c) in held {
-                let node = &mut self.nodes[n];
+                let node = &mut self.loads[n];
                 if holds_cores {
                     node.alloc_cpus -= c;
                 }
@@ -636,6 +636,7 @@ impl Cluster {
     pub(super) fn set_failed(&mut self, idx: &[usize], why: Option<&str>) {
         for &n in idx {
             self.nodes[n].failed = why.map(str::to_string);
+            self.node_changed(n);
         }
         if why.is_none() {
             self.wants_pass = true;
@@ -646,6 +647,7 @@ impl Cluster {
     pub(super) fn set_drained(&mut self, idx: &[usize], why: Option<&str>) {
         for &n in idx {
             self.nodes[n].drained = why.map(str::to_string);
+            self.node_changed(n);
         }
         if why.is_none() {
             self.wants_pass = true;

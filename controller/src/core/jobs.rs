@@ -352,33 +352,29 @@ impl Cluster {
             .get(first)
             .and_then(|n| n.agent)
             .ok_or_else(|| format!("node of job {id} is down"))?;
-        // Where the last node was found in the partition's (sorted) nodes:
-        // a job's nodes come in order, mostly one after another, so the
-        // next is looked for just after it before anywhere else.
-        let mut at = 0usize;
+        // The partition's nodes as a bit set (made once per
+        // configuration): one bit per node to read, not its index.
+        let membership = crate::policy::spare::membership(&self.partition_views, self.nodes.len());
+        let members = &membership.members[job.partition];
         let wants_devices = crate::gres::any(&job.gres);
         let mem_per_cpu = job.spec.mem_per_cpu_mb;
         // Each node is checked and charged in one go (the widest jobs'
-        // nodes are walked once); a refusal gives back what was charged.
+        // nodes are walked once, reading only their loads and a bit of the
+        // usable set); a refusal gives back what was charged, and only
+        // then is the node itself read, to say why.
         let mut charged = 0;
         let mut refused = None;
         for &(n, c) in &alloc {
-            let Some(node) = self.nodes.get_mut(n) else {
+            let Some(load) = self.loads.get_mut(n) else {
                 refused = Some(format!("start of job {id} on node {n}"));
                 break;
             };
-            let member = match partition.nodes.get(at) {
-                Some(&m) if m == n => true,
-                _ => match partition.nodes.binary_search(&n) {
-                    Ok(i) => {
-                        at = i;
-                        true
-                    }
-                    Err(_) => false,
-                },
-            };
-            at += 1;
+            let member = members.get(n / 64).is_some_and(|w| w >> (n % 64) & 1 == 1);
             let mem = u64::from(c) * mem_per_cpu;
+            let usable = self
+                .usable
+                .get(n / 64)
+                .is_some_and(|w| w >> (n % 64) & 1 == 1);
             let devices_short = wants_devices
                 && self.device_free.get(n).is_some_and(|free| {
                     crate::gres::count(free)
@@ -386,44 +382,40 @@ impl Cluster {
                         .zip(&job.gres)
                         .any(|(f, g)| f < g)
                 });
-            let why = if !member {
-                Some(format!(
-                    "start of job {id} on node {}, which is not in its partition {}",
-                    node.name, partition.name
-                ))
-            } else if let Some(why) = &node.drained {
-                Some(format!(
-                    "start of job {id} on node {}, which is drained ({why})",
-                    node.name
-                ))
-            } else if let Some(why) = &node.failed {
-                Some(format!(
-                    "start of job {id} on node {}, which failed ({why})",
-                    node.name
-                ))
-            } else if node.agent.is_none()
-                || node.alloc_cpus + c > node.cpus
-                || (gang && node.slot_cpus + c > node.cpus * self.oversubscription[n])
-                || node.alloc_mem_mb + mem > node.memory_mb
+            if !member
+                || !usable
+                || load.alloc_cpus + c > load.cpus
+                || (gang && load.slot_cpus + c > load.slots)
+                || load.alloc_mem_mb + mem > load.memory_mb
                 || devices_short
             {
-                Some(format!(
-                    "start of job {id} would overbook node {}",
-                    node.name
-                ))
-            } else {
-                None
-            };
-            if why.is_some() {
-                refused = why;
+                let node = &self.nodes[n];
+                refused = Some(if !member {
+                    format!(
+                        "start of job {id} on node {}, which is not in its partition {}",
+                        node.name, partition.name
+                    )
+                } else if let Some(why) = &node.drained {
+                    format!(
+                        "start of job {id} on node {}, which is drained ({why})",
+                        node.name
+                    )
+                } else if let Some(why) = &node.failed {
+                    format!(
+                        "start of job {id} on node {}, which failed ({why})",
+                        node.name
+                    )
+                } else {
+                    format!("start of job {id} would overbook node {}", node.name)
+                });
                 break;
             }
-            node.charge(c, mem);
+            load.charge(c, mem);
             charged += 1;
         }
         if let Some(why) = refused {
             for &(n, c) in &alloc[..charged] {
-                self.nodes[n].uncharge(c, u64::from(c) * mem_per_cpu);
+                self.loads[n].uncharge(c, u64::from(c) * mem_per_cpu);
             }
             return Err(why);
         }
@@ -605,7 +597,7 @@ impl Cluster {
             if let Some(&(n, _)) = job
                 .alloc
                 .iter()
-                .find(|&&(n, c)| self.nodes[n].alloc_cpus + c > self.nodes[n].cpus)
+                .find(|&&(n, c)| self.loads[n].alloc_cpus + c > self.loads[n].cpus)
             {
                 return Err(format!(
                     "resume of job {id} would overbook node {}",

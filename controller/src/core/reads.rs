@@ -279,11 +279,11 @@ impl Cluster {
             .enumerate()
             .map(|(i, n)| NodeInfo {
                 name: n.name.clone(),
-                state: n.state(),
-                cpus: n.cpus,
-                alloc_cpus: n.alloc_cpus,
-                memory_mb: n.memory_mb,
-                alloc_memory_mb: n.alloc_mem_mb,
+                state: self.node_state(i),
+                cpus: self.loads[i].cpus,
+                alloc_cpus: self.loads[i].alloc_cpus,
+                memory_mb: self.loads[i].memory_mb,
+                alloc_memory_mb: self.loads[i].alloc_mem_mb,
                 host: n
                     .agent
                     .and_then(|a| self.agents.get(&a))
@@ -308,8 +308,8 @@ impl Cluster {
             *jobs.entry(j.state).or_default() += 1;
         }
         let mut nodes: HashMap<NodeState, u64> = HashMap::new();
-        for n in &self.nodes {
-            *nodes.entry(n.state()).or_default() += 1;
+        for n in 0..self.nodes.len() {
+            *nodes.entry(self.node_state(n)).or_default() += 1;
         }
         ClusterStats {
             jobs: JobState::ALL
@@ -320,8 +320,8 @@ impl Cluster {
                 .iter()
                 .map(|s| (*s, nodes.get(s).copied().unwrap_or(0)))
                 .collect(),
-            cores: self.nodes.iter().map(|n| u64::from(n.cpus)).sum(),
-            alloc_cores: self.nodes.iter().map(|n| u64::from(n.alloc_cpus)).sum(),
+            cores: self.loads.iter().map(|n| u64::from(n.cpus)).sum(),
+            alloc_cores: self.loads.iter().map(|n| u64::from(n.alloc_cpus)).sum(),
             agents: self.agents.len() as u64,
             submitted: self.counters.submitted,
             started: self.counters.started,

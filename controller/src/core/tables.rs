@@ -31,18 +31,12 @@ pub(super) enum SuspendedBy {
     Policy,
 }
 
+/// A node's name and what it is not usable for: read when a node is
+/// named or its state told, not at every start. What a start checks and
+/// charges on it is its [`Load`].
 #[derive(Debug)]
 pub(super) struct Node {
     pub name: String,
-    pub cpus: u32,
-    pub memory_mb: u64,
-    /// Cores in use: by running jobs and jobs an administrator suspended.
-    pub alloc_cpus: u32,
-    /// Cores allocated to any job, suspended by the policy or not: what
-    /// gang time-slicing may oversubscribe up to K times.
-    pub slot_cpus: u32,
-    /// Memory of every job holding the node, suspended or not.
-    pub alloc_mem_mb: u64,
     /// Drained, and why.
     pub drained: Option<String>,
     /// Failed (`controller down`, or an event of a replay), and why: down
@@ -53,6 +47,34 @@ pub(super) struct Node {
 }
 
 impl Node {
+    /// Up (its agent is there), neither failed nor drained.
+    pub(super) fn usable(&self) -> bool {
+        self.agent.is_some() && self.drained.is_none() && self.failed.is_none()
+    }
+}
+
+/// What a job's start checks and charges on a node, kept apart from the
+/// rest of it ([`Node`]): the widest jobs' starts and ends walk tens of
+/// thousands of these, 32 bytes each, where a whole node spans two cache
+/// lines. Whether the node is usable at all is [`Cluster::usable`]'s.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct Load {
+    pub cpus: u32,
+    /// Cores in use: by running jobs and jobs an administrator suspended.
+    pub alloc_cpus: u32,
+    /// Cores allocated to any job, suspended by the policy or not: what
+    /// gang time-slicing may oversubscribe up to K times.
+    pub slot_cpus: u32,
+    /// How many `slot_cpus` may come to: `cpus` times the largest
+    /// `oversubscribe` of the node's partitions (1 without gang
+    /// time-slicing).
+    pub slots: u32,
+    pub memory_mb: u64,
+    /// Memory of every job holding the node, suspended or not.
+    pub alloc_mem_mb: u64,
+}
+
+impl Load {
     /// Counts `cores` of a job here, with `mem_mb` of memory.
     pub(super) fn charge(&mut self, cores: u32, mem_mb: u64) {
         self.alloc_cpus += cores;
@@ -60,25 +82,11 @@ impl Node {
         self.alloc_mem_mb += mem_mb;
     }
 
-    /// Gives back what [`Node::charge`] counted.
+    /// Gives back what [`Load::charge`] counted.
     pub(super) fn uncharge(&mut self, cores: u32, mem_mb: u64) {
         self.alloc_cpus -= cores;
         self.slot_cpus -= cores;
         self.alloc_mem_mb -= mem_mb;
-    }
-
-    pub(super) fn state(&self) -> NodeState {
-        if self.agent.is_none() || self.failed.is_some() {
-            NodeState::Down
-        } else if self.drained.is_some() {
-            NodeState::Drained
-        } else if self.alloc_cpus == 0 {
-            NodeState::Idle
-        } else if self.alloc_cpus >= self.cpus {
-            NodeState::Allocated
-        } else {
-            NodeState::Mixed
-        }
     }
 }
 
@@ -264,6 +272,12 @@ type QueueKey = (Reverse<u32>, i64, u64);
 pub struct Cluster {
     pub(super) config: Arc<config::Cluster>,
     pub(super) nodes: Vec<Node>,
+    /// Each node's [`Load`], by the same index.
+    pub(super) loads: Vec<Load>,
+    /// Each node's [`Node::usable`], as a bit set by node index: kept by
+    /// [`Cluster::node_changed`] whenever a node's agent, failure or drain
+    /// changes, so that a start reads one bit, not the node.
+    pub(super) usable: Vec<u64>,
     pub(super) node_index: HashMap<String, usize>,
     /// Jobs not yet over. Boxed: the map keeps spare buckets (up to twice
     /// as many as jobs), which then cost a pointer each, not a whole job.
@@ -283,14 +297,11 @@ pub struct Cluster {
     pub(super) next_id: u64,
     pub(super) agents: HashMap<AgentId, Agent>,
     pub(super) counters: Counters,
-    /// Jobs per core each node allows: the largest `oversubscribe` of its
-    /// partitions (1 without gang time-slicing).
-    pub(super) oversubscription: Vec<u32>,
     /// (partition, MiB per core, generic resources per node) → cores a
     /// job could ever get there.
     capacity_cache: HashMap<(usize, u64, Counts), u64>,
     /// The partitions as policies see them; built once.
-    partition_views: Arc<Vec<PartitionView>>,
+    pub(super) partition_views: Arc<Vec<PartitionView>>,
     /// Set when something happened that may let a job start: the
     /// [`Scheduler`](super::Scheduler) runs a pass and clears it.
     pub(super) wants_pass: bool,
@@ -397,11 +408,6 @@ impl Cluster {
             .iter()
             .map(|n| Node {
                 name: n.name.clone(),
-                cpus: n.cpus,
-                memory_mb: n.memory_mb,
-                alloc_cpus: 0,
-                slot_cpus: 0,
-                alloc_mem_mb: 0,
                 drained: None,
                 failed: None,
                 agent: None,
@@ -418,9 +424,24 @@ impl Cluster {
                 oversubscription[n] = oversubscription[n].max(p.oversubscribe.max(1));
             }
         }
+        let loads = config
+            .nodes
+            .iter()
+            .zip(&oversubscription)
+            .map(|(n, &k)| Load {
+                cpus: n.cpus,
+                slots: n.cpus * k,
+                memory_mb: n.memory_mb,
+                ..Load::default()
+            })
+            .collect();
+        // No node is usable before its agent comes.
+        let usable = vec![0; nodes.len().div_ceil(64)];
         Cluster {
             config,
             nodes,
+            loads,
+            usable,
             node_index,
             jobs: HashMap::new(),
             queue: Arc::new(Vec::new()),
@@ -431,7 +452,6 @@ impl Cluster {
             next_id: 1,
             agents: HashMap::new(),
             counters: Counters::default(),
-            oversubscription,
             capacity_cache: HashMap::new(),
             partition_views: Arc::new(
                 partition_config
@@ -460,6 +480,45 @@ impl Cluster {
             device_free,
             ends: BTreeSet::new(),
             end_of: HashMap::new(),
+        }
+    }
+
+    /// Whether node `n` is usable ([`Node::usable`]), from the bit set.
+    pub(super) fn is_usable(&self, n: usize) -> bool {
+        self.usable
+            .get(n / 64)
+            .is_some_and(|w| w >> (n % 64) & 1 == 1)
+    }
+
+    /// Node `n`'s agent, failure or drain changed: its bit in the usable
+    /// set follows. Every change of those goes through here.
+    pub(super) fn node_changed(&mut self, n: usize) {
+        let Some(node) = self.nodes.get(n) else {
+            return;
+        };
+        let on = node.usable();
+        if let Some(w) = self.usable.get_mut(n / 64) {
+            if on {
+                *w |= 1 << (n % 64);
+            } else {
+                *w &= !(1 << (n % 64));
+            }
+        }
+    }
+
+    /// Node `n`'s state, as `nodes` tells it.
+    pub(super) fn node_state(&self, n: usize) -> NodeState {
+        let (node, load) = (&self.nodes[n], &self.loads[n]);
+        if node.agent.is_none() || node.failed.is_some() {
+            NodeState::Down
+        } else if node.drained.is_some() {
+            NodeState::Drained
+        } else if load.alloc_cpus == 0 {
+            NodeState::Idle
+        } else if load.alloc_cpus >= load.cpus {
+            NodeState::Allocated
+        } else {
+            NodeState::Mixed
         }
     }
 
@@ -507,7 +566,7 @@ impl Cluster {
                 has.iter().zip(&gres).all(|(h, g)| h >= g)
             })
             .map(move |&n| {
-                let node = &self.nodes[n];
+                let node = &self.loads[n];
                 let by_mem = node.memory_mb.checked_div(mem_per_cpu).unwrap_or(u64::MAX);
                 (n, u64::from(node.cpus).min(by_mem))
             })
@@ -641,12 +700,12 @@ impl Cluster {
     /// What the policy sees.
     pub fn view(&self, now: Now) -> View {
         let mut nodes = crate::policy::spare::node_views(self.nodes.len());
-        nodes.extend(self.nodes.iter().enumerate().map(|(i, n)| NodeView {
+        nodes.extend(self.loads.iter().enumerate().map(|(i, n)| NodeView {
             cpus: n.cpus,
             free_cpus: n.cpus.saturating_sub(n.alloc_cpus),
             free_mem_mb: n.memory_mb.saturating_sub(n.alloc_mem_mb),
-            free_slots: (n.cpus * self.oversubscription[i]).saturating_sub(n.slot_cpus),
-            usable: n.agent.is_some() && n.drained.is_none() && n.failed.is_none(),
+            free_slots: n.slots.saturating_sub(n.slot_cpus),
+            usable: self.is_usable(i),
             free_gres: self.device_free.get(i).map(gres::count).unwrap_or_default(),
         }));
         View {

@@ -117,9 +117,9 @@ fn a_job_runs_and_ends() {
     assert_eq!(j.state, JobState::Running);
     assert_eq!(j.alloc, vec![(0, 4), (1, 2)]);
     assert_eq!(j.start_ns, at(1).wall);
-    assert_eq!(c.nodes[0].state(), NodeState::Allocated);
-    assert_eq!(c.nodes[1].state(), NodeState::Mixed);
-    assert_eq!(c.nodes[1].alloc_mem_mb, 2048);
+    assert_eq!(c.node_state(0), NodeState::Allocated);
+    assert_eq!(c.node_state(1), NodeState::Mixed);
+    assert_eq!(c.loads[1].alloc_mem_mb, 2048);
     assert!(
         matches!(&out.0[0], (7, ToAgent::Start(s)) if s.node == "vn1" && s.cores == 6 && s.submit_ns == 5)
     );
@@ -127,8 +127,8 @@ fn a_job_runs_and_ends() {
     assert!(c.jobs.is_empty());
     assert_eq!(c.queue(true)[0].state, JobState::Completed);
     assert_eq!(c.queue(true)[0].nodes, "vn[1-2]");
-    assert_eq!(c.nodes[0].alloc_cpus + c.nodes[1].alloc_cpus, 0);
-    assert_eq!(c.nodes[1].alloc_mem_mb, 0);
+    assert_eq!(c.loads[0].alloc_cpus + c.loads[1].alloc_cpus, 0);
+    assert_eq!(c.loads[1].alloc_mem_mb, 0);
 }
 
 #[test]
@@ -182,7 +182,7 @@ fn drained_nodes_get_no_jobs() {
     pass(&mut c, &mut out);
     assert_eq!(c.jobs[&ids[0]].alloc, vec![(3, 4)]);
     assert_eq!(c.jobs[&ids[1]].state, JobState::Pending);
-    assert_eq!(c.nodes[0].state(), NodeState::Drained);
+    assert_eq!(c.node_state(0), NodeState::Drained);
     c.undrain("vn1", &mut out).unwrap();
     pass(&mut c, &mut out);
     assert_eq!(c.jobs[&ids[1]].alloc, vec![(0, 4)]);
@@ -226,7 +226,7 @@ fn cancel_suspend_resume() {
     assert!(c.suspend(&[ids[0]], at(2), &mut out)[0].error.is_some());
     assert_eq!(c.jobs[&ids[0]].state, JobState::Suspended);
     // An administrator's suspension keeps the cores.
-    assert_eq!(c.nodes[0].alloc_cpus, 1);
+    assert_eq!(c.loads[0].alloc_cpus, 1);
     assert_eq!(c.resume(&[ids[0]], at(4), &mut out)[0].error, None);
     assert_eq!(c.jobs[&ids[0]].suspended_total, 2 * S);
     assert_eq!(c.cancel(&[ids[0]], at(5), &mut out)[0].error, None);
@@ -261,7 +261,7 @@ fn a_lost_agent_fails_its_jobs_and_downs_its_nodes() {
     assert_eq!(c.jobs[&id].state, JobState::Running);
     c.lose_overdue(at(10), &mut out);
     assert_eq!(c.queue(true)[0].state, JobState::NodeFail);
-    assert!(c.nodes.iter().all(|n| n.state() == NodeState::Down));
+    assert!((0..c.nodes.len()).all(|n| c.node_state(n) == NodeState::Down));
     let id2 = c
         .submit(vec![spec(1)], 0, at(3), &mut Recorder::default())
         .unwrap()[0];
@@ -367,7 +367,7 @@ fn a_lost_job_is_requeued_by_default_and_runs_again() {
     assert_eq!(c.jobs[&id].state, JobState::Pending);
     assert_eq!(c.counters.requeued, 1);
     assert!(c
-        .nodes
+        .loads
         .iter()
         .all(|n| n.alloc_cpus == 0 && n.slot_cpus == 0));
     up(&mut c, 9, "h", "vn[1-4]", &[]).unwrap();
@@ -409,7 +409,7 @@ fn a_job_that_loses_a_node_of_another_agent_waits_for_its_process_to_end() {
         );
         // Nothing starts on its cores meanwhile, not even the job itself.
         pass_at(&mut c, &mut out, at(3));
-        assert!(c.nodes[..2].iter().all(|n| n.alloc_cpus == 4));
+        assert!(c.loads[..2].iter().all(|n| n.alloc_cpus == 4));
         // Its end decides: killed, it runs again; ended on its own first
         // (its record written), it counts as it ended.
         c.job_ended(7, id, exit, at(4), &mut out);
@@ -510,7 +510,7 @@ fn bad_decisions_are_refused() {
     assert_eq!(c.jobs[&ids[0]].state, JobState::Running);
     assert_eq!(c.jobs[&ids[1]].state, JobState::Pending);
     assert_eq!(out.0.len(), 1);
-    assert_eq!(c.nodes[0].alloc_cpus, 4);
+    assert_eq!(c.loads[0].alloc_cpus, 4);
     // Each refusal says why, naming the job.
     assert_eq!(refused.len(), 5, "{refused:?}");
     assert!(
@@ -539,9 +539,9 @@ fn bad_decisions_are_refused() {
         "{refused:?}"
     );
     assert!(refused[1].contains("which is drained"), "{refused:?}");
-    assert_eq!(c.nodes[1].alloc_cpus, 0);
-    assert_eq!(c.nodes[1].slot_cpus, 0);
-    assert_eq!(c.nodes[1].alloc_mem_mb, 0);
+    assert_eq!(c.loads[1].alloc_cpus, 0);
+    assert_eq!(c.loads[1].slot_cpus, 0);
+    assert_eq!(c.loads[1].alloc_mem_mb, 0);
     assert_eq!(c.jobs[&ids[1]].state, JobState::Pending);
 }
 
@@ -599,8 +599,8 @@ fn preemption_suspends_low_priority_jobs_and_resumes_them_after() {
     assert_eq!(c.jobs[&low].state, JobState::Suspended);
     assert_eq!(c.jobs[&high].state, JobState::Running);
     // The victim keeps its memory, gives its cores.
-    assert_eq!(c.nodes[0].alloc_mem_mb, 8192);
-    assert_eq!(c.nodes.iter().map(|n| n.alloc_cpus).sum::<u32>(), 4);
+    assert_eq!(c.loads[0].alloc_mem_mb, 8192);
+    assert_eq!(c.loads.iter().map(|n| n.alloc_cpus).sum::<u32>(), 4);
     c.job_ended(7, high, Exit::Code(0), at(5), &mut out);
     pass_at(&mut c, &mut out, at(6));
     assert_eq!(c.jobs[&low].state, JobState::Running);
@@ -671,7 +671,7 @@ fn preemption_by_cancel_or_requeue_waits_for_its_victims() {
                 // The 8 free cores are the urgent job's: no one takes them.
                 assert_eq!(c.jobs[&later].state, JobState::Pending, "{what}");
                 assert_eq!(
-                    c.nodes.iter().map(|n| n.alloc_cpus).sum::<u32>(),
+                    c.loads.iter().map(|n| n.alloc_cpus).sum::<u32>(),
                     8,
                     "{what}"
                 );
@@ -745,16 +745,28 @@ fn hi_spec() -> JobSpec {
 type Picture = (
     Vec<formats::wire::JobInfo>,
     Vec<u64>,
-    Vec<(u32, u32, u64, Option<String>)>,
+    Vec<(u32, u32, u64, Option<String>, bool)>,
     u64,
 );
 
 fn picture(c: &Cluster) -> Picture {
     let queued = c.view(at(0)).queue.iter().map(|q| q.job).collect();
+    // The usable bit with what it is kept from: a restart that set one
+    // without the other would show.
     let nodes = c
         .nodes
         .iter()
-        .map(|n| (n.alloc_cpus, n.slot_cpus, n.alloc_mem_mb, n.drained.clone()))
+        .zip(&c.loads)
+        .enumerate()
+        .map(|(i, (n, l))| {
+            (
+                l.alloc_cpus,
+                l.slot_cpus,
+                l.alloc_mem_mb,
+                n.drained.clone(),
+                c.is_usable(i) == n.usable(),
+            )
+        })
         .collect();
     (c.queue(true), queued, nodes, c.next_id)
 }
