@@ -405,6 +405,8 @@ impl Cluster {
                         "start of job {id} on node {}, which failed ({why})",
                         node.name
                     )
+                } else if node.agent.is_none() {
+                    format!("start of job {id} on node {}, which is down", node.name)
                 } else {
                     format!("start of job {id} would overbook node {}", node.name)
                 });

@@ -545,6 +545,62 @@ fn bad_decisions_are_refused() {
     assert_eq!(c.jobs[&ids[1]].state, JobState::Pending);
 }
 
+/// A start reads whether a node is usable from a bit kept apart from the
+/// node: each way a node stops or comes back (drain, failure, its agent)
+/// refuses or allows a start on it, as the node itself says.
+#[test]
+fn a_start_follows_each_way_a_node_goes_and_comes_back() {
+    let mut c = cluster();
+    let mut fx = Recorder::default();
+    let ids = c.submit(vec![spec(4); 6], 0, at(0), &mut fx).unwrap();
+    let start = |c: &mut Cluster, job: u64, node: usize| {
+        let refused = c.apply(
+            vec![Decision::Start {
+                job,
+                alloc: vec![(node, 4)],
+            }],
+            at(1),
+            &mut Recorder::default(),
+        );
+        refused.first().cloned()
+    };
+    c.drain("vn1", "maintenance", &mut fx).unwrap();
+    c.fail_nodes("vn2", "power", at(1), &mut fx).unwrap();
+    let refused = start(&mut c, ids[0], 0).unwrap();
+    assert!(refused.contains("drained (maintenance)"), "{refused}");
+    let refused = start(&mut c, ids[0], 1).unwrap();
+    assert!(refused.contains("failed (power)"), "{refused}");
+    c.undrain("vn1", &mut fx).unwrap();
+    c.repair_nodes("vn2", &mut fx).unwrap();
+    assert_eq!(start(&mut c, ids[0], 0), None);
+    assert_eq!(start(&mut c, ids[1], 1), None);
+    // Its agent gone, no node is usable; back, they are again.
+    c.agent_down(7, "disconnected", false, at(2), &mut fx);
+    let refused = start(&mut c, ids[2], 2).unwrap();
+    assert!(refused.contains("node of job"), "{refused}");
+    let refused = start(&mut c, ids[2], 3);
+    assert!(refused.is_some());
+    up(&mut c, 8, "h", "vn[3-4]", &[]).unwrap();
+    assert_eq!(start(&mut c, ids[2], 2), None);
+    // A start whose first node is up but a later one is not.
+    let refused = c.apply(
+        vec![Decision::Start {
+            job: ids[3],
+            alloc: vec![(3, 2), (0, 2)],
+        }],
+        at(3),
+        &mut fx,
+    );
+    assert!(
+        refused[0].contains("node vn1, which is down"),
+        "{refused:?}"
+    );
+    assert_eq!(c.loads[3].alloc_cpus, 0);
+    for n in 0..4 {
+        assert_eq!(c.is_usable(n), c.nodes[n].usable(), "vn{}", n + 1);
+    }
+}
+
 /// Partitions `low` (the default) and `high`, whose jobs suspend low
 /// ones.
 fn suspending_cluster() -> Cluster {
