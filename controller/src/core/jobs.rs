@@ -8,7 +8,7 @@ use formats::wire::{
 };
 use tracing::{debug, warn};
 
-use super::tables::{Cluster, Job, SuspendedBy};
+use super::tables::{Cluster, Job, Node, SuspendedBy};
 use super::{AgentId, Effects, Now};
 use crate::journal::Entry;
 use crate::policy::{ActiveState, Decision};
@@ -352,8 +352,8 @@ impl Cluster {
             .get(first)
             .and_then(|n| n.agent)
             .ok_or_else(|| format!("node of job {id} is down"))?;
-        // The partition's nodes as a bit set (made once per
-        // configuration): one bit per node to read, not its index.
+        // The partition's nodes as a bit set (made once per configuration
+        // on each thread that starts jobs): one bit per node to read, not its index.
         let membership = crate::policy::spare::membership(&self.partition_views, self.nodes.len());
         let members = &membership.members[job.partition];
         let wants_devices = crate::gres::any(&job.gres);
@@ -369,12 +369,10 @@ impl Cluster {
                 refused = Some(format!("start of job {id} on node {n}"));
                 break;
             };
-            let member = members.get(n / 64).is_some_and(|w| w >> (n % 64) & 1 == 1);
+            let member = super::tables::bit(members, n);
             let mem = u64::from(c) * mem_per_cpu;
-            let usable = self
-                .usable
-                .get(n / 64)
-                .is_some_and(|w| w >> (n % 64) & 1 == 1);
+            let usable = super::tables::bit(&self.usable, n);
+            debug_assert_eq!(usable, self.nodes.get(n).is_some_and(Node::usable));
             let devices_short = wants_devices
                 && self.device_free.get(n).is_some_and(|free| {
                     crate::gres::count(free)

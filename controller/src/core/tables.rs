@@ -53,6 +53,11 @@ impl Node {
     }
 }
 
+/// Bit `n` of a bit set over node indices (false past its end).
+pub(super) fn bit(set: &[u64], n: usize) -> bool {
+    set.get(n / 64).is_some_and(|w| w >> (n % 64) & 1 == 1)
+}
+
 /// What a job's start checks and charges on a node, kept apart from the
 /// rest of it ([`Node`]): the widest jobs' starts and ends walk tens of
 /// thousands of these, 32 bytes each, where a whole node spans two cache
@@ -485,9 +490,7 @@ impl Cluster {
 
     /// Whether node `n` is usable ([`Node::usable`]), from the bit set.
     pub(super) fn is_usable(&self, n: usize) -> bool {
-        self.usable
-            .get(n / 64)
-            .is_some_and(|w| w >> (n % 64) & 1 == 1)
+        bit(&self.usable, n)
     }
 
     /// Node `n`'s agent, failure or drain changed: its bit in the usable

@@ -578,8 +578,8 @@ fn a_start_follows_each_way_a_node_goes_and_comes_back() {
     c.agent_down(7, "disconnected", false, at(2), &mut fx);
     let refused = start(&mut c, ids[2], 2).unwrap();
     assert!(refused.contains("node of job"), "{refused}");
-    let refused = start(&mut c, ids[2], 3);
-    assert!(refused.is_some());
+    let refused = start(&mut c, ids[2], 3).unwrap();
+    assert!(refused.contains("node of job"), "{refused}");
     up(&mut c, 8, "h", "vn[3-4]", &[]).unwrap();
     assert_eq!(start(&mut c, ids[2], 2), None);
     // A start whose first node is up but a later one is not.
