@@ -11,7 +11,7 @@ use tracing::{debug, warn};
 use super::tables::{Cluster, Job, Node, SuspendedBy};
 use super::{AgentId, Effects, Now};
 use crate::journal::Entry;
-use crate::policy::{ActiveState, Decision};
+use crate::policy::{spare, ActiveState, Decision};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -353,8 +353,9 @@ impl Cluster {
             .and_then(|n| n.agent)
             .ok_or_else(|| format!("node of job {id} is down"))?;
         // The partition's nodes as a bit set (made once per configuration
-        // on each thread that starts jobs): one bit per node to read, not its index.
-        let membership = crate::policy::spare::membership(&self.partition_views, self.nodes.len());
+        // on each thread that starts jobs): one bit per node to read, not
+        // its index.
+        let membership = spare::membership(&self.partition_views, self.nodes.len());
         let members = &membership.members[job.partition];
         let wants_devices = crate::gres::any(&job.gres);
         let mem_per_cpu = job.spec.mem_per_cpu_mb;
@@ -369,9 +370,9 @@ impl Cluster {
                 refused = Some(format!("start of job {id} on node {n}"));
                 break;
             };
-            let member = super::tables::bit(members, n);
+            let member = spare::bit(members, n);
             let mem = u64::from(c) * mem_per_cpu;
-            let usable = super::tables::bit(&self.usable, n);
+            let usable = spare::bit(&self.usable, n);
             debug_assert_eq!(usable, self.nodes.get(n).is_some_and(Node::usable));
             let devices_short = wants_devices
                 && self.device_free.get(n).is_some_and(|free| {

@@ -14,7 +14,9 @@ use formats::wire::{
 use super::Now;
 use crate::config;
 use crate::gres::{self, Counts, Masks};
-use crate::policy::{Active, ActiveState, Gang, Happened, NodeView, PartitionView, Queued, View};
+use crate::policy::{
+    spare, Active, ActiveState, Gang, Happened, NodeView, PartitionView, Queued, View,
+};
 
 pub type AgentId = u64;
 
@@ -51,11 +53,6 @@ impl Node {
     pub(super) fn usable(&self) -> bool {
         self.agent.is_some() && self.drained.is_none() && self.failed.is_none()
     }
-}
-
-/// Bit `n` of a bit set over node indices (false past its end).
-pub(super) fn bit(set: &[u64], n: usize) -> bool {
-    set.get(n / 64).is_some_and(|w| w >> (n % 64) & 1 == 1)
 }
 
 /// What a job's start checks and charges on a node, kept apart from the
@@ -490,7 +487,7 @@ impl Cluster {
 
     /// Whether node `n` is usable ([`Node::usable`]), from the bit set.
     pub(super) fn is_usable(&self, n: usize) -> bool {
-        bit(&self.usable, n)
+        spare::bit(&self.usable, n)
     }
 
     /// Node `n`'s agent, failure or drain changed: its bit in the usable
@@ -500,13 +497,7 @@ impl Cluster {
             return;
         };
         let on = node.usable();
-        if let Some(w) = self.usable.get_mut(n / 64) {
-            if on {
-                *w |= 1 << (n % 64);
-            } else {
-                *w &= !(1 << (n % 64));
-            }
-        }
+        spare::set_bit(&mut self.usable, n, on);
     }
 
     /// Node `n`'s state, as `nodes` tells it.

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use super::spare::{self, Membership};
+use super::spare::{self, set_bit, Membership};
 use super::{Active, NodeView, Queued, View};
 
 /// Free resources during one pass, as decisions are made.
@@ -40,14 +40,6 @@ impl Drop for Free {
 /// Whether `node` has the devices a job asks of each node free.
 fn has_gres(node: &NodeView, gres: &crate::gres::Counts) -> bool {
     node.free_gres.iter().zip(gres).all(|(f, g)| f >= g)
-}
-
-fn set_bit(set: &mut [u64], n: usize, on: bool) {
-    if on {
-        set[n / 64] |= 1 << (n % 64);
-    } else {
-        set[n / 64] &= !(1 << (n % 64));
-    }
 }
 
 impl Free {

@@ -123,3 +123,17 @@ pub(crate) fn membership(partitions: &Arc<Vec<PartitionView>>, nodes: usize) -> 
         membership
     })
 }
+
+/// Bit `n` of a bit set over node indices (false past its end).
+pub(crate) fn bit(set: &[u64], n: usize) -> bool {
+    set.get(n / 64).is_some_and(|w| w >> (n % 64) & 1 == 1)
+}
+
+/// Sets bit `n` of a bit set over node indices to `on`.
+pub(crate) fn set_bit(set: &mut [u64], n: usize, on: bool) {
+    if on {
+        set[n / 64] |= 1 << (n % 64);
+    } else {
+        set[n / 64] &= !(1 << (n % 64));
+    }
+}
