@@ -764,9 +764,19 @@ impl Cluster {
     /// they are of one bracket and in order, as a job's nodes are
     /// ([`crate::folding`]).
     pub fn fold(&self, idx: &[usize]) -> String {
+        self.fold_each(idx.iter().copied())
+    }
+
+    /// The nodes of an allocation (node, cores), folded as [`Cluster::fold`]
+    /// folds them.
+    pub fn fold_alloc(&self, alloc: &[(usize, u32)]) -> String {
+        self.fold_each(alloc.iter().map(|&(n, _)| n))
+    }
+
+    fn fold_each(&self, idx: impl Iterator<Item = usize> + Clone) -> String {
         self.folder
-            .fold(idx)
-            .unwrap_or_else(|| nodeset::fold(idx.iter().map(|&i| self.nodes[i].name.as_str())))
+            .fold(idx.clone())
+            .unwrap_or_else(|| nodeset::fold(idx.map(|i| self.nodes[i].name.as_str())))
     }
 }
 

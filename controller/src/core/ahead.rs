@@ -126,7 +126,7 @@ impl Cluster {
             if a.state != ActiveState::Running {
                 continue;
             }
-            for &(n, c) in &a.alloc {
+            for &(n, c) in a.alloc.iter() {
                 let node = &mut view.nodes[n];
                 node.free_cpus = (node.free_cpus + c).min(node.cpus);
                 node.free_slots += c;

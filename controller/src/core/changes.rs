@@ -13,7 +13,7 @@ use tracing::{info, warn};
 use super::tables::{Cluster, Job, SuspendedBy, HISTORY};
 use super::Now;
 use crate::gres::{self, Masks};
-use crate::policy::{Active, ActiveState, Happened};
+use crate::policy::{no_alloc, Active, ActiveState, Alloc, Happened};
 
 /// Why a job waits that can never run: a job it waits for ended
 /// otherwise than it waits for (Slurm's reason, word for word).
@@ -204,12 +204,13 @@ impl Cluster {
         let gres = job.gres;
         let estimate = job.estimate_ns().min(i64::MAX as u64) as i64;
         self.unqueue(id, partition);
+        let alloc = Alloc::new(alloc);
         let active = Active {
             job: id,
             partition,
             cores,
             mem_per_cpu_mb: mem_per_cpu,
-            alloc: alloc.clone(),
+            alloc: Arc::clone(&alloc),
             gres,
             state: ActiveState::Running,
             since_ns: now.mono,
@@ -219,9 +220,7 @@ impl Cluster {
         let list = Arc::make_mut(&mut self.active);
         let at = list.partition_point(|a| a.job < id);
         list.insert(at, active);
-        let nodes = self
-            .config
-            .fold(&alloc.iter().map(|(n, _)| *n).collect::<Vec<_>>());
+        let nodes = self.config.fold_alloc(&alloc);
         let agent = alloc.first().and_then(|&(n, _)| self.nodes[n].agent);
         let Some(job) = self.jobs.get_mut(&id) else {
             return;
@@ -253,7 +252,7 @@ impl Cluster {
         job.suspensions.push((now.wall, 0));
         job.since_mono = now.mono;
         if by == SuspendedBy::Policy {
-            for &(n, c) in &job.alloc {
+            for &(n, c) in job.alloc.iter() {
                 self.loads[n].alloc_cpus -= c;
             }
             self.policy_suspended += 1;
@@ -277,7 +276,7 @@ impl Cluster {
             return;
         };
         if job.suspended_by == Some(SuspendedBy::Policy) {
-            for &(n, c) in &job.alloc {
+            for &(n, c) in job.alloc.iter() {
                 self.loads[n].alloc_cpus += c;
             }
             self.policy_suspended -= 1;
@@ -323,7 +322,7 @@ impl Cluster {
             if !holds_cores {
                 self.policy_suspended -= 1;
             }
-            let held = std::mem::take(&mut job.alloc);
+            let held = std::mem::replace(&mut job.alloc, no_alloc());
             if !held.is_empty() {
                 job.node_cpus = held.iter().map(|&(_, c)| c).collect();
             }
@@ -341,7 +340,7 @@ impl Cluster {
                     }
                 }
             }
-            for (n, c) in held {
+            for &(n, c) in held.iter() {
                 let node = &mut self.loads[n];
                 if holds_cores {
                     node.alloc_cpus -= c;

@@ -1226,7 +1226,7 @@ impl Job {
             state: JobState::Pending,
             start_ns: 0,
             end_ns: 0,
-            alloc: Vec::new(),
+            alloc: crate::policy::no_alloc(),
             nodes: String::new(),
             agent: None,
             reason: String::new(),

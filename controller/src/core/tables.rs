@@ -15,7 +15,7 @@ use super::Now;
 use crate::config;
 use crate::gres::{self, Counts, Masks};
 use crate::policy::{
-    spare, Active, ActiveState, Gang, Happened, NodeView, PartitionView, Queued, View,
+    spare, Active, ActiveState, Alloc, Gang, Happened, NodeView, PartitionView, Queued, View,
 };
 
 pub type AgentId = u64;
@@ -102,7 +102,7 @@ pub(super) struct Job {
     pub start_ns: i64,
     pub end_ns: i64,
     /// (node, cores) held while running or suspended.
-    pub alloc: Vec<(usize, u32)>,
+    pub alloc: Alloc,
     /// The nodes it was given, folded (kept after it ends).
     pub nodes: String,
     /// The agent running its process.

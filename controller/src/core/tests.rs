@@ -115,7 +115,7 @@ fn a_job_runs_and_ends() {
     pass(&mut c, &mut out);
     let j = &c.jobs[&ids[0]];
     assert_eq!(j.state, JobState::Running);
-    assert_eq!(j.alloc, vec![(0, 4), (1, 2)]);
+    assert_eq!(j.alloc[..], vec![(0, 4), (1, 2)]);
     assert_eq!(j.start_ns, at(1).wall);
     assert_eq!(c.node_state(0), NodeState::Allocated);
     assert_eq!(c.node_state(1), NodeState::Mixed);
@@ -180,12 +180,12 @@ fn drained_nodes_get_no_jobs() {
         .submit(vec![spec(4), spec(4)], 0, at(0), &mut Recorder::default())
         .unwrap();
     pass(&mut c, &mut out);
-    assert_eq!(c.jobs[&ids[0]].alloc, vec![(3, 4)]);
+    assert_eq!(c.jobs[&ids[0]].alloc[..], vec![(3, 4)]);
     assert_eq!(c.jobs[&ids[1]].state, JobState::Pending);
     assert_eq!(c.node_state(0), NodeState::Drained);
     c.undrain("vn1", &mut out).unwrap();
     pass(&mut c, &mut out);
-    assert_eq!(c.jobs[&ids[1]].alloc, vec![(0, 4)]);
+    assert_eq!(c.jobs[&ids[1]].alloc[..], vec![(0, 4)]);
 }
 
 #[test]
@@ -320,7 +320,7 @@ fn a_node_count_that_can_never_be_met_is_refused_at_submit() {
         .unwrap()[0];
     let mut out = Recorder::default();
     pass_at(&mut c, &mut out, at(1));
-    assert_eq!(c.jobs[&id].alloc, [(0, 3), (1, 1)]);
+    assert_eq!(c.jobs[&id].alloc[..], [(0, 3), (1, 1)]);
 }
 
 #[test]
@@ -1913,7 +1913,7 @@ fn devices_go_lowest_first_to_nodes_that_have_them_free() {
         ]
     );
     assert_eq!(c.jobs[&ids[3]].state, JobState::Pending);
-    assert_eq!(c.jobs[&ids[4]].alloc, vec![(0, 1)]);
+    assert_eq!(c.jobs[&ids[4]].alloc[..], vec![(0, 1)]);
     let gres = |n: usize| c.node_infos()[n].gres.clone();
     assert_eq!(gres(0), vec![("gpu".to_string(), 2, 2)]);
     assert_eq!(gres(2), vec![]);
@@ -1948,7 +1948,7 @@ fn a_job_on_several_nodes_gets_devices_on_each() {
         started_devices(&out),
         vec![(ids[0], "vn1:gpu=0;vn2:gpu=0".to_string())]
     );
-    assert_eq!(c.jobs[&ids[0]].alloc, vec![(0, 4), (1, 2)]);
+    assert_eq!(c.jobs[&ids[0]].alloc[..], vec![(0, 4), (1, 2)]);
 }
 
 #[test]
@@ -2212,7 +2212,7 @@ fn devices_are_never_held_twice_whatever_happens() {
                     }
                     // Asks what it got, on each node it holds.
                     if crate::gres::any(&j.gres) {
-                        for &(m, _) in &j.alloc {
+                        for &(m, _) in j.alloc.iter() {
                             let got = j
                                 .devices
                                 .iter()

@@ -358,7 +358,7 @@ impl Free {
     /// A running job's cores become free (it is to be suspended); its
     /// memory stays held.
     pub(super) fn give_back(&mut self, a: &Active) {
-        for &(n, c) in &a.alloc {
+        for &(n, c) in a.alloc.iter() {
             self.nodes[n].free_cpus += c;
             if self.nodes[n].usable {
                 set_bit(&mut self.open, n, self.nodes[n].free_cpus > 0);
@@ -383,7 +383,7 @@ impl Free {
     /// devices (those a suspended job keeps).
     pub(super) fn give_back_held(&mut self, a: &Active) {
         let devices = crate::gres::any(&a.gres);
-        for &(n, c) in &a.alloc {
+        for &(n, c) in a.alloc.iter() {
             let node = &mut self.nodes[n];
             node.free_mem_mb += u64::from(c) * a.mem_per_cpu_mb;
             if devices {

@@ -246,6 +246,17 @@ pub enum ActiveState {
     Unreachable,
 }
 
+/// The cores a job holds on each of its nodes, (node, cores), in node
+/// order.
+pub type Alloc = Arc<Vec<(usize, u32)>>;
+
+/// The allocation of a job that holds nothing: one for all such jobs (a
+/// million queued jobs would otherwise hold a million empty lists).
+pub fn no_alloc() -> Alloc {
+    static NONE: std::sync::OnceLock<Alloc> = std::sync::OnceLock::new();
+    Arc::clone(NONE.get_or_init(Alloc::default))
+}
+
 /// A job holding resources.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Active {
@@ -253,8 +264,9 @@ pub struct Active {
     pub partition: usize,
     pub cores: u32,
     pub mem_per_cpu_mb: u64,
-    /// (node, cores).
-    pub alloc: Vec<(usize, u32)>,
+    /// (node, cores): shared with the controller's own record of the job,
+    /// so that the widest jobs' lists are not copied at their start.
+    pub alloc: Alloc,
     /// The generic resources it holds on each of its nodes: what its end
     /// gives back besides cores (a preemption that ends a victim for its
     /// GPUs counts them).

@@ -46,7 +46,7 @@ fn running(id: u64, partition: usize, alloc: Vec<(usize, u32)>, end_s: i64) -> A
         partition,
         cores: alloc.iter().map(|(_, c)| c).sum(),
         mem_per_cpu_mb: 0,
-        alloc,
+        alloc: alloc.into(),
         gres: Default::default(),
         state: ActiveState::Running,
         since_ns: 0,
@@ -346,7 +346,7 @@ fn preemption_spares_victims_it_can_do_without() {
         running(11, 0, vec![(0, 0), (2, 4), (3, 4)], 900),
         running(12, 0, vec![(1, 4)], 900),
     ]);
-    Arc::make_mut(&mut v.active)[1].alloc = vec![(0, 1), (2, 4), (3, 4)];
+    Arc::make_mut(&mut v.active)[1].alloc = vec![(0, 1), (2, 4), (3, 4)].into();
     Arc::make_mut(&mut v.active)[1].cores = 9;
     v.nodes[0].free_cpus = 1;
     let mut urgent = job(1, 4, 10);
