@@ -30,6 +30,8 @@ fn main() {
     if sizes.is_empty() {
         sizes = vec![1, 1_000, 10_000, 80_000];
     }
+    // As the controller's process does.
+    controller::keep_freed_memory();
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let config = match Config::load(&root.join("configs/fugaku.toml")) {
         Ok(c) => Arc::new(c),
