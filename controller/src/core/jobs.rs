@@ -365,6 +365,8 @@ impl Cluster {
         // then is the node itself read, to say why.
         let mut charged = 0;
         let mut refused = None;
+        // Its nodes as runs, for the journal: found in the same walk.
+        let mut runs = Vec::new();
         for &(n, c) in &alloc {
             let Some(load) = self.loads.get_mut(n) else {
                 refused = Some(format!("start of job {id} on node {n}"));
@@ -413,6 +415,9 @@ impl Cluster {
             }
             load.charge(c, mem);
             charged += 1;
+            if F::JOURNALS {
+                super::restore::add_to_runs(&mut runs, n, c);
+            }
         }
         if let Some(why) = refused {
             for &(n, c) in &alloc[..charged] {
@@ -429,7 +434,7 @@ impl Cluster {
             // exactly these cores.
             fx.journal(Entry::Started {
                 id,
-                alloc: self.runs_of(&job.alloc),
+                alloc: self.named_runs(runs),
                 nodes: job.nodes.clone(),
                 host: job.host.clone().unwrap_or_default(),
                 at_ns: now.wall,

@@ -412,13 +412,16 @@ impl Cluster {
     /// An allocation as the journal keeps it: runs of consecutive nodes
     /// with the same cores.
     pub(super) fn runs_of(&self, alloc: &[(usize, u32)]) -> Vec<NodeRun> {
-        let mut runs: Vec<(usize, usize, u32)> = Vec::new();
+        let mut runs = Vec::new();
         for &(n, c) in alloc {
-            match runs.last_mut() {
-                Some((_, last, cores)) if *last + 1 == n && *cores == c => *last = n,
-                _ => runs.push((n, n, c)),
-            }
+            add_to_runs(&mut runs, n, c);
         }
+        self.named_runs(runs)
+    }
+
+    /// Runs (first node, last node, cores on each) as the journal names
+    /// them.
+    pub(super) fn named_runs(&self, runs: Vec<(usize, usize, u32)>) -> Vec<NodeRun> {
         runs.into_iter()
             .map(|(first, last, cores)| NodeRun {
                 first: self.nodes[first].name.clone(),
@@ -468,5 +471,14 @@ fn suspended_by(policy: bool) -> SuspendedBy {
         SuspendedBy::Policy
     } else {
         SuspendedBy::Admin
+    }
+}
+
+/// Node `n` with `c` cores added to runs of consecutive nodes with the same
+/// cores on each: (first node, last node, cores on each).
+pub(super) fn add_to_runs(runs: &mut Vec<(usize, usize, u32)>, n: usize, c: u32) {
+    match runs.last_mut() {
+        Some((_, last, cores)) if *last + 1 == n && *cores == c => *last = n,
+        _ => runs.push((n, n, c)),
     }
 }
