@@ -768,7 +768,8 @@ impl Cluster {
     }
 
     /// The nodes of an allocation (node, cores), folded as [`Cluster::fold`]
-    /// folds them.
+    /// folds them, without first making a list of their indices (megabytes
+    /// for the widest jobs, on the path of their start).
     pub fn fold_alloc(&self, alloc: &[(usize, u32)]) -> String {
         self.fold_each(alloc.iter().map(|&(n, _)| n))
     }

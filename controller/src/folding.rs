@@ -15,7 +15,7 @@
 //!
 //! The nodes of a wide job are mostly runs of consecutive indices, and
 //! the config's nodes mostly runs of consecutive numbers: each node knows
-//! where its run of the config begins ([`Folder::segments`]), so a run of
+//! where its run of the config begins (its segment), so a run of
 //! the job's indices that lies in one run of the config folds from its two
 //! ends, without reading the nodes between.
 
@@ -29,9 +29,9 @@ pub struct Folder {
     /// bracket.
     keys: Vec<Option<(u32, u64)>>,
     /// For each node, the first node of its segment: the longest run of
-    /// nodes before it, in config order, of its bracket with numbers one
+    /// nodes ending at it, in config order, of its bracket with numbers one
     /// apart. A node of no bracket is a segment of its own.
-    segments: Vec<u32>,
+    segments: Vec<usize>,
 }
 
 /// The bracket of a name with exactly one run of digits, no longer than a
@@ -75,7 +75,7 @@ impl Folder {
                 (Some((pb, pn)), Some((b, n))) => pb == b && pn.checked_add(1) == Some(n),
                 _ => false,
             };
-            let segment = if follows { f.segments[i - 1] } else { i as u32 };
+            let segment = if follows { f.segments[i - 1] } else { i };
             f.keys.push(key);
             f.segments.push(segment);
         }

@@ -206,6 +206,7 @@ fn lock_dir(path: &Path, me: &str, refusal: impl FnOnce(&str) -> String) -> Resu
 /// instead, freed memory serves the next wide job. Set by whatever runs
 /// passes: the controller, in its own process or inside another's (an
 /// emulated replay), and the twin.
+#[doc(hidden)] // public for the benchmarks, which run passes as the controller does
 pub fn keep_freed_memory() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     // SAFETY: mallopt only sets the allocator's parameters, under its own

@@ -331,7 +331,9 @@ impl Free {
         }
     }
 
-    /// First fit, and take it.
+    /// First fit, and take it: in one walk of the nodes for a job that
+    /// asks no node count outside a contiguous partition (the widest jobs
+    /// are such), else found, then taken.
     pub fn place(&mut self, v: &View, q: &Queued) -> Option<Vec<(usize, u32)>> {
         let contiguous = self.contiguous.get(q.partition).copied().unwrap_or(false);
         if q.nodes.is_none() && !contiguous && q.cores > 0 && self.might_fit(q) {
@@ -345,7 +347,7 @@ impl Free {
     /// [`Free::pack`] and [`Free::take`] in one walk of the nodes: what a
     /// job of 80,000 nodes costs to place is mostly reading its nodes, so
     /// they are read once. Should the job not fit after all (memory,
-    /// devices or reserved nodes can leave too little where the
+    /// devices, slots or reserved nodes can leave too little where the
     /// partition's free cores sufficed), what was taken is given back as
     /// it was.
     fn pack_taking(&mut self, q: &Queued) -> Option<Vec<(usize, u32)>> {
@@ -583,20 +585,23 @@ mod tests {
     use super::*;
     use crate::policy::PartitionView;
 
-    /// Nodes of 8 cores in two overlapping partitions, each node as drawn:
-    /// (free cores, free memory in MiB, free slots, usable, free devices).
-    fn view(nodes: &[(u32, u64, u32, bool, u8)], gang: bool) -> View {
+    /// A node as drawn: (cores, free cores, free memory in MiB, free
+    /// slots, usable, free devices of two kinds).
+    type Drawn = (u32, u32, u64, u32, bool, (u8, u8));
+
+    /// Nodes in three overlapping partitions, the first time-sliced or not.
+    fn view(nodes: &[Drawn], gang: bool) -> View {
         let n = nodes.len();
         View {
             nodes: nodes
                 .iter()
-                .map(|&(free, mem, slots, usable, dev)| NodeView {
-                    cpus: 8,
-                    free_cpus: free,
+                .map(|&(cpus, free, mem, slots, usable, (d0, d1))| NodeView {
+                    cpus,
+                    free_cpus: free.min(cpus),
                     free_mem_mb: mem,
                     free_slots: slots,
                     usable,
-                    free_gres: [dev, 0, 0, 0],
+                    free_gres: [d0, d1, 0, 0],
                 })
                 .collect(),
             partitions: Arc::new(vec![
@@ -610,6 +615,10 @@ mod tests {
                 },
                 PartitionView {
                     nodes: (n / 3..n).collect(),
+                    ..Default::default()
+                },
+                PartitionView {
+                    nodes: (0..n).filter(|i| i % 3 != 1).collect(),
                     ..Default::default()
                 },
             ]),
@@ -628,11 +637,18 @@ mod tests {
         #[test]
         fn one_walk_places_and_takes_as_two(
             nodes in proptest::collection::vec(
-                (0u32..=8, 0u64..64, 0u32..=16, proptest::bool::weighted(0.9), 0u8..3),
+                (
+                    1u32..=8,
+                    0u32..=8,
+                    0u64..64,
+                    0u32..=16,
+                    proptest::bool::weighted(0.9),
+                    (0u8..3, 0u8..2),
+                ),
                 1..150,
             ),
             jobs in proptest::collection::vec(
-                (0usize..2, 1u32..400, 0u64..6, 0u8..2),
+                (0usize..3, 0u32..400, 0u64..6, (0u8..2, 0u8..2)),
                 1..6,
             ),
             blocked in proptest::collection::vec(0usize..150, 0..10),
@@ -654,7 +670,7 @@ mod tests {
                     mem_per_cpu_mb: mem,
                     estimate_ns: 1,
                     submit_ns: 0,
-                    gres: [dev, 0, 0, 0],
+                    gres: [dev.0, dev.1, 0, 0],
                     nodes: None,
                 };
                 let before = state(&one);
