@@ -26,8 +26,10 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+mod common;
+
 use controller::config::Cluster as Config;
-use controller::core::{Cluster, Discard, Now};
+use controller::core::{Discard, Now};
 use formats::wire::JobSpec;
 
 struct Lcg(u64);
@@ -98,25 +100,7 @@ fn bench(config: &Arc<Config>, queued: usize, fragmented: bool) {
         mono: 1_000_000_000,
         wall: 1_700_000_000_000_000_000,
     };
-    let mut cluster = Cluster::new(Arc::clone(config));
-    for (i, host) in config.hosts.iter().enumerate() {
-        let nodes = config.fold(&host.nodes);
-        let first = &config.nodes[host.nodes[0]];
-        if let Err(e) = cluster.agent_up(
-            i as u64 + 1,
-            &host.name,
-            &nodes,
-            first.cpus,
-            first.memory_mb,
-            true,
-            &[],
-            now,
-            &mut Discard,
-        ) {
-            eprintln!("pass: {e}");
-            std::process::exit(2);
-        }
-    }
+    let mut cluster = common::cluster_up("pass", config, now);
     let policy = controller::policy(config, false);
     let mut rng = Lcg(42);
     let cores = config.total_cores();

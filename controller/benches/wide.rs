@@ -16,8 +16,10 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+mod common;
+
 use controller::config::Cluster as Config;
-use controller::core::{Cluster, Discard, Now};
+use controller::core::{Discard, Now};
 use formats::wire::{Exit, JobSpec};
 
 fn main() {
@@ -44,25 +46,7 @@ fn main() {
         mono: 1_000_000_000,
         wall: 1_700_000_000_000_000_000,
     };
-    let mut cluster = Cluster::new(Arc::clone(&config));
-    for (i, host) in config.hosts.iter().enumerate() {
-        let nodes = config.fold(&host.nodes);
-        let first = &config.nodes[host.nodes[0]];
-        if let Err(e) = cluster.agent_up(
-            i as u64 + 1,
-            &host.name,
-            &nodes,
-            first.cpus,
-            first.memory_mb,
-            true,
-            &[],
-            now,
-            &mut Discard,
-        ) {
-            eprintln!("wide: {e}");
-            std::process::exit(2);
-        }
-    }
+    let mut cluster = common::cluster_up("wide", &config, now);
     let mut scheduler =
         controller::core::Scheduler::new(controller::policy(&config, false), Duration::ZERO);
     let cpus = config.nodes[0].cpus;

@@ -42,6 +42,29 @@ fn has_gres(node: &NodeView, gres: &crate::gres::Counts) -> bool {
     node.free_gres.iter().zip(gres).all(|(f, g)| f >= g)
 }
 
+/// The cores `q` may have on `node` now: its free cores, as far as their
+/// memory and its devices allow, and within its slots where the partition
+/// time-slices (`slotted`).
+fn room(node: &NodeView, q: &Queued, wants_devices: bool, slotted: bool) -> u32 {
+    // (No division for a job that asks no memory: this runs for each node
+    // of the widest jobs.)
+    let by_mem = match q.mem_per_cpu_mb {
+        0 => u32::MAX,
+        m => (node.free_mem_mb / m).min(u64::from(u32::MAX)) as u32,
+    };
+    // A node without the devices asked free has no room for the job (and
+    // ends a run of consecutive nodes).
+    let mut room = if !wants_devices || has_gres(node, &q.gres) {
+        node.free_cpus.min(by_mem)
+    } else {
+        0
+    };
+    if slotted {
+        room = room.min(node.free_slots);
+    }
+    room
+}
+
 impl Free {
     pub fn new(v: &View) -> Free {
         let words = v.nodes.len().div_ceil(64);
@@ -164,26 +187,7 @@ impl Free {
                     })
                 })
             })
-            .map(move |n| {
-                let node = &self.nodes[n];
-                // (No division for a job that asks no memory: this runs
-                // for each node of the widest jobs.)
-                let by_mem = match q.mem_per_cpu_mb {
-                    0 => u32::MAX,
-                    m => (node.free_mem_mb / m).min(u64::from(u32::MAX)) as u32,
-                };
-                // A node without the devices asked free has no room for
-                // the job (and ends a run of consecutive nodes).
-                let mut room = if !wants_devices || has_gres(node, &q.gres) {
-                    node.free_cpus.min(by_mem)
-                } else {
-                    0
-                };
-                if slotted {
-                    room = room.min(node.free_slots);
-                }
-                (n, room)
-            })
+            .map(move |n| (n, room(&self.nodes[n], q, wants_devices, slotted)))
     }
 
     /// First fit of `q` on as few nodes as hold it, each filled in turn.
@@ -367,19 +371,7 @@ impl Free {
                 let n = w * 64 + bits.trailing_zeros() as usize;
                 bits &= bits - 1;
                 let node = &mut self.nodes[n];
-                let by_mem = match q.mem_per_cpu_mb {
-                    0 => u32::MAX,
-                    m => (node.free_mem_mb / m).min(u64::from(u32::MAX)) as u32,
-                };
-                let mut room = if !wants_devices || has_gres(node, &q.gres) {
-                    node.free_cpus.min(by_mem)
-                } else {
-                    0
-                };
-                if slotted {
-                    room = room.min(node.free_slots);
-                }
-                let c = room.min(need);
+                let c = room(node, q, wants_devices, slotted).min(need);
                 if c == 0 {
                     continue;
                 }
