@@ -15,7 +15,7 @@ use formats::record::{JobRecord, Status};
 use formats::results::JobRow;
 use serde_json::Value;
 
-use common::{bin, json, records, repo};
+use common::{bin, json, records};
 
 /// On the demo cluster (16 nodes, 256 cores) at 2 cores per processor:
 /// job 1 takes every core from 0 for 40 s; job 3 arrives at 25 and waits
@@ -47,24 +47,11 @@ const BATSIM_EVENTS: &str = r#"{"timestamp": 10, "type": "machine_unavailable", 
 const SPEEDUP: f64 = 25.0;
 
 fn run(dir: &Path, out: &str, extra: &[&str]) -> Output {
-    Command::new(bin("runworkload"))
-        .arg("--config")
-        .arg(repo().join("configs/demo.toml"))
-        .arg("--workload")
-        .arg(dir.join("t.swf"))
-        .args(["--cores-per-proc", "2", "-q", "--speedup"])
-        .arg(SPEEDUP.to_string())
-        .arg("--out")
-        .arg(dir.join(out))
-        .args(extra)
-        .output()
-        .unwrap()
+    common::run_at(SPEEDUP, &dir.join("t.swf"), &dir.join(out), extra)
 }
 
 fn replay(dir: &Path, out: &str, extra: &[&str]) -> PathBuf {
-    let o = run(dir, out, extra);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    dir.join(out).join("shrink-100")
+    common::replay_at(SPEEDUP, &dir.join("t.swf"), &dir.join(out), extra)
 }
 
 fn rows(run: &Path) -> HashMap<i64, JobRow> {

@@ -12,7 +12,7 @@ use std::path::Path;
 use formats::record::{decode_all, JobRecord};
 use serde_json::Value;
 
-use common::{replay, run, SPEEDUP};
+use common::{replay_at, run};
 
 /// On the demo cluster (256 cores, EASY) at 2 cores per processor:
 /// - job 1 takes every core from 0 to 20;
@@ -39,6 +39,11 @@ fn records(dir: &Path) -> HashMap<i64, JobRecord<'static>> {
         .collect()
 }
 
+/// 1 trace second is 40 ms of the run, so that the 4 trace s of slack
+/// below are 160 ms of a loaded machine (the events test, at 50×, once saw
+/// a start 135 ms late).
+const SPEEDUP: f64 = 25.0;
+
 /// Trace seconds from `a` to `b` (ns instants of the run).
 fn secs(a: i64, b: i64) -> f64 {
     (b - a) as f64 / 1e9 * SPEEDUP
@@ -49,8 +54,9 @@ fn followers_are_submitted_a_think_time_after_their_job_ends_emulated_and_in_the
     let tmp = tempfile::tempdir().unwrap();
     let trace = tmp.path().join("t.swf");
     std::fs::write(&trace, TRACE).unwrap();
-    let emulated = replay(&trace, &tmp.path().join("emu"), &["--feedback"]);
-    let twin = replay(
+    let emulated = replay_at(SPEEDUP, &trace, &tmp.path().join("emu"), &["--feedback"]);
+    let twin = replay_at(
+        SPEEDUP,
         &trace,
         &tmp.path().join("twin"),
         &["--feedback", "--simulate"],
@@ -84,7 +90,7 @@ fn followers_are_submitted_a_think_time_after_their_job_ends_emulated_and_in_the
     }
 
     // Without --feedback, job 2 goes at its trace instant.
-    let plain = replay(&trace, &tmp.path().join("plain"), &["--simulate"]);
+    let plain = replay_at(SPEEDUP, &trace, &tmp.path().join("plain"), &["--simulate"]);
     let r = records(&plain);
     assert_eq!(secs(r[&1].submit, r[&2].submit), 5.0);
 }

@@ -36,13 +36,19 @@ pub const SPEEDUP: f64 = 50.0;
 /// `runworkload` on the demo cluster (2 cores per processor, at
 /// [`SPEEDUP`]), replaying `trace` into `out`.
 pub fn run(trace: &Path, out: &Path, extra: &[&str]) -> Output {
+    run_at(SPEEDUP, trace, out, extra)
+}
+
+/// [`run`] at `speedup`: a test whose slack in trace seconds would be too
+/// few milliseconds of a loaded machine at [`SPEEDUP`] replays slower.
+pub fn run_at(speedup: f64, trace: &Path, out: &Path, extra: &[&str]) -> Output {
     Command::new(bin("runworkload"))
         .arg("--config")
         .arg(repo().join("configs/demo.toml"))
         .arg("--workload")
         .arg(trace)
         .args(["--cores-per-proc", "2", "-q", "--speedup"])
-        .arg(SPEEDUP.to_string())
+        .arg(speedup.to_string())
         .arg("--out")
         .arg(out)
         .args(extra)
@@ -52,7 +58,12 @@ pub fn run(trace: &Path, out: &Path, extra: &[&str]) -> Output {
 
 /// [`run`], which must succeed; its results directory.
 pub fn replay(trace: &Path, out: &Path, extra: &[&str]) -> PathBuf {
-    let o = run(trace, out, extra);
+    replay_at(SPEEDUP, trace, out, extra)
+}
+
+/// [`run_at`], which must succeed; its results directory.
+pub fn replay_at(speedup: f64, trace: &Path, out: &Path, extra: &[&str]) -> PathBuf {
+    let o = run_at(speedup, trace, out, extra);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     out.join("shrink-100")
 }
