@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use super::spare::{self, set_bit, Membership};
 use super::{Active, NodeView, Queued, View};
+use crate::gres::Counts;
 
 /// Free resources during one pass, as decisions are made.
 #[derive(Debug, Clone)]
@@ -45,6 +46,7 @@ fn has_gres(node: &NodeView, gres: &crate::gres::Counts) -> bool {
 /// The cores `q` may have on `node` now: its free cores, as far as their
 /// memory and its devices allow, and within its slots where the partition
 /// time-slices (`slotted`).
+#[inline]
 fn room(node: &NodeView, q: &Queued, wants_devices: bool, slotted: bool) -> u32 {
     // (No division for a job that asks no memory: this runs for each node
     // of the widest jobs.)
@@ -302,28 +304,49 @@ impl Free {
         // nodes in the same partitions, not once per node.
         let mut run = (0u64, 0u64);
         for &(n, c) in alloc {
-            let node = &mut self.nodes[n];
-            node.free_cpus -= c;
-            if node.free_cpus == 0 {
-                set_bit(&mut self.open, n, false);
-            }
-            node.free_mem_mb -= u64::from(c) * q.mem_per_cpu_mb;
-            node.free_slots = node.free_slots.saturating_sub(c);
-            if wants_devices {
-                for (f, g) in node.free_gres.iter_mut().zip(&q.gres) {
-                    *f = f.saturating_sub(*g);
-                }
-            }
-            if node.usable {
-                let partitions = self.membership.node_partitions[n];
-                if partitions != run.0 {
-                    self.count_down(run);
-                    run = (partitions, 0);
-                }
-                run.1 += u64::from(c);
-            }
+            self.take_node(n, c, q, wants_devices, &mut run);
         }
         self.count_down(run);
+    }
+
+    /// Takes `c` cores of node `n` for `q`, their memory, and the devices
+    /// it asks (`wants_devices`); the cores go into `run`, those taken in a
+    /// run of nodes of the same partitions, not yet counted down. The
+    /// node's free slots as they were if it had fewer than `c` (a
+    /// suspended job holds slots there), which a give-back restores.
+    #[inline]
+    fn take_node(
+        &mut self,
+        n: usize,
+        c: u32,
+        q: &Queued,
+        wants_devices: bool,
+        run: &mut (u64, u64),
+    ) -> Option<u32> {
+        let node = &mut self.nodes[n];
+        node.free_cpus -= c;
+        let full = node.free_cpus == 0;
+        node.free_mem_mb -= u64::from(c) * q.mem_per_cpu_mb;
+        let clipped = (node.free_slots < c).then_some(node.free_slots);
+        node.free_slots = node.free_slots.saturating_sub(c);
+        if wants_devices {
+            for (f, g) in node.free_gres.iter_mut().zip(&q.gres) {
+                *f = f.saturating_sub(*g);
+            }
+        }
+        let usable = node.usable;
+        if full {
+            set_bit(&mut self.open, n, false);
+        }
+        if usable {
+            let partitions = self.membership.node_partitions[n];
+            if partitions != run.0 {
+                self.count_down(*run);
+                *run = (partitions, 0);
+            }
+            run.1 += u64::from(c);
+        }
+        clipped
     }
 
     /// `cores` fewer free in each of the partitions of the bit set.
@@ -370,7 +393,7 @@ impl Free {
             while bits != 0 {
                 let n = w * 64 + bits.trailing_zeros() as usize;
                 bits &= bits - 1;
-                let node = &mut self.nodes[n];
+                let node = &self.nodes[n];
                 let c = room(node, q, wants_devices, slotted).min(need);
                 if c == 0 {
                     continue;
@@ -378,29 +401,8 @@ impl Free {
                 if alloc.is_empty() {
                     alloc.reserve(need.div_ceil(node.cpus.max(1)) as usize);
                 }
-                node.free_cpus -= c;
-                let full = node.free_cpus == 0;
-                node.free_mem_mb -= u64::from(c) * q.mem_per_cpu_mb;
-                if node.free_slots < c {
-                    slots_before.push((n, node.free_slots));
-                }
-                node.free_slots = node.free_slots.saturating_sub(c);
-                if wants_devices {
-                    for (f, g) in node.free_gres.iter_mut().zip(&q.gres) {
-                        *f = f.saturating_sub(*g);
-                    }
-                }
-                let usable = node.usable;
-                if full {
-                    set_bit(&mut self.open, n, false);
-                }
-                if usable {
-                    let partitions = membership.node_partitions[n];
-                    if partitions != run.0 {
-                        self.count_down(run);
-                        run = (partitions, 0);
-                    }
-                    run.1 += u64::from(c);
+                if let Some(slots) = self.take_node(n, c, q, wants_devices, &mut run) {
+                    slots_before.push((n, slots));
                 }
                 alloc.push((n, c));
                 need -= c;
@@ -413,25 +415,12 @@ impl Free {
         if need == 0 {
             return Some(alloc);
         }
-        // Given back: every node taken had a free core (it was open).
+        // Given back, as a job's end gives back (every node taken was
+        // usable and had a free core), and its slots.
+        self.give_back_cores(&alloc);
+        self.give_back_memory(&alloc, q.mem_per_cpu_mb, &q.gres);
         for &(n, c) in &alloc {
-            let node = &mut self.nodes[n];
-            node.free_cpus += c;
-            node.free_mem_mb += u64::from(c) * q.mem_per_cpu_mb;
-            node.free_slots += c;
-            if wants_devices {
-                for (f, g) in node.free_gres.iter_mut().zip(&q.gres) {
-                    *f += *g;
-                }
-            }
-            set_bit(&mut self.open, n, true);
-            if node.usable {
-                let mut bits = membership.node_partitions[n];
-                while bits != 0 {
-                    self.partition_free[bits.trailing_zeros() as usize] += u64::from(c);
-                    bits &= bits - 1;
-                }
-            }
+            self.nodes[n].free_slots += c;
         }
         for (n, slots) in slots_before {
             self.nodes[n].free_slots = slots;
@@ -459,7 +448,11 @@ impl Free {
     /// A running job's cores become free (it is to be suspended); its
     /// memory stays held.
     pub(super) fn give_back(&mut self, a: &Active) {
-        for &(n, c) in a.alloc.iter() {
+        self.give_back_cores(&a.alloc);
+    }
+
+    fn give_back_cores(&mut self, alloc: &[(usize, u32)]) {
+        for &(n, c) in alloc {
             self.nodes[n].free_cpus += c;
             if self.nodes[n].usable {
                 set_bit(&mut self.open, n, self.nodes[n].free_cpus > 0);
@@ -483,12 +476,16 @@ impl Free {
     /// Gives back what a job holds besides its cores: its memory and its
     /// devices (those a suspended job keeps).
     pub(super) fn give_back_held(&mut self, a: &Active) {
-        let devices = crate::gres::any(&a.gres);
-        for &(n, c) in a.alloc.iter() {
+        self.give_back_memory(&a.alloc, a.mem_per_cpu_mb, &a.gres);
+    }
+
+    fn give_back_memory(&mut self, alloc: &[(usize, u32)], mem_per_cpu_mb: u64, gres: &Counts) {
+        let devices = crate::gres::any(gres);
+        for &(n, c) in alloc {
             let node = &mut self.nodes[n];
-            node.free_mem_mb += u64::from(c) * a.mem_per_cpu_mb;
+            node.free_mem_mb += u64::from(c) * mem_per_cpu_mb;
             if devices {
-                for (f, g) in node.free_gres.iter_mut().zip(&a.gres) {
+                for (f, g) in node.free_gres.iter_mut().zip(gres) {
                     *f = f.saturating_add(*g);
                 }
             }
