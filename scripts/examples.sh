@@ -165,6 +165,14 @@ lines = open("slurm-demo/all.txt").read().splitlines()
 if sorted(l.split(" of ")[0] for l in lines) != [f"task {i}" for i in range(1, 5)]:
     fail(f"slurm-demo/all.txt: {lines}, expected a line from each of tasks 1-4")
 
+# srun outside a job (docs/slurm.md): a line from each of its four
+# tasks, labelled; the step's exit status is srun's.
+ranks = open("ranks.txt").read().splitlines()
+if ranks != [f"{i}: {i} of 4 in sh" for i in range(4)]:
+    fail(f"ranks.txt: {ranks}, expected tasks 0-3 of 4 in job sh")
+if open("said.txt").read() != "srun said 3\n":
+    fail(f"said.txt: {open('said.txt').read()!r}, expected srun said 3")
+
 # Preemption (README): the first batch job was preempted, the other runs
 # on, the urgent one runs.
 states = sorted(l.split()[1:3] for l in open("preempted.txt").read().splitlines()[1:])

@@ -168,6 +168,17 @@ jobset() {
     sleep 0.1
   done
   run sinfo -N -o '%N %t %E'
+  # srun outside a job: an allocation of its own, once the cluster is
+  # idle again (so that it starts at once, as on Slurm).
+  scancel -u root
+  for _ in $(seq 300); do
+    [ "$(sinfo -h -o %t | sort -u)" = idle ] && [ -z "$(squeue -h -o %i)" ] && break
+    sleep 0.1
+  done
+  run sh -c "srun -n 2 -l sh -c 'echo \$SLURM_PROCID \$SLURM_STEPID \$SLURM_JOB_NAME \$SLURM_NTASKS' | sort"
+  # Slurm's srun may say a task's exit before or after its last output:
+  # the lines are compared, not their order.
+  run bash -c "srun -J named sh -c 'echo out; exit 3' 2>&1 | sort; exit \${PIPESTATUS[0]}"
   cd /
 }
 

@@ -1,7 +1,8 @@
 //! `srun` inside a job's allocation: a job step that runs a command once
 //! per task, each with its `SLURM_PROCID`, `SLURM_LOCALID` and
 //! `SLURM_STEPID` (`-l`: its lines labelled with its number), and returns
-//! the highest exit status of them.
+//! the highest exit status of them. Outside a job, srun first makes the
+//! allocation, a job of its own that runs the step ([`allocation`]).
 //!
 //! The tasks run where the batch script runs, as children of this
 //! process: sigsleep, which supervises the job, suspends, resumes and
@@ -15,9 +16,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{bail, Context, Result};
 use clap::Parser;
 use formats::wire::StepInfo;
+
+pub mod allocation;
 
 #[derive(Debug, Parser)]
 #[command(name = "srun", infer_long_args = true, disable_version_flag = true)]
@@ -31,8 +34,8 @@ pub struct Args {
     /// Accepted: task output is never buffered by srun here.
     #[arg(short = 'u', long)]
     unbuffered: bool,
-    /// Accepted and not used: the step runs on the job's first node, with
-    /// the job's cores.
+    /// Inside a job, accepted and not used (the step runs on the job's
+    /// first node, with the job's cores); outside, the allocation's.
     #[arg(short = 'N', long)]
     nodes: Option<String>,
     #[arg(short = 'c', long = "cpus-per-task")]
@@ -43,6 +46,10 @@ pub struct Args {
     mpi: Option<String>,
     #[arg(long)]
     export: Option<String>,
+    /// The allocation's options, outside a job (inside one, srun has the
+    /// job's and refuses these).
+    #[command(flatten)]
+    alloc: allocation::Options,
     #[arg(long = "cpu-bind")]
     cpu_bind: Option<String>,
     #[arg(short = 'l', long)]
@@ -57,11 +64,12 @@ pub const JOB_DIR_VAR: &str = "CLEMU_JOB_DIR";
 
 pub fn main(argv: &[String]) -> Result<u8> {
     let args: Args = crate::cluster::parse(argv)?;
-    let job = std::env::var("SLURM_JOB_ID").map_err(|_| {
-        anyhow!(
-            "srun runs only inside a job's allocation in clemu (submit the command with sbatch)"
-        )
-    })?;
+    let Ok(job) = std::env::var("SLURM_JOB_ID") else {
+        return allocation::run(args);
+    };
+    if let Some(option) = args.alloc.given() {
+        bail!("{option} sets a new allocation's resources: srun inside a job uses the job's");
+    }
     let var = |name: &str| -> Option<u32> { std::env::var(name).ok()?.parse().ok() };
     // As Slurm's srun: the job's tasks if it asked some, else a task per
     // node.

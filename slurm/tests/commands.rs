@@ -81,6 +81,25 @@ impl Up {
         child.wait_with_output().unwrap()
     }
 
+    /// As [`Up::run`], left running, its outputs piped.
+    fn spawn(&self, cwd: &Path, name: &str, args: &[&str]) -> std::process::Child {
+        let path = format!(
+            "{}:{}",
+            self.dir.path().join("bin").display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        Command::new(self.dir.path().join("bin").join(name))
+            .args(args)
+            .current_dir(cwd)
+            .env("CLEMU_CONF", &self.conf)
+            .env("PATH", path)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    }
+
     fn ok(&self, cwd: &Path, name: &str, args: &[&str]) -> String {
         let out = self.run(cwd, name, args, None);
         assert!(
@@ -1119,4 +1138,121 @@ fn an_administrator_drains_downs_and_resumes_nodes() {
     assert!(String::from_utf8_lossy(&bogus.stderr).starts_with("Invalid input: State=bogus\n"));
     c.ok(w, "scancel", &[&one, &two]);
     wait_gone(&marker);
+}
+
+#[test]
+fn srun_outside_a_job_makes_its_allocation_and_answers_as_its_tasks() {
+    let c = Up::start(2, 2);
+    let work = tempfile::tempdir().unwrap();
+    let w = work.path();
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    // Its tasks' output and errors, labelled, on srun's own, and the job
+    // named after the command.
+    let out = c.run(
+        w,
+        "srun",
+        &[
+            "-n",
+            "2",
+            "-l",
+            "sh",
+            "-c",
+            "echo $SLURM_PROCID $SLURM_STEPID $SLURM_JOB_NAME; echo warn >&2",
+        ],
+        None,
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let mut lines: Vec<String> = text(&out.stdout).lines().map(String::from).collect();
+    lines.sort();
+    assert_eq!(lines, ["0: 0 0 sh", "1: 1 0 sh"]);
+    let mut errs: Vec<String> = text(&out.stderr).lines().map(String::from).collect();
+    errs.sort();
+    assert_eq!(errs, ["0: warn", "1: warn"]);
+
+    // The step's exit status is srun's, said as Slurm says it, and the
+    // job is accounted.
+    let failed = c.run(w, "srun", &["-J", "three", "sh", "-c", "exit 3"], None);
+    assert_eq!(failed.status.code(), Some(3));
+    assert_eq!(
+        text(&failed.stderr),
+        "srun: error: node1: task 0: Exited with exit code 3\n"
+    );
+    let acct = c.ok(
+        w,
+        "sacct",
+        &[
+            "-X",
+            "-P",
+            "-n",
+            "--name",
+            "three",
+            "--format",
+            "JobName,State,ExitCode",
+        ],
+    );
+    assert_eq!(acct, "three|FAILED|3:0\n");
+
+    // An allocation that cannot be is refused at once.
+    let refused = c.run(w, "srun", &["-N", "3", "true"], None);
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(
+        text(&refused.stderr).starts_with("srun: error: Unable to allocate resources: "),
+        "{}",
+        text(&refused.stderr)
+    );
+
+    // One waits while another holds the cluster; a SIGTERM to the first
+    // cancels its job, nothing of it is left, and the second runs.
+    let marker = format!("sleep 304.{}", std::process::id());
+    let holder = c.spawn(w, "srun", &["-n", "4", "sh", "-c", &marker]);
+    wait_shows(|| c.ok(w, "squeue", &["-h", "-o", "%t"]), "R\n");
+    let mut waiting = c.spawn(w, "srun", &["-J", "second", "echo", "ran"]);
+    let mut said = std::io::BufReader::new(waiting.stderr.take().unwrap());
+    let mut first = String::new();
+    std::io::BufRead::read_line(&mut said, &mut first).unwrap();
+    assert!(
+        first.starts_with("srun: job ") && first.ends_with(" queued and waiting for resources\n"),
+        "{first}"
+    );
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(holder.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let held = within_a_minute(holder);
+    assert_eq!(held.status.code(), Some(143), "{}", text(&held.stderr));
+    assert!(
+        text(&held.stderr).starts_with("srun: forcing job termination\n"),
+        "{}",
+        text(&held.stderr)
+    );
+    wait_gone(&marker);
+    let second = within_a_minute(waiting);
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut said, &mut rest).unwrap();
+    assert!(second.status.success(), "{rest}");
+    assert_eq!(text(&second.stdout), "ran\n");
+    assert!(rest.ends_with(" has been allocated resources\n"), "{rest}");
+    // srun leaves nothing of its own in the cluster's directory.
+    let left = std::fs::read_dir(c.dir.path().join("srun"))
+        .unwrap()
+        .count();
+    assert_eq!(left, 0);
+}
+
+/// The child's output once it has ended; it fails the test, rather than
+/// hang it, if that takes more than a minute.
+fn within_a_minute(mut child: std::process::Child) -> Output {
+    let until = Instant::now() + Duration::from_secs(60);
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > until {
+            let _ = child.kill();
+            panic!(
+                "still running after a minute: {:?}",
+                child.wait_with_output()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.wait_with_output().unwrap()
 }
