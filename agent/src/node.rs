@@ -5,8 +5,8 @@
 //! and reports how each ended.
 
 use std::collections::{HashMap, VecDeque};
-use std::path::PathBuf;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use formats::wire::{Exit, FromAgent, Reach, RunSettings, StartJob, StepInfo, SuspendMode};
 use futures_util::stream::{FuturesUnordered, StreamExt};
@@ -481,15 +481,43 @@ async fn exit_of(id: u64, spawned: crate::spawn::Spawned) -> (u64, i32, Exit) {
 
 /// Where the files of job `id`'s program are while it runs: its script,
 /// and the line sigsleep leaves on how it ended; removed when it ends.
-/// Under the temporary directory's `clemu-jobs-UID` (one per user, whose
-/// agents may write there), named by agent process and job, so that the
+/// Under [`programs_root`], named by agent process and job, so that the
 /// agents of one host never share one.
 fn program_dir(id: u64) -> PathBuf {
-    // SAFETY: getuid cannot fail.
-    let uid = unsafe { libc::getuid() };
-    std::env::temp_dir()
-        .join(format!("clemu-jobs-{uid}"))
-        .join(format!("{}-{id}", std::process::id()))
+    programs_root().join(format!("{}-{id}", std::process::id()))
+}
+
+/// `clemu-jobs-UID` (one per user, whose agents may write there) in
+/// `TMPDIR` if it is set, else in `/dev/shm` if programs may run there,
+/// else in `/tmp`. Three files made and removed per job are cheap in
+/// memory; on a disk's file system (ext4 looking for an inode not
+/// recently freed) they cost a sixth of the host's throughput of short
+/// jobs (BENCHMARKS.md, "Where a job's files go").
+fn programs_root() -> &'static Path {
+    static ROOT: OnceLock<PathBuf> = OnceLock::new();
+    ROOT.get_or_init(|| {
+        // SAFETY: getuid cannot fail.
+        let name = format!("clemu-jobs-{}", unsafe { libc::getuid() });
+        let tmpdir = std::env::var_os("TMPDIR").filter(|d| !d.is_empty());
+        programs_root_among(tmpdir.map(PathBuf::from), Path::new("/dev/shm"), &name)
+    })
+}
+
+/// [`programs_root`]'s choice, `shm` standing for `/dev/shm`.
+fn programs_root_among(tmpdir: Option<PathBuf>, shm: &Path, name: &str) -> PathBuf {
+    if let Some(d) = tmpdir {
+        return d.join(name);
+    }
+    let runs_programs = nix::sys::statvfs::statvfs(shm).is_ok_and(|v| {
+        use nix::sys::statvfs::FsFlags;
+        !v.flags()
+            .intersects(FsFlags::ST_NOEXEC | FsFlags::ST_RDONLY)
+    });
+    if runs_programs && std::fs::create_dir_all(shm.join(name)).is_ok() {
+        shm.join(name)
+    } else {
+        Path::new("/tmp").join(name)
+    }
 }
 
 /// Writes job `id`'s script where sigsleep will run it.
@@ -811,5 +839,24 @@ mod tests {
         let parts = device_args(&long, DEVICES_ARG_MAX);
         assert!(parts.len() > 1 && parts.iter().all(|p| p.len() <= DEVICES_ARG_MAX));
         assert_eq!(parts.join(";"), long);
+    }
+
+    #[test]
+    fn job_files_go_to_tmpdir_if_set_else_to_memory_where_programs_run() {
+        let shm = tempfile::tempdir().unwrap();
+        let given = Some(PathBuf::from("/scratch"));
+        assert_eq!(
+            programs_root_among(given, shm.path(), "clemu-jobs-7"),
+            Path::new("/scratch/clemu-jobs-7")
+        );
+        assert_eq!(
+            programs_root_among(None, shm.path(), "clemu-jobs-7"),
+            shm.path().join("clemu-jobs-7")
+        );
+        assert!(shm.path().join("clemu-jobs-7").is_dir());
+        assert_eq!(
+            programs_root_among(None, Path::new("/nonexistent"), "clemu-jobs-7"),
+            Path::new("/tmp/clemu-jobs-7")
+        );
     }
 }
