@@ -487,12 +487,15 @@ fn program_dir(id: u64) -> PathBuf {
     programs_root().join(format!("{}-{id}", std::process::id()))
 }
 
-/// `clemu-jobs-UID` (one per user, whose agents may write there) in
-/// `TMPDIR` if it is set, else in `/dev/shm` if programs may run there,
-/// else in `/tmp`. Three files made and removed per job are cheap in
-/// memory; on a disk's file system (ext4 looking for an inode not
-/// recently freed) they cost a sixth of the host's throughput of short
-/// jobs (BENCHMARKS.md, "Where a job's files go").
+/// `clemu-jobs-UID` in `TMPDIR` if it is set, else in `/dev/shm` if
+/// programs may run there, else in `/tmp`; in either of the last two only
+/// if that directory is this user's alone. Three files made and removed
+/// per job are cheap in memory; on a disk's file system (ext4 looking for
+/// an inode not recently freed) they cost a sixth of the host's
+/// throughput of short jobs (BENCHMARKS.md, "Where a job's files go").
+/// systemd-logind's `RemoveIPC` may empty a user's `/dev/shm` when they
+/// log out: each job makes its directory again, and a running script is
+/// already open.
 fn programs_root() -> &'static Path {
     static ROOT: OnceLock<PathBuf> = OnceLock::new();
     ROOT.get_or_init(|| {
@@ -513,21 +516,48 @@ fn programs_root_among(tmpdir: Option<PathBuf>, shm: &Path, name: &str) -> PathB
         !v.flags()
             .intersects(FsFlags::ST_NOEXEC | FsFlags::ST_RDONLY)
     });
-    if runs_programs && std::fs::create_dir_all(shm.join(name)).is_ok() {
-        shm.join(name)
-    } else {
-        Path::new("/tmp").join(name)
+    if runs_programs && ours_alone(&shm.join(name)) {
+        return shm.join(name);
     }
+    let tmp = Path::new("/tmp").join(name);
+    // Not ours alone: each job's files fail to be written, and it fails,
+    // rather than run a script someone else could have changed.
+    let _ = ours_alone(&tmp);
+    tmp
+}
+
+/// Makes `dir` (mode 0700) unless it is there, and whether it is this
+/// user's alone: a directory, not a link, owned by this user, that no one
+/// else may write to. In a directory others may write to, they could
+/// replace a job's script before it runs.
+fn ours_alone(dir: &Path) -> bool {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+    let _ = std::fs::DirBuilder::new().mode(0o700).create(dir);
+    // SAFETY: getuid cannot fail.
+    let uid = unsafe { libc::getuid() };
+    std::fs::symlink_metadata(dir)
+        .is_ok_and(|m| m.is_dir() && m.uid() == uid && m.mode() & 0o022 == 0)
 }
 
 /// Writes job `id`'s script where sigsleep will run it.
 fn write_script(id: u64, script: &str) -> std::io::Result<PathBuf> {
-    use std::os::unix::fs::PermissionsExt;
+    use std::io::Write as _;
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
     let dir = program_dir(id);
-    std::fs::create_dir_all(&dir)?;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&dir)?;
     let path = dir.join("slurm_script");
-    std::fs::write(&path, script)?;
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o700))?;
+    // Executable by its owner from the start: no moment at which another
+    // mode holds.
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o700)
+        .open(&path)?
+        .write_all(script.as_bytes())?;
     Ok(path)
 }
 
@@ -858,5 +888,16 @@ mod tests {
             programs_root_among(None, Path::new("/nonexistent"), "clemu-jobs-7"),
             Path::new("/tmp/clemu-jobs-7")
         );
+        // One others may write to is not taken.
+        use std::os::unix::fs::PermissionsExt;
+        let open = shm.path().join("clemu-jobs-8");
+        std::fs::create_dir(&open).unwrap();
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
+        assert_eq!(
+            programs_root_among(None, shm.path(), "clemu-jobs-8"),
+            Path::new("/tmp/clemu-jobs-8")
+        );
+        let _ = std::fs::remove_dir(Path::new("/tmp/clemu-jobs-8"));
+        let _ = std::fs::remove_dir(Path::new("/tmp/clemu-jobs-7"));
     }
 }
