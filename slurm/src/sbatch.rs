@@ -7,7 +7,7 @@ use std::io::Read as _;
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Parser;
 use client::{Request, Response};
-use formats::wire::{submit_key, ArraySpec, JobSpec, Program};
+use formats::wire::{submit_key, ArraySpec, JobSpec, JobState, Program};
 
 use crate::cluster::Cluster;
 use crate::text;
@@ -75,6 +75,9 @@ pub struct Args {
     wrap: Option<String>,
     #[arg(short = 'Q', long)]
     quiet: bool,
+    /// Return once the job is over, with its exit status.
+    #[arg(short = 'W', long)]
+    wait: bool,
     /// Accepted and not used: clemu has no accounts, QOS, clusters,
     /// mail, constraints or exclusive nodes.
     #[arg(short = 'A', long)]
@@ -147,8 +150,9 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
              #!/bin/sh"
         );
     }
+    let args = with_directives(&argv, &script)?;
     let mut c = Cluster::open().await?;
-    let (id, quiet, parsable) = match submit(&mut c, &argv, script).await? {
+    let s = match submit(&mut c, &args, script).await? {
         Ok(submitted) => submitted,
         Err(refusal) => {
             // Options that make no job: Slurm's sbatch exits 255 for them.
@@ -156,27 +160,80 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
             return Ok(255);
         }
     };
-    if parsable {
-        println!("{id}");
-    } else if !quiet {
-        println!("Submitted batch job {id}");
+    if s.parsable {
+        println!("{}", s.id);
+    } else if !s.quiet {
+        println!("Submitted batch job {}", s.id);
+    }
+    if s.wait {
+        // Said before the wait, as Slurm's sbatch says it.
+        use std::io::Write as _;
+        let _ = std::io::stdout().flush();
+        return wait_over(&mut c, s.id).await;
     }
     Ok(0)
 }
 
-/// The job sbatch's `argv` and `script`'s `#SBATCH` lines ask for,
-/// submitted: its id, and whether `--quiet` and `--parsable` were given;
-/// or why the options make no job.
+/// A submission's job, and what sbatch was asked to do after.
+pub struct Submitted {
+    pub id: u64,
+    quiet: bool,
+    parsable: bool,
+    wait: bool,
+}
+
+/// How often `--wait` asks whether the job is over.
+const WAIT_POLL: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// `--wait`: once job `id` (every task, for an array) is over, its exit
+/// status as Slurm's sbatch gives it: the script's exit code, 1 for a
+/// script ended by a signal; an array's highest.
+async fn wait_over(c: &mut Cluster, id: u64) -> Result<u8> {
+    // An array's tasks have the ids that follow its own.
+    let ids: Vec<u64> = (id..=id.saturating_add(ArraySpec::MAX_TASKS as u64)).collect();
+    loop {
+        let jobs: Vec<_> = c
+            .by_ids(ids.clone())
+            .await?
+            .into_iter()
+            .filter(|j| j.id == id || j.array.is_some_and(|t| t.job == id))
+            .collect();
+        let over = |j: &formats::wire::JobInfo| {
+            !matches!(
+                j.state,
+                JobState::Pending | JobState::Running | JobState::Suspended
+            ) && !j.completing
+        };
+        if jobs.is_empty() {
+            bail!("job {id} is no longer known to the controller");
+        }
+        if jobs.iter().all(over) {
+            let status = |j: &formats::wire::JobInfo| match j.exit {
+                (_, sig) if sig > 0 => 1,
+                (code, _) => code.min(255) as u8,
+            };
+            return Ok(jobs.iter().map(status).max().unwrap_or(0));
+        }
+        tokio::time::sleep(WAIT_POLL).await;
+    }
+}
+
+/// sbatch's options: `script`'s `#SBATCH` lines, then `argv`'s, which
+/// win.
+pub fn with_directives(argv: &[String], script: &str) -> Result<Args> {
+    let mut all = vec![argv[0].clone()];
+    all.extend(directives(script)?);
+    all.extend(argv[1..].iter().cloned());
+    crate::cluster::parse::<Args>(&all)
+}
+
+/// The job `args` ask for, running `script`, submitted, with what sbatch
+/// was asked to do after; or why the options make no job.
 pub async fn submit(
     c: &mut Cluster,
-    argv: &[String],
+    args: &Args,
     script: String,
-) -> Result<std::result::Result<(u64, bool, bool), String>> {
-    // The script's lines first, so that the command line wins.
-    let mut all = vec![argv[0].clone()];
-    all.extend(directives(&script)?);
-    all.extend(argv[1..].iter().cloned());
-    let args = crate::cluster::parse::<Args>(&all)?;
+) -> Result<std::result::Result<Submitted, String>> {
     // Dependencies name arrays and tasks: the queue says which jobs they
     // are, so that the controller gets them exactly (`exact_deps`).
     // An array's tasks have the ids that follow its own, one per index.
@@ -204,7 +261,7 @@ pub async fn submit(
             _ => of_array,
         }
     };
-    let spec = match spec(&args, script, &resolve) {
+    let spec = match spec(args, script, &resolve) {
         Ok(s) => s,
         Err(e) => return Ok(Err(e.to_string())),
     };
@@ -221,7 +278,12 @@ pub async fn submit(
     let id = ids
         .first()
         .ok_or_else(|| anyhow!("Batch job submission failed: no job was made"))?;
-    Ok(Ok((*id, args.quiet, args.parsable)))
+    Ok(Ok(Submitted {
+        id: *id,
+        quiet: args.quiet,
+        parsable: args.parsable,
+        wait: args.wait,
+    }))
 }
 
 /// The jobs and arrays a `--dependency` names (`12` of `afterok:12_3`),

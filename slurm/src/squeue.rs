@@ -35,8 +35,12 @@ pub struct Args {
     long_format: Option<String>,
     #[arg(short = 't', long)]
     states: Option<String>,
-    #[arg(short = 'u', long)]
+    #[arg(short = 'u', long, overrides_with = "me")]
     user: Option<String>,
+    /// The jobs of whoever runs squeue: `-u` themselves; the last of the
+    /// two given wins, as on Slurm.
+    #[arg(long, overrides_with = "user")]
+    me: bool,
     #[arg(short = 'j', long)]
     jobs: Option<String>,
     #[arg(short = 'p', long)]
@@ -349,6 +353,7 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
         })
         .filter(|j| args.jobs.as_ref().is_none_or(|l| named_by(l, j)))
         .filter(|j| args.user.as_ref().is_none_or(|u| text::owned_by(u, j, &me)))
+        .filter(|j| !args.me || text::owned_by(&me, j, &me))
         .filter(|j| {
             args.partition
                 .as_ref()

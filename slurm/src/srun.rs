@@ -46,8 +46,8 @@ pub struct Args {
     mpi: Option<String>,
     #[arg(long)]
     export: Option<String>,
-    /// The allocation's options, outside a job (inside one, srun has the
-    /// job's and refuses these).
+    /// The allocation's options, outside a job; inside one, `-D` is where
+    /// the tasks run, and the others are taken.
     #[command(flatten)]
     alloc: allocation::Options,
     #[arg(long = "cpu-bind")]
@@ -67,9 +67,7 @@ pub fn main(argv: &[String]) -> Result<u8> {
     let Ok(job) = std::env::var("SLURM_JOB_ID") else {
         return allocation::run(args);
     };
-    if let Some(option) = args.alloc.given() {
-        bail!("{option} sets a new allocation's resources: srun inside a job uses the job's");
-    }
+    let step_dir = args.alloc.step_dir()?;
     let var = |name: &str| -> Option<u32> { std::env::var(name).ok()?.parse().ok() };
     // As Slurm's srun: the job's tasks if it asked some, else a task per
     // node.
@@ -133,6 +131,9 @@ pub fn main(argv: &[String]) -> Result<u8> {
     let one_line = Arc::new(Mutex::new(()));
     for task in 0..ntasks {
         let mut cmd = Command::new(&args.command[0]);
+        if let Some(d) = step_dir {
+            cmd.current_dir(d);
+        }
         cmd.args(&args.command[1..])
             .env("SLURM_PROCID", task.to_string())
             .env("SLURM_LOCALID", task.to_string())

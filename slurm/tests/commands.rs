@@ -1233,6 +1233,32 @@ fn srun_outside_a_job_makes_its_allocation_and_answers_as_its_tasks() {
     assert!(second.status.success(), "{rest}");
     assert_eq!(text(&second.stdout), "ran\n");
     assert!(rest.ends_with(" has been allocated resources\n"), "{rest}");
+    // No one reads its output any more: srun cancels the job, and ends.
+    let marker = format!("reader-{}", std::process::id());
+    let mut chatty = c.spawn(
+        w,
+        "srun",
+        &[
+            "sh",
+            "-c",
+            &format!("while :; do echo y; : {marker}; sleep 0.05; done"),
+        ],
+    );
+    let mut first = String::new();
+    let mut lines = std::io::BufReader::new(chatty.stdout.take().unwrap());
+    std::io::BufRead::read_line(&mut lines, &mut first).unwrap();
+    assert_eq!(first, "y\n");
+    drop(lines);
+    let gone = within_a_minute(chatty);
+    assert_eq!(gone.status.code(), Some(143), "{}", text(&gone.stderr));
+    wait_gone(&marker);
+    // -D: where the job runs.
+    std::fs::create_dir(w.join("sub")).unwrap();
+    let pwd = c.ok(w, "srun", &["-D", "sub", "pwd"]);
+    assert_eq!(
+        pwd.trim(),
+        w.join("sub").canonicalize().unwrap().display().to_string()
+    );
     // srun leaves nothing of its own in the cluster's directory.
     let left = std::fs::read_dir(c.dir.path().join("srun"))
         .unwrap()
@@ -1255,4 +1281,64 @@ fn within_a_minute(mut child: std::process::Child) -> Output {
         std::thread::sleep(Duration::from_millis(50));
     }
     child.wait_with_output().unwrap()
+}
+
+#[test]
+fn sbatch_wait_returns_the_jobs_status_and_squeue_me_shows_ones_own() {
+    let c = Up::start(2, 2);
+    let work = tempfile::tempdir().unwrap();
+    let w = work.path();
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    let waited = c.run(w, "sbatch", &["--wait", "--wrap", "exit 7"], None);
+    assert_eq!(waited.status.code(), Some(7), "{}", text(&waited.stderr));
+    assert!(
+        text(&waited.stdout).starts_with("Submitted batch job "),
+        "{}",
+        text(&waited.stdout)
+    );
+    // A script ended by a signal: 1, as Slurm's sbatch says.
+    let killed = c.run(
+        w,
+        "sbatch",
+        &["-W", "-o", "/dev/null", "--wrap", "kill -9 $$"],
+        None,
+    );
+    assert_eq!(killed.status.code(), Some(1));
+    // An array: the highest of its tasks'.
+    let array = c.run(
+        w,
+        "sbatch",
+        &[
+            "-W",
+            "--parsable",
+            "-o",
+            "/dev/null",
+            "-a",
+            "1-3",
+            "--wrap",
+            "exit $SLURM_ARRAY_TASK_ID",
+        ],
+        None,
+    );
+    assert_eq!(array.status.code(), Some(3), "{}", text(&array.stderr));
+
+    let marker = format!("sleep 305.{}", std::process::id());
+    let id = c.ok(
+        w,
+        "sbatch",
+        &["--parsable", "-o", "/dev/null", "--wrap", &marker],
+    );
+    let id = id.trim();
+    wait_shows(
+        || c.ok(w, "squeue", &["--me", "-h", "-o", "%i %t"]),
+        &format!("{id} R\n"),
+    );
+    // The last of --me and -u wins, as on Slurm.
+    assert_eq!(c.ok(w, "squeue", &["-h", "--me", "-u", "nobody"]), "");
+    assert_eq!(
+        c.ok(w, "squeue", &["-h", "-o", "%i", "-u", "nobody", "--me"]),
+        format!("{id}\n")
+    );
+    c.ok(w, "scancel", &[id]);
+    wait_gone(&marker);
 }

@@ -9,12 +9,13 @@
 //! cluster's directory, which srun copies to its own as they grow (so
 //! the agents must see that directory, as with `clemu-slurm up`, where
 //! everything runs on one host), until the controller says the job is
-//! over. A signal that would end srun (Ctrl-C, `SIGTERM`, `SIGHUP`)
-//! cancels the job first, and srun still waits for its end and its last
-//! output.
+//! over. A signal that would end srun (Ctrl-C, `SIGTERM`, `SIGHUP`), or
+//! its output's reader gone (`SIGPIPE` is ignored for that), cancels the
+//! job first, and srun still waits for its end and its last output; a
+//! second signal ends srun at once.
 
 use std::fs::File;
-use std::io::{Read, Write};
+use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -26,8 +27,8 @@ use tokio::signal::unix::{signal, SignalKind};
 
 use crate::cluster::Cluster;
 
-/// The options that shape the allocation; srun's own `-N -n -c -J
-/// --export` shape it too.
+/// The options that shape the allocation outside a job; srun's own `-N
+/// -n -c -J --export` shape it too.
 #[derive(Debug, Default, ClapArgs)]
 pub struct Options {
     #[arg(short = 'p', long)]
@@ -54,33 +55,33 @@ pub struct Options {
 }
 
 impl Options {
-    /// The first of these options given, as the user would write it.
-    pub fn given(&self) -> Option<&'static str> {
-        [
-            (self.partition.is_some(), "--partition"),
-            (self.time.is_some(), "--time"),
-            (self.mem.is_some(), "--mem"),
-            (self.mem_per_cpu.is_some(), "--mem-per-cpu"),
-            (self.gres.is_some(), "--gres"),
-            (self.gpus.is_some(), "--gpus"),
-            (self.chdir.is_some(), "--chdir"),
-            (self.dependency.is_some(), "--dependency"),
-            (self.comment.is_some(), "--comment"),
-            (self.pty, "--pty"),
-        ]
-        .into_iter()
-        .find_map(|(given, name)| given.then_some(name))
+    /// Inside a job: `-D`, where the step's tasks run; `--pty` refused.
+    /// The rest shape an allocation, and a step takes the job's (Slurm
+    /// would bound the step by them; the job's own bounds hold here).
+    pub fn step_dir(&self) -> Result<Option<&str>> {
+        if self.pty {
+            bail!("--pty: clemu's jobs have no terminal; run the command without it");
+        }
+        Ok(self.chdir.as_deref())
     }
 }
 
 /// How often srun copies new output and asks how the job is.
 const POLL: Duration = Duration::from_millis(50);
 
+/// How long srun tries to reach a controller it lost before it gives up
+/// on following the job.
+const RECONNECT: Duration = Duration::from_secs(60);
+
 /// Makes the allocation, runs the step in it, and returns its status.
 pub fn run(args: super::Args) -> Result<u8> {
     if args.alloc.pty {
         bail!("--pty: clemu's jobs have no terminal; run the command without it");
     }
+    // A reader gone (`srun ... | head -1`) is a write error to handle,
+    // not a signal that ends srun with its job left running.
+    // SAFETY: setting a signal's disposition to SIG_IGN is always valid.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
@@ -88,7 +89,8 @@ pub fn run(args: super::Args) -> Result<u8> {
 }
 
 /// sbatch's command line for the allocation: its resources, its output
-/// in `out` and `err`, and the step as its script.
+/// in `out` and `err`, and the step as its script. Not requeued: a second
+/// run would write over output srun has already copied.
 fn batch_argv(args: &super::Args, out: &Path, err: &Path) -> Vec<String> {
     let mut argv = vec!["sbatch".to_string()];
     let mut pass = |flag: &str, value: &Option<String>| {
@@ -121,12 +123,15 @@ fn batch_argv(args: &super::Args, out: &Path, err: &Path) -> Vec<String> {
     pass("--comment", &a.comment);
     argv.push(format!("--output={}", out.display()));
     argv.push(format!("--error={}", err.display()));
+    argv.push("--no-requeue".into());
     argv
 }
 
-/// The step's command line, as the allocation's script runs it.
-fn step_line(args: &super::Args) -> String {
-    let mut words = vec!["srun".to_string()];
+/// The step's command line, as the allocation's script runs it: this
+/// very program as srun, by its whole path, so that neither `PATH` nor
+/// `--export` decides which srun runs the step.
+fn step_line(program: &Path, args: &super::Args) -> String {
+    let mut words = vec![program.display().to_string(), "srun".to_string()];
     let mut pass = |flag: &str, value: &Option<String>| {
         if let Some(v) = value {
             words.push(format!("{flag}={v}"));
@@ -150,95 +155,193 @@ fn step_line(args: &super::Args) -> String {
         .unwrap_or_default()
 }
 
-async fn allocate_and_follow(args: super::Args) -> Result<u8> {
-    let conf = crate::cluster::conf_path()?;
-    let dir = conf
-        .parent()
-        .unwrap_or(Path::new("."))
-        .join("srun")
-        .join(std::process::id().to_string());
-    std::fs::create_dir_all(&dir).with_context(|| {
-        format!(
-            "cannot make {} for the job's output (srun outside a job follows it through the \
-             cluster's directory)",
-            dir.display()
-        )
-    })?;
-    // Whole: the job runs where `-D` says, and opens these from there.
-    let dir = dir.canonicalize()?;
-    let result = allocate_in(&args, &dir).await;
-    let _ = std::fs::remove_dir_all(&dir);
-    result
+/// srun's own directory for the job's output, removed when srun ends
+/// however it ends (short of SIGKILL: a later srun of the same pid finds
+/// it and starts it afresh).
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn make() -> Result<Scratch> {
+        let conf = crate::cluster::conf_path()?;
+        let parent = conf.parent().unwrap_or(Path::new(".")).join("srun");
+        let hint = |dir: &Path| {
+            format!(
+                "cannot make {} for the job's output (srun outside a job follows it through \
+                 the cluster's directory)",
+                dir.display()
+            )
+        };
+        std::fs::create_dir_all(&parent).with_context(|| hint(&parent))?;
+        let dir = parent.join(std::process::id().to_string());
+        // Pids are unique among live processes: one there is a killed
+        // srun's.
+        if dir.exists() {
+            std::fs::remove_dir_all(&dir).with_context(|| hint(&dir))?;
+        }
+        std::fs::create_dir(&dir).with_context(|| hint(&dir))?;
+        // Whole: the job runs where `-D` says, and opens these from there.
+        Ok(Scratch(dir.canonicalize()?))
+    }
 }
 
-async fn allocate_in(args: &super::Args, dir: &Path) -> Result<u8> {
-    let (out, err) = (dir.join("out"), dir.join("err"));
-    let argv = batch_argv(args, &out, &err);
-    let script = crate::sbatch::wrapped(&step_line(args));
-    // Catch the signals before the job exists, so that none leaves it
-    // behind.
-    let mut interrupt = signal(SignalKind::interrupt())?;
-    let mut terminate = signal(SignalKind::terminate())?;
-    let mut hangup = signal(SignalKind::hangup())?;
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+async fn allocate_and_follow(args: super::Args) -> Result<u8> {
+    let scratch = Scratch::make()?;
+    let (out, err) = (scratch.0.join("out"), scratch.0.join("err"));
+    let program = std::env::current_exe().context("cannot find this program's path")?;
+    let argv = batch_argv(&args, &out, &err);
+    let script = crate::sbatch::wrapped(&step_line(&program, &args));
+    let batch = crate::sbatch::with_directives(&argv, &script)?;
+    let mut ends = Ends::catch()?;
     let mut c = Cluster::open().await?;
-    let submitted = crate::sbatch::submit(&mut c, &argv, script)
-        .await
-        .context("Unable to allocate resources")?;
-    let id = match submitted {
-        Ok((id, _, _)) => id,
-        Err(refusal) => {
-            eprintln!("srun: error: Unable to allocate resources: {refusal}");
+    // Interruptible while the controller holds the submission (a cluster
+    // at its limit of jobs); it drops a request whose asker is gone.
+    let submitted = tokio::select! {
+        s = crate::sbatch::submit(&mut c, &batch, script) => {
+            s.context("Unable to allocate resources")?
+        }
+        _ = ends.next() => {
+            say("srun: Job allocation request aborted");
             return Ok(1);
         }
     };
-    let mut follow = Follow {
-        out: Tail::new(out),
-        err: Tail::new(err),
+    let id = match submitted {
+        Ok(s) => s.id,
+        Err(refusal) => {
+            say(&format!(
+                "srun: error: Unable to allocate resources: {refusal}"
+            ));
+            return Ok(1);
+        }
     };
+    follow(&mut c, id, &mut ends, Tail::new(out), Tail::new(err)).await
+}
+
+/// The signals that would end srun, caught: each cancels the job.
+struct Ends {
+    interrupt: tokio::signal::unix::Signal,
+    terminate: tokio::signal::unix::Signal,
+    hangup: tokio::signal::unix::Signal,
+}
+
+impl Ends {
+    fn catch() -> Result<Ends> {
+        Ok(Ends {
+            interrupt: signal(SignalKind::interrupt())?,
+            terminate: signal(SignalKind::terminate())?,
+            hangup: signal(SignalKind::hangup())?,
+        })
+    }
+
+    async fn next(&mut self) {
+        tokio::select! {
+            _ = self.interrupt.recv() => {}
+            _ = self.terminate.recv() => {}
+            _ = self.hangup.recv() => {}
+        }
+    }
+}
+
+/// One line on srun's standard error; a closed one loses it, not srun.
+fn say(line: &str) {
+    let _ = writeln!(std::io::stderr(), "{line}");
+}
+
+/// Copies job `id`'s output to srun's own until the job is over; cancels
+/// it on a signal or when no one reads srun's output any more.
+async fn follow(
+    c: &mut Cluster,
+    id: u64,
+    ends: &mut Ends,
+    mut out: Tail,
+    mut err: Tail,
+) -> Result<u8> {
     let mut queued = false;
     let mut cancelled = false;
     let mut tick = tokio::time::interval(POLL);
     loop {
+        let mut cancel_now = false;
         tokio::select! {
             _ = tick.tick() => {}
-            _ = interrupt.recv() => cancelled |= cancel(&mut c, id, cancelled).await?,
-            _ = terminate.recv() => cancelled |= cancel(&mut c, id, cancelled).await?,
-            _ = hangup.recv() => cancelled |= cancel(&mut c, id, cancelled).await?,
+            _ = ends.next() => {
+                if cancelled {
+                    // A second one: srun goes, the job is on its way out.
+                    say(&format!("srun: Job step aborted; job {id} is being cancelled"));
+                    return Ok(143);
+                }
+                cancel_now = true;
+            }
         }
-        follow.copy();
-        let job = c.by_ids(vec![id]).await?.into_iter().find(|j| j.id == id);
+        let readers_gone = out.copy_to(&mut std::io::stdout()).is_err()
+            | err.copy_to(&mut std::io::stderr()).is_err();
+        if (cancel_now || readers_gone) && !cancelled {
+            cancelled = true;
+            cancel(c, id).await;
+            say("srun: forcing job termination");
+        }
+        let job = match c.by_ids(vec![id]).await {
+            Ok(jobs) => jobs.into_iter().find(|j| j.id == id),
+            Err(e) => {
+                reconnect(c, id, &e).await?;
+                continue;
+            }
+        };
         let Some(job) = job else {
-            // Forgotten by a controller that came back without it.
             bail!("job {id} is no longer known to the controller");
         };
         // Said once each, as Slurm's srun does, when the job waits.
         if job.state == JobState::Pending && !queued && !cancelled {
             queued = true;
-            eprintln!("srun: job {id} queued and waiting for resources");
+            say(&format!("srun: job {id} queued and waiting for resources"));
         } else if queued && job.start_ns != 0 {
             queued = false;
-            eprintln!("srun: job {id} has been allocated resources");
+            say(&format!("srun: job {id} has been allocated resources"));
         }
         if over(&job) {
-            follow.copy();
+            let _ = out.copy_to(&mut std::io::stdout());
+            let _ = err.copy_to(&mut std::io::stderr());
             if job.start_ns == 0 {
-                eprintln!(
-                    "srun: error: Unable to allocate resources: Job/step already completing or \
-                     completed"
-                );
+                say("srun: error: Unable to allocate resources: Job/step already completing or completed");
+            } else if !out.seen() && !err.seen() && job.state == JobState::Failed {
+                say(&format!(
+                    "srun: error: job {id} failed and its output never appeared in {}: do the \
+                     nodes' agents see the cluster's directory?",
+                    out.path.parent().unwrap_or(Path::new("")).display()
+                ));
             }
             return Ok(status(job.start_ns != 0, job.state, job.exit));
         }
     }
 }
 
-/// Cancels the job once; says so as Slurm's srun does.
-async fn cancel(c: &mut Cluster, id: u64, already: bool) -> Result<bool> {
-    if !already {
-        eprintln!("srun: forcing job termination");
-        c.call(&Request::Cancel(vec![id])).await?;
+/// Cancels the job; a controller that cannot be told is said.
+async fn cancel(c: &mut Cluster, id: u64) {
+    if let Err(e) = c.call(&Request::Cancel(vec![id])).await {
+        say(&format!("srun: error: cannot cancel job {id}: {e:#}"));
     }
-    Ok(true)
+}
+
+/// The controller went away (a restart, a failover): a new session to it
+/// within [`RECONNECT`], or an error that says the job may still run.
+async fn reconnect(c: &mut Cluster, id: u64, why: &anyhow::Error) -> Result<()> {
+    let until = tokio::time::Instant::now() + RECONNECT;
+    while tokio::time::Instant::now() < until {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        if let Ok(again) = Cluster::open().await {
+            *c = again;
+            return Ok(());
+        }
+    }
+    bail!(
+        "lost the controller ({why:#}) and could not reach it again within {} s: job {id} may \
+         still run (scancel {id})",
+        RECONNECT.as_secs()
+    )
 }
 
 /// Over, and its last process gone, so its output is whole.
@@ -268,41 +371,50 @@ fn status(started: bool, state: JobState, exit: (u32, u32)) -> u8 {
     }
 }
 
-/// The job's two output files, copied to srun's own.
-struct Follow {
-    out: Tail,
-    err: Tail,
-}
-
-impl Follow {
-    fn copy(&mut self) {
-        self.out.copy_to(&mut std::io::stdout().lock());
-        self.err.copy_to(&mut std::io::stderr().lock());
-    }
-}
-
-/// A file another process appends to: what was added since last read.
+/// A file the job appends to: what was added since last read, copied.
 struct Tail {
     path: PathBuf,
     file: Option<File>,
+    /// Bytes copied so far.
+    at: u64,
 }
 
 impl Tail {
     fn new(path: PathBuf) -> Tail {
-        Tail { path, file: None }
+        Tail {
+            path,
+            file: None,
+            at: 0,
+        }
     }
 
-    fn copy_to(&mut self, to: &mut dyn Write) {
+    /// Whether the file was ever there.
+    fn seen(&self) -> bool {
+        self.file.is_some()
+    }
+
+    /// Copies what is new; an error only when `to` cannot be written.
+    fn copy_to(&mut self, to: &mut dyn Write) -> std::io::Result<()> {
         if self.file.is_none() {
             // The job makes it when it starts.
             self.file = File::open(&self.path).ok();
         }
-        let Some(f) = &mut self.file else { return };
+        let Some(f) = &mut self.file else {
+            return Ok(());
+        };
+        // Shorter than what was copied: made again from empty (a job
+        // run again); copy it from its start.
+        if f.metadata().is_ok_and(|m| m.len() < self.at) {
+            self.at = 0;
+            f.seek(SeekFrom::Start(0))?;
+        }
         let mut buf = Vec::new();
         if f.read_to_end(&mut buf).is_ok() && !buf.is_empty() {
-            let _ = to.write_all(&buf);
-            let _ = to.flush();
+            self.at += buf.len() as u64;
+            to.write_all(&buf)?;
+            to.flush()?;
         }
+        Ok(())
     }
 }
 
@@ -345,13 +457,15 @@ mod tests {
                 "--partition=debug",
                 "--time=5",
                 "--output=/c/o",
-                "--error=/c/e"
+                "--error=/c/e",
+                "--no-requeue"
             ]
         );
         // The script's shell gives the step back word for word.
         assert_eq!(
-            shlex::split(&step_line(&a)).unwrap(),
+            shlex::split(&step_line(Path::new("/x/clemu-slurm"), &a)).unwrap(),
             [
+                "/x/clemu-slurm",
                 "srun",
                 "--output=t-%t.out",
                 "--label",
