@@ -20,18 +20,14 @@ use crate::text;
     disable_version_flag = true
 )]
 pub struct Args {
+    #[command(flatten)]
+    res: Resources,
     #[arg(short = 'J', long = "job-name")]
     job_name: Option<String>,
     #[arg(short = 'o', long)]
     output: Option<String>,
     #[arg(short = 'e', long)]
     error: Option<String>,
-    #[arg(short = 'D', long)]
-    chdir: Option<String>,
-    #[arg(short = 't', long)]
-    time: Option<String>,
-    #[arg(short = 'p', long)]
-    partition: Option<String>,
     #[arg(short = 'n', long)]
     ntasks: Option<u32>,
     #[arg(short = 'N', long)]
@@ -40,26 +36,14 @@ pub struct Args {
     cpus_per_task: Option<u32>,
     #[arg(long = "ntasks-per-node")]
     ntasks_per_node: Option<u32>,
-    #[arg(long)]
-    mem: Option<String>,
-    #[arg(long = "mem-per-cpu")]
-    mem_per_cpu: Option<String>,
-    #[arg(long)]
-    gres: Option<String>,
-    #[arg(short = 'G', long)]
-    gpus: Option<String>,
     #[arg(long = "gpus-per-node")]
     gpus_per_node: Option<String>,
     #[arg(short = 'a', long)]
     array: Option<String>,
-    #[arg(short = 'd', long)]
-    dependency: Option<String>,
     #[arg(short = 'H', long)]
     hold: bool,
     #[arg(long)]
     export: Option<String>,
-    #[arg(long)]
-    comment: Option<String>,
     #[arg(long)]
     signal: Option<String>,
     // The last of the two given wins, as on Slurm.
@@ -97,6 +81,55 @@ pub struct Args {
     /// The script and its arguments.
     #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
     script: Vec<String>,
+}
+
+/// The options that shape a job's allocation, which srun outside a job
+/// takes too, with the same flags.
+#[derive(Debug, Default, clap::Args)]
+pub struct Resources {
+    #[arg(short = 'p', long)]
+    partition: Option<String>,
+    #[arg(short = 't', long)]
+    time: Option<String>,
+    #[arg(long)]
+    mem: Option<String>,
+    #[arg(long = "mem-per-cpu")]
+    mem_per_cpu: Option<String>,
+    #[arg(long)]
+    gres: Option<String>,
+    #[arg(short = 'G', long)]
+    gpus: Option<String>,
+    #[arg(short = 'D', long)]
+    chdir: Option<String>,
+    #[arg(short = 'd', long)]
+    dependency: Option<String>,
+    #[arg(long)]
+    comment: Option<String>,
+}
+
+impl Resources {
+    /// Those given, as sbatch's `--flag=value` words.
+    pub fn words(&self) -> Vec<String> {
+        [
+            ("--partition", &self.partition),
+            ("--time", &self.time),
+            ("--mem", &self.mem),
+            ("--mem-per-cpu", &self.mem_per_cpu),
+            ("--gres", &self.gres),
+            ("--gpus", &self.gpus),
+            ("--chdir", &self.chdir),
+            ("--dependency", &self.dependency),
+            ("--comment", &self.comment),
+        ]
+        .into_iter()
+        .filter_map(|(flag, v)| v.as_ref().map(|v| format!("{flag}={v}")))
+        .collect()
+    }
+
+    /// Where the job runs (`-D`), if given.
+    pub fn chdir(&self) -> Option<&str> {
+        self.chdir.as_deref()
+    }
 }
 
 /// What `#SBATCH` lines say: the words after each, up to the first line
@@ -237,7 +270,7 @@ pub async fn submit(
     // Dependencies name arrays and tasks: the queue says which jobs they
     // are, so that the controller gets them exactly (`exact_deps`).
     // An array's tasks have the ids that follow its own, one per index.
-    let jobs = match &args.dependency {
+    let jobs = match &args.res.dependency {
         Some(d) => {
             let ids = named_ids(d)
                 .into_iter()
@@ -417,7 +450,7 @@ fn spec(args: &Args, script: String, resolve: Resolve<'_>) -> Result<JobSpec> {
         (least.min(ntasks), most.min(ntasks))
     });
     let cores = ntasks.checked_mul(cpus_per_task).ok_or_else(too_many)?;
-    let mem_per_cpu_mb = match (&args.mem_per_cpu, &args.mem) {
+    let mem_per_cpu_mb = match (&args.res.mem_per_cpu, &args.res.mem) {
         (Some(m), _) => {
             text::parse_mem_mb(m).ok_or_else(|| anyhow!("Invalid --mem-per-cpu specification"))?
         }
@@ -438,7 +471,7 @@ fn spec(args: &Args, script: String, resolve: Resolve<'_>) -> Result<JobSpec> {
     if args.cpus_per_task.is_some() {
         asked("SLURM_CPUS_PER_TASK", cpus_per_task.to_string());
     }
-    match (&args.mem_per_cpu, &args.mem) {
+    match (&args.res.mem_per_cpu, &args.res.mem) {
         (Some(_), _) => asked("SLURM_MEM_PER_CPU", mem_per_cpu_mb.to_string()),
         (None, Some(m)) => asked(
             "SLURM_MEM_PER_NODE",
@@ -446,14 +479,14 @@ fn spec(args: &Args, script: String, resolve: Resolve<'_>) -> Result<JobSpec> {
         ),
         (None, None) => {}
     }
-    let walltime_ns = match &args.time {
+    let walltime_ns = match &args.res.time {
         Some(t) => text::parse_time_limit(t)
             .and_then(|s| s.checked_mul(1_000_000_000))
             .ok_or_else(|| anyhow!("Invalid --time specification"))?,
         None => 0,
     };
     let mut gres = Vec::new();
-    if let Some(g) = &args.gres {
+    if let Some(g) = &args.res.gres {
         for item in g.split(',').filter(|s| !s.is_empty()) {
             let parts: Vec<&str> = item.split(':').collect();
             let (name, count) = match parts.as_slice() {
@@ -469,14 +502,14 @@ fn spec(args: &Args, script: String, resolve: Resolve<'_>) -> Result<JobSpec> {
         }
     }
     // clemu gives generic resources per node: --gpus asks them of each.
-    if let Some(g) = args.gpus.as_ref().or(args.gpus_per_node.as_ref()) {
+    if let Some(g) = args.res.gpus.as_ref().or(args.gpus_per_node.as_ref()) {
         let n = g.rsplit(':').next().and_then(|n| n.parse().ok());
         gres.push((
             "gpu".into(),
             n.ok_or_else(|| anyhow!("Invalid --gpus specification"))?,
         ));
     }
-    let deps = match &args.dependency {
+    let deps = match &args.res.dependency {
         Some(d) => dependencies(d, resolve)?,
         None => Dependencies::default(),
     };
@@ -495,7 +528,7 @@ fn spec(args: &Args, script: String, resolve: Resolve<'_>) -> Result<JobSpec> {
         None => None,
     };
     let here = std::env::current_dir().context("the current directory")?;
-    let workdir = match &args.chdir {
+    let workdir = match &args.res.chdir {
         Some(d) if d.starts_with('/') => d.clone(),
         Some(d) => here.join(d).display().to_string(),
         None => here.display().to_string(),
@@ -505,7 +538,7 @@ fn spec(args: &Args, script: String, resolve: Resolve<'_>) -> Result<JobSpec> {
         mem_per_cpu_mb,
         runtime_ns: 0,
         walltime_ns,
-        partition: args.partition.clone(),
+        partition: args.res.partition.clone(),
         // Slurm names a job after its script, `wrap` or `sbatch`.
         name: Some(args.job_name.clone().unwrap_or_else(|| {
             match (&args.wrap, args.script.first()) {
@@ -534,13 +567,13 @@ fn spec(args: &Args, script: String, resolve: Resolve<'_>) -> Result<JobSpec> {
             signal: args.signal.clone(),
             ntasks,
             cpus_per_task,
-            comment: args.comment.clone().unwrap_or_default(),
+            comment: args.res.comment.clone().unwrap_or_default(),
             // What follows the script's path is its arguments.
             args: args.script.iter().skip(1).cloned().collect(),
             // --mem is per node, whatever the node count: the bound of
             // the processes on the job's first node. Else the controller
             // sets it at the start, from the memory held per core there.
-            mem_limit_mb: match (&args.mem_per_cpu, &args.mem) {
+            mem_limit_mb: match (&args.res.mem_per_cpu, &args.res.mem) {
                 (None, Some(m)) => text::parse_mem_mb(m).unwrap_or_default(),
                 _ => 0,
             },

@@ -27,28 +27,12 @@ use tokio::signal::unix::{signal, SignalKind};
 
 use crate::cluster::Cluster;
 
-/// The options that shape the allocation outside a job; srun's own `-N
-/// -n -c -J --export` shape it too.
+/// The options that shape the allocation outside a job, as sbatch takes
+/// them; srun's own `-N -n -c -J --export` shape it too.
 #[derive(Debug, Default, ClapArgs)]
 pub struct Options {
-    #[arg(short = 'p', long)]
-    partition: Option<String>,
-    #[arg(short = 't', long)]
-    time: Option<String>,
-    #[arg(long)]
-    mem: Option<String>,
-    #[arg(long = "mem-per-cpu")]
-    mem_per_cpu: Option<String>,
-    #[arg(long)]
-    gres: Option<String>,
-    #[arg(short = 'G', long)]
-    gpus: Option<String>,
-    #[arg(short = 'D', long)]
-    chdir: Option<String>,
-    #[arg(short = 'd', long)]
-    dependency: Option<String>,
-    #[arg(long)]
-    comment: Option<String>,
+    #[command(flatten)]
+    res: crate::sbatch::Resources,
     /// `--pty`: the task's terminal. clemu's jobs have none.
     #[arg(long)]
     pty: bool,
@@ -62,7 +46,7 @@ impl Options {
         if self.pty {
             bail!("--pty: clemu's jobs have no terminal; run the command without it");
         }
-        Ok(self.chdir.as_deref())
+        Ok(self.res.chdir())
     }
 }
 
@@ -111,16 +95,7 @@ fn batch_argv(args: &super::Args, out: &Path, err: &Path) -> Vec<String> {
         &args.cpus_per_task.map(|n| n.to_string()),
     );
     pass("--export", &args.export);
-    let a = &args.alloc;
-    pass("--partition", &a.partition);
-    pass("--time", &a.time);
-    pass("--mem", &a.mem);
-    pass("--mem-per-cpu", &a.mem_per_cpu);
-    pass("--gres", &a.gres);
-    pass("--gpus", &a.gpus);
-    pass("--chdir", &a.chdir);
-    pass("--dependency", &a.dependency);
-    pass("--comment", &a.comment);
+    argv.extend(args.alloc.res.words());
     argv.push(format!("--output={}", out.display()));
     argv.push(format!("--error={}", err.display()));
     argv.push("--no-requeue".into());
