@@ -627,12 +627,19 @@ fn a_cancelled_job_is_completing_until_its_processes_are_gone() {
             &[
                 "--parsable",
                 "--wrap",
-                "trap '' TERM; while :; do sleep 0.1; done",
+                "trap '' TERM; touch trapped; while :; do sleep 0.1; done",
             ],
         )
         .trim()
         .to_string();
     wait_shows(|| c.ok(w, "squeue", &["-h", "-o", "%t"]), "R\n");
+    // Running is not enough: a SIGTERM before the trap would end it at
+    // once, never COMPLETING.
+    let until = Instant::now() + Duration::from_secs(30);
+    while !w.join("trapped").exists() {
+        assert!(Instant::now() < until, "the script never set its trap");
+        std::thread::sleep(Duration::from_millis(20));
+    }
     c.ok(w, "scancel", &[&id]);
     assert_eq!(
         c.ok(w, "squeue", &["-h", "-o", "%i %t %T"]),
