@@ -16,8 +16,12 @@ use crate::text;
 #[derive(Debug, Parser)]
 #[command(name = "scancel", infer_long_args = true, disable_version_flag = true)]
 pub struct Args {
-    #[arg(short = 'u', long)]
+    #[arg(short = 'u', long, overrides_with = "me")]
     user: Option<String>,
+    /// Whoever runs scancel's jobs: `-u` themselves; the last of the two
+    /// given wins, as on Slurm.
+    #[arg(long, overrides_with = "user")]
+    me: bool,
     #[arg(short = 'n', long = "name", alias = "jobname")]
     name: Option<String>,
     #[arg(short = 'p', long)]
@@ -50,6 +54,7 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
     }
     if args.ids.is_empty()
         && args.user.is_none()
+        && !args.me
         && args.name.is_none()
         && args.partition.is_none()
         && args.state.is_none()
@@ -89,6 +94,7 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
         })
         .filter(|j| states.as_ref().is_none_or(|s| s.contains(&j.state)))
         .filter(|j| args.user.as_ref().is_none_or(|u| text::owned_by(u, j, &me)))
+        .filter(|j| !args.me || text::owned_by(&me, j, &me))
         .filter(|j| args.name.as_ref().is_none_or(|n| *n == j.name))
         .filter(|j| args.partition.as_ref().is_none_or(|p| *p == j.partition))
         .filter(|j| j.state != JobState::Completed)

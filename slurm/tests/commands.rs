@@ -1346,6 +1346,10 @@ fn sbatch_wait_returns_the_jobs_status_and_squeue_me_shows_ones_own() {
         c.ok(w, "squeue", &["-h", "-o", "%i", "-u", "nobody", "--me"]),
         format!("{id}\n")
     );
-    c.ok(w, "scancel", &[id]);
+    // scancel --me cancels one's own; -u someone else's last, none.
+    c.ok(w, "scancel", &["--me", "-u", "nobody"]);
+    // A cancel is taken before scancel returns: it would be CG now.
+    assert_eq!(c.ok(w, "squeue", &["-h", "-o", "%t", "-j", id]), "R\n");
+    c.ok(w, "scancel", &["--me"]);
     wait_gone(&marker);
 }
