@@ -7,7 +7,7 @@ use std::io::Read as _;
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Parser;
 use client::{Request, Response};
-use formats::wire::{submit_key, ArraySpec, JobSpec, JobState, Program};
+use formats::wire::{submit_key, ArraySpec, JobSpec, Program};
 
 use crate::cluster::Cluster;
 use crate::text;
@@ -231,16 +231,10 @@ async fn wait_over(c: &mut Cluster, id: u64) -> Result<u8> {
             .into_iter()
             .filter(|j| j.id == id || j.array.is_some_and(|t| t.job == id))
             .collect();
-        let over = |j: &formats::wire::JobInfo| {
-            !matches!(
-                j.state,
-                JobState::Pending | JobState::Running | JobState::Suspended
-            ) && !j.completing
-        };
         if jobs.is_empty() {
             bail!("job {id} is no longer known to the controller");
         }
-        if jobs.iter().all(over) {
+        if jobs.iter().all(text::over) {
             let status = |j: &formats::wire::JobInfo| match j.exit {
                 (_, sig) if sig > 0 => 1,
                 (code, _) => code.min(255) as u8,

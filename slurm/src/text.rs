@@ -294,6 +294,15 @@ pub fn shown_compact(j: &JobInfo) -> &'static str {
     }
 }
 
+/// Whether job `j` is over as a waiting client sees it (`sbatch --wait`,
+/// srun's own allocation): in a final state, with its last process gone.
+pub fn over(j: &JobInfo) -> bool {
+    !matches!(
+        j.state,
+        JobState::Pending | JobState::Running | JobState::Suspended
+    ) && !j.completing
+}
+
 /// Whether a `-t` list names the COMPLETING state (or all states).
 pub fn names_completing(list: &str) -> bool {
     list.split(',')

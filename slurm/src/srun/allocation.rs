@@ -22,7 +22,7 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use clap::Args as ClapArgs;
 use client::Request;
-use formats::wire::{JobInfo, JobState};
+use formats::wire::JobState;
 use tokio::signal::unix::{signal, SignalKind};
 
 use crate::cluster::Cluster;
@@ -277,7 +277,7 @@ async fn follow(
             queued = false;
             say(&format!("srun: job {id} has been allocated resources"));
         }
-        if over(&job) {
+        if crate::text::over(&job) {
             let _ = out.copy_to(&mut std::io::stdout());
             let _ = err.copy_to(&mut std::io::stderr());
             if job.start_ns == 0 {
@@ -320,13 +320,6 @@ async fn reconnect(c: &mut Cluster, id: u64, why: &anyhow::Error) -> Result<()> 
 }
 
 /// Over, and its last process gone, so its output is whole.
-fn over(job: &JobInfo) -> bool {
-    !matches!(
-        job.state,
-        JobState::Pending | JobState::Running | JobState::Suspended
-    ) && !job.completing
-}
-
 /// srun's exit status for the job: its script's (the step's, which is
 /// the highest of its tasks'), or 128 plus the signal that ended it; a
 /// job ended from outside (cancelled, at its limit, preempted) with
