@@ -48,8 +48,9 @@ const SNAPSHOT_MAGIC: &[u8; 4] = b"CLSN";
 /// (`JobState::Preempted`), and a program's history keeps the cores it
 /// held on each node (`ProgramInfo::node_cpus`). 13: jobs wait for others'
 /// starts, or for any one of their dependencies (`JobSpec::after_start`,
-/// `JobSpec::any_dep`).
-const VERSION: u16 = 13;
+/// `JobSpec::any_dep`). 14: a finished batch job may be requeued
+/// ([`Entry::Readmitted`]).
+const VERSION: u16 = 14;
 const HEADER: usize = 6;
 /// Largest entry: a submission of one job is well under 1 KiB.
 const MAX_ENTRY: usize = 1 << 20;
@@ -176,6 +177,9 @@ pub enum Entry {
     Repaired {
         nodes: String,
     },
+    /// A finished batch job back in the queue (`scontrol requeue`), as it
+    /// is now: out of the history.
+    Readmitted(Box<JobImage>),
     /// A submission under a client's key made jobs `first..first+count`:
     /// the same key asked again gets the same jobs.
     Keyed {

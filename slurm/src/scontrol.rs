@@ -91,7 +91,10 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
             if verb == "requeuehold" && words[1..].iter().any(|w| w.contains('=')) {
                 bail!("scontrol requeuehold State=SpecialExit is not supported by clemu yet");
             }
-            let named = job_ids(&mut c, &words[1..]).await?;
+            // A requeue may name a batch job over, as Slurm's takes one
+            // it still keeps (`MinJobAge`, 300 s).
+            let over_since = verb.starts_with("requeue").then(|| text::now_s() - 300);
+            let named = job_ids(&mut c, &words[1..], over_since).await?;
             let ids: Vec<u64> = named.iter().map(|&(id, _)| id).collect();
             // Errors name a job as Slurm does: `12_3` for an array task.
             let name = |id: u64| {
@@ -270,8 +273,15 @@ async fn update_nodes(words: &[String]) -> Result<u8> {
 /// The jobs not yet over that `words` name: jobs, whole arrays (`12`),
 /// tasks (`12_3`, `12_[1-3]`), comma-separated; each with the id Slurm
 /// shows for it.
-async fn job_ids(c: &mut Cluster, words: &[String]) -> Result<Vec<(u64, String)>> {
-    let jobs = c.jobs(false).await?;
+async fn job_ids(
+    c: &mut Cluster,
+    words: &[String],
+    over_since: Option<i64>,
+) -> Result<Vec<(u64, String)>> {
+    let jobs = match over_since {
+        Some(s) => c.recent(s).await?,
+        None => c.jobs(false).await?,
+    };
     let mut ids = Vec::new();
     for w in words.iter().flat_map(|w| w.split(',')) {
         // `JobId=12` and `Job=12`, as Slurm's scontrol takes them.

@@ -518,7 +518,25 @@ fn a_requeued_job_is_ended_and_waits_again_under_its_id_as_on_slurm() {
         || c.ok(w, "squeue", &["-h", "-j", &held, "-o", "%t %r"]),
         "PD JobHeldUser\n",
     );
-    c.ok(w, "scancel", &[&id, &no, &held]);
+    // A batch job over is requeued too, as Slurm requeues one it still
+    // keeps: pending again under its id, its restart counted.
+    let over = c
+        .ok(w, "sbatch", &["--parsable", "--wrap", "exit 3"])
+        .trim()
+        .to_string();
+    wait_shows(
+        || c.ok(w, "squeue", &["-h", "-t", "all", "-j", &over, "-o", "%t"]),
+        "F\n",
+    );
+    c.ok(w, "scontrol", &["requeue", &over]);
+    assert_eq!(
+        c.ok(w, "squeue", &["-h", "-j", &over, "-o", "%i %t %r"]),
+        format!("{over} PD BeginTime\n")
+    );
+    assert!(c
+        .ok(w, "scontrol", &["show", "job", &over])
+        .contains(" Requeue=1 Restarts=1 BatchFlag=1 "));
+    c.ok(w, "scancel", &[&id, &no, &held, &over]);
     wait_gone(&marker);
 }
 

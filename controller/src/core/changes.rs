@@ -10,7 +10,9 @@ use std::sync::Arc;
 use formats::wire::{ArrayTask, JobState};
 use tracing::{info, warn};
 
-use super::tables::{Cluster, Job, SuspendedBy, HISTORY};
+use super::tables::{
+    Cluster, Job, Kept, SuspendedBy, HISTORY, KEEP_FINISHED_MAX, KEEP_FINISHED_NS,
+};
 use super::Now;
 use crate::gres::{self, Masks};
 use crate::policy::{no_alloc, Active, ActiveState, Alloc, Happened};
@@ -397,6 +399,75 @@ impl Cluster {
         if job.held || job.throttled {
             self.tell_no_more(now.mono);
         }
+        if job.spec.program.is_some() {
+            self.keep_finished(*job, now);
+        }
+    }
+
+    /// Keeps what finished batch job `job` needs to run again, for
+    /// [`KEEP_FINISHED_NS`], and lets go of those kept longer, or beyond
+    /// [`KEEP_FINISHED_MAX`].
+    fn keep_finished(&mut self, job: Job, now: Now) {
+        while let Some(&(until, id)) = self.kept_order.front() {
+            if until > now.mono && self.kept_order.len() < KEEP_FINISHED_MAX {
+                break;
+            }
+            self.kept_order.pop_front();
+            // Kept again since (requeued, and over again): a later turn.
+            if self.kept.get(&id).is_some_and(|k| k.until == until) {
+                self.kept.remove(&id);
+            }
+        }
+        let until = now.mono.saturating_add(KEEP_FINISHED_NS);
+        self.kept_order.push_back((until, job.id));
+        self.kept.insert(
+            job.id,
+            Kept {
+                spec: job.spec,
+                partition: job.partition,
+                submit_mono: job.submit_mono,
+                until,
+            },
+        );
+    }
+
+    /// A batch job over goes back to the queue under its id (`scontrol
+    /// requeue`), as one requeued while it ran: its restarts counted,
+    /// eligible `requeue_delay` later
+    /// (reason `BeginTime`) or held by its user (`hold`). Its dependencies
+    /// were met when it first ran and are not waited for again. Returns
+    /// whether it could: it must be over and its spec kept.
+    pub(super) fn readmitted(&mut self, id: u64, hold: bool, now: Now) -> bool {
+        let (Some(info), Some(kept)) = (self.done.get(&id), self.kept.get(&id)) else {
+            return false;
+        };
+        let (submit_ns, restarts, array) = (info.submit_ns, info.restarts, info.array);
+        let (partition, submit_mono) = (kept.partition, kept.submit_mono);
+        let Some(kept) = self.kept.remove(&id) else {
+            return false;
+        };
+        self.done.remove(&id);
+        self.done_order.retain(|&d| d != id);
+        let mut spec = kept.spec;
+        spec.after.clear();
+        spec.after_ok.clear();
+        spec.after_not_ok.clear();
+        spec.after_start.clear();
+        spec.after_corr.clear();
+        spec.singleton = false;
+        spec.any_dep = false;
+        spec.think_ns = None;
+        spec.hold = hold;
+        let delay = self.config.requeue_delay.as_nanos().min(i64::MAX as u128) as i64;
+        spec.begin_ns = Some(now.wall.saturating_add(delay));
+        let mut job = Job::pending(id, spec, partition, now);
+        job.submit_ns = submit_ns;
+        job.submit_mono = submit_mono;
+        job.restarts = restarts + 1;
+        job.array = array;
+        info!(job = id, "finished job requeued on request");
+        self.admitted(job, now);
+        true
     }
 
     /// Job `id` is over (or gone): the jobs held for it are one closer to

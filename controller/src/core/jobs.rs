@@ -970,11 +970,7 @@ impl Cluster {
         fx: &mut F,
     ) -> Result<(), String> {
         let Some(job) = self.jobs.get(&id) else {
-            return Err(if self.done.contains_key(&id) {
-                format!("job {id} is over: clemu requeues jobs not over only")
-            } else {
-                format!("no active job {id}")
-            });
+            return self.requeue_over(id, hold, now, fx);
         };
         // Slurm's words for a job submitted with --no-requeue, checked
         // first as Slurm checks it.
@@ -1009,6 +1005,42 @@ impl Cluster {
                     at_ns: now.wall,
                 });
             }
+        }
+        Ok(())
+    }
+
+    /// `scontrol requeue` of a job over: a batch job goes back to the
+    /// queue, as Slurm requeues finished batch jobs, while its spec is
+    /// kept ([`Cluster::readmitted`]). The errors are Slurm's, but for a
+    /// job whose spec is no longer kept.
+    fn requeue_over<F: Effects>(
+        &mut self,
+        id: u64,
+        hold: bool,
+        now: Now,
+        fx: &mut F,
+    ) -> Result<(), String> {
+        let Some(info) = self.done.get(&id) else {
+            return Err("Invalid job id specified".into());
+        };
+        let Some(program) = &info.program else {
+            return Err("Only batch jobs are accepted or processed".into());
+        };
+        if !program.requeue {
+            return Err("Requested operation is presently disabled".into());
+        }
+        if !self.readmitted(id, hold, now) {
+            return Err(format!(
+                "job {id} is over and no longer kept to run again (clemu keeps a finished \
+                 job's script for {} s, and for the last {} jobs, across no restart of the \
+                 controller)",
+                super::tables::KEEP_FINISHED_NS / 1_000_000_000,
+                super::tables::KEEP_FINISHED_MAX
+            ));
+        }
+        if F::JOURNALS {
+            let image = self.image(&self.jobs[&id], now);
+            fx.journal(Entry::Readmitted(Box::new(image)));
         }
         Ok(())
     }

@@ -261,11 +261,27 @@ impl Cluster {
                 }
             }
             Entry::Ended(info) => {
-                if self.jobs.contains_key(&info.id) {
-                    self.finished(info.id, info.state, info.reason, at(info.end_ns));
+                let id = info.id;
+                if self.jobs.contains_key(&id) {
+                    self.finished(id, info.state, info.reason.clone(), at(info.end_ns));
+                    // What the job's end told (its exit code, steps) is the
+                    // journal's, not the rebuilt job's.
+                    if let Some(kept) = self.done.get_mut(&id) {
+                        *kept = *info;
+                    }
                 }
             }
             Entry::Requeued { id, reason, at_ns } => self.requeued(id, reason, at(at_ns)),
+            Entry::Readmitted(image) => {
+                let id = image.id;
+                self.kept.remove(&id);
+                if self.done.remove(&id).is_some() {
+                    self.done_order.retain(|&d| d != id);
+                }
+                if !self.jobs.contains_key(&id) {
+                    self.load(*image, at, now);
+                }
+            }
             Entry::Limit { id, walltime_ns } => {
                 let _ = self.set_limit(id, walltime_ns);
             }

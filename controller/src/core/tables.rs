@@ -24,6 +24,24 @@ pub type AgentId = u64;
 /// ones are forgotten. Enough for the largest trace of the archive.
 pub const HISTORY: usize = 500_000;
 
+/// How long, and how many, finished batch jobs keep what they need to
+/// run again (`scontrol requeue` of a job over): Slurm's defaults for
+/// keeping a finished job (`MinJobAge`, 300 s) and for the jobs it holds
+/// in all (`MaxJobCount`, 10,000).
+pub const KEEP_FINISHED_NS: i64 = 300_000_000_000;
+pub const KEEP_FINISHED_MAX: usize = 10_000;
+
+/// What a finished batch job needs to go back to the queue: its spec
+/// (script, environment, files), partition and place in the queue.
+#[derive(Debug)]
+pub(super) struct Kept {
+    pub spec: JobSpec,
+    pub partition: usize,
+    pub submit_mono: i64,
+    /// Monotonic ns it is kept until.
+    pub until: i64,
+}
+
 /// Why a job is suspended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum SuspendedBy {
@@ -296,6 +314,10 @@ pub struct Cluster {
     /// Finished jobs by id, and their ids oldest first (for forgetting).
     pub(super) done: HashMap<u64, JobInfo>,
     pub(super) done_order: VecDeque<u64>,
+    /// Finished batch jobs that may still be requeued, by id, and their
+    /// ids in the order they are let go ([`KEEP_FINISHED_NS`]).
+    pub(super) kept: HashMap<u64, Kept>,
+    pub(super) kept_order: VecDeque<(i64, u64)>,
     pub(super) next_id: u64,
     pub(super) agents: HashMap<AgentId, Agent>,
     pub(super) counters: Counters,
@@ -451,6 +473,8 @@ impl Cluster {
             active: Arc::new(Vec::new()),
             done: HashMap::new(),
             done_order: VecDeque::new(),
+            kept: HashMap::new(),
+            kept_order: VecDeque::new(),
             next_id: 1,
             agents: HashMap::new(),
             counters: Counters::default(),

@@ -1209,7 +1209,7 @@ fn a_requeued_job_ends_then_waits_as_on_slurm_and_runs_again() {
             None,
             Some("Requested operation is presently disabled"),
             Some("Job is pending execution"),
-            Some("no active job 99"),
+            Some("Invalid job id specified"),
         ]
     );
     // Its process is ended (TERM, then KILL), told why: until it is gone,
@@ -1239,6 +1239,89 @@ fn a_requeued_job_ends_then_waits_as_on_slurm_and_runs_again() {
     pass_at(&mut c, &mut out, at(125));
     assert_eq!(c.jobs[&id].state, JobState::Running);
     assert_eq!(c.jobs_info(&[id])[0].restarts, 1);
+}
+
+/// A batch job over may be requeued while its spec is kept, as Slurm
+/// requeues finished batch jobs: under its id, its restarts counted,
+/// eligible 121 s later; not a job that sleeps, nor one that refuses.
+#[test]
+fn a_finished_batch_job_is_requeued_while_kept_and_runs_again() {
+    let mut c = cluster();
+    let mut out = Recorder::default();
+    let batch = |requeue| JobSpec {
+        program: Some(Box::new(formats::wire::Program {
+            script: "#!/bin/sh\nexit 3\n".into(),
+            workdir: "/".into(),
+            env: Vec::new(),
+            stdout: String::new(),
+            stderr: String::new(),
+            user: "u".into(),
+            signal: None,
+            ntasks: 1,
+            cpus_per_task: 1,
+            comment: String::new(),
+            args: Vec::new(),
+            mem_limit_mb: 0,
+        })),
+        requeue,
+        ..spec(2)
+    };
+    let ids = c
+        .submit(
+            vec![batch(None), batch(Some(false)), spec(2), batch(None)],
+            0,
+            at(0),
+            &mut out,
+        )
+        .unwrap();
+    pass(&mut c, &mut out);
+    for &id in &ids {
+        c.job_ended(7, id, Exit::Code(3), at(2), &mut out);
+    }
+    let outcome = c.requeue(&ids[..3], false, at(3), &mut out);
+    let errors: Vec<_> = outcome.iter().map(|o| o.error.as_deref()).collect();
+    assert_eq!(
+        errors,
+        [
+            None,
+            Some("Requested operation is presently disabled"),
+            Some("Only batch jobs are accepted or processed"),
+        ]
+    );
+    let id = ids[0];
+    let j = &c.jobs[&id];
+    assert_eq!(
+        (j.state, j.reason.as_str(), j.restarts, j.submit_ns),
+        (JobState::Pending, "BeginTime", 1, 5)
+    );
+    assert!(!c.done.contains_key(&id));
+    assert_eq!(c.queue(true).iter().filter(|j| j.id == id).count(), 1);
+    for r in restarts(&c, &out.1) {
+        assert_eq!(picture(&r), picture(&c));
+    }
+    c.release_due(at(3 + 120), &mut out);
+    assert!(!queued(&c).contains(&id));
+    c.release_due(at(3 + 121), &mut out);
+    assert!(queued(&c).contains(&id));
+    pass_at(&mut c, &mut out, at(125));
+    assert_eq!(c.jobs[&id].state, JobState::Running);
+    // Over again, it may be requeued again.
+    c.job_ended(7, id, Exit::Code(0), at(126), &mut out);
+    assert_eq!(c.requeue(&[id], true, at(127), &mut out)[0].error, None);
+    assert_eq!(c.jobs[&id].reason, "JobHeldUser");
+    assert_eq!(c.jobs[&id].restarts, 2);
+    // 300 s after its end, a finished job's spec is let go.
+    c.submit(vec![batch(None)], 0, at(400), &mut out).unwrap();
+    pass_at(&mut c, &mut out, at(401));
+    c.job_ended(7, ids[3] + 1, Exit::Code(0), at(402), &mut out);
+    let late = c.requeue(&[ids[3]], false, at(403), &mut out);
+    assert!(
+        late[0]
+            .error
+            .as_deref()
+            .is_some_and(|e| e.contains("no longer kept")),
+        "{late:?}"
+    );
 }
 
 #[test]
