@@ -678,9 +678,17 @@ async fn launch(
     } else {
         crate::spawn::Priority::Now
     };
-    ctx.launcher
-        .spawn(&ctx.sigsleep, &args, &env, priority)
-        .await
+    // A batch script's environment is the one its submission carries,
+    // as Slurm's --export says: nothing of the agent's own.
+    if s.program.is_some() {
+        ctx.launcher
+            .spawn_alone(&ctx.sigsleep, &args, &env, priority)
+            .await
+    } else {
+        ctx.launcher
+            .spawn(&ctx.sigsleep, &args, &env, priority)
+            .await
+    }
 }
 
 /// sigsleep's flags for running program `p` as job `id`: its directory,

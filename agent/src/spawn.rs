@@ -82,8 +82,9 @@ impl Queues {
 struct Request {
     argv: Vec<CString>,
     /// `NAME=VALUE` entries the job gets besides the agent's environment
-    /// (replacing any of the same name).
+    /// (replacing any of the same name), or instead of it (`alone`).
     env: Vec<CString>,
+    alone: bool,
     reply: oneshot::Sender<io::Result<Spawned>>,
 }
 
@@ -142,6 +143,30 @@ impl Launcher {
         env: &[(String, String)],
         priority: Priority,
     ) -> io::Result<Spawned> {
+        self.request(program, args, env, false, priority).await
+    }
+
+    /// As [`Launcher::spawn`], with `env` its whole environment: a batch
+    /// script's, which its submission carries whole (as Slurm's `--export`
+    /// says), and which must hold nothing of the agent's own.
+    pub async fn spawn_alone(
+        &self,
+        program: &Path,
+        args: &[String],
+        env: &[(String, String)],
+        priority: Priority,
+    ) -> io::Result<Spawned> {
+        self.request(program, args, env, true, priority).await
+    }
+
+    async fn request(
+        &self,
+        program: &Path,
+        args: &[String],
+        env: &[(String, String)],
+        alone: bool,
+        priority: Priority,
+    ) -> io::Result<Spawned> {
         let mut argv = Vec::with_capacity(args.len() + 1);
         argv.push(cstring(program.as_os_str().as_bytes())?);
         for a in args {
@@ -152,7 +177,15 @@ impl Launcher {
             .map(|(k, v)| cstring(format!("{k}={v}").as_bytes()))
             .collect::<io::Result<Vec<_>>>()?;
         let (reply, answer) = oneshot::channel();
-        self.requests.push(Request { argv, env, reply }, priority);
+        self.requests.push(
+            Request {
+                argv,
+                env,
+                alone,
+                reply,
+            },
+            priority,
+        );
         answer
             .await
             .map_err(|_| io::Error::other("the spawner thread is gone"))?
@@ -231,7 +264,9 @@ fn spawner(requests: &Queues, shared: &Shared) -> ! {
                 // the pid up.
                 // Most jobs add nothing: the agent's environment as it is.
                 let with_extra;
-                let envp = if req.env.is_empty() {
+                let envp = if req.alone {
+                    &req.env
+                } else if req.env.is_empty() {
                     &env
                 } else {
                     with_extra = job_env(&env, &req.env);
@@ -371,6 +406,20 @@ mod tests {
             Exit::Code(1),
             "others' jobs get none"
         );
+        // Alone: its variables and nothing of the agent's (no HOME).
+        let alone = l
+            .spawn_alone(
+                Path::new("/bin/sh"),
+                &[
+                    "-c".into(),
+                    r#"[ -z "$HOME$CARGO_MANIFEST_DIR" ] && [ "$A" = 1 ] && exit 6"#.into(),
+                ],
+                &[("A".to_string(), "1".to_string())],
+                Priority::Now,
+            )
+            .await
+            .unwrap();
+        assert_eq!(alone.exit.await.unwrap(), Exit::Code(6));
     }
 
     #[test]
@@ -379,6 +428,7 @@ mod tests {
         let req = |name: &str| Request {
             argv: vec![cstring(name.as_bytes()).unwrap()],
             env: Vec::new(),
+            alone: false,
             reply: oneshot::channel().0,
         };
         q.push(req("ahead-1"), Priority::Ahead);

@@ -23,6 +23,7 @@
 //! an option asks for something clemu cannot do yet, the command says so
 //! and fails rather than pretend.
 
+pub mod argv;
 pub mod cluster;
 pub mod format;
 pub mod sacct;
@@ -45,19 +46,31 @@ pub fn main_of(mut argv: Vec<String>) -> ExitCode {
         .map(|a| a.rsplit('/').next().unwrap_or(a).to_string())
         .unwrap_or_default();
     let name = if name == "clemu-slurm" || name.starts_with("slurm-") {
-        if argv.len() < 2 {
+        if argv.len() < 2 || matches!(argv[1].as_str(), "-h" | "--help") {
             eprintln!(
                 "usage: clemu-slurm up [--nodes N --cpus C ...] | down | COMMAND ARGS \
                  (COMMAND: {})",
                 up::COMMANDS.join(", ")
             );
-            return ExitCode::from(2);
+            return ExitCode::from(if argv.len() < 2 { 2 } else { 0 });
         }
         argv.remove(0);
         argv[0].clone()
     } else {
         name
     };
+    // As Slurm's commands: `--version`, `-V` (and `scontrol version`)
+    // say the release they answer as, which tools read to know what
+    // output to expect.
+    let version = match argv.get(1).map(String::as_str) {
+        Some("--version" | "-V") => true,
+        Some("version") => name == "scontrol",
+        _ => false,
+    };
+    if version && up::COMMANDS.contains(&name.as_str()) {
+        println!("slurm {}", text::RELEASE);
+        return ExitCode::SUCCESS;
+    }
     let sync = |r: anyhow::Result<u8>| match r {
         Ok(c) => ExitCode::from(c),
         Err(e) => {

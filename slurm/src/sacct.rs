@@ -737,7 +737,7 @@ fn json(rows: &[Row<'_>], c: &Ctx<'_>) -> serde_json::Value {
             })
         })
         .collect();
-    json!({"meta": {"Slurm": {"release": "22.05.8"}}, "errors": [], "jobs": jobs})
+    json!({"meta": {"Slurm": {"release": text::RELEASE}}, "errors": [], "jobs": jobs})
 }
 
 #[cfg(test)]

@@ -78,8 +78,9 @@ pub struct Args {
     constraint: Option<String>,
     #[arg(long)]
     exclusive: bool,
-    /// The script and its arguments.
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+    /// The script and its arguments ([`crate::argv`] finds where they
+    /// begin).
+    #[arg(trailing_var_arg = true)]
     script: Vec<String>,
 }
 
@@ -135,7 +136,15 @@ impl Resources {
 /// What `#SBATCH` lines say: the words after each, up to the first line
 /// that is neither a comment nor blank, as Slurm reads them.
 pub fn directives(script: &str) -> Result<Vec<String>> {
-    let mut words = Vec::new();
+    Ok(directive_lines(script)?
+        .into_iter()
+        .flat_map(|(_, words)| words)
+        .collect())
+}
+
+/// The `#SBATCH` lines' words, line by line, with each line's number.
+fn directive_lines(script: &str) -> Result<Vec<(usize, Vec<String>)>> {
+    let mut lines = Vec::new();
     for (n, line) in script.lines().enumerate().skip(1) {
         let l = line.trim();
         if l.is_empty() {
@@ -149,9 +158,13 @@ pub fn directives(script: &str) -> Result<Vec<String>> {
         };
         let split = shlex::split(rest)
             .ok_or_else(|| anyhow!("script line {}: unbalanced quotes: {line}", n + 1))?;
-        words.extend(split.into_iter().take_while(|w| !w.starts_with('#')));
+        let words: Vec<String> = split
+            .into_iter()
+            .take_while(|w| !w.starts_with('#'))
+            .collect();
+        lines.push((n + 1, words));
     }
-    Ok(words)
+    Ok(lines)
 }
 
 /// The script `--wrap` makes of a command, as sbatch writes it.
@@ -161,7 +174,7 @@ pub fn wrapped(command: &str) -> String {
 
 /// `sbatch ARGS`: prints what Slurm prints and returns the exit status.
 pub async fn main(argv: Vec<String>) -> Result<u8> {
-    let first = crate::cluster::parse::<Args>(&argv)?;
+    let first = crate::argv::parse::<Args>(&argv)?;
     let script = match (&first.wrap, first.script.first()) {
         (Some(w), None) => wrapped(w),
         (Some(_), Some(_)) => bail!("script arguments not permitted with --wrap option"),
@@ -249,9 +262,20 @@ async fn wait_over(c: &mut Cluster, id: u64) -> Result<u8> {
 /// win.
 pub fn with_directives(argv: &[String], script: &str) -> Result<Args> {
     let mut all = vec![argv[0].clone()];
-    all.extend(directives(script)?);
+    for (n, words) in directive_lines(script)? {
+        // Each line alone, so that one Slurm option clemu does not take
+        // is refused with its line, and never eats the words after it.
+        let mut line = vec![argv[0].clone()];
+        line.extend(words.iter().cloned());
+        let alone =
+            crate::argv::parse::<Args>(&line).map_err(|e| anyhow!("script line {n}: {e}"))?;
+        if let Some(w) = alone.script.first() {
+            bail!("script line {n}: {w:?} is not an option");
+        }
+        all.extend(words);
+    }
     all.extend(argv[1..].iter().cloned());
-    crate::cluster::parse::<Args>(&all)
+    crate::argv::parse::<Args>(&all)
 }
 
 /// The job `args` ask for, running `script`, submitted, with what sbatch
@@ -521,6 +545,9 @@ fn spec(args: &Args, script: String, resolve: Resolve<'_>) -> Result<JobSpec> {
         }
         None => None,
     };
+    if let Some(a) = &array {
+        env.extend(array_env(a));
+    }
     let here = std::env::current_dir().context("the current directory")?;
     let workdir = match &args.res.chdir {
         Some(d) if d.starts_with('/') => d.clone(),
@@ -584,14 +611,49 @@ fn spec(args: &Args, script: String, resolve: Resolve<'_>) -> Result<JobSpec> {
     })
 }
 
+/// What every task of array `a` is told of it, as Slurm tells it: how
+/// many tasks, the lowest and highest index, and the step between
+/// indices (1 unless they are evenly spaced).
+fn array_env(a: &ArraySpec) -> Vec<(String, String)> {
+    let (min, max) = (
+        a.indices.iter().min().copied().unwrap_or(0),
+        a.indices.iter().max().copied().unwrap_or(0),
+    );
+    let mut sorted = a.indices.clone();
+    sorted.sort_unstable();
+    let gaps: Vec<u32> = sorted.windows(2).map(|w| w[1] - w[0]).collect();
+    let step = match gaps.first() {
+        Some(&g) if gaps.iter().all(|&x| x == g) => g,
+        _ => 1,
+    };
+    [
+        ("SLURM_ARRAY_TASK_COUNT", a.indices.len() as u32),
+        ("SLURM_ARRAY_TASK_MIN", min),
+        ("SLURM_ARRAY_TASK_MAX", max),
+        ("SLURM_ARRAY_TASK_STEP", step),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect()
+}
+
 /// The environment `--export` passes: everything (`ALL`, the default),
-/// nothing (`NONE`), or the variables named, with values given (`A=1`)
-/// or taken from here; `ALL,A=1` adds to everything.
+/// or (`NONE`, or only variables named) a login's environment with the
+/// variables named, with values given (`A=1`) or taken from here;
+/// `ALL,A=1` adds to everything. This is the job's whole environment
+/// before Slurm's variables: the agent adds none of its own.
 fn exported(export: Option<&str>) -> Vec<(String, String)> {
     let mut env: Vec<(String, String)> = Vec::new();
     let items: Vec<&str> = export.unwrap_or("ALL").split(',').collect();
     if items.iter().any(|i| i.eq_ignore_ascii_case("ALL")) {
         env.extend(std::env::vars());
+    } else {
+        env.extend(login_env());
+        // As Slurm's sbatch says it, without `ALL`.
+        env.push(("SLURM_GET_USER_ENV".into(), "1".into()));
+    }
+    if let Some(e) = export {
+        env.push(("SLURM_EXPORT_ENV".into(), e.to_string()));
     }
     for item in items {
         if item.eq_ignore_ascii_case("ALL") || item.eq_ignore_ascii_case("NONE") || item.is_empty()
@@ -611,12 +673,55 @@ fn exported(export: Option<&str>) -> Vec<(String, String)> {
     env
 }
 
+/// What a job gets without the submitter's environment, as Slurm gives
+/// it the user's login environment (`--get-user-env`): who the user is,
+/// their home and shell, and a plain `PATH` with this cluster's commands
+/// first (and `CLEMU_CONF`), so that its `srun` is clemu's.
+fn login_env() -> Vec<(String, String)> {
+    let mut env = Vec::new();
+    let user = nix::unistd::User::from_uid(nix::unistd::getuid())
+        .ok()
+        .flatten();
+    if let Some(u) = &user {
+        env.push(("HOME".into(), u.dir.display().to_string()));
+        env.push(("USER".into(), u.name.clone()));
+        env.push(("LOGNAME".into(), u.name.clone()));
+        env.push(("SHELL".into(), u.shell.display().to_string()));
+    }
+    let mut path = String::new();
+    if let Some(conf) = std::env::var_os(crate::cluster::CONF_VAR) {
+        let conf = std::path::PathBuf::from(conf);
+        if let Some(dir) = conf.parent() {
+            path = format!("{}:", dir.join("bin").display());
+        }
+        env.push((crate::cluster::CONF_VAR.into(), conf.display().to_string()));
+    }
+    path.push_str("/usr/local/bin:/usr/bin:/bin");
+    env.push(("PATH".into(), path));
+    env
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn no_tasks(id: u64, i: Option<u32>) -> Vec<u64> {
         i.map_or(vec![id], |_| Vec::new())
+    }
+
+    #[test]
+    fn an_arrays_tasks_are_told_its_count_bounds_and_step_as_on_slurm() {
+        let told = |spec: &str| -> Vec<String> {
+            array_env(&ArraySpec::parse(spec).unwrap())
+                .into_iter()
+                .map(|(_, v)| v)
+                .collect()
+        };
+        // Measured on Slurm 22.05: COUNT, MIN, MAX, STEP.
+        assert_eq!(told("1,3,5-7"), ["5", "1", "7", "1"]);
+        assert_eq!(told("0-15:4"), ["4", "0", "12", "4"]);
+        assert_eq!(told("2-4%1"), ["3", "2", "4", "1"]);
+        assert_eq!(told("5"), ["1", "5", "5", "1"]);
     }
 
     #[test]
@@ -734,12 +839,29 @@ mod tests {
     }
 
     #[test]
-    fn export_none_passes_nothing_and_names_pass_their_values() {
-        assert!(exported(Some("NONE")).is_empty());
-        assert_eq!(
-            exported(Some("NONE,A=1")),
-            [("A".to_string(), "1".to_string())]
+    fn export_none_passes_a_logins_environment_and_names_pass_their_values() {
+        let none = exported(Some("NONE"));
+        let names: Vec<&str> = none.iter().map(|(k, _)| k.as_str()).collect();
+        assert!(
+            names.contains(&"HOME") && names.contains(&"PATH"),
+            "{names:?}"
         );
+        assert!(none.contains(&("SLURM_EXPORT_ENV".into(), "NONE".into())));
+        // Nothing of the submitter's own beyond a login's.
+        let login = [
+            "HOME",
+            "USER",
+            "LOGNAME",
+            "SHELL",
+            "PATH",
+            "CLEMU_CONF",
+            "SLURM_GET_USER_ENV",
+            "SLURM_EXPORT_ENV",
+        ];
+        assert!(names.iter().all(|n| login.contains(n)), "{names:?}");
+        let named = exported(Some("NONE,A=1"));
+        assert!(named.contains(&("A".to_string(), "1".to_string())));
+        assert_eq!(named.len(), none.len() + 1);
         assert!(exported(None).iter().any(|(k, _)| k == "PATH"));
     }
 }

@@ -136,8 +136,10 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
     }
 }
 
-/// `scontrol update JobId=N TimeLimit=T`: a pending job's limit (keys in
-/// any case; `UNLIMITED` for none).
+/// `scontrol update JobId=N TimeLimit=T`: a job's limit (keys in any
+/// case; `UNLIMITED` for none; `+T` and `-T` add to and take from the
+/// limit it has, as on Slurm). `JobId` may name an array (every task of
+/// it) or one task (`12_3`).
 async fn update(words: &[String]) -> Result<u8> {
     if words.iter().any(|w| {
         w.split_once('=')
@@ -145,42 +147,71 @@ async fn update(words: &[String]) -> Result<u8> {
     }) {
         return update_nodes(words).await;
     }
-    let (mut id, mut limit) = (None, None);
+    let (mut named, mut limit) = (None, None);
     for w in words {
         let Some((k, v)) = w.split_once('=') else {
             bail!("Invalid input: {w}");
         };
         match k.to_ascii_lowercase().as_str() {
-            "jobid" => {
-                id = Some(
-                    v.parse::<u64>()
-                        .map_err(|_| anyhow::anyhow!("Invalid job id {v}"))?,
-                )
-            }
+            "jobid" => named = Some(v.to_string()),
             "timelimit" => {
-                limit = Some(
-                    text::parse_time_limit(v)
-                        .and_then(|s| s.checked_mul(1_000_000_000))
-                        .ok_or_else(|| anyhow::anyhow!("Invalid TimeLimit value: {v}"))?,
-                )
+                let (sign, t) = match v.strip_prefix('+') {
+                    Some(t) => (1, t),
+                    None => v.strip_prefix('-').map_or((0, v), |t| (-1, t)),
+                };
+                let secs = text::parse_time_limit(t)
+                    .filter(|&s| sign == 0 || s > 0)
+                    .ok_or_else(|| anyhow::anyhow!("Invalid TimeLimit value: {v}"))?;
+                limit = Some((sign, secs));
             }
             other => bail!("scontrol update {other}= is not supported by clemu yet (TimeLimit is)"),
         }
     }
-    let (Some(id), Some(walltime_ns)) = (id, limit) else {
+    let (Some(named), Some((sign, secs))) = (named, limit) else {
         bail!("scontrol update needs JobId=N and TimeLimit=T");
     };
     let mut c = Cluster::open().await?;
-    match c.call(&Request::SetLimit { id, walltime_ns }).await? {
-        Response::Jobs(outcomes) => match outcomes.into_iter().find_map(|o| o.error) {
-            Some(e) => {
-                eprintln!("slurm_update error: {e}");
-                Ok(1)
+    let ids = job_ids(&mut c, std::slice::from_ref(&named), None)
+        .await
+        .map_err(|_| anyhow::anyhow!("Invalid job id {named}"))?;
+    let jobs = c.by_ids(ids.iter().map(|&(id, _)| id).collect()).await?;
+    let mut failed = false;
+    for j in &jobs {
+        let now_s = j.walltime_ns / 1_000_000_000;
+        let new_s = match (sign, j.walltime_ns) {
+            (0, _) => secs,
+            // Unlimited stays so, more or less.
+            (_, 0) => 0,
+            (1, _) => now_s.saturating_add(secs),
+            _ if secs >= now_s => {
+                eprintln!(
+                    "scontrol: error: TimeLimit decrement larger than current time limit ({} > {})",
+                    secs.div_ceil(60),
+                    now_s.div_ceil(60)
+                );
+                failed = true;
+                continue;
             }
-            None => Ok(0),
-        },
-        other => bail!("unexpected answer: {other:?}"),
+            _ => now_s - secs,
+        };
+        let walltime_ns = new_s.saturating_mul(1_000_000_000);
+        match c
+            .call(&Request::SetLimit {
+                id: j.id,
+                walltime_ns,
+            })
+            .await?
+        {
+            Response::Jobs(outcomes) => {
+                if let Some(e) = outcomes.into_iter().find_map(|o| o.error) {
+                    eprintln!("slurm_update error: {e}");
+                    failed = true;
+                }
+            }
+            other => bail!("unexpected answer: {other:?}"),
+        }
     }
+    Ok(u8::from(failed))
 }
 
 /// A node state `scontrol update` takes, as it reads one: at least three
@@ -714,7 +745,7 @@ async fn show_config() -> Result<u8> {
             "SLURM_CONF",
             crate::cluster::conf_path()?.display().to_string(),
         ),
-        ("SLURM_VERSION", "22.05.8".into()),
+        ("SLURM_VERSION", text::RELEASE.into()),
         ("SlurmctldHost[0]", cfg.client_address(None)),
     ];
     let mut out = format!("Configuration data as of {}\n", text::date(text::now_s()));

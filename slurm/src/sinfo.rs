@@ -350,7 +350,7 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
             .collect();
         println!(
             "{}",
-            serde_json::json!({"meta": {"Slurm": {"release": "22.05.8"}}, "errors": [], "nodes": list})
+            serde_json::json!({"meta": {"Slurm": {"release": crate::text::RELEASE}}, "errors": [], "nodes": list})
         );
         return Ok(0);
     }

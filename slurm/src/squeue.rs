@@ -529,7 +529,7 @@ fn json(lines: &[Line<'_>], c: &Ctx<'_>) -> serde_json::Value {
         })
         .collect();
     json!({"meta": {"plugin": {"type": "openapi/v0.0.38", "name": "Slurm OpenAPI v0.0.38"},
-        "Slurm": {"version": {"major": 22, "micro": 8, "minor": 5}, "release": "22.05.8"}},
+        "Slurm": {"version": {"major": 22, "micro": 8, "minor": 5}, "release": text::RELEASE}},
         "errors": [], "jobs": jobs})
 }
 

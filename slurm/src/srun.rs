@@ -54,8 +54,9 @@ pub struct Args {
     cpu_bind: Option<String>,
     #[arg(short = 'l', long)]
     label: bool,
-    /// The command and its arguments.
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
+    /// The command and its arguments ([`crate::argv`] finds where they
+    /// begin).
+    #[arg(trailing_var_arg = true, required = true)]
     command: Vec<String>,
 }
 
@@ -63,7 +64,7 @@ pub struct Args {
 pub const JOB_DIR_VAR: &str = "CLEMU_JOB_DIR";
 
 pub fn main(argv: &[String]) -> Result<u8> {
-    let args: Args = crate::cluster::parse(argv)?;
+    let args: Args = crate::argv::parse(argv)?;
     let Ok(job) = std::env::var("SLURM_JOB_ID") else {
         return allocation::run(args);
     };

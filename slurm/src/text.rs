@@ -6,6 +6,10 @@
 use formats::wire::{JobInfo, JobState};
 
 /// Seconds since the epoch, now.
+/// The Slurm release whose commands these are, byte for byte where
+/// clemu has the same facts: what `--version` and the JSON outputs say.
+pub const RELEASE: &str = "22.05.8";
+
 pub fn now_s() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -45,11 +49,11 @@ pub fn long_duration(s: i64) -> String {
 }
 
 /// A time limit as squeue prints it (`UNLIMITED`, else as
-/// [`short_duration`], rounded to minutes as Slurm keeps limits).
+/// [`short_duration`]).
 pub fn squeue_limit(walltime_ns: u64) -> String {
     match walltime_ns {
         0 => "UNLIMITED".into(),
-        ns => short_duration(limit_minutes(ns) * 60),
+        ns => short_duration(limit_seconds(ns)),
     }
 }
 
@@ -58,8 +62,15 @@ pub fn squeue_limit(walltime_ns: u64) -> String {
 pub fn long_limit(walltime_ns: u64) -> String {
     match walltime_ns {
         0 => "UNLIMITED".into(),
-        ns => long_duration(limit_minutes(ns) * 60),
+        ns => long_duration(limit_seconds(ns)),
     }
+}
+
+/// A limit in seconds as shown: whole seconds, rounded up. Slurm keeps
+/// limits in whole minutes, and so shows them; clemu keeps one given
+/// with seconds (`-t 0:30`) to the second, and shows it as it holds it.
+fn limit_seconds(walltime_ns: u64) -> i64 {
+    walltime_ns.div_ceil(1_000_000_000) as i64
 }
 
 /// Slurm keeps time limits in whole minutes, rounded up.
@@ -524,8 +535,9 @@ mod tests {
         assert_eq!(squeue_limit(0), "UNLIMITED");
         assert_eq!(squeue_limit(300_000_000_000), "5:00");
         assert_eq!(long_limit(300_000_000_000), "00:05:00");
-        // Limits are whole minutes, rounded up.
-        assert_eq!(long_limit(61_000_000_000), "00:02:00");
+        // A limit given with seconds shows them (Slurm's are minutes).
+        assert_eq!(long_limit(61_000_000_000), "00:01:01");
+        assert_eq!(squeue_limit(4_000_000_000), "0:04");
     }
 
     #[test]

@@ -912,6 +912,8 @@ fn a_running_jobs_time_limit_changes_as_on_slurm() {
     let id = id.trim();
     wait_shows(|| c.ok(w, "squeue", &["-h", "-j", id, "-o", "%t"]), "R\n");
     let running = Instant::now();
+    // A limit given with seconds holds to the second, and shows so.
+    assert_eq!(c.ok(w, "squeue", &["-h", "-j", id, "-o", "%l"]), "0:04\n");
     // Raised: squeue shows it, and the job outlives its first limit.
     c.ok(
         w,
@@ -919,6 +921,35 @@ fn a_running_jobs_time_limit_changes_as_on_slurm() {
         &["update", &format!("JobId={id}"), "TimeLimit=10"],
     );
     assert_eq!(c.ok(w, "squeue", &["-h", "-j", id, "-o", "%l"]), "10:00\n");
+    // Added to and taken from, as on Slurm; not below nothing.
+    c.ok(
+        w,
+        "scontrol",
+        &["update", &format!("JobId={id}"), "TimeLimit=+5"],
+    );
+    assert_eq!(c.ok(w, "squeue", &["-h", "-j", id, "-o", "%l"]), "15:00\n");
+    c.ok(
+        w,
+        "scontrol",
+        &["update", &format!("JobId={id}"), "TimeLimit=-0:30"],
+    );
+    assert_eq!(c.ok(w, "squeue", &["-h", "-j", id, "-o", "%l"]), "14:30\n");
+    let out = c.run(
+        w,
+        "scontrol",
+        &["update", &format!("JobId={id}"), "TimeLimit=-40"],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "scontrol: error: TimeLimit decrement larger than current time limit (40 > 15)\n"
+    );
+    c.ok(
+        w,
+        "scontrol",
+        &["update", &format!("JobId={id}"), "TimeLimit=10"],
+    );
     std::thread::sleep(Duration::from_secs(5).saturating_sub(running.elapsed()));
     assert_eq!(c.ok(w, "squeue", &["-h", "-j", id, "-o", "%t"]), "R\n");
     // Lowered below what it ran: ended at once, timed out, nothing left.
@@ -939,6 +970,37 @@ fn a_running_jobs_time_limit_changes_as_on_slurm() {
         None,
     );
     assert_eq!(out.status.code(), Some(1));
+    // An array's every task, or one of them.
+    let array = c.ok(
+        w,
+        "sbatch",
+        &[
+            "--parsable",
+            "-H",
+            "-a",
+            "1-3",
+            "-t",
+            "10",
+            "--wrap",
+            "true",
+        ],
+    );
+    let array = array.trim();
+    c.ok(
+        w,
+        "scontrol",
+        &["update", &format!("JobId={array}"), "TimeLimit=3"],
+    );
+    c.ok(
+        w,
+        "scontrol",
+        &["update", &format!("JobId={array}_2"), "TimeLimit=4"],
+    );
+    assert_eq!(
+        c.ok(w, "squeue", &["-h", "-r", "-j", array, "-o", "%i %l"]),
+        format!("{array}_1 3:00\n{array}_2 4:00\n{array}_3 3:00\n")
+    );
+    c.ok(w, "scancel", &[array]);
 }
 
 #[test]
@@ -1137,8 +1199,9 @@ fn an_administrator_drains_downs_and_resumes_nodes() {
     assert!(nodes().contains("node2 down broken"), "{}", nodes());
     assert_eq!(c.ok(w, "squeue", &["-h", "-t", "R"]), "");
     // Its job goes back to the queue (the partition requeues on a lost
-    // node): both wait.
-    assert_eq!(c.ok(w, "squeue", &["-h", "-o", "%t"]), "PD\nPD\n");
+    // node) once its end is in (its processes may be gone a moment
+    // before): both wait.
+    wait_shows(|| c.ok(w, "squeue", &["-h", "-o", "%t"]), "PD\nPD\n");
     // Both nodes back: both jobs run, one per node.
     assert!(update(&["NodeName=node[1-2]", "State=RESUME"])
         .status

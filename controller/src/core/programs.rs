@@ -163,6 +163,9 @@ fn slurm_env(program: &Program, s: &Started<'_>) -> Vec<(String, String)> {
         ("SLURM_JOB_USER", program.user.clone()),
         ("SLURMD_NODENAME", s.first.to_string()),
         ("SLURM_NODEID", "0".to_string()),
+        ("SLURM_CLUSTER_NAME", "clemu".to_string()),
+        ("ENVIRONMENT", "BATCH".to_string()),
+        ("HOSTNAME", s.first.to_string()),
         ("SLURM_PROCID", "0".to_string()),
         ("SLURM_LOCALID", "0".to_string()),
     ];

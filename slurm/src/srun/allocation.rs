@@ -389,10 +389,10 @@ impl Tail {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::Parser;
 
     fn args(words: &[&str]) -> super::super::Args {
-        super::super::Args::try_parse_from(words).unwrap()
+        let words: Vec<String> = words.iter().map(|w| w.to_string()).collect();
+        crate::argv::parse(&words).unwrap()
     }
 
     #[test]

@@ -1,0 +1,238 @@
+//! A command line cut where Slurm's own parsing (getopt, stopping at the
+//! first word that is not an option) cuts it: options first, then the
+//! script or command and its arguments, which are never read as options.
+//!
+//! clap could find that word itself only by taking any word it does not
+//! know as the start of the command: then `-n2` (a value joined to its
+//! short option) and a mistyped option became the command. Here the
+//! options' own declarations say which take a value, so `-n2`, `-n 2`,
+//! `--ntasks=2` and `--ntasks 2` all read as Slurm reads them, and an
+//! option clemu does not know is clap's error, not a command.
+
+use anyhow::Result;
+use clap::{Arg, CommandFactory, Parser};
+
+/// Parses `argv` (its first word the program's name) as `A`, whose
+/// positional argument, last, takes the words from the first one that is
+/// neither an option nor an option's value on.
+pub fn parse<A: Parser + CommandFactory>(argv: &[String]) -> Result<A> {
+    let mut cmd = A::command();
+    // Built, its arguments know how many values each takes.
+    cmd.build();
+    let (options, rest) = split(&cmd, argv);
+    let mut all = options;
+    if !rest.is_empty() {
+        all.push("--".into());
+        all.extend(rest);
+    }
+    crate::cluster::parse::<A>(&all).map_err(|e| match slurms_own(&e.to_string()) {
+        Some(option) => {
+            anyhow::anyhow!("{option} is an option of Slurm's that clemu does not take yet")
+        }
+        None => e,
+    })
+}
+
+/// Options of Slurm's sbatch and srun that clemu does not take: named as
+/// such, not as unknown (which they are not).
+const SLURMS_OWN: &[&str] = &[
+    "-B",
+    "-i",
+    "-K",
+    "-L",
+    "-m",
+    "-O",
+    "-r",
+    "-v",
+    "-w",
+    "-x",
+    "--cores-per-socket",
+    "--cpus-per-gpu",
+    "--deadline",
+    "--distribution",
+    "--exact",
+    "--exclude",
+    "--exclusive",
+    "--get-user-env",
+    "--gid",
+    "--gpus-per-task",
+    "--hint",
+    "--input",
+    "--kill-on-bad-exit",
+    "--licenses",
+    "--mem-per-gpu",
+    "--multi-prog",
+    "--nice",
+    "--nodelist",
+    "--ntasks-per-core",
+    "--ntasks-per-socket",
+    "--open-mode",
+    "--overcommit",
+    "--overlap",
+    "--priority",
+    "--propagate",
+    "--reboot",
+    "--relative",
+    "--reservation",
+    "--sockets-per-node",
+    "--spread-job",
+    "--switches",
+    "--test-only",
+    "--threads-per-core",
+    "--time-min",
+    "--tmp",
+    "--uid",
+    "--use-min-nodes",
+    "--verbose",
+    "--wckey",
+];
+
+/// The option clap's error calls unexpected, if it is one of Slurm's.
+fn slurms_own(error: &str) -> Option<&'static str> {
+    let word = error
+        .strip_prefix("unexpected argument '")?
+        .split('\'')
+        .next()?;
+    let name = word.split('=').next()?;
+    let short = name.len() > 2 && !name.starts_with("--");
+    let name = if short { &name[..2] } else { name };
+    SLURMS_OWN.iter().copied().find(|o| *o == name)
+}
+
+/// `argv` as (its name and options, the words after them).
+fn split(cmd: &clap::Command, argv: &[String]) -> (Vec<String>, Vec<String>) {
+    let mut options: Vec<String> = argv.iter().take(1).cloned().collect();
+    let mut words = argv.iter().skip(1);
+    while let Some(w) = words.next() {
+        if w == "--" {
+            return (options, words.cloned().collect());
+        }
+        let takes_next = if let Some(long) = w.strip_prefix("--") {
+            !long.contains('=') && long_arg(cmd, long).is_some_and(needs_value)
+        } else if let Some(shorts) = w.strip_prefix('-').filter(|s| !s.is_empty()) {
+            short_takes_next(cmd, shorts)
+        } else {
+            // The script or command: it and all after it are its.
+            let mut rest = vec![w.clone()];
+            rest.extend(words.cloned());
+            return (options, rest);
+        };
+        options.push(w.clone());
+        if takes_next {
+            if let Some(v) = words.next() {
+                options.push(v.clone());
+            }
+        }
+    }
+    (options, Vec::new())
+}
+
+/// Whether the cluster of short options `shorts` (`lH`, `n2`, `n`) ends
+/// with one that takes its value from the next word: a short option
+/// taking a value takes the rest of its word if any is left.
+fn short_takes_next(cmd: &clap::Command, shorts: &str) -> bool {
+    let mut chars = shorts.chars();
+    while let Some(c) = chars.next() {
+        let Some(arg) = cmd.get_arguments().find(|a| a.get_short() == Some(c)) else {
+            // Unknown: clap says so.
+            return false;
+        };
+        if takes_value(arg) {
+            return chars.as_str().is_empty() && needs_value(arg);
+        }
+    }
+    false
+}
+
+/// The option `--name` names: exactly, or as the start of one long name
+/// alone (as the commands, all `infer_long_args`, take them; clap refuses
+/// it otherwise).
+fn long_arg<'a>(cmd: &'a clap::Command, name: &str) -> Option<&'a Arg> {
+    let longs = |a: &'a Arg| {
+        a.get_long()
+            .into_iter()
+            .chain(a.get_all_aliases().into_iter().flatten())
+    };
+    if let Some(a) = cmd.get_arguments().find(|a| longs(a).any(|l| l == name)) {
+        return Some(a);
+    }
+    let mut starting = cmd
+        .get_arguments()
+        .filter(|a| longs(a).any(|l| l.starts_with(name)));
+    match (starting.next(), starting.next()) {
+        (Some(a), None) => Some(a),
+        _ => None,
+    }
+}
+
+fn takes_value(arg: &Arg) -> bool {
+    arg.get_action().takes_values()
+}
+
+/// Takes a value that may be the next word (not one that is optional).
+fn needs_value(arg: &Arg) -> bool {
+    takes_value(arg) && arg.get_num_args().is_some_and(|n| n.min_values() > 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, Parser)]
+    #[command(name = "t", infer_long_args = true)]
+    struct T {
+        #[arg(short = 'n', long)]
+        ntasks: Option<u32>,
+        #[arg(short = 'l', long)]
+        label: bool,
+        #[arg(short = 'J', long = "job-name")]
+        job_name: Option<String>,
+        #[arg(trailing_var_arg = true)]
+        command: Vec<String>,
+    }
+
+    fn words(line: &str) -> Vec<String> {
+        line.split_whitespace().map(str::to_string).collect()
+    }
+
+    #[test]
+    fn options_stop_at_the_first_word_that_is_not_one() {
+        for line in [
+            "t -n2 -l echo -n 3",
+            "t -n 2 -l echo -n 3",
+            "t -ln2 echo -n 3",
+            "t --ntasks=2 --label echo -n 3",
+            "t --ntasks 2 --lab echo -n 3",
+            "t -n 2 -l -- echo -n 3",
+        ] {
+            let t: T = parse(&words(line)).unwrap();
+            assert_eq!(t.ntasks, Some(2), "{line}");
+            assert!(t.label, "{line}");
+            assert_eq!(t.command, words("echo -n 3"), "{line}");
+        }
+        let t: T = parse(&words("t -Jname -n 1 x")).unwrap();
+        assert_eq!(t.job_name.as_deref(), Some("name"));
+        let t: T = parse(&words("t -n 1")).unwrap();
+        assert!(t.command.is_empty());
+    }
+
+    #[test]
+    fn an_unknown_option_is_an_error_not_the_command() {
+        for line in ["t --frobnicate echo", "t -y echo"] {
+            let e = parse::<T>(&words(line)).unwrap_err().to_string();
+            assert!(e.contains("unexpected argument"), "{line}: {e}");
+        }
+        // One of Slurm's is named as such.
+        for (line, option) in [
+            ("t -n 2 --exclude=n1 echo", "--exclude"),
+            ("t -wnode1 echo", "-w"),
+        ] {
+            let e = parse::<T>(&words(line)).unwrap_err().to_string();
+            assert_eq!(
+                e,
+                format!("{option} is an option of Slurm's that clemu does not take yet"),
+                "{line}"
+            );
+        }
+    }
+}
