@@ -198,7 +198,11 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
     }
     let args = with_directives(&argv, &script)?;
     let mut c = Cluster::open().await?;
-    let s = match submit(&mut c, &args, script).await? {
+    // As Slurm's sbatch says a refusal (its reason is clemu's).
+    let s = match submit(&mut c, &args, script)
+        .await
+        .context("Batch job submission failed")?
+    {
         Ok(submitted) => submitted,
         Err(refusal) => {
             // Options that make no job: Slurm's sbatch exits 255 for them.

@@ -887,9 +887,43 @@ fn a_node_count_spreads_a_job_over_that_many_nodes() {
     let out = c.run(w, "sbatch", &["-N", "5", "--wrap", "true"], None);
     assert!(!out.status.success());
     let err = String::from_utf8(out.stderr).unwrap();
-    assert!(err.starts_with("sbatch: error: "), "{err}");
+    assert!(
+        err.starts_with("sbatch: error: Batch job submission failed: "),
+        "{err}"
+    );
     assert!(err.contains("asks 5 nodes"), "{err}");
     assert_eq!(err.lines().count(), 1, "{err}");
+    assert_eq!(out.status.code(), Some(1));
+    // A task's cores go whole on one node: -c 3 -n 2 is three and three
+    // (not four and two), and tasks no node holds are refused.
+    let id = c.ok(
+        w,
+        "sbatch",
+        &[
+            "--parsable",
+            "-c",
+            "3",
+            "-n",
+            "2",
+            "-o",
+            "o4",
+            "--wrap",
+            "echo $SLURM_JOB_CPUS_PER_NODE",
+        ],
+    );
+    assert_eq!(c.wait_over(w, id.trim()), "COMPLETED|0:0");
+    assert_eq!(std::fs::read_to_string(w.join("o4")).unwrap(), "3(x2)\n");
+    for (tasks, cores) in [("1", "8"), ("5", "3")] {
+        let out = c.run(
+            w,
+            "sbatch",
+            &["-n", tasks, "-c", cores, "--wrap", "true"],
+            None,
+        );
+        assert_eq!(out.status.code(), Some(1));
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert!(err.contains("tasks of"), "{err}");
+    }
     let out = c.run(w, "sbatch", &["-N", "2-1", "--wrap", "true"], None);
     assert_eq!(
         String::from_utf8(out.stderr).unwrap(),

@@ -89,6 +89,24 @@ impl Cluster {
                     )
                 });
             }
+            // A task's cores go whole on one node: the partition's nodes
+            // must hold all its tasks so.
+            let task_cores = spec.program.as_ref().map_or(1, |p| p.cpus_per_task.max(1));
+            if task_cores > 1 && spec.cores.is_multiple_of(task_cores) {
+                let holds: u64 = self
+                    .node_capacities(p, spec.mem_per_cpu_mb, gres)
+                    .map(|(_, c)| c / u64::from(task_cores))
+                    .sum();
+                let tasks = spec.cores / task_cores;
+                if holds < u64::from(tasks) {
+                    return Err(format!(
+                        "{}: {tasks} tasks of {task_cores} cores, but the nodes of partition {} \
+                         hold {holds} such tasks",
+                        which(i),
+                        part.name
+                    ));
+                }
+            }
             if let Some((least, most)) = spec.nodes {
                 if least == 0 || (most > 0 && most < least) || least > spec.cores {
                     return Err(format!(

@@ -209,17 +209,29 @@ impl Job {
             estimate_ns: self.estimate_ns(),
             submit_ns: self.submit_mono,
             gres: self.gres,
-            nodes: self.spec.nodes.map(|(least, most)| crate::policy::Span {
-                least,
-                most,
+            nodes: {
                 // A batch script's tasks go whole on a node, as Slurm's.
-                task_cores: self
+                let task_cores = self
                     .spec
                     .program
                     .as_ref()
                     .map_or(1, |p| p.cpus_per_task.max(1))
-                    .min(self.spec.cores.max(1)),
-            }),
+                    .min(self.spec.cores.max(1));
+                match self.spec.nodes {
+                    Some((least, most)) => Some(crate::policy::Span {
+                        least,
+                        most,
+                        task_cores,
+                    }),
+                    // No node count asked, but tasks of several cores.
+                    None if task_cores > 1 => Some(crate::policy::Span {
+                        least: 0,
+                        most: 0,
+                        task_cores,
+                    }),
+                    None => None,
+                }
+            },
         }
     }
 

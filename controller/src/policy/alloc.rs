@@ -136,7 +136,7 @@ impl Free {
             return None;
         }
         let Some(span) = q.nodes else {
-            return self.pack(q);
+            return self.pack(q, 1);
         };
         // Whole tasks, unless its cores are not a number of them.
         let unit = if q.cores.is_multiple_of(span.task_cores.max(1)) {
@@ -144,6 +144,9 @@ impl Free {
         } else {
             1
         };
+        if span.least == 0 {
+            return self.pack(q, unit);
+        }
         let tasks = (q.cores / unit).max(1);
         let most = if span.most == 0 { u32::MAX } else { span.most }.clamp(1, tasks);
         let least = span.least.clamp(1, most);
@@ -192,8 +195,9 @@ impl Free {
             .map(move |n| (n, room(&self.nodes[n], q, wants_devices, slotted)))
     }
 
-    /// First fit of `q` on as few nodes as hold it, each filled in turn.
-    fn pack(&self, q: &Queued) -> Option<Vec<(usize, u32)>> {
+    /// First fit of `q` on as few nodes as hold it, each filled in turn
+    /// with whole tasks of `unit` cores.
+    fn pack(&self, q: &Queued, unit: u32) -> Option<Vec<(usize, u32)>> {
         let contiguous = self.contiguous.get(q.partition).copied().unwrap_or(false);
         let mut need = q.cores;
         let mut alloc: Vec<(usize, u32)> = Vec::new();
@@ -201,12 +205,12 @@ impl Free {
             if contiguous
                 && alloc
                     .last()
-                    .is_some_and(|&(last, _)| last + 1 != n || room == 0)
+                    .is_some_and(|&(last, _)| last + 1 != n || room < unit)
             {
                 alloc.clear();
                 need = q.cores;
             }
-            let take = room.min(need);
+            let take = room.min(need) / unit * unit;
             if take > 0 {
                 if alloc.is_empty() {
                     // As many nodes as this one's size would take: the

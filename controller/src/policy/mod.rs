@@ -219,6 +219,8 @@ pub struct Queued {
 /// which go whole on one node each.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Span {
+    /// 0: no node count asked (the job is packed on as few nodes as hold
+    /// it), only whole tasks.
     pub least: u32,
     /// 0: no most.
     pub most: u32,

@@ -754,6 +754,27 @@ fn a_node_count_lays_a_job_over_its_nodes_as_slurm_does() {
 }
 
 #[test]
+fn tasks_of_several_cores_go_whole_on_a_node_without_a_node_count() {
+    let v = view([4, 4, 4, 4], vec![], vec![]);
+    let free = Free::new(&v);
+    let tasks = |cores, task_cores| Queued {
+        nodes: Some(Span {
+            least: 0,
+            most: 0,
+            task_cores,
+        }),
+        ..job(1, cores, 100)
+    };
+    // -n 2 -c 3: three on each of two nodes, as on Slurm (not four and
+    // two, which would split a task).
+    assert_eq!(free.try_place(&v, &tasks(6, 3)), Some(vec![(0, 3), (1, 3)]));
+    // -n 4 -c 2: packed, two tasks a node.
+    assert_eq!(free.try_place(&v, &tasks(8, 2)), Some(vec![(0, 4), (1, 4)]));
+    // -n 5 -c 3: four nodes hold four such tasks, not five.
+    assert_eq!(free.try_place(&v, &tasks(15, 3)), None);
+}
+
+#[test]
 fn a_node_count_takes_nodes_with_room_enough() {
     let v = view([3, 4, 0, 4], vec![], vec![]);
     let free = Free::new(&v);
