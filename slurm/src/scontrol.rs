@@ -442,9 +442,13 @@ fn job_record(j: &JobInfo, c: &Cluster, me: &str, now: i64, first: bool) -> Vec<
         format!("UserId={user}({uid}) GroupId={user}({uid}) MCS_label=N/A"),
         format!("Priority={} Nice=0 Account=(null) QOS=(null)", priority(j)),
         format!(
-            "JobState={} Reason={} Dependency=(null)",
+            "JobState={} Reason={} Dependency={}",
             text::shown_long(j),
-            text::reason(j, first)
+            text::reason(j, first),
+            match j.program.as_ref().map(|p| p.dependency.as_str()) {
+                Some(d) if !d.is_empty() => d,
+                _ => "(null)",
+            }
         ),
         format!(
             "Requeue={} Restarts={} BatchFlag={} Reboot=0 ExitCode={}:{}",

@@ -98,6 +98,7 @@ fn long_code(name: &str) -> Option<char> {
         "stderr" => '2',
         "exit_code" => '3',
         "cpuspertask" | "cpus-per-task" => '4',
+        "dependency" => 'E',
         _ => return None,
     })
 }
@@ -147,6 +148,7 @@ fn header(code: char) -> &'static str {
         '2' => "STDERR",
         '3' => "EXIT_CODE",
         '4' => "CPUS_PER_TASK",
+        'E' => "DEPENDENCY",
         _ => "",
     }
 }
@@ -233,6 +235,10 @@ fn value(code: char, l: &Line<'_>, c: &Ctx<'_>) -> (String, bool) {
             _ => "(null)".into(),
         },
         'o' => "(null)".into(),
+        'E' => match j.program.as_ref().map(|p| p.dependency.as_str()) {
+            Some(d) if !d.is_empty() => d.to_string(),
+            _ => "(null)".into(),
+        },
         'p' => format!("{:.14}", priority(j) as f64 / f64::from(u32::MAX)),
         'Q' => priority(j).to_string(),
         'q' | 'a' => "(null)".into(),

@@ -216,6 +216,18 @@ fn batch_scripts_run_with_slurms_variables_and_are_accounted_as_slurm_does() {
         c.ok(w, "squeue", &["-h", "-j", &never, "-o", "%i %t %r"]),
         format!("{never} PD DependencyNeverSatisfied\n")
     );
+    // What it waits for, as Slurm's %E and Dependency= say it.
+    assert_eq!(
+        c.ok(w, "squeue", &["-h", "-j", &never, "-o", "%E"]),
+        format!("afterok:{failed}(failed)\n")
+    );
+    assert!(c
+        .ok(w, "scontrol", &["show", "job", &never])
+        .contains(&format!(" Dependency=afterok:{failed}(failed)\n")));
+    assert_eq!(
+        c.ok(w, "squeue", &["-t", "all", "-j", &notok, "-o", "%E"]),
+        "DEPENDENCY\n(null)\n"
+    );
     c.ok(w, "scancel", &[&never]);
     assert_eq!(c.wait_over(w, &never), "CANCELLED by 0|0:0");
     // Held at submission: it waits until released.
@@ -237,8 +249,27 @@ fn batch_scripts_run_with_slurms_variables_and_are_accounted_as_slurm_does() {
         c.ok(w, "squeue", &["-h", "-j", &held, "-o", "%l"]),
         "1:30:00\n"
     );
+    let after = c
+        .ok(
+            w,
+            "sbatch",
+            &[
+                "--parsable",
+                "-d",
+                &format!("afterany:{held}"),
+                "--wrap",
+                "true",
+            ],
+        )
+        .trim()
+        .to_string();
+    assert_eq!(
+        c.ok(w, "squeue", &["-h", "-j", &after, "-O", "dependency:40"]),
+        format!("{:40}\n", format!("afterany:{held}(unfulfilled)"))
+    );
     c.ok(w, "scontrol", &["release", &held]);
     assert_eq!(c.wait_over(w, &held), "COMPLETED|0:0");
+    assert_eq!(c.wait_over(w, &after), "COMPLETED|0:0");
     let shown = c.ok(w, "scontrol", &["show", "job", &failed]);
     assert!(
         shown.contains("JobState=FAILED Reason=NonZeroExitCode"),

@@ -469,7 +469,7 @@ impl Cluster {
     /// the ids after it (one forgotten, out of the history, or dropped
     /// leaves a gap, not an end); `None` for a job that is no array (or a
     /// task of another).
-    fn tasks_of(&self, array: u64) -> Option<impl Iterator<Item = (u64, u32)> + '_> {
+    pub(super) fn tasks_of(&self, array: u64) -> Option<impl Iterator<Item = (u64, u32)> + '_> {
         self.array_of(array).filter(|first| first.job == array)?;
         let last = (array + ArraySpec::MAX_TASKS as u64).min(self.next_id);
         Some((array..last).filter_map(move |t| {
@@ -864,7 +864,7 @@ impl Cluster {
     }
 
     /// The array a job (not over, or remembered) is a task of.
-    fn array_of(&self, id: u64) -> Option<ArrayTask> {
+    pub(super) fn array_of(&self, id: u64) -> Option<ArrayTask> {
         match self.jobs.get(&id) {
             Some(j) => j.array,
             None => self.done.get(&id).and_then(|i| i.array),

@@ -166,6 +166,7 @@ impl Cluster {
             } else {
                 j.alloc.iter().map(|&(_, c)| c).collect()
             },
+            dependency: self.dependency_text(j),
             // Once its wait for other jobs is over: when it was.
             eligible_ns: (!j.reason.starts_with("Dependency")).then(|| {
                 let deps = if j.spec.waits_for().next().is_some() {
@@ -177,6 +178,103 @@ impl Cluster {
                     .max(j.spec.begin_ns.unwrap_or(i64::MIN))
                     .max(deps)
             }),
+        }
+    }
+
+    /// What held job `j` still waits for, as Slurm says it: each kind's
+    /// jobs (a whole array as `A_*`, a task as `A_I`) with `(unfulfilled)`
+    /// or `(failed)`, those met left out, joined by `,` (or `?` when any
+    /// one is enough); empty once it waits for nothing. The kinds come in
+    /// one order (Slurm keeps the order they were asked in), and
+    /// `aftercorr`, resolved at submission, shows as the `afterok` it is.
+    fn dependency_text(&self, j: &Job) -> String {
+        if !j.held || j.spec.waits_for().next().is_none() {
+            return String::new();
+        }
+        // Jobs the singleton found are its, not `afterany`'s.
+        let singleton_of = |id: &u64| {
+            j.spec.singleton
+                && self
+                    .jobs
+                    .get(id)
+                    .is_some_and(|d| d.spec.name == j.spec.name)
+        };
+        let mut items: Vec<String> = Vec::new();
+        let after: Vec<u64> = j
+            .spec
+            .after
+            .iter()
+            .copied()
+            .filter(|d| !singleton_of(d))
+            .collect();
+        for (kind, ids) in [
+            ("after", &j.spec.after_start),
+            ("afterany", &after),
+            ("afterok", &j.spec.after_ok),
+            ("afternotok", &j.spec.after_not_ok),
+        ] {
+            for (name, members) in self.dependency_names(ids) {
+                let status = members.iter().map(|&d| self.dependency_status(kind, d));
+                let (mut waits, mut failed) = (false, false);
+                for s in status {
+                    waits |= s == Some(false);
+                    failed |= s.is_none();
+                }
+                if waits {
+                    items.push(format!("{kind}:{name}(unfulfilled)"));
+                } else if failed {
+                    items.push(format!("{kind}:{name}(failed)"));
+                }
+            }
+        }
+        if j.spec.singleton && j.spec.after.iter().any(singleton_of) {
+            items.push("singleton(unfulfilled)".into());
+        }
+        items.join(if j.spec.any_dep { "?" } else { "," })
+    }
+
+    /// The jobs of a dependency list as Slurm names them: a job by its id,
+    /// an array whose every task is listed as `A_*`, other tasks as
+    /// `A_I`; each with the ids it stands for, in the list's order.
+    fn dependency_names(&self, ids: &[u64]) -> Vec<(String, Vec<u64>)> {
+        let mut out: Vec<(String, Vec<u64>)> = Vec::new();
+        let mut seen_arrays: Vec<u64> = Vec::new();
+        for &id in ids {
+            let Some(t) = self.array_of(id) else {
+                out.push((id.to_string(), vec![id]));
+                continue;
+            };
+            if seen_arrays.contains(&t.job) {
+                continue;
+            }
+            let listed: Vec<u64> = ids
+                .iter()
+                .copied()
+                .filter(|&d| self.array_of(d).is_some_and(|a| a.job == t.job))
+                .collect();
+            let all = self.tasks_of(t.job).map_or(0, |tasks| tasks.count());
+            if listed.len() == all {
+                seen_arrays.push(t.job);
+                out.push((format!("{}_*", t.job), listed));
+            } else {
+                out.push((format!("{}_{}", t.job, t.index), vec![id]));
+            }
+        }
+        out
+    }
+
+    /// Whether dependency `kind` on job `d` is met (`Some(true)`), not yet
+    /// (`Some(false)`), or never can be (`None`).
+    fn dependency_status(&self, kind: &str, d: u64) -> Option<bool> {
+        if let Some(dep) = self.jobs.get(&d) {
+            return Some(kind == "after" && dep.started_mono.is_some());
+        }
+        let state = self.done.get(&d).map(|i| i.state);
+        let completed = state == Some(JobState::Completed);
+        match kind {
+            "afterok" if !completed => None,
+            "afternotok" if completed => None,
+            _ => Some(true),
         }
     }
 

@@ -433,6 +433,10 @@ pub struct ProgramInfo {
     /// begin (`--begin`, a requeue's wait) when later; `None` while it
     /// waits for other jobs to end.
     pub eligible_ns: Option<i64>,
+    /// What it still waits for, as Slurm's `%E` and `Dependency=` say it
+    /// (`afterok:12(unfulfilled),afterany:14_*(unfulfilled)`); empty when
+    /// nothing.
+    pub dependency: String,
 }
 
 /// A job step: one `srun` in a batch script, as sacct shows it
