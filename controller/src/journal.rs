@@ -49,7 +49,8 @@ const SNAPSHOT_MAGIC: &[u8; 4] = b"CLSN";
 /// held on each node (`ProgramInfo::node_cpus`). 13: jobs wait for others'
 /// starts, or for any one of their dependencies (`JobSpec::after_start`,
 /// `JobSpec::any_dep`). 14: a finished batch job may be requeued
-/// ([`Entry::Readmitted`]).
+/// ([`Entry::Readmitted`]), and a program keeps its script's path
+/// (`Program::command`).
 const VERSION: u16 = 14;
 const HEADER: usize = 6;
 /// Largest entry: a submission of one job is well under 1 KiB.

@@ -30,6 +30,7 @@ fn spec(script: &str, workdir: &std::path::Path, stdout: &str) -> JobSpec {
             comment: String::new(),
             args: Vec::new(),
             mem_limit_mb: 0,
+            command: String::new(),
         })),
         ..Default::default()
     }

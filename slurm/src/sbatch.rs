@@ -602,6 +602,10 @@ fn spec(args: &Args, script: String, resolve: Resolve<'_>) -> Result<JobSpec> {
                 (None, Some(m)) => text::parse_mem_mb(m).unwrap_or_default(),
                 _ => 0,
             },
+            command: match (&args.wrap, args.script.first()) {
+                (None, Some(path)) => here.join(path).display().to_string(),
+                _ => String::new(),
+            },
         })),
         hold: args.hold,
         nodes: span,

@@ -532,15 +532,29 @@ fn job_record(j: &JobInfo, c: &Cluster, me: &str, now: i64, first: bool) -> Vec<
         ),
         format!("TRES={tres}"),
         "Socks/Node=* NtasksPerN:B:S:C=0:0:*:* CoreSpec=*".into(),
-        format!(
-            "MinCPUsNode={} MinMemory{}={} MinTmpDiskNode=0",
-            p.map_or(1, |p| p.cpus_per_task),
-            if mem > 0 { "CPU" } else { "Node" },
-            text::mem_mb(mem)
-        ),
+        // Asked per node (--mem), it shows per node, as Slurm's does.
+        match p.map_or(0, |p| p.mem_per_node_mb) {
+            0 => format!(
+                "MinCPUsNode={} MinMemory{}={} MinTmpDiskNode=0",
+                p.map_or(1, |p| p.cpus_per_task),
+                if mem > 0 { "CPU" } else { "Node" },
+                text::mem_mb(mem)
+            ),
+            node => format!(
+                "MinCPUsNode={} MinMemoryNode={} MinTmpDiskNode=0",
+                p.map_or(1, |p| p.cpus_per_task),
+                text::mem_mb(node)
+            ),
+        },
         "Features=(null) DelayBoot=00:00:00".into(),
         "OverSubscribe=OK Contiguous=0 Licenses=(null) Network=(null)".into(),
-        "Command=(null)".into(),
+        format!(
+            "Command={}",
+            match p.map(|p| p.command.as_str()) {
+                Some(c) if !c.is_empty() => c,
+                _ => "(null)",
+            }
+        ),
         format!("WorkDir={}", p.map_or("/", |p| p.workdir.as_str())),
     ]);
     if let Some(p) = p {

@@ -234,7 +234,10 @@ fn value(code: char, l: &Line<'_>, c: &Ctx<'_>) -> (String, bool) {
             Some(c) if !c.is_empty() => c.to_string(),
             _ => "(null)".into(),
         },
-        'o' => "(null)".into(),
+        'o' => match j.program.as_ref().map(|p| p.command.as_str()) {
+            Some(c) if !c.is_empty() => c.to_string(),
+            _ => "(null)".into(),
+        },
         'E' => match j.program.as_ref().map(|p| p.dependency.as_str()) {
             Some(d) if !d.is_empty() => d.to_string(),
             _ => "(null)".into(),

@@ -160,6 +160,12 @@ fn batch_scripts_run_with_slurms_variables_and_are_accounted_as_slurm_does() {
         written,
         format!("{id} fit 2 batch {}\n2:-n:two words\n", w.display())
     );
+    // Its command is its script's path, as scontrol and squeue show it.
+    let shown = c.ok(w, "scontrol", &["show", "job", &id]);
+    assert!(
+        shown.contains(&format!("\n   Command={}/fit.sh\n", w.display())),
+        "{shown}"
+    );
 
     // A script on standard input that fails: its code is the job's.
     let out = c.run(w, "sbatch", &["--parsable"], Some("#!/bin/sh\nexit 3\n"));
@@ -1081,6 +1087,9 @@ fn a_job_over_its_memory_is_out_of_memory_as_on_slurm() {
     );
     let id = id.trim();
     assert_eq!(c.wait_over(w, id), "OUT_OF_MEMORY|0:125");
+    // Asked per node, its memory shows per node.
+    let shown = c.ok(w, "scontrol", &["show", "job", id]);
+    assert!(shown.contains(" MinMemoryNode=64M "), "{shown}");
     let acct = c.ok(
         w,
         "sacct",

@@ -38,6 +38,7 @@ pub(super) fn start(program: &Program, s: &Started<'_>) -> Program {
             expand(&program.stderr, program, s)
         },
         script: program.script.clone(),
+        command: program.command.clone(),
         workdir: program.workdir.clone(),
         user: program.user.clone(),
         signal: program.signal.clone(),
@@ -198,6 +199,7 @@ mod tests {
             comment: String::new(),
             args: Vec::new(),
             mem_limit_mb: 0,
+            command: String::new(),
         }
     }
 

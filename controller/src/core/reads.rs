@@ -167,6 +167,8 @@ impl Cluster {
                 j.alloc.iter().map(|&(_, c)| c).collect()
             },
             dependency: self.dependency_text(j),
+            command: p.command.clone(),
+            mem_per_node_mb: p.mem_limit_mb,
             // Once its wait for other jobs is over: when it was.
             eligible_ns: (!j.reason.starts_with("Dependency")).then(|| {
                 let deps = if j.spec.waits_for().next().is_some() {

@@ -1262,6 +1262,7 @@ fn a_finished_batch_job_is_requeued_while_kept_and_runs_again() {
             comment: String::new(),
             args: Vec::new(),
             mem_limit_mb: 0,
+            command: String::new(),
         })),
         requeue,
         ..spec(2)

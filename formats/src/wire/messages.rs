@@ -123,6 +123,9 @@ pub struct Program {
     /// the controller at the start from the memory the job holds there.
     /// Beyond it, one is killed and the job ends out of memory.
     pub mem_limit_mb: u64,
+    /// The script's file as submitted, its path made absolute; empty for
+    /// `--wrap` and a script read from standard input (Slurm's `Command`).
+    pub command: String,
 }
 
 impl JobSpec {
@@ -437,6 +440,10 @@ pub struct ProgramInfo {
     /// (`afterok:12(unfulfilled),afterany:14_*(unfulfilled)`); empty when
     /// nothing.
     pub dependency: String,
+    /// The script's file (`Program::command`); empty: none.
+    pub command: String,
+    /// Memory asked per node (`sbatch --mem`), in MiB; 0: none asked so.
+    pub mem_per_node_mb: u64,
 }
 
 /// A job step: one `srun` in a batch script, as sacct shows it
