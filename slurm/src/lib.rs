@@ -35,6 +35,7 @@ pub mod squeue;
 pub mod srun;
 pub mod text;
 pub mod up;
+pub mod users;
 
 use std::process::ExitCode;
 

@@ -501,6 +501,21 @@ fn fixed(v: &str, width: i32, cut: Cut) -> String {
 
 pub async fn main(argv: Vec<String>) -> Result<u8> {
     let args: Args = crate::cluster::parse(&argv)?;
+    // Refused as Slurm's sacct refuses them (its `fatal`, exit 1).
+    if let Some(u) = &args.units {
+        if u.chars().next().and_then(text::unit_of).is_none() {
+            eprintln!("sacct: error: Invalid unit type '{u}'. Possible options are 'KMGTP'");
+            eprintln!("sacct: fatal: Invalid unit type");
+            return Ok(1);
+        }
+    }
+    for id in args.jobs.iter().flat_map(|l| l.split(',')) {
+        let job = id.split(['_', '.']).next().unwrap_or("");
+        if job.parse::<u64>().is_err() {
+            eprintln!("sacct: fatal: Bad job/step specified: {id}");
+            return Ok(1);
+        }
+    }
     let fields = parse_fields(match (&args.format, args.brief) {
         (Some(f), _) => f,
         (None, true) => BRIEF_FIELDS,

@@ -197,6 +197,7 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
         );
     }
     let args = with_directives(&argv, &script)?;
+    refuse_as_slurm(&args)?;
     let mut c = Cluster::open().await?;
     // As Slurm's sbatch says a refusal (its reason is clemu's).
     let s = match submit(&mut c, &args, script)
@@ -222,6 +223,27 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
         return wait_over(&mut c, s.id).await;
     }
     Ok(0)
+}
+
+/// What Slurm's sbatch refuses before submitting, in its words: no tasks
+/// or cores per task, and an array index beyond its `MaxArraySize`.
+fn refuse_as_slurm(args: &Args) -> Result<()> {
+    for (value, option) in [
+        (args.ntasks, "--ntasks"),
+        (args.cpus_per_task, "--cpus-per-task"),
+    ] {
+        if value == Some(0) {
+            bail!("Invalid numeric value \"0\" for {option}.");
+        }
+    }
+    if let Some(a) = &args.array {
+        let highest =
+            ArraySpec::parse(a).map_or(0, |a| a.indices.iter().copied().max().unwrap_or(0));
+        if highest as usize >= ArraySpec::MAX_TASKS {
+            bail!("Batch job submission failed: Invalid job array specification");
+        }
+    }
+    Ok(())
 }
 
 /// A submission's job, and what sbatch was asked to do after.
@@ -687,14 +709,11 @@ fn exported(export: Option<&str>) -> Vec<(String, String)> {
 /// first (and `CLEMU_CONF`), so that its `srun` is clemu's.
 fn login_env() -> Vec<(String, String)> {
     let mut env = Vec::new();
-    let user = nix::unistd::User::from_uid(nix::unistd::getuid())
-        .ok()
-        .flatten();
-    if let Some(u) = &user {
-        env.push(("HOME".into(), u.dir.display().to_string()));
+    if let Some(u) = crate::users::by_uid(nix::unistd::getuid().as_raw()) {
+        env.push(("HOME".into(), u.home));
         env.push(("USER".into(), u.name.clone()));
-        env.push(("LOGNAME".into(), u.name.clone()));
-        env.push(("SHELL".into(), u.shell.display().to_string()));
+        env.push(("LOGNAME".into(), u.name));
+        env.push(("SHELL".into(), u.shell));
     }
     let mut path = String::new();
     if let Some(conf) = std::env::var_os(crate::cluster::CONF_VAR) {

@@ -290,11 +290,9 @@ pub fn nodes_of(j: &JobInfo, cluster: &Cluster) -> usize {
 }
 
 fn group_of(user: &str) -> String {
-    nix::unistd::User::from_name(user)
-        .ok()
-        .flatten()
-        .and_then(|u| nix::unistd::Group::from_gid(u.gid).ok().flatten())
-        .map_or_else(|| user.to_string(), |g| g.name)
+    crate::users::by_name(user)
+        .and_then(|u| crate::users::group_name(u.gid))
+        .unwrap_or_else(|| user.to_string())
 }
 
 /// The jobs a job list names (`12`, `12_3`, comma-separated): the job,
@@ -312,6 +310,13 @@ pub fn named_by(list: &str, j: &JobInfo) -> bool {
 
 pub async fn main(argv: Vec<String>) -> Result<u8> {
     let args: Args = crate::cluster::parse(&argv)?;
+    // As Slurm's: said, and the table printed all the same (empty for
+    // that user).
+    for u in args.user.iter().flat_map(|u| u.split(',')) {
+        if u.parse::<u32>().is_err() && text::uid_of(u).is_none() {
+            eprintln!("squeue: error: Invalid user: {u}\n");
+        }
+    }
     let states = match &args.states {
         Some(s) => match text::parse_states(s) {
             Ok(v) => v,

@@ -485,9 +485,7 @@ pub fn field(text: &str, width: usize, right: bool, cut: bool) -> String {
 
 /// The user running the command.
 pub fn user_name() -> String {
-    nix::unistd::User::from_uid(nix::unistd::getuid())
-        .ok()
-        .flatten()
+    crate::users::by_uid(nix::unistd::getuid().as_raw())
         .map(|u| u.name)
         .or_else(|| std::env::var("USER").ok())
         .unwrap_or_else(|| nix::unistd::getuid().to_string())
@@ -496,10 +494,7 @@ pub fn user_name() -> String {
 /// The uid of user `name` (for `UserId=name(uid)`), if the system knows
 /// it.
 pub fn uid_of(name: &str) -> Option<u32> {
-    nix::unistd::User::from_name(name)
-        .ok()
-        .flatten()
-        .map(|u| u.uid.as_raw())
+    crate::users::by_name(name).map(|u| u.uid)
 }
 
 /// Whose job `j` is: the submitter of a script; for a job that sleeps

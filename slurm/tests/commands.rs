@@ -1142,6 +1142,84 @@ fn bad_input_gets_one_line_and_no_job() {
     let out = c.run(w, "squeue", &["-j", "999"], None);
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(c.ok(w, "sacct", &["-X", "-n"]), "");
+    // Each as Slurm 22.05 says it, and exits (measured on it).
+    for (cmd, args, err, code) in [
+        (
+            "squeue",
+            &["-h", "-u", "no-such-user-of-clemu"][..],
+            "squeue: error: Invalid user: no-such-user-of-clemu\n\n",
+            0,
+        ),
+        (
+            "sacct",
+            &["-j", "abc"][..],
+            "sacct: fatal: Bad job/step specified: abc\n",
+            1,
+        ),
+        (
+            "sacct",
+            &["--units=X"][..],
+            "sacct: error: Invalid unit type 'X'. Possible options are 'KMGTP'\n\
+             sacct: fatal: Invalid unit type\n",
+            1,
+        ),
+        (
+            "sbatch",
+            &["-n", "0", "--wrap", "true"][..],
+            "sbatch: error: Invalid numeric value \"0\" for --ntasks.\n",
+            1,
+        ),
+        (
+            "sbatch",
+            &["-a", "1000-1001", "--wrap", "true"][..],
+            "sbatch: error: Batch job submission failed: Invalid job array specification\n",
+            1,
+        ),
+        (
+            "sbatch",
+            &["--frobnicate", "--wrap", "true"][..],
+            "sbatch: error: unexpected argument '--frobnicate' found\n",
+            1,
+        ),
+        (
+            "sbatch",
+            &["-w", "node1", "--wrap", "true"][..],
+            "sbatch: error: -w is an option of Slurm's that clemu does not take yet\n",
+            1,
+        ),
+    ] {
+        let out = c.run(w, cmd, args, None);
+        assert_eq!(String::from_utf8_lossy(&out.stderr), err, "{cmd} {args:?}");
+        assert_eq!(out.status.code(), Some(code), "{cmd} {args:?}");
+    }
+    // An option of Slurm's in an #SBATCH line: refused with its line,
+    // nothing submitted, the lines after it not taken for the script's.
+    let out = c.run(
+        w,
+        "sbatch",
+        &["--parsable"],
+        Some("#!/bin/sh\n#SBATCH -J okname\n#SBATCH --mem-per-gpu=1G\n#SBATCH -t 5\ntrue\n"),
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "sbatch: error: script line 3: --mem-per-gpu is an option of Slurm's that clemu does not \
+         take yet\n"
+    );
+    assert_eq!(out.status.code(), Some(1));
+    // A value joined to its short option, in a line and on the command.
+    let id = c.ok(
+        w,
+        "sbatch",
+        &["--parsable", "-Jjoined", "-n1", "-t5", "--wrap", "true"],
+    );
+    assert_eq!(
+        c.ok(
+            w,
+            "squeue",
+            &["-h", "-t", "all", "-j", id.trim(), "-o", "%j %l"]
+        ),
+        "joined 5:00\n"
+    );
     // Without CLEMU_CONF, the command says what to set.
     let out = Command::new(c.dir.path().join("bin/squeue"))
         .env_remove("CLEMU_CONF")

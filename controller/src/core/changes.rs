@@ -399,7 +399,7 @@ impl Cluster {
         if job.held || job.throttled {
             self.tell_no_more(now.mono);
         }
-        if job.spec.program.is_some() {
+        if job.spec.program.is_some() && job.spec.requeue != Some(false) {
             self.keep_finished(*job, now);
         }
     }
