@@ -85,11 +85,42 @@ pub fn date(s: i64) -> String {
     sigsleep::supervise::local_date(s).unwrap_or_else(|| "Unknown".into())
 }
 
-/// A local date as the user writes one for `sacct -S/-E`: `now`,
-/// `YYYY-MM-DD`, `YYYY-MM-DDTHH:MM[:SS]`, `HH:MM[:SS]` (today), or
-/// `now-N[seconds|minutes|hours|days|weeks]`.
+/// A local date as the user writes one for `sacct -S/-E`, as Slurm's
+/// `parse_time` takes it: `now`, `now±N[seconds|minutes|hours|days|
+/// weeks]`, `YYYY-MM-DD[THH:MM[:SS]]`, `MM/DD[/YY]`, `MMDD[YY]`,
+/// `HH:MM[:SS]` (today), and the words `today`, `tomorrow`, `midnight`,
+/// `noon`, `fika` (15:00) and `teatime` (16:00).
 pub fn parse_date(text: &str) -> Option<i64> {
+    parse_when(text, false)
+}
+
+/// As [`parse_date`], for a time to come (`sbatch --begin`): a time of
+/// day without a date that has passed today is tomorrow's, as Slurm
+/// takes it.
+pub fn parse_begin(text: &str) -> Option<i64> {
+    parse_when(text, true)
+}
+
+fn parse_when(text: &str, ahead: bool) -> Option<i64> {
     let t = text.trim();
+    let word = match t.to_ascii_lowercase().as_str() {
+        "today" => Some((0, "00:00")),
+        "tomorrow" => Some((1, "00:00")),
+        "midnight" => Some((0, "00:00")),
+        "noon" => Some((0, "12:00")),
+        "fika" => Some((0, "15:00")),
+        "teatime" => Some((0, "16:00")),
+        _ => None,
+    };
+    if let Some((days, clock)) = word {
+        let at = parse_when(clock, false)?.checked_add(days * 86400)?;
+        // Slurm's words of a time of day are its next one ahead.
+        let passed = ahead && days == 0 && !t.eq_ignore_ascii_case("today") && at < now_s();
+        return Some(if passed { at + 86400 } else { at });
+    }
+    if let Some(at) = month_day(t) {
+        return Some(at);
+    }
     if let Some(rest) = t.strip_prefix("now") {
         if rest.is_empty() {
             return Some(now_s());
@@ -141,6 +172,50 @@ pub fn parse_date(text: &str) -> Option<i64> {
     tm.tm_isdst = -1;
     // SAFETY: mktime reads and normalises the `tm` it is given, nothing
     // else.
+    let s = unsafe { libc::mktime(&mut tm) };
+    let s = (s != -1).then_some(s as i64)?;
+    // A time of day alone, passed, is tomorrow's for a time to come.
+    Some(if ahead && day.is_none() && s < now_s() {
+        s + 86400
+    } else {
+        s
+    })
+}
+
+/// `MM/DD[/YY]` or `MMDD[YY]`: that day, this year unless given.
+fn month_day(t: &str) -> Option<i64> {
+    let (m, d, y) = if t.contains('/') {
+        let p: Vec<&str> = t.split('/').collect();
+        match p.as_slice() {
+            [m, d] => (m.parse().ok()?, d.parse().ok()?, None),
+            [m, d, y] => (
+                m.parse().ok()?,
+                d.parse().ok()?,
+                Some(y.parse::<i32>().ok()?),
+            ),
+            _ => return None,
+        }
+    } else if (t.len() == 4 || t.len() == 6) && t.bytes().all(|b| b.is_ascii_digit()) {
+        let n = |r: std::ops::Range<usize>| t[r].parse::<i32>().ok();
+        (
+            n(0..2)?,
+            n(2..4)?,
+            if t.len() == 6 { Some(n(4..6)?) } else { None },
+        )
+    } else {
+        return None;
+    };
+    if !(1..=12).contains(&m) || !(1..=31).contains(&d) {
+        return None;
+    }
+    let mut tm = unsafe_today();
+    tm.tm_mon = m - 1;
+    tm.tm_mday = d;
+    if let Some(y) = y {
+        tm.tm_year = if y < 100 { y + 100 } else { y - 1900 };
+    }
+    tm.tm_isdst = -1;
+    // SAFETY: as in parse_when.
     let s = unsafe { libc::mktime(&mut tm) };
     (s != -1).then_some(s as i64)
 }
@@ -603,6 +678,21 @@ mod tests {
         );
         assert!(parse_date("now-1hour").unwrap() < now_s());
         assert_eq!(parse_date("yesterday"), None);
+        let midnight = parse_date("00:00").unwrap();
+        assert_eq!(parse_date("today"), Some(midnight));
+        assert_eq!(parse_date("tomorrow"), Some(midnight + 86400));
+        assert_eq!(parse_date("noon"), Some(midnight + 12 * 3600));
+        assert_eq!(parse_date("teatime"), Some(midnight + 16 * 3600));
+        assert_eq!(parse_date("fika"), Some(midnight + 15 * 3600));
+        // For a time to come, one passed today is tomorrow's.
+        assert_eq!(parse_begin("midnight"), Some(midnight + 86400));
+        assert_eq!(parse_begin("00:00"), Some(midnight + 86400));
+        assert!(parse_begin("23:59:59").unwrap() > now_s() - 1);
+        // Month and day, with or without the year.
+        assert_eq!(date(parse_date("03/04/26").unwrap()), "2026-03-04T00:00:00");
+        assert_eq!(date(parse_date("030426").unwrap()), "2026-03-04T00:00:00");
+        assert!(date(parse_date("0304").unwrap()).ends_with("-03-04T00:00:00"));
+        assert_eq!(parse_date("13/01"), None);
         assert_eq!(parse_date("now+9999999999999999999weeks"), None);
     }
 }
