@@ -349,15 +349,38 @@ fn hostnames(arg: Option<&str>) -> Result<u8> {
         None => std::env::var("SLURM_JOB_NODELIST")
             .map_err(|_| anyhow::anyhow!("host list is empty"))?,
     };
-    let set = formats::nodeset::parse(&list)
-        .map_err(|e| anyhow::anyhow!("Invalid hostlist: {list}: {e}"))?;
+    // Piece by piece, as Slurm's hostlist keeps them: in the order
+    // given, a name given twice twice (a node set would sort and merge).
     let mut out = String::new();
-    for n in formats::nodeset::expand(&set) {
-        out.push_str(&n);
-        out.push('\n');
+    for piece in top_level_pieces(&list) {
+        let set = formats::nodeset::parse(piece)
+            .map_err(|e| anyhow::anyhow!("Invalid hostlist: {list}: {e}"))?;
+        for n in formats::nodeset::expand(&set) {
+            out.push_str(&n);
+            out.push('\n');
+        }
     }
     print!("{out}");
     Ok(0)
+}
+
+/// `list` cut at its commas outside brackets: `a[1,2],b` is `a[1,2]`
+/// and `b`.
+fn top_level_pieces(list: &str) -> Vec<&str> {
+    let (mut pieces, mut depth, mut start) = (Vec::new(), 0i32, 0);
+    for (i, c) in list.char_indices() {
+        match c {
+            '[' => depth += 1,
+            ']' => depth -= 1,
+            ',' if depth == 0 => {
+                pieces.push(&list[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    pieces.push(&list[start..]);
+    pieces.into_iter().filter(|p| !p.is_empty()).collect()
 }
 
 async fn show_jobs(arg: Option<&str>, oneliner: bool) -> Result<u8> {

@@ -855,6 +855,25 @@ fn a_closed_pipe_ends_a_command_quietly() {
     assert_eq!(String::from_utf8_lossy(&out.stderr), "");
 }
 
+/// As Slurm's hostlist: the names in the order given, repeats kept.
+#[test]
+fn hostnames_keep_the_order_given() {
+    let dir = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(
+        env!("CARGO_BIN_EXE_clemu-slurm"),
+        dir.path().join("scontrol"),
+    )
+    .unwrap();
+    let out = Command::new(dir.path().join("scontrol"))
+        .args(["show", "hostnames", "node[1-3,7],gpu[01-02],node1"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "node1\nnode2\nnode3\nnode7\ngpu01\ngpu02\nnode1\n"
+    );
+}
+
 #[test]
 fn a_node_count_spreads_a_job_over_that_many_nodes() {
     let c = Up::start(4, 4);
