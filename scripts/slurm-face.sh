@@ -124,9 +124,12 @@ jobset() {
   run squeue -t R -p batch -h
   run squeue -j 999
   run squeue -t bogus
+  run squeue -l
+  run squeue -h -o '%i %E %r' -t PD
   run sinfo
   run sinfo -N
   run sinfo -s
+  run sinfo -l
   run sinfo -h -o %P
   run sinfo -aho %F/%C
   run sinfo -a -o "%P %G %l %p %c %m"
@@ -152,7 +155,7 @@ jobset() {
   run scontrol update "JobId=$held" TimeLimit=100
   run squeue -h -o '%i %j %l %r' -t PD
   run scontrol release "$held"
-  run scontrol show hostnames 'node[1-3],x5'
+  run scontrol show hostnames 'node[1-3],x5,node1'
   run scontrol show partition
   run scontrol show partition -o
   run sbatch --wrap "true" -t soon
@@ -208,7 +211,9 @@ normalise() {
   # (`slurmstepd-node1:`); a cluster's one slurmd per host, and clemu,
   # write `slurmstepd:`.
   # Dates first: a date's seconds may read as a job id.
-  sed -E 's/[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}/DATE/g;'"s#$work/(slurm|clemu)-out#WORK#g;$expr"'s/\b0:0[0-9]\b/0:0S/g; s/^slurmstepd-node[0-9]+: /slurmstepd: /' "$file"
+  # (And -l's date line, as C's ctime writes it.)
+  sed -E 's/[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}/DATE/g;
+    s/^[A-Z][a-z]{2} [A-Z][a-z]{2} [ 0-9][0-9] [0-9]{2}:[0-9]{2}:[0-9]{2} [0-9]{4}$/DATE/;'"s#$work/(slurm|clemu)-out#WORK#g;$expr"'s/\b0:0[0-9]\b/0:0S/g; s/^slurmstepd-node[0-9]+: /slurmstepd: /' "$file"
 }
 diffs=0
 for f in "$work/slurm-out"/[0-9]* "$work/slurm-out/sbatch"; do

@@ -30,6 +30,9 @@ pub struct Args {
     long_format: Option<String>,
     #[arg(short = 'N', long = "Node")]
     node: bool,
+    /// More of each partition, under the date, as Slurm's `-l`.
+    #[arg(short = 'l', long)]
+    long: bool,
     #[arg(short = 'a', long)]
     all: bool,
     #[arg(short = 'p', long)]
@@ -68,6 +71,9 @@ fn long_code(name: &str) -> Option<char> {
         "reason" => 'E',
         "oversubscribe" => 'h',
         "freemem" => 'e',
+        "size" => 's',
+        "root" => 'r',
+        "groups" => 'g',
         _ => return None,
     })
 }
@@ -96,6 +102,9 @@ fn header(code: char) -> &'static str {
         'E' => "REASON",
         'h' => "OVERSUBSCRIBE",
         'e' => "FREE_MEM",
+        's' => "JOB_SIZE",
+        'r' => "ROOT",
+        'g' => "GROUPS",
         _ => "",
     }
 }
@@ -193,6 +202,11 @@ fn value(code: char, g: &Group<'_>, default: &str, part_width: usize) -> String 
             n => format!("FORCE:{n}"),
         },
         'e' => "N/A".into(),
+        // Partitions without node limits, roots or groups, as Slurm's
+        // defaults show them.
+        's' => "1-infinite".into(),
+        'r' => "no".into(),
+        'g' => "all".into(),
         _ => String::new(),
     }
 }
@@ -254,6 +268,17 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
         // state (allocated/idle/other/total).
         (None, None) if args.summarize => (
             long_fields("partition:9 ,available:.5 ,time:.10 ,nodeaiot:.16 ,nodelist:0")?,
+            true,
+            false,
+        ),
+        (None, None) if args.node && args.long => {
+            anyhow::bail!("sinfo -N -l is not supported by clemu yet (-N and -l are)")
+        }
+        (None, None) if args.long => (
+            long_fields(
+                "partition:9 ,available:.5 ,time:.10 ,size:.10 ,root:.4 ,oversubscribe:.8 \
+                 ,groups:.10 ,nodes:.6 ,statelong:.11 ,nodelist:0",
+            )?,
             true,
             false,
         ),
@@ -373,6 +398,10 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
         _ => f.width,
     };
     let mut out = String::new();
+    if args.long && !args.noheader {
+        out.push_str(&crate::text::ctime(crate::text::now_s()));
+        out.push('\n');
+    }
     if !args.noheader {
         out.push_str(&prefix);
         for f in &fields {

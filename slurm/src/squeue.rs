@@ -15,6 +15,8 @@ use crate::text::{self, field};
 pub const MIN_JOB_AGE_S: i64 = 300;
 
 const DEFAULT_FORMAT: &str = "%.18i %.9P %.8j %.8u %.2t %.10M %.6D %R";
+/// `-l`'s, with the date above it.
+const LONG_FORMAT: &str = "%.18i %.9P %.8j %.8u %.8T %.10M %.9l %.6D %R";
 
 #[derive(Debug, Parser)]
 #[command(
@@ -29,6 +31,9 @@ pub struct Args {
     help: Option<bool>,
     #[arg(short = 'h', long)]
     noheader: bool,
+    /// More of each job, under the date, as Slurm's `-l`.
+    #[arg(short = 'l', long)]
+    long: bool,
     #[arg(short = 'o', long)]
     format: Option<String>,
     #[arg(short = 'O', long = "Format")]
@@ -419,6 +424,7 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
             format::named(f, "job", long_code).map_err(anyhow::Error::msg)?,
         ),
         (None, Some(f)) => format::percent(f),
+        (None, None) if args.long => format::percent(LONG_FORMAT),
         (None, None) => format::percent(
             &std::env::var("SQUEUE_FORMAT").unwrap_or_else(|_| DEFAULT_FORMAT.to_string()),
         ),
@@ -429,6 +435,10 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
         cluster: &cluster,
     };
     let mut out = String::new();
+    if args.long && !args.noheader {
+        out.push_str(&text::ctime(now));
+        out.push('\n');
+    }
     if !args.noheader {
         out.push_str(&prefix);
         for f in &fields {

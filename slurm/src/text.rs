@@ -220,6 +220,27 @@ fn month_day(t: &str) -> Option<i64> {
     (s != -1).then_some(s as i64)
 }
 
+/// Local time `s` as C's `ctime` writes it, as Slurm's `-l` prints the
+/// date above its table: `Sun Nov 29 10:45:15 2026`.
+pub fn ctime(s: i64) -> String {
+    let t = s as libc::time_t;
+    // SAFETY: an all-zero `tm` is a valid value of the C struct;
+    // localtime_r writes only the `tm` it is given, and strftime at most
+    // the buffer's length, a format without user input.
+    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
+    let mut buf = [0u8; 64];
+    let n = unsafe {
+        libc::localtime_r(&t, &mut tm);
+        libc::strftime(
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+            c"%a %b %e %H:%M:%S %Y".as_ptr(),
+            &tm,
+        )
+    };
+    String::from_utf8_lossy(&buf[..n]).into_owned()
+}
+
 /// Today's local date, midnight.
 fn unsafe_today() -> libc::tm {
     let t = now_s() as libc::time_t;
