@@ -338,10 +338,13 @@ pub async fn submit(
             _ => of_array,
         }
     };
-    let spec = match spec(args, script, &resolve) {
+    let mut spec = match spec(args, script, &resolve) {
         Ok(s) => s,
         Err(e) => return Ok(Err(e.to_string())),
     };
+    if let Some(list) = spec.partition.as_deref().filter(|p| p.contains(',')) {
+        spec.partition = Some(one_of(c, list, spec.cores).await?);
+    }
     let ids = match c
         .call(&Request::Submit {
             specs: vec![spec],
@@ -361,6 +364,54 @@ pub async fn submit(
         parsable: args.parsable,
         wait: args.wait,
     }))
+}
+
+/// The partition a job asking several (`-p a,b`) goes to: the first of
+/// them with `cores` free now, else the first, where Slurm's controller
+/// takes the one where it would start earliest. Each must exist, as
+/// Slurm's sbatch checks.
+async fn one_of(c: &mut Cluster, list: &str, cores: u32) -> Result<String> {
+    let names: Vec<&str> = list.split(',').filter(|n| !n.is_empty()).collect();
+    if let Some(bad) = names
+        .iter()
+        .find(|n| !c.config.partitions.iter().any(|p| p.name == **n))
+    {
+        bail!("invalid partition specified: {bad}");
+    }
+    let nodes = c.nodes().await?;
+    let free: std::collections::HashMap<&str, u64> = nodes
+        .iter()
+        .filter(|n| {
+            matches!(
+                n.state,
+                formats::wire::NodeState::Idle | formats::wire::NodeState::Mixed
+            )
+        })
+        .map(|n| {
+            (
+                n.name.as_str(),
+                u64::from(n.cpus.saturating_sub(n.alloc_cpus)),
+            )
+        })
+        .collect();
+    let cfg = &c.config;
+    let free_in = |name: &str| -> u64 {
+        cfg.partitions
+            .iter()
+            .find(|p| p.name == name)
+            .map_or(0, |p| {
+                p.nodes
+                    .iter()
+                    .map(|&i| free.get(cfg.nodes[i].name.as_str()).copied().unwrap_or(0))
+                    .sum()
+            })
+    };
+    let chosen = names
+        .iter()
+        .find(|n| free_in(n) >= u64::from(cores))
+        .or(names.first())
+        .ok_or_else(|| anyhow!("invalid partition specified: {list}"))?;
+    Ok(chosen.to_string())
 }
 
 /// The jobs and arrays a `--dependency` names (`12` of `afterok:12_3`),

@@ -383,6 +383,19 @@ fn top_level_pieces(list: &str) -> Vec<&str> {
     pieces.into_iter().filter(|p| !p.is_empty()).collect()
 }
 
+/// Slurm's `SecsPreSuspend`: the seconds job `j` ran before its last
+/// suspension (0 if it never was), suspended time left out.
+fn secs_pre_suspend(j: &JobInfo) -> i64 {
+    let Some(&(last, _)) = j.suspensions.last() else {
+        return 0;
+    };
+    let before: i64 = j.suspensions[..j.suspensions.len() - 1]
+        .iter()
+        .map(|&(s, r)| r - s)
+        .sum();
+    ((last - j.start_ns - before) / 1_000_000_000).max(0)
+}
+
 async fn show_jobs(arg: Option<&str>, oneliner: bool) -> Result<u8> {
     let mut c = Cluster::open().await?;
     let now = text::now_s();
@@ -513,11 +526,12 @@ fn job_record(j: &JobInfo, c: &Cluster, me: &str, now: i64, first: bool) -> Vec<
     }
     r.extend([
         format!(
-            "SuspendTime={} SecsPreSuspend=0 LastSchedEval={} Scheduler=Main",
+            "SuspendTime={} SecsPreSuspend={} LastSchedEval={} Scheduler=Main",
             match j.suspensions.last() {
                 Some(&(s, 0)) => date(s),
                 _ => "None".into(),
             },
+            secs_pre_suspend(j),
             date(j.start_ns.max(j.submit_ns))
         ),
         format!("Partition={} AllocNode:Sid=localhost:0", j.partition),
@@ -796,4 +810,42 @@ async fn show_config() -> Result<u8> {
     out.push_str("\nSlurmctld(primary) at localhost is UP\n");
     print!("{out}");
     Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secs_pre_suspend_counts_the_run_before_the_last_suspension() {
+        const S: i64 = 1_000_000_000;
+        let mut j = JobInfo {
+            id: 1,
+            name: String::new(),
+            state: JobState::Suspended,
+            partition: "batch".into(),
+            cores: 1,
+            nodes: String::new(),
+            submit_ns: 0,
+            start_ns: 100 * S,
+            end_ns: 0,
+            runtime_ns: 0,
+            walltime_ns: 0,
+            reason: String::new(),
+            suspensions: Vec::new(),
+            array: None,
+            gres: None,
+            mem_per_cpu_mb: 0,
+            exit: (0, 0),
+            program: None,
+            restarts: 0,
+            completing: false,
+        };
+        assert_eq!(secs_pre_suspend(&j), 0);
+        // Ran 3 s, suspended; then 10 s more (5 s suspended between).
+        j.suspensions = vec![(103 * S, 0)];
+        assert_eq!(secs_pre_suspend(&j), 3);
+        j.suspensions = vec![(103 * S, 108 * S), (118 * S, 0)];
+        assert_eq!(secs_pre_suspend(&j), 13);
+    }
 }

@@ -855,6 +855,44 @@ fn a_closed_pipe_ends_a_command_quietly() {
     assert_eq!(String::from_utf8_lossy(&out.stderr), "");
 }
 
+/// `-p a,b`: each must exist; the job goes to the first with room now.
+#[test]
+fn a_job_asking_several_partitions_goes_to_one_with_room() {
+    // `urgent` is node1, `batch` both nodes.
+    let c = Up::start_with(2, 2, &["--preempt", "cancel"]);
+    let work = tempfile::tempdir().unwrap();
+    let w = work.path();
+    let marker = format!("sleep 302.{}", std::process::id());
+    let submit = |parts: &str| {
+        c.ok(
+            w,
+            "sbatch",
+            &["--parsable", "-n", "2", "-p", parts, "--wrap", &marker],
+        )
+        .trim()
+        .to_string()
+    };
+    let first = submit("urgent,batch");
+    wait_shows(
+        || c.ok(w, "squeue", &["-h", "-j", &first, "-o", "%P %t"]),
+        "urgent R\n",
+    );
+    // urgent is full: batch has room.
+    let second = submit("urgent,batch");
+    assert_eq!(
+        c.ok(w, "squeue", &["-h", "-j", &second, "-o", "%P"]),
+        "batch\n"
+    );
+    let out = c.run(w, "sbatch", &["-p", "batch,nope", "--wrap", "true"], None);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "sbatch: error: Batch job submission failed: invalid partition specified: nope\n"
+    );
+    c.ok(w, "scancel", &[&first, &second]);
+    wait_gone(&marker);
+}
+
 /// As Slurm's hostlist: the names in the order given, repeats kept.
 #[test]
 fn hostnames_keep_the_order_given() {
