@@ -441,6 +441,10 @@ impl Cluster {
         let (Some(info), Some(kept)) = (self.done.get(&id), self.kept.get(&id)) else {
             return false;
         };
+        // Kept past its time only because no job ended since.
+        if kept.until <= now.mono {
+            return false;
+        }
         let (submit_ns, restarts, array) = (info.submit_ns, info.restarts, info.array);
         let (partition, submit_mono) = (kept.partition, kept.submit_mono);
         let Some(kept) = self.kept.remove(&id) else {
@@ -458,8 +462,7 @@ impl Cluster {
         spec.any_dep = false;
         spec.think_ns = None;
         spec.hold = hold;
-        let delay = self.config.requeue_delay.as_nanos().min(i64::MAX as u128) as i64;
-        spec.begin_ns = Some(now.wall.saturating_add(delay));
+        spec.begin_ns = Some(self.requeued_begin(now));
         let mut job = Job::pending(id, spec, partition, now);
         job.submit_ns = submit_ns;
         job.submit_mono = submit_mono;
@@ -675,11 +678,11 @@ impl Cluster {
             });
             return;
         }
-        let delay = self.config.requeue_delay.as_nanos().min(i64::MAX as u128) as i64;
+        let begin = self.requeued_begin(now);
         let Some(job) = self.jobs.get_mut(&id) else {
             return;
         };
-        job.spec.begin_ns = Some(now.wall.saturating_add(delay));
+        job.spec.begin_ns = Some(begin);
         job.held = true;
         let (user_held, task) = (job.user_held, job.array.filter(|t| t.limit > 0));
         self.record_event(Happened::Ended {
@@ -700,6 +703,13 @@ impl Cluster {
                 self.deps_over(id, now);
             }
         }
+    }
+
+    /// When a job requeued on request at `now` may start again (wall
+    /// ns): `requeue_delay` later, as Slurm's launch credential lasts.
+    fn requeued_begin(&self, now: Now) -> i64 {
+        let delay = self.config.requeue_delay.as_nanos().min(i64::MAX as u128) as i64;
+        now.wall.saturating_add(delay)
     }
 
     /// Nodes failed (with why) or repaired (`None`).

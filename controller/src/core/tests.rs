@@ -1311,7 +1311,16 @@ fn a_finished_batch_job_is_requeued_while_kept_and_runs_again() {
     assert_eq!(c.requeue(&[id], true, at(127), &mut out)[0].error, None);
     assert_eq!(c.jobs[&id].reason, "JobHeldUser");
     assert_eq!(c.jobs[&id].restarts, 2);
-    // 300 s after its end, a finished job's spec is let go.
+    // 300 s after its end, a finished job's spec is let go, whether or
+    // not another job ended since.
+    let alone = c.requeue(&[ids[3]], false, at(2 + 300), &mut out);
+    assert!(
+        alone[0]
+            .error
+            .as_deref()
+            .is_some_and(|e| e.contains("no longer kept")),
+        "{alone:?}"
+    );
     c.submit(vec![batch(None)], 0, at(400), &mut out).unwrap();
     pass_at(&mut c, &mut out, at(401));
     c.job_ended(7, ids[3] + 1, Exit::Code(0), at(402), &mut out);
