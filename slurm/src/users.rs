@@ -41,12 +41,20 @@ pub fn group_name(gid: u32) -> Option<String> {
     })
 }
 
+/// The password file's users, read once per command: squeue asks of
+/// every job line whose it is.
 fn users() -> impl Iterator<Item = User> {
-    let text = std::fs::read_to_string(FILE).unwrap_or_default();
-    text.lines()
-        .filter_map(parse)
-        .collect::<Vec<_>>()
-        .into_iter()
+    static USERS: std::sync::OnceLock<Vec<User>> = std::sync::OnceLock::new();
+    USERS
+        .get_or_init(|| {
+            std::fs::read_to_string(FILE)
+                .unwrap_or_default()
+                .lines()
+                .filter_map(parse)
+                .collect()
+        })
+        .iter()
+        .cloned()
 }
 
 /// `name:password:uid:gid:gecos:home:shell`; `None` for a comment or a
