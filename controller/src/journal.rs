@@ -50,8 +50,9 @@ const SNAPSHOT_MAGIC: &[u8; 4] = b"CLSN";
 /// starts, or for any one of their dependencies (`JobSpec::after_start`,
 /// `JobSpec::any_dep`). 14: a finished batch job may be requeued
 /// ([`Entry::Readmitted`]), and a program keeps its script's path
-/// (`Program::command`).
-const VERSION: u16 = 14;
+/// (`Program::command`). 15: a dependency may wait a delay past its
+/// job's start (`JobSpec::delays`).
+const VERSION: u16 = 15;
 const HEADER: usize = 6;
 /// Largest entry: a submission of one job is well under 1 KiB.
 const MAX_ENTRY: usize = 1 << 20;

@@ -63,8 +63,9 @@ use tokio_util::codec::{Decoder, Encoder, Framed, LengthDelimitedCodec};
 /// start (`JobSpec::after_start`), for the tasks of an array of the same
 /// index (`JobSpec::after_corr`), or for any one of their dependencies
 /// (`JobSpec::any_dep`); the controller tells an agent why it ends a job
-/// ([`ToAgent::End`]).
-pub const PROTOCOL: u32 = 20;
+/// ([`ToAgent::End`]). 21: a dependency may wait a delay past its job's
+/// start (`JobSpec::delays`).
+pub const PROTOCOL: u32 = 21;
 /// Largest frame a server accepts from an authenticated peer (a batch of
 /// records can be large).
 pub const MAX_FRAME: usize = 16 << 20;

@@ -206,9 +206,10 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
     {
         Ok(submitted) => submitted,
         Err(refusal) => {
-            // Options that make no job: Slurm's sbatch exits 255 for them.
             eprintln!("sbatch: error: {refusal}");
-            return Ok(255);
+            // Options that make no job: Slurm's sbatch exits 255 for them,
+            // and 1 for what its controller refuses.
+            return Ok(if refusal.starts_with(REFUSED) { 1 } else { 255 });
         }
     };
     if s.parsable {
@@ -334,7 +335,9 @@ pub async fn submit(
             .map(|j| j.id)
             .collect();
         match (index, of_array.is_empty()) {
-            (None, true) => vec![id],
+            // A job the controller does not know: none (Slurm ignores it).
+            (None, true) if jobs.iter().any(|j| j.id == id) => vec![id],
+            (None, true) => Vec::new(),
             _ => of_array,
         }
     };
@@ -420,12 +423,15 @@ fn named_ids(text: &str) -> Vec<u64> {
     let mut ids: Vec<u64> = text
         .split([',', '?'])
         .flat_map(|item| item.split(':').skip(1))
-        .filter_map(|id| id.split('_').next()?.parse().ok())
+        .filter_map(|id| id.split(['_', '+']).next()?.parse().ok())
         .collect();
     ids.sort_unstable();
     ids.dedup();
     ids
 }
+
+/// How Slurm's sbatch begins a refusal by its controller.
+const REFUSED: &str = "Batch job submission failed";
 
 /// What `--dependency` says, as the controller takes it.
 #[derive(Debug, Default, PartialEq)]
@@ -435,6 +441,8 @@ struct Dependencies {
     not_ok: Vec<u64>,
     start: Vec<u64>,
     corr: Vec<u64>,
+    /// (job, ns): `+MINUTES` after a job.
+    delays: Vec<(u64, u64)>,
     singleton: bool,
     /// `?` between them: any one met is enough.
     any_of: bool,
@@ -448,15 +456,18 @@ type Resolve<'a> = &'a dyn Fn(u64, Option<u32>) -> Vec<u64>;
 /// `afternotok` with `:`-separated jobs (an array's id: every task of it;
 /// `A_I`: one task), which `resolve` finds, `aftercorr` with arrays (each
 /// task waits for the one of its index), and `singleton`; separated by
-/// `,` (all must hold) or `?` (any one), not both. Delays (`+time`) are
-/// refused plainly.
+/// `,` (all must hold) or `?` (any one), not both. A job may have a delay
+/// in minutes (`after:12+5`). A job the controller does not know is left
+/// out, as Slurm leaves it out; what does not read as a dependency is
+/// Slurm's "Job dependency problem".
 fn dependencies(text: &str, resolve: Resolve<'_>) -> Result<Dependencies> {
+    let problem = || anyhow!("{REFUSED}: Job dependency problem");
     let mut d = Dependencies {
         any_of: text.contains('?'),
         ..Default::default()
     };
     if d.any_of && text.contains(',') {
-        bail!("Job dependency problem: {text} mixes , and ?");
+        return Err(problem());
     }
     for item in text.split([',', '?']).filter(|s| !s.is_empty()) {
         let mut parts = item.split(':');
@@ -468,40 +479,49 @@ fn dependencies(text: &str, resolve: Resolve<'_>) -> Result<Dependencies> {
             d.singleton = true;
             continue;
         }
-        if item.contains('+') {
-            bail!("--dependency with a delay ({item}) is not supported by clemu yet");
-        }
         let list = match kind {
             "after" => &mut d.start,
             "afterany" => &mut d.any,
             "afterok" => &mut d.ok,
             "afternotok" => &mut d.not_ok,
             "aftercorr" => &mut d.corr,
-            other => bail!("--dependency={other} is not supported by clemu yet"),
+            "afterburstbuffer" | "expand" => {
+                bail!("--dependency={kind} is not supported by clemu yet")
+            }
+            _ => return Err(problem()),
         };
-        let start = list.len();
-        for id in parts {
-            let bad = || anyhow!("Job dependency problem: {item}");
+        let mut named = false;
+        for word in parts {
+            named = true;
+            let (id, delay_ns) = match word.split_once('+') {
+                Some((id, minutes)) => {
+                    let m: u64 = minutes.parse().map_err(|_| problem())?;
+                    (id, m.saturating_mul(60_000_000_000))
+                }
+                None => (word, 0),
+            };
             if kind == "aftercorr" {
                 // The array itself: the controller pairs the tasks (and
                 // refuses a job it does not know).
-                list.push(id.parse().map_err(|_| bad())?);
+                list.push(id.parse().map_err(|_| problem())?);
                 continue;
             }
             let jobs = match id.split_once('_') {
                 Some((a, i)) => resolve(
-                    a.parse().map_err(|_| bad())?,
-                    Some(i.parse().map_err(|_| bad())?),
+                    a.parse().map_err(|_| problem())?,
+                    Some(i.parse().map_err(|_| problem())?),
                 ),
-                None => resolve(id.parse().map_err(|_| bad())?, None),
+                None => resolve(id.parse().map_err(|_| problem())?, None),
             };
-            if jobs.is_empty() {
-                bail!("Job dependency problem: no job {id}");
+            // A job named twice in one kind counts once, as first named.
+            let jobs: Vec<u64> = jobs.into_iter().filter(|j| !list.contains(j)).collect();
+            if delay_ns > 0 {
+                d.delays.extend(jobs.iter().map(|&j| (j, delay_ns)));
             }
             list.extend(jobs);
         }
-        if list.len() == start {
-            bail!("Job dependency problem: {item} names no job");
+        if !named {
+            return Err(problem());
         }
     }
     Ok(d)
@@ -650,6 +670,7 @@ fn spec(args: &Args, script: String, resolve: Resolve<'_>) -> Result<JobSpec> {
         after_not_ok: deps.not_ok,
         after_start: deps.start,
         after_corr: deps.corr,
+        delays: deps.delays,
         any_dep: deps.any_of,
         singleton: deps.singleton,
         begin_ns,
@@ -876,7 +897,7 @@ mod tests {
             (4, None) => vec![4, 5],
             (4, Some(0)) => vec![4],
             (4, Some(1)) => vec![5],
-            (_, Some(_)) => vec![],
+            (_, Some(_)) | (99, None) => vec![],
             (id, None) => vec![id],
         };
         assert_eq!(
@@ -903,17 +924,37 @@ mod tests {
                 ..Default::default()
             }
         );
+        // A delay in minutes, on an array's every task; jobs the
+        // controller does not know (99, task 9 of 9) are left out.
+        assert_eq!(
+            dependencies("after:3+5:4+1:99:3,afterok:99:9_9,afterany:7+2", &resolve).unwrap(),
+            Dependencies {
+                start: vec![3, 4, 5],
+                any: vec![7],
+                delays: vec![
+                    (3, 300_000_000_000),
+                    (4, 60_000_000_000),
+                    (5, 60_000_000_000),
+                    (7, 120_000_000_000)
+                ],
+                ..Default::default()
+            }
+        );
         for bad in [
-            "after:3+5",
             "afterok:1?afterany:2,afterok:3",
-            "singleton?afterok:1",
             "aftercorr:4_1",
             "afterany",
             "afterok:x",
-            "afterany:9_9",
+            "bogus:3",
+            "after:3+x",
         ] {
-            assert!(dependencies(bad, &resolve).is_err(), "{bad}");
+            let e = dependencies(bad, &resolve).unwrap_err().to_string();
+            assert_eq!(
+                e, "Batch job submission failed: Job dependency problem",
+                "{bad}"
+            );
         }
+        assert!(dependencies("singleton?afterok:1", &resolve).is_err());
     }
 
     #[test]

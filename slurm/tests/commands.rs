@@ -236,6 +236,45 @@ fn batch_scripts_run_with_slurms_variables_and_are_accounted_as_slurm_does() {
     );
     c.ok(w, "scancel", &[&never]);
     assert_eq!(c.wait_over(w, &never), "CANCELLED by 0|0:0");
+    // A delay past a job's start (`+MINUTES`) is waited out, and shown
+    // while it is; a job the controller does not know is left out, as
+    // Slurm leaves it out; what is no dependency is Slurm's refusal.
+    let later = c
+        .ok(
+            w,
+            "sbatch",
+            &[
+                "--parsable",
+                "-d",
+                &format!("after:{failed}+1:{failed}"),
+                "--wrap",
+                "true",
+            ],
+        )
+        .trim()
+        .to_string();
+    assert_eq!(
+        c.ok(w, "squeue", &["-h", "-j", &later, "-o", "%t %r %E"]),
+        format!("PD Dependency after:{failed}+1(unfulfilled)\n")
+    );
+    c.ok(w, "scancel", &[&later]);
+    let unknown = c
+        .ok(
+            w,
+            "sbatch",
+            &["--parsable", "-d", "afterok:999999", "--wrap", "true"],
+        )
+        .trim()
+        .to_string();
+    assert_eq!(c.wait_over(w, &unknown), "COMPLETED|0:0");
+    for bad in ["bogus:3", "afterok:abc", "after:1+x"] {
+        let refused = c.run(w, "sbatch", &["-d", bad, "--wrap", "true"], None);
+        assert_eq!(refused.status.code(), Some(1), "{bad}");
+        assert_eq!(
+            String::from_utf8_lossy(&refused.stderr),
+            "sbatch: error: Batch job submission failed: Job dependency problem\n"
+        );
+    }
     // Held at submission: it waits until released.
     let held = c
         .ok(w, "sbatch", &["--parsable", "-H", "--wrap", "true"])
@@ -1348,11 +1387,12 @@ fn dependencies_on_starts_on_any_one_and_on_the_task_of_the_same_index() {
     assert_eq!(c.wait_over(w, &format!("{follow}_3")), "COMPLETED|0:0");
     wait_shows(reasons, &format!("{follow}_2 DependencyNeverSatisfied\n"));
     c.ok(w, "scancel", &[&follow]);
-    // A delay is refused, not ignored.
+    // A singleton that any one other may stand for is refused, not
+    // ignored.
     let out = c.run(
         w,
         "sbatch",
-        &["-d", &format!("after:{pairs}+5"), "--wrap", "true"],
+        &["-d", &format!("singleton?after:{pairs}"), "--wrap", "true"],
         None,
     );
     assert_eq!(out.status.code(), Some(255));

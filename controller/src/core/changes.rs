@@ -64,6 +64,7 @@ impl Cluster {
                 if let Some(d) = self.jobs.get(&dep) {
                     if start_only && d.started_mono.is_some() {
                         job.deps_end = job.deps_end.max(d.start_ns);
+                        job.delay_from(dep, d.start_ns);
                         met = true;
                         continue;
                     }
@@ -76,6 +77,13 @@ impl Cluster {
                     waiters.entry(dep).or_default().push(id);
                 } else if let Some(info) = self.done.get(&dep) {
                     job.deps_end = job.deps_end.max(info.end_ns);
+                    // From its start, or its end had it never started.
+                    let began = if info.start_ns > 0 {
+                        info.start_ns
+                    } else {
+                        info.end_ns
+                    };
+                    job.delay_from(dep, began);
                     let ok = job.spec.satisfied_by(dep, Some(info.state));
                     met |= ok;
                     job.never |= !any && !ok;
@@ -480,6 +488,12 @@ impl Cluster {
         let state = self.done.get(&id).map_or(JobState::Cancelled, |i| i.state);
         let waiters = self.waiters.remove(&id).unwrap_or_default();
         let starters = self.start_waiters.remove(&id).unwrap_or_default();
+        // Those waiting for its start wait their delay from its end.
+        for &waiter in &starters {
+            if let Some(w) = self.jobs.get_mut(&waiter) {
+                w.delay_from(id, now.wall);
+            }
+        }
         for waiter in waiters.into_iter().chain(starters) {
             let ok = self
                 .jobs
@@ -493,6 +507,9 @@ impl Cluster {
     /// closer to their release.
     pub(super) fn wake_start_waiters(&mut self, id: u64, now: Now) {
         for waiter in self.start_waiters.remove(&id).unwrap_or_default() {
+            if let Some(w) = self.jobs.get_mut(&waiter) {
+                w.delay_from(id, now.wall);
+            }
             self.dependency_settled(waiter, true, now);
         }
     }
@@ -554,11 +571,15 @@ impl Cluster {
         let Some(job) = self.jobs.get(&id) else {
             return;
         };
-        if job.spec.think_ns.is_none() && job.spec.begin_ns.is_none_or(|b| b <= now.wall) {
+        if job.spec.think_ns.is_none()
+            && job.spec.begin_ns.is_none_or(|b| b <= now.wall)
+            && job.delay_until <= now.wall
+        {
             self.released(id, None, now);
             return;
         }
-        // Later: a think time after its last job ended, or at its begin.
+        // Later: a think time after its last job ended, at its begin, or
+        // once a dependency's delay is over.
         let at = job.release_wall();
         let mono = now.mono.saturating_add(at.saturating_sub(now.wall));
         self.releases.insert((mono, id));
@@ -576,7 +597,7 @@ impl Cluster {
         job.held = false;
         job.reason.clear();
         job.since_mono = now.mono;
-        if let Some(at) = at {
+        if let Some(at) = at.filter(|_| job.submitted_at_release()) {
             job.submit_ns = at.wall;
             job.submit_mono = at.mono;
             job.since_mono = at.mono;

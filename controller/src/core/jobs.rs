@@ -1260,7 +1260,24 @@ impl Job {
                 .deps_end
                 .saturating_add(think.unwrap_or(0).min(i64::MAX as u64) as i64),
         };
-        after_deps.max(self.spec.begin_ns.unwrap_or(i64::MIN))
+        after_deps
+            .max(self.spec.begin_ns.unwrap_or(i64::MIN))
+            .max(self.delay_until)
+    }
+
+    /// Whether its release counts as its submission: a replay's think
+    /// time and `--begin` submit it then; a dependency's delay does not.
+    pub(super) fn submitted_at_release(&self) -> bool {
+        self.spec.think_ns.is_some() || self.spec.begin_ns.is_some()
+    }
+
+    /// Its `after` dependency on a job that started (or ended unstarted)
+    /// at `at` (wall ns) waits out its delay from then.
+    pub(super) fn delay_from(&mut self, dep: u64, at: i64) {
+        let delay = self.spec.start_delay(dep).min(i64::MAX as u64) as i64;
+        if delay > 0 {
+            self.delay_until = self.delay_until.max(at.saturating_add(delay));
+        }
     }
 
     /// A job just submitted, waiting in the queue.
@@ -1298,6 +1315,7 @@ impl Job {
             held,
             deps_left: 0,
             deps_end: i64::MIN,
+            delay_until: i64::MIN,
             release_at: None,
             array: None,
             throttled: false,

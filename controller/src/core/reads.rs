@@ -216,16 +216,29 @@ impl Cluster {
             ("afternotok", &j.spec.after_not_ok),
         ] {
             for (name, members) in self.dependency_names(ids) {
-                let status = members.iter().map(|&d| self.dependency_status(kind, d));
+                let delay = members.first().map_or(0, |&d| j.spec.delay(d));
+                let status = members.iter().map(|&d| {
+                    // A delay is waited out while the job is held.
+                    if kind == "after" && delay > 0 {
+                        Some(false)
+                    } else {
+                        self.dependency_status(kind, d)
+                    }
+                });
                 let (mut waits, mut failed) = (false, false);
                 for s in status {
                     waits |= s == Some(false);
                     failed |= s.is_none();
                 }
+                // Slurm shows a delay in whole minutes.
+                let plus = match delay / 60_000_000_000 {
+                    0 => String::new(),
+                    m => format!("+{m}"),
+                };
                 if waits {
-                    items.push(format!("{kind}:{name}(unfulfilled)"));
+                    items.push(format!("{kind}:{name}{plus}(unfulfilled)"));
                 } else if failed {
-                    items.push(format!("{kind}:{name}(failed)"));
+                    items.push(format!("{kind}:{name}{plus}(failed)"));
                 }
             }
         }

@@ -155,6 +155,9 @@ pub(super) struct Job {
     /// when the last of those over ended (wall ns).
     pub deps_left: u32,
     pub deps_end: i64,
+    /// Not let into the queue before this (wall ns): its `after`
+    /// dependencies' starts, each plus its delay (`after:JOB+MINUTES`).
+    pub delay_until: i64,
     /// A job it waits for ended otherwise than it waits for (`afterok`,
     /// `afternotok`): it can never run, and waits until cancelled.
     pub never: bool,

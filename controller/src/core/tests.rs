@@ -2569,6 +2569,46 @@ fn a_job_sent_ahead_arrives_at_its_begin_and_its_start_is_prepared() {
 }
 
 #[test]
+fn after_with_a_delay_waits_that_long_past_its_jobs_start() {
+    let mut c = cluster();
+    let mut out = Recorder::default();
+    // The first fills the cluster at 1 s; the second waits for room.
+    let ids = c
+        .submit(vec![spec(16), spec(16)], 0, at(0), &mut out)
+        .unwrap();
+    pass(&mut c, &mut out);
+    let delayed = |dep: u64, minutes: u64| JobSpec {
+        after_start: vec![dep],
+        delays: vec![(dep, minutes * 60 * S as u64)],
+        ..after(&[], None)
+    };
+    let waits = c
+        .submit(
+            vec![delayed(ids[0], 1), delayed(ids[1], 2)],
+            0,
+            at(2),
+            &mut out,
+        )
+        .unwrap();
+    assert_eq!(c.jobs_info(&waits)[0].reason, "Dependency");
+    // Started at 1 s: let go at 61 s, not before; submitted when it was.
+    assert_eq!(c.next_release(), Some(61 * S));
+    c.release_due(at(60), &mut out);
+    assert!(!queued(&c).contains(&waits[0]));
+    c.release_due(at(61), &mut out);
+    assert!(queued(&c).contains(&waits[0]));
+    assert_eq!(c.jobs_info(&[waits[0]])[0].submit_ns, at(2).wall);
+    // Its job starts at 100 s: two minutes from then.
+    c.job_ended(7, ids[0], Exit::Code(0), at(100), &mut out);
+    pass_at(&mut c, &mut out, at(100));
+    assert_eq!(c.jobs[&ids[1]].state, JobState::Running);
+    assert!(!queued(&c).contains(&waits[1]));
+    assert_eq!(c.next_release(), Some(220 * S));
+    c.release_due(at(220), &mut out);
+    assert!(queued(&c).contains(&waits[1]));
+}
+
+#[test]
 fn after_waits_for_a_start_and_a_question_mark_for_any_one_dependency() {
     let mut c = cluster();
     let mut out = Recorder::default();

@@ -47,6 +47,12 @@ pub struct JobSpec {
     /// index one of them lacks does not wait for that one. Resolved at
     /// submission into each task's `after_ok`.
     pub after_corr: Vec<u64>,
+    /// Delays after a dependency, as (job, ns) pairs (Slurm's
+    /// `after:JOB+MINUTES`): it waits this long past that job's start (or
+    /// its end, had it never started) before that dependency is met. Slurm
+    /// 22.05 takes a delay on every kind and waits it out only on `after`;
+    /// so does clemu, and shows it on every kind.
+    pub delays: Vec<(u64, u64)>,
     /// Any one of the jobs it waits for, ending (or starting) as it waits
     /// for, lets it go (Slurm's `?` between dependencies); else all must.
     pub any_dep: bool,
@@ -169,6 +175,27 @@ impl JobSpec {
                 Some(completed) => !(ok && !completed || not_ok && completed),
                 None => !ok && !not_ok,
             }
+        }
+    }
+
+    /// The delay its dependency on job `dep` was given (`+MINUTES`), in
+    /// ns; 0 for none.
+    pub fn delay(&self, dep: u64) -> u64 {
+        self.delays
+            .iter()
+            .filter(|(d, _)| *d == dep)
+            .map(|(_, ns)| *ns)
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// How long past job `dep`'s start its `after` dependency waits
+    /// (Slurm's `after:JOB+MINUTES`), in ns; 0 for none.
+    pub fn start_delay(&self, dep: u64) -> u64 {
+        if self.after_start.contains(&dep) {
+            self.delay(dep)
+        } else {
+            0
         }
     }
 
