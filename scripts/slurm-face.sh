@@ -166,6 +166,11 @@ jobset() {
   run scontrol update NodeName=node4 State=DRAIN
   run scontrol update NodeName=node4 State=DRAIN Reason=maintenance
   run sinfo -N -o '%N %t %E'
+  run sinfo -R
+  run sinfo -N -t drain,draining
+  run sinfo -t bogus
+  run sh -c "scontrol show node node4 | grep -o 'Reason=.*'"
+  run scontrol ping
   run scontrol update NodeName=node4 State=RESUME
   # Slurm marks a resumed node not responding (`alloc*`) until its next
   # ping answers: the state once settled is compared.

@@ -28,7 +28,7 @@ use std::path::Path;
 
 use anyhow::{anyhow, Result};
 pub use formats::wire::{Request, Response};
-pub use session::{request, Session};
+pub use session::{answers, request, Session};
 
 /// The shared secret kept in `path` (hex, one line, readable by its owner
 /// only), or why it cannot be used, naming the file.

@@ -351,6 +351,12 @@ async fn leads(addr: &str, secret: &[u8]) -> bool {
     )
 }
 
+/// Whether a controller at `addr` completes the handshake now: one try,
+/// no waiting for it to come (`scontrol ping`).
+pub async fn answers(addr: &str, secret: &[u8]) -> bool {
+    open_one(addr, secret).await.is_ok()
+}
+
 /// One request, one response.
 pub async fn request(addr: &str, secret: &[u8], req: &Request) -> Result<Response> {
     Session::open(addr, secret).await?.call(req).await

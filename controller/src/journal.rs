@@ -51,7 +51,8 @@ const SNAPSHOT_MAGIC: &[u8; 4] = b"CLSN";
 /// `JobSpec::any_dep`). 14: a finished batch job may be requeued
 /// ([`Entry::Readmitted`]), and a program keeps its script's path
 /// (`Program::command`). 15: a dependency may wait a delay past its
-/// job's start (`JobSpec::delays`).
+/// job's start (`JobSpec::delays`); a node's drain or failure says when
+/// (`Entry::Drained`, `Entry::Failed`).
 const VERSION: u16 = 15;
 const HEADER: usize = 6;
 /// Largest entry: a submission of one job is well under 1 KiB.
@@ -163,17 +164,20 @@ pub enum Entry {
         reason: String,
         at_ns: i64,
     },
+    /// Nodes drained, why, and when (wall ns).
     Drained {
         nodes: String,
         reason: String,
+        at_ns: i64,
     },
     Undrained {
         nodes: String,
     },
-    /// Nodes failed (down until repaired), and why.
+    /// Nodes failed (down until repaired), why, and when (wall ns).
     Failed {
         nodes: String,
         reason: String,
+        at_ns: i64,
     },
     /// Failed nodes are up again.
     Repaired {

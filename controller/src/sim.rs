@@ -669,7 +669,7 @@ pub fn simulate_until(
                     }
                     SimWhat::Repair { nodes } => c.repair_nodes(nodes, m).map(|_| Vec::new()),
                     SimWhat::Drain { nodes, reason } => {
-                        c.drain(nodes, reason, m).map(|_| Vec::new())
+                        c.drain(nodes, reason, now, m).map(|_| Vec::new())
                     }
                     SimWhat::Undrain { nodes } => c.undrain(nodes, m).map(|_| Vec::new()),
                     SimWhat::Cancel(j) => Ok(c

@@ -64,7 +64,8 @@ use tokio_util::codec::{Decoder, Encoder, Framed, LengthDelimitedCodec};
 /// index (`JobSpec::after_corr`), or for any one of their dependencies
 /// (`JobSpec::any_dep`); the controller tells an agent why it ends a job
 /// ([`ToAgent::End`]). 21: a dependency may wait a delay past its job's
-/// start (`JobSpec::delays`).
+/// start (`JobSpec::delays`); a node's reason says when it was given
+/// (`NodeInfo::reason_ns`).
 pub const PROTOCOL: u32 = 21;
 /// Largest frame a server accepts from an authenticated peer (a batch of
 /// records can be large).

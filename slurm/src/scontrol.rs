@@ -67,9 +67,10 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
         .cloned()
         .collect();
     let Some(verb) = words.first().map(|w| w.to_ascii_lowercase()) else {
-        bail!("no command given (show, suspend, resume, hold, release, requeue, update)");
+        bail!("no command given (show, suspend, resume, hold, release, requeue, update, ping)");
     };
     match verb.as_str() {
+        "ping" => ping().await,
         "show" => {
             let Some(what) = words.get(1).map(|w| w.to_ascii_lowercase()) else {
                 bail!("show what? (job, partition, node, config, hostnames)");
@@ -766,7 +767,16 @@ async fn show_nodes(arg: Option<&str>, oneliner: bool) -> Result<u8> {
                 ),
             ];
             if !n.reason.is_empty() {
-                r.push(format!("Reason={}", n.reason));
+                // Who gave it and when, as Slurm adds them.
+                let when = match n.reason_ns {
+                    0 => "Unknown".to_string(),
+                    ns => text::date(ns.div_euclid(1_000_000_000)),
+                };
+                r.push(format!(
+                    "Reason={} [{}@{when}]",
+                    n.reason,
+                    crate::sinfo::cluster_owner()
+                ));
             }
             r
         })
@@ -787,6 +797,49 @@ fn preempt_mode(p: Preemption) -> &'static str {
 
 /// What `scontrol show config` prints that tools read: MinJobAge above
 /// all (how long squeue still shows a finished job).
+/// `scontrol ping`: each controller, primary then backups, up or down as
+/// it answers a handshake now; exit status 1 when none does, as Slurm's.
+async fn ping() -> Result<u8> {
+    let path = crate::cluster::conf_path()?;
+    let cfg = controller::config::Cluster::load(&path)?;
+    let secret = cfg.client_secret(None)?;
+    let mut any = false;
+    for (i, addr) in cfg
+        .client_address(None)
+        .split(',')
+        .map(str::trim)
+        .enumerate()
+    {
+        let up = client::answers(addr, &secret).await;
+        any |= up;
+        let role = if i == 0 { "primary" } else { "backup" };
+        let state = if up { "UP" } else { "DOWN" };
+        println!("Slurmctld({role}) at {} is {state}", host_name(addr));
+    }
+    Ok(if any { 0 } else { 1 })
+}
+
+/// The host of a controller's address as Slurm names it: this machine's
+/// name for a loopback address (Slurm shows `SlurmctldHost`'s name).
+fn host_name(addr: &str) -> String {
+    let host = addr
+        .rsplit_once(':')
+        .map_or(addr, |(h, _)| h)
+        .trim_start_matches('[')
+        .trim_end_matches(']');
+    let loopback = host == "localhost"
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback());
+    if loopback {
+        std::fs::read_to_string("/proc/sys/kernel/hostname")
+            .map(|s| s.trim().to_string())
+            .unwrap_or_else(|_| host.to_string())
+    } else {
+        host.to_string()
+    }
+}
+
 async fn show_config() -> Result<u8> {
     let c = Cluster::open().await?;
     let cfg = &c.config;

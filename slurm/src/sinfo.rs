@@ -41,6 +41,12 @@ pub struct Args {
     nodes: Option<String>,
     #[arg(short = 's', long)]
     summarize: bool,
+    /// Only nodes in these states (`idle,drain`).
+    #[arg(short = 't', long)]
+    states: Option<String>,
+    /// Why nodes are down or drained, as Slurm's `-R`.
+    #[arg(short = 'R', long = "list-reasons")]
+    list_reasons: bool,
     #[arg(long)]
     json: bool,
     #[arg(long)]
@@ -49,7 +55,11 @@ pub struct Args {
     clusters: Option<String>,
 }
 
-/// The `-o` code a `-O` name stands for (`u`, GRES in use, has none).
+/// The code `-O gresused` stands for: Slurm's `-o` has no letter for it
+/// (`%u` is who gave a node's reason).
+const GRES_USED: char = '\u{e000}';
+
+/// The `-o` code a `-O` name stands for.
 fn long_code(name: &str) -> Option<char> {
     Some(match name {
         "partition" => 'P',
@@ -66,7 +76,9 @@ fn long_code(name: &str) -> Option<char> {
         "nodeaiot" => 'F',
         "memory" => 'm',
         "gres" => 'G',
-        "gresused" => 'u',
+        "gresused" => GRES_USED,
+        "user" => 'u',
+        "timestamp" => 'H',
         "prioritytier" => 'p',
         "reason" => 'E',
         "oversubscribe" => 'h',
@@ -97,7 +109,9 @@ fn header(code: char) -> &'static str {
         'F' => "NODES(A/I/O/T)",
         'm' => "MEMORY",
         'G' => "GRES",
-        'u' => "GRES_USED",
+        GRES_USED => "GRES_USED",
+        'u' => "USER",
+        'H' => "TIMESTAMP",
         'p' => "PRIO_TIER",
         'E' => "REASON",
         'h' => "OVERSUBSCRIBE",
@@ -125,6 +139,78 @@ fn node_state(n: &NodeInfo, long: bool) -> &'static str {
     }
 }
 
+/// The states `-t` names, each checked against Slurm's list.
+fn wanted_states(list: &str) -> Result<Vec<String>> {
+    const VALID: &[&str] = &[
+        "unknown",
+        "down",
+        "idle",
+        "allocated",
+        "alloc",
+        "mixed",
+        "mix",
+        "future",
+        "drain",
+        "drained",
+        "draining",
+        "no_respond",
+        "reserved",
+        "resv",
+        "perfctrs",
+        "cloud",
+        "completing",
+        "comp",
+        "powering_down",
+        "powered_down",
+        "power_down",
+        "powering_up",
+        "fail",
+        "failing",
+        "maint",
+        "reboot",
+        "reboot^",
+        "unk",
+        "npc",
+        "planned",
+    ];
+    list.split(',')
+        .map(|s| {
+            let s = s.to_ascii_lowercase();
+            if VALID.contains(&s.as_str()) {
+                Ok(s)
+            } else {
+                Err(anyhow::anyhow!(
+                    "Bad state string: \"{s}\"\nsinfo: error: valid states: unknown,down,idle,\
+                     allocated,?,mixed,future,drain,drained,draining,no_respond,reserved,\
+                     perfctrs,cloud,completing,powering_down,powered_down,power_down,\
+                     powering_up,fail,maint,reboot,reboot^,unknown"
+                ))
+            }
+        })
+        .collect()
+}
+
+/// Whether node `n` is in state `s`, as `-t` reads it: a drained node is
+/// also in the state of its cores (idle, mixed or allocated), as on Slurm.
+fn in_state(n: &NodeInfo, s: &str) -> bool {
+    let base = match n.state {
+        NodeState::Down => "down",
+        _ if n.alloc_cpus == 0 => "idle",
+        _ if n.alloc_cpus >= n.cpus => "allocated",
+        _ => "mixed",
+    };
+    let drained = n.state == NodeState::Drained;
+    match s {
+        "alloc" | "allocated" => base == "allocated",
+        "mix" | "mixed" => base == "mixed",
+        "idle" | "down" => base == s,
+        "drain" => drained,
+        "drained" => drained && n.alloc_cpus == 0,
+        "draining" => drained && n.alloc_cpus > 0,
+        _ => false,
+    }
+}
+
 /// One output line: a partition (if the format shows one) and its nodes
 /// alike in what the format shows.
 struct Group<'a> {
@@ -132,7 +218,7 @@ struct Group<'a> {
     nodes: Vec<&'a NodeInfo>,
 }
 
-fn value(code: char, g: &Group<'_>, default: &str, part_width: usize) -> String {
+fn value(code: char, g: &Group<'_>, default: &str, part_width: usize, owner: &str) -> String {
     let first = g.nodes[0];
     let sum = |f: &dyn Fn(&NodeInfo) -> u64| g.nodes.iter().map(|n| f(n)).sum::<u64>();
     match code {
@@ -188,7 +274,13 @@ fn value(code: char, g: &Group<'_>, default: &str, part_width: usize) -> String 
             format!("{alloc}/{idle}/{}/{total}", total - alloc - idle)
         }
         'G' => gres(first, false),
-        'u' => gres(first, true),
+        GRES_USED => gres(first, true),
+        // Who gave the reason: clemu keeps no user per request; the
+        // cluster's owner, who runs its controller.
+        'u' if first.reason.is_empty() => "Unknown".into(),
+        'u' => owner.into(),
+        'H' if first.reason.is_empty() || first.reason_ns == 0 => "Unknown".into(),
+        'H' => text::date(first.reason_ns.div_euclid(1_000_000_000)),
         'p' => g.partition.map_or(1, |p| p.priority.max(1)).to_string(),
         'E' => {
             if first.reason.is_empty() {
@@ -254,6 +346,7 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
         ),
         None => None,
     };
+    let states = args.states.as_deref().map(wanted_states).transpose()?;
     let by_name: std::collections::HashMap<&str, &NodeInfo> =
         nodes.iter().map(|n| (n.name.as_str(), n)).collect();
     let mut prefix = String::new();
@@ -266,6 +359,12 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
         }
         // Slurm's summary: a line per partition, its nodes counted by
         // state (allocated/idle/other/total).
+        // Only the nodes with a reason, a line per reason.
+        (None, None) if args.list_reasons => (
+            long_fields("reason:20 ,user:9 ,timestamp:19 ,nodelist:0")?,
+            false,
+            false,
+        ),
         (None, None) if args.summarize => (
             long_fields("partition:9 ,available:.5 ,time:.10 ,nodeaiot:.16 ,nodelist:0")?,
             true,
@@ -323,7 +422,12 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
         };
         let start = groups.len();
         for n in members {
-            if wanted_nodes.as_ref().is_some_and(|w| !w.contains(&n.name)) {
+            if wanted_nodes.as_ref().is_some_and(|w| !w.contains(&n.name))
+                || states
+                    .as_ref()
+                    .is_some_and(|s| !s.iter().any(|s| in_state(n, s)))
+                || args.list_reasons && n.reason.is_empty()
+            {
                 continue;
             }
             let key = |m: &NodeInfo| {
@@ -331,11 +435,17 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
                     if shows("tT") { node_state(m, true) } else { "" },
                     if shows("c") { m.cpus } else { 0 },
                     if shows("m") { m.memory_mb } else { 0 },
-                    if shows("Gu") {
-                        gres(m, shows("u"))
+                    if shows("G\u{e000}") {
+                        gres(m, shows("\u{e000}"))
                     } else {
                         String::new()
                     },
+                    if shows("EHu") {
+                        m.reason.clone()
+                    } else {
+                        String::new()
+                    },
+                    if shows("H") { m.reason_ns } else { 0 },
                 )
             };
             let k = key(n);
@@ -397,6 +507,7 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
         'N' if node_sized => node_width,
         _ => f.width,
     };
+    let owner = cluster_owner();
     let mut out = String::new();
     if args.long && !args.noheader {
         out.push_str(&crate::text::ctime(crate::text::now_s()));
@@ -415,7 +526,7 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
     for g in &groups {
         out.push_str(&prefix);
         for f in &fields {
-            let v = value(f.code, g, &default, width(f));
+            let v = value(f.code, g, &default, width(f), &owner);
             out.push_str(&field(&v, width(f), f.right, true));
             out.push_str(&f.suffix);
         }
@@ -423,4 +534,15 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
     }
     print!("{out}");
     Ok(0)
+}
+
+/// Who owns the cluster (its config file): the user its controller runs
+/// as.
+pub fn cluster_owner() -> String {
+    use std::os::unix::fs::MetadataExt;
+    crate::cluster::conf_path()
+        .ok()
+        .and_then(|p| std::fs::metadata(p).ok())
+        .and_then(|m| crate::users::by_uid(m.uid()))
+        .map_or_else(text::user_name, |u| u.name)
 }

@@ -838,6 +838,11 @@ fn up_again_in_the_same_directory_starts_a_new_cluster() {
     let w = work.path();
     let first = c.ok(w, "sbatch", &["--parsable", "--wrap", "true"]);
     assert_eq!(c.wait_over(w, first.trim()), "COMPLETED|0:0");
+    // `scontrol ping` says whether the controller answers, as Slurm's
+    // (this machine's name for a controller on loopback).
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+    let up = format!("Slurmctld(primary) at {} is UP\n", host.trim());
+    assert_eq!(c.ok(w, "scontrol", &["ping"]), up);
     // Down, then up again in the same directory (a stale state from
     // another version of clemu is never read either).
     let bin = env!("CARGO_BIN_EXE_clemu-slurm");
@@ -848,6 +853,12 @@ fn up_again_in_the_same_directory_starts_a_new_cluster() {
         .status()
         .unwrap()
         .success());
+    let down = c.run(w, "scontrol", &["ping"], None);
+    assert_eq!(down.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&down.stdout),
+        up.replace("UP", "DOWN")
+    );
     std::fs::write(dir.join("state/journal"), b"not a journal").unwrap();
     let out = Command::new(bin)
         .args(["up", "--nodes", "1", "--cpus", "1", "--dir"])
@@ -1429,6 +1440,33 @@ fn an_administrator_drains_downs_and_resumes_nodes() {
         "{}",
         nodes()
     );
+    // Why, by whom and since when, as Slurm's -R and scontrol say it;
+    // -t picks nodes by state, a drained idle node being idle too.
+    let user = Command::new("id").arg("-un").output().unwrap().stdout;
+    let user = String::from_utf8(user).unwrap();
+    let reasons = c.ok(w, "sinfo", &["-R", "-h"]);
+    let (reason, when) = reasons.split_at(31);
+    assert_eq!(reason, format!("maintenance          {:<10}", user.trim()));
+    assert_eq!(&when[19..], " node1\n", "{reasons}");
+    assert!(c
+        .ok(w, "scontrol", &["show", "node", "node1"])
+        .contains(&format!(
+            "   Reason=maintenance [{}@{}]\n",
+            user.trim(),
+            &when[..19]
+        )));
+    assert_eq!(
+        c.ok(w, "sinfo", &["-h", "-N", "-t", "drain", "-o", "%N"]),
+        "node1\n"
+    );
+    assert_eq!(
+        c.ok(w, "sinfo", &["-h", "-N", "-t", "IDLE", "-o", "%N %t"]),
+        "node1 drain\nnode2 idle\n"
+    );
+    let bad = c.run(w, "sinfo", &["-t", "bogus"], None);
+    assert_eq!(bad.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&bad.stderr)
+        .starts_with("sinfo: error: Bad state string: \"bogus\"\n"));
     // Two jobs of a whole node: one runs on node2, the other waits.
     let submit = || {
         c.ok(w, "sbatch", &["--parsable", "-n", "2", "--wrap", &marker])

@@ -37,16 +37,18 @@ impl Cluster {
         &mut self,
         expr: &str,
         reason: &str,
+        now: Now,
         fx: &mut F,
     ) -> Result<String, String> {
         let idx = self.resolve(expr)?;
         let why = if reason.is_empty() { "drained" } else { reason };
-        self.set_drained(&idx, Some(why));
+        self.set_drained(&idx, Some(why), now.wall);
         let nodes = self.config.fold(&idx);
         if F::JOURNALS {
             fx.journal(Entry::Drained {
                 nodes: nodes.clone(),
                 reason: why.to_string(),
+                at_ns: now.wall,
             });
         }
         Ok(nodes)
@@ -54,7 +56,7 @@ impl Cluster {
 
     pub fn undrain<F: Effects>(&mut self, expr: &str, fx: &mut F) -> Result<String, String> {
         let idx = self.resolve(expr)?;
-        self.set_drained(&idx, None);
+        self.set_drained(&idx, None, 0);
         let nodes = self.config.fold(&idx);
         if F::JOURNALS {
             fx.journal(Entry::Undrained {
@@ -79,11 +81,12 @@ impl Cluster {
         let idx = self.resolve(expr)?;
         let nodes = self.config.fold(&idx);
         let why = if reason.is_empty() { "failed" } else { reason };
-        self.set_failed(&idx, Some(why));
+        self.set_failed(&idx, Some(why), now.wall);
         if F::JOURNALS {
             fx.journal(Entry::Failed {
                 nodes: nodes.clone(),
                 reason: why.to_string(),
+                at_ns: now.wall,
             });
         }
         let hit_nodes: HashSet<usize> = idx.into_iter().collect();
@@ -152,7 +155,7 @@ impl Cluster {
     /// Failed nodes are up again (their agent serving them).
     pub fn repair_nodes<F: Effects>(&mut self, expr: &str, fx: &mut F) -> Result<String, String> {
         let idx = self.resolve(expr)?;
-        self.set_failed(&idx, None);
+        self.set_failed(&idx, None, 0);
         let nodes = self.config.fold(&idx);
         if F::JOURNALS {
             fx.journal(Entry::Repaired {

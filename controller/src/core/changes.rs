@@ -734,9 +734,12 @@ impl Cluster {
     }
 
     /// Nodes failed (with why) or repaired (`None`).
-    pub(super) fn set_failed(&mut self, idx: &[usize], why: Option<&str>) {
+    pub(super) fn set_failed(&mut self, idx: &[usize], why: Option<&str>, at_ns: i64) {
         for &n in idx {
             self.nodes[n].failed = why.map(str::to_string);
+            if why.is_some() {
+                self.nodes[n].reason_ns = at_ns;
+            }
             self.node_changed(n);
         }
         if why.is_none() {
@@ -745,9 +748,12 @@ impl Cluster {
     }
 
     /// Nodes drained (with why) or undrained (`None`).
-    pub(super) fn set_drained(&mut self, idx: &[usize], why: Option<&str>) {
+    pub(super) fn set_drained(&mut self, idx: &[usize], why: Option<&str>, at_ns: i64) {
         for &n in idx {
             self.nodes[n].drained = why.map(str::to_string);
+            if why.is_some() {
+                self.nodes[n].reason_ns = at_ns;
+            }
             self.node_changed(n);
         }
         if why.is_none() {

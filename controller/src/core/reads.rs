@@ -407,6 +407,11 @@ impl Cluster {
                     .clone()
                     .or_else(|| n.drained.clone())
                     .unwrap_or_default(),
+                reason_ns: if n.failed.is_some() || n.drained.is_some() {
+                    n.reason_ns
+                } else {
+                    0
+                },
                 gres: self.node_gres(i),
             })
             .collect()

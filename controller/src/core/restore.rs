@@ -173,13 +173,13 @@ impl Cluster {
         let at = wall_to(now);
         for (nodes, why) in &snap.drained {
             match c.resolve(nodes) {
-                Ok(idx) => c.set_drained(&idx, (!why.is_empty()).then_some(why.as_str())),
+                Ok(idx) => c.set_drained(&idx, (!why.is_empty()).then_some(why.as_str()), 0),
                 Err(e) => warn!(nodes, "drained nodes not restored: {e}"),
             }
         }
         for (nodes, why) in &snap.failed {
             match c.resolve(nodes) {
-                Ok(idx) => c.set_failed(&idx, Some(why.as_str())),
+                Ok(idx) => c.set_failed(&idx, Some(why.as_str()), 0),
                 Err(e) => warn!(nodes, "failed nodes not restored: {e}"),
             }
         }
@@ -294,21 +294,29 @@ impl Cluster {
                 }
                 self.released(id, Some(at(at_ns)), at(at_ns));
             }
-            Entry::Drained { nodes, reason } => match self.resolve(&nodes) {
-                Ok(idx) => self.set_drained(&idx, Some(&reason)),
+            Entry::Drained {
+                nodes,
+                reason,
+                at_ns,
+            } => match self.resolve(&nodes) {
+                Ok(idx) => self.set_drained(&idx, Some(&reason), at_ns),
                 Err(e) => warn!(nodes, "drained nodes not restored: {e}"),
             },
             Entry::Keyed { key, first, count } => self.keyed(key, first, count),
             Entry::Undrained { nodes } => match self.resolve(&nodes) {
-                Ok(idx) => self.set_drained(&idx, None),
+                Ok(idx) => self.set_drained(&idx, None, 0),
                 Err(e) => warn!(nodes, "undrained nodes not restored: {e}"),
             },
-            Entry::Failed { nodes, reason } => match self.resolve(&nodes) {
-                Ok(idx) => self.set_failed(&idx, Some(&reason)),
+            Entry::Failed {
+                nodes,
+                reason,
+                at_ns,
+            } => match self.resolve(&nodes) {
+                Ok(idx) => self.set_failed(&idx, Some(&reason), at_ns),
                 Err(e) => warn!(nodes, "failed nodes not restored: {e}"),
             },
             Entry::Repaired { nodes } => match self.resolve(&nodes) {
-                Ok(idx) => self.set_failed(&idx, None),
+                Ok(idx) => self.set_failed(&idx, None, 0),
                 Err(e) => warn!(nodes, "repaired nodes not restored: {e}"),
             },
         }

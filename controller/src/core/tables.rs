@@ -62,6 +62,9 @@ pub(super) struct Node {
     /// Failed (`controller down`, or an event of a replay), and why: down
     /// whether its agent is there or not.
     pub failed: Option<String>,
+    /// When (wall ns) its reason was given; 0: not known (restored from a
+    /// snapshot, which keeps reasons only).
+    pub reason_ns: i64,
     /// The agent serving it; `None`: down.
     pub agent: Option<AgentId>,
 }
@@ -448,6 +451,7 @@ impl Cluster {
             .map(|n| Node {
                 name: n.name.clone(),
                 drained: None,
+                reason_ns: 0,
                 failed: None,
                 agent: None,
             })

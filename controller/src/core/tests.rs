@@ -175,7 +175,7 @@ fn cancelling_many_pending_jobs_at_once_leaves_the_queue_right() {
 fn drained_nodes_get_no_jobs() {
     let mut c = cluster();
     let mut out = Recorder::default();
-    c.drain("vn[1-3]", "maintenance", &mut out).unwrap();
+    c.drain("vn[1-3]", "maintenance", at(0), &mut out).unwrap();
     let ids = c
         .submit(vec![spec(4), spec(4)], 0, at(0), &mut Recorder::default())
         .unwrap();
@@ -478,7 +478,7 @@ fn bad_decisions_are_refused() {
     let ids = c
         .submit(vec![spec(4), spec(4)], 0, at(0), &mut Recorder::default())
         .unwrap();
-    c.drain("vn3", "maintenance", &mut Recorder::default())
+    c.drain("vn3", "maintenance", at(0), &mut Recorder::default())
         .unwrap();
     let refused = c.apply(
         vec![
@@ -564,7 +564,7 @@ fn a_start_follows_each_way_a_node_goes_and_comes_back() {
         );
         refused.first().cloned()
     };
-    c.drain("vn1", "maintenance", &mut fx).unwrap();
+    c.drain("vn1", "maintenance", at(0), &mut fx).unwrap();
     c.fail_nodes("vn2", "power", at(1), &mut fx).unwrap();
     let refused = start(&mut c, ids[0], 0).unwrap();
     assert!(refused.contains("drained (maintenance)"), "{refused}");
@@ -876,7 +876,7 @@ fn a_restart_replays_the_journal_to_the_same_tables() {
     // One job told to end, one ended, one node drained, one more waiting.
     c.cancel(&[ids[2]], at(7), &mut out);
     c.job_ended(7, ids[1], Exit::Code(0), at(8), &mut out);
-    c.drain("vn4", "disk", &mut out).unwrap();
+    c.drain("vn4", "disk", at(0), &mut out).unwrap();
     c.submit(vec![spec(2)], 0, at(9), &mut out).unwrap();
     for restarted in restarts(&c, &out.1) {
         assert_eq!(picture(&restarted), picture(&c));

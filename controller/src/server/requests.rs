@@ -91,7 +91,7 @@ impl Server {
                 Response::Jobs(self.cluster.hold(&ids, false, now, &mut self.out))
             }
             Request::Drain { nodes, reason } => {
-                match self.cluster.drain(&nodes, &reason, &mut self.out) {
+                match self.cluster.drain(&nodes, &reason, now, &mut self.out) {
                     Ok(n) => Response::Drained(n),
                     Err(e) => Response::Error(e),
                 }

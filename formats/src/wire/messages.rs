@@ -549,7 +549,9 @@ pub struct NodeInfo {
     pub alloc_memory_mb: u64,
     /// Host of the agent serving it; empty when none is connected.
     pub host: String,
+    /// Why it is drained or down, and since when (wall ns; 0: not known).
     pub reason: String,
+    pub reason_ns: i64,
     /// Its generic resources: (name, devices, devices held by jobs).
     pub gres: Vec<(String, u32, u32)>,
 }
