@@ -85,6 +85,12 @@ jobset() {
   done
   sleep 1
   scancel "$c"
+  # And its end: a run of 2026-11-29 still read 365-00:00:00 after the
+  # wait above, the record's end having come in after the outputs.
+  for _ in $(seq 100); do
+    [ "$(sacct -X -n -P -j "$c" -o State,Timelimit)" = "CANCELLED by 0|UNLIMITED" ] && break
+    sleep 0.1
+  done
   empty
   {
     sbatch -J longname_job_x -n 4 -t 1:00:00 --wrap "sleep 120"
@@ -133,6 +139,7 @@ jobset() {
   run sinfo -N
   run sinfo -s
   run sinfo -l
+  run sinfo -N -l
   run sinfo -h -o %P
   run sinfo -aho %F/%C
   run sinfo -a -o "%P %G %l %p %c %m"

@@ -79,6 +79,10 @@ fn long_code(name: &str) -> Option<char> {
         "gresused" => GRES_USED,
         "user" => 'u',
         "timestamp" => 'H',
+        "socketcorethread" => 'z',
+        "disk" => 'd',
+        "weight" => 'w',
+        "features" => 'f',
         "prioritytier" => 'p',
         "reason" => 'E',
         "oversubscribe" => 'h',
@@ -112,6 +116,10 @@ fn header(code: char) -> &'static str {
         GRES_USED => "GRES_USED",
         'u' => "USER",
         'H' => "TIMESTAMP",
+        'z' => "S:C:T",
+        'd' => "TMP_DISK",
+        'w' => "WEIGHT",
+        'f' => "AVAIL_FEATURES",
         'p' => "PRIO_TIER",
         'E' => "REASON",
         'h' => "OVERSUBSCRIBE",
@@ -297,6 +305,13 @@ fn value(code: char, g: &Group<'_>, default: &str, part_width: usize, owner: &st
         // Partitions without node limits, roots or groups, as Slurm's
         // defaults show them.
         's' => "1-infinite".into(),
+        // A virtual node is one socket of single-threaded cores, with no
+        // scratch disk, weight or features, as Slurm shows a node
+        // configured with CPUs alone.
+        'z' => format!("{}:1:1", first.cpus),
+        'd' => "0".into(),
+        'w' => "1".into(),
+        'f' => "(null)".into(),
         'r' => "no".into(),
         'g' => "all".into(),
         _ => String::new(),
@@ -370,9 +385,14 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
             true,
             false,
         ),
-        (None, None) if args.node && args.long => {
-            anyhow::bail!("sinfo -N -l is not supported by clemu yet (-N and -l are)")
-        }
+        (None, None) if args.node && args.long => (
+            long_fields(
+                "nodelist:0 ,nodes:.6 ,partition:.9 ,statelong:.11 ,cpus:4 \
+                 ,socketcorethread:.8 ,memory:.6 ,disk:.8 ,weight:.6 ,features:.8 ,reason:20",
+            )?,
+            true,
+            true,
+        ),
         (None, None) if args.long => (
             long_fields(
                 "partition:9 ,available:.5 ,time:.10 ,size:.10 ,root:.4 ,oversubscribe:.8 \
