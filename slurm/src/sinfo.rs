@@ -201,21 +201,37 @@ fn wanted_states(list: &str) -> Result<Vec<String>> {
 /// Whether node `n` is in state `s`, as `-t` reads it: a drained node is
 /// also in the state of its cores (idle, mixed or allocated), as on Slurm.
 fn in_state(n: &NodeInfo, s: &str) -> bool {
-    let base = match n.state {
-        NodeState::Down => "down",
-        _ if n.alloc_cpus == 0 => "idle",
-        _ if n.alloc_cpus >= n.cpus => "allocated",
-        _ => "mixed",
-    };
-    let drained = n.state == NodeState::Drained;
+    let number = state_number(n);
+    let (base, drained) = (number & 0xff, number & DRAIN != 0);
     match s {
-        "alloc" | "allocated" => base == "allocated",
-        "mix" | "mixed" => base == "mixed",
-        "idle" | "down" => base == s,
+        "down" => base == 1,
+        "idle" => base == 2,
+        "alloc" | "allocated" => base == 3,
+        "mix" | "mixed" => base == 5,
         "drain" => drained,
-        "drained" => drained && n.alloc_cpus == 0,
-        "draining" => drained && n.alloc_cpus > 0,
+        "drained" => drained && base == 2,
+        "draining" => drained && base != 2,
         _ => false,
+    }
+}
+
+/// Slurm's drain flag on a node's state number.
+const DRAIN: u32 = 0x200;
+
+/// A node's state as Slurm numbers it, which its default sort orders by:
+/// the base state (down 1, idle 2, allocated 3, mixed 5) with the drain
+/// flag (0x200) on a drained node.
+fn state_number(n: &NodeInfo) -> u32 {
+    let base = match n.state {
+        NodeState::Down => return 1,
+        _ if n.alloc_cpus == 0 => 2,
+        _ if n.alloc_cpus >= n.cpus => 3,
+        _ => 5,
+    };
+    if n.state == NodeState::Drained {
+        base | DRAIN
+    } else {
+        base
     }
 }
 
@@ -482,10 +498,10 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
                 }),
             }
         }
-        // Slurm lists a partition's states in reverse order of their names.
+        // Slurm lists a partition's states from the highest state number
+        // down (its default sort, `-t`).
         if !args.node {
-            groups[start..]
-                .sort_by(|a, b| node_state(b.nodes[0], false).cmp(node_state(a.nodes[0], false)));
+            groups[start..].sort_by_key(|g| std::cmp::Reverse(state_number(g.nodes[0])));
         }
     }
     if args.json {
@@ -565,4 +581,58 @@ pub fn cluster_owner() -> String {
         .and_then(|p| std::fs::metadata(p).ok())
         .and_then(|m| crate::users::by_uid(m.uid()))
         .map_or_else(text::user_name, |u| u.name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node(name: &str, state: NodeState, alloc_cpus: u32) -> NodeInfo {
+        NodeInfo {
+            name: name.into(),
+            state,
+            cpus: 4,
+            alloc_cpus,
+            memory_mb: 1000,
+            alloc_memory_mb: 0,
+            host: String::new(),
+            reason: String::new(),
+            reason_ns: 0,
+            gres: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn states_sort_and_filter_as_slurms_numbers_say() {
+        // As Slurm 22.05 listed five such nodes: drain, mix, alloc, idle,
+        // down.
+        let mut nodes = [
+            node("node1", NodeState::Allocated, 4),
+            node("node2", NodeState::Mixed, 1),
+            node("node3", NodeState::Idle, 0),
+            node("node4", NodeState::Drained, 0),
+            node("node5", NodeState::Down, 0),
+        ];
+        nodes.sort_by_key(|n| std::cmp::Reverse(state_number(n)));
+        let names: Vec<&str> = nodes.iter().map(|n| n.name.as_str()).collect();
+        assert_eq!(names, ["node4", "node2", "node1", "node3", "node5"]);
+        let draining = node("node6", NodeState::Drained, 2);
+        let pick = |s: &str| -> Vec<String> {
+            nodes
+                .iter()
+                .chain([&draining])
+                .filter(|n| in_state(n, s))
+                .map(|n| n.name.clone())
+                .collect()
+        };
+        assert_eq!(pick("idle"), ["node4", "node3"]);
+        assert_eq!(pick("drain"), ["node4", "node6"]);
+        assert_eq!(pick("drained"), ["node4"]);
+        assert_eq!(pick("draining"), ["node6"]);
+        assert_eq!(pick("mix"), ["node2", "node6"]);
+        assert_eq!(pick("alloc"), ["node1"]);
+        assert_eq!(pick("down"), ["node5"]);
+        assert!(wanted_states("idle,DRAIN").is_ok());
+        assert!(wanted_states("bogus").is_err());
+    }
 }
