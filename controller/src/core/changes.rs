@@ -316,6 +316,7 @@ impl Cluster {
             return;
         };
         job.ending_as = Some(as_state);
+        job.ending_ns = now.wall;
         let state = ending_state(job);
         self.set_active(id, state, now.mono, 0);
     }

@@ -1303,6 +1303,7 @@ impl Job {
             agent: None,
             reason: String::new(),
             ending_as: None,
+            ending_ns: 0,
             suspended_by: None,
             started_mono: None,
             since_mono: now.mono,

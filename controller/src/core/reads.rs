@@ -104,7 +104,12 @@ impl Cluster {
             nodes: j.nodes.clone(),
             submit_ns: j.submit_ns,
             start_ns: j.start_ns,
-            end_ns: j.end_ns,
+            // A job completing shows its end from when it was told to.
+            end_ns: if j.end_ns == 0 && j.ending_as.is_some() {
+                j.ending_ns
+            } else {
+                j.end_ns
+            },
             runtime_ns: j.spec.runtime_ns,
             walltime_ns: j.spec.walltime_ns,
             reason: j.reason.clone(),

@@ -132,6 +132,9 @@ pub(super) struct Job {
     /// A cancel was sent; the state to end in (cancelled, or timeout when
     /// the controller enforced the wall-time limit).
     pub ending_as: Option<JobState>,
+    /// When (wall ns) it was told to end: while it completes, its end as
+    /// Slurm shows one (squeue's time stops there).
+    pub ending_ns: i64,
     pub suspended_by: Option<SuspendedBy>,
     /// Monotonic ns: first start, last state change, start of the current
     /// suspension, time suspended in all.

@@ -2569,6 +2569,21 @@ fn a_job_sent_ahead_arrives_at_its_begin_and_its_start_is_prepared() {
 }
 
 #[test]
+fn a_job_told_to_end_shows_its_end_from_then_while_it_completes() {
+    let mut c = cluster();
+    let mut out = Recorder::default();
+    let id = c.submit(vec![spec(1)], 0, at(0), &mut out).unwrap()[0];
+    pass(&mut c, &mut out);
+    assert_eq!(c.jobs_info(&[id])[0].end_ns, 0);
+    c.cancel(&[id], at(5), &mut out);
+    let info = &c.jobs_info(&[id])[0];
+    assert!(info.completing);
+    assert_eq!(info.end_ns, at(5).wall, "squeue's time stops at the cancel");
+    c.job_ended(7, id, Exit::Signal(15), at(7), &mut out);
+    assert_eq!(c.jobs_info(&[id])[0].end_ns, at(7).wall);
+}
+
+#[test]
 fn after_with_a_delay_waits_that_long_past_its_jobs_start() {
     let mut c = cluster();
     let mut out = Recorder::default();
