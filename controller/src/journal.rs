@@ -51,8 +51,9 @@ const SNAPSHOT_MAGIC: &[u8; 4] = b"CLSN";
 /// `JobSpec::any_dep`). 14: a finished batch job may be requeued
 /// ([`Entry::Readmitted`]), and a program keeps its script's path
 /// (`Program::command`). 15: a dependency may wait a delay past its
-/// job's start (`JobSpec::delays`); a node's drain or failure says when
-/// (`Entry::Drained`, `Entry::Failed`).
+/// job's start (`JobSpec::delays`); a node's drain or failure, and a
+/// job's being told to end, say when (`Entry::Drained`, `Entry::Failed`,
+/// `Entry::Ending`).
 const VERSION: u16 = 15;
 const HEADER: usize = 6;
 /// Largest entry: a submission of one job is well under 1 KiB.
@@ -88,6 +89,8 @@ pub struct JobImage {
     /// Host of the agent that runs it.
     pub host: Option<String>,
     pub ending_as: Option<JobState>,
+    /// When (wall ns) it was told to end, with `ending_as`.
+    pub ending_ns: i64,
     /// Suspended by the policy (true) or an administrator (false).
     pub suspended_by_policy: Option<bool>,
     /// (suspended, resumed) instants; resumed is 0 while suspended.
@@ -136,10 +139,11 @@ pub enum Entry {
         id: u64,
         at_ns: i64,
     },
-    /// A cancel was sent; it will end in this state.
+    /// A cancel was sent, when (wall ns); it will end in this state.
     Ending {
         id: u64,
         state: JobState,
+        at_ns: i64,
     },
     Ended(Box<JobInfo>),
     /// A pending job's wall-time limit changed.
@@ -712,6 +716,7 @@ mod tests {
             nodes: String::new(),
             host: None,
             ending_as: None,
+            ending_ns: 0,
             suspended_by_policy: None,
             suspensions: vec![],
             since_ns: 5,

@@ -124,6 +124,7 @@ impl Cluster {
                     fx.journal(Entry::Ending {
                         id,
                         state: JobState::NodeFail,
+                        at_ns: now.wall,
                     });
                 }
                 fx.to_agent(a, ToAgent::Kill(id));

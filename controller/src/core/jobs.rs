@@ -826,6 +826,7 @@ impl Cluster {
                         fx.journal(Entry::Ending {
                             id,
                             state: as_state,
+                            at_ns: now.wall,
                         });
                     }
                 } else if job.ending_as.is_none() {
@@ -835,6 +836,7 @@ impl Cluster {
                         fx.journal(Entry::Ending {
                             id,
                             state: as_state,
+                            at_ns: now.wall,
                         });
                     }
                     if let Some(a) = agent {
@@ -1006,6 +1008,7 @@ impl Cluster {
                     fx.journal(Entry::Ending {
                         id,
                         state: JobState::Pending,
+                        at_ns: now.wall,
                     });
                 }
                 // An agent away is told when it comes back (`claim`).

@@ -32,6 +32,7 @@ impl Cluster {
             nodes: j.nodes.clone(),
             host: j.host.clone(),
             ending_as: j.ending_as,
+            ending_ns: j.ending_ns,
             suspended_by_policy: j.suspended_by.map(|b| b == SuspendedBy::Policy),
             suspensions: j.suspensions.clone(),
             since_ns: wall(j.since_mono),
@@ -251,8 +252,8 @@ impl Cluster {
                 at_ns,
             } => self.suspended(id, suspended_by(by_policy), at(at_ns)),
             Entry::Resumed { id, at_ns } => self.resumed(id, at(at_ns)),
-            Entry::Ending { id, state } => {
-                self.ending(id, state, now);
+            Entry::Ending { id, state, at_ns } => {
+                self.ending(id, state, at(at_ns));
                 if state == JobState::NodeFail {
                     let why = self.lost_to_failure(id);
                     if let Some(j) = self.jobs.get_mut(&id) {
@@ -378,7 +379,7 @@ impl Cluster {
             }
         }
         if let Some(state) = im.ending_as {
-            self.ending(id, state, now);
+            self.ending(id, state, at(im.ending_ns));
         }
     }
 
