@@ -101,6 +101,52 @@ impl Prepared {
     }
 }
 
+/// A held process asked of the spawner for a coming job and not started
+/// yet: its start waits behind every start decided now, so the node's
+/// commands never wait for it (a node whose next job's start waited behind
+/// its held process, itself behind every other node's starts, stalled the
+/// whole agent under a stream of short jobs). A start of its job takes it
+/// if it has come, else gives it up (the spawner then skips it, or kills
+/// it if it started meanwhile).
+struct Preparing {
+    start: Box<StartJob>,
+    until: Instant,
+    answer: crate::spawn::Answer,
+}
+
+impl Preparing {
+    /// The process, if the spawner has started it by now; else it is
+    /// given up.
+    fn take(mut self) -> Option<Prepared> {
+        match self.answer.try_recv() {
+            Ok(Ok(spawned)) => Some(Prepared {
+                pid: spawned.pid,
+                start: self.start,
+                until: self.until,
+                exit: spawned.exit,
+            }),
+            _ => None,
+        }
+    }
+}
+
+/// The first of `preparing` whose process the spawner has answered for.
+async fn next_answer(
+    preparing: &mut HashMap<u64, Preparing>,
+) -> (u64, std::io::Result<crate::spawn::Spawned>) {
+    std::future::poll_fn(|cx| {
+        for (&id, p) in preparing.iter_mut() {
+            let answer = std::future::Future::poll(std::pin::Pin::new(&mut p.answer), cx);
+            if let std::task::Poll::Ready(r) = answer {
+                let r = r.unwrap_or_else(|_| Err(std::io::Error::other("the spawner is gone")));
+                return std::task::Poll::Ready((id, r));
+            }
+        }
+        std::task::Poll::Pending
+    })
+    .await
+}
+
 /// How long a process killed with SIGKILL may take to be reaped before
 /// the node goes on without it (it blocks this node's commands meanwhile;
 /// SIGKILL takes effect at once unless the process is stuck in the
@@ -236,6 +282,7 @@ async fn timer(at: Option<Instant>) {
 async fn run(name: String, rx: Arc<Mailbox>, ctx: Arc<NodeContext>) {
     let mut jobs: HashMap<u64, Job> = HashMap::new();
     let mut prepared: HashMap<u64, Prepared> = HashMap::new();
+    let mut preparing: HashMap<u64, Preparing> = HashMap::new();
     // Held processes killed when their time ran out, until reaped: a start
     // of the same job waits for its one to be gone.
     let mut dying: HashMap<u64, (i32, oneshot::Receiver<Exit>)> = HashMap::new();
@@ -249,6 +296,7 @@ async fn run(name: String, rx: Arc<Mailbox>, ctx: Arc<NodeContext>) {
             .flat_map(|j| [j.stop_at, j.kill_at])
             .flatten()
             .chain(prepared.values().map(|p| p.until))
+            .chain(preparing.values().map(|p| p.until))
             .min();
         tokio::select! {
             cmd = rx.recv(), if !closing => match cmd {
@@ -258,7 +306,9 @@ async fn run(name: String, rx: Arc<Mailbox>, ctx: Arc<NodeContext>) {
                     for job in jobs.values_mut() {
                         cancel(job, kill_grace, EndWhy::Cancelled);
                     }
-                    for (_, mut p) in prepared.drain() {
+                    let taken: Vec<Prepared> =
+                        preparing.drain().filter_map(|(_, p)| p.take()).collect();
+                    for mut p in prepared.drain().map(|(_, p)| p).chain(taken) {
                         if p.alive() {
                             signal(p.pid, Signal::SIGKILL);
                         }
@@ -269,7 +319,8 @@ async fn run(name: String, rx: Arc<Mailbox>, ctx: Arc<NodeContext>) {
                     if let Some((pid, exit)) = dying.remove(&id) {
                         Box::pin(gone(pid, exit)).await;
                     }
-                    let claimed = match prepared.remove(&id) {
+                    let early = preparing.remove(&id).and_then(Preparing::take);
+                    let claimed = match prepared.remove(&id).or(early) {
                         Some(mut p) => {
                             if p.start == s && p.alive() {
                                 Some(p)
@@ -323,22 +374,22 @@ async fn run(name: String, rx: Arc<Mailbox>, ctx: Arc<NodeContext>) {
                         p.until = p.until.max(until);
                         continue;
                     }
-                    if let Some(p) = prepared.remove(&id) {
+                    if let Some(p) = preparing.get_mut(&id).filter(|p| p.start == s) {
+                        p.until = p.until.max(until);
+                        continue;
+                    }
+                    let early = preparing.remove(&id).and_then(Preparing::take);
+                    if let Some(p) = prepared.remove(&id).or(early) {
                         Box::pin(p.kill()).await;
                     }
                     if let Some((pid, exit)) = dying.remove(&id) {
                         Box::pin(gone(pid, exit)).await;
                     }
-                    // A process that cannot be prepared is started at the
+                    // Asked of the spawner; the node goes on meanwhile. A
+                    // process that cannot be prepared is started at the
                     // job's start, as any.
-                    if let Ok(spawned) = Box::pin(launch(&ctx, &s, true)).await {
-                        debug!(job = id, node = %name, pid = spawned.pid, "prepared");
-                        prepared.insert(id, Prepared {
-                            pid: spawned.pid,
-                            start: s,
-                            until,
-                            exit: spawned.exit,
-                        });
+                    if let Ok(answer) = queue_launch(&ctx, &s, true) {
+                        preparing.insert(id, Preparing { start: s, until, answer });
                     }
                 }
                 Some(NodeCmd::Suspend(id)) => {
@@ -390,6 +441,20 @@ async fn run(name: String, rx: Arc<Mailbox>, ctx: Arc<NodeContext>) {
                     }
                 }
             },
+            (id, answer) = next_answer(&mut preparing), if !preparing.is_empty() => {
+                let Some(p) = preparing.remove(&id) else {
+                    continue;
+                };
+                if let Ok(spawned) = answer {
+                    debug!(job = id, node = %name, pid = spawned.pid, "prepared");
+                    prepared.insert(id, Prepared {
+                        pid: spawned.pid,
+                        start: p.start,
+                        until: p.until,
+                        exit: spawned.exit,
+                    });
+                }
+            }
             Some((id, pid, exit)) = exits.next() => {
                 if jobs.get(&id).is_none_or(|j| j.pid != pid) {
                     continue;
@@ -409,6 +474,13 @@ async fn run(name: String, rx: Arc<Mailbox>, ctx: Arc<NodeContext>) {
             }
             () = timer(next_timer), if next_timer.is_some() => {
                 let now = Instant::now();
+                let late: Vec<u64> =
+                    preparing.iter().filter(|(_, p)| p.until <= now).map(|(&id, _)| id).collect();
+                for id in late {
+                    if let Some(p) = preparing.remove(&id).and_then(Preparing::take) {
+                        prepared.insert(id, p);
+                    }
+                }
                 let expired: Vec<u64> =
                     prepared.iter().filter(|(_, p)| p.until <= now).map(|(&id, _)| id).collect();
                 for id in expired {
@@ -618,6 +690,15 @@ async fn launch(
     s: &StartJob,
     held: bool,
 ) -> std::io::Result<crate::spawn::Spawned> {
+    crate::spawn::answered(queue_launch(ctx, s, held)?).await
+}
+
+/// Asks the spawner for job `s`'s process, without waiting for it.
+fn queue_launch(
+    ctx: &NodeContext,
+    s: &StartJob,
+    held: bool,
+) -> std::io::Result<crate::spawn::Answer> {
     let secs = |ns: u64| format!("{}.{:09}", ns / 1_000_000_000, ns % 1_000_000_000);
     let submit = format!(
         "{}.{:09}",
@@ -680,15 +761,8 @@ async fn launch(
     };
     // A batch script's environment is the one its submission carries,
     // as Slurm's --export says: nothing of the agent's own.
-    if s.program.is_some() {
-        ctx.launcher
-            .spawn_alone(&ctx.sigsleep, &args, &env, priority)
-            .await
-    } else {
-        ctx.launcher
-            .spawn(&ctx.sigsleep, &args, &env, priority)
-            .await
-    }
+    ctx.launcher
+        .queue(&ctx.sigsleep, &args, &env, s.program.is_some(), priority)
 }
 
 /// sigsleep's flags for running program `p` as job `id`: its directory,

@@ -143,7 +143,7 @@ impl Launcher {
         env: &[(String, String)],
         priority: Priority,
     ) -> io::Result<Spawned> {
-        self.request(program, args, env, false, priority).await
+        answered(self.queue(program, args, env, false, priority)?).await
     }
 
     /// As [`Launcher::spawn`], with `env` its whole environment: a batch
@@ -156,17 +156,21 @@ impl Launcher {
         env: &[(String, String)],
         priority: Priority,
     ) -> io::Result<Spawned> {
-        self.request(program, args, env, true, priority).await
+        answered(self.queue(program, args, env, true, priority)?).await
     }
 
-    async fn request(
+    /// Queues the start of `program` (with `env` on top of the agent's
+    /// environment, or alone), without waiting for it: the answer comes
+    /// on the receiver. Dropping it gives the start up: the spawner skips
+    /// it, or kills the process if it was started meanwhile.
+    pub fn queue(
         &self,
         program: &Path,
         args: &[String],
         env: &[(String, String)],
         alone: bool,
         priority: Priority,
-    ) -> io::Result<Spawned> {
+    ) -> io::Result<Answer> {
         let mut argv = Vec::with_capacity(args.len() + 1);
         argv.push(cstring(program.as_os_str().as_bytes())?);
         for a in args {
@@ -186,10 +190,18 @@ impl Launcher {
             },
             priority,
         );
-        answer
-            .await
-            .map_err(|_| io::Error::other("the spawner thread is gone"))?
+        Ok(answer)
     }
+}
+
+/// The spawner's answer to a queued start.
+pub type Answer = oneshot::Receiver<io::Result<Spawned>>;
+
+/// The process `answer` started, once the spawner has started it.
+pub async fn answered(answer: Answer) -> io::Result<Spawned> {
+    answer
+        .await
+        .map_err(|_| io::Error::other("the spawner thread is gone"))?
 }
 
 fn cstring(b: &[u8]) -> io::Result<CString> {
@@ -256,6 +268,11 @@ fn spawner(requests: &Queues, shared: &Shared) -> ! {
     // never returns: it blocks here when idle.
     loop {
         let req = requests.pop();
+        // Its requester gave up (a process to hold for a job whose start
+        // came first): nothing to start.
+        if req.reply.is_closed() {
+            continue;
+        }
         let result = match &prepared {
             Err(e) => Err(io::Error::from(*e)),
             Ok((attr, files)) => {
@@ -286,9 +303,11 @@ fn spawner(requests: &Queues, shared: &Shared) -> ! {
                 }
             }
         };
-        // The requester may have gone away; the child, if any, is reaped
-        // anyway.
-        let _ = req.reply.send(result);
+        // The requester gave up meanwhile: nothing would ever claim, end
+        // or signal the child, so it goes now (and is reaped as any).
+        if let Err(Ok(orphan)) = req.reply.send(result) {
+            let _ = nix::sys::signal::kill(Pid::from_raw(orphan.pid), Signal::SIGKILL);
+        }
     }
 }
 

@@ -282,15 +282,20 @@ impl Scheduler {
         }
         if self.ends_due(cluster, now.mono) {
             if let Some(key) = self.next_events(cluster) {
-                // A pass cannot come before now.
-                let at = key.0.at.max(now.mono);
-                let then = Now {
-                    mono: at,
-                    wall: now.wall.saturating_add(at - now.mono),
-                };
-                let view = cluster.view_after(then, &key.0.ending, &key.0.arriving);
-                self.prepare_starts(cluster, &view, at, now, fx);
-                view.done();
+                // Ends already due (jobs of no length end as they start)
+                // are not prepared for: their pass comes at once, and a
+                // stream of such jobs had every job's process started
+                // twice, once held and once at its start.
+                if key.0.at > now.mono {
+                    let at = key.0.at;
+                    let then = Now {
+                        mono: at,
+                        wall: now.wall.saturating_add(at - now.mono),
+                    };
+                    let view = cluster.view_after(then, &key.0.ending, &key.0.arriving);
+                    self.prepare_starts(cluster, &view, at, now, fx);
+                    view.done();
+                }
                 self.ends_prepared = Some(key);
             }
         }
