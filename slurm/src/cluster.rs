@@ -95,6 +95,17 @@ impl Cluster {
     }
 }
 
+/// Who owns the cluster (its config file): the user its controller runs
+/// as.
+pub fn owner() -> String {
+    use std::os::unix::fs::MetadataExt;
+    conf_path()
+        .ok()
+        .and_then(|p| std::fs::metadata(p).ok())
+        .and_then(|m| crate::users::by_uid(m.uid()))
+        .map_or_else(crate::text::user_name, |u| u.name)
+}
+
 /// The config file `CLEMU_CONF` names, or why there is none.
 pub fn conf_path() -> Result<PathBuf> {
     match std::env::var_os(CONF_VAR) {

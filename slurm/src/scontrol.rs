@@ -775,7 +775,7 @@ async fn show_nodes(arg: Option<&str>, oneliner: bool) -> Result<u8> {
                 r.push(format!(
                     "Reason={} [{}@{when}]",
                     n.reason,
-                    crate::sinfo::cluster_owner()
+                    crate::cluster::owner()
                 ));
             }
             r

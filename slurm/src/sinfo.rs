@@ -543,7 +543,7 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
         'N' if node_sized => node_width,
         _ => f.width,
     };
-    let owner = cluster_owner();
+    let owner = crate::cluster::owner();
     let mut out = String::new();
     if args.long && !args.noheader {
         out.push_str(&crate::text::ctime(crate::text::now_s()));
@@ -570,17 +570,6 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
     }
     print!("{out}");
     Ok(0)
-}
-
-/// Who owns the cluster (its config file): the user its controller runs
-/// as.
-pub fn cluster_owner() -> String {
-    use std::os::unix::fs::MetadataExt;
-    crate::cluster::conf_path()
-        .ok()
-        .and_then(|p| std::fs::metadata(p).ok())
-        .and_then(|m| crate::users::by_uid(m.uid()))
-        .map_or_else(text::user_name, |u| u.name)
 }
 
 #[cfg(test)]
