@@ -130,12 +130,79 @@ impl Preparing {
     }
 }
 
-/// The first of `preparing` whose process the spawner has answered for.
+/// A node's processes started ahead of their jobs, in their three stages.
+/// Boxed, and there only while it holds any: most nodes never hold one,
+/// and three maps inline would be 144 bytes of every idle node's task.
+#[derive(Default)]
+struct Ahead {
+    /// Asked of the spawner, not answered yet.
+    preparing: HashMap<u64, Preparing>,
+    /// Started and held, until a start claims them.
+    prepared: HashMap<u64, Prepared>,
+    /// Killed when their time ran out, until reaped: a start of the same
+    /// job waits for its one to be gone.
+    dying: HashMap<u64, (i32, oneshot::Receiver<Exit>)>,
+}
+
+impl Ahead {
+    fn is_empty(&self) -> bool {
+        self.preparing.is_empty() && self.prepared.is_empty() && self.dying.is_empty()
+    }
+
+    /// Held processes whose time ran out by `now` are killed (those asked
+    /// for and started meanwhile too; those not started are given up), and
+    /// those killed before and reaped since are forgotten.
+    fn expire(&mut self, now: Instant) {
+        let late: Vec<u64> = self
+            .preparing
+            .iter()
+            .filter(|(_, p)| p.until <= now)
+            .map(|(&id, _)| id)
+            .collect();
+        for id in late {
+            if let Some(p) = self.preparing.remove(&id).and_then(Preparing::take) {
+                self.prepared.insert(id, p);
+            }
+        }
+        let expired: Vec<u64> = self
+            .prepared
+            .iter()
+            .filter(|(_, p)| p.until <= now)
+            .map(|(&id, _)| id)
+            .collect();
+        for id in expired {
+            if let Some(mut p) = self.prepared.remove(&id) {
+                if p.alive() {
+                    debug!(job = id, pid = p.pid, "prepared process unclaimed in time");
+                    signal(p.pid, Signal::SIGKILL);
+                    self.dying.insert(id, (p.pid, p.exit));
+                }
+            }
+        }
+        // Those reaped since need no wait.
+        self.dying.retain(|_, (_, exit)| {
+            matches!(exit.try_recv(), Err(oneshot::error::TryRecvError::Empty))
+        });
+    }
+
+    /// The held process of job `id`, asked for or started, taken out; one
+    /// asked for and not started yet is given up.
+    fn take(&mut self, id: u64) -> Option<Prepared> {
+        let early = self.preparing.remove(&id).and_then(Preparing::take);
+        self.prepared.remove(&id).or(early)
+    }
+}
+
+/// The first of `ahead`'s held processes asked for that the spawner has
+/// answered for.
 async fn next_answer(
-    preparing: &mut HashMap<u64, Preparing>,
+    ahead: &mut Option<Box<Ahead>>,
 ) -> (u64, std::io::Result<crate::spawn::Spawned>) {
     std::future::poll_fn(|cx| {
-        for (&id, p) in preparing.iter_mut() {
+        let Some(ahead) = ahead.as_mut() else {
+            return std::task::Poll::Pending;
+        };
+        for (&id, p) in ahead.preparing.iter_mut() {
             let answer = std::future::Future::poll(std::pin::Pin::new(&mut p.answer), cx);
             if let std::task::Poll::Ready(r) = answer {
                 let r = r.unwrap_or_else(|_| Err(std::io::Error::other("the spawner is gone")));
@@ -281,11 +348,7 @@ async fn timer(at: Option<Instant>) {
 
 async fn run(name: String, rx: Arc<Mailbox>, ctx: Arc<NodeContext>) {
     let mut jobs: HashMap<u64, Job> = HashMap::new();
-    let mut prepared: HashMap<u64, Prepared> = HashMap::new();
-    let mut preparing: HashMap<u64, Preparing> = HashMap::new();
-    // Held processes killed when their time ran out, until reaped: a start
-    // of the same job waits for its one to be gone.
-    let mut dying: HashMap<u64, (i32, oneshot::Receiver<Exit>)> = HashMap::new();
+    let mut ahead: Option<Box<Ahead>> = None;
     let mut exits = FuturesUnordered::new();
     let suspend_grace = Duration::from_millis(ctx.settings.suspend_grace_ms);
     let kill_grace = Duration::from_millis(ctx.settings.kill_grace_ms);
@@ -295,8 +358,12 @@ async fn run(name: String, rx: Arc<Mailbox>, ctx: Arc<NodeContext>) {
             .values()
             .flat_map(|j| [j.stop_at, j.kill_at])
             .flatten()
-            .chain(prepared.values().map(|p| p.until))
-            .chain(preparing.values().map(|p| p.until))
+            .chain(ahead.iter().flat_map(|a| {
+                a.prepared
+                    .values()
+                    .map(|p| p.until)
+                    .chain(a.preparing.values().map(|p| p.until))
+            }))
             .min();
         tokio::select! {
             cmd = rx.recv(), if !closing => match cmd {
@@ -306,21 +373,22 @@ async fn run(name: String, rx: Arc<Mailbox>, ctx: Arc<NodeContext>) {
                     for job in jobs.values_mut() {
                         cancel(job, kill_grace, EndWhy::Cancelled);
                     }
-                    let taken: Vec<Prepared> =
-                        preparing.drain().filter_map(|(_, p)| p.take()).collect();
-                    for mut p in prepared.drain().map(|(_, p)| p).chain(taken) {
-                        if p.alive() {
-                            signal(p.pid, Signal::SIGKILL);
+                    if let Some(a) = ahead.as_mut() {
+                        let taken: Vec<Prepared> =
+                            a.preparing.drain().filter_map(|(_, p)| p.take()).collect();
+                        for mut p in a.prepared.drain().map(|(_, p)| p).chain(taken) {
+                            if p.alive() {
+                                signal(p.pid, Signal::SIGKILL);
+                            }
                         }
                     }
                 }
                 Some(NodeCmd::Start(s)) => {
                     let id = s.job;
-                    if let Some((pid, exit)) = dying.remove(&id) {
+                    if let Some((pid, exit)) = ahead.as_mut().and_then(|a| a.dying.remove(&id)) {
                         Box::pin(gone(pid, exit)).await;
                     }
-                    let early = preparing.remove(&id).and_then(Preparing::take);
-                    let claimed = match prepared.remove(&id).or(early) {
+                    let claimed = match ahead.as_mut().and_then(|a| a.take(id)) {
                         Some(mut p) => {
                             if p.start == s && p.alive() {
                                 Some(p)
@@ -370,26 +438,26 @@ async fn run(name: String, rx: Arc<Mailbox>, ctx: Arc<NodeContext>) {
                     }
                     // Asked again for a later turn (the one before ended
                     // early): the same process waits for it.
-                    if let Some(p) = prepared.get_mut(&id).filter(|p| p.start == s) {
+                    let a = ahead.get_or_insert_with(Default::default);
+                    if let Some(p) = a.prepared.get_mut(&id).filter(|p| p.start == s) {
                         p.until = p.until.max(until);
                         continue;
                     }
-                    if let Some(p) = preparing.get_mut(&id).filter(|p| p.start == s) {
+                    if let Some(p) = a.preparing.get_mut(&id).filter(|p| p.start == s) {
                         p.until = p.until.max(until);
                         continue;
                     }
-                    let early = preparing.remove(&id).and_then(Preparing::take);
-                    if let Some(p) = prepared.remove(&id).or(early) {
+                    if let Some(p) = a.take(id) {
                         Box::pin(p.kill()).await;
                     }
-                    if let Some((pid, exit)) = dying.remove(&id) {
+                    if let Some((pid, exit)) = a.dying.remove(&id) {
                         Box::pin(gone(pid, exit)).await;
                     }
                     // Asked of the spawner; the node goes on meanwhile. A
                     // process that cannot be prepared is started at the
                     // job's start, as any.
                     if let Ok(answer) = queue_launch(&ctx, &s, true) {
-                        preparing.insert(id, Preparing { start: s, until, answer });
+                        a.preparing.insert(id, Preparing { start: s, until, answer });
                     }
                 }
                 Some(NodeCmd::Suspend(id)) => {
@@ -441,13 +509,18 @@ async fn run(name: String, rx: Arc<Mailbox>, ctx: Arc<NodeContext>) {
                     }
                 }
             },
-            (id, answer) = next_answer(&mut preparing), if !preparing.is_empty() => {
-                let Some(p) = preparing.remove(&id) else {
+            (id, answer) = next_answer(&mut ahead),
+                if ahead.as_ref().is_some_and(|a| !a.preparing.is_empty()) =>
+            {
+                let Some(a) = ahead.as_mut() else {
+                    continue;
+                };
+                let Some(p) = a.preparing.remove(&id) else {
                     continue;
                 };
                 if let Ok(spawned) = answer {
                     debug!(job = id, node = %name, pid = spawned.pid, "prepared");
-                    prepared.insert(id, Prepared {
+                    a.prepared.insert(id, Prepared {
                         pid: spawned.pid,
                         start: p.start,
                         until: p.until,
@@ -474,28 +547,9 @@ async fn run(name: String, rx: Arc<Mailbox>, ctx: Arc<NodeContext>) {
             }
             () = timer(next_timer), if next_timer.is_some() => {
                 let now = Instant::now();
-                let late: Vec<u64> =
-                    preparing.iter().filter(|(_, p)| p.until <= now).map(|(&id, _)| id).collect();
-                for id in late {
-                    if let Some(p) = preparing.remove(&id).and_then(Preparing::take) {
-                        prepared.insert(id, p);
-                    }
+                if let Some(a) = ahead.as_mut() {
+                    a.expire(now);
                 }
-                let expired: Vec<u64> =
-                    prepared.iter().filter(|(_, p)| p.until <= now).map(|(&id, _)| id).collect();
-                for id in expired {
-                    if let Some(mut p) = prepared.remove(&id) {
-                        if p.alive() {
-                            debug!(job = id, pid = p.pid, "prepared process unclaimed in time");
-                            signal(p.pid, Signal::SIGKILL);
-                            dying.insert(id, (p.pid, p.exit));
-                        }
-                    }
-                }
-                // Those reaped since need no wait.
-                dying.retain(|_, (_, exit)| {
-                    matches!(exit.try_recv(), Err(oneshot::error::TryRecvError::Empty))
-                });
                 for job in jobs.values_mut() {
                     if job.stop_at.is_some_and(|t| t <= now) {
                         job.stop_at = None;
@@ -507,6 +561,9 @@ async fn run(name: String, rx: Arc<Mailbox>, ctx: Arc<NodeContext>) {
                     }
                 }
             }
+        }
+        if ahead.as_ref().is_some_and(|a| a.is_empty()) {
+            ahead = None;
         }
         if closing && jobs.is_empty() {
             return;
