@@ -102,12 +102,16 @@ jobset() {
     sbatch --parsable -n 4 -a 1-3 --wrap "sleep 120"
     sbatch --parsable -n 4 -H -J held --wrap "sleep 120"
   } > "$out/sbatch" 2>&1
-  # One that waits for the first to complete, and one for five minutes
-  # past its start; their ids are the last two.
-  local first
+  # One that waits for the first to complete, one for five minutes past
+  # its start, and one for two kinds, shown in the order asked; their ids
+  # are the last three.
+  local first held
   first=$(grep -oE '[0-9]+' "$out/sbatch" | head -1)
+  held=$(grep -oE '[0-9]+' "$out/sbatch" | sed -n 8p)
   sbatch --parsable -n 4 -J after -d "afterok:$first" --wrap "sleep 120" >> "$out/sbatch" 2>&1
   sbatch --parsable -n 4 -J later -d "after:$first+5" --wrap "sleep 120" >> "$out/sbatch" 2>&1
+  sbatch --parsable -n 4 -J mixed -d "afterok:$first,afterany:$held" --wrap "sleep 120" \
+    >> "$out/sbatch" 2>&1
   # Until the first four run.
   for _ in $(seq 300); do
     [ "$(squeue -h -t R -o %i | wc -l)" -eq 4 ] && break
@@ -161,7 +165,6 @@ jobset() {
   run sacct -X -o JobID,State -s CA,F
   run sacct -X -o JobID,JobName,State -s CA,F,TO -S 00:00 -E now
   run sacct -j 999 -X
-  held=$(grep -oE '[0-9]+' "$out/sbatch" | tail -3 | head -1)
   run scontrol update "JobId=$held" TimeLimit=100
   run squeue -h -o '%i %j %l %r' -t PD
   run scontrol release "$held"

@@ -53,8 +53,9 @@ const SNAPSHOT_MAGIC: &[u8; 4] = b"CLSN";
 /// (`Program::command`). 15: a dependency may wait a delay past its
 /// job's start (`JobSpec::delays`); a node's drain or failure, and a
 /// job's being told to end, say when (`Entry::Drained`, `Entry::Failed`,
-/// `Entry::Ending`).
-const VERSION: u16 = 15;
+/// `Entry::Ending`). 16: a job's dependencies keep the order they were
+/// asked in (`JobSpec::dep_order`).
+const VERSION: u16 = 16;
 const HEADER: usize = 6;
 /// Largest entry: a submission of one job is well under 1 KiB.
 const MAX_ENTRY: usize = 1 << 20;

@@ -7,7 +7,7 @@ use std::io::Read as _;
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Parser;
 use client::{Request, Response};
-use formats::wire::{submit_key, ArraySpec, JobSpec, Program};
+use formats::wire::{submit_key, ArraySpec, DepKind, JobSpec, Program};
 
 use crate::cluster::Cluster;
 use crate::text;
@@ -446,6 +446,8 @@ struct Dependencies {
     singleton: bool,
     /// `?` between them: any one met is enough.
     any_of: bool,
+    /// Each in the order asked, by the first job it names.
+    order: Vec<(DepKind, u64)>,
 }
 
 /// The jobs a dependency names: job `id`, or the task of index `Some(i)`
@@ -477,14 +479,15 @@ fn dependencies(text: &str, resolve: Resolve<'_>) -> Result<Dependencies> {
                 bail!("--dependency=singleton with ? is not supported by clemu yet");
             }
             d.singleton = true;
+            d.order.push((DepKind::Singleton, 0));
             continue;
         }
-        let list = match kind {
-            "after" => &mut d.start,
-            "afterany" => &mut d.any,
-            "afterok" => &mut d.ok,
-            "afternotok" => &mut d.not_ok,
-            "aftercorr" => &mut d.corr,
+        let (list, which) = match kind {
+            "after" => (&mut d.start, DepKind::After),
+            "afterany" => (&mut d.any, DepKind::AfterAny),
+            "afterok" => (&mut d.ok, DepKind::AfterOk),
+            "afternotok" => (&mut d.not_ok, DepKind::AfterNotOk),
+            "aftercorr" => (&mut d.corr, DepKind::AfterCorr),
             "afterburstbuffer" | "expand" => {
                 bail!("--dependency={kind} is not supported by clemu yet")
             }
@@ -503,7 +506,9 @@ fn dependencies(text: &str, resolve: Resolve<'_>) -> Result<Dependencies> {
             if kind == "aftercorr" {
                 // The array itself: the controller pairs the tasks (and
                 // refuses a job it does not know).
-                list.push(id.parse().map_err(|_| problem())?);
+                let array = id.parse().map_err(|_| problem())?;
+                list.push(array);
+                d.order.push((which, array));
                 continue;
             }
             let jobs = match id.split_once('_') {
@@ -517,6 +522,9 @@ fn dependencies(text: &str, resolve: Resolve<'_>) -> Result<Dependencies> {
             let jobs: Vec<u64> = jobs.into_iter().filter(|j| !list.contains(j)).collect();
             if delay_ns > 0 {
                 d.delays.extend(jobs.iter().map(|&j| (j, delay_ns)));
+            }
+            if let Some(&first) = jobs.first() {
+                d.order.push((which, first));
             }
             list.extend(jobs);
         }
@@ -672,6 +680,7 @@ fn spec(args: &Args, script: String, resolve: Resolve<'_>) -> Result<JobSpec> {
         after_corr: deps.corr,
         delays: deps.delays,
         any_dep: deps.any_of,
+        dep_order: deps.order,
         singleton: deps.singleton,
         begin_ns,
         array,
@@ -911,6 +920,16 @@ mod tests {
                 ok: vec![4, 5],
                 not_ok: vec![7, 8],
                 singleton: true,
+                // In the order asked, each by the first job it names.
+                order: vec![
+                    (DepKind::AfterAny, 3),
+                    (DepKind::AfterAny, 5),
+                    (DepKind::AfterAny, 4),
+                    (DepKind::AfterOk, 4),
+                    (DepKind::AfterNotOk, 7),
+                    (DepKind::AfterNotOk, 8),
+                    (DepKind::Singleton, 0),
+                ],
                 ..Default::default()
             }
         );
@@ -921,6 +940,12 @@ mod tests {
                 corr: vec![4],
                 ok: vec![7],
                 any_of: true,
+                order: vec![
+                    (DepKind::After, 3),
+                    (DepKind::After, 5),
+                    (DepKind::AfterCorr, 4),
+                    (DepKind::AfterOk, 7),
+                ],
                 ..Default::default()
             }
         );
@@ -936,6 +961,12 @@ mod tests {
                     (4, 60_000_000_000),
                     (5, 60_000_000_000),
                     (7, 120_000_000_000)
+                ],
+                // A job named twice, or not known, is not named again.
+                order: vec![
+                    (DepKind::After, 3),
+                    (DepKind::After, 4),
+                    (DepKind::AfterAny, 7)
                 ],
                 ..Default::default()
             }

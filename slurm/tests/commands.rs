@@ -312,6 +312,55 @@ fn batch_scripts_run_with_slurms_variables_and_are_accounted_as_slurm_does() {
         c.ok(w, "squeue", &["-h", "-j", &after, "-O", "dependency:40"]),
         format!("{:40}\n", format!("afterany:{held}(unfulfilled)"))
     );
+    // Kinds in the order asked, as Slurm keeps them; `aftercorr` as
+    // asked, though it waits as each task's `afterok`.
+    let ordered = c
+        .ok(
+            w,
+            "sbatch",
+            &[
+                "--parsable",
+                "-d",
+                &format!("afterok:{after}?afterany:{held}"),
+                "--wrap",
+                "true",
+            ],
+        )
+        .trim()
+        .to_string();
+    assert_eq!(
+        c.ok(w, "squeue", &["-h", "-j", &ordered, "-o", "%E"]),
+        format!("afterok:{after}(unfulfilled)?afterany:{held}(unfulfilled)\n")
+    );
+    let array = c
+        .ok(
+            w,
+            "sbatch",
+            &["--parsable", "-H", "-a", "1-2", "--wrap", "true"],
+        )
+        .trim()
+        .to_string();
+    let corr = c
+        .ok(
+            w,
+            "sbatch",
+            &[
+                "--parsable",
+                "-a",
+                "1-2",
+                "-d",
+                &format!("aftercorr:{array}"),
+                "--wrap",
+                "true",
+            ],
+        )
+        .trim()
+        .to_string();
+    assert_eq!(
+        c.ok(w, "squeue", &["-h", "-j", &corr, "-o", "%E"]),
+        format!("aftercorr:{array}_*(unfulfilled)\n")
+    );
+    c.ok(w, "scancel", &[&ordered, &array, &corr]);
     c.ok(w, "scontrol", &["release", &held]);
     assert_eq!(c.wait_over(w, &held), "COMPLETED|0:0");
     assert_eq!(c.wait_over(w, &after), "COMPLETED|0:0");

@@ -4,10 +4,10 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use formats::wire::ProgramInfo;
 use formats::wire::{
     ClusterStats, HostInfo, JobFilter, JobInfo, JobOutcome, JobState, NodeInfo, NodeState,
 };
+use formats::wire::{DepKind, ProgramInfo};
 
 use super::tables::{Cluster, Job};
 use super::{AgentId, Now};
@@ -191,13 +191,22 @@ impl Cluster {
     /// What held job `j` still waits for, as Slurm says it: each kind's
     /// jobs (a whole array as `A_*`, a task as `A_I`) with `(unfulfilled)`
     /// or `(failed)`, those met left out, joined by `,` (or `?` when any
-    /// one is enough); empty once it waits for nothing. The kinds come in
-    /// one order (Slurm keeps the order they were asked in), and
-    /// `aftercorr`, resolved at submission, shows as the `afterok` it is.
+    /// one is enough); empty once it waits for nothing. They come in the
+    /// order asked (`JobSpec::dep_order`), else in the kinds' order.
     fn dependency_text(&self, j: &Job) -> String {
         if !j.held || j.spec.waits_for().next().is_none() {
             return String::new();
         }
+        let order = &j.spec.dep_order;
+        // Where an item naming `members` of `kind` was asked.
+        let place = |kind: DepKind, members: &[u64]| {
+            order
+                .iter()
+                .position(|&(k, id)| {
+                    k == kind && (kind == DepKind::Singleton || members.contains(&id))
+                })
+                .unwrap_or(usize::MAX)
+        };
         // Jobs the singleton found are its, not `afterany`'s.
         let singleton_of = |id: &u64| {
             j.spec.singleton
@@ -206,7 +215,27 @@ impl Cluster {
                     .get(id)
                     .is_some_and(|d| d.spec.name == j.spec.name)
         };
-        let mut items: Vec<String> = Vec::new();
+        // `aftercorr`, resolved at submission into `afterok` on the task
+        // of each array named: shown as asked, `aftercorr:A_*`.
+        let corr: Vec<(u64, Vec<u64>)> = order
+            .iter()
+            .filter(|&&(k, _)| k == DepKind::AfterCorr)
+            .map(|&(_, array)| {
+                let of_it =
+                    |d: &u64| *d == array || self.array_of(*d).is_some_and(|t| t.job == array);
+                (
+                    array,
+                    j.spec.after_ok.iter().copied().filter(of_it).collect(),
+                )
+            })
+            .collect();
+        let ok: Vec<u64> = j
+            .spec
+            .after_ok
+            .iter()
+            .copied()
+            .filter(|d| !corr.iter().any(|(_, ids)| ids.contains(d)))
+            .collect();
         let after: Vec<u64> = j
             .spec
             .after
@@ -214,43 +243,71 @@ impl Cluster {
             .copied()
             .filter(|d| !singleton_of(d))
             .collect();
+        let mut groups: Vec<(DepKind, String, Vec<u64>)> = Vec::new();
         for (kind, ids) in [
-            ("after", &j.spec.after_start),
-            ("afterany", &after),
-            ("afterok", &j.spec.after_ok),
-            ("afternotok", &j.spec.after_not_ok),
+            (DepKind::After, &j.spec.after_start),
+            (DepKind::AfterAny, &after),
+            (DepKind::AfterOk, &ok),
+            (DepKind::AfterNotOk, &j.spec.after_not_ok),
         ] {
             for (name, members) in self.dependency_names(ids) {
-                let delay = members.first().map_or(0, |&d| j.spec.delay(d));
-                let status = members.iter().map(|&d| {
-                    // A delay is waited out while the job is held.
-                    if kind == "after" && delay > 0 {
-                        Some(false)
-                    } else {
-                        self.dependency_status(kind, d)
-                    }
-                });
-                let (mut waits, mut failed) = (false, false);
-                for s in status {
-                    waits |= s == Some(false);
-                    failed |= s.is_none();
-                }
-                // Slurm shows a delay in whole minutes.
-                let plus = match delay / 60_000_000_000 {
-                    0 => String::new(),
-                    m => format!("+{m}"),
-                };
-                if waits {
-                    items.push(format!("{kind}:{name}{plus}(unfulfilled)"));
-                } else if failed {
-                    items.push(format!("{kind}:{name}{plus}(failed)"));
+                groups.push((kind, name, members));
+            }
+            if kind == DepKind::AfterOk {
+                for (array, ids) in &corr {
+                    let name = match self.array_of(*array) {
+                        Some(_) => format!("{array}_*"),
+                        None => array.to_string(),
+                    };
+                    groups.push((DepKind::AfterCorr, name, ids.clone()));
                 }
             }
         }
-        if j.spec.singleton && j.spec.after.iter().any(singleton_of) {
-            items.push("singleton(unfulfilled)".into());
+        let mut items: Vec<(usize, String)> = Vec::new();
+        for (kind, name, members) in groups {
+            let word = kind.as_str();
+            let delay = members.first().map_or(0, |&d| j.spec.delay(d));
+            // `aftercorr` holds as `afterok` does.
+            let rule = if kind == DepKind::AfterCorr {
+                "afterok"
+            } else {
+                word
+            };
+            let status = members.iter().map(|&d| {
+                // A delay is waited out while the job is held.
+                if kind == DepKind::After && delay > 0 {
+                    Some(false)
+                } else {
+                    self.dependency_status(rule, d)
+                }
+            });
+            let (mut waits, mut failed) = (false, false);
+            for s in status {
+                waits |= s == Some(false);
+                failed |= s.is_none();
+            }
+            // Slurm shows a delay in whole minutes.
+            let plus = match delay / 60_000_000_000 {
+                0 => String::new(),
+                m => format!("+{m}"),
+            };
+            let at = place(kind, &members);
+            if waits {
+                items.push((at, format!("{word}:{name}{plus}(unfulfilled)")));
+            } else if failed {
+                items.push((at, format!("{word}:{name}{plus}(failed)")));
+            }
         }
-        items.join(if j.spec.any_dep { "?" } else { "," })
+        if j.spec.singleton && j.spec.after.iter().any(singleton_of) {
+            items.push((
+                place(DepKind::Singleton, &[]),
+                "singleton(unfulfilled)".into(),
+            ));
+        }
+        // Stable: items of one place (an array's tasks, say) stay in order.
+        items.sort_by_key(|&(at, _)| at);
+        let texts: Vec<String> = items.into_iter().map(|(_, t)| t).collect();
+        texts.join(if j.spec.any_dep { "?" } else { "," })
     }
 
     /// The jobs of a dependency list as Slurm names them: a job by its id,

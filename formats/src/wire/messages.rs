@@ -56,6 +56,11 @@ pub struct JobSpec {
     /// Any one of the jobs it waits for, ending (or starting) as it waits
     /// for, lets it go (Slurm's `?` between dependencies); else all must.
     pub any_dep: bool,
+    /// The dependencies in the order they were asked, each by its kind and
+    /// the first job it named (an array by its id): how they are shown
+    /// (`%E`, `Dependency=`), as Slurm keeps them. Empty: in the kinds'
+    /// order (`after`, `afterany`, `afterok`, `afternotok`, `singleton`).
+    pub dep_order: Vec<(DepKind, u64)>,
     /// The dependency lists name jobs exactly: an array's id is its first
     /// task alone, not the whole array (a client that expanded arrays
     /// itself, as sbatch does to tell `A_0` from `A`).
@@ -94,6 +99,31 @@ pub struct JobSpec {
     /// as fit when that count is allowed, else split evenly over MIN (or
     /// MAX) nodes. `None`: as many as its cores need.
     pub nodes: Option<(u32, u32)>,
+}
+
+/// A kind of dependency, as Slurm names them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum DepKind {
+    After,
+    AfterAny,
+    AfterOk,
+    AfterNotOk,
+    AfterCorr,
+    Singleton,
+}
+
+impl DepKind {
+    /// Slurm's word for it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DepKind::After => "after",
+            DepKind::AfterAny => "afterany",
+            DepKind::AfterOk => "afterok",
+            DepKind::AfterNotOk => "afternotok",
+            DepKind::AfterCorr => "aftercorr",
+            DepKind::Singleton => "singleton",
+        }
+    }
 }
 
 /// A batch script run as the job, as `sbatch` submits one.
