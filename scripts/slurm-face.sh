@@ -148,11 +148,12 @@ jobset() {
   run sinfo -aho %F/%C
   run sinfo -a -o "%P %G %l %p %c %m"
   run sinfo -o "%N %D %t %c %m"
-  # sacct: without Account (clemu has no accounts), TotalCPU and MaxRSS
-  # (the real Slurm here gathers neither), AllocTRES of a job asking
-  # memory (not scheduled there), node lists, job 14, which Slurm gives
-  # fewer CPUs than its tasks hold, and jobs just submitted, which
-  # Slurm's database may not have yet (docs/slurm.md).
+  # sacct: without QOS (the reference's database, just made, says
+  # `Unknown`), TotalCPU and MaxRSS (the real Slurm here gathers
+  # neither), AllocTRES of a job asking memory (not scheduled there),
+  # node lists, job 14, which Slurm gives fewer CPUs than its tasks hold,
+  # and jobs just submitted, which Slurm's database may not have yet
+  # (docs/slurm.md).
   local listed=1,11,12,13,15,16,17,18,19,20
   # Every end at least a second ago: a window of "now" holds none.
   sleep 1
@@ -165,6 +166,8 @@ jobset() {
   run sacct -X -o JobID,State -s CA,F
   run sacct -X -o JobID,JobName,State -s CA,F,TO -S 00:00 -E now
   run sacct -j 999 -X
+  run sacct -X -P -o JobID,Account,User -j "$listed"
+  run squeue -h -o '%i %a %q' -t PD
   run scontrol update "JobId=$held" TimeLimit=100
   run squeue -h -o '%i %j %l %r' -t PD
   run scontrol release "$held"
@@ -181,6 +184,16 @@ jobset() {
   run sinfo -t bogus
   run sh -c "scontrol show node node4 | grep -o 'Reason=.*'"
   run scontrol ping
+  # Accounts, as tools look them up (Open OnDemand, snakemake's plugin):
+  # a database just made has one account, root, and its user root.
+  run sacctmgr -nP show users withassoc format=account,qos where user=root cluster=clemu
+  run sacctmgr -n -s list user root format=account%256
+  run sacctmgr show user
+  run sacctmgr show assoc
+  run sacctmgr -p show account
+  run sacctmgr list user format=bogus
+  run sshare -U --format Account%256 --noheader
+  run sshare -p -a -o account,user,rawshares
   run scontrol update NodeName=node4 State=RESUME
   # Slurm marks a resumed node not responding (`alloc*`) until its next
   # ping answers: the state once settled is compared.

@@ -5,7 +5,7 @@
 //!
 //! One program, `clemu-slurm`, is every command: it acts as the one it is
 //! called by (`sbatch`, `squeue`, `scancel`, `sacct`, `sinfo`,
-//! `scontrol`, `srun`), through links of those names that `clemu-slurm
+//! `scontrol`, `srun`, `sacctmgr`, `sshare`), through links of those names that `clemu-slurm
 //! up` puts in the cluster's `bin/` directory. Nothing else takes Slurm's names, so a
 //! machine's real Slurm stays first unless the user puts that directory
 //! first on `PATH`.
@@ -18,11 +18,14 @@
 //! runs it ([`formats::wire::Program`]); the agent runs it with Slurm's
 //! variables, and its end is the job's.
 //!
-//! Where clemu has no equivalent (accounts, QOS, steps other than
-//! `.batch`) the commands print what Slurm prints without them; where
+//! Accounts are those of a Slurm database just made ([`accounts`]: one
+//! account, `root`, for root and the cluster's owner). Where clemu has no
+//! equivalent (usage, fair share) the commands print what Slurm prints
+//! without it; where
 //! an option asks for something clemu cannot do yet, the command says so
 //! and fails rather than pretend.
 
+pub mod accounts;
 pub mod argv;
 pub mod cluster;
 pub mod format;
@@ -88,16 +91,25 @@ pub fn main_of(mut argv: Vec<String>) -> ExitCode {
         "sacct" => cluster::run("sacct", sacct::main(argv)),
         "sinfo" => cluster::run("sinfo", sinfo::main(argv)),
         "scontrol" => cluster::run("scontrol", scontrol::main(argv)),
-        "srun" => match srun::main(&argv) {
-            Ok(c) => ExitCode::from(c),
-            Err(e) => {
-                eprintln!("srun: error: {e:#}");
-                ExitCode::FAILURE
-            }
-        },
+        // These three need no runtime: srun asks the controller its own
+        // way, and the accounts are the same on every cluster.
+        "srun" => local("srun", srun::main(&argv)),
+        "sacctmgr" => local("sacctmgr", accounts::sacctmgr(&argv)),
+        "sshare" => local("sshare", accounts::sshare(&argv)),
         other => {
             eprintln!("clemu-slurm: no command {other:?}");
             ExitCode::from(2)
+        }
+    }
+}
+
+/// A command's end, its error said as Slurm's commands say theirs.
+fn local(name: &str, r: anyhow::Result<u8>) -> ExitCode {
+    match r {
+        Ok(c) => ExitCode::from(c),
+        Err(e) => {
+            eprintln!("{name}: error: {e:#}");
+            ExitCode::FAILURE
         }
     }
 }
@@ -115,6 +127,7 @@ mod tests {
         crate::sinfo::Args::command().debug_assert();
         crate::scontrol::Args::command().debug_assert();
         crate::srun::Args::command().debug_assert();
+        crate::accounts::ShareArgs::command().debug_assert();
         crate::up::UpArgs::command().debug_assert();
         crate::up::DownArgs::command().debug_assert();
     }

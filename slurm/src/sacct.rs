@@ -11,6 +11,7 @@ use client::{Request, Response};
 use formats::record::{JobRecord, ProgramEnd};
 use formats::wire::{JobInfo, JobState, StepInfo};
 
+use crate::accounts;
 use crate::cluster::Cluster;
 use crate::text;
 
@@ -285,7 +286,12 @@ fn value(name: &str, r: &Row<'_>, c: &Ctx<'_>) -> String {
                 j.partition.clone()
             }
         }
-        "Account" | "QOS" => String::new(),
+        "Account" => accounts::account_of(&text::owner(j, c.me))
+            .unwrap_or_default()
+            .to_string(),
+        "QOS" => accounts::account_of(&text::owner(j, c.me))
+            .map_or("", |_| accounts::QOS)
+            .to_string(),
         "Cluster" => "clemu".into(),
         "AllocCPUS" | "NCPUS" | "ReqCPUS" if r.step.is_some() => first_node_cpus(j).to_string(),
         "AllocCPUS" | "NCPUS" | "ReqCPUS" => j.cores.to_string(),

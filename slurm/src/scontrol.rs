@@ -477,7 +477,15 @@ fn job_record(j: &JobInfo, c: &Cluster, me: &str, now: i64, first: bool) -> Vec<
     let mut r = vec![
         format!("JobId={}{array} JobName={}", j.id, j.name),
         format!("UserId={user}({uid}) GroupId={user}({uid}) MCS_label=N/A"),
-        format!("Priority={} Nice=0 Account=(null) QOS=(null)", priority(j)),
+        {
+            let account = crate::accounts::account_of(&user);
+            format!(
+                "Priority={} Nice=0 Account={} QOS={}",
+                priority(j),
+                account.unwrap_or("(null)"),
+                account.map_or("(null)", |_| crate::accounts::QOS)
+            )
+        },
         format!(
             "JobState={} Reason={} Dependency={}",
             text::shown_long(j),

@@ -6,6 +6,7 @@ use anyhow::Result;
 use clap::Parser;
 use formats::wire::{JobInfo, JobState};
 
+use crate::accounts;
 use crate::cluster::Cluster;
 use crate::format;
 use crate::text::{self, field};
@@ -249,7 +250,13 @@ fn value(code: char, l: &Line<'_>, c: &Ctx<'_>) -> (String, bool) {
         },
         'p' => format!("{:.14}", priority(j) as f64 / f64::from(u32::MAX)),
         'Q' => priority(j).to_string(),
-        'q' | 'a' => "(null)".into(),
+        // As Slurm with an association, `(null)` without.
+        'a' => accounts::account_of(&text::owner(j, c.me))
+            .unwrap_or("(null)")
+            .into(),
+        'q' => accounts::account_of(&text::owner(j, c.me))
+            .map_or("(null)", |_| accounts::QOS)
+            .into(),
         'b' => match &j.gres {
             Some(g) if !g.asks.is_empty() => g
                 .asks

@@ -19,8 +19,8 @@ use client::{Request, Response};
 use crate::cluster::{Cluster, CONF_VAR};
 
 /// The commands `bin/` holds.
-pub const COMMANDS: [&str; 7] = [
-    "sbatch", "squeue", "scancel", "sacct", "sinfo", "scontrol", "srun",
+pub const COMMANDS: [&str; 9] = [
+    "sbatch", "squeue", "scancel", "sacct", "sinfo", "scontrol", "srun", "sacctmgr", "sshare",
 ];
 
 #[derive(Debug, Parser)]

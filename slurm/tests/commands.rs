@@ -927,6 +927,64 @@ fn up_again_in_the_same_directory_starts_a_new_cluster() {
     assert_eq!(again.trim(), "1");
 }
 
+#[test]
+fn accounts_are_a_new_databases_and_what_clemu_lacks_is_refused() {
+    let c = Up::start(1, 1);
+    let work = tempfile::tempdir().unwrap();
+    let w = work.path();
+    // The account a workflow tool guesses for its user: root's, whose
+    // cluster this is (the tests run as the cluster's owner).
+    let id = Command::new("id").arg("-un").output().unwrap();
+    let me = String::from_utf8_lossy(&id.stdout).trim().to_string();
+    assert_eq!(
+        c.ok(
+            w,
+            "sacctmgr",
+            &["-n", "-s", "list", "user", &me, "format=account%12"]
+        ),
+        "        root \n"
+    );
+    assert_eq!(
+        c.ok(
+            w,
+            "sacctmgr",
+            &[
+                "-nP",
+                "show",
+                "users",
+                "withassoc",
+                "format=account,qos",
+                "where",
+                &format!("user={me}")
+            ]
+        ),
+        "root|normal\n"
+    );
+    assert_eq!(
+        c.ok(w, "sacctmgr", &["-P", "show", "user", "nobody-here"]),
+        "User|Def Acct|Admin\n"
+    );
+    assert_eq!(
+        c.ok(w, "sshare", &["-U", "-n", "-P", "-o", "account,user"]),
+        format!("root|{me}\n")
+    );
+    // No changes, and no usage: said, not made up.
+    for (name, args, said) in [
+        ("sacctmgr", &["add", "account", "x"][..], "takes no changes"),
+        (
+            "sacctmgr",
+            &["list", "user", "format=bogus"][..],
+            "Unknown field 'bogus'",
+        ),
+        ("sshare", &["-U"][..], "clemu keeps no usage or fair share"),
+    ] {
+        let out = c.run(w, name, args, None);
+        assert_eq!(out.status.code(), Some(1), "{name} {args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(said), "{name} {args:?}: {err}");
+    }
+}
+
 /// A reader that stops early (`squeue | head`) ends the command by
 /// SIGPIPE, as Slurm's C commands end, not by a panic.
 #[test]
