@@ -38,6 +38,9 @@ pub struct Args {
     clusters: Option<String>,
     #[arg(short = 'Q', long)]
     quiet: bool,
+    /// Says each job it acts on, as Slurm's `-v` (`-vv` says no more).
+    #[arg(short = 'v', long, action = clap::ArgAction::Count)]
+    verbose: u8,
     ids: Vec<String>,
 }
 
@@ -84,10 +87,28 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
     };
     let mut c = Cluster::open().await?;
     let me = text::user_name();
-    let ids: Vec<u64> = c
+    let filtered = args.user.is_some()
+        || args.me
+        || args.name.is_some()
+        || args.partition.is_some()
+        || args.state.is_some();
+    // What `-v` says: "Terminating job 12" (or "Signal 10 to job 12") for
+    // each id as given, or, with filters, for each job they match.
+    let say = |job: &str| {
+        if args.verbose > 0 {
+            match signal {
+                Some(n) => eprintln!("scancel: Signal {n} to job {job}"),
+                None => eprintln!("scancel: Terminating job {job}"),
+            }
+        }
+    };
+    if !filtered {
+        args.ids.iter().for_each(|id| say(id));
+    }
+    let jobs: Vec<_> = c
         .jobs(false)
         .await?
-        .iter()
+        .into_iter()
         .filter(|j| !j.state.is_final())
         .filter(|j| {
             args.ids.is_empty() || args.ids.iter().any(|want| named_by(&expand_tasks(want), j))
@@ -98,8 +119,11 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
         .filter(|j| args.name.as_ref().is_none_or(|n| *n == j.name))
         .filter(|j| args.partition.as_ref().is_none_or(|p| *p == j.partition))
         .filter(|j| j.state != JobState::Completed)
-        .map(|j| j.id)
         .collect();
+    if filtered {
+        jobs.iter().for_each(|j| say(&text::job_id(j)));
+    }
+    let ids: Vec<u64> = jobs.iter().map(|j| j.id).collect();
     if ids.is_empty() {
         return Ok(0);
     }

@@ -928,6 +928,35 @@ fn up_again_in_the_same_directory_starts_a_new_cluster() {
 }
 
 #[test]
+fn scancel_v_says_each_job_it_acts_on_as_slurm_does() {
+    let c = Up::start(1, 1);
+    let work = tempfile::tempdir().unwrap();
+    let w = work.path();
+    let held = || {
+        c.ok(
+            w,
+            "sbatch",
+            &["--parsable", "-H", "-J", "v", "--wrap", "true"],
+        )
+        .trim()
+        .to_string()
+    };
+    let (a, b) = (held(), held());
+    // Ids as given; with filters, the jobs they match.
+    let out = c.run(w, "scancel", &["-v", &a], None);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        format!("scancel: Terminating job {a}\n")
+    );
+    let out = c.run(w, "scancel", &["-v", "-n", "v"], None);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        format!("scancel: Terminating job {b}\n")
+    );
+    assert_eq!(c.wait_over(w, &b), "CANCELLED by 0|0:0");
+}
+
+#[test]
 fn accounts_are_a_new_databases_and_what_clemu_lacks_is_refused() {
     let c = Up::start(1, 1);
     let work = tempfile::tempdir().unwrap();
