@@ -475,9 +475,6 @@ fn dependencies(text: &str, resolve: Resolve<'_>) -> Result<Dependencies> {
         let mut parts = item.split(':');
         let kind = parts.next().unwrap_or("");
         if kind == "singleton" {
-            if d.any_of {
-                bail!("--dependency=singleton with ? is not supported by clemu yet");
-            }
             d.singleton = true;
             d.order.push((DepKind::Singleton, 0));
             continue;
@@ -985,7 +982,17 @@ mod tests {
                 "{bad}"
             );
         }
-        assert!(dependencies("singleton?afterok:1", &resolve).is_err());
+        // The singleton is one of the dependencies `?` joins.
+        assert_eq!(
+            dependencies("singleton?afterok:1", &resolve).unwrap(),
+            Dependencies {
+                ok: vec![1],
+                singleton: true,
+                any_of: true,
+                order: vec![(DepKind::Singleton, 0), (DepKind::AfterOk, 1)],
+                ..Default::default()
+            }
+        );
     }
 
     #[test]

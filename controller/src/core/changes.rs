@@ -54,6 +54,7 @@ impl Cluster {
         if job.held {
             // Counted from the tables, so that a restart counts the same.
             job.deps_left = 0;
+            job.singleton_left = 0;
             // With `?`, one dependency met is enough, and only all of them
             // failing means it can never run.
             let any = job.spec.any_dep;
@@ -69,6 +70,9 @@ impl Cluster {
                         continue;
                     }
                     job.deps_left += 1;
+                    if job.spec.singleton_jobs.contains(&dep) {
+                        job.singleton_left += 1;
+                    }
                     let waiters = if start_only {
                         &mut self.start_waiters
                     } else {
@@ -96,6 +100,8 @@ impl Cluster {
                     job.never |= !any && !ok;
                 }
             }
+            // With `?`, a singleton whose jobs are all over is met.
+            met |= any && job.spec.singleton && job.singleton_left == 0;
             if any && met {
                 job.deps_left = 0;
             } else if any && job.deps_left == 0 {
@@ -468,6 +474,7 @@ impl Cluster {
         spec.after_start.clear();
         spec.after_corr.clear();
         spec.singleton = false;
+        spec.singleton_jobs.clear();
         spec.any_dep = false;
         spec.think_ns = None;
         spec.hold = hold;
@@ -496,10 +503,16 @@ impl Cluster {
             }
         }
         for waiter in waiters.into_iter().chain(starters) {
-            let ok = self
-                .jobs
-                .get(&waiter)
-                .is_some_and(|w| w.spec.satisfied_by(id, Some(state)));
+            let ok = self.jobs.get_mut(&waiter).is_some_and(|w| {
+                let ok = w.spec.satisfied_by(id, Some(state));
+                // With `?`, the singleton is one dependency: met by the
+                // last of its jobs to be over, not by each.
+                if w.spec.any_dep && w.spec.singleton_jobs.contains(&id) {
+                    w.singleton_left = w.singleton_left.saturating_sub(1);
+                    return ok || w.singleton_left == 0;
+                }
+                ok
+            });
             self.dependency_settled(waiter, ok, now);
         }
     }

@@ -41,7 +41,9 @@ impl Cluster {
                 format!("job {} of {n}", i + 1)
             }
         };
-        for (i, spec) in specs.into_iter().enumerate() {
+        for (i, mut spec) in specs.into_iter().enumerate() {
+            // Found here, below, whatever the client sent.
+            spec.singleton_jobs.clear();
             let p = self.partition_of(spec.partition.as_deref())?;
             let gres = self
                 .config
@@ -244,7 +246,7 @@ impl Cluster {
                     .map(|j| j.id)
                     .collect();
                 same.sort_unstable();
-                spec.after.extend(same);
+                spec.singleton_jobs = same;
             }
             // An array is a job per task, the first task's id its own.
             let tasks: Vec<Option<ArrayTask>> = match spec.array.take() {
@@ -1318,6 +1320,7 @@ impl Job {
             submit_mono: now.mono,
             held,
             deps_left: 0,
+            singleton_left: 0,
             deps_end: i64::MIN,
             delay_until: i64::MIN,
             release_at: None,

@@ -207,14 +207,6 @@ impl Cluster {
                 })
                 .unwrap_or(usize::MAX)
         };
-        // Jobs the singleton found are its, not `afterany`'s.
-        let singleton_of = |id: &u64| {
-            j.spec.singleton
-                && self
-                    .jobs
-                    .get(id)
-                    .is_some_and(|d| d.spec.name == j.spec.name)
-        };
         // `aftercorr`, resolved at submission into `afterok` on the task
         // of each array named: shown as asked, `aftercorr:A_*`.
         let corr: Vec<(u64, Vec<u64>)> = order
@@ -236,17 +228,10 @@ impl Cluster {
             .copied()
             .filter(|d| !corr.iter().any(|(_, ids)| ids.contains(d)))
             .collect();
-        let after: Vec<u64> = j
-            .spec
-            .after
-            .iter()
-            .copied()
-            .filter(|d| !singleton_of(d))
-            .collect();
         let mut groups: Vec<(DepKind, String, Vec<u64>)> = Vec::new();
         for (kind, ids) in [
             (DepKind::After, &j.spec.after_start),
-            (DepKind::AfterAny, &after),
+            (DepKind::AfterAny, &j.spec.after),
             (DepKind::AfterOk, &ok),
             (DepKind::AfterNotOk, &j.spec.after_not_ok),
         ] {
@@ -298,7 +283,13 @@ impl Cluster {
                 items.push((at, format!("{word}:{name}{plus}(failed)")));
             }
         }
-        if j.spec.singleton && j.spec.after.iter().any(singleton_of) {
+        // Unfulfilled while one of the jobs it found is not over.
+        if j.spec.singleton
+            && j.spec
+                .singleton_jobs
+                .iter()
+                .any(|d| self.jobs.contains_key(d))
+        {
             items.push((
                 place(DepKind::Singleton, &[]),
                 "singleton(unfulfilled)".into(),

@@ -161,6 +161,9 @@ pub(super) struct Job {
     /// when the last of those over ended (wall ns).
     pub deps_left: u32,
     pub deps_end: i64,
+    /// While held, with `singleton` and `?`: how many of the singleton's
+    /// jobs are not over (the singleton is met when none is).
+    pub singleton_left: u32,
     /// Not let into the queue before this (wall ns): its `after`
     /// dependencies' starts, each plus its delay (`after:JOB+MINUTES`).
     pub delay_until: i64,

@@ -1473,7 +1473,7 @@ fn a_singleton_waits_for_the_jobs_of_its_name_not_yet_over() {
             &mut out,
         )
         .unwrap()[0];
-    assert_eq!(c.jobs[&single].spec.after, [first[0], first[1]]);
+    assert_eq!(c.jobs[&single].spec.singleton_jobs, [first[0], first[1]]);
     assert_eq!(c.jobs_info(&[single])[0].reason, "Dependency");
     pass(&mut c, &mut out);
     c.job_ended(7, first[0], Exit::Code(0), at(2), &mut out);
@@ -1483,6 +1483,51 @@ fn a_singleton_waits_for_the_jobs_of_its_name_not_yet_over() {
         queued(&c).contains(&single),
         "a singleton waits for any end"
     );
+}
+
+#[test]
+fn a_singleton_joined_by_a_question_mark_is_met_by_the_last_of_its_jobs() {
+    let mut c = cluster();
+    let mut out = Recorder::default();
+    let named = |n: &str| JobSpec {
+        name: Some(n.into()),
+        ..spec(1)
+    };
+    let first = c
+        .submit(vec![named("a"), named("a"), named("b")], 0, at(0), &mut out)
+        .unwrap();
+    // singleton?afterok:B: the two jobs named `a` over, or B completed.
+    let single = c
+        .submit(
+            vec![JobSpec {
+                singleton: true,
+                after_ok: vec![first[2]],
+                any_dep: true,
+                ..named("a")
+            }],
+            0,
+            at(1),
+            &mut out,
+        )
+        .unwrap()[0];
+    pass(&mut c, &mut out);
+    // One of the two over is not the singleton met.
+    c.job_ended(7, first[0], Exit::Code(0), at(2), &mut out);
+    assert!(!queued(&c).contains(&single));
+    assert_eq!(c.jobs_info(&[single])[0].reason, "Dependency");
+    // B failing leaves the singleton to wait for.
+    c.job_ended(7, first[2], Exit::Code(1), at(3), &mut out);
+    assert!(!queued(&c).contains(&single));
+    assert_eq!(c.jobs_info(&[single])[0].reason, "Dependency");
+    c.job_ended(7, first[1], Exit::Code(1), at(4), &mut out);
+    assert!(
+        queued(&c).contains(&single),
+        "the last job of its name over meets the singleton"
+    );
+    // A restart counts the same from its tables.
+    for r in restarts(&c, &out.1) {
+        assert!(queued(&r).contains(&single));
+    }
 }
 
 #[test]

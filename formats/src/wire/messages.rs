@@ -36,9 +36,13 @@ pub struct JobSpec {
     /// `afternotok`): when one completes, this job can never run.
     pub after_not_ok: Vec<u64>,
     /// Slurm's `singleton`: it waits for every job not yet over of the
-    /// same name and user, found at submission (the controller adds them
-    /// to `after`).
+    /// same name and user, found at submission (`singleton_jobs`). With
+    /// `?`, it is one of the dependencies any one of which is enough, met
+    /// once the last of those jobs is over.
     pub singleton: bool,
+    /// The jobs `singleton` waits for: found by the controller when the
+    /// job is submitted (what a client sends is replaced).
+    pub singleton_jobs: Vec<u64>,
     /// Jobs to wait for until they have started, or ended without
     /// starting (Slurm's `after`).
     pub after_start: Vec<u64>,
@@ -173,6 +177,7 @@ impl JobSpec {
             .chain(&self.after_ok)
             .chain(&self.after_not_ok)
             .chain(&self.after_start)
+            .chain(&self.singleton_jobs)
             .copied()
     }
 
