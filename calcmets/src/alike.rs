@@ -9,7 +9,7 @@
 //! `--force`. [`label`] says what a run is: `emulated`, `twin`, `Slurm`,
 //! or a Batsim scheduler, emulated or in the twin.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use anyhow::Result;
@@ -20,16 +20,74 @@ pub struct Side {
     pub manifest: Manifest,
     /// The trace jobs of its `jobs.csv`, by trace id; `None` without one.
     pub trace_ids: Option<BTreeSet<i64>>,
+    /// What each of those jobs was, in trace seconds: what tells the same
+    /// jobs apart from others of the same ids (a trace edited under the
+    /// same name), and the same jobs read from another file alike.
+    pub shapes: BTreeMap<i64, Shape>,
+}
+
+/// A replayed job as its trace gave it, in trace seconds.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Shape {
+    pub cores: u32,
+    pub run_s: f64,
+    pub limit_s: f64,
+    /// Its submission after the slice's first (`None` for a job that
+    /// followed another, `--feedback`: its instant is the run's).
+    pub submit_s: Option<f64>,
+}
+
+impl Shape {
+    /// Alike to within what the runs' clocks keep: their Unix seconds
+    /// hold about a microsecond, `scale` trace seconds each.
+    fn alike(&self, o: &Shape, scale: f64) -> bool {
+        let slack = 0.05 + 1e-6 * scale;
+        let near = |x: f64, y: f64| (x - y).abs() <= slack + 1e-6 * x.abs().max(y.abs());
+        self.cores == o.cores
+            && near(self.run_s, o.run_s)
+            && near(self.limit_s, o.limit_s)
+            && match (self.submit_s, o.submit_s) {
+                (Some(x), Some(y)) => near(x, y),
+                _ => true,
+            }
+    }
 }
 
 impl Side {
     pub fn read(dir: &Path) -> Result<Side> {
         let manifest = Manifest::read(dir)?;
-        let trace_ids = formats::results::read_jobs(dir)?
-            .map(|rows| rows.into_iter().map(|r| r.trace_id).collect());
+        let rows = formats::results::read_jobs(dir)?;
+        let trace_ids = rows
+            .as_ref()
+            .map(|rows| rows.iter().map(|r| r.trace_id).collect());
+        // Files written before the trace-second columns: from the run's
+        // own, through its scale.
+        let scale = manifest.trace_per_wall().unwrap_or(1.0);
+        let first = rows
+            .iter()
+            .flatten()
+            .filter(|r| r.follows.is_none())
+            .map(|r| r.target_submit)
+            .reduce(f64::min);
+        let shapes = rows
+            .iter()
+            .flatten()
+            .map(|r| {
+                let shape = Shape {
+                    cores: r.cores,
+                    run_s: r.runtime_trace_s.unwrap_or(r.runtime_wall_s * scale),
+                    limit_s: r.walltime_trace_s.unwrap_or(r.walltime_wall_s * scale),
+                    submit_s: first
+                        .filter(|_| r.follows.is_none())
+                        .map(|f| (r.target_submit - f) * scale),
+                };
+                (r.trace_id, shape)
+            })
+            .collect();
         Ok(Side {
             manifest,
             trace_ids,
+            shapes,
         })
     }
 }
@@ -44,6 +102,19 @@ pub fn label(m: &Manifest) -> String {
         _ if twin => "twin".into(),
         _ => "emulated".into(),
     }
+}
+
+/// What the manifests cannot tell about two runs that they otherwise
+/// agree on, for standard error: whether an external Batsim scheduler
+/// was the same program with the same settings on both sides (the
+/// manifest knows only where it listened).
+pub fn unknowable(a: &Side, b: &Side) -> Option<String> {
+    (a.manifest.policy == "batsim" && b.manifest.policy == "batsim").then(|| {
+        "both runs were decided by an external Batsim scheduler; the runs do not say which \
+         program it was or how it was set, so they are compared as given: make sure it was \
+         the same"
+            .to_string()
+    })
 }
 
 /// A file name as the runs name it (`configs/demo.toml` → `demo.toml`).
@@ -61,6 +132,17 @@ fn ids_text(ids: &BTreeSet<i64>) -> String {
         (Some(a), Some(b)) => format!("{} jobs, trace ids from {a} to {b}", ids.len()),
         _ => "no job".into(),
     }
+}
+
+/// `trace 12: 4 cores, 600 s run, 1,200 s limit, submitted at 30 s`.
+fn shape_text(id: i64, s: &Shape) -> String {
+    let submit = s
+        .submit_s
+        .map_or(String::new(), |t| format!(", submitted at +{t:.0} s"));
+    format!(
+        "trace job {id}: {} cores, {:.0} s run, {:.0} s limit{submit}",
+        s.cores, s.run_s, s.limit_s
+    )
 }
 
 fn percent(f: f64) -> String {
@@ -83,16 +165,40 @@ pub fn differences(a: &Side, b: &Side) -> Vec<String> {
             out.push(format!("{what}: {x} vs {y}"));
         }
     }
-    differ(
-        &mut out,
-        "trace",
-        base(&ma.trace.path).to_string(),
-        base(&mb.trace.path).to_string(),
-    );
-    if let (Some(x), Some(y)) = (&a.trace_ids, &b.trace_ids) {
-        if x != y {
+    match (&a.trace_ids, &b.trace_ids) {
+        (Some(x), Some(y)) if x != y => {
             out.push(format!("slice: {} vs {}", ids_text(x), ids_text(y)));
         }
+        // The same ids: the same jobs if each is what it was, whatever
+        // the files were called.
+        (Some(_), Some(_)) => {
+            let scale = [ma, mb]
+                .iter()
+                .filter_map(|m| m.trace_per_wall())
+                .fold(1.0, f64::max);
+            let unlike: Vec<(&i64, &Shape, &Shape)> = a
+                .shapes
+                .iter()
+                .filter_map(|(id, x)| b.shapes.get(id).map(|y| (id, x, y)))
+                .filter(|(_, x, y)| !x.alike(y, scale))
+                .collect();
+            if let Some(&(id, x, y)) = unlike.first() {
+                out.push(format!(
+                    "jobs: {} of the same trace ids are other jobs ({} vs {}); trace {} vs {}",
+                    unlike.len(),
+                    shape_text(*id, x),
+                    shape_text(*id, y),
+                    base(&ma.trace.path),
+                    base(&mb.trace.path)
+                ));
+            }
+        }
+        _ => differ(
+            &mut out,
+            "trace",
+            base(&ma.trace.path).to_string(),
+            base(&mb.trace.path).to_string(),
+        ),
     }
     let (sa, sb) = (&ma.slice, &mb.slice);
     differ(
@@ -162,7 +268,11 @@ pub fn differences(a: &Side, b: &Side) -> Vec<String> {
         serde_json::to_string(&ma.schedule).unwrap_or_default(),
         serde_json::to_string(&mb.schedule).unwrap_or_default(),
     );
-    differ(&mut out, "routes", ma.routes.join(" "), mb.routes.join(" "));
+    let routes = |m: &Manifest| match m.routes.join(" ") {
+        r if r.is_empty() => "none".to_string(),
+        r => r,
+    };
+    differ(&mut out, "routes", routes(ma), routes(mb));
     let events = |m: &Manifest| {
         m.events.as_ref().map_or("none".to_string(), |e| {
             let file = e.file.as_deref().map(base).unwrap_or("");
@@ -185,10 +295,49 @@ mod tests {
     use super::*;
 
     fn side(m: serde_json::Value, ids: std::ops::RangeInclusive<i64>) -> Side {
+        let shapes = ids
+            .clone()
+            .map(|id| {
+                let shape = Shape {
+                    cores: 4,
+                    run_s: 100.0 * id as f64,
+                    limit_s: 0.0,
+                    submit_s: Some(10.0 * id as f64),
+                };
+                (id, shape)
+            })
+            .collect();
         Side {
             manifest: serde_json::from_value(m).unwrap(),
             trace_ids: Some(ids.collect()),
+            shapes,
         }
+    }
+
+    #[test]
+    fn jobs_are_told_by_what_they_were_not_by_their_files_name() {
+        let m = |path: &str| {
+            serde_json::json!({"factor": 1.0, "speedup": 10000.0, "policy": "easy",
+                "trace": {"path": path}, "mode": "emulated"})
+        };
+        // The same jobs from two files: alike.
+        let a = side(m("KTH-SP2-1996-2.1-cln.swf.gz"), 1..=200);
+        let b = side(m("kth-sp2-200.swf"), 1..=200);
+        assert_eq!(differences(&a, &b), Vec::<String>::new());
+        // A file of the same name whose run times were doubled: not.
+        let mut edited = side(m("KTH-SP2-1996-2.1-cln.swf.gz"), 1..=200);
+        for s in edited.shapes.values_mut() {
+            s.run_s *= 2.0;
+        }
+        assert_eq!(
+            differences(&a, &edited),
+            [
+                "jobs: 200 of the same trace ids are other jobs (trace job 1: 4 cores, 100 s \
+              run, 0 s limit, submitted at +10 s vs trace job 1: 4 cores, 200 s run, 0 s \
+              limit, submitted at +10 s); trace KTH-SP2-1996-2.1-cln.swf.gz vs \
+              KTH-SP2-1996-2.1-cln.swf.gz"
+            ]
+        );
     }
 
     #[test]

@@ -229,8 +229,8 @@ fn load(dir: &Path, name: &str) -> Result<Vec<Job>> {
             trace_id: row.trace_id,
             clemu_id: row.job_id,
             cores: row.cores,
-            runtime_ns: (row.runtime_s * 1e9).round() as i64,
-            walltime_ns: (row.walltime_s * 1e9).round() as i64,
+            runtime_ns: (row.runtime_wall_s * 1e9).round() as i64,
+            walltime_ns: (row.walltime_wall_s * 1e9).round() as i64,
             submit,
             ran: rec.as_ref().map(|r| (r.start, r.end)),
             held: row

@@ -262,6 +262,9 @@ pub fn compare(a: &Path, b: &Path, opts: &Options, out: &mut impl Write) -> Resu
         }
     }
     refuse_unlike(a, b, &unlike, opts.force)?;
+    if let Some(w) = crate::alike::unknowable(&side_a, &side_b) {
+        eprintln!("calcmets: warning: {w}");
+    }
     // Trace ids when both runs say which trace job each of theirs replays:
     // a run on a cluster others used too does not number its jobs from 1.
     // (A trace may number two jobs alike, or none: then ids, as a fresh
@@ -336,8 +339,17 @@ pub fn compare(a: &Path, b: &Path, opts: &Options, out: &mut impl Write) -> Resu
         });
         writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
     } else {
-        writeln!(out, "a: {} ({})", e.label, a.display())?;
-        writeln!(out, "b: {} ({})", s.label, b.display())?;
+        // Named with its directory once: the label may hold it already.
+        let named = |label: &str, dir: &Path| {
+            let dir = format!("({})", dir.display());
+            if label.ends_with(&dir) {
+                label.to_string()
+            } else {
+                format!("{label} {dir}")
+            }
+        };
+        writeln!(out, "a: {}", named(&e.label, a))?;
+        writeln!(out, "b: {}", named(&s.label, b))?;
         writeln!(
             out,
             "{matched} jobs compared ({only_one} in one run only); times in {unit}, relative to \
@@ -418,6 +430,9 @@ fn compare_sets(
     let (first_a, first_b) = (side(&a_dirs[0])?, side(&b_dirs[0])?);
     let unlike = crate::alike::differences(&first_a, &first_b);
     refuse_unlike(a, b, &unlike, opts.force)?;
+    if let Some(w) = crate::alike::unknowable(&first_a, &first_b) {
+        eprintln!("calcmets: warning: {w}");
+    }
     let summaries = |dirs: &[std::path::PathBuf]| -> Result<Vec<Summary>> {
         dirs.iter()
             .map(|d| load(d, opts.clock, None).map(|r| r.summary))

@@ -315,6 +315,12 @@ pub fn summarize_records(
 ) -> Result<Summary> {
     let mut acc = Accum::new();
     acc.set_capacities(capacities);
+    // A run's records, each once: a job requeued has one record per
+    // start, so a second record of one start is the first copied again
+    // (a log appended to itself). Loose records are not checked: they
+    // are read at ten million a second.
+    let mut seen: std::collections::HashSet<(u64, i64)> = std::collections::HashSet::new();
+    let mut repeated = 0u64;
     let stats = inputs::for_each_record(sources, |rec: &JobRecord<'_>| {
         // A part of the run (`--by events`): the rest is not read.
         if book.is_some_and(|b| !b.selected(rec.id)) {
@@ -322,6 +328,10 @@ pub fn summarize_records(
         }
         if book.is_some_and(|b| !b.owns(rec)) {
             acc.exclude(Exclusion::NotInRun);
+            return Ok(());
+        }
+        if book.is_some() && !seen.insert((rec.id, rec.start)) {
+            repeated += 1;
             return Ok(());
         }
         acc.add(
@@ -353,6 +363,13 @@ pub fn summarize_records(
     let damage = inputs::damage(&stats);
     let summary = acc.finish(params, Some(cores), damage);
     if let Some(book) = book {
+        if repeated > 0 {
+            warnings.push(format!(
+                "{}: {repeated} record(s) repeat another of the same job and start (the log \
+                 holds a copy of itself?): counted once",
+                book.dir.display()
+            ));
+        }
         let foreign = summary.skipped.excluded_by.not_in_run;
         if foreign > 0 {
             warnings.push(format!(
@@ -362,7 +379,21 @@ pub fn summarize_records(
             ));
         }
     }
+    over_full(&summary, cores, warnings);
     Ok(summary)
+}
+
+/// A warning when `summary`'s utilization is above 100 %: more core time
+/// than `cores` cores hold over its window, which no run can use.
+fn over_full(summary: &Summary, cores: u64, warnings: &mut Vec<String>) {
+    if let Some(u) = summary.utilization.filter(|u| *u > 1.0 + 1e-9) {
+        warnings.push(format!(
+            "utilization {:.2} % is above 100 %: the jobs used more core time than {cores} \
+             cores hold over the window; are the cores right (--cores), or are records \
+             counted twice?",
+            u * 100.0
+        ));
+    }
 }
 
 /// What was read and not counted, for standard error: by reason, and how
@@ -434,7 +465,9 @@ fn swf_run(
             r.describe(*cores)
         ));
         let cores = args.cores.unwrap_or(*cores);
-        return Ok(read.accum.finish(params, Some(cores), Damage::default()));
+        let summary = read.accum.finish(params, Some(cores), Damage::default());
+        over_full(&summary, cores, warnings);
+        return Ok(summary);
     }
     let cores = args.cores.or_else(|| read.header.cores()).ok_or_else(|| {
         anyhow!(
@@ -443,7 +476,9 @@ fn swf_run(
             path.display()
         )
     })?;
-    Ok(read.accum.finish(params, Some(cores), Damage::default()))
+    let summary = read.accum.finish(params, Some(cores), Damage::default());
+    over_full(&summary, cores, warnings);
+    Ok(summary)
 }
 
 fn print_warnings(warnings: &[String]) {

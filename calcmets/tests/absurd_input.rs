@@ -205,3 +205,43 @@ fn garbage_is_a_one_line_error_with_exit_2() {
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["jobs"], 30);
 }
+
+#[test]
+fn a_utilization_above_what_the_cores_hold_is_warned_about() {
+    // Four jobs of 8 cores at once, said to have run on 8 cores.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("full.rec");
+    let mut bytes = Vec::new();
+    for id in 1..=4u64 {
+        let start = 1_800_000_000 * S;
+        let rec = JobRecord {
+            id,
+            cores: 8,
+            node: Cow::Borrowed("vn1"),
+            submit: start,
+            start,
+            end: start + 10 * S,
+            runtime: 10 * S as u64,
+            walltime: 0,
+            status: Status::Completed,
+            flags: Flags::default(),
+            suspensions: Vec::new(),
+            devices: Vec::new(),
+            program: None,
+        };
+        encode(&rec, &mut bytes).unwrap();
+    }
+    std::fs::write(&file, bytes).unwrap();
+    let out = calcmets(&["--cores", "8", "--format", "json", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["utilization"], 4.0);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("utilization 400.00 % is above 100 %") && err.contains("--cores"),
+        "{err}"
+    );
+    // On enough cores, nothing to say.
+    let out = calcmets(&["--cores", "32", file.to_str().unwrap()]);
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("above 100"));
+}

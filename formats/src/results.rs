@@ -437,11 +437,19 @@ pub enum Schedule {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Lateness {
+    /// The clock of its figures: `wall`, the run's own seconds (how late
+    /// the replay was, not the workload).
+    #[serde(default = "wall_clock")]
+    pub clock: String,
     pub submitted: u64,
     pub p50: f64,
     pub p99: f64,
     pub max: f64,
     pub mean: f64,
+}
+
+fn wall_clock() -> String {
+    "wall".into()
 }
 
 impl Manifest {
@@ -494,11 +502,19 @@ pub struct JobRow {
     pub job_id: u64,
     #[serde(default)]
     pub cores: u32,
-    /// Run time and wall-time limit as submitted, seconds.
+    /// Run time and wall-time limit as replayed, in trace seconds (the
+    /// limit 0 where the trace gives none: no limit). `None` in files
+    /// written before the columns were.
     #[serde(default)]
-    pub runtime_s: f64,
+    pub runtime_trace_s: Option<f64>,
     #[serde(default)]
-    pub walltime_s: f64,
+    pub walltime_trace_s: Option<f64>,
+    /// The same as submitted to the cluster: in the run's own clock,
+    /// shrunk by the factor and the speed-up.
+    #[serde(default, alias = "runtime_s")]
+    pub runtime_wall_s: f64,
+    #[serde(default, alias = "walltime_s")]
+    pub walltime_wall_s: f64,
     /// Unix seconds: when it was due, and when it was sent.
     #[serde(default)]
     pub target_submit: f64,
@@ -519,16 +535,20 @@ pub struct JobRow {
     /// in files written before the column was.
     #[serde(default)]
     pub end_ns: Option<i64>,
-    #[serde(default)]
-    pub lateness_ms: f64,
+    /// Its submit instant less its deadline, in the run's own clock
+    /// (milliseconds): how late the replay was, not the workload.
+    #[serde(default, alias = "lateness_ms")]
+    pub lateness_wall_ms: f64,
     /// Its final state (`completed`, ..., `not_submitted`).
     #[serde(default)]
     pub state: String,
     /// For a job the trace marks cancelled, replayed so: how long after
     /// its submission the replay cancelled it (the trace's wait plus run
-    /// time, shrunk like every time), seconds; empty for other jobs.
+    /// time), in trace seconds and in the run's own; empty for other jobs.
     #[serde(default)]
-    pub cancel_after_s: Option<f64>,
+    pub cancel_after_trace_s: Option<f64>,
+    #[serde(default, alias = "cancel_after_s")]
+    pub cancel_after_wall_s: Option<f64>,
     /// Under `--feedback`, the trace job it followed: it was submitted its
     /// think time after that one ended (its target is then); empty for
     /// the others.
@@ -601,16 +621,19 @@ mod tests {
             trace_id,
             job_id,
             cores: 2,
-            runtime_s: 1.5,
-            walltime_s: 3.0,
+            runtime_trace_s: Some(150.0),
+            walltime_trace_s: Some(300.0),
+            runtime_wall_s: 1.5,
+            walltime_wall_s: 3.0,
             target_submit: 1_800_000_000.25,
             actual_submit: 1_800_000_000.250_1,
             submit_ns: Some(1_800_000_000_250_300_000),
             start_ns: Some(1_800_000_001_000_000_000),
             end_ns: Some(1_800_000_002_500_000_000),
-            lateness_ms: 0.1,
+            lateness_wall_ms: 0.1,
             state: "completed".into(),
-            cancel_after_s: (job_id == 1).then_some(0.25),
+            cancel_after_trace_s: (job_id == 1).then_some(25.0),
+            cancel_after_wall_s: (job_id == 1).then_some(0.25),
             follows: (job_id == 1).then_some(4514),
             events: if job_id == 1 {
                 "2;5".into()
@@ -647,6 +670,15 @@ mod tests {
         let rows = read_jobs(dir.path()).unwrap().unwrap();
         assert_eq!((rows[0].job_id, rows[0].submit_ns), (3, None));
         assert_eq!(rows[0].nodes, "vn[1-2]");
+        // The wall-clock columns under their former names.
+        assert_eq!(
+            (rows[0].runtime_wall_s, rows[0].walltime_wall_s),
+            (1.0, 2.0)
+        );
+        assert_eq!(
+            (rows[0].lateness_wall_ms, rows[0].runtime_trace_s),
+            (0.1, None)
+        );
         std::fs::write(dir.path().join(JOBS), "trace_id,job_id,cores\n1,x,2\n").unwrap();
         let err = read_jobs(dir.path()).unwrap_err().to_string();
         assert!(err.contains("jobs.csv:2"), "{err}");

@@ -87,7 +87,8 @@ pub struct Cli {
     pub shrink: String,
     /// Load factors in percent, as --shrink takes factors: inter-arrival
     /// times are divided by the load (150: arrivals 1.5 times as dense),
-    /// run times and limits are not. The standard way to study a heavier
+    /// run times, limits and the machine's events (--events, --failures)
+    /// are not. The standard way to study a heavier
     /// or lighter load than the trace's; a sweep runs every load at every
     /// factor.
     #[arg(

@@ -244,8 +244,8 @@ fn main() -> ExitCode {
                 if let Some(r) = results.iter().find(|r| r.interrupted) {
                     eprintln!(
                         "runworkload: {} stopped {} at {:.0} % of its jobs: kept its records, \
-                         jobs.csv and the metrics of the {} jobs that completed in {} (status \
-                         interrupted; its unfinished jobs were cancelled)",
+                         jobs.csv and the metrics of the {} completed jobs with a run time in {} \
+                         (status interrupted; its unfinished jobs were cancelled)",
                         signal_name(signal),
                         r.label,
                         100.0 * r.summary.jobs as f64 / (plan.slice.jobs.len().max(1)) as f64,

@@ -42,11 +42,13 @@ pub fn percent_label(fraction: f64) -> String {
 /// The run's orders besides submissions, in the order they are due:
 /// each job the trace marks cancelled, cancelled its (scaled) delay after
 /// its submission (a follower's submission is this run's: it has none);
-/// and the plan's events at their trace instants, shrunk and compressed by
-/// the load as the jobs' submissions are (an event before the first
-/// submission comes at the start; a cancellation, not before its job is
-/// submitted).
-fn timed_orders(plan: &Plan, targets: &[i64], scale: Scale, load: f64) -> Vec<Timed> {
+/// and the plan's events at their trace instants, shrunk as every time is
+/// (an event before the first submission comes at the start; a
+/// cancellation, not before its job is submitted). The load does not
+/// move them: it compresses the workload's arrivals, and a node's outage
+/// or a failure model's intervals are the machine's, which run times and
+/// limits, left alone too, are measured against.
+fn timed_orders(plan: &Plan, targets: &[i64], scale: Scale) -> Vec<Timed> {
     let jobs: &[TraceJob] = &plan.slice.jobs;
     let links = &plan.links;
     let mut timed: Vec<Timed> = jobs
@@ -63,7 +65,7 @@ fn timed_orders(plan: &Plan, targets: &[i64], scale: Scale, load: f64) -> Vec<Ti
         .collect();
     let first = jobs.iter().map(|j| j.submit_ns).min().unwrap_or(0);
     for (k, e) in plan.events.iter().enumerate() {
-        let mut at = (scale.apply(e.at_ns.saturating_sub(first)) as f64 / load).round() as i64;
+        let mut at = scale.apply(e.at_ns.saturating_sub(first));
         at = at.max(0);
         if let crate::events::What::Cancel(i) = e.what {
             at = at.max(targets[i]);
@@ -157,7 +159,7 @@ pub async fn run_point(
         .filter(|&i| links[i].is_none())
         .collect();
     order.sort_by_key(|&i| (targets[i], i));
-    let timed = timed_orders(plan, &targets, scale, load);
+    let timed = timed_orders(plan, &targets, scale);
     let config = scale.cluster(&plan.config);
     let jobs = Jobs {
         label: &label,

@@ -293,8 +293,10 @@ pub(crate) fn write_results(
                 trace_id: j.trace_id,
                 job_id: ids[i],
                 cores: j.cores,
-                runtime_s: scale.apply_u(j.run_ns) as f64 / 1e9,
-                walltime_s: scale.apply_u(j.walltime_ns) as f64 / 1e9,
+                runtime_trace_s: Some(j.run_ns as f64 / 1e9),
+                walltime_trace_s: Some(j.walltime_ns as f64 / 1e9),
+                runtime_wall_s: scale.apply_u(j.run_ns) as f64 / 1e9,
+                walltime_wall_s: scale.apply_u(j.walltime_ns) as f64 / 1e9,
                 target_submit: target as f64 / 1e9,
                 actual_submit: actual[i] as f64 / 1e9,
                 // The cluster's own submit instant, exactly as the job's
@@ -303,13 +305,17 @@ pub(crate) fn write_results(
                 submit_ns: Some(info.map_or(0, |info| info.submit_ns)),
                 start_ns: Some(info.map_or(0, |info| info.start_ns)),
                 end_ns: Some(info.map_or(0, |info| info.end_ns)),
-                lateness_ms: if ids[i] == 0 || follower(i) {
+                lateness_wall_ms: if ids[i] == 0 || follower(i) {
                     0.0
                 } else {
                     (submitted_at(i) - target) as f64 / 1e6
                 },
                 state: state.to_string(),
-                cancel_after_s: j
+                cancel_after_trace_s: j
+                    .cancel_after_ns
+                    .filter(|_| !follower(i))
+                    .map(|c| c as f64 / 1e9),
+                cancel_after_wall_s: j
                     .cancel_after_ns
                     .filter(|_| !follower(i))
                     .map(|c| scale.apply_u(c) as f64 / 1e9),
@@ -641,6 +647,7 @@ pub(crate) fn write_manifest(plan: &Plan, dir: &Path, m: &RunState<'_>) -> Resul
     };
     let s = &plan.slice;
     let lateness = m.lateness.map(|late| results::Lateness {
+        clock: "wall".into(),
         submitted: late.len() as u64,
         p50: rank(late, 0.50) as f64 / 1e9,
         p99: rank(late, 0.99) as f64 / 1e9,

@@ -28,13 +28,22 @@ const TRACE: &str = "\
     3  10  20    5    1 -1 -1    1  10 -1  1 1 1 -1 1 -1 -1 -1
 ";
 
-/// Each trace job's row of jobs.csv: (state, cancel_after_s, job id).
+/// Each trace job's row of jobs.csv: (state, cancel_after_wall_s, job
+/// id), once its cancel in trace seconds is checked against its wall one.
 fn rows(dir: &Path) -> HashMap<i64, (String, Option<f64>, u64)> {
     formats::results::read_jobs(dir)
         .unwrap()
         .unwrap()
         .into_iter()
-        .map(|r| (r.trace_id, (r.state, r.cancel_after_s, r.job_id)))
+        .map(|r| {
+            assert_eq!(
+                r.cancel_after_trace_s.map(|t| t / SPEEDUP),
+                r.cancel_after_wall_s,
+                "trace {}",
+                r.trace_id
+            );
+            (r.trace_id, (r.state, r.cancel_after_wall_s, r.job_id))
+        })
         .collect()
 }
 

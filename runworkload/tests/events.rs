@@ -160,6 +160,48 @@ fn a_node_failure_kills_its_job_which_runs_again_once_the_node_is_back() {
 }
 
 #[test]
+fn a_heavier_load_brings_arrivals_closer_not_the_machines_events() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    std::fs::write(dir.join("t.swf"), TRACE).unwrap();
+    std::fs::write(dir.join("ev.txt"), "10 down vn002 fan\n30 up vn002\n").unwrap();
+    let ev = dir.join("ev.txt").display().to_string();
+    // Each event's instant after the run's start, in trace seconds (the
+    // twin's clock is the trace's here: no factor, and its speed-up).
+    let applied = |run: &Path| -> Vec<f64> {
+        let start = json(&run.join("manifest.json"))["start"].as_f64().unwrap();
+        let text = std::fs::read_to_string(run.join("events.csv")).unwrap();
+        let mut lines = text.lines();
+        let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+        let at = header.iter().position(|h| *h == "at").unwrap();
+        lines
+            .map(|l| l.split(',').nth(at).unwrap().parse::<f64>().unwrap())
+            .map(|t| ((t - start) * SPEEDUP * 1000.0).round() / 1000.0)
+            .collect()
+    };
+    let base = replay(dir, "base", &["--events", &ev, "--simulate"]);
+    let o = run(
+        dir,
+        "loaded",
+        &["--events", &ev, "--simulate", "--load", "200"],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let loaded = dir.join("loaded/load-200");
+    // The arrivals come twice as close together; the node is down from
+    // 10 to 30 all the same: the machine's clock is the run's.
+    assert_eq!(applied(&base), [10.0, 30.0]);
+    assert_eq!(applied(&loaded), [10.0, 30.0]);
+    let (b, l) = (rows(&base), rows(&loaded));
+    let offset = |r: &HashMap<i64, JobRow>| r[&4].target_submit - r[&1].target_submit;
+    assert!(
+        (offset(&b) / 2.0 - offset(&l)).abs() < 1e-6,
+        "{} {}",
+        offset(&b),
+        offset(&l)
+    );
+}
+
+#[test]
 fn generated_failures_are_kept_in_the_run_and_replay_the_same_from_it() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();

@@ -86,7 +86,10 @@ fn followers_are_submitted_a_think_time_after_their_job_ends_emulated_and_in_the
         let follows: Vec<Option<i64>> = rows.iter().map(|r| r.follows).collect();
         assert_eq!(follows, [None, Some(1), Some(2), None]);
         // A follower's target is its submission in this run: never late.
-        assert!(rows.iter().all(|r| r.lateness_ms.abs() < 50.0), "{rows:?}");
+        assert!(
+            rows.iter().all(|r| r.lateness_wall_ms.abs() < 50.0),
+            "{rows:?}"
+        );
     }
 
     // Without --feedback, job 2 goes at its trace instant.

@@ -311,7 +311,7 @@ fn a_load_sweep_compresses_arrivals_and_keeps_run_times() {
     for (a, b) in base.iter().zip(&double) {
         assert_eq!(a.trace_id, b.trace_id);
         // Run times as they were; gaps between arrivals halved.
-        assert_eq!(a.runtime_s, b.runtime_s);
+        assert_eq!(a.runtime_wall_s, b.runtime_wall_s);
         let (ga, gb) = (
             a.target_submit - first(&base),
             b.target_submit - first(&double),
@@ -344,4 +344,82 @@ fn a_load_sweep_compresses_arrivals_and_keeps_run_times() {
     ]));
     let svg = std::fs::read_to_string(plots.join("bsld-by-load.svg")).unwrap();
     assert!(svg.contains("Mean bounded slowdown by load"));
+}
+
+#[test]
+fn a_runs_records_copied_twice_count_once_and_the_same_jobs_from_another_file_are_alike() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = tmp.path().join("a/shrink-100");
+    ok(twin(&tmp.path().join("a"), "10000", &[]));
+    let before = json_of(&ok(calcmets(&["--format", "json", run.to_str().unwrap()])));
+    // The log appended to itself.
+    let log = run.join("records/jobs.rec");
+    let bytes = std::fs::read(&log).unwrap();
+    std::fs::write(&log, [bytes.clone(), bytes].concat()).unwrap();
+    let o = ok(calcmets(&["--format", "json", run.to_str().unwrap()]));
+    let after = json_of(&o);
+    assert_eq!(after["jobs"], before["jobs"]);
+    assert_eq!(after["utilization"], before["utilization"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("repeat another of the same job and start"),
+        "{err}"
+    );
+    // The same jobs under another file name are the same replay; jobs
+    // under the same name with other run times are not.
+    let copy = tmp.path().join("copy.swf");
+    std::fs::copy(kth(), &copy).unwrap();
+    let edited = tmp.path().join("edited/kth-sp2-200.swf");
+    std::fs::create_dir_all(edited.parent().unwrap()).unwrap();
+    let text = std::fs::read_to_string(kth()).unwrap();
+    let doubled: String = text
+        .lines()
+        .map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            if l.starts_with(';') || f.len() < 4 {
+                return format!("{l}\n");
+            }
+            let run: i64 = f[3].parse().unwrap();
+            let mut f: Vec<String> = f.iter().map(|s| s.to_string()).collect();
+            f[3] = (run * 2).max(-1).to_string();
+            f.join(" ") + "\n"
+        })
+        .collect();
+    std::fs::write(&edited, doubled).unwrap();
+    let other = |name: &str, trace: &Path| {
+        let o = Command::new(bin("runworkload"))
+            .arg("--config")
+            .arg(repo().join("configs/demo.toml"))
+            .arg("--workload")
+            .arg(trace)
+            .args([
+                "--cores-per-proc",
+                "2",
+                "--simulate",
+                "-q",
+                "--speedup",
+                "10000",
+            ])
+            .arg("--out")
+            .arg(tmp.path().join(name))
+            .output()
+            .unwrap();
+        ok(o);
+        tmp.path().join(name).join("shrink-100")
+    };
+    let (copied, changed) = (other("copied", &copy), other("changed", &edited));
+    let fid = |b: &Path| calcmets(&["fidelity", run.to_str().unwrap(), b.to_str().unwrap()]);
+    let same = fid(&copied);
+    assert!(
+        same.status.success(),
+        "{}",
+        String::from_utf8_lossy(&same.stderr)
+    );
+    let refused = fid(&changed);
+    assert!(!refused.status.success());
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        err.contains("of the same trace ids are other jobs"),
+        "{err}"
+    );
 }

@@ -227,6 +227,10 @@ fn the_group_schedule_submits_at_the_computed_deadlines() {
     let manifest = json(&dir.join("manifest.json"));
     let start = manifest["start"].as_f64().unwrap();
     let csv = std::fs::read_to_string(dir.join("jobs.csv")).unwrap();
+    let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    let (target_at, actual_at, submit_at) =
+        (col("target_submit"), col("actual_submit"), col("submit_ns"));
     let rows: Vec<Vec<String>> = csv
         .lines()
         .skip(1)
@@ -234,8 +238,8 @@ fn the_group_schedule_submits_at_the_computed_deadlines() {
         .collect();
     assert_eq!(rows.len(), 30);
     for (i, r) in rows.iter().enumerate() {
-        let target: f64 = r[5].parse().unwrap();
-        let actual: f64 = r[6].parse().unwrap();
+        let target: f64 = r[target_at].parse().unwrap();
+        let actual: f64 = r[actual_at].parse().unwrap();
         // 10 warm-up jobs at once, then groups of 5 at 1 + (0.1 + 0.6 · 50 %)·j.
         let want = if i < 10 {
             0.0
@@ -248,7 +252,7 @@ fn the_group_schedule_submits_at_the_computed_deadlines() {
             target - start
         );
         // Sent ahead, to begin at its deadline: submitted then.
-        let submitted = r[7].parse::<f64>().unwrap() / 1e9;
+        let submitted = r[submit_at].parse::<f64>().unwrap() / 1e9;
         assert!(
             actual < target,
             "job {i} sent {} after its deadline",
