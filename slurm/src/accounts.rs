@@ -26,18 +26,16 @@ pub const QOS: &str = "normal";
 
 /// The users in the account: root, and the cluster's owner (found once:
 /// squeue and sacct ask for every job they show).
-fn users() -> Vec<String> {
+fn users() -> &'static [String] {
     static USERS: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
-    USERS
-        .get_or_init(|| {
-            let mut users = vec!["root".to_string()];
-            let owner = cluster::owner();
-            if owner != "root" {
-                users.push(owner);
-            }
-            users
-        })
-        .clone()
+    USERS.get_or_init(|| {
+        let mut users = vec!["root".to_string()];
+        let owner = cluster::owner();
+        if owner != "root" {
+            users.push(owner);
+        }
+        users
+    })
 }
 
 /// The account jobs of `user` are charged to: `root` for its users,
@@ -193,11 +191,7 @@ fn cell(text: &str, width: i32, layout: Layout) -> String {
     } else {
         text.to_string()
     };
-    if width < 0 {
-        format!("{text:<w$}")
-    } else {
-        format!("{text:>w$}")
-    }
+    crate::text::padded(&text, w, width >= 0)
 }
 
 /// The rows under `columns`, with a header unless `noheader`.
@@ -382,8 +376,9 @@ pub fn sacctmgr(argv: &[String]) -> Result<u8> {
     let in_cluster = clusters.is_empty() || clusters.iter().any(|c| c == CLUSTER);
     let in_account = accounts.is_empty() || accounts.iter().any(|a| a == ACCOUNT);
     let users: Vec<String> = users()
-        .into_iter()
+        .iter()
         .filter(|u| names.is_empty() || names.contains(u))
+        .cloned()
         .collect();
     // Each row: the user it is of (`None`: the account's own), and
     // whether it is an association.
@@ -517,7 +512,7 @@ pub fn sshare(argv: &[String]) -> Result<u8> {
     let me = crate::text::user_name();
     let wanted: Vec<String> = match (&a.users, a.all) {
         (Some(list), _) => list.split(',').map(str::to_string).collect(),
-        (None, true) => users(),
+        (None, true) => users().to_vec(),
         (None, false) => vec![me],
     };
     let in_account = a
@@ -529,7 +524,11 @@ pub fn sshare(argv: &[String]) -> Result<u8> {
         // The account's own line (under -U, users' lines alone), then
         // each user's, set in by one under it.
         let account_line = !a.users_only;
-        let users: Vec<String> = users().into_iter().filter(|u| wanted.contains(u)).collect();
+        let users: Vec<String> = users()
+            .iter()
+            .filter(|u| wanted.contains(u))
+            .cloned()
+            .collect();
         let line = |user: Option<&str>| -> Vec<String> {
             columns
                 .iter()

@@ -59,10 +59,12 @@ const SLURMS_OWN: &[&str] = &[
     "--hint",
     "--input",
     "--kill-on-bad-exit",
+    "--kill-on-invalid-dep",
     "--licenses",
     "--mem-per-gpu",
     "--multi-prog",
     "--nice",
+    "--no-kill",
     "--nodelist",
     "--ntasks-per-core",
     "--ntasks-per-socket",
@@ -87,8 +89,79 @@ const SLURMS_OWN: &[&str] = &[
     "--wckey",
 ];
 
-/// The option clap's error calls unexpected, if it is one of Slurm's.
-fn slurms_own(error: &str) -> Option<&'static str> {
+/// Options of Slurm's squeue, sacct and sinfo that clemu does not take
+/// (one it takes never reaches the lookup).
+const QUERIES_OWN: &[(&str, &[&str])] = &[
+    (
+        "squeue",
+        &[
+            "-A",
+            "-i",
+            "-L",
+            "-q",
+            "-S",
+            "-v",
+            "-w",
+            "--account",
+            "--federation",
+            "--iterate",
+            "--licenses",
+            "--local",
+            "--nodelist",
+            "--qos",
+            "--sibling",
+            "--sort",
+            "--start",
+            "--verbose",
+        ],
+    ),
+    (
+        "sacct",
+        &[
+            "-A",
+            "-D",
+            "-e",
+            "-l",
+            "-L",
+            "-N",
+            "-q",
+            "-T",
+            "-W",
+            "-x",
+            "--accounts",
+            "--allclusters",
+            "--associations",
+            "--duplicates",
+            "--helpformat",
+            "--long",
+            "--nodelist",
+            "--qos",
+            "--truncate",
+            "--wckeys",
+        ],
+    ),
+    (
+        "sinfo",
+        &[
+            "-d",
+            "-e",
+            "-i",
+            "-r",
+            "-S",
+            "-T",
+            "--dead",
+            "--exact",
+            "--iterate",
+            "--reservation",
+            "--responding",
+            "--sort",
+        ],
+    ),
+];
+
+/// The option clap's error calls unexpected, if it is one of Slurm's
+/// `program`'s (`sbatch` and `srun` share theirs).
+pub fn slurms_own_of(program: &str, error: &str) -> Option<&'static str> {
     let word = error
         .strip_prefix("unexpected argument '")?
         .split('\'')
@@ -96,7 +169,15 @@ fn slurms_own(error: &str) -> Option<&'static str> {
     let name = word.split('=').next()?;
     let short = name.len() > 2 && !name.starts_with("--");
     let name = if short { &name[..2] } else { name };
-    SLURMS_OWN.iter().copied().find(|o| *o == name)
+    let list = QUERIES_OWN
+        .iter()
+        .find(|(p, _)| *p == program)
+        .map_or(SLURMS_OWN, |(_, l)| l);
+    list.iter().copied().find(|o| *o == name)
+}
+
+fn slurms_own(error: &str) -> Option<&'static str> {
+    slurms_own_of("sbatch", error)
 }
 
 /// `argv` as (its name and options, the words after them).

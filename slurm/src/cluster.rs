@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use anyhow::{anyhow, bail, Context, Result};
 use client::{Request, Response, Session};
 use controller::config::Cluster as Config;
-use formats::wire::{JobInfo, NodeInfo};
+use formats::wire::{JobInfo, JobState, NodeInfo};
 
 /// The environment variable naming the cluster's config file.
 pub const CONF_VAR: &str = "CLEMU_CONF";
@@ -71,6 +71,12 @@ impl Cluster {
         match self.call(req).await? {
             Response::Queue(mut jobs) => {
                 jobs.sort_by_key(|j| j.id);
+                let now = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_nanos() as i64);
+                for j in &mut jobs {
+                    at_limit(j, now);
+                }
                 Ok(jobs)
             }
             other => Err(anyhow!("unexpected answer to a queue request: {other:?}")),
@@ -152,12 +158,49 @@ pub fn parse<A: clap::Parser>(argv: &[String]) -> Result<A> {
             std::process::exit(0);
         }
         let text = e.render().to_string();
-        anyhow!(
-            "{}",
-            text.lines()
-                .next()
-                .unwrap_or("invalid arguments")
-                .trim_start_matches("error: ")
-        )
+        let line = text
+            .lines()
+            .next()
+            .unwrap_or("invalid arguments")
+            .trim_start_matches("error: ");
+        let program = argv
+            .first()
+            .and_then(|p| p.rsplit('/').next())
+            .unwrap_or_default();
+        match crate::argv::slurms_own_of(program, line) {
+            Some(option) => {
+                anyhow!("{option} is an option of Slurm's that clemu does not take yet")
+            }
+            None => anyhow!("{line}"),
+        }
     })
+}
+
+/// A batch job as Slurm shows one that reached its time limit: its
+/// supervisor signals it there and kills it a grace later, and all that
+/// time it is `COMPLETING`, its time stopped at the limit; over, it
+/// ended at the limit. (The controller learns of a limit the job's own
+/// supervisor enforced only at the end; the limit and the job's running
+/// time tell when it was.)
+fn at_limit(j: &mut JobInfo, now_ns: i64) {
+    if j.program.is_none() || j.walltime_ns == 0 || j.start_ns == 0 {
+        return;
+    }
+    let suspended: i64 = j
+        .suspensions
+        .iter()
+        .map(|&(from, to)| if to == 0 { now_ns - from } else { to - from })
+        .sum();
+    let limit_at = j
+        .start_ns
+        .saturating_add(suspended)
+        .saturating_add(j.walltime_ns.min(i64::MAX as u64) as i64);
+    match j.state {
+        JobState::Running if !j.completing && j.end_ns == 0 && now_ns >= limit_at => {
+            j.completing = true;
+            j.end_ns = limit_at;
+        }
+        JobState::Timeout if j.end_ns > limit_at => j.end_ns = limit_at,
+        _ => {}
+    }
 }

@@ -325,9 +325,15 @@ fn value(name: &str, r: &Row<'_>, c: &Ctx<'_>) -> String {
             // The batch step's return code is Slurm's SIG_OOM too.
             (Some(_), Some(_)) if j.state == JobState::OutOfMemory => "0:125".into(),
             (Some(_), Some(p)) => p.exit_code(),
-            // Slurm's database has a cancelled job's end before its
-            // script's: the job says 0:0, its batch step the signal.
-            (None, _) if matches!(j.state, JobState::Cancelled | JobState::Preempted) => {
+            // Slurm's database has the end of a job told to end before
+            // its script's: the job says 0:0, its batch step the signal
+            // (scontrol shows the step's).
+            (None, _)
+                if matches!(
+                    j.state,
+                    JobState::Cancelled | JobState::Preempted | JobState::Timeout
+                ) =>
+            {
                 "0:0".into()
             }
             _ => format!("{}:{}", j.exit.0, j.exit.1),
@@ -498,11 +504,9 @@ fn fixed(v: &str, width: i32, cut: Cut) -> String {
         Cut::Plain if long => v.chars().take(w).collect(),
         _ => v.to_string(),
     };
-    if width < 0 {
-        format!("{shown:<w$} ")
-    } else {
-        format!("{shown:>w$} ")
-    }
+    let mut cell = crate::text::padded(&shown, w, width >= 0);
+    cell.push(' ');
+    cell
 }
 
 pub async fn main(argv: Vec<String>) -> Result<u8> {

@@ -153,7 +153,9 @@ fn directive_lines(script: &str) -> Result<Vec<(usize, Vec<String>)>> {
         if !l.starts_with('#') {
             break;
         }
-        let Some(rest) = l.strip_prefix("#SBATCH") else {
+        // A directive starts its line, as Slurm reads them: an indented
+        // `#SBATCH` is a comment.
+        let Some(rest) = line.strip_prefix("#SBATCH") else {
             continue;
         };
         let split = shlex::split(rest)
@@ -197,6 +199,10 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
         );
     }
     let args = with_directives(&argv, &script)?;
+    if args.res.mem.is_some() && args.res.mem_per_cpu.is_some() {
+        eprintln!("sbatch: fatal: --mem, --mem-per-cpu, and --mem-per-gpu are mutually exclusive.");
+        return Ok(1);
+    }
     refuse_as_slurm(&args)?;
     let mut c = Cluster::open().await?;
     // As Slurm's sbatch says a refusal (its reason is clemu's).
@@ -843,6 +849,9 @@ mod tests {
         let s = "#!/bin/sh\n#SBATCH -J fit\n\n# a comment\n#SBATCH --time=5 # five minutes\n\
                  echo hi\n#SBATCH -p late\n";
         assert_eq!(directives(s).unwrap(), ["-J", "fit", "--time=5"]);
+        // Indented, a directive is a comment.
+        let s = "#!/bin/sh\n#SBATCH -J fit\n  #SBATCH -J not\necho hi\n";
+        assert_eq!(directives(s).unwrap(), ["-J", "fit"]);
     }
 
     #[test]

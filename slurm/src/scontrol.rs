@@ -95,7 +95,26 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
             // A requeue may name a batch job over, as Slurm's takes one
             // it still keeps (`MinJobAge`, 300 s).
             let over_since = verb.starts_with("requeue").then(|| text::now_s() - 300);
-            let named = job_ids(&mut c, &words[1..], over_since).await?;
+            let named = match job_ids(&mut c, &words[1..], over_since).await {
+                Ok(named) => named,
+                Err(e) => {
+                    let Some(UnknownJob(w)) = e.downcast_ref::<UnknownJob>() else {
+                        return Err(e);
+                    };
+                    // As Slurm 22.05's scontrol says each, quirks and all.
+                    match verb.as_str() {
+                        "suspend" | "resume" => {
+                            eprintln!("Unexpected message received for job {w}")
+                        }
+                        "hold" | "uhold" | "release" => eprintln!(
+                            "Invalid job id specified for job {w}\nslurm_suspend error: \
+                             Invalid job id specified"
+                        ),
+                        _ => eprintln!("Invalid job id specified for job {w}"),
+                    }
+                    return Ok(1);
+                }
+            };
             let ids: Vec<u64> = named.iter().map(|&(id, _)| id).collect();
             // Errors name a job as Slurm does: `12_3` for an array task.
             let name = |id: u64| {
@@ -117,13 +136,8 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
                     let mut failed = false;
                     for o in outcomes {
                         if let Some(e) = o.error {
-                            // As Slurm's scontrol says a job's error
-                            // (requeue: "ID: error").
-                            if verb.starts_with("requeue") {
-                                eprintln!("{}: {e}", name(o.id));
-                            } else {
-                                eprintln!("Job {}: {e}", name(o.id));
-                            }
+                            // As Slurm's scontrol says a job's error.
+                            eprintln!("{} for job {}", slurm_error(&e), name(o.id));
                             failed = true;
                         }
                     }
@@ -172,9 +186,10 @@ async fn update(words: &[String]) -> Result<u8> {
         bail!("scontrol update needs JobId=N and TimeLimit=T");
     };
     let mut c = Cluster::open().await?;
-    let ids = job_ids(&mut c, std::slice::from_ref(&named), None)
-        .await
-        .map_err(|_| anyhow::anyhow!("Invalid job id {named}"))?;
+    let Ok(ids) = job_ids(&mut c, std::slice::from_ref(&named), None).await else {
+        eprintln!("Invalid job id specified for job {named}");
+        return Ok(1);
+    };
     let jobs = c.by_ids(ids.iter().map(|&(id, _)| id).collect()).await?;
     let mut failed = false;
     for j in &jobs {
@@ -302,6 +317,41 @@ async fn update_nodes(words: &[String]) -> Result<u8> {
     Ok(0)
 }
 
+/// A job id that names no job the command may act on.
+#[derive(Debug)]
+struct UnknownJob(String);
+
+impl std::fmt::Display for UnknownJob {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Invalid job id specified: {}", self.0)
+    }
+}
+
+impl std::error::Error for UnknownJob {}
+
+/// A job's refusal as Slurm words it: the controller's own words for a
+/// suspension or a resumption that does not apply (`job 5 is pending, not
+/// running`) become Slurm's error string; the rest are Slurm's already.
+fn slurm_error(e: &str) -> &str {
+    let over = [
+        "completed",
+        "failed",
+        "cancelled",
+        "timeout",
+        "node_fail",
+        "out_of_memory",
+    ];
+    if e.contains(" is pending, not ") {
+        "Job is pending execution"
+    } else if e.contains(" is running, not suspended") {
+        "Job is not suspended"
+    } else if over.iter().any(|s| e.contains(&format!(" is {s}, not "))) {
+        "Job/step already completing or completed"
+    } else {
+        e
+    }
+}
+
 /// The jobs not yet over that `words` name: jobs, whole arrays (`12`),
 /// tasks (`12_3`, `12_[1-3]`), comma-separated; each with the id Slurm
 /// shows for it.
@@ -332,7 +382,7 @@ async fn job_ids(
             .map(|j| (j.id, text::job_id(j)))
             .collect();
         if found.is_empty() {
-            bail!("Invalid job id specified: {w}");
+            return Err(UnknownJob(w.to_string()).into());
         }
         ids.extend(found);
     }
@@ -453,7 +503,7 @@ fn job_record(j: &JobInfo, c: &Cluster, me: &str, now: i64, first: bool) -> Vec<
     };
     let end = match (j.end_ns, j.start_ns, j.walltime_ns) {
         (e, _, _) if e > 0 => date(e),
-        (_, s, w) if s > 0 && w > 0 => text::date(text::secs(s) + text::limit_minutes(w) * 60),
+        (_, s, w) if s > 0 && w > 0 => text::date(text::secs(s) + text::limit_seconds(w)),
         _ => "Unknown".into(),
     };
     let nodes = nodes_of(j, c);
@@ -470,6 +520,10 @@ fn job_record(j: &JobInfo, c: &Cluster, me: &str, now: i64, first: bool) -> Vec<
         .unwrap_or_default();
     let p = j.program.as_deref();
     let array = match j.array {
+        Some(a) if a.limit > 0 => format!(
+            " ArrayJobId={} ArrayTaskId={} ArrayTaskThrottle={}",
+            a.job, a.index, a.limit
+        ),
         Some(a) => format!(" ArrayJobId={} ArrayTaskId={}", a.job, a.index),
         None => String::new(),
     };

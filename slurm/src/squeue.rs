@@ -174,19 +174,29 @@ struct Ctx<'a> {
     cluster: &'a Cluster,
 }
 
+/// An array's limit of tasks at once as its folded pending tasks show
+/// it (`12_[3-6%2]`); nothing without one.
+fn throttle(a: formats::wire::ArrayTask) -> String {
+    match a.limit {
+        0 => String::new(),
+        n => format!("%{n}"),
+    }
+}
+
 /// Field `code`'s text for `l`, and whether a width cuts it.
 fn value(code: char, l: &Line<'_>, c: &Ctx<'_>) -> (String, bool) {
     let j = l.job;
     let na = || "N/A".to_string();
     let v = match code {
         'i' => match (&l.tasks, j.array) {
-            (Some(t), Some(a)) => format!("{}_[{t}]", a.job),
+            (Some(t), Some(a)) => format!("{}_[{t}{}]", a.job, throttle(a)),
             _ => text::job_id(j),
         },
         'A' => j.id.to_string(),
         'F' => j.array.map_or(j.id, |a| a.job).to_string(),
         'K' => match (&l.tasks, j.array) {
-            (Some(t), _) => t.clone(),
+            (Some(t), Some(a)) => format!("{t}{}", throttle(a)),
+            (Some(t), None) => t.clone(),
             (None, Some(a)) => a.index.to_string(),
             (None, None) => na(),
         },
@@ -202,7 +212,8 @@ fn value(code: char, l: &Line<'_>, c: &Ctx<'_>) -> (String, bool) {
         'L' => match j.walltime_ns {
             0 => "UNLIMITED".into(),
             w => {
-                let left = text::limit_minutes(w) * 60 - text::time_used(j, c.now);
+                // The limit as held (to the second when given so).
+                let left = text::limit_seconds(w) - text::time_used(j, c.now);
                 return (text::short_duration(left.max(0)), false);
             }
         },
@@ -232,7 +243,7 @@ fn value(code: char, l: &Line<'_>, c: &Ctx<'_>) -> (String, bool) {
             (e, _, _) if e > 0 => text::date(text::secs(e)),
             (_, 0, _) => na(),
             (_, _, 0) => "NONE".into(),
-            (_, s, w) => text::date(text::secs(s) + text::limit_minutes(w) * 60),
+            (_, s, w) => text::date(text::secs(s) + text::limit_seconds(w)),
         },
         'm' => text::mem_mb(j.mem_per_cpu_mb),
         'Z' => j.program.as_ref().map_or(na(), |p| p.workdir.clone()),

@@ -56,7 +56,7 @@ pub struct Args {
     label: bool,
     /// The command and its arguments ([`crate::argv`] finds where they
     /// begin).
-    #[arg(trailing_var_arg = true, required = true)]
+    #[arg(trailing_var_arg = true)]
     command: Vec<String>,
 }
 
@@ -65,6 +65,15 @@ pub const JOB_DIR_VAR: &str = "CLEMU_JOB_DIR";
 
 pub fn main(argv: &[String]) -> Result<u8> {
     let args: Args = crate::argv::parse(argv)?;
+    // Refused as Slurm's srun refuses them.
+    if args.command.is_empty() {
+        eprintln!("srun: fatal: No command given to execute.");
+        return Ok(1);
+    }
+    if args.ntasks == Some(0) {
+        eprintln!("srun: error: Invalid numeric value \"0\" for --ntasks.");
+        return Ok(1);
+    }
     let Ok(job) = std::env::var("SLURM_JOB_ID") else {
         return allocation::run(args);
     };

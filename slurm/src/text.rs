@@ -69,7 +69,7 @@ pub fn long_limit(walltime_ns: u64) -> String {
 /// A limit in seconds as shown: whole seconds, rounded up. Slurm keeps
 /// limits in whole minutes, and so shows them; clemu keeps one given
 /// with seconds (`-t 0:30`) to the second, and shows it as it holds it.
-fn limit_seconds(walltime_ns: u64) -> i64 {
+pub fn limit_seconds(walltime_ns: u64) -> i64 {
     walltime_ns.div_ceil(1_000_000_000) as i64
 }
 
@@ -165,15 +165,29 @@ fn parse_when(text: &str, ahead: bool) -> Option<i64> {
     if c.len() > 3 || (clock.is_some() && c.len() < 2) {
         return None;
     }
-    let field = |i: usize| c.get(i).map_or(Some(0), |v| v.parse::<i32>().ok());
-    tm.tm_hour = field(0)?;
-    tm.tm_min = field(1)?;
-    tm.tm_sec = field(2)?;
+    // Each part within its range, as Slurm's parse_time checks (an hour
+    // of 25 is refused, not the next day's first).
+    let field = |i: usize, most: i32| {
+        c.get(i)
+            .map_or(Some(0), |v| v.parse::<i32>().ok())
+            .filter(|v| (0..=most).contains(v))
+    };
+    tm.tm_hour = field(0, 23)?;
+    tm.tm_min = field(1, 59)?;
+    tm.tm_sec = field(2, 59)?;
     tm.tm_isdst = -1;
+    let asked = (tm.tm_mon, tm.tm_mday);
+    if !(0..12).contains(&asked.0) || !(1..=31).contains(&asked.1) {
+        return None;
+    }
     // SAFETY: mktime reads and normalises the `tm` it is given, nothing
     // else.
     let s = unsafe { libc::mktime(&mut tm) };
     let s = (s != -1).then_some(s as i64)?;
+    // A day the month has not (February 30th) came out as another.
+    if day.is_some() && (tm.tm_mon, tm.tm_mday) != asked {
+        return None;
+    }
     // A time of day alone, passed, is tomorrow's for a time to come.
     Some(if ahead && day.is_none() && s < now_s() {
         s + 86400
@@ -217,7 +231,8 @@ fn month_day(t: &str) -> Option<i64> {
     tm.tm_isdst = -1;
     // SAFETY: as in parse_when.
     let s = unsafe { libc::mktime(&mut tm) };
-    (s != -1).then_some(s as i64)
+    // A day the month has not came out as another: refused.
+    (s != -1 && (tm.tm_mon, tm.tm_mday) == (m - 1, d)).then_some(s as i64)
 }
 
 /// Local time `s` as C's `ctime` writes it, as Slurm's `-l` prints the
@@ -572,11 +587,23 @@ pub fn field(text: &str, width: usize, right: bool, cut: bool) -> String {
     } else {
         text.to_string()
     };
+    padded(&shown, width, right)
+}
+
+/// `text` padded with spaces to `width` characters, on the left
+/// (`right`: right-justified) or the right. By hand: Rust's `{:>w$}`
+/// panics past 65,535, and Slurm's commands take any width.
+pub fn padded(text: &str, width: usize, right: bool) -> String {
+    let pad = width.saturating_sub(text.chars().count());
+    let mut out = String::with_capacity(text.len() + pad);
     if right {
-        format!("{shown:>width$}")
+        out.extend(std::iter::repeat_n(' ', pad));
+        out.push_str(text);
     } else {
-        format!("{shown:<width$}")
+        out.push_str(text);
+        out.extend(std::iter::repeat_n(' ', pad));
     }
+    out
 }
 
 /// The user running the command.
@@ -614,6 +641,35 @@ pub fn owned_by(users: &str, j: &JobInfo, me: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn impossible_dates_and_times_are_refused() {
+        for bad in [
+            "2026-13-45",
+            "2026-02-30",
+            "25:99",
+            "2026-11-29T99:00",
+            "12:60",
+            "02/30",
+            "1332",
+        ] {
+            assert_eq!(parse_date(bad), None, "{bad}");
+            assert_eq!(parse_begin(bad), None, "{bad}");
+        }
+        assert!(parse_date("2026-02-28T23:59:59").is_some());
+        assert!(parse_date("2028-02-29").is_some());
+        assert!(parse_date("12/31").is_some());
+    }
+
+    #[test]
+    fn fields_pad_to_any_width() {
+        assert_eq!(field("12", 5, true, false), "   12");
+        assert_eq!(field("12", 5, false, false), "12   ");
+        assert_eq!(field("123456", 3, true, true), "123");
+        // Past what Rust's own width takes (65,535), as squeue's %70000i.
+        let wide = field("7", 70_000, true, false);
+        assert_eq!((wide.len(), wide.ends_with(" 7")), (70_000, true));
+    }
 
     #[test]
     fn durations_are_written_as_slurm_writes_them() {

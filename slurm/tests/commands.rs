@@ -618,13 +618,31 @@ fn a_requeued_job_is_ended_and_waits_again_under_its_id_as_on_slurm() {
     assert_eq!(again.status.code(), Some(1));
     assert_eq!(
         String::from_utf8_lossy(&again.stderr),
-        format!("{id}: Job is pending execution\n")
+        format!("Job is pending execution for job {id}\n")
     );
     let refused = c.run(w, "scontrol", &["requeue", &format!("JobId={no}")], None);
     assert_eq!(refused.status.code(), Some(1));
     assert_eq!(
         String::from_utf8_lossy(&refused.stderr),
-        format!("{no}: Requested operation is presently disabled\n")
+        format!("Requested operation is presently disabled for job {no}\n")
+    );
+    // Suspended or resumed out of turn, or unknown, in Slurm's words.
+    let said = |args: &[&str]| {
+        let o = c.run(w, "scontrol", args, None);
+        assert_eq!(o.status.code(), Some(1));
+        String::from_utf8_lossy(&o.stderr).into_owned()
+    };
+    assert_eq!(
+        said(&["suspend", &id]),
+        format!("Job is pending execution for job {id}\n")
+    );
+    assert_eq!(
+        said(&["requeue", "999999"]),
+        "Invalid job id specified for job 999999\n"
+    );
+    assert_eq!(
+        said(&["update", "JobId=999999", "TimeLimit=5"]),
+        "Invalid job id specified for job 999999\n"
     );
     assert!(c
         .ok(w, "scontrol", &["show", "job", &no])
@@ -1099,6 +1117,39 @@ fn hostnames_keep_the_order_given() {
 }
 
 #[test]
+fn an_arrays_limit_shows_with_its_pending_tasks_as_on_slurm() {
+    let c = Up::start(1, 2);
+    let work = tempfile::tempdir().unwrap();
+    let w = work.path();
+    let id = c.ok(
+        w,
+        "sbatch",
+        &["--parsable", "-H", "--array=1-6%2", "--wrap", "true"],
+    );
+    let id = id.trim();
+    // As Slurm 22.05 shows a held array limited to two tasks at once.
+    assert_eq!(
+        c.ok(w, "squeue", &["-h", "-o", "%i|%K|%r"]),
+        format!("{id}_[1-6%2]|1-6%2|JobHeldUser\n")
+    );
+    let shown = c.ok(w, "scontrol", &["show", "job", &format!("{id}_3")]);
+    let first = shown.lines().next().unwrap_or_default().to_string();
+    assert!(
+        first.contains("ArrayTaskId=3 ArrayTaskThrottle=2 JobName=wrap"),
+        "{first}"
+    );
+    // Without a limit, neither.
+    let free = c.ok(
+        w,
+        "sbatch",
+        &["--parsable", "-H", "--array=1-3", "--wrap", "true"],
+    );
+    let free = free.trim();
+    let line = c.ok(w, "squeue", &["-h", "-j", free, "-o", "%i"]);
+    assert_eq!(line, format!("{free}_[1-3]\n"));
+}
+
+#[test]
 fn a_node_count_spreads_a_job_over_that_many_nodes() {
     let c = Up::start(4, 4);
     let work = tempfile::tempdir().unwrap();
@@ -1209,7 +1260,65 @@ fn a_node_count_spreads_a_job_over_that_many_nodes() {
         String::from_utf8(out.stderr).unwrap(),
         "sbatch: error: Invalid node count specification: 2-1\n"
     );
+    let out = c.run(
+        w,
+        "sbatch",
+        &["--mem=1G", "--mem-per-cpu=1G", "--wrap", "true"],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8(out.stderr).unwrap(),
+        "sbatch: fatal: --mem, --mem-per-cpu, and --mem-per-gpu are mutually exclusive.\n"
+    );
+    let out = c.run(w, "srun", &[], None);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8(out.stderr).unwrap(),
+        "srun: fatal: No command given to execute.\n"
+    );
+    let out = c.run(w, "sbatch", &["--begin=2026-13-45", "--wrap", "true"], None);
+    assert_ne!(out.status.code(), Some(0));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("Invalid --begin specification"),
+        "{out:?}"
+    );
+    let out = c.run(w, "squeue", &["-h", "-o", "%70000i"], None);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
     assert_eq!(c.ok(w, "squeue", &["-h"]), before);
+}
+
+#[test]
+fn a_job_past_its_limit_completes_with_its_time_stopped_there() {
+    let c = Up::start(1, 2);
+    let work = tempfile::tempdir().unwrap();
+    let w = work.path();
+    // It ignores the SIGTERM at its limit: the SIGKILL comes a grace later.
+    let id = c.ok(
+        w,
+        "sbatch",
+        &[
+            "--parsable",
+            "-t",
+            "0:02",
+            "--wrap",
+            "trap '' TERM; sleep 60; sleep 60",
+        ],
+    );
+    let id = id.trim();
+    wait_shows(|| c.ok(w, "squeue", &["-h", "-j", id, "-o", "%t"]), "R\n");
+    // Past its limit, its processes not gone yet: completing, its time
+    // stopped at the limit, as on Slurm.
+    wait_shows(|| c.ok(w, "squeue", &["-h", "-j", id, "-o", "%t"]), "CG\n");
+    assert_eq!(
+        c.ok(w, "squeue", &["-h", "-j", id, "-o", "%T %M"]),
+        "COMPLETING 0:02\n"
+    );
+    assert_eq!(c.wait_over(w, id), "TIMEOUT|0:0");
+    // Over: it ended at its limit, and its step by the SIGKILL.
+    let shown = c.ok(w, "scontrol", &["show", "job", id]);
+    assert!(shown.contains("RunTime=00:00:02 "), "{shown}");
+    assert!(shown.contains("ExitCode=0:9"), "{shown}");
 }
 
 #[test]
@@ -1273,6 +1382,10 @@ fn a_running_jobs_time_limit_changes_as_on_slurm() {
         &["update", &format!("JobId={id}"), "TimeLimit=0:01"],
     );
     assert_eq!(c.wait_over(w, id), "TIMEOUT|0:0");
+    // scontrol has the batch step's end: the SIGTERM at the limit.
+    let shown = c.ok(w, "scontrol", &["show", "job", id]);
+    assert!(shown.contains("JobState=TIMEOUT"), "{shown}");
+    assert!(shown.contains("ExitCode=0:15"), "{shown}");
     wait_gone(&marker);
     let out = std::fs::read_to_string(w.join(format!("slurm-{id}.out"))).unwrap();
     assert_step_line(out.trim_end(), id, "node1", " DUE TO TIME LIMIT");
@@ -1428,6 +1541,24 @@ fn bad_input_gets_one_line_and_no_job() {
             "sbatch",
             &["-w", "node1", "--wrap", "true"][..],
             "sbatch: error: -w is an option of Slurm's that clemu does not take yet\n",
+            1,
+        ),
+        (
+            "squeue",
+            &["--start"][..],
+            "squeue: error: --start is an option of Slurm's that clemu does not take yet\n",
+            1,
+        ),
+        (
+            "sacct",
+            &["-D"][..],
+            "sacct: error: -D is an option of Slurm's that clemu does not take yet\n",
+            1,
+        ),
+        (
+            "sinfo",
+            &["--frobnicate"][..],
+            "sinfo: error: unexpected argument '--frobnicate' found\n",
             1,
         ),
     ] {

@@ -1242,7 +1242,14 @@ impl Cluster {
 fn exit_code(exit: &Exit, state: JobState) -> (u32, u32) {
     const SIGTERM: u32 = 15;
     match (exit, state) {
-        (_, JobState::Timeout | JobState::Completed) => (0, 0),
+        (_, JobState::Completed) => (0, 0),
+        // A program told to end ended as it did: by the SIGTERM, by the
+        // SIGKILL that followed, or exiting on its own, as its batch step
+        // did (Slurm's job takes its batch step's).
+        (Exit::Ran(r), JobState::Timeout | JobState::Cancelled | JobState::Preempted) => {
+            (r.code.max(0) as u32, r.signal.max(0) as u32)
+        }
+        (_, JobState::Timeout) => (0, 0),
         (_, JobState::Cancelled | JobState::Preempted) => (0, SIGTERM),
         // Slurm's SIG_OOM (253) read as a wait status: signal 125.
         (_, JobState::OutOfMemory) => (0, 125),

@@ -70,8 +70,10 @@ pub(super) fn stdout_pattern(program: &Program, array_task: bool) -> &str {
 /// Slurm's file name patterns: `%j` the job id, `%A` the array's id (the
 /// job's own outside an array), `%a` the task's index (`4294967294`
 /// outside one, as Slurm writes it), `%x` the job name, `%N` the first
-/// node, `%u` the user, `%%` a percent sign. A number between `%` and the
-/// letter pads with zeros (`%3a`); another letter stays as it is.
+/// node, `%u` the user, `%n` the node's index in the job and `%t` the
+/// task's (0: the batch script's), `%s` the step (`batch`), `%%` a percent
+/// sign. A number between `%` and the letter pads with zeros (`%3a`);
+/// another letter stays as it is.
 pub(super) fn expand(pattern: &str, program: &Program, s: &Started<'_>) -> String {
     let mut out = String::with_capacity(pattern.len() + 16);
     let mut chars = pattern.chars().peekable();
@@ -99,6 +101,8 @@ pub(super) fn expand(pattern: &str, program: &Program, s: &Started<'_>) -> Strin
             Some('x') => out.push_str(s.name),
             Some('N') => out.push_str(s.first),
             Some('u') => out.push_str(&program.user),
+            Some('n' | 't') => out.push_str(&pad("0".into())),
+            Some('s') => out.push_str("batch"),
             Some(other) => {
                 out.push('%');
                 out.push_str(&width);
@@ -234,6 +238,8 @@ mod tests {
         );
         assert_eq!(expand("out-%a", &p, &started(None)), "out-4294967294");
         assert_eq!(expand("trailing%", &p, &s), "trailing%");
+        // The batch script is node 0, task 0, step `batch`, as on Slurm.
+        assert_eq!(expand("x-%n-%t-%s-%2t", &p, &s), "x-0-0-batch-00");
     }
 
     #[test]
