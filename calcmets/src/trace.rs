@@ -564,7 +564,9 @@ pub fn add_job(
                 swf::status::CANCELLED => Some(Exclusion::Cancelled),
                 _ => Some(Exclusion::OtherStatus),
             },
-            cancelled: status == swf::status::CANCELLED,
+            // Run as completed (`--cancelled run`), it is counted so, and
+            // not among the cancelled either.
+            cancelled: status == swf::status::CANCELLED && !counts_as_completed,
             devices: &[],
         },
     );

@@ -132,6 +132,22 @@ fn cancelled_jobs_can_be_skipped_or_run_as_completed() {
     let (recs, _) = decode_all(&std::fs::read(ran.join("records/jobs.rec")).unwrap());
     let one = recs.iter().find(|r| r.id == rows[&1].2).unwrap();
     assert_eq!(one.end - one.start, (30.0 / SPEEDUP * 1e9) as i64);
+    // Beside its trace, the trace's cancelled jobs count as the run ran
+    // them: completed, and none cancelled on either side.
+    let o = Command::new(bin("calcmets"))
+        .args(["--format", "json", "--swf"])
+        .arg(&trace)
+        .arg(&ran)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let both: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let runs = both.as_array().unwrap();
+    assert_eq!(runs.len(), 2);
+    for r in runs {
+        assert_eq!(r["cancelled"]["jobs"], 0, "{r}");
+        assert_eq!(r["jobs"], runs[0]["jobs"], "{r}");
+    }
 
     // A bad choice is refused by name.
     let o = Command::new(bin("runworkload"))
