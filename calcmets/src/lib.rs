@@ -217,6 +217,19 @@ fn metrics_of(args: &MetricsArgs) -> Result<Outcome> {
                 }
             };
             let name = format!("{}{suffix}", run.name);
+            if let (Some((t0, t1)), 0) = (args.window, summary.jobs) {
+                warnings.push(format!(
+                    "{name}: no job counts in the window {}:{}, in {} seconds ({}): is it \
+                     in the other clock?",
+                    t0 as f64 / 1e9,
+                    t1 as f64 / 1e9,
+                    clock.kind.as_str(),
+                    match clock.kind {
+                        clock::ClockKind::Trace => "since the trace's start",
+                        clock::ClockKind::Wall => "since the Unix epoch",
+                    }
+                ));
+            }
             notes.extend(exclusion_note(
                 &name,
                 &summary,

@@ -245,3 +245,28 @@ fn a_utilization_above_what_the_cores_hold_is_warned_about() {
     let out = calcmets(&["--cores", "32", file.to_str().unwrap()]);
     assert!(!String::from_utf8_lossy(&out.stderr).contains("above 100"));
 }
+
+#[test]
+fn a_window_that_holds_no_job_is_warned_about() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("t.swf");
+    std::fs::write(
+        &trace,
+        "; MaxProcs: 8\n1 0 0 10 4 -1 -1 4 -1 -1 1 1 1 -1 1 -1 -1 -1\n",
+    )
+    .unwrap();
+    let out = calcmets(&[
+        "--swf",
+        trace.to_str().unwrap(),
+        "--window",
+        "1700000000:1700000100",
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("no job counts in the window 1700000000:1700000100, in trace seconds"),
+        "{err}"
+    );
+    let out = calcmets(&["--swf", trace.to_str().unwrap(), "--window", "0:100"]);
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("no job counts"));
+}

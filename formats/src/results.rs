@@ -474,12 +474,29 @@ impl Manifest {
         let text = std::fs::read_to_string(&path).map_err(|e| {
             io::Error::new(e.kind(), format!("cannot read {}: {e}", path.display()))
         })?;
-        serde_json::from_str(&text).map_err(|e| {
+        let bad = |why: String| {
             io::Error::new(
                 io::ErrorKind::InvalidData,
-                format!("{}: not a manifest: {e}", path.display()),
+                format!("{}: not a manifest: {why}", path.display()),
             )
-        })
+        };
+        let value: serde_json::Value =
+            serde_json::from_str(&text).map_err(|e| bad(e.to_string()))?;
+        let Some(fields) = value.as_object() else {
+            return Err(bad("a JSON object is expected".into()));
+        };
+        // What every figure is scaled by: a run has them above 0.
+        for key in ["factor", "speedup"] {
+            if let Some(v) = fields
+                .get(key)
+                .filter(|v| !v.as_f64().is_some_and(|f| f > 0.0))
+            {
+                return Err(bad(format!(
+                    "its {key} is {v}, where a run has one above 0"
+                )));
+            }
+        }
+        serde_json::from_value(value).map_err(|e| bad(e.to_string()))
     }
 
     /// Writes `dir/manifest.json` whole: to a file beside it, renamed into
@@ -799,5 +816,21 @@ mod tests {
         // The least a results directory can hold.
         std::fs::write(dir.path().join(MANIFEST), "{}").unwrap();
         assert_eq!(Manifest::read(dir.path()).unwrap().cores, None);
+        // Not one: a list, or a run whose figures would scale by nothing.
+        for (text, why) in [
+            ("[]", "a JSON object is expected"),
+            (
+                r#"{"speedup": 0}"#,
+                "its speedup is 0, where a run has one above 0",
+            ),
+            (
+                r#"{"factor": -1.0}"#,
+                "its factor is -1.0, where a run has one above 0",
+            ),
+        ] {
+            std::fs::write(dir.path().join(MANIFEST), text).unwrap();
+            let err = Manifest::read(dir.path()).unwrap_err().to_string();
+            assert!(err.ends_with(&format!("not a manifest: {why}")), "{err}");
+        }
     }
 }
