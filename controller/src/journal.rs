@@ -54,8 +54,9 @@ const SNAPSHOT_MAGIC: &[u8; 4] = b"CLSN";
 /// job's start (`JobSpec::delays`); a node's drain or failure, and a
 /// job's being told to end, say when (`Entry::Drained`, `Entry::Failed`,
 /// `Entry::Ending`). 16: a job's dependencies keep the order they were
-/// asked in (`JobSpec::dep_order`).
-const VERSION: u16 = 16;
+/// asked in (`JobSpec::dep_order`). 17: a batch script may ask its tasks
+/// per node (`Program::tasks_per_node`).
+const VERSION: u16 = 17;
 const HEADER: usize = 6;
 /// Largest entry: a submission of one job is well under 1 KiB.
 const MAX_ENTRY: usize = 1 << 20;

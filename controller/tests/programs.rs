@@ -27,6 +27,7 @@ fn spec(script: &str, workdir: &std::path::Path, stdout: &str) -> JobSpec {
             signal: None,
             ntasks: 1,
             cpus_per_task: 2,
+            tasks_per_node: 0,
             comment: String::new(),
             args: Vec::new(),
             mem_limit_mb: 0,

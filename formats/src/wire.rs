@@ -66,8 +66,9 @@ use tokio_util::codec::{Decoder, Encoder, Framed, LengthDelimitedCodec};
 /// ([`ToAgent::End`]). 21: a dependency may wait a delay past its job's
 /// start (`JobSpec::delays`); a node's reason says when it was given
 /// (`NodeInfo::reason_ns`). 22: a job's dependencies keep the order they
-/// were asked in (`JobSpec::dep_order`).
-pub const PROTOCOL: u32 = 22;
+/// were asked in (`JobSpec::dep_order`). 23: a batch script may ask its
+/// tasks per node (`Program::tasks_per_node`).
+pub const PROTOCOL: u32 = 23;
 /// Largest frame a server accepts from an authenticated peer (a batch of
 /// records can be large).
 pub const MAX_FRAME: usize = 16 << 20;

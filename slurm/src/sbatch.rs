@@ -558,6 +558,16 @@ fn spec(args: &Args, script: String, resolve: Resolve<'_>) -> Result<JobSpec> {
             Some((least, most))
         }
     };
+    // --ntasks-per-node T: without -N, as many nodes as the tasks need at
+    // T each (`-n 3 --ntasks-per-node=1` is three nodes); more tasks than
+    // the nodes asked hold at T each are refused, as Slurm refuses them.
+    let span = match (args.ntasks_per_node.filter(|&t| t > 0), span, args.ntasks) {
+        (Some(t), None, Some(n)) => Some((n.div_ceil(t), n.div_ceil(t))),
+        (Some(t), Some((least, _)), Some(n)) if u64::from(n) > u64::from(least) * u64::from(t) => {
+            bail!("{REFUSED}: Requested node configuration is not available")
+        }
+        _ => span,
+    };
     let nodes = span.map(|(least, _)| least);
     let cpus_per_task = args.cpus_per_task.unwrap_or(1).max(1);
     let too_many = || anyhow!("Invalid number of tasks or CPUs per task: too many");
@@ -596,6 +606,9 @@ fn spec(args: &Args, script: String, resolve: Resolve<'_>) -> Result<JobSpec> {
     }
     if args.cpus_per_task.is_some() {
         asked("SLURM_CPUS_PER_TASK", cpus_per_task.to_string());
+    }
+    if let Some(t) = args.ntasks_per_node {
+        asked("SLURM_NTASKS_PER_NODE", t.to_string());
     }
     match (&args.res.mem_per_cpu, &args.res.mem) {
         (Some(_), _) => asked("SLURM_MEM_PER_CPU", mem_per_cpu_mb.to_string()),
@@ -698,6 +711,7 @@ fn spec(args: &Args, script: String, resolve: Resolve<'_>) -> Result<JobSpec> {
             signal: args.signal.clone(),
             ntasks,
             cpus_per_task,
+            tasks_per_node: args.ntasks_per_node.unwrap_or(0),
             comment: args.res.comment.clone().unwrap_or_default(),
             // What follows the script's path is its arguments.
             args: args.script.iter().skip(1).cloned().collect(),

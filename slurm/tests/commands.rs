@@ -1191,6 +1191,47 @@ fn a_node_count_spreads_a_job_over_that_many_nodes() {
     assert_eq!(c.wait_over(w, id.trim()), "COMPLETED|0:0");
     let out = std::fs::read_to_string(w.join("o3")).unwrap();
     assert_eq!(out, "3 1(x3) 1(x3)\n");
+    // --ntasks-per-node: so many on each node, as on Slurm 22.05, with or
+    // without -N; more tasks than it lets the nodes hold are refused.
+    let per_node = format!("{show} $SLURM_NTASKS $SLURM_NTASKS_PER_NODE");
+    for (args, want) in [
+        (
+            &["-N", "2", "--ntasks-per-node=2"][..],
+            "2 2(x2) 2(x2) 4 2\n",
+        ),
+        (
+            &["-n", "3", "--ntasks-per-node=1"][..],
+            "3 1(x3) 1(x3) 3 1\n",
+        ),
+    ] {
+        let mut argv = vec!["--parsable", "-o", "opn"];
+        argv.extend_from_slice(args);
+        argv.extend_from_slice(&["--wrap", &per_node]);
+        let id = c.ok(w, "sbatch", &argv);
+        assert_eq!(c.wait_over(w, id.trim()), "COMPLETED|0:0");
+        let out = std::fs::read_to_string(w.join("opn")).unwrap();
+        assert_eq!(out, want, "{args:?}");
+    }
+    let out = c.run(
+        w,
+        "sbatch",
+        &[
+            "-n",
+            "2",
+            "--ntasks-per-node=1",
+            "-N",
+            "1",
+            "--wrap",
+            "true",
+        ],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "sbatch: error: Batch job submission failed: Requested node configuration is not \
+         available\n"
+    );
     // Pending, the range asked shows as Slurm shows it.
     let held = c.ok(
         w,

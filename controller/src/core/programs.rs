@@ -44,6 +44,7 @@ pub(super) fn start(program: &Program, s: &Started<'_>) -> Program {
         signal: program.signal.clone(),
         ntasks: program.ntasks,
         cpus_per_task: program.cpus_per_task,
+        tasks_per_node: program.tasks_per_node,
         comment: program.comment.clone(),
         args: program.args.clone(),
         // Asked per node (sbatch --mem), as asked; else what it holds
@@ -200,6 +201,7 @@ mod tests {
             signal: None,
             ntasks: 4,
             cpus_per_task: 2,
+            tasks_per_node: 0,
             comment: String::new(),
             args: Vec::new(),
             mem_limit_mb: 0,

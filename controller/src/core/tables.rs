@@ -229,17 +229,24 @@ impl Job {
                     .as_ref()
                     .map_or(1, |p| p.cpus_per_task.max(1))
                     .min(self.spec.cores.max(1));
+                let even = self
+                    .spec
+                    .program
+                    .as_ref()
+                    .is_some_and(|p| p.tasks_per_node > 0);
                 match self.spec.nodes {
                     Some((least, most)) => Some(crate::policy::Span {
                         least,
                         most,
                         task_cores,
+                        even,
                     }),
                     // No node count asked, but tasks of several cores.
                     None if task_cores > 1 => Some(crate::policy::Span {
                         least: 0,
                         most: 0,
                         task_cores,
+                        even: false,
                     }),
                     None => None,
                 }

@@ -1259,6 +1259,7 @@ fn a_finished_batch_job_is_requeued_while_kept_and_runs_again() {
             signal: None,
             ntasks: 1,
             cpus_per_task: 1,
+            tasks_per_node: 0,
             comment: String::new(),
             args: Vec::new(),
             mem_limit_mb: 0,

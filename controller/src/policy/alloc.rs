@@ -129,8 +129,9 @@ impl Free {
     /// exactly as many as it asks, its tasks laid over them as Slurm 22.05
     /// lays them: one on each, then the first filled first (`-N 2 -n 4`
     /// on empty nodes of 4: three and one; `-N 2 -n 3 -c 2`: four cores
-    /// and two). Given a range, it spans as many as it may and have room,
-    /// its tasks dealt over them in turn.
+    /// and two), or dealt evenly with `--ntasks-per-node` (`Span::even`).
+    /// Given a range, it spans as many as it may and have room, its tasks
+    /// dealt over them in turn.
     pub fn try_place(&self, _v: &View, q: &Queued) -> Option<Vec<(usize, u32)>> {
         if q.cores == 0 || !self.might_fit(q) {
             return None;
@@ -151,7 +152,10 @@ impl Free {
         let most = if span.most == 0 { u32::MAX } else { span.most }.clamp(1, tasks);
         let least = span.least.clamp(1, most);
         if least == most {
-            return self.spread(q, least as usize, unit, block);
+            // So many tasks on each node at most (`--ntasks-per-node`):
+            // dealt in turn, as many on each.
+            let lay = if span.even { deal } else { block };
+            return self.spread(q, least as usize, unit, lay);
         }
         // A range: as many nodes as it allows and as have room, down to
         // its least, its tasks dealt over them in turn, as Slurm 22.05

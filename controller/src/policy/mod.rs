@@ -226,6 +226,9 @@ pub struct Span {
     pub most: u32,
     /// Cores per task (at least 1).
     pub task_cores: u32,
+    /// Its tasks dealt evenly over its nodes (Slurm's
+    /// `--ntasks-per-node`), rather than the first node filled first.
+    pub even: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -575,6 +575,7 @@ fn never_overbooked() {
                         least,
                         most: [0, least, least + 2][rnd(3) as usize],
                         task_cores: 1 + rnd(3) as u32,
+                        even: false,
                     }
                 }),
             })
@@ -703,6 +704,7 @@ fn spanning(id: u64, cores: u32, least: u32, most: u32) -> Queued {
             least,
             most,
             task_cores: 1,
+            even: false,
         }),
         ..job(id, cores, 100)
     }
@@ -740,6 +742,20 @@ fn a_node_count_lays_a_job_over_its_nodes_as_slurm_does() {
     );
     // -N 1 -n 5 on nodes of 4 never fits.
     assert_eq!(free.try_place(&v, &spanning(1, 5, 1, 1)), None);
+    // -N 2 --ntasks-per-node=2: two on each; -n 3 --ntasks-per-node=1:
+    // one on each of three.
+    let even = |cores, nodes| {
+        let mut q = spanning(1, cores, nodes, nodes);
+        if let Some(s) = q.nodes.as_mut() {
+            s.even = true;
+        }
+        q
+    };
+    assert_eq!(free.try_place(&v, &even(4, 2)), Some(vec![(0, 2), (1, 2)]));
+    assert_eq!(
+        free.try_place(&v, &even(3, 3)),
+        Some(vec![(0, 1), (1, 1), (2, 1)])
+    );
     // -N 2 -n 3 -c 2: tasks go whole, two on the first node, one on the
     // second, as on Slurm.
     let tasks = Queued {
@@ -747,6 +763,7 @@ fn a_node_count_lays_a_job_over_its_nodes_as_slurm_does() {
             least: 2,
             most: 2,
             task_cores: 2,
+            even: false,
         }),
         ..job(1, 6, 100)
     };
@@ -762,6 +779,7 @@ fn tasks_of_several_cores_go_whole_on_a_node_without_a_node_count() {
             least: 0,
             most: 0,
             task_cores,
+            even: false,
         }),
         ..job(1, cores, 100)
     };

@@ -154,6 +154,9 @@ pub struct Program {
     /// Tasks, and cores for each (`SLURM_NTASKS`, `SLURM_CPUS_PER_TASK`).
     pub ntasks: u32,
     pub cpus_per_task: u32,
+    /// Slurm's `--ntasks-per-node`: its tasks dealt evenly over its nodes,
+    /// so many at most on each; 0: laid out as any job's.
+    pub tasks_per_node: u32,
     /// Slurm's `--comment`: kept and shown, nothing more.
     pub comment: String,
     /// The arguments the script is run with (`sbatch script.sh A B`).
