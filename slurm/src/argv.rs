@@ -198,11 +198,19 @@ fn split(cmd: &clap::Command, argv: &[String]) -> (Vec<String>, Vec<String>) {
             rest.extend(words.cloned());
             return (options, rest);
         };
-        options.push(w.clone());
-        if takes_next {
-            if let Some(v) = words.next() {
+        let value = if takes_next { words.next() } else { None };
+        match value {
+            // A value that looks like an option is the option's all the
+            // same, as getopt takes it (`-J -x`): joined, so clap does too.
+            Some(v) if v.starts_with('-') && w.starts_with("--") => {
+                options.push(format!("{w}={v}"));
+            }
+            Some(v) if v.starts_with('-') => options.push(format!("{w}{v}")),
+            Some(v) => {
+                options.push(w.clone());
                 options.push(v.clone());
             }
+            None => options.push(w.clone()),
         }
     }
     (options, Vec::new())
@@ -295,6 +303,17 @@ mod tests {
         assert_eq!(t.job_name.as_deref(), Some("name"));
         let t: T = parse(&words("t -n 1")).unwrap();
         assert!(t.command.is_empty());
+        // A value that looks like an option is the option's, as getopt
+        // takes it.
+        for line in [
+            "t -J -dash -n 1 x",
+            "t --job-name -dash -n 1 x",
+            "t -l -J -dash x",
+        ] {
+            let t: T = parse(&words(line)).unwrap();
+            assert_eq!(t.job_name.as_deref(), Some("-dash"), "{line}");
+            assert_eq!(t.command, ["x"], "{line}");
+        }
     }
 
     #[test]

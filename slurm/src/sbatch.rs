@@ -610,6 +610,12 @@ fn spec(args: &Args, script: String, resolve: Resolve<'_>) -> Result<JobSpec> {
     if let Some(t) = args.ntasks_per_node {
         asked("SLURM_NTASKS_PER_NODE", t.to_string());
     }
+    // Who submitted it, and from where: the job's own, as Slurm's.
+    asked("SLURM_JOB_UID", nix::unistd::getuid().to_string());
+    asked("SLURM_JOB_GID", nix::unistd::getgid().to_string());
+    if let Ok(host) = nix::unistd::gethostname() {
+        asked("SLURM_SUBMIT_HOST", host.to_string_lossy().into_owned());
+    }
     match (&args.res.mem_per_cpu, &args.res.mem) {
         (Some(_), _) => asked("SLURM_MEM_PER_CPU", mem_per_cpu_mb.to_string()),
         (None, Some(m)) => asked(

@@ -145,7 +145,8 @@ fn batch_scripts_run_with_slurms_variables_and_are_accounted_as_slurm_does() {
     let w = work.path();
     let script = "#!/bin/sh\n#SBATCH -J fit\n#SBATCH -o out-%j.txt\n#SBATCH -n 2\n\
                   echo \"$SLURM_JOB_ID $SLURM_JOB_NAME $SLURM_NTASKS $SLURM_JOB_PARTITION $(pwd)\"\n\
-                  echo \"$#:$1:$2\"\n";
+                  echo \"$#:$1:$2\"\n\
+                  echo \"$SLURM_JOB_UID:$SLURM_JOB_GID:$SLURM_SUBMIT_HOST\"\n";
     std::fs::write(w.join("fit.sh"), script).unwrap();
     // What follows the script is its arguments, options included.
     let out = c.ok(w, "sbatch", &["fit.sh", "-n", "two words"]);
@@ -156,9 +157,15 @@ fn batch_scripts_run_with_slurms_variables_and_are_accounted_as_slurm_does() {
         .to_string();
     assert_eq!(c.wait_over(w, &id), "COMPLETED|0:0");
     let written = std::fs::read_to_string(w.join(format!("out-{id}.txt"))).unwrap();
+    let me = format!(
+        "{}:{}:{}",
+        nix::unistd::getuid(),
+        nix::unistd::getgid(),
+        nix::unistd::gethostname().unwrap().to_string_lossy()
+    );
     assert_eq!(
         written,
-        format!("{id} fit 2 batch {}\n2:-n:two words\n", w.display())
+        format!("{id} fit 2 batch {}\n2:-n:two words\n{me}\n", w.display())
     );
     // Its command is its script's path, as scontrol and squeue show it.
     let shown = c.ok(w, "scontrol", &["show", "job", &id]);
