@@ -234,9 +234,12 @@ fn value(code: char, l: &Line<'_>, c: &Ctx<'_>) -> (String, bool) {
         }
         'r' => text::reason(j, l.first_pending),
         'N' => return (j.nodes.clone(), false),
-        'S' => match j.start_ns {
-            0 => na(),
-            s => text::date(text::secs(s)),
+        'S' => match (j.start_ns, j.program.as_ref().and_then(|p| p.eligible_ns)) {
+            // Pending until a later instant (`--begin`, a requeue's
+            // wait): then, as Slurm shows it.
+            (0, Some(t)) if t > j.submit_ns => text::date(text::secs(t)),
+            (0, _) => na(),
+            (s, _) => text::date(text::secs(s)),
         },
         'V' => text::date(text::secs(j.submit_ns)),
         'e' => match (j.end_ns, j.start_ns, j.walltime_ns) {

@@ -619,6 +619,11 @@ fn a_requeued_job_is_ended_and_waits_again_under_its_id_as_on_slurm() {
         times.1["EligibleTime=".len()..] > times.0["SubmitTime=".len()..],
         "{show}"
     );
+    // squeue's start of it is that instant, as Slurm's.
+    assert_eq!(
+        c.ok(w, "squeue", &["-h", "-j", &id, "-o", "%S"]).trim(),
+        &times.1["EligibleTime=".len()..]
+    );
     // A pending job, and one submitted --no-requeue, are refused as
     // Slurm refuses them.
     let again = c.run(w, "scontrol", &["requeue", &id], None);
