@@ -122,6 +122,18 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
         .collect();
     if filtered {
         jobs.iter().for_each(|j| say(&text::job_id(j)));
+    } else if args.verbose > 0 {
+        // An id no job has, past or present: Slurm's -v says so (and
+        // exits 0, as without -v it says nothing).
+        let known = c.jobs(true).await?;
+        for id in &args.ids {
+            let named = expand_tasks(id);
+            if !known.iter().any(|j| named_by(&named, j)) {
+                eprintln!(
+                    "scancel: error: Kill job error on job id {id}: Invalid job id specified"
+                );
+            }
+        }
     }
     let ids: Vec<u64> = jobs.iter().map(|j| j.id).collect();
     if ids.is_empty() {

@@ -984,6 +984,14 @@ fn scancel_v_says_each_job_it_acts_on_as_slurm_does() {
         format!("scancel: Terminating job {b}\n")
     );
     assert_eq!(c.wait_over(w, &b), "CANCELLED by 0|0:0");
+    // An id of no job: said so, and still 0, as Slurm 22.05's.
+    let out = c.run(w, "scancel", &["-v", "999999"], None);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "scancel: Terminating job 999999\nscancel: error: Kill job error on job id 999999: \
+         Invalid job id specified\n"
+    );
 }
 
 #[test]
