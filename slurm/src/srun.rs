@@ -131,6 +131,8 @@ pub fn main(argv: &[String]) -> Result<u8> {
     let error = args.error.clone().or_else(|| args.output.clone());
     let mut files = Files::default();
     let mut children = Vec::new();
+    // Tasks whose command could not be executed, with their exit codes.
+    let mut failed: Vec<(u32, u8)> = Vec::new();
     // -l: each line a task writes, prefixed with its number as Slurm
     // does (`%*d: `, as wide as the highest task number).
     let width = ntasks.saturating_sub(1).to_string().len();
@@ -191,6 +193,37 @@ pub fn main(argv: &[String]) -> Result<u8> {
                     .with_context(|| format!("{node}: task {task}: cannot run {}", args.command[0]))
             })
         };
+        // A command that cannot be executed fails its task as Slurm's
+        // slurmstepd fails it: its execve error on the task's standard
+        // error, and the error number as its exit code.
+        let unexecutable = started.as_ref().err().and_then(|e| {
+            e.chain()
+                .find_map(|c| c.downcast_ref::<std::io::Error>())
+                .filter(|io| {
+                    matches!(
+                        io.kind(),
+                        std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied
+                    )
+                })
+                .and_then(|io| Some((io.raw_os_error()?, io.to_string())))
+        });
+        if let Some((errno, text)) = unexecutable {
+            let why = text.split(" (os error").next().unwrap_or(&text).to_string();
+            let line = format!(
+                "slurmstepd-{node}: error: execve(): {}: {why}\n",
+                args.command[0]
+            );
+            match &error {
+                Some(p) => {
+                    use std::io::Write as _;
+                    let mut f = files.open(&expand(p, &job, step, task, &node))?;
+                    f.write_all(line.as_bytes())?;
+                }
+                None => eprint!("{line}"),
+            }
+            failed.push((task, u8::try_from(errno).unwrap_or(1)));
+            continue;
+        }
         match started {
             Ok(child) => children.push((task, child)),
             Err(e) => {
@@ -205,6 +238,10 @@ pub fn main(argv: &[String]) -> Result<u8> {
     }
     let mut worst = 0u8;
     let mut signal = 0;
+    for (task, code) in failed {
+        eprintln!("srun: error: {node}: task {task}: Exited with exit code {code}");
+        worst = worst.max(code);
+    }
     for (task, mut child) in children {
         let status = child.wait()?;
         let code = match (

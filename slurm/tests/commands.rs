@@ -1170,6 +1170,37 @@ fn an_arrays_limit_shows_with_its_pending_tasks_as_on_slurm() {
 }
 
 #[test]
+fn srun_of_a_command_that_is_not_there_fails_its_task_as_slurmstepd_does() {
+    let c = Up::start(1, 2);
+    let work = tempfile::tempdir().unwrap();
+    let w = work.path();
+    let id = c.ok(
+        w,
+        "sbatch",
+        &[
+            "--parsable",
+            "-o",
+            "o",
+            "--wrap",
+            "srun no-such-cmd-here; echo rc=$?",
+        ],
+    );
+    assert_eq!(c.wait_over(w, id.trim()), "COMPLETED|0:0");
+    let out = std::fs::read_to_string(w.join("o")).unwrap();
+    let mut lines: Vec<&str> = out.lines().collect();
+    lines.sort_unstable();
+    assert_eq!(
+        lines,
+        [
+            "rc=2",
+            "slurmstepd-node1: error: execve(): no-such-cmd-here: No such file or directory",
+            "srun: error: node1: task 0: Exited with exit code 2",
+        ],
+        "{out}"
+    );
+}
+
+#[test]
 fn a_node_count_spreads_a_job_over_that_many_nodes() {
     let c = Up::start(4, 4);
     let work = tempfile::tempdir().unwrap();
