@@ -525,6 +525,15 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
             eprintln!("sacct: fatal: Bad job/step specified: {id}");
             return Ok(1);
         }
+        // A step is a number (read as far as its digits go), or one of
+        // the named ones.
+        if let Some((before, step)) = id.split_once('.') {
+            let named = ["batch", "extern", "interactive"].contains(&step);
+            if !named && !step.starts_with(|c: char| c.is_ascii_digit()) {
+                eprintln!("sacct: fatal: Bad step specified: {before}");
+                return Ok(1);
+            }
+        }
     }
     let fields = parse_fields(match (&args.format, args.brief) {
         (Some(f), _) => f,

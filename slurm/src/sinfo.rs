@@ -384,8 +384,23 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
     let (fields, part_sized, node_sized) = match (&args.long_format, &args.format) {
         (Some(f), _) => (long_fields(f)?, false, false),
         (None, Some(f)) => {
-            let (p, fields) = format::percent(f);
+            let (p, parsed) = format::percent(f);
             prefix = p;
+            // A code sinfo does not know is said, and printed as written,
+            // as Slurm's sinfo does.
+            let mut fields: Vec<Field> = Vec::new();
+            for field in parsed {
+                if !header(field.code).is_empty() {
+                    fields.push(field);
+                    continue;
+                }
+                eprintln!("Invalid node format specification: {}", field.code);
+                let text = format!("%{}{}", field.code, field.suffix);
+                match fields.last_mut() {
+                    Some(last) => last.suffix.push_str(&text),
+                    None => prefix.push_str(&text),
+                }
+            }
             (fields, false, false)
         }
         // Slurm's summary: a line per partition, its nodes counted by

@@ -1606,6 +1606,18 @@ fn bad_input_gets_one_line_and_no_job() {
         ),
         (
             "sacct",
+            &["-j", "1.x"][..],
+            "sacct: fatal: Bad step specified: 1\n",
+            1,
+        ),
+        (
+            "sinfo",
+            &["-h", "-o", "%P %Q"][..],
+            "Invalid node format specification: Q\n",
+            0,
+        ),
+        (
+            "sacct",
             &["--units=X"][..],
             "sacct: error: Invalid unit type 'X'. Possible options are 'KMGTP'\n\
              sacct: fatal: Invalid unit type\n",
