@@ -213,9 +213,15 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
         Ok(submitted) => submitted,
         Err(refusal) => {
             eprintln!("sbatch: error: {refusal}");
-            // Options that make no job: Slurm's sbatch exits 255 for them,
-            // and 1 for what its controller refuses.
-            return Ok(if refusal.starts_with(REFUSED) { 1 } else { 255 });
+            // Options that make no job: Slurm's sbatch exits 255 for most,
+            // and 1 for what its controller refuses, a partition it does
+            // not have and generic resources it cannot read.
+            let one = [REFUSED, NO_PARTITION, BAD_GRES];
+            return Ok(if one.iter().any(|r| refusal.starts_with(r)) {
+                1
+            } else {
+                255
+            });
         }
     };
     if s.parsable {
@@ -351,6 +357,15 @@ pub async fn submit(
         Ok(s) => s,
         Err(e) => return Ok(Err(e.to_string())),
     };
+    // A partition the cluster has not: Slurm's sbatch says so, then its
+    // controller's refusal.
+    if let Some(p) = spec.partition.as_deref().filter(|p| !p.contains(',')) {
+        if !c.config.partitions.iter().any(|q| q.name == p) {
+            return Ok(Err(format!(
+                "{NO_PARTITION}: {p}\nsbatch: error: {REFUSED}: Invalid partition name specified"
+            )));
+        }
+    }
     if let Some(list) = spec.partition.as_deref().filter(|p| p.contains(',')) {
         spec.partition = Some(one_of(c, list, spec.cores).await?);
     }
@@ -385,7 +400,7 @@ async fn one_of(c: &mut Cluster, list: &str, cores: u32) -> Result<String> {
         .iter()
         .find(|n| !c.config.partitions.iter().any(|p| p.name == **n))
     {
-        bail!("invalid partition specified: {bad}");
+        bail!("{NO_PARTITION}: {bad}");
     }
     let nodes = c.nodes().await?;
     let free: std::collections::HashMap<&str, u64> = nodes
@@ -438,6 +453,10 @@ fn named_ids(text: &str) -> Vec<u64> {
 
 /// How Slurm's sbatch begins a refusal by its controller.
 const REFUSED: &str = "Batch job submission failed";
+/// sbatch's words for a partition the cluster has not.
+const NO_PARTITION: &str = "invalid partition specified";
+/// sbatch's words for a `--gres` it cannot read.
+const BAD_GRES: &str = "Invalid generic resource (gres) specification";
 
 /// What `--dependency` says, as the controller takes it.
 #[derive(Debug, Default, PartialEq)]
@@ -552,8 +571,13 @@ fn spec(args: &Args, script: String, resolve: Resolve<'_>) -> Result<JobSpec> {
                     (a, a)
                 }
             };
-            if least == 0 || most < least {
-                bail!("Invalid node count specification: {n}");
+            // Worded, and exiting, as Slurm 22.05's sbatch: the first its
+            // controller's refusal, the second its own.
+            if least == 0 {
+                bail!("{REFUSED}: Node count specification invalid");
+            }
+            if most < least {
+                bail!("Maximum node count {most} is less than minimum node count {least}");
             }
             Some((least, most))
         }
@@ -636,12 +660,8 @@ fn spec(args: &Args, script: String, resolve: Resolve<'_>) -> Result<JobSpec> {
             let parts: Vec<&str> = item.split(':').collect();
             let (name, count) = match parts.as_slice() {
                 [name] => (*name, 1),
-                [name, n] | [name, _, n] => (
-                    *name,
-                    n.parse()
-                        .map_err(|_| anyhow!("Invalid generic resource (gres) specification"))?,
-                ),
-                _ => bail!("Invalid generic resource (gres) specification"),
+                [name, n] | [name, _, n] => (*name, n.parse().map_err(|_| anyhow!("{BAD_GRES}"))?),
+                _ => bail!("{BAD_GRES}"),
             };
             gres.push((name.to_string(), count));
         }
@@ -667,9 +687,10 @@ fn spec(args: &Args, script: String, resolve: Resolve<'_>) -> Result<JobSpec> {
         None => None,
     };
     let array = match &args.array {
-        Some(a) => {
-            Some(ArraySpec::parse(a).map_err(|e| anyhow!("Invalid job array specification: {e}"))?)
-        }
+        Some(a) => Some(
+            ArraySpec::parse(a)
+                .map_err(|_| anyhow!("{REFUSED}: Invalid job array specification"))?,
+        ),
         None => None,
     };
     if let Some(a) = &array {

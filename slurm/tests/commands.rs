@@ -1347,11 +1347,46 @@ fn a_node_count_spreads_a_job_over_that_many_nodes() {
         let err = String::from_utf8(out.stderr).unwrap();
         assert!(err.contains("tasks of"), "{err}");
     }
-    let out = c.run(w, "sbatch", &["-N", "2-1", "--wrap", "true"], None);
-    assert_eq!(
-        String::from_utf8(out.stderr).unwrap(),
-        "sbatch: error: Invalid node count specification: 2-1\n"
-    );
+    // Worded and exiting as Slurm 22.05's sbatch.
+    for (args, err, code) in [
+        (
+            &["-N", "2-1"][..],
+            "sbatch: error: Maximum node count 1 is less than minimum node count 2\n",
+            255,
+        ),
+        (
+            &["-N", "0"][..],
+            "sbatch: error: Batch job submission failed: Node count specification invalid\n",
+            1,
+        ),
+        (
+            &["--array=5-1"][..],
+            "sbatch: error: Batch job submission failed: Invalid job array specification\n",
+            1,
+        ),
+        (
+            &["-p", "nosuch"][..],
+            "sbatch: error: invalid partition specified: nosuch\nsbatch: error: Batch job \
+             submission failed: Invalid partition name specified\n",
+            1,
+        ),
+        (
+            &["--gres=gpu:x"][..],
+            "sbatch: error: Invalid generic resource (gres) specification\n",
+            1,
+        ),
+        (
+            &["-t", "abc"][..],
+            "sbatch: error: Invalid --time specification\n",
+            255,
+        ),
+    ] {
+        let mut argv = args.to_vec();
+        argv.extend_from_slice(&["--wrap", "true"]);
+        let out = c.run(w, "sbatch", &argv, None);
+        assert_eq!(String::from_utf8(out.stderr).unwrap(), err, "{args:?}");
+        assert_eq!(out.status.code(), Some(code), "{args:?}");
+    }
     let out = c.run(
         w,
         "sbatch",
