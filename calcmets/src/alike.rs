@@ -9,7 +9,7 @@
 //! `--force`. [`label`] says what a run is: `emulated`, `twin`, `Slurm`,
 //! or a Batsim scheduler, emulated or in the twin.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use anyhow::Result;
@@ -18,12 +18,11 @@ use formats::results::Manifest;
 /// One side of a comparison: its manifest and the trace jobs it replayed.
 pub struct Side {
     pub manifest: Manifest,
-    /// The trace jobs of its `jobs.csv`, by trace id; `None` without one.
-    pub trace_ids: Option<BTreeSet<i64>>,
-    /// What each of those jobs was, in trace seconds: what tells the same
-    /// jobs apart from others of the same ids (a trace edited under the
-    /// same name), and the same jobs read from another file alike.
-    pub shapes: BTreeMap<i64, Shape>,
+    /// The trace jobs of its `jobs.csv`, by trace id, each as it was in
+    /// trace seconds: what tells the same jobs apart from others of the
+    /// same ids (a trace edited under the same name), and the same jobs
+    /// read from another file alike. `None` without a `jobs.csv`.
+    pub jobs: Option<BTreeMap<i64, Shape>>,
 }
 
 /// A replayed job as its trace gave it, in trace seconds.
@@ -57,9 +56,6 @@ impl Side {
     pub fn read(dir: &Path) -> Result<Side> {
         let manifest = Manifest::read(dir)?;
         let rows = formats::results::read_jobs(dir)?;
-        let trace_ids = rows
-            .as_ref()
-            .map(|rows| rows.iter().map(|r| r.trace_id).collect());
         // Files written before the trace-second columns: from the run's
         // own, through its scale.
         let scale = manifest.trace_per_wall().unwrap_or(1.0);
@@ -69,26 +65,22 @@ impl Side {
             .filter(|r| r.follows.is_none())
             .map(|r| r.target_submit)
             .reduce(f64::min);
-        let shapes = rows
-            .iter()
-            .flatten()
-            .map(|r| {
-                let shape = Shape {
-                    cores: r.cores,
-                    run_s: r.runtime_trace_s.unwrap_or(r.runtime_wall_s * scale),
-                    limit_s: r.walltime_trace_s.unwrap_or(r.walltime_wall_s * scale),
-                    submit_s: first
-                        .filter(|_| r.follows.is_none())
-                        .map(|f| (r.target_submit - f) * scale),
-                };
-                (r.trace_id, shape)
-            })
-            .collect();
-        Ok(Side {
-            manifest,
-            trace_ids,
-            shapes,
-        })
+        let jobs = rows.map(|rows| {
+            rows.iter()
+                .map(|r| {
+                    let shape = Shape {
+                        cores: r.cores,
+                        run_s: r.runtime_trace_s.unwrap_or(r.runtime_wall_s * scale),
+                        limit_s: r.walltime_trace_s.unwrap_or(r.walltime_wall_s * scale),
+                        submit_s: first
+                            .filter(|_| r.follows.is_none())
+                            .map(|f| (r.target_submit - f) * scale),
+                    };
+                    (r.trace_id, shape)
+                })
+                .collect()
+        });
+        Ok(Side { manifest, jobs })
     }
 }
 
@@ -124,8 +116,8 @@ fn base(path: &str) -> &str {
 
 /// `4515-4714` for a contiguous run of ids, else the first and last with
 /// how many there are.
-fn ids_text(ids: &BTreeSet<i64>) -> String {
-    match (ids.first(), ids.last()) {
+fn ids_text(ids: &BTreeMap<i64, Shape>) -> String {
+    match (ids.keys().next(), ids.keys().next_back()) {
         (Some(a), Some(b)) if (b - a + 1) as usize == ids.len() => {
             format!("{} jobs, trace ids {a}-{b}", ids.len())
         }
@@ -165,21 +157,21 @@ pub fn differences(a: &Side, b: &Side) -> Vec<String> {
             out.push(format!("{what}: {x} vs {y}"));
         }
     }
-    match (&a.trace_ids, &b.trace_ids) {
-        (Some(x), Some(y)) if x != y => {
+    match (&a.jobs, &b.jobs) {
+        (Some(x), Some(y)) if !x.keys().eq(y.keys()) => {
             out.push(format!("slice: {} vs {}", ids_text(x), ids_text(y)));
         }
         // The same ids: the same jobs if each is what it was, whatever
         // the files were called.
-        (Some(_), Some(_)) => {
+        (Some(x), Some(y)) => {
             let scale = [ma, mb]
                 .iter()
                 .filter_map(|m| m.trace_per_wall())
                 .fold(1.0, f64::max);
-            let unlike: Vec<(&i64, &Shape, &Shape)> = a
-                .shapes
+            let unlike: Vec<(&i64, &Shape, &Shape)> = x
                 .iter()
-                .filter_map(|(id, x)| b.shapes.get(id).map(|y| (id, x, y)))
+                .zip(y.values())
+                .map(|((id, x), y)| (id, x, y))
                 .filter(|(_, x, y)| !x.alike(y, scale))
                 .collect();
             if let Some(&(id, x, y)) = unlike.first() {
@@ -296,7 +288,6 @@ mod tests {
 
     fn side(m: serde_json::Value, ids: std::ops::RangeInclusive<i64>) -> Side {
         let shapes = ids
-            .clone()
             .map(|id| {
                 let shape = Shape {
                     cores: 4,
@@ -309,8 +300,7 @@ mod tests {
             .collect();
         Side {
             manifest: serde_json::from_value(m).unwrap(),
-            trace_ids: Some(ids.collect()),
-            shapes,
+            jobs: Some(shapes),
         }
     }
 
@@ -326,7 +316,7 @@ mod tests {
         assert_eq!(differences(&a, &b), Vec::<String>::new());
         // A file of the same name whose run times were doubled: not.
         let mut edited = side(m("KTH-SP2-1996-2.1-cln.swf.gz"), 1..=200);
-        for s in edited.shapes.values_mut() {
+        for s in edited.jobs.iter_mut().flat_map(|j| j.values_mut()) {
             s.run_s *= 2.0;
         }
         assert_eq!(

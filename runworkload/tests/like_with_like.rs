@@ -20,11 +20,16 @@ fn kth() -> PathBuf {
 
 /// The twin of the KTH slice on the demo cluster at `speedup` into `out`.
 fn twin(out: &Path, speedup: &str, extra: &[&str]) -> Output {
+    twin_of(&kth(), out, speedup, extra)
+}
+
+/// The twin of `trace` on the demo cluster at `speedup` into `out`.
+fn twin_of(trace: &Path, out: &Path, speedup: &str, extra: &[&str]) -> Output {
     Command::new(bin("runworkload"))
         .arg("--config")
         .arg(repo().join("configs/demo.toml"))
         .arg("--workload")
-        .arg(kth())
+        .arg(trace)
         .args([
             "--cores-per-proc",
             "2",
@@ -387,24 +392,7 @@ fn a_runs_records_copied_twice_count_once_and_the_same_jobs_from_another_file_ar
         .collect();
     std::fs::write(&edited, doubled).unwrap();
     let other = |name: &str, trace: &Path| {
-        let o = Command::new(bin("runworkload"))
-            .arg("--config")
-            .arg(repo().join("configs/demo.toml"))
-            .arg("--workload")
-            .arg(trace)
-            .args([
-                "--cores-per-proc",
-                "2",
-                "--simulate",
-                "-q",
-                "--speedup",
-                "10000",
-            ])
-            .arg("--out")
-            .arg(tmp.path().join(name))
-            .output()
-            .unwrap();
-        ok(o);
+        ok(twin_of(trace, &tmp.path().join(name), "10000", &[]));
         tmp.path().join(name).join("shrink-100")
     };
     let (copied, changed) = (other("copied", &copy), other("changed", &edited));
