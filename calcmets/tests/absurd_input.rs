@@ -18,6 +18,26 @@ fn calcmets(args: &[&str]) -> Output {
         .unwrap()
 }
 
+/// A job of `cores` on vn1, submitted and started at those instants (ns),
+/// that completed after `run_s` seconds.
+fn completed(id: u64, cores: u32, submit: i64, start: i64, run_s: i64) -> JobRecord<'static> {
+    JobRecord {
+        id,
+        cores,
+        node: Cow::Borrowed("vn1"),
+        submit,
+        start,
+        end: start + run_s * S,
+        runtime: (run_s * S) as u64,
+        walltime: 0,
+        status: Status::Completed,
+        flags: Flags::default(),
+        suspensions: Vec::new(),
+        devices: Vec::new(),
+        program: None,
+    }
+}
+
 #[test]
 fn a_trace_time_past_a_century_is_a_malformed_line_not_an_overflow() {
     let dir = tempfile::tempdir().unwrap();
@@ -53,21 +73,7 @@ fn negative_waits_past_the_exact_limit_have_negative_percentiles() {
     let mut bytes = Vec::new();
     for id in 0..70_000u64 {
         let start = 1_800_000_000 * S + id as i64 * S;
-        let rec = JobRecord {
-            id,
-            cores: 1,
-            node: Cow::Borrowed("vn1"),
-            submit: start + S,
-            start,
-            end: start + 5 * S,
-            runtime: 5 * S as u64,
-            walltime: 0,
-            status: Status::Completed,
-            flags: Flags::default(),
-            suspensions: Vec::new(),
-            devices: Vec::new(),
-            program: None,
-        };
+        let rec = completed(id, 1, start + S, start, 5);
         encode(&rec, &mut bytes).unwrap();
     }
     std::fs::write(&file, bytes).unwrap();
@@ -214,21 +220,7 @@ fn a_utilization_above_what_the_cores_hold_is_warned_about() {
     let mut bytes = Vec::new();
     for id in 1..=4u64 {
         let start = 1_800_000_000 * S;
-        let rec = JobRecord {
-            id,
-            cores: 8,
-            node: Cow::Borrowed("vn1"),
-            submit: start,
-            start,
-            end: start + 10 * S,
-            runtime: 10 * S as u64,
-            walltime: 0,
-            status: Status::Completed,
-            flags: Flags::default(),
-            suspensions: Vec::new(),
-            devices: Vec::new(),
-            program: None,
-        };
+        let rec = completed(id, 8, start, start, 10);
         encode(&rec, &mut bytes).unwrap();
     }
     std::fs::write(&file, bytes).unwrap();
