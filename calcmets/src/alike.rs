@@ -39,9 +39,8 @@ pub struct Shape {
 impl Shape {
     /// Alike to within what the runs' clocks keep: their Unix seconds
     /// hold about a microsecond, `scale` trace seconds each.
-    fn alike(&self, o: &Shape, scale: f64) -> bool {
-        let slack = 0.05 + 1e-6 * scale;
-        let near = |x: f64, y: f64| (x - y).abs() <= slack + 1e-6 * x.abs().max(y.abs());
+    pub fn alike(&self, o: &Shape, scale: f64) -> bool {
+        let near = |x: f64, y: f64| (x - y).abs() <= slack(x.abs().max(y.abs()), scale);
         self.cores == o.cores
             && near(self.run_s, o.run_s)
             && near(self.limit_s, o.limit_s)
@@ -50,6 +49,13 @@ impl Shape {
                 _ => true,
             }
     }
+}
+
+/// How far apart two instants or durations of about `size` trace
+/// seconds may be and still be the same, on runs whose Unix seconds hold
+/// about a microsecond, `scale` trace seconds each.
+pub fn slack(size: f64, scale: f64) -> f64 {
+    0.05 + 1e-6 * scale + 1e-6 * size
 }
 
 impl Side {
@@ -127,7 +133,7 @@ fn ids_text(ids: &BTreeMap<i64, Shape>) -> String {
 }
 
 /// `trace 12: 4 cores, 600 s run, 1,200 s limit, submitted at 30 s`.
-fn shape_text(id: i64, s: &Shape) -> String {
+pub fn shape_text(id: i64, s: &Shape) -> String {
     let submit = s
         .submit_s
         .map_or(String::new(), |t| format!(", submitted at +{t:.0} s"));

@@ -462,16 +462,7 @@ fn swf_run(
     )?;
     warnings.extend(read.warnings);
     if let Some((r, cores)) = &replayed {
-        let found = r.found.load(std::sync::atomic::Ordering::Relaxed);
-        if found < r.ids.len() as u64 {
-            bail!(
-                "{}: {} of the {} jobs the run replayed are not in it: it is not the trace the \
-                 run replayed",
-                path.display(),
-                r.ids.len() as u64 - found,
-                r.ids.len()
-            );
-        }
+        r.confirm(path)?;
         notes.push(format!(
             "{}: {}",
             runs::trace_name(path),

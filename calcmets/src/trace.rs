@@ -6,14 +6,16 @@
 //! which jobs are added). Only the fields the metrics use are converted to
 //! numbers; see `formats::swf` for the parser's fast path.
 
+use std::collections::HashMap;
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::sync::Mutex;
 
 use anyhow::{anyhow, bail, Context, Result};
 use formats::swf::{self, field, Chunks, Fields, Header, LineError, SwfJob};
 
+use crate::alike::{self, Shape};
 use crate::dist::EXACT_LIMIT;
 use crate::metrics::{Accum, Exclusion, JobView, Params};
 
@@ -32,14 +34,16 @@ const NEEDED_LIST: [usize; 6] = [
     field::STATUS,
 ];
 const NEEDED: Fields = Fields::of(&NEEDED_LIST);
-/// The same and the job's number, to keep the jobs a replay ran.
-const NEEDED_WITH_ID_LIST: [usize; 7] = [
+/// The same, the job's number and its limit, to keep the jobs a replay
+/// ran and tell whether they are the jobs it ran.
+const NEEDED_WITH_ID_LIST: [usize; 8] = [
     field::JOB,
     field::SUBMIT,
     field::WAIT,
     field::RUN,
     field::ALLOC_PROCS,
     field::REQ_PROCS,
+    field::REQ_TIME,
     field::STATUS,
 ];
 const NEEDED_WITH_ID: Fields = Fields::of(&NEEDED_WITH_ID_LIST);
@@ -50,8 +54,11 @@ const NEEDED_WITH_ID: Fields = Fields::of(&NEEDED_WITH_ID_LIST);
 /// completed counted as completed.
 #[derive(Debug, Default)]
 pub struct AsReplayed {
-    /// The trace ids the run's `jobs.csv` lists.
-    pub ids: std::collections::HashSet<i64>,
+    /// The trace jobs the run's `jobs.csv` lists, by trace id, as the run
+    /// replayed them (in trace seconds): each line of the trace is checked
+    /// against its job, so that a trace edited under the same ids is not
+    /// taken for the one the run replayed.
+    pub jobs: HashMap<i64, Shape>,
     pub cores_per_proc: u64,
     /// The run ran the jobs the trace saw fail (status 0), as if they
     /// completed.
@@ -59,8 +66,24 @@ pub struct AsReplayed {
     /// The run ran the jobs the trace cancelled (status 5), as if they
     /// completed.
     pub cancelled_ran: bool,
+    /// The run replayed the jobs the trace cancelled as cancelled: each
+    /// ran up to its limit and was cancelled its trace wait and run time
+    /// after its submission (`--cancelled replay`).
+    pub cancelled_replayed: bool,
+    /// Trace seconds per second of the run's clock: how near the run's
+    /// instants keep to the trace's.
+    pub scale: f64,
     /// Lines of those jobs found, by every thread.
     pub found: AtomicU64,
+    /// Lines of those jobs that are other jobs than the run's: how many,
+    /// and the one of the least id with both shapes (the trace's first).
+    unlike: AtomicU64,
+    first_unlike: Mutex<Option<(i64, Shape, Shape)>>,
+    /// Each line's submission less the run's (its offset from the run's
+    /// first), in nanoseconds, least and most: the same jobs arrive
+    /// spaced alike, so the two are one offset (the slice's start).
+    offset_least: AtomicI64,
+    offset_most: AtomicI64,
 }
 
 /// Job lines held back before they are added (see [`Parser::add_held`]).
@@ -120,12 +143,12 @@ impl AsReplayed {
         let mut out: Option<(AsReplayed, u64, &Path)> = None;
         for &dir in dirs {
             let m = formats::results::Manifest::read(dir)?;
-            let ids: std::collections::HashSet<i64> = formats::results::read_jobs(dir)?
+            let jobs: HashMap<i64, Shape> = alike::Side::read(dir)?
+                .jobs
                 .unwrap_or_default()
                 .into_iter()
-                .map(|r| r.trace_id)
                 .collect();
-            if ids.is_empty() {
+            if jobs.is_empty() {
                 bail!(
                     "{}: no jobs.csv to tell which jobs of {} it replayed (it did not finish?)",
                     dir.display(),
@@ -151,18 +174,27 @@ impl AsReplayed {
                 );
             }
             let this = AsReplayed {
-                ids,
+                jobs,
                 cores_per_proc: u64::from(m.slice.cores_per_proc.max(1)),
                 // Runs written before the choice ran them.
                 failed_ran: m.slice.failed != "skip",
                 cancelled_ran: m.slice.cancelled == "run",
-                found: AtomicU64::new(0),
+                cancelled_replayed: m.slice.cancelled == "replay",
+                scale: m.trace_per_wall().unwrap_or(1.0),
+                offset_least: AtomicI64::new(i64::MAX),
+                offset_most: AtomicI64::new(i64::MIN),
+                ..AsReplayed::default()
             };
             let cores = m.cores.unwrap_or(0);
             match &out {
                 None => out = Some((this, cores, dir)),
                 Some((first, first_cores, first_dir)) => {
-                    let same = first.ids == this.ids
+                    let same = first.jobs.len() == this.jobs.len()
+                        && first.jobs.iter().all(|(id, a)| {
+                            this.jobs
+                                .get(id)
+                                .is_some_and(|b| a.alike(b, first.scale.max(this.scale)))
+                        })
                         && first.cores_per_proc == this.cores_per_proc
                         && first.failed_ran == this.failed_ran
                         && first.cancelled_ran == this.cancelled_ran
@@ -202,9 +234,88 @@ impl AsReplayed {
         format!(
             "counted as the run replayed it: its {} jobs of the slice, {} cores per processor \
              on the run's {cores} cores{ran}",
-            self.ids.len(),
+            self.jobs.len(),
             self.cores_per_proc
         )
+    }
+
+    /// Notes one line of a job the run replayed: whether it is that job.
+    fn check(&self, job: &SwfJob, status: i64) {
+        let Some(ran) = self.jobs.get(&job.id()) else {
+            return;
+        };
+        self.found.fetch_add(1, Ordering::Relaxed);
+        // The job as runworkload makes it of this line (`trace::swf`).
+        let run = job.run_ns().unwrap_or(0).max(0);
+        let limit = job.req_time_ns().map_or(0, |r| r.max(run));
+        let run = if status == swf::status::CANCELLED && self.cancelled_replayed {
+            match limit {
+                0 => job.wait_ns().unwrap_or(0).max(0) + run,
+                l => l,
+            }
+        } else {
+            run
+        };
+        let line = Shape {
+            cores: job
+                .procs()
+                .unwrap_or(0)
+                .saturating_mul(self.cores_per_proc)
+                .min(u64::from(u32::MAX)) as u32,
+            run_s: run as f64 / 1e9,
+            limit_s: limit as f64 / 1e9,
+            submit_s: None,
+        };
+        if !line.alike(ran, self.scale) {
+            self.unlike.fetch_add(1, Ordering::Relaxed);
+            let mut first = self.first_unlike.lock().unwrap_or_else(|e| e.into_inner());
+            if first.as_ref().is_none_or(|(id, ..)| job.id() < *id) {
+                *first = Some((job.id(), line, *ran));
+            }
+        }
+        if let Some(at) = ran.submit_s {
+            let offset = job.submit_ns() - (at * 1e9).round() as i64;
+            self.offset_least.fetch_min(offset, Ordering::Relaxed);
+            self.offset_most.fetch_max(offset, Ordering::Relaxed);
+        }
+    }
+
+    /// Whether the trace at `path`, now read, held every job the run
+    /// replayed, each as the run replayed it: else why it is not the
+    /// trace the run replayed.
+    pub fn confirm(&self, path: &Path) -> Result<()> {
+        let name = path.display();
+        let found = self.found.load(Ordering::Relaxed);
+        let want = self.jobs.len() as u64;
+        if found < want {
+            bail!(
+                "{name}: {} of the {want} jobs the run replayed are not in it: it is not the \
+                 trace the run replayed",
+                want - found,
+            );
+        }
+        let unlike = self.unlike.load(Ordering::Relaxed);
+        let first = self.first_unlike.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((id, line, ran)) = first.as_ref() {
+            bail!(
+                "{name}: {unlike} of the {want} jobs the run replayed are other jobs in it \
+                 ({} in the trace, {} in the run): it is not the trace the run replayed",
+                alike::shape_text(*id, line),
+                alike::shape_text(*id, ran).trim_start_matches("trace job "),
+            );
+        }
+        let (least, most) = (
+            self.offset_least.load(Ordering::Relaxed),
+            self.offset_most.load(Ordering::Relaxed),
+        );
+        let spread = most.saturating_sub(least) as f64 / 1e9;
+        if least <= most && spread > alike::slack(spread, self.scale) {
+            bail!(
+                "{name}: its jobs arrive {spread:.1} s further apart or closer together than \
+                 the run replayed them: it is not the trace the run replayed"
+            );
+        }
+        Ok(())
     }
 }
 
@@ -537,10 +648,10 @@ pub fn add_job(
     let mut cores_per_proc = 1;
     let mut counts_as_completed = false;
     if let Some(r) = replayed {
-        if !r.ids.contains(&job.id()) {
+        if !r.jobs.contains_key(&job.id()) {
             return;
         }
-        r.found.fetch_add(1, Ordering::Relaxed);
+        r.check(job, status);
         cores_per_proc = r.cores_per_proc;
         counts_as_completed = (status == swf::status::FAILED && r.failed_ran)
             || (status == swf::status::CANCELLED && r.cancelled_ran);

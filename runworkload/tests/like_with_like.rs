@@ -411,3 +411,88 @@ fn a_runs_records_copied_twice_count_once_and_the_same_jobs_from_another_file_ar
         "{err}"
     );
 }
+
+/// The KTH slice with `edit` made to each job line's fields, at `path`.
+fn kth_edited(path: &Path, edit: impl Fn(&mut [String])) {
+    let text = std::fs::read_to_string(kth()).unwrap();
+    let edited: String = text
+        .lines()
+        .map(|l| {
+            if l.starts_with(';') || l.split_whitespace().count() < 18 {
+                return format!("{l}\n");
+            }
+            let mut f: Vec<String> = l.split_whitespace().map(str::to_string).collect();
+            edit(&mut f);
+            f.join(" ") + "\n"
+        })
+        .collect();
+    std::fs::write(path, edited).unwrap();
+}
+
+#[test]
+fn a_trace_set_beside_a_replay_of_other_jobs_of_the_same_ids_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    // Every way of treating the jobs the trace cancelled: each job is
+    // checked as that run made it of its line.
+    let runs: Vec<PathBuf> = ["run", "replay", "skip"]
+        .iter()
+        .map(|c| {
+            let out = tmp.path().join(c);
+            ok(twin(&out, "10000", &["--cancelled", c]));
+            out.join("shrink-100")
+        })
+        .collect();
+    let beside = |trace: &Path, run: &Path| {
+        calcmets(&["--swf", trace.to_str().unwrap(), run.to_str().unwrap()])
+    };
+    for run in &runs {
+        ok(beside(&kth(), run));
+    }
+    let refused = |trace: &Path, why: &str| {
+        let o = beside(trace, &runs[0]);
+        assert_eq!(o.status.code(), Some(2), "{why}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains("it is not the trace the run replayed"), "{why}: {err}");
+        err.to_string()
+    };
+    // One job's processors, another's limit: other jobs of the same ids.
+    let procs = tmp.path().join("procs.swf");
+    kth_edited(&procs, |f| {
+        if f[0] == "4600" {
+            f[4] = "7".into();
+            f[7] = "7".into();
+        }
+    });
+    let err = refused(&procs, "processors");
+    assert!(
+        err.contains("1 of the 200 jobs the run replayed are other jobs in it")
+            && err.contains("trace job 4600: 14 cores"),
+        "{err}"
+    );
+    let limit = tmp.path().join("limit.swf");
+    kth_edited(&limit, |f| {
+        if f[0] == "4515" || f[0] == "4516" {
+            f[8] = "999999".into();
+        }
+    });
+    let err = refused(&limit, "limits");
+    assert!(err.contains("2 of the 200 jobs"), "{err}");
+    // Every job but the first an hour later: the same jobs, otherwise
+    // spaced.
+    let later = tmp.path().join("later.swf");
+    kth_edited(&later, |f| {
+        if f[0] != "4515" {
+            let s: i64 = f[1].parse().unwrap();
+            f[1] = (s + 3600).to_string();
+        }
+    });
+    let err = refused(&later, "arrivals");
+    assert!(err.contains("further apart or closer together"), "{err}");
+    // The whole trace an hour later is the same jobs, spaced alike.
+    let shifted = tmp.path().join("shifted.swf");
+    kth_edited(&shifted, |f| {
+        let s: i64 = f[1].parse().unwrap();
+        f[1] = (s + 3600).to_string();
+    });
+    ok(beside(&shifted, &runs[0]));
+}
