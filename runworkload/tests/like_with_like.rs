@@ -452,7 +452,10 @@ fn a_trace_set_beside_a_replay_of_other_jobs_of_the_same_ids_is_refused() {
         let o = beside(trace, &runs[0]);
         assert_eq!(o.status.code(), Some(2), "{why}");
         let err = String::from_utf8_lossy(&o.stderr);
-        assert!(err.contains("it is not the trace the run replayed"), "{why}: {err}");
+        assert!(
+            err.contains("it is not the trace the run replayed"),
+            "{why}: {err}"
+        );
         err.to_string()
     };
     // One job's processors, another's limit: other jobs of the same ids.

@@ -44,6 +44,10 @@ pub fn read(path: &Path, spec: &SliceSpec) -> Result<Slice> {
     // Job lines read well: a file whose lines are mostly malformed is not
     // a trace, and is refused as soon as that is clear.
     let mut good = 0u64;
+    // The line of each job number of the slice: a replay's results,
+    // `calcmets fidelity` and `--feedback` know its jobs by their numbers,
+    // so two jobs of one number would be one job to them.
+    let mut lines: std::collections::HashMap<i64, u64> = std::collections::HashMap::new();
     while let Some(line) = reader
         .next_job()
         .with_context(|| format!("cannot read trace {name}"))?
@@ -73,6 +77,17 @@ pub fn read(path: &Path, spec: &SliceSpec) -> Result<Slice> {
             break;
         }
         slice.read += 1;
+        // −1 is the format's "unknown": no number to confuse.
+        if job.id() >= 0 {
+            if let Some(first) = lines.insert(job.id(), job.line) {
+                bail!(
+                    "{name}:{}: job {} is numbered as the job of line {first}: the jobs of a \
+                     trace are numbered apart (partial-execution lines, status 2 to 4, aside)",
+                    job.line,
+                    job.id()
+                );
+            }
+        }
         if job.status() == swf::status::FAILED {
             slice.trace_failed += 1;
             if spec.failed == Failed::Skip {
@@ -169,6 +184,24 @@ mod tests {
             cancelled: Cancelled::Replay,
             failed: Failed::Run,
         }
+    }
+
+    #[test]
+    fn two_jobs_of_one_number_are_refused_naming_both_lines() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.swf");
+        let twice = TRACE.replace("    7  60", "    2  60");
+        std::fs::write(&path, twice).unwrap();
+        let err = read(&path, &spec(0, None)).unwrap_err().to_string();
+        assert!(
+            err.ends_with(
+                "t.swf:9: job 2 is numbered as the job of line 3: the jobs of a trace \
+                 are numbered apart (partial-execution lines, status 2 to 4, aside)"
+            ),
+            "{err}"
+        );
+        // Outside the slice, it is not read.
+        assert_eq!(read(&path, &spec(0, Some(5))).unwrap().read, 5);
     }
 
     #[test]
