@@ -139,6 +139,8 @@ jobset() {
   run squeue -t bogus
   run squeue -l
   run squeue -h -o '%i %E %r' -t PD
+  run squeue -o '%i|%B|%c|%d|%f|%G|%h|%H|%I|%J|%n|%O|%s|%v|%w|%W|%x|%X|%y|%Y|%z'
+  run squeue -h -O jobid,batchhost,mincpus,groupid,oversubscribe,sct,nice -t R
   run sinfo
   run sinfo -N
   run sinfo -s
@@ -148,6 +150,13 @@ jobset() {
   run sinfo -aho %F/%C
   run sinfo -a -o "%P %G %l %p %c %m"
   run sinfo -o "%N %D %t %c %m"
+  # As Open OnDemand lists jobs: the cluster named (-M), every field it
+  # reads, `;` between them, but for the priority (%Q: docs/slurm.md).
+  run squeue --all --noconvert -M clemu -o \
+    '%a;%A;%b;%B;%c;%C;%d;%D;%e;%E;%f;%F;%g;%G;%h;%H;%i;%I;%j;%J;%k;%K;%l;%L;%m;%M;%n;%N;%o;%O;%q;%P;%r;%S;%t;%T;%u;%U;%v;%V;%w;%W;%x;%X;%y;%Y;%z;%Z'
+  run sinfo -M clemu -s
+  run squeue -M nosuch
+  run sbatch -M nosuch --wrap true
   # sacct: without QOS (the reference's database, just made, says
   # `Unknown`), TotalCPU and MaxRSS (the real Slurm here gathers
   # neither), AllocTRES of a job asking memory (not scheduled there),

@@ -68,7 +68,7 @@ use tokio_util::codec::{Decoder, Encoder, Framed, LengthDelimitedCodec};
 /// (`NodeInfo::reason_ns`). 22: a job's dependencies keep the order they
 /// were asked in (`JobSpec::dep_order`). 23: a batch script may ask its
 /// tasks per node (`Program::tasks_per_node`).
-pub const PROTOCOL: u32 = 23;
+pub const PROTOCOL: u32 = 24;
 /// Largest frame a server accepts from an authenticated peer (a batch of
 /// records can be large).
 pub const MAX_FRAME: usize = 16 << 20;

@@ -19,7 +19,7 @@ use crate::cluster;
 /// The one account, and the one cluster (as `scontrol show config`
 /// names it).
 const ACCOUNT: &str = "root";
-const CLUSTER: &str = "clemu";
+const CLUSTER: &str = crate::cluster::NAME;
 
 /// The QOS every association has.
 pub const QOS: &str = "normal";

@@ -13,6 +13,41 @@ use formats::wire::{JobInfo, JobState, NodeInfo};
 /// The environment variable naming the cluster's config file.
 pub const CONF_VAR: &str = "CLEMU_CONF";
 
+/// The cluster's name, as Slurm's `ClusterName` (and its database) give
+/// it: what `-M/--clusters` may name.
+pub const NAME: &str = "clemu";
+
+/// Whether Slurm's `-M/--clusters LIST` names this cluster: by its
+/// name, in any case, or `all`.
+pub fn names_this(list: &str) -> bool {
+    list.split(',')
+        .any(|c| c.eq_ignore_ascii_case(NAME) || c.eq_ignore_ascii_case("all"))
+}
+
+/// `program`'s `-M/--clusters LIST`, as Slurm's commands take it: each
+/// name it does not know is said; when it names no cluster clemu knows,
+/// the command ends there, with Slurm's lines and exit status (`Err`).
+/// Else whether the list was given, for the commands that then say
+/// which cluster answers (`CLUSTER: clemu`, `on cluster clemu`).
+pub fn reach(program: &str, list: Option<&str>) -> std::result::Result<bool, u8> {
+    let Some(list) = list else {
+        return Ok(false);
+    };
+    for c in list.split(',') {
+        if !names_this(c) {
+            eprintln!("{program}: error: No cluster '{c}' known by database.");
+        }
+    }
+    if names_this(list) {
+        return Ok(true);
+    }
+    eprintln!(
+        "{program}: error: '{list}' can't be reached now, or it is an invalid entry for \
+         --cluster.  Use 'sacctmgr list clusters' to see available clusters."
+    );
+    Err(1)
+}
+
 pub struct Cluster {
     pub config: Config,
     session: Session,

@@ -571,6 +571,14 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
         .recent(window_start.unwrap_or(i64::MIN))
         .await?
         .into_iter()
+        // The database's jobs of the clusters `-M` names: none of
+        // another's, as Slurm's sacct (which says nothing of a name it
+        // does not know).
+        .filter(|_| {
+            args.clusters
+                .as_deref()
+                .is_none_or(crate::cluster::names_this)
+        })
         .filter(|j| {
             args.jobs
                 .as_ref()

@@ -62,8 +62,9 @@ pub struct Args {
     /// Return once the job is over, with its exit status.
     #[arg(short = 'W', long)]
     wait: bool,
-    /// Accepted and not used: clemu has no accounts, QOS, clusters,
-    /// mail, constraints or exclusive nodes.
+    /// Accepted and not used: clemu has no accounts, QOS, mail,
+    /// constraints or exclusive nodes; and it is one cluster, which
+    /// `-M` may name (`cluster::reach`).
     #[arg(short = 'A', long)]
     account: Option<String>,
     #[arg(short = 'q', long)]
@@ -204,6 +205,13 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
         return Ok(1);
     }
     refuse_as_slurm(&args)?;
+    // Named, the cluster is said with the job's id, as Slurm's sbatch
+    // says it.
+    let on = match crate::cluster::reach("sbatch", args.clusters.as_deref()) {
+        Ok(true) => Some(crate::cluster::NAME),
+        Ok(false) => None,
+        Err(code) => return Ok(code),
+    };
     let mut c = Cluster::open().await?;
     // As Slurm's sbatch says a refusal (its reason is clemu's).
     let s = match submit(&mut c, &args, script)
@@ -224,10 +232,12 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
             });
         }
     };
-    if s.parsable {
-        println!("{}", s.id);
-    } else if !s.quiet {
-        println!("Submitted batch job {}", s.id);
+    match (s.parsable, on) {
+        (true, None) => println!("{}", s.id),
+        (true, Some(on)) => println!("{};{on}", s.id),
+        (false, _) if s.quiet => {}
+        (false, None) => println!("Submitted batch job {}", s.id),
+        (false, Some(on)) => println!("Submitted batch job {} on cluster {on}", s.id),
     }
     if s.wait {
         // Said before the wait, as Slurm's sbatch says it.

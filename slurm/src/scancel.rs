@@ -46,6 +46,9 @@ pub struct Args {
 
 pub async fn main(argv: Vec<String>) -> Result<u8> {
     let args: Args = crate::cluster::parse(&argv)?;
+    if let Err(code) = crate::cluster::reach("scancel", args.clusters.as_deref()) {
+        return Ok(code);
+    }
     for id in &args.ids {
         let ok = id
             .split(['_', '[', ']', '-', ','])

@@ -58,6 +58,9 @@ fn print_records(records: &[Vec<String>], oneliner: bool) {
 
 pub async fn main(argv: Vec<String>) -> Result<u8> {
     let args: Args = crate::cluster::parse(&argv)?;
+    if let Err(code) = crate::cluster::reach("scontrol", args.clusters.as_deref()) {
+        return Ok(code);
+    }
     // Options may follow the words, as Slurm allows.
     let oneliner = args.oneliner || args.words.iter().any(|w| w == "-o" || w == "--oneliner");
     let words: Vec<String> = args
@@ -507,17 +510,7 @@ fn job_record(j: &JobInfo, c: &Cluster, me: &str, now: i64, first: bool) -> Vec<
         _ => "Unknown".into(),
     };
     let nodes = nodes_of(j, c);
-    let first_node = j
-        .nodes
-        .split([',', '['])
-        .next()
-        .map(|n| {
-            formats::nodeset::parse(&j.nodes)
-                .ok()
-                .and_then(|s| formats::nodeset::expand(&s).into_iter().next())
-                .unwrap_or_else(|| n.to_string())
-        })
-        .unwrap_or_default();
+    let first_node = text::first_node(&j.nodes);
     let p = j.program.as_deref();
     let array = match j.array {
         Some(a) if a.limit > 0 => format!(
@@ -631,18 +624,21 @@ fn job_record(j: &JobInfo, c: &Cluster, me: &str, now: i64, first: bool) -> Vec<
             p.map_or(1, |p| p.cpus_per_task)
         ),
         format!("TRES={tres}"),
-        "Socks/Node=* NtasksPerN:B:S:C=0:0:*:* CoreSpec=*".into(),
+        format!(
+            "Socks/Node=* NtasksPerN:B:S:C={}:0:*:* CoreSpec=*",
+            p.map_or(0, |p| p.tasks_per_node)
+        ),
         // Asked per node (--mem), it shows per node, as Slurm's does.
         match p.map_or(0, |p| p.mem_per_node_mb) {
             0 => format!(
                 "MinCPUsNode={} MinMemory{}={} MinTmpDiskNode=0",
-                p.map_or(1, |p| p.cpus_per_task),
+                text::min_cpus_node(j),
                 if mem > 0 { "CPU" } else { "Node" },
                 text::mem_mb(mem)
             ),
             node => format!(
                 "MinCPUsNode={} MinMemoryNode={} MinTmpDiskNode=0",
-                p.map_or(1, |p| p.cpus_per_task),
+                text::min_cpus_node(j),
                 text::mem_mb(node)
             ),
         },

@@ -365,6 +365,10 @@ fn fold(nodes: &[&NodeInfo]) -> String {
 
 pub async fn main(argv: Vec<String>) -> Result<u8> {
     let args: Args = crate::cluster::parse(&argv)?;
+    let named = match crate::cluster::reach("sinfo", args.clusters.as_deref()) {
+        Ok(named) => named && !args.noheader,
+        Err(code) => return Ok(code),
+    };
     let mut c = Cluster::open().await?;
     let nodes = c.nodes().await?;
     let cfg = &c.config;
@@ -563,6 +567,9 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
     if args.long && !args.noheader {
         out.push_str(&crate::text::ctime(crate::text::now_s()));
         out.push('\n');
+    }
+    if named {
+        out.push_str(&format!("CLUSTER: {}\n", crate::cluster::NAME));
     }
     if !args.noheader {
         out.push_str(&prefix);

@@ -105,6 +105,25 @@ fn long_code(name: &str) -> Option<char> {
         "exit_code" => '3',
         "cpuspertask" | "cpus-per-task" => '4',
         "dependency" => 'E',
+        "groupname" => 'g',
+        "groupid" => 'G',
+        "batchhost" => 'B',
+        "mincpus" => 'c',
+        "mintmpdisk" => 'd',
+        "feature" => 'f',
+        "oversubscribe" => 'h',
+        "sockets" => 'H',
+        "cores" => 'I',
+        "threads" => 'J',
+        "reqnodes" => 'n',
+        "contiguous" => 'O',
+        "reservation" => 'v',
+        "wckey" => 'w',
+        "licenses" => 'W',
+        "corespec" => 'X',
+        "nice" => 'y',
+        "schednodes" => 'Y',
+        "sct" => 'z',
         _ => return None,
     })
 }
@@ -127,7 +146,25 @@ fn header(code: char) -> &'static str {
         'j' => "NAME",
         'u' => "USER",
         'U' => "UID",
-        'g' => "GROUP",
+        'g' | 'G' => "GROUP",
+        'B' => "EXEC_HOST",
+        'c' => "MIN_CPUS",
+        'd' => "MIN_TMP_DISK",
+        'f' => "FEATURES",
+        'h' => "OVER_SUBSCRIBE",
+        'H' => "SOCKETS_PER_NODE",
+        'I' => "CORES_PER_SOCKET",
+        'J' => "THREADS_PER_CORE",
+        'n' => "REQ_NODES",
+        'O' => "CONTIGUOUS",
+        'v' => "RESERVATION",
+        'w' => "WCKEY",
+        'W' => "LICENSES",
+        'x' => "EXC_NODES",
+        'X' => "CORE_SPEC",
+        'y' => "NICE",
+        'Y' => "SCHEDNODES",
+        'z' => "S:C:T",
         't' => "ST",
         'T' => "STATE",
         'M' => "TIME",
@@ -289,6 +326,25 @@ fn value(code: char, l: &Line<'_>, c: &Ctx<'_>) -> (String, bool) {
             .as_ref()
             .map_or(1, |p| p.cpus_per_task)
             .to_string(),
+        'G' => text::gid_of(&text::owner(j, c.me)).map_or(na(), |g| g.to_string()),
+        // The node its batch script runs on.
+        'B' => match j.nodes.as_str() {
+            "" => "n/a".into(),
+            _ => text::first_node(&j.nodes),
+        },
+        // The cores it needs on each node: a task's, times the tasks it
+        // asked on each.
+        'c' => text::min_cpus_node(j).to_string(),
+        // What clemu's jobs never ask (no temporary disk, features,
+        // contiguous nodes, reservations, keys, licenses, niceness or
+        // sockets), shown as Slurm shows a job that does not either;
+        // `--exclusive` is taken and not kept, so every job shares.
+        'd' | 'O' | 'y' => "0".into(),
+        'f' | 'v' | 'w' | 'W' | 'Y' => "(null)".into(),
+        'h' => "OK".into(),
+        'H' | 'I' | 'J' => "*".into(),
+        'X' => na(),
+        'z' => "*:*:*".into(),
         _ => String::new(),
     };
     (v, true)
@@ -343,6 +399,10 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
             eprintln!("squeue: error: Invalid user: {u}\n");
         }
     }
+    let named = match crate::cluster::reach("squeue", args.clusters.as_deref()) {
+        Ok(named) => named && !args.noheader,
+        Err(code) => return Ok(code),
+    };
     let states = match &args.states {
         Some(s) => match text::parse_states(s) {
             Ok(v) => v,
@@ -410,6 +470,9 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
     if let Some(one) = args.jobs.as_ref().filter(|l| !l.contains(',')) {
         if !jobs.iter().any(|j| named_by(one, j)) {
             eprintln!("slurm_load_jobs error: Invalid job id specified");
+            if named {
+                println!("CLUSTER: {}", crate::cluster::NAME);
+            }
             return Ok(1);
         }
     }
@@ -459,6 +522,9 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
     if args.long && !args.noheader {
         out.push_str(&text::ctime(now));
         out.push('\n');
+    }
+    if named {
+        out.push_str(&format!("CLUSTER: {}\n", crate::cluster::NAME));
     }
     if !args.noheader {
         out.push_str(&prefix);

@@ -620,6 +620,34 @@ pub fn uid_of(name: &str) -> Option<u32> {
     crate::users::by_name(name).map(|u| u.uid)
 }
 
+/// The cores job `j` needs on each of its nodes (Slurm's `MIN_CPUS`,
+/// `MinCPUsNode`): a task's, times the tasks it asked on each.
+pub fn min_cpus_node(j: &JobInfo) -> u32 {
+    j.program
+        .as_ref()
+        .map_or(1, |p| p.cpus_per_task.max(1) * p.tasks_per_node.max(1))
+}
+
+/// The gid of user `name`'s group, if the system knows the user.
+pub fn gid_of(name: &str) -> Option<u32> {
+    crate::users::by_name(name).map(|u| u.gid)
+}
+
+/// The first node of the node list `nodes` (where a job's batch script
+/// runs); empty for none.
+pub fn first_node(nodes: &str) -> String {
+    nodes
+        .split([',', '['])
+        .next()
+        .map(|n| {
+            formats::nodeset::parse(nodes)
+                .ok()
+                .and_then(|s| formats::nodeset::expand(&s).into_iter().next())
+                .unwrap_or_else(|| n.to_string())
+        })
+        .unwrap_or_default()
+}
+
 /// Whose job `j` is: the submitter of a script; for a job that sleeps
 /// (submitted by a replay), the user running the command.
 pub fn owner(j: &JobInfo, me: &str) -> String {

@@ -9,6 +9,7 @@
 //! stopped cluster left there stays until the next `up` in the same
 //! directory, which starts afresh.
 
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -216,6 +217,28 @@ pub fn up(argv: &[String]) -> Result<u8> {
     Ok(0)
 }
 
+/// Whether process `pid` is alive and a controller serving the cluster
+/// of `conf` (a pid file outlives its process, and pids are reused).
+fn serves(pid: nix::unistd::Pid, conf: &Path) -> bool {
+    let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
+        return false;
+    };
+    let args: Vec<&[u8]> = cmdline.split(|&b| b == 0).collect();
+    let Some(given) = args
+        .windows(2)
+        .find(|w| w[0] == b"--config")
+        .map(|w| Path::new(std::ffi::OsStr::from_bytes(w[1])))
+    else {
+        return false;
+    };
+    // As the controller named it, from where it started.
+    let theirs = std::fs::read_link(format!("/proc/{pid}/cwd"))
+        .map(|cwd| cwd.join(given))
+        .and_then(std::fs::canonicalize);
+    args.first().is_some_and(|a| a.ends_with(b"controller"))
+        && theirs.ok() == std::fs::canonicalize(conf).ok()
+}
+
 pub fn down(argv: &[String]) -> Result<u8> {
     let a: DownArgs = crate::cluster::parse(argv)?;
     let conf = match (&a.dir, std::env::var_os(CONF_VAR)) {
@@ -230,25 +253,38 @@ pub fn down(argv: &[String]) -> Result<u8> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    rt.block_on(async {
+    let asked = rt.block_on(async {
         let mut c = Cluster::open().await?;
         match c.call(&Request::Shutdown).await? {
             Response::ShuttingDown => Ok(()),
             other => bail!("unexpected answer: {other:?}"),
         }
-    })?;
-    // Gone once its pid is.
-    if let Some(dir) = conf.parent() {
-        if let Ok(pid) = std::fs::read_to_string(dir.join("controller.pid")) {
-            if let Ok(p) = pid.trim().parse::<i32>() {
-                let pid = nix::unistd::Pid::from_raw(p);
-                let until = Instant::now() + Duration::from_secs(30);
-                while nix::sys::signal::kill(pid, None).is_ok() && Instant::now() < until {
-                    std::thread::sleep(Duration::from_millis(20));
-                }
+    });
+    let pid_file = conf.with_file_name("controller.pid");
+    let pid = std::fs::read_to_string(&pid_file)
+        .ok()
+        .and_then(|p| p.trim().parse::<i32>().ok())
+        .map(nix::unistd::Pid::from_raw);
+    if let Err(e) = asked {
+        // A controller that will not take the request (of another
+        // version of clemu, say, after an upgrade) is still this
+        // cluster's: it is stopped as its service manager would stop it.
+        match pid.filter(|&p| serves(p, &conf)) {
+            Some(p) => {
+                eprintln!("clemu-slurm: {e:#}; sending its controller (pid {p}) SIGTERM");
+                nix::sys::signal::kill(p, nix::sys::signal::Signal::SIGTERM)
+                    .with_context(|| format!("cannot signal the controller, pid {p}"))?;
             }
-            let _ = std::fs::remove_file(dir.join("controller.pid"));
+            None => return Err(e),
         }
+    }
+    // Gone once its pid is.
+    if let Some(pid) = pid {
+        let until = Instant::now() + Duration::from_secs(30);
+        while serves(pid, &conf) && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = std::fs::remove_file(&pid_file);
     }
     eprintln!("clemu-slurm: the cluster of {} is down", conf.display());
     Ok(0)

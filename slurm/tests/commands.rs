@@ -955,6 +955,32 @@ fn up_again_in_the_same_directory_starts_a_new_cluster() {
     );
     let again = c.ok(w, "sbatch", &["--parsable", "--wrap", "true"]);
     assert_eq!(again.trim(), "1");
+    // A controller that will not take the request to stop (another
+    // version's, after an upgrade; here its secret is no longer the
+    // file's) is still this cluster's, and `down` stops it.
+    let pid: i32 = std::fs::read_to_string(dir.join("controller.pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    std::fs::write(dir.join("state/secret"), "another secret\n").unwrap();
+    let out = Command::new(bin)
+        .args(["down", "--dir"])
+        .arg(dir)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains(&format!("sending its controller (pid {pid}) SIGTERM")),
+        "{err}"
+    );
+    assert!(
+        !Path::new(&format!("/proc/{pid}/cmdline")).exists()
+            || std::fs::read(format!("/proc/{pid}/cmdline"))
+                .unwrap()
+                .is_empty()
+    );
 }
 
 #[test]
@@ -1293,6 +1319,33 @@ fn a_node_count_spreads_a_job_over_that_many_nodes() {
     let job = c.ok(w, "scontrol", &["show", "job", held]);
     assert!(job.contains(" NumNodes=2-2 NumCPUs=2 "), "{job}");
     assert_eq!(c.ok(w, "squeue", &["-h", "-j", held, "-o", "%D"]), "2\n");
+    // The cores a job needs on each node: a task's times its tasks on
+    // each (Slurm's MIN_CPUS and MinCPUsNode), and its batch host only
+    // once it runs.
+    let wide = c.ok(
+        w,
+        "sbatch",
+        &[
+            "--parsable",
+            "--hold",
+            "-n",
+            "4",
+            "-c",
+            "2",
+            "--ntasks-per-node=2",
+            "--wrap",
+            "true",
+        ],
+    );
+    let wide = wide.trim();
+    assert_eq!(
+        c.ok(w, "squeue", &["-h", "-j", wide, "-o", "%c|%B|%h|%z"]),
+        "4|n/a|OK|*:*:*\n"
+    );
+    let job = c.ok(w, "scontrol", &["show", "job", wide]);
+    assert!(job.contains(" NtasksPerN:B:S:C=2:0:*:* "), "{job}");
+    assert!(job.contains(" MinCPUsNode=4 "), "{job}");
+    c.ok(w, "scancel", &[wide]);
     // Fewer tasks than nodes: Slurm's warning, and a node per task.
     let out = c.run(
         w,
@@ -2128,4 +2181,62 @@ fn sbatch_wait_returns_the_jobs_status_and_squeue_me_shows_ones_own() {
     assert_eq!(c.ok(w, "squeue", &["-h", "-o", "%t", "-j", id]), "R\n");
     c.ok(w, "scancel", &["--me"]);
     wait_gone(&marker);
+}
+
+#[test]
+fn a_cluster_named_by_m_heads_the_lists_and_an_unknown_one_is_refused_as_on_slurm() {
+    let c = Up::start(1, 1);
+    let work = tempfile::tempdir().unwrap();
+    let w = work.path();
+    // Open OnDemand's way: sbatch -M, its id before the `;`, then squeue
+    // -M, whose first two lines it skips.
+    let id = c.ok(
+        w,
+        "sbatch",
+        &["-M", "clemu", "--parsable", "-H", "--wrap", "true"],
+    );
+    let id = id.trim().strip_suffix(";clemu").unwrap().to_string();
+    assert_eq!(
+        c.ok(w, "squeue", &["-M", "CLEMU", "-o", "%i|%c|%h|%z"]),
+        format!("CLUSTER: clemu\nJOBID|MIN_CPUS|OVER_SUBSCRIBE|S:C:T\n{id}|1|OK|*:*:*\n")
+    );
+    assert_eq!(
+        c.ok(w, "squeue", &["--clusters=all", "-h", "-o", "%i"]),
+        format!("{id}\n")
+    );
+    let said = c.ok(w, "sbatch", &["-M", "clemu", "-H", "--wrap", "true"]);
+    assert!(
+        said.starts_with("Submitted batch job ") && said.ends_with(" on cluster clemu\n"),
+        "{said}"
+    );
+    assert!(c
+        .ok(w, "sinfo", &["-M", "clemu"])
+        .starts_with("CLUSTER: clemu\nPARTITION "));
+    for program in ["squeue", "sinfo", "scancel", "sbatch"] {
+        let out = c.run(
+            w,
+            program,
+            &["-M", "nosuch", "--wrap", "true"][..if program == "sbatch" { 4 } else { 2 }],
+            None,
+        );
+        assert_eq!(out.status.code(), Some(1), "{program}");
+        assert_eq!(
+            String::from_utf8_lossy(&out.stderr),
+            format!(
+                "{program}: error: No cluster 'nosuch' known by database.\n{program}: error: \
+                 'nosuch' can't be reached now, or it is an invalid entry for --cluster.  Use \
+                 'sacctmgr list clusters' to see available clusters.\n"
+            )
+        );
+    }
+    // sacct lists no job of a cluster it does not hold.
+    let rows = |m: &str| {
+        c.ok(
+            w,
+            "sacct",
+            &["-M", m, "-X", "-n", "-P", "-j", &id, "-o", "JobID"],
+        )
+    };
+    assert_eq!(rows("clemu"), format!("{id}\n"));
+    assert_eq!(rows("other"), "");
 }

@@ -163,6 +163,7 @@ impl Cluster {
             comment: p.comment.clone(),
             ntasks: p.ntasks,
             cpus_per_task: p.cpus_per_task,
+            tasks_per_node: p.tasks_per_node,
             requeue: j.spec.requeue != Some(false),
             steps: j.steps.clone(),
             nodes_asked: j.spec.nodes,

@@ -488,6 +488,8 @@ pub struct ProgramInfo {
     pub comment: String,
     pub ntasks: u32,
     pub cpus_per_task: u32,
+    /// Its `--ntasks-per-node` (`Program::tasks_per_node`); 0: none.
+    pub tasks_per_node: u32,
     /// It may be requeued (`JobSpec::requeue`, yes unless refused).
     pub requeue: bool,
     /// Its steps (each `srun` its script ran), once the job is over.
