@@ -151,9 +151,24 @@ jobset() {
   run sinfo -a -o "%P %G %l %p %c %m"
   run sinfo -o "%N %D %t %c %m"
   # As Open OnDemand lists jobs: the cluster named (-M), every field it
-  # reads, `;` between them, but for the priority (%Q: docs/slurm.md).
+  # reads, `;` between them, but for the priority (%Q: docs/slurm.md) and
+  # the time left (%L: the jobs running here started at other instants on
+  # each side, and their seconds left are not normalised).
   run squeue --all --noconvert -M clemu -o \
-    '%a;%A;%b;%B;%c;%C;%d;%D;%e;%E;%f;%F;%g;%G;%h;%H;%i;%I;%j;%J;%k;%K;%l;%L;%m;%M;%n;%N;%o;%O;%q;%P;%r;%S;%t;%T;%u;%U;%v;%V;%w;%W;%x;%X;%y;%Y;%z;%Z'
+    '%a;%A;%b;%B;%c;%C;%d;%D;%e;%E;%f;%F;%g;%G;%h;%H;%i;%I;%j;%J;%k;%K;%l;%m;%M;%n;%N;%o;%O;%q;%P;%r;%S;%t;%T;%u;%U;%v;%V;%w;%W;%x;%X;%y;%Y;%z;%Z'
+  # And as its newer adapter does: -O names, each field ended by the unit
+  # separator (ExcNodes is not a field of Slurm 22.05's: said, and
+  # empty), but for TimeLeft, as above.
+  local us=$'\x1f' o="" f
+  for f in Account JobID BatchHost MinCpus NumCPUs MinTmpDisk NumNodes EndTime Dependency \
+    Feature ArrayJobID GroupName GroupID OverSubscribe Sockets JobArrayID Cores Name Threads \
+    Comment ArrayTaskID TimeLimit MinMemory TimeUsed ReqNodes NodeList Command \
+    Contiguous QOS Partition Reason StartTime StateCompact State UserName UserID Reservation \
+    SubmitTime WCKey Licenses ExcNodes CoreSpec Nice SchedNodes SCT WorkDir tres-alloc \
+    tres-per-node; do
+    o+="$f:$us,"
+  done
+  run squeue -M clemu --all --noconvert -O "$o"
   run sinfo -M clemu -s
   run squeue -M nosuch
   run sbatch -M nosuch --wrap true
@@ -176,6 +191,11 @@ jobset() {
   run sacct -X -o JobID,JobName,State -s CA,F,TO -S 00:00 -E now
   run sacct -j 999 -X
   run sacct -X -P -o JobID,Account,User -j "$listed"
+  # Open OnDemand's, but for TotalCPU and MaxRSS (above) and Elapsed
+  # (the cancelled job runs for as long as each side takes to see it
+  # running).
+  run sacct -M clemu -P --delimiter $'\x1f' -n --units G --allocations -j "$listed" \
+    -o User,Group,JobId,JobName,ReqMem,AllocCPUS,ReqCPUS,Timelimit,State,Partition,Submit,Start,End,ReqTRES
   run squeue -h -o '%i %a %q' -t PD
   run scontrol update "JobId=$held" TimeLimit=100
   run squeue -h -o '%i %j %l %r' -t PD

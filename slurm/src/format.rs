@@ -41,22 +41,22 @@ pub fn percent(fmt: &str) -> (String, Vec<Field>) {
     (prefix, fields)
 }
 
-/// A `-O` list, each name turned into its code by `code_of` (`None`: an
-/// unknown name, said with `what`); 20 wide and left-justified unless a
-/// width follows the name.
-pub fn named(
-    fmt: &str,
-    what: &str,
-    code_of: impl Fn(&str) -> Option<char>,
-) -> Result<Vec<Field>, String> {
+/// The code of a `-O` field whose name is not known: Slurm's commands
+/// say the name and print the field empty, its width dropped and its
+/// suffix kept.
+pub const UNKNOWN: char = '\0';
+
+/// A `-O` list, each name turned into its code by `code_of`; 20 wide and
+/// left-justified unless a width follows the name. Unknown names are
+/// fields of code [`UNKNOWN`], each with Slurm's error line for the
+/// command to print (squeue's and sinfo's both say "job").
+pub fn named(fmt: &str, code_of: impl Fn(&str) -> Option<char>) -> (Vec<Field>, Vec<String>) {
     let mut fields = Vec::new();
+    let mut unknown = Vec::new();
     for tok in fmt.split(',').filter(|t| !t.is_empty()) {
         let (name, spec) = match tok.split_once(':') {
             Some((n, s)) => (n, Some(s)),
             None => (tok, None),
-        };
-        let Some(code) = code_of(&name.to_ascii_lowercase()) else {
-            return Err(format!("Invalid {what} format specification: {name}"));
         };
         let (width, right, suffix) = match spec {
             None => (20, false, String::new()),
@@ -70,14 +70,26 @@ pub fn named(
                 (width, right, s[digits..].to_string())
             }
         };
-        fields.push(Field {
-            code,
-            width,
-            right,
-            suffix,
-        });
+        let field = match code_of(&name.to_ascii_lowercase()) {
+            Some(code) => Field {
+                code,
+                width,
+                right,
+                suffix,
+            },
+            None => {
+                unknown.push(format!("Invalid job format specification: {name}"));
+                Field {
+                    code: UNKNOWN,
+                    width: 0,
+                    right: false,
+                    suffix,
+                }
+            }
+        };
+        fields.push(field);
     }
-    Ok(fields)
+    (fields, unknown)
 }
 
 #[cfg(test)]
@@ -112,7 +124,7 @@ mod tests {
             "name" => Some('j'),
             _ => None,
         };
-        let f = named("jobid,state:.5,name:|", "job", code).unwrap();
+        let (f, unknown) = named("jobid,state:.5,name:|", code);
         assert_eq!(
             parts(&f),
             [
@@ -121,9 +133,18 @@ mod tests {
                 ('j', 0, false, "|")
             ]
         );
+        assert!(unknown.is_empty());
+        // An unknown name is said, and its field is empty, of no width,
+        // its suffix kept.
+        let (f, unknown) = named("jobid:|,bogus:7|,name", code);
         assert_eq!(
-            named("bogus", "job", code).unwrap_err(),
-            "Invalid job format specification: bogus"
+            parts(&f),
+            [
+                ('A', 0, false, "|"),
+                (UNKNOWN, 0, false, "|"),
+                ('j', 20, false, "")
+            ]
         );
+        assert_eq!(unknown, ["Invalid job format specification: bogus"]);
     }
 }

@@ -99,6 +99,7 @@ const FIELDS: &[(&str, i32)] = &[
     ("ReqCPUS", 8),
     ("ReqMem", 10),
     ("ReqNodes", 8),
+    ("ReqTRES", 10),
     ("Start", 19),
     ("State", 10),
     ("Submit", 19),
@@ -154,36 +155,6 @@ struct Ctx<'a> {
     units: Option<usize>,
     noconvert: bool,
     config: &'a controller::config::Cluster,
-}
-
-impl Ctx<'_> {
-    /// The memory (MiB) of the nodes a job holds, or of the nodes it asks
-    /// for in its partition while it waits: what Slurm counts as asked by
-    /// a job that asks none, where memory is not scheduled.
-    fn nodes_memory(&self, j: &JobInfo) -> u64 {
-        let cfg = self.config;
-        if !j.nodes.is_empty() {
-            let names = formats::nodeset::parse(&j.nodes)
-                .map(|s| formats::nodeset::expand(&s))
-                .unwrap_or_default();
-            return names
-                .iter()
-                .filter_map(|n| cfg.nodes.iter().find(|d| &d.name == n))
-                .map(|d| d.memory_mb)
-                .sum();
-        }
-        let first = cfg
-            .partitions
-            .iter()
-            .find(|p| p.name == j.partition)
-            .and_then(|p| p.nodes.first())
-            .map_or(0, |&n| cfg.nodes[n].memory_mb);
-        first
-            * j.program
-                .as_ref()
-                .and_then(|p| p.nodes_asked)
-                .map_or(1, |n| u64::from(n.0))
-    }
 }
 
 /// A pending job Slurm has not made eligible yet: held, or waiting for
@@ -247,6 +218,7 @@ fn cpu_time(ns: u64) -> String {
 
 fn value(name: &str, r: &Row<'_>, c: &Ctx<'_>) -> String {
     let j = r.job;
+    let mem = |mb: u64| text::convert_num_unit(mb as f64, text::MEGA, c.units, c.noconvert);
     let started = j.start_ns > 0;
     // The batch step runs on the job's first node.
     let nodes = if j.nodes.is_empty() || r.step.is_some() {
@@ -307,19 +279,18 @@ fn value(name: &str, r: &Row<'_>, c: &Ctx<'_>) -> String {
             Some(_) => "1".into(),
             None => String::new(),
         },
-        "AllocTRES" => {
-            if !started {
-                return String::new();
-            }
-            let mut t = format!("billing={},cpu={}", j.cores, j.cores);
-            if j.mem_per_cpu_mb > 0 {
-                t += &format!(
-                    ",mem={}",
-                    text::mem_mb(j.mem_per_cpu_mb * u64::from(j.cores))
-                );
-            }
-            t + &format!(",node={nodes}")
-        }
+        "AllocTRES" if started => text::tres(j, nodes, text::mem_asked(j), true, mem),
+        "AllocTRES" => String::new(),
+        // Asked: the job's alone, its nodes the least it can run on, and
+        // without memory asked its nodes' (as ReqMem).
+        "ReqTRES" if r.step.is_none() => text::tres(
+            j,
+            crate::squeue::nodes_of(j, c.config),
+            Some(text::mem_asked(j).unwrap_or_else(|| text::nodes_memory(j, c.config))),
+            true,
+            mem,
+        ),
+        "ReqTRES" => String::new(),
         "State" => state(j, r.step.is_some(), c.me),
         "ExitCode" => match (&r.step, prog) {
             // The batch step's return code is Slurm's SIG_OOM too.
@@ -360,7 +331,7 @@ fn value(name: &str, r: &Row<'_>, c: &Ctx<'_>) -> String {
             if j.nodes.is_empty() {
                 "None assigned".into()
             } else if r.step.is_some() {
-                first_node(j)
+                text::first_node(&j.nodes)
             } else {
                 j.nodes.clone()
             }
@@ -373,15 +344,7 @@ fn value(name: &str, r: &Row<'_>, c: &Ctx<'_>) -> String {
             _ => String::new(),
         },
         "ReqMem" if r.step.is_some() => String::new(),
-        "ReqMem" => text::convert_num_unit(
-            match j.mem_per_cpu_mb {
-                0 => c.nodes_memory(j),
-                m => m * u64::from(j.cores),
-            } as f64,
-            text::MEGA,
-            c.units,
-            c.noconvert,
-        ),
+        "ReqMem" => mem(text::mem_asked(j).unwrap_or_else(|| text::nodes_memory(j, c.config))),
         "Comment" => j
             .program
             .as_ref()
@@ -405,6 +368,7 @@ fn value(name: &str, r: &Row<'_>, c: &Ctx<'_>) -> String {
             }
         }
         "UID" => text::uid_of(&text::owner(j, c.me)).map_or(String::new(), |u| u.to_string()),
+        "Group" if r.step.is_none() => text::group_of(&text::owner(j, c.me)),
         "Group" => String::new(),
         "WorkDir" => j
             .program
@@ -453,20 +417,12 @@ fn srun_value(name: &str, s: &StepInfo, j: &JobInfo, c: &Ctx<'_>) -> Option<Stri
         "AllocCPUS" | "NCPUS" | "ReqCPUS" => cpus.to_string(),
         "AllocNodes" | "NNodes" | "ReqNodes" => "1".into(),
         // The step runs on the job's first node.
-        "NodeList" => first_node(j),
+        "NodeList" => text::first_node(&j.nodes),
         "AllocTRES" => format!("cpu={cpus},node=1"),
         "TotalCPU" => cpu_time(s.cpu_ns),
         "MaxRSS" => text::convert_num_unit(s.max_rss_kib as f64, text::KILO, c.units, c.noconvert),
         _ => return None,
     })
-}
-
-/// The first node of job `j`, where its batch script and steps run.
-fn first_node(j: &JobInfo) -> String {
-    formats::nodeset::parse(&j.nodes)
-        .ok()
-        .and_then(|set| formats::nodeset::expand(&set).into_iter().next())
-        .unwrap_or_else(|| j.nodes.clone())
 }
 
 /// How print_fields fits a value longer than its width.

@@ -224,7 +224,7 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
             // Options that make no job: Slurm's sbatch exits 255 for most,
             // and 1 for what its controller refuses, a partition it does
             // not have and generic resources it cannot read.
-            let one = [REFUSED, NO_PARTITION, BAD_GRES];
+            let one = [REFUSED, NO_PARTITION, BAD_GRES, NO_MEMORY];
             return Ok(if one.iter().any(|r| refusal.starts_with(r)) {
                 1
             } else {
@@ -379,6 +379,28 @@ pub async fn submit(
     if let Some(list) = spec.partition.as_deref().filter(|p| p.contains(',')) {
         spec.partition = Some(one_of(c, list, spec.cores).await?);
     }
+    // Memory no node of the partition has, per node (`--mem`) or for one
+    // task's cores (`--mem-per-cpu`): refused, as Slurm's controller
+    // refuses it, rather than left pending for ever.
+    let on_a_node = match (&args.res.mem, spec.program.as_deref()) {
+        (Some(_), Some(p)) => p.mem_limit_mb,
+        (_, p) => spec.mem_per_cpu_mb * u64::from(p.map_or(1, |p| p.cpus_per_task.max(1))),
+    };
+    let partition = spec
+        .partition
+        .clone()
+        .unwrap_or_else(|| c.default_partition().to_string());
+    let cfg = &c.config;
+    let largest = cfg
+        .partitions
+        .iter()
+        .find(|p| p.name == partition)
+        .and_then(|p| p.nodes.iter().map(|&n| cfg.nodes[n].memory_mb).max());
+    if largest.is_some_and(|m| on_a_node > m) {
+        return Ok(Err(format!(
+            "{NO_MEMORY}\nsbatch: error: {REFUSED}: Requested node configuration is not available"
+        )));
+    }
     let ids = match c
         .call(&Request::Submit {
             specs: vec![spec],
@@ -466,6 +488,7 @@ const REFUSED: &str = "Batch job submission failed";
 /// sbatch's words for a partition the cluster has not.
 const NO_PARTITION: &str = "invalid partition specified";
 /// sbatch's words for a `--gres` it cannot read.
+const NO_MEMORY: &str = "Memory specification can not be satisfied";
 const BAD_GRES: &str = "Invalid generic resource (gres) specification";
 
 /// What `--dependency` says, as the controller takes it.

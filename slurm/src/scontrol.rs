@@ -509,7 +509,7 @@ fn job_record(j: &JobInfo, c: &Cluster, me: &str, now: i64, first: bool) -> Vec<
         (_, s, w) if s > 0 && w > 0 => text::date(text::secs(s) + text::limit_seconds(w)),
         _ => "Unknown".into(),
     };
-    let nodes = nodes_of(j, c);
+    let nodes = nodes_of(j, &c.config);
     let first_node = text::first_node(&j.nodes);
     let p = j.program.as_deref();
     let array = match j.array {
@@ -611,11 +611,7 @@ fn job_record(j: &JobInfo, c: &Cluster, me: &str, now: i64, first: bool) -> Vec<
         }
         _ => nodes.to_string(),
     };
-    let mut tres = format!("cpu={}", j.cores);
-    if mem > 0 {
-        tres += &format!(",mem={}", text::mem_mb(mem * u64::from(j.cores)));
-    }
-    tres += &format!(",node={nodes},billing={}", j.cores);
+    let tres = text::tres(j, nodes, text::mem_asked(j), false, text::mem_mb);
     r.extend([
         format!(
             "NumNodes={num_nodes} NumCPUs={} NumTasks={} CPUs/Task={} ReqB:S:C:T=0:0:*:*",

@@ -96,7 +96,11 @@ fn long_code(name: &str) -> Option<char> {
 
 /// A `-O` list of node fields.
 fn long_fields(fmt: &str) -> Result<Vec<Field>> {
-    format::named(fmt, "node", long_code).map_err(anyhow::Error::msg)
+    let (fields, unknown) = format::named(fmt, long_code);
+    for e in unknown {
+        eprintln!("sinfo: error: {e}");
+    }
+    Ok(fields)
 }
 
 fn header(code: char) -> &'static str {

@@ -74,6 +74,9 @@ fn long_code(name: &str) -> Option<char> {
         "jobid" => 'A',
         "arrayjobid" => 'F',
         "arraytaskid" => 'K',
+        // The job's id as `%i` gives it (`12_[2-4]`, `12_3`).
+        "jobarrayid" => 'i',
+        "tres-alloc" => '5',
         "name" => 'j',
         "username" => 'u',
         "userid" => 'U',
@@ -191,6 +194,7 @@ fn header(code: char) -> &'static str {
         '2' => "STDERR",
         '3' => "EXIT_CODE",
         '4' => "CPUS_PER_TASK",
+        '5' => "TRES_ALLOC",
         'E' => "DEPENDENCY",
         _ => "",
     }
@@ -209,6 +213,8 @@ struct Ctx<'a> {
     now: i64,
     me: &'a str,
     cluster: &'a Cluster,
+    /// `--noconvert`: memory in megabytes as held (`1024M`, not `1G`).
+    noconvert: bool,
 }
 
 /// An array's limit of tasks at once as its folded pending tasks show
@@ -240,7 +246,7 @@ fn value(code: char, l: &Line<'_>, c: &Ctx<'_>) -> (String, bool) {
         'j' => j.name.clone(),
         'u' => text::owner(j, c.me),
         'U' => text::uid_of(&text::owner(j, c.me)).map_or(na(), |u| u.to_string()),
-        'g' => group_of(&text::owner(j, c.me)),
+        'g' => text::group_of(&text::owner(j, c.me)),
         't' => text::shown_compact(j).into(),
         'T' => text::shown_long(j).into(),
         'M' => return (text::short_duration(text::time_used(j, c.now)), false),
@@ -254,7 +260,7 @@ fn value(code: char, l: &Line<'_>, c: &Ctx<'_>) -> (String, bool) {
                 return (text::short_duration(left.max(0)), false);
             }
         },
-        'D' => nodes_of(j, c.cluster).to_string(),
+        'D' => nodes_of(j, &c.cluster.config).to_string(),
         'C' => j.cores.to_string(),
         'P' => j.partition.clone(),
         'R' => {
@@ -285,7 +291,14 @@ fn value(code: char, l: &Line<'_>, c: &Ctx<'_>) -> (String, bool) {
             (_, _, 0) => "NONE".into(),
             (_, s, w) => text::date(text::secs(s) + text::limit_seconds(w)),
         },
-        'm' => text::mem_mb(j.mem_per_cpu_mb),
+        // Per node when asked so (`--mem`), else per core.
+        'm' => {
+            let mb = match j.program.as_ref().map_or(0, |p| p.mem_per_node_mb) {
+                0 => j.mem_per_cpu_mb,
+                node => node,
+            };
+            text::convert_num_unit(mb as f64, text::MEGA, None, c.noconvert)
+        }
         'Z' => j.program.as_ref().map_or(na(), |p| p.workdir.clone()),
         'k' => match j.program.as_ref().map(|p| p.comment.as_str()) {
             Some(c) if !c.is_empty() => c.to_string(),
@@ -326,6 +339,16 @@ fn value(code: char, l: &Line<'_>, c: &Ctx<'_>) -> (String, bool) {
             .as_ref()
             .map_or(1, |p| p.cpus_per_task)
             .to_string(),
+        // What it holds; while pending, what it asks (with no memory
+        // asked, its nodes': sacct's ReqTRES).
+        '5' => {
+            let cfg = &c.cluster.config;
+            let mem = match text::mem_asked(j) {
+                None if j.nodes.is_empty() => Some(text::nodes_memory(j, cfg)),
+                asked => asked,
+            };
+            text::tres(j, nodes_of(j, cfg), mem, false, text::mem_mb)
+        }
         'G' => text::gid_of(&text::owner(j, c.me)).map_or(na(), |g| g.to_string()),
         // The node its batch script runs on.
         'B' => match j.nodes.as_str() {
@@ -353,14 +376,13 @@ fn value(code: char, l: &Line<'_>, c: &Ctx<'_>) -> (String, bool) {
 /// The nodes a job holds; while pending, the least it can run on: the
 /// least it asked (`-N`), or its cores over the largest node of its
 /// partition.
-pub fn nodes_of(j: &JobInfo, cluster: &Cluster) -> usize {
+pub fn nodes_of(j: &JobInfo, cfg: &controller::config::Cluster) -> usize {
     if !j.nodes.is_empty() {
         return text::node_count(j);
     }
     if let Some((least, _)) = j.program.as_ref().and_then(|p| p.nodes_asked) {
         return least as usize;
     }
-    let cfg = &cluster.config;
     let widest = cfg
         .partitions
         .iter()
@@ -369,12 +391,6 @@ pub fn nodes_of(j: &JobInfo, cluster: &Cluster) -> usize {
         .unwrap_or(1)
         .max(1);
     j.cores.div_ceil(widest).max(1) as usize
-}
-
-fn group_of(user: &str) -> String {
-    crate::users::by_name(user)
-        .and_then(|u| crate::users::group_name(u.gid))
-        .unwrap_or_else(|| user.to_string())
 }
 
 /// The jobs a job list names (`12`, `12_3`, comma-separated): the job,
@@ -498,15 +514,18 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
             now,
             me: &me,
             cluster: &cluster,
+            noconvert: args.noconvert,
         };
         println!("{}", json(&lines, &ctx));
         return Ok(0);
     }
+    let mut unknown_fields = Vec::new();
     let (prefix, fields) = match (&args.long_format, &args.format) {
-        (Some(f), _) => (
-            String::new(),
-            format::named(f, "job", long_code).map_err(anyhow::Error::msg)?,
-        ),
+        (Some(f), _) => {
+            let (fields, unknown) = format::named(f, long_code);
+            unknown_fields = unknown;
+            (String::new(), fields)
+        }
         (None, Some(f)) => format::percent(f),
         (None, None) if args.long => format::percent(LONG_FORMAT),
         (None, None) => format::percent(
@@ -517,6 +536,7 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
         now,
         me: &me,
         cluster: &cluster,
+        noconvert: args.noconvert,
     };
     let mut out = String::new();
     if args.long && !args.noheader {
@@ -525,6 +545,14 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
     }
     if named {
         out.push_str(&format!("CLUSTER: {}\n", crate::cluster::NAME));
+    }
+    // Said after the cluster's line, as Slurm's squeue says them.
+    if !unknown_fields.is_empty() {
+        print!("{out}");
+        out.clear();
+        for e in &unknown_fields {
+            eprintln!("squeue: error: {e}");
+        }
     }
     if !args.noheader {
         out.push_str(&prefix);
@@ -625,7 +653,7 @@ fn json(lines: &[Line<'_>], c: &Ctx<'_>) -> serde_json::Value {
                 "partition": j.partition,
                 "user_name": text::owner(j, c.me),
                 "nodes": j.nodes,
-                "node_count": nodes_of(j, c.cluster),
+                "node_count": nodes_of(j, &c.cluster.config),
                 "cpus": j.cores,
                 "time_limit": (j.walltime_ns > 0).then(|| text::limit_minutes(j.walltime_ns)),
                 "submit_time": text::secs(j.submit_ns),

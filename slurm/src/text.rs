@@ -628,6 +628,69 @@ pub fn min_cpus_node(j: &JobInfo) -> u32 {
         .map_or(1, |p| p.cpus_per_task.max(1) * p.tasks_per_node.max(1))
 }
 
+/// The memory (MiB) of the nodes job `j` holds, or of the nodes it asks
+/// for in its partition while it waits: what Slurm counts as asked by a
+/// job that asks none (its `DefMemPerNode`, unlimited: whole nodes).
+pub fn nodes_memory(j: &JobInfo, cfg: &controller::config::Cluster) -> u64 {
+    if !j.nodes.is_empty() {
+        let names = formats::nodeset::parse(&j.nodes)
+            .map(|s| formats::nodeset::expand(&s))
+            .unwrap_or_default();
+        return names
+            .iter()
+            .filter_map(|n| cfg.nodes.iter().find(|d| &d.name == n))
+            .map(|d| d.memory_mb)
+            .sum();
+    }
+    let first = cfg
+        .partitions
+        .iter()
+        .find(|p| p.name == j.partition)
+        .and_then(|p| p.nodes.first())
+        .map_or(0, |&n| cfg.nodes[n].memory_mb);
+    first
+        * j.program
+            .as_ref()
+            .and_then(|p| p.nodes_asked)
+            .map_or(1, |n| u64::from(n.0))
+}
+
+/// The memory job `j` asked, in MiB, all told; `None` if none.
+pub fn mem_asked(j: &JobInfo) -> Option<u64> {
+    (j.mem_per_cpu_mb > 0).then(|| j.mem_per_cpu_mb * u64::from(j.cores))
+}
+
+/// Job `j`'s trackable resources on `nodes` nodes with `mem` MiB: in the
+/// job's own order (`cpu=4,mem=8G,node=1,billing=4`, as scontrol's `TRES`
+/// and squeue's `tres-alloc` give them), or sorted, as Slurm's database
+/// gives them to sacct (`billing=4,cpu=4,mem=8G,node=1`), the memory
+/// written by `unit` (sacct's `--units`).
+pub fn tres(
+    j: &JobInfo,
+    nodes: usize,
+    mem: Option<u64>,
+    sorted: bool,
+    unit: impl Fn(u64) -> String,
+) -> String {
+    let cpu = format!("cpu={}", j.cores);
+    let mem = mem.map(|mb| format!("mem={}", unit(mb)));
+    let node = format!("node={nodes}");
+    let billing = format!("billing={}", j.cores);
+    let parts = if sorted {
+        [Some(billing), Some(cpu), mem, Some(node)]
+    } else {
+        [Some(cpu), mem, Some(node), Some(billing)]
+    };
+    parts.into_iter().flatten().collect::<Vec<_>>().join(",")
+}
+
+/// The name of user `name`'s group, else the user's name.
+pub fn group_of(user: &str) -> String {
+    crate::users::by_name(user)
+        .and_then(|u| crate::users::group_name(u.gid))
+        .unwrap_or_else(|| user.to_string())
+}
+
 /// The gid of user `name`'s group, if the system knows the user.
 pub fn gid_of(name: &str) -> Option<u32> {
     crate::users::by_name(name).map(|u| u.gid)

@@ -2240,3 +2240,84 @@ fn a_cluster_named_by_m_heads_the_lists_and_an_unknown_one_is_refused_as_on_slur
     assert_eq!(rows("clemu"), format!("{id}\n"));
     assert_eq!(rows("other"), "");
 }
+
+#[test]
+fn what_open_ondemand_reads_of_a_job_is_as_slurm_gives_it() {
+    let c = Up::start(2, 2);
+    let work = tempfile::tempdir().unwrap();
+    let w = work.path();
+    let held = c.ok(
+        w,
+        "sbatch",
+        &[
+            "--parsable",
+            "-H",
+            "-n",
+            "2",
+            "--mem=512M",
+            "--wrap",
+            "true",
+        ],
+    );
+    let held = held.trim();
+    // An -O name Slurm 22.05 does not know (Open OnDemand asks ExcNodes):
+    // said, and its field empty with its separator kept; the rest shown.
+    let out = c.run(
+        w,
+        "squeue",
+        &[
+            "-j",
+            held,
+            "--noconvert",
+            "-O",
+            "JobID:|,ExcNodes:9|,MinMemory:|,tres-alloc:|,JobArrayID:|",
+        ],
+        None,
+    );
+    assert!(out.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "squeue: error: Invalid job format specification: ExcNodes\n"
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        format!(
+            "JOBID||MIN_MEMORY|TRES_ALLOC|JOBID|\n{held}||512M|cpu=2,mem=512M,node=1,billing=2|{held}|\n"
+        )
+    );
+    // Its memory per node, as asked.
+    assert_eq!(c.ok(w, "squeue", &["-h", "-j", held, "-o", "%m"]), "512M\n");
+    // sacct: the group, and what it asked with memory in --units.
+    c.ok(w, "scontrol", &["release", held]);
+    assert_eq!(c.wait_over(w, held), "COMPLETED|0:0");
+    assert_eq!(
+        c.ok(
+            w,
+            "sacct",
+            &[
+                "-P",
+                "-n",
+                "--units",
+                "G",
+                "-j",
+                held,
+                "-o",
+                "JobID,Group,ReqMem,ReqTRES"
+            ]
+        ),
+        format!("{held}|root|0.50G|billing=2,cpu=2,mem=0.50G,node=1\n{held}.batch|||\n")
+    );
+    // Memory no node has (they have 1000M) is refused, as Slurm refuses
+    // it, per node or for a task's cores.
+    for asked in [&["--mem=1G"][..], &["-c", "2", "--mem-per-cpu=600M"][..]] {
+        let mut argv = asked.to_vec();
+        argv.extend(["--wrap", "true"]);
+        let out = c.run(w, "sbatch", &argv, None);
+        assert_eq!(out.status.code(), Some(1), "{asked:?}");
+        assert_eq!(
+            String::from_utf8_lossy(&out.stderr),
+            "sbatch: error: Memory specification can not be satisfied\nsbatch: error: Batch job \
+             submission failed: Requested node configuration is not available\n"
+        );
+    }
+}
