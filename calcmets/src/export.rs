@@ -358,7 +358,7 @@ fn final_state(j: &Job) -> (&'static str, bool) {
 }
 
 fn never_ran(j: &Job) -> bool {
-    j.ran.is_none() && matches!(j.state.as_str(), "cancelled" | "pending")
+    j.ran.is_none() && matches!(j.state.as_str(), "cancelled" | "interrupted" | "pending")
 }
 
 fn stretch(turnaround: i64, execution: i64) -> f64 {

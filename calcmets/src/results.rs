@@ -60,7 +60,11 @@ impl Book {
         let cancelled_before_start = rows
             .iter()
             .flatten()
-            .filter(|r| r.state == "cancelled" && r.job_id != 0 && r.nodes.is_empty())
+            .filter(|r| {
+                matches!(r.state.as_str(), "cancelled" | "interrupted")
+                    && r.job_id != 0
+                    && r.nodes.is_empty()
+            })
             .map(|r| r.job_id)
             .collect();
         let hit = rows

@@ -150,9 +150,10 @@ pub struct SimRun {
     pub failure: Option<String>,
     /// What each event did, in input order.
     pub events: Vec<EventOutcome>,
-    /// Whether it was stopped before its end ([`simulate_until`]): the
-    /// jobs not over then were cancelled at that instant.
-    pub interrupted: bool,
+    /// When it was stopped before its end ([`simulate_until`]), Unix ns
+    /// of its clock: the jobs not over then were cancelled at that
+    /// instant.
+    pub interrupted_at: Option<i64>,
 }
 
 /// Events, in the order they are handled at one instant: cancellations
@@ -724,6 +725,7 @@ pub fn simulate_until(
             )
         })
     });
+    let interrupted_at = stopped_at.map(|t| sim.now(t).wall);
     // Dropping the policy ends an external scheduler's simulation.
     drop(sim.scheduler);
     SimRun {
@@ -736,7 +738,7 @@ pub fn simulate_until(
         policy,
         failure,
         events: outcomes,
-        interrupted: stopped_at.is_some(),
+        interrupted_at,
     }
 }
 

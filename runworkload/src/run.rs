@@ -188,7 +188,7 @@ pub async fn run_point(
         replica,
         dir,
         summary,
-        interrupted: ran.interrupted,
+        interrupted: ran.interrupted_at.is_some(),
     })
 }
 

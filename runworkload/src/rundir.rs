@@ -242,15 +242,16 @@ pub(crate) fn write_results(
         infos,
         started_wall,
         ended_wall,
-        interrupted,
+        interrupted_at,
         cores,
         slurm_ids,
         scheduler,
         failure,
         events,
     } = ran;
-    let (started_wall, ended_wall, interrupted, cores) =
-        (*started_wall, *ended_wall, *interrupted, *cores);
+    let (started_wall, ended_wall, interrupted_at, cores) =
+        (*started_wall, *ended_wall, *interrupted_at, *cores);
+    let interrupted = interrupted_at.is_some();
     let trace_jobs = &plan.slice.jobs;
     // The events that hit each job (by the cluster's id), numbered from 1.
     let mut hit: HashMap<u64, Vec<usize>> = HashMap::new();
@@ -282,7 +283,20 @@ pub(crate) fn write_results(
         .enumerate()
         .map(|(i, j)| {
             let info = infos.get(&ids[i]);
-            let state = info.map_or("not_submitted", |info| info.state.as_str());
+            let state = match info {
+                None => "not_submitted",
+                // Cancelled from the interruption on: by it, not the
+                // trace (counted apart, so that the trace's cancellations
+                // stay what they were).
+                Some(info)
+                    if info.state == formats::wire::JobState::Cancelled
+                        && interrupted_at
+                            .is_some_and(|at| info.end_ns == 0 || info.end_ns >= at) =>
+                {
+                    "interrupted"
+                }
+                Some(info) => info.state.as_str(),
+            };
             *states.entry(state).or_default() += 1;
             let target = match (follower(i), info) {
                 (true, Some(info)) => info.submit_ns,

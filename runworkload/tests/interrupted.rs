@@ -95,6 +95,16 @@ fn sigterm_on_an_emulated_replay_keeps_what_completed_and_says_so() {
     assert_eq!(rows.len(), 200);
     let completed = rows.iter().filter(|r| r.state == "completed").count();
     assert!(completed > 0 && completed < 200, "{completed} completed");
+    // The jobs the interruption cancelled are told apart from those the
+    // trace cancelled: only the trace's are `cancelled`.
+    let interrupted = rows.iter().filter(|r| r.state == "interrupted").count();
+    assert!(interrupted > 0, "no job was cut short");
+    assert!(
+        rows.iter()
+            .all(|r| r.state != "cancelled" || r.cancel_after_trace_s.is_some()),
+        "a job the trace did not cancel is counted as cancelled"
+    );
+    assert_eq!(m["counts"]["interrupted"], interrupted as u64, "{m:#}");
     let metrics = json(&run.join("metrics.json"));
     assert_eq!(metrics["jobs"], completed as u64, "{metrics:#}");
     assert_eq!(metrics["clock"], "trace");
@@ -146,6 +156,9 @@ fn sigint_and_sighup_stop_the_twin_where_it_is() {
         let rows = formats::results::read_jobs(&run).unwrap().unwrap();
         let completed = rows.iter().filter(|r| r.state == "completed").count();
         assert!(completed < 300_000, "{name}: the twin was not stopped");
+        // The trace cancels none: every cancellation is the interruption's.
+        assert!(rows.iter().all(|r| r.state != "cancelled"), "{name}");
+        assert!(rows.iter().any(|r| r.state == "interrupted"), "{name}");
         assert_eq!(json(&run.join("metrics.json"))["jobs"], completed as u64);
     }
 }

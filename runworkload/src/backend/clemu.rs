@@ -269,6 +269,7 @@ impl Clemu {
                 }
             }
         }
+        let interrupted_at = interrupted.then(wall_ns);
         if interrupted {
             warn!(run = %label, "interrupted: cancelling this run's jobs");
             if let Err(e) = session.call(&Request::Cancel(ours.clone())).await {
@@ -324,7 +325,7 @@ impl Clemu {
             infos,
             started_wall,
             ended_wall,
-            interrupted,
+            interrupted_at,
             cores,
             slurm_ids: None,
             scheduler,

@@ -98,7 +98,10 @@ pub struct Ran {
     /// Unix ns: the first deadline, and the end of the run.
     pub started_wall: i64,
     pub ended_wall: i64,
-    pub interrupted: bool,
+    /// When the run, interrupted, began cancelling its jobs (Unix ns of
+    /// its clock): the jobs cancelled from then on were cancelled by the
+    /// interruption, not by the trace. `None`: not interrupted.
+    pub interrupted_at: Option<i64>,
     /// The cluster's total cores.
     pub cores: u64,
     /// With Slurm, the id Slurm gave each job.

@@ -284,8 +284,10 @@ async fn replay(plan: &Plan, run: &Jobs<'_>, dir: &Path, stop: &CancellationToke
         "-o".into(),
         "%t".into(),
     ];
+    let mut interrupted_at = None;
     loop {
         if interrupted {
+            interrupted_at.get_or_insert_with(wall_ns);
             warn!(run = %label, "interrupted: cancelling this run's Slurm jobs");
             let _ = slurm("scancel", &["-n".into(), name.clone()]).await;
         }
@@ -334,7 +336,7 @@ async fn replay(plan: &Plan, run: &Jobs<'_>, dir: &Path, stop: &CancellationToke
         infos,
         started_wall,
         ended_wall,
-        interrupted,
+        interrupted_at,
         cores,
         slurm_ids: Some(slurm_ids),
         scheduler: None,

@@ -189,7 +189,7 @@ fn simulate(plan: &Plan, jobs: &Jobs<'_>, dir: &Path, stop: &CancellationToken) 
         infos,
         started_wall: epoch,
         ended_wall: epoch + run.end_ns,
-        interrupted: run.interrupted,
+        interrupted_at: run.interrupted_at,
         cores: plan.config.total_cores(),
         slurm_ids: None,
         scheduler: run.policy,
