@@ -181,6 +181,8 @@ fn spread(mut diffs: Vec<i64>) -> Spread {
 /// The metrics compared, flattened: (name, emulated, simulated).
 fn metric_pairs(e: &Summary, s: &Summary) -> Vec<(String, Option<f64>, Option<f64>)> {
     let mut out = vec![
+        // What every other figure is over: the jobs that count.
+        ("jobs".to_string(), Some(e.jobs as f64), Some(s.jobs as f64)),
         ("makespan".to_string(), e.makespan, s.makespan),
         ("utilization".to_string(), e.utilization, s.utilization),
         (
@@ -311,6 +313,17 @@ pub fn compare(a: &Path, b: &Path, opts: &Options, out: &mut impl Write) -> Resu
     let matched = starts.len();
     let (start, end, suspended) = (spread(starts), spread(ends), spread(susp));
     let pairs = metric_pairs(&e.summary, &s.summary);
+    // Jobs that count on one side only (a status, a run time of 0): every
+    // figure is then over other jobs, whatever the runs replayed.
+    let counted_alike = e.summary.jobs == s.summary.jobs;
+    if !counted_alike {
+        eprintln!(
+            "calcmets: warning: the runs count different jobs ({} vs {}), so each figure is \
+             over its own run's: see which each leaves out, and why, under `skipped` in \
+             `calcmets --format json` of each",
+            e.summary.jobs, s.summary.jobs
+        );
+    }
     let unit = opts.clock.unit();
     if opts.json {
         let metrics: serde_json::Map<String, serde_json::Value> = pairs
@@ -408,7 +421,7 @@ pub fn compare(a: &Path, b: &Path, opts: &Options, out: &mut impl Write) -> Resu
             )?;
         }
     }
-    Ok(only_one == 0)
+    Ok(only_one == 0 && counted_alike)
 }
 
 /// Whether two replays, each run several times (`runworkload
@@ -464,7 +477,7 @@ fn compare_sets(
         .map(|(k, n)| {
             let (x, y) = (estimate(&sa, k), estimate(&sb, k));
             let agree = match (x, y) {
-                (Some(x), Some(y)) => Some(x.agrees(&y)),
+                (Some(x), Some(y)) => x.agrees(&y),
                 _ => None,
             };
             (n.clone(), x, y, agree)
@@ -476,7 +489,7 @@ fn compare_sets(
         let est = |e: &Option<Estimate>| {
             e.map_or(
                 serde_json::Value::Null,
-                |e| json!({"mean": e.mean, "ci95": e.half, "replicas": e.n}),
+                |e| json!({"mean": e.mean, "ci95": (e.n > 1).then_some(e.half), "replicas": e.n}),
             )
         };
         let metrics: serde_json::Map<String, serde_json::Value> = rows
@@ -493,21 +506,32 @@ fn compare_sets(
         });
         writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
     } else {
-        writeln!(out, "a: {la} ({} replicas of {})", sa.len(), a.display())?;
-        writeln!(out, "b: {lb} ({} replicas of {})", sb.len(), b.display())?;
+        let runs = |n: usize, dir: &Path| match n {
+            1 => format!("one run, {}", dir.display()),
+            n => format!("{n} replicas of {}", dir.display()),
+        };
+        writeln!(out, "a: {la} ({})", runs(sa.len(), a))?;
+        writeln!(out, "b: {lb} ({})", runs(sb.len(), b))?;
         writeln!(
             out,
             "each figure: the replicas' mean ± the half-width of its 95 % interval, in {unit}; \
-             they agree when the intervals overlap"
+             they agree when the intervals overlap{}",
+            if sa.len() == 1 || sb.len() == 1 {
+                "; a single run has no interval, and agrees when it lies within the other \
+                 side's 95 % prediction interval (where its next replica would)"
+            } else {
+                ""
+            }
         )?;
         writeln!(out)?;
         let cell = |e: &Option<Estimate>| {
-            e.map_or("-".to_string(), |e| {
-                format!(
+            e.map_or("-".to_string(), |e| match e.n {
+                1 => crate::report::num(e.mean),
+                _ => format!(
                     "{} ± {}",
                     crate::report::num(e.mean),
                     crate::report::num(e.half)
-                )
+                ),
             })
         };
         writeln!(

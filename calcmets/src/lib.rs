@@ -361,7 +361,11 @@ pub fn summarize_records(
                     Status::Cancelled => Some(Exclusion::Cancelled),
                     Status::Failed => Some(Exclusion::Failed),
                     Status::Timeout => Some(Exclusion::Timeout),
-                },
+                }
+                .or_else(|| {
+                    book.filter(|b| b.has_no_run_time(rec.id))
+                        .map(|_| Exclusion::NoRunTime)
+                }),
                 cancelled: rec.status == Status::Cancelled,
                 devices: &rec.devices,
             },

@@ -42,10 +42,18 @@ impl Estimate {
         self.mean + self.half
     }
 
-    /// Whether the two intervals overlap: the sets of runs agree on the
-    /// figure within what their replicas spread.
-    pub fn agrees(&self, other: &Estimate) -> bool {
-        self.low() <= other.high() && other.low() <= self.high()
+    /// Whether the two sets of runs agree on the figure within what their
+    /// replicas spread: their intervals overlap. A single run has no
+    /// interval: it agrees when it lies where 95 % of the other side's
+    /// next replicas would (its prediction interval, mean ± t·s·√(1 +
+    /// 1/n)); two single runs cannot tell (`None`).
+    pub fn agrees(&self, other: &Estimate) -> Option<bool> {
+        match (self.n, other.n) {
+            (1, 1) => None,
+            (1, n) => Some((self.mean - other.mean).abs() <= other.half * ((n + 1) as f64).sqrt()),
+            (_, 1) => other.agrees(self),
+            _ => Some(self.low() <= other.high() && other.low() <= self.high()),
+        }
     }
 }
 
@@ -125,10 +133,18 @@ mod tests {
         assert!((e.half - 4.303 * 2.0 / 3f64.sqrt()).abs() < 1e-9);
         let one = Estimate::of(&[5.0]).unwrap();
         assert_eq!((one.mean, one.half), (5.0, 0.0));
-        assert!(e.agrees(&Estimate::of(&[16.0, 17.0]).unwrap()));
-        assert!(!Estimate::of(&[1.0, 1.1, 0.9])
-            .unwrap()
-            .agrees(&Estimate::of(&[2.0, 2.1, 1.9]).unwrap()));
+        assert_eq!(e.agrees(&Estimate::of(&[16.0, 17.0]).unwrap()), Some(true));
+        // One run against replicas: within their prediction interval
+        // (mean 12 ± 4.303·2·√(1 + 1/3) = ± 9.94), not their mean's.
+        assert_eq!(one.agrees(&e), Some(true));
+        assert_eq!(Estimate::of(&[22.5]).unwrap().agrees(&e), Some(false));
+        assert_eq!(one.agrees(&one), None);
+        assert_eq!(
+            Estimate::of(&[1.0, 1.1, 0.9])
+                .unwrap()
+                .agrees(&Estimate::of(&[2.0, 2.1, 1.9]).unwrap()),
+            Some(false)
+        );
         assert!((t975(100) - 1.984).abs() < 0.01);
     }
 

@@ -47,6 +47,10 @@ pub struct Book {
     cancelled_before_start: Vec<u64>,
     /// Jobs an event of the replay hit (`jobs.csv`'s `events`).
     hit: HashSet<u64>,
+    /// Jobs replayed with no run time (the trace gives 0 s): a process
+    /// takes a moment all the same, which is not a run time to measure a
+    /// slowdown against, and the twin's and the trace's have none.
+    no_run_time: HashSet<u64>,
     /// Only the jobs hit (`Some(true)`), or only the others.
     part: Option<bool>,
 }
@@ -73,6 +77,12 @@ impl Book {
             .filter(|r| r.job_id != 0 && !r.events.is_empty())
             .map(|r| r.job_id)
             .collect();
+        let no_run_time = rows
+            .iter()
+            .flatten()
+            .filter(|r| r.job_id != 0 && r.runtime_trace_s.unwrap_or(r.runtime_wall_s) <= 0.0)
+            .map(|r| r.job_id)
+            .collect();
         let jobs = rows.map(|rows| {
             rows.into_iter()
                 .filter(|r| r.job_id != 0)
@@ -88,6 +98,7 @@ impl Book {
             start_ns: m.start.map(|s| (s * 1e9).round() as i64),
             cancelled_before_start,
             hit,
+            no_run_time,
             part: None,
         })
     }
@@ -100,6 +111,11 @@ impl Book {
     /// Whether job `id` is of the part kept ([`Book::select`]).
     pub fn selected(&self, id: u64) -> bool {
         self.part.is_none_or(|hit| self.hit.contains(&id) == hit)
+    }
+
+    /// Whether job `id` was replayed with no run time.
+    pub fn has_no_run_time(&self, id: u64) -> bool {
+        self.no_run_time.contains(&id)
     }
 
     /// Jobs of the run (of the part kept) cancelled before they started

@@ -499,3 +499,65 @@ fn a_trace_set_beside_a_replay_of_other_jobs_of_the_same_ids_is_refused() {
     });
     ok(beside(&shifted, &runs[0]));
 }
+
+#[test]
+fn jobs_the_trace_gives_no_run_time_count_alike_emulated_and_in_the_twin() {
+    let tmp = tempfile::tempdir().unwrap();
+    // Three jobs of the slice ran 0 s: a process takes a moment all the
+    // same, which the emulated run's records show.
+    let zeroed = tmp.path().join("zeroed.swf");
+    kth_edited(&zeroed, |f| {
+        if ["4516", "4520", "4525"].contains(&f[0].as_str()) {
+            f[3] = "0".into();
+        }
+    });
+    let args = |out: &Path| {
+        vec![
+            "--config".to_string(),
+            repo().join("configs/demo.toml").display().to_string(),
+            "--workload".into(),
+            zeroed.display().to_string(),
+            "--cores-per-proc".into(),
+            "2".into(),
+            "--jobs".into(),
+            "30".into(),
+            "--speedup".into(),
+            "10000".into(),
+            "-q".into(),
+            "--out".into(),
+            out.display().to_string(),
+        ]
+    };
+    let (emu, twin) = (tmp.path().join("emu"), tmp.path().join("twin"));
+    ok(Command::new(bin("runworkload"))
+        .args(args(&emu))
+        .output()
+        .unwrap());
+    ok(Command::new(bin("runworkload"))
+        .args(args(&twin))
+        .arg("--simulate")
+        .output()
+        .unwrap());
+    let (emu, twin) = (emu.join("shrink-100"), twin.join("shrink-100"));
+    for run in [&emu, &twin] {
+        let v = json_of(&ok(calcmets(&["--format", "json", run.to_str().unwrap()])));
+        assert_eq!(v["skipped"]["excluded_by"]["no_run_time"], 3, "{v:#}");
+    }
+    let o = calcmets(&[
+        "fidelity",
+        "--format",
+        "json",
+        emu.to_str().unwrap(),
+        twin.to_str().unwrap(),
+    ]);
+    let v = json_of(&o);
+    assert_eq!(
+        v["metrics"]["jobs"]["a"], v["metrics"]["jobs"]["b"],
+        "{v:#}"
+    );
+    assert!(
+        !String::from_utf8_lossy(&o.stderr).contains("count different jobs"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}

@@ -141,4 +141,19 @@ fn replicas_of_the_emulation_and_of_a_perturbed_twin_compare_by_their_intervals(
     assert!(wait["agree"].is_boolean(), "{f:#}");
     assert_eq!(wait["b"]["replicas"], 3, "{f:#}");
     assert!(f["all_agree"].is_boolean(), "{f:#}");
+    // One replica against three: it has no interval (none given, not
+    // "± 0"), and is weighed against where the other side's next
+    // replica would lie.
+    let o = Command::new(bin("calcmets"))
+        .arg("fidelity")
+        .arg(emu.join("shrink-100/r01"))
+        .arg(twin.join("shrink-100"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(text.contains("(one run, "), "{text}");
+    assert!(text.contains("95 % prediction interval"), "{text}");
+    let wait = text.lines().find(|l| l.starts_with("wait_mean")).unwrap();
+    assert_eq!(wait.matches('±').count(), 1, "{wait}");
 }
