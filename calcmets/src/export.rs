@@ -41,6 +41,8 @@ use crate::results::Book;
 pub struct Exported {
     pub files: Vec<PathBuf>,
     pub jobs: usize,
+    /// Jobs that completed (`COMPLETED_SUCCESSFULLY`).
+    pub completed: u64,
     /// Jobs whose cores overlap another's while both ran.
     pub overlapping: usize,
 }
@@ -173,6 +175,7 @@ pub fn batsim(dir: &Path, out: &Path, clock: ClockKind) -> Result<Exported> {
     Ok(Exported {
         files: vec![jobs_path, schedule_path],
         jobs: jobs.len(),
+        completed: sum.success,
         overlapping,
     })
 }

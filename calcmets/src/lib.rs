@@ -98,6 +98,14 @@ pub fn run(cli: Cli) -> Result<Outcome> {
             for path in &done.files {
                 println!("{}", path.display());
             }
+            // A schedule of a run that did not finish is not one of its
+            // workload: said, as calcmets and plot say it.
+            let book = results::Book::open(&args.run)?;
+            if let Some(w) =
+                book.unfinished_warning(&args.run.display().to_string(), done.completed)
+            {
+                eprintln!("calcmets: warning: {w}");
+            }
             if done.overlapping > 0 {
                 eprintln!(
                     "calcmets: note: {} of the {} jobs shared cores with others over their run \

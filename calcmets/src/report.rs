@@ -325,10 +325,11 @@ pub fn table(out: &mut impl Write, runs: &[Named]) -> io::Result<()> {
         if let Some(classes) = &run.summary.by_size {
             writeln!(out)?;
             if runs.len() > 1 {
-                writeln!(out, "{} by job size (cores):", run.name)?;
+                write!(out, "{} by job size (cores)", run.name)?;
             } else {
-                writeln!(out, "by job size (cores):")?;
+                write!(out, "by job size (cores)")?;
             }
+            writeln!(out, "; wait and response in {unit}:")?;
             let cols = [
                 "jobs",
                 "wait mean",

@@ -356,6 +356,7 @@ pub fn read(
         spare_tx,
     );
 
+    let mut unknown_waits = 0;
     let (accum, reports) = std::thread::scope(|scope| -> Result<(Accum, Vec<ChunkReport>)> {
         let handles: Vec<_> = (0..workers)
             .map(|_| {
@@ -383,6 +384,7 @@ pub fn read(
         }
         fed.with_context(|| format!("cannot read {name}"))?;
         parser.add_held();
+        unknown_waits = parser.unknown_waits;
         Ok((parser.accum, parser.reports))
     })?;
     // Chunk reports in file order: line numbers become absolute, header
@@ -415,6 +417,14 @@ pub fn read(
             good + bad,
             warnings.first().map_or("", String::as_str)
         );
+    }
+    // A trace that does not know its jobs' waits (NASA's, all −1) gives
+    // waits of 0 and slowdowns of 1: what it knows, not what was.
+    if unknown_waits > 0 {
+        warnings.push(format!(
+            "{name}: {unknown_waits} of its jobs have no wait time (−1 in the trace): each \
+             counts as 0, as if it started at once, and so do their slowdowns"
+        ));
     }
     Ok(TraceRead {
         accum,
@@ -484,6 +494,8 @@ struct Parser<'a> {
     /// Whether the trace is long enough for histograms from the first job.
     long: bool,
     accum: Accum,
+    /// Jobs added whose wait the trace does not know (−1): counted as 0.
+    unknown_waits: u64,
     /// Jobs parsed but not added yet, the first `held` of them.
     jobs: Box<[SwfJob; HELD]>,
     held: usize,
@@ -509,6 +521,7 @@ impl<'a> Parser<'a> {
             tally,
             long,
             accum: Accum::new(),
+            unknown_waits: 0,
             jobs: Box::new(
                 [SwfJob {
                     line: 0,
@@ -609,13 +622,14 @@ impl<'a> Parser<'a> {
     /// parser to have just stored them.
     fn add_held(&mut self) {
         for job in &self.jobs[..self.held] {
-            add_job(
+            let unknown_wait = add_job(
                 &mut self.accum,
                 self.params,
                 job,
                 self.all_statuses,
                 self.replayed,
             );
+            self.unknown_waits += u64::from(unknown_wait);
         }
         self.held = 0;
     }
@@ -624,6 +638,7 @@ impl<'a> Parser<'a> {
         self.add_held();
         other.add_held();
         self.accum.merge(other.accum);
+        self.unknown_waits += other.unknown_waits;
         self.reports.extend(other.reports);
     }
 }
@@ -632,7 +647,8 @@ impl<'a> Parser<'a> {
 /// (unknown counts as 0), e = s + w + r, no suspension, cores = allocated
 /// processors or else requested; partial-execution lines are skipped (the
 /// job's summary line carries its totals). With `replayed`, only the jobs
-/// a replay ran, counted as it counts them.
+/// a replay ran, counted as it counts them. Returns whether it added a
+/// job whose wait the trace does not know.
 #[inline]
 pub fn add_job(
     accum: &mut Accum,
@@ -640,16 +656,16 @@ pub fn add_job(
     job: &SwfJob,
     all_statuses: bool,
     replayed: Option<&AsReplayed>,
-) {
+) -> bool {
     if job.is_partial() {
-        return;
+        return false;
     }
     let status = job.status();
     let mut cores_per_proc = 1;
     let mut counts_as_completed = false;
     if let Some(r) = replayed {
         if !r.jobs.contains_key(&job.id()) {
-            return;
+            return false;
         }
         r.check(job, status);
         cores_per_proc = r.cores_per_proc;
@@ -681,4 +697,5 @@ pub fn add_job(
             devices: &[],
         },
     );
+    job.wait_ns().is_none()
 }

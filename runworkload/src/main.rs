@@ -147,6 +147,22 @@ fn main() -> ExitCode {
         s.too_large,
         s.unknown
     );
+    // A cluster of another size than the trace's machine offers another
+    // load: what was 100 % busy there is less (or more) here.
+    let cluster_cores = plan.config.total_cores();
+    if let Some(procs) = s.max_procs.filter(|&p| p > 0) {
+        let traced = procs.saturating_mul(u64::from(plan.cores_per_proc));
+        if traced != cluster_cores && cluster_cores > 0 {
+            eprintln!(
+                "runworkload: note: the trace's machine had {procs} processors ({traced} cores \
+                 at {} per processor), the cluster {cluster_cores} cores: its jobs offer {:.0} % \
+                 of the load they offered there (--cores-per-proc, or a cluster of {traced} \
+                 cores, keeps it)",
+                plan.cores_per_proc,
+                traced as f64 / cluster_cores as f64 * 100.0
+            );
+        }
+    }
     // What becomes of the jobs the trace did not complete: its own metrics
     // leave them out, so a user comparing with it must know.
     if s.trace_failed > 0 {

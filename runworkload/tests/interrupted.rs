@@ -159,6 +159,19 @@ fn sigint_and_sighup_stop_the_twin_where_it_is() {
         // The trace cancels none: every cancellation is the interruption's.
         assert!(rows.iter().all(|r| r.state != "cancelled"), "{name}");
         assert!(rows.iter().any(|r| r.state == "interrupted"), "{name}");
+        // Its Batsim export is not a whole schedule: said.
+        let export = Command::new(bin("calcmets"))
+            .args(["export", "--format", "batsim", "--out"])
+            .arg(dir.path().join(format!("{name}-batsim")))
+            .arg(&run)
+            .output()
+            .unwrap();
+        assert!(export.status.success());
+        let err = String::from_utf8_lossy(&export.stderr);
+        assert!(
+            err.contains("was interrupted (by a signal)"),
+            "{name}: {err}"
+        );
         assert_eq!(json(&run.join("metrics.json"))["jobs"], completed as u64);
     }
 }

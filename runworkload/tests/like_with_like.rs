@@ -160,7 +160,15 @@ fn messages_that_misled_say_what_is_so() {
     // A twin's results reused: its start is the trace's own (1996), not
     // when it ran: "started 11,000 days ago" was said.
     let out = dir.path().join("twin");
-    ok(twin(&out, "10000", &["--jobs", "20"]));
+    let first = ok(twin(&out, "10000", &["--jobs", "20"]));
+    // A cluster larger than the trace's machine: said, with the load
+    // its jobs offer there (KTH: 100 processors, at 2 cores each, on the
+    // demo's 256 cores).
+    let err = String::from_utf8_lossy(&first.stderr);
+    assert!(
+        err.contains("had 100 processors (200 cores at 2 per processor), the cluster 256 cores: its jobs offer 78 %"),
+        "{err}"
+    );
     let o = twin(&out, "10000", &["--jobs", "20"]);
     assert_eq!(o.status.code(), Some(2));
     let err = String::from_utf8_lossy(&o.stderr);
