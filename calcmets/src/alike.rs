@@ -181,13 +181,17 @@ pub fn differences(a: &Side, b: &Side) -> Vec<String> {
                 .filter(|(_, x, y)| !x.alike(y, scale))
                 .collect();
             if let Some(&(id, x, y)) = unlike.first() {
+                let (ta, tb) = (base(&ma.trace.path), base(&mb.trace.path));
+                let files = if ta == tb {
+                    format!("both read from a trace named {ta}: one was edited")
+                } else {
+                    format!("trace {ta} vs {tb}")
+                };
                 out.push(format!(
-                    "jobs: {} of the same trace ids are other jobs ({} vs {}); trace {} vs {}",
+                    "jobs: {} of the same trace ids are other jobs ({} vs {}); {files}",
                     unlike.len(),
                     shape_text(*id, x),
                     shape_text(*id, y),
-                    base(&ma.trace.path),
-                    base(&mb.trace.path)
                 ));
             }
         }
@@ -330,8 +334,8 @@ mod tests {
             [
                 "jobs: 200 of the same trace ids are other jobs (trace job 1: 4 cores, 100 s \
               run, 0 s limit, submitted at +10 s vs trace job 1: 4 cores, 200 s run, 0 s \
-              limit, submitted at +10 s); trace KTH-SP2-1996-2.1-cln.swf.gz vs \
-              KTH-SP2-1996-2.1-cln.swf.gz"
+              limit, submitted at +10 s); both read from a trace named \
+              KTH-SP2-1996-2.1-cln.swf.gz: one was edited"
             ]
         );
     }

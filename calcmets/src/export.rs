@@ -105,7 +105,7 @@ struct Row<'a> {
 pub fn batsim(dir: &Path, out: &Path, clock: ClockKind) -> Result<Exported> {
     let name = dir.display().to_string();
     if !dir.join(results::MANIFEST).is_file() {
-        bail!("{name}: not a results directory (no {})", results::MANIFEST);
+        bail!("{}", crate::results::not_a_run(dir));
     }
     let manifest = Manifest::read(dir)?;
     let (res_of, nb_res) = numbering(&manifest, &name)?;

@@ -52,8 +52,8 @@ struct Run {
 /// (the cluster's job id → the trace job it replays), or by job id
 /// without them.
 fn load(dir: &Path, kind: ClockKind, keys: Option<&HashMap<u64, i64>>) -> Result<Run> {
-    let m = formats::results::Manifest::read(dir)
-        .with_context(|| format!("{}: not a results directory", dir.display()))?;
+    let m =
+        formats::results::Manifest::read(dir).with_context(|| crate::results::not_a_run(dir))?;
     let path = dir.join(formats::results::MANIFEST);
     let start = m
         .start
@@ -242,10 +242,8 @@ pub fn compare(a: &Path, b: &Path, opts: &Options, out: &mut impl Write) -> Resu
         return compare_sets((a, &a_dirs), (b, &b_dirs), opts, out);
     }
     let (side_a, side_b) = (
-        crate::alike::Side::read(a)
-            .with_context(|| format!("{}: not a results directory", a.display()))?,
-        crate::alike::Side::read(b)
-            .with_context(|| format!("{}: not a results directory", b.display()))?,
+        crate::alike::Side::read(a).with_context(|| crate::results::not_a_run(a))?,
+        crate::alike::Side::read(b).with_context(|| crate::results::not_a_run(b))?,
     );
     let mut unlike = crate::alike::differences(&side_a, &side_b);
     if opts.clock == ClockKind::Wall {
@@ -436,10 +434,7 @@ fn compare_sets(
     out: &mut impl Write,
 ) -> Result<bool> {
     use crate::replicas::Estimate;
-    let side = |d: &Path| {
-        crate::alike::Side::read(d)
-            .with_context(|| format!("{}: not a results directory", d.display()))
-    };
+    let side = |d: &Path| crate::alike::Side::read(d).with_context(|| crate::results::not_a_run(d));
     let (first_a, first_b) = (side(&a_dirs[0])?, side(&b_dirs[0])?);
     let unlike = crate::alike::differences(&first_a, &first_b);
     refuse_unlike(a, b, &unlike, opts.force)?;

@@ -180,6 +180,15 @@ fn metrics_of(args: &MetricsArgs) -> Result<Outcome> {
         // With --by events, a results directory is read as two runs: the
         // jobs an event hit, and the others.
         let parts: &[(Option<bool>, &str)] = match (args.by, &run.input, &run.dir) {
+            (Some(By::Events), RunInput::Records(_), Some(dir))
+                if formats::results::Manifest::read(dir).is_ok_and(|m| m.events.is_none()) =>
+            {
+                bail!(
+                    "{}: --by events: the run had no events (runworkload --events or \
+                     --failures), so no job to set apart",
+                    run.name
+                )
+            }
             (Some(By::Events), RunInput::Records(_), Some(_)) => &[
                 (Some(true), " (hit by events)"),
                 (Some(false), " (untouched)"),

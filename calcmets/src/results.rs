@@ -14,6 +14,33 @@ use crate::runs::read_manifest;
 
 /// The jobs `dir`'s `jobs.csv` lists, by the cluster's job id (jobs never
 /// submitted, id 0, left out); empty when it has none yet.
+/// Why `dir` is not a run's results directory, for an error: with the
+/// runs inside it when it holds some (`runworkload --out` makes one
+/// directory of runs, `shrink-100` and the like).
+pub fn not_a_run(dir: &Path) -> String {
+    let mut runs: Vec<String> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.join(results::MANIFEST).is_file())
+        .map(|p| p.display().to_string())
+        .collect();
+    runs.sort();
+    match runs.as_slice() {
+        [] => format!(
+            "{}: not a results directory (no {})",
+            dir.display(),
+            results::MANIFEST
+        ),
+        some => format!(
+            "{}: not a results directory but a directory of runs: give one of them ({})",
+            dir.display(),
+            some.join(", ")
+        ),
+    }
+}
+
 pub fn jobs_by_id(dir: &Path) -> Result<HashMap<u64, JobRow>> {
     Ok(results::read_jobs(dir)?
         .unwrap_or_default()

@@ -73,6 +73,10 @@ pub struct AsReplayed {
     /// Trace seconds per second of the run's clock: how near the run's
     /// instants keep to the trace's.
     pub scale: f64,
+    /// Whether the slice holds jobs the trace saw fail, and jobs it
+    /// cancelled (as the run's manifest counts them; yes when it does not
+    /// say): what the note on how they count is about.
+    pub slice_has: (bool, bool),
     /// Lines of those jobs found, by every thread.
     pub found: AtomicU64,
     /// Lines of those jobs that are other jobs than the run's: how many,
@@ -181,6 +185,10 @@ impl AsReplayed {
                 cancelled_ran: m.slice.cancelled == "run",
                 cancelled_replayed: m.slice.cancelled == "replay",
                 scale: m.trace_per_wall().unwrap_or(1.0),
+                slice_has: (
+                    m.slice.trace_failed > 0 || m.slice.read == 0,
+                    m.slice.trace_cancelled > 0 || m.slice.read == 0,
+                ),
                 offset_least: AtomicI64::new(i64::MAX),
                 offset_most: AtomicI64::new(i64::MIN),
                 ..AsReplayed::default()
@@ -218,10 +226,10 @@ impl AsReplayed {
     /// What the trace's column is, for standard error.
     pub fn describe(&self, cores: u64) -> String {
         let mut ran = Vec::new();
-        if self.failed_ran {
+        if self.failed_ran && self.slice_has.0 {
             ran.push("failed (status 0)");
         }
-        if self.cancelled_ran {
+        if self.cancelled_ran && self.slice_has.1 {
             ran.push("cancelled (status 5)");
         }
         let ran = match ran.as_slice() {

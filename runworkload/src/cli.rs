@@ -77,7 +77,7 @@ pub struct Cli {
     #[arg(long, value_name = "K", default_value_t = 0)]
     pub skip: u64,
     /// Shrinking factors in percent: INI:END:STEP (100:50:10 gives 100, 90,
-    /// ..., 50), or one factor.
+    /// ..., 50; the steps must reach END), or one factor.
     #[arg(
         long,
         value_name = "INI:END:STEP",
@@ -277,7 +277,21 @@ fn percents(flag: &str, what: &str, s: &str) -> Result<Vec<f64>> {
             }
             let n = ((ini - end).abs() / step + 1e-9).floor() as usize + 1;
             let dir = if end < ini { -1.0 } else { 1.0 };
-            (0..n).map(|k| ini + dir * step * k as f64).collect()
+            let out: Vec<f64> = (0..n).map(|k| ini + dir * step * k as f64).collect();
+            // A range ends at its END: one that steps past it would drop
+            // the very value a sweep was asked to end on.
+            let last = out.last().copied().unwrap_or(ini);
+            if (last - end).abs() > 1e-6 {
+                bail!(
+                    "{flag} {s}: steps of {} from {} do not reach {}: the last would be {}; \
+                     give an END the steps reach, or another STEP",
+                    parts[2].trim(),
+                    parts[0].trim(),
+                    parts[1].trim(),
+                    (last * 1000.0).round() / 1000.0
+                );
+            }
+            out
         }
         _ => bail!("{flag}: expected INI:END:STEP or one {what} in percent, got {s:?}"),
     };
@@ -877,5 +891,12 @@ mod tests {
         assert!(e.contains("the step 0 must be a positive"), "{e}");
         let e = factors("100:50:-10").unwrap_err().to_string();
         assert!(e.contains("the step -10"), "{e}");
+        // A range that steps past its end would drop it: refused.
+        let e = factors("100:50:30").unwrap_err().to_string();
+        assert!(
+            e.contains("steps of 30 from 100 do not reach 50: the last would be 70"),
+            "{e}"
+        );
+        assert_eq!(factors("100:40:30").unwrap(), [1.0, 0.7, 0.4]);
     }
 }

@@ -169,6 +169,39 @@ fn messages_that_misled_say_what_is_so() {
         err.contains("had 100 processors (200 cores at 2 per processor), the cluster 256 cores: its jobs offer 78 %"),
         "{err}"
     );
+    // A directory of runs given where a run is wanted: its runs named.
+    let o = calcmets(&["fidelity", out.to_str().unwrap(), out.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("not a results directory but a directory of runs: give one of them")
+            && err.contains("shrink-100"),
+        "{err}"
+    );
+    // --by events of a run that had none: said, not an empty column.
+    let run = out.join("shrink-100");
+    let o = calcmets(&["--by", "events", run.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("the run had no events"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    // Beside its trace, the note on statuses counted as completed names
+    // only those the slice has (KTH's slice: failed jobs, no cancelled).
+    let ran = dir.path().join("ran");
+    ok(twin(&ran, "10000", &["--jobs", "20", "--cancelled", "run"]));
+    let o = ok(calcmets(&[
+        "--swf",
+        kth().to_str().unwrap(),
+        ran.join("shrink-100").to_str().unwrap(),
+    ]));
+    let note = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        note.contains("its failed (status 0) jobs count as completed"),
+        "{note}"
+    );
+    assert!(!note.contains("cancelled (status 5)"), "{note}");
     let o = twin(&out, "10000", &["--jobs", "20"]);
     assert_eq!(o.status.code(), Some(2));
     let err = String::from_utf8_lossy(&o.stderr);
