@@ -312,33 +312,7 @@ impl Run {
     /// share (5 %) of τ (`tau_trace_s`, trace seconds): the bounded
     /// slowdowns of jobs shorter than τ then carry the host's delays.
     pub fn latency_warning(&self, tau_trace_s: f64) -> Option<String> {
-        let l = self.latency.as_ref()?;
-        let mut parts = Vec::new();
-        for (what, d) in [
-            ("start", &l.start),
-            ("end", &l.end),
-            ("suspend", &l.suspend),
-            ("resume", &l.resume),
-            ("arrive", &l.arrive),
-        ] {
-            if let Some(d) = d.filter(|d| d.p50_s > tau_trace_s * 0.05) {
-                parts.push(format!(
-                    "{what} p50 {:.3} ms ({:.3} trace s, {:.0} % of it)",
-                    d.p50_ms,
-                    d.p50_s,
-                    d.p50_s / tau_trace_s * 100.0
-                ));
-            }
-        }
-        (!parts.is_empty()).then(|| {
-            format!(
-                "{}: the host's own delays are a visible share of tau ({tau_trace_s} trace s): \
-                 {}; jobs shorter than tau carry them in their bounded slowdowns (a smaller \
-                 speed-up, or a larger --tau, holds)",
-                self.name,
-                parts.join(", ")
-            )
-        })
+        latency_warning(&self.name, self.latency.as_ref()?, tau_trace_s)
     }
 
     /// Whether it is a trace read with `--swf`.
@@ -385,4 +359,39 @@ pub fn trace_name(path: &Path) -> String {
     name.trim_end_matches(".gz")
         .trim_end_matches(".swf")
         .to_string()
+}
+
+/// The warning for run `name` whose host's measured delays `l` are a
+/// visible share (a twentieth or more, at the median) of τ, in trace
+/// seconds: what `calcmets` and `runworkload` say of such a run.
+pub fn latency_warning(
+    name: &str,
+    l: &formats::results::Latencies,
+    tau_trace_s: f64,
+) -> Option<String> {
+    let mut parts = Vec::new();
+    for (what, d) in [
+        ("start", &l.start),
+        ("end", &l.end),
+        ("suspend", &l.suspend),
+        ("resume", &l.resume),
+        ("arrive", &l.arrive),
+    ] {
+        if let Some(d) = d.filter(|d| d.p50_s > tau_trace_s * 0.05) {
+            parts.push(format!(
+                "{what} p50 {:.3} ms ({:.3} trace s, {:.0} % of it)",
+                d.p50_ms,
+                d.p50_s,
+                d.p50_s / tau_trace_s * 100.0
+            ));
+        }
+    }
+    (!parts.is_empty()).then(|| {
+        format!(
+            "{name}: the host's own delays are a visible share of tau ({tau_trace_s} trace s): \
+             {}; jobs shorter than tau carry them in their bounded slowdowns (a smaller \
+             speed-up, or a larger --tau, holds)",
+            parts.join(", ")
+        )
+    })
 }

@@ -268,8 +268,15 @@ pub(crate) fn write_results(
     // ahead, it begins at its deadline; sent after it, when it came)
     // against its deadline.
     let submitted_at = |i: usize| infos.get(&ids[i]).map_or(actual[i], |info| info.submit_ns);
+    // A job cancelled while it waited for its instant (the run
+    // interrupted) never came: it was not late, nor early.
+    let came = |i: usize| {
+        infos.get(&ids[i]).is_none_or(|info| {
+            info.start_ns > 0 || info.submit_ns >= started_wall + targets[i]
+        })
+    };
     let mut late: Vec<i64> = (0..trace_jobs.len())
-        .filter(|&i| ids[i] != 0 && !follower(i))
+        .filter(|&i| ids[i] != 0 && !follower(i) && came(i))
         .map(|i| submitted_at(i) - (started_wall + targets[i]))
         .collect();
     late.sort_unstable();
@@ -319,7 +326,7 @@ pub(crate) fn write_results(
                 submit_ns: Some(info.map_or(0, |info| info.submit_ns)),
                 start_ns: Some(info.map_or(0, |info| info.start_ns)),
                 end_ns: Some(info.map_or(0, |info| info.end_ns)),
-                lateness_wall_ms: if ids[i] == 0 || follower(i) {
+                lateness_wall_ms: if ids[i] == 0 || follower(i) || !came(i) {
                     0.0
                 } else {
                     (submitted_at(i) - target) as f64 / 1e6
@@ -408,6 +415,12 @@ pub(crate) fn write_results(
         &mut warnings,
     )?
     .in_clock(&clock, plan.tau_ns as f64 / 1e9);
+    // As calcmets says it of this run: the host's delays against τ.
+    warnings.extend(
+        latency
+            .as_ref()
+            .and_then(|l| calcmets::runs::latency_warning(label, l, plan.tau_ns as f64 / 1e9)),
+    );
     for w in warnings {
         warn!("{w}");
     }

@@ -105,6 +105,19 @@ fn sigterm_on_an_emulated_replay_keeps_what_completed_and_says_so() {
         "a job the trace did not cancel is counted as cancelled"
     );
     assert_eq!(m["counts"]["interrupted"], interrupted as u64, "{m:#}");
+    // Jobs sent ahead begin at their instant: none is early, not even one
+    // cancelled while it waited for it.
+    assert!(
+        rows.iter().all(|r| r.lateness_wall_ms >= 0.0),
+        "{:?}",
+        rows.iter().map(|r| r.lateness_wall_ms).fold(0.0, f64::min)
+    );
+    // At 20,000x the host's start delay is tens of trace seconds, more
+    // than τ's 10: said when the run ends, as calcmets says it.
+    assert!(
+        err.contains("the host's own delays are a visible share of tau"),
+        "{err}"
+    );
     let metrics = json(&run.join("metrics.json"));
     assert_eq!(metrics["jobs"], completed as u64, "{metrics:#}");
     assert_eq!(metrics["clock"], "trace");
