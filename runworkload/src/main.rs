@@ -93,6 +93,34 @@ async fn next_signal(streams: &mut [(i32, tokio::signal::unix::Signal)]) -> i32 
     futures_util::future::select_all(waits).await.0
 }
 
+/// Warnings as runworkload's other lines say things (`runworkload:
+/// warning: ...`), with no instant or module: what a user reads. `-v`
+/// keeps tracing's own lines, with their instants, to follow a run by.
+struct OneLine;
+
+impl<S, N> tracing_subscriber::fmt::FormatEvent<S, N> for OneLine
+where
+    S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
+    N: for<'a> tracing_subscriber::fmt::FormatFields<'a> + 'static,
+{
+    fn format_event(
+        &self,
+        ctx: &tracing_subscriber::fmt::FmtContext<'_, S, N>,
+        mut writer: tracing_subscriber::fmt::format::Writer<'_>,
+        event: &tracing::Event<'_>,
+    ) -> std::fmt::Result {
+        let level = match *event.metadata().level() {
+            tracing::Level::ERROR => "error",
+            tracing::Level::WARN => "warning",
+            tracing::Level::INFO => "note",
+            _ => "debug",
+        };
+        write!(writer, "runworkload: {level}: ")?;
+        ctx.field_format().format_fields(writer.by_ref(), event)?;
+        writeln!(writer)
+    }
+}
+
 fn main() -> ExitCode {
     let cli = match formats::usage::parse::<Cli>("runworkload") {
         Ok(cli) => cli,
@@ -103,15 +131,18 @@ fn main() -> ExitCode {
         1 => "info",
         _ => "debug",
     };
-    tracing_subscriber::fmt()
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
+    let log = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         // Colours only for a person: a log file or a pipe gets plain text.
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level)),
-        )
-        .init();
+        .with_env_filter(filter);
+    if cli.verbose == 0 {
+        log.event_format(OneLine).init();
+    } else {
+        log.init();
+    }
     let (mut plan, warnings) = match cli::plan(&cli) {
         Ok(p) => p,
         Err(e) => {
