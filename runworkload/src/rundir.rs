@@ -271,9 +271,9 @@ pub(crate) fn write_results(
     // A job cancelled while it waited for its instant (the run
     // interrupted) never came: it was not late, nor early.
     let came = |i: usize| {
-        infos.get(&ids[i]).is_none_or(|info| {
-            info.start_ns > 0 || info.submit_ns >= started_wall + targets[i]
-        })
+        infos
+            .get(&ids[i])
+            .is_none_or(|info| info.start_ns > 0 || info.submit_ns >= started_wall + targets[i])
     };
     let mut late: Vec<i64> = (0..trace_jobs.len())
         .filter(|&i| ids[i] != 0 && !follower(i) && came(i))

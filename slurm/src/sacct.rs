@@ -465,6 +465,33 @@ fn fixed(v: &str, width: i32, cut: Cut) -> String {
     cell
 }
 
+/// The jobs of a `-j` list (`12,13.batch,14_2.0`), steps set aside.
+fn job_parts(list: &str) -> String {
+    list.split(',')
+        .map(|id| id.split('.').next().unwrap_or(""))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// Whether `-j` list `list` asks for the line of job `j`'s `step` (`None`:
+/// the job's own line): a job named alone brings every line of it; a
+/// step named (`12.batch`), that step's, or with `-X` (`allocations`) the
+/// job's.
+fn step_named(list: &str, j: &JobInfo, step: Option<&str>, allocations: bool) -> bool {
+    list.split(',').any(|id| {
+        let (job, asked) = match id.split_once('.') {
+            Some((job, s)) => (job, Some(s)),
+            None => (id, None),
+        };
+        crate::squeue::named_by(job, j)
+            && match (asked, step) {
+                (None, _) => true,
+                (Some(_), None) => allocations,
+                (Some(a), Some(s)) => a == s,
+            }
+    })
+}
+
 pub async fn main(argv: Vec<String>) -> Result<u8> {
     let args: Args = crate::cluster::parse(&argv)?;
     // Refused as Slurm's sacct refuses them (its `fatal`, exit 1).
@@ -538,7 +565,7 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
         .filter(|j| {
             args.jobs
                 .as_ref()
-                .is_none_or(|l| crate::squeue::named_by(l, j))
+                .is_none_or(|l| crate::squeue::named_by(&job_parts(l), j))
         })
         .filter(|j| states.as_ref().is_none_or(|s| s.contains(&j.state)))
         .filter(|j| {
@@ -591,29 +618,42 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
                 tasks = Some(formats::intervals::format(&idx).replace(' ', ","));
             }
         }
-        rows.push(Row {
-            job: j,
-            step: None,
-            srun: None,
-            record,
-            tasks,
-        });
-        if !args.allocations && j.program.is_some() && j.start_ns > 0 {
+        // `-j 12.batch` asks for that step alone (the job's line only
+        // with -X, which shows no step).
+        let wants = |step: Option<&str>| {
+            args.jobs
+                .as_deref()
+                .is_none_or(|l| step_named(l, j, step, args.allocations))
+        };
+        if wants(None) {
             rows.push(Row {
                 job: j,
-                step: Some("batch".into()),
+                step: None,
                 srun: None,
                 record,
-                tasks: None,
+                tasks,
             });
-            for s in j.program.iter().flat_map(|p| &p.steps) {
+        }
+        if !args.allocations && j.program.is_some() && j.start_ns > 0 {
+            if wants(Some("batch")) {
                 rows.push(Row {
                     job: j,
-                    step: Some(s.id.to_string()),
-                    srun: Some(s),
-                    record: None,
+                    step: Some("batch".into()),
+                    srun: None,
+                    record,
                     tasks: None,
                 });
+            }
+            for s in j.program.iter().flat_map(|p| &p.steps) {
+                if wants(Some(&s.id.to_string())) {
+                    rows.push(Row {
+                        job: j,
+                        step: Some(s.id.to_string()),
+                        srun: Some(s),
+                        record: None,
+                        tasks: None,
+                    });
+                }
             }
         }
     }

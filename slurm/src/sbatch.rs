@@ -768,7 +768,12 @@ fn spec(args: &Args, script: String, resolve: Resolve<'_>) -> Result<JobSpec> {
             stdout: args.output.clone().unwrap_or_default(),
             stderr: args.error.clone().unwrap_or_default(),
             user: text::user_name(),
-            signal: args.signal.clone(),
+            signal: args
+                .signal
+                .as_deref()
+                .map(text::signal_spec)
+                .transpose()
+                .map_err(anyhow::Error::msg)?,
             ntasks,
             cpus_per_task,
             tasks_per_node: args.ntasks_per_node.unwrap_or(0),

@@ -44,18 +44,52 @@ pub struct Args {
     ids: Vec<String>,
 }
 
+/// Whether `id` is a job id as Slurm's scancel takes one: a job (not 0),
+/// then an array's task (`_3`), tasks (`_[1-3,7]`) or none (`_`); ids
+/// may be listed with commas.
+fn valid_id(id: &str) -> bool {
+    let number = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    let range = |r: &str| match r.split_once('-') {
+        Some((a, b)) => number(a) && number(b),
+        None => number(r),
+    };
+    // A list's commas inside brackets are the tasks'.
+    let mut parts = Vec::new();
+    let (mut depth, mut from) = (0, 0);
+    for (i, c) in id.char_indices() {
+        match c {
+            '[' => depth += 1,
+            ']' => depth -= 1,
+            ',' if depth == 0 => {
+                parts.push(&id[from..i]);
+                from = i + 1;
+            }
+            _ => {}
+        }
+    }
+    parts.push(&id[from..]);
+    parts.iter().all(|part| {
+        let (job, tasks) = part.split_once('_').unwrap_or((part, ""));
+        let tasks_ok = match tasks.strip_prefix('[').and_then(|t| t.strip_suffix(']')) {
+            Some(list) => list.split(',').all(range),
+            None => tasks.is_empty() || number(tasks),
+        };
+        number(job) && job.bytes().any(|b| b != b'0') && tasks_ok
+    })
+}
+
 pub async fn main(argv: Vec<String>) -> Result<u8> {
     let args: Args = crate::cluster::parse(&argv)?;
     if let Err(code) = crate::cluster::reach("scancel", args.clusters.as_deref()) {
         return Ok(code);
     }
-    for id in &args.ids {
-        let ok = id
-            .split(['_', '[', ']', '-', ','])
-            .filter(|p| !p.is_empty())
-            .all(|p| p.parse::<u64>().is_ok());
-        if !ok {
-            bail!("Invalid job id {id}");
+    if let Some(id) = args.ids.iter().find(|id| !valid_id(id)) {
+        bail!("Invalid job id {id}");
+    }
+    // Said, and nothing cancelled, as Slurm's scancel says it.
+    for u in args.user.iter().flat_map(|u| u.split(',')) {
+        if u.parse::<u32>().is_err() && text::uid_of(u).is_none() {
+            bail!("Invalid user name: {u}");
         }
     }
     if args.ids.is_empty()
@@ -68,7 +102,7 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
         bail!("No job identification provided");
     }
     let signal = match &args.signal {
-        Some(s) => match signal_number(s) {
+        Some(s) => match text::signal_number(s) {
             Some(n) => Some(n),
             None => {
                 eprintln!("Unknown job signal: {s}");
@@ -84,8 +118,14 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
         (true, false) => Reach::Batch,
         (false, false) => Reach::Steps,
     };
-    let states = match &args.state {
-        Some(s) => text::parse_states(s).map_err(anyhow::Error::msg)?,
+    // One state, as Slurm's scancel takes it.
+    let states = match args.state.as_deref().map(|s| (s, text::parse_states(s))) {
+        Some((s, Ok(states))) if !s.contains(',') => states,
+        Some((s, _)) => {
+            eprintln!("Invalid job state specified: {s}");
+            eprintln!("Valid job states are PENDING, RUNNING, and SUSPENDED");
+            return Ok(1);
+        }
         None => None,
     };
     let mut c = Cluster::open().await?;
@@ -187,32 +227,18 @@ async fn signal_jobs(c: &mut Cluster, ids: Vec<u64>, signal: i32, reach: Reach) 
     }
 }
 
-/// A signal as Slurm's scancel takes it: a number, or a name with or
-/// without `SIG`, in any case.
-fn signal_number(s: &str) -> Option<i32> {
-    if let Ok(n) = s.parse::<i32>() {
-        return (1..=64).contains(&n).then_some(n);
-    }
-    let upper = s.to_ascii_uppercase();
-    let name = upper.strip_prefix("SIG").unwrap_or(&upper);
-    format!("SIG{name}")
-        .parse::<nix::sys::signal::Signal>()
-        .ok()
-        .map(|sig| sig as i32)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn signals_are_named_as_slurm_names_them() {
-        assert_eq!(signal_number("USR1"), Some(libc::SIGUSR1));
-        assert_eq!(signal_number("sigterm"), Some(libc::SIGTERM));
-        assert_eq!(signal_number("SIGCONT"), Some(libc::SIGCONT));
-        assert_eq!(signal_number("10"), Some(10));
-        assert_eq!(signal_number("BOGUS"), None);
-        assert_eq!(signal_number("0"), None);
-        assert_eq!(signal_number("99"), None);
+        assert_eq!(text::signal_number("USR1"), Some(libc::SIGUSR1));
+        assert_eq!(text::signal_number("sigterm"), Some(libc::SIGTERM));
+        assert_eq!(text::signal_number("SIGCONT"), Some(libc::SIGCONT));
+        assert_eq!(text::signal_number("10"), Some(10));
+        assert_eq!(text::signal_number("BOGUS"), None);
+        assert_eq!(text::signal_number("0"), None);
+        assert_eq!(text::signal_number("99"), None);
     }
 }

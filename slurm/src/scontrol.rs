@@ -897,24 +897,79 @@ fn host_name(addr: &str) -> String {
 async fn show_config() -> Result<u8> {
     let c = Cluster::open().await?;
     let cfg = &c.config;
+    // The keys tools read, valued as clemu is: a database that answers
+    // sacct, memory and cores scheduled, usage gathered from /proc, jobs
+    // in process groups; in the order Slurm 22.05 prints them.
+    let address = cfg.client_address(None);
+    let first = address.split(',').next().unwrap_or("").to_string();
+    let (ip, port) = first
+        .rsplit_once(':')
+        .map_or((first.as_str(), ""), |(h, p)| (h, p));
+    let host = host_name(&first);
+    let gres = match cfg.kinds.names() {
+        [] => "(null)".to_string(),
+        names => names.join(","),
+    };
     let rows = [
-        ("AccountingStorageType", "(null)".to_string()),
-        ("ClusterName", "clemu".into()),
+        (
+            "AccountingStorageType",
+            "accounting_storage/slurmdbd".to_string(),
+        ),
+        ("ClusterName", crate::cluster::NAME.into()),
+        ("DefMemPerNode", "UNLIMITED".into()),
+        ("FirstJobId", "1".into()),
+        ("GresTypes", gres),
+        ("JobAcctGatherType", "jobacct_gather/linux".into()),
+        (
+            "KillWait",
+            format!("{} sec", cfg.agent.kill_grace.as_secs()),
+        ),
+        (
+            "MaxArraySize",
+            formats::wire::ArraySpec::MAX_TASKS.to_string(),
+        ),
+        ("MaxJobCount", cfg.max_jobs.to_string()),
+        ("MaxMemPerNode", "UNLIMITED".into()),
         ("MinJobAge", format!("{MIN_JOB_AGE_S} sec")),
+        ("OverTimeLimit", "0 min".into()),
         ("PreemptMode", preempt_mode(cfg.preemption).into()),
-        ("SchedulerType", format!("sched/{}", cfg.policy)),
+        (
+            "PreemptType",
+            match cfg.preemption {
+                controller::policy::Preemption::Off => "preempt/none",
+                _ => "preempt/partition_prio",
+            }
+            .into(),
+        ),
+        ("PriorityType", "priority/basic".into()),
+        ("ProctrackType", "proctrack/pgid".into()),
+        (
+            "SchedulerType",
+            // Slurm's names for the policies it has; clemu's own else.
+            match cfg.policy.as_str() {
+                "easy" => "sched/backfill".to_string(),
+                "fcfs" => "sched/builtin".to_string(),
+                other => format!("sched/{other}"),
+            },
+        ),
+        ("SelectType", "select/cons_tres".into()),
+        ("SelectTypeParameters", "CR_CORE_MEMORY".into()),
+        ("SlurmctldHost[0]", format!("{host}({ip})")),
+        ("SlurmctldPort", port.to_string()),
         (
             "SLURM_CONF",
             crate::cluster::conf_path()?.display().to_string(),
         ),
         ("SLURM_VERSION", text::RELEASE.into()),
-        ("SlurmctldHost[0]", cfg.client_address(None)),
+        ("StateSaveLocation", cfg.state_dir.display().to_string()),
+        ("SwitchType", "switch/none".into()),
+        ("TaskPlugin", "task/none".into()),
     ];
     let mut out = format!("Configuration data as of {}\n", text::date(text::now_s()));
     for (k, v) in rows {
         out.push_str(&format!("{k:<23} = {v}\n"));
     }
-    out.push_str("\nSlurmctld(primary) at localhost is UP\n");
+    out.push_str(&format!("\nSlurmctld(primary) at {host} is UP\n"));
     print!("{out}");
     Ok(0)
 }

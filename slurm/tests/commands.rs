@@ -2321,3 +2321,94 @@ fn what_open_ondemand_reads_of_a_job_is_as_slurm_gives_it() {
         );
     }
 }
+
+#[test]
+fn steps_asked_by_name_bad_ids_and_signals_and_the_config_are_as_on_slurm() {
+    let c = Up::start(1, 2);
+    let work = tempfile::tempdir().unwrap();
+    let w = work.path();
+    // sacct -j JOB.STEP: that step's line alone; with -X, the job's.
+    let id = c.ok(
+        w,
+        "sbatch",
+        &[
+            "--parsable",
+            "-n",
+            "2",
+            "--wrap",
+            "srun -n 1 true; srun -n 1 true",
+        ],
+    );
+    let id = id.trim();
+    assert_eq!(c.wait_over(w, id), "COMPLETED|0:0");
+    let steps = |list: &str, x: bool| {
+        let mut argv = vec!["-P", "-n", "-o", "JobID,State", "-j", list];
+        if x {
+            argv.push("-X");
+        }
+        c.ok(w, "sacct", &argv)
+    };
+    assert_eq!(
+        steps(&format!("{id}.batch,{id}.1"), false),
+        format!("{id}.batch|COMPLETED\n{id}.1|COMPLETED\n")
+    );
+    assert_eq!(steps(&format!("{id}.0"), true), format!("{id}|COMPLETED\n"));
+    // scancel: bad ids, users and states said, nothing cancelled.
+    for (argv, said) in [
+        (&["0"][..], "scancel: error: Invalid job id 0\n"),
+        (&["1_["][..], "scancel: error: Invalid job id 1_[\n"),
+        (
+            &["-u", "nosuchuser"][..],
+            "scancel: error: Invalid user name: nosuchuser\n",
+        ),
+        (
+            &["-t", "pd,r"][..],
+            "Invalid job state specified: pd,r\nValid job states are PENDING, RUNNING, and \
+             SUSPENDED\n",
+        ),
+    ] {
+        let out = c.run(w, "scancel", argv, None);
+        assert_eq!(out.status.code(), Some(1), "{argv:?}");
+        assert_eq!(String::from_utf8_lossy(&out.stderr), said, "{argv:?}");
+    }
+    // sbatch --signal: Slurm's forms taken, the rest refused.
+    for good in ["usr1", "B:10", "R:USR1@30", "SIGUSR2@"] {
+        let held = c.ok(
+            w,
+            "sbatch",
+            &[
+                "--parsable",
+                "-H",
+                &format!("--signal={good}"),
+                "--wrap",
+                "true",
+            ],
+        );
+        c.ok(w, "scancel", &[held.trim()]);
+    }
+    for bad in ["FOO@10", "B:USR1@-5", "USR1@70000", "0", "X:USR1"] {
+        let out = c.run(
+            w,
+            "sbatch",
+            &[&format!("--signal={bad}"), "--wrap", "true"],
+            None,
+        );
+        assert_eq!(out.status.code(), Some(255), "{bad}");
+        assert_eq!(
+            String::from_utf8_lossy(&out.stderr),
+            "sbatch: error: Invalid --signal specification\n",
+            "{bad}"
+        );
+    }
+    // scontrol show config: the keys tools read, as clemu is.
+    let config = c.ok(w, "scontrol", &["show", "config"]);
+    for line in [
+        "AccountingStorageType   = accounting_storage/slurmdbd\n",
+        "MaxArraySize            = 1001\n",
+        "SchedulerType           = sched/backfill\n",
+        "SelectTypeParameters    = CR_CORE_MEMORY\n",
+        "KillWait                = 10 sec\n",
+    ] {
+        assert!(config.contains(line), "{line}: {config}");
+    }
+}
