@@ -226,19 +226,3 @@ async fn signal_jobs(c: &mut Cluster, ids: Vec<u64>, signal: i32, reach: Reach) 
         other => bail!("unexpected answer: {other:?}"),
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn signals_are_named_as_slurm_names_them() {
-        assert_eq!(text::signal_number("USR1"), Some(libc::SIGUSR1));
-        assert_eq!(text::signal_number("sigterm"), Some(libc::SIGTERM));
-        assert_eq!(text::signal_number("SIGCONT"), Some(libc::SIGCONT));
-        assert_eq!(text::signal_number("10"), Some(10));
-        assert_eq!(text::signal_number("BOGUS"), None);
-        assert_eq!(text::signal_number("0"), None);
-        assert_eq!(text::signal_number("99"), None);
-    }
-}

@@ -729,9 +729,61 @@ pub fn owned_by(users: &str, j: &JobInfo, me: &str) -> bool {
     })
 }
 
+/// A signal as Slurm's commands take it: a number, or a name with or
+/// without `SIG`, in any case.
+pub fn signal_number(s: &str) -> Option<i32> {
+    if let Ok(n) = s.parse::<i32>() {
+        return (1..=64).contains(&n).then_some(n);
+    }
+    let upper = s.to_ascii_uppercase();
+    let name = upper.strip_prefix("SIG").unwrap_or(&upper);
+    format!("SIG{name}")
+        .parse::<nix::sys::signal::Signal>()
+        .ok()
+        .map(|sig| sig as i32)
+}
+
+/// sbatch's `--signal=[{R|B}:]SIG[@SECONDS]` as sigsleep takes it
+/// (`B:10@60`: a number, 60 s before the limit unless given), or Slurm's
+/// refusal: an unknown signal, or seconds not in 0..=65535. `R:` (the
+/// reservation's end) has no meaning without reservations.
+pub fn signal_spec(v: &str) -> Result<String, String> {
+    let bad = || "Invalid --signal specification".to_string();
+    let (flags, rest) = match v.split_once(':') {
+        Some((f, r)) if !f.is_empty() && f.chars().all(|c| matches!(c, 'R' | 'B')) => (f, r),
+        Some(_) => return Err(bad()),
+        None => ("", v),
+    };
+    let (sig, at) = match rest.split_once('@') {
+        Some((s, t)) => (s, t),
+        None => (rest, ""),
+    };
+    let signal = signal_number(sig).ok_or_else(bad)?;
+    let seconds: u32 = match at {
+        "" => 60,
+        t => t.parse().ok().filter(|&s| s <= 65_535).ok_or_else(bad)?,
+    };
+    let batch = if flags.contains('B') { "B:" } else { "" };
+    Ok(format!("{batch}{signal}@{seconds}"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn signals_are_named_as_slurm_names_them() {
+        assert_eq!(signal_number("USR1"), Some(libc::SIGUSR1));
+        assert_eq!(signal_number("sigterm"), Some(libc::SIGTERM));
+        assert_eq!(signal_number("SIGCONT"), Some(libc::SIGCONT));
+        assert_eq!(signal_number("10"), Some(10));
+        assert_eq!(signal_number("BOGUS"), None);
+        assert_eq!(signal_number("0"), None);
+        assert_eq!(signal_number("99"), None);
+        assert_eq!(signal_spec("B:usr1").unwrap(), "B:10@60");
+        assert_eq!(signal_spec("RB:TERM@5").unwrap(), "B:15@5");
+        assert!(signal_spec("USR1@-5").is_err());
+    }
 
     #[test]
     fn impossible_dates_and_times_are_refused() {
@@ -863,42 +915,4 @@ mod tests {
         assert_eq!(parse_date("13/01"), None);
         assert_eq!(parse_date("now+9999999999999999999weeks"), None);
     }
-}
-
-/// A signal as Slurm's commands take it: a number, or a name with or
-/// without `SIG`, in any case.
-pub fn signal_number(s: &str) -> Option<i32> {
-    if let Ok(n) = s.parse::<i32>() {
-        return (1..=64).contains(&n).then_some(n);
-    }
-    let upper = s.to_ascii_uppercase();
-    let name = upper.strip_prefix("SIG").unwrap_or(&upper);
-    format!("SIG{name}")
-        .parse::<nix::sys::signal::Signal>()
-        .ok()
-        .map(|sig| sig as i32)
-}
-
-/// sbatch's `--signal=[{R|B}:]SIG[@SECONDS]` as sigsleep takes it
-/// (`B:10@60`: a number, 60 s before the limit unless given), or Slurm's
-/// refusal: an unknown signal, or seconds not in 0..=65535. `R:` (the
-/// reservation's end) has no meaning without reservations.
-pub fn signal_spec(v: &str) -> Result<String, String> {
-    let bad = || "Invalid --signal specification".to_string();
-    let (flags, rest) = match v.split_once(':') {
-        Some((f, r)) if !f.is_empty() && f.chars().all(|c| matches!(c, 'R' | 'B')) => (f, r),
-        Some(_) => return Err(bad()),
-        None => ("", v),
-    };
-    let (sig, at) = match rest.split_once('@') {
-        Some((s, t)) => (s, t),
-        None => (rest, ""),
-    };
-    let signal = signal_number(sig).ok_or_else(bad)?;
-    let seconds: u32 = match at {
-        "" => 60,
-        t => t.parse().ok().filter(|&s| s <= 65_535).ok_or_else(bad)?,
-    };
-    let batch = if flags.contains('B') { "B:" } else { "" };
-    Ok(format!("{batch}{signal}@{seconds}"))
 }
