@@ -213,11 +213,10 @@ fn print(columns: &[Shown<'_>], rows: &[Vec<String>], layout: Layout, noheader: 
         );
         out.push('\n');
         if layout == Layout::Table {
-            out += &line(
-                &mut columns
-                    .iter()
-                    .map(|c| ("-".repeat(c.width.unsigned_abs() as usize), c.width)),
-            );
+            out += &line(&mut columns.iter().map(|c| {
+                let dashes = (c.width.unsigned_abs() as usize).min(crate::text::MAX_WIDTH);
+                ("-".repeat(dashes), c.width)
+            }));
             out.push('\n');
         }
     }

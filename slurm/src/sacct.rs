@@ -697,7 +697,7 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
         );
         if !parsable {
             for f in &fields {
-                out.push_str(&"-".repeat(f.width.unsigned_abs() as usize));
+                out.push_str(&"-".repeat((f.width.unsigned_abs() as usize).min(text::MAX_WIDTH)));
                 out.push(' ');
             }
             out.push('\n');

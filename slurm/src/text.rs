@@ -590,11 +590,16 @@ pub fn field(text: &str, width: usize, right: bool, cut: bool) -> String {
     padded(&shown, width, right)
 }
 
-/// `text` padded with spaces to `width` characters, on the left
-/// (`right`: right-justified) or the right. By hand: Rust's `{:>w$}`
-/// panics past 65,535, and Slurm's commands take any width.
+/// The widest a field is padded to: a mebibyte of spaces. Slurm's own
+/// commands take any width, and crash on one of billions (as a field
+/// padded to it would exhaust memory here).
+pub const MAX_WIDTH: usize = 1 << 20;
+
+/// `text` padded with spaces to `width` characters (at most
+/// [`MAX_WIDTH`]), on the left (`right`: right-justified) or the right.
+/// By hand: Rust's `{:>w$}` panics past 65,535.
 pub fn padded(text: &str, width: usize, right: bool) -> String {
-    let pad = width.saturating_sub(text.chars().count());
+    let pad = width.min(MAX_WIDTH).saturating_sub(text.chars().count());
     let mut out = String::with_capacity(text.len() + pad);
     if right {
         out.extend(std::iter::repeat_n(' ', pad));

@@ -1465,6 +1465,19 @@ fn a_node_count_spreads_a_job_over_that_many_nodes() {
     );
     let out = c.run(w, "squeue", &["-h", "-o", "%70000i"], None);
     assert_eq!(out.status.code(), Some(0), "{out:?}");
+    // A width of billions (Slurm's own squeue crashes on it) is padded
+    // to a mebibyte at most, not to memory's end.
+    for (program, argv) in [
+        ("squeue", &["-o", "%99999999999j"][..]),
+        ("sacct", &["-o", "JobID%2147483647"][..]),
+    ] {
+        let out = c.run(w, program, argv, None);
+        assert_eq!(out.status.code(), Some(0), "{program}");
+        assert!(
+            out.stdout.split(|&b| b == b'\n').all(|l| l.len() <= (1 << 20) + 1),
+            "{program}"
+        );
+    }
     assert_eq!(c.ok(w, "squeue", &["-h"]), before);
 }
 

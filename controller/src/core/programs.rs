@@ -72,10 +72,15 @@ pub(super) fn stdout_pattern(program: &Program, array_task: bool) -> &str {
 /// job's own outside an array), `%a` the task's index (`4294967294`
 /// outside one, as Slurm writes it), `%x` the job name, `%N` the first
 /// node, `%u` the user, `%n` the node's index in the job and `%t` the
-/// task's (0: the batch script's), `%s` the step (`batch`), `%%` a percent
-/// sign. A number between `%` and the letter pads with zeros (`%3a`);
-/// another letter stays as it is.
+/// task's (0: the batch script's), `%s` the step (`batch`), `%J` the job
+/// and step (the job's id for its batch script), `%%` a percent sign. A
+/// number between `%` and the letter pads with zeros (`%3a`); another
+/// letter stays as it is. A backslash anywhere turns every pattern off,
+/// and goes (`out\\%j` is `out%j`), as Slurm's does.
 pub(super) fn expand(pattern: &str, program: &Program, s: &Started<'_>) -> String {
+    if pattern.contains('\\') {
+        return pattern.replace('\\', "");
+    }
     let mut out = String::with_capacity(pattern.len() + 16);
     let mut chars = pattern.chars().peekable();
     while let Some(c) = chars.next() {
@@ -94,7 +99,7 @@ pub(super) fn expand(pattern: &str, program: &Program, s: &Started<'_>) -> Strin
         };
         match chars.next() {
             Some('%') => out.push('%'),
-            Some('j') => out.push_str(&pad(s.id.to_string())),
+            Some('j' | 'J') => out.push_str(&pad(s.id.to_string())),
             Some('A') => out.push_str(&pad(s.array.map_or(s.id, |a| a.job).to_string())),
             Some('a') => out.push_str(&pad(s
                 .array
@@ -242,6 +247,9 @@ mod tests {
         assert_eq!(expand("trailing%", &p, &s), "trailing%");
         // The batch script is node 0, task 0, step `batch`, as on Slurm.
         assert_eq!(expand("x-%n-%t-%s-%2t", &p, &s), "x-0-0-batch-00");
+        // %J is the batch script's job; a backslash turns patterns off.
+        assert_eq!(expand("p7_%J.out", &p, &s), "p7_42.out");
+        assert_eq!(expand("p6_\\%j.out", &p, &s), "p6_%j.out");
     }
 
     #[test]
