@@ -1474,7 +1474,9 @@ fn a_node_count_spreads_a_job_over_that_many_nodes() {
         let out = c.run(w, program, argv, None);
         assert_eq!(out.status.code(), Some(0), "{program}");
         assert!(
-            out.stdout.split(|&b| b == b'\n').all(|l| l.len() <= (1 << 20) + 1),
+            out.stdout
+                .split(|&b| b == b'\n')
+                .all(|l| l.len() <= (1 << 20) + 1),
             "{program}"
         );
     }
