@@ -83,6 +83,14 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
             // tools use.
             match what.as_str() {
                 "hostnames" | "hostname" => hostnames(arg),
+                "hostlist" | "hostlistsorted" => {
+                    let Some(list) = arg else {
+                        bail!("invalid encode argument");
+                    };
+                    let names = expanded(list)?;
+                    println!("{}", hostlist(names, what == "hostlistsorted"));
+                    Ok(0)
+                }
                 "job" | "jobs" | "jobid" => show_jobs(arg, oneliner).await,
                 "partition" | "partitions" | "part" => show_partitions(arg, oneliner).await,
                 "node" | "nodes" => show_nodes(arg, oneliner).await,
@@ -403,19 +411,82 @@ fn hostnames(arg: Option<&str>) -> Result<u8> {
         None => std::env::var("SLURM_JOB_NODELIST")
             .map_err(|_| anyhow::anyhow!("host list is empty"))?,
     };
-    // Piece by piece, as Slurm's hostlist keeps them: in the order
-    // given, a name given twice twice (a node set would sort and merge).
     let mut out = String::new();
-    for piece in top_level_pieces(&list) {
-        let set = formats::nodeset::parse(piece)
-            .map_err(|e| anyhow::anyhow!("Invalid hostlist: {list}: {e}"))?;
-        for n in formats::nodeset::expand(&set) {
-            out.push_str(&n);
-            out.push('\n');
-        }
+    for n in expanded(&list)? {
+        out.push_str(&n);
+        out.push('\n');
     }
     print!("{out}");
     Ok(0)
+}
+
+/// The names of host list `list`, piece by piece, as Slurm's hostlist
+/// keeps them: in the order given, a name given twice twice (a node set
+/// would sort and merge).
+fn expanded(list: &str) -> Result<Vec<String>> {
+    let mut out = Vec::new();
+    for piece in top_level_pieces(list) {
+        let set = formats::nodeset::parse(piece)
+            .map_err(|e| anyhow::anyhow!("Invalid hostlist: {list}: {e}"))?;
+        out.extend(formats::nodeset::expand(&set));
+    }
+    Ok(out)
+}
+
+/// `names` folded as Slurm's hostlist folds them (`scontrol show
+/// hostlist`): in their order, each run of one prefix in one bracket, a
+/// number one past the last (of the same width) extending its range
+/// (`node3,node1,node2` is `node[3,1-2]`); `sorted` first sorts them by
+/// prefix, width and number (`hostlistsorted`). Names are not merged:
+/// one given twice stays twice. A name not ending in digits stands alone.
+fn hostlist(mut names: Vec<String>, sorted: bool) -> String {
+    // (prefix, digits) of each name: digits empty when it has none.
+    let split = |n: &str| {
+        let cut = n.trim_end_matches(|c: char| c.is_ascii_digit()).len();
+        (n[..cut].to_string(), n[cut..].to_string())
+    };
+    if sorted {
+        names.sort_by_key(|n| {
+            let (prefix, digits) = split(n);
+            (prefix, digits.len(), digits.parse::<u64>().unwrap_or(0))
+        });
+    }
+    // Groups of one prefix: its ranges (first, last, width).
+    let mut groups: Vec<(String, Vec<(u64, u64, usize)>)> = Vec::new();
+    for n in &names {
+        let (prefix, digits) = split(n);
+        let Ok(number) = digits.parse::<u64>() else {
+            groups.push((n.clone(), Vec::new()));
+            continue;
+        };
+        let width = digits.len();
+        match groups.last_mut() {
+            Some((p, ranges)) if *p == prefix && !ranges.is_empty() => match ranges.last_mut() {
+                Some((_, last, w)) if *w == width && number == *last + 1 => *last = number,
+                _ => ranges.push((number, number, width)),
+            },
+            _ => groups.push((prefix, vec![(number, number, width)])),
+        }
+    }
+    let range = |&(a, b, w): &(u64, u64, usize)| {
+        if a == b {
+            format!("{a:0w$}")
+        } else {
+            format!("{a:0w$}-{b:0w$}")
+        }
+    };
+    groups
+        .iter()
+        .map(|(prefix, ranges)| match ranges.as_slice() {
+            [] => prefix.clone(),
+            [(a, b, w)] if a == b => format!("{prefix}{a:0w$}"),
+            _ => format!(
+                "{prefix}[{}]",
+                ranges.iter().map(range).collect::<Vec<_>>().join(",")
+            ),
+        })
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 /// `list` cut at its commas outside brackets: `a[1,2],b` is `a[1,2]`
@@ -977,6 +1048,23 @@ async fn show_config() -> Result<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn host_lists_fold_as_slurms() {
+        let fold = |list: &str, sorted: bool| hostlist(expanded(list).unwrap(), sorted);
+        // Each as Slurm 22.05's scontrol show hostlist / hostlistsorted.
+        for (list, plain, sorted) in [
+            ("node1,node2,node3", "node[1-3]", "node[1-3]"),
+            ("node3,node1,node2", "node[3,1-2]", "node[1-3]"),
+            ("node1,node1,node2", "node[1,1-2]", "node[1,1-2]"),
+            ("a1,b2,a2", "a1,b2,a2", "a[1-2],b2"),
+            ("node[1-3],x5", "node[1-3],x5", "node[1-3],x5"),
+            ("node01,node2", "node[01,2]", "node[2,01]"),
+        ] {
+            assert_eq!(fold(list, false), plain, "{list}");
+            assert_eq!(fold(list, true), sorted, "{list} sorted");
+        }
+    }
 
     #[test]
     fn secs_pre_suspend_counts_the_run_before_the_last_suspension() {

@@ -64,6 +64,9 @@ pub struct Args {
     array: bool,
     #[arg(short = 'M', long)]
     clusters: Option<String>,
+    /// Jobs on any of these nodes (a node list, `node[1-3]`).
+    #[arg(short = 'w', long)]
+    nodelist: Option<String>,
 }
 
 /// The `-o` code a `-O` name stands for; the names with no code get
@@ -439,6 +442,27 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
         ]),
     };
     let mut cluster = Cluster::open().await?;
+    // The nodes -w names, each one of the cluster's, as Slurm's squeue
+    // checks them.
+    let on_nodes: Option<std::collections::HashSet<String>> = match &args.nodelist {
+        Some(list) => {
+            let names = formats::nodeset::parse(list)
+                .map(|set| formats::nodeset::expand(&set))
+                .unwrap_or_else(|_| vec![list.clone()]);
+            let known: std::collections::HashSet<&str> = cluster
+                .config
+                .nodes
+                .iter()
+                .map(|d| d.name.as_str())
+                .collect();
+            if let Some(bad) = names.iter().find(|n| !known.contains(n.as_str())) {
+                eprintln!("squeue: error: Invalid node name {bad}");
+                return Ok(1);
+            }
+            Some(names.into_iter().collect())
+        }
+        None => None,
+    };
     let now = text::now_s();
     // Finished jobs only when they may be shown, or one -j names must be
     // found: those Slurm still holds, for MinJobAge after their end.
@@ -479,6 +503,15 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
             args.name
                 .as_ref()
                 .is_none_or(|n| n.split(',').any(|n| n.eq_ignore_ascii_case(&j.name)))
+        })
+        .filter(|j| {
+            on_nodes.as_ref().is_none_or(|want| {
+                formats::nodeset::parse(&j.nodes)
+                    .map(|s| formats::nodeset::expand(&s))
+                    .unwrap_or_default()
+                    .iter()
+                    .any(|n| want.contains(n))
+            })
         })
         .collect();
     // One id is loaded alone, as Slurm's squeue does: a job the

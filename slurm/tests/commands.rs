@@ -2415,6 +2415,34 @@ fn steps_asked_by_name_bad_ids_and_signals_and_the_config_are_as_on_slurm() {
             "{bad}"
         );
     }
+    // squeue -w: the jobs on those nodes; a node the cluster has not,
+    // refused. scontrol show hostlist folds as Slurm's.
+    let held = c.ok(w, "sbatch", &["--parsable", "--wrap", "sleep 30"]);
+    let held = held.trim();
+    let until = Instant::now() + Duration::from_secs(30);
+    while c.ok(w, "squeue", &["-h", "-w", "node1", "-o", "%i"]).trim() != held {
+        assert!(Instant::now() < until, "job {held} never ran on node1");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let out = c.run(w, "squeue", &["-w", "node9"], None);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "squeue: error: Invalid node name node9\n"
+    );
+    c.ok(w, "scancel", &[held]);
+    assert_eq!(
+        c.ok(w, "scontrol", &["show", "hostlist", "node3,node1,node2"]),
+        "node[3,1-2]\n"
+    );
+    assert_eq!(
+        c.ok(
+            w,
+            "scontrol",
+            &["show", "hostlistsorted", "node3,node1,node2"]
+        ),
+        "node[1-3]\n"
+    );
     // scontrol show config: the keys tools read, as clemu is.
     let config = c.ok(w, "scontrol", &["show", "config"]);
     for line in [
