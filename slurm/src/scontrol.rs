@@ -452,7 +452,8 @@ fn hostlist(mut names: Vec<String>, sorted: bool) -> String {
         });
     }
     // Groups of one prefix: its ranges (first, last, width).
-    let mut groups: Vec<(String, Vec<(u64, u64, usize)>)> = Vec::new();
+    type Range = (u64, u64, usize);
+    let mut groups: Vec<(String, Vec<Range>)> = Vec::new();
     for n in &names {
         let (prefix, digits) = split(n);
         let Ok(number) = digits.parse::<u64>() else {
@@ -468,7 +469,7 @@ fn hostlist(mut names: Vec<String>, sorted: bool) -> String {
             _ => groups.push((prefix, vec![(number, number, width)])),
         }
     }
-    let range = |&(a, b, w): &(u64, u64, usize)| {
+    let range = |&(a, b, w): &Range| {
         if a == b {
             format!("{a:0w$}")
         } else {
