@@ -69,45 +69,119 @@ struct Field {
     width: i32,
 }
 
-/// sacct's field table (the ones clemu can fill); names match in any
-/// case.
+/// sacct's field table: Slurm 22.05's, in its order (a name matches the
+/// first field it begins, as Slurm's does), with its default widths.
+/// Fields clemu has nothing for (energy, disk, a node's or task's share
+/// of usage) print empty, as Slurm's do where it gathers none.
 const FIELDS: &[(&str, i32)] = &[
     ("Account", 10),
+    ("AdminComment", 15),
     ("AllocCPUS", 10),
     ("AllocNodes", 10),
     ("AllocTRES", 10),
+    ("AssocID", 7),
+    ("AveCPU", 10),
+    ("AveCPUFreq", 10),
+    ("AveDiskRead", 14),
+    ("AveDiskWrite", 14),
+    ("AvePages", 10),
+    ("AveRSS", 10),
+    ("AveVMSize", 10),
+    ("BlockID", 16),
     ("Cluster", 10),
     ("Comment", 14),
+    ("Constraints", 19),
+    ("ConsumedEnergy", 14),
+    ("ConsumedEnergyRaw", 17),
+    ("Container", 19),
     ("CPUTime", 10),
     ("CPUTimeRAW", 10),
+    ("DBIndex", 10),
+    ("DerivedExitCode", 15),
     ("Elapsed", 10),
     ("ElapsedRaw", 10),
     ("Eligible", 19),
     ("End", 19),
     ("ExitCode", 8),
+    ("Flags", 19),
+    ("GID", 6),
     ("Group", 9),
     ("JobID", -12),
     ("JobIDRaw", -12),
     ("JobName", 10),
+    ("Layout", 9),
+    ("MaxDiskRead", 12),
+    ("MaxDiskReadNode", 15),
+    ("MaxDiskReadTask", 15),
+    ("MaxDiskWrite", 12),
+    ("MaxDiskWriteNode", 16),
+    ("MaxDiskWriteTask", 16),
+    ("MaxPages", 8),
+    ("MaxPagesNode", 12),
+    ("MaxPagesTask", 14),
     ("MaxRSS", 10),
+    ("MaxRSSNode", 10),
+    ("MaxRSSTask", 10),
+    ("MaxVMSize", 10),
+    ("MaxVMSizeNode", 14),
+    ("MaxVMSizeTask", 14),
+    ("McsLabel", 12),
+    ("MinCPU", 10),
+    ("MinCPUNode", 10),
+    ("MinCPUTask", 10),
     ("NCPUS", 10),
     ("NNodes", 8),
     ("NodeList", 15),
     ("NTasks", 8),
     ("Partition", 10),
+    ("Priority", 10),
     ("QOS", 10),
+    ("QOSRAW", 6),
+    ("Reason", 22),
+    ("ReqCPUFreq", 10),
+    ("ReqCPUFreqGov", 13),
+    ("ReqCPUFreqMax", 13),
+    ("ReqCPUFreqMin", 13),
     ("ReqCPUS", 8),
     ("ReqMem", 10),
     ("ReqNodes", 8),
     ("ReqTRES", 10),
+    ("Reservation", 20),
+    ("ReservationId", 8),
+    ("Reserved", 10),
+    ("ResvCPU", 10),
+    ("ResvCPURAW", 10),
     ("Start", 19),
     ("State", 10),
     ("Submit", 19),
+    ("SubmitLine", 20),
     ("Suspended", 10),
+    ("SystemComment", 15),
+    ("SystemCPU", 10),
     ("Timelimit", 10),
+    ("TimelimitRaw", 10),
     ("TotalCPU", 10),
+    ("TRESUsageInAve", 14),
+    ("TRESUsageInMax", 14),
+    ("TRESUsageInMaxNode", 18),
+    ("TRESUsageInMaxTask", 18),
+    ("TRESUsageInMin", 14),
+    ("TRESUsageInMinNode", 18),
+    ("TRESUsageInMinTask", 18),
+    ("TRESUsageInTot", 14),
+    ("TRESUsageOutAve", 15),
+    ("TRESUsageOutMax", 15),
+    ("TRESUsageOutMaxNode", 19),
+    ("TRESUsageOutMaxTask", 19),
+    ("TRESUsageOutMin", 15),
+    ("TRESUsageOutMinNode", 19),
+    ("TRESUsageOutMinTask", 19),
+    ("TRESUsageOutTot", 15),
     ("UID", 6),
     ("User", 9),
+    ("UserCPU", 10),
+    ("WCKey", 10),
+    ("WCKeyID", 10),
     ("WorkDir", 20),
 ];
 
@@ -265,6 +339,39 @@ fn value(name: &str, r: &Row<'_>, c: &Ctx<'_>) -> String {
             .map_or("", |_| accounts::QOS)
             .to_string(),
         "Cluster" => "clemu".into(),
+        // Fields of the job's line alone, valued as Slurm's database
+        // values them for such a job.
+        "DerivedExitCode" | "Reason" | "Priority" | "GID" | "QOSRAW" | "TimelimitRaw"
+        | "Reserved" | "ResvCPU" | "ResvCPURAW" | "WCKeyID"
+            if r.step.is_some() =>
+        {
+            String::new()
+        }
+        "DerivedExitCode" => format!("{}:{}", j.exit.0, j.exit.1),
+        "Reason" if j.state == JobState::Pending => j.reason.clone(),
+        "Reason" => "None".into(),
+        "Priority" => crate::squeue::priority(j).to_string(),
+        "GID" => text::gid_of(&text::owner(j, c.me)).map_or(String::new(), |g| g.to_string()),
+        "QOSRAW" => accounts::account_of(&text::owner(j, c.me))
+            .map_or("", |_| "1")
+            .to_string(),
+        "TimelimitRaw" => match j.walltime_ns {
+            0 => "UNLIMITED".into(),
+            ns => ns.div_ceil(60_000_000_000).to_string(),
+        },
+        "Reserved" | "ResvCPU" => "00:00:00".into(),
+        "ResvCPURAW" | "WCKeyID" => "0".into(),
+        // What a step has, and the job's line has not.
+        "ReqCPUFreq" | "ReqCPUFreqGov" | "ReqCPUFreqMax" | "ReqCPUFreqMin" if r.step.is_none() => {
+            "Unknown".into()
+        }
+        "ReqCPUFreq" | "ReqCPUFreqGov" | "ReqCPUFreqMax" | "ReqCPUFreqMin" | "AveCPUFreq"
+        | "ConsumedEnergy" | "ConsumedEnergyRaw"
+            if r.step.is_some() =>
+        {
+            "0".into()
+        }
+        "Layout" if r.step.is_some() => "Unknown".into(),
         "AllocCPUS" | "NCPUS" | "ReqCPUS" if r.step.is_some() => first_node_cpus(j).to_string(),
         "AllocCPUS" | "NCPUS" | "ReqCPUS" => j.cores.to_string(),
         "AllocNodes" | "NNodes" => {

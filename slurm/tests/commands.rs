@@ -2368,6 +2368,27 @@ fn steps_asked_by_name_bad_ids_and_signals_and_the_config_are_as_on_slurm() {
         format!("{id}.batch|COMPLETED\n{id}.1|COMPLETED\n")
     );
     assert_eq!(steps(&format!("{id}.0"), true), format!("{id}|COMPLETED\n"));
+    // Every field of Slurm's sacct is taken: those clemu has nothing for
+    // (energy, averages over tasks) print empty, as where Slurm gathers
+    // none; the job's own are the job line's.
+    assert_eq!(
+        c.ok(
+            w,
+            "sacct",
+            &[
+                "-P",
+                "-n",
+                "-j",
+                id,
+                "-o",
+                "JobID,DerivedExitCode,Reason,AveRSS,ConsumedEnergy,Layout"
+            ]
+        ),
+        format!(
+            "{id}|0:0|None|||\n{id}.batch||||0|Unknown\n{id}.0||||0|Unknown\n\
+             {id}.1||||0|Unknown\n"
+        )
+    );
     // scancel: bad ids, users and states said, nothing cancelled.
     for (argv, said) in [
         (&["0"][..], "scancel: error: Invalid job id 0\n"),
