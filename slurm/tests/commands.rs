@@ -2051,6 +2051,14 @@ fn srun_outside_a_job_makes_its_allocation_and_answers_as_its_tasks() {
         "{}",
         text(&refused.stderr)
     );
+    // sbatch's refusal said as srun's, as Slurm's srun says it.
+    let refused = c.run(w, "srun", &["-p", "nope", "true"], None);
+    assert_eq!(refused.status.code(), Some(1));
+    assert_eq!(
+        text(&refused.stderr),
+        "srun: error: invalid partition specified: nope\nsrun: error: Unable to allocate \
+         resources: Invalid partition name specified\n"
+    );
 
     // One waits while another holds the cluster; a SIGTERM to the first
     // cancels its job, nothing of it is left, and the second runs.

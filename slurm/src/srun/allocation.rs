@@ -188,8 +188,16 @@ async fn allocate_and_follow(args: super::Args) -> Result<u8> {
     let id = match submitted {
         Ok(s) => s.id,
         Err(refusal) => {
+            // sbatch's lines of it, said as Slurm's srun says them: what
+            // its client found, then the controller's refusal.
+            let lines: Vec<&str> = refusal.split("\nsbatch: error: ").collect();
+            let (last, before) = lines.split_last().unwrap_or((&"", &[]));
+            for line in before {
+                say(&format!("srun: error: {line}"));
+            }
+            let last = last.trim_start_matches("Batch job submission failed: ");
             say(&format!(
-                "srun: error: Unable to allocate resources: {refusal}"
+                "srun: error: Unable to allocate resources: {last}"
             ));
             return Ok(1);
         }
