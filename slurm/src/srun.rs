@@ -40,6 +40,11 @@ pub struct Args {
     nodes: Option<String>,
     #[arg(short = 'c', long = "cpus-per-task")]
     cpus_per_task: Option<u32>,
+    /// Outside a job, the allocation's; inside one, honoured when it
+    /// agrees with the tasks and the job's nodes, as Slurm's srun
+    /// (the step runs on the job's first node all the same).
+    #[arg(long = "ntasks-per-node")]
+    ntasks_per_node: Option<u32>,
     #[arg(short = 'J', long = "job-name")]
     job_name: Option<String>,
     #[arg(long)]
@@ -81,12 +86,33 @@ pub fn main(argv: &[String]) -> Result<u8> {
     let var = |name: &str| -> Option<u32> { std::env::var(name).ok()?.parse().ok() };
     // As Slurm's srun: the job's tasks if it asked some, else a task per
     // node.
-    let ntasks = args
-        .ntasks
-        .or_else(|| var("SLURM_NTASKS"))
+    let nodes = var("SLURM_JOB_NUM_NODES")
         .or_else(|| var("SLURM_NNODES"))
         .unwrap_or(1)
         .max(1);
+    // -n, else the job's (srun takes SLURM_NTASKS as its -n), else
+    // --ntasks-per-node on each node, else a task per node.
+    let ntasks = args
+        .ntasks
+        .or_else(|| var("SLURM_NTASKS"))
+        .or_else(|| args.ntasks_per_node.filter(|&t| t > 0).map(|t| t * nodes))
+        .or_else(|| var("SLURM_NNODES"))
+        .unwrap_or(1)
+        .max(1);
+    // What Slurm's srun says of a layout it cannot keep.
+    if let Some(t) = args.ntasks_per_node.filter(|&t| t * nodes != ntasks) {
+        eprintln!(
+            "srun: Warning: can't honor --ntasks-per-node set to {t} which doesn't match the \
+             requested tasks {ntasks} with the number of requested nodes {nodes}. Ignoring \
+             --ntasks-per-node."
+        );
+    }
+    if args.nodes.is_none() && ntasks < nodes {
+        eprintln!(
+            "srun: Warning: can't run {ntasks} processes on {nodes} nodes, setting nnodes to \
+             {ntasks}"
+        );
+    }
     // As Slurm: no more tasks than the job's CPUs hold.
     let cpus = std::env::var("SLURM_JOB_CPUS_PER_NODE")
         .ok()
@@ -155,6 +181,11 @@ pub fn main(argv: &[String]) -> Result<u8> {
             .env("SLURM_STEP_NUM_TASKS", ntasks.to_string())
             .env("SLURM_STEP_NUM_NODES", "1")
             .env("SLURM_STEP_NODELIST", &node)
+            .env("SLURM_STEP_TASKS_PER_NODE", ntasks.to_string())
+            // The step's own, where the job's were: Slurm's srun sets
+            // them for its tasks (the job's stay in SLURM_JOB_*).
+            .env("SLURM_NNODES", "1")
+            .env("SLURM_TASKS_PER_NODE", ntasks.to_string())
             .env("SLURM_NTASKS", ntasks.to_string())
             .env("SLURM_NPROCS", ntasks.to_string());
         let mut stream = |pattern: &Option<String>| -> Result<Stdio> {

@@ -2484,3 +2484,30 @@ fn steps_asked_by_name_bad_ids_and_signals_and_the_config_are_as_on_slurm() {
         assert!(config.contains(line), "{line}: {config}");
     }
 }
+
+#[test]
+fn a_step_of_fewer_tasks_than_the_jobs_nodes_gets_its_own_layout_as_on_slurm() {
+    let c = Up::start(2, 2);
+    let work = tempfile::tempdir().unwrap();
+    let w = work.path();
+    // Each line as Slurm 22.05 writes it for this script.
+    let script = "#!/bin/sh\n#SBATCH -N 2 -n 4\n\
+                  srun -n 1 sh -c 'echo $SLURM_NNODES $SLURM_TASKS_PER_NODE \
+                  $SLURM_STEP_TASKS_PER_NODE $SLURM_NODELIST $SLURM_JOB_NUM_NODES'\n\
+                  srun -l --ntasks-per-node=1 true\n\
+                  srun -n 2 --ntasks-per-node=1 true\n";
+    std::fs::write(w.join("layout.sh"), script).unwrap();
+    let id = c.ok(
+        w,
+        "sbatch",
+        &["--parsable", "-o", "layout.out", "layout.sh"],
+    );
+    assert_eq!(c.wait_over(w, id.trim()), "COMPLETED|0:0");
+    assert_eq!(
+        std::fs::read_to_string(w.join("layout.out")).unwrap(),
+        "srun: Warning: can't run 1 processes on 2 nodes, setting nnodes to 1\n\
+         1 1 1 node[1-2] 2\n\
+         srun: Warning: can't honor --ntasks-per-node set to 1 which doesn't match the \
+         requested tasks 4 with the number of requested nodes 2. Ignoring --ntasks-per-node.\n"
+    );
+}

@@ -91,6 +91,10 @@ fn batch_argv(args: &super::Args, out: &Path, err: &Path) -> Vec<String> {
     pass("--nodes", &args.nodes);
     pass("--ntasks", &args.ntasks.map(|n| n.to_string()));
     pass(
+        "--ntasks-per-node",
+        &args.ntasks_per_node.map(|n| n.to_string()),
+    );
+    pass(
         "--cpus-per-task",
         &args.cpus_per_task.map(|n| n.to_string()),
     );
