@@ -431,9 +431,18 @@ fn value(name: &str, r: &Row<'_>, c: &Ctx<'_>) -> String {
                 .sum();
             text::long_duration(total)
         }
+        // Over without a start: none, as Slurm's database says it.
+        "Start" if j.start_ns == 0 && j.state.is_final() => "None".into(),
         "Start" => date(j.start_ns),
         "End" => date(j.end_ns),
-        "Submit" | "Eligible" => date(j.submit_ns),
+        "Submit" => date(j.submit_ns),
+        // Held, or waiting for other jobs: not eligible yet.
+        "Eligible" => match j.program.as_ref().map(|p| p.eligible_ns) {
+            _ if j.reason == "JobHeldUser" => "Unknown".into(),
+            Some(None) => "Unknown".into(),
+            Some(Some(t)) => date(t),
+            None => date(j.submit_ns),
+        },
         "NodeList" => {
             if j.nodes.is_empty() {
                 "None assigned".into()

@@ -788,6 +788,9 @@ fn spec(args: &Args, script: String, resolve: Resolve<'_>) -> Result<JobSpec> {
                 _ => 0,
             },
             command: match (&args.wrap, args.script.first()) {
+                // As Slurm's sbatch names it: a bare name found here (made
+                // absolute), a path with a slash as given (`../run.sh`).
+                (None, Some(path)) if path.contains('/') => path.clone(),
                 (None, Some(path)) => here.join(path).display().to_string(),
                 _ => String::new(),
             },

@@ -631,12 +631,21 @@ fn job_record(j: &JobInfo, c: &Cluster, me: &str, now: i64, first: bool) -> Vec<
             "SubmitTime={} EligibleTime={}",
             date(j.submit_ns),
             match p.map(|p| p.eligible_ns) {
+                // Held: not eligible, and accruing no age, until released.
+                _ if j.reason == "JobHeldUser" => "Unknown".into(),
                 Some(None) => "Unknown".into(),
                 Some(Some(t)) => date(t),
                 None => date(j.submit_ns),
             }
         ),
-        format!("AccrueTime={}", date(j.submit_ns)),
+        format!(
+            "AccrueTime={}",
+            if j.reason == "JobHeldUser" {
+                "Unknown".into()
+            } else {
+                date(j.submit_ns)
+            }
+        ),
         format!("StartTime={} EndTime={end} Deadline=N/A", date(j.start_ns)),
     ];
     // Slurm's line for a started job where preemption is on: it may be
@@ -664,14 +673,7 @@ fn job_record(j: &JobInfo, c: &Cluster, me: &str, now: i64, first: bool) -> Vec<
         ),
         format!("Partition={} AllocNode:Sid=localhost:0", j.partition),
         "ReqNodeList=(null) ExcNodeList=(null)".into(),
-        format!(
-            "NodeList={}",
-            if j.nodes.is_empty() {
-                "(null)"
-            } else {
-                &j.nodes
-            }
-        ),
+        format!("NodeList={}", j.nodes),
     ]);
     if !j.nodes.is_empty() {
         r.push(format!("BatchHost={first_node}"));
@@ -723,7 +725,8 @@ fn job_record(j: &JobInfo, c: &Cluster, me: &str, now: i64, first: bool) -> Vec<
     ]);
     if let Some(p) = p {
         if !p.comment.is_empty() {
-            r.push(format!("Comment={}", p.comment));
+            // With the space after it that Slurm's scontrol writes.
+            r.push(format!("Comment={} ", p.comment));
         }
         r.push(format!("StdErr={}", p.stderr));
         r.push("StdIn=/dev/null".into());

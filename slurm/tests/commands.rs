@@ -167,12 +167,23 @@ fn batch_scripts_run_with_slurms_variables_and_are_accounted_as_slurm_does() {
         written,
         format!("{id} fit 2 batch {}\n2:-n:two words\n{me}\n", w.display())
     );
-    // Its command is its script's path, as scontrol and squeue show it.
+    // Its command is its script's path, as scontrol and squeue show it:
+    // a bare name made absolute, a path with a slash as given, as Slurm's.
     let shown = c.ok(w, "scontrol", &["show", "job", &id]);
     assert!(
         shown.contains(&format!("\n   Command={}/fit.sh\n", w.display())),
         "{shown}"
     );
+    let held = c.ok(w, "sbatch", &["--parsable", "-H", "./fit.sh"]);
+    let held = held.trim();
+    assert_eq!(
+        c.ok(w, "squeue", &["-h", "-j", held, "-o", "%o"]),
+        "./fit.sh\n"
+    );
+    // Pending, it has no nodes: `NodeList=`, as Slurm's scontrol writes.
+    let shown = c.ok(w, "scontrol", &["show", "job", held]);
+    assert!(shown.contains(" NodeList=\n"), "{shown}");
+    c.ok(w, "scancel", &[held]);
 
     // A script on standard input that fails: its code is the job's.
     let out = c.run(w, "sbatch", &["--parsable"], Some("#!/bin/sh\nexit 3\n"));

@@ -166,7 +166,8 @@ pub struct Program {
     /// the controller at the start from the memory the job holds there.
     /// Beyond it, one is killed and the job ends out of memory.
     pub mem_limit_mb: u64,
-    /// The script's file as submitted, its path made absolute; empty for
+    /// The script's file as submitted: a path with a slash as given, a
+    /// bare name made absolute (as Slurm's sbatch names it); empty for
     /// `--wrap` and a script read from standard input (Slurm's `Command`).
     pub command: String,
 }
