@@ -273,18 +273,24 @@ impl ArraySpec {
     /// `MaxArraySize`.
     pub const MAX_TASKS: usize = 1001;
 
-    /// Slurm's notation: `0-99`, `1,3,5-7`, `0-15:4`, each with an optional
-    /// `%N` limit at the end.
+    /// Slurm's notation: `0-99`, `1,3,5-7`, `0-15:4`, the list in
+    /// brackets or not (`[1-3]`), each with an optional `%N` limit at the
+    /// end (`%0` or a bare `%`: none). An index given twice is one task,
+    /// as Slurm's sbatch takes it.
     pub fn parse(s: &str) -> Result<ArraySpec, String> {
         let (list, limit) = match s.split_once('%') {
+            Some((l, "")) => (l, 0),
             Some((l, n)) => (
                 l,
-                n.parse::<u32>().ok().filter(|&n| n > 0).ok_or_else(|| {
-                    format!("{s:?}: the limit after % must be a whole number above 0")
-                })?,
+                n.parse::<u32>()
+                    .map_err(|_| format!("{s:?}: the limit after % must be a whole number"))?,
             ),
             None => (s, 0),
         };
+        let list = list
+            .strip_prefix('[')
+            .and_then(|l| l.strip_suffix(']'))
+            .unwrap_or(list);
         let mut indices = Vec::new();
         for part in list.split(',') {
             let bad = || format!("{s:?}: {part:?} is not N, N-M or N-M:STEP");
@@ -315,12 +321,9 @@ impl ArraySpec {
                 }
             }
         }
-        let mut sorted = indices.clone();
+        let mut sorted = indices;
         sorted.sort_unstable();
         sorted.dedup();
-        if sorted.len() != indices.len() {
-            return Err(format!("{s:?}: a task index appears twice"));
-        }
         Ok(ArraySpec {
             indices: sorted,
             limit,
@@ -1229,6 +1232,21 @@ pub fn submit_key() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn array_lists_read_as_slurms_sbatch_reads_them() {
+        let of = |s: &str| ArraySpec::parse(s).map(|a| (a.indices, a.limit));
+        // Each as Slurm 22.05's sbatch took it.
+        assert_eq!(of("1,1,2"), Ok((vec![1, 2], 0)));
+        assert_eq!(of("1-3%0"), Ok((vec![1, 2, 3], 0)));
+        assert_eq!(of("1-3%"), Ok((vec![1, 2, 3], 0)));
+        assert_eq!(of("[1-3]"), Ok((vec![1, 2, 3], 0)));
+        assert_eq!(of("[1,3]%1"), Ok((vec![1, 3], 1)));
+        assert_eq!(of("0-15:4"), Ok((vec![0, 4, 8, 12], 0)));
+        for bad in ["1-3:0", "3-1", "x", "1-3%x", ""] {
+            assert!(of(bad).is_err(), "{bad:?}");
+        }
+    }
 
     #[test]
     fn a_step_line_reads_back_and_a_torn_one_does_not() {
