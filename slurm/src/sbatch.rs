@@ -182,7 +182,8 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
         (Some(w), None) => wrapped(w),
         (Some(_), Some(_)) => bail!("script arguments not permitted with --wrap option"),
         (None, Some(path)) => {
-            std::fs::read_to_string(path).with_context(|| format!("Unable to open file {path}"))?
+            // Worded as Slurm's, with no more of the cause.
+            std::fs::read_to_string(path).map_err(|_| anyhow!("Unable to open file {path}"))?
         }
         (None, None) => {
             let mut s = String::new();

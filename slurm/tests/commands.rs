@@ -2441,6 +2441,26 @@ fn steps_asked_by_name_bad_ids_and_signals_and_the_config_are_as_on_slurm() {
         );
         c.ok(w, "scancel", &[held.trim()]);
     }
+    // Numbers and files refused in Slurm's words, not clap's or Rust's.
+    for (argv, said) in [
+        (
+            &["-n", "-3", "--wrap", "true"][..],
+            "Invalid numeric value \"-3\" for --ntasks.",
+        ),
+        (
+            &["-c", "x", "--wrap", "true"][..],
+            "Invalid numeric value \"x\" for --cpus-per-task.",
+        ),
+        (&["nosuch.sh"][..], "Unable to open file nosuch.sh"),
+    ] {
+        let out = c.run(w, "sbatch", argv, None);
+        assert_eq!(out.status.code(), Some(1), "{argv:?}");
+        assert_eq!(
+            String::from_utf8_lossy(&out.stderr),
+            format!("sbatch: error: {said}\n"),
+            "{argv:?}"
+        );
+    }
     for bad in ["FOO@10", "B:USR1@-5", "USR1@70000", "0", "X:USR1"] {
         let out = c.run(
             w,
