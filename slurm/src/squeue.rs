@@ -559,6 +559,14 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
             unknown_fields = unknown;
             (String::new(), fields)
         }
+        // Every field, as Slurm's squeue lists them for `%all`.
+        (None, Some(f)) if f == "%all" => {
+            let all: Vec<String> = ('a'..='z')
+                .chain('A'..='Z')
+                .map(|c| format!("%{c}"))
+                .collect();
+            format::percent(&all.join("|"))
+        }
         (None, Some(f)) => format::percent(f),
         (None, None) if args.long => format::percent(LONG_FORMAT),
         (None, None) => format::percent(

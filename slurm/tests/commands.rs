@@ -2319,6 +2319,17 @@ fn what_open_ondemand_reads_of_a_job_is_as_slurm_gives_it() {
             "JOBID||MIN_MEMORY|TRES_ALLOC|JOBID|\n{held}||512M|cpu=2,mem=512M,node=1,billing=2|{held}|\n"
         )
     );
+    // %all: every field, as Slurm 22.05's squeue lists them.
+    let all = c.ok(w, "squeue", &["-j", held, "-o", "%all"]);
+    assert_eq!(
+        all.lines().next().unwrap(),
+        "ACCOUNT|TRES_PER_NODE|MIN_CPUS|MIN_TMP_DISK|END_TIME|FEATURES|GROUP|OVER_SUBSCRIBE|\
+         JOBID|NAME|COMMENT|TIME_LIMIT|MIN_MEMORY|REQ_NODES|COMMAND|PRIORITY|QOS|REASON||ST|\
+         USER|RESERVATION|WCKEY|EXC_NODES|NICE|S:C:T|JOBID|EXEC_HOST|CPUS|NODES|DEPENDENCY|\
+         ARRAY_JOB_ID|GROUP|SOCKETS_PER_NODE|CORES_PER_SOCKET|THREADS_PER_CORE|ARRAY_TASK_ID|\
+         TIME_LEFT|TIME|NODELIST|CONTIGUOUS|PARTITION|PRIORITY|NODELIST(REASON)|START_TIME|\
+         STATE|UID|SUBMIT_TIME|LICENSES|CORE_SPEC|SCHEDNODES|WORK_DIR"
+    );
     // Its memory per node, as asked.
     assert_eq!(c.ok(w, "squeue", &["-h", "-j", held, "-o", "%m"]), "512M\n");
     // sacct: the group, and what it asked with memory in --units.
