@@ -283,9 +283,13 @@ fn hand_computed_metrics_of_a_trace() {
     assert_eq!(v["window"], serde_json::json!([0.0, 110.0]));
     assert!((v["utilization"].as_f64().unwrap() - 560.0 / (16.0 * 110.0)).abs() < 1e-12);
     // One note for what was not counted and how to count it, one
-    // warning for the malformed line.
+    // warning for the malformed line, one for job 2's unknown wait.
     let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(err.lines().count(), 2, "{err}");
+    assert_eq!(err.lines().count(), 3, "{err}");
+    assert!(
+        err.contains("t.swf: 1 of its jobs have no wait time (−1 in the trace)"),
+        "{err}"
+    );
     assert!(
         err.contains("t.swf:11:") && err.contains("expected 18 fields, found 7"),
         "{err}"
