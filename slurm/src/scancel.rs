@@ -54,28 +54,16 @@ fn valid_id(id: &str) -> bool {
         None => number(r),
     };
     // A list's commas inside brackets are the tasks'.
-    let mut parts = Vec::new();
-    let (mut depth, mut from) = (0, 0);
-    for (i, c) in id.char_indices() {
-        match c {
-            '[' => depth += 1,
-            ']' => depth -= 1,
-            ',' if depth == 0 => {
-                parts.push(&id[from..i]);
-                from = i + 1;
-            }
-            _ => {}
-        }
-    }
-    parts.push(&id[from..]);
-    parts.iter().all(|part| {
-        let (job, tasks) = part.split_once('_').unwrap_or((part, ""));
-        let tasks_ok = match tasks.strip_prefix('[').and_then(|t| t.strip_suffix(']')) {
-            Some(list) => list.split(',').all(range),
-            None => tasks.is_empty() || number(tasks),
-        };
-        number(job) && job.bytes().any(|b| b != b'0') && tasks_ok
-    })
+    let parts = text::top_level_pieces(id);
+    !parts.is_empty()
+        && parts.iter().all(|part| {
+            let (job, tasks) = part.split_once('_').unwrap_or((part, ""));
+            let tasks_ok = match tasks.strip_prefix('[').and_then(|t| t.strip_suffix(']')) {
+                Some(list) => list.split(',').all(range),
+                None => tasks.is_empty() || number(tasks),
+            };
+            number(job) && job.bytes().any(|b| b != b'0') && tasks_ok
+        })
 }
 
 pub async fn main(argv: Vec<String>) -> Result<u8> {

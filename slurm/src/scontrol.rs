@@ -425,7 +425,7 @@ fn hostnames(arg: Option<&str>) -> Result<u8> {
 /// would sort and merge).
 fn expanded(list: &str) -> Result<Vec<String>> {
     let mut out = Vec::new();
-    for piece in top_level_pieces(list) {
+    for piece in text::top_level_pieces(list) {
         let set = formats::nodeset::parse(piece)
             .map_err(|e| anyhow::anyhow!("Invalid hostlist: {list}: {e}"))?;
         out.extend(formats::nodeset::expand(&set));
@@ -488,25 +488,6 @@ fn hostlist(mut names: Vec<String>, sorted: bool) -> String {
         })
         .collect::<Vec<_>>()
         .join(",")
-}
-
-/// `list` cut at its commas outside brackets: `a[1,2],b` is `a[1,2]`
-/// and `b`.
-fn top_level_pieces(list: &str) -> Vec<&str> {
-    let (mut pieces, mut depth, mut start) = (Vec::new(), 0i32, 0);
-    for (i, c) in list.char_indices() {
-        match c {
-            '[' => depth += 1,
-            ']' => depth -= 1,
-            ',' if depth == 0 => {
-                pieces.push(&list[start..i]);
-                start = i + 1;
-            }
-            _ => {}
-        }
-    }
-    pieces.push(&list[start..]);
-    pieces.into_iter().filter(|p| !p.is_empty()).collect()
 }
 
 /// Slurm's `SecsPreSuspend`: the seconds job `j` ran before its last

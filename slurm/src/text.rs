@@ -772,6 +772,25 @@ pub fn signal_spec(v: &str) -> Result<String, String> {
     Ok(format!("{batch}{signal}@{seconds}"))
 }
 
+/// `list` cut at its commas outside brackets: `a[1,2],b` is `a[1,2]`
+/// and `b`.
+pub fn top_level_pieces(list: &str) -> Vec<&str> {
+    let (mut pieces, mut depth, mut start) = (Vec::new(), 0i32, 0);
+    for (i, c) in list.char_indices() {
+        match c {
+            '[' => depth += 1,
+            ']' => depth -= 1,
+            ',' if depth == 0 => {
+                pieces.push(&list[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    pieces.push(&list[start..]);
+    pieces.into_iter().filter(|p| !p.is_empty()).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
