@@ -846,10 +846,11 @@ fn exported(export: Option<&str>) -> Vec<(String, String)> {
         env.extend(std::env::vars());
     } else {
         env.extend(login_env());
-        // As Slurm's sbatch says it, without `ALL`.
-        env.push(("SLURM_GET_USER_ENV".into(), "1".into()));
     }
-    if let Some(e) = export {
+    // As Slurm 22.05's sbatch says it: what --export was, unless it was
+    // `ALL` alone (the default), even `ALL,A=1`.
+    if let Some(e) = export.filter(|e| !e.eq_ignore_ascii_case("ALL")) {
+        env.push(("SLURM_GET_USER_ENV".into(), "1".into()));
         env.push(("SLURM_EXPORT_ENV".into(), e.to_string()));
     }
     for item in items {
@@ -1112,5 +1113,27 @@ mod tests {
         assert!(named.contains(&("A".to_string(), "1".to_string())));
         assert_eq!(named.len(), none.len() + 1);
         assert!(exported(None).iter().any(|(k, _)| k == "PATH"));
+        // Slurm's own two say what --export was, unless it was ALL alone.
+        let says = |e: Option<&str>| {
+            let env = exported(e);
+            let get = |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
+            (get("SLURM_EXPORT_ENV"), get("SLURM_GET_USER_ENV"))
+        };
+        for alone in [None, Some("ALL"), Some("all")] {
+            let (export, get) = says(alone);
+            // The submitter's own, if it runs in a job, passes as any.
+            assert_eq!(
+                (export, get),
+                (
+                    std::env::var("SLURM_EXPORT_ENV").ok(),
+                    std::env::var("SLURM_GET_USER_ENV").ok()
+                ),
+                "{alone:?}"
+            );
+        }
+        assert_eq!(
+            says(Some("ALL,BAR=2")),
+            (Some("ALL,BAR=2".into()), Some("1".into()))
+        );
     }
 }
