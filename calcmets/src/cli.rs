@@ -156,6 +156,12 @@ pub struct FidelityArgs {
     /// load, config or policy), saying what differs.
     #[arg(long)]
     pub force: bool,
+    /// Also list the N jobs whose starts differ most between the two runs:
+    /// each one's wait in both and its share of the summed start
+    /// differences (a mean wait apart is often a few jobs that took
+    /// another turn).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub worst: usize,
     /// Results directory of one run (typically the emulated one).
     pub a: PathBuf,
     /// Results directory of the other (typically its twin, `runworkload

@@ -28,10 +28,12 @@ use crate::metrics::{Params, Summary};
 /// One job's instants, relative to its run's start, in nanoseconds.
 #[derive(Debug, Clone, Copy)]
 struct Times {
+    submit: i64,
     start: i64,
     end: i64,
     suspended: i64,
     completed: bool,
+    cores: u32,
 }
 
 struct Run {
@@ -107,10 +109,12 @@ fn load(dir: &Path, kind: ClockKind, keys: Option<&HashMap<u64, i64>>) -> Result
         jobs.insert(
             key,
             Times {
+                submit: at(r.submit),
                 start: at(r.start),
                 end: at(r.end),
                 suspended: (r.suspended_ns() as f64 * k).round() as i64,
                 completed: r.status == Status::Completed,
+                cores: r.cores,
             },
         );
         Ok(())
@@ -228,6 +232,30 @@ pub struct Options {
     pub force: bool,
     /// The clock of every time: trace seconds unless asked.
     pub clock: ClockKind,
+    /// How many of the jobs whose starts differ most to list.
+    pub worst: usize,
+}
+
+/// One job both runs completed, where their starts differ: in nanoseconds
+/// of the clock compared.
+#[derive(Debug, Clone, Copy)]
+struct Apart {
+    key: i64,
+    cores: u32,
+    wait_a: i64,
+    wait_b: i64,
+    start: i64,
+}
+
+/// The `n` jobs whose starts differ most, largest first (ties by key),
+/// and the sum of every job's start difference, signed: what a job's
+/// share of the mean wait's difference is taken of, when the runs submit
+/// alike.
+fn most_apart(mut all: Vec<Apart>, n: usize) -> (Vec<Apart>, i64) {
+    let sum = all.iter().map(|j| j.start).sum();
+    all.sort_unstable_by_key(|j| (std::cmp::Reverse(j.start.unsigned_abs()), j.key));
+    all.truncate(n);
+    (all, sum)
 }
 
 /// Writes the comparison of `a` with `b`; returns whether the runs hold
@@ -237,6 +265,13 @@ pub fn compare(a: &Path, b: &Path, opts: &Options, out: &mut impl Write) -> Resu
     // Replicas on either side: their figures' intervals are compared.
     let (set_a, set_b) = (crate::runs::replica_dirs(a)?, crate::runs::replica_dirs(b)?);
     if set_a.is_some() || set_b.is_some() {
+        if opts.worst > 0 {
+            bail!(
+                "--worst lists jobs of two single runs, and {} is a set of replicas: give one \
+                 replica's directory on each side",
+                if set_a.is_some() { a } else { b }.display()
+            );
+        }
         let a_dirs = set_a.unwrap_or_else(|| vec![a.to_path_buf()]);
         let b_dirs = set_b.unwrap_or_else(|| vec![b.to_path_buf()]);
         return compare_sets((a, &a_dirs), (b, &b_dirs), opts, out);
@@ -295,11 +330,19 @@ pub fn compare(a: &Path, b: &Path, opts: &Options, out: &mut impl Write) -> Resu
     let mut starts = Vec::new();
     let mut ends = Vec::new();
     let mut susp = Vec::new();
+    let mut apart = Vec::new();
     let mut only_one = e.unkeyed + s.unkeyed;
     for (id, x) in &e.jobs {
         match s.jobs.get(id) {
             Some(y) if x.completed && y.completed => {
                 starts.push(x.start - y.start);
+                apart.push(Apart {
+                    key: *id,
+                    cores: x.cores,
+                    wait_a: x.start - x.submit,
+                    wait_b: y.start - y.submit,
+                    start: x.start - y.start,
+                });
                 ends.push(x.end - y.end);
                 susp.push(x.suspended - y.suspended);
             }
@@ -310,6 +353,10 @@ pub fn compare(a: &Path, b: &Path, opts: &Options, out: &mut impl Write) -> Resu
     only_one += s.jobs.keys().filter(|id| !e.jobs.contains_key(id)).count() as u64;
     let matched = starts.len();
     let (start, end, suspended) = (spread(starts), spread(ends), spread(susp));
+    let (worst, sum_start) = most_apart(apart, opts.worst);
+    let secs = |ns: i64| ns as f64 / 1e9;
+    let share = |d: i64| (sum_start != 0).then(|| d as f64 / sum_start as f64);
+    let key_name = if by_trace { "trace job" } else { "job id" };
     let pairs = metric_pairs(&e.summary, &s.summary);
     // Jobs that count on one side only (a status, a run time of 0): every
     // figure is then over other jobs, whatever the runs replayed.
@@ -348,6 +395,17 @@ pub fn compare(a: &Path, b: &Path, opts: &Options, out: &mut impl Write) -> Resu
             "per_job": {"start": start, "end": end, "suspended": suspended},
             "metrics": metrics,
         });
+        let mut v = v;
+        if opts.worst > 0 {
+            v["most_apart"] = json!({
+                "key": key_name,
+                "start_differences_summed": secs(sum_start),
+                "jobs": worst.iter().map(|j| json!({
+                    "job": j.key, "cores": j.cores, "wait_a": secs(j.wait_a),
+                    "wait_b": secs(j.wait_b), "start": secs(j.start), "share": share(j.start),
+                })).collect::<Vec<_>>(),
+            });
+        }
         writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
     } else {
         // Named with its directory once: the label may hold it already.
@@ -390,6 +448,33 @@ pub fn compare(a: &Path, b: &Path, opts: &Options, out: &mut impl Write) -> Resu
                 crate::report::num(sp.max),
                 crate::report::num(sp.mean)
             )?;
+        }
+        if opts.worst > 0 {
+            writeln!(out)?;
+            writeln!(
+                out,
+                "the {} jobs whose starts differ most ({unit}); share: of every job's start \
+                 difference, summed ({})",
+                worst.len(),
+                crate::report::num(secs(sum_start))
+            )?;
+            writeln!(
+                out,
+                "{:<12} {:>6} {:>12} {:>12} {:>12} {:>9}",
+                key_name, "cores", "wait a", "wait b", "start a - b", "share"
+            )?;
+            for j in &worst {
+                writeln!(
+                    out,
+                    "{:<12} {:>6} {:>12} {:>12} {:>12} {:>9}",
+                    j.key,
+                    j.cores,
+                    crate::report::num(secs(j.wait_a)),
+                    crate::report::num(secs(j.wait_b)),
+                    crate::report::num(secs(j.start)),
+                    share(j.start).map_or("-".to_string(), |r| format!("{:.1} %", r * 100.0))
+                )?;
+            }
         }
         writeln!(out)?;
         let (wa, wb) = (
@@ -645,6 +730,7 @@ mod tests {
             json: true,
             force: false,
             clock: ClockKind::Wall,
+            worst: 0,
         };
         assert!(compare(&emu, &sim, &opts, &mut out).unwrap());
         let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
@@ -653,5 +739,58 @@ mod tests {
         // Only the trace's first job started 1 s later than its twin.
         assert_eq!(v["per_job"]["start"]["max"], 1.0);
         assert_eq!(v["per_job"]["start"]["p50"], 0.0);
+        assert!(v.get("most_apart").is_none(), "listed unasked");
+    }
+
+    #[test]
+    fn the_jobs_whose_starts_differ_most_are_listed_with_their_share() {
+        let dir = tempfile::tempdir().unwrap();
+        let (emu, sim) = (dir.path().join("emu"), dir.path().join("sim"));
+        // Trace job 3 starts 6 s late, job 1 3 s early, job 2 alike.
+        run(&emu, [1, 2, 3], [0, 2, 6]);
+        run(&sim, [1, 2, 3], [3, 2, 0]);
+        let mut out = Vec::new();
+        let opts = Options {
+            json: true,
+            force: false,
+            clock: ClockKind::Wall,
+            worst: 2,
+        };
+        compare(&emu, &sim, &opts, &mut out).unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        let apart = &v["most_apart"];
+        assert_eq!(apart["key"], "trace job");
+        assert_eq!(apart["start_differences_summed"], 3.0);
+        let jobs = apart["jobs"].as_array().unwrap();
+        assert_eq!(jobs.len(), 2);
+        assert_eq!(
+            (&jobs[0]["job"], &jobs[0]["start"], &jobs[0]["share"]),
+            (&json!(3), &json!(6.0), &json!(2.0))
+        );
+        assert_eq!(
+            (&jobs[0]["wait_a"], &jobs[0]["wait_b"]),
+            (&json!(6.0), &json!(0.0))
+        );
+        assert_eq!(
+            (&jobs[1]["job"], &jobs[1]["start"]),
+            (&json!(1), &json!(-3.0))
+        );
+        // In the table too, largest first.
+        let mut table = Vec::new();
+        compare(
+            &emu,
+            &sim,
+            &Options {
+                json: false,
+                ..opts
+            },
+            &mut table,
+        )
+        .unwrap();
+        let table = String::from_utf8(table).unwrap();
+        let three = table.find("\n3 ").expect("job 3 listed");
+        let one = table.find("\n1 ").expect("job 1 listed");
+        assert!(three < one, "{table}");
+        assert!(table.contains("200.0 %"), "{table}");
     }
 }

@@ -124,6 +124,7 @@ pub fn run(cli: Cli) -> Result<Outcome> {
                     json: args.format == Format::Json,
                     force: args.force,
                     clock: args.clock,
+                    worst: args.worst,
                 },
                 &mut out,
             )?;
