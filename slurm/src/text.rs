@@ -638,12 +638,15 @@ pub fn min_cpus_node(j: &JobInfo) -> u32 {
 /// job that asks none (its `DefMemPerNode`, unlimited: whole nodes).
 pub fn nodes_memory(j: &JobInfo, cfg: &controller::config::Cluster) -> u64 {
     if !j.nodes.is_empty() {
-        let names = formats::nodeset::parse(&j.nodes)
-            .map(|s| formats::nodeset::expand(&s))
+        // One pass over the cluster's nodes, not one per node of the job:
+        // a wide job on a large cluster would make that quadratic.
+        let names: std::collections::HashSet<String> = formats::nodeset::parse(&j.nodes)
+            .map(|s| s.iter().collect())
             .unwrap_or_default();
-        return names
+        return cfg
+            .nodes
             .iter()
-            .filter_map(|n| cfg.nodes.iter().find(|d| &d.name == n))
+            .filter(|d| names.contains(&d.name))
             .map(|d| d.memory_mb)
             .sum();
     }
@@ -708,9 +711,10 @@ pub fn first_node(nodes: &str) -> String {
         .split([',', '['])
         .next()
         .map(|n| {
+            // The first name only, not the whole list expanded.
             formats::nodeset::parse(nodes)
                 .ok()
-                .and_then(|s| formats::nodeset::expand(&s).into_iter().next())
+                .and_then(|s| s.iter().next())
                 .unwrap_or_else(|| n.to_string())
         })
         .unwrap_or_default()
@@ -794,6 +798,17 @@ pub fn top_level_pieces(list: &str) -> Vec<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_first_node_is_the_lists_first_name() {
+        assert_eq!(first_node("vn[003-005,009]"), "vn003");
+        // In the set's order, as the node list is shown.
+        assert_eq!(first_node("b2,a1"), "a1");
+        assert_eq!(first_node("vn007"), "vn007");
+        assert_eq!(first_node(""), "");
+        // A list of 80,000 names: its first without the other 79,999.
+        assert_eq!(first_node("fn[000000-079999]"), "fn000000");
+    }
 
     #[test]
     fn signals_are_named_as_slurm_names_them() {
