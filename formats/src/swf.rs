@@ -415,7 +415,13 @@ pub fn parse_chunk(
             // range, and leaves the others to the general parser.
             scan::Line::Job => {
                 job.line = line;
-                f(Ok(job));
+                // The fast path reads plain integers only: of the rules
+                // below, a negative submit time is the one it can break.
+                if job.fields[field::SUBMIT - 1] < 0.0 {
+                    f(Err(negative_submit(job)));
+                } else {
+                    f(Ok(job));
+                }
             }
             scan::Line::Blank => {}
             scan::Line::Other { raw, ended } => {
@@ -567,9 +573,11 @@ fn parse_fields_into(text: &[u8], line: u64, job: &mut SwfJob) -> Result<(), Lin
     Ok(())
 }
 
-/// Checks that the job's `wanted` time fields are within [`MAX_SECONDS`]:
-/// the fields a reader uses, whichever path read the line, so that a line
-/// is a job or an error alike on both.
+/// Checks the job's `wanted` fields: times within [`MAX_SECONDS`], a
+/// submit time not before the log's start (SWF counts from 0; −1, unknown,
+/// cannot be replayed either), processor counts whole. The fields a reader
+/// uses, whichever path read the line, so that a line is a job or an error
+/// alike on both.
 #[inline]
 fn times_in_range(job: &SwfJob, wanted: Fields) -> Result<(), LineError> {
     // Every line is checked: comparisons that do not wait on each other,
@@ -580,7 +588,35 @@ fn times_in_range(job: &SwfJob, wanted: Fields) -> Result<(), LineError> {
     if out {
         return out_of_range(job, wanted);
     }
+    if wanted.has(field::SUBMIT) && job.get(field::SUBMIT) < 0.0 {
+        return Err(negative_submit(job));
+    }
+    for (n, name) in [
+        (field::ALLOC_PROCS, "allocated processors"),
+        (field::REQ_PROCS, "requested processors"),
+    ] {
+        let v = job.get(n);
+        if wanted.has(n) && v.fract() != 0.0 {
+            return Err(LineError {
+                line: job.line,
+                message: format!("field {n} ({name}) is not a whole number: {v}"),
+            });
+        }
+    }
     Ok(())
+}
+
+/// The error for a line whose submit time is before the log's start.
+#[cold]
+fn negative_submit(job: &SwfJob) -> LineError {
+    LineError {
+        line: job.line,
+        message: format!(
+            "field {} (submit time) is negative: {} s (SWF counts from the log's start, 0)",
+            field::SUBMIT,
+            job.get(field::SUBMIT)
+        ),
+    }
 }
 
 /// The error for a line [`times_in_range`] refuses.
@@ -716,7 +752,17 @@ mod tests {
         assert_eq!(number(b"12.75"), Some(12.75));
         assert_eq!(number(b"1e3"), Some(1000.0));
         assert_eq!(number(b"-"), None);
-        let j = parse_line(b"1 -2 3.5 1e2 -0.5 -1 -1 8 -1 -1 1 1 1 -1 1 -1 -1 -1", 1).unwrap();
+        // As numbers, whatever their range (which `parse_line` then checks).
+        let mut j = SwfJob {
+            line: 0,
+            fields: [f64::NAN; FIELDS],
+        };
+        parse_fields_into(
+            b"1 -2 3.5 1e2 -0.5 -1 -1 8 -1 -1 1 1 1 -1 1 -1 -1 -1",
+            1,
+            &mut j,
+        )
+        .unwrap();
         assert_eq!(&j.fields[..5], &[1.0, -2.0, 3.5, 100.0, -0.5]);
         assert!(
             parse_line(b"1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20", 1)
@@ -727,6 +773,40 @@ mod tests {
         assert!(parse_line(b"1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 1-8", 1).is_err());
         assert_eq!(number(b"inf"), None);
         assert_eq!(number(b"3x"), None);
+    }
+
+    #[test]
+    fn a_negative_submit_or_a_fraction_of_a_processor_is_malformed_on_both_paths() {
+        let cases = [
+            (
+                "1 -5 0 10 4 -1 -1 4 20 -1 1 1 1 -1 1 -1 -1 -1",
+                "field 2 (submit time) is negative",
+            ),
+            (
+                "1 -1 0 10 4 -1 -1 4 20 -1 1 1 1 -1 1 -1 -1 -1",
+                "field 2 (submit time) is negative",
+            ),
+            (
+                "1 5 0 10 4.5 -1 -1 4 20 -1 1 1 1 -1 1 -1 -1 -1",
+                "field 5 (allocated processors) is not a whole number: 4.5",
+            ),
+            (
+                "1 5 0 10 -1 -1 -1 2.5 20 -1 1 1 1 -1 1 -1 -1 -1",
+                "field 8 (requested processors) is not a whole number: 2.5",
+            ),
+        ];
+        for (text, want) in cases {
+            let e = parse_line(text.as_bytes(), 3).unwrap_err();
+            assert_eq!(e.line, 3);
+            assert!(e.message.contains(want), "{text}: {e}");
+            // The fast path (a plain integer line) and the general one.
+            let lines = chunk_lines(format!("{text}\n").as_bytes(), Fields::ALL);
+            let e = lines[0].as_ref().unwrap_err();
+            assert!(e.message.contains(want), "chunk {text}: {e}");
+        }
+        // Whole numbers written as decimals are whole.
+        let j = parse_line(b"1 0 0 10 4.0 -1 -1 4 20 -1 1 1 1 -1 1 -1 -1 -1", 1).unwrap();
+        assert_eq!(j.procs(), Some(4));
     }
 
     #[test]
