@@ -92,6 +92,11 @@ jobset() {
     sleep 0.1
   done
   empty
+  # The names of the variables a batch script gets, but for the three
+  # docs/slurm.md says clemu does not set. (After the jobs whose ids the
+  # sacct lines below name.)
+  alone -o "$out/run/variables" --wrap 'env | sed -n "s/^\(SLURM[A-Z_]*\)=.*/\1/p" |
+    grep -v -x -e SLURM_CONF -e SLURM_TASK_PID -e SLURM_WORKING_CLUSTER | sort'
   {
     sbatch -J longname_job_x -n 4 -t 1:00:00 --wrap "sleep 120"
     sbatch --parsable -n 4 --wrap "sleep 120"
@@ -128,6 +133,7 @@ jobset() {
   }
   run cat "$out/run/spread-2" "$out/run/spread-3" "$out/run/spread-c" "$out/run/spread-t" \
     "$out/run/cancelled"
+  run cat "$out/run/variables"
   run squeue
   run squeue -h -o '%i %t'
   run squeue -h -o '%.5i %P %j %u %t %D %C %l %R %Z %k'

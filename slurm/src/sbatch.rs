@@ -671,6 +671,12 @@ fn spec(args: &Args, script: String, resolve: Resolve<'_>) -> Result<JobSpec> {
     // Who submitted it, and from where: the job's own, as Slurm's.
     asked("SLURM_JOB_UID", nix::unistd::getuid().to_string());
     asked("SLURM_JOB_GID", nix::unistd::getgid().to_string());
+    // The account and QOS it is charged to, as a Slurm with accounting
+    // says them (its users' only account: `sacctmgr`).
+    if let Some(account) = crate::accounts::account_of(&text::user_name()) {
+        asked("SLURM_JOB_ACCOUNT", account.to_string());
+        asked("SLURM_JOB_QOS", crate::accounts::QOS.to_string());
+    }
     if let Ok(host) = nix::unistd::gethostname() {
         asked("SLURM_SUBMIT_HOST", host.to_string_lossy().into_owned());
     }

@@ -146,7 +146,8 @@ fn batch_scripts_run_with_slurms_variables_and_are_accounted_as_slurm_does() {
     let script = "#!/bin/sh\n#SBATCH -J fit\n#SBATCH -o out-%j.txt\n#SBATCH -n 2\n\
                   echo \"$SLURM_JOB_ID $SLURM_JOB_NAME $SLURM_NTASKS $SLURM_JOB_PARTITION $(pwd)\"\n\
                   echo \"$#:$1:$2\"\n\
-                  echo \"$SLURM_JOB_UID:$SLURM_JOB_GID:$SLURM_SUBMIT_HOST\"\n";
+                  echo \"$SLURM_JOB_UID:$SLURM_JOB_GID:$SLURM_SUBMIT_HOST\"\n\
+                  echo \"$SLURM_JOB_ACCOUNT:$SLURM_JOB_QOS:$SLURM_TOPOLOGY_ADDR_PATTERN\"\n";
     std::fs::write(w.join("fit.sh"), script).unwrap();
     // What follows the script is its arguments, options included.
     let out = c.ok(w, "sbatch", &["fit.sh", "-n", "two words"]);
@@ -165,7 +166,12 @@ fn batch_scripts_run_with_slurms_variables_and_are_accounted_as_slurm_does() {
     );
     assert_eq!(
         written,
-        format!("{id} fit 2 batch {}\n2:-n:two words\n{me}\n", w.display())
+        // Charged to the one account of the cluster's users, as a Slurm
+        // with accounting says.
+        format!(
+            "{id} fit 2 batch {}\n2:-n:two words\n{me}\nroot:normal:node\n",
+            w.display()
+        )
     );
     // Its command is its script's path, as scontrol and squeue show it:
     // a bare name made absolute, a path with a slash as given, as Slurm's.

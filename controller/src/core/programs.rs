@@ -179,6 +179,14 @@ fn slurm_env(program: &Program, s: &Started<'_>) -> Vec<(String, String)> {
         ("HOSTNAME", s.first.to_string()),
         ("SLURM_PROCID", "0".to_string()),
         ("SLURM_LOCALID", "0".to_string()),
+        // The batch step's task ids on its node, the submitter's
+        // scheduling priority, and what a cluster without a topology
+        // plugin or node aliases gives, as Slurm 22.05 sets them.
+        ("SLURM_GTIDS", "0".to_string()),
+        ("SLURM_PRIO_PROCESS", "0".to_string()),
+        ("SLURM_NODE_ALIASES", "(null)".to_string()),
+        ("SLURM_TOPOLOGY_ADDR", s.first.to_string()),
+        ("SLURM_TOPOLOGY_ADDR_PATTERN", "node".to_string()),
     ];
     // Slurm sets it only for a job run again.
     if s.restarts > 0 {
@@ -250,6 +258,22 @@ mod tests {
         // %J is the batch script's job; a backslash turns patterns off.
         assert_eq!(expand("p7_%J.out", &p, &s), "p7_42.out");
         assert_eq!(expand("p6_\\%j.out", &p, &s), "p6_%j.out");
+    }
+
+    #[test]
+    fn a_batch_script_gets_slurms_variables_of_its_step_and_node() {
+        let env: std::collections::HashMap<String, String> =
+            slurm_env(&program(), &started(None)).into_iter().collect();
+        for (k, v) in [
+            ("SLURM_GTIDS", "0"),
+            ("SLURM_PRIO_PROCESS", "0"),
+            ("SLURM_NODE_ALIASES", "(null)"),
+            ("SLURM_TOPOLOGY_ADDR", "vn001"),
+            ("SLURM_TOPOLOGY_ADDR_PATTERN", "node"),
+            ("SLURM_JOB_CPUS_PER_NODE", "4(x2)"),
+        ] {
+            assert_eq!(env.get(k).map(String::as_str), Some(v), "{k}");
+        }
     }
 
     #[test]
