@@ -97,6 +97,8 @@ jobset() {
   # sacct lines below name.)
   alone -o "$out/run/variables" --wrap 'env | sed -n "s/^\(SLURM[A-Z_]*\)=.*/\1/p" |
     grep -v -x -e SLURM_CONF -e SLURM_TASK_PID -e SLURM_WORKING_CLUSTER | sort'
+  # One whose output cannot be opened: its batch step fails to launch.
+  alone -J noout -o /nonexistent/noout.out --wrap true
   {
     sbatch -J longname_job_x -n 4 -t 1:00:00 --wrap "sleep 120"
     sbatch --parsable -n 4 --wrap "sleep 120"
@@ -134,6 +136,8 @@ jobset() {
   run cat "$out/run/spread-2" "$out/run/spread-3" "$out/run/spread-c" "$out/run/spread-t" \
     "$out/run/cancelled"
   run cat "$out/run/variables"
+  # How each ended, and its steps' highest end (DerivedExitCode).
+  run sacct -P -o JobName,State,ExitCode,DerivedExitCode --name failing,steps,sig,noout
   run squeue
   run squeue -h -o '%i %t'
   run squeue -h -o '%.5i %P %j %u %t %D %C %l %R %Z %k'

@@ -115,7 +115,16 @@ pub enum Exit {
     /// It could not be started (126: not executable, 127: not found), as a
     /// shell says.
     NotStarted(i32),
+    /// Its output or error file could not be opened, so it was not started
+    /// (126, as a shell that cannot open a redirection says).
+    NoOutput,
 }
+
+/// What a job whose output cannot be opened ends with on Slurm 22.05: its
+/// batch step fails to launch, and the job is FAILED with `ExitCode`
+/// 0:53 (its reason `JobLaunchFailure`). `--exit-file` says so, for the
+/// launcher that shows the job as Slurm does.
+pub const SLURM_LAUNCH_FAILURE: i32 = 53;
 
 /// The job's end, as the record and sigsleep's exit status say it.
 #[derive(Debug)]
@@ -138,6 +147,7 @@ impl Ended {
         let (code, signal) = match self.exit {
             Exit::Code(c) | Exit::NotStarted(c) => (c, 0),
             Exit::Signal(s) => (0, s),
+            Exit::NoOutput => (0, SLURM_LAUNCH_FAILURE),
         };
         format!("{} {code} {signal}\n", self.state())
     }
@@ -160,6 +170,7 @@ impl Ended {
             Exit::Code(c) => (ProgramEnd::EXITED, c),
             Exit::Signal(s) => (ProgramEnd::SIGNALED, s),
             Exit::NotStarted(c) => (ProgramEnd::NOT_STARTED, c),
+            Exit::NoOutput => (ProgramEnd::NOT_STARTED, 126),
         };
         ProgramEnd {
             kind,
@@ -179,6 +190,7 @@ impl Ended {
             (Status::Cancelled, Some(sig)) => 128 + sig,
             _ => match self.exit {
                 Exit::Code(c) | Exit::NotStarted(c) => c,
+                Exit::NoOutput => 126,
                 Exit::Signal(s) => 128 + s,
             },
         }
@@ -222,7 +234,12 @@ pub fn run(prog: &Program, step: &Step, waiter: &mut Waiter, ledger: &mut Ledger
     }
     let main = match spawn(prog) {
         Ok(pid) => pid,
-        Err(code) => return not_started(code),
+        Err(exit) => {
+            return Ended {
+                exit,
+                ..not_started(0)
+            }
+        }
     };
     let mut main_exit = None;
     let mut ending = None;
@@ -462,10 +479,11 @@ fn create_output(path: &std::path::Path) -> std::io::Result<File> {
 
 /// Starts the program in this process group; a failure is said on
 /// standard error (of the job's files when they could be opened) and
-/// given as a shell's exit status.
-fn spawn(prog: &Program) -> Result<i32, i32> {
+/// given as a shell's exit status, or as an output that could not be
+/// opened.
+fn spawn(prog: &Program) -> Result<i32, Exit> {
     let Some((first, rest)) = prog.argv.split_first() else {
-        return Err(127);
+        return Err(Exit::NotStarted(127));
     };
     let mut cmd = Command::new(first);
     cmd.args(rest).stdin(Stdio::null());
@@ -477,7 +495,7 @@ fn spawn(prog: &Program) -> Result<i32, i32> {
             Ok(f) => Some(f),
             Err(e) => {
                 eprintln!("sigsleep: cannot open --stdout {}: {e}", path.display());
-                return Err(126);
+                return Err(Exit::NoOutput);
             }
         },
         None => None,
@@ -487,7 +505,7 @@ fn spawn(prog: &Program) -> Result<i32, i32> {
             Ok(f) => Some(f),
             Err(e) => {
                 eprintln!("sigsleep: cannot open --stderr {}: {e}", path.display());
-                return Err(126);
+                return Err(Exit::NoOutput);
             }
         },
         (_, Some(f)) => f.try_clone().ok(),
@@ -531,7 +549,7 @@ fn spawn(prog: &Program) -> Result<i32, i32> {
                 }
                 None => eprint!("{said}"),
             }
-            Err(code)
+            Err(Exit::NotStarted(code))
         }
     }
 }

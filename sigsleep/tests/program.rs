@@ -123,6 +123,31 @@ fn a_program_that_cannot_run_fails_with_127() {
     assert_eq!((end.kind, end.value), (ProgramEnd::NOT_STARTED, 127));
 }
 
+/// An output that cannot be opened: the program never runs, and the exit
+/// file says the launch failure as Slurm's job shows it (0:53).
+#[test]
+fn a_program_whose_output_cannot_be_opened_never_runs_and_says_so_as_slurm() {
+    let dir = tempfile::tempdir().unwrap();
+    let (ran, exit) = (dir.path().join("ran"), dir.path().join("exit"));
+    let mut cmd = sigsleep();
+    cmd.arg("--log")
+        .arg(dir.path().join("jobs.rec"))
+        .arg("--stdout")
+        .arg(dir.path().join("missing/out"))
+        .arg("--exit-file")
+        .arg(&exit)
+        .args(["--", "/bin/touch"])
+        .arg(&ran);
+    let mut child = launch(cmd);
+    assert_eq!(child.wait().unwrap().code(), Some(126));
+    assert!(!ran.exists(), "the program ran");
+    assert_eq!(std::fs::read_to_string(&exit).unwrap(), "failed 0 53\n");
+    let rec = only_record(&dir.path().join("jobs.rec"));
+    assert_eq!(rec.status, Status::Failed);
+    let end = rec.program.unwrap();
+    assert_eq!((end.kind, end.value), (ProgramEnd::NOT_STARTED, 126));
+}
+
 /// A child, a daemon that left the group, and a process that ignores
 /// SIGTERM, all left running when the program exits: none survives the
 /// job.
