@@ -143,6 +143,7 @@ jobset() {
   run squeue -h -o '%.5i %P %j %u %t %D %C %l %R %Z %k'
   run squeue --format='%i|%T' --noheader --name second
   run squeue -O jobid,state,name,username,numnodes,numcpus,timelimit,reason,partition
+  run squeue -O jobid,numtasks,eligibletime:22,numcpus
   run squeue -t PD
   run squeue -t R -p batch -h
   run squeue -j 999

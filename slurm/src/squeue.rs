@@ -80,6 +80,8 @@ fn long_code(name: &str) -> Option<char> {
         // The job's id as `%i` gives it (`12_[2-4]`, `12_3`).
         "jobarrayid" => 'i',
         "tres-alloc" => '5',
+        "numtasks" => '6',
+        "eligibletime" => '7',
         "name" => 'j',
         "username" => 'u',
         "userid" => 'U',
@@ -198,6 +200,8 @@ fn header(code: char) -> &'static str {
         '3' => "EXIT_CODE",
         '4' => "CPUS_PER_TASK",
         '5' => "TRES_ALLOC",
+        '6' => "TASKS",
+        '7' => "ELIGIBLE_TIME",
         'E' => "DEPENDENCY",
         _ => "",
     }
@@ -288,6 +292,14 @@ fn value(code: char, l: &Line<'_>, c: &Ctx<'_>) -> (String, bool) {
             (s, _) => text::date(text::secs(s)),
         },
         'V' => text::date(text::secs(j.submit_ns)),
+        '6' => j.program.as_ref().map_or(1, |p| p.ntasks).to_string(),
+        // Held, or waiting for other jobs: not eligible yet.
+        '7' => match j.program.as_ref().map(|p| p.eligible_ns) {
+            _ if j.reason.starts_with("JobHeld") => na(),
+            Some(None) => na(),
+            Some(Some(t)) => text::date(text::secs(t)),
+            None => text::date(text::secs(j.submit_ns)),
+        },
         'e' => match (j.end_ns, j.start_ns, j.walltime_ns) {
             (e, _, _) if e > 0 => text::date(text::secs(e)),
             (_, 0, _) => na(),
