@@ -67,8 +67,11 @@ use tokio_util::codec::{Decoder, Encoder, Framed, LengthDelimitedCodec};
 /// start (`JobSpec::delays`); a node's reason says when it was given
 /// (`NodeInfo::reason_ns`). 22: a job's dependencies keep the order they
 /// were asked in (`JobSpec::dep_order`). 23: a batch script may ask its
-/// tasks per node (`Program::tasks_per_node`).
-pub const PROTOCOL: u32 = 24;
+/// tasks per node (`Program::tasks_per_node`). 24: a program's view says
+/// them (`ProgramInfo::tasks_per_node`). 25: and whether an array task is
+/// a record of its own, or its array's only task (`ProgramInfo::own_record`,
+/// `only_task`).
+pub const PROTOCOL: u32 = 25;
 /// Largest frame a server accepts from an authenticated peer (a batch of
 /// records can be large).
 pub const MAX_FRAME: usize = 16 << 20;

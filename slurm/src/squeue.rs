@@ -646,16 +646,26 @@ fn fold_pending_arrays<'a>(
         let j = jobs[i];
         let first_pending = heads.contains(&j.id);
         let mut k = i + 1;
-        if let (Some(a), JobState::Pending, false) = (j.array, j.state, one_per_task) {
+        // Slurm's array record of pending tasks: those not made records of
+        // their own (requeued, `aftercorr`).
+        let in_array_record = |t: &JobInfo| {
+            t.state == JobState::Pending && t.program.as_ref().is_none_or(|p| !p.own_record)
+        };
+        if let (Some(a), true, false) = (j.array, in_array_record(j), one_per_task) {
             while k < jobs.len()
-                && jobs[k].state == JobState::Pending
+                && in_array_record(jobs[k])
                 && jobs[k].array.is_some_and(|b| b.job == a.job)
                 && jobs[k].reason == j.reason
             {
                 k += 1;
             }
         }
-        let tasks = (k - i > 1).then(|| {
+        // That record holding one task is shown so (`12_[5]`) only for an
+        // array of one task: Slurm makes the last pending task of a larger
+        // one a job of its own (`12_5`).
+        let only_task = j.program.as_ref().is_some_and(|p| p.only_task);
+        let lone = !one_per_task && j.array.is_some() && in_array_record(j) && only_task;
+        let tasks = (k - i > 1 || lone).then(|| {
             let idx: Vec<u32> = jobs[i..k]
                 .iter()
                 .filter_map(|t| t.array.map(|a| a.index))

@@ -380,9 +380,10 @@ fn batch_scripts_run_with_slurms_variables_and_are_accounted_as_slurm_does() {
         )
         .trim()
         .to_string();
+    // A line each task: each is a record of its own, as on Slurm.
     assert_eq!(
         c.ok(w, "squeue", &["-h", "-j", &corr, "-o", "%E"]),
-        format!("aftercorr:{array}_*(unfulfilled)\n")
+        format!("aftercorr:{array}_*(unfulfilled)\n").repeat(2)
     );
     c.ok(w, "scancel", &[&ordered, &array, &corr]);
     c.ok(w, "scontrol", &["release", &held]);
@@ -1210,6 +1211,58 @@ fn an_arrays_limit_shows_with_its_pending_tasks_as_on_slurm() {
     let free = free.trim();
     let line = c.ok(w, "squeue", &["-h", "-j", free, "-o", "%i"]);
     assert_eq!(line, format!("{free}_[1-3]\n"));
+}
+
+/// Which pending tasks share a line, as Slurm 22.05's squeue showed them
+/// on this machine: those still in their array's record fold, the only
+/// task of an array included (`12_[5]`); the last pending task of an
+/// array some of whose tasks started, and the tasks of an `aftercorr`
+/// array, each have a record and a line of their own.
+#[test]
+fn pending_array_tasks_share_a_line_as_slurms_array_record_holds_them() {
+    let c = Up::start(2, 2);
+    let work = tempfile::tempdir().unwrap();
+    let w = work.path();
+    let sbatch = |args: &[&str]| {
+        let mut all = vec!["--parsable", "-o", "/dev/null"];
+        all.extend_from_slice(args);
+        c.ok(w, "sbatch", &all).trim().to_string()
+    };
+    let started = sbatch(&["-n", "2", "-a", "1-3", "--wrap", "sleep 60"]);
+    wait_shows(
+        || c.ok(w, "squeue", &["-h", "-t", "R", "-o", "%i"]),
+        &format!("{started}_1\n{started}_2\n"),
+    );
+    let waiting = sbatch(&["-n", "1", "-a", "1-2", "--wrap", "sleep 60"]);
+    let corr = sbatch(&[
+        "-n",
+        "1",
+        "-a",
+        "1-2",
+        "-d",
+        &format!("aftercorr:{waiting}"),
+        "--wrap",
+        "true",
+    ]);
+    let only = sbatch(&["-n", "1", "-a", "5", "--wrap", "true"]);
+    let mut lines: Vec<String> = c
+        .ok(w, "squeue", &["-h", "-t", "PD", "-o", "%i"])
+        .lines()
+        .map(String::from)
+        .collect();
+    lines.sort();
+    let mut want = vec![
+        format!("{started}_3"),
+        format!("{waiting}_[1-2]"),
+        format!("{corr}_1"),
+        format!("{corr}_2"),
+        format!("{only}_[5]"),
+    ];
+    want.sort();
+    assert_eq!(lines, want);
+    // One line a task with -r, as Slurm's.
+    let r = c.ok(w, "squeue", &["-h", "-r", "-j", &only, "-o", "%i"]);
+    assert_eq!(r, format!("{only}_5\n"));
 }
 
 #[test]

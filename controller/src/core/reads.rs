@@ -175,6 +175,16 @@ impl Cluster {
             dependency: self.dependency_text(j),
             command: p.command.clone(),
             mem_per_node_mb: p.mem_limit_mb,
+            own_record: j.array.is_some()
+                && (j.restarts > 0
+                    || j.spec
+                        .dep_order
+                        .iter()
+                        .any(|&(k, _)| k == DepKind::AfterCorr)),
+            // An array's tasks have consecutive ids from the array's own.
+            only_task: j.array.is_some_and(|a| {
+                a.job == j.id && self.array_of(j.id + 1).is_none_or(|b| b.job != a.job)
+            }),
             // Once its wait for other jobs is over: when it was.
             eligible_ns: (!j.reason.starts_with("Dependency")).then(|| {
                 let deps = if j.spec.waits_for().next().is_some() {

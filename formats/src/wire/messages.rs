@@ -515,6 +515,15 @@ pub struct ProgramInfo {
     pub command: String,
     /// Memory asked per node (`sbatch --mem`), in MiB; 0: none asked so.
     pub mem_per_node_mb: u64,
+    /// An array task Slurm would keep as a job record of its own rather
+    /// than in its array's record of pending tasks: one requeued, or
+    /// submitted with `aftercorr` (each task with a dependency of its
+    /// own). squeue folds only the others (`12_[1-3]`).
+    pub own_record: bool,
+    /// The only task of its array (`--array=5`): pending in its array's
+    /// record, squeue shows it `12_[5]`, where the last pending task of a
+    /// larger array is `12_5`.
+    pub only_task: bool,
 }
 
 /// A job step: one `srun` in a batch script, as sacct shows it
