@@ -276,12 +276,20 @@ impl Cluster {
                 let mut spec = spec.clone();
                 // Each task waits for the task of its index of each array
                 // named (`aftercorr`; a job that is no array is its own
-                // only task): one that has none does not wait.
+                // only task). One whose index an array lacks waits for
+                // every task of it to complete, as Slurm 22.05's does.
                 if let Some(t) = task {
                     spec.after_corr.clear();
                     for (a, tasks) in &corr {
                         match tasks {
-                            Some(tasks) => spec.after_ok.extend(tasks.get(&t.index)),
+                            Some(tasks) => match tasks.get(&t.index) {
+                                Some(&partner) => spec.after_ok.push(partner),
+                                None => {
+                                    let mut every: Vec<u64> = tasks.values().copied().collect();
+                                    every.sort_unstable();
+                                    spec.after_ok.extend(every);
+                                }
+                            },
                             None => spec.after_ok.push(*a),
                         }
                     }

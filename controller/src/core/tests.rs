@@ -2805,7 +2805,8 @@ fn aftercorr_pairs_each_task_with_the_task_of_its_index() {
     let first = c
         .submit(vec![array_spec("1-2", 1)], 0, at(0), &mut out)
         .unwrap();
-    // Tasks 1, 2 and 3: the last has no partner and does not wait.
+    // Tasks 1, 2 and 3: the last has no partner, and waits for every
+    // task of the first, as on Slurm 22.05.
     let second = c
         .submit(
             vec![JobSpec {
@@ -2820,15 +2821,17 @@ fn aftercorr_pairs_each_task_with_the_task_of_its_index() {
         .unwrap();
     assert_eq!(c.jobs[&second[0]].spec.after_ok, [first[0]]);
     assert_eq!(c.jobs[&second[1]].spec.after_ok, [first[1]]);
-    assert!(c.jobs[&second[2]].spec.after_ok.is_empty());
-    assert!(queued(&c).contains(&second[2]));
+    assert_eq!(c.jobs[&second[2]].spec.after_ok, [first[0], first[1]]);
+    assert!(!queued(&c).contains(&second[2]));
     pass(&mut c, &mut out);
     c.job_ended(7, first[1], Exit::Code(0), at(2), &mut out);
     let q = queued(&c);
     assert!(q.contains(&second[1]) && !q.contains(&second[0]), "{q:?}");
+    assert!(!q.contains(&second[2]), "before the whole array: {q:?}");
     c.job_ended(7, first[0], Exit::Code(2), at(3), &mut out);
-    assert_eq!(
-        c.jobs_info(&[second[0]])[0].reason,
-        "DependencyNeverSatisfied"
-    );
+    // A task of the first failed: neither its partner nor the task with
+    // none may ever start.
+    for t in [second[0], second[2]] {
+        assert_eq!(c.jobs_info(&[t])[0].reason, "DependencyNeverSatisfied");
+    }
 }

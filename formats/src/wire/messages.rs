@@ -48,8 +48,8 @@ pub struct JobSpec {
     pub after_start: Vec<u64>,
     /// Arrays (their ids) whose task of the same index each task of this
     /// array waits for to complete (Slurm's `aftercorr`); a task whose
-    /// index one of them lacks does not wait for that one. Resolved at
-    /// submission into each task's `after_ok`.
+    /// index one of them lacks waits for every task of that one, as
+    /// Slurm's does. Resolved at submission into each task's `after_ok`.
     pub after_corr: Vec<u64>,
     /// Delays after a dependency, as (job, ns) pairs (Slurm's
     /// `after:JOB+MINUTES`): it waits this long past that job's start (or
