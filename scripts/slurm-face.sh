@@ -99,6 +99,9 @@ jobset() {
     grep -v -x -e SLURM_CONF -e SLURM_TASK_PID -e SLURM_WORKING_CLUSTER | sort'
   # One whose output cannot be opened: its batch step fails to launch.
   alone -J noout -o /nonexistent/noout.out --wrap true
+  # Steps whose task a signal ends: what srun says of each.
+  alone -n 1 -o "$out/run/srun-signals" --wrap 'for s in TERM KILL INT; do
+    srun sh -c "kill -$s \$\$"; echo "$s $?"; done'
   {
     sbatch -J longname_job_x -n 4 -t 1:00:00 --wrap "sleep 120"
     sbatch --parsable -n 4 --wrap "sleep 120"
@@ -136,6 +139,7 @@ jobset() {
   run cat "$out/run/spread-2" "$out/run/spread-3" "$out/run/spread-c" "$out/run/spread-t" \
     "$out/run/cancelled"
   run cat "$out/run/variables"
+  run cat "$out/run/srun-signals"
   # How each ended, and its steps' highest end (DerivedExitCode).
   run sacct -P -o JobName,State,ExitCode,DerivedExitCode --name failing,steps,sig,noout
   run squeue

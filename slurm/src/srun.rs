@@ -281,7 +281,12 @@ pub fn main(argv: &[String]) -> Result<u8> {
         ) {
             (Some(c), _) => c as u8,
             (None, Some(sig)) => {
-                eprintln!("srun: error: {node}: task {task}: killed by signal {sig}");
+                eprintln!("srun: error: {node}: task {task}: {}", signal_name(sig));
+                // A task ended by SIGTERM or SIGKILL ends the step, and
+                // Slurm's srun says so.
+                if (sig == libc::SIGTERM || sig == libc::SIGKILL) && signal == 0 {
+                    eprintln!("srun: Force Terminated StepId={job}.{}", info.id);
+                }
                 signal = sig as u32;
                 (128 + sig) as u8
             }
@@ -307,6 +312,21 @@ pub fn main(argv: &[String]) -> Result<u8> {
     info.max_rss_kib = max_rss_kib;
     note(&info);
     Ok(worst)
+}
+
+/// A signal as the C library describes it (`Terminated`, `Killed`,
+/// `Interrupt`), as Slurm's srun says how a task ended.
+fn signal_name(sig: i32) -> String {
+    // SAFETY: strsignal returns a valid C string for any number; it is
+    // copied at once, before another call could reuse its buffer.
+    unsafe {
+        let p = libc::strsignal(sig);
+        if p.is_null() {
+            format!("Signal {sig}")
+        } else {
+            std::ffi::CStr::from_ptr(p).to_string_lossy().into_owned()
+        }
+    }
 }
 
 fn wall_ns() -> i64 {
