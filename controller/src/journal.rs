@@ -55,8 +55,11 @@ const SNAPSHOT_MAGIC: &[u8; 4] = b"CLSN";
 /// job's being told to end, say when (`Entry::Drained`, `Entry::Failed`,
 /// `Entry::Ending`). 16: a job's dependencies keep the order they were
 /// asked in (`JobSpec::dep_order`). 17: a batch script may ask its tasks
-/// per node (`Program::tasks_per_node`).
-const VERSION: u16 = 17;
+/// per node (`Program::tasks_per_node`). 18: a finished job's view of its
+/// program says them, and whether it was an array task of a record of its
+/// own or its array's only task (`ProgramInfo::tasks_per_node`,
+/// `own_record`, `only_task`).
+const VERSION: u16 = 18;
 const HEADER: usize = 6;
 /// Largest entry: a submission of one job is well under 1 KiB.
 const MAX_ENTRY: usize = 1 << 20;
