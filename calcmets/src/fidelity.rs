@@ -251,8 +251,9 @@ struct Apart {
 /// and the sum of every job's start difference, signed: what a job's
 /// share of the mean wait's difference is taken of, when the runs submit
 /// alike.
-fn most_apart(mut all: Vec<Apart>, n: usize) -> (Vec<Apart>, i64) {
-    let sum = all.iter().map(|j| j.start).sum();
+fn most_apart(mut all: Vec<Apart>, n: usize) -> (Vec<Apart>, i128) {
+    // Wide: 200,000 jobs half a day late each overflow nanoseconds in i64.
+    let sum = all.iter().map(|j| i128::from(j.start)).sum();
     all.sort_unstable_by_key(|j| (std::cmp::Reverse(j.start.unsigned_abs()), j.key));
     all.truncate(n);
     (all, sum)
@@ -356,6 +357,7 @@ pub fn compare(a: &Path, b: &Path, opts: &Options, out: &mut impl Write) -> Resu
     let (worst, sum_start) = most_apart(apart, opts.worst);
     let secs = |ns: i64| ns as f64 / 1e9;
     let share = |d: i64| (sum_start != 0).then(|| d as f64 / sum_start as f64);
+    let summed = sum_start as f64 / 1e9;
     let key_name = if by_trace { "trace job" } else { "job id" };
     let pairs = metric_pairs(&e.summary, &s.summary);
     // Jobs that count on one side only (a status, a run time of 0): every
@@ -399,7 +401,7 @@ pub fn compare(a: &Path, b: &Path, opts: &Options, out: &mut impl Write) -> Resu
         if opts.worst > 0 {
             v["most_apart"] = json!({
                 "key": key_name,
-                "start_differences_summed": secs(sum_start),
+                "start_differences_summed": summed,
                 "jobs": worst.iter().map(|j| json!({
                     "job": j.key, "cores": j.cores, "wait_a": secs(j.wait_a),
                     "wait_b": secs(j.wait_b), "start": secs(j.start), "share": share(j.start),
@@ -456,7 +458,7 @@ pub fn compare(a: &Path, b: &Path, opts: &Options, out: &mut impl Write) -> Resu
                 "the {} jobs whose starts differ most ({unit}); share: of every job's start \
                  difference, summed ({})",
                 worst.len(),
-                crate::report::num(secs(sum_start))
+                crate::report::num(summed)
             )?;
             writeln!(
                 out,

@@ -116,7 +116,7 @@ pub enum Exit {
     /// shell says.
     NotStarted(i32),
     /// Its output or error file could not be opened, so it was not started
-    /// (126, as a shell that cannot open a redirection says).
+    /// (its record says 126, as for a program that could not start).
     NoOutput,
 }
 

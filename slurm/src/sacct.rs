@@ -462,7 +462,7 @@ fn value(name: &str, r: &Row<'_>, c: &Ctx<'_>) -> String {
         "Submit" => date(j.submit_ns),
         // Held, or waiting for other jobs: not eligible yet.
         "Eligible" => match j.program.as_ref().map(|p| p.eligible_ns) {
-            _ if j.reason == "JobHeldUser" => "Unknown".into(),
+            _ if j.reason.starts_with("JobHeld") => "Unknown".into(),
             Some(None) => "Unknown".into(),
             Some(Some(t)) => date(t),
             None => date(j.submit_ns),

@@ -613,7 +613,7 @@ fn job_record(j: &JobInfo, c: &Cluster, me: &str, now: i64, first: bool) -> Vec<
             date(j.submit_ns),
             match p.map(|p| p.eligible_ns) {
                 // Held: not eligible, and accruing no age, until released.
-                _ if j.reason == "JobHeldUser" => "Unknown".into(),
+                _ if j.reason.starts_with("JobHeld") => "Unknown".into(),
                 Some(None) => "Unknown".into(),
                 Some(Some(t)) => date(t),
                 None => date(j.submit_ns),

@@ -269,6 +269,9 @@ pub fn main(argv: &[String]) -> Result<u8> {
     }
     let mut worst = 0u8;
     let mut signal = 0;
+    // A task ended by SIGTERM or SIGKILL: Slurm's srun says, once all are
+    // over, that the step was.
+    let mut forced = false;
     for (task, code) in failed {
         eprintln!("srun: error: {node}: task {task}: Exited with exit code {code}");
         worst = worst.max(code);
@@ -281,13 +284,17 @@ pub fn main(argv: &[String]) -> Result<u8> {
         ) {
             (Some(c), _) => c as u8,
             (None, Some(sig)) => {
-                eprintln!("srun: error: {node}: task {task}: {}", signal_name(sig));
-                // A task ended by SIGTERM or SIGKILL ends the step, and
-                // Slurm's srun says so.
-                if (sig == libc::SIGTERM || sig == libc::SIGKILL) && signal == 0 {
-                    eprintln!("srun: Force Terminated StepId={job}.{}", info.id);
-                }
-                signal = sig as u32;
+                let core = if std::os::unix::process::ExitStatusExt::core_dumped(&status) {
+                    " (core dumped)"
+                } else {
+                    ""
+                };
+                eprintln!(
+                    "srun: error: {node}: task {task}: {}{core}",
+                    signal_name(sig)
+                );
+                forced |= sig == libc::SIGTERM || sig == libc::SIGKILL;
+                signal = signal.max(sig as u32);
                 (128 + sig) as u8
             }
             (None, None) => 1,
@@ -296,6 +303,9 @@ pub fn main(argv: &[String]) -> Result<u8> {
             eprintln!("srun: error: {node}: task {task}: Exited with exit code {code}");
         }
         worst = worst.max(code);
+    }
+    if forced {
+        eprintln!("srun: Force Terminated StepId={job}.{}", info.id);
     }
     // Its tasks, all reaped, are the only children srun had.
     for c in copiers {
