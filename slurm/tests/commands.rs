@@ -100,6 +100,12 @@ impl Up {
             .unwrap()
     }
 
+    /// `sbatch ARGS` in `cwd`, which must succeed: what it printed,
+    /// trimmed (the id, with `--parsable`).
+    fn sbatch(&self, cwd: &Path, args: &[&str]) -> String {
+        self.ok(cwd, "sbatch", args).trim().to_string()
+    }
+
     fn ok(&self, cwd: &Path, name: &str, args: &[&str]) -> String {
         let out = self.run(cwd, name, args, None);
         assert!(
@@ -213,34 +219,26 @@ fn batch_scripts_run_with_slurms_variables_and_are_accounted_as_slurm_does() {
         format!("{failed}|sbatch|FAILED|3:0\n{failed}.batch|batch|FAILED|3:0\n")
     );
     // afterok on it can never run, and says so; afternotok runs.
-    let never = c
-        .ok(
-            w,
-            "sbatch",
-            &[
-                "--parsable",
-                "-d",
-                &format!("afterok:{failed}"),
-                "--wrap",
-                "true",
-            ],
-        )
-        .trim()
-        .to_string();
-    let notok = c
-        .ok(
-            w,
-            "sbatch",
-            &[
-                "--parsable",
-                "-d",
-                &format!("afternotok:{failed}"),
-                "--wrap",
-                "true",
-            ],
-        )
-        .trim()
-        .to_string();
+    let never = c.sbatch(
+        w,
+        &[
+            "--parsable",
+            "-d",
+            &format!("afterok:{failed}"),
+            "--wrap",
+            "true",
+        ],
+    );
+    let notok = c.sbatch(
+        w,
+        &[
+            "--parsable",
+            "-d",
+            &format!("afternotok:{failed}"),
+            "--wrap",
+            "true",
+        ],
+    );
     assert_eq!(c.wait_over(w, &notok), "COMPLETED|0:0");
     assert_eq!(
         c.ok(w, "squeue", &["-h", "-j", &never, "-o", "%i %t %r"]),
@@ -263,33 +261,22 @@ fn batch_scripts_run_with_slurms_variables_and_are_accounted_as_slurm_does() {
     // A delay past a job's start (`+MINUTES`) is waited out, and shown
     // while it is; a job the controller does not know is left out, as
     // Slurm leaves it out; what is no dependency is Slurm's refusal.
-    let later = c
-        .ok(
-            w,
-            "sbatch",
-            &[
-                "--parsable",
-                "-d",
-                &format!("after:{failed}+1:{failed}"),
-                "--wrap",
-                "true",
-            ],
-        )
-        .trim()
-        .to_string();
+    let later = c.sbatch(
+        w,
+        &[
+            "--parsable",
+            "-d",
+            &format!("after:{failed}+1:{failed}"),
+            "--wrap",
+            "true",
+        ],
+    );
     assert_eq!(
         c.ok(w, "squeue", &["-h", "-j", &later, "-o", "%t %r %E"]),
         format!("PD Dependency after:{failed}+1(unfulfilled)\n")
     );
     c.ok(w, "scancel", &[&later]);
-    let unknown = c
-        .ok(
-            w,
-            "sbatch",
-            &["--parsable", "-d", "afterok:999999", "--wrap", "true"],
-        )
-        .trim()
-        .to_string();
+    let unknown = c.sbatch(w, &["--parsable", "-d", "afterok:999999", "--wrap", "true"]);
     assert_eq!(c.wait_over(w, &unknown), "COMPLETED|0:0");
     for bad in ["bogus:3", "afterok:abc", "after:1+x"] {
         let refused = c.run(w, "sbatch", &["-d", bad, "--wrap", "true"], None);
@@ -300,10 +287,7 @@ fn batch_scripts_run_with_slurms_variables_and_are_accounted_as_slurm_does() {
         );
     }
     // Held at submission: it waits until released.
-    let held = c
-        .ok(w, "sbatch", &["--parsable", "-H", "--wrap", "true"])
-        .trim()
-        .to_string();
+    let held = c.sbatch(w, &["--parsable", "-H", "--wrap", "true"]);
     assert_eq!(
         c.ok(w, "squeue", &["-h", "-j", &held, "-o", "%i %t %R"]),
         format!("{held} PD (JobHeldUser)\n")
@@ -318,68 +302,49 @@ fn batch_scripts_run_with_slurms_variables_and_are_accounted_as_slurm_does() {
         c.ok(w, "squeue", &["-h", "-j", &held, "-o", "%l"]),
         "1:30:00\n"
     );
-    let after = c
-        .ok(
-            w,
-            "sbatch",
-            &[
-                "--parsable",
-                "-d",
-                &format!("afterany:{held}"),
-                "--wrap",
-                "true",
-            ],
-        )
-        .trim()
-        .to_string();
+    let after = c.sbatch(
+        w,
+        &[
+            "--parsable",
+            "-d",
+            &format!("afterany:{held}"),
+            "--wrap",
+            "true",
+        ],
+    );
     assert_eq!(
         c.ok(w, "squeue", &["-h", "-j", &after, "-O", "dependency:40"]),
         format!("{:40}\n", format!("afterany:{held}(unfulfilled)"))
     );
     // Kinds in the order asked, as Slurm keeps them; `aftercorr` as
     // asked, though it waits as each task's `afterok`.
-    let ordered = c
-        .ok(
-            w,
-            "sbatch",
-            &[
-                "--parsable",
-                "-d",
-                &format!("afterok:{after}?afterany:{held}"),
-                "--wrap",
-                "true",
-            ],
-        )
-        .trim()
-        .to_string();
+    let ordered = c.sbatch(
+        w,
+        &[
+            "--parsable",
+            "-d",
+            &format!("afterok:{after}?afterany:{held}"),
+            "--wrap",
+            "true",
+        ],
+    );
     assert_eq!(
         c.ok(w, "squeue", &["-h", "-j", &ordered, "-o", "%E"]),
         format!("afterok:{after}(unfulfilled)?afterany:{held}(unfulfilled)\n")
     );
-    let array = c
-        .ok(
-            w,
-            "sbatch",
-            &["--parsable", "-H", "-a", "1-2", "--wrap", "true"],
-        )
-        .trim()
-        .to_string();
-    let corr = c
-        .ok(
-            w,
-            "sbatch",
-            &[
-                "--parsable",
-                "-a",
-                "1-2",
-                "-d",
-                &format!("aftercorr:{array}"),
-                "--wrap",
-                "true",
-            ],
-        )
-        .trim()
-        .to_string();
+    let array = c.sbatch(w, &["--parsable", "-H", "-a", "1-2", "--wrap", "true"]);
+    let corr = c.sbatch(
+        w,
+        &[
+            "--parsable",
+            "-a",
+            "1-2",
+            "-d",
+            &format!("aftercorr:{array}"),
+            "--wrap",
+            "true",
+        ],
+    );
     // A line each task: each is a record of its own, as on Slurm.
     assert_eq!(
         c.ok(w, "squeue", &["-h", "-j", &corr, "-o", "%E"]),
@@ -404,10 +369,7 @@ fn batch_scripts_run_with_slurms_variables_and_are_accounted_as_slurm_does() {
                  srun -l sh -c 'echo hi; echo there' | sort\n\
                  srun -n 2 sh -c 'exit $((SLURM_PROCID + 4))'\n";
     std::fs::write(w.join("steps.sh"), steps).unwrap();
-    let job = c
-        .ok(w, "sbatch", &["--parsable", "steps.sh"])
-        .trim()
-        .to_string();
+    let job = c.sbatch(w, &["--parsable", "steps.sh"]);
     let state = c.wait_over(w, &job);
     let text = std::fs::read_to_string(w.join(format!("slurm-{job}.out"))).unwrap();
     assert_eq!(state, "FAILED|5:0", "{text}");
@@ -477,26 +439,18 @@ fn the_queue_shows_what_waits_and_why_and_a_cancel_leaves_nothing_running() {
     let marker = format!("sleep 300.{}", std::process::id());
     let long = marker.clone();
     let ids: Vec<String> = (0..3)
-        .map(|_| {
-            c.ok(w, "sbatch", &["--parsable", "-n", "2", "--wrap", &long])
-                .trim()
-                .to_string()
-        })
+        .map(|_| c.sbatch(w, &["--parsable", "-n", "2", "--wrap", &long]))
         .collect();
-    let after = c
-        .ok(
-            w,
-            "sbatch",
-            &[
-                "--parsable",
-                "-d",
-                &format!("afterany:{}", ids[0]),
-                "--wrap",
-                "true",
-            ],
-        )
-        .trim()
-        .to_string();
+    let after = c.sbatch(
+        w,
+        &[
+            "--parsable",
+            "-d",
+            &format!("afterany:{}", ids[0]),
+            "--wrap",
+            "true",
+        ],
+    );
     // Two run (one node each); the third waits for resources, the last
     // for its dependency.
     let until = Instant::now() + Duration::from_secs(30);
@@ -579,22 +533,8 @@ fn a_requeued_job_is_ended_and_waits_again_under_its_id_as_on_slurm() {
     let script = format!(
         "trap 'echo TERM at restart ${{SLURM_RESTART_COUNT:-0}}; sleep 0.5; exit 3' TERM\n{marker} &\nwait\n"
     );
-    let id = c
-        .ok(
-            w,
-            "sbatch",
-            &["--parsable", "-o", "out.txt", "--wrap", &script],
-        )
-        .trim()
-        .to_string();
-    let no = c
-        .ok(
-            w,
-            "sbatch",
-            &["--parsable", "--no-requeue", "--wrap", &marker],
-        )
-        .trim()
-        .to_string();
+    let id = c.sbatch(w, &["--parsable", "-o", "out.txt", "--wrap", &script]);
+    let no = c.sbatch(w, &["--parsable", "--no-requeue", "--wrap", &marker]);
     wait_shows(
         || {
             let running = c.ok(w, "squeue", &["-h", "-t", "R", "-o", "%i"]);
@@ -678,10 +618,7 @@ fn a_requeued_job_is_ended_and_waits_again_under_its_id_as_on_slurm() {
         .ok(w, "scontrol", &["show", "job", &no])
         .contains(" Requeue=0 Restarts=0 "));
     // requeuehold: held once its process is gone.
-    let held = c
-        .ok(w, "sbatch", &["--parsable", "--wrap", &marker])
-        .trim()
-        .to_string();
+    let held = c.sbatch(w, &["--parsable", "--wrap", &marker]);
     wait_shows(
         || c.ok(w, "squeue", &["-h", "-j", &held, "-o", "%t"]),
         "R\n",
@@ -693,10 +630,7 @@ fn a_requeued_job_is_ended_and_waits_again_under_its_id_as_on_slurm() {
     );
     // A batch job over is requeued too, as Slurm requeues one it still
     // keeps: pending again under its id, its restart counted.
-    let over = c
-        .ok(w, "sbatch", &["--parsable", "--wrap", "exit 3"])
-        .trim()
-        .to_string();
+    let over = c.sbatch(w, &["--parsable", "--wrap", "exit 3"]);
     wait_shows(
         || c.ok(w, "squeue", &["-h", "-t", "all", "-j", &over, "-o", "%t"]),
         "F\n",
@@ -766,10 +700,7 @@ fn scancel_signals_the_steps_the_batch_script_or_all_of_a_job_as_slurm_does() {
         String::from_utf8_lossy(&out.stderr)
     );
     let id = String::from_utf8(out.stdout).unwrap().trim().to_string();
-    let pending = c
-        .ok(w, "sbatch", &["--parsable", "--wrap", "true"])
-        .trim()
-        .to_string();
+    let pending = c.sbatch(w, &["--parsable", "--wrap", "true"]);
     wait_for_text(&w.join("step.out"), "step ready\n");
     // By default the steps' tasks, not the batch script.
     c.ok(w, "scancel", &["--signal=USR1", &id]);
@@ -860,7 +791,7 @@ fn a_job_of_a_higher_priority_partition_preempts_as_on_slurm() {
         let work = tempfile::tempdir().unwrap();
         let w = work.path();
         let marker = format!("preempted-{mode}-{}", std::process::id());
-        let submit = |args: &[&str]| c.ok(w, "sbatch", args).trim().to_string();
+        let submit = |args: &[&str]| c.sbatch(w, args);
         let script = format!("sleep 300 # {marker}");
         let low = submit(&["--parsable", "-n", "2", "--wrap", &script]);
         let other = submit(&["--parsable", "-n", "2", "--wrap", "sleep 300"]);
@@ -1006,15 +937,7 @@ fn scancel_v_says_each_job_it_acts_on_as_slurm_does() {
     let c = Up::start(1, 1);
     let work = tempfile::tempdir().unwrap();
     let w = work.path();
-    let held = || {
-        c.ok(
-            w,
-            "sbatch",
-            &["--parsable", "-H", "-J", "v", "--wrap", "true"],
-        )
-        .trim()
-        .to_string()
-    };
+    let held = || c.sbatch(w, &["--parsable", "-H", "-J", "v", "--wrap", "true"]);
     let (a, b) = (held(), held());
     // Ids as given; with filters, the jobs they match.
     let out = c.run(w, "scancel", &["-v", &a], None);
@@ -1132,13 +1055,10 @@ fn a_job_asking_several_partitions_goes_to_one_with_room() {
     let w = work.path();
     let marker = format!("sleep 302.{}", std::process::id());
     let submit = |parts: &str| {
-        c.ok(
+        c.sbatch(
             w,
-            "sbatch",
             &["--parsable", "-n", "2", "-p", parts, "--wrap", &marker],
         )
-        .trim()
-        .to_string()
     };
     let first = submit("urgent,batch");
     wait_shows(
@@ -1889,7 +1809,7 @@ fn dependencies_on_starts_on_any_one_and_on_the_task_of_the_same_index() {
     let work = tempfile::tempdir().unwrap();
     let w = work.path();
     let marker = format!("sleep 302.{}", std::process::id());
-    let submit = |args: &[&str]| c.ok(w, "sbatch", args).trim().to_string();
+    let submit = |args: &[&str]| c.sbatch(w, args);
     let first = submit(&["--parsable", "-n", "2", "--wrap", &marker]);
     wait_shows(|| c.ok(w, "squeue", &["-h", "-o", "%t"]), "R\n");
     let second = submit(&["--parsable", "-n", "2", "--wrap", "sleep 1"]);
@@ -2018,11 +1938,7 @@ fn an_administrator_drains_downs_and_resumes_nodes() {
     assert!(String::from_utf8_lossy(&bad.stderr)
         .starts_with("sinfo: error: Bad state string: \"bogus\"\n"));
     // Two jobs of a whole node: one runs on node2, the other waits.
-    let submit = || {
-        c.ok(w, "sbatch", &["--parsable", "-n", "2", "--wrap", &marker])
-            .trim()
-            .to_string()
-    };
+    let submit = || c.sbatch(w, &["--parsable", "-n", "2", "--wrap", &marker]);
     let (one, two) = (submit(), submit());
     wait_shows(
         || c.ok(w, "squeue", &["-h", "-t", "R", "-o", "%N"]),
