@@ -51,6 +51,120 @@ pub fn expand(inputs: &[PathBuf]) -> Result<Vec<Source>> {
     Ok(out)
 }
 
+/// The sources of `inputs` that hold records of their own, each read once.
+/// A file named twice (itself and within its directory, say) is read once;
+/// a file whose bytes are another's (`cp a.rec b.rec`) is a copy, and its
+/// records would be counted twice: it is left out. Each case gets a line
+/// in `warnings`. Files are compared by content only when their sizes are
+/// equal, so that the usual inputs cost nothing more than a stat.
+pub fn expand_distinct(inputs: &[PathBuf], warnings: &mut Vec<String>) -> Result<Vec<Source>> {
+    let mut named: std::collections::HashMap<PathBuf, PathBuf> = Default::default();
+    let mut out = Vec::new();
+    for src in expand(inputs)? {
+        let Source::File(path) = &src else {
+            out.push(src);
+            continue;
+        };
+        let real = std::fs::canonicalize(path)
+            .with_context(|| format!("cannot read {}", path.display()))?;
+        match named.get(&real) {
+            Some(first) => warnings.push(format!(
+                "{}: named more than once (also as {}): read once",
+                path.display(),
+                first.display()
+            )),
+            None => {
+                named.insert(real, path.clone());
+                out.push(src);
+            }
+        }
+    }
+    let mut by_size: std::collections::HashMap<u64, Vec<usize>> = Default::default();
+    for (i, src) in out.iter().enumerate() {
+        if let Source::File(p) = src {
+            let len = std::fs::metadata(p)
+                .with_context(|| format!("cannot read {}", p.display()))?
+                .len();
+            if len > 0 {
+                by_size.entry(len).or_default().push(i);
+            }
+        }
+    }
+    let mut copies = std::collections::BTreeSet::new();
+    for same in by_size.values().filter(|v| v.len() > 1) {
+        // A checksum first, so that each file is read once unless two
+        // agree; then byte by byte, so that a file is never dropped on a
+        // checksum's word alone.
+        let mut kept: Vec<(usize, u32)> = Vec::new();
+        for &i in same {
+            let Source::File(p) = &out[i] else { continue };
+            let crc = checksum(p)?;
+            let mut twin = None;
+            for &(first, c) in &kept {
+                if c == crc && same_bytes(&out[first], p)? {
+                    twin = Some(first);
+                    break;
+                }
+            }
+            match twin {
+                Some(first) => {
+                    warnings.push(format!(
+                        "{}: the same bytes as {}, a copy: its records are counted once",
+                        out[i].name(),
+                        out[first].name()
+                    ));
+                    copies.insert(i);
+                }
+                None => kept.push((i, crc)),
+            }
+        }
+    }
+    Ok(out
+        .into_iter()
+        .enumerate()
+        .filter(|(i, _)| !copies.contains(i))
+        .map(|(_, s)| s)
+        .collect())
+}
+
+fn checksum(path: &Path) -> Result<u32> {
+    let mut f = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+    let mut h = crc32fast::Hasher::new();
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        let n = f
+            .read(&mut buf)
+            .with_context(|| format!("cannot read {}", path.display()))?;
+        if n == 0 {
+            return Ok(h.finalize());
+        }
+        h.update(&buf[..n]);
+    }
+}
+
+fn same_bytes(a: &Source, b: &Path) -> Result<bool> {
+    let Source::File(a) = a else { return Ok(false) };
+    let open = |p: &Path| {
+        File::open(p)
+            .map(io::BufReader::new)
+            .with_context(|| format!("cannot open {}", p.display()))
+    };
+    let (mut x, mut y) = (open(a)?, open(b)?);
+    let (mut bx, mut by) = (vec![0u8; 1 << 16], vec![0u8; 1 << 16]);
+    loop {
+        let n = io::Read::read(&mut x, &mut bx)
+            .with_context(|| format!("cannot read {}", a.display()))?;
+        if n == 0 {
+            return Ok(true);
+        }
+        y.read_exact(&mut by[..n])
+            .with_context(|| format!("cannot read {}", b.display()))?;
+        if bx[..n] != by[..n] {
+            return Ok(false);
+        }
+    }
+}
+
 fn walk(dir: &Path, found: &mut Vec<PathBuf>) -> Result<()> {
     let entries =
         std::fs::read_dir(dir).with_context(|| format!("cannot list {}", dir.display()))?;

@@ -103,15 +103,13 @@ pub fn plan(
             [one] if one.join(MANIFEST).is_file() => Some(read_manifest(one)?),
             _ => None,
         };
-        let mut sources = Vec::new();
         let mut empty = Vec::new();
-        for input in &loose {
-            let found = inputs::expand(std::slice::from_ref(input))?;
-            if found.is_empty() && input.is_dir() {
+        for input in loose.iter().filter(|i| i.is_dir()) {
+            if inputs::expand(std::slice::from_ref(input))?.is_empty() {
                 empty.push(input.display().to_string());
             }
-            sources.extend(found);
         }
+        let sources = inputs::expand_distinct(&loose, warnings)?;
         // Nothing to read at all is an error, not a table of dashes.
         if sources.is_empty() {
             anyhow::bail!(

@@ -262,3 +262,57 @@ fn a_window_that_holds_no_job_is_warned_about() {
     let out = calcmets(&["--swf", trace.to_str().unwrap(), "--window", "0:100"]);
     assert!(!String::from_utf8_lossy(&out.stderr).contains("no job counts"));
 }
+
+#[test]
+fn loose_records_named_twice_or_copied_are_counted_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let logs = dir.path().join("logs");
+    std::fs::create_dir(&logs).unwrap();
+    let write = |name: &str, ids: std::ops::Range<u64>| {
+        let mut bytes = Vec::new();
+        for id in ids {
+            let t = 1_800_000_000 * S + id as i64 * S;
+            encode(&completed(id, 1, t, t + 2 * S, 5), &mut bytes).unwrap();
+        }
+        std::fs::write(logs.join(name), bytes).unwrap();
+    };
+    write("a.rec", 0..3);
+    write("b.rec", 3..6);
+    // Same size as a.rec, other records: not a copy.
+    write("c.rec", 6..9);
+    std::fs::copy(logs.join("a.rec"), dir.path().join("a-copy.rec")).unwrap();
+    let jobs = |args: &[&str]| {
+        let out = calcmets(&[&["--cores", "8", "--format", "json"][..], args].concat());
+        assert_eq!(out.status.code(), Some(0));
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        (
+            v["jobs"].as_u64().unwrap(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (alone, err) = jobs(&[logs.to_str().unwrap()]);
+    assert_eq!(alone, 9, "{err}");
+    assert!(err.is_empty(), "{err}");
+
+    let a = logs.join("a.rec");
+    let (n, err) = jobs(&[logs.to_str().unwrap(), a.to_str().unwrap()]);
+    assert_eq!(n, 9);
+    assert!(err.contains("a.rec: named more than once"), "{err}");
+
+    let copy = dir.path().join("a-copy.rec");
+    let (n, err) = jobs(&[logs.to_str().unwrap(), copy.to_str().unwrap()]);
+    assert_eq!(n, 9);
+    assert!(
+        err.contains("a-copy.rec: the same bytes as") && err.contains("a.rec, a copy"),
+        "{err}"
+    );
+    // Either is a warning: --strict says the input had a problem.
+    let strict = calcmets(&[
+        "--strict",
+        "--cores",
+        "8",
+        logs.to_str().unwrap(),
+        copy.to_str().unwrap(),
+    ]);
+    assert_eq!(strict.status.code(), Some(1));
+}

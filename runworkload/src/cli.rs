@@ -592,6 +592,18 @@ pub fn plan(cli: &Cli) -> Result<(Plan, Vec<String>)> {
         },
     };
     let mut warnings = warnings;
+    if let Some(o) = plan.slice.out_of_order {
+        warnings.push(format!(
+            "{}:{}: submitted at {} s, before line {} ({} s): {} job line(s) of the slice are out \
+             of submit order, as SWF does not allow; each is replayed at its own submit time",
+            cli.workload.display(),
+            o.line,
+            o.submit_ns / 1_000_000_000,
+            o.after_line,
+            o.after_ns / 1_000_000_000,
+            o.lines
+        ));
+    }
     if !plan.backend.virtual_time() {
         let mut notes = Vec::new();
         if plan.backend.runs_scaled_config() {

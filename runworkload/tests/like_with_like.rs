@@ -602,3 +602,40 @@ fn jobs_the_trace_gives_no_run_time_count_alike_emulated_and_in_the_twin() {
         String::from_utf8_lossy(&o.stderr)
     );
 }
+
+#[test]
+fn a_trace_out_of_submit_order_is_said_and_each_job_keeps_its_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("unordered.swf");
+    // Job 3 was submitted before job 2, whose line comes first.
+    std::fs::write(
+        &trace,
+        "; MaxProcs: 8\n\
+         1   0 0 10 1 -1 -1 1 20 -1 1 1 1 -1 1 -1 -1 -1\n\
+         2 100 0 10 1 -1 -1 1 20 -1 1 1 1 -1 1 -1 -1 -1\n\
+         3  50 0 10 1 -1 -1 1 20 -1 1 1 1 -1 1 -1 -1 -1\n\
+         4 200 0 10 1 -1 -1 1 20 -1 1 1 1 -1 1 -1 -1 -1\n",
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let o = ok(twin_of(&trace, &out, "100", &[]));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains(
+            "unordered.swf:4: submitted at 50 s, before line 3 (100 s): 1 job line(s) of the \
+             slice are out of submit order"
+        ),
+        "{err}"
+    );
+    // Each job still starts at its own submit time: nothing waits.
+    let v = json_of(&ok(calcmets(&[
+        "--format",
+        "json",
+        out.join("shrink-100").to_str().unwrap(),
+    ])));
+    assert_eq!(v["jobs"], 4, "{v:#}");
+    assert_eq!(v["wait"]["max"], 0.0, "{v:#}");
+    // A trace in order says nothing of the kind.
+    let o = ok(twin(&dir.path().join("kth"), "10000", &[]));
+    assert!(!String::from_utf8_lossy(&o.stderr).contains("submit order"));
+}

@@ -129,6 +129,19 @@ pub struct Slice {
     pub format: Format,
     /// One per malformed line, naming file and line.
     pub warnings: Vec<String>,
+    /// Job lines of the slice submitted before a line above them.
+    pub out_of_order: Option<OutOfOrder>,
+}
+
+/// The first job line that breaks a trace's submit order, and how many do.
+#[derive(Debug, Clone, Copy)]
+pub struct OutOfOrder {
+    pub line: u64,
+    pub submit_ns: i64,
+    /// The line above it submitted latest, and when.
+    pub after_line: u64,
+    pub after_ns: i64,
+    pub lines: u64,
 }
 
 pub struct SliceSpec {

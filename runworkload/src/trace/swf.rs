@@ -23,7 +23,7 @@ use std::path::Path;
 use anyhow::{bail, Context, Result};
 use formats::swf;
 
-use super::{Cancelled, Failed, Slice, SliceSpec, TraceJob};
+use super::{Cancelled, Failed, OutOfOrder, Slice, SliceSpec, TraceJob};
 
 /// The error for a file that is not a trace: how many lines were bad, and
 /// the first of them (`warnings` name the file and line).
@@ -48,6 +48,8 @@ pub fn read(path: &Path, spec: &SliceSpec) -> Result<Slice> {
     // `calcmets fidelity` and `--feedback` know its jobs by their numbers,
     // so two jobs of one number would be one job to them.
     let mut lines: std::collections::HashMap<i64, u64> = std::collections::HashMap::new();
+    // The latest submission so far, and its line.
+    let mut last_submit: Option<(i64, u64)> = None;
     while let Some(line) = reader
         .next_job()
         .with_context(|| format!("cannot read trace {name}"))?
@@ -77,6 +79,23 @@ pub fn read(path: &Path, spec: &SliceSpec) -> Result<Slice> {
             break;
         }
         slice.read += 1;
+        // SWF lists jobs by submit time. A line that breaks that order is
+        // replayed at its own time all the same (every time is measured
+        // from the slice's earliest submission), but is said once.
+        let at = job.submit_ns();
+        match last_submit {
+            Some((t, _)) if at < t => {
+                let o = slice.out_of_order.get_or_insert(OutOfOrder {
+                    line: job.line,
+                    submit_ns: at,
+                    after_line: last_submit.map_or(0, |(_, l)| l),
+                    after_ns: t,
+                    lines: 0,
+                });
+                o.lines += 1;
+            }
+            _ => last_submit = Some((at, job.line)),
+        }
         // −1 is the format's "unknown": no number to confuse.
         if job.id() >= 0 {
             if let Some(first) = lines.insert(job.id(), job.line) {
