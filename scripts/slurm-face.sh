@@ -215,6 +215,14 @@ jobset() {
   run scontrol update "JobId=$held" TimeLimit=100
   run squeue -h -o '%i %j %l %r' -t PD
   run scontrol release "$held"
+  # Root's hold of a running job: it runs on, held by the operator, with
+  # priority 0; released, it runs on as before, and a second release of
+  # a job no longer held is no error.
+  run scontrol hold "$first"
+  run sh -c "squeue -h -o '%i %t %r' -j $first; scontrol show job $first | grep -oE '(Priority|Reason)=[^ ]*'"
+  run scontrol release "$first"
+  run scontrol release "$first"
+  run squeue -h -o '%i %t %r' -j "$first"
   run scontrol show hostnames 'node[1-3],x5,node1'
   run scontrol show partition
   run scontrol show partition -o

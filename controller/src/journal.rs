@@ -38,7 +38,7 @@ const SNAPSHOT_MAGIC: &[u8; 4] = b"CLSN";
 /// whatever its nodes. 7: a job may run a program (`JobSpec::program`). 8: a finished job keeps its
 /// exit code, and what it ran (`JobInfo::exit`, `JobInfo::program`). 9:
 /// dependencies on how jobs end, singletons, holds (`JobSpec::after_ok`,
-/// `JobImage::user_held`, [`Entry::Held`]), a pending job's new limit
+/// a hold, [`Entry::Held`]), a pending job's new limit
 /// ([`Entry::Limit`]). 10: jobs count their restarts
 /// (`JobImage::restarts`, `JobInfo::restarts`), and one may be ending to
 /// be requeued (`ending_as: Pending`); a script's arguments
@@ -58,8 +58,9 @@ const SNAPSHOT_MAGIC: &[u8; 4] = b"CLSN";
 /// per node (`Program::tasks_per_node`). 18: a finished job's view of its
 /// program says them, and whether it was an array task of a record of its
 /// own or its array's only task (`ProgramInfo::tasks_per_node`,
-/// `own_record`, `only_task`).
-const VERSION: u16 = 18;
+/// `own_record`, `only_task`). 19: a hold says whose it is, and a running
+/// job may be held (`JobImage::hold`, [`Entry::Held`]).
+const VERSION: u16 = 19;
 const HEADER: usize = 6;
 /// Largest entry: a submission of one job is well under 1 KiB.
 const MAX_ENTRY: usize = 1 << 20;
@@ -105,8 +106,8 @@ pub struct JobImage {
     pub reason: String,
     /// Waits for other jobs (`spec.after`) before it enters the queue.
     pub held: bool,
-    /// Held by its user until released.
-    pub user_held: bool,
+    /// Held until released, and by whom.
+    pub hold: Option<formats::wire::HoldKind>,
     pub restarts: u32,
     /// Its limit changed after it started: sent again to its agent when
     /// that agent comes back.
@@ -156,10 +157,10 @@ pub enum Entry {
         id: u64,
         walltime_ns: u64,
     },
-    /// A pending job held by its user (`held`), or released.
+    /// A job held (`hold`, by whom), or released (`None`).
     Held {
         id: u64,
-        held: bool,
+        hold: Option<formats::wire::HoldKind>,
         at_ns: i64,
     },
     /// A held job's think time is over: it is submitted at `at_ns`.
@@ -730,7 +731,7 @@ mod tests {
             array: None,
             queued_ns: 5,
             devices: String::new(),
-            user_held: false,
+            hold: None,
             restarts: 0,
             limit_changed: false,
         }

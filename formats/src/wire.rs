@@ -70,8 +70,9 @@ use tokio_util::codec::{Decoder, Encoder, Framed, LengthDelimitedCodec};
 /// tasks per node (`Program::tasks_per_node`). 24: a program's view says
 /// them (`ProgramInfo::tasks_per_node`). 25: and whether an array task is
 /// a record of its own, or its array's only task (`ProgramInfo::own_record`,
-/// `only_task`).
-pub const PROTOCOL: u32 = 25;
+/// `only_task`). 26: a hold says whose it is, and may hold a running job
+/// ([`Request::Hold`]); a release says who asks ([`Request::Release`]).
+pub const PROTOCOL: u32 = 26;
 /// Largest frame a server accepts from an authenticated peer (a batch of
 /// records can be large).
 pub const MAX_FRAME: usize = 16 << 20;

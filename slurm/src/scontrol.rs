@@ -5,7 +5,7 @@
 use anyhow::{bail, Result};
 use clap::Parser;
 use client::{Request, Response};
-use formats::wire::{ArraySpec, JobInfo, JobState, NodeInfo};
+use formats::wire::{ArraySpec, HoldKind, JobInfo, JobState, NodeInfo};
 
 use crate::cluster::Cluster;
 use crate::squeue::{nodes_of, priority, MIN_JOB_AGE_S};
@@ -134,11 +134,21 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
                     .find(|&&(i, _)| i == id)
                     .map_or(id.to_string(), |(_, n)| n.clone())
             };
+            // Slurm's operator is root here: its cluster's SlurmUser.
+            let privileged = nix::unistd::getuid().is_root();
             let req = match verb.as_str() {
                 "suspend" => Request::Suspend(ids),
                 "resume" => Request::Resume(ids),
-                "hold" | "uhold" => Request::Hold(ids),
-                "release" => Request::Release(ids),
+                "hold" | "uhold" => Request::Hold {
+                    ids,
+                    kind: if verb == "hold" && privileged {
+                        HoldKind::Admin
+                    } else {
+                        HoldKind::User
+                    },
+                    privileged,
+                },
+                "release" => Request::Release { ids, privileged },
                 "requeue" => Request::Requeue { ids, hold: false },
                 _ => Request::Requeue { ids, hold: true },
             };
@@ -147,8 +157,13 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
                     let mut failed = false;
                     for o in outcomes {
                         if let Some(e) = o.error {
-                            // As Slurm's scontrol says a job's error.
-                            eprintln!("{} for job {}", slurm_error(&e), name(o.id));
+                            // As Slurm's scontrol says a job's error; a
+                            // hold's, as its call's too.
+                            let e = slurm_error(&e);
+                            eprintln!("{e} for job {}", name(o.id));
+                            if matches!(verb.as_str(), "hold" | "uhold" | "release") {
+                                eprintln!("slurm_suspend error: {e}");
+                            }
                             failed = true;
                         }
                     }
@@ -589,7 +604,8 @@ fn job_record(j: &JobInfo, c: &Cluster, me: &str, now: i64, first: bool) -> Vec<
         format!(
             "JobState={} Reason={} Dependency={}",
             text::shown_long(j),
-            text::reason(j, first),
+            // One word, as Slurm prints it (`job_requeued_in_held_state`).
+            text::reason(j, first).replace(' ', "_"),
             match j.program.as_ref().map(|p| p.dependency.as_str()) {
                 Some(d) if !d.is_empty() => d,
                 _ => "(null)",

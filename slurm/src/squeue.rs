@@ -210,7 +210,7 @@ fn header(code: char) -> &'static str {
 /// Slurm's priority under its basic plugin: older jobs first.
 pub fn priority(j: &JobInfo) -> u64 {
     // A held job's priority is 0: that is how Slurm holds it.
-    if j.reason == "JobHeldUser" {
+    if text::held(j) {
         return 0;
     }
     4_294_901_760u64.saturating_sub(j.array.map_or(j.id, |a| a.job.min(j.id)))

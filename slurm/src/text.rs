@@ -517,7 +517,7 @@ pub fn node_count(j: &JobInfo) -> usize {
 
 /// The reasons a pending job waits out of the queue, named as Slurm
 /// names them (the controller uses the same names).
-const OUT_OF_QUEUE: [&str; 8] = [
+const OUT_OF_QUEUE: [&str; 9] = [
     "Dependency",
     "DependencyNeverSatisfied",
     "BeginTime",
@@ -526,7 +526,18 @@ const OUT_OF_QUEUE: [&str; 8] = [
     "ReqNodeNotAvail",
     "JobHeldUser",
     "JobHeldAdmin",
+    "job requeued in held state",
 ];
+
+/// Whether a job is held (by its user, by the operator, or as it was
+/// requeued), whatever its state: Slurm gives it priority 0, and keeps
+/// the hold's reason on a job that runs on, or ended, held.
+pub fn held(j: &JobInfo) -> bool {
+    matches!(
+        j.reason.as_str(),
+        "JobHeldUser" | "JobHeldAdmin" | "job requeued in held state"
+    )
+}
 
 /// Why a pending job waits, as Slurm names it: the controller's reason
 /// when it waits out of the queue; else `Resources` for the first job of
@@ -559,7 +570,7 @@ pub fn first_in_queue<'a>(jobs: impl IntoIterator<Item = &'a JobInfo>) -> Vec<u6
 /// Why a job is where it is, for squeue's `%r`, scontrol's `Reason=`:
 /// the pending reason, `NonZeroExitCode` for a failed job (Slurm 22.05's
 /// `JobLaunchFailure` when a signal ended it), `TimeLimit` for a
-/// timeout, else `None`.
+/// timeout, a hold's reason for a job held as it ran, else `None`.
 pub fn reason(j: &JobInfo, first_pending: bool) -> String {
     match j.state {
         JobState::Pending => pending_reason(j, first_pending),
@@ -568,6 +579,7 @@ pub fn reason(j: &JobInfo, first_pending: bool) -> String {
         JobState::Timeout => "TimeLimit".into(),
         JobState::NodeFail => "NodeDown".into(),
         JobState::OutOfMemory => "OutOfMemory".into(),
+        _ if held(j) => j.reason.clone(),
         _ => "None".into(),
     }
 }

@@ -623,10 +623,33 @@ fn a_requeued_job_is_ended_and_waits_again_under_its_id_as_on_slurm() {
         || c.ok(w, "squeue", &["-h", "-j", &held, "-o", "%t"]),
         "R\n",
     );
+    // Root's hold of a running job: it runs on, held by the operator
+    // (priority 0), as on Slurm; released, it runs on as before, and a
+    // release of a job not held is no error.
+    c.ok(w, "scontrol", &["hold", &held]);
+    assert_eq!(
+        c.ok(w, "squeue", &["-h", "-j", &held, "-o", "%t %r %Q"]),
+        "R JobHeldAdmin 0\n"
+    );
+    c.ok(w, "scontrol", &["release", &held]);
+    c.ok(w, "scontrol", &["release", &held]);
+    assert_eq!(
+        c.ok(w, "squeue", &["-h", "-j", &held, "-o", "%t %r"]),
+        "R None\n"
+    );
     c.ok(w, "scontrol", &["requeuehold", &held]);
     wait_shows(
         || c.ok(w, "squeue", &["-h", "-j", &held, "-o", "%t %r"]),
-        "PD JobHeldUser\n",
+        "PD job requeued in held state\n",
+    );
+    assert!(c
+        .ok(w, "scontrol", &["show", "job", &held])
+        .contains(" Reason=job_requeued_in_held_state "));
+    // A hold of a job requeued held leaves it so.
+    c.ok(w, "scontrol", &["hold", &held]);
+    assert_eq!(
+        c.ok(w, "squeue", &["-h", "-j", &held, "-o", "%r"]),
+        "job requeued in held state\n"
     );
     // A batch job over is requeued too, as Slurm requeues one it still
     // keeps: pending again under its id, its restart counted.

@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use formats::wire::{ArrayTask, JobState};
+use formats::wire::{ArrayTask, HoldKind, JobState};
 use tracing::{info, warn};
 
 use super::tables::{
@@ -40,8 +40,8 @@ impl Cluster {
             .unwrap_or_default();
         self.next_id = self.next_id.max(id + 1);
         if job.held && job.spec.waits_for().next().is_none() {
-            if job.user_held {
-                job.reason = "JobHeldUser".into();
+            if let Some(h) = job.hold {
+                job.reason = h.reason().into();
                 self.jobs.insert(id, Box::new(job));
                 return;
             }
@@ -107,14 +107,14 @@ impl Cluster {
             } else if any && job.deps_left == 0 {
                 job.never = true;
             }
-            job.reason = if job.user_held {
-                "JobHeldUser".into()
+            job.reason = if let Some(h) = job.hold {
+                h.reason().into()
             } else if job.never {
                 NEVER.into()
             } else {
                 "Dependency".into()
             };
-            let over = job.deps_left == 0 && !job.never && !job.user_held;
+            let over = job.deps_left == 0 && !job.never && job.hold.is_none();
             self.jobs.insert(id, Box::new(job));
             if over {
                 self.deps_over(id, now);
@@ -394,7 +394,8 @@ impl Cluster {
         });
         job.state = state;
         job.end_ns = now.wall;
-        job.reason = reason;
+        // Ended held, it keeps the hold's reason, as Slurm's job does.
+        job.reason = job.hold.map_or(reason, |h| h.reason().into());
         job.ending_as = None;
         // Ended while suspended (cancelled, lost), or as the suspension was
         // decided: a finished job has no open suspension.
@@ -480,6 +481,9 @@ impl Cluster {
         spec.hold = hold;
         spec.begin_ns = Some(self.requeued_begin(now));
         let mut job = Job::pending(id, spec, partition, now);
+        if hold {
+            job.hold = Some(HoldKind::Requeued);
+        }
         job.submit_ns = submit_ns;
         job.submit_mono = submit_mono;
         job.restarts = restarts + 1;
@@ -545,11 +549,11 @@ impl Cluster {
             w.deps_left = 0;
         } else if !ok && (!any || w.deps_left == 0) {
             w.never = true;
-            if !w.user_held {
+            if w.hold.is_none() {
                 w.reason = NEVER.into();
             }
         }
-        if w.deps_left == 0 && !w.never && !w.user_held {
+        if w.deps_left == 0 && !w.never && w.hold.is_none() {
             self.deps_over(waiter, now);
         }
     }
@@ -693,6 +697,23 @@ impl Cluster {
         job.devices.clear();
         job.steps.clear();
         job.reason = reason;
+        // Held while it ran: it waits held, and is submitted again to an
+        // event-driven scheduler when released, as one requeued on
+        // request is.
+        if let (false, Some(h)) = (asked, job.hold) {
+            job.held = true;
+            job.reason = h.reason().into();
+            let task = job.array.filter(|t| t.limit > 0);
+            self.record_event(Happened::Ended {
+                job: id,
+                at_ns: now.mono,
+                state: JobState::NodeFail,
+            });
+            if let Some(t) = task {
+                self.array_task_over(t, true, now);
+            }
+            return;
+        }
         // An event-driven scheduler hears of a requeue as an end and a new
         // submission of the same job; one requeued on request is
         // submitted when it enters the queue again (`queued`).
@@ -719,7 +740,7 @@ impl Cluster {
         };
         job.spec.begin_ns = Some(begin);
         job.held = true;
-        let (user_held, task) = (job.user_held, job.array.filter(|t| t.limit > 0));
+        let (hold, task) = (job.hold, job.array.filter(|t| t.limit > 0));
         self.record_event(Happened::Ended {
             job: id,
             at_ns: now.mono,
@@ -731,8 +752,8 @@ impl Cluster {
             self.array_task_over(t, true, now);
         }
         if let Some(job) = self.jobs.get_mut(&id) {
-            if user_held {
-                job.reason = "JobHeldUser".into();
+            if let Some(h) = hold {
+                job.reason = h.reason().into();
             } else {
                 job.reason = "BeginTime".into();
                 self.deps_over(id, now);

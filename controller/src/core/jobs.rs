@@ -3,8 +3,8 @@
 //! [`Effects`]: the order for the job's agent, the journal entry.
 
 use formats::wire::{
-    ArraySpec, ArrayTask, EndWhy, Exit, JobOutcome, JobSpec, JobState, RanState, Reach, StartJob,
-    StepInfo, ToAgent,
+    ArraySpec, ArrayTask, EndWhy, Exit, HoldKind, JobOutcome, JobSpec, JobState, RanState, Reach,
+    StartJob, StepInfo, ToAgent,
 };
 use tracing::{debug, warn};
 
@@ -896,7 +896,7 @@ impl Cluster {
             let Some(job) = self
                 .jobs
                 .get(&id)
-                .filter(|j| j.held && j.deps_left == 0 && !j.user_held)
+                .filter(|j| j.held && j.deps_left == 0 && j.hold.is_none())
             else {
                 continue;
             };
@@ -912,26 +912,33 @@ impl Cluster {
         }
     }
 
-    /// `scontrol hold` (`held`) or `release`: pending jobs kept out of
-    /// the queue, or let go on.
+    /// `scontrol hold` and `uhold` (`Some` kind) or `release` (`None`),
+    /// each by Slurm's operator or not (`privileged`); see
+    /// [`Cluster::set_hold`] for what each does.
     pub fn hold<F: Effects>(
         &mut self,
         ids: &[u64],
-        held: bool,
+        kind: Option<HoldKind>,
+        privileged: bool,
         now: Now,
         fx: &mut F,
     ) -> Vec<JobOutcome> {
         self.unqueue_batched(|c| {
             ids.iter()
                 .map(|&id| {
-                    let r = c.set_user_hold(id, held, now);
-                    if r.is_ok() && F::JOURNALS {
-                        fx.journal(Entry::Held {
-                            id,
-                            held,
-                            at_ns: now.wall,
-                        });
-                    }
+                    let r = c.hold_as(id, kind, privileged).and_then(|hold| {
+                        if let Some(hold) = hold {
+                            c.set_hold(id, hold, now)?;
+                            if F::JOURNALS {
+                                fx.journal(Entry::Held {
+                                    id,
+                                    hold,
+                                    at_ns: now.wall,
+                                });
+                            }
+                        }
+                        Ok(())
+                    });
                     JobOutcome { id, error: r.err() }
                 })
                 .collect()
@@ -1028,11 +1035,12 @@ impl Cluster {
             }
         }
         if hold {
-            self.set_user_hold(id, true, now)?;
+            let hold = Some(HoldKind::Requeued);
+            self.set_hold(id, hold, now)?;
             if F::JOURNALS {
                 fx.journal(Entry::Held {
                     id,
-                    held: true,
+                    hold,
                     at_ns: now.wall,
                 });
             }
@@ -1152,21 +1160,67 @@ impl Cluster {
         Ok(())
     }
 
-    /// Holds or releases job `id` (see [`Cluster::hold`]).
-    pub(super) fn set_user_hold(&mut self, id: u64, held: bool, now: Now) -> Result<(), String> {
+    /// What a hold (`Some` kind) or release (`None`) asked by Slurm's
+    /// operator or not (`privileged`) makes of job `id`'s hold, as
+    /// Slurm's controller decides: `Ok(None)` to leave it as it is,
+    /// `Ok(Some(hold))` to make it `hold`. A plain user's hold is the
+    /// user's; it does not undo the operator's, nor may that user release
+    /// it. A job requeued held stays so until released. Releasing a job
+    /// not held does nothing, and is no error.
+    fn hold_as(
+        &self,
+        id: u64,
+        kind: Option<HoldKind>,
+        privileged: bool,
+    ) -> Result<Option<Option<HoldKind>>, String> {
+        let job = self
+            .jobs
+            .get(&id)
+            .ok_or_else(|| "Invalid job id specified".to_string())?;
+        if job.ending_as.is_some_and(|s| s != JobState::Pending) {
+            return Err("Job/step already completing or completed".into());
+        }
+        let now = job.hold;
+        Ok(match kind {
+            None if now == Some(HoldKind::Admin) && !privileged => {
+                return Err("Access/permission denied".into())
+            }
+            None => now.map(|_| None),
+            Some(_) if now == Some(HoldKind::Requeued) => None,
+            Some(HoldKind::User) if now == Some(HoldKind::Admin) && !privileged => None,
+            Some(k) => (now != Some(k)).then_some(Some(k)),
+        })
+    }
+
+    /// Makes job `id` held by `hold`'s holder, or releases it (`None`).
+    /// A pending job held waits out of the queue, its reason the hold's;
+    /// a running one runs on, shows the hold's reason, and is held when it
+    /// is requeued ([`Cluster::requeued`]).
+    pub(super) fn set_hold(
+        &mut self,
+        id: u64,
+        hold: Option<HoldKind>,
+        now: Now,
+    ) -> Result<(), String> {
         let job = self
             .jobs
             .get_mut(&id)
-            .filter(|j| j.state == JobState::Pending || j.ending_as == Some(JobState::Pending))
-            .ok_or_else(|| format!("job {id} is not pending"))?;
-        // Ending to be requeued: held, or not, once it waits (Slurm's job
-        // is pending already).
+            .ok_or_else(|| format!("job {id} is not known"))?;
         if job.state != JobState::Pending {
-            job.user_held = held;
+            // Running, or ending to be requeued: it waits so once pending.
+            job.hold = hold;
+            if job.ending_as.is_none() {
+                job.reason = hold.map_or_else(String::new, |h| h.reason().into());
+            }
             return Ok(());
         }
-        if held {
-            if job.user_held {
+        if let Some(kind) = hold {
+            if let Some(was) = job.hold {
+                // Held already: only whose hold it is changes.
+                if was != kind {
+                    job.hold = Some(kind);
+                    job.reason = kind.reason().into();
+                }
                 return Ok(());
             }
             if job.array.is_some_and(|t| t.limit > 0) && !job.held && !job.throttled {
@@ -1174,8 +1228,8 @@ impl Cluster {
                     "job {id} is a task of an array with a limit: clemu cannot hold it yet"
                 ));
             }
-            job.user_held = true;
-            job.reason = "JobHeldUser".into();
+            job.hold = Some(kind);
+            job.reason = kind.reason().into();
             // Out of the queue, or of its array's line: released, it
             // comes back through the array's limit (the line skips tasks
             // no longer throttled).
@@ -1193,10 +1247,10 @@ impl Cluster {
             }
             return Ok(());
         }
-        if !job.user_held {
-            return Err(format!("job {id} is not held"));
+        if job.hold.is_none() {
+            return Ok(());
         }
-        job.user_held = false;
+        job.hold = None;
         // Released, it queues behind the jobs already waiting, as Slurm
         // gives a released job a new, lowest priority (held, it is in no
         // queue whose order this could upset).
@@ -1309,7 +1363,7 @@ impl Job {
         Job {
             id,
             submit_ns: spec.submit_ns.unwrap_or(now.wall),
-            user_held: spec.hold,
+            hold: spec.hold.then_some(HoldKind::User),
             restarts: 0,
             steps: Vec::new(),
             limit_changed: false,

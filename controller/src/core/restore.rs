@@ -38,7 +38,7 @@ impl Cluster {
             since_ns: wall(j.since_mono),
             reason: j.reason.clone(),
             held: j.held,
-            user_held: j.user_held,
+            hold: j.hold,
             restarts: j.restarts,
             limit_changed: j.limit_changed,
             array: j.array,
@@ -286,8 +286,8 @@ impl Cluster {
             Entry::Limit { id, walltime_ns } => {
                 let _ = self.set_limit(id, walltime_ns);
             }
-            Entry::Held { id, held, at_ns } => {
-                let _ = self.set_user_hold(id, held, at(at_ns));
+            Entry::Held { id, hold, at_ns } => {
+                let _ = self.set_hold(id, hold, at(at_ns));
             }
             Entry::Released { id, at_ns } => {
                 if let Some(at) = self.jobs.get(&id).and_then(|j| j.release_at) {
@@ -354,7 +354,7 @@ impl Cluster {
         job.reason = im.reason;
         job.since_mono = at(im.since_ns).mono;
         job.held = im.held;
-        job.user_held = im.user_held;
+        job.hold = im.hold;
         job.restarts = im.restarts;
         job.limit_changed = im.limit_changed;
         job.array = im.array;

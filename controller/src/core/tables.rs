@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use formats::wire::{
-    ArrayTask, HostReport, JobInfo, JobSpec, JobState, NodeState, StepInfo, PASS_BUCKETS,
+    ArrayTask, HoldKind, HostReport, JobInfo, JobSpec, JobState, NodeState, StepInfo, PASS_BUCKETS,
 };
 
 use super::Now;
@@ -170,9 +170,10 @@ pub(super) struct Job {
     /// A job it waits for ended otherwise than it waits for (`afterok`,
     /// `afternotok`): it can never run, and waits until cancelled.
     pub never: bool,
-    /// Held by its user (`--hold`, `scontrol hold`): out of the queue
-    /// until released, whatever else it waits for.
-    pub user_held: bool,
+    /// Held (`--hold`, `scontrol hold`, `requeuehold`), and by whom:
+    /// pending, it waits out of the queue until released, whatever else it
+    /// waits for; running, it runs on, and waits so if requeued.
+    pub hold: Option<HoldKind>,
     /// How many times it went back to the queue after it started
     /// (a node lost, `scontrol requeue`).
     pub restarts: u32,

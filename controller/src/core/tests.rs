@@ -2,7 +2,9 @@
 
 use std::sync::Arc;
 
-use formats::wire::{EndWhy, Exit, Held, JobSpec, JobState, NodeState, StartJob, ToAgent};
+use formats::wire::{
+    EndWhy, Exit, Held, HoldKind, JobSpec, JobState, NodeState, StartJob, ToAgent,
+};
 
 use super::*;
 use crate::config;
@@ -1068,24 +1070,49 @@ fn a_held_job_waits_out_of_the_queue_until_released_and_a_restart_keeps_it() {
         .unwrap();
     assert!(!queued(&c).contains(&ids[0]));
     assert_eq!(c.jobs_info(&[ids[0]])[0].reason, "JobHeldUser");
-    // A queued job held leaves the queue; a running one cannot be.
-    let held = c.hold(&[ids[1]], true, at(1), &mut out);
+    // A queued job held by the operator leaves the queue.
+    let held = c.hold(&[ids[1]], Some(HoldKind::Admin), true, at(1), &mut out);
     assert_eq!(held[0].error, None);
+    assert_eq!(c.jobs_info(&[ids[1]])[0].reason, "JobHeldAdmin");
     assert_eq!(queued(&c), [ids[2]]);
+    // A plain user can neither release the operator's hold nor make it
+    // the user's own.
+    let denied = c.hold(&[ids[1]], None, false, at(1), &mut out);
+    assert_eq!(denied[0].error.as_deref(), Some("Access/permission denied"));
+    c.hold(&[ids[1]], Some(HoldKind::User), false, at(1), &mut out);
+    assert_eq!(c.jobs[&ids[1]].hold, Some(HoldKind::Admin));
+    // A running job held runs on, its reason the hold's; released, it
+    // has none. Releasing a job not held is no error.
     pass(&mut c, &mut out);
-    assert!(c.hold(&[ids[2]], true, at(2), &mut out)[0].error.is_some());
-    assert!(c.hold(&[ids[2]], false, at(2), &mut out)[0].error.is_some());
-    // A restart finds both held.
+    assert_eq!(c.jobs[&ids[2]].state, JobState::Running);
+    let run = c.hold(&[ids[2]], Some(HoldKind::Admin), true, at(2), &mut out);
+    assert_eq!(run[0].error, None);
+    assert_eq!(c.jobs[&ids[2]].state, JobState::Running);
+    assert_eq!(c.jobs_info(&[ids[2]])[0].reason, "JobHeldAdmin");
+    assert_eq!(
+        c.hold(&[ids[2]], None, true, at(2), &mut out)[0].error,
+        None
+    );
+    assert_eq!(c.jobs_info(&[ids[2]])[0].reason, "");
+    assert_eq!(
+        c.hold(&[ids[2]], None, false, at(2), &mut out)[0].error,
+        None
+    );
+    // A restart finds both held, each by its holder.
     for r in restarts(&c, &out.1) {
-        assert!(r.jobs[&ids[0]].user_held && r.jobs[&ids[1]].user_held);
+        assert_eq!(r.jobs[&ids[0]].hold, Some(HoldKind::User));
+        assert_eq!(r.jobs[&ids[1]].hold, Some(HoldKind::Admin));
         assert!(!queued(&r).contains(&ids[0]) && !queued(&r).contains(&ids[1]));
     }
     // Released, each joins the queue.
-    assert_eq!(c.hold(&ids[..2], false, at(3), &mut out)[1].error, None);
+    assert_eq!(
+        c.hold(&ids[..2], None, true, at(3), &mut out)[1].error,
+        None
+    );
     let q = queued(&c);
     assert!(q.contains(&ids[0]) && q.contains(&ids[1]), "{q:?}");
     for r in restarts(&c, &out.1) {
-        assert!(!r.jobs[&ids[0]].user_held);
+        assert_eq!(r.jobs[&ids[0]].hold, None);
         assert!(queued(&r).contains(&ids[0]));
     }
     // Held while it waits for another job: released, it still waits.
@@ -1100,10 +1127,56 @@ fn a_held_job_waits_out_of_the_queue_until_released_and_a_restart_keeps_it() {
             &mut out,
         )
         .unwrap()[0];
-    c.hold(&[dep], false, at(5), &mut out);
+    c.hold(&[dep], None, false, at(5), &mut out);
     assert_eq!(c.jobs_info(&[dep])[0].reason, "Dependency");
     c.job_ended(7, ids[2], Exit::Code(0), at(6), &mut out);
     assert!(queued(&c).contains(&dep));
+}
+
+#[test]
+fn a_running_job_held_waits_held_once_requeued() {
+    let mut c = cluster();
+    let mut out = Recorder::default();
+    let ids = c
+        .submit(vec![spec(2), spec(2)], 0, at(0), &mut out)
+        .unwrap();
+    pass(&mut c, &mut out);
+    let held = c.hold(&ids, Some(HoldKind::Admin), true, at(1), &mut out);
+    assert!(held.iter().all(|o| o.error.is_none()), "{held:?}");
+    // Requeued on request: held by the operator once its process is gone.
+    assert_eq!(c.requeue(&ids[..1], false, at(2), &mut out)[0].error, None);
+    c.job_ended(7, ids[0], Exit::Code(143), at(3), &mut out);
+    assert_eq!(c.jobs[&ids[0]].state, JobState::Pending);
+    assert_eq!(c.jobs[&ids[0]].reason, "JobHeldAdmin");
+    // Requeued because its node was lost: held too, out of the queue.
+    c.agent_down(7, "disconnected", false, at(4), &mut out);
+    c.lose_overdue(at(100), &mut out);
+    assert_eq!(
+        c.jobs[&ids[1]].state,
+        JobState::Pending,
+        "{:?}",
+        c.jobs[&ids[1]].reason
+    );
+    assert_eq!(c.jobs[&ids[1]].reason, "JobHeldAdmin");
+    assert!(!queued(&c).contains(&ids[1]));
+    for r in restarts(&c, &out.1) {
+        assert_eq!(r.jobs[&ids[0]].reason, "JobHeldAdmin");
+        assert!(!queued(&r).contains(&ids[0]) && !queued(&r).contains(&ids[1]));
+    }
+    // Released, it joins the queue (the node lost) or waits its
+    // eligible time (requeued on request).
+    c.hold(&ids, None, true, at(101), &mut out);
+    assert!(queued(&c).contains(&ids[1]));
+    assert_eq!(c.jobs[&ids[0]].reason, "BeginTime");
+    // A job that ends held keeps the hold's reason, as on Slurm.
+    let id = c.submit(vec![spec(1)], 0, at(102), &mut out).unwrap()[0];
+    c.hold(&[id], Some(HoldKind::User), false, at(102), &mut out);
+    assert_eq!(c.cancel(&[id], at(103), &mut out)[0].error, None);
+    let info = c.queue(true).into_iter().find(|j| j.id == id).unwrap();
+    assert_eq!(
+        (info.state, info.reason.as_str()),
+        (JobState::Cancelled, "JobHeldUser")
+    );
 }
 
 #[test]
@@ -1310,7 +1383,7 @@ fn a_finished_batch_job_is_requeued_while_kept_and_runs_again() {
     // Over again, it may be requeued again.
     c.job_ended(7, id, Exit::Code(0), at(126), &mut out);
     assert_eq!(c.requeue(&[id], true, at(127), &mut out)[0].error, None);
-    assert_eq!(c.jobs[&id].reason, "JobHeldUser");
+    assert_eq!(c.jobs[&id].reason, "job requeued in held state");
     assert_eq!(c.jobs[&id].restarts, 2);
     // 300 s after its end, a finished job's spec is let go, whether or
     // not another job ended since.
@@ -1354,15 +1427,18 @@ fn a_job_requeued_held_waits_for_its_release_and_may_be_cancelled_meanwhile() {
         JobState::Cancelled
     );
     c.job_ended(7, ids[0], Exit::Code(143), at(3), &mut out);
-    assert_eq!(c.jobs[&ids[0]].reason, "JobHeldUser");
+    assert_eq!(c.jobs[&ids[0]].reason, "job requeued in held state");
     for r in restarts(&c, &out.1) {
-        assert_eq!(r.jobs[&ids[0]].reason, "JobHeldUser");
-        assert!(r.jobs[&ids[0]].user_held);
+        assert_eq!(r.jobs[&ids[0]].reason, "job requeued in held state");
+        assert_eq!(r.jobs[&ids[0]].hold, Some(HoldKind::Requeued));
     }
     // Released, it still waits for its eligible time.
     c.release_due(at(200), &mut out);
     assert!(!queued(&c).contains(&ids[0]));
-    assert_eq!(c.hold(&[ids[0]], false, at(4), &mut out)[0].error, None);
+    assert_eq!(
+        c.hold(&[ids[0]], None, false, at(4), &mut out)[0].error,
+        None
+    );
     assert_eq!(c.jobs[&ids[0]].reason, "BeginTime");
     c.release_due(at(3 + 121), &mut out);
     assert!(queued(&c).contains(&ids[0]));
@@ -1435,7 +1511,8 @@ fn a_held_task_of_a_throttled_array_stays_held_when_its_turn_comes() {
         .submit(vec![array_spec("0-2%1", 4)], 0, at(0), &mut out)
         .unwrap();
     pass(&mut c, &mut out);
-    assert_eq!(c.hold(&[tasks[1]], true, at(1), &mut out)[0].error, None);
+    let held = c.hold(&[tasks[1]], Some(HoldKind::User), false, at(1), &mut out);
+    assert_eq!(held[0].error, None);
     c.job_ended(7, tasks[0], Exit::Code(0), at(2), &mut out);
     // Its turn passes it by: the next task takes the array's slot.
     assert!(!queued(&c).contains(&tasks[1]));
@@ -1445,7 +1522,7 @@ fn a_held_task_of_a_throttled_array_stays_held_when_its_turn_comes() {
         assert!(!queued(&r).contains(&tasks[1]));
     }
     // Released while the slot is taken, it waits for it, then runs.
-    c.hold(&[tasks[1]], false, at(3), &mut out);
+    c.hold(&[tasks[1]], None, false, at(3), &mut out);
     assert_eq!(c.jobs_info(&[tasks[1]])[0].reason, "JobArrayTaskLimit");
     pass(&mut c, &mut out);
     c.job_ended(7, tasks[2], Exit::Code(0), at(4), &mut out);

@@ -77,7 +77,16 @@ impl Server {
             }
             Request::Suspend(ids) => Response::Jobs(self.cluster.suspend(&ids, now, &mut self.out)),
             Request::Resume(ids) => Response::Jobs(self.cluster.resume(&ids, now, &mut self.out)),
-            Request::Hold(ids) => Response::Jobs(self.cluster.hold(&ids, true, now, &mut self.out)),
+            Request::Hold {
+                ids,
+                kind,
+                privileged,
+            } => {
+                Response::Jobs(
+                    self.cluster
+                        .hold(&ids, Some(kind), privileged, now, &mut self.out),
+                )
+            }
             Request::Signal { ids, signal, reach } => {
                 Response::Jobs(self.cluster.signal(&ids, signal, reach, &mut self.out))
             }
@@ -87,8 +96,11 @@ impl Server {
             Request::SetLimit { id, walltime_ns } => {
                 Response::Jobs(vec![self.cluster.limit(id, walltime_ns, &mut self.out)])
             }
-            Request::Release(ids) => {
-                Response::Jobs(self.cluster.hold(&ids, false, now, &mut self.out))
+            Request::Release { ids, privileged } => {
+                Response::Jobs(
+                    self.cluster
+                        .hold(&ids, None, privileged, now, &mut self.out),
+                )
             }
             Request::Drain { nodes, reason } => {
                 match self.cluster.drain(&nodes, &reason, now, &mut self.out) {

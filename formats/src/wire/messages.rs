@@ -69,8 +69,9 @@ pub struct JobSpec {
     /// task alone, not the whole array (a client that expanded arrays
     /// itself, as sbatch does to tell `A_0` from `A`).
     pub exact_deps: bool,
-    /// Submitted held (Slurm's `--hold`): it waits out of the queue, its
-    /// reason `JobHeldUser`, until released ([`Request::Release`]).
+    /// Submitted held by its user (Slurm's `--hold`): it waits out of the
+    /// queue, its reason `JobHeldUser`, until released
+    /// ([`Request::Release`]).
     pub hold: bool,
     /// With `after`: it is submitted this long after the last of them
     /// ended (its submit instant is then), as a user who waits for one
@@ -764,11 +765,22 @@ pub enum Request {
     Cancel(Vec<u64>),
     Suspend(Vec<u64>),
     Resume(Vec<u64>),
-    /// Keep pending jobs out of the queue until released (Slurm's
-    /// `scontrol hold`).
-    Hold(Vec<u64>),
-    /// Let held jobs (`hold`, `JobSpec::hold`) go on (`scontrol release`).
-    Release(Vec<u64>),
+    /// Hold jobs (Slurm's `scontrol hold` and `uhold`): a pending job
+    /// waits out of the queue until released; a running one runs on, and
+    /// waits held if it is requeued. `privileged`: asked by Slurm's
+    /// operator (root), whose holds a plain user cannot release nor
+    /// turn into the user's own.
+    Hold {
+        ids: Vec<u64>,
+        kind: HoldKind,
+        privileged: bool,
+    },
+    /// Let held jobs (`Hold`, `JobSpec::hold`, `Requeue`'s `hold`) go on
+    /// (`scontrol release`); a job not held is left as it is.
+    Release {
+        ids: Vec<u64>,
+        privileged: bool,
+    },
     /// Send a signal to running batch scripts' jobs, as Slurm's `scancel
     /// --signal` (with `--batch` or `--full`); answered with
     /// [`Response::Jobs`].
@@ -824,6 +836,30 @@ pub enum Request {
     /// once no job waits out of the queue. Answered with
     /// [`Response::Noted`].
     NoMoreJobs,
+}
+
+/// Who holds a job, as Slurm tells holds apart: each has its reason.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum HoldKind {
+    /// Its user's (`sbatch --hold`, `scontrol uhold`, a plain user's
+    /// `scontrol hold`).
+    User,
+    /// Slurm's operator's (root's `scontrol hold`): a plain user cannot
+    /// release it.
+    Admin,
+    /// `scontrol requeuehold`: held as it went back to the queue.
+    Requeued,
+}
+
+impl HoldKind {
+    /// The pending reason Slurm gives a job so held.
+    pub fn reason(self) -> &'static str {
+        match self {
+            HoldKind::User => "JobHeldUser",
+            HoldKind::Admin => "JobHeldAdmin",
+            HoldKind::Requeued => "job requeued in held state",
+        }
+    }
 }
 
 /// Which processes of a job a signal reaches ([`Request::Signal`]), as
