@@ -70,7 +70,7 @@ pub fn write_jsonl(out: &mut impl Write, rec: &JobRecord<'_>) -> std::io::Result
         devices: &rec.devices,
         program: rec.program.map(|p| Program {
             exit_code: p.exit_code(),
-            started: p.kind != formats::record::ProgramEnd::NOT_STARTED,
+            started: p.started(),
             cpu: p.cpu_ns as f64 / 1e9,
             max_rss_kib: p.max_rss_kib,
         }),

@@ -44,6 +44,12 @@ pub const VERSION: u16 = 2;
 /// run as the job ended ([`ProgramEnd`]): written only for such jobs, so
 /// that a reader older than them reads every record of sigsleeps.
 pub const VERSION_3: u16 = 3;
+/// Version 3's payload, where the program's end may be that it was never
+/// launched ([`ProgramEnd::NOT_LAUNCHED`]): written only for such jobs,
+/// so that a reader of version 3 reads every other record, and says of
+/// these that their version is unknown to it rather than that they are
+/// damaged.
+pub const VERSION_4: u16 = 4;
 /// Bytes before the payload: magic, version, length, CRC.
 pub const HEADER_LEN: usize = 14;
 /// Largest payload a frame may declare. A record with a million suspensions
@@ -183,12 +189,19 @@ impl Suspension {
     }
 }
 
+/// What a job whose output cannot be opened ends with on Slurm 22.05: its
+/// batch step fails to launch, and the job is FAILED with `ExitCode` 0:53
+/// (its reason `JobLaunchFailure`).
+pub const SLURM_LAUNCH_FAILURE: i32 = 53;
+
 /// How a program run as the job ended (a batch script, any command): what
 /// Slurm's accounting calls ExitCode, TotalCPU and MaxRSS.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProgramEnd {
     /// 0: it exited with code `value`; 1: signal `value` ended it; 2: it
-    /// could not be started (`value` 126: not executable, 127: not found).
+    /// could not be started (`value` 126: not executable, 127: not found);
+    /// 3: it was never launched, as its output or error file could not be
+    /// opened (`value`: the error number of the open).
     pub kind: u8,
     pub value: i32,
     /// User and system CPU time of all its processes.
@@ -201,13 +214,21 @@ impl ProgramEnd {
     pub const EXITED: u8 = 0;
     pub const SIGNALED: u8 = 1;
     pub const NOT_STARTED: u8 = 2;
+    pub const NOT_LAUNCHED: u8 = 3;
 
-    /// Slurm's `ExitCode` field: `code:signal`.
+    /// Slurm's `ExitCode` field: `code:signal`. A job never launched is
+    /// Slurm's batch step that failed to launch: `0:53`.
     pub fn exit_code(&self) -> String {
         match self.kind {
             Self::SIGNALED => format!("0:{}", self.value),
+            Self::NOT_LAUNCHED => format!("0:{SLURM_LAUNCH_FAILURE}"),
             _ => format!("{}:0", self.value),
         }
+    }
+
+    /// Whether the program ran at all.
+    pub fn started(&self) -> bool {
+        matches!(self.kind, Self::EXITED | Self::SIGNALED)
     }
 }
 
@@ -314,6 +335,7 @@ pub fn encode(rec: &JobRecord<'_>, out: &mut Vec<u8>) -> Result<(), EncodeError>
         return Err(EncodeError::Bincode(e));
     }
     let version = match (rec.program, rec.devices.is_empty()) {
+        (Some(p), _) if p.kind == ProgramEnd::NOT_LAUNCHED => VERSION_4,
         (Some(_), _) => VERSION_3,
         (None, true) => VERSION_1,
         (None, false) => VERSION,
@@ -610,7 +632,7 @@ impl<R: Read> RecordReader<R> {
         let fits = match version {
             VERSION_1 => v1_shape_fits(payload),
             VERSION => v2_shape_fits(payload),
-            VERSION_3 => v3_shape_fits(payload),
+            VERSION_3 | VERSION_4 => v3_shape_fits(payload),
             _ => true,
         };
         if !fits {
@@ -626,7 +648,7 @@ impl<R: Read> RecordReader<R> {
             }
             return Frame::Corrupt;
         }
-        if ![VERSION_1, VERSION, VERSION_3].contains(&version) {
+        if ![VERSION_1, VERSION, VERSION_3, VERSION_4].contains(&version) {
             return Frame::Unsupported { total };
         }
         Frame::Good { total }
@@ -691,9 +713,14 @@ fn decode_payload(version: u16, payload: &[u8]) -> Option<JobRecord<'_>> {
     // The frame's shape was checked against the payload's length: with the
     // devices read, every byte is used.
     rec.devices = Vec::deserialize(&mut de).ok()?;
-    if version == VERSION_3 {
+    if version == VERSION_3 || version == VERSION_4 {
         let end = ProgramEnd::deserialize(&mut de).ok()?;
-        if end.kind > ProgramEnd::NOT_STARTED {
+        let last = if version == VERSION_3 {
+            ProgramEnd::NOT_STARTED
+        } else {
+            ProgramEnd::NOT_LAUNCHED
+        };
+        if end.kind > last {
             return None;
         }
         rec.program = Some(end);
@@ -821,6 +848,38 @@ mod tests {
         let (recs, stats) = decode_all(&bytes);
         assert_eq!(recs, vec![sample(1), with_devices(2)]);
         assert_eq!(stats.corrupt + stats.unsupported, 0);
+    }
+
+    #[test]
+    fn a_program_never_launched_is_version_4_and_no_other_kind_is() {
+        let end = |kind| ProgramEnd {
+            kind,
+            value: 2,
+            cpu_ns: 0,
+            max_rss_kib: 0,
+        };
+        let never = JobRecord {
+            program: Some(end(ProgramEnd::NOT_LAUNCHED)),
+            ..sample(1)
+        };
+        let v4 = encode_to_vec(&never).unwrap();
+        assert_eq!(&v4[4..6], &[4, 0]);
+        let ran = encode_to_vec(&JobRecord {
+            program: Some(end(ProgramEnd::EXITED)),
+            ..sample(2)
+        })
+        .unwrap();
+        assert_eq!(&ran[4..6], &[3, 0], "a program that ran stays version 3");
+        // The same payload as version 3: a kind version 3 does not have.
+        let mut as_v3 = v4.clone();
+        as_v3[4..6].copy_from_slice(&VERSION_3.to_le_bytes());
+        let mut bytes = v4.clone();
+        bytes.extend_from_slice(&as_v3);
+        let (recs, stats) = decode_all(&bytes);
+        assert_eq!(recs, vec![never]);
+        assert_eq!(stats.corrupt, 1);
+        assert_eq!(end(ProgramEnd::NOT_LAUNCHED).exit_code(), "0:53");
+        assert!(!end(ProgramEnd::NOT_LAUNCHED).started());
     }
 
     #[test]

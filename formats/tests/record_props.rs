@@ -30,8 +30,8 @@ fn record() -> impl Strategy<Value = JobRecord<'static>> {
             ),
             0..3,
         ),
-        // Some ran a program (version 3).
-        prop::option::of((0u8..3, any::<i32>(), any::<u64>(), any::<u64>())),
+        // Some ran a program (version 3), or never launched it (4).
+        prop::option::of((0u8..4, any::<i32>(), any::<u64>(), any::<u64>())),
     )
         .prop_map(
             |(

@@ -115,16 +115,13 @@ pub enum Exit {
     /// It could not be started (126: not executable, 127: not found), as a
     /// shell says.
     NotStarted(i32),
-    /// Its output or error file could not be opened, so it was not started
-    /// (its record says 126, as for a program that could not start).
-    NoOutput,
+    /// Its output or error file could not be opened (this error number),
+    /// so it was never launched. `--exit-file` says Slurm's launch
+    /// failure, for the launcher that shows the job as Slurm does.
+    NoOutput(i32),
 }
 
-/// What a job whose output cannot be opened ends with on Slurm 22.05: its
-/// batch step fails to launch, and the job is FAILED with `ExitCode`
-/// 0:53 (its reason `JobLaunchFailure`). `--exit-file` says so, for the
-/// launcher that shows the job as Slurm does.
-pub const SLURM_LAUNCH_FAILURE: i32 = 53;
+pub use formats::record::SLURM_LAUNCH_FAILURE;
 
 /// The job's end, as the record and sigsleep's exit status say it.
 #[derive(Debug)]
@@ -147,7 +144,7 @@ impl Ended {
         let (code, signal) = match self.exit {
             Exit::Code(c) | Exit::NotStarted(c) => (c, 0),
             Exit::Signal(s) => (0, s),
-            Exit::NoOutput => (0, SLURM_LAUNCH_FAILURE),
+            Exit::NoOutput(_) => (0, SLURM_LAUNCH_FAILURE),
         };
         format!("{} {code} {signal}\n", self.state())
     }
@@ -170,7 +167,7 @@ impl Ended {
             Exit::Code(c) => (ProgramEnd::EXITED, c),
             Exit::Signal(s) => (ProgramEnd::SIGNALED, s),
             Exit::NotStarted(c) => (ProgramEnd::NOT_STARTED, c),
-            Exit::NoOutput => (ProgramEnd::NOT_STARTED, 126),
+            Exit::NoOutput(errno) => (ProgramEnd::NOT_LAUNCHED, errno),
         };
         ProgramEnd {
             kind,
@@ -190,7 +187,7 @@ impl Ended {
             (Status::Cancelled, Some(sig)) => 128 + sig,
             _ => match self.exit {
                 Exit::Code(c) | Exit::NotStarted(c) => c,
-                Exit::NoOutput => 126,
+                Exit::NoOutput(_) => 126,
                 Exit::Signal(s) => 128 + s,
             },
         }
@@ -495,7 +492,7 @@ fn spawn(prog: &Program) -> Result<i32, Exit> {
             Ok(f) => Some(f),
             Err(e) => {
                 eprintln!("sigsleep: cannot open --stdout {}: {e}", path.display());
-                return Err(Exit::NoOutput);
+                return Err(Exit::NoOutput(e.raw_os_error().unwrap_or(0)));
             }
         },
         None => None,
@@ -505,7 +502,7 @@ fn spawn(prog: &Program) -> Result<i32, Exit> {
             Ok(f) => Some(f),
             Err(e) => {
                 eprintln!("sigsleep: cannot open --stderr {}: {e}", path.display());
-                return Err(Exit::NoOutput);
+                return Err(Exit::NoOutput(e.raw_os_error().unwrap_or(0)));
             }
         },
         (_, Some(f)) => f.try_clone().ok(),

@@ -145,7 +145,12 @@ fn a_program_whose_output_cannot_be_opened_never_runs_and_says_so_as_slurm() {
     let rec = only_record(&dir.path().join("jobs.rec"));
     assert_eq!(rec.status, Status::Failed);
     let end = rec.program.unwrap();
-    assert_eq!((end.kind, end.value), (ProgramEnd::NOT_STARTED, 126));
+    // Never launched, for want of its directory (ENOENT).
+    assert_eq!(
+        (end.kind, end.value),
+        (ProgramEnd::NOT_LAUNCHED, libc::ENOENT)
+    );
+    assert_eq!(end.exit_code(), "0:53");
 }
 
 /// A child, a daemon that left the group, and a process that ignores

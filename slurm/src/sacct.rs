@@ -15,10 +15,6 @@ use crate::accounts;
 use crate::cluster::Cluster;
 use crate::text;
 
-/// The `ExitCode` signal Slurm 22.05 gives a job whose batch step could
-/// not launch (its output could not be opened): 0:53.
-const LAUNCH_FAILURE: u32 = sigsleep::supervise::SLURM_LAUNCH_FAILURE as u32;
-
 const DEFAULT_FIELDS: &str = "jobid,jobname,partition,account,alloccpus,state,exitcode";
 const BRIEF_FIELDS: &str = "jobid,state,exitcode";
 
@@ -418,14 +414,6 @@ fn value(name: &str, r: &Row<'_>, c: &Ctx<'_>) -> String {
         "ExitCode" => match (&r.step, prog) {
             // The batch step's return code is Slurm's SIG_OOM too.
             (Some(_), Some(_)) if j.state == JobState::OutOfMemory => "0:125".into(),
-            // A script whose output could not be opened never ran: its
-            // step says the job's launch failure, as Slurm's.
-            (Some(_), Some(p))
-                if p.kind == formats::record::ProgramEnd::NOT_STARTED
-                    && j.exit == (0, LAUNCH_FAILURE) =>
-            {
-                format!("0:{LAUNCH_FAILURE}")
-            }
             (Some(_), Some(p)) => p.exit_code(),
             // Slurm's database has the end of a job told to end before
             // its script's: the job says 0:0, its batch step the signal
