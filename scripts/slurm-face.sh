@@ -12,6 +12,7 @@
 # What is left out, and why, is in docs/slurm.md ("Side by side").
 set -euo pipefail
 cd "$(dirname "$0")/.."
+repo=$PWD
 cargo build -q -p slurm -p controller -p sigsleep
 host=$(rustc -vV | sed -n 's/^host: //p')
 bin=$PWD/target/$host/debug
@@ -213,6 +214,10 @@ jobset() {
     -o User,Group,JobId,JobName,ReqMem,AllocCPUS,ReqCPUS,Timelimit,State,Partition,Submit,Start,End,ReqTRES
   run squeue -h -o '%i %a %q' -t PD
   run scontrol update "JobId=$held" TimeLimit=100
+  # Every job as squeue --json writes it, key by key (times and
+  # priorities aside: scripts/lib/slurm_json.py).
+  run sh -c "squeue --json | python3 $repo/scripts/lib/slurm_json.py"
+  run sh -c "sinfo --json | python3 $repo/scripts/lib/slurm_json.py"
   run squeue -h -o '%i %j %l %r' -t PD
   run scontrol release "$held"
   # Root's hold of a running job: it runs on, held by the operator, with

@@ -25,6 +25,9 @@
 //! an option asks for something clemu cannot do yet, the command says so
 //! and fails rather than pretend.
 
+// `squeue --json` writes a job's 110 keys in one `json!`.
+#![recursion_limit = "512"]
+
 pub mod accounts;
 pub mod argv;
 pub mod cluster;

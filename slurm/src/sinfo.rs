@@ -151,6 +151,108 @@ fn node_state(n: &NodeInfo, long: bool) -> &'static str {
     }
 }
 
+/// `sinfo --json`: each node as Slurm 22.05's `openapi/v0.0.38` plugin
+/// writes it, every key in its order. A virtual node is Slurm's
+/// `CPUs=N` (N sockets of one core) on this host: the host's boot time
+/// and system are its own; it has no load, and its free memory is what
+/// no job holds.
+fn json(nodes: &[NodeInfo], cfg: &controller::config::Cluster) -> serde_json::Value {
+    use serde_json::json;
+    let now = crate::text::now_s();
+    let boot = host_boot_time().unwrap_or(now);
+    let system = nix::sys::utsname::uname().map_or_else(
+        |_| String::new(),
+        |u| {
+            format!(
+                "{} {} {}",
+                u.sysname().to_string_lossy(),
+                u.release().to_string_lossy(),
+                u.version().to_string_lossy()
+            )
+        },
+    );
+    let list: Vec<_> = nodes
+        .iter()
+        .map(|n| {
+            // The base state, and what is added to it, as Slurm splits them.
+            let (state, flags): (&str, &[&str]) = match n.state {
+                NodeState::Idle => ("idle", &[]),
+                NodeState::Mixed => ("mixed", &[]),
+                NodeState::Allocated => ("allocated", &[]),
+                NodeState::Drained if n.alloc_cpus > 0 => ("mixed", &["DRAIN"]),
+                NodeState::Drained => ("idle", &["DRAIN"]),
+                NodeState::Down => ("down", &[]),
+            };
+            let or_empty = |s: String| if s == "(null)" { String::new() } else { s };
+            let mut used = vec![format!("cpu={}", n.alloc_cpus)];
+            if n.alloc_memory_mb > 0 {
+                used.push(format!("mem={}", crate::text::mem_mb(n.alloc_memory_mb)));
+            }
+            json!({
+                "architecture": "x86_64",
+                "burstbuffer_network_address": "",
+                "boards": 1,
+                "boot_time": boot,
+                "comment": "",
+                "cores": 1,
+                "cpu_binding": 0,
+                "cpu_load": 0,
+                "extra": "",
+                "free_memory": n.memory_mb.saturating_sub(n.alloc_memory_mb),
+                "cpus": n.cpus,
+                "last_busy": now,
+                "features": "",
+                "active_features": "",
+                "gres": or_empty(gres(n, false)),
+                "gres_drained": "N/A",
+                "gres_used": or_empty(gres(n, true)),
+                "mcs_label": "",
+                "name": n.name,
+                "next_state_after_reboot": "invalid",
+                "address": n.name,
+                "hostname": if n.host.is_empty() { &n.name } else { &n.host },
+                "state": state,
+                "state_flags": flags,
+                "next_state_after_reboot_flags": [],
+                "operating_system": system,
+                "owner": null,
+                "partitions": cfg.partitions.iter()
+                    .filter(|p| p.nodes.iter().any(|&i| cfg.nodes[i].name == n.name))
+                    .map(|p| p.name.clone()).collect::<Vec<_>>(),
+                // Slurm's default SlurmdPort: a virtual node listens on none.
+                "port": 6818,
+                "real_memory": n.memory_mb,
+                "reason": n.reason,
+                "reason_changed_at": if n.reason.is_empty() { 0 } else { n.reason_ns.div_euclid(1_000_000_000) },
+                "reason_set_by_user": (!n.reason.is_empty()).then(crate::cluster::owner),
+                "slurmd_start_time": boot,
+                "sockets": n.cpus,
+                "threads": 1,
+                "temporary_disk": 0,
+                "weight": 1,
+                "tres": format!("cpu={},mem={},billing={}", n.cpus, crate::text::mem_mb(n.memory_mb), n.cpus),
+                "slurmd_version": crate::text::RELEASE,
+                "alloc_memory": n.alloc_memory_mb,
+                "alloc_cpus": n.alloc_cpus,
+                "idle_cpus": n.cpus.saturating_sub(n.alloc_cpus),
+                "tres_used": (n.alloc_cpus > 0).then(|| used.join(",")),
+                "tres_weighted": f64::from(n.alloc_cpus),
+            })
+        })
+        .collect();
+    json!({"meta": {"plugin": {"type": "openapi/v0.0.38", "name": "Slurm OpenAPI v0.0.38"},
+        "Slurm": {"version": {"major": 22, "micro": 8, "minor": 5}, "release": crate::text::RELEASE}},
+        "errors": [], "nodes": list})
+}
+
+/// When this host booted (Unix seconds), from `/proc/stat`'s `btime`.
+fn host_boot_time() -> Option<i64> {
+    std::fs::read_to_string("/proc/stat")
+        .ok()?
+        .lines()
+        .find_map(|l| l.strip_prefix("btime ")?.trim().parse().ok())
+}
+
 /// The states `-t` names, each checked against Slurm's list.
 fn wanted_states(list: &str) -> Result<Vec<String>> {
     const VALID: &[&str] = &[
@@ -528,24 +630,7 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
         }
     }
     if args.json {
-        let list: Vec<_> = nodes
-            .iter()
-            .map(|n| {
-                serde_json::json!({
-                    "name": n.name, "hostname": n.name, "state": node_state(n, true),
-                    "cpus": n.cpus, "alloc_cpus": n.alloc_cpus, "real_memory": n.memory_mb,
-                    "alloc_memory": n.alloc_memory_mb, "gres": gres(n, false),
-                    "gres_used": gres(n, true), "reason": n.reason,
-                    "partitions": cfg.partitions.iter()
-                        .filter(|p| p.nodes.iter().any(|&i| cfg.nodes[i].name == n.name))
-                        .map(|p| p.name.clone()).collect::<Vec<_>>(),
-                })
-            })
-            .collect();
-        println!(
-            "{}",
-            serde_json::json!({"meta": {"Slurm": {"release": crate::text::RELEASE}}, "errors": [], "nodes": list})
-        );
+        println!("{}", json(&nodes, cfg));
         return Ok(0);
     }
     let part_width = cfg

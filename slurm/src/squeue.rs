@@ -356,14 +356,14 @@ fn value(code: char, l: &Line<'_>, c: &Ctx<'_>) -> (String, bool) {
             .to_string(),
         // What it holds; while pending, what it asks (with no memory
         // asked, its nodes': sacct's ReqTRES).
-        '5' => {
-            let cfg = &c.cluster.config;
-            let mem = match text::mem_asked(j) {
-                None if j.nodes.is_empty() => Some(text::nodes_memory(j, cfg)),
-                asked => asked,
-            };
-            text::tres(j, nodes_of(j, cfg), mem, false, text::mem_mb)
-        }
+        '5' if j.nodes.is_empty() => text::tres_req(j, &c.cluster.config),
+        '5' => text::tres(
+            j,
+            text::node_count(j),
+            text::mem_asked(j),
+            false,
+            text::mem_mb,
+        ),
         'G' => text::gid_of(&text::owner(j, c.me)).map_or(na(), |g| g.to_string()),
         // The node its batch script runs on.
         'B' => match j.nodes.as_str() {
@@ -479,6 +479,7 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
     // Finished jobs only when they may be shown, or one -j names must be
     // found: those Slurm still holds, for MinJobAge after their end.
     let finished = args.jobs.is_some()
+        || args.json
         || states.as_ref().is_none_or(|s| {
             s.iter().any(|st| {
                 !matches!(
@@ -526,9 +527,17 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
             })
         })
         .collect();
+    // Slurm 22.05's --json ignores every filter: each job it holds.
+    if args.json {
+        shown = jobs.iter().collect();
+    }
     // One id is loaded alone, as Slurm's squeue does: a job the
     // controller no longer holds is an error; more ids filter the rest.
-    if let Some(one) = args.jobs.as_ref().filter(|l| !l.contains(',')) {
+    if let Some(one) = args
+        .jobs
+        .as_ref()
+        .filter(|l| !l.contains(',') && !args.json)
+    {
         if !jobs.iter().any(|j| named_by(one, j)) {
             eprintln!("slurm_load_jobs error: Invalid job id specified");
             if named {
@@ -561,7 +570,7 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
             cluster: &cluster,
             noconvert: args.noconvert,
         };
-        println!("{}", json(&lines, &ctx));
+        println!("{}", json(&lines, &jobs, &ctx));
         return Ok(0);
     }
     let mut unknown_fields = Vec::new();
@@ -698,41 +707,298 @@ pub fn expand_tasks(id: &str) -> String {
     out.join(",")
 }
 
-/// `squeue --json`: the jobs with the fields tools read from Slurm's
-/// (`job_id`, `name`, `job_state`, ...); a subset of Slurm's document.
-fn json(lines: &[Line<'_>], c: &Ctx<'_>) -> serde_json::Value {
+/// `squeue --json`: each job as Slurm 22.05's `openapi/v0.0.38` plugin
+/// writes it, every key in its order. What clemu does not have (burst
+/// buffers, federation, reservations, ...) is as Slurm writes it when a
+/// job has none. `all` are every job, so that the cores of a node are
+/// numbered as they were taken.
+fn json(lines: &[Line<'_>], all: &[JobInfo], c: &Ctx<'_>) -> serde_json::Value {
     use serde_json::json;
+    let sockets = Sockets::of(lines, all);
+    let cfg = &c.cluster.config;
     let jobs: Vec<_> = lines
         .iter()
         .map(|l| {
             let j = l.job;
-            json!({
-                "job_id": j.id,
+            let p = j.program.as_deref();
+            let user = text::owner(j, c.me);
+            let account = accounts::account_of(&user);
+            let started = !j.nodes.is_empty();
+            let running = started && j.end_ns == 0;
+            let held = j.reason.starts_with("JobHeld");
+            let eligible = match p.map(|p| p.eligible_ns) {
+                _ if held => 0,
+                Some(None) => 0,
+                Some(Some(t)) => text::secs(t),
+                None => text::secs(j.submit_ns),
+            };
+            let mut flags = Vec::new();
+            if started {
+                flags.push("JOB_WAS_RUNNING");
+            }
+            if p.is_some_and(|p| p.cpus_per_task > 1) {
+                flags.push("JOB_CPUS_SET");
+            }
+            if j.mem_per_cpu_mb > 0 {
+                flags.push("JOB_MEM_SET");
+            }
+            let end = match (j.end_ns, j.start_ns, j.walltime_ns) {
+                (e, _, _) if e > 0 => text::secs(e),
+                // Running: when its limit ends it, a year on without one,
+                // as Slurm says.
+                (_, s, w) if s > 0 && w > 0 => text::secs(s) + text::limit_seconds(w),
+                (_, s, _) if s > 0 => text::secs(s) + 365 * 86_400,
+                _ => 0,
+            };
+            let (array_task_id, array_task_string) = match (&l.tasks, j.array) {
+                (Some(t), Some(_)) => (None, t.clone()),
+                (_, a) => (a.map(|a| a.index), String::new()),
+            };
+            // Slurm's patterns as asked, or nothing for the default.
+            let asked_file = |f: Option<&String>| match (f, p) {
+                (Some(f), Some(p)) if *f != default_output(j, &p.workdir) => f.clone(),
+                _ => String::new(),
+            };
+            let stdout = asked_file(p.map(|p| &p.stdout));
+            let stderr = match p {
+                Some(p) if p.stderr == p.stdout => String::new(),
+                _ => asked_file(p.map(|p| &p.stderr)),
+            };
+            let mem_per_node = p.map_or(0, |p| p.mem_per_node_mb);
+            let mem_per_cpu = if mem_per_node == 0 {
+                j.mem_per_cpu_mb
+            } else {
+                0
+            };
+            let tres_per_node = match value('b', l, c).0 {
+                v if v == "N/A" => String::new(),
+                v => v,
+            };
+            let mut job = json!({
+                "account": account.unwrap_or(""),
+                // From when it may start: not while held or waiting.
+                "accrue_time": if j.reason == "JobHeldUser" || eligible > c.now { 0 } else { eligible },
+                "admin_comment": "",
                 "array_job_id": j.array.map_or(0, |a| a.job),
-                "array_task_id": j.array.map(|a| a.index),
-                "name": j.name,
+                "array_task_id": array_task_id,
+                "array_max_tasks": j.array.map_or(0, |a| a.limit),
+                "array_task_string": array_task_string,
+                // The user's in a database just made (docs/slurm.md).
+                "association_id": account.map_or(0, |_| 2),
+                "batch_features": "",
+                "batch_flag": p.is_some(),
+                "batch_host": if running { text::first_node(&j.nodes) } else { String::new() },
+                "flags": flags,
+                "burst_buffer": "",
+                "burst_buffer_state": "",
+                "cluster": crate::cluster::NAME,
+                "cluster_features": "",
+                "command": p.map_or("", |p| p.command.as_str()),
+                "comment": p.map_or("", |p| p.comment.as_str()),
+                "container": "",
+                "contiguous": false,
+                "core_spec": null,
+                "thread_spec": null,
+                "cores_per_socket": null,
+                "billable_tres": running.then_some(f64::from(j.cores)),
+                // Slurm 22.05's plugin writes none, `-c` or not.
+                "cpus_per_task": null,
+                "cpu_frequency_minimum": null,
+                "cpu_frequency_maximum": null,
+                "cpu_frequency_governor": null,
+                "cpus_per_tres": "",
+                "deadline": 0,
+                "delay_boot": 0,
+                "dependency": p.map_or("", |p| p.dependency.as_str()),
+                "derived_exit_code": p.and_then(|p| p.steps.iter().map(|s| (s.exit.0 << 8) | s.exit.1).max()).unwrap_or(0),
+                "eligible_time": eligible,
+                "end_time": end,
+                "excluded_nodes": "",
+                // The raw wait status, as Slurm keeps it.
+                "exit_code": (j.exit.0 << 8) | j.exit.1,
+                "features": "",
+                "federation_origin": "",
+                "federation_siblings_active": "",
+                "federation_siblings_viable": "",
+                "gres_detail": [],
+                "group_id": text::gid_of(&user).unwrap_or(0),
+                "group_name": text::group_of(&user),
+                "job_id": j.id,
                 "job_state": text::shown_long(j),
-                "state_reason": text::reason(j, l.first_pending),
-                "partition": j.partition,
-                "user_name": text::owner(j, c.me),
+                "last_sched_evaluation": text::secs(j.start_ns.max(j.submit_ns)),
+                "licenses": "",
+                "max_cpus": 0,
+                // A range of nodes asked (`-N 2-4`) says its most.
+                "max_nodes": p
+                    .and_then(|p| p.nodes_asked)
+                    .filter(|&(least, most)| most > least)
+                    .map_or(0, |(_, most)| most),
+                "mcs_label": "",
+                "memory_per_tres": "",
+                "name": j.name,
                 "nodes": j.nodes,
-                "node_count": nodes_of(j, &c.cluster.config),
+                "nice": null,
+                "tasks_per_core": null,
+                "tasks_per_node": p.map_or(0, |p| p.tasks_per_node),
+                "tasks_per_socket": null,
+                "tasks_per_board": 0,
                 "cpus": j.cores,
-                "time_limit": (j.walltime_ns > 0).then(|| text::limit_minutes(j.walltime_ns)),
-                "submit_time": text::secs(j.submit_ns),
+                "node_count": nodes_of(j, cfg),
+                "tasks": p.map_or(1, |p| p.ntasks),
+                "het_job_id": 0,
+                "het_job_id_set": "",
+                "het_job_offset": 0,
+                "partition": j.partition,
+                "prefer": "",
+                "memory_per_node": (mem_per_node > 0).then_some(mem_per_node),
+                "memory_per_cpu": (mem_per_cpu > 0).then_some(mem_per_cpu),
+                "minimum_cpus_per_node": text::min_cpus_node(j),
+                "minimum_tmp_disk_per_node": 0,
+                "preempt_time": 0,
+                "pre_sus_time": 0,
+                "priority": priority(j),
+                "profile": null,
+                "qos": account.map_or("", |_| accounts::QOS),
+                "reboot": false,
+                "required_nodes": "",
+                "requeue": p.is_none_or(|p| p.requeue),
+                "resize_time": 0,
+                "restart_cnt": j.restarts,
+                "resv_name": "",
+                "shared": null,
+                "show_flags": ["SHOW_ALL", "SHOW_DETAIL", "SHOW_LOCAL"],
+                "sockets_per_board": 0,
+                "sockets_per_node": null,
                 "start_time": text::secs(j.start_ns),
-                "end_time": text::secs(j.end_ns),
-                "exit_code": j.exit.0,
-                "current_working_directory": j.program.as_ref().map(|p| &p.workdir),
-                "standard_output": j.program.as_ref().map(|p| &p.stdout),
-                "standard_error": j.program.as_ref().map(|p| &p.stderr),
-                "comment": j.program.as_ref().map(|p| &p.comment),
-            })
+                "state_description": "",
+                "state_reason": text::reason(j, l.first_pending),
+                "standard_error": stderr,
+                "standard_input": "/dev/null",
+                "standard_output": stdout,
+                "submit_time": text::secs(j.submit_ns),
+                "suspend_time": j.suspensions.last().map_or(0, |&(s, _)| text::secs(s)),
+                "system_comment": "",
+                "time_limit": (j.walltime_ns > 0).then(|| text::limit_minutes(j.walltime_ns)),
+                "time_minimum": 0,
+                "threads_per_core": null,
+                "tres_bind": "",
+                "tres_freq": "",
+                "tres_per_job": "",
+                "tres_per_node": tres_per_node,
+                "tres_per_socket": "",
+                "tres_per_task": "",
+                "tres_req_str": text::tres_req(j, cfg),
+                "tres_alloc_str": if started {
+                    text::tres(j, text::node_count(j), text::mem_asked(j), false, text::mem_mb)
+                } else {
+                    String::new()
+                },
+                "user_id": text::uid_of(&user).unwrap_or(0),
+                "user_name": user,
+                "wckey": "",
+                "current_working_directory": p.map_or("", |p| p.workdir.as_str()),
+            });
+            // Slurm writes `job_resources` only for a job that holds some,
+            // after `job_id`.
+            if running {
+                if let Some(map) = job.as_object_mut() {
+                    let at = map.keys().position(|k| k == "job_id").map_or(map.len(), |i| i + 1);
+                    map.shift_insert(at, "job_resources".into(), sockets.resources(j));
+                }
+            }
+            job
         })
         .collect();
     json!({"meta": {"plugin": {"type": "openapi/v0.0.38", "name": "Slurm OpenAPI v0.0.38"},
         "Slurm": {"version": {"major": 22, "micro": 8, "minor": 5}, "release": text::RELEASE}},
         "errors": [], "jobs": jobs})
+}
+
+/// The names of a node list, in its order.
+fn node_names(nodes: &str) -> Vec<String> {
+    formats::nodeset::parse(nodes).map_or_else(|_| Vec::new(), |s| formats::nodeset::expand(&s))
+}
+
+/// Where sbatch sends a job's output when not told: `slurm-%j.out`, or
+/// `slurm-%A_%a.out` for an array task, in its directory.
+fn default_output(j: &JobInfo, workdir: &str) -> String {
+    match j.array {
+        Some(a) => format!("{workdir}/slurm-{}_{}.out", a.job, a.index),
+        None => format!("{workdir}/slurm-{}.out", j.id),
+    }
+}
+
+/// The cores each running job holds on each of its nodes, numbered as
+/// Slurm numbers a node's sockets (clemu's nodes are Slurm's
+/// `CPUs=N`: N sockets of one core): on each node, the jobs that started
+/// first took the first.
+struct Sockets {
+    /// (job, node) → its first socket there.
+    first: std::collections::HashMap<(u64, String), u32>,
+}
+
+impl Sockets {
+    fn of(lines: &[Line<'_>], all: &[JobInfo]) -> Sockets {
+        // Only the nodes of the jobs shown are counted out.
+        let wanted: std::collections::HashSet<String> = lines
+            .iter()
+            .filter(|l| !l.job.nodes.is_empty() && l.job.end_ns == 0)
+            .flat_map(|l| node_names(&l.job.nodes))
+            .collect();
+        let mut running: Vec<&JobInfo> = all
+            .iter()
+            .filter(|j| !j.nodes.is_empty() && j.end_ns == 0)
+            .collect();
+        running.sort_by_key(|j| (j.start_ns, j.id));
+        let mut taken: std::collections::HashMap<String, u32> = Default::default();
+        let mut first = std::collections::HashMap::new();
+        for j in running {
+            for (node, cores) in Self::held(j) {
+                if !wanted.contains(&node) {
+                    continue;
+                }
+                let at = taken.entry(node.clone()).or_insert(0);
+                first.insert((j.id, node), *at);
+                *at += cores;
+            }
+        }
+        Sockets { first }
+    }
+
+    /// Each node of `j` with the cores it holds there.
+    fn held(j: &JobInfo) -> Vec<(String, u32)> {
+        let nodes = node_names(&j.nodes);
+        let cpus = j
+            .program
+            .as_ref()
+            .map(|p| p.node_cpus.as_slice())
+            .unwrap_or(&[]);
+        let even = j.cores / (nodes.len().max(1) as u32);
+        nodes
+            .into_iter()
+            .enumerate()
+            .map(|(i, n)| (n, cpus.get(i).copied().unwrap_or(even)))
+            .collect()
+    }
+
+    /// Slurm's `job_resources` of running job `j`.
+    fn resources(&self, j: &JobInfo) -> serde_json::Value {
+        use serde_json::json;
+        let held = Self::held(j);
+        let nodes: Vec<_> = held
+            .iter()
+            .map(|(node, cores)| {
+                let from = self.first.get(&(j.id, node.clone())).copied().unwrap_or(0);
+                let sockets: serde_json::Map<String, serde_json::Value> = (from..from + cores)
+                    .map(|s| (s.to_string(), json!({"cores": {"0": "allocated"}})))
+                    .collect();
+                json!({"sockets": sockets, "nodename": node, "cpus_used": 0,
+                    "memory_used": 0, "memory_allocated": 0})
+            })
+            .collect();
+        json!({"nodes": j.nodes, "allocated_cores": j.cores, "allocated_hosts": held.len(),
+            "allocated_nodes": nodes})
+    }
 }
 
 #[cfg(test)]

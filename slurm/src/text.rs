@@ -675,6 +675,24 @@ pub fn nodes_memory(j: &JobInfo, cfg: &controller::config::Cluster) -> u64 {
             .map_or(1, |n| u64::from(n.0))
 }
 
+/// What job `j` asks, as Slurm's `tres_req_str` (squeue's `tres-alloc`
+/// while it waits): its cores, the nodes it holds or, waiting, the fewest
+/// it asked (1 unless `-N`), and the memory asked on them (`--mem` per
+/// node, `--mem-per-cpu` per core), else theirs.
+pub fn tres_req(j: &JobInfo, cfg: &controller::config::Cluster) -> String {
+    let p = j.program.as_deref();
+    let nodes = match p.and_then(|p| p.nodes_asked) {
+        _ if !j.nodes.is_empty() => node_count(j),
+        Some((least, _)) => least.max(1) as usize,
+        None => 1,
+    };
+    let mem = match p.map_or(0, |p| p.mem_per_node_mb) {
+        0 => mem_asked(j).unwrap_or_else(|| nodes_memory(j, cfg)),
+        per_node => per_node * nodes as u64,
+    };
+    tres(j, nodes, Some(mem), false, mem_mb)
+}
+
 /// The memory job `j` asked, in MiB, all told; `None` if none.
 pub fn mem_asked(j: &JobInfo) -> Option<u64> {
     (j.mem_per_cpu_mb > 0).then(|| j.mem_per_cpu_mb * u64::from(j.cores))

@@ -1124,6 +1124,58 @@ fn hostnames_keep_the_order_given() {
 }
 
 #[test]
+fn a_waiting_jobs_tres_and_the_json_documents_are_slurms() {
+    let c = Up::start(2, 2);
+    let work = tempfile::tempdir().unwrap();
+    let w = work.path();
+    let running = c.sbatch(w, &["--parsable", "-n", "4", "--wrap", "sleep 60"]);
+    let waiting = c.sbatch(
+        w,
+        &["--parsable", "-n", "4", "--mem", "50", "--wrap", "sleep 60"],
+    );
+    // While it waits, what it asks: the fewest nodes (one unless -N) and
+    // the memory asked on them, as Slurm 22.05 writes it; once it runs,
+    // what it holds.
+    assert_eq!(
+        c.ok(w, "squeue", &["-h", "-j", &waiting, "-O", "tres-alloc:40"]),
+        format!("{:<40}\n", "cpu=4,mem=50M,node=1,billing=4")
+    );
+    assert_eq!(
+        c.ok(w, "squeue", &["-h", "-j", &running, "-O", "tres-alloc:40"]),
+        format!("{:<40}\n", "cpu=4,node=2,billing=4")
+    );
+    // --json ignores the filters, as Slurm's: both jobs, each with every
+    // key of Slurm's document (110, and `job_resources` for a job that
+    // runs), and each node with 45.
+    let doc: serde_json::Value =
+        serde_json::from_str(&c.ok(w, "squeue", &["--json", "-j", &waiting])).unwrap();
+    let jobs = doc["jobs"].as_array().unwrap();
+    assert_eq!(jobs.len(), 2, "{doc:#}");
+    let run = jobs
+        .iter()
+        .find(|j| j["job_id"] == running.parse::<u64>().unwrap())
+        .unwrap();
+    assert_eq!(run.as_object().unwrap().len(), 111);
+    assert_eq!(run["job_resources"]["allocated_hosts"], 2);
+    assert_eq!(run["tres_alloc_str"], "cpu=4,node=2,billing=4");
+    let wait = jobs
+        .iter()
+        .find(|j| j["job_id"] == waiting.parse::<u64>().unwrap())
+        .unwrap();
+    assert_eq!(wait.as_object().unwrap().len(), 110);
+    assert_eq!(wait["memory_per_node"], 50);
+    assert_eq!(wait["flags"], serde_json::json!(["JOB_MEM_SET"]));
+    let doc: serde_json::Value =
+        serde_json::from_str(&c.ok(w, "sinfo", &["--json", "-n", "node1"])).unwrap();
+    let nodes = doc["nodes"].as_array().unwrap();
+    assert_eq!(nodes.len(), 2);
+    assert!(nodes.iter().all(|n| n.as_object().unwrap().len() == 45));
+    assert_eq!(nodes[0]["state"], "allocated");
+    assert_eq!(nodes[0]["tres_used"], "cpu=2");
+    c.ok(w, "scancel", &[&running, &waiting]);
+}
+
+#[test]
 fn an_arrays_limit_shows_with_its_pending_tasks_as_on_slurm() {
     let c = Up::start(1, 2);
     let work = tempfile::tempdir().unwrap();
