@@ -207,6 +207,8 @@ jobset() {
   run sacct -X -o JobID,JobName,State -s CA,F,TO -S 00:00 -E now
   run sacct -j 999 -X
   run sacct -X -P -o JobID,Account,User -j "$listed"
+  # Each of them, with its steps, as sacct --json writes it, key by key.
+  run sh -c "sacct --json -j $listed | python3 $repo/scripts/lib/slurm_json.py"
   # Open OnDemand's, but for TotalCPU and MaxRSS (above) and Elapsed
   # (the cancelled job runs for as long as each side takes to see it
   # running).

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use anyhow::{bail, Result};
 use clap::Parser;
 use client::{Request, Response};
-use formats::record::{JobRecord, ProgramEnd};
+use formats::record::JobRecord;
 use formats::wire::{JobInfo, JobState, StepInfo};
 
 use crate::accounts;
@@ -716,9 +716,10 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
         // sacct lists it only when asked by id.
         .filter(|j| args.jobs.is_some() || !not_yet_eligible(j))
         .collect();
-    let wants_record = fields
-        .iter()
-        .any(|f| matches!(f.name, "TotalCPU" | "MaxRSS" | "ExitCode"));
+    let wants_record = args.json
+        || fields
+            .iter()
+            .any(|f| matches!(f.name, "TotalCPU" | "MaxRSS" | "ExitCode"));
     let records = if wants_record {
         records(&mut c, &jobs).await?
     } else {
@@ -859,51 +860,184 @@ async fn records(c: &mut Cluster, jobs: &[JobInfo]) -> Result<HashMap<u64, JobRe
     Ok(out)
 }
 
-/// `sacct --json`: the jobs with the fields tools read from Slurm's; a
-/// subset of Slurm's document.
+/// `sacct --json`: each job, with its steps, as Slurm 22.05's
+/// `openapi/dbv0.0.38` plugin writes it, every key in its order. Its
+/// exit codes are as that plugin writes them: a signal by its number and
+/// name, but any exit status as `SUCCESS` with return code 0 (the
+/// plugin's own reading of the status). What clemu does not keep
+/// (energy, frequencies, reservations) is as Slurm writes it without.
 fn json(rows: &[Row<'_>], c: &Ctx<'_>) -> serde_json::Value {
-    use serde_json::json;
-    let jobs: Vec<_> = rows
-        .iter()
-        .filter(|r| r.step.is_none())
-        .map(|r| {
-            let j = r.job;
-            let p: Option<ProgramEnd> = r.record.and_then(|r| r.program);
-            json!({
-                "job_id": j.id,
-                "name": j.name,
-                "partition": j.partition,
-                "user": text::owner(j, c.me),
-                "state": {"current": text::state_long(j.state), "reason": text::reason(j, false)},
-                "exit_code": {"status": if j.exit == (0, 0) { "SUCCESS" } else if j.exit.1 > 0 { "SIGNALED" } else { "FAILED" },
-                              "return_code": j.exit.0, "signal": j.exit.1},
-                "nodes": j.nodes,
-                "time": {"submission": text::secs(j.submit_ns), "start": text::secs(j.start_ns),
-                         "end": text::secs(j.end_ns), "elapsed": elapsed(j, c.now),
-                         "limit": text::limit_minutes(j.walltime_ns)},
-                "array": {"job_id": j.array.map_or(0, |a| a.job), "task_id": j.array.map(|a| a.index)},
-                "comment": {"job": j.program.as_ref().map(|p| &p.comment)},
-                "working_directory": j.program.as_ref().map(|p| &p.workdir),
-                "steps": p.map(|p| json!({"step": {"name": "batch", "id": format!("{}.batch", j.id)},
-                    "exit_code": {"return_code": if p.kind == ProgramEnd::SIGNALED { 0 } else { p.value }},
-                    "tres": {"requested": {"max": [{"type": "mem", "count": p.max_rss_kib * 1024}]}},
-                    "time": {"total": {"seconds": p.cpu_ns / 1_000_000_000,
-                                       "microseconds": (p.cpu_ns / 1000) % 1_000_000}}}))
-                    .into_iter()
-                    .chain(j.program.iter().flat_map(|prog| &prog.steps).map(|s| json!({
-                        "step": {"name": s.name, "id": format!("{}.{}", j.id, s.id)},
-                        "state": srun_value("State", s, j, c),
-                        "tasks": {"count": s.ntasks},
-                        "exit_code": {"return_code": s.exit.0, "signal": {"signal_id": s.exit.1}},
-                        "tres": {"requested": {"max": [{"type": "mem", "count": s.max_rss_kib * 1024}]}},
-                        "time": {"start": text::secs(s.start_ns), "end": text::secs(s.end_ns),
-                                 "total": {"seconds": s.cpu_ns / 1_000_000_000,
-                                           "microseconds": (s.cpu_ns / 1000) % 1_000_000}}})))
-                    .collect::<Vec<_>>(),
+    use serde_json::{json, Value};
+    // From sacct's own ExitCode, `code:signal`.
+    let exit = |code: String| -> Value {
+        let signal = code
+            .split_once(':')
+            .and_then(|(_, s)| s.parse::<u32>().ok())
+            .unwrap_or(0);
+        if signal > 0 {
+            json!({"status": "SIGNALED", "return_code": null,
+                "signal": {"signal_id": signal, "name": crate::srun::signal_name(signal as i32)}})
+        } else {
+            json!({"status": "SUCCESS", "return_code": 0})
+        }
+    };
+    let cpu =
+        |ns: u64| json!({"seconds": ns / 1_000_000_000, "microseconds": (ns / 1000) % 1_000_000});
+    let tres = |kind: &str, id: u32, count: Value| json!({"type": kind, "name": null, "id": id, "count": count});
+    let raw = |name: &str, r: &Row<'_>| value(name, r, c).parse::<i64>().unwrap_or(0);
+    let mut jobs: Vec<Value> = Vec::new();
+    for r in rows {
+        let j = r.job;
+        let p = j.program.as_deref();
+        let started = j.start_ns > 0;
+        let user = text::owner(j, c.me);
+        let account = crate::accounts::account_of(&user);
+        let suspended: i64 = j
+            .suspensions
+            .iter()
+            .map(|&(s, e)| {
+                let e = if e > 0 { text::secs(e) } else { c.now };
+                (e - text::secs(s)).max(0)
             })
-        })
-        .collect();
-    json!({"meta": {"Slurm": {"release": text::RELEASE}}, "errors": [], "jobs": jobs})
+            .sum();
+        if r.step.is_some() {
+            // A step of the job before it.
+            let Some(steps) = jobs
+                .last_mut()
+                .and_then(|job| job.get_mut("steps"))
+                .and_then(Value::as_array_mut)
+            else {
+                continue;
+            };
+            // Each step runs on the job's first node.
+            let nodes = text::first_node(&j.nodes);
+            let (id, name, cpu_ns, srun) = match r.srun {
+                Some(st) => (json!(st.id), st.name.clone(), st.cpu_ns, true),
+                None => {
+                    let end = r.record.and_then(|rec| rec.program);
+                    (
+                        json!("batch"),
+                        "batch".to_string(),
+                        end.map_or(0, |e| e.cpu_ns),
+                        false,
+                    )
+                }
+            };
+            let tasks = r.srun.map_or(1, |st| st.ntasks);
+            let end = match r.srun {
+                Some(st) if st.end_ns > 0 => text::secs(st.end_ns),
+                _ => text::secs(j.end_ns),
+            };
+            let cpus = first_node_cpus(j);
+            steps.push(json!({
+                "nodes": {"list": [nodes], "count": 1, "range": nodes},
+                "tres": {"requested": {"max": [], "min": [], "average": [], "total": []},
+                    "consumed": {"max": [], "min": [], "average": [], "total": []},
+                    "allocated": [tres("cpu", 1, json!(cpus)), tres("mem", 2, json!(0)),
+                        tres("node", 4, json!(1))]},
+                "time": {"elapsed": raw("ElapsedRaw", r), "end": end,
+                    "start": match r.srun { Some(st) => text::secs(st.start_ns), None => text::secs(j.start_ns) },
+                    "suspended": 0, "system": cpu(0), "total": cpu(cpu_ns), "user": cpu(cpu_ns)},
+                "exit_code": exit(value("ExitCode", r, c)),
+                "tasks": {"count": tasks},
+                "pid": null,
+                "CPU": if srun {
+                    json!({"requested_frequency": {"min": null, "max": null},
+                        "governor": ["Conservative", "Performance", "PowerSave", "OnDemand", "UserSpace"]})
+                } else {
+                    json!({"requested_frequency": {"min": 0, "max": 0}, "governor": []})
+                },
+                "kill_request_user": null,
+                "state": value("State", r, c),
+                "statistics": {"CPU": {"actual_frequency": 0}, "energy": {"consumed": 0}},
+                "step": {"job_id": j.id, "het": {"component": null}, "id": id, "name": name},
+                // srun lays several tasks out in blocks, one alone cyclic.
+                "task": {"distribution": match (srun, tasks) {
+                    (false, _) => "Unknown",
+                    (true, 1) => "Cyclic",
+                    (true, _) => "Block",
+                }},
+            }));
+            continue;
+        }
+        let nodes = if started { text::node_count(j) } else { 0 };
+        let asked_nodes = crate::squeue::nodes_of(j, c.config);
+        let mem_asked = text::mem_asked(j);
+        let mut allocated = vec![tres("cpu", 1, json!(j.cores))];
+        if let Some(mb) = mem_asked {
+            allocated.push(tres("mem", 2, json!(mb)));
+        }
+        allocated.extend([
+            tres("energy", 3, Value::Null),
+            tres("node", 4, json!(nodes)),
+            tres("billing", 5, json!(j.cores)),
+        ]);
+        let requested = vec![
+            tres("cpu", 1, json!(j.cores)),
+            tres(
+                "mem",
+                2,
+                json!(mem_asked.unwrap_or_else(|| text::nodes_memory(j, c.config))),
+            ),
+            tres("node", 4, json!(asked_nodes)),
+            tres("billing", 5, json!(j.cores)),
+        ];
+        let total_cpu = r.record.and_then(|rec| rec.program).map_or(0, |e| e.cpu_ns);
+        let eligible = match p.map(|p| p.eligible_ns) {
+            _ if j.reason.starts_with("JobHeld") => 0,
+            Some(None) => 0,
+            Some(Some(t)) => text::secs(t),
+            None => text::secs(j.submit_ns),
+        };
+        jobs.push(json!({
+            "account": account.unwrap_or(""),
+            "comment": {"administrator": null,
+                "job": p.map(|p| p.comment.as_str()).filter(|c| !c.is_empty()),
+                "system": null},
+            "allocation_nodes": nodes,
+            "array": {"job_id": j.array.map_or(0, |a| a.job),
+                "limits": {"max": {"running": {"tasks": j.array.map_or(0, |a| a.limit)}}},
+                "task": r.tasks,
+                "task_id": if r.tasks.is_some() { None } else { j.array.map(|a| a.index) }},
+            "association": {"account": account, "cluster": crate::cluster::NAME,
+                "partition": null, "user": user},
+            "cluster": crate::cluster::NAME,
+            "constraints": "",
+            "container": null,
+            "derived_exit_code": exit(value("DerivedExitCode", r, c)),
+            "time": {"elapsed": elapsed(j, c.now), "eligible": eligible,
+                "end": text::secs(j.end_ns), "start": text::secs(j.start_ns),
+                "submission": text::secs(j.submit_ns), "suspended": suspended,
+                "system": cpu(0),
+                "limit": (j.walltime_ns > 0).then(|| text::limit_minutes(j.walltime_ns)),
+                "total": cpu(total_cpu), "user": cpu(total_cpu)},
+            "exit_code": exit(value("ExitCode", r, c)),
+            "flags": if started { json!(["CLEAR_SCHEDULING", "STARTED_ON_SCHEDULE"]) } else { json!([]) },
+            "group": text::group_of(&user),
+            "het": {"job_id": 0, "job_offset": null},
+            "job_id": j.id,
+            "name": j.name,
+            "mcs": {"label": ""},
+            "nodes": value("NodeList", r, c),
+            "partition": j.partition,
+            "priority": crate::squeue::priority(j),
+            "qos": account.map_or("", |_| crate::accounts::QOS),
+            "required": {"CPUs": j.cores, "memory": p.map_or(0, |p| p.mem_per_node_mb)},
+            "kill_request_user": (j.state == JobState::Cancelled).then_some(&user),
+            "reservation": {"id": 0, "name": 0},
+            // What a job over waited for is no longer said.
+            "state": {"current": text::state_long(j.state),
+                "reason": if j.state.is_final() { "None".into() } else { text::reason(j, false) }},
+            "steps": [],
+            "tres": {"allocated": if started { allocated } else { Vec::new() }, "requested": requested},
+            "user": user,
+            "wckey": {"wckey": "", "flags": []},
+            "working_directory": p.map_or("", |p| p.workdir.as_str()),
+        }));
+    }
+    json!({"meta": {"plugin": {"type": "openapi/dbv0.0.38", "name": "Slurm OpenAPI DB v0.0.38"},
+        "Slurm": {"version": {"major": 22, "micro": 8, "minor": 5}, "release": text::RELEASE}},
+        "errors": [], "jobs": jobs})
 }
 
 #[cfg(test)]

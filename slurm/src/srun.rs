@@ -326,7 +326,7 @@ pub fn main(argv: &[String]) -> Result<u8> {
 
 /// A signal as the C library describes it (`Terminated`, `Killed`,
 /// `Interrupt`), as Slurm's srun says how a task ended.
-fn signal_name(sig: i32) -> String {
+pub(crate) fn signal_name(sig: i32) -> String {
     // SAFETY: strsignal returns a valid C string for any number; it is
     // copied at once, before another call could reuse its buffer.
     unsafe {

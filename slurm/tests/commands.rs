@@ -1176,6 +1176,55 @@ fn a_waiting_jobs_tres_and_the_json_documents_are_slurms() {
 }
 
 #[test]
+fn sacct_json_is_slurms_document_with_its_steps() {
+    let c = Up::start(1, 2);
+    let work = tempfile::tempdir().unwrap();
+    let w = work.path();
+    let id = c.sbatch(
+        w,
+        &[
+            "--parsable",
+            "-n",
+            "2",
+            "--wrap",
+            "srun true; srun -n 1 false; exit 3",
+        ],
+    );
+    assert_eq!(c.wait_over(w, &id), "FAILED|3:0");
+    let doc: serde_json::Value =
+        serde_json::from_str(&c.ok(w, "sacct", &["--json", "-j", &id])).unwrap();
+    assert_eq!(doc["meta"]["plugin"]["type"], "openapi/dbv0.0.38");
+    let job = &doc["jobs"][0];
+    // Slurm 22.05's 30 keys, its exit codes as its plugin writes them.
+    assert_eq!(job.as_object().unwrap().len(), 30, "{job:#}");
+    assert_eq!(job["state"]["current"], "FAILED");
+    assert_eq!(
+        job["exit_code"],
+        serde_json::json!({"status": "SUCCESS", "return_code": 0})
+    );
+    let steps: Vec<_> = job["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["step"]["id"].to_string(),
+                s["state"].as_str().unwrap().to_string(),
+                s["task"]["distribution"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        steps,
+        [
+            ("\"batch\"".into(), "FAILED".into(), "Unknown".into()),
+            ("0".into(), "COMPLETED".into(), "Block".into()),
+            ("1".into(), "FAILED".into(), "Cyclic".into()),
+        ]
+    );
+}
+
+#[test]
 fn an_arrays_limit_shows_with_its_pending_tasks_as_on_slurm() {
     let c = Up::start(1, 2);
     let work = tempfile::tempdir().unwrap();
