@@ -870,8 +870,12 @@ async fn show_nodes(arg: Option<&str>, oneliner: bool) -> Result<u8> {
                     if n.host.is_empty() { &n.name } else { &n.host }
                 ),
                 format!(
-                    "RealMemory={} AllocMem={} FreeMem=N/A Sockets={} Boards=1",
-                    n.memory_mb, n.alloc_memory_mb, n.cpus
+                    "RealMemory={} AllocMem={} FreeMem={} Sockets={} Boards=1",
+                    n.memory_mb,
+                    n.alloc_memory_mb,
+                    // A virtual node's free memory: what no job holds.
+                    n.memory_mb.saturating_sub(n.alloc_memory_mb),
+                    n.cpus
                 ),
                 format!(
                     "State={state} ThreadsPerCore=1 TmpDisk=0 Weight=1 Owner=N/A MCS_label=N/A"
@@ -912,7 +916,7 @@ async fn show_nodes(arg: Option<&str>, oneliner: bool) -> Result<u8> {
 }
 
 /// Slurm's `PreemptMode` for clemu's `preemption`.
-fn preempt_mode(p: Preemption) -> &'static str {
+pub(crate) fn preempt_mode(p: Preemption) -> &'static str {
     match p {
         Preemption::Off => "OFF",
         Preemption::Suspend => "SUSPEND,GANG",

@@ -58,6 +58,11 @@ pub struct Args {
 /// The code `-O gresused` stands for: Slurm's `-o` has no letter for it
 /// (`%u` is who gave a node's reason).
 const GRES_USED: char = '\u{e000}';
+/// The code `-O allocmem` stands for: a node's memory its jobs hold.
+const ALLOC_MEM: char = '\u{e001}';
+/// What `-o %all` stands for in Slurm 22.05's sinfo: every field.
+const ALL: &str = "%a|%b|%c|%d|%e|%f|%g|%h|%l|%m|%n|%o|%p|%r|%s|%t|%u|%v|%w|%z|%A |%B |%C |%D \
+    |%E |%F |%G |%H |%I |%L |%M |%N |%O |%P |%R |%S |%T |%U |%V |%X |%Y |%Z ";
 
 /// The `-o` code a `-O` name stands for.
 fn long_code(name: &str) -> Option<char> {
@@ -90,6 +95,21 @@ fn long_code(name: &str) -> Option<char> {
         "size" => 's',
         "root" => 'r',
         "groups" => 'g',
+        "allocmem" => ALLOC_MEM,
+        "cpusload" => 'O',
+        "nodeaddr" => 'o',
+        "features_act" => 'b',
+        "version" => 'v',
+        "nodeai" => 'A',
+        "maxcpuspernode" => 'B',
+        "priorityjobfactor" => 'I',
+        "defaulttime" => 'L',
+        "preemptmode" => 'M',
+        "allocnodes" => 'S',
+        "cluster" => 'V',
+        "sockets" => 'X',
+        "cores" => 'Y',
+        "threads" => 'Z',
         _ => return None,
     })
 }
@@ -131,6 +151,22 @@ fn header(code: char) -> &'static str {
         's' => "JOB_SIZE",
         'r' => "ROOT",
         'g' => "GROUPS",
+        'O' => "CPU_LOAD",
+        'o' => "NODE_ADDR",
+        'b' => "ACTIVE_FEATURES",
+        'v' => "VERSION",
+        'A' => "NODES(A/I)",
+        'B' => "MAX_CPUS_PER_NODE",
+        'I' => "PRIO_JOB_FACTOR",
+        'L' => "DEFAULTTIME",
+        'M' => "PREEMPT_MODE",
+        'S' => "ALLOCNODES",
+        'U' => "USER",
+        'V' => "CLUSTER",
+        'X' => "SOCKETS",
+        'Y' => "CORES",
+        'Z' => "THREADS",
+        ALLOC_MEM => "ALLOCMEM",
         _ => "",
     }
 }
@@ -348,7 +384,18 @@ struct Group<'a> {
     nodes: Vec<&'a NodeInfo>,
 }
 
-fn value(code: char, g: &Group<'_>, default: &str, part_width: usize, owner: &str) -> String {
+/// What every line's values read besides its nodes.
+struct Ctx<'a> {
+    /// The default partition, marked `*`.
+    default: &'a str,
+    /// Who gives a node its reason: the cluster's owner.
+    owner: &'a str,
+    /// Slurm's PreemptMode for the cluster's preemption.
+    preempt_mode: &'static str,
+}
+
+fn value(code: char, g: &Group<'_>, c: &Ctx<'_>, part_width: usize) -> String {
+    let (default, owner) = (c.default, c.owner);
     let first = g.nodes[0];
     let sum = |f: &dyn Fn(&NodeInfo) -> u64| g.nodes.iter().map(|n| f(n)).sum::<u64>();
     match code {
@@ -407,8 +454,12 @@ fn value(code: char, g: &Group<'_>, default: &str, part_width: usize, owner: &st
         GRES_USED => gres(first, true),
         // Who gave the reason: clemu keeps no user per request; the
         // cluster's owner, who runs its controller.
-        'u' if first.reason.is_empty() => "Unknown".into(),
+        'u' | 'U' if first.reason.is_empty() => "Unknown".into(),
         'u' => owner.into(),
+        'U' => format!(
+            "{owner}({})",
+            text::uid_of(owner).map_or("?".into(), |u| u.to_string())
+        ),
         'H' if first.reason.is_empty() || first.reason_ns == 0 => "Unknown".into(),
         'H' => text::date(first.reason_ns.div_euclid(1_000_000_000)),
         'p' => g.partition.map_or(1, |p| p.priority.max(1)).to_string(),
@@ -423,13 +474,46 @@ fn value(code: char, g: &Group<'_>, default: &str, part_width: usize, owner: &st
             0 | 1 => "NO".into(),
             n => format!("FORCE:{n}"),
         },
-        'e' => "N/A".into(),
+        // A virtual node has no load of its own, and its free memory is
+        // what no job holds.
+        'O' => "0.00".into(),
+        'e' => first
+            .memory_mb
+            .saturating_sub(first.alloc_memory_mb)
+            .to_string(),
+        ALLOC_MEM => first.alloc_memory_mb.to_string(),
+        // Its address is its name (clemu's NodeAddr).
+        'o' => fold(&g.nodes),
+        'b' => "(null)".into(),
+        'v' => text::RELEASE.into(),
+        'A' => {
+            let alloc = g
+                .nodes
+                .iter()
+                .filter(|n| matches!(n.state, NodeState::Allocated | NodeState::Mixed))
+                .count();
+            let idle = g
+                .nodes
+                .iter()
+                .filter(|n| n.state == NodeState::Idle)
+                .count();
+            format!("{alloc}/{idle}")
+        }
+        'B' => "UNLIMITED".into(),
+        'I' => "1".into(),
+        'L' => "n/a".into(),
+        'M' => c.preempt_mode.into(),
+        'S' => "all".into(),
+        // The cluster, once -M names it (Slurm's N/A without).
+        'V' => "N/A".into(),
+        'X' => first.cpus.to_string(),
+        'Y' | 'Z' => "1".into(),
         // Partitions without node limits, roots or groups, as Slurm's
         // defaults show them.
         's' => "1-infinite".into(),
-        // A virtual node is one socket of single-threaded cores, with no
-        // scratch disk, weight or features, as Slurm shows a node
-        // configured with CPUs alone.
+        // A virtual node is as Slurm shows a node configured with CPUs
+        // alone: a socket per CPU, each of one single-threaded core, with
+        // no scratch disk, weight or features.
         'z' => format!("{}:1:1", first.cpus),
         'd' => "0".into(),
         'w' => "1".into(),
@@ -494,6 +578,7 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
     let (fields, part_sized, node_sized) = match (&args.long_format, &args.format) {
         (Some(f), _) => (long_fields(f)?, false, false),
         (None, Some(f)) => {
+            let f = if f == "%all" { ALL } else { f.as_str() };
             let (p, parsed) = format::percent(f);
             prefix = p;
             // A code sinfo does not know is said, and printed as written,
@@ -607,6 +692,11 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
                         String::new()
                     },
                     if shows("H") { m.reason_ns } else { 0 },
+                    if shows("e\u{e001}") {
+                        (m.memory_mb, m.alloc_memory_mb)
+                    } else {
+                        (0, 0)
+                    },
                 )
             };
             let k = key(n);
@@ -652,6 +742,14 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
         _ => f.width,
     };
     let owner = crate::cluster::owner();
+    let ctx = Ctx {
+        default: &default,
+        owner: &owner,
+        preempt_mode: crate::scontrol::preempt_mode(cfg.preemption)
+            .split(',')
+            .next()
+            .unwrap_or("OFF"),
+    };
     let mut out = String::new();
     if args.long && !args.noheader {
         out.push_str(&crate::text::ctime(crate::text::now_s()));
@@ -673,7 +771,7 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
     for g in &groups {
         out.push_str(&prefix);
         for f in &fields {
-            let v = value(f.code, g, &default, width(f), &owner);
+            let v = value(f.code, g, &ctx, width(f));
             out.push_str(&field(&v, width(f), f.right, true));
             out.push_str(&f.suffix);
         }

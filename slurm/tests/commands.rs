@@ -1176,6 +1176,48 @@ fn a_waiting_jobs_tres_and_the_json_documents_are_slurms() {
 }
 
 #[test]
+fn sinfo_all_and_the_load_and_memory_fields_are_slurms() {
+    let c = Up::start(2, 2);
+    let work = tempfile::tempdir().unwrap();
+    let w = work.path();
+    let id = c.sbatch(w, &["--parsable", "--mem", "100", "--wrap", "sleep 60"]);
+    let all = c.ok(w, "sinfo", &["-o", "%all"]);
+    let lines: Vec<&str> = all.lines().collect();
+    // Slurm 22.05's header, word for word.
+    assert_eq!(
+        lines[0],
+        "AVAIL|ACTIVE_FEATURES|CPUS|TMP_DISK|FREE_MEM|AVAIL_FEATURES|GROUPS|OVERSUBSCRIBE|\
+         TIMELIMIT|MEMORY|HOSTNAMES|NODE_ADDR|PRIO_TIER|ROOT|JOB_SIZE|STATE|USER|VERSION|\
+         WEIGHT|S:C:T|NODES(A/I) |MAX_CPUS_PER_NODE |CPUS(A/I/O/T) |NODES |REASON \
+         |NODES(A/I/O/T) |GRES |TIMESTAMP |PRIO_JOB_FACTOR |DEFAULTTIME |PREEMPT_MODE \
+         |NODELIST |CPU_LOAD |PARTITION |PARTITION |ALLOCNODES |STATE |USER |CLUSTER \
+         |SOCKETS |CORES |THREADS "
+    );
+    // The idle node, as Slurm writes one configured with CPUs=2 (its
+    // host's name and free memory its own).
+    assert_eq!(
+        lines[2],
+        "up|(null)|2|0|1000|(null)|all|NO|infinite|1000|node2|node2|1|no|1-infinite|idle|\
+         Unknown|22.05.8|1|2:1:1|0/1 |UNLIMITED |0/2/0/2 |1 |none |0/1/0/1 |(null) \
+         |Unknown |1 |n/a |OFF |node2 |0.00 |batch* |batch |all |idle |Unknown |N/A |2 |1 |1 "
+    );
+    assert_eq!(
+        c.ok(
+            w,
+            "sinfo",
+            &[
+                "-h",
+                "-N",
+                "-O",
+                "nodelist:6,allocmem:6,freemem:6,cpusload:5"
+            ]
+        ),
+        "node1 100   900   0.00 \nnode2 0     1000  0.00 \n"
+    );
+    c.ok(w, "scancel", &[&id]);
+}
+
+#[test]
 fn sacct_json_is_slurms_document_with_its_steps() {
     let c = Up::start(1, 2);
     let work = tempfile::tempdir().unwrap();
