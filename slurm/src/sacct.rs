@@ -268,6 +268,17 @@ fn state(j: &JobInfo, step: bool, me: &str) -> String {
     }
 }
 
+/// Seconds job `j` spent suspended by `now` (Unix seconds).
+fn suspended(j: &JobInfo, now: i64) -> i64 {
+    j.suspensions
+        .iter()
+        .map(|&(s, e)| {
+            let e = if e > 0 { text::secs(e) } else { now };
+            (e - text::secs(s)).max(0)
+        })
+        .sum()
+}
+
 /// Seconds a job ran, its suspensions left out.
 fn elapsed(j: &JobInfo, now: i64) -> i64 {
     text::time_used(j, now)
@@ -432,17 +443,7 @@ fn value(name: &str, r: &Row<'_>, c: &Ctx<'_>) -> String {
         "ElapsedRaw" => elapsed(j, c.now).to_string(),
         "CPUTime" => text::long_duration(elapsed(j, c.now) * i64::from(j.cores)),
         "CPUTimeRAW" => (elapsed(j, c.now) * i64::from(j.cores)).to_string(),
-        "Suspended" => {
-            let total: i64 = j
-                .suspensions
-                .iter()
-                .map(|&(s, e)| {
-                    let e = if e > 0 { text::secs(e) } else { c.now };
-                    (e - text::secs(s)).max(0)
-                })
-                .sum();
-            text::long_duration(total)
-        }
+        "Suspended" => text::long_duration(suspended(j, c.now)),
         // Over without a start: none, as Slurm's database says it.
         "Start" if j.start_ns == 0 && j.state.is_final() => "None".into(),
         "Start" => date(j.start_ns),
@@ -892,14 +893,6 @@ fn json(rows: &[Row<'_>], c: &Ctx<'_>) -> serde_json::Value {
         let started = j.start_ns > 0;
         let user = text::owner(j, c.me);
         let account = crate::accounts::account_of(&user);
-        let suspended: i64 = j
-            .suspensions
-            .iter()
-            .map(|&(s, e)| {
-                let e = if e > 0 { text::secs(e) } else { c.now };
-                (e - text::secs(s)).max(0)
-            })
-            .sum();
         if r.step.is_some() {
             // A step of the job before it.
             let Some(steps) = jobs
@@ -1007,7 +1000,7 @@ fn json(rows: &[Row<'_>], c: &Ctx<'_>) -> serde_json::Value {
             "derived_exit_code": exit(value("DerivedExitCode", r, c)),
             "time": {"elapsed": elapsed(j, c.now), "eligible": eligible,
                 "end": text::secs(j.end_ns), "start": text::secs(j.start_ns),
-                "submission": text::secs(j.submit_ns), "suspended": suspended,
+                "submission": text::secs(j.submit_ns), "suspended": suspended(j, c.now),
                 "system": cpu(0),
                 "limit": (j.walltime_ns > 0).then(|| text::limit_minutes(j.walltime_ns)),
                 "total": cpu(total_cpu), "user": cpu(total_cpu)},

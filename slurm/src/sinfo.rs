@@ -437,16 +437,7 @@ fn value(code: char, g: &Group<'_>, c: &Ctx<'_>, part_width: usize) -> String {
             format!("{alloc}/{}/{other}/{total}", total - alloc - other)
         }
         'F' => {
-            let alloc = g
-                .nodes
-                .iter()
-                .filter(|n| matches!(n.state, NodeState::Allocated | NodeState::Mixed))
-                .count();
-            let idle = g
-                .nodes
-                .iter()
-                .filter(|n| n.state == NodeState::Idle)
-                .count();
+            let (alloc, idle) = busy_idle(&g.nodes);
             let total = g.nodes.len();
             format!("{alloc}/{idle}/{}/{total}", total - alloc - idle)
         }
@@ -487,16 +478,7 @@ fn value(code: char, g: &Group<'_>, c: &Ctx<'_>, part_width: usize) -> String {
         'b' => "(null)".into(),
         'v' => text::RELEASE.into(),
         'A' => {
-            let alloc = g
-                .nodes
-                .iter()
-                .filter(|n| matches!(n.state, NodeState::Allocated | NodeState::Mixed))
-                .count();
-            let idle = g
-                .nodes
-                .iter()
-                .filter(|n| n.state == NodeState::Idle)
-                .count();
+            let (alloc, idle) = busy_idle(&g.nodes);
             format!("{alloc}/{idle}")
         }
         'B' => "UNLIMITED".into(),
@@ -522,6 +504,17 @@ fn value(code: char, g: &Group<'_>, c: &Ctx<'_>, part_width: usize) -> String {
         'g' => "all".into(),
         _ => String::new(),
     }
+}
+
+/// How many of `nodes` run jobs (allocated or mixed), and how many are
+/// idle: Slurm's A and I.
+fn busy_idle(nodes: &[&NodeInfo]) -> (usize, usize) {
+    let busy = nodes
+        .iter()
+        .filter(|n| matches!(n.state, NodeState::Allocated | NodeState::Mixed))
+        .count();
+    let idle = nodes.iter().filter(|n| n.state == NodeState::Idle).count();
+    (busy, idle)
 }
 
 /// `gpu:4`, Slurm's `(null)` for none; with `used`, the devices held.

@@ -926,18 +926,9 @@ impl Cluster {
         self.unqueue_batched(|c| {
             ids.iter()
                 .map(|&id| {
-                    let r = c.hold_as(id, kind, privileged).and_then(|hold| {
-                        if let Some(hold) = hold {
-                            c.set_hold(id, hold, now)?;
-                            if F::JOURNALS {
-                                fx.journal(Entry::Held {
-                                    id,
-                                    hold,
-                                    at_ns: now.wall,
-                                });
-                            }
-                        }
-                        Ok(())
+                    let r = c.hold_as(id, kind, privileged).and_then(|hold| match hold {
+                        Some(hold) => c.held(id, hold, now, fx),
+                        None => Ok(()),
                     });
                     JobOutcome { id, error: r.err() }
                 })
@@ -1035,15 +1026,7 @@ impl Cluster {
             }
         }
         if hold {
-            let hold = Some(HoldKind::Requeued);
-            self.set_hold(id, hold, now)?;
-            if F::JOURNALS {
-                fx.journal(Entry::Held {
-                    id,
-                    hold,
-                    at_ns: now.wall,
-                });
-            }
+            self.held(id, Some(HoldKind::Requeued), now, fx)?;
         }
         Ok(())
     }
@@ -1157,6 +1140,25 @@ impl Cluster {
             self.enqueue(p, q);
         }
         self.wants_pass = true;
+        Ok(())
+    }
+
+    /// Job `id` held so (`None`: released), and journaled.
+    fn held<F: Effects>(
+        &mut self,
+        id: u64,
+        hold: Option<HoldKind>,
+        now: Now,
+        fx: &mut F,
+    ) -> Result<(), String> {
+        self.set_hold(id, hold, now)?;
+        if F::JOURNALS {
+            fx.journal(Entry::Held {
+                id,
+                hold,
+                at_ns: now.wall,
+            });
+        }
         Ok(())
     }
 
