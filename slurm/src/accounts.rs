@@ -481,7 +481,7 @@ pub struct ShareArgs {
 /// Partition); usage and fair share it does not keep, and says so.
 pub fn sshare(argv: &[String]) -> Result<u8> {
     cluster::conf_path()?;
-    let a: ShareArgs = cluster::parse(argv)?;
+    let a: ShareArgs = crate::argv::parse_plain(argv)?;
     let unknown = |f: &str| format!("Invalid field requested: \"{f}\"");
     let format = a.format.clone().unwrap_or_else(|| {
         let usage = if a.long {

@@ -8,6 +8,10 @@
 //! options' own declarations say which take a value, so `-n2`, `-n 2`,
 //! `--ntasks=2` and `--ntasks 2` all read as Slurm reads them, and an
 //! option clemu does not know is clap's error, not a command.
+//!
+//! Every command's line, cut so or not, is parsed here
+//! ([`parse_plain`]), so that each refusal is worded as Slurm's commands
+//! word it.
 
 use anyhow::Result;
 use clap::{Arg, CommandFactory, Parser};
@@ -25,12 +29,62 @@ pub fn parse<A: Parser + CommandFactory>(argv: &[String]) -> Result<A> {
         all.push("--".into());
         all.extend(rest);
     }
-    crate::cluster::parse::<A>(&all).map_err(|e| match slurms_own(&e.to_string()) {
+    parse_plain::<A>(&all).map_err(|e| match slurms_own(&e.to_string()) {
         Some(option) => {
             anyhow::anyhow!("{option} is an option of Slurm's that clemu does not take yet")
         }
         None => e,
     })
+}
+
+/// A command's arguments, parsed; help is printed and exits 0, and an
+/// error is said in one line (clap's first), as Slurm's commands do.
+pub fn parse_plain<A: clap::Parser>(argv: &[String]) -> Result<A> {
+    use clap::error::ErrorKind;
+    A::try_parse_from(argv).map_err(|e| {
+        if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+            let _ = e.print();
+            std::process::exit(0);
+        }
+        let text = e.render().to_string();
+        let line = text
+            .lines()
+            .next()
+            .unwrap_or("invalid arguments")
+            .trim_start_matches("error: ");
+        let program = argv
+            .first()
+            .and_then(|p| p.rsplit('/').next())
+            .unwrap_or_default();
+        if let Some(said) = not_a_number(line) {
+            return anyhow::anyhow!("{said}");
+        }
+        match slurms_own_of(program, line) {
+            Some(option) => {
+                anyhow::anyhow!("{option} is an option of Slurm's that clemu does not take yet")
+            }
+            None => anyhow::anyhow!("{line}"),
+        }
+    })
+}
+
+/// clap's refusal of a number (`invalid value '-3' for '--ntasks
+/// <NTASKS>': -3 is not in 0..=4294967295`) as Slurm's commands word it:
+/// `Invalid numeric value "-3" for --ntasks.`
+fn not_a_number(line: &str) -> Option<String> {
+    let rest = line.strip_prefix("invalid value '")?;
+    let (value, rest) = rest.split_once("' for '")?;
+    let (option, why) = rest.split_once("': ")?;
+    let option = option.split([' ', '<']).next()?;
+    let numeric = [
+        "invalid digit",
+        "is not in",
+        "number too large",
+        "number too small",
+    ]
+    .iter()
+    .any(|w| why.contains(w));
+    numeric.then(|| format!("Invalid numeric value \"{value}\" for {option}."))
 }
 
 /// Options of Slurm's sbatch and srun that clemu does not take: named as

@@ -183,56 +183,6 @@ where
     }
 }
 
-/// A command's arguments, parsed; help is printed and exits 0, and an
-/// error is said in one line (clap's first), as Slurm's commands do.
-/// clap's refusal of a number (`invalid value '-3' for '--ntasks
-/// <NTASKS>': -3 is not in 0..=4294967295`) as Slurm's commands word it:
-/// `Invalid numeric value "-3" for --ntasks.`
-fn not_a_number(line: &str) -> Option<String> {
-    let rest = line.strip_prefix("invalid value '")?;
-    let (value, rest) = rest.split_once("' for '")?;
-    let (option, why) = rest.split_once("': ")?;
-    let option = option.split([' ', '<']).next()?;
-    let numeric = [
-        "invalid digit",
-        "is not in",
-        "number too large",
-        "number too small",
-    ]
-    .iter()
-    .any(|w| why.contains(w));
-    numeric.then(|| format!("Invalid numeric value \"{value}\" for {option}."))
-}
-
-pub fn parse<A: clap::Parser>(argv: &[String]) -> Result<A> {
-    use clap::error::ErrorKind;
-    A::try_parse_from(argv).map_err(|e| {
-        if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
-            let _ = e.print();
-            std::process::exit(0);
-        }
-        let text = e.render().to_string();
-        let line = text
-            .lines()
-            .next()
-            .unwrap_or("invalid arguments")
-            .trim_start_matches("error: ");
-        let program = argv
-            .first()
-            .and_then(|p| p.rsplit('/').next())
-            .unwrap_or_default();
-        if let Some(said) = not_a_number(line) {
-            return anyhow!("{said}");
-        }
-        match crate::argv::slurms_own_of(program, line) {
-            Some(option) => {
-                anyhow!("{option} is an option of Slurm's that clemu does not take yet")
-            }
-            None => anyhow!("{line}"),
-        }
-    })
-}
-
 /// A batch job as Slurm shows one that reached its time limit: its
 /// supervisor signals it there and kills it a grace later, and all that
 /// time it is `COMPLETING`, its time stopped at the limit; over, it

@@ -622,7 +622,7 @@ fn step_named(list: &str, j: &JobInfo, step: Option<&str>, allocations: bool) ->
 }
 
 pub async fn main(argv: Vec<String>) -> Result<u8> {
-    let args: Args = crate::cluster::parse(&argv)?;
+    let args: Args = crate::argv::parse_plain(&argv)?;
     // Refused as Slurm's sacct refuses them (its `fatal`, exit 1).
     if let Some(u) = &args.units {
         if u.chars().next().and_then(text::unit_of).is_none() {

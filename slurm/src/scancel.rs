@@ -67,7 +67,7 @@ fn valid_id(id: &str) -> bool {
 }
 
 pub async fn main(argv: Vec<String>) -> Result<u8> {
-    let args: Args = crate::cluster::parse(&argv)?;
+    let args: Args = crate::argv::parse_plain(&argv)?;
     if let Err(code) = crate::cluster::reach("scancel", args.clusters.as_deref()) {
         return Ok(code);
     }

@@ -57,7 +57,7 @@ fn print_records(records: &[Vec<String>], oneliner: bool) {
 }
 
 pub async fn main(argv: Vec<String>) -> Result<u8> {
-    let args: Args = crate::cluster::parse(&argv)?;
+    let args: Args = crate::argv::parse_plain(&argv)?;
     if let Err(code) = crate::cluster::reach("scontrol", args.clusters.as_deref()) {
         return Ok(code);
     }

@@ -547,7 +547,7 @@ fn fold(nodes: &[&NodeInfo]) -> String {
 }
 
 pub async fn main(argv: Vec<String>) -> Result<u8> {
-    let args: Args = crate::cluster::parse(&argv)?;
+    let args: Args = crate::argv::parse_plain(&argv)?;
     let named = match crate::cluster::reach("sinfo", args.clusters.as_deref()) {
         Ok(named) => named && !args.noheader,
         Err(code) => return Ok(code),

@@ -422,7 +422,7 @@ pub fn named_by(list: &str, j: &JobInfo) -> bool {
 }
 
 pub async fn main(argv: Vec<String>) -> Result<u8> {
-    let args: Args = crate::cluster::parse(&argv)?;
+    let args: Args = crate::argv::parse_plain(&argv)?;
     // As Slurm's: said, and the table printed all the same (empty for
     // that user).
     for u in args.user.iter().flat_map(|u| u.split(',')) {

@@ -112,7 +112,7 @@ default = true
 }
 
 pub fn up(argv: &[String]) -> Result<u8> {
-    let a: UpArgs = crate::cluster::parse(argv)?;
+    let a: UpArgs = crate::argv::parse_plain(argv)?;
     if a.nodes == 0 || a.cpus == 0 {
         bail!("--nodes and --cpus must be at least 1");
     }
@@ -240,7 +240,7 @@ fn serves(pid: nix::unistd::Pid, conf: &Path) -> bool {
 }
 
 pub fn down(argv: &[String]) -> Result<u8> {
-    let a: DownArgs = crate::cluster::parse(argv)?;
+    let a: DownArgs = crate::argv::parse_plain(argv)?;
     let conf = match (&a.dir, std::env::var_os(CONF_VAR)) {
         (Some(d), _) => d.join("cluster.toml"),
         (None, Some(c)) => PathBuf::from(c),
