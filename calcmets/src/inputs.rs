@@ -58,7 +58,7 @@ pub fn expand(inputs: &[PathBuf]) -> Result<Vec<Source>> {
 /// in `warnings`. Files are compared by content only when their sizes are
 /// equal, so that the usual inputs cost nothing more than a stat.
 pub fn expand_distinct(inputs: &[PathBuf], warnings: &mut Vec<String>) -> Result<Vec<Source>> {
-    let mut named: std::collections::HashMap<PathBuf, PathBuf> = Default::default();
+    let mut named: std::collections::BTreeMap<PathBuf, PathBuf> = Default::default();
     let mut out = Vec::new();
     for src in expand(inputs)? {
         let Source::File(path) = &src else {
@@ -79,7 +79,8 @@ pub fn expand_distinct(inputs: &[PathBuf], warnings: &mut Vec<String>) -> Result
             }
         }
     }
-    let mut by_size: std::collections::HashMap<u64, Vec<usize>> = Default::default();
+    // In the order given, so that the warnings are the same every time.
+    let mut by_size: std::collections::BTreeMap<u64, Vec<usize>> = Default::default();
     for (i, src) in out.iter().enumerate() {
         if let Source::File(p) = src {
             let len = std::fs::metadata(p)
@@ -95,13 +96,13 @@ pub fn expand_distinct(inputs: &[PathBuf], warnings: &mut Vec<String>) -> Result
         // A checksum first, so that each file is read once unless two
         // agree; then byte by byte, so that a file is never dropped on a
         // checksum's word alone.
-        let mut kept: Vec<(usize, u32)> = Vec::new();
+        let mut kept: std::collections::HashMap<u32, Vec<usize>> = Default::default();
         for &i in same {
             let Source::File(p) = &out[i] else { continue };
             let crc = checksum(p)?;
             let mut twin = None;
-            for &(first, c) in &kept {
-                if c == crc && same_bytes(&out[first], p)? {
+            for &first in kept.get(&crc).into_iter().flatten() {
+                if same_bytes(&out[first], p)? {
                     twin = Some(first);
                     break;
                 }
@@ -115,7 +116,7 @@ pub fn expand_distinct(inputs: &[PathBuf], warnings: &mut Vec<String>) -> Result
                     ));
                     copies.insert(i);
                 }
-                None => kept.push((i, crc)),
+                None => kept.entry(crc).or_default().push(i),
             }
         }
     }
@@ -155,10 +156,15 @@ fn same_bytes(a: &Source, b: &Path) -> Result<bool> {
         let n = io::Read::read(&mut x, &mut bx)
             .with_context(|| format!("cannot read {}", a.display()))?;
         if n == 0 {
-            return Ok(true);
+            // Alike only if the other ends here too (it may be growing).
+            let more = io::Read::read(&mut y, &mut by[..1])
+                .with_context(|| format!("cannot read {}", b.display()))?;
+            return Ok(more == 0);
         }
-        y.read_exact(&mut by[..n])
-            .with_context(|| format!("cannot read {}", b.display()))?;
+        match y.read_exact(&mut by[..n]) {
+            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(false),
+            r => r.with_context(|| format!("cannot read {}", b.display()))?,
+        }
         if bx[..n] != by[..n] {
             return Ok(false);
         }

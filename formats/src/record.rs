@@ -268,7 +268,7 @@ pub struct JobRecord<'a> {
     #[serde(skip)]
     pub devices: Vec<Devices<'a>>,
     /// How the program ended, for a job that ran one instead of sleeping
-    /// (then the frame is version 3). Encoded after the devices.
+    /// (then the frame is version 3, or 4 for one never launched). Encoded after the devices.
     #[serde(skip)]
     pub program: Option<ProgramEnd>,
 }

@@ -235,7 +235,7 @@ struct Ctx<'a> {
 /// other jobs or for its begin.
 fn not_yet_eligible(j: &JobInfo) -> bool {
     j.state == JobState::Pending
-        && (j.reason.starts_with("JobHeld")
+        && (text::held(j)
             || j.reason.starts_with("Dependency")
             || j.reason == "BeginTime"
             || j.program.as_ref().is_some_and(|p| p.eligible_ns.is_none()))
@@ -451,7 +451,9 @@ fn value(name: &str, r: &Row<'_>, c: &Ctx<'_>) -> String {
         "Submit" => date(j.submit_ns),
         // Held, or waiting for other jobs: not eligible yet.
         "Eligible" => match j.program.as_ref().map(|p| p.eligible_ns) {
-            _ if j.reason.starts_with("JobHeld") => "Unknown".into(),
+            _ if j.state == JobState::Pending && j.reason.starts_with("JobHeld") => {
+                "Unknown".into()
+            }
             Some(None) => "Unknown".into(),
             Some(Some(t)) => date(t),
             None => date(j.submit_ns),
@@ -799,7 +801,7 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
         config: &c.config,
     };
     if args.json {
-        println!("{}", json(&rows, &ctx));
+        json(&rows, &ctx)?;
         return Ok(0);
     }
     let parsable = args.parsable || args.parsable2;
@@ -867,170 +869,197 @@ async fn records(c: &mut Cluster, jobs: &[JobInfo]) -> Result<HashMap<u64, JobRe
 /// name, but any exit status as `SUCCESS` with return code 0 (the
 /// plugin's own reading of the status). What clemu does not keep
 /// (energy, frequencies, reservations) is as Slurm writes it without.
-fn json(rows: &[Row<'_>], c: &Ctx<'_>) -> serde_json::Value {
-    use serde_json::{json, Value};
-    // From sacct's own ExitCode, `code:signal`.
-    let exit = |code: String| -> Value {
-        let signal = code
-            .split_once(':')
-            .and_then(|(_, s)| s.parse::<u32>().ok())
-            .unwrap_or(0);
-        if signal > 0 {
-            json!({"status": "SIGNALED", "return_code": null,
-                "signal": {"signal_id": signal, "name": crate::srun::signal_name(signal as i32)}})
-        } else {
-            json!({"status": "SUCCESS", "return_code": 0})
+fn json(rows: &[Row<'_>], c: &Ctx<'_>) -> std::io::Result<()> {
+    // A job and the steps of it that are asked for, whether or not its
+    // own row is (`-j 12.batch`): Slurm's document holds whole jobs.
+    let mut rows = rows.iter().peekable();
+    let jobs = std::iter::from_fn(move || {
+        let first = rows.next()?;
+        let as_job = Row {
+            job: first.job,
+            step: None,
+            srun: None,
+            record: first.record,
+            tasks: if first.step.is_none() {
+                first.tasks.clone()
+            } else {
+                None
+            },
+        };
+        let mut job = job_json(&as_job, c);
+        let mut steps = Vec::new();
+        if first.step.is_some() {
+            steps.push(step_json(first, c));
+        }
+        while let Some(r) = rows.next_if(|r| r.job.id == first.job.id && r.step.is_some()) {
+            steps.push(step_json(r, c));
+        }
+        job["steps"] = serde_json::Value::Array(steps);
+        Some(job)
+    });
+    text::write_document("openapi/dbv0.0.38", "jobs", jobs)
+}
+
+/// An exit code as Slurm 22.05's plugin writes it, from sacct's own
+/// `code:signal`.
+fn exit_json(code: &str) -> serde_json::Value {
+    let signal = code
+        .split_once(':')
+        .and_then(|(_, s)| s.parse::<u32>().ok())
+        .unwrap_or(0);
+    if signal > 0 {
+        serde_json::json!({"status": "SIGNALED", "return_code": null,
+            "signal": {"signal_id": signal, "name": crate::srun::signal_name(signal as i32)}})
+    } else {
+        serde_json::json!({"status": "SUCCESS", "return_code": 0})
+    }
+}
+
+fn cpu_json(ns: u64) -> serde_json::Value {
+    serde_json::json!({"seconds": ns / 1_000_000_000, "microseconds": (ns / 1000) % 1_000_000})
+}
+
+fn tres_json(kind: &str, id: u32, count: serde_json::Value) -> serde_json::Value {
+    serde_json::json!({"type": kind, "name": null, "id": id, "count": count})
+}
+
+/// Step `r` (its batch step, or one srun) of its job.
+fn step_json(r: &Row<'_>, c: &Ctx<'_>) -> serde_json::Value {
+    use serde_json::json;
+    let j = r.job;
+    // Each step runs on the job's first node.
+    let nodes = text::first_node(&j.nodes);
+    let (id, name, cpu_ns, srun) = match r.srun {
+        Some(st) => (json!(st.id), st.name.clone(), st.cpu_ns, true),
+        None => {
+            let end = r.record.and_then(|rec| rec.program);
+            (
+                json!("batch"),
+                "batch".to_string(),
+                end.map_or(0, |e| e.cpu_ns),
+                false,
+            )
         }
     };
-    let cpu =
-        |ns: u64| json!({"seconds": ns / 1_000_000_000, "microseconds": (ns / 1000) % 1_000_000});
-    let tres = |kind: &str, id: u32, count: Value| json!({"type": kind, "name": null, "id": id, "count": count});
-    let raw = |name: &str, r: &Row<'_>| value(name, r, c).parse::<i64>().unwrap_or(0);
-    let mut jobs: Vec<Value> = Vec::new();
-    for r in rows {
-        let j = r.job;
-        let p = j.program.as_deref();
-        let started = j.start_ns > 0;
-        let user = text::owner(j, c.me);
-        let account = crate::accounts::account_of(&user);
-        if r.step.is_some() {
-            // A step of the job before it.
-            let Some(steps) = jobs
-                .last_mut()
-                .and_then(|job| job.get_mut("steps"))
-                .and_then(Value::as_array_mut)
-            else {
-                continue;
-            };
-            // Each step runs on the job's first node.
-            let nodes = text::first_node(&j.nodes);
-            let (id, name, cpu_ns, srun) = match r.srun {
-                Some(st) => (json!(st.id), st.name.clone(), st.cpu_ns, true),
-                None => {
-                    let end = r.record.and_then(|rec| rec.program);
-                    (
-                        json!("batch"),
-                        "batch".to_string(),
-                        end.map_or(0, |e| e.cpu_ns),
-                        false,
-                    )
-                }
-            };
-            let tasks = r.srun.map_or(1, |st| st.ntasks);
-            let end = match r.srun {
-                Some(st) if st.end_ns > 0 => text::secs(st.end_ns),
-                _ => text::secs(j.end_ns),
-            };
-            let cpus = first_node_cpus(j);
-            steps.push(json!({
-                "nodes": {"list": [nodes], "count": 1, "range": nodes},
-                "tres": {"requested": {"max": [], "min": [], "average": [], "total": []},
-                    "consumed": {"max": [], "min": [], "average": [], "total": []},
-                    "allocated": [tres("cpu", 1, json!(cpus)), tres("mem", 2, json!(0)),
-                        tres("node", 4, json!(1))]},
-                "time": {"elapsed": raw("ElapsedRaw", r), "end": end,
-                    "start": match r.srun { Some(st) => text::secs(st.start_ns), None => text::secs(j.start_ns) },
-                    "suspended": 0, "system": cpu(0), "total": cpu(cpu_ns), "user": cpu(cpu_ns)},
-                "exit_code": exit(value("ExitCode", r, c)),
-                "tasks": {"count": tasks},
-                "pid": null,
-                "CPU": if srun {
-                    json!({"requested_frequency": {"min": null, "max": null},
-                        "governor": ["Conservative", "Performance", "PowerSave", "OnDemand", "UserSpace"]})
-                } else {
-                    json!({"requested_frequency": {"min": 0, "max": 0}, "governor": []})
-                },
-                "kill_request_user": null,
-                "state": value("State", r, c),
-                "statistics": {"CPU": {"actual_frequency": 0}, "energy": {"consumed": 0}},
-                "step": {"job_id": j.id, "het": {"component": null}, "id": id, "name": name},
-                // srun lays several tasks out in blocks, one alone cyclic.
-                "task": {"distribution": match (srun, tasks) {
-                    (false, _) => "Unknown",
-                    (true, 1) => "Cyclic",
-                    (true, _) => "Block",
-                }},
-            }));
-            continue;
-        }
-        let nodes = if started { text::node_count(j) } else { 0 };
-        let asked_nodes = crate::squeue::nodes_of(j, c.config);
-        let mem_asked = text::mem_asked(j);
-        let mut allocated = vec![tres("cpu", 1, json!(j.cores))];
-        if let Some(mb) = mem_asked {
-            allocated.push(tres("mem", 2, json!(mb)));
-        }
-        allocated.extend([
-            tres("energy", 3, Value::Null),
-            tres("node", 4, json!(nodes)),
-            tres("billing", 5, json!(j.cores)),
-        ]);
-        let requested = vec![
-            tres("cpu", 1, json!(j.cores)),
-            tres(
-                "mem",
-                2,
-                json!(mem_asked.unwrap_or_else(|| text::nodes_memory(j, c.config))),
-            ),
-            tres("node", 4, json!(asked_nodes)),
-            tres("billing", 5, json!(j.cores)),
-        ];
-        let total_cpu = r.record.and_then(|rec| rec.program).map_or(0, |e| e.cpu_ns);
-        let eligible = match p.map(|p| p.eligible_ns) {
-            _ if j.reason.starts_with("JobHeld") => 0,
-            Some(None) => 0,
-            Some(Some(t)) => text::secs(t),
-            None => text::secs(j.submit_ns),
-        };
-        jobs.push(json!({
-            "account": account.unwrap_or(""),
-            "comment": {"administrator": null,
-                "job": p.map(|p| p.comment.as_str()).filter(|c| !c.is_empty()),
-                "system": null},
-            "allocation_nodes": nodes,
-            "array": {"job_id": j.array.map_or(0, |a| a.job),
-                "limits": {"max": {"running": {"tasks": j.array.map_or(0, |a| a.limit)}}},
-                "task": r.tasks,
-                "task_id": if r.tasks.is_some() { None } else { j.array.map(|a| a.index) }},
-            "association": {"account": account, "cluster": crate::cluster::NAME,
-                "partition": null, "user": user},
-            "cluster": crate::cluster::NAME,
-            "constraints": "",
-            "container": null,
-            "derived_exit_code": exit(value("DerivedExitCode", r, c)),
-            "time": {"elapsed": elapsed(j, c.now), "eligible": eligible,
-                "end": text::secs(j.end_ns), "start": text::secs(j.start_ns),
-                "submission": text::secs(j.submit_ns), "suspended": suspended(j, c.now),
-                "system": cpu(0),
-                "limit": (j.walltime_ns > 0).then(|| text::limit_minutes(j.walltime_ns)),
-                "total": cpu(total_cpu), "user": cpu(total_cpu)},
-            "exit_code": exit(value("ExitCode", r, c)),
-            "flags": if started { json!(["CLEAR_SCHEDULING", "STARTED_ON_SCHEDULE"]) } else { json!([]) },
-            "group": text::group_of(&user),
-            "het": {"job_id": 0, "job_offset": null},
-            "job_id": j.id,
-            "name": j.name,
-            "mcs": {"label": ""},
-            "nodes": value("NodeList", r, c),
-            "partition": j.partition,
-            "priority": crate::squeue::priority(j),
-            "qos": account.map_or("", |_| crate::accounts::QOS),
-            "required": {"CPUs": j.cores, "memory": p.map_or(0, |p| p.mem_per_node_mb)},
-            "kill_request_user": (j.state == JobState::Cancelled).then_some(&user),
-            "reservation": {"id": 0, "name": 0},
-            // What a job over waited for is no longer said.
-            "state": {"current": text::state_long(j.state),
-                "reason": if j.state.is_final() { "None".into() } else { text::reason(j, false) }},
-            "steps": [],
-            "tres": {"allocated": if started { allocated } else { Vec::new() }, "requested": requested},
-            "user": user,
-            "wckey": {"wckey": "", "flags": []},
-            "working_directory": p.map_or("", |p| p.workdir.as_str()),
-        }));
+    let tasks = r.srun.map_or(1, |st| st.ntasks);
+    let end = match r.srun {
+        Some(st) if st.end_ns > 0 => text::secs(st.end_ns),
+        _ => text::secs(j.end_ns),
+    };
+    let cpus = first_node_cpus(j);
+    json!({
+        "nodes": {"list": [nodes], "count": 1, "range": nodes},
+        "tres": {"requested": {"max": [], "min": [], "average": [], "total": []},
+            "consumed": {"max": [], "min": [], "average": [], "total": []},
+            "allocated": [tres_json("cpu", 1, json!(cpus)), tres_json("mem", 2, json!(0)),
+                tres_json("node", 4, json!(1))]},
+        "time": {"elapsed": value("ElapsedRaw", r, c).parse::<i64>().unwrap_or(0), "end": end,
+            "start": match r.srun { Some(st) => text::secs(st.start_ns), None => text::secs(j.start_ns) },
+            "suspended": 0, "system": cpu_json(0), "total": cpu_json(cpu_ns), "user": cpu_json(cpu_ns)},
+        "exit_code": exit_json(&value("ExitCode", r, c)),
+        "tasks": {"count": tasks},
+        "pid": null,
+        "CPU": if srun {
+            json!({"requested_frequency": {"min": null, "max": null},
+                "governor": ["Conservative", "Performance", "PowerSave", "OnDemand", "UserSpace"]})
+        } else {
+            json!({"requested_frequency": {"min": 0, "max": 0}, "governor": []})
+        },
+        "kill_request_user": null,
+        "state": value("State", r, c),
+        "statistics": {"CPU": {"actual_frequency": 0}, "energy": {"consumed": 0}},
+        "step": {"job_id": j.id, "het": {"component": null}, "id": id, "name": name},
+        // srun lays several tasks out in blocks, one alone cyclic.
+        "task": {"distribution": match (srun, tasks) {
+            (false, _) => "Unknown",
+            (true, 1) => "Cyclic",
+            (true, _) => "Block",
+        }},
+    })
+}
+
+/// Job `r` as Slurm's record of it, its steps not yet in.
+fn job_json(r: &Row<'_>, c: &Ctx<'_>) -> serde_json::Value {
+    use serde_json::{json, Value};
+    let j = r.job;
+    let p = j.program.as_deref();
+    let started = j.start_ns > 0;
+    let user = text::owner(j, c.me);
+    let account = crate::accounts::account_of(&user);
+    let nodes = if started { text::node_count(j) } else { 0 };
+    let asked_nodes = crate::squeue::nodes_of(j, c.config);
+    let mem_asked = text::mem_asked(j);
+    let mut allocated = vec![tres_json("cpu", 1, json!(j.cores))];
+    if let Some(mb) = mem_asked {
+        allocated.push(tres_json("mem", 2, json!(mb)));
     }
-    json!({"meta": {"plugin": {"type": "openapi/dbv0.0.38", "name": "Slurm OpenAPI DB v0.0.38"},
-        "Slurm": {"version": {"major": 22, "micro": 8, "minor": 5}, "release": text::RELEASE}},
-        "errors": [], "jobs": jobs})
+    allocated.extend([
+        tres_json("energy", 3, Value::Null),
+        tres_json("node", 4, json!(nodes)),
+        tres_json("billing", 5, json!(j.cores)),
+    ]);
+    let requested = vec![
+        tres_json("cpu", 1, json!(j.cores)),
+        tres_json(
+            "mem",
+            2,
+            json!(mem_asked.unwrap_or_else(|| text::nodes_memory(j, c.config))),
+        ),
+        tres_json("node", 4, json!(asked_nodes)),
+        tres_json("billing", 5, json!(j.cores)),
+    ];
+    let total_cpu = r.record.and_then(|rec| rec.program).map_or(0, |e| e.cpu_ns);
+    let eligible = match p.map(|p| p.eligible_ns) {
+        _ if j.state == JobState::Pending && j.reason.starts_with("JobHeld") => 0,
+        Some(None) => 0,
+        Some(Some(t)) => text::secs(t),
+        None => text::secs(j.submit_ns),
+    };
+    json!({
+        "account": account.unwrap_or(""),
+        "comment": {"administrator": null,
+            "job": p.map(|p| p.comment.as_str()).filter(|c| !c.is_empty()),
+            "system": null},
+        "allocation_nodes": nodes,
+        "array": {"job_id": j.array.map_or(0, |a| a.job),
+            "limits": {"max": {"running": {"tasks": j.array.map_or(0, |a| a.limit)}}},
+            "task": r.tasks,
+            "task_id": if r.tasks.is_some() { None } else { j.array.map(|a| a.index) }},
+        "association": {"account": account, "cluster": crate::cluster::NAME,
+            "partition": null, "user": user},
+        "cluster": crate::cluster::NAME,
+        "constraints": "",
+        "container": null,
+        "derived_exit_code": exit_json(&value("DerivedExitCode", r, c)),
+        "time": {"elapsed": elapsed(j, c.now), "eligible": eligible,
+            "end": text::secs(j.end_ns), "start": text::secs(j.start_ns),
+            "submission": text::secs(j.submit_ns), "suspended": suspended(j, c.now),
+            "system": cpu_json(0),
+            "limit": (j.walltime_ns > 0).then(|| text::limit_minutes(j.walltime_ns)),
+            "total": cpu_json(total_cpu), "user": cpu_json(total_cpu)},
+        "exit_code": exit_json(&value("ExitCode", r, c)),
+        "flags": if started { json!(["CLEAR_SCHEDULING", "STARTED_ON_SCHEDULE"]) } else { json!([]) },
+        "group": text::group_of(&user),
+        "het": {"job_id": 0, "job_offset": null},
+        "job_id": j.id,
+        "name": j.name,
+        "mcs": {"label": ""},
+        "nodes": value("NodeList", r, c),
+        "partition": j.partition,
+        "priority": crate::squeue::priority(j),
+        "qos": account.map_or("", |_| crate::accounts::QOS),
+        "required": {"CPUs": j.cores, "memory": p.map_or(0, |p| p.mem_per_node_mb)},
+        "kill_request_user": (j.state == JobState::Cancelled).then_some(&user),
+        "reservation": {"id": 0, "name": 0},
+        // What a job over waited for is no longer said.
+        "state": {"current": text::state_long(j.state),
+            "reason": if j.state.is_final() { "None".into() } else { text::reason(j, false) }},
+        "steps": [],
+        "tres": {"allocated": if started { allocated } else { Vec::new() }, "requested": requested},
+        "user": user,
+        "wckey": {"wckey": "", "flags": []},
+        "working_directory": p.map_or("", |p| p.workdir.as_str()),
+    })
 }
 
 #[cfg(test)]

@@ -637,10 +637,10 @@ fn job_record(j: &JobInfo, c: &Cluster, me: &str, now: i64, first: bool) -> Vec<
         ),
         format!(
             "AccrueTime={}",
-            if j.reason == "JobHeldUser" {
-                "Unknown".into()
-            } else {
-                date(j.submit_ns)
+            match p.and_then(|p| p.eligible_ns) {
+                _ if j.reason == "JobHeldUser" => "Unknown".into(),
+                Some(t) if j.reason == text::REQUEUED_HELD => date(t),
+                _ => date(j.submit_ns),
             }
         ),
         format!("StartTime={} EndTime={end} Deadline=N/A", date(j.start_ns)),

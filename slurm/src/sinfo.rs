@@ -192,7 +192,7 @@ fn node_state(n: &NodeInfo, long: bool) -> &'static str {
 /// `CPUs=N` (N sockets of one core) on this host: the host's boot time
 /// and system are its own; it has no load, and its free memory is what
 /// no job holds.
-fn json(nodes: &[NodeInfo], cfg: &controller::config::Cluster) -> serde_json::Value {
+fn json(nodes: &[NodeInfo], cfg: &controller::config::Cluster) -> std::io::Result<()> {
     use serde_json::json;
     let now = crate::text::now_s();
     let boot = host_boot_time().unwrap_or(now);
@@ -207,7 +207,17 @@ fn json(nodes: &[NodeInfo], cfg: &controller::config::Cluster) -> serde_json::Va
             )
         },
     );
-    let list: Vec<_> = nodes
+    // Each node's partitions, found once rather than node by node.
+    let mut partitions: std::collections::HashMap<&str, Vec<&str>> = Default::default();
+    for p in &cfg.partitions {
+        for &i in &p.nodes {
+            partitions
+                .entry(cfg.nodes[i].name.as_str())
+                .or_default()
+                .push(&p.name);
+        }
+    }
+    let list = nodes
         .iter()
         .map(|n| {
             // The base state, and what is added to it, as Slurm splits them.
@@ -252,9 +262,7 @@ fn json(nodes: &[NodeInfo], cfg: &controller::config::Cluster) -> serde_json::Va
                 "next_state_after_reboot_flags": [],
                 "operating_system": system,
                 "owner": null,
-                "partitions": cfg.partitions.iter()
-                    .filter(|p| p.nodes.iter().any(|&i| cfg.nodes[i].name == n.name))
-                    .map(|p| p.name.clone()).collect::<Vec<_>>(),
+                "partitions": partitions.get(n.name.as_str()).cloned().unwrap_or_default(),
                 // Slurm's default SlurmdPort: a virtual node listens on none.
                 "port": 6818,
                 "real_memory": n.memory_mb,
@@ -274,11 +282,8 @@ fn json(nodes: &[NodeInfo], cfg: &controller::config::Cluster) -> serde_json::Va
                 "tres_used": (n.alloc_cpus > 0).then(|| used.join(",")),
                 "tres_weighted": f64::from(n.alloc_cpus),
             })
-        })
-        .collect();
-    json!({"meta": {"plugin": {"type": "openapi/v0.0.38", "name": "Slurm OpenAPI v0.0.38"},
-        "Slurm": {"version": {"major": 22, "micro": 8, "minor": 5}, "release": crate::text::RELEASE}},
-        "errors": [], "nodes": list})
+        });
+    crate::text::write_document("openapi/v0.0.38", "nodes", list)
 }
 
 /// When this host booted (Unix seconds), from `/proc/stat`'s `btime`.
@@ -713,7 +718,7 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
         }
     }
     if args.json {
-        println!("{}", json(&nodes, cfg));
+        json(&nodes, cfg)?;
         return Ok(0);
     }
     let part_width = cfg

@@ -398,13 +398,16 @@ pub fn nodes_of(j: &JobInfo, cfg: &controller::config::Cluster) -> usize {
     if let Some((least, _)) = j.program.as_ref().and_then(|p| p.nodes_asked) {
         return least as usize;
     }
-    let widest = cfg
-        .partitions
-        .iter()
-        .find(|p| p.name == j.partition)
-        .and_then(|p| p.nodes.iter().map(|&n| cfg.nodes[n].cpus).max())
-        .unwrap_or(1)
-        .max(1);
+    let widest = match text::NodeIndex::of(cfg) {
+        Some(ix) => ix.widest(&j.partition).unwrap_or(1),
+        None => cfg
+            .partitions
+            .iter()
+            .find(|p| p.name == j.partition)
+            .and_then(|p| p.nodes.iter().map(|&n| cfg.nodes[n].cpus).max())
+            .unwrap_or(1)
+            .max(1),
+    };
     j.cores.div_ceil(widest).max(1) as usize
 }
 
@@ -570,7 +573,7 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
             cluster: &cluster,
             noconvert: args.noconvert,
         };
-        println!("{}", json(&lines, &jobs, &ctx));
+        json(&lines, &jobs, &ctx)?;
         return Ok(0);
     }
     let mut unknown_fields = Vec::new();
@@ -712,13 +715,11 @@ pub fn expand_tasks(id: &str) -> String {
 /// buffers, federation, reservations, ...) is as Slurm writes it when a
 /// job has none. `all` are every job, so that the cores of a node are
 /// numbered as they were taken.
-fn json(lines: &[Line<'_>], all: &[JobInfo], c: &Ctx<'_>) -> serde_json::Value {
+fn json(lines: &[Line<'_>], all: &[JobInfo], c: &Ctx<'_>) -> std::io::Result<()> {
     use serde_json::json;
     let sockets = Sockets::of(lines, all);
     let cfg = &c.cluster.config;
-    let jobs: Vec<_> = lines
-        .iter()
-        .map(|l| {
+    let jobs = lines.iter().map(|l| {
             let j = l.job;
             let p = j.program.as_deref();
             let user = text::owner(j, c.me);
@@ -776,8 +777,13 @@ fn json(lines: &[Line<'_>], all: &[JobInfo], c: &Ctx<'_>) -> serde_json::Value {
             };
             let mut job = json!({
                 "account": account.unwrap_or(""),
-                // From when it may start: not while held or waiting.
-                "accrue_time": if j.reason == "JobHeldUser" || eligible > c.now { 0 } else { eligible },
+                // From when it may start: not while held or waiting, but
+                // from its eligible time once requeued held.
+                "accrue_time": match eligible {
+                    t if j.reason == text::REQUEUED_HELD => t,
+                    t if t > c.now => 0,
+                    t => t,
+                },
                 "admin_comment": "",
                 "array_job_id": j.array.map_or(0, |a| a.job),
                 "array_task_id": array_task_id,
@@ -870,8 +876,12 @@ fn json(lines: &[Line<'_>], all: &[JobInfo], c: &Ctx<'_>) -> serde_json::Value {
                 "sockets_per_board": 0,
                 "sockets_per_node": null,
                 "start_time": text::secs(j.start_ns),
-                "state_description": "",
-                "state_reason": text::reason(j, l.first_pending),
+                // A requeue's hold is the user's, described apart.
+                "state_description": if j.reason == text::REQUEUED_HELD { text::REQUEUED_HELD } else { "" },
+                "state_reason": match text::reason(j, l.first_pending) {
+                    r if r == text::REQUEUED_HELD => "JobHeldUser".to_string(),
+                    r => r,
+                },
                 "standard_error": stderr,
                 "standard_input": "/dev/null",
                 "standard_output": stdout,
@@ -907,11 +917,8 @@ fn json(lines: &[Line<'_>], all: &[JobInfo], c: &Ctx<'_>) -> serde_json::Value {
                 }
             }
             job
-        })
-        .collect();
-    json!({"meta": {"plugin": {"type": "openapi/v0.0.38", "name": "Slurm OpenAPI v0.0.38"},
-        "Slurm": {"version": {"major": 22, "micro": 8, "minor": 5}, "release": text::RELEASE}},
-        "errors": [], "jobs": jobs})
+    });
+    text::write_document("openapi/v0.0.38", "jobs", jobs)
 }
 
 /// The names of a node list, in its order.

@@ -10,6 +10,34 @@ use formats::wire::{JobInfo, JobState};
 /// clemu has the same facts: what `--version` and the JSON outputs say.
 pub const RELEASE: &str = "22.05.8";
 
+/// Writes a `--json` document to standard output as Slurm's plugins
+/// write theirs: `meta` for `plugin` (`openapi/v0.0.38` or
+/// `openapi/dbv0.0.38`), no error, and `items` under `key`, one at a time,
+/// so that a document of a hundred thousand jobs is never held whole.
+pub fn write_document(
+    plugin: &str,
+    key: &str,
+    items: impl Iterator<Item = serde_json::Value>,
+) -> std::io::Result<()> {
+    use std::io::Write;
+    let name = match plugin {
+        "openapi/dbv0.0.38" => "Slurm OpenAPI DB v0.0.38",
+        _ => "Slurm OpenAPI v0.0.38",
+    };
+    let meta = serde_json::json!({"plugin": {"type": plugin, "name": name},
+        "Slurm": {"version": {"major": 22, "micro": 8, "minor": 5}, "release": RELEASE}});
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    write!(out, "{{\"meta\":{meta},\"errors\":[],\"{key}\":[")?;
+    for (i, item) in items.enumerate() {
+        if i > 0 {
+            out.write_all(b",")?;
+        }
+        serde_json::to_writer(&mut out, &item)?;
+    }
+    out.write_all(b"]}\n")?;
+    out.flush()
+}
+
 pub fn now_s() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -526,7 +554,7 @@ const OUT_OF_QUEUE: [&str; 9] = [
     "ReqNodeNotAvail",
     "JobHeldUser",
     "JobHeldAdmin",
-    "job requeued in held state",
+    REQUEUED_HELD,
 ];
 
 /// Whether a job is held (by its user, by the operator, or as it was
@@ -535,9 +563,14 @@ const OUT_OF_QUEUE: [&str; 9] = [
 pub fn held(j: &JobInfo) -> bool {
     matches!(
         j.reason.as_str(),
-        "JobHeldUser" | "JobHeldAdmin" | "job requeued in held state"
+        "JobHeldUser" | "JobHeldAdmin" | REQUEUED_HELD
     )
 }
+
+/// What Slurm says of a job `scontrol requeuehold` holds: a user's hold
+/// (`JobHeldUser` in its `--json`), described so (squeue's `%r`), and
+/// eligible, and accruing, from when its requeue's wait ends.
+pub const REQUEUED_HELD: &str = formats::wire::HoldKind::Requeued.reason();
 
 /// Why a pending job waits, as Slurm names it: the controller's reason
 /// when it waits out of the queue; else `Resources` for the first job of
@@ -645,10 +678,63 @@ pub fn min_cpus_node(j: &JobInfo) -> u32 {
         .map_or(1, |p| p.cpus_per_task.max(1) * p.tasks_per_node.max(1))
 }
 
+/// What the commands look up of the cluster's nodes, job by job: each
+/// node's memory by its name, and each partition's widest node. Made
+/// once per command, so that a table or document of every job costs one
+/// lookup per job's node rather than a walk of the cluster.
+pub struct NodeIndex {
+    /// The configuration it was made of: its address and node count.
+    of: (usize, usize),
+    memory: std::collections::HashMap<String, u64>,
+    widest: std::collections::HashMap<String, u32>,
+}
+
+impl NodeIndex {
+    /// The index of `cfg`: made on the first call, for the one
+    /// configuration a command reads; `None` for any other (a caller
+    /// then walks the nodes).
+    pub fn of(cfg: &controller::config::Cluster) -> Option<&'static NodeIndex> {
+        static INDEX: std::sync::OnceLock<NodeIndex> = std::sync::OnceLock::new();
+        let key = (cfg as *const _ as usize, cfg.nodes.len());
+        let ix = INDEX.get_or_init(|| NodeIndex {
+            of: key,
+            memory: cfg
+                .nodes
+                .iter()
+                .map(|n| (n.name.clone(), n.memory_mb))
+                .collect(),
+            widest: cfg
+                .partitions
+                .iter()
+                .map(|p| {
+                    let w = p.nodes.iter().map(|&n| cfg.nodes[n].cpus).max();
+                    (p.name.clone(), w.unwrap_or(1).max(1))
+                })
+                .collect(),
+        });
+        (ix.of == key).then_some(ix)
+    }
+
+    /// The most cores one node of partition `name` has.
+    pub fn widest(&self, name: &str) -> Option<u32> {
+        self.widest.get(name).copied()
+    }
+}
+
 /// The memory (MiB) of the nodes job `j` holds, or of the nodes it asks
 /// for in its partition while it waits: what Slurm counts as asked by a
 /// job that asks none (its `DefMemPerNode`, unlimited: whole nodes).
 pub fn nodes_memory(j: &JobInfo, cfg: &controller::config::Cluster) -> u64 {
+    if let (false, Some(ix)) = (j.nodes.is_empty(), NodeIndex::of(cfg)) {
+        return formats::nodeset::parse(&j.nodes)
+            .map(|s| {
+                formats::nodeset::expand(&s)
+                    .iter()
+                    .filter_map(|n| ix.memory.get(n))
+                    .sum()
+            })
+            .unwrap_or(0);
+    }
     if !j.nodes.is_empty() {
         // One pass over the cluster's nodes, not one per node of the job:
         // a wide job on a large cluster would make that quadratic.

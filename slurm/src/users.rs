@@ -32,13 +32,24 @@ pub fn by_uid(uid: u32) -> Option<User> {
     users().find(|u| u.uid == uid)
 }
 
-/// The name of group `gid` (`name:password:gid:members`).
+/// The name of group `gid` (`name:password:gid:members`), the group file
+/// read once per command, as the password file is.
 pub fn group_name(gid: u32) -> Option<String> {
-    let text = std::fs::read_to_string(GROUPS).ok()?;
-    text.lines().find_map(|l| {
-        let f: Vec<&str> = l.split(':').collect();
-        (f.len() >= 3 && f[2].parse() == Ok(gid)).then(|| f[0].to_string())
-    })
+    static GROUP_NAMES: std::sync::OnceLock<Vec<(u32, String)>> = std::sync::OnceLock::new();
+    GROUP_NAMES
+        .get_or_init(|| {
+            std::fs::read_to_string(GROUPS)
+                .unwrap_or_default()
+                .lines()
+                .filter_map(|l| {
+                    let f: Vec<&str> = l.split(':').collect();
+                    (f.len() >= 3).then(|| Some((f[2].parse().ok()?, f[0].to_string())))?
+                })
+                .collect()
+        })
+        .iter()
+        .find(|(g, _)| *g == gid)
+        .map(|(_, name)| name.clone())
 }
 
 /// The password file's users, read once per command: squeue asks of

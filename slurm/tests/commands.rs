@@ -623,13 +623,18 @@ fn a_requeued_job_is_ended_and_waits_again_under_its_id_as_on_slurm() {
         || c.ok(w, "squeue", &["-h", "-j", &held, "-o", "%t"]),
         "R\n",
     );
-    // Root's hold of a running job: it runs on, held by the operator
-    // (priority 0), as on Slurm; released, it runs on as before, and a
-    // release of a job not held is no error.
+    // A hold of a running job: it runs on, held (priority 0), as on
+    // Slurm, by the operator if root asks; released, it runs on as
+    // before, and a release of a job not held is no error.
     c.ok(w, "scontrol", &["hold", &held]);
+    let whose = if nix::unistd::getuid().is_root() {
+        "JobHeldAdmin"
+    } else {
+        "JobHeldUser"
+    };
     assert_eq!(
         c.ok(w, "squeue", &["-h", "-j", &held, "-o", "%t %r %Q"]),
-        "R JobHeldAdmin 0\n"
+        format!("R {whose} 0\n")
     );
     c.ok(w, "scontrol", &["release", &held]);
     c.ok(w, "scontrol", &["release", &held]);
@@ -1264,6 +1269,14 @@ fn sacct_json_is_slurms_document_with_its_steps() {
             ("1".into(), "FAILED".into(), "Cyclic".into()),
         ]
     );
+    // One step asked for: its job, with that step alone.
+    let doc: serde_json::Value =
+        serde_json::from_str(&c.ok(w, "sacct", &["--json", "-j", &format!("{id}.1")])).unwrap();
+    let jobs = doc["jobs"].as_array().unwrap();
+    assert_eq!(jobs.len(), 1, "{doc:#}");
+    assert_eq!(jobs[0]["job_id"], id.parse::<u64>().unwrap());
+    assert_eq!(jobs[0]["steps"].as_array().unwrap().len(), 1);
+    assert_eq!(jobs[0]["steps"][0]["step"]["id"], 1);
 }
 
 #[test]

@@ -449,10 +449,10 @@ impl Cluster {
 
     /// A batch job over goes back to the queue under its id (`scontrol
     /// requeue`), as one requeued while it ran: its restarts counted,
-    /// eligible `requeue_delay` later
-    /// (reason `BeginTime`) or held by its user (`hold`). Its dependencies
-    /// were met when it first ran and are not waited for again. Returns
-    /// whether it could: it must be over and its spec kept.
+    /// eligible `requeue_delay` later (reason `BeginTime`), or held
+    /// (`hold`: `requeuehold`, reason `job requeued in held state`). Its
+    /// dependencies were met when it first ran and are not waited for
+    /// again. Returns whether it could: it must be over and its spec kept.
     pub(super) fn readmitted(&mut self, id: u64, hold: bool, now: Now) -> bool {
         let (Some(info), Some(kept)) = (self.done.get(&id), self.kept.get(&id)) else {
             return false;
@@ -665,7 +665,7 @@ impl Cluster {
     /// first, as on Slurm, whose new launch must come after the old launch
     /// credential's lifetime (120 s) is over: it is eligible
     /// `requeue_delay_s` (121 s) later (reason `BeginTime`), or
-    /// held by its user until released (`requeuehold`).
+    /// held until released (`requeuehold`), or by the hold it had as it ran.
     pub(super) fn requeued(&mut self, id: u64, reason: String, now: Now) {
         self.release(id);
         let Some(job) = self.jobs.get_mut(&id) else {

@@ -1238,7 +1238,7 @@ impl Cluster {
             let queued = !job.held && !job.throttled;
             job.throttled = false;
             job.held = true;
-            // A release on its way waits for the user's.
+            // A release on its way waits for the holder's.
             let timer = job.release_at.take();
             let p = job.partition;
             if let Some(at) = timer {
@@ -1274,7 +1274,13 @@ impl Cluster {
         } else {
             String::new()
         };
-        self.deps_over(id, now);
+        // A think time that ended while it was held: submitted now, behind
+        // the jobs already waiting, not at that past instant.
+        if job.spec.think_ns.is_some() && job.release_wall() <= now.wall {
+            self.released(id, Some(now), now);
+        } else {
+            self.deps_over(id, now);
+        }
         Ok(())
     }
 

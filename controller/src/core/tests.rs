@@ -1143,6 +1143,14 @@ fn a_running_job_held_waits_held_once_requeued() {
     pass(&mut c, &mut out);
     let held = c.hold(&ids, Some(HoldKind::Admin), true, at(1), &mut out);
     assert!(held.iter().all(|o| o.error.is_none()), "{held:?}");
+    // A restart finds them running, held by the operator.
+    for r in restarts(&c, &out.1) {
+        for id in &ids {
+            assert_eq!(r.jobs[id].state, JobState::Running);
+            assert_eq!(r.jobs[id].hold, Some(HoldKind::Admin));
+            assert_eq!(r.jobs_info(&[*id])[0].reason, "JobHeldAdmin");
+        }
+    }
     // Requeued on request: held by the operator once its process is gone.
     assert_eq!(c.requeue(&ids[..1], false, at(2), &mut out)[0].error, None);
     c.job_ended(7, ids[0], Exit::Code(143), at(3), &mut out);
@@ -1177,6 +1185,27 @@ fn a_running_job_held_waits_held_once_requeued() {
         (info.state, info.reason.as_str()),
         (JobState::Cancelled, "JobHeldUser")
     );
+}
+
+#[test]
+fn a_think_time_over_while_held_submits_the_job_at_its_release() {
+    let mut c = cluster();
+    let mut out = Recorder::default();
+    let first = c.submit(vec![spec(1)], 0, at(0), &mut out).unwrap()[0];
+    let next = c
+        .submit(vec![after(&[first], Some(5))], 0, at(0), &mut out)
+        .unwrap()[0];
+    c.hold(&[next], Some(HoldKind::User), false, at(1), &mut out);
+    pass(&mut c, &mut out);
+    c.job_ended(7, first, Exit::Code(0), at(2), &mut out);
+    // Its think time ends at 7 s while it is held.
+    c.release_due(at(10), &mut out);
+    assert!(!queued(&c).contains(&next));
+    let waiting = c.submit(vec![spec(1)], 0, at(20), &mut out).unwrap()[0];
+    // Released at 50 s: submitted then, behind the job that came at 20.
+    c.hold(&[next], None, false, at(50), &mut out);
+    assert_eq!(c.jobs[&next].submit_ns, at(50).wall);
+    assert!(c.jobs[&next].submit_mono > c.jobs[&waiting].submit_mono);
 }
 
 #[test]

@@ -853,7 +853,7 @@ pub enum HoldKind {
 
 impl HoldKind {
     /// The pending reason Slurm gives a job so held.
-    pub fn reason(self) -> &'static str {
+    pub const fn reason(self) -> &'static str {
         match self {
             HoldKind::User => "JobHeldUser",
             HoldKind::Admin => "JobHeldAdmin",

@@ -84,11 +84,11 @@ pub fn read(path: &Path, spec: &SliceSpec) -> Result<Slice> {
         // from the slice's earliest submission), but is said once.
         let at = job.submit_ns();
         match last_submit {
-            Some((t, _)) if at < t => {
+            Some((t, after_line)) if at < t => {
                 let o = slice.out_of_order.get_or_insert(OutOfOrder {
                     line: job.line,
                     submit_ns: at,
-                    after_line: last_submit.map_or(0, |(_, l)| l),
+                    after_line,
                     after_ns: t,
                     lines: 0,
                 });
