@@ -79,7 +79,8 @@ pub fn expand_distinct(inputs: &[PathBuf], warnings: &mut Vec<String>) -> Result
             }
         }
     }
-    // In the order given, so that the warnings are the same every time.
+    // Ordered (by size, and within a size as given), so that the
+    // warnings are the same every time.
     let mut by_size: std::collections::BTreeMap<u64, Vec<usize>> = Default::default();
     for (i, src) in out.iter().enumerate() {
         if let Source::File(p) = src {

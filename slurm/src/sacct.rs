@@ -782,7 +782,9 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
                         job: j,
                         step: Some(s.id.to_string()),
                         srun: Some(s),
-                        record: None,
+                        // The job's, for its line when only steps are
+                        // asked for (`-j 12.0 --json`).
+                        record,
                         tasks: None,
                     });
                 }

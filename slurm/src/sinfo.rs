@@ -211,10 +211,11 @@ fn json(nodes: &[NodeInfo], cfg: &controller::config::Cluster) -> std::io::Resul
     let mut partitions: std::collections::HashMap<&str, Vec<&str>> = Default::default();
     for p in &cfg.partitions {
         for &i in &p.nodes {
-            partitions
-                .entry(cfg.nodes[i].name.as_str())
-                .or_default()
-                .push(&p.name);
+            let of = partitions.entry(cfg.nodes[i].name.as_str()).or_default();
+            // A node the partition's list names twice is in it once.
+            if of.last() != Some(&p.name.as_str()) {
+                of.push(&p.name);
+            }
         }
     }
     let list = nodes

@@ -1240,6 +1240,8 @@ fn sacct_json_is_slurms_document_with_its_steps() {
     assert_eq!(c.wait_over(w, &id), "FAILED|3:0");
     let doc: serde_json::Value =
         serde_json::from_str(&c.ok(w, "sacct", &["--json", "-j", &id])).unwrap();
+    let doc_all = doc.clone();
+    assert_ne!(doc["jobs"][0]["time"]["total"]["microseconds"], 0);
     assert_eq!(doc["meta"]["plugin"]["type"], "openapi/dbv0.0.38");
     let job = &doc["jobs"][0];
     // Slurm 22.05's 30 keys, its exit codes as its plugin writes them.
@@ -1277,6 +1279,11 @@ fn sacct_json_is_slurms_document_with_its_steps() {
     assert_eq!(jobs[0]["job_id"], id.parse::<u64>().unwrap());
     assert_eq!(jobs[0]["steps"].as_array().unwrap().len(), 1);
     assert_eq!(jobs[0]["steps"][0]["step"]["id"], 1);
+    // The job's CPU time is its record's, whichever of its lines is asked.
+    assert_eq!(
+        jobs[0]["time"]["total"], doc_all["jobs"][0]["time"]["total"],
+        "{doc:#}"
+    );
 }
 
 #[test]
