@@ -703,15 +703,7 @@ impl Cluster {
         if let (false, Some(h)) = (asked, job.hold) {
             job.held = true;
             job.reason = h.reason().into();
-            let task = job.array.filter(|t| t.limit > 0);
-            self.record_event(Happened::Ended {
-                job: id,
-                at_ns: now.mono,
-                state: JobState::NodeFail,
-            });
-            if let Some(t) = task {
-                self.array_task_over(t, true, now);
-            }
+            self.waits_again(id, JobState::NodeFail, now);
             return;
         }
         // An event-driven scheduler hears of a requeue as an end and a new
@@ -740,17 +732,8 @@ impl Cluster {
         };
         job.spec.begin_ns = Some(begin);
         job.held = true;
-        let (hold, task) = (job.hold, job.array.filter(|t| t.limit > 0));
-        self.record_event(Happened::Ended {
-            job: id,
-            at_ns: now.mono,
-            state: JobState::Cancelled,
-        });
-        // Out of its array's count while it waits: it comes back through
-        // the array's limit when it enters the queue again.
-        if let Some(t) = task {
-            self.array_task_over(t, true, now);
-        }
+        let hold = job.hold;
+        self.waits_again(id, JobState::Cancelled, now);
         if let Some(job) = self.jobs.get_mut(&id) {
             if let Some(h) = hold {
                 job.reason = h.reason().into();
@@ -758,6 +741,26 @@ impl Cluster {
                 job.reason = "BeginTime".into();
                 self.deps_over(id, now);
             }
+        }
+    }
+
+    /// Requeued job `id` waits out of the queue (held, or for its begin):
+    /// an event-driven scheduler hears of its run's end as `state`, and it
+    /// leaves its array's count, to come back through the array's limit
+    /// when it enters the queue again.
+    fn waits_again(&mut self, id: u64, state: JobState, now: Now) {
+        let task = self
+            .jobs
+            .get(&id)
+            .and_then(|j| j.array)
+            .filter(|t| t.limit > 0);
+        self.record_event(Happened::Ended {
+            job: id,
+            at_ns: now.mono,
+            state,
+        });
+        if let Some(t) = task {
+            self.array_task_over(t, true, now);
         }
     }
 
