@@ -576,6 +576,34 @@ impl Journal {
         Ok(())
     }
 
+    /// Writes what is queued and hands out the file to be synced on
+    /// another thread, with the last entry that sync will cover: the
+    /// server's loop never waits for the disk. [`Journal::synced`] says
+    /// when it is done.
+    pub fn sync_elsewhere(&mut self) -> Result<(File, u64)> {
+        self.write()?;
+        let file = self
+            .file
+            .try_clone()
+            .with_context(|| format!("cannot sync {}", journal_path(&self.dir).display()))?;
+        Ok((file, self.seq))
+    }
+
+    /// A sync handed out by [`Journal::sync_elsewhere`] is over: the
+    /// entries up to `seq` are durable.
+    pub fn synced(&mut self, seq: u64) {
+        if seq >= self.seq && self.buf.is_empty() {
+            self.unsynced = false;
+            self.pending = 0;
+            self.pending_since = None;
+        } else {
+            // Entries came after the sync began: they wait for the next.
+            // When the first of them came is not kept; the lag stays
+            // counted from the older instant, an overstatement.
+            self.pending = self.seq.saturating_sub(seq);
+        }
+    }
+
     /// Entries appended since the last sync: what a crash of the machine
     /// would lose now.
     pub fn unsynced_entries(&self) -> u64 {

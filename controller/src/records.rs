@@ -37,6 +37,9 @@ enum Work {
     ThenRemove(PathBuf, String),
     /// Runs this once what was appended before is written.
     Then(Box<dyn FnOnce() + Send>),
+    /// Syncs what was appended before, then this other file (the
+    /// journal), and tells how that went.
+    SyncBoth(File, Box<dyn FnOnce(std::io::Result<()>) + Send>),
 }
 
 /// Largest part of the record file sent to a backup at once.
@@ -86,6 +89,18 @@ impl Sink {
     /// confirms entries only once it holds the records sent before them.
     pub fn then(&self, f: impl FnOnce() + Send + 'static) {
         let _ = self.tx.send(Work::Then(Box::new(f)));
+    }
+
+    /// Makes every record appended so far durable, then `other` (the
+    /// journal), on this sink's thread, and calls `done` with the outcome:
+    /// the server's loop goes on meanwhile.
+    pub fn sync_with(&self, other: File, done: impl FnOnce(std::io::Result<()>) + Send + 'static) {
+        let done: Box<dyn FnOnce(std::io::Result<()>) + Send> = Box::new(done);
+        if let Err(mpsc::SendError(Work::SyncBoth(_, done))) =
+            self.tx.send(Work::SyncBoth(other, done))
+        {
+            done(Err(std::io::Error::other("the record sink is gone")));
+        }
     }
 
     /// Empties the record file (a backup's, before it takes its primary's).
@@ -159,6 +174,9 @@ pub fn start(path: &Path) -> Result<(Sink, std::thread::JoinHandle<()>)> {
                         Err(e) => error!(file = %path.display(), %e, "cannot sync records"),
                     },
                     Work::Then(f) => f(),
+                    Work::SyncBoth(other, done) => {
+                        done(file.sync_data().and_then(|()| other.sync_data()))
+                    }
                     Work::Truncate => {
                         if let Err(e) = file.set_len(0) {
                             error!(file = %path.display(), %e, "cannot empty the record file");

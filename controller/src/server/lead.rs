@@ -493,8 +493,15 @@ impl Server {
         self.witnesses.lacking_since = None;
         self.witnesses.backing = false;
         self.out.orders.clear();
-        // Nothing of this batch is acknowledged either.
-        for (reply, _) in self.replies.drain(..) {
+        // Nothing of this batch is acknowledged either, nor what waited
+        // for the disk.
+        let syncing = self.syncing.take().map(|s| s.replies).unwrap_or_default();
+        for (reply, _) in self
+            .replies
+            .drain(..)
+            .chain(self.unsynced.drain(..))
+            .chain(syncing)
+        {
             let _ = reply.send(formats::wire::Response::NotPrimary(String::new()));
         }
         self.cluster.release_agents();

@@ -182,6 +182,29 @@ fn send_replies(replies: Vec<(oneshot::Sender<Response>, Response)>) {
     }
 }
 
+/// A sync of the journal and the record file, under way: the last entry
+/// it covers, and what waits for it.
+struct Syncing {
+    seq: u64,
+    replies: Vec<(oneshot::Sender<Response>, Response)>,
+    ends: Vec<(AgentId, u64)>,
+}
+
+/// Answers that acknowledge nothing journaled (reads, refusals, a
+/// shutdown under way), and so wait for no disk nor backup.
+fn reads_only(r: &Response) -> bool {
+    matches!(
+        r,
+        Response::ShuttingDown
+            | Response::Queue(_)
+            | Response::Nodes(_)
+            | Response::Hosts(_)
+            | Response::Stats(_)
+            | Response::NotPrimary(_)
+            | Response::Error(_)
+    )
+}
+
 pub struct Server {
     cluster: Cluster,
     scheduler: Scheduler,
@@ -205,6 +228,13 @@ pub struct Server {
     journal: Journal,
     /// Answers to clients, sent once what they acknowledge is journaled.
     replies: Vec<(oneshot::Sender<Response>, Response)>,
+    /// Answers that acknowledge a change, waiting for the next sync.
+    unsynced: Vec<(oneshot::Sender<Response>, Response)>,
+    /// The sync under way on the record sink's thread, if any, and how it
+    /// tells it is over.
+    syncing: Option<Syncing>,
+    synced_tx: mpsc::UnboundedSender<std::io::Result<()>>,
+    synced_rx: mpsc::UnboundedReceiver<std::io::Result<()>>,
     /// Submissions waiting for room under `max_jobs`, in arrival order. A
     /// client has one request in flight per connection, so this holds at
     /// most one request per connection: a flooding client is slowed down
@@ -252,12 +282,17 @@ impl Server {
             .schedule_interval
             .max(cluster.config().pass_floor);
         let prestart = cluster.config().prestart;
+        let (synced_tx, synced_rx) = mpsc::unbounded_channel();
         let mut server = Server {
             cluster,
             scheduler: Scheduler::new(policy, interval).looking_ahead(prestart),
             clock,
             journal,
             replies: Vec::new(),
+            unsynced: Vec::new(),
+            syncing: None,
+            synced_tx,
+            synced_rx,
             held: VecDeque::new(),
             links: Links::default(),
             out: Outbox::default(),
@@ -386,7 +421,10 @@ impl Server {
             self.released();
             self.look_ahead().await;
             if let Some(deadline) = self.stopping {
-                if !self.cluster.has_agents() || Instant::now() >= deadline {
+                // A sync under way is let finish: what waits for it is
+                // answered as if the controller went on.
+                let idle = !self.cluster.has_agents() && self.syncing.is_none();
+                if idle || Instant::now() >= deadline {
                     break;
                 }
             }
@@ -417,6 +455,12 @@ impl Server {
             // Events first: heartbeats waiting in the queue after a long
             // pass must be seen before agents are judged silent.
             biased;
+            // First: what waited for the disk goes as soon as it may.
+            r = self.synced_rx.recv(), if self.syncing.is_some() => {
+                if let Some(r) = r {
+                    self.synced(r);
+                }
+            }
             ev = self.events.recv() => match ev {
                 Some(ev) => {
                     self.handle(ev);
@@ -438,7 +482,7 @@ impl Server {
             _ = lead.tick(), if !matches!(self.place, Place::Alone) => self.lead().await,
             _ = ping.tick(), if self.acts() => self.ping(),
             _ = sync.tick(), if self.journal.dirty() || !self.out.ends.is_empty() => {
-                self.sync().await;
+                self.begin_sync();
             }
             () = shutdown.cancelled(), if self.stopping.is_none() => self.begin_shutdown(),
         }
@@ -460,30 +504,89 @@ impl Server {
         if self.replies.is_empty() {
             return;
         }
-        // As in `sync`: the orders just released are written before this
-        // thread waits for the disk.
-        tokio::task::yield_now().await;
-        let failed = self.journal.sync().err().map(|e| format!("{e:#}"));
-        let replies: Vec<_> = self
-            .replies
-            .drain(..)
-            .map(|(reply, resp)| match &failed {
-                // What it acknowledges might not survive a crash: say so.
-                Some(e) if !matches!(resp, Response::Error(_)) => (
+        // Answers that acknowledge a change wait for the disk; the loop
+        // does not: the sync runs on the record sink's thread, and its end
+        // comes back as an event ([`Server::synced`]). A sync asked for
+        // while one is under way is the next one, for all that came
+        // meanwhile (a group commit).
+        let (reads, acts): (Vec<_>, Vec<_>) =
+            self.replies.drain(..).partition(|(_, r)| reads_only(r));
+        self.release(seq, Vec::new(), reads);
+        if !acts.is_empty() {
+            self.unsynced.extend(acts);
+            self.begin_sync();
+        }
+    }
+
+    /// Starts syncing the journal and the record file on the record sink's
+    /// thread, for the answers and ends that wait for it, unless a sync is
+    /// under way (its end starts the next).
+    fn begin_sync(&mut self) {
+        if self.syncing.is_some() {
+            return;
+        }
+        self.write_journal();
+        let (file, seq) = match self.journal.sync_elsewhere() {
+            Ok(f) => f,
+            Err(e) => {
+                let replies = std::mem::take(&mut self.unsynced);
+                return self.sync_failed(&format!("{e:#}"), replies);
+            }
+        };
+        self.syncing = Some(Syncing {
+            seq,
+            replies: std::mem::take(&mut self.unsynced),
+            ends: std::mem::take(&mut self.out.ends),
+        });
+        let tx = self.synced_tx.clone();
+        self.records.sync_with(file, move |r| {
+            let _ = tx.send(r);
+        });
+    }
+
+    /// The sync under way is over: what it covers is durable, so what
+    /// waited for it goes (or learns that it failed).
+    fn synced(&mut self, result: std::io::Result<()>) {
+        let Some(done) = self.syncing.take() else {
+            return;
+        };
+        match result {
+            Ok(()) => {
+                self.journal.synced(done.seq);
+                self.release(done.seq, Vec::new(), done.replies);
+                self.acknowledge_ends(done.ends);
+                // Clients submitting without pause keep the journal
+                // synced: the fold comes here too.
+                self.compact();
+            }
+            Err(e) => {
+                // The ends are acknowledged by a later sync.
+                self.out.ends.extend(done.ends);
+                self.sync_failed(
+                    &format!("cannot sync the journal or the record file: {e}"),
+                    done.replies,
+                );
+            }
+        }
+        if !self.unsynced.is_empty() {
+            self.begin_sync();
+        }
+    }
+
+    /// What `replies` acknowledge might not survive a crash: they say so.
+    fn sync_failed(&mut self, e: &str, replies: Vec<(oneshot::Sender<Response>, Response)>) {
+        error!("{e}");
+        let replies = replies
+            .into_iter()
+            .map(|(reply, resp)| match resp {
+                Response::Error(_) => (reply, resp),
+                _ => (
                     reply,
                     Response::Error(format!("the controller cannot journal: {e}")),
                 ),
-                _ => (reply, resp),
             })
             .collect();
-        self.release(seq, Vec::new(), replies);
-        if let Some(e) = failed {
-            error!("{e}");
-            return;
-        }
-        // Clients submitting without pause keep the journal synced, so the
-        // interval sync (which also compacts) may never come round.
-        self.compact();
+        self.release(self.journal.seq(), Vec::new(), replies);
     }
 
     /// Writes the core's new entries to the journal, and sends the written
@@ -510,17 +613,7 @@ impl Server {
         replies: Vec<(oneshot::Sender<Response>, Response)>,
     ) {
         // Answers that acknowledge nothing go at once.
-        let (reads, acts): (Vec<_>, Vec<_>) = replies.into_iter().partition(|(_, r)| {
-            matches!(
-                r,
-                Response::Queue(_)
-                    | Response::Nodes(_)
-                    | Response::Hosts(_)
-                    | Response::Stats(_)
-                    | Response::NotPrimary(_)
-                    | Response::Error(_)
-            )
-        });
+        let (reads, acts): (Vec<_>, Vec<_>) = replies.into_iter().partition(|(_, r)| reads_only(r));
         send_replies(reads);
         let backed = self.backed();
         let now = match &mut self.place {
@@ -554,29 +647,32 @@ impl Server {
         }
     }
 
-    /// Makes the journal and the record file durable, then lets agents
-    /// forget the ends they reported, and folds a long journal.
+    /// On the way out: makes the journal and the record file durable
+    /// here and now, then answers whatever waited for a sync and lets
+    /// agents forget the ends they reported.
     async fn sync(&mut self) {
-        // The disk can take a millisecond, and this task holds its thread
-        // meanwhile. Orders just handed to the agents' connections would
-        // wait for it (a woken task runs after the one that woke it):
-        // let them be written first. The interval's tick comes at once
-        // when the journal was clean before, so the first orders after a
-        // quiet spell, such as a gang turn's, met it every time.
-        tokio::task::yield_now().await;
-        self.journal.append(self.out.entries.drain(..));
-        if let Err(e) = self.journal.sync() {
-            error!("{e:#}");
-            return;
+        self.write_journal();
+        let mut replies = std::mem::take(&mut self.unsynced);
+        let mut ends = std::mem::take(&mut self.out.ends);
+        if let Some(under_way) = self.syncing.take() {
+            replies.splice(0..0, under_way.replies);
+            ends.splice(0..0, under_way.ends);
         }
-        if !self.out.ends.is_empty() {
-            if let Err(e) = self.records.flush().await {
-                error!("cannot sync the record file: {e}");
-                return;
+        let synced = match self.journal.sync() {
+            Ok(()) => self
+                .records
+                .flush()
+                .await
+                .map_err(|e| format!("cannot sync the record file: {e}")),
+            Err(e) => Err(format!("{e:#}")),
+        };
+        match synced {
+            Ok(()) => {
+                self.release(self.journal.seq(), Vec::new(), replies);
+                self.acknowledge_ends(ends);
             }
-            self.acknowledge_ends();
+            Err(e) => self.sync_failed(&e, replies),
         }
-        self.compact();
     }
 
     /// Folds a long journal into a snapshot (a no-op while it is short).
@@ -634,13 +730,13 @@ impl Server {
     }
 
     /// Lets agents forget the ends they reported, now that they are noted.
-    fn acknowledge_ends(&mut self) {
-        if self.out.ends.is_empty() {
+    fn acknowledge_ends(&mut self, ends: Vec<(AgentId, u64)>) {
+        if ends.is_empty() {
             return;
         }
         let remote: HashSet<AgentId> = self.cluster.remote_agents().collect();
         let mut by_agent: HashMap<AgentId, Vec<u64>> = HashMap::new();
-        for (agent, job) in self.out.ends.drain(..) {
+        for (agent, job) in ends {
             if remote.contains(&agent) {
                 by_agent.entry(agent).or_default().push(job);
             }
