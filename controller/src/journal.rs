@@ -257,6 +257,14 @@ pub struct Recovered {
     pub entries: Vec<Entry>,
 }
 
+/// What a sync made elsewhere covers: the entries up to `seq`, as the
+/// file stood after its `writes`th write.
+#[derive(Debug, Clone, Copy)]
+pub struct SyncCover {
+    pub seq: u64,
+    writes: u64,
+}
+
 /// The open journal.
 pub struct Journal {
     dir: PathBuf,
@@ -269,6 +277,9 @@ pub struct Journal {
     size: u64,
     /// Written since the last sync.
     unsynced: bool,
+    /// Counts writes and changes of file: a sync made elsewhere covers
+    /// everything only if neither happened since it began.
+    writes: u64,
     /// Entries appended since the last sync, and when the first of them
     /// was.
     pending: u64,
@@ -448,6 +459,7 @@ impl Journal {
                 seq,
                 size: intact as u64,
                 unsynced: false,
+                writes: 0,
                 pending: 0,
                 pending_since: None,
                 compact_at,
@@ -498,6 +510,7 @@ impl Journal {
         }
         self.buf.clear();
         self.unsynced = true;
+        self.writes += 1;
         Ok(())
     }
 
@@ -577,22 +590,30 @@ impl Journal {
     }
 
     /// Writes what is queued and hands out the file to be synced on
-    /// another thread, with the last entry that sync will cover: the
-    /// server's loop never waits for the disk. [`Journal::synced`] says
-    /// when it is done.
-    pub fn sync_elsewhere(&mut self) -> Result<(File, u64)> {
+    /// another thread, with what that sync will cover: the server's loop
+    /// never waits for the disk. [`Journal::synced`] says when it is done.
+    pub fn sync_elsewhere(&mut self) -> Result<(File, SyncCover)> {
         self.write()?;
         let file = self
             .file
             .try_clone()
             .with_context(|| format!("cannot sync {}", journal_path(&self.dir).display()))?;
-        Ok((file, self.seq))
+        Ok((
+            file,
+            SyncCover {
+                seq: self.seq,
+                writes: self.writes,
+            },
+        ))
     }
 
-    /// A sync handed out by [`Journal::sync_elsewhere`] is over: the
-    /// entries up to `seq` are durable.
-    pub fn synced(&mut self, seq: u64) {
-        if seq >= self.seq && self.buf.is_empty() {
+    /// A sync handed out by [`Journal::sync_elsewhere`] is over: what it
+    /// covers is durable. The journal is clean only if nothing was
+    /// written, and the file not replaced (a fold, a backup's new state),
+    /// since that sync began.
+    pub fn synced(&mut self, cover: SyncCover) {
+        let SyncCover { seq, writes } = cover;
+        if writes == self.writes && self.buf.is_empty() {
             self.unsynced = false;
             self.pending = 0;
             self.pending_since = None;
@@ -686,6 +707,7 @@ impl Journal {
             .with_context(|| format!("cannot open {}", jpath.display()))?;
         self.size = HEADER as u64;
         self.snapshot_size = written;
+        self.writes += 1;
         info!(
             jobs = count,
             seq = self.seq,
@@ -793,6 +815,39 @@ mod tests {
     }
 
     #[test]
+    fn a_sync_made_elsewhere_cleans_only_what_it_covers() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut j, _) = Journal::open(dir.path(), 1 << 20).unwrap();
+        j.append([Entry::Submitted(Box::new(image(1)))]);
+        let (file, cover) = j.sync_elsewhere().unwrap();
+        // An entry written while that sync runs is not covered by it.
+        j.append([started(1)]);
+        j.write().unwrap();
+        file.sync_data().unwrap();
+        j.synced(cover);
+        assert!(j.dirty());
+        assert_eq!(j.unsynced_entries(), 1);
+        let (file, cover) = j.sync_elsewhere().unwrap();
+        // A fold replaces the file: a sync of the old one covers nothing.
+        j.compact(snapshot(2, [1])).unwrap();
+        j.append([Entry::Submitted(Box::new(image(2)))]);
+        j.write().unwrap();
+        file.sync_data().unwrap();
+        j.synced(cover);
+        assert!(j.dirty());
+        let (file, cover) = j.sync_elsewhere().unwrap();
+        file.sync_data().unwrap();
+        j.synced(cover);
+        assert!(!j.dirty());
+        assert_eq!(j.unsynced_entries(), 0);
+        // Everything written is there after a reopen.
+        drop(j);
+        let (_, r) = Journal::open(dir.path(), 1 << 20).unwrap();
+        assert_eq!(r.snapshot.jobs.len(), 1);
+        assert_eq!(r.entries.len(), 1);
+    }
+
+    #[test]
     fn entries_survive_a_reopen_and_a_torn_tail_is_cut() {
         let dir = tempfile::tempdir().unwrap();
         let (mut j, r) = Journal::open(dir.path(), 1 << 20).unwrap();
@@ -848,6 +903,7 @@ mod tests {
             seq: 0,
             size: 0,
             unsynced: false,
+            writes: 0,
             pending: 0,
             pending_since: None,
             compact_at: 0,

@@ -37,9 +37,9 @@ enum Work {
     ThenRemove(PathBuf, String),
     /// Runs this once what was appended before is written.
     Then(Box<dyn FnOnce() + Send>),
-    /// Syncs what was appended before, then this other file (the
-    /// journal), and tells how that went.
-    SyncBoth(File, Box<dyn FnOnce(std::io::Result<()>) + Send>),
+    /// Syncs what was appended before (if asked), then this other file
+    /// (the journal), and tells how that went.
+    SyncBoth(File, bool, Box<dyn FnOnce(std::io::Result<()>) + Send>),
 }
 
 /// Largest part of the record file sent to a backup at once.
@@ -91,13 +91,18 @@ impl Sink {
         let _ = self.tx.send(Work::Then(Box::new(f)));
     }
 
-    /// Makes every record appended so far durable, then `other` (the
-    /// journal), on this sink's thread, and calls `done` with the outcome:
-    /// the server's loop goes on meanwhile.
-    pub fn sync_with(&self, other: File, done: impl FnOnce(std::io::Result<()>) + Send + 'static) {
+    /// Makes `other` (the journal) durable on this sink's thread, and
+    /// with `records`, every record appended so far before it; calls
+    /// `done` with the outcome: the server's loop goes on meanwhile.
+    pub fn sync_with(
+        &self,
+        other: File,
+        records: bool,
+        done: impl FnOnce(std::io::Result<()>) + Send + 'static,
+    ) {
         let done: Box<dyn FnOnce(std::io::Result<()>) + Send> = Box::new(done);
-        if let Err(mpsc::SendError(Work::SyncBoth(_, done))) =
-            self.tx.send(Work::SyncBoth(other, done))
+        if let Err(mpsc::SendError(Work::SyncBoth(_, _, done))) =
+            self.tx.send(Work::SyncBoth(other, records, done))
         {
             done(Err(std::io::Error::other("the record sink is gone")));
         }
@@ -174,8 +179,9 @@ pub fn start(path: &Path) -> Result<(Sink, std::thread::JoinHandle<()>)> {
                         Err(e) => error!(file = %path.display(), %e, "cannot sync records"),
                     },
                     Work::Then(f) => f(),
-                    Work::SyncBoth(other, done) => {
-                        done(file.sync_data().and_then(|()| other.sync_data()))
+                    Work::SyncBoth(other, records, done) => {
+                        let records = if records { file.sync_data() } else { Ok(()) };
+                        done(records.and_then(|()| other.sync_data()))
                     }
                     Work::Truncate => {
                         if let Err(e) = file.set_len(0) {

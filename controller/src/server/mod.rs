@@ -185,7 +185,10 @@ fn send_replies(replies: Vec<(oneshot::Sender<Response>, Response)>) {
 /// A sync of the journal and the record file, under way: the last entry
 /// it covers, and what waits for it.
 struct Syncing {
-    seq: u64,
+    /// Which sync it is: a completion of another (one given up on a step
+    /// down) must not release what waits for this one.
+    n: u64,
+    cover: crate::journal::SyncCover,
     replies: Vec<(oneshot::Sender<Response>, Response)>,
     ends: Vec<(AgentId, u64)>,
 }
@@ -233,8 +236,10 @@ pub struct Server {
     /// The sync under way on the record sink's thread, if any, and how it
     /// tells it is over.
     syncing: Option<Syncing>,
-    synced_tx: mpsc::UnboundedSender<std::io::Result<()>>,
-    synced_rx: mpsc::UnboundedReceiver<std::io::Result<()>>,
+    /// Syncs begun so far.
+    syncs: u64,
+    synced_tx: mpsc::UnboundedSender<(u64, std::io::Result<()>)>,
+    synced_rx: mpsc::UnboundedReceiver<(u64, std::io::Result<()>)>,
     /// Submissions waiting for room under `max_jobs`, in arrival order. A
     /// client has one request in flight per connection, so this holds at
     /// most one request per connection: a flooding client is slowed down
@@ -291,6 +296,7 @@ impl Server {
             replies: Vec::new(),
             unsynced: Vec::new(),
             syncing: None,
+            syncs: 0,
             synced_tx,
             synced_rx,
             held: VecDeque::new(),
@@ -457,8 +463,8 @@ impl Server {
             biased;
             // First: what waited for the disk goes as soon as it may.
             r = self.synced_rx.recv(), if self.syncing.is_some() => {
-                if let Some(r) = r {
-                    self.synced(r);
+                if let Some((n, r)) = r {
+                    self.synced(n, r);
                 }
             }
             ev = self.events.recv() => match ev {
@@ -526,34 +532,44 @@ impl Server {
             return;
         }
         self.write_journal();
-        let (file, seq) = match self.journal.sync_elsewhere() {
+        let (file, cover) = match self.journal.sync_elsewhere() {
             Ok(f) => f,
             Err(e) => {
                 let replies = std::mem::take(&mut self.unsynced);
                 return self.sync_failed(&format!("{e:#}"), replies);
             }
         };
+        self.syncs += 1;
+        let n = self.syncs;
+        let ends = std::mem::take(&mut self.out.ends);
+        // The record file matters only to the ends: their records are in
+        // the sink's queue before this.
+        let records = !ends.is_empty();
         self.syncing = Some(Syncing {
-            seq,
+            n,
+            cover,
             replies: std::mem::take(&mut self.unsynced),
-            ends: std::mem::take(&mut self.out.ends),
+            ends,
         });
         let tx = self.synced_tx.clone();
-        self.records.sync_with(file, move |r| {
-            let _ = tx.send(r);
+        self.records.sync_with(file, records, move |r| {
+            let _ = tx.send((n, r));
         });
     }
 
     /// The sync under way is over: what it covers is durable, so what
     /// waited for it goes (or learns that it failed).
-    fn synced(&mut self, result: std::io::Result<()>) {
+    fn synced(&mut self, n: u64, result: std::io::Result<()>) {
+        if self.syncing.as_ref().is_none_or(|s| s.n != n) {
+            return;
+        }
         let Some(done) = self.syncing.take() else {
             return;
         };
         match result {
             Ok(()) => {
-                self.journal.synced(done.seq);
-                self.release(done.seq, Vec::new(), done.replies);
+                self.journal.synced(done.cover);
+                self.release(done.cover.seq, Vec::new(), done.replies);
                 self.acknowledge_ends(done.ends);
                 // Clients submitting without pause keep the journal
                 // synced: the fold comes here too.
