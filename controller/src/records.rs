@@ -3,7 +3,8 @@
 //! append their own frames to it). Agents on other hosts send the records
 //! of finished jobs; the server checks them and hands them here. Reads for
 //! clients go through the same queue, so a read sees every record handed
-//! over before it.
+//! over before it. The server's journal is synced here too
+//! ([`Sink::sync_with`]), so that its loop never waits for the disk.
 
 use std::collections::{HashMap, HashSet};
 use std::fs::{File, OpenOptions};

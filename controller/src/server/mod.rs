@@ -5,6 +5,10 @@
 //! carries out the core's [`Effects`]: orders to agents through their
 //! links, entries into the journal, replies to clients, once what they
 //! depend on is written (and held by the backups, [`crate::replication`]).
+//! The disk is never waited for here: the journal is synced on the record
+//! sink's thread, and the answers that acknowledge a change wait for that
+//! sync to report back ([`Server::synced`]), while passes, starts and ends
+//! go on.
 //!
 //! A backup controller runs the same server on its copy of the tables
 //! (`backup.rs`): it schedules nothing and acts on nothing, and only
