@@ -842,9 +842,29 @@ mod tests {
         assert_eq!(j.unsynced_entries(), 0);
         // Everything written is there after a reopen.
         drop(j);
-        let (_, r) = Journal::open(dir.path(), 1 << 20).unwrap();
+        let (mut j, r) = Journal::open(dir.path(), 1 << 20).unwrap();
         assert_eq!(r.snapshot.jobs.len(), 1);
         assert_eq!(r.entries.len(), 1);
+        // A backup takes its primary's state at an earlier entry, then
+        // entries up to the very number the sync covered: they are not
+        // the ones it covered.
+        let (file, cover) = j.sync_elsewhere().unwrap();
+        assert_eq!(cover.seq, 3);
+        let state = snapshot(1, [1]);
+        let head = Head {
+            next_id: state.next_id,
+            history: state.history,
+            drained: state.drained,
+            keys: state.keys,
+            failed: state.failed,
+        };
+        j.install(1, &head, state.jobs.into_values()).unwrap();
+        j.append([started(1), Entry::Submitted(Box::new(image(2)))]);
+        j.write().unwrap();
+        assert_eq!(j.seq(), 3);
+        file.sync_data().unwrap();
+        j.synced(cover);
+        assert!(j.dirty());
     }
 
     #[test]

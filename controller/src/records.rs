@@ -40,7 +40,28 @@ enum Work {
     Then(Box<dyn FnOnce() + Send>),
     /// Syncs what was appended before (if asked), then this other file
     /// (the journal), and tells how that went.
-    SyncBoth(File, bool, Box<dyn FnOnce(std::io::Result<()>) + Send>),
+    SyncBoth(File, bool, Done),
+}
+
+/// Whom to tell how a sync went. Told exactly once: if the sink drops it
+/// untold (its thread gone), it tells of that, so that nothing waits for
+/// the sync forever.
+struct Done(Option<Box<dyn FnOnce(std::io::Result<()>) + Send>>);
+
+impl Done {
+    fn tell(mut self, r: std::io::Result<()>) {
+        if let Some(f) = self.0.take() {
+            f(r);
+        }
+    }
+}
+
+impl Drop for Done {
+    fn drop(&mut self) {
+        if let Some(f) = self.0.take() {
+            f(Err(std::io::Error::other("the record sink stopped")));
+        }
+    }
 }
 
 /// Largest part of the record file sent to a backup at once.
@@ -101,12 +122,10 @@ impl Sink {
         records: bool,
         done: impl FnOnce(std::io::Result<()>) + Send + 'static,
     ) {
-        let done: Box<dyn FnOnce(std::io::Result<()>) + Send> = Box::new(done);
-        if let Err(mpsc::SendError(Work::SyncBoth(_, _, done))) =
-            self.tx.send(Work::SyncBoth(other, records, done))
-        {
-            done(Err(std::io::Error::other("the record sink is gone")));
-        }
+        // Not sent, it is dropped here, and tells so.
+        let _ = self
+            .tx
+            .send(Work::SyncBoth(other, records, Done(Some(Box::new(done)))));
     }
 
     /// Empties the record file (a backup's, before it takes its primary's).
@@ -182,7 +201,7 @@ pub fn start(path: &Path) -> Result<(Sink, std::thread::JoinHandle<()>)> {
                     Work::Then(f) => f(),
                     Work::SyncBoth(other, records, done) => {
                         let records = if records { file.sync_data() } else { Ok(()) };
-                        done(records.and_then(|()| other.sync_data()))
+                        done.tell(records.and_then(|()| other.sync_data()))
                     }
                     Work::Truncate => {
                         if let Err(e) = file.set_len(0) {
