@@ -744,15 +744,21 @@ mod tests {
 
     impl Journal {
         fn compact(&mut self, state: Snapshot) -> Result<()> {
-            let head = Head {
-                next_id: state.next_id,
-                history: state.history,
-                drained: state.drained,
-                keys: state.keys,
-                failed: state.failed,
-            };
-            self.compact_from(&head, state.jobs.into_values())
+            let (head, jobs) = parts(state);
+            self.compact_from(&head, jobs.into_values())
         }
+    }
+
+    /// A snapshot as the parts a fold or an install takes.
+    fn parts(state: Snapshot) -> (Head, BTreeMap<u64, JobImage>) {
+        let head = Head {
+            next_id: state.next_id,
+            history: state.history,
+            drained: state.drained,
+            keys: state.keys,
+            failed: state.failed,
+        };
+        (head, state.jobs)
     }
 
     fn image(id: u64) -> JobImage {
@@ -850,15 +856,8 @@ mod tests {
         // the ones it covered.
         let (file, cover) = j.sync_elsewhere().unwrap();
         assert_eq!(cover.seq, 3);
-        let state = snapshot(1, [1]);
-        let head = Head {
-            next_id: state.next_id,
-            history: state.history,
-            drained: state.drained,
-            keys: state.keys,
-            failed: state.failed,
-        };
-        j.install(1, &head, state.jobs.into_values()).unwrap();
+        let (head, jobs) = parts(snapshot(1, [1]));
+        j.install(1, &head, jobs.into_values()).unwrap();
         j.append([started(1), Entry::Submitted(Box::new(image(2)))]);
         j.write().unwrap();
         assert_eq!(j.seq(), 3);

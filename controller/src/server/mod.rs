@@ -564,10 +564,7 @@ impl Server {
     /// The sync under way is over: what it covers is durable, so what
     /// waited for it goes (or learns that it failed).
     fn synced(&mut self, n: u64, result: std::io::Result<()>) {
-        if self.syncing.as_ref().is_none_or(|s| s.n != n) {
-            return;
-        }
-        let Some(done) = self.syncing.take() else {
+        let Some(done) = self.syncing.take_if(|s| s.n == n) else {
             return;
         };
         match result {
