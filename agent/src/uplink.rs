@@ -385,6 +385,7 @@ impl Agent {
             mode = ?settings.suspend_mode,
             "registered"
         );
+        node::sweep_left_behind();
         let spool = if settings.stream_records {
             Some(Spool::open(&spec.log)?)
         } else {

@@ -125,10 +125,13 @@ pub fn up(argv: &[String]) -> Result<u8> {
     let dir = dir.canonicalize()?;
     let conf = dir.join("cluster.toml");
     if let Ok(pid) = std::fs::read_to_string(dir.join("controller.pid")) {
+        // Only a controller that serves this cluster stops a new one: not
+        // a pid some other program has since, nor a killed controller that
+        // its parent has yet to reap (a zombie, seconds on some hosts).
         let alive = pid
             .trim()
             .parse::<i32>()
-            .is_ok_and(|p| nix::sys::signal::kill(nix::unistd::Pid::from_raw(p), None).is_ok());
+            .is_ok_and(|p| serves(nix::unistd::Pid::from_raw(p), &conf));
         if alive {
             bail!(
                 "a cluster already runs in {} (controller pid {}): `clemu-slurm down --dir {}` \
@@ -236,7 +239,7 @@ fn serves(pid: nix::unistd::Pid, conf: &Path) -> bool {
         .map(|cwd| cwd.join(given))
         .and_then(std::fs::canonicalize);
     args.first().is_some_and(|a| a.ends_with(b"controller"))
-        && theirs.ok() == std::fs::canonicalize(conf).ok()
+        && matches!((theirs, std::fs::canonicalize(conf)), (Ok(a), Ok(b)) if a == b)
 }
 
 pub fn down(argv: &[String]) -> Result<u8> {
@@ -269,11 +272,23 @@ pub fn down(argv: &[String]) -> Result<u8> {
         // A controller that will not take the request (of another
         // version of clemu, say, after an upgrade) is still this
         // cluster's: it is stopped as its service manager would stop it.
-        match pid.filter(|&p| serves(p, &conf)) {
-            Some(p) => {
+        match pid {
+            Some(p) if serves(p, &conf) => {
                 eprintln!("clemu-slurm: {e:#}; sending its controller (pid {p}) SIGTERM");
                 nix::sys::signal::kill(p, nix::sys::signal::Signal::SIGTERM)
                     .with_context(|| format!("cannot signal the controller, pid {p}"))?;
+            }
+            // The controller `up` started is gone (killed, or the host
+            // restarted): the cluster is down already, as a stop of a
+            // stopped service is no error.
+            Some(p) => {
+                let _ = std::fs::remove_file(&pid_file);
+                eprintln!(
+                    "clemu-slurm: the cluster of {} was not running (its controller, pid {p}, \
+                     is gone)",
+                    conf.display()
+                );
+                return Ok(0);
             }
             None => return Err(e),
         }

@@ -2718,3 +2718,113 @@ fn a_step_of_fewer_tasks_than_the_jobs_nodes_gets_its_own_layout_as_on_slurm() {
          requested tasks 4 with the number of requested nodes 2. Ignoring --ntasks-per-node.\n"
     );
 }
+
+/// `up`, `down` and the job files of a cluster whose controller was
+/// killed (SIGKILL, or a host that crashed): `down` says it was not
+/// running, `up` starts again at once, and the files of the jobs the
+/// killed controller's agents had started are removed.
+#[test]
+fn a_killed_cluster_is_down_comes_up_again_and_leaves_no_job_files() {
+    let bin = env!("CARGO_BIN_EXE_clemu-slurm");
+    let dir = tempfile::tempdir().unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let jobs_root = tmp
+        .path()
+        .join(format!("clemu-jobs-{}", nix::unistd::getuid()));
+    let clemu = |args: &[&str]| {
+        let out = Command::new(bin)
+            .args(args)
+            .arg("--dir")
+            .arg(dir.path())
+            .env("TMPDIR", tmp.path())
+            .output()
+            .unwrap();
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let up = || {
+        let (ok, err) = clemu(&["up", "--nodes", "2", "--cpus", "1"]);
+        assert!(ok, "up: {err}");
+    };
+    let controller = || -> i32 {
+        std::fs::read_to_string(dir.path().join("controller.pid"))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap()
+    };
+    // Files of jobs started by the agents of the controller `pid`.
+    let files_of = |pid: i32| {
+        std::fs::read_dir(&jobs_root).map_or(0, |d| {
+            d.flatten()
+                .filter(|e| {
+                    e.file_name()
+                        .to_string_lossy()
+                        .starts_with(&format!("{pid}-"))
+                })
+                .count()
+        })
+    };
+    let kill = |pid: i32| {
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGKILL,
+        )
+        .unwrap();
+    };
+
+    up();
+    let first = controller();
+    for _ in 0..2 {
+        let out = Command::new(dir.path().join("bin/sbatch"))
+            .args(["-o", "/dev/null", "--wrap", "sleep 60"])
+            .current_dir(tmp.path())
+            .env("CLEMU_CONF", dir.path().join("cluster.toml"))
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let until = Instant::now() + Duration::from_secs(20);
+    while files_of(first) < 2 {
+        assert!(Instant::now() < until, "the two jobs never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    kill(first);
+    // At once: the killed controller may not even be reaped yet.
+    up();
+    let second = controller();
+    assert_ne!(first, second);
+    let until = Instant::now() + Duration::from_secs(20);
+    while files_of(first) > 0 {
+        assert!(
+            Instant::now() < until,
+            "the killed cluster's job files stay"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // Killed again: `down` says the cluster was not running, and is no error.
+    kill(second);
+    let until = Instant::now() + Duration::from_secs(20);
+    while std::fs::read(format!("/proc/{second}/cmdline")).is_ok_and(|c| !c.is_empty()) {
+        assert!(Instant::now() < until, "a killed controller still runs");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let (ok, err) = clemu(&["down"]);
+    assert!(ok, "down: {err}");
+    assert!(
+        err.contains(&format!(
+            "was not running (its controller, pid {second}, is gone)"
+        )),
+        "{err}"
+    );
+    assert!(!dir.path().join("controller.pid").exists());
+    up();
+    let (ok, err) = clemu(&["down"]);
+    assert!(ok && err.contains("is down"), "down: {err}");
+}
