@@ -633,7 +633,8 @@ pub fn sweep_left_behind() {
                 if n > 0 {
                     tracing::info!(
                         dir = %root.display(),
-                        "removed the files of {n} jobs left by agents no longer running"
+                        jobs = n,
+                        "removed the files of jobs left by agents no longer running"
                     );
                 }
             });
