@@ -74,7 +74,7 @@ struct Prepared {
     start: Box<StartJob>,
     /// Killed if still unclaimed then.
     until: Instant,
-    /// Fires when it has ended and been reaped. Kept here, not among the
+    /// Fires when it has said it ended or been reaped. Kept here, not among the
     /// node's job exits, until a start claims it: a process replaced is
     /// waited for before its successor starts ([`Prepared::kill`]).
     exit: oneshot::Receiver<Exit>,
@@ -834,6 +834,8 @@ fn queue_launch(
         ctx.log.display().to_string(),
         "--die-with-parent".into(),
         std::process::id().to_string(),
+        "--end-fd".into(),
+        crate::spawn::END_FD.to_string(),
     ];
     if held {
         args.push("--held".into());

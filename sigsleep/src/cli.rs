@@ -43,6 +43,11 @@ OPTIONS:
                           to PATH (atomically: it appears whole); removed
                           when the job ends. For launchers that cannot block
                           the job signals, such as a shell (see SIGNALS)
+    --end-fd FD           once the record is written, tell the launcher
+                          that the job ended: one message (pid, exit status,
+                          when) written to FD, a pipe the launcher reads, so
+                          that it need not wait for this process to be torn
+                          down and reaped. FD is kept from PROGRAM
     --held                start held: count nothing until the first SIGCONT,
                           which is the job's start (a SIGTSTP first starts
                           it suspended); SIGTERM or SIGINT before it end the
@@ -149,6 +154,8 @@ pub struct Config {
     /// Written (this process's pid) once every signal counts; removed at
     /// the end.
     pub ready_file: Option<PathBuf>,
+    /// `--end-fd`: where to say that the job ended ([`crate::end`]).
+    pub end_fd: Option<i32>,
     /// Held until the first SIGCONT, which starts the job.
     pub held: bool,
     /// Waits under SCHED_FIFO, where allowed.
@@ -209,6 +216,7 @@ pub fn parse(
     let mut log = None;
     let mut parent = None;
     let mut ready_file = None;
+    let mut end_fd = None;
     let mut held = false;
     let mut realtime = false;
     let mut argv: Vec<OsString> = Vec::new();
@@ -242,6 +250,10 @@ pub fn parse(
             Long("log") => log = Some(PathBuf::from(p.value().map_err(|e| e.to_string())?)),
             Long("ready-file") => {
                 ready_file = Some(PathBuf::from(p.value().map_err(|e| e.to_string())?));
+            }
+            Long("end-fd") => {
+                let fd: u16 = number("--end-fd", &text(&mut p)?)?;
+                end_fd = Some(i32::from(fd));
             }
             Long("held") => held = true,
             Long("realtime") => realtime = true,
@@ -328,6 +340,7 @@ pub fn parse(
         log,
         parent,
         ready_file,
+        end_fd,
         held,
         realtime,
         program,
@@ -457,6 +470,7 @@ mod tests {
                 log: "/tmp/x".into(),
                 parent: None,
                 ready_file: None,
+                end_fd: None,
                 held: false,
                 realtime: false,
                 program: None,

@@ -35,11 +35,18 @@
 //!    or a `SIGTERM` queued with why: [`signals::send_end`]), it first
 //!    writes Slurm's step line saying so to the program's error file.
 //!
+//! 6. With `--end-fd`, once the record is written, sigsleep writes one
+//!    message (pid, exit status, when) to its launcher's pipe ([`end`]):
+//!    the launcher learns of the end without waiting for the process to
+//!    be torn down and reaped, and a start that waits for this end comes
+//!    sooner.
+//!
 //! No async runtime, no threads, one allocation for the record at the end:
 //! thousands of these sleep at once on one host.
 
 pub mod cli;
 pub mod clock;
+pub mod end;
 pub mod ledger;
 pub mod signals;
 pub mod supervise;
@@ -90,6 +97,9 @@ pub fn main_exit_code() -> i32 {
     // exists, but its job has not started. Named first thing, so that
     // whatever watches the host sees a held process as held as soon as
     // it can.
+    if let Some(fd) = cfg.end_fd {
+        end::keep_to_self(fd);
+    }
     let name = process_name();
     if cfg.held {
         set_process_name(HELD_NAME);
@@ -214,14 +224,15 @@ pub fn main_exit_code() -> i32 {
     finish(&cfg, written, code)
 }
 
-/// The exit status, once the record is written (or could not be).
+/// The exit status, once the record is written (or could not be), told
+/// to the launcher with `--end-fd`.
 fn finish(cfg: &Config, written: Result<(), Box<dyn std::error::Error>>, code: i32) -> i32 {
     // Gone once the job is over: a launcher that starts the next job with
     // the same file waits for that job, not for a stale file.
     if let Some(path) = &cfg.ready_file {
         let _ = std::fs::remove_file(path);
     }
-    match written {
+    let code = match written {
         Ok(()) => code,
         Err(e) => {
             eprintln!(
@@ -230,7 +241,11 @@ fn finish(cfg: &Config, written: Result<(), Box<dyn std::error::Error>>, code: i
             );
             EXIT_LOG
         }
+    };
+    if let Some(fd) = cfg.end_fd {
+        end::announce(fd, code);
     }
+    code
 }
 
 /// `--realtime`: from here on, this process is scheduled first-in
