@@ -426,10 +426,14 @@ fn ends(shared: &Shared, pipe: std::os::fd::OwnedFd) {
     let mut have = 0;
     loop {
         let n = match pipe.read(&mut buf[have..]) {
-            Ok(0) => return,
-            Ok(n) => n,
+            Ok(n) if n > 0 => n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(_) => return,
+            // Cannot happen (the spawner holds the write end for ever);
+            // the read end stays open all the same, so that no job's
+            // write fails for want of a reader, and the reaper tells.
+            _ => loop {
+                std::thread::park();
+            },
         };
         have += n;
         let whole = have - have % LEN;

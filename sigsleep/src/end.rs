@@ -64,8 +64,14 @@ pub fn announce(fd: i32, code: i32) {
         at_ns: crate::clock::now().mono,
     }
     .encode();
-    // SAFETY: writes LEN bytes from a live buffer.
-    unsafe { libc::write(fd, msg.as_ptr().cast(), LEN) };
+    // SAFETY: the process is about to exit and starts nothing more: a
+    // launcher gone (no reader left) must not make this write kill it,
+    // after its record and before its status. Then LEN bytes from a live
+    // buffer.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
+        libc::write(fd, msg.as_ptr().cast(), LEN);
+    }
 }
 
 #[cfg(test)]
