@@ -8,7 +8,7 @@
 //! Each virtual node is one tokio task ([`node`]) that owns the jobs
 //! started on it: it launches `sigsleep` through the process-wide
 //! [`spawn::Launcher`] (one spawner thread, one reaper thread, and one
-//! thread reading the pipe on which each sigsleep says its job ended, for
+//! thread reading the socket on which each sigsleep says its job ended, for
 //! any number of jobs), signals the job's process group to suspend or resume it
 //! and sigsleep to cancel it, and reports how the job ended. Before a gang turn it may
 //! be asked to start a job's process ahead, held (`sigsleep --held`): the

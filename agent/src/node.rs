@@ -610,10 +610,30 @@ async fn exit_of(id: u64, spawned: crate::spawn::Spawned) -> (u64, i32, Exit) {
 
 /// Where the files of job `id`'s program are while it runs: its script,
 /// and the line sigsleep leaves on how it ended; removed when it ends.
-/// Under [`programs_root`], named by agent process and job, so that the
-/// agents of one host never share one.
+/// Under [`programs_root`], named by host, agent process and job
+/// (`HOST-PID-JOB`), so that no two agents share one, even where hosts
+/// share the directory (a `TMPDIR` on a network file system).
 fn program_dir(id: u64) -> PathBuf {
-    programs_root().join(format!("{}-{id}", std::process::id()))
+    programs_root().join(format!("{}-{}-{id}", host_tag(), std::process::id()))
+}
+
+/// This host, as job directories name it: the first 12 hex digits of the
+/// kernel's boot id, which no two hosts (and no two boots) share; `none`
+/// where it cannot be read, and then no directory is swept.
+fn host_tag() -> &'static str {
+    static TAG: OnceLock<String> = OnceLock::new();
+    TAG.get_or_init(|| {
+        std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+            .map(|id| {
+                id.chars()
+                    .filter(char::is_ascii_hexdigit)
+                    .take(12)
+                    .collect()
+            })
+            .ok()
+            .filter(|t: &String| t.len() == 12)
+            .unwrap_or_else(|| "none".into())
+    })
 }
 
 /// Removes, once per process, the job files that agents killed before
@@ -629,7 +649,7 @@ pub fn sweep_left_behind() {
             .name("clemu-sweep".into())
             .spawn(|| {
                 let root = programs_root();
-                let n = sweep_root(root);
+                let n = sweep_root(root, host_tag());
                 if n > 0 {
                     tracing::info!(
                         dir = %root.display(),
@@ -650,21 +670,25 @@ fn agent_gone(pid: i32) -> bool {
         || std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| c.is_empty())
 }
 
-/// [`sweep_left_behind`] in `root`: removes each `PID-JOB` entry whose
-/// process is gone (in this process's view: an agent in another pid
-/// namespace sharing the directory would look gone too, which is why
-/// agents of containers should not share one). Returns how many.
-fn sweep_root(root: &Path) -> usize {
+/// [`sweep_left_behind`] in `root`: removes each `HOST-PID-JOB` entry of
+/// host `host` whose process is gone (in this process's view: an agent in
+/// another pid namespace of the same host sharing the directory would
+/// look gone too, which is why agents of containers should not share
+/// one). Returns how many.
+fn sweep_root(root: &Path, host: &str) -> usize {
     let Ok(entries) = std::fs::read_dir(root) else {
         return 0;
     };
+    if host == "none" {
+        return 0;
+    }
     entries
         .flatten()
         .filter(|e| {
             let name = e.file_name();
             let pid = name
                 .to_str()
-                .and_then(|n| n.split_once('-'))
+                .and_then(|n| n.strip_prefix(host)?.strip_prefix('-')?.split_once('-'))
                 .and_then(|(pid, _)| pid.parse::<i32>().ok())
                 .filter(|&pid| pid > 0);
             pid.is_some_and(agent_gone)
@@ -730,10 +754,23 @@ fn write_script(id: u64, script: &str) -> std::io::Result<PathBuf> {
     use std::io::Write as _;
     use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
     let dir = program_dir(id);
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(&dir)?;
+    let make = || std::fs::DirBuilder::new().mode(0o700).create(&dir);
+    match make() {
+        // Left by an earlier agent that had this pid (and so was not
+        // swept): nothing of its job may pass for this one's.
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            std::fs::remove_dir_all(&dir)?;
+            make()?;
+        }
+        // The root itself is gone (emptied at a logout, say).
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(&dir)?;
+        }
+        other => other?,
+    }
     let path = dir.join("slurm_script");
     // Executable by its owner from the start: no moment at which another
     // mode holds.
@@ -1112,25 +1149,44 @@ mod tests {
             .unwrap();
         let ours = std::process::id();
         let dirs = [
-            format!("{gone_pid}-1"),
-            format!("{gone_pid}-20"),
-            format!("{ours}-3"),
-            "not-a-pid".to_string(),
-            "0-4".to_string(),
+            format!("0123456789ab-{gone_pid}-1"),
+            format!("0123456789ab-{gone_pid}-20"),
+            format!("0123456789ab-{ours}-3"),
+            // Another host's, sharing the directory: its agents are not
+            // this host's processes.
+            format!("ba9876543210-{gone_pid}-5"),
+            "0123456789ab-not-a-pid".to_string(),
+            "0123456789ab-0-4".to_string(),
         ];
         for d in &dirs {
             std::fs::create_dir(root.path().join(d)).unwrap();
             std::fs::write(root.path().join(d).join("slurm_script"), "true").unwrap();
         }
-        assert_eq!(sweep_root(root.path()), 2);
+        assert_eq!(sweep_root(root.path(), "none"), 0);
+        assert_eq!(sweep_root(root.path(), "0123456789ab"), 2);
         let mut left: Vec<String> = std::fs::read_dir(root.path())
             .unwrap()
             .map(|e| e.unwrap().file_name().into_string().unwrap())
             .collect();
         left.sort();
-        let mut kept = vec![format!("{ours}-3"), "0-4".into(), "not-a-pid".into()];
+        let mut kept = dirs[2..].to_vec();
         kept.sort();
         assert_eq!(left, kept);
-        assert_eq!(sweep_root(&root.path().join("nonexistent")), 0);
+        assert_eq!(
+            sweep_root(&root.path().join("nonexistent"), "0123456789ab"),
+            0
+        );
+    }
+
+    #[test]
+    fn a_job_directory_left_by_an_earlier_agent_of_this_pid_is_emptied() {
+        let id = u64::MAX - 17;
+        let dir = program_dir(id);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("exit"), "exited 3\n").unwrap();
+        let script = write_script(id, "#!/bin/sh\ntrue\n").unwrap();
+        assert_eq!(script, dir.join("slurm_script"));
+        assert!(!dir.join("exit").exists());
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -17,11 +17,14 @@
 //!   no file descriptor per job. It reaps every child of the process, so
 //!   nothing else in a process that hosts agents may start children of
 //!   its own and wait for them.
-//! - The **ends** thread reads the pipe every job gets as [`END_FD`]:
+//! - The **ends** thread reads the socket every job gets as [`END_FD`]:
 //!   sigsleep (`--end-fd`) writes its exit status there once its record is
 //!   written, before the kernel tears the process down ([`sigsleep::end`]).
 //!   That status is handed on at once, as the exit; the reaper still reaps
-//!   the process and hands nothing more. A job's end thus reaches its
+//!   the process and hands nothing more. Each message is a datagram that
+//!   the kernel stamps with its sender's pid: one that is not a whole
+//!   message, or that speaks for another process than its sender, is
+//!   dropped, so that nothing but a job's own process can end it. A job's end thus reaches its
 //!   node tens of microseconds sooner, and so does the start that follows
 //!   it. A process that never says so (killed, or held and never
 //!   started) is handed on by the reaper, as before.
@@ -146,7 +149,17 @@ impl Launcher {
             added: Condvar::new(),
         });
         let queues = Arc::new(Queues::default());
-        let (ends_rx, ends_tx) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
+        use nix::sys::socket::{
+            setsockopt, socketpair, sockopt, AddressFamily, SockFlag, SockType,
+        };
+        let (ends_rx, ends_tx) = socketpair(
+            AddressFamily::Unix,
+            SockType::Datagram,
+            None,
+            SockFlag::SOCK_CLOEXEC,
+        )?;
+        // Each message comes with its sender's pid, as the kernel knows it.
+        setsockopt(&ends_rx, sockopt::PassCred, &true)?;
         // Away from END_FD, so that putting it there in a job is a copy
         // (a dup2 onto itself would leave it close-on-exec).
         let ends_tx =
@@ -155,8 +168,9 @@ impl Launcher {
                 // by nothing else.
                 unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) }
             })?;
-        // A job never waits to say it ended: with the pipe full (the ends
-        // thread stuck), the write fails and the reaper tells instead.
+        // A job never waits to say it ended: with the socket's queue full
+        // (the ends thread stuck), the write fails and the reaper tells
+        // instead.
         nix::fcntl::fcntl(
             &ends_tx,
             nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::O_NONBLOCK),
@@ -414,47 +428,61 @@ fn reaper(shared: &Shared) {
 }
 
 /// Reads the jobs' end messages for ever, handing each on as its process's
-/// exit. A message is taken only from the process that has the pid now,
-/// and only once.
-fn ends(shared: &Shared, pipe: std::os::fd::OwnedFd) {
+/// exit. A message is taken only from the process it speaks for, only
+/// from the process that has the pid now, and only once.
+fn ends(shared: &Shared, socket: std::os::fd::OwnedFd) {
+    use nix::sys::socket::{recvmsg, ControlMessageOwned, MsgFlags, UnixAddr};
     use sigsleep::end::{End, LEN};
-    use std::io::Read;
-    let mut pipe = std::fs::File::from(pipe);
-    let mut buf = vec![0u8; LEN * 256];
-    // Bytes of a message not read whole yet (every write is one whole
-    // message, so there are none unless something else wrote here).
-    let mut have = 0;
+    use std::os::fd::AsRawFd;
+    // One byte more than a message: a longer datagram shows as such.
+    let mut buf = [0u8; LEN + 1];
+    let mut space = nix::cmsg_space!(nix::sys::socket::UnixCredentials);
     loop {
-        let n = match pipe.read(&mut buf[have..]) {
-            Ok(n) if n > 0 => n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            // Cannot happen (the spawner holds the write end for ever);
-            // the read end stays open all the same, so that no job's
-            // write fails for want of a reader, and the reaper tells.
-            _ => loop {
-                std::thread::park();
-            },
-        };
-        have += n;
-        let whole = have - have % LEN;
-        {
-            let mut children = shared.children.lock().unwrap_or_else(|p| p.into_inner());
-            for m in buf[..whole].chunks_exact(LEN) {
-                let mut b = [0u8; LEN];
-                b.copy_from_slice(m);
-                let end = End::decode(&b);
-                let Some(w) = children.waiters.get_mut(&end.pid) else {
-                    continue;
-                };
-                if end.at_ns >= w.since_ns {
-                    if let Some(tx) = w.tx.take() {
-                        let _ = tx.send(Exit::Code(end.code));
-                    }
+        let (bytes, sender) = {
+            let mut iov = [io::IoSliceMut::new(&mut buf)];
+            match recvmsg::<UnixAddr>(
+                socket.as_raw_fd(),
+                &mut iov,
+                Some(&mut space),
+                MsgFlags::empty(),
+            ) {
+                Ok(m) => {
+                    let sender = m.cmsgs().ok().and_then(|mut c| {
+                        c.find_map(|c| match c {
+                            ControlMessageOwned::ScmCredentials(cred) => Some(cred.pid()),
+                            _ => None,
+                        })
+                    });
+                    (m.bytes, sender)
                 }
+                Err(Errno::EINTR) => continue,
+                // Cannot happen (the spawner holds the other end for
+                // ever); the socket stays open all the same, so that no
+                // job's write fails for want of a reader, and the reaper
+                // tells.
+                Err(_) => loop {
+                    std::thread::park();
+                },
+            }
+        };
+        if bytes != LEN {
+            continue;
+        }
+        let mut b = [0u8; LEN];
+        b.copy_from_slice(&buf[..LEN]);
+        let end = End::decode(&b);
+        if sender != Some(end.pid) {
+            continue;
+        }
+        let mut children = shared.children.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(w) = children.waiters.get_mut(&end.pid) else {
+            continue;
+        };
+        if end.at_ns >= w.since_ns {
+            if let Some(tx) = w.tx.take() {
+                let _ = tx.send(Exit::Code(end.code));
             }
         }
-        buf.copy_within(whole..have, 0);
-        have -= whole;
     }
 }
 
@@ -462,31 +490,33 @@ fn ends(shared: &Shared, pipe: std::os::fd::OwnedFd) {
 mod tests {
     use super::*;
 
-    /// A shell line that writes an end message to END_FD for its own pid
-    /// with exit status `code`, said at `at` (little-endian bytes as
-    /// printf escapes).
-    fn say_end(code: u8, at: &str) -> String {
+    /// A shell line that writes, in one write to END_FD, an end message
+    /// for process `pid` (a shell expression) with exit status `code`,
+    /// said at `at` (eight bytes as printf's octal escapes).
+    fn say_end(pid: &str, code: u8, at: &str) -> String {
         format!(
-            "b() {{ printf \"\\\\$(printf %03o $(( ($1 >> $2) & 255 )))\"; }}; \
-             {{ b $$ 0; b $$ 8; b $$ 16; b $$ 24; printf '\\{code:03o}\\000\\000\\000{at}'; }} >&3"
+            r#"o() {{ printf '\\%03o' $(( ($1 >> $2) & 255 )); }}; p={pid}; f="$(o $p 0)$(o $p 8)$(o $p 16)$(o $p 24)\{code:03o}\000\000\000{at}"; printf "$f" >&3"#
         )
     }
 
+    const NEVER: &str = r"\377\377\377\377\377\377\377\177";
+
+    async fn sh(l: &Launcher, script: String) -> Spawned {
+        l.spawn(
+            Path::new("/bin/sh"),
+            &["-c".into(), script],
+            &[],
+            Priority::Now,
+        )
+        .await
+        .unwrap()
+    }
+
     #[tokio::test]
-    async fn an_end_said_on_the_pipe_is_the_exit_before_the_process_is_gone() {
+    async fn an_end_said_on_the_socket_is_the_exit_before_the_process_is_gone() {
         let l = Launcher::global().unwrap();
         // Said, then still running: the exit is the one it said.
-        let never = "\\377\\377\\377\\377\\377\\377\\377\\177";
-        let script = format!("{}; exec sleep 30", say_end(7, never));
-        let s = l
-            .spawn(
-                Path::new("/bin/sh"),
-                &["-c".into(), script],
-                &[],
-                Priority::Now,
-            )
-            .await
-            .unwrap();
+        let s = sh(&l, format!("{}; exec sleep 30", say_end("$$", 7, NEVER))).await;
         let exit = tokio::time::timeout(std::time::Duration::from_secs(10), s.exit)
             .await
             .expect("the end it said never came");
@@ -495,18 +525,33 @@ mod tests {
         let _ = nix::sys::signal::kill(Pid::from_raw(s.pid), Signal::SIGKILL);
         // An end said before the process was spawned (a message of an
         // earlier process of the same pid) is not its exit.
-        let stale = "\\000\\000\\000\\000\\000\\000\\000\\000";
-        let script = format!("{}; exit 3", say_end(9, stale));
-        let s = l
-            .spawn(
-                Path::new("/bin/sh"),
-                &["-c".into(), script],
-                &[],
-                Priority::Now,
-            )
-            .await
-            .unwrap();
+        let stale = r"\000\000\000\000\000\000\000\000";
+        let s = sh(&l, format!("{}; exit 3", say_end("$$", 9, stale))).await;
         assert_eq!(s.exit.await.unwrap(), Exit::Code(3));
+    }
+
+    #[tokio::test]
+    async fn no_process_can_end_another() {
+        let l = Launcher::global().unwrap();
+        let mut victim = sh(&l, "exec sleep 30".into()).await;
+        // Another job's process says the victim ended, as a whole message
+        // and as a broken one: neither is taken.
+        let forger = sh(
+            &l,
+            format!(
+                "{}; printf 'abc' >&3; exit 0",
+                say_end(&victim.pid.to_string(), 7, NEVER)
+            ),
+        )
+        .await;
+        assert_eq!(forger.exit.await.unwrap(), Exit::Code(0));
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        assert!(matches!(
+            victim.exit.try_recv(),
+            Err(oneshot::error::TryRecvError::Empty)
+        ));
+        let _ = nix::sys::signal::kill(Pid::from_raw(victim.pid), Signal::SIGKILL);
+        assert_eq!(victim.exit.await.unwrap(), Exit::Signal(9));
     }
 
     #[tokio::test]

@@ -45,7 +45,7 @@ OPTIONS:
                           the job signals, such as a shell (see SIGNALS)
     --end-fd FD           once the record is written, tell the launcher
                           that the job ended: one message (pid, exit status,
-                          when) written to FD, a pipe the launcher reads, so
+                          when) written to FD, a socket the launcher reads, so
                           that it need not wait for this process to be torn
                           down and reaped. FD is kept from PROGRAM
     --held                start held: count nothing until the first SIGCONT,

@@ -6,10 +6,10 @@
 //! and then through whichever thread waits for children. Each end delays
 //! the start that follows it by that much; in a replay at 10,000× a chain
 //! of short jobs adds it up into trace seconds. With `--end-fd`, sigsleep
-//! writes one fixed-size message to a pipe the launcher shares with all its
-//! jobs (writes of at most `PIPE_BUF` bytes to a pipe are atomic, so
-//! messages never interleave), then exits as before; the launcher takes the
-//! message as the exit and still reaps the process.
+//! writes one fixed-size message, in one write, to a socket the launcher
+//! shares with all its jobs (the agent's is a datagram socket that learns
+//! each sender's pid from the kernel), then exits as before; the launcher
+//! takes the message as the exit and still reaps the process.
 
 /// Bytes in one message.
 pub const LEN: usize = 16;

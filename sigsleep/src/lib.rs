@@ -36,7 +36,7 @@
 //!    writes Slurm's step line saying so to the program's error file.
 //!
 //! 6. With `--end-fd`, once the record is written, sigsleep writes one
-//!    message (pid, exit status, when) to its launcher's pipe ([`end`]):
+//!    message (pid, exit status, when) to its launcher's socket ([`end`]):
 //!    the launcher learns of the end without waiting for the process to
 //!    be torn down and reaped, and a start that waits for this end comes
 //!    sooner.
@@ -97,12 +97,12 @@ pub fn main_exit_code() -> i32 {
     // exists, but its job has not started. Named first thing, so that
     // whatever watches the host sees a held process as held as soon as
     // it can.
-    if let Some(fd) = cfg.end_fd {
-        end::keep_to_self(fd);
-    }
     let name = process_name();
     if cfg.held {
         set_process_name(HELD_NAME);
+    }
+    if let Some(fd) = cfg.end_fd {
+        end::keep_to_self(fd);
     }
     if let Some(parent) = cfg.parent {
         // A program is ended as on a cancel (its processes are sigsleep's

@@ -1,6 +1,7 @@
 //! `--end-fd`: once its record is written, sigsleep tells its launcher on
-//! a pipe that the job ended (pid, exit status, when), before the process
-//! is gone; a program it runs never gets that pipe.
+//! a descriptor (the agent's socket; a pipe here) that the job ended (pid,
+//! exit status, when), before the process is gone; a program it runs never
+//! gets that descriptor.
 
 #![allow(clippy::unwrap_used)] // tests: a failure should panic
 
@@ -72,7 +73,7 @@ fn the_end_is_said_once_the_record_is_written() {
 }
 
 #[test]
-fn a_program_never_gets_the_pipe_and_its_status_is_said() {
+fn a_program_never_gets_the_descriptor_and_its_status_is_said() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("jobs.rec");
     let (r, w) = pipe();

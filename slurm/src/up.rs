@@ -125,13 +125,22 @@ pub fn up(argv: &[String]) -> Result<u8> {
     let dir = dir.canonicalize()?;
     let conf = dir.join("cluster.toml");
     if let Ok(pid) = std::fs::read_to_string(dir.join("controller.pid")) {
+        if let Started::Elsewhere(host) = started(&dir) {
+            bail!(
+                "the cluster in {} was started on host {host}: stop it there (`clemu-slurm \
+                 down --dir {}`) before starting one here",
+                dir.display(),
+                dir.display()
+            );
+        }
         // Only a controller that serves this cluster stops a new one: not
         // a pid some other program has since, nor a killed controller that
         // its parent has yet to reap (a zombie, seconds on some hosts).
-        let alive = pid
-            .trim()
-            .parse::<i32>()
-            .is_ok_and(|p| serves(nix::unistd::Pid::from_raw(p), &conf));
+        let alive = started(&dir) == Started::Here
+            && pid
+                .trim()
+                .parse::<i32>()
+                .is_ok_and(|p| serves(nix::unistd::Pid::from_raw(p), &conf));
         if alive {
             bail!(
                 "a cluster already runs in {} (controller pid {}): `clemu-slurm down --dir {}` \
@@ -185,6 +194,7 @@ pub fn up(argv: &[String]) -> Result<u8> {
         dir.join("controller.pid"),
         String::from_utf8_lossy(&out.stdout).trim(),
     )?;
+    std::fs::write(dir.join(HOST_FILE), format!("{}\n", this_host()))?;
     // Up means every node can take a job.
     std::env::set_var(CONF_VAR, &conf);
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -218,6 +228,54 @@ pub fn up(argv: &[String]) -> Result<u8> {
     println!("export {CONF_VAR}={}", conf.display());
     println!("export PATH={}:$PATH", dir.join("bin").display());
     Ok(0)
+}
+
+/// Where `up` says which host, in which boot, started the controller of
+/// `controller.pid`: `HOSTNAME BOOT_ID`, so that a pid is only ever
+/// looked up on the host and in the boot it belongs to.
+const HOST_FILE: &str = "controller.host";
+
+/// This host and boot, as [`HOST_FILE`] holds them.
+fn this_host() -> String {
+    let name = nix::unistd::gethostname()
+        .map(|h| h.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap_or_default();
+    format!("{name} {}", boot.trim())
+}
+
+/// Where the controller of the cluster in `dir` was started.
+#[derive(Debug, PartialEq, Eq)]
+enum Started {
+    /// On this host, in this boot (or by a clemu that did not say).
+    Here,
+    /// On this host, before it restarted: that controller is gone.
+    BeforeRestart,
+    /// On another host (sharing the directory): its pid means nothing here.
+    Elsewhere(String),
+}
+
+fn started(dir: &Path) -> Started {
+    let Ok(said) = std::fs::read_to_string(dir.join(HOST_FILE)) else {
+        return Started::Here;
+    };
+    let said = said.trim();
+    let here = this_host();
+    let name = |s: &str| s.split(' ').next().unwrap_or_default().to_string();
+    if said == here {
+        Started::Here
+    } else if name(said) == name(&here) {
+        Started::BeforeRestart
+    } else {
+        Started::Elsewhere(name(said))
+    }
+}
+
+/// Whether process `pid` is gone: no process has it, or the one that has
+/// it has ended and waits to be reaped (a zombie's command line is empty).
+fn gone(pid: nix::unistd::Pid) -> bool {
+    nix::sys::signal::kill(pid, None) == Err(nix::errno::Errno::ESRCH)
+        || std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| c.is_empty())
 }
 
 /// Whether process `pid` is alive and a controller serving the cluster
@@ -272,8 +330,15 @@ pub fn down(argv: &[String]) -> Result<u8> {
         // A controller that will not take the request (of another
         // version of clemu, say, after an upgrade) is still this
         // cluster's: it is stopped as its service manager would stop it.
+        let dir = conf.parent().unwrap_or(Path::new("."));
+        let here = started(dir);
+        if let Started::Elsewhere(host) = &here {
+            return Err(e.context(format!(
+                "the cluster was started on host {host}: stop it there"
+            )));
+        }
         match pid {
-            Some(p) if serves(p, &conf) => {
+            Some(p) if here == Started::Here && serves(p, &conf) => {
                 eprintln!("clemu-slurm: {e:#}; sending its controller (pid {p}) SIGTERM");
                 nix::sys::signal::kill(p, nix::sys::signal::Signal::SIGTERM)
                     .with_context(|| format!("cannot signal the controller, pid {p}"))?;
@@ -281,8 +346,9 @@ pub fn down(argv: &[String]) -> Result<u8> {
             // The controller `up` started is gone (killed, or the host
             // restarted): the cluster is down already, as a stop of a
             // stopped service is no error.
-            Some(p) => {
+            Some(p) if here == Started::BeforeRestart || gone(p) => {
                 let _ = std::fs::remove_file(&pid_file);
+                let _ = std::fs::remove_file(dir.join(HOST_FILE));
                 eprintln!(
                     "clemu-slurm: the cluster of {} was not running (its controller, pid {p}, \
                      is gone)",
@@ -290,7 +356,9 @@ pub fn down(argv: &[String]) -> Result<u8> {
                 );
                 return Ok(0);
             }
-            None => return Err(e),
+            // A process that is not this cluster's controller has the pid
+            // now, or none could be looked at: nothing is known.
+            _ => return Err(e),
         }
     }
     // Gone once its pid is.
@@ -300,7 +368,28 @@ pub fn down(argv: &[String]) -> Result<u8> {
             std::thread::sleep(Duration::from_millis(20));
         }
         let _ = std::fs::remove_file(&pid_file);
+        let _ = std::fs::remove_file(conf.with_file_name(HOST_FILE));
     }
     eprintln!("clemu-slurm: the cluster of {} is down", conf.display());
     Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pid_is_looked_up_only_on_the_host_and_in_the_boot_it_belongs_to() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        // A cluster of a clemu that did not say: taken as this host's.
+        assert_eq!(started(d), Started::Here);
+        std::fs::write(d.join(HOST_FILE), format!("{}\n", this_host())).unwrap();
+        assert_eq!(started(d), Started::Here);
+        let name = this_host().split(' ').next().unwrap().to_string();
+        std::fs::write(d.join(HOST_FILE), format!("{name} 0000-before\n")).unwrap();
+        assert_eq!(started(d), Started::BeforeRestart);
+        std::fs::write(d.join(HOST_FILE), "login2.example.org 1234\n").unwrap();
+        assert_eq!(started(d), Started::Elsewhere("login2.example.org".into()));
+    }
 }
