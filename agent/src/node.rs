@@ -612,26 +612,23 @@ async fn exit_of(id: u64, spawned: crate::spawn::Spawned) -> (u64, i32, Exit) {
 /// and the line sigsleep leaves on how it ended; removed when it ends.
 /// Under [`programs_root`], named by host, agent process and job
 /// (`HOST-PID-JOB`), so that no two agents share one, even where hosts
-/// share the directory (a `TMPDIR` on a network file system).
+/// share the directory (a `TMPDIR` on a network file system, or
+/// containers of one host sharing `/dev/shm`).
 fn program_dir(id: u64) -> PathBuf {
     programs_root().join(format!("{}-{}-{id}", host_tag(), std::process::id()))
 }
 
-/// This host, as job directories name it: the first 12 hex digits of the
-/// kernel's boot id, which no two hosts (and no two boots) share; `none`
-/// where it cannot be read, and then no directory is swept.
+/// This host, as job directories name it: its name (hosts that share a
+/// directory have names of their own, and a name outlives a restart, so
+/// that what a killed agent left on a disk is swept after one); `none`
+/// where it has none that fits a file name, and then nothing is swept.
 fn host_tag() -> &'static str {
     static TAG: OnceLock<String> = OnceLock::new();
     TAG.get_or_init(|| {
-        std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
-            .map(|id| {
-                id.chars()
-                    .filter(char::is_ascii_hexdigit)
-                    .take(12)
-                    .collect()
-            })
+        nix::unistd::gethostname()
             .ok()
-            .filter(|t: &String| t.len() == 12)
+            .and_then(|h| h.into_string().ok())
+            .filter(|h| !h.is_empty() && !h.contains('/') && h != "none")
             .unwrap_or_else(|| "none".into())
     })
 }
@@ -672,8 +669,8 @@ fn agent_gone(pid: i32) -> bool {
 
 /// [`sweep_left_behind`] in `root`: removes each `HOST-PID-JOB` entry of
 /// host `host` whose process is gone (in this process's view: an agent in
-/// another pid namespace of the same host sharing the directory would
-/// look gone too, which is why agents of containers should not share
+/// another pid namespace under the same host name, sharing the directory,
+/// would look gone too, which is why such containers should not share
 /// one). Returns how many.
 fn sweep_root(root: &Path, host: &str) -> usize {
     let Ok(entries) = std::fs::read_dir(root) else {

@@ -45,7 +45,7 @@ use nix::sys::wait::{waitid, Id, WaitPidFlag, WaitStatus};
 use nix::unistd::Pid;
 use tokio::sync::oneshot;
 
-/// The descriptor on which each job gets the launcher's end pipe
+/// The descriptor on which each job gets the launcher's end socket
 /// (`sigsleep --end-fd 3`).
 pub const END_FD: i32 = 3;
 
@@ -431,7 +431,7 @@ fn reaper(shared: &Shared) {
 /// exit. A message is taken only from the process it speaks for, only
 /// from the process that has the pid now, and only once.
 fn ends(shared: &Shared, socket: std::os::fd::OwnedFd) {
-    use nix::sys::socket::{recvmsg, ControlMessageOwned, MsgFlags, UnixAddr};
+    use nix::sys::socket::{recvmsg, ControlMessageOwned, MsgFlags};
     use sigsleep::end::{End, LEN};
     use std::os::fd::AsRawFd;
     // One byte more than a message: a longer datagram shows as such.
@@ -440,7 +440,8 @@ fn ends(shared: &Shared, socket: std::os::fd::OwnedFd) {
     loop {
         let (bytes, sender) = {
             let mut iov = [io::IoSliceMut::new(&mut buf)];
-            match recvmsg::<UnixAddr>(
+            // No address: the sender's socket has no name.
+            match recvmsg::<()>(
                 socket.as_raw_fd(),
                 &mut iov,
                 Some(&mut space),

@@ -128,9 +128,11 @@ pub fn up(argv: &[String]) -> Result<u8> {
         if let Started::Elsewhere(host) = started(&dir) {
             bail!(
                 "the cluster in {} was started on host {host}: stop it there (`clemu-slurm \
-                 down --dir {}`) before starting one here",
+                 down --dir {}`) before starting one here, or remove {} if that host is gone \
+                 for good",
                 dir.display(),
-                dir.display()
+                dir.display(),
+                dir.join(HOST_FILE).display()
             );
         }
         // Only a controller that serves this cluster stops a new one: not
@@ -190,11 +192,12 @@ pub fn up(argv: &[String]) -> Result<u8> {
             String::from_utf8_lossy(&out.stderr).trim()
         );
     }
+    // The host first: a pid file never pairs with another cluster's host.
+    std::fs::write(dir.join(HOST_FILE), format!("{}\n", this_host()))?;
     std::fs::write(
         dir.join("controller.pid"),
         String::from_utf8_lossy(&out.stdout).trim(),
     )?;
-    std::fs::write(dir.join(HOST_FILE), format!("{}\n", this_host()))?;
     // Up means every node can take a job.
     std::env::set_var(CONF_VAR, &conf);
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -241,7 +244,7 @@ fn this_host() -> String {
         .map(|h| h.to_string_lossy().into_owned())
         .unwrap_or_default();
     let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap_or_default();
-    format!("{name} {}", boot.trim())
+    format!("{name} {}", boot.trim()).trim().to_string()
 }
 
 /// Where the controller of the cluster in `dir` was started.
@@ -259,15 +262,23 @@ fn started(dir: &Path) -> Started {
     let Ok(said) = std::fs::read_to_string(dir.join(HOST_FILE)) else {
         return Started::Here;
     };
-    let said = said.trim();
     let here = this_host();
-    let name = |s: &str| s.split(' ').next().unwrap_or_default().to_string();
-    if said == here {
+    let parts = |s: &str| {
+        let (name, boot) = s.trim().split_once(' ').unwrap_or((s.trim(), ""));
+        (name.to_string(), boot.trim().to_string())
+    };
+    let ((name, boot), (my_name, my_boot)) = (parts(&said), parts(&here));
+    // The boot id first: it is this kernel's own, whatever the host's
+    // name became since.
+    if !boot.is_empty() && boot == my_boot {
         Started::Here
-    } else if name(said) == name(&here) {
+    } else if name != my_name {
+        Started::Elsewhere(name)
+    } else if !boot.is_empty() && !my_boot.is_empty() {
         Started::BeforeRestart
     } else {
-        Started::Elsewhere(name(said))
+        // No boot id to tell by: as before there was a host file.
+        Started::Here
     }
 }
 
@@ -334,7 +345,9 @@ pub fn down(argv: &[String]) -> Result<u8> {
         let here = started(dir);
         if let Started::Elsewhere(host) = &here {
             return Err(e.context(format!(
-                "the cluster was started on host {host}: stop it there"
+                "the cluster was started on host {host}: stop it there (or remove {} if that \
+                 host is gone for good)",
+                dir.join(HOST_FILE).display()
             )));
         }
         match pid {
@@ -386,10 +399,17 @@ mod tests {
         assert_eq!(started(d), Started::Here);
         std::fs::write(d.join(HOST_FILE), format!("{}\n", this_host())).unwrap();
         assert_eq!(started(d), Started::Here);
-        let name = this_host().split(' ').next().unwrap().to_string();
+        let here = this_host();
+        let (name, boot) = here.split_once(' ').unwrap();
         std::fs::write(d.join(HOST_FILE), format!("{name} 0000-before\n")).unwrap();
         assert_eq!(started(d), Started::BeforeRestart);
         std::fs::write(d.join(HOST_FILE), "login2.example.org 1234\n").unwrap();
         assert_eq!(started(d), Started::Elsewhere("login2.example.org".into()));
+        // Renamed since, in the same boot: still here.
+        std::fs::write(d.join(HOST_FILE), format!("old-name {boot}\n")).unwrap();
+        assert_eq!(started(d), Started::Here);
+        // Written where no boot id could be read: taken as here.
+        std::fs::write(d.join(HOST_FILE), format!("{name}\n")).unwrap();
+        assert_eq!(started(d), Started::Here);
     }
 }

@@ -2762,7 +2762,7 @@ fn a_killed_cluster_is_down_comes_up_again_and_leaves_no_job_files() {
                 .filter(|e| {
                     e.file_name()
                         .to_string_lossy()
-                        .split('-')
+                        .rsplit('-')
                         .nth(1)
                         .is_some_and(|p| p == pid.to_string())
                 })
