@@ -330,18 +330,25 @@ fn check_header(bytes: &[u8], magic: &[u8; 4], path: &Path) -> Result<()> {
 }
 
 /// Writes `bytes` to `path` atomically: a temporary file, synced, renamed
-/// over it, and the directory synced.
-fn replace(path: &Path, bytes: &[u8]) -> Result<()> {
+/// over it, and the directory synced. Returns the new file, open to append.
+fn replace(path: &Path, bytes: &[u8]) -> Result<File> {
     let tmp = path.with_extension("tmp");
-    let mut f = File::create(&tmp).with_context(|| format!("cannot create {}", tmp.display()))?;
+    // Appending, as the journal is written; a leftover of a fold that
+    // stopped part-way goes first.
+    let _ = std::fs::remove_file(&tmp);
+    let mut f = OpenOptions::new()
+        .append(true)
+        .create_new(true)
+        .open(&tmp)
+        .with_context(|| format!("cannot create {}", tmp.display()))?;
     f.write_all(bytes)
         .and_then(|()| f.sync_all())
         .with_context(|| format!("cannot write {}", tmp.display()))?;
     std::fs::rename(&tmp, path).with_context(|| format!("cannot replace {}", path.display()))?;
-    match path.parent() {
-        Some(dir) => sync_dir(dir),
-        None => Ok(()),
+    if let Some(dir) = path.parent() {
+        sync_dir(dir)?;
     }
+    Ok(f)
 }
 
 /// Makes a rename in `dir` durable.
@@ -501,9 +508,22 @@ impl Journal {
         if self.buf.is_empty() {
             return Ok(());
         }
-        self.file
-            .write_all(&self.buf)
-            .with_context(|| format!("cannot write {}", journal_path(&self.dir).display()))?;
+        if let Err(e) = self.file.write_all(&self.buf) {
+            // A write that fails part-way (a full disk) leaves part of a
+            // frame. The frames are kept to be written again, so the file
+            // goes back to its last whole frame: were the torn bytes left,
+            // recovery would stop at them and lose every frame after.
+            let path = journal_path(&self.dir);
+            return Err(match self.file.set_len(self.size) {
+                Ok(()) => anyhow!("cannot write {}: {e}", path.display()),
+                Err(c) => anyhow!(
+                    "cannot write {} ({e}), nor cut it back to its last whole entry ({c}): \
+                     a restart will drop what follows byte {}",
+                    path.display(),
+                    self.size
+                ),
+            });
+        }
         self.size += self.buf.len() as u64;
         if self.shipping {
             self.outgoing.extend_from_slice(&self.buf);
@@ -699,12 +719,10 @@ impl Journal {
         std::fs::rename(&tmp, &path)
             .with_context(|| format!("cannot replace {}", path.display()))?;
         sync_dir(&self.dir)?;
-        let jpath = journal_path(&self.dir);
-        replace(&jpath, &header(JOURNAL_MAGIC))?;
-        self.file = OpenOptions::new()
-            .append(true)
-            .open(&jpath)
-            .with_context(|| format!("cannot open {}", jpath.display()))?;
+        // The new journal is opened before it replaces the old one: were
+        // the open to fail after the rename, the entries that follow would
+        // go to the old file, unlinked, and be lost.
+        self.file = replace(&journal_path(&self.dir), &header(JOURNAL_MAGIC))?;
         self.size = HEADER as u64;
         self.snapshot_size = written;
         self.writes += 1;
@@ -1023,5 +1041,55 @@ mod tests {
             j.write().unwrap();
         }
         assert!(j.wants_compaction());
+    }
+
+    /// A write the disk cuts short (here the file size limit, which lets
+    /// the first `write` through part-way and fails the next) loses no
+    /// entry: the part written is cut off, and the entries go in whole
+    /// once there is room. Runs in a child process, as the limit is the
+    /// whole process's.
+    #[test]
+    fn a_write_cut_short_by_a_full_disk_loses_no_entry() {
+        const CHILD: &str = "CLEMU_TEST_JOURNAL_FULL";
+        if let Some(dir) = std::env::var_os(CHILD) {
+            use nix::sys::resource::{getrlimit, setrlimit, Resource};
+            use nix::sys::signal::{signal, SigHandler, Signal};
+            let dir = Path::new(&dir);
+            let (mut j, _) = Journal::open(dir, 1 << 20).unwrap();
+            j.append([Entry::Submitted(Box::new(image(1)))]);
+            j.sync().unwrap();
+            // SAFETY: only ignores a signal, in a process of one test.
+            unsafe { signal(Signal::SIGXFSZ, SigHandler::SigIgn) }.unwrap();
+            let (_, hard) = getrlimit(Resource::RLIMIT_FSIZE).unwrap();
+            setrlimit(Resource::RLIMIT_FSIZE, j.size + 20, hard).unwrap();
+            j.append((2..=4).map(|id| Entry::Submitted(Box::new(image(id)))));
+            assert!(j.write().is_err(), "the limit did not stop the write");
+            setrlimit(Resource::RLIMIT_FSIZE, hard, hard).unwrap();
+            j.append([started(1)]);
+            j.sync().unwrap();
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "journal::tests::a_write_cut_short_by_a_full_disk_loses_no_entry",
+                "--test-threads=1",
+            ])
+            .env(CHILD, dir.path())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        let (j, r) = Journal::open(dir.path(), 1 << 20).unwrap();
+        assert_eq!(j.seq, 5, "entries recovered: {:?}", r.entries);
+        let mut want: Vec<Entry> = (1..=4)
+            .map(|id| Entry::Submitted(Box::new(image(id))))
+            .collect();
+        want.push(started(1));
+        assert_eq!(r.entries, want);
     }
 }
