@@ -61,9 +61,9 @@ struct Job {
     stop_at: Option<Instant>,
     /// After a cancel: when `SIGTERM` has had its chance.
     kill_at: Option<Instant>,
-    /// It runs a program: its files are in [`program_dir`], and how it
-    /// ended is read from there.
-    program: bool,
+    /// It runs a program: the directory of its files ([`program_dir`]),
+    /// where how it ended is read.
+    program: Option<PathBuf>,
 }
 
 /// A job's process started ahead of the job ([`NodeCmd::Prepare`]), held
@@ -404,7 +404,7 @@ async fn run(name: String, rx: Arc<Mailbox>, ctx: Arc<NodeContext>) {
                         let pid = p.pid;
                         signal(pid, Signal::SIGCONT);
                         debug!(job = id, node = %name, pid, "started (prepared)");
-                        jobs.insert(id, Job { pid, suspended: false, stop_at: None, kill_at: None, program: false });
+                        jobs.insert(id, Job { pid, suspended: false, stop_at: None, kill_at: None, program: None });
                         exits.push(exit_of(id, crate::spawn::Spawned { pid, exit: p.exit }));
                         report(&ctx, FromAgent::Started { job: id, pid: pid as u32 }).await;
                         continue;
@@ -412,14 +412,14 @@ async fn run(name: String, rx: Arc<Mailbox>, ctx: Arc<NodeContext>) {
                     // Boxed: held inline, its state would make every idle
                     // node's task larger.
                     match Box::pin(launch(&ctx, &s, false)).await {
-                        Ok(spawned) => {
+                        Ok((spawned, program)) => {
                             debug!(job = id, node = %name, pid = spawned.pid, "started");
                             jobs.insert(id, Job {
                                 pid: spawned.pid,
                                 suspended: false,
                                 stop_at: None,
                                 kill_at: None,
-                                program: s.program.is_some(),
+                                program,
                             });
                             let pid = spawned.pid;
                             exits.push(exit_of(id, spawned));
@@ -455,8 +455,12 @@ async fn run(name: String, rx: Arc<Mailbox>, ctx: Arc<NodeContext>) {
                     }
                     // Asked of the spawner; the node goes on meanwhile. A
                     // process that cannot be prepared is started at the
-                    // job's start, as any.
-                    if let Ok(answer) = queue_launch(&ctx, &s, true) {
+                    // job's start, as any; so is a program (the controller
+                    // never asks: its environment names its nodes).
+                    if s.program.is_some() {
+                        continue;
+                    }
+                    if let Ok((answer, _)) = queue_launch(&ctx, &s, true) {
                         a.preparing.insert(id, Preparing { start: s, until, answer });
                     }
                 }
@@ -497,7 +501,7 @@ async fn run(name: String, rx: Arc<Mailbox>, ctx: Arc<NodeContext>) {
                     }
                 }
                 Some(NodeCmd::Signal(id, sig, reach)) => {
-                    if let Some(job) = jobs.get(&id).filter(|j| j.program) {
+                    if let Some(job) = jobs.get(&id).filter(|j| j.program.is_some()) {
                         signal_part(job.pid, sig, reach);
                     }
                 }
@@ -532,9 +536,9 @@ async fn run(name: String, rx: Arc<Mailbox>, ctx: Arc<NodeContext>) {
                 if jobs.get(&id).is_none_or(|j| j.pid != pid) {
                     continue;
                 }
-                let ran = jobs.remove(&id).is_some_and(|j| j.program);
-                let exit = if ran {
-                    let (exit, steps) = program_ended(id, exit);
+                let ran = jobs.remove(&id).and_then(|j| j.program);
+                let exit = if let Some(dir) = ran {
+                    let (exit, steps) = program_ended(&dir, exit);
                     if !steps.is_empty() {
                         report(&ctx, FromAgent::Steps { job: id, steps }).await;
                     }
@@ -608,14 +612,18 @@ async fn exit_of(id: u64, spawned: crate::spawn::Spawned) -> (u64, i32, Exit) {
     )
 }
 
-/// Where the files of job `id`'s program are while it runs: its script,
-/// and the line sigsleep leaves on how it ended; removed when it ends.
-/// Under [`programs_root`], named by host, agent process and job
-/// (`HOST-PID-JOB`), so that no two agents share one, even where hosts
-/// share the directory (a `TMPDIR` on a network file system, or
-/// containers of one host sharing `/dev/shm`).
+/// Where the files of one launch of job `id`'s program are while it runs:
+/// its script, and the line sigsleep leaves on how it ended; removed when
+/// it ends. Under [`programs_root`], named by host, agent process, job and
+/// launch (`HOST-PID-JOB-N`), so that no two agents share one, even where
+/// hosts share the directory (a `TMPDIR` on a network file system, or
+/// containers of one host sharing `/dev/shm`), and a job started again
+/// on this agent while its last process is still being killed (requeued
+/// from a failed node) never shares that process's files.
 fn program_dir(id: u64) -> PathBuf {
-    programs_root().join(format!("{}-{}-{id}", host_tag(), std::process::id()))
+    static LAUNCHES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = LAUNCHES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    programs_root().join(format!("{}-{}-{id}-{n}", host_tag(), std::process::id()))
 }
 
 /// This host, as job directories name it: its name (hosts that share a
@@ -667,7 +675,7 @@ fn agent_gone(pid: i32) -> bool {
         || std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| c.is_empty())
 }
 
-/// [`sweep_left_behind`] in `root`: removes each `HOST-PID-JOB` entry of
+/// [`sweep_left_behind`] in `root`: removes each `HOST-PID-JOB-N` entry of
 /// host `host` whose process is gone (in this process's view: an agent in
 /// another pid namespace under the same host name, sharing the directory,
 /// would look gone too, which is why such containers should not share
@@ -746,17 +754,17 @@ fn ours_alone(dir: &Path) -> bool {
         .is_ok_and(|m| m.is_dir() && m.uid() == uid && m.mode() & 0o022 == 0)
 }
 
-/// Writes job `id`'s script where sigsleep will run it.
-fn write_script(id: u64, script: &str) -> std::io::Result<PathBuf> {
+/// Writes a job's script in `dir`, its launch's [`program_dir`], where
+/// sigsleep will run it.
+fn write_script(dir: &Path, script: &str) -> std::io::Result<PathBuf> {
     use std::io::Write as _;
     use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
-    let dir = program_dir(id);
-    let make = || std::fs::DirBuilder::new().mode(0o700).create(&dir);
+    let make = || std::fs::DirBuilder::new().mode(0o700).create(dir);
     match make() {
         // Left by an earlier agent that had this pid (and so was not
         // swept): nothing of its job may pass for this one's.
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-            std::fs::remove_dir_all(&dir)?;
+            std::fs::remove_dir_all(dir)?;
             make()?;
         }
         // The root itself is gone (emptied at a logout, say).
@@ -764,7 +772,7 @@ fn write_script(id: u64, script: &str) -> std::io::Result<PathBuf> {
             std::fs::DirBuilder::new()
                 .recursive(true)
                 .mode(0o700)
-                .create(&dir)?;
+                .create(dir)?;
         }
         other => other?,
     }
@@ -781,13 +789,13 @@ fn write_script(id: u64, script: &str) -> std::io::Result<PathBuf> {
     Ok(path)
 }
 
-/// How job `id`'s program ended, from the line sigsleep left (`exit` as
-/// its process ended, when there is none); its files are removed.
-fn program_ended(id: u64, exit: Exit) -> (Exit, Vec<StepInfo>) {
-    let dir = program_dir(id);
+/// How a job's program ended, from the line sigsleep left in `dir`
+/// (`exit` as its process ended, when there is none); its files are
+/// removed.
+fn program_ended(dir: &Path, exit: Exit) -> (Exit, Vec<StepInfo>) {
     let line = std::fs::read_to_string(dir.join("exit")).unwrap_or_default();
-    let steps = steps_in(&dir);
-    let _ = std::fs::remove_dir_all(&dir);
+    let steps = steps_in(dir);
+    let _ = std::fs::remove_dir_all(dir);
     (parse_exit_line(&line).map_or(exit, Exit::Ran), steps)
 }
 
@@ -832,21 +840,32 @@ fn parse_exit_line(line: &str) -> Option<formats::wire::Ran> {
     })
 }
 
-/// Starts job `s`'s process; `held`, ahead of the job's start.
+/// Starts job `s`'s process; `held`, ahead of the job's start. With the
+/// directory of its program's files, if it runs one.
 async fn launch(
     ctx: &NodeContext,
     s: &StartJob,
     held: bool,
-) -> std::io::Result<crate::spawn::Spawned> {
-    crate::spawn::answered(queue_launch(ctx, s, held)?).await
+) -> std::io::Result<(crate::spawn::Spawned, Option<PathBuf>)> {
+    let (answer, dir) = queue_launch(ctx, s, held)?;
+    match crate::spawn::answered(answer).await {
+        Ok(spawned) => Ok((spawned, dir)),
+        Err(e) => {
+            if let Some(dir) = dir {
+                let _ = std::fs::remove_dir_all(dir);
+            }
+            Err(e)
+        }
+    }
 }
 
-/// Asks the spawner for job `s`'s process, without waiting for it.
+/// Asks the spawner for job `s`'s process, without waiting for it; with
+/// the directory of its program's files, if it runs one.
 fn queue_launch(
     ctx: &NodeContext,
     s: &StartJob,
     held: bool,
-) -> std::io::Result<crate::spawn::Answer> {
+) -> std::io::Result<(crate::spawn::Answer, Option<PathBuf>)> {
     let secs = |ns: u64| format!("{}.{:09}", ns / 1_000_000_000, ns % 1_000_000_000);
     let submit = format!(
         "{}.{:09}",
@@ -884,22 +903,24 @@ fn queue_launch(
             args.push(part.to_string());
         }
     }
-    match &s.program {
-        None => args.extend(["--runtime".into(), secs(s.runtime_ns)]),
+    let dir = match &s.program {
+        None => {
+            args.extend(["--runtime".into(), secs(s.runtime_ns)]);
+            None
+        }
         Some(p) => {
-            let script = write_script(s.job, &p.script)?;
+            let dir = program_dir(s.job);
+            let script = write_script(&dir, &p.script)?;
             env.extend(p.env.iter().cloned());
             // The job's own directory, gone when it ends: srun counts the
             // job's steps there.
-            env.push((
-                "CLEMU_JOB_DIR".to_string(),
-                program_dir(s.job).display().to_string(),
-            ));
-            args.extend(program_args(ctx, s.job, p));
+            env.push(("CLEMU_JOB_DIR".to_string(), dir.display().to_string()));
+            args.extend(program_args(ctx, &dir, p));
             args.extend(["--".into(), script.display().to_string()]);
             args.extend(p.args.iter().cloned());
+            Some(dir)
         }
-    }
+    };
     if !s.devices.is_empty() {
         env.extend(visible_devices(&s.devices, &s.node));
     }
@@ -911,15 +932,26 @@ fn queue_launch(
     };
     // A batch script's environment is the one its submission carries,
     // as Slurm's --export says: nothing of the agent's own.
-    ctx.launcher
+    match ctx
+        .launcher
         .queue(&ctx.sigsleep, &args, &env, s.program.is_some(), priority)
+    {
+        Ok(answer) => Ok((answer, dir)),
+        Err(e) => {
+            if let Some(dir) = dir {
+                let _ = std::fs::remove_dir_all(dir);
+            }
+            Err(e)
+        }
+    }
 }
 
-/// sigsleep's flags for running program `p` as job `id`: its directory,
+/// sigsleep's flags for running program `p` from `dir`, its launch's
+/// [`program_dir`]: its directory,
 /// its files (relative ones under its directory), `--signal`, and a kill
 /// wait inside the agent's own cancel grace, so that sigsleep has ended
 /// every process of the job before the agent's SIGKILL could cut it short.
-fn program_args(ctx: &NodeContext, id: u64, p: &formats::wire::Program) -> Vec<String> {
+fn program_args(ctx: &NodeContext, dir: &Path, p: &formats::wire::Program) -> Vec<String> {
     let under = |f: &str| {
         let path = std::path::Path::new(&p.workdir).join(f);
         path.display().to_string()
@@ -931,7 +963,7 @@ fn program_args(ctx: &NodeContext, id: u64, p: &formats::wire::Program) -> Vec<S
         "--stdout".into(),
         under(&p.stdout),
         "--exit-file".into(),
-        program_dir(id).join("exit").display().to_string(),
+        dir.join("exit").display().to_string(),
         "--kill-wait".into(),
         secs(ctx.settings.kill_grace_ms / 2),
         "--suspend-grace".into(),
@@ -1181,9 +1213,32 @@ mod tests {
         let dir = program_dir(id);
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join("exit"), "exited 3\n").unwrap();
-        let script = write_script(id, "#!/bin/sh\ntrue\n").unwrap();
+        let script = write_script(&dir, "#!/bin/sh\ntrue\n").unwrap();
         assert_eq!(script, dir.join("slurm_script"));
         assert!(!dir.join("exit").exists());
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A job started again while its last process is still being killed
+    /// (requeued from a failed node onto another node of this agent) has
+    /// files of its own: the old process's end neither reads the new
+    /// one's line nor removes its files.
+    #[test]
+    fn a_job_started_again_never_shares_its_last_launch_files() {
+        let id = u64::MAX - 18;
+        let (old, new) = (program_dir(id), program_dir(id));
+        assert_ne!(old, new);
+        write_script(&old, "#!/bin/sh\ntrue\n").unwrap();
+        let script = write_script(&new, "#!/bin/sh\nfalse\n").unwrap();
+        std::fs::write(new.join("exit"), "failed 1 0\n").unwrap();
+        let (exit, _) = program_ended(&old, Exit::Code(0));
+        assert_eq!(exit, Exit::Code(0));
+        assert!(!old.exists());
+        assert_eq!(
+            std::fs::read_to_string(&script).unwrap(),
+            "#!/bin/sh\nfalse\n"
+        );
+        assert!(new.join("exit").exists());
+        std::fs::remove_dir_all(&new).unwrap();
     }
 }

@@ -2755,7 +2755,8 @@ fn a_killed_cluster_is_down_comes_up_again_and_leaves_no_job_files() {
             .parse()
             .unwrap()
     };
-    // Files of jobs started by the agents of the controller `pid`.
+    // Files of jobs started by the agents of the controller `pid`
+    // (`HOST-PID-JOB-LAUNCH`).
     let files_of = |pid: i32| {
         std::fs::read_dir(&jobs_root).map_or(0, |d| {
             d.flatten()
@@ -2763,7 +2764,7 @@ fn a_killed_cluster_is_down_comes_up_again_and_leaves_no_job_files() {
                     e.file_name()
                         .to_string_lossy()
                         .rsplit('-')
-                        .nth(1)
+                        .nth(2)
                         .is_some_and(|p| p == pid.to_string())
                 })
                 .count()
