@@ -28,7 +28,7 @@
 # traces: real traces beyond the shipped slice at 10,000x (TRACES, a list
 #   of PATH:SKIP:JOBS; POLICIES; REPLICAS, default 10; SPEEDUP): each
 #   policy's mean wait, mean bounded slowdown and utilization against the
-#   twin's.
+#   twin's, and how far the twin moves with every delay 1 ns (its ties).
 #
 # KEEP=1 keeps every run and report.
 set -euo pipefail

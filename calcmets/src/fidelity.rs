@@ -301,6 +301,11 @@ pub fn compare(a: &Path, b: &Path, opts: &Options, out: &mut impl Write) -> Resu
     if let Some(w) = crate::alike::unknowable(&side_a, &side_b) {
         eprintln!("calcmets: warning: {w}");
     }
+    for (name, side) in [("a", &side_a), ("b", &side_b)] {
+        if let Some(n) = on_ties(name, &side.manifest) {
+            eprintln!("calcmets: note: {n}");
+        }
+    }
     // Trace ids when both runs say which trace job each of theirs replays:
     // a run on a cluster others used too does not number its jobs from 1.
     // (A trace may number two jobs alike, or none: then ids, as a fresh
@@ -392,6 +397,7 @@ pub fn compare(a: &Path, b: &Path, opts: &Options, out: &mut impl Write) -> Resu
             "a": side(&e, a),
             "b": side(&s, b),
             "unlike": unlike,
+            "ties": {"a": side_a.manifest.ties, "b": side_b.manifest.ties},
             "jobs_compared": matched,
             "jobs_in_one_run_only": only_one,
             "per_job": {"start": start, "end": end, "suspended": suspended},
@@ -652,6 +658,21 @@ fn compare_sets(
 
 /// Refuses runs that are not the same replay, saying what differs; with
 /// `force`, says it and goes on.
+/// What run `name` says of its ties, when it is a twin whose schedule
+/// hangs on the order of events at one instant: a difference of that size
+/// from it is that order, which no emulated run keeps.
+fn on_ties(name: &str, m: &formats::results::Manifest) -> Option<String> {
+    let t = m.ties.as_ref().filter(|t| t.notable())?;
+    Some(format!(
+        "{name} is a twin whose schedule hangs on the order of events at one instant: with \
+         every start, end and arrival {} ns later its figures move ({}). A difference that size \
+         is that order, which no emulated run (nor real system) keeps, not the emulation's \
+         cost: compare replica sets (runworkload --replicas, and the twin's with --latencies)",
+        t.nudge_ns,
+        t.moved()
+    ))
+}
+
 fn refuse_unlike(a: &Path, b: &Path, unlike: &[String], force: bool) -> Result<()> {
     if !unlike.is_empty() && !force {
         bail!(

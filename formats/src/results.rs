@@ -202,11 +202,54 @@ pub struct Manifest {
     /// still running, and in runs written before it was measured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency: Option<Latencies>,
+    /// A twin's: how far its schedule hangs on the order of events at one
+    /// instant. `None` for other runs, a perturbed twin's, and an external
+    /// scheduler's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ties: Option<Ties>,
     /// An external scheduler's figures (`policy = "batsim"`): its
     /// endpoint, messages exchanged, reply latency p50/p99/max in ms, and
     /// why it stopped deciding if it did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scheduler: Option<crate::scheduler::SchedulerReport>,
+}
+
+/// How far a twin's schedule hangs on the order of events at one instant
+/// (an end and an arrival in the same trace second, which the twin takes
+/// end first): its figures again with every start, end, suspension,
+/// resumption and arrival `nudge_ns` later, relative to its own. No real
+/// system keeps that order, so a difference this size between an emulated
+/// run and this twin is the order of simultaneous events, not the
+/// emulation's cost.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Ties {
+    pub nudge_ns: u64,
+    pub wait_mean: Option<f64>,
+    pub bounded_slowdown_mean: Option<f64>,
+}
+
+impl Ties {
+    /// From this share on, the ties are worth a word.
+    pub const NOTABLE: f64 = 0.005;
+
+    /// Whether the nudge moved a figure by [`Ties::NOTABLE`] or more.
+    pub fn notable(&self) -> bool {
+        [self.wait_mean, self.bounded_slowdown_mean]
+            .into_iter()
+            .flatten()
+            .any(|r| r.abs() >= Self::NOTABLE)
+    }
+
+    /// `mean wait +2.28 % and mean bounded slowdown +3.13 %`.
+    pub fn moved(&self) -> String {
+        let pct = |r: Option<f64>| r.map_or("–".to_string(), |r| format!("{:+.2} %", r * 100.0));
+        format!(
+            "mean wait {} and mean bounded slowdown {}",
+            pct(self.wait_mean),
+            pct(self.bounded_slowdown_mean)
+        )
+    }
 }
 
 /// One of the runs of a replay run several times (`--replicas`).
@@ -782,6 +825,11 @@ mod tests {
                     max_s: 40.0,
                 }),
                 ..Latencies::default()
+            }),
+            ties: Some(Ties {
+                nudge_ns: 1,
+                wait_mean: Some(0.0228),
+                bounded_slowdown_mean: None,
             }),
             scheduler: Some(crate::scheduler::SchedulerReport {
                 endpoint: "tcp://127.0.0.1:28000".into(),

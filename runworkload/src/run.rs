@@ -120,6 +120,7 @@ pub async fn run_point(
             scheduler: None,
             events: None,
             latency: None,
+            ties: None,
         },
     )?;
 

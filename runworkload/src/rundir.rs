@@ -213,7 +213,7 @@ fn count_records(dir: &Path) -> u64 {
 /// τ of the bounded slowdown in this run's time: the trace's τ, shrunk
 /// and sped up like every other time, so that bounded slowdowns compare
 /// across factors and with the trace.
-fn tau_ns(plan: &Plan, factor: f64) -> i64 {
+pub(crate) fn tau_ns(plan: &Plan, factor: f64) -> i64 {
     Scale {
         factor,
         speedup: plan.speedup,
@@ -248,6 +248,7 @@ pub(crate) fn write_results(
         scheduler,
         failure,
         events,
+        ties,
     } = ran;
     let (started_wall, ended_wall, interrupted_at, cores) =
         (*started_wall, *ended_wall, *interrupted_at, *cores);
@@ -390,6 +391,7 @@ pub(crate) fn write_results(
             scheduler: scheduler.as_ref(),
             events: summary_of_events.as_ref(),
             latency: latency.as_ref(),
+            ties: ties.as_ref(),
         },
     )?;
 
@@ -589,6 +591,7 @@ pub(crate) struct RunState<'a> {
     pub scheduler: Option<&'a formats::scheduler::SchedulerReport>,
     pub events: Option<&'a results::Events>,
     pub latency: Option<&'a results::Latencies>,
+    pub ties: Option<&'a results::Ties>,
 }
 
 /// Writes the run's events, when it has any: `events.csv` (each, and
@@ -796,6 +799,7 @@ pub(crate) fn write_manifest(plan: &Plan, dir: &Path, m: &RunState<'_>) -> Resul
             .map(|c| c.iter().map(|(k, v)| (k.to_string(), *v)).collect()),
         lateness,
         latency: m.latency.cloned(),
+        ties: m.ties.cloned(),
         scheduler: m.scheduler.cloned(),
         events: m.events.cloned(),
     };

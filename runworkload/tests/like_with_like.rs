@@ -639,3 +639,49 @@ fn a_trace_out_of_submit_order_is_said_and_each_job_keeps_its_time() {
     let o = ok(twin(&dir.path().join("kth"), "10000", &[]));
     assert!(!String::from_utf8_lossy(&o.stderr).contains("submit order"));
 }
+
+/// A twin whose schedule hangs on the order of events at one instant says
+/// so, in its manifest and beside any comparison with it: here job 1 ends
+/// at trace second 10 as job 3 arrives. The twin takes the end first, and
+/// job 2 (the whole cluster) starts then; with every delay 1 ns, job 3's
+/// arrival comes first and is backfilled on the one free node, and job 2
+/// waits 100 s more. No emulated run keeps the twin's order.
+#[test]
+fn a_twin_that_hangs_on_a_tie_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("tie.swf");
+    std::fs::write(
+        &trace,
+        "; job 1 ends as job 3 arrives\n\
+         1 0 0 10 120 -1 -1 120 1000 -1 1 1 1 -1 1 -1 -1 -1\n\
+         2 5 0 10 128 -1 -1 128 100 -1 1 1 1 -1 1 -1 -1 -1\n\
+         3 10 0 100 8 -1 -1 8 100 -1 1 1 1 -1 1 -1 -1 -1\n",
+    )
+    .unwrap();
+    let out = dir.path().join("tie");
+    let o = ok(twin_of(&trace, &out, "1", &[]));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("hangs on the order of events at one instant"),
+        "{err}"
+    );
+    let run = out.join("shrink-100");
+    let m = common::json(&run.join("manifest.json"));
+    // Waits 0, 5 and 10 s in the twin; 0, 105 and 0 nudged.
+    let moved = m["ties"]["wait_mean"].as_f64().unwrap();
+    assert!((moved - 6.0).abs() < 1e-6, "{m:#}");
+    let o = calcmets(&["fidelity", run.to_str().unwrap(), run.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("b is a twin whose schedule hangs on the order of events"),
+        "{err}"
+    );
+    // The bundled slice does not hang on ties: nothing said.
+    let o = ok(twin(&dir.path().join("kth"), "10000", &[]));
+    assert!(!String::from_utf8_lossy(&o.stderr).contains("hangs on the order"));
+    let m = common::json(&dir.path().join("kth/shrink-100/manifest.json"));
+    assert!(
+        m["ties"]["wait_mean"].as_f64().unwrap().abs() < 0.005,
+        "{m:#}"
+    );
+}

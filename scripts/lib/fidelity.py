@@ -140,8 +140,9 @@ def mode_traces():
     replicas = int(os.environ.get("REPLICAS", "10"))
     speedup = int(os.environ.get("SPEEDUP", "10000"))
     print(f"speed-up {speedup:,}; {replicas} replicas a side for {', '.join(SUSPENDING)}\n")
-    print("| trace window | policy | " + " | ".join(l for l, _ in METRICS) + " |")
-    print("|---|---|" + "---:|" * len(METRICS))
+    print("| trace window | policy | " + " | ".join(l for l, _ in METRICS)
+          + " | the twin, 1 ns later |")
+    print("|---|---|" + "---:|" * len(METRICS) + "---:|")
     for i, spec in enumerate(specs):
         trace, skip, jobs = spec.split(":")
         label = f"{os.path.basename(trace).split('-')[0]} jobs {int(skip) + 1}–{int(skip) + int(jobs)}"
@@ -151,6 +152,11 @@ def mode_traces():
             for _, k in METRICS:
                 v, agree = rel(r, k)
                 cells.append(pct(v) + ("" if agree is None else (" (agree)" if agree else " (apart)")))
+            # How far the twin hangs on ties (its manifest's `ties`): a
+            # difference that size is the order of simultaneous events.
+            t = (r.get("ties") or {}).get("b") or {}
+            cells.append("–" if not t else
+                         f"{pct(t.get('wait_mean'))} / {pct(t.get('bounded_slowdown_mean'))}")
             print(f"| {label} | {p} | " + " | ".join(cells) + " |", flush=True)
 
 

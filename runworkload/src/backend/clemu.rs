@@ -331,6 +331,7 @@ impl Clemu {
             scheduler,
             failure,
             events: applied,
+            ties: None,
         })
     }
 }

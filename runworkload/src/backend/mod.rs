@@ -113,6 +113,8 @@ pub struct Ran {
     pub failure: Option<String>,
     /// What each event of the plan did, by its number.
     pub events: Vec<Applied>,
+    /// The twin's: how far its schedule hangs on ties.
+    pub ties: Option<formats::results::Ties>,
 }
 
 /// An event as it was applied.

@@ -342,5 +342,6 @@ async fn replay(plan: &Plan, run: &Jobs<'_>, dir: &Path, stop: &CancellationToke
         scheduler: None,
         failure: None,
         events: Vec::new(),
+        ties: None,
     })
 }

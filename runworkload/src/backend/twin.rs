@@ -136,14 +136,46 @@ fn simulate(plan: &Plan, jobs: &Jobs<'_>, dir: &Path, stop: &CancellationToken) 
             seed: p.seed + u64::from(jobs.replica.unwrap_or(1)) - 1,
             ..p.clone()
         });
+    let config = std::sync::Arc::new(jobs.config.clone());
     let run = controller::sim::simulate_until(
-        std::sync::Arc::new(jobs.config.clone()),
+        config.clone(),
         &sim_jobs,
         &events,
         epoch,
         perturb.as_ref(),
         &|| stop.is_cancelled(),
     );
+    // How far this schedule hangs on ties: the same twin again, every
+    // delay 1 ns. Not for a perturbed twin (it has delays), an external
+    // scheduler (it would be asked again) or a run cut short.
+    let ties = (perturb.is_none() && run.policy.is_none() && run.interrupted_at.is_none())
+        .then(|| {
+            let nudged = controller::sim::simulate_until(
+                config,
+                &sim_jobs,
+                &events,
+                epoch,
+                Some(&nudge(NUDGE_NS)),
+                &|| stop.is_cancelled(),
+            );
+            (nudged.interrupted_at.is_none()).then(|| {
+                ties(
+                    &run.records,
+                    &nudged.records,
+                    crate::rundir::tau_ns(plan, jobs.factor),
+                )
+            })
+        })
+        .flatten();
+    if let Some(t) = ties.as_ref().filter(|t| t.notable()) {
+        warn!(
+            "{label}: this twin's schedule hangs on the order of events at one instant: with \
+             every start, end and arrival {NUDGE_NS} ns later, its figures move ({}). An \
+             emulated run, or any real system, cannot keep that order: compare replica sets \
+             instead (runworkload --replicas N, and the twin's with --latencies EMULATED_DIR)",
+            t.moved()
+        );
+    }
     let mut applied = vec![Applied::default(); plan.events.len()];
     for ((k, outcome), e) in numbers.iter().zip(&run.events).zip(&events) {
         let Some(outcome) = outcome else {
@@ -195,5 +227,50 @@ fn simulate(plan: &Plan, jobs: &Jobs<'_>, dir: &Path, stop: &CancellationToken) 
         scheduler: run.policy,
         failure: run.failure,
         events: applied,
+        ties,
     })
+}
+
+/// The delay a twin's ties are tested with: the smallest there is, so
+/// that only the order of events at one instant changes.
+const NUDGE_NS: i64 = 1;
+
+/// Every kind of delay `ns`.
+fn nudge(ns: i64) -> controller::sim::Perturb {
+    controller::sim::Perturb {
+        seed: 1,
+        start: vec![ns],
+        suspend: vec![ns],
+        resume: vec![ns],
+        end: vec![ns],
+        arrive: vec![ns],
+    }
+}
+
+/// The nudged twin's mean wait and mean bounded slowdown (τ `tau_ns`, in
+/// the records' clock) relative to the twin's own, over every record of
+/// each.
+fn ties(
+    own: &[formats::record::JobRecord<'_>],
+    nudged: &[formats::record::JobRecord<'_>],
+    tau_ns: i64,
+) -> formats::results::Ties {
+    let means = |records: &[formats::record::JobRecord<'_>]| {
+        let n = records.len() as f64;
+        let (mut wait, mut bsld) = (0.0, 0.0);
+        for r in records {
+            let run = (r.end - r.start - r.suspended_ns()).max(0);
+            wait += (r.start - r.submit) as f64;
+            bsld += ((r.end - r.submit) as f64 / run.max(tau_ns).max(1) as f64).max(1.0);
+        }
+        (wait / n, bsld / n)
+    };
+    let rel = |a: f64, b: f64| (b != 0.0 && a.is_finite() && b.is_finite()).then(|| (a - b) / b);
+    let (w0, b0) = means(own);
+    let (w1, b1) = means(nudged);
+    formats::results::Ties {
+        nudge_ns: NUDGE_NS as u64,
+        wait_mean: rel(w1, w0),
+        bounded_slowdown_mean: rel(b1, b0),
+    }
 }
