@@ -275,7 +275,7 @@ impl Scheduler {
                         wall: now.wall.saturating_add(at - now.mono),
                     };
                     let view = cluster.view(then);
-                    self.prepare_starts(cluster, &view, at, now, fx);
+                    self.prepare_starts(cluster, &view, at, now, &[], fx);
                     view.done();
                 }
             }
@@ -293,8 +293,19 @@ impl Scheduler {
                         wall: now.wall.saturating_add(at - now.mono),
                     };
                     let view = cluster.view_after(then, &key.0.ending, &key.0.arriving);
-                    self.prepare_starts(cluster, &view, at, now, fx);
+                    let prepared = self.prepare_starts(cluster, &view, at, now, &[], fx);
                     view.done();
+                    // Arrivals taken with ends may come first: an end
+                    // reaches the controller tens of microseconds after
+                    // its process's, and one expected just after an
+                    // arrival comes after it. Their starts without those
+                    // ends are prepared too, where they go elsewhere, so
+                    // that either order finds its processes held.
+                    if !key.0.ending.is_empty() && !key.0.arriving.is_empty() {
+                        let view = cluster.view_after(then, &[], &key.0.arriving);
+                        self.prepare_starts(cluster, &view, at, now, &prepared, fx);
+                        view.done();
+                    }
                 }
                 self.ends_prepared = Some(key);
             }
@@ -302,24 +313,32 @@ impl Scheduler {
     }
 
     /// Has the processes of the jobs the policy would start in `view` (the
-    /// cluster at `at`, monotonic ns) started now, held.
+    /// cluster at `at`, monotonic ns) started now, held, but for those of
+    /// `already` (job, first node): a second process for a job on a node
+    /// would replace the first. Returns those it asked for.
     fn prepare_starts<F: Effects>(
         &mut self,
         cluster: &Cluster,
         view: &crate::policy::View,
         at: i64,
         now: Now,
+        already: &[(u64, String)],
         fx: &mut F,
-    ) {
+    ) -> Vec<(u64, String)> {
         let decisions = self.policy.decide(view);
         let claim_within_ms = ((at - now.mono)
             .saturating_add(self.interval)
             .saturating_add(CLAIM_GRACE_NS)
             / 1_000_000)
             .clamp(0, u32::MAX.into()) as u32;
+        let mut asked = Vec::new();
         for d in decisions.list {
             if let Decision::Start { job, alloc } = d {
                 if let Some((agent, start)) = cluster.start_order_ahead(job, &alloc) {
+                    if already.iter().any(|(j, n)| *j == job && *n == start.node) {
+                        continue;
+                    }
+                    asked.push((job, start.node.clone()));
                     fx.to_agent(
                         agent,
                         ToAgent::Prepare {
@@ -330,5 +349,6 @@ impl Scheduler {
                 }
             }
         }
+        asked
     }
 }

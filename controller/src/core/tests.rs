@@ -2720,6 +2720,78 @@ fn a_job_sent_ahead_arrives_at_its_begin_and_its_start_is_prepared() {
     assert_eq!(starts(&out), prepared);
 }
 
+/// An arrival expected with an end may come before it (an end reaches the
+/// controller after its process's): its start is prepared for either
+/// order, where the two go to different nodes, and the pass finds its
+/// process held whichever comes first.
+#[test]
+fn an_arrival_taken_with_an_end_is_prepared_for_either_order() {
+    for end_first in [true, false] {
+        let mut c = cluster();
+        let mut out = Recorder::default();
+        // vn1-vn2 until 10 s, vn3 until 20 s; vn4 free.
+        let a = JobSpec {
+            runtime_ns: 10 * S as u64,
+            ..spec(8)
+        };
+        let b = JobSpec {
+            runtime_ns: 20 * S as u64,
+            ..spec(4)
+        };
+        let ids = c.submit(vec![a, b], 0, at(0), &mut out).unwrap();
+        let policy = Box::new(Standard {
+            base: Base::Easy,
+            preemption: Preemption::Off,
+        });
+        let mut s = Scheduler::new(policy, std::time::Duration::ZERO).looking_ahead(true);
+        assert!(s.pass(&mut c, at(0), &mut out));
+        // 100 us after the first one's expected end, a job of one node.
+        let begin = Now {
+            mono: 10 * S + 100_000,
+            wall: at(10).wall + 100_000,
+        };
+        let late = c
+            .submit(
+                vec![JobSpec {
+                    begin_ns: Some(begin.wall),
+                    ..spec(4)
+                }],
+                0,
+                at(1),
+                &mut out,
+            )
+            .unwrap()[0];
+        // Taken together by the look-ahead (ends and arrivals within
+        // 200 us of the first).
+        let next = c.next_events(200_000).unwrap();
+        assert_eq!((next.ending, next.arriving), (vec![ids[0]], vec![late]));
+        out.0.clear();
+        let near = Now {
+            mono: 10 * S - 5_000_000,
+            wall: at(10).wall - 5_000_000,
+        };
+        assert!(s.ahead_due(&c, near.mono));
+        s.prepare_ahead(&c, near, &mut out);
+        let prepared: Vec<StartJob> = prepared_within(&out).into_iter().map(|(s, _)| s).collect();
+        let nodes: Vec<&str> = prepared.iter().map(|p| p.node.as_str()).collect();
+        assert!(prepared.iter().all(|p| p.job == late), "{prepared:?}");
+        assert_eq!(nodes.len(), 2, "{nodes:?}");
+        assert_ne!(nodes[0], nodes[1]);
+        out.0.clear();
+        if end_first {
+            c.job_ended(7, ids[0], Exit::Code(0), at(10), &mut out);
+            s.pass(&mut c, at(10), &mut out);
+        }
+        assert!(s.pass(&mut c, begin, &mut out));
+        let started = starts(&out);
+        assert_eq!(started.len(), 1, "{started:?}");
+        assert!(
+            prepared.contains(&started[0]),
+            "{started:?} not in {prepared:?}"
+        );
+    }
+}
+
 #[test]
 fn a_job_told_to_end_shows_its_end_from_then_while_it_completes() {
     let mut c = cluster();
