@@ -69,15 +69,30 @@ impl Cluster {
     /// that end, and those that arrive, within `within` ns of it, which a
     /// pass then would likely see together. `None` with nothing to expect.
     pub fn next_events(&self, within: i64) -> Option<Expected> {
-        let first_end = self.ends.first().map(|&(at, _)| at);
-        let first_arrival = self.releases.first().map(|&(at, _)| at);
+        self.events_after(None, within)
+    }
+
+    /// How many held jobs are to arrive.
+    pub fn arrivals_len(&self) -> usize {
+        self.releases.len()
+    }
+
+    /// [`Cluster::next_events`] among those expected after `after`
+    /// (monotonic ns; all of them with `None`): the group that follows
+    /// another.
+    pub fn events_after(&self, after: Option<i64>, within: i64) -> Option<Expected> {
+        use std::ops::Bound::{Excluded, Unbounded};
+        let from = after.map_or(Unbounded, |t| Excluded((t, u64::MAX)));
+        let from = (from, Unbounded);
+        let first_end = self.ends.range(from).next().map(|&(at, _)| at);
+        let first_arrival = self.releases.range(from).next().map(|&(at, _)| at);
         let at = match (first_end, first_arrival) {
             (Some(e), Some(a)) => e.min(a),
             (e, a) => e.or(a)?,
         };
         let until = at.saturating_add(within);
         let upto = |set: &std::collections::BTreeSet<(i64, u64)>| {
-            set.iter()
+            set.range(from)
                 .take_while(|(t, _)| *t <= until)
                 .map(|&(_, id)| id)
                 .collect()

@@ -42,9 +42,11 @@ pub struct Scheduler {
     look_ahead: bool,
     /// The wake-up last looked ahead to: once each.
     looked_ahead_to: Option<i64>,
-    /// The expected events last prepared for, and the queue's length
-    /// then: once each, unless the queue changed.
-    ends_prepared: Option<(Expected, usize)>,
+    /// The expected events last prepared for, and the queue's length and
+    /// the number of jobs to arrive then: once each, unless the queue
+    /// changed or a job was sent ahead (the group after may then be one
+    /// to prepare, [`Scheduler::prepare_ahead`]).
+    ends_prepared: Option<(Expected, usize, usize)>,
 }
 
 impl Scheduler {
@@ -218,11 +220,11 @@ impl Scheduler {
     }
 
     /// The next expected ends and arrivals, taken together (see
-    /// [`ENDS_TOGETHER_NS`]), and the queue's length: their key for
-    /// [`Scheduler::ends_prepared`].
-    fn next_events(&self, cluster: &Cluster) -> Option<(Expected, usize)> {
+    /// [`ENDS_TOGETHER_NS`]), the queue's length and the number of jobs
+    /// to arrive: their key for [`Scheduler::ends_prepared`].
+    fn next_events(&self, cluster: &Cluster) -> Option<(Expected, usize, usize)> {
         let e = cluster.next_events(self.interval.max(ENDS_TOGETHER_NS))?;
-        Some((e, cluster.queue_len()))
+        Some((e, cluster.queue_len(), cluster.arrivals_len()))
     }
 
     /// Expected ends or arrivals within [`ENDS_AHEAD_NS`] of `now`
@@ -282,34 +284,68 @@ impl Scheduler {
         }
         if self.ends_due(cluster, now.mono) {
             if let Some(key) = self.next_events(cluster) {
-                // Ends already due (jobs of no length end as they start)
-                // are not prepared for: their pass comes at once, and a
-                // stream of such jobs had every job's process started
-                // twice, once held and once at its start.
-                if key.0.at > now.mono {
-                    let at = key.0.at;
-                    let then = Now {
-                        mono: at,
-                        wall: now.wall.saturating_add(at - now.mono),
-                    };
-                    let view = cluster.view_after(then, &key.0.ending, &key.0.arriving);
-                    let prepared = self.prepare_starts(cluster, &view, at, now, &[], fx);
-                    view.done();
-                    // Arrivals taken with ends may come first: an end
-                    // reaches the controller tens of microseconds after
-                    // its process's, and one expected just after an
-                    // arrival comes after it. Their starts without those
-                    // ends are prepared too, where they go elsewhere, so
-                    // that either order finds its processes held.
-                    if !key.0.ending.is_empty() && !key.0.arriving.is_empty() {
-                        let view = cluster.view_after(then, &[], &key.0.arriving);
-                        self.prepare_starts(cluster, &view, at, now, &prepared, fx);
-                        view.done();
+                // Ends already due (jobs of no length end as they start,
+                // or a process ended late) are not prepared for: their
+                // pass comes at once, and a stream of such jobs had every
+                // job's process started twice, once held and once at its
+                // start.
+                let prepared = self.prepare_group(cluster, &key.0, &[], now, fx);
+                // A group that starts nothing (ends with an empty queue,
+                // or ends already due) changes nothing but what its ends
+                // free, so the group after it is foreseen as well, those
+                // ends taken with it: an end is known only once its
+                // process has ended, later than foreseen as often as not,
+                // and an arrival soon after it would otherwise find
+                // nothing prepared.
+                if prepared.is_empty() {
+                    let within = self.interval.max(ENDS_TOGETHER_NS);
+                    let next = cluster
+                        .events_after(Some(key.0.at.saturating_add(within)), within)
+                        .filter(|n| n.at.saturating_sub(now.mono) <= ENDS_AHEAD_NS);
+                    if let Some(mut next) = next {
+                        next.ending.splice(0..0, key.0.ending.iter().copied());
+                        self.prepare_group(cluster, &next, &key.0.arriving, now, fx);
                     }
                 }
                 self.ends_prepared = Some(key);
             }
         }
+    }
+
+    /// Prepares the pass at the expected events `e` (with `before`, held
+    /// jobs that arrive before them): the policy on the cluster as it
+    /// will be once those ends and arrivals are in. Arrivals taken with
+    /// ends may come first: an end reaches the controller tens of
+    /// microseconds after its process's, and one expected just after an
+    /// arrival comes after it. Their starts without those ends are
+    /// prepared too, where they go elsewhere, so that either order finds
+    /// its processes held. Returns the starts asked for.
+    fn prepare_group<F: Effects>(
+        &mut self,
+        cluster: &Cluster,
+        e: &Expected,
+        before: &[u64],
+        now: Now,
+        fx: &mut F,
+    ) -> Vec<(u64, String)> {
+        if e.at <= now.mono {
+            return Vec::new();
+        }
+        let then = Now {
+            mono: e.at,
+            wall: now.wall.saturating_add(e.at - now.mono),
+        };
+        let arriving: Vec<u64> = before.iter().chain(&e.arriving).copied().collect();
+        let view = cluster.view_after(then, &e.ending, &arriving);
+        let mut prepared = self.prepare_starts(cluster, &view, e.at, now, &[], fx);
+        view.done();
+        if !e.ending.is_empty() && !e.arriving.is_empty() {
+            let view = cluster.view_after(then, &[], &arriving);
+            let more = self.prepare_starts(cluster, &view, e.at, now, &prepared, fx);
+            view.done();
+            prepared.extend(more);
+        }
+        prepared
     }
 
     /// Has the processes of the jobs the policy would start in `view` (the

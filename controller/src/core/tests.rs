@@ -2792,6 +2792,74 @@ fn an_arrival_taken_with_an_end_is_prepared_for_either_order() {
     }
 }
 
+/// An arrival just past a group of ends that starts nothing (here 0.3 ms
+/// after the only running job's expected end, the queue empty) is
+/// prepared with that group, with and without those ends: an end is
+/// known only once its process has ended, often after such an arrival,
+/// which found nothing held. A job sent ahead after the ends were
+/// prepared is prepared then.
+#[test]
+fn an_arrival_just_after_ends_that_start_nothing_is_prepared_with_them() {
+    let mut c = cluster();
+    let mut out = Recorder::default();
+    // vn1-vn2 until 10 s, vn3 until 20 s; vn4 free.
+    let a = JobSpec {
+        runtime_ns: 10 * S as u64,
+        ..spec(8)
+    };
+    let b = JobSpec {
+        runtime_ns: 20 * S as u64,
+        ..spec(4)
+    };
+    let ids = c.submit(vec![a, b], 0, at(0), &mut out).unwrap();
+    let policy = Box::new(Standard {
+        base: Base::Easy,
+        preemption: Preemption::Off,
+    });
+    let mut s = Scheduler::new(policy, std::time::Duration::ZERO).looking_ahead(true);
+    assert!(s.pass(&mut c, at(0), &mut out));
+    let near = Now {
+        mono: 10 * S - 50_000_000,
+        wall: at(10).wall - 50_000_000,
+    };
+    // The end alone, the queue empty: nothing to prepare.
+    out.0.clear();
+    assert!(!s.ahead_due(&c, near.mono));
+    // Then a job sent ahead, to arrive 0.3 ms after that end.
+    let begin = Now {
+        mono: 10 * S + 300_000,
+        wall: at(10).wall + 300_000,
+    };
+    let late = c
+        .submit(
+            vec![JobSpec {
+                begin_ns: Some(begin.wall),
+                ..spec(4)
+            }],
+            0,
+            near,
+            &mut out,
+        )
+        .unwrap()[0];
+    assert_eq!(c.next_events(200_000).unwrap().arriving, Vec::<u64>::new());
+    assert!(s.ahead_due(&c, near.mono));
+    s.prepare_ahead(&c, near, &mut out);
+    let prepared: Vec<StartJob> = prepared_within(&out).into_iter().map(|(s, _)| s).collect();
+    let nodes: Vec<&str> = prepared.iter().map(|p| p.node.as_str()).collect();
+    assert!(prepared.iter().all(|p| p.job == late), "{prepared:?}");
+    assert_eq!(nodes.len(), 2, "{nodes:?}");
+    // It arrives before the end is known: it starts as prepared.
+    out.0.clear();
+    assert!(s.pass(&mut c, begin, &mut out));
+    let started = starts(&out);
+    assert_eq!(started.len(), 1, "{started:?}");
+    assert!(
+        prepared.contains(&started[0]),
+        "{started:?} not in {prepared:?}"
+    );
+    assert_eq!(c.jobs[&ids[0]].state, JobState::Running);
+}
+
 #[test]
 fn a_job_told_to_end_shows_its_end_from_then_while_it_completes() {
     let mut c = cluster();
