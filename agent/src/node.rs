@@ -691,15 +691,30 @@ fn sweep_root(root: &Path, host: &str) -> usize {
         .flatten()
         .filter(|e| {
             let name = e.file_name();
-            let pid = name
-                .to_str()
-                .and_then(|n| n.strip_prefix(host)?.strip_prefix('-')?.split_once('-'))
-                .and_then(|(pid, _)| pid.parse::<i32>().ok())
-                .filter(|&pid| pid > 0);
+            let pid = name.to_str().and_then(|n| left_by(n, host));
             pid.is_some_and(agent_gone)
         })
         .filter(|e| std::fs::remove_dir_all(e.path()).is_ok())
         .count()
+}
+
+/// The agent process that left job directory `name` on host `host`: the
+/// name is `HOST-PID-JOB-N` (`HOST-PID-JOB` before launches were
+/// numbered), read from the right, since a host name may hold dashes
+/// (and `login` must not take `login-2`'s directories for its own).
+fn left_by(name: &str, host: &str) -> Option<i32> {
+    [4, 3].into_iter().find_map(|parts| {
+        let mut p = name.rsplitn(parts, '-');
+        let numbers: Vec<&str> = p.by_ref().take(parts - 1).collect();
+        let ours = p.next() == Some(host)
+            && numbers.len() == parts - 1
+            && numbers.iter().all(|n| n.parse::<u64>().is_ok());
+        numbers
+            .last()
+            .filter(|_| ours)
+            .and_then(|pid| pid.parse::<i32>().ok())
+            .filter(|&pid| pid > 0)
+    })
 }
 
 /// `clemu-jobs-UID` in `TMPDIR` if it is set, else in `/dev/shm` if
@@ -910,7 +925,9 @@ fn queue_launch(
         }
         Some(p) => {
             let dir = program_dir(s.job);
-            let script = write_script(&dir, &p.script)?;
+            let script = write_script(&dir, &p.script).inspect_err(|_| {
+                let _ = std::fs::remove_dir_all(&dir);
+            })?;
             env.extend(p.env.iter().cloned());
             // The job's own directory, gone when it ends: srun counts the
             // job's steps there.
@@ -1178,27 +1195,32 @@ mod tests {
             .unwrap();
         let ours = std::process::id();
         let dirs = [
+            // Named before launches were numbered, and after.
             format!("0123456789ab-{gone_pid}-1"),
-            format!("0123456789ab-{gone_pid}-20"),
-            format!("0123456789ab-{ours}-3"),
+            format!("0123456789ab-{gone_pid}-20-7"),
+            format!("host-a-{gone_pid}-6-0"),
+            format!("0123456789ab-{ours}-3-0"),
             // Another host's, sharing the directory: its agents are not
-            // this host's processes.
-            format!("ba9876543210-{gone_pid}-5"),
+            // this host's processes; nor are those of a host whose name
+            // begins with this one's.
+            format!("ba9876543210-{gone_pid}-5-1"),
+            format!("0123456789ab-{gone_pid}-{gone_pid}-9-0"),
             "0123456789ab-not-a-pid".to_string(),
-            "0123456789ab-0-4".to_string(),
+            "0123456789ab-0-4-0".to_string(),
         ];
         for d in &dirs {
             std::fs::create_dir(root.path().join(d)).unwrap();
             std::fs::write(root.path().join(d).join("slurm_script"), "true").unwrap();
         }
         assert_eq!(sweep_root(root.path(), "none"), 0);
+        assert_eq!(sweep_root(root.path(), "host-a"), 1);
         assert_eq!(sweep_root(root.path(), "0123456789ab"), 2);
         let mut left: Vec<String> = std::fs::read_dir(root.path())
             .unwrap()
             .map(|e| e.unwrap().file_name().into_string().unwrap())
             .collect();
         left.sort();
-        let mut kept = dirs[2..].to_vec();
+        let mut kept = dirs[3..].to_vec();
         kept.sort();
         assert_eq!(left, kept);
         assert_eq!(

@@ -277,6 +277,9 @@ pub struct Journal {
     size: u64,
     /// Written since the last sync.
     unsynced: bool,
+    /// A write failed part-way and the file could not be cut back to
+    /// `size` then: it must be, before anything more is written.
+    torn: bool,
     /// Counts writes and changes of file: a sync made elsewhere covers
     /// everything only if neither happened since it began.
     writes: u64,
@@ -329,8 +332,9 @@ fn check_header(bytes: &[u8], magic: &[u8; 4], path: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Writes `bytes` to `path` atomically: a temporary file, synced, renamed
-/// over it, and the directory synced. Returns the new file, open to append.
+/// Writes `bytes` to `path` atomically: a temporary file, synced and
+/// renamed over it. Returns the new file, open to append; the caller
+/// syncs the directory (once it holds the file: the rename is done).
 fn replace(path: &Path, bytes: &[u8]) -> Result<File> {
     let tmp = path.with_extension("tmp");
     // Appending, as the journal is written; a leftover of a fold that
@@ -345,9 +349,6 @@ fn replace(path: &Path, bytes: &[u8]) -> Result<File> {
         .and_then(|()| f.sync_all())
         .with_context(|| format!("cannot write {}", tmp.display()))?;
     std::fs::rename(&tmp, path).with_context(|| format!("cannot replace {}", path.display()))?;
-    if let Some(dir) = path.parent() {
-        sync_dir(dir)?;
-    }
     Ok(f)
 }
 
@@ -466,6 +467,7 @@ impl Journal {
                 seq,
                 size: intact as u64,
                 unsynced: false,
+                torn: false,
                 writes: 0,
                 pending: 0,
                 pending_since: None,
@@ -508,17 +510,30 @@ impl Journal {
         if self.buf.is_empty() {
             return Ok(());
         }
+        if self.torn {
+            // Whatever follows would come after half a frame, which
+            // recovery stops at.
+            self.file.set_len(self.size).with_context(|| {
+                format!(
+                    "cannot cut {} back to its last whole entry",
+                    journal_path(&self.dir).display()
+                )
+            })?;
+            self.torn = false;
+        }
         if let Err(e) = self.file.write_all(&self.buf) {
             // A write that fails part-way (a full disk) leaves part of a
             // frame. The frames are kept to be written again, so the file
             // goes back to its last whole frame: were the torn bytes left,
             // recovery would stop at them and lose every frame after.
             let path = journal_path(&self.dir);
-            return Err(match self.file.set_len(self.size) {
+            let cut = self.file.set_len(self.size);
+            self.torn = cut.is_err();
+            return Err(match cut {
                 Ok(()) => anyhow!("cannot write {}: {e}", path.display()),
                 Err(c) => anyhow!(
-                    "cannot write {} ({e}), nor cut it back to its last whole entry ({c}): \
-                     a restart will drop what follows byte {}",
+                    "cannot write {} ({e}), nor cut it back to its last whole entry at \
+                     byte {} ({c}): nothing more is written until it is",
                     path.display(),
                     self.size
                 ),
@@ -719,13 +734,15 @@ impl Journal {
         std::fs::rename(&tmp, &path)
             .with_context(|| format!("cannot replace {}", path.display()))?;
         sync_dir(&self.dir)?;
-        // The new journal is opened before it replaces the old one: were
-        // the open to fail after the rename, the entries that follow would
-        // go to the old file, unlinked, and be lost.
+        // The new journal is opened before it replaces the old one, and
+        // taken before anything else can fail: otherwise the entries that
+        // follow would go to the old file, unlinked, and be lost.
         self.file = replace(&journal_path(&self.dir), &header(JOURNAL_MAGIC))?;
         self.size = HEADER as u64;
+        self.torn = false;
         self.snapshot_size = written;
         self.writes += 1;
+        sync_dir(&self.dir)?;
         info!(
             jobs = count,
             seq = self.seq,
@@ -940,6 +957,7 @@ mod tests {
             seq: 0,
             size: 0,
             unsynced: false,
+            torn: false,
             writes: 0,
             pending: 0,
             pending_since: None,

@@ -285,19 +285,19 @@ impl Scheduler {
         if self.ends_due(cluster, now.mono) {
             if let Some(key) = self.next_events(cluster) {
                 // Ends already due (jobs of no length end as they start,
-                // or a process ended late) are not prepared for: their
-                // pass comes at once, and a stream of such jobs had every
-                // job's process started twice, once held and once at its
-                // start.
+                // or a process ended late) are not prepared for, nor what
+                // follows them: their pass comes at once, and a stream of
+                // such jobs had every job's process started twice, once
+                // held and once at its start.
                 let prepared = self.prepare_group(cluster, &key.0, &[], now, fx);
-                // A group that starts nothing (ends with an empty queue,
-                // or ends already due) changes nothing but what its ends
-                // free, so the group after it is foreseen as well, those
-                // ends taken with it: an end is known only once its
-                // process has ended, later than foreseen as often as not,
-                // and an arrival soon after it would otherwise find
-                // nothing prepared.
-                if prepared.is_empty() {
+                // A group to come that starts nothing (ends with an empty
+                // queue) changes nothing but what its ends free, so the
+                // group after it is foreseen as well, those ends taken
+                // with it: an end is known only once its process has
+                // ended, later than foreseen as often as not, and an
+                // arrival soon after it would otherwise find nothing
+                // prepared.
+                if prepared.is_empty() && key.0.at > now.mono {
                     let within = self.interval.max(ENDS_TOGETHER_NS);
                     let next = cluster
                         .events_after(Some(key.0.at.saturating_add(within)), within)
@@ -339,7 +339,7 @@ impl Scheduler {
         let view = cluster.view_after(then, &e.ending, &arriving);
         let mut prepared = self.prepare_starts(cluster, &view, e.at, now, &[], fx);
         view.done();
-        if !e.ending.is_empty() && !e.arriving.is_empty() {
+        if !e.ending.is_empty() && !arriving.is_empty() {
             let view = cluster.view_after(then, &[], &arriving);
             let more = self.prepare_starts(cluster, &view, e.at, now, &prepared, fx);
             view.done();
