@@ -4,7 +4,9 @@
 # moves by 2 %, and whether it hangs on ties (a nanosecond moving it). The
 # twin runs once exact, then once per delay in DELAYS (ns), each kind of
 # delay (start, end, arrive) at that value; suspensions and resumptions
-# 1 ns. Prints mean wait and mean bounded slowdown against the exact twin.
+# 1 ns. Prints each delay in wall ns and what it comes to in trace seconds
+# at SPEEDUP, and mean wait and mean bounded slowdown against the exact
+# twin.
 #
 #   scripts/twin-delays.sh TRACE SKIP JOBS [POLICY]    (default easy)
 #
@@ -40,12 +42,12 @@ for k in ("wait_mean","bounded_slowdown_mean"):
 }
 echo "$(basename "$trace") jobs $((skip + 1))-$((skip + jobs)), $policy, at ${speedup}x"
 echo
-echo "| delay per start, end and arrival | mean wait | mean bounded slowdown |"
-echo "|---:|---:|---:|"
+echo "| delay per start, end and arrival (wall ns) | in trace s | mean wait | mean bounded slowdown |"
+echo "|---:|---:|---:|---:|"
 for d in $delays; do
   mkdir -p "$tmp/d$d"
   printf 'kind,ns\nstart,%s\nend,%s\narrive,%s\nsuspend,1\nresume,1\n' "$d" "$d" "$d" \
     > "$tmp/d$d/latency.csv"
   twin "$tmp/d$d/twin" --latencies "$tmp/d$d"
-  echo "| $d ns | $(rel "$tmp/d$d/twin")"
+  echo "| $d | $(python3 -c "print(f'{$d * $speedup / 1e9:g}')") | $(rel "$tmp/d$d/twin")"
 done

@@ -2720,89 +2720,11 @@ fn a_job_sent_ahead_arrives_at_its_begin_and_its_start_is_prepared() {
     assert_eq!(starts(&out), prepared);
 }
 
-/// An arrival expected with an end may come before it (an end reaches the
-/// controller after its process's): its start is prepared for either
-/// order, where the two go to different nodes, and the pass finds its
-/// process held whichever comes first.
-#[test]
-fn an_arrival_taken_with_an_end_is_prepared_for_either_order() {
-    for end_first in [true, false] {
-        let mut c = cluster();
-        let mut out = Recorder::default();
-        // vn1-vn2 until 10 s, vn3 until 20 s; vn4 free.
-        let a = JobSpec {
-            runtime_ns: 10 * S as u64,
-            ..spec(8)
-        };
-        let b = JobSpec {
-            runtime_ns: 20 * S as u64,
-            ..spec(4)
-        };
-        let ids = c.submit(vec![a, b], 0, at(0), &mut out).unwrap();
-        let policy = Box::new(Standard {
-            base: Base::Easy,
-            preemption: Preemption::Off,
-        });
-        let mut s = Scheduler::new(policy, std::time::Duration::ZERO).looking_ahead(true);
-        assert!(s.pass(&mut c, at(0), &mut out));
-        // 100 us after the first one's expected end, a job of one node.
-        let begin = Now {
-            mono: 10 * S + 100_000,
-            wall: at(10).wall + 100_000,
-        };
-        let late = c
-            .submit(
-                vec![JobSpec {
-                    begin_ns: Some(begin.wall),
-                    ..spec(4)
-                }],
-                0,
-                at(1),
-                &mut out,
-            )
-            .unwrap()[0];
-        // Taken together by the look-ahead (ends and arrivals within
-        // 200 us of the first).
-        let next = c.next_events(200_000).unwrap();
-        assert_eq!((next.ending, next.arriving), (vec![ids[0]], vec![late]));
-        out.0.clear();
-        let near = Now {
-            mono: 10 * S - 5_000_000,
-            wall: at(10).wall - 5_000_000,
-        };
-        assert!(s.ahead_due(&c, near.mono));
-        s.prepare_ahead(&c, near, &mut out);
-        let prepared: Vec<StartJob> = prepared_within(&out).into_iter().map(|(s, _)| s).collect();
-        let nodes: Vec<&str> = prepared.iter().map(|p| p.node.as_str()).collect();
-        assert!(prepared.iter().all(|p| p.job == late), "{prepared:?}");
-        assert_eq!(nodes.len(), 2, "{nodes:?}");
-        assert_ne!(nodes[0], nodes[1]);
-        out.0.clear();
-        if end_first {
-            c.job_ended(7, ids[0], Exit::Code(0), at(10), &mut out);
-            s.pass(&mut c, at(10), &mut out);
-        }
-        assert!(s.pass(&mut c, begin, &mut out));
-        let started = starts(&out);
-        assert_eq!(started.len(), 1, "{started:?}");
-        assert!(
-            prepared.contains(&started[0]),
-            "{started:?} not in {prepared:?}"
-        );
-    }
-}
-
-/// An arrival just past a group of ends that starts nothing (here 0.3 ms
-/// after the only running job's expected end, the queue empty) is
-/// prepared with that group, with and without those ends: an end is
-/// known only once its process has ended, often after such an arrival,
-/// which found nothing held. A job sent ahead after the ends were
-/// prepared is prepared then.
-#[test]
-fn an_arrival_just_after_ends_that_start_nothing_is_prepared_with_them() {
+/// vn1-vn2 busy until 10 s (the first of the ids), vn3 until 20 s, vn4
+/// free, under EASY looking ahead, after its first pass.
+fn one_node_free_until_an_end_at_10s() -> (Cluster, Recorder, Scheduler, Vec<u64>) {
     let mut c = cluster();
     let mut out = Recorder::default();
-    // vn1-vn2 until 10 s, vn3 until 20 s; vn4 free.
     let a = JobSpec {
         runtime_ns: 10 * S as u64,
         ..spec(8)
@@ -2818,45 +2740,100 @@ fn an_arrival_just_after_ends_that_start_nothing_is_prepared_with_them() {
     });
     let mut s = Scheduler::new(policy, std::time::Duration::ZERO).looking_ahead(true);
     assert!(s.pass(&mut c, at(0), &mut out));
-    let near = Now {
-        mono: 10 * S - 50_000_000,
-        wall: at(10).wall - 50_000_000,
+    (c, out, s, ids)
+}
+
+/// `after_ns` past 10 s, as [`Now`].
+fn past_10s(after_ns: i64) -> Now {
+    Now {
+        mono: 10 * S + after_ns,
+        wall: at(10).wall + after_ns,
+    }
+}
+
+/// A job of one node sent at `sent` to arrive at `begin`.
+fn sent_ahead(c: &mut Cluster, out: &mut Recorder, begin: Now, sent: Now) -> u64 {
+    let spec = JobSpec {
+        begin_ns: Some(begin.wall),
+        ..spec(4)
     };
-    // The end alone, the queue empty: nothing to prepare.
-    out.0.clear();
-    assert!(!s.ahead_due(&c, near.mono));
-    // Then a job sent ahead, to arrive 0.3 ms after that end.
-    let begin = Now {
-        mono: 10 * S + 300_000,
-        wall: at(10).wall + 300_000,
-    };
-    let late = c
-        .submit(
-            vec![JobSpec {
-                begin_ns: Some(begin.wall),
-                ..spec(4)
-            }],
-            0,
-            near,
-            &mut out,
-        )
-        .unwrap()[0];
-    assert_eq!(c.next_events(200_000).unwrap().arriving, Vec::<u64>::new());
-    assert!(s.ahead_due(&c, near.mono));
-    s.prepare_ahead(&c, near, &mut out);
-    let prepared: Vec<StartJob> = prepared_within(&out).into_iter().map(|(s, _)| s).collect();
+    c.submit(vec![spec], 0, sent, out).unwrap()[0]
+}
+
+/// The processes asked for ahead, which must all be job `job`'s on two
+/// nodes; then a pass at `begin` must start it with one of them.
+fn prepared_twice_and_claimed(
+    c: &mut Cluster,
+    out: &mut Recorder,
+    s: &mut Scheduler,
+    job: u64,
+    begin: Now,
+    end_first: Option<u64>,
+) {
+    let prepared: Vec<StartJob> = prepared_within(out).into_iter().map(|(s, _)| s).collect();
     let nodes: Vec<&str> = prepared.iter().map(|p| p.node.as_str()).collect();
-    assert!(prepared.iter().all(|p| p.job == late), "{prepared:?}");
+    assert!(prepared.iter().all(|p| p.job == job), "{prepared:?}");
     assert_eq!(nodes.len(), 2, "{nodes:?}");
-    // It arrives before the end is known: it starts as prepared.
+    assert_ne!(nodes[0], nodes[1]);
     out.0.clear();
-    assert!(s.pass(&mut c, begin, &mut out));
-    let started = starts(&out);
+    if let Some(ended) = end_first {
+        c.job_ended(7, ended, Exit::Code(0), at(10), out);
+        s.pass(c, at(10), out);
+    }
+    assert!(s.pass(c, begin, out));
+    let started = starts(out);
     assert_eq!(started.len(), 1, "{started:?}");
     assert!(
         prepared.contains(&started[0]),
         "{started:?} not in {prepared:?}"
     );
+}
+
+/// An arrival expected with an end may come before it (an end reaches the
+/// controller after its process's): its start is prepared for either
+/// order, where the two go to different nodes, and the pass finds its
+/// process held whichever comes first.
+#[test]
+fn an_arrival_taken_with_an_end_is_prepared_for_either_order() {
+    for end_first in [true, false] {
+        let (mut c, mut out, mut s, ids) = one_node_free_until_an_end_at_10s();
+        // 100 us after the first one's expected end.
+        let begin = past_10s(100_000);
+        let late = sent_ahead(&mut c, &mut out, begin, at(1));
+        // Taken together by the look-ahead (ends and arrivals within
+        // 200 us of the first).
+        let next = c.next_events(200_000).unwrap();
+        assert_eq!((next.ending, next.arriving), (vec![ids[0]], vec![late]));
+        out.0.clear();
+        let near = past_10s(-5_000_000);
+        assert!(s.ahead_due(&c, near.mono));
+        s.prepare_ahead(&c, near, &mut out);
+        let ended = end_first.then_some(ids[0]);
+        prepared_twice_and_claimed(&mut c, &mut out, &mut s, late, begin, ended);
+    }
+}
+
+/// An arrival just past a group of ends that starts nothing (here 0.3 ms
+/// after the only running job's expected end, the queue empty) is
+/// prepared with that group, with and without those ends: an end is
+/// known only once its process has ended, often after such an arrival,
+/// which found nothing held. A job sent ahead after the ends were
+/// prepared is prepared then.
+#[test]
+fn an_arrival_just_after_ends_that_start_nothing_is_prepared_with_them() {
+    let (mut c, mut out, mut s, ids) = one_node_free_until_an_end_at_10s();
+    let near = past_10s(-50_000_000);
+    // The end alone, the queue empty: nothing to prepare.
+    out.0.clear();
+    assert!(!s.ahead_due(&c, near.mono));
+    // Then a job sent ahead, to arrive 0.3 ms after that end.
+    let begin = past_10s(300_000);
+    let late = sent_ahead(&mut c, &mut out, begin, near);
+    assert_eq!(c.next_events(200_000).unwrap().arriving, Vec::<u64>::new());
+    assert!(s.ahead_due(&c, near.mono));
+    s.prepare_ahead(&c, near, &mut out);
+    // It arrives before the end is known: it starts as prepared.
+    prepared_twice_and_claimed(&mut c, &mut out, &mut s, late, begin, None);
     assert_eq!(c.jobs[&ids[0]].state, JobState::Running);
 }
 
