@@ -377,6 +377,10 @@ pub fn compare(a: &Path, b: &Path, opts: &Options, out: &mut impl Write) -> Resu
         );
     }
     let unit = opts.clock.unit();
+    let later = against_later(
+        &pairs,
+        [side_a.manifest.ties.as_ref(), side_b.manifest.ties.as_ref()],
+    );
     if opts.json {
         let metrics: serde_json::Map<String, serde_json::Value> = pairs
             .iter()
@@ -397,7 +401,11 @@ pub fn compare(a: &Path, b: &Path, opts: &Options, out: &mut impl Write) -> Resu
             "a": side(&e, a),
             "b": side(&s, b),
             "unlike": unlike,
-            "ties": {"a": side_a.manifest.ties, "b": side_b.manifest.ties},
+            "ties": {"a": side_a.manifest.ties, "b": side_b.manifest.ties,
+                     "against_later": later.iter().map(|(side, rels)| {
+                         (side.to_string(), rels.iter().map(|(n, r)| (n.to_string(), json!(r)))
+                             .collect::<serde_json::Map<_, _>>().into())
+                     }).collect::<serde_json::Map<String, serde_json::Value>>()},
             "jobs_compared": matched,
             "jobs_in_one_run_only": only_one,
             "per_job": {"start": start, "end": end, "suspended": suspended},
@@ -509,6 +517,20 @@ pub fn compare(a: &Path, b: &Path, opts: &Options, out: &mut impl Write) -> Resu
                 show(*y),
                 show(abs),
                 rel.map_or("-".to_string(), |r| format!("{:.2} %", r * 100.0))
+            )?;
+        }
+        for (side, rels) in &later {
+            let cells: Vec<String> = rels
+                .iter()
+                .map(|(n, r)| {
+                    let r = r.map_or("-".to_string(), |r| format!("{:.2} %", r * 100.0));
+                    format!("{n} {r}")
+                })
+                .collect();
+            writeln!(
+                out,
+                "relative, with {side} as it runs 1 ns later (its ties): {}",
+                cells.join(", ")
             )?;
         }
     }
@@ -656,8 +678,6 @@ fn compare_sets(
     Ok(true)
 }
 
-/// Refuses runs that are not the same replay, saying what differs; with
-/// `force`, says it and goes on.
 /// What run `name` says of its ties, when it is a twin whose schedule
 /// hangs on the order of events at one instant: a difference of that size
 /// from it is that order, which no emulated run keeps.
@@ -667,12 +687,58 @@ fn on_ties(name: &str, m: &formats::results::Manifest) -> Option<String> {
         "{name} is a twin whose schedule hangs on the order of events at one instant: with \
          every start, end and arrival {} ns later its figures move ({}). A difference that size \
          is that order, which no emulated run (nor real system) keeps, not the emulation's \
-         cost: compare replica sets (runworkload --replicas, and the twin's with --latencies)",
+         cost: the comparison also gives the figures against {name} 1 ns later; or compare \
+         replica sets (runworkload --replicas, and the twin's with --latencies)",
         t.nudge_ns,
-        t.moved()
+        t.moved(),
     ))
 }
 
+/// Figures by name, each a − b relative.
+type Figures = Vec<(&'static str, Option<f64>)>;
+
+/// a − b, relative, with a twin that hangs on ties taken as it runs 1 ns
+/// later (its manifest's `ties`), for the figures the nudge measured: what
+/// an emulation can be held to, since no emulated run keeps the order of
+/// events at one instant. One entry per side with notable ties, named by
+/// that side.
+fn against_later(
+    pairs: &[(String, Option<f64>, Option<f64>)],
+    ties: [Option<&formats::results::Ties>; 2],
+) -> Vec<(&'static str, Figures)> {
+    let figure = |name: &str| {
+        pairs
+            .iter()
+            .find(|(n, _, _)| n == name)
+            .map_or((None, None), |(_, a, b)| (*a, *b))
+    };
+    let mut out = Vec::new();
+    for (side, t) in ["a", "b"].into_iter().zip(ties) {
+        let Some(t) = t.filter(|t| t.notable()) else {
+            continue;
+        };
+        let rels = [
+            ("wait_mean", t.wait_mean),
+            ("bounded_slowdown_mean", t.bounded_slowdown_mean),
+        ]
+        .into_iter()
+        .map(|(name, moved)| {
+            let (a, b) = figure(name);
+            let later = |x: Option<f64>| Some(x? * (1.0 + moved?));
+            let rel = match side {
+                "a" => diff(later(a), b).1,
+                _ => diff(a, later(b)).1,
+            };
+            (name, rel)
+        })
+        .collect();
+        out.push((side, rels));
+    }
+    out
+}
+
+/// Refuses runs that are not the same replay, saying what differs; with
+/// `force`, says it and goes on.
 fn refuse_unlike(a: &Path, b: &Path, unlike: &[String], force: bool) -> Result<()> {
     if !unlike.is_empty() && !force {
         bail!(
@@ -703,6 +769,42 @@ mod tests {
     use super::*;
     use formats::record::{encode, Flags, JobRecord};
     use std::borrow::Cow;
+
+    #[test]
+    fn a_twin_that_hangs_on_ties_is_also_compared_as_it_runs_later() {
+        use formats::results::Ties;
+        let pairs = vec![
+            ("utilization".to_string(), Some(0.5), Some(0.5)),
+            ("wait_mean".to_string(), Some(105.0), Some(100.0)),
+            ("bounded_slowdown_mean".to_string(), Some(4.0), Some(2.0)),
+        ];
+        let tied = Ties {
+            nudge_ns: 1,
+            wait_mean: Some(0.05),
+            bounded_slowdown_mean: Some(1.0),
+        };
+        // b exact is 100 and 2; 1 ns later, 105 and 4: a is those.
+        let later = against_later(&pairs, [None, Some(&tied)]);
+        assert_eq!(later.len(), 1);
+        assert_eq!(later[0].0, "b");
+        for (name, rel) in &later[0].1 {
+            assert!(rel.unwrap().abs() < 1e-12, "{name}: {rel:?}");
+        }
+        // On side a: a 1 ns later against b as it is.
+        let later = against_later(&pairs, [Some(&tied), None]);
+        let rel = |n: &str| later[0].1.iter().find(|(m, _)| *m == n).unwrap().1.unwrap();
+        assert!((rel("wait_mean") - (110.25 / 100.0 - 1.0)).abs() < 1e-12);
+        assert!((rel("bounded_slowdown_mean") - 3.0).abs() < 1e-12);
+        // A twin that does not hang on ties, or a run that is no twin:
+        // nothing to add.
+        let calm = Ties {
+            nudge_ns: 1,
+            wait_mean: Some(0.001),
+            bounded_slowdown_mean: Some(0.0),
+        };
+        assert!(against_later(&pairs, [Some(&calm), None]).is_empty());
+        assert!(against_later(&pairs, [None, None]).is_empty());
+    }
 
     const S: i64 = 1_000_000_000;
 

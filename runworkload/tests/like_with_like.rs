@@ -676,6 +676,24 @@ fn a_twin_that_hangs_on_a_tie_says_so() {
         err.contains("b is a twin whose schedule hangs on the order of events"),
         "{err}"
     );
+    // And the figures against it 1 ns later: a mean wait of 5 against 35.
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains("with b as it runs 1 ns later (its ties): wait_mean -85.71 %"),
+        "{text}"
+    );
+    let o = calcmets(&[
+        "fidelity",
+        "--format",
+        "json",
+        run.to_str().unwrap(),
+        run.to_str().unwrap(),
+    ]);
+    let v = json_of(&o);
+    let later = v["ties"]["against_later"]["b"]["wait_mean"]
+        .as_f64()
+        .unwrap();
+    assert!((later - (5.0 / 35.0 - 1.0)).abs() < 1e-9, "{v:#}");
     // The bundled slice does not hang on ties: nothing said.
     let o = ok(twin(&dir.path().join("kth"), "10000", &[]));
     assert!(!String::from_utf8_lossy(&o.stderr).contains("hangs on the order"));

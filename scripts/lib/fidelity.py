@@ -84,6 +84,24 @@ def rel(report, key):
     return (a["mean"] - b["mean"]) / b["mean"], m.get("agree")
 
 
+def later(report, key):
+    """The emulation's figure against the twin's as it runs 1 ns later,
+    where the twin hangs on ties (calcmets' `ties.against_later`); None
+    where it does not, or the figure is not one the nudge measures."""
+    return ((report.get("ties") or {}).get("against_later") or {}).get("b", {}).get(key)
+
+
+def within(report, key):
+    """Whether a figure is within 2 % of the twin: of the exact twin, or,
+    where that hangs on ties, of the twin 1 ns later (the order of events
+    at one instant, which no emulation keeps, is not the emulation's)."""
+    v, _ = rel(report, key)
+    if v is not None and abs(v) <= 0.02:
+        return True
+    w = later(report, key)
+    return w is not None and abs(w) <= 0.02
+
+
 def pct(v):
     return "–" if v is None else f"{v * 100:+.2f} %"
 
@@ -100,8 +118,9 @@ def mode_speedups(policies):
     replicas = int(os.environ.get("REPLICAS", "3"))
     print(f"{trace}; speed-ups {' '.join(map(str, ladder))}; "
           f"{replicas} replicas a side for {', '.join(SUSPENDING)}\n")
-    print("| policy | speed-up | " + " | ".join(l for l, _ in METRICS) + " |")
-    print("|---|---:|" + "---:|" * len(METRICS))
+    print("| policy | speed-up | " + " | ".join(l for l, _ in METRICS)
+          + " | against the twin 1 ns later |")
+    print("|---|---:|" + "---:|" * len(METRICS) + "---:|")
     best = {}
     for p in policies:
         # Per metric: the highest speed-up so far within 2 %, and whether
@@ -114,18 +133,27 @@ def mode_speedups(policies):
             for _, k in METRICS:
                 v, agree = rel(r, k)
                 cells.append(pct(v) + ("" if agree is None else (" (agree)" if agree else " (apart)")))
-                if v is not None and abs(v) <= 0.02 and not broken[k]:
+                if within(r, k) and not broken[k]:
                     ok[k] = s
                 else:
                     broken[k] = True
+            cells.append(later_cell(r))
             print(f"| {p} | {s:,} | " + " | ".join(cells) + " |", flush=True)
         best[p] = ok
     print("\nThe highest speed-up at which each metric stays within 2 % of the twin "
-          "(at it and every lower one of the ladder):\n")
+          "(at it and every lower one of the ladder; where the twin hangs on ties, of "
+          "the twin or of the twin 1 ns later):\n")
     print("| policy | " + " | ".join(l for l, _ in METRICS) + " |")
     print("|---|" + "---:|" * len(METRICS))
     for p, ok in best.items():
         print(f"| {p} | " + " | ".join("none" if ok[k] is None else f"{ok[k]:,}" for _, k in METRICS) + " |")
+
+
+def later_cell(report):
+    """Mean wait / mean bounded slowdown against the twin 1 ns later, where
+    the twin hangs on ties; a dash where it does not."""
+    w, b = later(report, "wait_mean"), later(report, "bounded_slowdown_mean")
+    return "–" if w is None and b is None else f"{pct(w)} / {pct(b)}"
 
 
 def mode_traces():
@@ -141,8 +169,8 @@ def mode_traces():
     speedup = int(os.environ.get("SPEEDUP", "10000"))
     print(f"speed-up {speedup:,}; {replicas} replicas a side for {', '.join(SUSPENDING)}\n")
     print("| trace window | policy | " + " | ".join(l for l, _ in METRICS)
-          + " | the twin, 1 ns later |")
-    print("|---|---|" + "---:|" * len(METRICS) + "---:|")
+          + " | the twin, 1 ns later | against the twin 1 ns later |")
+    print("|---|---|" + "---:|" * len(METRICS) + "---:|---:|")
     for i, spec in enumerate(specs):
         trace, skip, jobs = spec.split(":")
         label = f"{os.path.basename(trace).split('-')[0]} jobs {int(skip) + 1}–{int(skip) + int(jobs)}"
@@ -157,6 +185,7 @@ def mode_traces():
             t = (r.get("ties") or {}).get("b") or {}
             cells.append("–" if not t else
                          f"{pct(t.get('wait_mean'))} / {pct(t.get('bounded_slowdown_mean'))}")
+            cells.append(later_cell(r))
             print(f"| {label} | {p} | " + " | ".join(cells) + " |", flush=True)
 
 
