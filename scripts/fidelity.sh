@@ -21,14 +21,16 @@
 #   and gang time-slicing (configs/suspend.toml), at 10,000x.
 # speedups: per policy, the highest speed-up at which each of mean wait,
 #   mean bounded slowdown and utilization stays within 2 % of the twin (at
-#   it and every lower one): a window of a real trace (TRACE=PATH:SKIP:JOBS,
+#   it and every lower one; where the twin hangs on ties, of the twin or
+#   of the twin 1 ns later): a window of a real trace (TRACE=PATH:SKIP:JOBS,
 #   default 500 jobs of KTH from job 10,001) emulated at each speed-up of
 #   SPEEDUPS (default "2000 5000 10000 20000 50000"); REPLICAS (default 3)
 #   a side for the policies that suspend.
 # traces: real traces beyond the shipped slice at 10,000x (TRACES, a list
 #   of PATH:SKIP:JOBS; POLICIES; REPLICAS, default 10; SPEEDUP): each
 #   policy's mean wait, mean bounded slowdown and utilization against the
-#   twin's, and how far the twin moves with every delay 1 ns (its ties).
+#   twin's, how far the twin moves with every delay 1 ns (its ties), and
+#   where it does, the emulation's figures against the twin 1 ns later.
 #
 # KEEP=1 keeps every run and report.
 set -euo pipefail

@@ -9,8 +9,8 @@
 #
 #   scripts/start-path.sh [TRACE SKIP JOBS]   (default: NASA's jobs 10,001-11,000)
 #
-# SPEEDUP (default 10000), POLICY (default the config's), CONFIG
-# (default configs/demo.toml); the release build is used, or BIN's
+# SPEEDUP (default 10000), CONFIG (default configs/demo.toml, whose
+# policy is EASY); the release build is used, or BIN's
 # (a directory with runworkload, calcmets, sigsleep and
 # examples/host_wakeup). TASKS=1 also probes each poll of the tasks the
 # order passes through on its way to the agent (the controller's link,
@@ -43,11 +43,16 @@ trap cleanup EXIT
 
 # uprobes take a file offset: the symbol's address less its segment's
 # (address - offset).
-read -r seg_off seg_addr < <(readelf -lW "$exe" | awk '$1 == "LOAD" && / R E / && !n++ { print $2, $3 }')
+# The executable segment (one, in what the linker makes of runworkload).
+segment=$(readelf -lW "$exe" | awk '$1 == "LOAD" && / R E / { print $2, $3 }') || true
+[ "$(printf '%s\n' "$segment" | grep -c .)" = 1 ] \
+  || { echo "start-path.sh: $exe has not one executable segment: $segment" >&2; exit 1; }
+read -r seg_off seg_addr <<< "$segment"
 shift_of_text=$((seg_addr - seg_off))
+symbols=$(nm -C "$exe") || { echo "start-path.sh: nm cannot read $exe (stripped?)" >&2; exit 1; }
 probe() {  # NAME SYMBOL
   local addr
-  addr=$(nm -C "$exe" | awk -v s="$2" '($2 == "t" || $2 == "T") && substr($0, index($0, $3)) == s && !n++ { print $1 }')
+  addr=$(awk -v s="$2" '($2 == "t" || $2 == "T") && substr($0, index($0, $3)) == s && !n++ { print $1 }' <<< "$symbols")
   [ -n "$addr" ] || { echo "start-path.sh: no symbol $2 in $exe (inlined?)" >&2; exit 1; }
   local off
   off=$(printf '0x%x' $((0x$addr - shift_of_text)))
@@ -58,7 +63,7 @@ probe() {  # NAME SYMBOL
 # generic one): TASK1, TASK2, ...
 polls() {  # NAME SYMBOL
   local i=0 addr
-  for addr in $(nm -C "$exe" | awk -v s="$2" '($2 == "t" || $2 == "T") && substr($0, index($0, $3)) == s { print $1 }'); do
+  for addr in $(awk -v s="$2" '($2 == "t" || $2 == "T") && substr($0, index($0, $3)) == s { print $1 }' <<< "$symbols"); do
     i=$((i + 1))
     perf probe -q -x "$exe" -a "$group:$1$i=$(printf '0x%x' $((0x$addr - shift_of_text)))" >/dev/null
   done
@@ -75,12 +80,10 @@ fi
 
 # The host's own floor, for the figures below: it moves hour to hour.
 "$bin/examples/host_wakeup"
-more=()
-[ -n "${POLICY:-}" ] && more+=(--policy "$POLICY")
 perf record -q -k CLOCK_MONOTONIC -a -o "$tmp/perf.data" \
   -e "$group:*" -e signal:signal_generate --filter 'sig == 18' -- \
   "$exe" --config "${CONFIG:-configs/demo.toml}" --workload "$trace" --skip "$skip" --jobs "$jobs" \
-  --cores-per-proc 2 --speedup "${SPEEDUP:-10000}" -q --out "$tmp/run" "${more[@]}" >/dev/null
+  --cores-per-proc 2 --speedup "${SPEEDUP:-10000}" -q --out "$tmp/run" >/dev/null
 # perf stamps on the monotonic clock; jobs.csv and the records on the
 # real-time one.
 offset=$(python3 -c 'import time; print(time.clock_gettime_ns(time.CLOCK_REALTIME) - time.clock_gettime_ns(time.CLOCK_MONOTONIC))')
@@ -116,14 +119,27 @@ def after(kind, t):
 
 stages = {"rest of the pass": [], "journal write": [], "to the agent's SIGCONT": [],
           "SIGCONT to the process's first instant": [], "whole, held": [], "whole, cold": []}
-for row in csv.DictReader(open(f"{tmp}/run/shrink-100/jobs.csv")):
+claimed = set()
+# Latest first: each takes the last signal before it that a later one
+# has not taken.
+rows = sorted(csv.DictReader(open(f"{tmp}/run/shrink-100/jobs.csv")),
+              key=lambda r: first.get(int(r["job_id"]), 0), reverse=True)
+for row in rows:
     job, decided = int(row["job_id"]), int(row["start_ns"] or 0)
     if not decided or job not in first:
         continue
     began = first[job]
+    # The last SIGCONT between the pass and the process's first instant,
+    # each claimed once. The records do not name their process, so of two
+    # jobs one pass started, each may take the other's: the split between
+    # the last two stages is then off by the gap between the two signals.
     v = events["cont"]
     i = bisect.bisect_right(v, began) - 1
+    while i >= 0 and v[i] in claimed:
+        i -= 1
     cont = v[i] if i >= 0 and decided <= v[i] <= began else None
+    if cont is not None:
+        claimed.add(cont)
     if cont is None:
         stages["whole, cold"].append(began - decided)
         continue

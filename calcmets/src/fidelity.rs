@@ -520,6 +520,11 @@ pub fn compare(a: &Path, b: &Path, opts: &Options, out: &mut impl Write) -> Resu
             )?;
         }
         for (side, rels) in &later {
+            let nudge = if *side == "a" { &side_a } else { &side_b }
+                .manifest
+                .ties
+                .as_ref()
+                .map_or(1, |t| t.nudge_ns);
             let cells: Vec<String> = rels
                 .iter()
                 .map(|(n, r)| {
@@ -529,7 +534,7 @@ pub fn compare(a: &Path, b: &Path, opts: &Options, out: &mut impl Write) -> Resu
                 .collect();
             writeln!(
                 out,
-                "relative, with {side} as it runs 1 ns later (its ties): {}",
+                "relative, with {side} as it runs {nudge} ns later (its ties): {}",
                 cells.join(", ")
             )?;
         }

@@ -42,7 +42,10 @@ fn main() {
             std::process::exit(1);
         }
         0 => {
-            // SAFETY: the read end is this process's, and owned once.
+            // The write end is the parent's: closed here, so that a parent
+            // gone early ends the reads instead of leaving them waiting.
+            // SAFETY: both descriptors are this process's, each owned once.
+            unsafe { libc::close(fds[1]) };
             let mut pipe = unsafe { std::fs::File::from_raw_fd(fds[0]) };
             let mut late = Vec::with_capacity(rounds);
             let mut stamp = [0u8; 8];
@@ -64,7 +67,10 @@ fn main() {
             std::process::exit(0);
         }
         child => {
-            // SAFETY: the write end is this process's, and owned once.
+            // The read end is the child's: closed here, so that a child
+            // gone early fails the writes instead of filling the pipe.
+            // SAFETY: both descriptors are this process's, each owned once.
+            unsafe { libc::close(fds[0]) };
             let mut pipe = unsafe { std::fs::File::from_raw_fd(fds[1]) };
             for _ in 0..rounds {
                 std::thread::sleep(std::time::Duration::from_millis(1));
@@ -72,10 +78,11 @@ fn main() {
                     break;
                 }
             }
+            drop(pipe);
             let mut status = 0;
             // SAFETY: `child` is this process's child.
-            unsafe { libc::waitpid(child, &mut status, 0) };
-            std::process::exit(if status == 0 { 0 } else { 1 });
+            let waited = unsafe { libc::waitpid(child, &mut status, 0) };
+            std::process::exit(if waited == child && status == 0 { 0 } else { 1 });
         }
     }
 }
