@@ -39,6 +39,7 @@ cleanup() {
 trap cleanup EXIT
 fail() { echo "batsim-check: FAIL: $*" >&2; exit 1; }
 check() { "$venv/bin/python" scripts/lib/batsim_check.py "$@"; }
+check selftest
 workload=configs/workloads/kth-sp2-200.swf
 
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')

@@ -4,6 +4,7 @@ and their Batsim export (calcmets export --format batsim).
 
     batsim_check.py once RUN N            every job completed exactly once
     batsim_check.py cores RUN TOL         no two jobs ran on one core at once
+    batsim_check.py selftest              the rule of `cores` on made-up cases
     batsim_check.py starts RUN_A RUN_B    how many jobs started at the same
                                           instant in both (prints it; --all
                                           fails unless every one did)
@@ -43,11 +44,12 @@ def cores(run, tol):
     The intervals in which its process ran (its record, suspensions taken
     out) never overlap another's on one node by more than tol seconds (the
     time a start or an end takes to be known, in the emulation; 0 in the
-    twin). An interval that ends at a suspension may overlap by as much
-    more as the slowest suspension of the run took to land (the manifest's
-    measured `latency.suspend`, from the decision to the process noting
-    it): the controller gives the cores away when it decides, and the
-    process counts itself running until the signal reaches it."""
+    twin). Where the first of two to stop stopped at a suspension, they
+    may overlap by as much more as the slowest suspension of the run took
+    to land (the manifest's measured `latency.suspend`, from the decision
+    to the process noting it): the controller gives the cores away when it
+    decides, and the process counts itself running until the signal
+    reaches it."""
     tol = float(tol)
     m = json.load(open(f"{run}/manifest.json"))
     if any(g["cpus"] != 1 for g in m["layout"]):
@@ -67,19 +69,56 @@ def cores(run, tol):
             by_node.setdefault(n, []).extend((a, b, r["id"], susp) for a, b, susp in spans)
     worst = 0.0
     for n, spans in by_node.items():
-        spans.sort()
-        end, who, by_suspension = float("-inf"), None, False
-        for a, b, j, susp in spans:
-            allowed = tol + (landing if by_suspension else 0)
-            if a < end - allowed:
-                fail(f"{run}: jobs {who} and {j} ran on {n} at once "
-                     f"({end - a:.6f} s of overlap, {allowed * 1e3:.3f} ms allowed)")
-            worst = max(worst, end - a)
-            if b > end:
-                end, who, by_suspension = b, j, susp
+        w, bad = overlaps(spans, tol, landing)
+        if bad:
+            who, j, overlap, allowed = bad
+            fail(f"{run}: jobs {who} and {j} ran on {n} at once "
+                 f"({overlap:.6f} s of overlap, {allowed * 1e3:.3f} ms allowed)")
+        worst = max(worst, w)
     print(f"batsim-check: {run}: no core held by two running jobs "
           f"(largest overlap {max(worst, 0) * 1e3:.3f} ms, tolerance {tol * 1e3:.0f} ms, "
           f"and {landing * 1e3:.3f} ms more after a suspension: the slowest to land)")
+
+
+def overlaps(spans, tol, landing):
+    """The largest overlap of two jobs' spans (start, stop, job, stopped by
+    a suspension) on one core, and the first that exceeds what is allowed
+    (who, job, overlap, allowed), or None. Of two overlapping spans, the
+    one that stops first is the one that should have stopped: when a
+    suspension stopped it, the overlap may be as long as a suspension took
+    to land, whichever of the two started first (a job suspended as it
+    starts may reach its process after the job given its core)."""
+    worst, live = 0.0, []
+    for a, b, j, susp in sorted(spans):
+        live = [s for s in live if s[1] > a]
+        for _, lb, who, lsusp in live:
+            if who == j:
+                continue
+            overlap = min(lb, b) - a
+            allowed = tol + (landing if (lsusp if lb <= b else susp) else 0)
+            if overlap > allowed:
+                return worst, (who, j, overlap, allowed)
+            worst = max(worst, overlap)
+        live.append((a, b, j, susp))
+    return worst, None
+
+
+def selftest():
+    """The overlap rule on made-up spans (seconds), against what it is for."""
+    ms = 1e-3
+    # Job 2 starts on the core of job 1, whose suspension lands 3 ms late.
+    assert overlaps([(0, 10 * ms, 1, True), (7 * ms, 30 * ms, 2, False)], 5 * ms, 4 * ms)[1] is None
+    # Job 1 is suspended as it starts; its process starts 0.2 ms after job
+    # 2's and runs 0.04 ms before the signal lands: allowed.
+    assert overlaps([(0, 19 * ms, 2, False), (0.2 * ms, 0.24 * ms, 1, True),
+                     (20 * ms, 40 * ms, 1, False)], 5 * ms, 4 * ms)[1] is None
+    # Job 1 resumed 19 ms before job 2 ended: not allowed, whatever the landing.
+    bad = overlaps([(0, 19 * ms, 2, False), (0.2 * ms, 40 * ms, 1, False)], 5 * ms, 4 * ms)[1]
+    assert bad and bad[:2] == (2, 1) and abs(bad[2] - 18.8 * ms) < 1e-9, bad
+    # A span inside a longer one counts its own length, not the longer one's.
+    w, bad = overlaps([(0, 100 * ms, 1, False), (10 * ms, 12 * ms, 2, False)], 5 * ms, 0)
+    assert bad is None and abs(w - 2 * ms) < 1e-9
+    print("batsim-check: the overlap rule holds on its own cases")
 
 
 def expand(folded):
@@ -147,4 +186,5 @@ def evalys(run, export):
 
 if __name__ == "__main__":
     cmd, *args = sys.argv[1:]
-    {"once": once, "cores": cores, "starts": starts, "evalys": evalys}[cmd](*args)
+    {"once": once, "cores": cores, "starts": starts, "evalys": evalys,
+     "selftest": selftest}[cmd](*args)
