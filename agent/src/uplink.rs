@@ -86,6 +86,7 @@ pub async fn serve<T: AsyncRead + AsyncWrite + Unpin>(
         bail!("the controller sent its own agent elsewhere");
     };
     let mut agent = Agent::start(spec, settings, Witness::open(None)?)?;
+    agent.keeps_ended = false;
     let end = agent.session(&mut conn, &shutdown).await;
     agent.stop(Some(&mut conn)).await;
     match end {
@@ -364,6 +365,10 @@ struct Agent {
     /// Ended jobs the controller has not yet said it noted: exit and the
     /// record frames.
     ended: BTreeMap<u64, (Exit, Vec<u8>)>,
+    /// Whether `ended` is kept at all. An agent hosted by the controller
+    /// has one session, never registers again, and is never told to
+    /// forget: keeping its ends would grow by one entry per job.
+    keeps_ended: bool,
     /// Record frames read from the spool whose job has not been reaped yet.
     frames: HashMap<u64, Vec<u8>>,
     spool: Option<Spool>,
@@ -414,6 +419,7 @@ impl Agent {
             events,
             jobs: HashMap::new(),
             ended: BTreeMap::new(),
+            keeps_ended: true,
             frames: HashMap::new(),
             spool,
             last_heard: Instant::now(),
@@ -493,7 +499,9 @@ impl Agent {
                 } else {
                     exit
                 };
-                self.ended.insert(job, (exit, frames.clone()));
+                if self.keeps_ended {
+                    self.ended.insert(job, (exit, frames.clone()));
+                }
                 let mut out = Vec::with_capacity(2);
                 if !frames.is_empty() {
                     out.push(FromAgent::Records(frames));
@@ -581,7 +589,9 @@ impl Agent {
                                 h.send(NodeCmd::Start(Box::new(s)));
                             } else {
                                 warn!(job = id, node = %s.node, "start on a node this agent does not host");
-                                self.ended.insert(id, (Exit::SpawnFailed, Vec::new()));
+                                if self.keeps_ended {
+                                    self.ended.insert(id, (Exit::SpawnFailed, Vec::new()));
+                                }
                                 if let Err(e) = conn.send(&FromAgent::Ended { job: id, exit: Exit::SpawnFailed }).await {
                                     return SessionEnd::Lost(e.to_string());
                                 }
