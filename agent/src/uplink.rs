@@ -85,8 +85,7 @@ pub async fn serve<T: AsyncRead + AsyncWrite + Unpin>(
     else {
         bail!("the controller sent its own agent elsewhere");
     };
-    let mut agent = Agent::start(spec, settings, Witness::open(None)?)?;
-    agent.keeps_ended = false;
+    let mut agent = Agent::start(spec, settings, Witness::open(None)?, false)?;
     let end = agent.session(&mut conn, &shutdown).await;
     agent.stop(Some(&mut conn)).await;
     match end {
@@ -152,7 +151,7 @@ pub async fn run(
             () = shutdown.cancelled() => return Ok(()),
         }
     };
-    let mut agent = Agent::start(spec, settings, witness)?;
+    let mut agent = Agent::start(spec, settings, witness, true)?;
     agent.controller = addr;
     if list.len() > 1 {
         // Another controller may lead: a silent one is left early enough
@@ -383,7 +382,15 @@ struct Agent {
 }
 
 impl Agent {
-    fn start(spec: AgentSpec, settings: RunSettings, witness: Witness) -> Result<Agent> {
+    /// `keeps_ended`: whether it reports its ended jobs again when it
+    /// registers anew (an agent on its own host), or never registers
+    /// again (one hosted by the controller).
+    fn start(
+        spec: AgentSpec,
+        settings: RunSettings,
+        witness: Witness,
+        keeps_ended: bool,
+    ) -> Result<Agent> {
         info!(
             host = %spec.host,
             nodes = spec.nodes.len(),
@@ -419,7 +426,7 @@ impl Agent {
             events,
             jobs: HashMap::new(),
             ended: BTreeMap::new(),
-            keeps_ended: true,
+            keeps_ended,
             frames: HashMap::new(),
             spool,
             last_heard: Instant::now(),

@@ -44,12 +44,12 @@ def cores(run, tol):
     The intervals in which its process ran (its record, suspensions taken
     out) never overlap another's on one node by more than tol seconds (the
     time a start or an end takes to be known, in the emulation; 0 in the
-    twin). Where the first of two to stop stopped at a suspension, they
-    may overlap by as much more as the slowest suspension of the run took
-    to land (the manifest's measured `latency.suspend`, from the decision
-    to the process noting it): the controller gives the cores away when it
+    twin). Where one of two stopped at a suspension, the other may start
+    as much before that stop as the slowest suspension of the run took to
+    land (the manifest's measured `latency.suspend`, from the decision to
+    the process noting it): the controller gives the cores away when it
     decides, and the process counts itself running until the signal
-    reaches it."""
+    reaches it ([`overlaps`])."""
     tol = float(tol)
     m = json.load(open(f"{run}/manifest.json"))
     if any(g["cpus"] != 1 for g in m["layout"]):
@@ -82,21 +82,27 @@ def cores(run, tol):
 
 def overlaps(spans, tol, landing):
     """The largest overlap of two jobs' spans (start, stop, job, stopped by
-    a suspension) on one core, and the first that exceeds what is allowed
-    (who, job, overlap, allowed), or None. Of two overlapping spans, the
-    one that stops first is the one that should have stopped: when a
-    suspension stopped it, the overlap may be as long as a suspension took
-    to land, whichever of the two started first (a job suspended as it
-    starts may reach its process after the job given its core)."""
+    a suspension) on one core, and the first pair not allowed (who, job,
+    overlap, allowed), or None. Two spans may overlap by tol; and when
+    one of them stopped at a suspension, the other may start as much as
+    a suspension takes to land (landing) before that stop: the
+    controller gave the core away when it decided the suspension, before
+    the other started, and the suspended process ran until the signal
+    reached it, whichever of the two processes came up first (a job
+    suspended as it starts may reach its process after the job given its
+    core)."""
     worst, live = 0.0, []
     for a, b, j, susp in sorted(spans):
+        # Sorted by start: a span over by `a` overlaps nothing from here.
         live = [s for s in live if s[1] > a]
-        for _, lb, who, lsusp in live:
+        for la, lb, who, lsusp in live:
             if who == j:
                 continue
             overlap = min(lb, b) - a
-            allowed = tol + (landing if (lsusp if lb <= b else susp) else 0)
-            if overlap > allowed:
+            # How long the other ran before each suspended one stopped.
+            landed = [stop - other for stop, other, by in ((lb, a, lsusp), (b, la, susp)) if by]
+            allowed = tol + (landing if landed else 0)
+            if overlap > tol and not any(x <= tol + landing for x in landed):
                 return worst, (who, j, overlap, allowed)
             worst = max(worst, overlap)
         live.append((a, b, j, susp))
@@ -106,13 +112,24 @@ def overlaps(spans, tol, landing):
 def selftest():
     """The overlap rule on made-up spans (seconds), against what it is for."""
     ms = 1e-3
-    # Job 2 starts on the core of job 1, whose suspension lands 3 ms late.
-    assert overlaps([(0, 10 * ms, 1, True), (7 * ms, 30 * ms, 2, False)], 5 * ms, 4 * ms)[1] is None
-    # Job 1 is suspended as it starts; its process starts 0.2 ms after job
-    # 2's and runs 0.04 ms before the signal lands: allowed.
-    assert overlaps([(0, 19 * ms, 2, False), (0.2 * ms, 0.24 * ms, 1, True),
-                     (20 * ms, 40 * ms, 1, False)], 5 * ms, 4 * ms)[1] is None
-    # Job 1 resumed 19 ms before job 2 ended: not allowed, whatever the landing.
+
+    def allowed(spans, tol, landing):
+        return overlaps(spans, tol, landing)[1] is None
+
+    # Job 1's suspension lands 2 ms after job 2 took its core: allowed by
+    # the landing, not without it.
+    late = [(0, 3 * ms, 1, True), (1 * ms, 30 * ms, 2, False)]
+    assert allowed(late, 0.5 * ms, 4 * ms) and not allowed(late, 0.5 * ms, 0)
+    # Job 1 is suspended as it starts; its process comes up 0.2 ms after
+    # job 2's, given its core, and runs 0.04 ms before the signal lands.
+    first = [(0, 19 * ms, 2, False), (0.2 * ms, 0.24 * ms, 1, True), (20 * ms, 40 * ms, 1, False)]
+    assert allowed(first, 0.01 * ms, 4 * ms) and not allowed(first, 0.01 * ms, 0)
+    # Job 2 put on the core 50 ms into job 1's run, then suspended: no
+    # landing explains it.
+    assert not allowed([(0, 100 * ms, 1, False), (50 * ms, 53 * ms, 2, True)], 1 * ms, 4 * ms)
+    # Job 1's suspension decided at 5 ms lands at 20; job 2 ran from 8 to 15.
+    assert allowed([(0, 20 * ms, 1, True), (8 * ms, 15 * ms, 2, False)], 5 * ms, 15 * ms)
+    # Job 1 resumed 18.8 ms before job 2 ended: never allowed.
     bad = overlaps([(0, 19 * ms, 2, False), (0.2 * ms, 40 * ms, 1, False)], 5 * ms, 4 * ms)[1]
     assert bad and bad[:2] == (2, 1) and abs(bad[2] - 18.8 * ms) < 1e-9, bad
     # A span inside a longer one counts its own length, not the longer one's.

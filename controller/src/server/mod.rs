@@ -18,7 +18,7 @@ mod agents;
 mod lead;
 mod peers;
 mod requests;
-mod timer;
+pub mod timer;
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::time::Instant;

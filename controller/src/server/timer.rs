@@ -5,11 +5,12 @@
 //! timer), awaited through tokio's reactor, is exact in the kernel, but
 //! waking an idle processor and the reactor's thread from it took about
 //! 100 µs at the median on a 2-core VM (170 µs at the 99th percentile):
-//! one trace second at 10,000x, on every arrival. So the timerfd is armed
-//! [`EARLY`] before the instant, and the task covers the last stretch by
-//! yielding to the scheduler until the instant has come: it stays
-//! runnable, the processor never idles, and whatever else the server
-//! awaits beside this wake-up is still polled meanwhile.
+//! one trace second at 10,000x, on every arrival (the `timer_wakeup`
+//! example measures it). So the timerfd fires [`EARLY`] before the
+//! instant, and the task covers the last stretch by yielding to the
+//! scheduler until the instant has come: it stays runnable, the processor
+//! never idles, and whatever else the server awaits beside this wake-up
+//! is still polled meanwhile.
 
 use std::os::fd::{AsFd, AsRawFd, RawFd};
 
@@ -30,8 +31,9 @@ impl AsRawFd for Fd {
 
 /// How long before its instant the timerfd fires, for the rest to be
 /// covered awake: above the wake-up's 99th percentile where it was
-/// measured, and a small cost: about 100 µs of processor time per timed
-/// pass, against the pass's own tens.
+/// measured, and a small cost: up to 200 µs of processor time per timed
+/// pass (about 100 where the processor was idle and took that long to
+/// wake).
 const EARLY: std::time::Duration = std::time::Duration::from_micros(200);
 
 /// The server's precise wake-up: one at a time.
@@ -41,6 +43,12 @@ pub struct Precise {
     fd: Option<AsyncFd<Fd>>,
     /// [`EARLY`], but for tests.
     early: std::time::Duration,
+}
+
+impl Default for Precise {
+    fn default() -> Precise {
+        Precise::new()
+    }
 }
 
 impl Precise {
@@ -66,11 +74,27 @@ impl Precise {
         Precise { fd, early: EARLY }
     }
 
+    /// The same, firing `early` before each instant instead of [`EARLY`]
+    /// (zero: the timerfd alone), to measure what the stretch awake is
+    /// worth (`cargo run --release -p controller --example timer_wakeup`).
+    pub fn with_early(early: std::time::Duration) -> Precise {
+        Precise {
+            early,
+            ..Precise::new()
+        }
+    }
+
     /// Returns at `at` (at once if it has passed). Each call arms the
     /// timer afresh, so a wait given up (another branch of a `select!`
     /// won) leaves nothing behind that matters.
+    ///
+    /// (Under tokio's paused clock, as in a test that pauses time, the
+    /// last stretch would never end: time only advances there when every
+    /// task waits.)
     pub async fn sleep_until(&self, at: Instant) {
-        if at.saturating_duration_since(Instant::now()) > self.early {
+        // A loop, so that a wake-up however early never turns into a
+        // long spin.
+        while at.saturating_duration_since(Instant::now()) > self.early {
             self.fire_at(at - self.early).await;
         }
         while Instant::now() < at {
@@ -136,12 +160,11 @@ mod tests {
         assert!(late[25] < std::time::Duration::from_micros(500), "{late:?}");
     }
 
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    // On one thread, so that the sender and the timer that wakes it can
+    // only run if the last stretch hands the thread back.
+    #[tokio::test]
     async fn what_else_is_awaited_is_served_in_the_last_stretch() {
-        let p = Precise {
-            early: std::time::Duration::from_secs(60),
-            ..Precise::new()
-        };
+        let p = Precise::with_early(std::time::Duration::from_secs(60));
         let (tx, rx) = tokio::sync::oneshot::channel();
         tokio::spawn(async move {
             tokio::time::sleep(std::time::Duration::from_millis(20)).await;
