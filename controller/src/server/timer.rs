@@ -41,7 +41,7 @@ pub struct Precise {
     /// `None` where no timerfd could be had (outside a runtime): tokio's
     /// timer then, coarser.
     fd: Option<AsyncFd<Fd>>,
-    /// [`EARLY`], but for tests.
+    /// [`EARLY`], or another for tests and the `timer_wakeup` example.
     early: std::time::Duration,
 }
 
