@@ -48,6 +48,22 @@ struct Run {
     unkeyed: u64,
     summary: Summary,
     damaged: u64,
+    /// An emulated run's own delays, and its figures without them.
+    delays: Option<Delays>,
+}
+
+/// What an emulated run's machinery added to each job it completed: from
+/// the pass that started it (jobs.csv's `start_ns`) to its process's
+/// first instant, and its process's run beyond its run time (waking,
+/// writing its record). Both are in every figure of the run: a job's
+/// response holds them, and they hold its nodes from the next job. Its
+/// figures with each job moved back to start at its pass and run its run
+/// time exactly say how much of a difference from a twin those delays
+/// make directly; what they did to later jobs stays in.
+struct Delays {
+    start: Spread,
+    over: Spread,
+    summary: Summary,
 }
 
 /// A run's records and metrics in `kind`'s clock; jobs keyed by `keys`
@@ -139,6 +155,11 @@ fn load(dir: &Path, kind: ClockKind, keys: Option<&HashMap<u64, i64>>) -> Result
     for w in warnings {
         eprintln!("calcmets: warning: {w}");
     }
+    let delays = if m.mode == "emulated" {
+        own_delays(dir, &sources, &book, &params, cores, &clock, tau_s)?
+    } else {
+        None
+    };
     Ok(Run {
         label: crate::alike::label(&m),
         clock,
@@ -147,7 +168,79 @@ fn load(dir: &Path, kind: ClockKind, keys: Option<&HashMap<u64, i64>>) -> Result
         unkeyed,
         summary,
         damaged,
+        delays,
     })
+}
+
+/// [`Delays`] of the emulated run in `dir`, from its jobs.csv (`None`
+/// without one that says when each job's pass was).
+fn own_delays(
+    dir: &Path,
+    sources: &[inputs::Source],
+    book: &crate::results::Book,
+    params: &Params,
+    cores: u64,
+    clock: &Clock,
+    tau_s: f64,
+) -> Result<Option<Delays>> {
+    let passes: HashMap<u64, i64> = crate::results::jobs_by_id(dir)?
+        .into_iter()
+        .filter_map(|(id, row)| Some((id, row.start_ns.filter(|&t| t > 0)?)))
+        .collect();
+    if passes.is_empty() {
+        return Ok(None);
+    }
+    // A job's run time, as its process was to count it (its limit, if
+    // shorter, ends it first).
+    let run = |r: &formats::record::JobRecord<'_>| {
+        let run = if r.walltime > 0 {
+            r.runtime.min(r.walltime)
+        } else {
+            r.runtime
+        };
+        i64::try_from(run).unwrap_or(i64::MAX)
+    };
+    // Only the start jobs.csv holds: a job started again (requeued) has
+    // earlier records that began before its last pass.
+    let moved = |r: &formats::record::JobRecord<'_>| {
+        let pass = *passes.get(&r.id)?;
+        (r.status == Status::Completed && book.owns(r) && pass <= r.start).then(|| {
+            (
+                pass,
+                pass.saturating_add(run(r)).saturating_add(r.suspended_ns()),
+            )
+        })
+    };
+    let (mut starts, mut overs) = (Vec::new(), Vec::new());
+    let k = clock.scale;
+    let scaled = |ns: i64| (ns as f64 * k).round() as i64;
+    inputs::for_each_record(sources, |r| {
+        if let Some(pass) = moved(r).map(|(pass, _)| pass) {
+            starts.push(scaled(r.start - pass));
+            let ran = r.end - r.start - r.suspended_ns();
+            overs.push(scaled(ran - run(r)));
+        }
+        Ok(())
+    })?;
+    if starts.is_empty() {
+        return Ok(None);
+    }
+    let summary = crate::summarize_moved(
+        sources,
+        params,
+        cores,
+        Default::default(),
+        false,
+        Some(book),
+        &mut Vec::new(),
+        &moved,
+    )?
+    .in_clock(clock, tau_s);
+    Ok(Some(Delays {
+        start: spread(starts),
+        over: spread(overs),
+        summary,
+    }))
 }
 
 /// Percentiles of absolute differences, and the mean signed one (the bias).
@@ -381,6 +474,7 @@ pub fn compare(a: &Path, b: &Path, opts: &Options, out: &mut impl Write) -> Resu
         &pairs,
         [side_a.manifest.ties.as_ref(), side_b.manifest.ties.as_ref()],
     );
+    let delays_out = delays_out(&e, &s);
     if opts.json {
         let metrics: serde_json::Map<String, serde_json::Value> = pairs
             .iter()
@@ -410,6 +504,13 @@ pub fn compare(a: &Path, b: &Path, opts: &Options, out: &mut impl Write) -> Resu
             "jobs_in_one_run_only": only_one,
             "per_job": {"start": start, "end": end, "suspended": suspended},
             "metrics": metrics,
+            "own_delays": delays_out.iter().map(|(side, d, rels)| {
+                (side.to_string(), json!({
+                    "start": d.start, "run_over": d.over,
+                    "relative_without": rels.iter().map(|(n, r)| (n.to_string(), json!(r)))
+                        .collect::<serde_json::Map<_, _>>(),
+                }))
+            }).collect::<serde_json::Map<String, serde_json::Value>>(),
         });
         let mut v = v;
         if opts.worst > 0 {
@@ -464,6 +565,32 @@ pub fn compare(a: &Path, b: &Path, opts: &Options, out: &mut impl Write) -> Resu
                 crate::report::num(sp.max),
                 crate::report::num(sp.mean)
             )?;
+        }
+        for (side, d, _) in &delays_out {
+            writeln!(out)?;
+            writeln!(
+                out,
+                "{:<34} {:>11} {:>11} {:>11} {:>11}",
+                format!("{side}'s own delays, per job ({unit})"),
+                "p50",
+                "p99",
+                "max",
+                "mean"
+            )?;
+            for (name, sp) in [
+                ("its start after its pass", d.start),
+                ("its run beyond its run time", d.over),
+            ] {
+                writeln!(
+                    out,
+                    "{:<34} {:>11} {:>11} {:>11} {:>11}",
+                    name,
+                    crate::report::num(sp.p50),
+                    crate::report::num(sp.p99),
+                    crate::report::num(sp.max),
+                    crate::report::num(sp.mean)
+                )?;
+            }
         }
         if opts.worst > 0 {
             writeln!(out)?;
@@ -536,6 +663,14 @@ pub fn compare(a: &Path, b: &Path, opts: &Options, out: &mut impl Write) -> Resu
                 out,
                 "relative, with {side} as it runs {nudge} ns later (its ties): {}",
                 cells.join(", ")
+            )?;
+        }
+        for (side, _, rels) in &delays_out {
+            writeln!(
+                out,
+                "relative, with {side}'s own delays taken out (each job started at its pass and \
+                 ran its run time exactly; what they did to later jobs stays in): {}",
+                percents(rels)
             )?;
         }
     }
@@ -742,6 +877,44 @@ fn against_later(
     out
 }
 
+/// For each side that is an emulated run: its own delays, and a − b
+/// relative with them taken out of that side ([`Delays`]).
+fn delays_out<'r>(a: &'r Run, b: &'r Run) -> Vec<(&'static str, &'r Delays, Figures)> {
+    let figures = |x: &Summary, y: &Summary| -> Figures {
+        let pairs = metric_pairs(x, y);
+        ["wait_mean", "bounded_slowdown_mean", "utilization"]
+            .into_iter()
+            .map(|name| {
+                let rel = pairs
+                    .iter()
+                    .find(|(n, _, _)| n == name)
+                    .and_then(|(_, x, y)| diff(*x, *y).1);
+                (name, rel)
+            })
+            .collect()
+    };
+    let mut out = Vec::new();
+    if let Some(d) = &a.delays {
+        out.push(("a", d, figures(&d.summary, &b.summary)));
+    }
+    if let Some(d) = &b.delays {
+        out.push(("b", d, figures(&a.summary, &d.summary)));
+    }
+    out
+}
+
+/// `name x.xx %, ...`.
+fn percents(figures: &Figures) -> String {
+    figures
+        .iter()
+        .map(|(n, r)| {
+            let r = r.map_or("-".to_string(), |r| format!("{:.2} %", r * 100.0));
+            format!("{n} {r}")
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// Refuses runs that are not the same replay, saying what differs; with
 /// `force`, says it and goes on.
 fn refuse_unlike(a: &Path, b: &Path, unlike: &[String], force: bool) -> Result<()> {
@@ -822,10 +995,10 @@ mod tests {
             r#"{"start": 1000.0, "cores": 4, "tau": 10.0}"#,
         )
         .unwrap();
-        let mut csv = String::from("trace_id,job_id,state,nodes\n");
+        let mut csv = String::from("trace_id,job_id,state,nodes,runtime_trace_s\n");
         let mut bytes = Vec::new();
         for (t, (&id, &b)) in ids.iter().zip(&starts).enumerate() {
-            csv.push_str(&format!("{},{id},completed,\"n1\"\n", t + 1));
+            csv.push_str(&format!("{},{id},completed,\"n1\",10\n", t + 1));
             let rec = JobRecord {
                 id,
                 cores: 1,
@@ -845,6 +1018,106 @@ mod tests {
         }
         std::fs::write(dir.join(formats::results::JOBS), csv).unwrap();
         std::fs::write(dir.join("records/jobs.rec"), bytes).unwrap();
+    }
+
+    #[test]
+    fn an_emulated_runs_own_delays_are_measured_and_taken_out() {
+        let dir = tempfile::tempdir().unwrap();
+        let (emu, sim) = (dir.path().join("emu"), dir.path().join("sim"));
+        // The twin starts trace jobs 1, 2, 3 at 1, 2 and 3 s, each for
+        // its 10 s; the emulation's passes are at the same instants, its
+        // processes begin 0.2 s later and run 0.1 s over.
+        run(&sim, [1, 2, 3], [1, 2, 3]);
+        std::fs::write(
+            sim.join("manifest.json"),
+            r#"{"start": 1000.0, "cores": 4, "tau": 10.0, "mode": "simulated"}"#,
+        )
+        .unwrap();
+        std::fs::create_dir_all(emu.join("records")).unwrap();
+        std::fs::write(
+            emu.join("manifest.json"),
+            r#"{"start": 1000.0, "cores": 4, "tau": 10.0, "mode": "emulated"}"#,
+        )
+        .unwrap();
+        let mut csv = String::from("trace_id,job_id,state,nodes,runtime_trace_s,start_ns\n");
+        let mut bytes = Vec::new();
+        for id in 1..=3u64 {
+            let pass = (1000 + id as i64) * S;
+            csv.push_str(&format!("{id},{id},completed,\"n1\",10,{pass}\n"));
+            let start = pass + S / 5;
+            let rec = JobRecord {
+                id,
+                cores: 1,
+                node: Cow::Borrowed("n1"),
+                submit: 1000 * S,
+                start,
+                end: start + 10 * S + S / 10,
+                runtime: 10 * S as u64,
+                walltime: 0,
+                status: Status::Completed,
+                flags: Flags::default(),
+                suspensions: Vec::new(),
+                devices: Vec::new(),
+                program: None,
+            };
+            encode(&rec, &mut bytes).unwrap();
+        }
+        std::fs::write(emu.join(formats::results::JOBS), csv).unwrap();
+        std::fs::write(emu.join("records/jobs.rec"), bytes).unwrap();
+        let opts = Options {
+            json: true,
+            force: false,
+            clock: ClockKind::Wall,
+            worst: 0,
+        };
+        let mut out = Vec::new();
+        compare(&emu, &sim, &opts, &mut out).unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        let close =
+            |x: &serde_json::Value, want: f64| x.as_f64().is_some_and(|x| (x - want).abs() < 1e-9);
+        // With them, a waits 0.2 s more on 2 s.
+        assert!(close(&v["metrics"]["wait_mean"]["rel"], 0.1), "{v}");
+        let own = &v["own_delays"];
+        assert_eq!(
+            own.as_object().unwrap().len(),
+            1,
+            "the twin has none: {own}"
+        );
+        assert!(close(&own["a"]["start"]["p50"], 0.2), "{own}");
+        assert!(close(&own["a"]["run_over"]["max"], 0.1), "{own}");
+        // Without them, a is its twin.
+        for figure in ["wait_mean", "bounded_slowdown_mean", "utilization"] {
+            assert!(
+                close(&own["a"]["relative_without"][figure], 0.0),
+                "{figure}: {own}"
+            );
+        }
+        // And the table says so.
+        let mut table = Vec::new();
+        compare(
+            &emu,
+            &sim,
+            &Options {
+                json: false,
+                ..opts
+            },
+            &mut table,
+        )
+        .unwrap();
+        let table = String::from_utf8(table).unwrap();
+        assert!(table.contains("its start after its pass"), "{table}");
+        assert!(
+            table.contains("wait_mean 0.00 %, bounded_slowdown_mean 0.00 %, utilization 0.00 %"),
+            "{table}"
+        );
+        // The twin against the emulation: b's are taken out.
+        let mut out = Vec::new();
+        compare(&sim, &emu, &opts, &mut out).unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        assert!(
+            close(&v["own_delays"]["b"]["relative_without"]["wait_mean"], 0.0),
+            "{v}"
+        );
     }
 
     #[test]

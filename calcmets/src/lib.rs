@@ -46,7 +46,7 @@ use std::io::{self, BufWriter, Write};
 use std::path::Path;
 
 use anyhow::{anyhow, bail, Result};
-use formats::record::{JobRecord, Status};
+use formats::record::{JobRecord, Status, Suspension};
 
 use crate::cli::{By, Cli, Command, DumpArgs, Format, MetricsArgs, StatusFilter};
 use crate::metrics::{Accum, Damage, Exclusion, JobView, Params, Summary};
@@ -344,6 +344,36 @@ pub fn summarize_records(
     book: Option<&results::Book>,
     warnings: &mut Vec<String>,
 ) -> Result<Summary> {
+    summarize_moved(
+        sources,
+        params,
+        cores,
+        capacities,
+        all_statuses,
+        book,
+        warnings,
+        &|_| None,
+    )
+}
+
+/// A record's start and end moved (its suspensions move with its start),
+/// for a figure of what a run would have been without some delay of its
+/// own: `calcmets fidelity`'s emulator's delays taken out.
+pub type Move<'m> = dyn Fn(&JobRecord<'_>) -> Option<(i64, i64)> + 'm;
+
+/// [`summarize_records`], with each record's start and end as `moved`
+/// gives them (`None`: as recorded).
+#[allow(clippy::too_many_arguments)]
+pub fn summarize_moved(
+    sources: &[inputs::Source],
+    params: &Params,
+    cores: u64,
+    capacities: std::collections::BTreeMap<String, u64>,
+    all_statuses: bool,
+    book: Option<&results::Book>,
+    warnings: &mut Vec<String>,
+    moved: &Move<'_>,
+) -> Result<Summary> {
     let mut acc = Accum::new();
     acc.set_capacities(capacities);
     // A run's records, each once: a job requeued has one record per
@@ -365,14 +395,30 @@ pub fn summarize_records(
             repeated += 1;
             return Ok(());
         }
+        let (start, end) = moved(rec).unwrap_or((rec.start, rec.end));
+        let shifted: Vec<Suspension>;
+        let suspensions = if start == rec.start {
+            &rec.suspensions[..]
+        } else {
+            let by = start - rec.start;
+            shifted = rec
+                .suspensions
+                .iter()
+                .map(|s| Suspension {
+                    suspend: s.suspend + by,
+                    resume: s.resume + by,
+                })
+                .collect();
+            &shifted[..]
+        };
         acc.add(
             params,
             &JobView {
                 cores: u64::from(rec.cores),
                 submit: rec.submit,
-                start: rec.start,
-                end: rec.end,
-                suspensions: &rec.suspensions,
+                start,
+                end,
+                suspensions,
                 excluded_status: match rec.status {
                     _ if all_statuses => None,
                     Status::Completed => None,

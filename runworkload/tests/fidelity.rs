@@ -98,4 +98,16 @@ fn an_emulated_replay_agrees_with_its_twin() {
         assert!(n > 0.0, "no suspension in run {side}: {report}");
     }
     assert!(rel("suspended_time") < 0.5, "suspended time: {report}");
+    // The emulation's own delays: a real process begins after the pass
+    // that started it; the twin has none.
+    let own = &f["own_delays"];
+    let launch = own["a"]["start"]["p50"].as_f64().unwrap_or(0.0);
+    assert!(launch > 0.0, "no delay from pass to process: {report}");
+    assert!(own.get("b").is_none(), "the twin has delays: {report}");
+    for figure in ["wait_mean", "bounded_slowdown_mean", "utilization"] {
+        assert!(
+            own["a"]["relative_without"].get(figure).is_some(),
+            "{figure}: {report}"
+        );
+    }
 }
