@@ -30,6 +30,9 @@ use crate::metrics::{Params, Summary};
 struct Times {
     submit: i64,
     start: i64,
+    /// When the run decided to start it: the pass, where an emulated run
+    /// says (its process began a host's delay later), else its start.
+    decided: i64,
     end: i64,
     suspended: i64,
     completed: bool,
@@ -61,6 +64,10 @@ struct Run {
 /// time exactly say how much of a difference from a twin those delays
 /// make directly; what they did to later jobs stays in.
 struct Delays {
+    /// Jobs moved: completed, and whose records began at or after their
+    /// pass (a host whose clock lags the controller's leaves its jobs as
+    /// they are).
+    jobs: u64,
     start: Spread,
     over: Spread,
     summary: Summary,
@@ -105,6 +112,16 @@ fn load(dir: &Path, kind: ClockKind, keys: Option<&HashMap<u64, i64>>) -> Result
         );
     }
     let sources = inputs::expand(&[dir.to_path_buf()])?;
+    // The pass that started each job, by the cluster's id: a run through
+    // Slurm has none of clemu's (its jobs.csv's start is the job's own).
+    let passes: HashMap<u64, i64> = if m.mode == "emulated" && m.backend != "slurm" {
+        crate::results::jobs_by_id(dir)?
+            .into_iter()
+            .filter_map(|(id, row)| Some((id, row.start_ns.filter(|&t| t > 0)?)))
+            .collect()
+    } else {
+        HashMap::new()
+    };
     let mut jobs = HashMap::new();
     let mut unkeyed = 0;
     let stats = inputs::for_each_record(&sources, |r| {
@@ -127,6 +144,11 @@ fn load(dir: &Path, kind: ClockKind, keys: Option<&HashMap<u64, i64>>) -> Result
             Times {
                 submit: at(r.submit),
                 start: at(r.start),
+                decided: at(passes
+                    .get(&r.id)
+                    .copied()
+                    .filter(|&p| p <= r.start)
+                    .unwrap_or(r.start)),
                 end: at(r.end),
                 suspended: (r.suspended_ns() as f64 * k).round() as i64,
                 completed: r.status == Status::Completed,
@@ -155,11 +177,7 @@ fn load(dir: &Path, kind: ClockKind, keys: Option<&HashMap<u64, i64>>) -> Result
     for w in warnings {
         eprintln!("calcmets: warning: {w}");
     }
-    let delays = if m.mode == "emulated" {
-        own_delays(dir, &sources, &book, &params, cores, &clock, tau_s)?
-    } else {
-        None
-    };
+    let delays = own_delays(&passes, &sources, &book, &params, cores, &clock, tau_s)?;
     Ok(Run {
         label: crate::alike::label(&m),
         clock,
@@ -172,10 +190,10 @@ fn load(dir: &Path, kind: ClockKind, keys: Option<&HashMap<u64, i64>>) -> Result
     })
 }
 
-/// [`Delays`] of the emulated run in `dir`, from its jobs.csv (`None`
-/// without one that says when each job's pass was).
+/// [`Delays`] of an emulated run, from when each job's pass was
+/// (`passes`, by the cluster's job id; `None` without any).
 fn own_delays(
-    dir: &Path,
+    passes: &HashMap<u64, i64>,
     sources: &[inputs::Source],
     book: &crate::results::Book,
     params: &Params,
@@ -183,10 +201,6 @@ fn own_delays(
     clock: &Clock,
     tau_s: f64,
 ) -> Result<Option<Delays>> {
-    let passes: HashMap<u64, i64> = crate::results::jobs_by_id(dir)?
-        .into_iter()
-        .filter_map(|(id, row)| Some((id, row.start_ns.filter(|&t| t > 0)?)))
-        .collect();
     if passes.is_empty() {
         return Ok(None);
     }
@@ -214,11 +228,18 @@ fn own_delays(
     let (mut starts, mut overs) = (Vec::new(), Vec::new());
     let k = clock.scale;
     let scaled = |ns: i64| (ns as f64 * k).round() as i64;
+    // Each record once, as the figures count them.
+    let mut seen = std::collections::HashSet::new();
     inputs::for_each_record(sources, |r| {
         if let Some(pass) = moved(r).map(|(pass, _)| pass) {
-            starts.push(scaled(r.start - pass));
-            let ran = r.end - r.start - r.suspended_ns();
-            overs.push(scaled(ran - run(r)));
+            if seen.insert((r.id, r.start)) {
+                starts.push(scaled(r.start.saturating_sub(pass)));
+                let ran = r
+                    .end
+                    .saturating_sub(r.start)
+                    .saturating_sub(r.suspended_ns());
+                overs.push(scaled(ran.saturating_sub(run(r))));
+            }
         }
         Ok(())
     })?;
@@ -237,10 +258,34 @@ fn own_delays(
     )?
     .in_clock(clock, tau_s);
     Ok(Some(Delays {
-        start: spread(starts),
-        over: spread(overs),
+        jobs: starts.len() as u64,
+        start: quantiles(starts),
+        over: quantiles(overs),
         summary,
     }))
+}
+
+/// Percentiles, largest and mean of signed values (nanoseconds of the
+/// clock compared), in seconds.
+fn quantiles(mut v: Vec<i64>) -> Spread {
+    v.sort_unstable();
+    let at = |q: f64| {
+        if v.is_empty() {
+            0.0
+        } else {
+            v[crate::dist::rank(q, v.len()) - 1] as f64 / 1e9
+        }
+    };
+    Spread {
+        p50: at(0.5),
+        p99: at(0.99),
+        max: v.last().map_or(0.0, |&x| x as f64 / 1e9),
+        mean: if v.is_empty() {
+            0.0
+        } else {
+            v.iter().map(|&x| x as f64).sum::<f64>() / v.len() as f64 / 1e9
+        },
+    }
 }
 
 /// Percentiles of absolute differences, and the mean signed one (the bias).
@@ -338,6 +383,37 @@ struct Apart {
     wait_a: i64,
     wait_b: i64,
     start: i64,
+    /// When each run decided to start it ([`Times::decided`]), relative
+    /// to that run's start.
+    at_a: i64,
+    at_b: i64,
+}
+
+/// The first two jobs the runs decide to start in the other order (by
+/// their passes, where a run says: a host's delay between a pass and a
+/// process is no decision), in b's order:
+/// `(q, p)` where b starts `q` before `p` and a starts `p` first; `None`
+/// when a keeps b's order throughout. Jobs b starts at one instant have
+/// no order between them. Where two runs of one replay part, a decision
+/// went the other way or its events came in another order: what to look
+/// at to see why their figures differ (the runs' jobs.csv around then).
+fn parting(all: &[Apart]) -> Option<(Apart, Apart)> {
+    let mut by_b: Vec<&Apart> = all.iter().collect();
+    by_b.sort_unstable_by_key(|j| (j.at_b, j.at_a, j.key));
+    // Of the jobs b started before the instant at hand, the one a started
+    // last.
+    let mut latest: Option<&Apart> = None;
+    for group in by_b.chunk_by(|x, y| x.at_b == y.at_b) {
+        // Sorted by a's start within the group: the first is a's first.
+        if let Some(q) = latest.filter(|q| group[0].at_a < q.at_a) {
+            return Some((*q, *group[0]));
+        }
+        let last = group[group.len() - 1];
+        if latest.is_none_or(|q| last.at_a > q.at_a) {
+            latest = Some(last);
+        }
+    }
+    None
 }
 
 /// The `n` jobs whose starts differ most, largest first (ties by key),
@@ -441,6 +517,8 @@ pub fn compare(a: &Path, b: &Path, opts: &Options, out: &mut impl Write) -> Resu
                     wait_a: x.start - x.submit,
                     wait_b: y.start - y.submit,
                     start: x.start - y.start,
+                    at_a: x.decided,
+                    at_b: y.decided,
                 });
                 ends.push(x.end - y.end);
                 susp.push(x.suspended - y.suspended);
@@ -452,6 +530,7 @@ pub fn compare(a: &Path, b: &Path, opts: &Options, out: &mut impl Write) -> Resu
     only_one += s.jobs.keys().filter(|id| !e.jobs.contains_key(id)).count() as u64;
     let matched = starts.len();
     let (start, end, suspended) = (spread(starts), spread(ends), spread(susp));
+    let parted = parting(&apart);
     let (worst, sum_start) = most_apart(apart, opts.worst);
     let secs = |ns: i64| ns as f64 / 1e9;
     let share = |d: i64| (sum_start != 0).then(|| d as f64 / sum_start as f64);
@@ -504,9 +583,13 @@ pub fn compare(a: &Path, b: &Path, opts: &Options, out: &mut impl Write) -> Resu
             "jobs_in_one_run_only": only_one,
             "per_job": {"start": start, "end": end, "suspended": suspended},
             "metrics": metrics,
+            "parting": parted.map(|(q, p)| {
+                let job = |j: Apart| json!({"job": j.key, "start_a": secs(j.at_a), "start_b": secs(j.at_b)});
+                json!({"key": key_name, "first_in_b": job(q), "first_in_a": job(p)})
+            }),
             "own_delays": delays_out.iter().map(|(side, d, rels)| {
                 (side.to_string(), json!({
-                    "start": d.start, "run_over": d.over,
+                    "jobs": d.jobs, "start": d.start, "run_over": d.over,
                     "relative_without": rels.iter().map(|(n, r)| (n.to_string(), json!(r)))
                         .collect::<serde_json::Map<_, _>>(),
                 }))
@@ -566,12 +649,30 @@ pub fn compare(a: &Path, b: &Path, opts: &Options, out: &mut impl Write) -> Resu
                 crate::report::num(sp.mean)
             )?;
         }
+        writeln!(out)?;
+        match parted {
+            Some((q, p)) => writeln!(
+                out,
+                "the runs first start two jobs in another order ({unit}, when each decided): b \
+                 starts {key_name} {} \
+                 at {} before {} at {}; a starts {} at {} before {} at {}",
+                q.key,
+                crate::report::num(secs(q.at_b)),
+                p.key,
+                crate::report::num(secs(p.at_b)),
+                p.key,
+                crate::report::num(secs(p.at_a)),
+                q.key,
+                crate::report::num(secs(q.at_a)),
+            )?,
+            None => writeln!(out, "the runs start every job in the same order")?,
+        }
         for (side, d, _) in &delays_out {
             writeln!(out)?;
             writeln!(
                 out,
                 "{:<34} {:>11} {:>11} {:>11} {:>11}",
-                format!("{side}'s own delays, per job ({unit})"),
+                format!("{side}'s own delays, {} jobs ({unit})", d.jobs),
                 "p50",
                 "p99",
                 "max",
@@ -1021,22 +1122,57 @@ mod tests {
     }
 
     #[test]
+    fn the_first_two_jobs_started_in_another_order_are_found() {
+        let j = |key, at_a, at_b| Apart {
+            key,
+            cores: 1,
+            wait_a: 0,
+            wait_b: 0,
+            start: at_a - at_b,
+            at_a,
+            at_b,
+        };
+        let keys = |x: Option<(Apart, Apart)>| x.map(|(q, p)| (q.key, p.key));
+        // Jobs b starts together may come in any order in a.
+        assert_eq!(keys(parting(&[j(1, 5, 0), j(2, 3, 0), j(3, 9, 4)])), None);
+        // b: 1 at 0, 2 at 4, 3 at 5; a: 1 at 1, 3 at 6, 2 at 7.
+        assert_eq!(
+            keys(parting(&[j(1, 1, 0), j(2, 7, 4), j(3, 6, 5)])),
+            Some((2, 3))
+        );
+        // The first parting, not a later one.
+        assert_eq!(
+            keys(parting(&[j(1, 3, 0), j(2, 2, 1), j(3, 10, 5), j(4, 9, 6)])),
+            Some((1, 2))
+        );
+        // Of jobs b starts together, the one a starts last is the bar.
+        assert_eq!(
+            keys(parting(&[j(1, 5, 0), j(2, 3, 0), j(3, 4, 4)])),
+            Some((1, 3))
+        );
+        assert_eq!(keys(parting(&[])), None);
+    }
+
+    #[test]
     fn an_emulated_runs_own_delays_are_measured_and_taken_out() {
         let dir = tempfile::tempdir().unwrap();
         let (emu, sim) = (dir.path().join("emu"), dir.path().join("sim"));
         // The twin starts trace jobs 1, 2, 3 at 1, 2 and 3 s, each for
         // its 10 s; the emulation's passes are at the same instants, its
-        // processes begin 0.2 s later and run 0.1 s over.
+        // processes begin 0.2 s later and run 0.1 s over. At a speed-up
+        // of 10, that is 2 and 1 trace s.
         run(&sim, [1, 2, 3], [1, 2, 3]);
         std::fs::write(
             sim.join("manifest.json"),
-            r#"{"start": 1000.0, "cores": 4, "tau": 10.0, "mode": "simulated"}"#,
+            r#"{"start": 1000.0, "cores": 4, "tau": 10.0, "mode": "simulated",
+                "speedup": 10.0, "factor": 1.0}"#,
         )
         .unwrap();
         std::fs::create_dir_all(emu.join("records")).unwrap();
         std::fs::write(
             emu.join("manifest.json"),
-            r#"{"start": 1000.0, "cores": 4, "tau": 10.0, "mode": "emulated"}"#,
+            r#"{"start": 1000.0, "cores": 4, "tau": 10.0, "mode": "emulated",
+                "speedup": 10.0, "factor": 1.0}"#,
         )
         .unwrap();
         let mut csv = String::from("trace_id,job_id,state,nodes,runtime_trace_s,start_ns\n");
@@ -1067,7 +1203,7 @@ mod tests {
         let opts = Options {
             json: true,
             force: false,
-            clock: ClockKind::Wall,
+            clock: ClockKind::Trace,
             worst: 0,
         };
         let mut out = Vec::new();
@@ -1075,7 +1211,7 @@ mod tests {
         let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
         let close =
             |x: &serde_json::Value, want: f64| x.as_f64().is_some_and(|x| (x - want).abs() < 1e-9);
-        // With them, a waits 0.2 s more on 2 s.
+        // With them, a waits 2 trace s more on 20.
         assert!(close(&v["metrics"]["wait_mean"]["rel"], 0.1), "{v}");
         let own = &v["own_delays"];
         assert_eq!(
@@ -1083,8 +1219,9 @@ mod tests {
             1,
             "the twin has none: {own}"
         );
-        assert!(close(&own["a"]["start"]["p50"], 0.2), "{own}");
-        assert!(close(&own["a"]["run_over"]["max"], 0.1), "{own}");
+        assert_eq!(own["a"]["jobs"], 3, "{own}");
+        assert!(close(&own["a"]["start"]["p50"], 2.0), "{own}");
+        assert!(close(&own["a"]["run_over"]["max"], 1.0), "{own}");
         // Without them, a is its twin.
         for figure in ["wait_mean", "bounded_slowdown_mean", "utilization"] {
             assert!(

@@ -356,9 +356,11 @@ pub fn summarize_records(
     )
 }
 
-/// A record's start and end moved (its suspensions move with its start),
-/// for a figure of what a run would have been without some delay of its
-/// own: `calcmets fidelity`'s emulator's delays taken out.
+/// A record's start and end moved (its suspensions move with its start,
+/// keeping their lengths, which is what the figures without a window
+/// take of them), for a figure of what a run would have been without
+/// some delay of its own: `calcmets fidelity`'s emulator's delays taken
+/// out.
 pub type Move<'m> = dyn Fn(&JobRecord<'_>) -> Option<(i64, i64)> + 'm;
 
 /// [`summarize_records`], with each record's start and end as `moved`
@@ -405,8 +407,8 @@ pub fn summarize_moved(
                 .suspensions
                 .iter()
                 .map(|s| Suspension {
-                    suspend: s.suspend + by,
-                    resume: s.resume + by,
+                    suspend: s.suspend.saturating_add(by),
+                    resume: s.resume.saturating_add(by),
                 })
                 .collect();
             &shifted[..]

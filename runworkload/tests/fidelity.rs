@@ -104,10 +104,9 @@ fn an_emulated_replay_agrees_with_its_twin() {
     let launch = own["a"]["start"]["p50"].as_f64().unwrap_or(0.0);
     assert!(launch > 0.0, "no delay from pass to process: {report}");
     assert!(own.get("b").is_none(), "the twin has delays: {report}");
-    for figure in ["wait_mean", "bounded_slowdown_mean", "utilization"] {
-        assert!(
-            own["a"]["relative_without"].get(figure).is_some(),
-            "{figure}: {report}"
-        );
+    assert!(own["a"]["jobs"].as_u64().unwrap_or(0) > 0, "{report}");
+    for figure in ["bounded_slowdown_mean", "utilization"] {
+        let without = own["a"]["relative_without"][figure].as_f64();
+        assert!(without.is_some_and(|r| r.abs() < 0.5), "{figure}: {report}");
     }
 }
