@@ -280,11 +280,7 @@ fn quantiles(mut v: Vec<i64>) -> Spread {
         p50: at(0.5),
         p99: at(0.99),
         max: v.last().map_or(0.0, |&x| x as f64 / 1e9),
-        mean: if v.is_empty() {
-            0.0
-        } else {
-            v.iter().map(|&x| x as f64).sum::<f64>() / v.len() as f64 / 1e9
-        },
+        mean: mean_s(&v),
     }
 }
 
@@ -297,26 +293,19 @@ pub struct Spread {
     pub mean: f64,
 }
 
-fn spread(mut diffs: Vec<i64>) -> Spread {
-    let mean = if diffs.is_empty() {
+fn spread(diffs: Vec<i64>) -> Spread {
+    Spread {
+        mean: mean_s(&diffs),
+        ..quantiles(diffs.into_iter().map(i64::abs).collect())
+    }
+}
+
+/// The mean of nanoseconds, in seconds (0 of none).
+fn mean_s(v: &[i64]) -> f64 {
+    if v.is_empty() {
         0.0
     } else {
-        diffs.iter().map(|&d| d as f64).sum::<f64>() / diffs.len() as f64 / 1e9
-    };
-    let mut abs: Vec<i64> = diffs.drain(..).map(i64::abs).collect();
-    abs.sort_unstable();
-    let at = |q: f64| {
-        if abs.is_empty() {
-            0.0
-        } else {
-            abs[crate::dist::rank(q, abs.len()) - 1] as f64 / 1e9
-        }
-    };
-    Spread {
-        p50: at(0.5),
-        p99: at(0.99),
-        max: abs.last().map_or(0.0, |&v| v as f64 / 1e9),
-        mean,
+        v.iter().map(|&x| x as f64).sum::<f64>() / v.len() as f64 / 1e9
     }
 }
 
