@@ -715,12 +715,15 @@ fn decode_payload(version: u16, payload: &[u8]) -> Option<JobRecord<'_>> {
     rec.devices = Vec::deserialize(&mut de).ok()?;
     if version == VERSION_3 || version == VERSION_4 {
         let end = ProgramEnd::deserialize(&mut de).ok()?;
-        let last = if version == VERSION_3 {
-            ProgramEnd::NOT_STARTED
+        // Each kind has one version, as the writer chose it: the CRC does
+        // not cover the header, and a version 3 frame whose version byte
+        // was hit must not read as a version 4 one.
+        let fits = if version == VERSION_3 {
+            end.kind <= ProgramEnd::NOT_STARTED
         } else {
-            ProgramEnd::NOT_LAUNCHED
+            end.kind == ProgramEnd::NOT_LAUNCHED
         };
-        if end.kind > last {
+        if !fits {
             return None;
         }
         rec.program = Some(end);
@@ -877,6 +880,13 @@ mod tests {
         bytes.extend_from_slice(&as_v3);
         let (recs, stats) = decode_all(&bytes);
         assert_eq!(recs, vec![never]);
+        assert_eq!(stats.corrupt, 1);
+        // And a version 3 payload under version 4: a kind version 4 does
+        // not have (a hit on the version byte, which the CRC leaves out).
+        let mut as_v4 = ran.clone();
+        as_v4[4..6].copy_from_slice(&VERSION_4.to_le_bytes());
+        let (recs, stats) = decode_all(&as_v4);
+        assert!(recs.is_empty(), "{recs:?}");
         assert_eq!(stats.corrupt, 1);
         assert_eq!(end(ProgramEnd::NOT_LAUNCHED).exit_code(), "0:53");
         assert!(!end(ProgramEnd::NOT_LAUNCHED).started());
