@@ -284,7 +284,8 @@ fn quantiles(mut v: Vec<i64>) -> Spread {
     }
 }
 
-/// Percentiles of absolute differences, and the mean signed one (the bias).
+/// Percentiles, largest and mean: of absolute differences with their
+/// signed mean, the bias ([`spread`]); or of signed values ([`quantiles`]).
 #[derive(Debug, Clone, Copy, Serialize)]
 pub struct Spread {
     pub p50: f64,
