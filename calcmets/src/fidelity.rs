@@ -1077,6 +1077,26 @@ mod tests {
 
     const S: i64 = 1_000_000_000;
 
+    /// Job `id`'s record: one core on n1, submitted at 1,000 s, asking
+    /// 10 s, completed.
+    fn completed(id: u64, start: i64, end: i64) -> JobRecord<'static> {
+        JobRecord {
+            id,
+            cores: 1,
+            node: Cow::Borrowed("n1"),
+            submit: 1000 * S,
+            start,
+            end,
+            runtime: 10 * S as u64,
+            walltime: 0,
+            status: Status::Completed,
+            flags: Flags::default(),
+            suspensions: Vec::new(),
+            devices: Vec::new(),
+            program: None,
+        }
+    }
+
     /// A results directory whose cluster numbered the trace's jobs 1, 2, 3
     /// as `ids`, each running 10 s from its start.
     fn run(dir: &Path, ids: [u64; 3], starts: [i64; 3]) {
@@ -1090,22 +1110,7 @@ mod tests {
         let mut bytes = Vec::new();
         for (t, (&id, &b)) in ids.iter().zip(&starts).enumerate() {
             csv.push_str(&format!("{},{id},completed,\"n1\",10\n", t + 1));
-            let rec = JobRecord {
-                id,
-                cores: 1,
-                node: Cow::Borrowed("n1"),
-                submit: 1000 * S,
-                start: (1000 + b) * S,
-                end: (1010 + b) * S,
-                runtime: 10 * S as u64,
-                walltime: 0,
-                status: Status::Completed,
-                flags: Flags::default(),
-                suspensions: Vec::new(),
-                devices: Vec::new(),
-                program: None,
-            };
-            encode(&rec, &mut bytes).unwrap();
+            encode(&completed(id, (1000 + b) * S, (1010 + b) * S), &mut bytes).unwrap();
         }
         std::fs::write(dir.join(formats::results::JOBS), csv).unwrap();
         std::fs::write(dir.join("records/jobs.rec"), bytes).unwrap();
@@ -1171,21 +1176,7 @@ mod tests {
             let pass = (1000 + id as i64) * S;
             csv.push_str(&format!("{id},{id},completed,\"n1\",10,{pass}\n"));
             let start = pass + S / 5;
-            let rec = JobRecord {
-                id,
-                cores: 1,
-                node: Cow::Borrowed("n1"),
-                submit: 1000 * S,
-                start,
-                end: start + 10 * S + S / 10,
-                runtime: 10 * S as u64,
-                walltime: 0,
-                status: Status::Completed,
-                flags: Flags::default(),
-                suspensions: Vec::new(),
-                devices: Vec::new(),
-                program: None,
-            };
+            let rec = completed(id, start, start + 10 * S + S / 10);
             encode(&rec, &mut bytes).unwrap();
         }
         std::fs::write(emu.join(formats::results::JOBS), csv).unwrap();
