@@ -390,7 +390,7 @@ async fn run(name: String, rx: Arc<Mailbox>, ctx: Arc<NodeContext>) {
                     }
                     let claimed = match ahead.as_mut().and_then(|a| a.take(id)) {
                         Some(mut p) => {
-                            if p.start == s && p.alive() {
+                            if s.claims(&p.start) && p.alive() {
                                 Some(p)
                             } else {
                                 // Placed otherwise than foreseen (or gone).
@@ -402,7 +402,11 @@ async fn run(name: String, rx: Arc<Mailbox>, ctx: Arc<NodeContext>) {
                     };
                     if let Some(p) = claimed {
                         let pid = p.pid;
-                        signal(pid, Signal::SIGCONT);
+                        // The start's instant rides on the signal: the
+                        // job's run counts from the controller's start.
+                        if let Err(e) = sigsleep::signals::send_start(pid, s.start_ns) {
+                            debug!(job = id, pid, %e, "start not delivered");
+                        }
                         debug!(job = id, node = %name, pid, "started (prepared)");
                         jobs.insert(id, Job { pid, suspended: false, stop_at: None, kill_at: None, program: None });
                         exits.push(exit_of(id, crate::spawn::Spawned { pid, exit: p.exit }));
@@ -907,6 +911,16 @@ fn queue_launch(
     ];
     if held {
         args.push("--held".into());
+    } else if s.start_ns > 0 {
+        // Its run counts from the controller's start, its launch within it.
+        args.extend([
+            "--started".into(),
+            format!(
+                "{}.{:09}",
+                s.start_ns.div_euclid(1_000_000_000),
+                s.start_ns.rem_euclid(1_000_000_000)
+            ),
+        ]);
     }
     if ctx.settings.realtime {
         args.push("--realtime".into());
@@ -1094,6 +1108,7 @@ mod tests {
             runtime_ns: 1_000_000_000,
             walltime_ns: 0,
             submit_ns: 0,
+            start_ns: 0,
             devices: String::new(),
             program: None,
         };

@@ -91,6 +91,7 @@ fn an_agent_runs_only_its_own_sigsleep_whatever_it_is_told() {
             runtime_ns: 30_000_000_000,
             walltime_ns: 0,
             submit_ns: 0,
+            start_ns: 0,
             devices: String::new(),
             program: None,
         };

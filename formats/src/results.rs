@@ -272,9 +272,16 @@ pub struct Replica {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Latencies {
-    /// From the pass that started a job to its process's first instant
-    /// (the record's start).
+    /// From the pass that started a job to the start its record gives:
+    /// none where its process learns the controller's start (a job's run
+    /// counts from there, its launch within it), else to the process's
+    /// first instant.
     pub start: Option<Delay>,
+    /// A completed job's run beyond its run time: from its start plus run
+    /// time plus time suspended to its process's last instant (the
+    /// record's end). The process's wake-up at its deadline, and a launch
+    /// longer than its whole run.
+    pub overrun: Option<Delay>,
     /// From the controller's decision to suspend (or resume) a job to the
     /// instant its process noted it (the record's suspension pairs).
     pub suspend: Option<Delay>,

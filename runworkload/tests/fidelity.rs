@@ -98,11 +98,16 @@ fn an_emulated_replay_agrees_with_its_twin() {
         assert!(n > 0.0, "no suspension in run {side}: {report}");
     }
     assert!(rel("suspended_time") < 0.5, "suspended time: {report}");
-    // The emulation's own delays: a real process begins after the pass
-    // that started it; the twin has none.
+    // The emulation's own delays: a job starts at the pass that started
+    // it (its process's launch is part of its run), and its process ends
+    // a little after its run time; the twin has none.
     let own = &f["own_delays"];
-    let launch = own["a"]["start"]["p50"].as_f64().unwrap_or(0.0);
-    assert!(launch > 0.0, "no delay from pass to process: {report}");
+    for q in ["p50", "max"] {
+        let after_pass = own["a"]["start"][q].as_f64();
+        assert_eq!(after_pass, Some(0.0), "start after its pass, {q}: {report}");
+    }
+    let over = own["a"]["run_over"]["p50"].as_f64().unwrap_or(0.0);
+    assert!(over > 0.0, "no run beyond the run time: {report}");
     assert!(own.get("b").is_none(), "the twin has delays: {report}");
     assert!(own["a"]["jobs"].as_u64().unwrap_or(0) > 0, "{report}");
     for figure in ["bounded_slowdown_mean", "utilization"] {

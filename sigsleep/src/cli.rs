@@ -31,6 +31,13 @@ OPTIONS:
                           timeout [default: 0, no limit]
     --submit UNIX_SECONDS when the job was submitted [default: the start,
                           flagged submit_unknown]
+    --started UNIX_SECONDS
+                          when the job started, by its launcher's clock: its
+                          run counts from there, as a batch system counts a
+                          job's run from its start, and its record says it
+                          started then [default: this process's first
+                          instant; never later than it]. With --held, the
+                          SIGCONT that starts the job may carry it instead
     --node NAME           first node of the job [default: this host's name]
     --devices LIST        devices of generic resources the job holds, written
                           in the record: NODE:KIND=ID[,ID...] entries joined
@@ -52,7 +59,9 @@ OPTIONS:
                           which is the job's start (a SIGTSTP first starts
                           it suspended); SIGTERM or SIGINT before it end the
                           process without a record. Until then the process
-                          is named sigsleep-held (ps, /proc). A launcher
+                          is named sigsleep-held (ps, /proc). A SIGCONT
+                          queued (sigqueue) with a value carries the job's
+                          start, in wall-clock ns, as --started does. A launcher
                           starts the process ahead of the job's start, so
                           the start is a signal, not a process to spawn
 PROGRAM OPTIONS (with a PROGRAM only):
@@ -145,6 +154,8 @@ pub struct Config {
     pub id: u64,
     pub cores: u32,
     pub submit_ns: Option<i64>,
+    /// `--started`: the job's start by its launcher's clock.
+    pub started_ns: Option<i64>,
     pub node: Option<String>,
     /// Devices of generic resources the job holds, for its record.
     pub devices: Vec<formats::record::Devices<'static>>,
@@ -211,6 +222,7 @@ pub fn parse(
     let mut id = 0;
     let mut cores = 1;
     let mut submit = None;
+    let mut started = None;
     let mut node = None;
     let mut devices = Vec::new();
     let mut log = None;
@@ -241,6 +253,7 @@ pub fn parse(
                 }
             }
             Long("submit") => submit = Some(instant("--submit", &text(&mut p)?)?),
+            Long("started") => started = Some(instant("--started", &text(&mut p)?)?),
             Long("node") => node = Some(text(&mut p)?),
             Long("devices") => devices.extend(
                 formats::record::Devices::parse_list(&text(&mut p)?)
@@ -335,6 +348,7 @@ pub fn parse(
         id,
         cores,
         submit_ns: submit,
+        started_ns: started,
         node,
         devices,
         log,
@@ -449,6 +463,8 @@ mod tests {
             "60",
             "--submit",
             "1700000000.25",
+            "--started",
+            "1700000001.5",
             "--node",
             "vn0001",
             "--devices",
@@ -465,6 +481,7 @@ mod tests {
                 id: 42,
                 cores: 16,
                 submit_ns: Some(1_700_000_000_250_000_000),
+                started_ns: Some(1_700_000_001_500_000_000),
                 node: Some("vn0001".into()),
                 devices: formats::record::Devices::parse_list("vn0001:gpu=0,1").unwrap(),
                 log: "/tmp/x".into(),

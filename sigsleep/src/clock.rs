@@ -11,6 +11,25 @@ pub struct Stamp {
     pub mono: i64,
 }
 
+impl Stamp {
+    /// The instant `real_ns` on the wall clock, read off both clocks as
+    /// this one was: `self` moved back to it. `self` itself when `real_ns`
+    /// is not before it (a launcher's clock ahead of this host's) or is 0
+    /// (none given). A job started by a controller counts its run from the
+    /// controller's start, as a batch system's accounting does, not from
+    /// its process's first instant.
+    pub fn back_to(self, real_ns: i64) -> Stamp {
+        if real_ns <= 0 || real_ns >= self.real {
+            return self;
+        }
+        let by = self.real - real_ns;
+        Stamp {
+            real: real_ns,
+            mono: self.mono - by,
+        }
+    }
+}
+
 /// Reads both clocks. Async-signal-safe: only `clock_gettime`.
 pub fn now() -> Stamp {
     Stamp {
@@ -28,4 +47,27 @@ fn read(clock: libc::clockid_t) -> i64 {
     // every Linux, so the call cannot fail.
     unsafe { libc::clock_gettime(clock, &mut ts) };
     ts.tv_sec * 1_000_000_000 + ts.tv_nsec
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_instant_moves_back_on_both_clocks_and_never_forward() {
+        let s = Stamp {
+            real: 1_000,
+            mono: 50,
+        };
+        assert_eq!(
+            s.back_to(960),
+            Stamp {
+                real: 960,
+                mono: 10
+            }
+        );
+        assert_eq!(s.back_to(0), s);
+        assert_eq!(s.back_to(1_000), s);
+        assert_eq!(s.back_to(2_000), s);
+    }
 }

@@ -13,6 +13,10 @@
 //!    not block the signals (a shell) and waits for it before it sends any.
 //!    With `--held` (a process started ahead of its job), the start is
 //!    instead the first `SIGCONT`, waited for without counting anything.
+//!    A launcher that knows when the job started (a controller's start,
+//!    by `--started` or carried by that `SIGCONT`) moves the start back
+//!    to it: the run counts from the job's start, as a batch system's
+//!    accounting counts it, and the process's own launch is part of it.
 //! 3. The main loop waits in `ppoll` on a timerfd armed at the absolute
 //!    deadline; that wait is the only place the job signals are let in
 //!    ([`signals`]): handlers log timestamped events and return, and a
@@ -155,6 +159,7 @@ pub fn main_exit_code() -> i32 {
             }
         }
     } else {
+        let start = start.back_to(cfg.started_ns.unwrap_or(0));
         (start, Ledger::new(start, cfg.runtime_ns, cfg.walltime_ns))
     };
     if let Some(prog) = &cfg.program {
@@ -311,6 +316,11 @@ fn hold(waiter: &signals::Waiter, cfg: &Config) -> Result<(clock::Stamp, Ledger)
                 Some(Event::Suspend(at) | Event::Resume(at) | Event::Terminate(at, _)) => at,
                 None => clock::now(),
             };
+            let given = match signals::started_at() {
+                0 => cfg.started_ns.unwrap_or(0),
+                t => t,
+            };
+            let at = at.back_to(given);
             let mut ledger = Ledger::new(at, cfg.runtime_ns, cfg.walltime_ns);
             for (i, e) in events.iter().enumerate() {
                 match e {

@@ -102,6 +102,31 @@ pub fn send_end(pid: libc::pid_t, why: EndWhy) -> io::Result<()> {
     }
 }
 
+/// Sends held process `pid` (a sigsleep started with `--held`) the
+/// `SIGCONT` that starts its job, queued with the instant the controller
+/// started the job (wall-clock ns; 0: none), from which its run counts
+/// ([`started_at`]).
+pub fn send_start(pid: libc::pid_t, started_at_ns: i64) -> io::Result<()> {
+    let value = libc::sigval {
+        sival_ptr: started_at_ns.max(0) as usize as *mut libc::c_void,
+    };
+    // SAFETY: a plain system call; the value is carried, never read as a
+    // pointer.
+    if unsafe { libc::sigqueue(pid, libc::SIGCONT, value) } == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// The start instant the last `SIGCONT` sent by [`send_start`] carried
+/// (wall-clock ns), or 0.
+pub fn started_at() -> i64 {
+    STARTED_AT.load(Relaxed)
+}
+
+static STARTED_AT: AtomicI64 = AtomicI64::new(0);
+
 /// Why the first `SIGTERM` came ([`EndWhy::Cancelled`] for one sent with
 /// `kill`, or none yet).
 pub fn end_why() -> EndWhy {
@@ -213,8 +238,19 @@ impl Drop for SavedErrno {
     }
 }
 
-extern "C" fn on_cont(_: libc::c_int) {
+extern "C" fn on_cont(_: libc::c_int, info: *mut libc::siginfo_t, _: *mut libc::c_void) {
     let _errno = SavedErrno::save();
+    // SAFETY: with SA_SIGINFO the kernel passes a valid siginfo; its value
+    // is only read for a signal queued with one.
+    let started_at = unsafe {
+        match info.as_ref() {
+            Some(i) if i.si_code == libc::SI_QUEUE => i.si_value().sival_ptr as usize as i64,
+            _ => 0,
+        }
+    };
+    if started_at > 0 {
+        STARTED_AT.store(started_at, Relaxed);
+    }
     push(KIND_RESUME, clock::now());
 }
 
@@ -237,11 +273,6 @@ extern "C" fn on_end(sig: libc::c_int, info: *mut libc::siginfo_t, _: *mut libc:
         KIND_TERM
     };
     push(kind, clock::now());
-}
-
-/// A handler function in the form `sigaction` takes.
-fn handler(f: extern "C" fn(libc::c_int)) -> libc::sighandler_t {
-    f as *const () as libc::sighandler_t
 }
 
 /// A handler that reads the signal's information (`SA_SIGINFO`).
@@ -325,7 +356,7 @@ pub fn install() -> io::Result<Waiter> {
         libc::sigaddset(&mut during_wait, limit_signal());
     }
 
-    set_action(libc::SIGCONT, handler(on_cont), 0)?;
+    set_action(libc::SIGCONT, info_handler(on_cont), libc::SA_SIGINFO)?;
     set_action(libc::SIGTERM, info_handler(on_end), libc::SA_SIGINFO)?;
     // A shell starts background jobs with SIGINT ignored so that ^C at the
     // terminal spares them; keep that choice.

@@ -145,3 +145,73 @@ fn a_suspension_before_the_start_starts_the_job_suspended() {
         ACCOUNTING,
     );
 }
+
+/// A controller's start reaches a held process on its `SIGCONT`: the job
+/// started then, and its run counts from then, not from the signal.
+#[test]
+fn a_start_carried_by_the_sigcont_is_the_jobs_start_and_its_run_counts_from_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("jobs.rec");
+    let mut cmd = sigsleep();
+    cmd.args(["--runtime", "1.0", "--id", "8", "--held", "--log"])
+        .arg(&log);
+    let mut child = launch(cmd);
+    sleep_ms(300);
+    // Started 0.6 s before the signal reaches it.
+    let started = now_ns() - 600 * MS;
+    sigsleep::signals::send_start(child.id() as i32, started).unwrap();
+    let sent = now_ns();
+    assert_eq!(child.wait().unwrap().code(), Some(0));
+    let ended = now_ns();
+    let rec = only_record(&log);
+    assert_eq!(rec.start, started, "{rec:?}");
+    assert_near("end - start", rec.end - rec.start, 1_000 * MS, ACCOUNTING);
+    assert_near(
+        "its life after the signal",
+        ended - sent,
+        400 * MS,
+        ACCOUNTING,
+    );
+}
+
+/// `--started`: a process launched after its job's start counts its run
+/// from that start; one given a start after its own first instant (a
+/// launcher's clock ahead) starts at its first instant.
+#[test]
+fn started_moves_a_launched_jobs_start_back_never_forward() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("jobs.rec");
+    let secs = |ns: i64| format!("{}.{:09}", ns / 1_000_000_000, ns % 1_000_000_000);
+    let started = now_ns() - 700 * MS;
+    let mut cmd = sigsleep();
+    cmd.args([
+        "--runtime",
+        "1.0",
+        "--id",
+        "9",
+        "--started",
+        &secs(started),
+        "--log",
+    ])
+    .arg(&log);
+    let launched = now_ns();
+    let mut child = launch(cmd);
+    assert_eq!(child.wait().unwrap().code(), Some(0));
+    let ended = now_ns();
+    let rec = only_record(&log);
+    assert_eq!(rec.start, started, "{rec:?}");
+    assert_near("end - start", rec.end - rec.start, 1_000 * MS, ACCOUNTING);
+    assert_near("its life", ended - launched, 300 * MS, ACCOUNTING);
+
+    let later = dir.path().join("later.rec");
+    let ahead = now_ns() + 60_000 * MS;
+    let mut cmd = sigsleep();
+    cmd.args(["--runtime", "0.2", "--started", &secs(ahead), "--log"])
+        .arg(&later);
+    let launched = now_ns();
+    let mut child = launch(cmd);
+    assert_eq!(child.wait().unwrap().code(), Some(0));
+    let rec = only_record(&later);
+    assert!(rec.start >= launched && rec.start < ahead, "{rec:?}");
+    assert_near("end - start", rec.end - rec.start, 200 * MS, ACCOUNTING);
+}

@@ -470,7 +470,10 @@ impl Cluster {
             });
         }
         let devices = self.devices_text(&job.devices);
-        fx.to_agent(agent, ToAgent::Start(self.start_order(id, first, devices)));
+        fx.to_agent(
+            agent,
+            ToAgent::Start(self.start_order(id, first, devices, now.wall)),
+        );
         self.counters.started += 1;
         Ok(())
     }
@@ -525,8 +528,9 @@ impl Cluster {
         }
     }
 
-    /// The order that starts job `id`, whose first node is `first`.
-    fn start_order(&self, id: u64, first: usize, devices: String) -> StartJob {
+    /// The order that starts job `id`, whose first node is `first`, at
+    /// wall-clock `start_ns` (0: an order ahead of its start).
+    fn start_order(&self, id: u64, first: usize, devices: String, start_ns: i64) -> StartJob {
         let job = &self.jobs[&id];
         let program = job.spec.program.as_ref().map(|p| {
             Box::new(super::programs::start(
@@ -541,6 +545,7 @@ impl Cluster {
             runtime_ns: job.spec.runtime_ns,
             walltime_ns: job.spec.walltime_ns,
             submit_ns: job.submit_ns,
+            start_ns,
             devices,
             program,
         }
@@ -565,7 +570,7 @@ impl Cluster {
             return None;
         }
         let agent = self.nodes.get(first)?.agent?;
-        let mut order = self.start_order(id, first, String::new());
+        let mut order = self.start_order(id, first, String::new(), 0);
         // One still held is submitted when it is released: so its record
         // will say.
         if job.held {

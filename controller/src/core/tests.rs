@@ -2501,6 +2501,18 @@ fn starts(out: &Recorder) -> Vec<StartJob> {
         .collect()
 }
 
+/// The start orders sent, as the `Prepare` that foresaw each would have
+/// it: each carries its start's instant, which no `Prepare` knows.
+fn starts_as_prepared(out: &Recorder) -> Vec<StartJob> {
+    starts(out)
+        .into_iter()
+        .map(|s| {
+            assert!(s.start_ns > 0, "a start with no instant: {s:?}");
+            StartJob { start_ns: 0, ..s }
+        })
+        .collect()
+}
+
 /// The processes asked for ahead, each with how long it waits to be
 /// claimed (ms).
 fn prepared_within(out: &Recorder) -> Vec<(StartJob, u32)> {
@@ -2575,7 +2587,7 @@ fn a_gang_turn_sends_the_start_orders_its_processes_were_prepared_with() {
         assert_eq!(s.due(&c), Some(S));
         out.0.clear();
         assert!(s.pass(&mut c, at(1), &mut out));
-        assert_eq!(starts(&out), ahead);
+        assert_eq!(starts_as_prepared(&out), ahead);
     }
 }
 
@@ -2631,7 +2643,7 @@ fn the_pass_at_a_jobs_expected_end_is_prepared_with_its_orders() {
         out.0.clear();
         c.job_ended(7, ids[0], Exit::Code(0), at(10), &mut out);
         assert!(s.pass(&mut c, at(10), &mut out));
-        assert_eq!(starts(&out), ahead, "{base:?}");
+        assert_eq!(starts_as_prepared(&out), ahead, "{base:?}");
         // The view after an end frees what the job held.
         let v = c.view_after(at(10), &[ids[1]], &[]);
         let free: u32 = v.nodes.iter().map(|n| n.free_cpus).sum();
@@ -2717,7 +2729,9 @@ fn a_job_sent_ahead_arrives_at_its_begin_and_its_start_is_prepared() {
     assert!(s.pass(&mut c, begin, &mut out));
     let job = &c.jobs[&ids[0]];
     assert_eq!((job.state, job.submit_ns), (JobState::Running, begin.wall));
-    assert_eq!(starts(&out), prepared);
+    assert_eq!(starts_as_prepared(&out), prepared);
+    // Its run counts from the pass that started it.
+    assert_eq!(starts(&out)[0].start_ns, begin.wall);
 }
 
 /// vn1-vn2 busy until 10 s (the first of the ids), vn3 until 20 s, vn4
@@ -2781,7 +2795,7 @@ fn prepared_twice_and_claimed(
         s.pass(c, at(10), out);
     }
     assert!(s.pass(c, begin, out));
-    let started = starts(out);
+    let started = starts_as_prepared(out);
     assert_eq!(started.len(), 1, "{started:?}");
     assert!(
         prepared.contains(&started[0]),

@@ -924,6 +924,10 @@ pub struct StartJob {
     pub runtime_ns: u64,
     pub walltime_ns: u64,
     pub submit_ns: i64,
+    /// When the controller started the job (wall-clock ns; 0 in a
+    /// `Prepare`, which is no start). Its run counts from here, as a batch
+    /// system's accounting counts it: the process's launch is part of it.
+    pub start_ns: i64,
     /// Devices of generic resources it holds on each node, in the text
     /// form of [`crate::record::Devices::list_to_string`] (empty: none).
     /// Its process learns its first node's through the environment
@@ -934,6 +938,32 @@ pub struct StartJob {
     /// environment (the submission's, then Slurm's variables), its
     /// `stdout` and `stderr` with their patterns expanded.
     pub program: Option<Box<Program>>,
+}
+
+impl StartJob {
+    /// Whether this start is the one `prepared` foresaw: every field alike
+    /// but the start's instant, which a `Prepare` cannot know.
+    pub fn claims(&self, prepared: &StartJob) -> bool {
+        let StartJob {
+            job,
+            node,
+            cores,
+            runtime_ns,
+            walltime_ns,
+            submit_ns,
+            start_ns: _,
+            devices,
+            program,
+        } = self;
+        *job == prepared.job
+            && *node == prepared.node
+            && *cores == prepared.cores
+            && *runtime_ns == prepared.runtime_ns
+            && *walltime_ns == prepared.walltime_ns
+            && *submit_ns == prepared.submit_ns
+            && *devices == prepared.devices
+            && *program == prepared.program
+    }
 }
 
 /// The environment variable through which a job learns which devices of
