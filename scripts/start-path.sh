@@ -36,7 +36,18 @@ exe=$bin/runworkload
 tmp=$(mktemp -d -t start-path-XXXXXX)
 group=clemu_start_path
 cleanup() {
-  perf probe -q -d "$group:*" 2>/dev/null || true
+  # What is measured is the process's first instant: its run counts from
+# there ([agents] run_from = "launch"), not from the controller's start,
+# which a job's record gives otherwise.
+launch_config() {  # CONFIG OUT
+  if grep -q '^\[agents\]' "$1"; then
+    sed 's/^\[agents\]$/[agents]\nrun_from = "launch"/' "$1" > "$2"
+  else
+    { cat "$1"; printf '\n[agents]\nrun_from = "launch"\n'; } > "$2"
+  fi
+}
+launch_config "${CONFIG:-configs/demo.toml}" "$tmp/config.toml"
+perf probe -q -d "$group:*" 2>/dev/null || true
   [ -n "${KEEP:-}" ] && echo "start-path: kept $tmp" >&2 || rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -82,7 +93,7 @@ fi
 "$bin/examples/host_wakeup"
 perf record -q -k CLOCK_MONOTONIC -a -o "$tmp/perf.data" \
   -e "$group:*" -e signal:signal_generate --filter 'sig == 18' -- \
-  "$exe" --config "${CONFIG:-configs/demo.toml}" --workload "$trace" --skip "$skip" --jobs "$jobs" \
+  "$exe" --config "$tmp/config.toml" --workload "$trace" --skip "$skip" --jobs "$jobs" \
   --cores-per-proc 2 --speedup "${SPEEDUP:-10000}" -q --out "$tmp/run" >/dev/null
 # perf stamps on the monotonic clock; jobs.csv and the records on the
 # real-time one.

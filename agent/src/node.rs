@@ -404,7 +404,8 @@ async fn run(name: String, rx: Arc<Mailbox>, ctx: Arc<NodeContext>) {
                         let pid = p.pid;
                         // The start's instant rides on the signal: the
                         // job's run counts from the controller's start.
-                        if let Err(e) = sigsleep::signals::send_start(pid, s.start_ns) {
+                        let from = if ctx.settings.run_from_launch { 0 } else { s.start_ns };
+                        if let Err(e) = sigsleep::signals::send_start(pid, from) {
                             debug!(job = id, pid, %e, "start not delivered");
                         }
                         debug!(job = id, node = %name, pid, "started (prepared)");
@@ -911,7 +912,7 @@ fn queue_launch(
     ];
     if held {
         args.push("--held".into());
-    } else if s.start_ns > 0 {
+    } else if s.start_ns > 0 && !ctx.settings.run_from_launch {
         // Its run counts from the controller's start, its launch within it.
         args.extend([
             "--started".into(),
@@ -1097,6 +1098,7 @@ mod tests {
                 fence_ms: 0,
                 mark: Default::default(),
                 realtime: false,
+                run_from_launch: false,
             },
             events,
         });

@@ -21,6 +21,9 @@ pub struct AgentSettings {
     pub heartbeat: Duration,
     /// Jobs wait under real-time scheduling (`[agents] realtime`).
     pub realtime: bool,
+    /// A job's run counts from its process's first instant
+    /// (`[agents] run_from = "launch"`).
+    pub run_from_launch: bool,
 }
 
 impl Default for AgentSettings {
@@ -32,6 +35,7 @@ impl Default for AgentSettings {
             kill_grace: Duration::from_secs(10),
             heartbeat: Duration::from_secs(1),
             realtime: true,
+            run_from_launch: false,
         }
     }
 }
@@ -54,6 +58,7 @@ impl AgentSettings {
             },
             mark: Default::default(),
             realtime: self.realtime,
+            run_from_launch: self.run_from_launch,
         }
     }
 }

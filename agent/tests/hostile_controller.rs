@@ -80,6 +80,7 @@ fn an_agent_runs_only_its_own_sigsleep_whatever_it_is_told() {
             fence_ms: 0,
             mark: Default::default(),
             realtime: false,
+            run_from_launch: false,
         }))
         .await
         .unwrap();

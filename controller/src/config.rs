@@ -101,6 +101,9 @@ struct AgentsSection {
     suspend_mode: Option<String>,
     /// Jobs wait under real-time scheduling (default true).
     realtime: Option<bool>,
+    /// Whence a job's run counts: "start" (the controller's, default) or
+    /// "launch" (its process's first instant).
+    run_from: Option<String>,
     suspend_grace_ms: Option<u64>,
     kill_grace_ms: Option<u64>,
     heartbeat_ms: Option<u64>,
@@ -600,9 +603,18 @@ impl Cluster {
                 SuspendMode::parse(s).map_err(|e| anyhow!("{name}: agents.suspend_mode: {e}"))?
             }
         };
+        let run_from_launch = match a.run_from.as_deref() {
+            None | Some("start") => false,
+            Some("launch") => true,
+            Some(other) => bail!(
+                "{name}: agents.run_from = {other:?}: expected \"start\" (the controller's start) \
+                 or \"launch\" (the process's first instant)"
+            ),
+        };
         let mut agent = AgentSettings {
             suspend_mode,
             realtime: a.realtime.unwrap_or(true),
+            run_from_launch,
             ..AgentSettings::default()
         };
         if let Some(p) = &a.sigsleep {
@@ -891,7 +903,11 @@ mod tests {
         assert!(c.partitions[1].default && !c.partitions[0].default);
         assert_eq!(c.hosts.len(), 2);
         assert_eq!(c.agent.suspend_mode, SuspendMode::Slurm);
+        assert!(!c.agent.run_from_launch);
         assert!(c.local_agents);
+        let launch =
+            load("[[nodes]]\nnames = \"vn1\"\ncpus = 1\n[agents]\nrun_from = \"launch\"\n");
+        assert!(launch.unwrap().agent.run_from_launch);
         assert_eq!(c.fold(&[0, 1, 3]), "vn[1-2,4]");
     }
 
@@ -946,6 +962,7 @@ mod tests {
             ("[[nodes]]\nnames = \"vn1\"\ncpus = 1\ngpus = 1\n[controller]\npolicy = \"batsim\"\n", "no generic resources (gpu)"),
             ("[[nodes]]\nnames = \"vn1\"\ncpus = 1\n[controller]\nhosts = [\"127.0.0.1:7817\"]\n", "lists one controller (127.0.0.1:7817)"),
             ("[[nodes]]\nnames = \"vn[1-2]\"\ncpus = 1\n[controller]\nhosts = [\"a:1\", \"b:1\"]\nsecret_file = \"/s\"\n[[agents.host]]\nname = \"h1\"\nnodes = \"vn1\"\n", "node vn2 is on no [[agents.host]]"),
+            ("[[nodes]]\nnames = \"vn1\"\ncpus = 1\n[agents]\nrun_from = \"exec\"\n", "agents.run_from = \"exec\": expected \"start\""),
         ] {
             let err = load(text).unwrap_err().to_string();
             assert!(err.contains(needle), "{text:?}: {err}");

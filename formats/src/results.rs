@@ -274,13 +274,13 @@ pub struct Replica {
 pub struct Latencies {
     /// From the pass that started a job to the start its record gives:
     /// none where its process learns the controller's start (a job's run
-    /// counts from there, its launch within it), else to the process's
+    /// counts from there, its launch within it), but for the part of a
+    /// launch longer than a sleep's whole run; else to the process's
     /// first instant.
     pub start: Option<Delay>,
     /// A completed job's run beyond its run time: from its start plus run
     /// time plus time suspended to its process's last instant (the
-    /// record's end). The process's wake-up at its deadline, and a launch
-    /// longer than its whole run.
+    /// record's end): the process's wake-up at its deadline.
     pub overrun: Option<Delay>,
     /// From the controller's decision to suspend (or resume) a job to the
     /// instant its process noted it (the record's suspension pairs).

@@ -36,7 +36,9 @@ OPTIONS:
                           run counts from there, as a batch system counts a
                           job's run from its start, and its record says it
                           started then [default: this process's first
-                          instant; never later than it]. With --held, the
+                          instant; never later than it, nor, without a
+                          PROGRAM, earlier than its run time before it: the
+                          rest of a launch that long counts as waiting]. With --held, the
                           SIGCONT that starts the job may carry it instead
     --node NAME           first node of the job [default: this host's name]
     --devices LIST        devices of generic resources the job holds, written

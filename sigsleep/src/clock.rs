@@ -15,9 +15,7 @@ impl Stamp {
     /// The instant `real_ns` on the wall clock, read off both clocks as
     /// this one was: `self` moved back to it. `self` itself when `real_ns`
     /// is not before it (a launcher's clock ahead of this host's) or is 0
-    /// (none given). A job started by a controller counts its run from the
-    /// controller's start, as a batch system's accounting does, not from
-    /// its process's first instant.
+    /// (none given).
     pub fn back_to(self, real_ns: i64) -> Stamp {
         if real_ns <= 0 || real_ns >= self.real {
             return self;

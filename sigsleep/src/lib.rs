@@ -16,7 +16,8 @@
 //!    A launcher that knows when the job started (a controller's start,
 //!    by `--started` or carried by that `SIGCONT`) moves the start back
 //!    to it: the run counts from the job's start, as a batch system's
-//!    accounting counts it, and the process's own launch is part of it.
+//!    accounting counts it, and the process's own launch is part of it
+//!    (a sleep's as far as its run time goes: [`job_start`]).
 //! 3. The main loop waits in `ppoll` on a timerfd armed at the absolute
 //!    deadline; that wait is the only place the job signals are let in
 //!    ([`signals`]): handlers log timestamped events and return, and a
@@ -159,7 +160,7 @@ pub fn main_exit_code() -> i32 {
             }
         }
     } else {
-        let start = start.back_to(cfg.started_ns.unwrap_or(0));
+        let start = job_start(start, cfg.started_ns.unwrap_or(0), &cfg);
         (start, Ledger::new(start, cfg.runtime_ns, cfg.walltime_ns))
     };
     if let Some(prog) = &cfg.program {
@@ -286,6 +287,24 @@ fn set_process_name(name: &[u8; 16]) {
     unsafe { libc::prctl(libc::PR_SET_NAME, name.as_ptr()) };
 }
 
+/// The job's start, for a process whose first instant is `first` and
+/// whose launcher says the job started at `given` (wall-clock ns; 0:
+/// none): `given`, from which its run counts, as a batch system counts a
+/// job's run from its start. A sleep goes back no further than its run
+/// time: one launched after its whole run time was done has run that long
+/// by its first instant, and the rest of its launch counts as waiting,
+/// not as a longer run.
+fn job_start(first: clock::Stamp, given: i64, cfg: &Config) -> clock::Stamp {
+    if given <= 0 {
+        return first;
+    }
+    let earliest = match cfg.program {
+        Some(_) => given,
+        None => first.real.saturating_sub(cfg.runtime_ns as i64),
+    };
+    first.back_to(given.max(earliest))
+}
+
 /// `--held`: waits, counting nothing, for the `SIGCONT` that starts the
 /// job. Returns the start and the ledger from there (with whatever came
 /// with the `SIGCONT` already applied), or the signal that ended the
@@ -320,7 +339,7 @@ fn hold(waiter: &signals::Waiter, cfg: &Config) -> Result<(clock::Stamp, Ledger)
                 0 => cfg.started_ns.unwrap_or(0),
                 t => t,
             };
-            let at = at.back_to(given);
+            let at = job_start(at, given, cfg);
             let mut ledger = Ledger::new(at, cfg.runtime_ns, cfg.walltime_ns);
             for (i, e) in events.iter().enumerate() {
                 match e {

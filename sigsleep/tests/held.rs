@@ -215,3 +215,25 @@ fn started_moves_a_launched_jobs_start_back_never_forward() {
     assert!(rec.start >= launched && rec.start < ahead, "{rec:?}");
     assert_near("end - start", rec.end - rec.start, 200 * MS, ACCOUNTING);
 }
+
+/// A sleep launched after its whole run time was done has run that long
+/// by its first instant: it starts then, the rest of its launch counting
+/// as waiting, and its run is its run time, not its launch.
+#[test]
+fn a_start_goes_back_no_further_than_the_run_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("jobs.rec");
+    let secs = |ns: i64| format!("{}.{:09}", ns / 1_000_000_000, ns % 1_000_000_000);
+    let started = now_ns() - 900 * MS;
+    let mut cmd = sigsleep();
+    cmd.args(["--runtime", "0.2", "--started", &secs(started), "--log"])
+        .arg(&log);
+    let launched = now_ns();
+    let mut child = launch(cmd);
+    assert_eq!(child.wait().unwrap().code(), Some(0));
+    let ended = now_ns();
+    let rec = only_record(&log);
+    assert_near("start", rec.start, launched - 200 * MS, ACCOUNTING);
+    assert_near("end - start", rec.end - rec.start, 200 * MS, ACCOUNTING);
+    assert!(ended - launched < 200 * MS, "it slept: {rec:?}");
+}

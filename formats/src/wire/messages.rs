@@ -1026,6 +1026,10 @@ pub struct RunSettings {
     /// Jobs wait under real-time scheduling (`sigsleep --realtime`), so
     /// that they wake at their deadlines whatever the host's other work.
     pub realtime: bool,
+    /// A job's run counts from its process's first instant, not from the
+    /// controller's start (`[agents] run_from = "launch"`): for measuring
+    /// what a launch costs.
+    pub run_from_launch: bool,
 }
 
 /// What an agent keeps for the controllers, as a witness of which may
