@@ -6,7 +6,8 @@
 # --nodes 1 --cpus 1`, its controller hosting the agent, every coming pass
 # prepared ahead as by default), JOBS jobs of RUNTIME seconds submitted in
 # one request run one after another; from their records, the gap between
-# each job's end and the next one's start. Prints, per round and build,
+# each job's end and the next one's start (the controller's start of it,
+# as its record gives it: the launch of its process is part of its run). Prints, per round and build,
 # the median, 90th percentile and mean of the gaps in microseconds.
 #
 #   scripts/bench-end-to-start.sh [BIN_DIR...]     (JOBS=2000 RUNTIME=0.001 ROUNDS=3)

@@ -5,7 +5,9 @@
 # fill the machine (a job of 4,096 processors takes 79,488 nodes), at
 # 1,000x, emulated and in the twin. Prints the three metrics against the
 # twin's, and the emulation's start latency (the pass that started a job to
-# its process's first instant) by the job's size in nodes.
+# the start its record gives: 0 but for a launch longer than the job's
+# whole run, since its run counts from the controller's start) by the
+# job's size in nodes.
 #
 #   scripts/bench-fugaku-replay.sh [JOBS] [SPEEDUP] [SKIP]
 #

@@ -54,6 +54,9 @@ prestart = ${PRESTART:-true}
 [agents]
 local = true
 sigsleep = "$PWD/$bin/sigsleep"
+# A started job's record begins at its process's first instant, which is
+# what a turn's start is measured to, not at the controller's start.
+run_from = "launch"
 
 [[nodes]]
 names = "vn1"

@@ -35,7 +35,7 @@ trap cleanup EXIT
 # which a job's record gives otherwise.
 launch_config() {  # CONFIG OUT
   if grep -q '^\[agents\]' "$1"; then
-    sed 's/^\[agents\]$/[agents]\nrun_from = "launch"/' "$1" > "$2"
+    sed -e '/^run_from *=/d' -e 's/^\[agents\]$/[agents]\nrun_from = "launch"/' "$1" > "$2"
   else
     { cat "$1"; printf '\n[agents]\nrun_from = "launch"\n'; } > "$2"
   fi

@@ -36,18 +36,7 @@ exe=$bin/runworkload
 tmp=$(mktemp -d -t start-path-XXXXXX)
 group=clemu_start_path
 cleanup() {
-  # What is measured is the process's first instant: its run counts from
-# there ([agents] run_from = "launch"), not from the controller's start,
-# which a job's record gives otherwise.
-launch_config() {  # CONFIG OUT
-  if grep -q '^\[agents\]' "$1"; then
-    sed 's/^\[agents\]$/[agents]\nrun_from = "launch"/' "$1" > "$2"
-  else
-    { cat "$1"; printf '\n[agents]\nrun_from = "launch"\n'; } > "$2"
-  fi
-}
-launch_config "${CONFIG:-configs/demo.toml}" "$tmp/config.toml"
-perf probe -q -d "$group:*" 2>/dev/null || true
+  perf probe -q -d "$group:*" 2>/dev/null || true
   [ -n "${KEEP:-}" ] && echo "start-path: kept $tmp" >&2 || rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -80,6 +69,17 @@ polls() {  # NAME SYMBOL
   done
   [ "$i" -gt 0 ] || { echo "start-path.sh: no symbol $2 in $exe" >&2; exit 1; }
 }
+# What is measured is the process's first instant: its run counts from
+# there ([agents] run_from = "launch"), not from the controller's start,
+# which a job's record gives otherwise.
+launch_config() {  # CONFIG OUT
+  if grep -q '^\[agents\]' "$1"; then
+    sed -e '/^run_from *=/d' -e 's/^\[agents\]$/[agents]\nrun_from = "launch"/' "$1" > "$2"
+  else
+    { cat "$1"; printf '\n[agents]\nrun_from = "launch"\n'; } > "$2"
+  fi
+}
+launch_config "${CONFIG:-configs/demo.toml}" "$tmp/config.toml"
 perf probe -q -d "$group:*" 2>/dev/null || true
 probe pass 'controller::server::Server::pass'
 probe journal 'controller::server::Server::write_journal'

@@ -72,7 +72,10 @@ use tokio_util::codec::{Decoder, Encoder, Framed, LengthDelimitedCodec};
 /// a record of its own, or its array's only task (`ProgramInfo::own_record`,
 /// `only_task`). 26: a hold says whose it is, and may hold a running job
 /// ([`Request::Hold`]); a release says who asks ([`Request::Release`]).
-pub const PROTOCOL: u32 = 26;
+/// 27: a start says when the controller started the job
+/// (`StartJob::start_ns`), and an agent may count a job's run from its
+/// process's launch instead (`RunSettings::run_from_launch`).
+pub const PROTOCOL: u32 = 27;
 /// Largest frame a server accepts from an authenticated peer (a batch of
 /// records can be large).
 pub const MAX_FRAME: usize = 16 << 20;

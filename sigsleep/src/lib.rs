@@ -160,7 +160,9 @@ pub fn main_exit_code() -> i32 {
             }
         }
     } else {
-        let start = job_start(start, cfg.started_ns.unwrap_or(0), &cfg);
+        // Set up (its log open, its priority raised): ready to sleep.
+        let ready = clock::now();
+        let start = job_start(start, ready, cfg.started_ns.unwrap_or(0), &cfg);
         (start, Ledger::new(start, cfg.runtime_ns, cfg.walltime_ns))
     };
     if let Some(prog) = &cfg.program {
@@ -287,22 +289,30 @@ fn set_process_name(name: &[u8; 16]) {
     unsafe { libc::prctl(libc::PR_SET_NAME, name.as_ptr()) };
 }
 
-/// The job's start, for a process whose first instant is `first` and
-/// whose launcher says the job started at `given` (wall-clock ns; 0:
-/// none): `given`, from which its run counts, as a batch system counts a
-/// job's run from its start. A sleep goes back no further than its run
-/// time: one launched after its whole run time was done has run that long
-/// by its first instant, and the rest of its launch counts as waiting,
-/// not as a longer run.
-fn job_start(first: clock::Stamp, given: i64, cfg: &Config) -> clock::Stamp {
-    if given <= 0 {
+/// The job's start, for a process whose first instant is `first`, set up
+/// to sleep at `ready`, and whose launcher says the job started at
+/// `given` (wall-clock ns; 0: none): `given`, from which its run counts,
+/// as a batch system counts a job's run from its start. A sleep goes back
+/// no further than its run time (or its limit, if shorter) before it was
+/// ready: one whose launch took longer than its whole run has run that
+/// long by then, and the rest of its launch counts as waiting, not as a
+/// longer run (which would lower its bounded slowdown).
+fn job_start(first: clock::Stamp, ready: clock::Stamp, given: i64, cfg: &Config) -> clock::Stamp {
+    if given <= 0 || given >= first.real {
         return first;
     }
+    // A sleep ends at its run time or at its limit, whichever comes first.
+    let run = match cfg.walltime_ns {
+        0 => cfg.runtime_ns,
+        limit => cfg.runtime_ns.min(limit),
+    };
     let earliest = match cfg.program {
         Some(_) => given,
-        None => first.real.saturating_sub(cfg.runtime_ns as i64),
+        None => ready
+            .real
+            .saturating_sub(i64::try_from(run).unwrap_or(i64::MAX)),
     };
-    first.back_to(given.max(earliest))
+    ready.back_to(given.max(earliest))
 }
 
 /// `--held`: waits, counting nothing, for the `SIGCONT` that starts the
@@ -339,7 +349,7 @@ fn hold(waiter: &signals::Waiter, cfg: &Config) -> Result<(clock::Stamp, Ledger)
                 0 => cfg.started_ns.unwrap_or(0),
                 t => t,
             };
-            let at = job_start(at, given, cfg);
+            let at = job_start(at, at, given, cfg);
             let mut ledger = Ledger::new(at, cfg.runtime_ns, cfg.walltime_ns);
             for (i, e) in events.iter().enumerate() {
                 match e {
