@@ -174,44 +174,36 @@ fn a_start_carried_by_the_sigcont_is_the_jobs_start_and_its_run_counts_from_it()
     );
 }
 
+/// A sleep of `runtime` (`--runtime` text) launched with `--started
+/// started`, run to its end: its record, and the instants just before its
+/// launch and just after its exit.
+fn run_started(runtime: &str, started: i64) -> (formats::record::JobRecord<'static>, i64, i64) {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("jobs.rec");
+    let at = format!("{}.{:09}", started / 1_000_000_000, started % 1_000_000_000);
+    let mut cmd = sigsleep();
+    cmd.args(["--runtime", runtime, "--started", &at, "--log"])
+        .arg(&log);
+    let launched = now_ns();
+    let mut child = launch(cmd);
+    assert_eq!(child.wait().unwrap().code(), Some(0));
+    let ended = now_ns();
+    (only_record(&log), launched, ended)
+}
+
 /// `--started`: a process launched after its job's start counts its run
 /// from that start; one given a start after its own first instant (a
 /// launcher's clock ahead) starts at its first instant.
 #[test]
 fn started_moves_a_launched_jobs_start_back_never_forward() {
-    let dir = tempfile::tempdir().unwrap();
-    let log = dir.path().join("jobs.rec");
-    let secs = |ns: i64| format!("{}.{:09}", ns / 1_000_000_000, ns % 1_000_000_000);
     let started = now_ns() - 700 * MS;
-    let mut cmd = sigsleep();
-    cmd.args([
-        "--runtime",
-        "1.0",
-        "--id",
-        "9",
-        "--started",
-        &secs(started),
-        "--log",
-    ])
-    .arg(&log);
-    let launched = now_ns();
-    let mut child = launch(cmd);
-    assert_eq!(child.wait().unwrap().code(), Some(0));
-    let ended = now_ns();
-    let rec = only_record(&log);
+    let (rec, launched, ended) = run_started("1.0", started);
     assert_eq!(rec.start, started, "{rec:?}");
     assert_near("end - start", rec.end - rec.start, 1_000 * MS, ACCOUNTING);
     assert_near("its life", ended - launched, 300 * MS, ACCOUNTING);
 
-    let later = dir.path().join("later.rec");
     let ahead = now_ns() + 60_000 * MS;
-    let mut cmd = sigsleep();
-    cmd.args(["--runtime", "0.2", "--started", &secs(ahead), "--log"])
-        .arg(&later);
-    let launched = now_ns();
-    let mut child = launch(cmd);
-    assert_eq!(child.wait().unwrap().code(), Some(0));
-    let rec = only_record(&later);
+    let (rec, launched, _) = run_started("0.2", ahead);
     assert!(rec.start >= launched && rec.start < ahead, "{rec:?}");
     assert_near("end - start", rec.end - rec.start, 200 * MS, ACCOUNTING);
 }
@@ -221,18 +213,7 @@ fn started_moves_a_launched_jobs_start_back_never_forward() {
 /// as waiting, and its run is its run time, not its launch.
 #[test]
 fn a_start_goes_back_no_further_than_the_run_time() {
-    let dir = tempfile::tempdir().unwrap();
-    let log = dir.path().join("jobs.rec");
-    let secs = |ns: i64| format!("{}.{:09}", ns / 1_000_000_000, ns % 1_000_000_000);
-    let started = now_ns() - 900 * MS;
-    let mut cmd = sigsleep();
-    cmd.args(["--runtime", "0.2", "--started", &secs(started), "--log"])
-        .arg(&log);
-    let launched = now_ns();
-    let mut child = launch(cmd);
-    assert_eq!(child.wait().unwrap().code(), Some(0));
-    let ended = now_ns();
-    let rec = only_record(&log);
+    let (rec, launched, ended) = run_started("0.2", now_ns() - 900 * MS);
     assert_near("start", rec.start, launched - 200 * MS, ACCOUNTING);
     assert_near("end - start", rec.end - rec.start, 200 * MS, ACCOUNTING);
     assert!(ended - launched < 200 * MS, "it slept: {rec:?}");
