@@ -216,6 +216,19 @@ jobset() {
     -o User,Group,JobId,JobName,ReqMem,AllocCPUS,ReqCPUS,Timelimit,State,Partition,Submit,Start,End,ReqTRES
   run squeue -h -o '%i %a %q' -t PD
   run scontrol update "JobId=$held" TimeLimit=100
+  # Slurm sets a waiting job's AccrueTime when a scheduling pass looks at
+  # it, and its main pass stops at the first job that cannot start: the
+  # rest wait for the backfill pass (every 30 s). Until it has run, a job
+  # waiting for resources or priority would show 0, which is no
+  # difference of clemu's but of when the command ran.
+  for _ in $(seq 450); do
+    squeue --json | python3 -c '
+import json, sys
+jobs = json.load(sys.stdin)["jobs"]
+sys.exit(any(j["job_state"] == "PENDING" and j["state_reason"] in ("Resources", "Priority")
+             and j["accrue_time"] == 0 for j in jobs))' && break
+    sleep 0.1
+  done
   # Every job as squeue --json writes it, key by key (times and
   # priorities aside: scripts/lib/slurm_json.py).
   run sh -c "squeue --json | python3 $repo/scripts/lib/slurm_json.py"
