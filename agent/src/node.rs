@@ -887,11 +887,14 @@ fn queue_launch(
     held: bool,
 ) -> std::io::Result<(crate::spawn::Answer, Option<PathBuf>)> {
     let secs = |ns: u64| format!("{}.{:09}", ns / 1_000_000_000, ns % 1_000_000_000);
-    let submit = format!(
-        "{}.{:09}",
-        s.submit_ns.div_euclid(1_000_000_000),
-        s.submit_ns.rem_euclid(1_000_000_000)
-    );
+    // An instant as sigsleep reads one: Unix seconds, to the nanosecond.
+    let instant = |ns: i64| {
+        format!(
+            "{}.{:09}",
+            ns.div_euclid(1_000_000_000),
+            ns.rem_euclid(1_000_000_000)
+        )
+    };
     let mut args = vec![
         "--walltime".into(),
         secs(s.walltime_ns),
@@ -900,7 +903,7 @@ fn queue_launch(
         "--cores".into(),
         s.cores.to_string(),
         "--submit".into(),
-        submit,
+        instant(s.submit_ns),
         "--node".into(),
         s.node.clone(),
         "--log".into(),
@@ -914,14 +917,7 @@ fn queue_launch(
         args.push("--held".into());
     } else if s.start_ns > 0 && !ctx.settings.run_from_launch {
         // Its run counts from the controller's start, its launch within it.
-        args.extend([
-            "--started".into(),
-            format!(
-                "{}.{:09}",
-                s.start_ns.div_euclid(1_000_000_000),
-                s.start_ns.rem_euclid(1_000_000_000)
-            ),
-        ]);
+        args.extend(["--started".into(), instant(s.start_ns)]);
     }
     if ctx.settings.realtime {
         args.push("--realtime".into());
