@@ -56,9 +56,10 @@ struct Run {
 }
 
 /// What an emulated run's machinery added to each job it completed: from
-/// the pass that started it (jobs.csv's `start_ns`) to its process's
-/// first instant, and its process's run beyond its run time (waking,
-/// writing its record). Both are in every figure of the run: a job's
+/// the pass that started it (jobs.csv's `start_ns`) to its record's start,
+/// and its record's run beyond its run time (none for a sleep, which ends
+/// when due, but for the readings of its clocks; a process's waking where
+/// records say when it ended). Both are in every figure of the run: a job's
 /// response holds them, and they hold its nodes from the next job. Its
 /// figures with each job moved back to start at its pass and run its run
 /// time exactly say how much of a difference from a twin those delays

@@ -370,7 +370,6 @@ pub fn latency_warning(
     let mut parts = Vec::new();
     for (what, d) in [
         ("start", &l.start),
-        ("overrun", &l.overrun),
         ("end", &l.end),
         ("suspend", &l.suspend),
         ("resume", &l.resume),

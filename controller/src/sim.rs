@@ -324,9 +324,10 @@ impl Effects for Machines {
                 }
             }
             ToAgent::Limit { job, walltime_ns } => {
+                let at = self.stamp(self.t);
                 if let Some(p) = self.procs.get_mut(&job) {
                     p.walltime = walltime_ns;
-                    p.ledger.set_walltime(walltime_ns);
+                    p.ledger.set_walltime(walltime_ns, at);
                     self.schedule_end(job);
                 }
             }

@@ -278,16 +278,13 @@ pub struct Latencies {
     /// launch longer than a sleep's whole run; else to the process's
     /// first instant.
     pub start: Option<Delay>,
-    /// A completed job's run beyond its run time: from its start plus run
-    /// time plus time suspended to its process's last instant (the
-    /// record's end): the process's wake-up at its deadline.
-    pub overrun: Option<Delay>,
     /// From the controller's decision to suspend (or resume) a job to the
     /// instant its process noted it (the record's suspension pairs).
     pub suspend: Option<Delay>,
     pub resume: Option<Delay>,
-    /// From a job's process's last instant (the record's end) to the
-    /// controller knowing the job over and its cores free.
+    /// From a job's end (the record's: a sleep's deadline, a program's
+    /// last instant) to the controller knowing the job over and its cores
+    /// free: a sleep's process waking at its deadline is in it.
     pub end: Option<Delay>,
     /// From a job's submission to the pass that first looked at it, over
     /// the jobs that pass started: those started with no other job

@@ -435,10 +435,9 @@ pub(crate) fn write_results(
 /// How long the emulation took to act on the controller's orders, job by
 /// job, from the run's records (sigsleep's own instants) and what the
 /// controller knows of each job (its decisions' instants): a start from
-/// its pass to the record's start, a completed job's run beyond its run
-/// time, a suspension or resumption
-/// from the decision to the process noting it, an end from the process's
-/// last instant to the controller knowing it, an arrival from its
+/// its pass to the record's start, a suspension or resumption from the
+/// decision to the process noting it, an end from the record's (a
+/// sleep's deadline) to the controller knowing it, an arrival from its
 /// submission to the pass that first looked at it ([`arrivals`]).
 /// `trace_per_wall`: trace seconds per wall second. Only a job's last
 /// execution counts (one requeued ran before; its earlier record is of
@@ -449,7 +448,6 @@ fn latencies(
     trace_per_wall: f64,
 ) -> Result<results::Latencies> {
     let (mut start, mut suspend, mut resume, mut end) = (vec![], vec![], vec![], vec![]);
-    let mut overrun = vec![];
     let sources = calcmets::inputs::expand(&[dir.join("records")])?;
     calcmets::inputs::for_each_record(&sources, |r| {
         let Some(info) = infos.get(&r.id) else {
@@ -460,9 +458,6 @@ fn latencies(
             return Ok(());
         }
         start.push(r.start - info.start_ns);
-        if r.status == formats::record::Status::Completed {
-            overrun.push(r.end - r.start - r.suspended_ns() - r.runtime as i64);
-        }
         if info.end_ns > 0 {
             end.push(info.end_ns - r.end);
         }
@@ -482,7 +477,6 @@ fn latencies(
     let mut text = String::from("kind,ns\n");
     for (kind, v) in [
         ("start", &start),
-        ("overrun", &overrun),
         ("suspend", &suspend),
         ("resume", &resume),
         ("end", &end),
@@ -512,7 +506,6 @@ fn latencies(
     };
     Ok(results::Latencies {
         start: delay(start),
-        overrun: delay(overrun),
         suspend: delay(suspend),
         resume: delay(resume),
         end: delay(end),

@@ -131,7 +131,8 @@ SIGNALS:
 RECORD:
     One frame (magic, version, length, CRC-32, bincode payload) appended with
     a single write(2) on an O_APPEND file, so any number of jobs can share a
-    log. Read it with `calcmets dump`.
+    log. Read it with `calcmets dump`. A sleep that counted its time ends,
+    in its record, when it was due, however late the host woke it.
 
 EXIT STATUS:
     0     completed: slept the full run time

@@ -43,6 +43,9 @@ pub struct Ledger {
     flags: Flags,
     /// The signal that asked the job to end early.
     terminated_by: Option<i32>,
+    /// The latest instant the deadline was set from: the start, a
+    /// resumption, a new limit. A job is never due before it.
+    known: Stamp,
 }
 
 /// How the job ended, ready to be written as a record.
@@ -71,13 +74,53 @@ impl Ledger {
             suspensions: Vec::with_capacity(8),
             flags: Flags::default(),
             terminated_by: None,
+            known: start,
         }
     }
 
     /// A new wall-time limit (0: none), counted from the start as the
-    /// old one was. Already past, the job is due at once.
-    pub fn set_walltime(&mut self, walltime: u64) {
+    /// old one was, learnt at `at`. Already past, the job is due at once,
+    /// at `at`.
+    pub fn set_walltime(&mut self, walltime: u64, at: Stamp) {
         (self.target, self.limited) = target(self.runtime, walltime);
+        self.learn(at);
+    }
+
+    fn learn(&mut self, at: Stamp) {
+        if at.mono > self.known.mono {
+            self.known = at;
+        }
+    }
+
+    /// When the job ended, its process having woken at `now` to end it. A
+    /// job that counted its time ended when it was due: a process woken
+    /// late, on a busy host, is late by the host's doing, not by its job's
+    /// run, as a job ended by a batch system's limit ends at the limit.
+    /// That instant is never before the deadline was known (a limit
+    /// lowered below what had run, a resumption past the deadline), nor
+    /// after `now`. A cancelled job ended at `now`.
+    pub fn end_at(&self, now: Stamp) -> Stamp {
+        if self.terminated_by.is_some() || self.open.is_some() {
+            return now;
+        }
+        let due = self.due();
+        if due.mono >= now.mono {
+            return now;
+        }
+        due
+    }
+
+    /// The instant the running job is due to end, never before the
+    /// deadline was known. On the wall clock from the start's reading of
+    /// both clocks, so that the record's run is its run time to the
+    /// nanosecond (the two clocks are read one after the other: each
+    /// reading has its own offset between them).
+    fn due(&self) -> Stamp {
+        let due = self.running_deadline().max(self.known.mono);
+        Stamp {
+            real: self.start.real.saturating_add(due - self.start.mono),
+            mono: due,
+        }
     }
 
     pub fn flag(&mut self, f: Flags) {
@@ -110,31 +153,38 @@ impl Ledger {
                 // A second SIGTSTP while suspended (a launcher repeating
                 // itself) changes nothing: the first instant stands.
                 if self.open.is_none() {
-                    self.open = Some(at);
+                    // One that found the job past its due end (its process
+                    // not yet woken to end it) suspends it from there: it
+                    // ran its run time, no more.
+                    let due = self.due();
+                    self.open = Some(if at.mono > due.mono { due } else { at });
                 }
             }
-            Event::Resume(at) => match self.open.take() {
-                Some(from) => self.close(from, at),
-                None => {
-                    // A SIGCONT with no SIGTSTP before it: a bare SIGSTOP
-                    // stopped the job unseen (or a resume overtook its
-                    // suspend, which the kernel then discarded). A stop
-                    // began at some unknown instant before `at`, but not
-                    // after the deadline: had the job been running then, it
-                    // would have ended. Take the latest possible start, so
-                    // the job is never made longer than asked; that leaves
-                    // a suspension only if the deadline passed meanwhile.
-                    self.flags.insert(Flags::BARE_STOP);
-                    let from_mono = at.mono.min(self.running_deadline()).max(self.start.mono);
-                    if from_mono < at.mono {
-                        let from = Stamp {
-                            real: at.real - (at.mono - from_mono),
-                            mono: from_mono,
-                        };
-                        self.close(from, at);
+            Event::Resume(at) => {
+                self.learn(at);
+                match self.open.take() {
+                    Some(from) => self.close(from, at),
+                    None => {
+                        // A SIGCONT with no SIGTSTP before it: a bare SIGSTOP
+                        // stopped the job unseen (or a resume overtook its
+                        // suspend, which the kernel then discarded). A stop
+                        // began at some unknown instant before `at`, but not
+                        // after the deadline: had the job been running then, it
+                        // would have ended. Take the latest possible start, so
+                        // the job is never made longer than asked; that leaves
+                        // a suspension only if the deadline passed meanwhile.
+                        self.flags.insert(Flags::BARE_STOP);
+                        let from_mono = at.mono.min(self.running_deadline()).max(self.start.mono);
+                        if from_mono < at.mono {
+                            let from = Stamp {
+                                real: at.real - (at.mono - from_mono),
+                                mono: from_mono,
+                            };
+                            self.close(from, at);
+                        }
                     }
                 }
-            },
+            }
             Event::Terminate(_, sig) => {
                 if self.terminated_by.is_none() {
                     self.terminated_by = Some(sig);
@@ -280,17 +330,17 @@ mod tests {
         l.apply(Event::Suspend(at(10)));
         l.apply(Event::Resume(at(15)));
         // Raised: counted from the start, suspensions left out.
-        l.set_walltime(60 * S as u64);
+        l.set_walltime(60 * S as u64, at(16));
         assert_eq!(l.deadline(), Some(65 * S));
         // Lifted: the run time is the end, and the job completes.
-        l.set_walltime(0);
+        l.set_walltime(0, at(17));
         assert_eq!(l.deadline(), Some(105 * S));
         // Lowered below what ran: due at once, a timeout.
-        l.set_walltime(5 * S as u64);
+        l.set_walltime(5 * S as u64, at(18));
         assert_eq!(l.deadline(), Some(10 * S));
         assert_eq!(l.finish(at(20)).status, Status::Timeout);
         let mut l = Ledger::new(at(0), 100 * S as u64, 30 * S as u64);
-        l.set_walltime(0);
+        l.set_walltime(0, at(1));
         assert_eq!(l.finish(at(100)).status, Status::Completed);
     }
 
@@ -301,5 +351,45 @@ mod tests {
         l.apply(Event::Suspend(at(2)));
         l.apply(Event::Resume(at(3)));
         assert_eq!(l.deadline(), Some(12 * S));
+    }
+
+    #[test]
+    fn a_job_that_counted_its_time_ended_when_it_was_due() {
+        let ms = |secs: i64, ms: i64| Stamp {
+            real: at(secs).real + ms * 1_000_000,
+            mono: at(secs).mono + ms * 1_000_000,
+        };
+        // Woken 3 ms late: its run is its run time, suspensions apart.
+        let mut l = Ledger::new(at(0), 10 * S as u64, 0);
+        l.apply(Event::Suspend(at(2)));
+        l.apply(Event::Resume(at(5)));
+        assert_eq!(l.end_at(ms(13, 3)), at(13));
+        // On time, or early (the wall clock read first): as read.
+        assert_eq!(l.end_at(ms(12, 999)), ms(12, 999));
+        // At its limit, as at its run time.
+        let l = Ledger::new(at(0), 100 * S as u64, 30 * S as u64);
+        assert_eq!(l.end_at(ms(30, 2)), at(30));
+        // A limit lowered below what had run ends it when it came.
+        let mut l = Ledger::new(at(0), 100 * S as u64, 0);
+        l.set_walltime(5 * S as u64, at(20));
+        assert_eq!(l.end_at(ms(20, 1)), at(20));
+        // Suspended once past its due end (before its process woke to end
+        // it): suspended from there, and ended when let go again.
+        let mut l = Ledger::new(at(0), 10 * S as u64, 0);
+        l.apply(Event::Suspend(ms(10, 2)));
+        l.apply(Event::Resume(at(12)));
+        assert_eq!(l.end_at(ms(12, 1)), at(12));
+        let out = l.finish(at(12));
+        assert_eq!(
+            out.suspensions,
+            vec![Suspension {
+                suspend: at(10).real,
+                resume: at(12).real
+            }]
+        );
+        // Cancelled: when it was told.
+        let mut l = Ledger::new(at(0), 10 * S as u64, 0);
+        l.apply(Event::Terminate(at(4), libc::SIGTERM));
+        assert_eq!(l.end_at(ms(4, 1)), ms(4, 1));
     }
 }

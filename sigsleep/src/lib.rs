@@ -30,7 +30,10 @@
 //!    ([`signals::limit_signal`]); the ledger weighs the deadline again.
 //! 4. At the deadline, or on `SIGTERM`/`SIGINT`, the record is encoded and
 //!    written with exactly one `write(2)` on an `O_APPEND` file descriptor:
-//!    concurrent jobs sharing a log never interleave.
+//!    concurrent jobs sharing a log never interleave. A sleep that counted
+//!    its time ends, in its record, at its deadline
+//!    ([`ledger::Ledger::end_at`]): the host's lateness in waking it is
+//!    the emulation's, not its job's run.
 //!
 //! 5. With a program after `--`, the job is that program instead of a
 //!    sleep ([`supervise`]): sigsleep starts it, times its suspensions the
@@ -209,7 +212,7 @@ pub fn main_exit_code() -> i32 {
         }
         let stop = waiter.wait_until(deadline);
         if let Some(walltime) = waiter.new_limit() {
-            ledger.set_walltime(walltime);
+            ledger.set_walltime(walltime, clock::now());
         }
         if stop {
             // Handlers that ran during the wait came first.
@@ -218,7 +221,7 @@ pub fn main_exit_code() -> i32 {
             waiter.take_stop();
         }
     }
-    let end = clock::now();
+    let end = ledger.end_at(clock::now());
     if signals::lost() {
         ledger.flag(Flags::EVENTS_LOST);
     }

@@ -356,7 +356,7 @@ pub fn run(prog: &Program, step: &Step, waiter: &mut Waiter, ledger: &mut Ledger
         // A new limit: the next turn weighs the deadline again (and a
         // `--signal` warning, if it has not gone yet).
         if let Some(walltime) = waiter.new_limit() {
-            ledger.set_walltime(walltime);
+            ledger.set_walltime(walltime, crate::clock::now());
         }
         if child {
             drain_fd(chld);
