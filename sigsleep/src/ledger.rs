@@ -44,8 +44,12 @@ pub struct Ledger {
     /// The signal that asked the job to end early.
     terminated_by: Option<i32>,
     /// The latest instant the deadline was set from: the start, a
-    /// resumption, a new limit. A job is never due before it.
+    /// resumption, a new limit already past. A job is never due before it.
     known: Stamp,
+    /// Whether a stop that came past the due instant counts from it: a
+    /// sleep's, whose process was only late to end; not a program's,
+    /// which runs until its supervisor ends it.
+    stops_by_due: bool,
 }
 
 /// How the job ended, ready to be written as a record.
@@ -75,15 +79,29 @@ impl Ledger {
             flags: Flags::default(),
             terminated_by: None,
             known: start,
+            stops_by_due: true,
         }
+    }
+
+    /// The job is a program: it runs, and may be stopped, until its
+    /// supervisor ends it, past its limit as well.
+    pub fn run_past_due(&mut self) {
+        self.stops_by_due = false;
     }
 
     /// A new wall-time limit (0: none), counted from the start as the
     /// old one was, learnt at `at`. Already past, the job is due at once,
-    /// at `at`.
+    /// at `at`. One that comes once a running job was due (its process not
+    /// yet woken to end it) changes nothing: that job is over.
     pub fn set_walltime(&mut self, walltime: u64, at: Stamp) {
+        let at = self.on_start_clock(at);
+        if self.open.is_none() && self.stops_by_due && self.running_deadline() < at.mono {
+            return;
+        }
         (self.target, self.limited) = target(self.runtime, walltime);
-        self.learn(at);
+        if self.running_deadline() < at.mono {
+            self.learn(at);
+        }
     }
 
     fn learn(&mut self, at: Stamp) {
@@ -100,6 +118,7 @@ impl Ledger {
     /// lowered below what had run, a resumption past the deadline), nor
     /// after `now`. A cancelled job ended at `now`.
     pub fn end_at(&self, now: Stamp) -> Stamp {
+        let now = self.on_start_clock(now);
         if self.terminated_by.is_some() || self.open.is_some() {
             return now;
         }
@@ -111,15 +130,28 @@ impl Ledger {
     }
 
     /// The instant the running job is due to end, never before the
-    /// deadline was known. On the wall clock from the start's reading of
-    /// both clocks, so that the record's run is its run time to the
-    /// nanosecond (the two clocks are read one after the other: each
-    /// reading has its own offset between them).
+    /// deadline was known.
     fn due(&self) -> Stamp {
-        let due = self.running_deadline().max(self.known.mono);
+        let deadline = self.running_deadline().max(self.known.mono);
+        self.on_start_clock(Stamp {
+            real: 0,
+            mono: deadline,
+        })
+    }
+
+    /// Instant `at` on the wall clock as the start read it: the start's
+    /// wall-clock instant plus the monotonic time since. The two clocks
+    /// are read one after the other, so each reading has its own offset
+    /// between them; taken from one, every instant of the record agrees
+    /// with the others to the nanosecond, and a completed sleep's run is
+    /// its run time exactly.
+    fn on_start_clock(&self, at: Stamp) -> Stamp {
         Stamp {
-            real: self.start.real.saturating_add(due - self.start.mono),
-            mono: due,
+            real: self
+                .start
+                .real
+                .saturating_add(at.mono.saturating_sub(self.start.mono)),
+            mono: at.mono,
         }
     }
 
@@ -148,16 +180,22 @@ impl Ledger {
     }
 
     pub fn apply(&mut self, ev: Event) {
+        let ev = match ev {
+            Event::Suspend(at) => Event::Suspend(self.on_start_clock(at)),
+            Event::Resume(at) => Event::Resume(self.on_start_clock(at)),
+            Event::Terminate(at, sig) => Event::Terminate(self.on_start_clock(at), sig),
+        };
         match ev {
             Event::Suspend(at) => {
                 // A second SIGTSTP while suspended (a launcher repeating
                 // itself) changes nothing: the first instant stands.
                 if self.open.is_none() {
-                    // One that found the job past its due end (its process
+                    // One that found a sleep past its due end (its process
                     // not yet woken to end it) suspends it from there: it
                     // ran its run time, no more.
                     let due = self.due();
-                    self.open = Some(if at.mono > due.mono { due } else { at });
+                    let late = self.stops_by_due && at.mono > due.mono;
+                    self.open = Some(if late { due } else { at });
                 }
             }
             Event::Resume(at) => {
@@ -204,6 +242,7 @@ impl Ledger {
     /// Closes the books at `end`. A suspension still open (the job was
     /// cancelled while suspended) ends at `end`.
     pub fn finish(mut self, end: Stamp) -> Outcome {
+        let end = self.on_start_clock(end);
         if let Some(from) = self.open.take() {
             self.close(from, end);
         }
@@ -373,6 +412,14 @@ mod tests {
         let mut l = Ledger::new(at(0), 100 * S as u64, 0);
         l.set_walltime(5 * S as u64, at(20));
         assert_eq!(l.end_at(ms(20, 1)), at(20));
+        // One that comes after the deadline, before the process woke:
+        // the job was over.
+        let mut l = Ledger::new(at(0), 10 * S as u64, 0);
+        l.set_walltime(60 * S as u64, ms(10, 1));
+        assert_eq!(l.end_at(ms(10, 2)), at(10));
+        l.set_walltime(5 * S as u64, ms(10, 1));
+        assert_eq!(l.end_at(ms(10, 2)), at(10));
+        assert_eq!(l.finish(ms(10, 2)).status, Status::Completed);
         // Suspended once past its due end (before its process woke to end
         // it): suspended from there, and ended when let go again.
         let mut l = Ledger::new(at(0), 10 * S as u64, 0);
@@ -387,6 +434,12 @@ mod tests {
                 resume: at(12).real
             }]
         );
+        // A program's stop is when it came: it ran until then.
+        let mut l = Ledger::new(at(0), u64::MAX, 10 * S as u64);
+        l.run_past_due();
+        l.apply(Event::Suspend(ms(10, 2)));
+        l.apply(Event::Resume(at(12)));
+        assert_eq!(l.finish(at(12)).suspensions[0].suspend, ms(10, 2).real);
         // Cancelled: when it was told.
         let mut l = Ledger::new(at(0), 10 * S as u64, 0);
         l.apply(Event::Terminate(at(4), libc::SIGTERM));

@@ -169,6 +169,7 @@ pub fn main_exit_code() -> i32 {
         (start, Ledger::new(start, cfg.runtime_ns, cfg.walltime_ns))
     };
     if let Some(prog) = &cfg.program {
+        ledger.run_past_due();
         let step = supervise::Step {
             id: cfg.id,
             node: cfg.node.as_deref().unwrap_or("localhost"),
