@@ -3,21 +3,30 @@
 # nodes: on configs/fugaku.toml (158,976 nodes of 48 cores, eight local
 # agents in the controller's process), jobs of 1, 10, 100, 1,000, 10,000
 # and 80,000 nodes are started one at a time, sizes taking turns, ROUNDS
-# times each (default 30). For each job:
+# times each (default 30), on two clusters one after the other:
+#
+# - `launch` ([agents] run_from = "launch"): a job's run counts from its
+#   process's first instant, which is then what a launch costs;
+# - `start` (the shipped setting): a job's run counts from its
+#   controller's start, as a batch system accounts it, its launch within
+#   it. What its record says is what every figure of a replay is made of.
+#
+# For each job:
 #
 # - start: from the pass that started it (its `start` in the controller's
-#   view) to its process's first instant (its record's start);
-# - end: from its process's last instant (the record's end) to the
-#   controller knowing it over (its `end`);
+#   view) to its record's start;
+# - end: from its record's end (a sleep's deadline) to the controller
+#   knowing it over (its `end`);
 # - the pass that started it, whole (`controller stats`, last pass).
 #
-#   scripts/bench-wide-start.sh [ROUNDS]
+#   scripts/bench-wide-start.sh [ROUNDS] [MODES]   (MODES: "launch start")
 #
-# Prints one Markdown table: p50, p99 and max of each by job size, and the
-# p99's difference from the one-node job's.
+# Prints one Markdown table per mode: p50, p99 and max of each by job
+# size, and the p99's difference from the one-node job's.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-30}
+modes=${2:-launch start}
 cargo build --release -q -p controller -p agent -p sigsleep -p calcmets
 host=$(rustc -vV | sed -n 's/^host: //p')
 bin=$PWD/target/$host/release
@@ -30,9 +39,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# What is measured is the process's first instant: its run counts from
-# there ([agents] run_from = "launch"), not from the controller's start,
-# which a job's record gives otherwise.
+# `launch`: a job's run counts from its process's first instant.
 launch_config() {  # CONFIG OUT
   if grep -q '^\[agents\]' "$1"; then
     sed -e '/^run_from *=/d' -e 's/^\[agents\]$/[agents]\nrun_from = "launch"/' "$1" > "$2"
@@ -40,23 +47,33 @@ launch_config() {  # CONFIG OUT
     { cat "$1"; printf '\n[agents]\nrun_from = "launch"\n'; } > "$2"
   fi
 }
-launch_config configs/fugaku.toml "$tmp/fugaku.toml"
-state=$tmp/state
-"$bin/controller" --config "$tmp/fugaku.toml" serve --listen 127.0.0.1:0 --state-dir "$state" \
-  > "$tmp/serve.log" 2>&1 &
-pid=$!
-for _ in $(seq 600); do [ -s "$state/address" ] && break; sleep 0.1; done
-addr=$(cat "$state/address")
-C=("$bin/controller" --config "$tmp/fugaku.toml" --addr "$addr" --secret-file "$state/secret")
-for _ in $(seq 600); do
-  up=$("${C[@]}" --format json stats 2>/dev/null \
-    | python3 -c 'import json,sys; print(json.load(sys.stdin)["nodes"].get("idle", 0))' || echo 0)
-  [ "$up" = 158976 ] && break
-  sleep 0.2
-done
-[ "$up" = 158976 ] || { echo "bench-wide-start: only $up nodes came up" >&2; exit 1; }
 
-ROUNDS=$rounds BIN=$bin python3 - "${C[@]}" <<'EOF'
+bench() {  # MODE
+  local config=$tmp/$1.toml
+  case $1 in
+  launch) launch_config configs/fugaku.toml "$config" ;;
+  start) cp configs/fugaku.toml "$config" ;;
+  *) echo "bench-wide-start: no mode $1 (launch or start)" >&2; exit 2 ;;
+  esac
+  local state=$tmp/state-$1
+  "$bin/controller" --config "$config" serve --listen 127.0.0.1:0 --state-dir "$state" \
+    > "$tmp/serve-$1.log" 2>&1 &
+  pid=$!
+  for _ in $(seq 600); do [ -s "$state/address" ] && break; sleep 0.1; done
+  local addr up
+  addr=$(cat "$state/address")
+  local C=("$bin/controller" --config "$config" --addr "$addr" --secret-file "$state/secret")
+  for _ in $(seq 600); do
+    up=$("${C[@]}" --format json stats 2>/dev/null \
+      | python3 -c 'import json,sys; print(json.load(sys.stdin)["nodes"].get("idle", 0))' || echo 0)
+    [ "$up" = 158976 ] && break
+    sleep 0.2
+  done
+  [ "$up" = 158976 ] || { echo "bench-wide-start: only $up nodes came up" >&2; exit 1; }
+  echo
+  echo "run_from = \"$1\""
+  echo
+  ROUNDS=$rounds BIN=$bin python3 - "${C[@]}" <<'EOF'
 import json, os, subprocess, sys
 C = sys.argv[1:]
 calcmets = os.path.join(os.environ["BIN"], "calcmets")
@@ -93,3 +110,9 @@ for n in sizes:
     print(f"| {n:,} | {cell('start')} | {q(s['start'], .99) - base['start']:+.2f} | {cell('end')} "
           f"| {q(s['end'], .99) - base['end']:+.2f} | {q(s['pass'], .5):.2f} / {q(s['pass'], .99):.2f} |")
 EOF
+  kill -9 "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+  pid=
+}
+
+for mode in $modes; do bench "$mode"; done

@@ -803,10 +803,29 @@ impl Cluster {
             ids.iter()
                 .map(|&id| JobOutcome {
                     id,
-                    error: c.cancel_at(id, JobState::Cancelled, now, fx).err(),
+                    error: c.cancel_unless_due(id, now, fx).err(),
                 })
                 .collect()
         })
+    }
+
+    /// Cancels job `id`, unless it is a sleep running and due to end by
+    /// `now` (its run time counted, its end not yet reported): then it is
+    /// over, as a new limit finds it in sigsleep. Its process ends it as
+    /// completed, whichever of the two reaches it first, and the twin, in
+    /// which a cancel and that end come at one instant (a trace's job
+    /// cancelled at its run time), agrees.
+    fn cancel_unless_due<F: Effects>(
+        &mut self,
+        id: u64,
+        now: Now,
+        fx: &mut F,
+    ) -> Result<(), String> {
+        let sleep = self.jobs.get(&id).is_some_and(|j| j.spec.program.is_none());
+        if sleep && self.end_of.get(&id).is_some_and(|&at| at <= now.mono) {
+            return Err(format!("job {id} is already over: its run time is up"));
+        }
+        self.cancel_at(id, JobState::Cancelled, now, fx)
     }
 
     /// Ends a pending job at once; tells a started one's agent to end it,

@@ -85,6 +85,15 @@ fn spec(cores: u32) -> JobSpec {
     }
 }
 
+/// `s` with a run time (100 s) that lasts past every instant a test
+/// cancels it at: a running job due by then is over.
+fn long(s: JobSpec) -> JobSpec {
+    JobSpec {
+        runtime_ns: 100 * S as u64,
+        ..s
+    }
+}
+
 /// An array of `cores`-core tasks, Slurm's `--array=LIST`.
 fn array_spec(list: &str, cores: u32) -> JobSpec {
     JobSpec {
@@ -215,7 +224,12 @@ fn cancel_suspend_resume() {
     let mut c = cluster();
     let mut out = Recorder::default();
     let ids = c
-        .submit(vec![spec(1), spec(16)], 0, at(0), &mut Recorder::default())
+        .submit(
+            vec![long(spec(1)), spec(16)],
+            0,
+            at(0),
+            &mut Recorder::default(),
+        )
         .unwrap();
     pass(&mut c, &mut out);
     // The second needs every core and waits; cancelling it is at once.
@@ -242,6 +256,38 @@ fn cancel_suspend_resume() {
     // It ends by SIGTERM: cancelled.
     c.job_ended(7, ids[0], Exit::Code(143), at(6), &mut out);
     assert!(c.jobs.is_empty());
+}
+
+#[test]
+fn a_cancel_once_a_running_job_was_due_finds_it_over() {
+    let mut c = cluster();
+    let mut out = Recorder::default();
+    // Started at 1 s, each due at 2 s (its run time), the second at 3 s
+    // after a suspension of 1 s.
+    let ids = c
+        .submit(vec![spec(1), spec(1)], 0, at(0), &mut Recorder::default())
+        .unwrap();
+    pass(&mut c, &mut out);
+    assert_eq!(c.suspend(&[ids[1]], at(1), &mut out)[0].error, None);
+    assert_eq!(c.resume(&[ids[1]], at(2), &mut out)[0].error, None);
+    let sent = out.0.len();
+    // At its due instant, or after, the first is over: its end is on its
+    // way, and no order goes out.
+    let e = c.cancel(&[ids[0]], at(2), &mut out)[0].error.clone();
+    assert!(
+        e.as_deref().is_some_and(|e| e.contains("already over")),
+        "{e:?}"
+    );
+    assert_eq!(out.0.len(), sent);
+    assert_eq!(c.jobs[&ids[0]].state, JobState::Running);
+    c.job_ended(7, ids[0], Exit::Code(0), at(2), &mut out);
+    assert_eq!(
+        c.queue(true).iter().find(|j| j.id == ids[0]).unwrap().state,
+        JobState::Completed
+    );
+    // The second, suspended for a second, is not due yet: cancelled.
+    assert_eq!(c.cancel(&[ids[1]], at(2), &mut out)[0].error, None);
+    assert!(format!("{:?}", out.0.last().unwrap().1).starts_with("Cancel"));
 }
 
 #[test]
@@ -618,7 +664,12 @@ fn a_job_the_policy_suspended_shows_as_ending_without_its_cores() {
     let mut c = suspending_cluster();
     let mut out = Recorder::default();
     let ids = c
-        .submit(vec![spec(8), spec(8)], 0, at(0), &mut Recorder::default())
+        .submit(
+            vec![long(spec(8)), long(spec(8))],
+            0,
+            at(0),
+            &mut Recorder::default(),
+        )
         .unwrap();
     pass_at(&mut c, &mut out, at(1));
     let mut hi = spec(4);
@@ -2855,7 +2906,7 @@ fn an_arrival_just_after_ends_that_start_nothing_is_prepared_with_them() {
 fn a_job_told_to_end_shows_its_end_from_then_while_it_completes() {
     let mut c = cluster();
     let mut out = Recorder::default();
-    let id = c.submit(vec![spec(1)], 0, at(0), &mut out).unwrap()[0];
+    let id = c.submit(vec![long(spec(1))], 0, at(0), &mut out).unwrap()[0];
     pass(&mut c, &mut out);
     assert_eq!(c.jobs_info(&[id])[0].end_ns, 0);
     c.cancel(&[id], at(5), &mut out);
