@@ -132,11 +132,7 @@ impl Ledger {
     /// The instant the running job is due to end, never before the
     /// deadline was known.
     fn due(&self) -> Stamp {
-        let deadline = self.running_deadline().max(self.known.mono);
-        self.on_start_clock(Stamp {
-            real: 0,
-            mono: deadline,
-        })
+        self.at_mono(self.running_deadline().max(self.known.mono))
     }
 
     /// Instant `at` on the wall clock as the start read it: the start's
@@ -146,12 +142,17 @@ impl Ledger {
     /// with the others to the nanosecond, and a completed sleep's run is
     /// its run time exactly.
     fn on_start_clock(&self, at: Stamp) -> Stamp {
+        self.at_mono(at.mono)
+    }
+
+    /// The monotonic instant `mono` on the start's wall clock.
+    fn at_mono(&self, mono: i64) -> Stamp {
         Stamp {
             real: self
                 .start
                 .real
-                .saturating_add(at.mono.saturating_sub(self.start.mono)),
-            mono: at.mono,
+                .saturating_add(mono.saturating_sub(self.start.mono)),
+            mono,
         }
     }
 
@@ -214,11 +215,7 @@ impl Ledger {
                         self.flags.insert(Flags::BARE_STOP);
                         let from_mono = at.mono.min(self.running_deadline()).max(self.start.mono);
                         if from_mono < at.mono {
-                            let from = Stamp {
-                                real: at.real - (at.mono - from_mono),
-                                mono: from_mono,
-                            };
-                            self.close(from, at);
+                            self.close(self.at_mono(from_mono), at);
                         }
                     }
                 }
