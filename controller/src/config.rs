@@ -86,6 +86,10 @@ struct ControllerSection {
     timeout_grace_ms: Option<u64>,
     /// Fold the journal into a snapshot past this many MiB.
     journal_compact_mb: Option<u64>,
+    /// "answer" (default): an answer that acknowledges a change waits
+    /// until the change is on disk; "background": only until it is
+    /// written, as slurmctld answers before its state save.
+    journal_sync: Option<String>,
     /// Jobs not yet over that the controller keeps (Slurm's MaxJobCount);
     /// submissions past it wait.
     max_jobs: Option<u64>,
@@ -265,6 +269,12 @@ pub struct Cluster {
     pub timeout_grace: Duration,
     /// Journal size (bytes) past which it is folded into a snapshot.
     pub journal_compact_bytes: u64,
+    /// Whether answers that acknowledge a change wait until it is on disk
+    /// (`journal_sync = "answer"`), or only until it is written to the
+    /// journal file (`"background"`): then a crash of the controller still
+    /// loses nothing, a crash of its host what the last sync (at most
+    /// 100 ms behind) had not covered.
+    pub sync_before_answer: bool,
     /// Jobs not yet over, at most; a submission that would pass it waits
     /// until enough jobs have ended.
     pub max_jobs: usize,
@@ -580,6 +590,13 @@ impl Cluster {
             0 => bail!("{name}: controller.max_jobs must be at least 1"),
             n => usize::try_from(n).unwrap_or(usize::MAX),
         };
+        let sync_before_answer = match c.journal_sync.as_deref() {
+            None | Some("answer") => true,
+            Some("background") => false,
+            Some(other) => bail!(
+                "{name}: controller.journal_sync is \"answer\" or \"background\", not {other:?}"
+            ),
+        };
         if !entry.suspends {
             if preemption != crate::policy::Preemption::Off {
                 bail!("{name}: policy {policy:?} does not preempt jobs: preemption needs fcfs or easy");
@@ -716,6 +733,7 @@ impl Cluster {
             prestart: c.prestart.unwrap_or(true),
             timeout_grace: ms("controller.timeout_grace_ms", c.timeout_grace_ms, 10_000)?,
             journal_compact_bytes: c.journal_compact_mb.unwrap_or(64).saturating_mul(1 << 20),
+            sync_before_answer,
             max_jobs,
             metrics_listen: c.metrics_listen.clone(),
             folder: crate::folding::Folder::new(nodes.iter().map(|n| n.name.as_str())),

@@ -167,3 +167,51 @@ fn a_second_controller_on_the_same_state_directory_is_refused() {
     c.wait_state(id, "completed");
     c.ok(&["shutdown"]);
 }
+
+#[test]
+fn answers_that_do_not_wait_for_the_disk_still_survive_a_crash() {
+    // `journal_sync = "background"` answers once a change is written,
+    // not synced: a SIGKILL right after the answer must still find every
+    // acknowledged job at the restart (the page cache keeps what was
+    // written; only the host's crash could lose it).
+    let mut c =
+        Cluster::start_restartable("vn[1-2]", 4, true, "journal_sync = \"background\"", 2_000);
+    let mut ids = Vec::new();
+    for _ in 0..20 {
+        ids.extend(c.submit(&["--cores", "4", "--runtime", "600"]));
+    }
+    c.kill9();
+    c.restart();
+    let after = states(&c);
+    for id in &ids {
+        assert!(
+            after.contains_key(id),
+            "job {id} lost: {after:?}\n{}",
+            c.log()
+        );
+    }
+    assert_eq!(after.len(), ids.len(), "{after:?}");
+}
+
+#[test]
+fn a_journal_sync_mode_that_does_not_exist_is_refused_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("c.toml");
+    std::fs::write(
+        &config,
+        "[controller]\njournal_sync = \"never\"\n[[nodes]]\nnames = \"n1\"\ncpus = 1\n",
+    )
+    .unwrap();
+    let out = std::process::Command::new(binary("controller"))
+        .args(["serve", "--config"])
+        .arg(&config)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("c.toml") && err.contains("controller.journal_sync") && err.contains("never"),
+        "{err}"
+    );
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+}

@@ -76,6 +76,10 @@ record_dir = "{dir}/records"
 policy = "{policy}"
 preemption = "{preemption}"
 schedule_interval_s = 0
+# As slurmctld, whose state save runs behind its answers: sbatch is
+# answered once its job is written (a crash of the controller loses
+# nothing), and the disk catches up within 100 ms.
+journal_sync = "background"
 
 [agents]
 local = true

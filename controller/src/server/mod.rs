@@ -502,7 +502,8 @@ impl Server {
     /// Writes the state's new entries to the journal, then sends agents
     /// what they are to do (a crash of this process keeps what was written:
     /// nothing is acted on that a restart would not know); if clients wait
-    /// for answers, makes the entries durable before answering.
+    /// for answers, makes the entries durable before answering, unless the
+    /// config answers once they are written (`journal_sync`).
     async fn commit(&mut self) {
         self.write_journal();
         if let Place::Backup(_) = self.place {
@@ -519,6 +520,13 @@ impl Server {
         // comes back as an event ([`Server::synced`]). A sync asked for
         // while one is under way is the next one, for all that came
         // meanwhile (a group commit).
+        if !self.cluster.config().sync_before_answer {
+            // `journal_sync = "background"`: written is enough, as for
+            // the orders; the sync tick makes it durable soon after.
+            let replies = std::mem::take(&mut self.replies);
+            self.release(seq, Vec::new(), replies);
+            return;
+        }
         let (reads, acts): (Vec<_>, Vec<_>) =
             self.replies.drain(..).partition(|(_, r)| reads_only(r));
         self.release(seq, Vec::new(), reads);
