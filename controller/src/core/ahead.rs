@@ -36,7 +36,7 @@ pub struct Expected {
 
 impl Cluster {
     /// Notes when running job `id`'s process should end, from its run
-    /// time (none for a job not running).
+    /// time (none for a job not running, nor for a program).
     pub(super) fn expect_end(&mut self, id: u64) {
         self.forget_end(id);
         let Some(job) = self.jobs.get(&id) else {
@@ -45,6 +45,11 @@ impl Cluster {
         let (Some(start), None) = (job.started_mono, job.suspended_since) else {
             return;
         };
+        // A program's run time is unknown (its spec's is 0): it ends when
+        // it ends, and no pass is prepared for it.
+        if job.spec.program.is_some() {
+            return;
+        }
         let mut run = job.spec.runtime_ns;
         if job.spec.walltime_ns > 0 {
             run = run.min(job.spec.walltime_ns);

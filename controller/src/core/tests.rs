@@ -3123,3 +3123,42 @@ fn aftercorr_pairs_each_task_with_the_task_of_its_index() {
         assert_eq!(c.jobs_info(&[t])[0].reason, "DependencyNeverSatisfied");
     }
 }
+
+/// A program's run time is unknown: no end is expected of it, so no pass
+/// is prepared for its cores coming free, however long its limit.
+#[test]
+fn a_running_program_has_no_expected_end() {
+    let mut c = cluster();
+    let mut out = Recorder::default();
+    let program = JobSpec {
+        program: Some(Box::new(formats::wire::Program {
+            script: "#!/bin/sh\nsleep 1000\n".into(),
+            workdir: "/".into(),
+            env: Vec::new(),
+            stdout: String::new(),
+            stderr: String::new(),
+            user: "u".into(),
+            signal: None,
+            ntasks: 1,
+            cpus_per_task: 1,
+            tasks_per_node: 0,
+            comment: String::new(),
+            args: Vec::new(),
+            mem_limit_mb: 0,
+            command: String::new(),
+        })),
+        walltime_ns: 50 * S as u64,
+        ..spec(2)
+    };
+    let ids = c
+        .submit(vec![program, long(spec(2))], 0, at(0), &mut out)
+        .unwrap();
+    pass(&mut c, &mut out);
+    assert!(ids.iter().all(|id| c.jobs[id].state == JobState::Running));
+    let next = c.next_events(0).unwrap();
+    assert_eq!(next.ending, vec![ids[1]]);
+    assert_eq!(
+        Some(next.at),
+        c.jobs[&ids[1]].started_mono.map(|t| t + 100 * S)
+    );
+}
