@@ -4,7 +4,7 @@
 //! Paths in the file are relative to the file's directory; paths on the
 //! command line are relative to the working directory.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -346,7 +346,7 @@ impl Cluster {
             groups.define(g, expr);
         }
         let mut nodes = Vec::new();
-        let mut index = BTreeMap::new();
+        let mut index = HashMap::new();
         let (kinds, resources) =
             gres::node_kinds(file.nodes.iter().map(|n| (n.gpus, &n.resources)))
                 .map_err(|e| anyhow!("{name}: {e}"))?;

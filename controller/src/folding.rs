@@ -60,6 +60,14 @@ impl Folder {
         let mut index = std::collections::HashMap::new();
         for name in names {
             let key = bracket(name).map(|(prefix, suffix, width, number)| {
+                // A config's names come in runs of one bracket: the last
+                // node's is found without a key made for the map.
+                if let Some(&Some((b, _))) = f.keys.last() {
+                    let (p, s, w) = &f.brackets[b as usize];
+                    if (p.as_str(), s.as_str(), *w) == (prefix, suffix, width) {
+                        return (b, number);
+                    }
+                }
                 let next = f.brackets.len() as u32;
                 let b = *index
                     .entry((prefix.to_string(), suffix.to_string(), width))

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# When the controller answers a change, side by side on one build,
+# alternating: once it is synced to disk (`journal_sync = "answer"`, the
+# default) and once it is written (`"background"`, what `clemu-slurm up`
+# writes, as slurmctld answers before its state save).
+#
+#   scripts/bench-journal-sync.sh [JOBS] [ROUNDS]   (default 1000 jobs, 3 rounds)
+#
+# Each round: `clemu-slurm up --nodes 100 --cpus 16` with its state under
+# /tmp (a disk here, where a sync costs what it costs), the cluster
+# restarted with the setting, then JOBS batch jobs of `true`, one sbatch
+# each (`sbatch -Q -o /dev/null --wrap true`), timed from the first sbatch
+# until `squeue -h` prints nothing. Prints a line per round and the
+# median of each.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+jobs=${1:-1000}
+rounds=${2:-3}
+cargo build --release -q -p slurm -p controller -p sigsleep
+host=$(rustc -vV | sed -n 's/^host: //p')
+bin=$PWD/target/$host/release
+[ -x "$bin/clemu-slurm" ] || bin=$PWD/target/release
+tmp=$(mktemp -d -p /tmp bench-journal-sync-XXXXXX)
+cleanup() {
+  "$bin/clemu-slurm" down --dir "$tmp/c" >/dev/null 2>&1 || true
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+now() { date +%s.%N; }
+
+rate() { # answer | background
+  rm -rf "$tmp/c" "$tmp/w"
+  "$bin/clemu-slurm" up --nodes 100 --cpus 16 --dir "$tmp/c" > "$tmp/env" 2>/dev/null
+  "$bin/clemu-slurm" down --dir "$tmp/c" >/dev/null 2>&1
+  sed -i "s/^journal_sync = .*/journal_sync = \"$1\"/" "$tmp/c/cluster.toml"
+  grep -q "^journal_sync = \"$1\"" "$tmp/c/cluster.toml"
+  "$bin/controller" serve --detach --config "$tmp/c/cluster.toml" \
+    --log "$tmp/c/controller.log" >/dev/null 2>&1
+  (
+    # shellcheck disable=SC1091
+    source "$tmp/env"
+    mkdir -p "$tmp/w" && cd "$tmp/w"
+    local t0 t1
+    t0=$(now)
+    for _ in $(seq "$jobs"); do sbatch -Q -o /dev/null --wrap true; done
+    while [ -n "$(squeue -h -o %i)" ]; do sleep 0.05; done
+    t1=$(now)
+    awk -v n="$jobs" -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f\n", n / (b - a) }'
+  )
+  "$bin/clemu-slurm" down --dir "$tmp/c" >/dev/null 2>&1
+}
+
+echo "/tmp is $(df -T /tmp | awk 'NR == 2 { print $2 }')"
+synced=() written=()
+for r in $(seq "$rounds"); do
+  s=$(rate answer)
+  w=$(rate background)
+  synced+=("$s") written+=("$w")
+  echo "round $r: answered once synced $s jobs/s, once written $w jobs/s"
+done
+median() { printf '%s\n' "$@" | sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
+s=$(median "${synced[@]}")
+w=$(median "${written[@]}")
+echo "median: once synced $s jobs/s, once written $w jobs/s, $(awk -v a="$w" -v b="$s" 'BEGIN { printf "%.2f", a / b }')x"
