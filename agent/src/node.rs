@@ -385,6 +385,17 @@ async fn run(name: String, rx: Arc<Mailbox>, ctx: Arc<NodeContext>) {
                 }
                 Some(NodeCmd::Start(s)) => {
                     let id = s.job;
+                    // A start said twice (a message repeated on the way)
+                    // is the job already running: a second process would
+                    // write a second record. The controller hears of the
+                    // one there is. A job runs again only once its end is
+                    // reported, which takes it out of `jobs`.
+                    if let Some(j) = jobs.get(&id) {
+                        debug!(job = id, node = %name, pid = j.pid, "start repeated: runs already");
+                        let pid = j.pid as u32;
+                        report(&ctx, FromAgent::Started { job: id, pid }).await;
+                        continue;
+                    }
                     if let Some((pid, exit)) = ahead.as_mut().and_then(|a| a.dying.remove(&id)) {
                         Box::pin(gone(pid, exit)).await;
                     }
@@ -1056,35 +1067,25 @@ fn visible_devices(devices: &str, node: &str) -> Vec<(String, String)> {
 mod tests {
     use super::*;
 
-    /// Regression (chaos seed 2026, round 15): a process started ahead of
-    /// its job, then placed otherwise, was killed and its successor
-    /// started at once, so that for an instant the job had two processes.
-    /// The instant is short on an idle host (the kill lands before the
-    /// successor runs); under load it was long enough to be seen.
-    #[tokio::test]
-    async fn a_held_process_placed_otherwise_is_gone_before_its_successor_starts() {
-        let dir = tempfile::tempdir().unwrap();
-        let starts = dir.path().join("starts");
-        let job = dir.path().join("job");
-        // Says which process it is, and whether the first one started for
-        // the job is still there, then waits as a job would.
-        std::fs::write(
-            &job,
-            format!(
-                "#!/bin/sh\nf={s}\nfirst=$(head -n1 $f 2>/dev/null)\necho $$ >> $f\n\
-                 [ -n \"$first\" ] && [ -e /proc/$first ] && echo overlap $first >> $f\n\
-                 exec sleep 30\n",
-                s = starts.display()
-            ),
-        )
-        .unwrap();
-        std::fs::set_permissions(&job, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+    /// A node `vn1` whose jobs run `job` (a shell script) in place of
+    /// sigsleep, with what it reports; the directory holds its files.
+    fn node_running(
+        dir: &Path,
+        job: &str,
+    ) -> (
+        NodeHandle,
+        tokio::task::JoinHandle<()>,
+        mpsc::Receiver<FromAgent>,
+    ) {
+        let path = dir.join("job");
+        std::fs::write(&path, job).unwrap();
+        std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755))
             .unwrap();
-        let (events, mut from_node) = mpsc::channel(16);
+        let (events, from_node) = mpsc::channel(16);
         let ctx = Arc::new(NodeContext {
             launcher: Launcher::global().unwrap(),
-            sigsleep: job,
-            log: dir.path().join("rec"),
+            sigsleep: path,
+            log: dir.join("rec"),
             settings: RunSettings {
                 heartbeat_ms: 1000,
                 suspend_mode: SuspendMode::Tstp,
@@ -1099,7 +1100,12 @@ mod tests {
             events,
         });
         let (node, task) = start("vn1".into(), ctx);
-        let spec = |cores| StartJob {
+        (node, task, from_node)
+    }
+
+    /// Job 7 on `vn1`, on `cores` cores.
+    fn job7(cores: u32) -> StartJob {
+        StartJob {
             job: 7,
             node: "vn1".into(),
             cores,
@@ -1109,31 +1115,79 @@ mod tests {
             start_ns: 0,
             devices: String::new(),
             program: None,
-        };
-        let starts = &starts;
-        let lines = |n: usize| async move {
-            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-            loop {
-                let text = std::fs::read_to_string(starts).unwrap_or_default();
-                if text.lines().count() >= n || std::time::Instant::now() > deadline {
-                    return text.lines().map(String::from).collect::<Vec<_>>();
-                }
-                tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+
+    /// The lines of `path` once it has `n` of them (or `secs` have passed).
+    async fn lines(path: &Path, n: usize, secs: u64) -> Vec<String> {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+        loop {
+            let text = std::fs::read_to_string(path).unwrap_or_default();
+            if text.lines().count() >= n || std::time::Instant::now() > deadline {
+                return text.lines().map(String::from).collect::<Vec<_>>();
             }
-        };
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+
+    /// Regression (chaos seed 2026, round 15): a process started ahead of
+    /// its job, then placed otherwise, was killed and its successor
+    /// started at once, so that for an instant the job had two processes.
+    /// The instant is short on an idle host (the kill lands before the
+    /// successor runs); under load it was long enough to be seen.
+    #[tokio::test]
+    async fn a_held_process_placed_otherwise_is_gone_before_its_successor_starts() {
+        let dir = tempfile::tempdir().unwrap();
+        let starts = dir.path().join("starts");
+        // Says which process it is, and whether the first one started for
+        // the job is still there, then waits as a job would.
+        let job = format!(
+            "#!/bin/sh\nf={s}\nfirst=$(head -n1 $f 2>/dev/null)\necho $$ >> $f\n\
+             [ -n \"$first\" ] && [ -e /proc/$first ] && echo overlap $first >> $f\n\
+             exec sleep 30\n",
+            s = starts.display()
+        );
+        let (node, task, mut from_node) = node_running(dir.path(), &job);
         node.send(NodeCmd::Prepare(
-            Box::new(spec(4)),
+            Box::new(job7(4)),
             Instant::now() + Duration::from_secs(30),
         ));
-        let held = lines(1).await;
+        let held = lines(&starts, 1, 10).await;
         assert_eq!(held.len(), 1, "the held process never ran");
         // Placed on 8 cores, not the 4 foreseen: the held one goes.
-        node.send(NodeCmd::Start(Box::new(spec(8))));
+        node.send(NodeCmd::Start(Box::new(job7(8))));
         let Some(FromAgent::Started { job: 7, pid }) = from_node.recv().await else {
             panic!("no start reported");
         };
-        let seen = lines(2).await;
+        let seen = lines(&starts, 2, 10).await;
         assert_eq!(seen, [held[0].clone(), pid.to_string()]);
+        drop(node);
+        task.await.unwrap();
+    }
+
+    /// A start said twice runs one process, and both are answered with it.
+    #[tokio::test]
+    async fn a_start_said_twice_runs_one_process() {
+        let dir = tempfile::tempdir().unwrap();
+        let starts = dir.path().join("starts");
+        let job = format!(
+            "#!/bin/sh\necho $$ >> {s}\nexec sleep 30\n",
+            s = starts.display()
+        );
+        let (node, task, mut from_node) = node_running(dir.path(), &job);
+        node.send(NodeCmd::Start(Box::new(job7(4))));
+        node.send(NodeCmd::Start(Box::new(job7(4))));
+        let mut pids = Vec::new();
+        for _ in 0..2 {
+            let Some(FromAgent::Started { job: 7, pid }) = from_node.recv().await else {
+                panic!("no start reported");
+            };
+            pids.push(pid);
+        }
+        assert_eq!(pids[0], pids[1]);
+        // A second process would have said so by now (the first did).
+        let seen = lines(&starts, 2, 2).await;
+        assert_eq!(seen, [pids[0].to_string()]);
         drop(node);
         task.await.unwrap();
     }
