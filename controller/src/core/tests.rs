@@ -94,6 +94,26 @@ fn long(s: JobSpec) -> JobSpec {
     }
 }
 
+/// A batch job's program: `script`, run by user `u` from `/`.
+fn batch_script(script: &str) -> Box<formats::wire::Program> {
+    Box::new(formats::wire::Program {
+        script: script.into(),
+        workdir: "/".into(),
+        env: Vec::new(),
+        stdout: String::new(),
+        stderr: String::new(),
+        user: "u".into(),
+        signal: None,
+        ntasks: 1,
+        cpus_per_task: 1,
+        tasks_per_node: 0,
+        comment: String::new(),
+        args: Vec::new(),
+        mem_limit_mb: 0,
+        command: String::new(),
+    })
+}
+
 /// An array of `cores`-core tasks, Slurm's `--array=LIST`.
 fn array_spec(list: &str, cores: u32) -> JobSpec {
     JobSpec {
@@ -1402,22 +1422,7 @@ fn a_finished_batch_job_is_requeued_while_kept_and_runs_again() {
     let mut c = cluster();
     let mut out = Recorder::default();
     let batch = |requeue| JobSpec {
-        program: Some(Box::new(formats::wire::Program {
-            script: "#!/bin/sh\nexit 3\n".into(),
-            workdir: "/".into(),
-            env: Vec::new(),
-            stdout: String::new(),
-            stderr: String::new(),
-            user: "u".into(),
-            signal: None,
-            ntasks: 1,
-            cpus_per_task: 1,
-            tasks_per_node: 0,
-            comment: String::new(),
-            args: Vec::new(),
-            mem_limit_mb: 0,
-            command: String::new(),
-        })),
+        program: Some(batch_script("#!/bin/sh\nexit 3\n")),
         requeue,
         ..spec(2)
     };
@@ -3131,22 +3136,7 @@ fn a_running_program_has_no_expected_end() {
     let mut c = cluster();
     let mut out = Recorder::default();
     let program = JobSpec {
-        program: Some(Box::new(formats::wire::Program {
-            script: "#!/bin/sh\nsleep 1000\n".into(),
-            workdir: "/".into(),
-            env: Vec::new(),
-            stdout: String::new(),
-            stderr: String::new(),
-            user: "u".into(),
-            signal: None,
-            ntasks: 1,
-            cpus_per_task: 1,
-            tasks_per_node: 0,
-            comment: String::new(),
-            args: Vec::new(),
-            mem_limit_mb: 0,
-            command: String::new(),
-        })),
+        program: Some(batch_script("#!/bin/sh\nsleep 1000\n")),
         walltime_ns: 50 * S as u64,
         ..spec(2)
     };
