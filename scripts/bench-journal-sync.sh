@@ -34,27 +34,37 @@ rate() { # answer | background
   "$bin/clemu-slurm" down --dir "$tmp/c" >/dev/null 2>&1
   sed -i "s/^journal_sync = .*/journal_sync = \"$1\"/" "$tmp/c/cluster.toml"
   grep -q "^journal_sync = \"$1\"" "$tmp/c/cluster.toml"
+  # As `up` starts it: its pid where `down` looks for it.
   "$bin/controller" serve --detach --config "$tmp/c/cluster.toml" \
-    --log "$tmp/c/controller.log" >/dev/null 2>&1
+    --log "$tmp/c/controller.log" > "$tmp/c/controller.pid" 2>/dev/null
   (
     # shellcheck disable=SC1091
     source "$tmp/env"
+    # Up as `up` means it: every node idle.
+    until [ "$(sinfo -h -t idle -o %D 2>/dev/null)" = 100 ]; do sleep 0.05; done
     mkdir -p "$tmp/w" && cd "$tmp/w"
-    local t0 t1
+    local t0 t1 left
     t0=$(now)
     for _ in $(seq "$jobs"); do sbatch -Q -o /dev/null --wrap true; done
-    while [ -n "$(squeue -h -o %i)" ]; do sleep 0.05; done
+    while left=$(squeue -h -o %i) && [ -n "$left" ]; do sleep 0.05; done
+    squeue -h -o %i >/dev/null || exit 1
     t1=$(now)
     awk -v n="$jobs" -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f\n", n / (b - a) }'
-  )
+  ) || return 1
   "$bin/clemu-slurm" down --dir "$tmp/c" >/dev/null 2>&1
 }
 
 echo "/tmp is $(df -T /tmp | awk 'NR == 2 { print $2 }')"
 synced=() written=()
 for r in $(seq "$rounds"); do
-  s=$(rate answer)
-  w=$(rate background)
+  # Each goes first every other round.
+  if [ $((r % 2)) = 1 ]; then
+    s=$(rate answer)
+    w=$(rate background)
+  else
+    w=$(rate background)
+    s=$(rate answer)
+  fi
   synced+=("$s") written+=("$w")
   echo "round $r: answered once synced $s jobs/s, once written $w jobs/s"
 done

@@ -56,6 +56,9 @@ pub struct NodeContext {
 /// A job process this node owns.
 struct Job {
     pid: i32,
+    /// The start it runs for (`StartJob::start_ns`), until it is told to
+    /// end: a Start that names it again is the same start repeated.
+    start: Option<i64>,
     suspended: bool,
     /// `slurm` mode: when to follow the `SIGTSTP` with a `SIGSTOP`.
     stop_at: Option<Instant>,
@@ -388,9 +391,9 @@ async fn run(name: String, rx: Arc<Mailbox>, ctx: Arc<NodeContext>) {
                     // A start said twice (a message repeated on the way)
                     // is the job already running: a second process would
                     // write a second record. The controller hears of the
-                    // one there is. A job runs again only once its end is
-                    // reported, which takes it out of `jobs`.
-                    if let Some(j) = jobs.get(&id) {
+                    // one there is. Another start of the job (a requeue
+                    // while its old process dies) is a start.
+                    if let Some(j) = jobs.get(&id).filter(|j| j.start == Some(s.start_ns)) {
                         debug!(job = id, node = %name, pid = j.pid, "start repeated: runs already");
                         let pid = j.pid as u32;
                         report(&ctx, FromAgent::Started { job: id, pid }).await;
@@ -420,7 +423,14 @@ async fn run(name: String, rx: Arc<Mailbox>, ctx: Arc<NodeContext>) {
                             debug!(job = id, pid, %e, "start not delivered");
                         }
                         debug!(job = id, node = %name, pid, "started (prepared)");
-                        jobs.insert(id, Job { pid, suspended: false, stop_at: None, kill_at: None, program: None });
+                        jobs.insert(id, Job {
+                            pid,
+                            start: Some(s.start_ns),
+                            suspended: false,
+                            stop_at: None,
+                            kill_at: None,
+                            program: None,
+                        });
                         exits.push(exit_of(id, crate::spawn::Spawned { pid, exit: p.exit }));
                         report(&ctx, FromAgent::Started { job: id, pid: pid as u32 }).await;
                         continue;
@@ -432,6 +442,7 @@ async fn run(name: String, rx: Arc<Mailbox>, ctx: Arc<NodeContext>) {
                             debug!(job = id, node = %name, pid = spawned.pid, "started");
                             jobs.insert(id, Job {
                                 pid: spawned.pid,
+                                start: Some(s.start_ns),
                                 suspended: false,
                                 stop_at: None,
                                 kill_at: None,
@@ -508,11 +519,13 @@ async fn run(name: String, rx: Arc<Mailbox>, ctx: Arc<NodeContext>) {
                 }
                 Some(NodeCmd::Cancel(id, why)) => {
                     if let Some(job) = jobs.get_mut(&id) {
+                        job.start = None;
                         cancel(job, kill_grace, why);
                     }
                 }
                 Some(NodeCmd::Kill(id)) => {
-                    if let Some(job) = jobs.get(&id) {
+                    if let Some(job) = jobs.get_mut(&id) {
+                        job.start = None;
                         signal(job.pid, Signal::SIGKILL);
                     }
                 }
@@ -1165,7 +1178,8 @@ mod tests {
         task.await.unwrap();
     }
 
-    /// A start said twice runs one process, and both are answered with it.
+    /// A start said twice runs one process, and both are answered with it;
+    /// a start once the job was told to end is another.
     #[tokio::test]
     async fn a_start_said_twice_runs_one_process() {
         let dir = tempfile::tempdir().unwrap();
@@ -1188,6 +1202,23 @@ mod tests {
         // A second process would have said so by now (the first did).
         let seen = lines(&starts, 2, 2).await;
         assert_eq!(seen, [pids[0].to_string()]);
+        // Killed, then started anew (a requeue after a lost node can come
+        // before the old process is reaped): a start, not a repeat.
+        node.send(NodeCmd::Kill(7));
+        node.send(NodeCmd::Start(Box::new(StartJob {
+            start_ns: 5,
+            ..job7(4)
+        })));
+        let again = loop {
+            match from_node.recv().await {
+                Some(FromAgent::Started { job: 7, pid }) => break pid,
+                Some(_) => continue,
+                None => panic!("no second start reported"),
+            }
+        };
+        assert_ne!(again, pids[0]);
+        let seen = lines(&starts, 2, 10).await;
+        assert_eq!(seen, [pids[0].to_string(), again.to_string()]);
         drop(node);
         task.await.unwrap();
     }

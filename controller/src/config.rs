@@ -272,8 +272,8 @@ pub struct Cluster {
     /// Whether answers that acknowledge a change wait until it is on disk
     /// (`journal_sync = "answer"`), or only until it is written to the
     /// journal file (`"background"`): then a crash of the controller still
-    /// loses nothing, a crash of its host what the last sync (at most
-    /// 100 ms behind) had not covered.
+    /// loses nothing, a crash of its host what the sync behind the answers
+    /// (about 100 ms, plus the disk's own time) had not covered yet.
     pub sync_before_answer: bool,
     /// Jobs not yet over, at most; a submission that would pass it waits
     /// until enough jobs have ended.

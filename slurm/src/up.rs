@@ -78,7 +78,7 @@ preemption = "{preemption}"
 schedule_interval_s = 0
 # As slurmctld, whose state save runs behind its answers: sbatch is
 # answered once its job is written (a crash of the controller loses
-# nothing), and the disk catches up within 100 ms.
+# nothing), and the disk catches up about 100 ms behind.
 journal_sync = "background"
 
 [agents]

@@ -505,7 +505,7 @@ impl Server {
     /// for answers, makes the entries durable before answering, unless the
     /// config answers once they are written (`journal_sync`).
     async fn commit(&mut self) {
-        self.write_journal();
+        let unwritten = self.write_journal();
         if let Place::Backup(_) = self.place {
             self.confirm();
         }
@@ -522,9 +522,25 @@ impl Server {
         // meanwhile (a group commit).
         if !self.cluster.config().sync_before_answer {
             // `journal_sync = "background"`: written is enough, as for
-            // the orders; the sync tick makes it durable soon after.
+            // the orders (a crash of this process keeps it); a write that
+            // failed is answered as a failed sync would be. The sync
+            // follows behind: here once the oldest entry not yet synced
+            // has waited an interval (a steady stream of events could
+            // keep the sync tick from its turn), else at the tick.
             let replies = std::mem::take(&mut self.replies);
-            self.release(seq, Vec::new(), replies);
+            match unwritten {
+                None => self.release(seq, Vec::new(), replies),
+                Some(e) => {
+                    let (reads, acts): (Vec<_>, Vec<_>) =
+                        replies.into_iter().partition(|(_, r)| reads_only(r));
+                    self.release(seq, Vec::new(), reads);
+                    // The write's error is in the log already.
+                    self.cannot_journal(&e, acts);
+                }
+            }
+            if self.journal.lag() >= SYNC_INTERVAL {
+                self.begin_sync();
+            }
             return;
         }
         let (reads, acts): (Vec<_>, Vec<_>) =
@@ -601,6 +617,12 @@ impl Server {
     /// What `replies` acknowledge might not survive a crash: they say so.
     fn sync_failed(&mut self, e: &str, replies: Vec<(oneshot::Sender<Response>, Response)>) {
         error!("{e}");
+        self.cannot_journal(e, replies);
+    }
+
+    /// Answers `replies` that the change they acknowledge cannot be
+    /// journaled, because of `e` (refusals stay as they are).
+    fn cannot_journal(&mut self, e: &str, replies: Vec<(oneshot::Sender<Response>, Response)>) {
         let replies = replies
             .into_iter()
             .map(|(reply, resp)| match resp {
@@ -615,18 +637,21 @@ impl Server {
     }
 
     /// Writes the core's new entries to the journal, and sends the written
-    /// frames to the backups.
-    fn write_journal(&mut self) {
+    /// frames to the backups. Returns why the write failed, if it did (the
+    /// entries wait to be written again).
+    fn write_journal(&mut self) -> Option<String> {
         self.journal.append(self.out.entries.drain(..));
-        if let Err(e) = self.journal.write() {
+        let failed = self.journal.write().err().map(|e| {
             error!("{e:#}");
-        }
+            format!("{e:#}")
+        });
         if let Place::Primary(backups) = &mut self.place {
             let frames = self.journal.take_outgoing();
             if !frames.is_empty() && !backups.is_empty() {
                 backups.send(|| FromPrimary::Entries(frames.clone()));
             }
         }
+        failed
     }
 
     /// Sends orders and answers that depend on entries up to `seq` once
