@@ -13,6 +13,8 @@
 # until `squeue -h` prints nothing. Prints a line per round and the
 # median of each.
 set -euo pipefail
+# A failure inside $(rate ...) stops the script too.
+shopt -s inherit_errexit
 cd "$(dirname "$0")/.."
 jobs=${1:-1000}
 rounds=${2:-3}
@@ -41,16 +43,23 @@ rate() { # answer | background
     # shellcheck disable=SC1091
     source "$tmp/env"
     # Up as `up` means it: every node idle.
-    until [ "$(sinfo -h -t idle -o %D 2>/dev/null)" = 100 ]; do sleep 0.05; done
+    local deadline=$((SECONDS + 30))
+    until [ "$(sinfo -h -t idle -o %D 2>/dev/null)" = 100 ]; do
+      [ "$SECONDS" -lt "$deadline" ] || { echo "the nodes are not up after 30 s" >&2; exit 1; }
+      sleep 0.05
+    done
     mkdir -p "$tmp/w" && cd "$tmp/w"
     local t0 t1 left
     t0=$(now)
     for _ in $(seq "$jobs"); do sbatch -Q -o /dev/null --wrap true; done
-    while left=$(squeue -h -o %i) && [ -n "$left" ]; do sleep 0.05; done
-    squeue -h -o %i >/dev/null || exit 1
+    while :; do
+      left=$(squeue -h -o %i) || exit 1
+      [ -n "$left" ] || break
+      sleep 0.05
+    done
     t1=$(now)
     awk -v n="$jobs" -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f\n", n / (b - a) }'
-  ) || return 1
+  )
   "$bin/clemu-slurm" down --dir "$tmp/c" >/dev/null 2>&1
 }
 

@@ -59,6 +59,9 @@ struct Job {
     /// The start it runs for (`StartJob::start_ns`), until it is told to
     /// end: a Start that names it again is the same start repeated.
     start: Option<i64>,
+    /// Another start of the job, come while this process was still
+    /// there: made once it is gone.
+    next: Option<Box<StartJob>>,
     suspended: bool,
     /// `slurm` mode: when to follow the `SIGTSTP` with a `SIGSTOP`.
     stop_at: Option<Instant>,
@@ -388,74 +391,33 @@ async fn run(name: String, rx: Arc<Mailbox>, ctx: Arc<NodeContext>) {
                 }
                 Some(NodeCmd::Start(s)) => {
                     let id = s.job;
-                    // A start said twice (a message repeated on the way)
-                    // is the job already running: a second process would
-                    // write a second record. The controller hears of the
-                    // one there is. Another start of the job (a requeue
-                    // while its old process dies) is a start.
-                    if let Some(j) = jobs.get(&id).filter(|j| j.start == Some(s.start_ns)) {
-                        debug!(job = id, node = %name, pid = j.pid, "start repeated: runs already");
-                        let pid = j.pid as u32;
-                        report(&ctx, FromAgent::Started { job: id, pid }).await;
+                    if let Some(j) = jobs.get_mut(&id) {
+                        // A start said twice (a message repeated on the
+                        // way) is the job already running: a second
+                        // process would write a second record. The
+                        // controller hears of the one there is.
+                        if j.start == Some(s.start_ns) {
+                            debug!(job = id, node = %name, pid = j.pid, "start repeated: runs already");
+                            let pid = j.pid as u32;
+                            report(&ctx, FromAgent::Started { job: id, pid }).await;
+                            continue;
+                        }
+                        // Another start while its old process is still
+                        // there (restarted after a lost node before that
+                        // one was reaped): it waits until the old one is
+                        // gone, as a held process's successor does, since
+                        // both would use the job's one directory.
+                        debug!(job = id, node = %name, pid = j.pid, "start waits for the old process");
+                        j.start = None;
+                        j.next = Some(s);
+                        signal(j.pid, Signal::SIGKILL);
                         continue;
                     }
-                    if let Some((pid, exit)) = ahead.as_mut().and_then(|a| a.dying.remove(&id)) {
-                        Box::pin(gone(pid, exit)).await;
-                    }
-                    let claimed = match ahead.as_mut().and_then(|a| a.take(id)) {
-                        Some(mut p) => {
-                            if s.claims(&p.start) && p.alive() {
-                                Some(p)
-                            } else {
-                                // Placed otherwise than foreseen (or gone).
-                                Box::pin(p.kill()).await;
-                                None
-                            }
-                        }
-                        None => None,
-                    };
-                    if let Some(p) = claimed {
-                        let pid = p.pid;
-                        // The start's instant rides on the signal: the
-                        // job's run counts from the controller's start.
-                        let from = if ctx.settings.run_from_launch { 0 } else { s.start_ns };
-                        if let Err(e) = sigsleep::signals::send_start(pid, from) {
-                            debug!(job = id, pid, %e, "start not delivered");
-                        }
-                        debug!(job = id, node = %name, pid, "started (prepared)");
-                        jobs.insert(id, Job {
-                            pid,
-                            start: Some(s.start_ns),
-                            suspended: false,
-                            stop_at: None,
-                            kill_at: None,
-                            program: None,
-                        });
-                        exits.push(exit_of(id, crate::spawn::Spawned { pid, exit: p.exit }));
+                    if let Some((job, spawned)) = Box::pin(begin(&ctx, &name, s, &mut ahead)).await {
+                        let pid = job.pid;
+                        jobs.insert(id, job);
+                        exits.push(exit_of(id, spawned));
                         report(&ctx, FromAgent::Started { job: id, pid: pid as u32 }).await;
-                        continue;
-                    }
-                    // Boxed: held inline, its state would make every idle
-                    // node's task larger.
-                    match Box::pin(launch(&ctx, &s, false)).await {
-                        Ok((spawned, program)) => {
-                            debug!(job = id, node = %name, pid = spawned.pid, "started");
-                            jobs.insert(id, Job {
-                                pid: spawned.pid,
-                                start: Some(s.start_ns),
-                                suspended: false,
-                                stop_at: None,
-                                kill_at: None,
-                                program,
-                            });
-                            let pid = spawned.pid;
-                            exits.push(exit_of(id, spawned));
-                            report(&ctx, FromAgent::Started { job: id, pid: pid as u32 }).await;
-                        }
-                        Err(e) => {
-                            warn!(job = id, node = %name, %e, "cannot start {}", ctx.sigsleep.display());
-                            report(&ctx, FromAgent::Ended { job: id, exit: Exit::SpawnFailed }).await;
-                        }
                     }
                 }
                 Some(NodeCmd::Prepare(s, until)) => {
@@ -520,12 +482,14 @@ async fn run(name: String, rx: Arc<Mailbox>, ctx: Arc<NodeContext>) {
                 Some(NodeCmd::Cancel(id, why)) => {
                     if let Some(job) = jobs.get_mut(&id) {
                         job.start = None;
+                        job.next = None;
                         cancel(job, kill_grace, why);
                     }
                 }
                 Some(NodeCmd::Kill(id)) => {
                     if let Some(job) = jobs.get_mut(&id) {
                         job.start = None;
+                        job.next = None;
                         signal(job.pid, Signal::SIGKILL);
                     }
                 }
@@ -565,8 +529,24 @@ async fn run(name: String, rx: Arc<Mailbox>, ctx: Arc<NodeContext>) {
                 if jobs.get(&id).is_none_or(|j| j.pid != pid) {
                     continue;
                 }
-                let ran = jobs.remove(&id).and_then(|j| j.program);
-                let exit = if let Some(dir) = ran {
+                let Some(job) = jobs.remove(&id) else {
+                    continue;
+                };
+                if let Some(s) = job.next {
+                    // Killed for a start that came meanwhile: the
+                    // controller counts that one, not this end.
+                    if let Some(dir) = job.program {
+                        let _ = std::fs::remove_dir_all(dir);
+                    }
+                    if let Some((job, spawned)) = Box::pin(begin(&ctx, &name, s, &mut ahead)).await {
+                        let pid = job.pid;
+                        jobs.insert(id, job);
+                        exits.push(exit_of(id, spawned));
+                        report(&ctx, FromAgent::Started { job: id, pid: pid as u32 }).await;
+                    }
+                    continue;
+                }
+                let exit = if let Some(dir) = job.program {
                     let (exit, steps) = program_ended(&dir, exit);
                     if !steps.is_empty() {
                         report(&ctx, FromAgent::Steps { job: id, steps }).await;
@@ -632,6 +612,78 @@ fn cancel(job: &mut Job, grace: Duration, why: EndWhy) {
 }
 
 /// The exit of job `id`'s process `spawned`, as the node task awaits it.
+/// Starts job `s` on this node, with the process held for it if one was
+/// prepared as the job is placed, else a new one: the job's entry and its
+/// process, or `None` when it could not be started (the controller is
+/// told it ended so).
+async fn begin(
+    ctx: &NodeContext,
+    name: &str,
+    s: Box<StartJob>,
+    ahead: &mut Option<Box<Ahead>>,
+) -> Option<(Job, crate::spawn::Spawned)> {
+    let id = s.job;
+    if let Some((pid, exit)) = ahead.as_mut().and_then(|a| a.dying.remove(&id)) {
+        Box::pin(gone(pid, exit)).await;
+    }
+    let claimed = match ahead.as_mut().and_then(|a| a.take(id)) {
+        Some(mut p) => {
+            if s.claims(&p.start) && p.alive() {
+                Some(p)
+            } else {
+                // Placed otherwise than foreseen (or gone).
+                Box::pin(p.kill()).await;
+                None
+            }
+        }
+        None => None,
+    };
+    let job = |pid, program| Job {
+        pid,
+        start: Some(s.start_ns),
+        next: None,
+        suspended: false,
+        stop_at: None,
+        kill_at: None,
+        program,
+    };
+    if let Some(p) = claimed {
+        let pid = p.pid;
+        // The start's instant rides on the signal: the job's run counts
+        // from the controller's start.
+        let from = if ctx.settings.run_from_launch {
+            0
+        } else {
+            s.start_ns
+        };
+        if let Err(e) = sigsleep::signals::send_start(pid, from) {
+            debug!(job = id, pid, %e, "start not delivered");
+        }
+        debug!(job = id, node = %name, pid, "started (prepared)");
+        return Some((job(pid, None), crate::spawn::Spawned { pid, exit: p.exit }));
+    }
+    // Boxed: held inline, its state would make every idle node's task
+    // larger.
+    match Box::pin(launch(ctx, &s, false)).await {
+        Ok((spawned, program)) => {
+            debug!(job = id, node = %name, pid = spawned.pid, "started");
+            Some((job(spawned.pid, program), spawned))
+        }
+        Err(e) => {
+            warn!(job = id, node = %name, %e, "cannot start {}", ctx.sigsleep.display());
+            report(
+                ctx,
+                FromAgent::Ended {
+                    job: id,
+                    exit: Exit::SpawnFailed,
+                },
+            )
+            .await;
+            None
+        }
+    }
+}
+
 async fn exit_of(id: u64, spawned: crate::spawn::Spawned) -> (u64, i32, Exit) {
     // A dropped sender means the reaper lost the child: report it as killed.
     (
@@ -1178,30 +1230,39 @@ mod tests {
         task.await.unwrap();
     }
 
+    /// The pid of the next start of job 7 the node reports.
+    async fn started(rx: &mut mpsc::Receiver<FromAgent>) -> u32 {
+        loop {
+            match rx.recv().await {
+                Some(FromAgent::Started { job: 7, pid }) => return pid,
+                Some(_) => continue,
+                None => panic!("no start reported"),
+            }
+        }
+    }
+
     /// A start said twice runs one process, and both are answered with it;
-    /// a start once the job was told to end is another.
+    /// another start of the job (after a kill, or without one) runs once
+    /// the process before it is gone.
     #[tokio::test]
     async fn a_start_said_twice_runs_one_process() {
         let dir = tempfile::tempdir().unwrap();
         let starts = dir.path().join("starts");
+        // Says which process it is, and whether the one before it is
+        // still there, then waits as a job would.
         let job = format!(
-            "#!/bin/sh\necho $$ >> {s}\nexec sleep 30\n",
+            "#!/bin/sh\nf={s}\nlast=$(tail -n1 $f 2>/dev/null)\necho $$ >> $f\n\
+             [ -n \"$last\" ] && [ -e /proc/$last ] && echo overlap $last >> $f\n\
+             exec sleep 30\n",
             s = starts.display()
         );
         let (node, task, mut from_node) = node_running(dir.path(), &job);
         node.send(NodeCmd::Start(Box::new(job7(4))));
         node.send(NodeCmd::Start(Box::new(job7(4))));
-        let mut pids = Vec::new();
-        for _ in 0..2 {
-            let Some(FromAgent::Started { job: 7, pid }) = from_node.recv().await else {
-                panic!("no start reported");
-            };
-            pids.push(pid);
-        }
-        assert_eq!(pids[0], pids[1]);
+        let first = started(&mut from_node).await;
+        assert_eq!(started(&mut from_node).await, first);
         // A second process would have said so by now (the first did).
-        let seen = lines(&starts, 2, 2).await;
-        assert_eq!(seen, [pids[0].to_string()]);
+        assert_eq!(lines(&starts, 2, 2).await, [first.to_string()]);
         // Killed, then started anew (a requeue after a lost node can come
         // before the old process is reaped): a start, not a repeat.
         node.send(NodeCmd::Kill(7));
@@ -1209,16 +1270,22 @@ mod tests {
             start_ns: 5,
             ..job7(4)
         })));
-        let again = loop {
-            match from_node.recv().await {
-                Some(FromAgent::Started { job: 7, pid }) => break pid,
-                Some(_) => continue,
-                None => panic!("no second start reported"),
-            }
-        };
-        assert_ne!(again, pids[0]);
-        let seen = lines(&starts, 2, 10).await;
-        assert_eq!(seen, [pids[0].to_string(), again.to_string()]);
+        let second = started(&mut from_node).await;
+        assert_ne!(second, first);
+        // Another start with no kill before it: the node ends the old
+        // process first.
+        node.send(NodeCmd::Start(Box::new(StartJob {
+            start_ns: 9,
+            ..job7(4)
+        })));
+        let third = started(&mut from_node).await;
+        assert_ne!(third, second);
+        // The second may have been killed before it said so; no process
+        // ever saw the one before it still there.
+        let seen = lines(&starts, 3, 2).await;
+        assert!(seen.iter().all(|l| !l.starts_with("overlap")), "{seen:?}");
+        assert_eq!(seen.first(), Some(&first.to_string()), "{seen:?}");
+        assert_eq!(seen.last(), Some(&third.to_string()), "{seen:?}");
         drop(node);
         task.await.unwrap();
     }

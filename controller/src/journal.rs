@@ -263,6 +263,8 @@ pub struct Recovered {
 pub struct SyncCover {
     pub seq: u64,
     writes: u64,
+    /// When the sync began: entries it does not cover came after.
+    began: std::time::Instant,
 }
 
 /// The open journal.
@@ -638,6 +640,7 @@ impl Journal {
             SyncCover {
                 seq: self.seq,
                 writes: self.writes,
+                began: std::time::Instant::now(),
             },
         ))
     }
@@ -647,16 +650,20 @@ impl Journal {
     /// written, and the file not replaced (a fold, a backup's new state),
     /// since that sync began.
     pub fn synced(&mut self, cover: SyncCover) {
-        let SyncCover { seq, writes } = cover;
+        let SyncCover { seq, writes, began } = cover;
         if writes == self.writes && self.buf.is_empty() {
             self.unsynced = false;
             self.pending = 0;
             self.pending_since = None;
         } else {
             // Entries came after the sync began: they wait for the next.
-            // When the first of them came is not kept; the lag stays
-            // counted from the older instant, an overstatement.
+            // When the first of them came is not kept; the lag counts
+            // from the sync's beginning, at most that sync's length too
+            // much (the server begins a sync once the lag passes its
+            // interval, so an older instant would have it sync without
+            // pause).
             self.pending = self.seq.saturating_sub(seq);
+            self.pending_since = Some(began);
         }
     }
 

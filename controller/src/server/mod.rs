@@ -512,43 +512,45 @@ impl Server {
         let seq = self.journal.seq();
         let orders = std::mem::take(&mut self.out.orders);
         self.release(seq, orders, Vec::new());
-        if self.replies.is_empty() {
-            return;
+        self.answer(seq, unwritten);
+        // The sync tick comes last in the loop's order, and a steady
+        // stream of events (agents' starts and ends, clients answered
+        // once written) could keep it from its turn: no sync, no end
+        // acknowledged to its agent, no fold. Past an interval, the sync
+        // begins here.
+        if self.journal.lag() >= SYNC_INTERVAL {
+            self.begin_sync();
         }
-        // Answers that acknowledge a change wait for the disk; the loop
-        // does not: the sync runs on the record sink's thread, and its end
-        // comes back as an event ([`Server::synced`]). A sync asked for
-        // while one is under way is the next one, for all that came
-        // meanwhile (a group commit).
-        if !self.cluster.config().sync_before_answer {
-            // `journal_sync = "background"`: written is enough, as for
-            // the orders (a crash of this process keeps it); a write that
-            // failed is answered as a failed sync would be. The sync
-            // follows behind: here once the oldest entry not yet synced
-            // has waited an interval (a steady stream of events could
-            // keep the sync tick from its turn), else at the tick.
-            let replies = std::mem::take(&mut self.replies);
-            match unwritten {
-                None => self.release(seq, Vec::new(), replies),
-                Some(e) => {
-                    let (reads, acts): (Vec<_>, Vec<_>) =
-                        replies.into_iter().partition(|(_, r)| reads_only(r));
-                    self.release(seq, Vec::new(), reads);
-                    // The write's error is in the log already.
-                    self.cannot_journal(&e, acts);
-                }
-            }
-            if self.journal.lag() >= SYNC_INTERVAL {
-                self.begin_sync();
-            }
+    }
+
+    /// Answers the clients that wait, for the entries up to `seq`
+    /// (`unwritten`: why the write failed, if it did). Answers that
+    /// acknowledge a change wait for the disk; the loop does not: the
+    /// sync runs on the record sink's thread, and its end comes back as
+    /// an event ([`Server::synced`]). A sync asked for while one is under
+    /// way is the next one, for all that came meanwhile (a group commit).
+    fn answer(&mut self, seq: u64, unwritten: Option<String>) {
+        if self.replies.is_empty() {
             return;
         }
         let (reads, acts): (Vec<_>, Vec<_>) =
             self.replies.drain(..).partition(|(_, r)| reads_only(r));
         self.release(seq, Vec::new(), reads);
-        if !acts.is_empty() {
+        if acts.is_empty() {
+            return;
+        }
+        if self.cluster.config().sync_before_answer {
             self.unsynced.extend(acts);
             self.begin_sync();
+            return;
+        }
+        // `journal_sync = "background"`: written is enough, as for the
+        // orders (a crash of this process keeps it), and the sync follows
+        // behind; a write that failed is answered as a failed sync would
+        // be (its error is in the log already).
+        match unwritten {
+            None => self.release(seq, Vec::new(), acts),
+            Some(e) => self.cannot_journal(&e, acts),
         }
     }
 
