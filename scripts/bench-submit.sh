@@ -4,6 +4,7 @@
 # queued job costs in memory.
 #
 #   scripts/bench-submit.sh [JOBS]        (default 1000000)
+#   BIN=DIR scripts/bench-submit.sh ...   (DIR's controller: another build's)
 #
 # The cluster is configs/raijin-3600.toml's 3,600 nodes of 16 cores with no
 # agent connected, so every job stays queued. One client submits JOBS
@@ -15,10 +16,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=${1:-1000000}
-cargo build --release -q -p controller
-host=$(rustc -vV | sed -n 's/^host: //p')
-bin=target/$host/release
-[ -x "$bin/controller" ] || bin=target/release
+if [ -n "${BIN:-}" ]; then
+  bin=$BIN
+else
+  cargo build --release -q -p controller
+  host=$(rustc -vV | sed -n 's/^host: //p')
+  bin=target/$host/release
+  [ -x "$bin/controller" ] || bin=target/release
+fi
 tmp=$(mktemp -d -t bench-submit-XXXXXX)
 pid=
 cleanup() {

@@ -211,3 +211,91 @@ fn a_world_readable_secret_stops_the_controller_at_start() {
     let err = queue();
     assert!(err.contains("is the controller running?"), "{err}");
 }
+
+#[test]
+fn a_frame_altered_on_its_way_is_not_acted_on() {
+    // A real client's submission passes a relay that changes one bit of
+    // it after the handshake: the controller drops the connection, says
+    // why with the peer, and queues nothing. The same submission, intact,
+    // is then queued.
+    let c = Cluster::start("vn1", 2, "");
+    let secret = std::fs::read_to_string(c.secret_path()).unwrap();
+    let server = c.address();
+    let relay = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let relay_addr = relay.local_addr().unwrap().to_string();
+    let relayed = std::thread::spawn(move || {
+        let (mut client, _) = relay.accept().unwrap();
+        let mut upstream = TcpStream::connect(&server).unwrap();
+        let port = upstream.local_addr().unwrap().port();
+        let mut down = upstream.try_clone().unwrap();
+        let mut client_w = client.try_clone().unwrap();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = down.read(&mut buf) {
+                if n == 0 || client_w.write_all(&buf[..n]).is_err() {
+                    break;
+                }
+            }
+        });
+        // Frame 0 is the client's proof; frame 1, its submission.
+        for n in 0..2 {
+            let mut len = [0u8; 4];
+            client.read_exact(&mut len).unwrap();
+            let mut frame = vec![0u8; u32::from_be_bytes(len) as usize];
+            client.read_exact(&mut frame).unwrap();
+            if n == 1 {
+                // The message's last byte, not its tag.
+                let at = frame.len() - formats::wire::TAG - 1;
+                frame[at] ^= 1;
+            }
+            upstream.write_all(&len).unwrap();
+            upstream.write_all(&frame).unwrap();
+        }
+        until_closed(&mut upstream);
+        port
+    });
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let submit = |addr: String| {
+        let secret = secret.clone();
+        rt.block_on(async move {
+            use formats::wire::{self, Conn, JobSpec, Request, Response, Role};
+            let stream = tokio::net::TcpStream::connect(&addr).await.unwrap();
+            let mut conn = Conn::new(stream);
+            wire::connect(&mut conn, secret.trim().as_bytes(), Role::Client)
+                .await
+                .unwrap();
+            let spec = JobSpec {
+                cores: 1,
+                runtime_ns: 100_000_000,
+                ..JobSpec::default()
+            };
+            conn.send(&Request::Submit {
+                specs: vec![spec],
+                key: 0,
+            })
+            .await
+            .unwrap();
+            conn.recv::<Response>().await
+        })
+    };
+    let tampered = submit(relay_addr);
+    assert!(tampered.is_err(), "{tampered:?}");
+    let port = relayed.join().unwrap();
+    // The line is written once the connection is gone.
+    c.wait_for(
+        &format!("a log line naming port {port} and the tag"),
+        || {
+            c.log()
+                .lines()
+                .any(|l| l.contains(&format!("127.0.0.1:{port}")) && l.contains("failed its tag"))
+        },
+    );
+    let stats = json_of(&c.ok(&["stats", "--format", "json"]));
+    assert_eq!(stats["submitted"], 0);
+
+    let intact = submit(c.address());
+    assert!(
+        matches!(intact, Ok(formats::wire::Response::Submitted(ref ids)) if ids == &[1]),
+        "{intact:?}"
+    );
+}

@@ -15,7 +15,15 @@
 //!
 //! A wrong version, a wrong proof or a message out of turn ends the
 //! connection before anything it sent is acted on. Nonces are fresh on both
-//! sides, so a recorded handshake cannot be replayed. After the handshake
+//! sides, so a recorded handshake cannot be replayed.
+//!
+//! Every frame after the handshake is sealed: it ends with a 16-byte tag,
+//! HMAC-SHA256 (truncated) over the frame's number on its way and its
+//! bytes, under a key of that way and that connection (derived from the
+//! secret and both nonces). A frame altered, repeated, moved from another
+//! connection or sent back to its sender fails its tag, as does the one
+//! after a frame dropped, and the connection ends before its message is
+//! read. After the handshake
 //! an agent speaks [`FromAgent`] and hears [`ToAgent`]; a client sends one
 //! [`Request`] at a time and gets one [`Response`]; a backup controller
 //! speaks the controller's own replication messages.
@@ -75,7 +83,11 @@ use tokio_util::codec::{Decoder, Encoder, Framed, LengthDelimitedCodec};
 /// 27: a start says when the controller started the job
 /// (`StartJob::start_ns`), and an agent may count a job's run from its
 /// process's launch instead (`RunSettings::run_from_launch`).
-pub const PROTOCOL: u32 = 27;
+/// 28: every frame after the handshake is sealed with a tag ([`TAG`]).
+pub const PROTOCOL: u32 = 28;
+/// Bytes of the tag that ends every frame after the handshake: a
+/// truncated HMAC-SHA256, as RFC 4868 truncates it for IPsec.
+pub const TAG: usize = 16;
 /// Largest frame a server accepts from an authenticated peer (a batch of
 /// records can be large).
 pub const MAX_FRAME: usize = 16 << 20;
@@ -140,6 +152,9 @@ pub enum WireError {
     Malformed(String),
     /// The handshake failed: wrong secret, version or order.
     Refused(String),
+    /// A frame after the handshake whose tag is wrong: altered, dropped,
+    /// repeated or not from this connection's peer.
+    Forged,
     Timeout,
 }
 
@@ -151,6 +166,10 @@ impl fmt::Display for WireError {
             WireError::TooLarge(limit) => write!(f, "frame larger than {limit} bytes"),
             WireError::Malformed(e) => write!(f, "malformed message: {e}"),
             WireError::Refused(e) => write!(f, "handshake refused: {e}"),
+            WireError::Forged => write!(
+                f,
+                "a frame failed its tag: altered, dropped, repeated or not from this peer"
+            ),
             WireError::Timeout => write!(f, "timed out"),
         }
     }
@@ -226,6 +245,74 @@ pub fn encode<M: Serialize>(msg: &M) -> Result<Vec<u8>, WireError> {
 /// A framed, message-typed connection over any byte stream.
 pub struct Conn<T> {
     framed: Framed<T, Frames>,
+    /// The keys and frame counts of each way, once the handshake set them.
+    seal: Option<Seal>,
+}
+
+/// What seals the frames of one connection: a keyed HMAC for each way,
+/// and how many frames went each way. The count is in every tag, never
+/// on the wire, so a frame is good only at its own place in the stream.
+struct Seal {
+    out: Hmac<Sha256>,
+    sent: u64,
+    into: Hmac<Sha256>,
+    received: u64,
+}
+
+impl Seal {
+    /// The keys for `to_server` and `to_client` frames of the connection
+    /// whose handshake used these nonces; `server`: this end's side.
+    fn new(secret: &[u8], client_nonce: &Nonce, server_nonce: &Nonce, server: bool) -> Seal {
+        let key = |way: &[u8]| {
+            let k = mac(secret, &[way, client_nonce, server_nonce]);
+            <Hmac<Sha256> as Mac>::new_from_slice(&k).expect("HMAC takes a key of any length")
+        };
+        let (to_server, to_client) = (
+            key(b"clemu frames to server"),
+            key(b"clemu frames to client"),
+        );
+        let (out, into) = if server {
+            (to_client, to_server)
+        } else {
+            (to_server, to_client)
+        };
+        Seal {
+            out,
+            sent: 0,
+            into,
+            received: 0,
+        }
+    }
+
+    fn tag(key: &Hmac<Sha256>, count: u64, body: &[u8]) -> Hmac<Sha256> {
+        let mut m = key.clone();
+        m.update(&count.to_be_bytes());
+        m.update(body);
+        m
+    }
+
+    /// `body` with its tag after it.
+    fn close(&mut self, mut body: Vec<u8>) -> Vec<u8> {
+        let tag = Seal::tag(&self.out, self.sent, &body)
+            .finalize()
+            .into_bytes();
+        self.sent += 1;
+        body.extend_from_slice(&tag[..TAG]);
+        body
+    }
+
+    /// The body of a sealed frame, if its tag is this frame's.
+    fn open<'a>(&mut self, frame: &'a [u8]) -> Result<&'a [u8], WireError> {
+        let Some(cut) = frame.len().checked_sub(TAG) else {
+            return Err(WireError::Forged);
+        };
+        let (body, tag) = frame.split_at(cut);
+        Seal::tag(&self.into, self.received, body)
+            .verify_truncated_left(tag)
+            .map_err(|_| WireError::Forged)?;
+        self.received += 1;
+        Ok(body)
+    }
 }
 
 impl<T: AsyncRead + AsyncWrite + Unpin> Conn<T> {
@@ -243,7 +330,19 @@ impl<T: AsyncRead + AsyncWrite + Unpin> Conn<T> {
         };
         Conn {
             framed: Framed::new(io, frames),
+            seal: None,
         }
+    }
+
+    /// A message's frame as this connection sends it: sealed once the
+    /// handshake is done.
+    fn frame<M: Serialize>(&mut self, msg: &M) -> Result<Bytes, WireError> {
+        // (`encode` refuses what the codec would: frames past its limit.)
+        let bytes = encode(msg)?;
+        Ok(Bytes::from(match &mut self.seal {
+            Some(seal) => seal.close(bytes),
+            None => bytes,
+        }))
     }
 
     /// Largest frame accepted from now on.
@@ -252,23 +351,16 @@ impl<T: AsyncRead + AsyncWrite + Unpin> Conn<T> {
     }
 
     pub async fn send<M: Serialize>(&mut self, msg: &M) -> Result<(), WireError> {
-        // (`encode` refuses what the codec would: frames past its limit.)
-        let bytes = encode(msg)?;
-        self.framed
-            .send(Bytes::from(bytes))
-            .await
-            .map_err(WireError::Io)
+        let frame = self.frame(msg)?;
+        self.framed.send(frame).await.map_err(WireError::Io)
     }
 
     /// Queues a message without writing it: what is fed goes out with the
     /// next [`Conn::flush`] (or once the buffer is large), so that a burst
     /// of messages costs one write and wakes the peer once.
     pub async fn feed<M: Serialize>(&mut self, msg: &M) -> Result<(), WireError> {
-        let bytes = encode(msg)?;
-        self.framed
-            .feed(Bytes::from(bytes))
-            .await
-            .map_err(WireError::Io)
+        let frame = self.frame(msg)?;
+        self.framed.feed(frame).await.map_err(WireError::Io)
     }
 
     /// Writes whatever was fed.
@@ -286,7 +378,10 @@ impl<T: AsyncRead + AsyncWrite + Unpin> Conn<T> {
                 self.framed.codec().inbound.max_frame_length(),
             )),
             Some(Err(e)) => Err(WireError::Io(e)),
-            Some(Ok(frame)) => decode(&frame),
+            Some(Ok(frame)) => match &mut self.seal {
+                Some(seal) => decode(seal.open(&frame)?),
+                None => decode(&frame),
+            },
         }
     }
 
@@ -364,6 +459,7 @@ pub async fn accept<T: AsyncRead + AsyncWrite + Unpin>(
         }
         let proof = mac(secret, &[b"clemu server", &auth.nonce, &server_nonce]);
         conn.send(&Welcome { proof }).await?;
+        conn.seal = Some(Seal::new(secret, &auth.nonce, &server_nonce, true));
         conn.set_max_frame(MAX_FRAME);
         Ok(auth.role)
     })
@@ -417,6 +513,7 @@ pub async fn connect<T: AsyncRead + AsyncWrite + Unpin>(
                 "the server does not know the secret".into(),
             ));
         }
+        conn.seal = Some(Seal::new(secret, &client_nonce, &hello.nonce, false));
         conn.set_max_frame(MAX_REPLY_FRAME);
         Ok(())
     })
@@ -563,6 +660,164 @@ mod tests {
         let _ = c.send(&Request::Records(vec![1; MAX_FRAME / 8 + 1])).await;
         let r = server.await.unwrap();
         assert!(matches!(r, Err(WireError::TooLarge(MAX_FRAME))), "{r:?}");
+    }
+
+    /// A server and a client that shake hands through a relay: each frame
+    /// the client sends after its handshake goes through `forward`, which
+    /// says what the server gets instead (none, it, it twice, another).
+    /// Returns the client and what the server read, message by message,
+    /// until its first error.
+    async fn through<F>(mut forward: F) -> (Conn<tokio::io::DuplexStream>, ServerSaw)
+    where
+        F: FnMut(usize, Vec<u8>) -> Vec<Vec<u8>> + Send + 'static,
+    {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let (server_end, relay_server) = tokio::io::duplex(1 << 16);
+        let (client_end, relay_client) = tokio::io::duplex(1 << 16);
+        let (mut from_client, mut to_client) = tokio::io::split(relay_client);
+        let (mut from_server, mut up) = tokio::io::split(relay_server);
+        tokio::spawn(async move {
+            let _ = tokio::io::copy(&mut from_server, &mut to_client).await;
+        });
+        tokio::spawn(async move {
+            // Frame 0 is the client's Auth; what follows is sealed.
+            // The client gone, the server hears its end.
+            let mut n = 0;
+            loop {
+                let mut len = [0u8; 4];
+                if from_client.read_exact(&mut len).await.is_err() {
+                    let _ = up.shutdown().await;
+                    return;
+                }
+                let mut frame = vec![0u8; u32::from_be_bytes(len) as usize];
+                if from_client.read_exact(&mut frame).await.is_err() {
+                    let _ = up.shutdown().await;
+                    return;
+                }
+                let out = if n == 0 {
+                    vec![frame]
+                } else {
+                    forward(n, frame)
+                };
+                n += 1;
+                for f in out {
+                    let mut bytes = (f.len() as u32).to_be_bytes().to_vec();
+                    bytes.extend(f);
+                    if up.write_all(&bytes).await.is_err() {
+                        return;
+                    }
+                }
+            }
+        });
+        let server = tokio::spawn(async move {
+            let mut c = Conn::new(server_end);
+            accept(&mut c, b"k").await.unwrap();
+            let mut saw = Vec::new();
+            loop {
+                match c.recv::<Request>().await {
+                    Ok(r) => saw.push(format!("{r:?}")),
+                    Err(e) => return (saw, e),
+                }
+            }
+        });
+        let mut c = Conn::new(client_end);
+        connect(&mut c, b"k", Role::Client).await.unwrap();
+        (c, ServerSaw(server))
+    }
+
+    struct ServerSaw(tokio::task::JoinHandle<(Vec<String>, WireError)>);
+
+    impl ServerSaw {
+        async fn after(self, client: Conn<tokio::io::DuplexStream>) -> (Vec<String>, WireError) {
+            // The server stops at its first error; a server that accepted
+            // everything is stopped by the client hanging up.
+            let r = tokio::time::timeout(Duration::from_secs(10), self.0).await;
+            drop(client);
+            r.expect("the server should stop").unwrap()
+        }
+    }
+
+    #[tokio::test]
+    async fn sealed_frames_pass_as_sent() {
+        let (mut c, saw) = through(|_, f| vec![f]).await;
+        c.send(&Request::Stats).await.unwrap();
+        c.send(&Request::Nodes).await.unwrap();
+        c.flush().await.unwrap();
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        drop(c);
+        let r = tokio::time::timeout(Duration::from_secs(10), saw.0)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(r.0, ["Stats", "Nodes"]);
+        assert!(matches!(r.1, WireError::Closed), "{:?}", r.1);
+    }
+
+    #[tokio::test]
+    async fn a_frame_altered_dropped_or_repeated_ends_the_connection_unread() {
+        // One bit of the message changed: its tag no longer matches.
+        let (mut c, saw) = through(|_, mut f| {
+            f[0] ^= 1;
+            vec![f]
+        })
+        .await;
+        c.send(&Request::Stats).await.unwrap();
+        let (read, e) = saw.after(c).await;
+        assert!(read.is_empty(), "{read:?}");
+        assert!(matches!(e, WireError::Forged), "{e:?}");
+
+        // The same with the tag: the message is intact and still refused.
+        let (mut c, saw) = through(|_, mut f| {
+            *f.last_mut().unwrap() ^= 0x80;
+            vec![f]
+        })
+        .await;
+        c.send(&Request::Stats).await.unwrap();
+        let (read, e) = saw.after(c).await;
+        assert!(read.is_empty(), "{read:?}");
+        assert!(matches!(e, WireError::Forged), "{e:?}");
+
+        // The first request dropped: the second is out of its place.
+        let (mut c, saw) = through(|n, f| if n == 1 { vec![] } else { vec![f] }).await;
+        c.send(&Request::Stats).await.unwrap();
+        c.send(&Request::Nodes).await.unwrap();
+        let (read, e) = saw.after(c).await;
+        assert!(read.is_empty(), "{read:?}");
+        assert!(matches!(e, WireError::Forged), "{e:?}");
+
+        // A request said twice: the first is read, its copy is not.
+        let (mut c, saw) = through(|_, f| vec![f.clone(), f]).await;
+        c.send(&Request::Stats).await.unwrap();
+        let (read, e) = saw.after(c).await;
+        assert_eq!(read, ["Stats"]);
+        assert!(matches!(e, WireError::Forged), "{e:?}");
+
+        // A frame too short to hold a tag.
+        let (mut c, saw) = through(|_, _| vec![vec![1, 2, 3]]).await;
+        c.send(&Request::Stats).await.unwrap();
+        let (read, e) = saw.after(c).await;
+        assert!(read.is_empty(), "{read:?}");
+        assert!(matches!(e, WireError::Forged), "{e:?}");
+    }
+
+    #[test]
+    fn a_frame_is_good_only_on_its_way_of_its_own_connection() {
+        let (cn, sn) = ([1u8; 32], [2u8; 32]);
+        let mut client = Seal::new(b"k", &cn, &sn, false);
+        let mut server = Seal::new(b"k", &cn, &sn, true);
+        let body = b"a message".to_vec();
+        let frame = client.close(body.clone());
+        assert_eq!(frame.len(), body.len() + TAG);
+        // Sent back to its sender, it fails: each way has its own key.
+        assert!(client.open(&frame).is_err());
+        // On another connection (other nonces, the same secret), too.
+        let mut other = Seal::new(b"k", &cn, &[3u8; 32], true);
+        assert!(other.open(&frame).is_err());
+        // Under another secret, too.
+        let mut stranger = Seal::new(b"not k", &cn, &sn, true);
+        assert!(stranger.open(&frame).is_err());
+        // Its own peer reads it.
+        assert_eq!(server.open(&frame).unwrap(), body);
     }
 
     #[tokio::test(start_paused = true)]
