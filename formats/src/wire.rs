@@ -23,10 +23,13 @@
 //! secret and both nonces). A frame altered, repeated, moved from another
 //! connection or sent back to its sender fails its tag, as does the one
 //! after a frame dropped, and the connection ends before its message is
-//! read. After the handshake
-//! an agent speaks [`FromAgent`] and hears [`ToAgent`]; a client sends one
-//! [`Request`] at a time and gets one [`Response`]; a backup controller
-//! speaks the controller's own replication messages.
+//! read. (A connection cut after frames dropped looks like any close: the
+//! end of a TCP stream carries no tag.)
+//!
+//! After the handshake an agent speaks [`FromAgent`] and hears
+//! [`ToAgent`]; a client sends one [`Request`] at a time and gets one
+//! [`Response`]; a backup controller speaks the controller's own
+//! replication messages.
 
 use std::fmt;
 use std::io;
@@ -233,11 +236,16 @@ pub fn decode<M: DeserializeOwned>(frame: &[u8]) -> Result<M, WireError> {
 
 /// A message's frame payload, as [`Conn::send`] writes it.
 pub fn encode<M: Serialize>(msg: &M) -> Result<Vec<u8>, WireError> {
+    encode_within(msg, MAX_SENT_FRAME)
+}
+
+/// [`encode`], refusing a message longer than `limit` bytes.
+fn encode_within<M: Serialize>(msg: &M, limit: usize) -> Result<Vec<u8>, WireError> {
     options()
-        .with_limit(MAX_SENT_FRAME as u64)
+        .with_limit(limit as u64)
         .serialize(msg)
         .map_err(|e| match *e {
-            bincode::ErrorKind::SizeLimit => WireError::TooLarge(MAX_SENT_FRAME),
+            bincode::ErrorKind::SizeLimit => WireError::TooLarge(limit),
             _ => WireError::Malformed(e.to_string()),
         })
 }
@@ -335,13 +343,12 @@ impl<T: AsyncRead + AsyncWrite + Unpin> Conn<T> {
     }
 
     /// A message's frame as this connection sends it: sealed once the
-    /// handshake is done.
+    /// handshake is done. A message the codec would refuse, with its tag,
+    /// is refused here, before it counts as sent.
     fn frame<M: Serialize>(&mut self, msg: &M) -> Result<Bytes, WireError> {
-        // (`encode` refuses what the codec would: frames past its limit.)
-        let bytes = encode(msg)?;
         Ok(Bytes::from(match &mut self.seal {
-            Some(seal) => seal.close(bytes),
-            None => bytes,
+            Some(seal) => seal.close(encode_within(msg, MAX_SENT_FRAME - TAG)?),
+            None => encode(msg)?,
         }))
     }
 
@@ -350,6 +357,10 @@ impl<T: AsyncRead + AsyncWrite + Unpin> Conn<T> {
         self.framed.codec_mut().inbound.set_max_frame_length(len);
     }
 
+    /// Sends a message. Not to be cancelled: the frame counts as sent
+    /// once sealed, so a send dropped half-way leaves every later frame
+    /// out of its place; a connection whose send was cancelled or failed
+    /// is closed, not used again.
     pub async fn send<M: Serialize>(&mut self, msg: &M) -> Result<(), WireError> {
         let frame = self.frame(msg)?;
         self.framed.send(frame).await.map_err(WireError::Io)
@@ -357,7 +368,8 @@ impl<T: AsyncRead + AsyncWrite + Unpin> Conn<T> {
 
     /// Queues a message without writing it: what is fed goes out with the
     /// next [`Conn::flush`] (or once the buffer is large), so that a burst
-    /// of messages costs one write and wakes the peer once.
+    /// of messages costs one write and wakes the peer once. Not to be
+    /// cancelled, as [`Conn::send`].
     pub async fn feed<M: Serialize>(&mut self, msg: &M) -> Result<(), WireError> {
         let frame = self.frame(msg)?;
         self.framed.feed(frame).await.map_err(WireError::Io)
@@ -729,8 +741,8 @@ mod tests {
 
     impl ServerSaw {
         async fn after(self, client: Conn<tokio::io::DuplexStream>) -> (Vec<String>, WireError) {
-            // The server stops at its first error; a server that accepted
-            // everything is stopped by the client hanging up.
+            // The server stops at its first error, which these tests make
+            // come; one that accepted everything fails the test after 10 s.
             let r = tokio::time::timeout(Duration::from_secs(10), self.0).await;
             drop(client);
             r.expect("the server should stop").unwrap()

@@ -55,7 +55,9 @@ fn roundtrip<M: DeserializeOwned + Serialize>(frame: &[u8]) {
 
 /// Bytes as a peer would send them: length-delimited frames (with the
 /// server's size limit), each decoded as every message type a controller,
-/// an agent or a client receives. Never a panic nor an allocation past the
+/// an agent or a client receives. (After the handshake each frame also
+/// ends with its tag, checked before the message is decoded: what the
+/// decoder meets is what a peer with the secret sent.) Never a panic nor an allocation past the
 /// frame, and whatever decodes encodes back to the same bytes.
 pub fn wire_decoder(data: &[u8]) {
     let mut codec = LengthDelimitedCodec::builder()
