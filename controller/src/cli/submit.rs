@@ -169,7 +169,9 @@ pub(super) async fn submit(
             Response::Error(e) => {
                 out.flush()?;
                 let done = a.count - left - n;
-                eprintln!("controller: {e} ({done} of {} jobs submitted)", a.count);
+                // Acknowledged, not submitted: a refusal may say that its
+                // jobs were queued all the same (a journal it cannot write).
+                eprintln!("controller: {e} ({done} of {} jobs acknowledged)", a.count);
                 outcome = Outcome::Refused;
                 break;
             }

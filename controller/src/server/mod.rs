@@ -15,6 +15,7 @@
 //! applies what its primary sends.
 
 mod agents;
+mod complaints;
 mod lead;
 mod peers;
 mod requests;
@@ -270,6 +271,11 @@ pub struct Server {
     record_path: std::path::PathBuf,
     /// Wakes the server for a pass at its instant, to the microsecond.
     timer: timer::Precise,
+    /// The journal's writes, syncs and folds, which a full or failing
+    /// disk makes fail at every commit: logged once a minute.
+    write_failures: complaints::Complaint,
+    sync_failures: complaints::Complaint,
+    fold_failures: complaints::Complaint,
 }
 
 impl Server {
@@ -323,6 +329,9 @@ impl Server {
             turned_away: Default::default(),
             record_path: std::path::PathBuf::new(),
             timer: timer::Precise::new(),
+            write_failures: complaints::Complaint::new("writing the journal"),
+            sync_failures: complaints::Complaint::new("syncing the journal and the record file"),
+            fold_failures: complaints::Complaint::new("folding the journal into a snapshot"),
         };
         server.scheduler.attach(&mut server.cluster);
         // A job whose record is in the file ended, even if the controller
@@ -441,9 +450,11 @@ impl Server {
         }
         self.sync().await;
         // The last orders (the ends the sync made durable may be forgotten)
-        // under the same rule as all others.
-        let orders = std::mem::take(&mut self.out.orders);
-        self.release(self.journal.seq(), orders, Vec::new());
+        // under the same rule as all others: none if it could not write.
+        if self.write_failures.failing().is_none() {
+            let orders = std::mem::take(&mut self.out.orders);
+            self.release(self.journal.seq(), orders, Vec::new());
+        }
         info!("controller stopped");
         self.done.cancel();
     }
@@ -510,8 +521,12 @@ impl Server {
             self.confirm();
         }
         let seq = self.journal.seq();
-        let orders = std::mem::take(&mut self.out.orders);
-        self.release(seq, orders, Vec::new());
+        // No agent hears of a change before it is written: while the
+        // journal cannot be written (a full disk), orders wait for it.
+        if unwritten.is_none() {
+            let orders = std::mem::take(&mut self.out.orders);
+            self.release(seq, orders, Vec::new());
+        }
         self.answer(seq, unwritten);
         // The sync tick comes last in the loop's order, and a steady
         // stream of events (agents' starts and ends, clients answered
@@ -561,7 +576,11 @@ impl Server {
         if self.syncing.is_some() {
             return;
         }
-        self.write_journal();
+        // A write that fails is logged as such: no sync is begun on it.
+        if let Some(e) = self.write_journal() {
+            let replies = std::mem::take(&mut self.unsynced);
+            return self.cannot_journal(&e, replies);
+        }
         let (file, cover) = match self.journal.sync_elsewhere() {
             Ok(f) => f,
             Err(e) => {
@@ -595,6 +614,9 @@ impl Server {
         };
         match result {
             Ok(()) => {
+                if let Some(line) = self.sync_failures.worked(Instant::now()) {
+                    info!("{line}");
+                }
                 self.journal.synced(done.cover);
                 self.release(done.cover.seq, Vec::new(), done.replies);
                 self.acknowledge_ends(done.ends);
@@ -618,21 +640,39 @@ impl Server {
 
     /// What `replies` acknowledge might not survive a crash: they say so.
     fn sync_failed(&mut self, e: &str, replies: Vec<(oneshot::Sender<Response>, Response)>) {
-        error!("{e}");
+        if let Some(line) = self.sync_failures.failed(e, Instant::now()) {
+            error!("{line}");
+        }
         self.cannot_journal(e, replies);
     }
 
-    /// Answers `replies` that the change they acknowledge cannot be
-    /// journaled, because of `e` (refusals stay as they are).
+    /// Answers `replies` that the change they acknowledge is made but not
+    /// safely on disk, because of `e` (refusals stay as they are). The
+    /// change cannot be taken back: the jobs of a submission are queued
+    /// and run, and the answer names them, so that no one submits them
+    /// again believing them lost.
     fn cannot_journal(&mut self, e: &str, replies: Vec<(oneshot::Sender<Response>, Response)>) {
         let replies = replies
             .into_iter()
-            .map(|(reply, resp)| match resp {
-                Response::Error(_) => (reply, resp),
-                _ => (
-                    reply,
-                    Response::Error(format!("the controller cannot journal: {e}")),
-                ),
+            .map(|(reply, resp)| {
+                let said = match resp {
+                    Response::Error(_) => return (reply, resp),
+                    Response::Submitted(ids) => format!(
+                        "{} queued, but not safely on disk ({e}): lost if the controller stops \
+                         before it can journal them",
+                        match ids.as_slice() {
+                            [one] => format!("job {one} is"),
+                            // A submission's ids follow each other.
+                            [first, .., last] => format!("jobs {first} to {last} are"),
+                            [] => "no job is".to_string(),
+                        }
+                    ),
+                    _ => format!(
+                        "done, but not safely on disk ({e}): lost if the controller stops \
+                         before it can journal it"
+                    ),
+                };
+                (reply, Response::Error(said))
             })
             .collect();
         self.release(self.journal.seq(), Vec::new(), replies);
@@ -643,10 +683,21 @@ impl Server {
     /// entries wait to be written again).
     fn write_journal(&mut self) -> Option<String> {
         self.journal.append(self.out.entries.drain(..));
-        let failed = self.journal.write().err().map(|e| {
-            error!("{e:#}");
-            format!("{e:#}")
-        });
+        let failed = match self.journal.write() {
+            Ok(()) => {
+                if let Some(line) = self.write_failures.worked(Instant::now()) {
+                    info!("{line}");
+                }
+                None
+            }
+            Err(e) => {
+                let e = format!("{e:#}");
+                if let Some(line) = self.write_failures.failed(&e, Instant::now()) {
+                    error!("{line}");
+                }
+                Some(e)
+            }
+        };
         if let Place::Primary(backups) = &mut self.place {
             let frames = self.journal.take_outgoing();
             if !frames.is_empty() && !backups.is_empty() {
@@ -720,6 +771,9 @@ impl Server {
         };
         match synced {
             Ok(()) => {
+                if let Some(line) = self.sync_failures.worked(Instant::now()) {
+                    info!("{line}");
+                }
                 self.release(self.journal.seq(), Vec::new(), replies);
                 self.acknowledge_ends(ends);
             }
@@ -730,11 +784,21 @@ impl Server {
     /// Folds a long journal into a snapshot (a no-op while it is short).
     fn compact(&mut self) {
         if self.journal.wants_compaction() {
-            if let Err(e) = self
+            match self
                 .cluster
                 .write_snapshot(&mut self.journal, self.clock.now())
             {
-                error!("{e:#}");
+                Ok(()) => {
+                    if let Some(line) = self.fold_failures.worked(Instant::now()) {
+                        info!("{line}");
+                    }
+                }
+                Err(e) => {
+                    if let Some(line) = self.fold_failures.failed(&format!("{e:#}"), Instant::now())
+                    {
+                        error!("{line}");
+                    }
+                }
             }
         }
     }

@@ -57,6 +57,19 @@ impl Server {
                 if let Some(why) = self.scheduler.failed() {
                     return Response::Error(format!("no scheduler: {why}"));
                 }
+                // A journal that cannot be written takes no new work: jobs
+                // queued now would be lost by a controller that stops
+                // before its disk has room. What was written is kept, and
+                // the write is tried again at every commit, and here.
+                if self.write_failures.failing().is_some() {
+                    self.write_journal();
+                }
+                if let Some(e) = self.write_failures.failing() {
+                    return Response::Error(format!(
+                        "no job submitted: the controller cannot write its journal ({e}); it \
+                         takes submissions again once it can"
+                    ));
+                }
                 match self.cluster.submit(specs, key, now, &mut self.out) {
                     Ok(ids) => Response::Submitted(ids),
                     Err(e) => Response::Error(e),
