@@ -15,13 +15,15 @@
 //!   virtual-time twin ([`sim`]) drives the same core and scheduler with
 //!   an event queue instead of a clock;
 //! - the [`listener`], one task per [`connection`]: each authenticates its
-//!   peer (HMAC over fresh nonces, [`formats::wire`]), then relays an
-//!   agent's events or a client's requests to the server, and the server's
-//!   orders back;
+//!   peer (HMAC over fresh nonces, [`formats::wire`], every frame after
+//!   that sealed with its own tag), then relays an agent's events or a
+//!   client's requests to the server, and the server's orders back;
 //! - the [`records`] sink, sole writer of the record file, for records
 //!   streamed by agents on other hosts;
 //! - the [`journal`], written by the server before it answers a client,
-//!   from which a restarted controller recovers its jobs;
+//!   from which a restarted controller recovers its jobs (a disk that
+//!   keeps failing under it or the record file is logged once a minute,
+//!   `complaints`);
 //! - with `[controller] hosts`, [`replication`]: the primary streams its
 //!   journal to its backups, which keep a copy of its tables and act on
 //!   nothing;
@@ -38,6 +40,7 @@
 
 pub mod batsim;
 pub mod cli;
+mod complaints;
 pub mod config;
 pub mod connection;
 pub mod core;

@@ -164,13 +164,26 @@ pub fn start(path: &Path) -> Result<(Sink, std::thread::JoinHandle<()>)> {
     let thread = std::thread::Builder::new()
         .name("clemu-records".into())
         .spawn(move || {
+            // A full disk fails every append: said once a minute.
+            let mut unwritten = crate::complaints::Complaint::new("writing the record file");
             while let Ok(work) = rx.recv() {
                 match work {
                     Work::Append(frames) => {
                         // One write: the sigsleeps of local agents append
                         // to the same file.
-                        if let Err(e) = file.write_all(&frames) {
-                            error!(file = %path.display(), %e, "cannot write records");
+                        let now = std::time::Instant::now();
+                        match file.write_all(&frames) {
+                            Ok(()) => {
+                                if let Some(line) = unwritten.worked(now) {
+                                    tracing::info!("{line}");
+                                }
+                            }
+                            Err(e) => {
+                                let e = format!("cannot write records to {}: {e}", path.display());
+                                if let Some(line) = unwritten.failed(&e, now) {
+                                    error!("{line}");
+                                }
+                            }
                         }
                     }
                     Work::Read(ids, reply) => {

@@ -15,7 +15,6 @@
 //! applies what its primary sends.
 
 mod agents;
-mod complaints;
 mod lead;
 mod peers;
 mod requests;
@@ -273,9 +272,9 @@ pub struct Server {
     timer: timer::Precise,
     /// The journal's writes, syncs and folds, which a full or failing
     /// disk makes fail at every commit: logged once a minute.
-    write_failures: complaints::Complaint,
-    sync_failures: complaints::Complaint,
-    fold_failures: complaints::Complaint,
+    write_failures: crate::complaints::Complaint,
+    sync_failures: crate::complaints::Complaint,
+    fold_failures: crate::complaints::Complaint,
 }
 
 impl Server {
@@ -329,9 +328,11 @@ impl Server {
             turned_away: Default::default(),
             record_path: std::path::PathBuf::new(),
             timer: timer::Precise::new(),
-            write_failures: complaints::Complaint::new("writing the journal"),
-            sync_failures: complaints::Complaint::new("syncing the journal and the record file"),
-            fold_failures: complaints::Complaint::new("folding the journal into a snapshot"),
+            write_failures: crate::complaints::Complaint::new("writing the journal"),
+            sync_failures: crate::complaints::Complaint::new(
+                "syncing the journal and the record file",
+            ),
+            fold_failures: crate::complaints::Complaint::new("folding the journal into a snapshot"),
         };
         server.scheduler.attach(&mut server.cluster);
         // A job whose record is in the file ended, even if the controller

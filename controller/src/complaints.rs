@@ -11,7 +11,7 @@ const AGAIN: Duration = Duration::from_secs(60);
 
 /// One kind of failure: whether it is failing now, and what of it the
 /// log has not said yet.
-pub(super) struct Complaint {
+pub(crate) struct Complaint {
     /// What fails, as the line that says it works again names it.
     what: &'static str,
     failing: Option<Failing>,
@@ -30,7 +30,7 @@ struct Failing {
 }
 
 impl Complaint {
-    pub(super) fn new(what: &'static str) -> Complaint {
+    pub(crate) fn new(what: &'static str) -> Complaint {
         Complaint {
             what,
             failing: None,
@@ -38,7 +38,7 @@ impl Complaint {
     }
 
     /// It failed with `e` at `now`: the line to log, if one is due.
-    pub(super) fn failed(&mut self, e: &str, now: Instant) -> Option<String> {
+    pub(crate) fn failed(&mut self, e: &str, now: Instant) -> Option<String> {
         let Some(f) = &mut self.failing else {
             self.failing = Some(Failing {
                 last: e.to_string(),
@@ -66,12 +66,12 @@ impl Complaint {
     }
 
     /// The last failure, while it fails.
-    pub(super) fn failing(&self) -> Option<&str> {
+    pub(crate) fn failing(&self) -> Option<&str> {
         self.failing.as_ref().map(|f| f.last.as_str())
     }
 
     /// It worked at `now`: the line to log if it was failing.
-    pub(super) fn worked(&mut self, now: Instant) -> Option<String> {
+    pub(crate) fn worked(&mut self, now: Instant) -> Option<String> {
         let f = self.failing.take()?;
         Some(format!(
             "{} works again, after {} failures over {} s",
