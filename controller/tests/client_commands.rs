@@ -11,18 +11,7 @@ use std::io::{BufRead, BufReader, Read};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{binary, json_of, Cluster};
-
-fn ids(queue: &str) -> Vec<u64> {
-    let mut v: Vec<u64> = json_of(queue)
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|j| j["id"].as_u64().unwrap())
-        .collect();
-    v.sort_unstable();
-    v
-}
+use common::{binary, json_of, queue_ids as ids, Cluster};
 
 /// Regression: `controller submit` waiting at `max_jobs` ignored Ctrl-C
 /// and SIGTERM, said nothing, and its waiting request was accepted later

@@ -139,14 +139,7 @@ fn full_disk(sync: &str) {
     // anyway too, and none of those refused.
     c.kill9();
     c.restart();
-    let q = json_of(&c.ok(&["queue", "--all", "--format", "json"]));
-    let mut ids: Vec<u64> = q
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|j| j["id"].as_u64().unwrap())
-        .collect();
-    ids.sort_unstable();
+    let ids = queue_ids(&c.ok(&["queue", "--all", "--format", "json"]));
     let mut want = acknowledged.clone();
     want.extend([queued_anyway, queued_anyway + 1]);
     assert_eq!(ids, want);

@@ -93,14 +93,7 @@ fn a_full_queue_holds_submissions_until_jobs_end() {
         .map(|l| l.parse().unwrap())
         .collect();
     assert_eq!(ids, [6, 7]);
-    let queue = common::json_of(&c.ok(&["queue", "--format", "json"]));
-    let mut queued: Vec<u64> = queue
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|j| j["id"].as_u64().unwrap())
-        .collect();
-    queued.sort_unstable();
+    let queued = common::queue_ids(&c.ok(&["queue", "--format", "json"]));
     assert_eq!(queued, [3, 4, 5, 6, 7]);
     assert!(c.log().contains("the queue is full"), "{}", c.log());
 }

@@ -156,14 +156,9 @@ fn the_backup_holds_every_job_the_primary_acknowledged_and_every_record() {
             .unwrap()
     };
     p.wait_for("the copy to serve", |_| ask(&["stats"]).status.success());
-    let q = json(&ask(&["queue", "--all", "--format", "json"]));
-    let mut ids: Vec<u64> = q
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|j| j["id"].as_u64().unwrap())
-        .collect();
-    ids.sort_unstable();
+    let out = ask(&["queue", "--all", "--format", "json"]);
+    assert!(out.status.success(), "{out:?}");
+    let ids = queue_ids(&String::from_utf8_lossy(&out.stdout));
     let want: Vec<u64> = short
         .lines()
         .chain(long.lines())

@@ -341,6 +341,18 @@ pub fn json(out: &Output) -> serde_json::Value {
     json_of(&String::from_utf8_lossy(&out.stdout))
 }
 
+/// The ids of a JSON queue (`queue --format json`), in order.
+pub fn queue_ids(queue: &str) -> Vec<u64> {
+    let mut ids: Vec<u64> = json_of(queue)
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|j| j["id"].as_u64().unwrap())
+        .collect();
+    ids.sort_unstable();
+    ids
+}
+
 pub fn json_of(s: &str) -> serde_json::Value {
     serde_json::from_str(s).unwrap_or(serde_json::Value::Null)
 }
