@@ -251,6 +251,7 @@ pub fn stats_json(s: &ClusterStats) -> serde_json::Value {
         },
         "journal_unsynced": s.journal_unsynced,
         "journal_lag_seconds": s.journal_lag_ns as f64 / 1e9,
+        "journal_error": s.journal_error,
         "max_jobs": s.max_jobs,
         "held_requests": s.held_requests,
         "held_jobs": s.held_jobs,
@@ -404,6 +405,13 @@ pub fn stats_table(s: &ClusterStats) -> String {
             s.journal_lag_ns as f64 / 1e6
         ),
     );
+    if let Some(e) = &s.journal_error {
+        line(
+            &mut out,
+            "journal",
+            format!("cannot be written, no job submitted nor started: {e}"),
+        );
+    }
     if let Some(r) = &s.policy_report {
         line(
             &mut out,

@@ -275,6 +275,9 @@ pub struct Journal {
     buf: Vec<u8>,
     /// Sequence number of the last entry appended.
     seq: u64,
+    /// Sequence number of the last entry written to the file: `seq`, but
+    /// while a write fails (a full disk).
+    written: u64,
     /// Bytes in the journal file.
     size: u64,
     /// Written since the last sync.
@@ -419,6 +422,9 @@ impl Journal {
     /// snapshot.
     pub fn open(dir: &Path, compact_at: u64) -> Result<(Journal, Recovered)> {
         let snapshot = read_snapshot(&snapshot_path(dir))?.unwrap_or_default();
+        // What a fold stopped half-way left (never read: the snapshot is
+        // the renamed file), which could keep a full disk full.
+        let _ = std::fs::remove_file(snapshot_path(dir).with_extension("tmp"));
         let path = journal_path(dir);
         let mut file = OpenOptions::new()
             .read(true)
@@ -467,6 +473,7 @@ impl Journal {
                 file,
                 buf: Vec::new(),
                 seq,
+                written: seq,
                 size: intact as u64,
                 unsynced: false,
                 torn: false,
@@ -546,6 +553,7 @@ impl Journal {
             self.outgoing.extend_from_slice(&self.buf);
         }
         self.buf.clear();
+        self.written = self.seq;
         self.unsynced = true;
         self.writes += 1;
         Ok(())
@@ -554,6 +562,11 @@ impl Journal {
     /// Sequence number of the last entry appended.
     pub fn seq(&self) -> u64 {
         self.seq
+    }
+
+    /// Sequence number of the last entry written to the file.
+    pub fn written(&self) -> u64 {
+        self.written
     }
 
     /// Keeps written frames for backups (from now on), or stops keeping
@@ -582,6 +595,7 @@ impl Journal {
     ) -> Result<()> {
         self.buf.clear();
         self.seq = seq;
+        self.written = seq;
         self.compact_from(head, jobs)
     }
 
@@ -615,14 +629,22 @@ impl Journal {
     /// Writes and syncs: what is appended is now durable.
     pub fn sync(&mut self) -> Result<()> {
         self.write()?;
+        self.sync_written()
+    }
+
+    /// Syncs what is written, here and now; what a failed write left to
+    /// write again stays pending.
+    pub fn sync_written(&mut self) -> Result<()> {
         if self.unsynced {
             self.file
                 .sync_data()
                 .with_context(|| format!("cannot sync {}", journal_path(&self.dir).display()))?;
             self.unsynced = false;
         }
-        self.pending = 0;
-        self.pending_since = None;
+        if self.buf.is_empty() {
+            self.pending = 0;
+            self.pending_since = None;
+        }
         Ok(())
     }
 
@@ -631,6 +653,13 @@ impl Journal {
     /// never waits for the disk. [`Journal::synced`] says when it is done.
     pub fn sync_elsewhere(&mut self) -> Result<(File, SyncCover)> {
         self.write()?;
+        self.sync_written_elsewhere()
+    }
+
+    /// [`Journal::sync_elsewhere`] without writing first: the sync
+    /// covers what is written, up to [`Journal::written`] (a write that
+    /// failed leaves the rest to a later one).
+    pub fn sync_written_elsewhere(&self) -> Result<(File, SyncCover)> {
         let file = self
             .file
             .try_clone()
@@ -638,7 +667,7 @@ impl Journal {
         Ok((
             file,
             SyncCover {
-                seq: self.seq,
+                seq: self.written,
                 writes: self.writes,
                 began: std::time::Instant::now(),
             },
@@ -737,6 +766,11 @@ impl Journal {
             file.sync_all()?;
             Ok((HEADER + 4) as u64 + len)
         })()
+        .inspect_err(|_| {
+            // Half a snapshot on a full disk would keep it full: the
+            // fold is tried again, whole, once there is room.
+            let _ = std::fs::remove_file(&tmp);
+        })
         .with_context(|| format!("cannot write {}", tmp.display()))?;
         std::fs::rename(&tmp, &path)
             .with_context(|| format!("cannot replace {}", path.display()))?;
@@ -962,6 +996,7 @@ mod tests {
             file: f.try_clone().unwrap(),
             buf: Vec::new(),
             seq: 0,
+            written: 0,
             size: 0,
             unsynced: false,
             torn: false,
@@ -1068,6 +1103,15 @@ mod tests {
         assert!(j.wants_compaction());
     }
 
+    #[test]
+    fn a_half_written_snapshot_left_by_a_fold_is_removed_at_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let tmp = snapshot_path(dir.path()).with_extension("tmp");
+        std::fs::write(&tmp, vec![0u8; 4096]).unwrap();
+        let _ = Journal::open(dir.path(), 1 << 20).unwrap();
+        assert!(!tmp.exists());
+    }
+
     /// A write the disk cuts short (here the file size limit, which lets
     /// the first `write` through part-way and fails the next) loses no
     /// entry: the part written is cut off, and the entries go in whole
@@ -1089,6 +1133,12 @@ mod tests {
             setrlimit(Resource::RLIMIT_FSIZE, j.size + 20, hard).unwrap();
             j.append((2..=4).map(|id| Entry::Submitted(Box::new(image(id)))));
             assert!(j.write().is_err(), "the limit did not stop the write");
+            // A sync meanwhile covers what was written, not what waits.
+            assert_eq!((j.seq(), j.written()), (4, 1));
+            let (_, cover) = j.sync_written_elsewhere().unwrap();
+            assert_eq!(cover.seq, 1);
+            j.sync_written().unwrap();
+            assert_eq!(j.unsynced_entries(), 3, "what waits is still pending");
             setrlimit(Resource::RLIMIT_FSIZE, hard, hard).unwrap();
             j.append([started(1)]);
             j.sync().unwrap();

@@ -199,6 +199,12 @@ pub fn exposition(s: &ClusterStats, hosts: &[HostInfo]) -> String {
         "How long the oldest unsynced journal entry has waited.",
         &[(String::new(), s.journal_lag_ns as f64 / 1e9)],
     );
+    put(
+        "journal_unwritable",
+        "gauge",
+        "1 while the journal cannot be written (a full disk): no job is submitted nor started.",
+        &one(u64::from(s.journal_error.is_some())),
+    );
     let r = &s.replication;
     put(
         "controller_primary",

@@ -86,7 +86,9 @@ use tokio_util::codec::{Decoder, Encoder, Framed, LengthDelimitedCodec};
 /// 27: a start says when the controller started the job
 /// (`StartJob::start_ns`), and an agent may count a job's run from its
 /// process's launch instead (`RunSettings::run_from_launch`).
-/// 28: every frame after the handshake is sealed with a tag ([`TAG`]).
+/// 28: every frame after the handshake is sealed with a tag ([`TAG`]);
+/// stats say why the journal cannot be written
+/// (`ClusterStats::journal_error`).
 pub const PROTOCOL: u32 = 28;
 /// Bytes of the tag that ends every frame after the handshake: a
 /// truncated HMAC-SHA256, as RFC 4868 truncates it for IPsec.

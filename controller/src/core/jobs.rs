@@ -16,6 +16,11 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 impl Cluster {
+    /// The jobs a submission with `key` made, if one did (0: none).
+    pub fn submitted_with(&self, key: u64) -> Option<Vec<u64>> {
+        (key != 0).then(|| self.keys.get(key)).flatten()
+    }
+
     /// Accepts jobs; all or none: a job that can never run is refused with
     /// the reason, and so are the others of the same request.
     pub fn submit<F: Effects>(

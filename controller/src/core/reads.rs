@@ -529,6 +529,7 @@ impl Cluster {
             // submissions and the scheduler are its own.
             journal_unsynced: 0,
             journal_lag_ns: 0,
+            journal_error: None,
             held_requests: 0,
             held_jobs: 0,
             policy_failure: None,

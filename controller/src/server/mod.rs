@@ -409,9 +409,13 @@ impl Server {
         loop {
             // Worked out afresh after every event: a job that ends or
             // arrives must not wait for a policy wake-up set earlier.
+            // No pass while the journal cannot be written: its starts
+            // could not be sent (orders wait for the write), and a job
+            // would count a run it never had.
+            let unwritable = self.write_failures.failing().is_some();
             let due = match self.stopping {
                 Some(_) => None,
-                None if !self.acts() => None,
+                None if !self.acts() || unwritable => None,
                 None => self.scheduler.due(&self.cluster),
             };
             let next_pass = due.map(|t| tokio::time::Instant::from_std(self.clock.instant(t)));
@@ -419,7 +423,7 @@ impl Server {
             // loop wakes up then, and looks ahead.
             let next_ahead = match self.stopping {
                 Some(_) => None,
-                None if !self.acts() => None,
+                None if !self.acts() || unwritable => None,
                 None => self.scheduler.ahead_at(&self.cluster),
             }
             .map(|t| tokio::time::Instant::from_std(self.clock.instant(t)));
@@ -451,11 +455,9 @@ impl Server {
         }
         self.sync().await;
         // The last orders (the ends the sync made durable may be forgotten)
-        // under the same rule as all others: none if it could not write.
-        if self.write_failures.failing().is_none() {
-            let orders = std::mem::take(&mut self.out.orders);
-            self.release(self.journal.seq(), orders, Vec::new());
-        }
+        // under the same rule as all others.
+        let orders = std::mem::take(&mut self.out.orders);
+        self.release(self.journal.seq(), orders, Vec::new());
         info!("controller stopped");
         self.done.cancel();
     }
@@ -518,13 +520,19 @@ impl Server {
     /// config answers once they are written (`journal_sync`).
     async fn commit(&mut self) {
         let unwritten = self.write_journal();
+        // A backup says it holds only what it wrote.
         if let Place::Backup(_) = self.place {
-            self.confirm();
+            if unwritten.is_none() {
+                self.confirm();
+            }
         }
         let seq = self.journal.seq();
         // No agent hears of a change before it is written: while the
-        // journal cannot be written (a full disk), orders wait for it.
-        if unwritten.is_none() {
+        // journal cannot be written (a full disk), orders wait for it;
+        // except once shutting down, when the agents must hear that they
+        // are to stop (a restart finds their jobs gone, not lost ones
+        // running).
+        if unwritten.is_none() || self.stopping.is_some() {
             let orders = std::mem::take(&mut self.out.orders);
             self.release(seq, orders, Vec::new());
         }
@@ -555,6 +563,11 @@ impl Server {
         if acts.is_empty() {
             return;
         }
+        // A write that failed is answered at once, in either mode (its
+        // error is in the log already): no sync can cover it.
+        if let Some(e) = unwritten {
+            return self.cannot_journal(&e, acts);
+        }
         if self.cluster.config().sync_before_answer {
             self.unsynced.extend(acts);
             self.begin_sync();
@@ -562,12 +575,8 @@ impl Server {
         }
         // `journal_sync = "background"`: written is enough, as for the
         // orders (a crash of this process keeps it), and the sync follows
-        // behind; a write that failed is answered as a failed sync would
-        // be (its error is in the log already).
-        match unwritten {
-            None => self.release(seq, Vec::new(), acts),
-            Some(e) => self.cannot_journal(&e, acts),
-        }
+        // behind.
+        self.release(seq, Vec::new(), acts);
     }
 
     /// Starts syncing the journal and the record file on the record sink's
@@ -577,12 +586,12 @@ impl Server {
         if self.syncing.is_some() {
             return;
         }
-        // A write that fails is logged as such: no sync is begun on it.
-        if let Some(e) = self.write_journal() {
-            let replies = std::mem::take(&mut self.unsynced);
-            return self.cannot_journal(&e, replies);
-        }
-        let (file, cover) = match self.journal.sync_elsewhere() {
+        // What a write that fails (a full disk) leaves unwritten is not
+        // covered, nor are the ends, which may be among it: what was
+        // written is synced all the same, and the answers that wait for it
+        // (their entries were written at their commit) go.
+        let unwritten = self.write_journal().is_some();
+        let (file, cover) = match self.journal.sync_written_elsewhere() {
             Ok(f) => f,
             Err(e) => {
                 let replies = std::mem::take(&mut self.unsynced);
@@ -591,7 +600,11 @@ impl Server {
         };
         self.syncs += 1;
         let n = self.syncs;
-        let ends = std::mem::take(&mut self.out.ends);
+        let ends = if unwritten {
+            Vec::new()
+        } else {
+            std::mem::take(&mut self.out.ends)
+        };
         // The record file matters only to the ends: their records are in
         // the sink's queue before this.
         let records = !ends.is_empty();
@@ -669,8 +682,8 @@ impl Server {
                         }
                     ),
                     _ => format!(
-                        "done, but not safely on disk ({e}): lost if the controller stops \
-                         before it can journal it"
+                        "not safely on disk ({e}): what this request changed is lost if the \
+                         controller stops before it can journal it"
                     ),
                 };
                 (reply, Response::Error(said))
@@ -755,14 +768,21 @@ impl Server {
     /// here and now, then answers whatever waited for a sync and lets
     /// agents forget the ends they reported.
     async fn sync(&mut self) {
-        self.write_journal();
+        // As [`Server::begin_sync`]: what is written is synced; the ends
+        // a failed write may hold stay unacknowledged, kept by their
+        // agents.
+        let unwritten = self.write_journal().is_some();
         let mut replies = std::mem::take(&mut self.unsynced);
-        let mut ends = std::mem::take(&mut self.out.ends);
+        let mut ends = if unwritten {
+            Vec::new()
+        } else {
+            std::mem::take(&mut self.out.ends)
+        };
         if let Some(under_way) = self.syncing.take() {
             replies.splice(0..0, under_way.replies);
             ends.splice(0..0, under_way.ends);
         }
-        let synced = match self.journal.sync() {
+        let synced = match self.journal.sync_written() {
             Ok(()) => self
                 .records
                 .flush()
@@ -775,7 +795,7 @@ impl Server {
                 if let Some(line) = self.sync_failures.worked(Instant::now()) {
                     info!("{line}");
                 }
-                self.release(self.journal.seq(), Vec::new(), replies);
+                self.release(self.journal.written(), Vec::new(), replies);
                 self.acknowledge_ends(ends);
             }
             Err(e) => self.sync_failed(&e, replies),
@@ -947,6 +967,16 @@ impl Server {
                 self.held.push_back((specs, key, reply));
             }
             Event::Request { req, reply } => {
+                // A submission said again while the journal cannot be
+                // written: its jobs, which this commit's failed write does
+                // not concern.
+                if let Request::Submit { key, .. } = &req {
+                    if self.write_failures.failing().is_some() {
+                        if let Some(ids) = self.cluster.submitted_with(*key) {
+                            return send_replies(vec![(reply, Response::Submitted(ids))]);
+                        }
+                    }
+                }
                 let resp = self.request(req, now);
                 self.replies.push((reply, resp));
             }

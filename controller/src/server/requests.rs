@@ -36,6 +36,7 @@ impl Server {
         let mut stats = self.cluster.stats();
         stats.journal_unsynced = self.journal.unsynced_entries();
         stats.journal_lag_ns = self.journal.lag().as_nanos() as u64;
+        stats.journal_error = self.write_failures.failing().map(str::to_string);
         stats.held_requests = self.held.len() as u64;
         stats.held_jobs = self
             .held
@@ -60,11 +61,16 @@ impl Server {
                 // A journal that cannot be written takes no new work: jobs
                 // queued now would be lost by a controller that stops
                 // before its disk has room. What was written is kept, and
-                // the write is tried again at every commit, and here.
+                // the write is tried again at every commit, and here. A
+                // submission said again is answered with its jobs, as ever.
                 if self.write_failures.failing().is_some() {
                     self.write_journal();
                 }
-                if let Some(e) = self.write_failures.failing() {
+                if let Some(e) = self
+                    .write_failures
+                    .failing()
+                    .filter(|_| self.cluster.submitted_with(key).is_none())
+                {
                     return Response::Error(format!(
                         "no job submitted: the controller cannot write its journal ({e}); it \
                          takes submissions again once it can"

@@ -641,6 +641,9 @@ pub struct ClusterStats {
     /// machine), and how long the oldest of them has waited.
     pub journal_unsynced: u64,
     pub journal_lag_ns: u64,
+    /// Why the journal cannot be written, while it cannot (a full disk):
+    /// no job is submitted nor started until it can.
+    pub journal_error: Option<String>,
     /// `[controller] max_jobs`: jobs not yet over past which submissions
     /// wait.
     pub max_jobs: u64,
