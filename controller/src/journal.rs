@@ -644,6 +644,8 @@ impl Journal {
         if self.buf.is_empty() {
             self.pending = 0;
             self.pending_since = None;
+        } else {
+            self.pending = self.seq - self.written;
         }
         Ok(())
     }

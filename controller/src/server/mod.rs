@@ -530,8 +530,8 @@ impl Server {
         // No agent hears of a change before it is written: while the
         // journal cannot be written (a full disk), orders wait for it;
         // except once shutting down, when the agents must hear that they
-        // are to stop (a restart finds their jobs gone, not lost ones
-        // running).
+        // are to stop (the orders held before are dropped then:
+        // `begin_shutdown`).
         if unwritten.is_none() || self.stopping.is_some() {
             let orders = std::mem::take(&mut self.out.orders);
             self.release(seq, orders, Vec::new());
@@ -830,7 +830,12 @@ impl Server {
     /// next one's guess.
     async fn look_ahead(&mut self) {
         let now = self.clock.now().mono;
-        if !self.acts() || self.stopping.is_some() || !self.scheduler.ahead_due(&self.cluster, now)
+        // Nothing prepared while the journal cannot be written: its
+        // orders would wait, for starts that may never come.
+        if !self.acts()
+            || self.stopping.is_some()
+            || self.write_failures.failing().is_some()
+            || !self.scheduler.ahead_due(&self.cluster, now)
         {
             return;
         }
@@ -906,6 +911,12 @@ impl Server {
         if let Place::Primary(backups) = &self.place {
             backups.send(|| FromPrimary::Shutdown);
         }
+        // Orders held for a journal that cannot be written (a full disk)
+        // are dropped, not sent: no agent hears of a change the journal
+        // does not hold. The shutdown's own, which stop every job, go.
+        if self.write_failures.failing().is_some() {
+            self.out.orders.clear();
+        }
         let now = self.clock.now();
         self.cluster.shutdown(now, &mut self.out);
         let grace = self.cluster.config().agent.kill_grace + std::time::Duration::from_secs(5);
@@ -967,16 +978,6 @@ impl Server {
                 self.held.push_back((specs, key, reply));
             }
             Event::Request { req, reply } => {
-                // A submission said again while the journal cannot be
-                // written: its jobs, which this commit's failed write does
-                // not concern.
-                if let Request::Submit { key, .. } = &req {
-                    if self.write_failures.failing().is_some() {
-                        if let Some(ids) = self.cluster.submitted_with(*key) {
-                            return send_replies(vec![(reply, Response::Submitted(ids))]);
-                        }
-                    }
-                }
                 let resp = self.request(req, now);
                 self.replies.push((reply, resp));
             }
