@@ -650,17 +650,11 @@ impl Journal {
         Ok(())
     }
 
-    /// Writes what is queued and hands out the file to be synced on
-    /// another thread, with what that sync will cover: the server's loop
-    /// never waits for the disk. [`Journal::synced`] says when it is done.
-    pub fn sync_elsewhere(&mut self) -> Result<(File, SyncCover)> {
-        self.write()?;
-        self.sync_written_elsewhere()
-    }
-
-    /// [`Journal::sync_elsewhere`] without writing first: the sync
-    /// covers what is written, up to [`Journal::written`] (a write that
-    /// failed leaves the rest to a later one).
+    /// Hands out the file to be synced on another thread, with what that
+    /// sync will cover: what is written, up to [`Journal::written`] (a
+    /// write that failed leaves the rest to a later one). The server's
+    /// loop never waits for the disk; [`Journal::synced`] says when it is
+    /// done.
     pub fn sync_written_elsewhere(&self) -> Result<(File, SyncCover)> {
         let file = self
             .file
@@ -676,7 +670,7 @@ impl Journal {
         ))
     }
 
-    /// A sync handed out by [`Journal::sync_elsewhere`] is over: what it
+    /// A sync handed out by [`Journal::sync_written_elsewhere`] is over: what it
     /// covers is durable. The journal is clean only if nothing was
     /// written, and the file not replaced (a fold, a backup's new state),
     /// since that sync began.
@@ -821,6 +815,12 @@ mod tests {
     use super::*;
 
     impl Journal {
+        /// Writes, then hands out a sync of everything.
+        fn sync_elsewhere(&mut self) -> Result<(File, SyncCover)> {
+            self.write()?;
+            self.sync_written_elsewhere()
+        }
+
         fn compact(&mut self, state: Snapshot) -> Result<()> {
             let (head, jobs) = parts(state);
             self.compact_from(&head, jobs.into_values())

@@ -24,6 +24,20 @@ fn until_closed(s: &mut TcpStream) -> Vec<u8> {
     }
 }
 
+/// Copies what `from` says to `to` on a thread of its own, until either
+/// end closes: a relay's way back, from the server to its client.
+fn pump(from: &TcpStream, to: &TcpStream) -> std::thread::JoinHandle<()> {
+    let (mut from, mut to) = (from.try_clone().unwrap(), to.try_clone().unwrap());
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = from.read(&mut buf) {
+            if n == 0 || to.write_all(&buf[..n]).is_err() {
+                break;
+            }
+        }
+    })
+}
+
 #[test]
 fn bad_peers_are_refused_and_the_cluster_keeps_working() {
     let c = Cluster::start("vn[1-2]", 4, "");
@@ -122,16 +136,7 @@ fn a_recorded_handshake_replayed_is_refused() {
     let recorder = std::thread::spawn(move || {
         let (mut client, _) = relay.accept().unwrap();
         let mut upstream = TcpStream::connect(&server).unwrap();
-        let mut down = upstream.try_clone().unwrap();
-        let mut client_w = client.try_clone().unwrap();
-        let back = std::thread::spawn(move || {
-            let mut buf = [0u8; 4096];
-            while let Ok(n) = down.read(&mut buf) {
-                if n == 0 || client_w.write_all(&buf[..n]).is_err() {
-                    break;
-                }
-            }
-        });
+        let back = pump(&upstream, &client);
         let mut sent = Vec::new();
         let mut buf = [0u8; 4096];
         while let Ok(n) = client.read(&mut buf) {
@@ -227,16 +232,7 @@ fn a_frame_altered_on_its_way_is_not_acted_on() {
         let (mut client, _) = relay.accept().unwrap();
         let mut upstream = TcpStream::connect(&server).unwrap();
         let port = upstream.local_addr().unwrap().port();
-        let mut down = upstream.try_clone().unwrap();
-        let mut client_w = client.try_clone().unwrap();
-        std::thread::spawn(move || {
-            let mut buf = [0u8; 4096];
-            while let Ok(n) = down.read(&mut buf) {
-                if n == 0 || client_w.write_all(&buf[..n]).is_err() {
-                    break;
-                }
-            }
-        });
+        pump(&upstream, &client);
         // Frame 0 is the client's proof; frame 1, its submission.
         for n in 0..2 {
             let mut len = [0u8; 4];
