@@ -16,7 +16,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 speedup=${1:-40000}
-cargo build --release -q -p controller -p runworkload -p calcmets -p sigsleep
+cargo build --release -q
 host=$(rustc -vV | sed -n 's/^host: //p')
 bin=$PWD/target/$host/release
 [ -x "$bin/runworkload" ] || bin=$PWD/target/release

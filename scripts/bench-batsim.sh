@@ -22,7 +22,7 @@ trace=${1:-../shared/workloads/RICC-2010-2.swf.gz}
 jobs=${2:-100000}
 runs=${3:-3}
 [ -r "$trace" ] || { echo "bench-batsim: cannot read $trace" >&2; exit 2; }
-cargo build --release -q -p runworkload -p calcmets
+cargo build --release -q
 cargo build --release -q -p controller --example batsim_fcfs
 host=$(rustc -vV | sed -n 's/^host: //p')
 bin=$PWD/target/$host/release

@@ -22,7 +22,7 @@ jobs=${JOBS:-2000}
 runtime=${RUNTIME:-0.001}
 rounds=${ROUNDS:-3}
 if [ $# -eq 0 ]; then
-  cargo build --release -q -p slurm -p controller -p agent -p sigsleep -p calcmets
+  cargo build --release -q
   host=$(rustc -vV | sed -n 's/^host: //p')
   set -- "$PWD/target/$host/release"
 fi

@@ -32,7 +32,7 @@ trials=${1:-10}
 jobs=${2:-100000}
 trace=../shared/workloads/RICC-2010-2.swf.gz
 [ -r "$trace" ] || { echo "bench-failover: cannot read $trace" >&2; exit 2; }
-cargo build --release -q -p controller -p agent -p runworkload -p sigsleep -p calcmets
+cargo build --release -q
 host=$(rustc -vV | sed -n 's/^host: //p')
 bin=$PWD/target/$host/release
 [ -x "$bin/controller" ] || bin=$PWD/target/release

@@ -24,7 +24,7 @@ speedup=${2:-4000}
 factors=${3:-"100 50 25"}
 trace=../shared/workloads/RICC-2010-2.swf.gz
 [ -r "$trace" ] || { echo "bench-failures: cannot read $trace" >&2; exit 2; }
-cargo build --release -q -p runworkload -p calcmets -p sigsleep
+cargo build --release -q
 host=$(rustc -vV | sed -n 's/^host: //p')
 bin=target/$host/release
 [ -x "$bin/runworkload" ] || bin=target/release

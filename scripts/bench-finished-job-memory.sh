@@ -17,7 +17,7 @@ jobs=${JOBS:-10000}
 rounds=${ROUNDS:-5}
 bin=${1:-}
 if [ -z "$bin" ]; then
-  cargo build --release -q -p slurm -p controller -p agent -p sigsleep
+  cargo build --release -q
   host=$(rustc -vV | sed -n 's/^host: //p')
   bin=$PWD/target/$host/release
 fi

@@ -20,7 +20,7 @@ speedup=${2:-1000}
 skip=${3:-0}
 trace=../shared/workloads/RICC-2010-2.swf.gz
 [ -f "$trace" ] || { echo "bench-fugaku-replay: $trace is missing" >&2; exit 2; }
-cargo build --release -q -p runworkload -p calcmets -p controller -p sigsleep
+cargo build --release -q
 host=$(rustc -vV | sed -n 's/^host: //p')
 bin=$PWD/target/$host/release
 [ -x "$bin/runworkload" ] || bin=$PWD/target/release

@@ -14,7 +14,7 @@
 # Prints one Markdown table, then the pass benchmark's.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --release -q -p controller -p agent -p sigsleep
+cargo build --release -q
 host=$(rustc -vV | sed -n 's/^host: //p')
 bin=target/$host/release
 [ -x "$bin/controller" ] || bin=target/release

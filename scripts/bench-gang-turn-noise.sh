@@ -22,7 +22,7 @@ command -v perf >/dev/null || { echo "bench-gang-turn-noise: needs perf (linux-p
 cores=${1:-8}
 slice_ms=${2:-50}
 runtime=${3:-4}
-cargo build --release -q -p controller -p sigsleep -p calcmets
+cargo build --release -q
 host=$(rustc -vV | sed -n 's/^host: //p')
 bin=target/$host/release
 [ -x "$bin/sigsleep" ] || bin=target/release

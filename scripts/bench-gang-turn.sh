@@ -31,7 +31,7 @@ cd "$(dirname "$0")/.."
 cores=${1:-8}
 slice_ms=${2:-50}
 runtime=${3:-4}
-cargo build --release -q -p controller -p sigsleep -p calcmets
+cargo build --release -q
 host=$(rustc -vV | sed -n 's/^host: //p')
 bin=target/$host/release
 [ -x "$bin/controller" ] || bin=target/release

@@ -11,7 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=${1:-}
 if [ -z "$bin" ]; then
-  cargo build --release -q -p controller -p sigsleep
+  cargo build --release -q
   host=$(rustc -vV | sed -n 's/^host: //p')
   bin=$PWD/target/$host/release
 fi

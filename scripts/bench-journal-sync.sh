@@ -18,7 +18,7 @@ shopt -s inherit_errexit
 cd "$(dirname "$0")/.."
 jobs=${1:-1000}
 rounds=${2:-3}
-cargo build --release -q -p slurm -p controller -p sigsleep
+cargo build --release -q
 host=$(rustc -vV | sed -n 's/^host: //p')
 bin=$PWD/target/$host/release
 [ -x "$bin/clemu-slurm" ] || bin=$PWD/target/release

@@ -22,7 +22,7 @@ speedup=${2:-4000}
 shrink=${3:-}
 trace=../shared/workloads/RICC-2010-2.swf.gz
 [ -r "$trace" ] || { echo "bench-raijin: cannot read $trace" >&2; exit 2; }
-cargo build --release -q -p runworkload -p calcmets -p sigsleep
+cargo build --release -q
 host=$(rustc -vV | sed -n 's/^host: //p')
 bin=target/$host/release
 [ -x "$bin/runworkload" ] || bin=target/release

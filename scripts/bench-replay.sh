@@ -13,7 +13,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 rate=${1:-1000}
 secs=${2:-10}
-cargo build --release -q -p runworkload -p controller -p sigsleep
+cargo build --release -q
 host=$(rustc -vV | sed -n 's/^host: //p')
 bin=target/$host/release
 [ -x "$bin/runworkload" ] || bin=target/release

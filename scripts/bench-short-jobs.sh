@@ -17,7 +17,7 @@ cd "$(dirname "$0")/.."
 jobs=${JOBS:-10000}
 rounds=${ROUNDS:-3}
 if [ $# -eq 0 ]; then
-  cargo build --release -q -p slurm -p controller -p agent -p sigsleep
+  cargo build --release -q
   host=$(rustc -vV | sed -n 's/^host: //p')
   set -- "$PWD/target/$host/release"
 fi

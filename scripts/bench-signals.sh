@@ -32,7 +32,7 @@ jobs=${1:-20000}
 held=${2:-10000}
 rate=${3:-1000}
 secs=${4:-10}
-cargo build --release -q -p controller -p sigsleep -p calcmets
+cargo build --release -q
 cargo build --release -q -p controller --example signal_load
 host=$(rustc -vV | sed -n 's/^host: //p')
 bin=target/$host/release

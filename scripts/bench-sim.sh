@@ -15,7 +15,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 trace=${1:-../shared/workloads/RICC-2010-2.swf.gz}
 [ -r "$trace" ] || { echo "bench-sim: cannot read $trace" >&2; exit 2; }
-cargo build --release -q -p runworkload -p calcmets
+cargo build --release -q
 host=$(rustc -vV | sed -n 's/^host: //p')
 bin=target/$host/release
 [ -x "$bin/runworkload" ] || bin=target/release

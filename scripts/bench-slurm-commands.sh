@@ -19,7 +19,7 @@ cd "$(dirname "$0")/.."
 jobs=${JOBS:-300}
 nodes=${NODES:-100}
 work=${WORK:-sleep 1}
-cargo build --release -q -p slurm -p controller -p sigsleep
+cargo build --release -q
 host=$(rustc -vV | sed -n 's/^host: //p')
 bin=$PWD/target/$host/release
 [ -x "$bin/clemu-slurm" ] || bin=$PWD/target/release

@@ -19,7 +19,7 @@ jobs=${1:-1000000}
 if [ -n "${BIN:-}" ]; then
   bin=$BIN
 else
-  cargo build --release -q -p controller
+  cargo build --release -q
   host=$(rustc -vV | sed -n 's/^host: //p')
   bin=target/$host/release
   [ -x "$bin/controller" ] || bin=target/release

@@ -16,7 +16,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=${1:-5000}
 rounds=${2:-3}
-cargo build --release -q -p controller -p sigsleep -p calcmets
+cargo build --release -q
 cargo build --release -q -p agent --example spawn_raw
 cargo build --release -q -p controller --example submit_wait
 host=$(rustc -vV | sed -n 's/^host: //p')

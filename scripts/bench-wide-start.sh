@@ -27,7 +27,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-30}
 modes=${2:-launch start}
-cargo build --release -q -p controller -p agent -p sigsleep -p calcmets
+cargo build --release -q
 host=$(rustc -vV | sed -n 's/^host: //p')
 bin=$PWD/target/$host/release
 [ -x "$bin/controller" ] || bin=$PWD/target/release

@@ -26,7 +26,7 @@ cd "$(dirname "$0")/.."
 [[ $2 =~ ^[0-9]+([.][0-9]+)?$ ]] || { echo "chaos: MINUTES must be a number, not '$2'" >&2; exit 2; }
 [ "$(id -u)" -eq 0 ] || { echo "chaos: needs root (network namespaces)" >&2; exit 2; }
 command -v ip >/dev/null || { echo "chaos: needs iproute2 (apt install iproute2)" >&2; exit 2; }
-cargo build -q -p controller -p agent -p sigsleep -p calcmets -p runworkload
+cargo build -q
 host=$(rustc -vV | sed -n 's/^host: //p')
 bin=$PWD/target/$host/debug
 [ -x "$bin/controller" ] || bin=$PWD/target/debug

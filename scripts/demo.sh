@@ -6,7 +6,7 @@
 #   scripts/demo.sh [OUT_DIR]        (default: a new temporary directory)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --release -q -p controller -p agent -p sigsleep -p calcmets
+cargo build --release -q
 host=$(rustc -vV | sed -n 's/^host: //p')
 bin=target/$host/release
 [ -x "$bin/controller" ] || bin=target/release

@@ -32,7 +32,7 @@ if [ ! -x /usr/sbin/sshd ]; then
 fi
 mkdir -p /run/sshd   # sshd's privilege separation directory
 
-cargo build -q -p controller -p agent -p sigsleep -p calcmets -p runworkload
+cargo build -q
 host=$(rustc -vV | sed -n 's/^host: //p')
 bin=$PWD/target/$host/debug
 [ -x "$bin/controller" ] || bin=$PWD/target/debug

@@ -35,7 +35,7 @@ command -v ip >/dev/null || { echo "failover: needs iproute2 (apt install iprout
 scenarios=("$@")
 [ ${#scenarios[@]} -gt 0 ] || scenarios=(a b c d e)
 
-cargo build -q -p controller -p agent -p sigsleep -p calcmets -p runworkload
+cargo build -q
 host=$(rustc -vV | sed -n 's/^host: //p')
 bin=$PWD/target/$host/debug
 [ -x "$bin/controller" ] || bin=$PWD/target/debug

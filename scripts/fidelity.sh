@@ -40,7 +40,7 @@ case $what in
 bundled|window|speedups|traces) ;;
 *) echo "usage: scripts/fidelity.sh bundled|window [REPLAYS] | speedups [POLICY...] | traces" >&2; exit 2 ;;
 esac
-cargo build --release -q -p runworkload -p calcmets -p controller -p sigsleep
+cargo build --release -q
 host=$(rustc -vV | sed -n 's/^host: //p')
 bin=$PWD/target/$host/release
 [ -x "$bin/runworkload" ] || bin=$PWD/target/release

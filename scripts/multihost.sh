@@ -17,7 +17,7 @@ jobs=${1:-40}
 [ "$(id -u)" -eq 0 ] || { echo "multihost: needs root (network namespaces)" >&2; exit 2; }
 command -v ip >/dev/null || { echo "multihost: needs iproute2 (apt install iproute2)" >&2; exit 2; }
 
-cargo build -q -p controller -p agent -p sigsleep -p calcmets
+cargo build -q
 host=$(rustc -vV | sed -n 's/^host: //p')
 bin=$PWD/target/$host/debug
 [ -x "$bin/controller" ] || bin=$PWD/target/debug

@@ -11,7 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 n=${1:-300}
 { command -v nodeset && python3 -c "import ClusterShell"; } >/dev/null 2>&1 || python3 -m pip install -q ClusterShell
-cargo build -q -p controller
+cargo build -q
 host=$(rustc -vV | sed -n 's/^host: //p')
 ctl=target/$host/debug/controller
 [ -x "$ctl" ] || ctl=target/debug/controller

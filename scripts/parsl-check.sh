@@ -13,7 +13,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 version=${PARSL_VERSION:-2025.11.10}
-cargo build -q -p slurm -p controller -p sigsleep
+cargo build -q
 host=$(rustc -vV | sed -n 's/^host: //p')
 bin=$root/target/$host/debug
 [ -x "$bin/clemu-slurm" ] || bin=$root/target/debug

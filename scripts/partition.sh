@@ -18,7 +18,7 @@ source scripts/lib/netns.sh
 [ "$(id -u)" -eq 0 ] || { echo "partition: needs root (network namespaces)" >&2; exit 2; }
 command -v ip >/dev/null || { echo "partition: needs iproute2 (apt install iproute2)" >&2; exit 2; }
 
-cargo build -q -p controller -p agent -p sigsleep -p calcmets
+cargo build -q
 host=$(rustc -vV | sed -n 's/^host: //p')
 bin=$PWD/target/$host/debug
 [ -x "$bin/controller" ] || bin=$PWD/target/debug

@@ -10,7 +10,7 @@
 #   scripts/slurm-check.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --release -q -p sigsleep -p calcmets -p runworkload
+cargo build --release -q
 host=$(rustc -vV | sed -n 's/^host: //p')
 bin=$PWD/target/$host/release
 [ -x "$bin/sigsleep" ] || bin=$PWD/target/release

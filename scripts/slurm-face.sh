@@ -13,7 +13,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
-cargo build -q -p slurm -p controller -p sigsleep
+cargo build -q
 host=$(rustc -vV | sed -n 's/^host: //p')
 bin=$PWD/target/$host/debug
 [ -x "$bin/clemu-slurm" ] || bin=$PWD/target/debug

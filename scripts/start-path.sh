@@ -24,7 +24,7 @@ jobs=${3:-1000}
 command -v perf >/dev/null || { echo "start-path.sh: needs perf" >&2; exit 2; }
 [ -r "$trace" ] || { echo "start-path.sh: cannot read $trace" >&2; exit 2; }
 if [ -z "${BIN:-}" ]; then
-  cargo build --release -q -p runworkload -p calcmets -p sigsleep
+  cargo build --release -q
   cargo build --release -q -p sigsleep --example host_wakeup
   host=$(rustc -vV | sed -n 's/^host: //p')
   bin=$PWD/target/$host/release

@@ -20,7 +20,7 @@ cd "$(dirname "$0")/.."
 trace=$1 skip=$2 jobs=$3 policy=${4:-easy}
 delays=${DELAYS:-1 1000 10000 30000 50000 70000 100000}
 speedup=${SPEEDUP:-10000}
-cargo build --release -q -p runworkload -p calcmets
+cargo build --release -q
 host=$(rustc -vV | sed -n 's/^host: //p')
 bin=$PWD/target/$host/release
 tmp=$(mktemp -d -t twin-delays-XXXXXX)

@@ -23,7 +23,7 @@ cd "$(dirname "$0")/.."
 sizes=("$@")
 [ ${#sizes[@]} -gt 0 ] || sizes=(10 100 360)
 jobs=${JOBS:-300}
-cargo build --release -q -p controller -p sigsleep -p calcmets -p runworkload
+cargo build --release -q
 cargo build --release -q -p controller --example submit_wait
 host=$(rustc -vV | sed -n 's/^host: //p')
 bin=$PWD/target/$host/release
