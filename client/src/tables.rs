@@ -252,6 +252,7 @@ pub fn stats_json(s: &ClusterStats) -> serde_json::Value {
         "journal_unsynced": s.journal_unsynced,
         "journal_lag_seconds": s.journal_lag_ns as f64 / 1e9,
         "journal_error": s.journal_error,
+        "records_error": s.records_error,
         "max_jobs": s.max_jobs,
         "held_requests": s.held_requests,
         "held_jobs": s.held_jobs,
@@ -410,6 +411,13 @@ pub fn stats_table(s: &ClusterStats) -> String {
             &mut out,
             "journal",
             format!("cannot be written, no job submitted nor started: {e}"),
+        );
+    }
+    if let Some(e) = &s.records_error {
+        line(
+            &mut out,
+            "records",
+            format!("wait to be written, kept by their agents meanwhile: {e}"),
         );
     }
     if let Some(r) = &s.policy_report {

@@ -205,6 +205,12 @@ pub fn exposition(s: &ClusterStats, hosts: &[HostInfo]) -> String {
         "1 while the journal cannot be written (a full disk): no job is submitted nor started.",
         &one(u64::from(s.journal_error.is_some())),
     );
+    put(
+        "records_unwritable",
+        "gauge",
+        "1 while records of ended jobs cannot be made durable (a full disk): their agents keep them.",
+        &one(u64::from(s.records_error.is_some())),
+    );
     let r = &s.replication;
     put(
         "controller_primary",

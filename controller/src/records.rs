@@ -5,6 +5,12 @@
 //! clients go through the same queue, so a read sees every record handed
 //! over before it. The server's journal is synced here too
 //! ([`Sink::sync_with`]), so that its loop never waits for the disk.
+//!
+//! A record that cannot be written (a full disk) is kept here and written
+//! before anything that comes after it, and no sync says the records are
+//! durable while one waits: the server lets an agent forget a job's end
+//! only once its record is on disk, so a controller that dies meanwhile
+//! gets it again from the agent.
 
 use std::collections::{HashMap, HashSet};
 use std::fs::{File, OpenOptions};
@@ -43,13 +49,22 @@ enum Work {
     SyncBoth(File, bool, Done),
 }
 
+/// How a sync went, for the journal and for the record file apart: the
+/// answers to clients wait for the one, the agents' ends for the other.
+#[derive(Debug)]
+pub struct Synced {
+    pub journal: std::io::Result<()>,
+    /// `Ok` when the records were not asked for.
+    pub records: std::io::Result<()>,
+}
+
 /// Whom to tell how a sync went. Told exactly once: if the sink drops it
 /// untold (its thread gone), it tells of that, so that nothing waits for
 /// the sync forever.
-struct Done(Option<Box<dyn FnOnce(std::io::Result<()>) + Send>>);
+struct Done(Option<Box<dyn FnOnce(Synced) + Send>>);
 
 impl Done {
-    fn tell(mut self, r: std::io::Result<()>) {
+    fn tell(mut self, r: Synced) {
         if let Some(f) = self.0.take() {
             f(r);
         }
@@ -59,10 +74,17 @@ impl Done {
 impl Drop for Done {
     fn drop(&mut self) {
         if let Some(f) = self.0.take() {
-            f(Err(std::io::Error::other("the record sink stopped")));
+            let gone = || Err(std::io::Error::other("the record sink stopped"));
+            f(Synced {
+                journal: gone(),
+                records: gone(),
+            });
         }
     }
 }
+
+/// How often records that could not be written are tried again.
+const RETRY: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Largest part of the record file sent to a backup at once.
 const PART: usize = 4 << 20;
@@ -107,8 +129,9 @@ impl Sink {
         let _ = self.tx.send(Work::ThenRemove(path, contents));
     }
 
-    /// Runs `f` once every record appended before is written: a backup
-    /// confirms entries only once it holds the records sent before them.
+    /// Runs `f` once every record appended before is written (later, if
+    /// some wait for room on the disk): a backup confirms entries only
+    /// once it holds the records sent before them.
     pub fn then(&self, f: impl FnOnce() + Send + 'static) {
         let _ = self.tx.send(Work::Then(Box::new(f)));
     }
@@ -120,7 +143,7 @@ impl Sink {
         &self,
         other: File,
         records: bool,
-        done: impl FnOnce(std::io::Result<()>) + Send + 'static,
+        done: impl FnOnce(Synced) + Send + 'static,
     ) {
         // Not sent, it is dropped here, and tells so.
         let _ = self
@@ -154,78 +177,188 @@ pub fn record_file(dir: &Path) -> Result<PathBuf> {
 
 /// Starts the sink thread; it ends when every [`Sink`] is dropped.
 pub fn start(path: &Path) -> Result<(Sink, std::thread::JoinHandle<()>)> {
-    let mut file = OpenOptions::new()
+    let file = OpenOptions::new()
         .append(true)
         .create(true)
         .open(path)
         .with_context(|| format!("cannot open record file {}", path.display()))?;
     let (tx, rx) = mpsc::channel::<Work>();
-    let path = path.to_path_buf();
+    let mut out = Out {
+        file,
+        path: path.to_path_buf(),
+        unwritten: Vec::new(),
+        then: Vec::new(),
+        complaint: crate::complaints::Complaint::new("writing the record file"),
+    };
     let thread = std::thread::Builder::new()
         .name("clemu-records".into())
         .spawn(move || {
-            // A full disk fails every append: said once a minute.
-            let mut unwritten = crate::complaints::Complaint::new("writing the record file");
-            while let Ok(work) = rx.recv() {
+            loop {
+                // Records that wait for room are tried again each second
+                // even when nothing else comes (a backup's confirmation
+                // may wait for them).
+                let work = if out.unwritten.is_empty() {
+                    rx.recv().map_err(|_| mpsc::RecvTimeoutError::Disconnected)
+                } else {
+                    rx.recv_timeout(RETRY)
+                };
                 match work {
-                    Work::Append(frames) => {
-                        // One write: the sigsleeps of local agents append
-                        // to the same file.
-                        let now = std::time::Instant::now();
-                        match file.write_all(&frames) {
-                            Ok(()) => {
-                                if let Some(line) = unwritten.worked(now) {
-                                    tracing::info!("{line}");
-                                }
-                            }
-                            Err(e) => {
-                                let e = format!("cannot write records to {}: {e}", path.display());
-                                if let Some(line) = unwritten.failed(&e, now) {
-                                    error!("{line}");
-                                }
-                            }
-                        }
+                    Ok(work) => out.take(work),
+                    Err(mpsc::RecvTimeoutError::Timeout) => {
+                        let _ = out.write();
                     }
-                    Work::Read(ids, reply) => {
-                        let _ = reply.send(read_jobs(&path, &ids));
-                    }
-                    Work::Flush(reply) => {
-                        let _ = reply.send(file.sync_data());
-                    }
-                    Work::ReadAll(mut part) => match read_all(&path, &mut part) {
-                        // The empty part says the file is all sent.
-                        Ok(()) => part(Vec::new()),
-                        // Never said: the backup stays unfit to take over.
-                        Err(e) => {
-                            error!(file = %path.display(), %e, "cannot read records for a backup")
-                        }
-                    },
-                    Work::ThenRemove(done, contents) => match file.sync_data() {
-                        Ok(()) => {
-                            let same = std::fs::read_to_string(&done).is_ok_and(|c| c == contents);
-                            if same {
-                                if let Err(e) = std::fs::remove_file(&done) {
-                                    error!(file = %done.display(), %e, "cannot remove");
-                                }
-                            }
-                        }
-                        Err(e) => error!(file = %path.display(), %e, "cannot sync records"),
-                    },
-                    Work::Then(f) => f(),
-                    Work::SyncBoth(other, records, done) => {
-                        let records = if records { file.sync_data() } else { Ok(()) };
-                        done.tell(records.and_then(|()| other.sync_data()))
-                    }
-                    Work::Truncate => {
-                        if let Err(e) = file.set_len(0) {
-                            error!(file = %path.display(), %e, "cannot empty the record file");
-                        }
-                    }
+                    Err(mpsc::RecvTimeoutError::Disconnected) => break,
                 }
             }
         })
         .context("cannot start the record sink")?;
     Ok((Sink { tx }, thread))
+}
+
+/// The record file, as the sink's thread holds it.
+struct Out {
+    file: File,
+    path: PathBuf,
+    /// Whole frames not yet written, in order: the disk was full.
+    unwritten: Vec<u8>,
+    /// What runs once `unwritten` is written ([`Sink::then`]).
+    then: Vec<Box<dyn FnOnce() + Send>>,
+    /// A full disk fails every append: said once a minute.
+    complaint: crate::complaints::Complaint,
+}
+
+impl Out {
+    fn take(&mut self, work: Work) {
+        match work {
+            Work::Append(frames) => {
+                self.unwritten.extend_from_slice(&frames);
+                let _ = self.write();
+            }
+            Work::Read(ids, reply) => {
+                let mut got = read_jobs(&self.path, &ids);
+                if let Ok(got) = &mut got {
+                    got.extend(frames_of(&self.unwritten, &ids));
+                }
+                let _ = reply.send(got);
+            }
+            Work::Flush(reply) => {
+                let _ = reply.send(self.write().and_then(|()| self.file.sync_data()));
+            }
+            Work::ReadAll(mut part) => match read_all(&self.path, &mut part) {
+                // The empty part says the file is all sent.
+                Ok(()) => {
+                    if !self.unwritten.is_empty() {
+                        part(self.unwritten.clone());
+                    }
+                    part(Vec::new())
+                }
+                // Never said: the backup stays unfit to take over.
+                Err(e) => {
+                    error!(file = %self.path.display(), %e, "cannot read records for a backup")
+                }
+            },
+            Work::ThenRemove(done, contents) => {
+                match self.write().and_then(|()| self.file.sync_data()) {
+                    Ok(()) => {
+                        let same = std::fs::read_to_string(&done).is_ok_and(|c| c == contents);
+                        if same {
+                            if let Err(e) = std::fs::remove_file(&done) {
+                                error!(file = %done.display(), %e, "cannot remove");
+                            }
+                        }
+                    }
+                    Err(e) => error!(file = %self.path.display(), %e, "cannot sync records"),
+                }
+            }
+            Work::Then(f) => {
+                if self.unwritten.is_empty() {
+                    f()
+                } else {
+                    self.then.push(f)
+                }
+            }
+            Work::SyncBoth(other, records, done) => {
+                let records = if records {
+                    self.write().and_then(|()| self.file.sync_data())
+                } else {
+                    Ok(())
+                };
+                done.tell(Synced {
+                    journal: other.sync_data(),
+                    records,
+                })
+            }
+            Work::Truncate => {
+                // What waited to be written belonged to what is emptied.
+                self.unwritten.clear();
+                self.run_then();
+                if let Err(e) = self.file.set_len(0) {
+                    error!(file = %self.path.display(), %e, "cannot empty the record file");
+                }
+            }
+        }
+    }
+
+    /// Writes what waits, whole frames in order. A write cut short leaves
+    /// the frame it cut torn in the file (readers skip it) and that frame
+    /// is written again whole: no record twice, none lost. One write in
+    /// the usual case: the sigsleeps of local agents append to the same
+    /// file, and a frame must not be split by theirs.
+    fn write(&mut self) -> std::io::Result<()> {
+        let now = std::time::Instant::now();
+        while !self.unwritten.is_empty() {
+            match self.file.write(&self.unwritten) {
+                Ok(0) => return self.failed(std::io::ErrorKind::WriteZero.into(), now),
+                Ok(n) => {
+                    let whole = if n == self.unwritten.len() {
+                        n
+                    } else {
+                        formats::record::complete_prefix(&self.unwritten[..n])
+                    };
+                    self.unwritten.drain(..whole);
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return self.failed(e, now),
+            }
+        }
+        if let Some(line) = self.complaint.worked(now) {
+            tracing::info!("{line}");
+        }
+        self.run_then();
+        Ok(())
+    }
+
+    fn failed(&mut self, e: std::io::Error, now: std::time::Instant) -> std::io::Result<()> {
+        let line = format!(
+            "cannot write records to {}: {e} ({} bytes of records wait in memory, and their \
+             agents keep them)",
+            self.path.display(),
+            self.unwritten.len()
+        );
+        if let Some(line) = self.complaint.failed(&line, now) {
+            error!("{line}");
+        }
+        Err(e)
+    }
+
+    fn run_then(&mut self) {
+        for f in std::mem::take(&mut self.then) {
+            f()
+        }
+    }
+}
+
+/// The frames in `frames` (whole, as the sink holds them) of jobs `ids`.
+fn frames_of(frames: &[u8], ids: &[u64]) -> Vec<u8> {
+    let wanted: HashSet<u64> = ids.iter().copied().collect();
+    let mut out = Vec::new();
+    let _ = RecordReader::new(frames).for_each_record(|rec| -> std::io::Result<()> {
+        if wanted.contains(&rec.id) {
+            let _ = encode(rec, &mut out);
+        }
+        Ok(())
+    });
+    out
 }
 
 /// What the record file already holds, read when the controller starts.

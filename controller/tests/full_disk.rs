@@ -157,3 +157,118 @@ fn full_disk(sync: &str, disk: &Path) {
     want.extend([queued_anyway, queued_anyway + 1]);
     assert_eq!(ids, want);
 }
+
+/// Fills the disk under the record file `disk/jobs.rec`, the page it ends
+/// in too (a tmpfs gives room by pages, and a record file's last page has
+/// room for a few more records): stray bytes up to the page's end, which
+/// readers skip.
+fn fill_records(disk: &Path) {
+    let path = disk.join("jobs.rec");
+    let len = std::fs::metadata(&path).unwrap().len() as usize;
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .unwrap();
+    f.write_all(&vec![0u8; 4096 - len % 4096]).unwrap();
+    fill(disk);
+}
+
+/// The record file alone on a full disk, its records from an agent on
+/// another "host": each record waits in the controller's memory, and its
+/// agent keeps it until the controller has it on disk, so that neither
+/// the outage nor a crash during it loses one.
+#[test]
+fn records_that_cannot_be_written_wait_and_their_agent_keeps_them() {
+    let disk = tempfile::tempdir().unwrap();
+    let Some(_mounted) = Mounted::tmpfs(disk.path(), "1m") else {
+        eprintln!("skipped: mounting a small tmpfs needs root (as .ci/run has)");
+        return;
+    };
+    let disk = disk.path();
+    let dir = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(disk, dir.path().join("records")).unwrap();
+    let text = config_text_with(
+        dir.path(),
+        "rn[1-2]",
+        4,
+        false,
+        "",
+        &format!("127.0.0.1:{}", free_port()),
+        2000,
+    );
+    let mut c = Cluster::start_text_remote(dir, &text);
+    let mut agent = spawn_agent(&c, "rn[1-2]", "h1");
+    c.wait_nodes_up();
+    // Records as the file holds them, each job's counted: a write the
+    // full disk cut short leaves a torn frame, which readers skip.
+    let counts = || {
+        let bytes = std::fs::read(disk.join("jobs.rec")).unwrap_or_default();
+        let mut n = std::collections::BTreeMap::<u64, usize>::new();
+        for r in formats::record::decode_all(&bytes).0 {
+            *n.entry(r.id).or_default() += 1;
+        }
+        n
+    };
+    let records_error = |c: &Cluster| {
+        json_of(&c.ok(&["stats", "--format", "json"]))["records_error"]
+            .as_str()
+            .map(str::to_string)
+    };
+    let before = c.submit(&["--cores", "1", "--runtime", "0.2"]);
+    c.wait_for("the first record", || counts().contains_key(&before[0]));
+
+    // Jobs end while the disk is full: their records are not in the file,
+    // and stats say why.
+    fill_records(disk);
+    let during = c.submit(&["--cores", "1", "--runtime", "0.2", "--count", "3"]);
+    for &id in &during {
+        c.wait_state(id, "completed");
+    }
+    c.wait_for("stats to say records wait", || {
+        records_error(&c).is_some_and(|e| e.contains("No space left on device"))
+    });
+    let held = counts();
+    assert!(during.iter().all(|id| !held.contains_key(id)), "{held:?}");
+    let said = |c: &Cluster, what: &str| c.log().lines().filter(|l| l.contains(what)).count();
+    assert_eq!(said(&c, "cannot write records"), 1, "{}", c.log());
+
+    // The controller dies with them in memory; the disk has room again
+    // and the controller comes back: the agent, registering again, sends
+    // the records it kept, and each is written once.
+    c.kill9();
+    std::fs::remove_file(disk.join("filler")).unwrap();
+    c.restart();
+    c.wait_for("the records kept by the agent", || {
+        let n = counts();
+        during.iter().all(|id| n.contains_key(id))
+    });
+
+    // Full again, with no restart: written once there is room, and stats
+    // say so.
+    fill_records(disk);
+    let more = c.submit(&["--cores", "1", "--runtime", "0.2", "--count", "2"]);
+    for &id in &more {
+        c.wait_state(id, "completed");
+    }
+    c.wait_for("stats to say records wait", || records_error(&c).is_some());
+    std::fs::remove_file(disk.join("filler")).unwrap();
+    c.wait_for("the records written from memory", || {
+        let n = counts();
+        more.iter().all(|id| n.contains_key(id))
+    });
+    c.wait_for("stats to clear", || records_error(&c).is_none());
+    assert_eq!(
+        said(&c, "writing the record file works again"),
+        1,
+        "{}",
+        c.log()
+    );
+
+    // Every job, once.
+    let n = counts();
+    for id in before.iter().chain(&during).chain(&more) {
+        assert_eq!(n.get(id), Some(&1), "records of job {id}: {n:?}");
+    }
+    c.ok(&["shutdown"]);
+    assert!(agent.wait().unwrap().success());
+}

@@ -89,7 +89,9 @@ use tokio_util::codec::{Decoder, Encoder, Framed, LengthDelimitedCodec};
 /// 28: every frame after the handshake is sealed with a tag ([`TAG`]);
 /// stats say why the journal cannot be written
 /// (`ClusterStats::journal_error`).
-pub const PROTOCOL: u32 = 28;
+/// 29: stats say why records of ended jobs wait to be written
+/// (`ClusterStats::records_error`).
+pub const PROTOCOL: u32 = 29;
 /// Bytes of the tag that ends every frame after the handshake: a
 /// truncated HMAC-SHA256, as RFC 4868 truncates it for IPsec.
 pub const TAG: usize = 16;

@@ -49,6 +49,23 @@ impl Cluster {
         self.jobs.get(&id).is_some_and(|j| j.agent == Some(agent))
     }
 
+    /// Whether a record of job `id`, started at `start_ns` on `node`, is
+    /// of an execution that ended on `agent`'s node: the job is over, and
+    /// ran there no earlier. An agent keeps an end and its record until
+    /// told that the record is on disk, and sends them again when it
+    /// registers again: the controller before may have noted the end and
+    /// died before the record was written (or while the disk was full).
+    pub fn ran_on(&self, agent: AgentId, id: u64, node: &str, start_ns: i64) -> bool {
+        let Some(info) = self.done.get(&id) else {
+            return false;
+        };
+        let hosted = self
+            .node_index
+            .get(node)
+            .is_some_and(|&i| self.nodes[i].agent == Some(agent));
+        hosted && info.start_ns > 0 && start_ns >= info.start_ns
+    }
+
     /// When job `id` (not yet over) last started, wall-clock ns.
     pub fn start_ns(&self, id: u64) -> Option<i64> {
         self.jobs.get(&id).map(|j| j.start_ns)
@@ -530,6 +547,7 @@ impl Cluster {
             journal_unsynced: 0,
             journal_lag_ns: 0,
             journal_error: None,
+            records_error: None,
             held_requests: 0,
             held_jobs: 0,
             policy_failure: None,

@@ -126,10 +126,11 @@ impl Server {
         self.cluster.job_ended(agent, id, exit, at, &mut self.out);
     }
 
-    /// Keeps the intact records an agent sent of jobs it runs, once per
-    /// execution (an agent that registers again sends the records of jobs
-    /// that ended meanwhile, which may have arrived before), and notes
-    /// when each ended, for its end (a record whose end never comes is
+    /// Keeps the intact records an agent sent of jobs it runs, or ran to
+    /// their end ([`crate::core::Cluster::ran_on`]), once per execution
+    /// (an agent that registers again sends the records of jobs that ended
+    /// meanwhile, which may have arrived before), and notes when each
+    /// running job ended, for its end (a record whose end never comes is
     /// dropped at the job's next end).
     pub(super) fn take_records(&mut self, agent: AgentId, frames: &[u8]) {
         if frames.is_empty() {
@@ -139,8 +140,10 @@ impl Server {
         let recorded = &mut self.recorded;
         let ends = &mut self.record_ends;
         let (kept, dropped) = crate::records::check(frames, |r| {
-            let keep = cluster.runs(agent, r.id) && recorded.insert((r.id, r.start));
-            if keep {
+            let runs = cluster.runs(agent, r.id);
+            let ours = runs || cluster.ran_on(agent, r.id, &r.node, r.start);
+            let keep = ours && recorded.insert((r.id, r.start));
+            if keep && runs {
                 ends.insert(r.id, (r.end, r.status));
             }
             keep

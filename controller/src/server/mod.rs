@@ -232,6 +232,10 @@ pub struct Server {
     /// End instants of kept records whose job's end is not handled yet
     /// (an agent sends a job's record just before its end).
     record_ends: HashMap<u64, (i64, formats::record::Status)>,
+    /// Why the records of ended jobs could not be made durable at the
+    /// last sync that asked (a full disk), until one can: their agents
+    /// are not told to forget them meanwhile.
+    records_error: Option<String>,
     journal: Journal,
     /// Answers to clients, sent once what they acknowledge is journaled.
     replies: Vec<(oneshot::Sender<Response>, Response)>,
@@ -242,8 +246,8 @@ pub struct Server {
     syncing: Option<Syncing>,
     /// Syncs begun so far.
     syncs: u64,
-    synced_tx: mpsc::UnboundedSender<(u64, std::io::Result<()>)>,
-    synced_rx: mpsc::UnboundedReceiver<(u64, std::io::Result<()>)>,
+    synced_tx: mpsc::UnboundedSender<(u64, crate::records::Synced)>,
+    synced_rx: mpsc::UnboundedReceiver<(u64, crate::records::Synced)>,
     /// Submissions waiting for room under `max_jobs`, in arrival order. A
     /// client has one request in flight per connection, so this holds at
     /// most one request per connection: a flooding client is slowed down
@@ -317,6 +321,7 @@ impl Server {
             records,
             recorded: written.executions,
             record_ends: HashMap::new(),
+            records_error: None,
             me: String::new(),
             leader: 0,
             term: 0,
@@ -622,30 +627,30 @@ impl Server {
 
     /// The sync under way is over: what it covers is durable, so what
     /// waited for it goes (or learns that it failed).
-    fn synced(&mut self, n: u64, result: std::io::Result<()>) {
+    fn synced(&mut self, n: u64, result: crate::records::Synced) {
         let Some(done) = self.syncing.take_if(|s| s.n == n) else {
             return;
         };
-        match result {
+        let ends_durable = result.journal.is_ok() && self.records_synced(result.records);
+        match result.journal {
             Ok(()) => {
                 if let Some(line) = self.sync_failures.worked(Instant::now()) {
                     info!("{line}");
                 }
                 self.journal.synced(done.cover);
                 self.release(done.cover.seq, Vec::new(), done.replies);
-                self.acknowledge_ends(done.ends);
                 // Clients submitting without pause keep the journal
                 // synced: the fold comes here too.
                 self.compact();
             }
-            Err(e) => {
-                // The ends are acknowledged by a later sync.
-                self.out.ends.extend(done.ends);
-                self.sync_failed(
-                    &format!("cannot sync the journal or the record file: {e}"),
-                    done.replies,
-                );
-            }
+            Err(e) => self.sync_failed(&format!("cannot sync the journal: {e}"), done.replies),
+        }
+        if ends_durable {
+            self.acknowledge_ends(done.ends);
+        } else {
+            // Acknowledged by a later sync (the sync tick tries while
+            // ends wait): their agents keep them until then.
+            self.out.ends.extend(done.ends);
         }
         if !self.unsynced.is_empty() {
             self.begin_sync();
@@ -782,24 +787,29 @@ impl Server {
             replies.splice(0..0, under_way.replies);
             ends.splice(0..0, under_way.ends);
         }
-        let synced = match self.journal.sync_written() {
-            Ok(()) => self
-                .records
-                .flush()
-                .await
-                .map_err(|e| format!("cannot sync the record file: {e}")),
-            Err(e) => Err(format!("{e:#}")),
-        };
-        match synced {
+        match self.journal.sync_written() {
             Ok(()) => {
                 if let Some(line) = self.sync_failures.worked(Instant::now()) {
                     info!("{line}");
                 }
                 self.release(self.journal.written(), Vec::new(), replies);
-                self.acknowledge_ends(ends);
+                let records = self.records.flush().await;
+                if self.records_synced(records) {
+                    self.acknowledge_ends(ends);
+                }
             }
-            Err(e) => self.sync_failed(&e, replies),
+            // Unacknowledged, the ends stay with their agents.
+            Err(e) => self.sync_failed(&format!("{e:#}"), replies),
         }
+    }
+
+    /// Whether the records of the ends a sync covers are durable; keeps
+    /// why not for `stats` (the sink logs the failure itself).
+    fn records_synced(&mut self, r: std::io::Result<()>) -> bool {
+        self.records_error = r
+            .err()
+            .map(|e| format!("{}: {e}", self.record_path.display()));
+        self.records_error.is_none()
     }
 
     /// Folds a long journal into a snapshot (a no-op while it is short).

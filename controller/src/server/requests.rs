@@ -37,6 +37,7 @@ impl Server {
         stats.journal_unsynced = self.journal.unsynced_entries();
         stats.journal_lag_ns = self.journal.lag().as_nanos() as u64;
         stats.journal_error = self.write_failures.failing().map(str::to_string);
+        stats.records_error.clone_from(&self.records_error);
         stats.held_requests = self.held.len() as u64;
         stats.held_jobs = self
             .held

@@ -149,6 +149,12 @@ impl Cluster {
         Cluster::launch_text(dir, text, true)
     }
 
+    /// [`Cluster::start_text`] whose nodes wait for agents started
+    /// separately ([`spawn_agent`]).
+    pub fn start_text_remote(dir: tempfile::TempDir, text: &str) -> Cluster {
+        Cluster::launch_text(dir, text, false)
+    }
+
     fn launch_text(dir: tempfile::TempDir, text: &str, wait_up: bool) -> Cluster {
         let config = dir.path().join("cluster.toml");
         std::fs::write(&config, text).unwrap();

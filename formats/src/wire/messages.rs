@@ -644,6 +644,10 @@ pub struct ClusterStats {
     /// Why the journal cannot be written, while it cannot (a full disk):
     /// no job is submitted nor started until it can.
     pub journal_error: Option<String>,
+    /// Why the last records of ended jobs could not be made durable, while
+    /// they cannot (a full disk under the record file): their agents keep
+    /// them, and the controller writes them once it can.
+    pub records_error: Option<String>,
     /// `[controller] max_jobs`: jobs not yet over past which submissions
     /// wait.
     pub max_jobs: u64,
