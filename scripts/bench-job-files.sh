@@ -54,7 +54,7 @@ for r in $(seq "$rounds"); do
   mem+=("$m") disk+=("$d")
   echo "round $r: job files in memory $m jobs/s, on /tmp $d jobs/s"
 done
-median() { printf '%s\n' "$@" | sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
+source scripts/lib/stats.sh
 m=$(median "${mem[@]}")
 d=$(median "${disk[@]}")
 echo "median: in memory $m jobs/s, on /tmp $d jobs/s, $(awk -v a="$m" -v b="$d" 'BEGIN { printf "%.2f", a / b }')x"

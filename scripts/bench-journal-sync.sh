@@ -77,7 +77,7 @@ for r in $(seq "$rounds"); do
   synced+=("$s") written+=("$w")
   echo "round $r: answered once synced $s jobs/s, once written $w jobs/s"
 done
-median() { printf '%s\n' "$@" | sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
+source scripts/lib/stats.sh
 s=$(median "${synced[@]}")
 w=$(median "${written[@]}")
 echo "median: once synced $s jobs/s, once written $w jobs/s, $(awk -v a="$w" -v b="$s" 'BEGIN { printf "%.2f", a / b }')x"
