@@ -17,6 +17,7 @@ use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
+use std::time::Instant;
 
 use anyhow::{Context, Result};
 use formats::record::{encode, JobRecord, RecordReader};
@@ -47,6 +48,8 @@ enum Work {
     /// Syncs what was appended before (if asked), then this other file
     /// (the journal), and tells how that went.
     SyncBoth(File, bool, Done),
+    /// A copy of the frames that wait to be written.
+    Unwritten(oneshot::Sender<Vec<u8>>),
 }
 
 /// How a sync went, for the journal and for the record file apart: the
@@ -54,8 +57,8 @@ enum Work {
 #[derive(Debug)]
 pub struct Synced {
     pub journal: std::io::Result<()>,
-    /// `Ok` when the records were not asked for.
-    pub records: std::io::Result<()>,
+    /// `None` when the records were not asked for.
+    pub records: Option<std::io::Result<()>>,
 }
 
 /// Whom to tell how a sync went. Told exactly once: if the sink drops it
@@ -77,7 +80,7 @@ impl Drop for Done {
             let gone = || Err(std::io::Error::other("the record sink stopped"));
             f(Synced {
                 journal: gone(),
-                records: gone(),
+                records: Some(gone()),
             });
         }
     }
@@ -85,6 +88,9 @@ impl Drop for Done {
 
 /// How often records that could not be written are tried again.
 const RETRY: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// What fills the rest of a torn frame, a part at a time.
+static ZEROS: [u8; 4096] = [0; 4096];
 
 /// Largest part of the record file sent to a backup at once.
 const PART: usize = 4 << 20;
@@ -156,6 +162,18 @@ impl Sink {
         let _ = self.tx.send(Work::Truncate);
     }
 
+    /// The frames handed over that are not yet written (a full disk):
+    /// records the file does not hold yet, but will.
+    pub async fn unwritten(&self) -> std::io::Result<Vec<u8>> {
+        let (reply, answer) = oneshot::channel();
+        self.tx
+            .send(Work::Unwritten(reply))
+            .map_err(|_| std::io::Error::other("the record sink is gone"))?;
+        answer
+            .await
+            .map_err(|_| std::io::Error::other("the record sink is gone"))
+    }
+
     /// The records of `ids`, read after everything appended before.
     pub async fn read(&self, ids: Vec<u64>) -> std::io::Result<Vec<u8>> {
         let (reply, answer) = oneshot::channel();
@@ -183,31 +201,42 @@ pub fn start(path: &Path) -> Result<(Sink, std::thread::JoinHandle<()>)> {
         .open(path)
         .with_context(|| format!("cannot open record file {}", path.display()))?;
     let (tx, rx) = mpsc::channel::<Work>();
+    // A frame cut short when this file was last written (a full disk, a
+    // crash): the rest of it is filled before anything else is written.
+    let torn_rest = torn_tail(path).unwrap_or(0);
     let mut out = Out {
         file,
         path: path.to_path_buf(),
         unwritten: Vec::new(),
-        then: Vec::new(),
+        torn_rest,
+        after: Vec::new(),
         complaint: crate::complaints::Complaint::new("writing the record file"),
     };
     let thread = std::thread::Builder::new()
         .name("clemu-records".into())
         .spawn(move || {
+            // Records that wait for room are tried again each second,
+            // whatever else comes or does not (a backup's confirmation may
+            // wait for them).
+            let mut retry_at: Option<Instant> = None;
             loop {
-                // Records that wait for room are tried again each second
-                // even when nothing else comes (a backup's confirmation
-                // may wait for them).
-                let work = if out.unwritten.is_empty() {
-                    rx.recv().map_err(|_| mpsc::RecvTimeoutError::Disconnected)
-                } else {
-                    rx.recv_timeout(RETRY)
+                let work = match retry_at {
+                    None => rx.recv().map_err(|_| mpsc::RecvTimeoutError::Disconnected),
+                    Some(at) => rx.recv_timeout(at.saturating_duration_since(Instant::now())),
                 };
                 match work {
                     Ok(work) => out.take(work),
-                    Err(mpsc::RecvTimeoutError::Timeout) => {
-                        let _ = out.write();
-                    }
+                    Err(mpsc::RecvTimeoutError::Timeout) => {}
                     Err(mpsc::RecvTimeoutError::Disconnected) => break,
+                }
+                if retry_at.is_some_and(|at| at <= Instant::now()) {
+                    let _ = out.write();
+                    retry_at = None;
+                }
+                if out.unwritten.is_empty() {
+                    retry_at = None;
+                } else if retry_at.is_none() {
+                    retry_at = Some(Instant::now() + RETRY);
                 }
             }
         })
@@ -221,8 +250,12 @@ struct Out {
     path: PathBuf,
     /// Whole frames not yet written, in order: the disk was full.
     unwritten: Vec<u8>,
-    /// What runs once `unwritten` is written ([`Sink::then`]).
-    then: Vec<Box<dyn FnOnce() + Send>>,
+    /// Bytes of a frame cut short by a full disk still to fill (with
+    /// zeros) before it is written again.
+    torn_rest: usize,
+    /// What waits for `unwritten` to be written ([`Sink::then`],
+    /// [`Sink::then_remove`]), in order.
+    after: Vec<Work>,
     /// A full disk fails every append: said once a minute.
     complaint: crate::complaints::Complaint,
 }
@@ -244,6 +277,9 @@ impl Out {
             Work::Flush(reply) => {
                 let _ = reply.send(self.write().and_then(|()| self.file.sync_data()));
             }
+            Work::Unwritten(reply) => {
+                let _ = reply.send(self.unwritten.clone());
+            }
             Work::ReadAll(mut part) => match read_all(&self.path, &mut part) {
                 // The empty part says the file is all sent.
                 Ok(()) => {
@@ -257,41 +293,34 @@ impl Out {
                     error!(file = %self.path.display(), %e, "cannot read records for a backup")
                 }
             },
-            Work::ThenRemove(done, contents) => {
-                match self.write().and_then(|()| self.file.sync_data()) {
-                    Ok(()) => {
-                        let same = std::fs::read_to_string(&done).is_ok_and(|c| c == contents);
-                        if same {
-                            if let Err(e) = std::fs::remove_file(&done) {
-                                error!(file = %done.display(), %e, "cannot remove");
-                            }
+            work @ (Work::ThenRemove(..) | Work::Then(_)) if !self.unwritten.is_empty() => {
+                self.after.push(work)
+            }
+            Work::ThenRemove(done, contents) => match self.file.sync_data() {
+                Ok(()) => {
+                    let same = std::fs::read_to_string(&done).is_ok_and(|c| c == contents);
+                    if same {
+                        if let Err(e) = std::fs::remove_file(&done) {
+                            error!(file = %done.display(), %e, "cannot remove");
                         }
                     }
-                    Err(e) => error!(file = %self.path.display(), %e, "cannot sync records"),
                 }
-            }
-            Work::Then(f) => {
-                if self.unwritten.is_empty() {
-                    f()
-                } else {
-                    self.then.push(f)
-                }
-            }
+                Err(e) => error!(file = %self.path.display(), %e, "cannot sync records"),
+            },
+            Work::Then(f) => f(),
             Work::SyncBoth(other, records, done) => {
-                let records = if records {
-                    self.write().and_then(|()| self.file.sync_data())
-                } else {
-                    Ok(())
-                };
+                let records = records.then(|| self.write().and_then(|()| self.file.sync_data()));
                 done.tell(Synced {
                     journal: other.sync_data(),
                     records,
                 })
             }
             Work::Truncate => {
-                // What waited to be written belonged to what is emptied.
+                // What waited to be written belonged to what is emptied,
+                // and so did what waited for it (a backup's confirmations
+                // to the primary it copied before).
                 self.unwritten.clear();
-                self.run_then();
+                self.after.clear();
                 if let Err(e) = self.file.set_len(0) {
                     error!(file = %self.path.display(), %e, "cannot empty the record file");
                 }
@@ -299,22 +328,35 @@ impl Out {
         }
     }
 
-    /// Writes what waits, whole frames in order. A write cut short leaves
-    /// the frame it cut torn in the file (readers skip it) and that frame
-    /// is written again whole: no record twice, none lost. One write in
-    /// the usual case: the sigsleeps of local agents append to the same
-    /// file, and a frame must not be split by theirs.
+    /// Writes what waits, whole frames in order, then what waited for it.
+    /// One write in the usual case: the sigsleeps of local agents append
+    /// to the same file, and a frame must not be split by theirs. A write
+    /// cut short (the disk filled up during it) leaves the frame it cut
+    /// torn in the file; zeros fill the rest of the length its header
+    /// claims before that frame is written again whole, so that readers,
+    /// which skip the torn frame, find the whole one after it. No record
+    /// twice, none lost.
     fn write(&mut self) -> std::io::Result<()> {
-        let now = std::time::Instant::now();
-        while !self.unwritten.is_empty() {
-            match self.file.write(&self.unwritten) {
+        let now = Instant::now();
+        while self.torn_rest > 0 || !self.unwritten.is_empty() {
+            let (bytes, padding) = if self.torn_rest > 0 {
+                (&ZEROS[..self.torn_rest.min(ZEROS.len())], true)
+            } else {
+                (&self.unwritten[..], false)
+            };
+            match self.file.write(bytes) {
                 Ok(0) => return self.failed(std::io::ErrorKind::WriteZero.into(), now),
+                Ok(n) if padding => self.torn_rest -= n,
+                Ok(n) if n == self.unwritten.len() => self.unwritten.clear(),
                 Ok(n) => {
-                    let whole = if n == self.unwritten.len() {
-                        n
-                    } else {
-                        formats::record::complete_prefix(&self.unwritten[..n])
-                    };
+                    let whole = formats::record::complete_prefix(&self.unwritten[..n]);
+                    if whole < n {
+                        // `complete_prefix` stops only at a frame (or its
+                        // magic) cut short: its header says how long it is.
+                        let torn = &self.unwritten[whole..];
+                        let claimed = formats::record::frame_len(torn).unwrap_or(n - whole);
+                        self.torn_rest = claimed.saturating_sub(n - whole);
+                    }
                     self.unwritten.drain(..whole);
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
@@ -324,11 +366,13 @@ impl Out {
         if let Some(line) = self.complaint.worked(now) {
             tracing::info!("{line}");
         }
-        self.run_then();
+        for work in std::mem::take(&mut self.after) {
+            self.take(work);
+        }
         Ok(())
     }
 
-    fn failed(&mut self, e: std::io::Error, now: std::time::Instant) -> std::io::Result<()> {
+    fn failed(&mut self, e: std::io::Error, now: Instant) -> std::io::Result<()> {
         let line = format!(
             "cannot write records to {}: {e} ({} bytes of records wait in memory, and their \
              agents keep them)",
@@ -340,13 +384,31 @@ impl Out {
         }
         Err(e)
     }
-
-    fn run_then(&mut self) {
-        for f in std::mem::take(&mut self.then) {
-            f()
-        }
-    }
 }
+
+/// How many bytes the frame the file at `path` ends in lacks, if it was
+/// cut short. Frames in it are small: a torn one starts within its last
+/// [`TAIL`] bytes, or is not looked for.
+fn torn_tail(path: &Path) -> std::io::Result<usize> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut f = File::open(path)?;
+    let len = f.metadata()?.len();
+    let from = len.saturating_sub(TAIL);
+    f.seek(SeekFrom::Start(from))?;
+    let mut tail = Vec::new();
+    f.read_to_end(&mut tail)?;
+    // From the first frame that starts in the tail.
+    let Some(first) = tail.windows(4).position(|w| w == formats::record::MAGIC) else {
+        return Ok(0);
+    };
+    let tail = &tail[first..];
+    let whole = formats::record::complete_prefix(tail);
+    let rest = &tail[whole..];
+    Ok(formats::record::frame_len(rest).map_or(0, |claimed| claimed.saturating_sub(rest.len())))
+}
+
+/// How far from its end [`torn_tail`] looks for a frame cut short.
+const TAIL: u64 = 1 << 20;
 
 /// The frames in `frames` (whole, as the sink holds them) of jobs `ids`.
 fn frames_of(frames: &[u8], ids: &[u64]) -> Vec<u8> {
@@ -372,6 +434,24 @@ pub struct Written {
     pub last: HashMap<u64, (JobState, i64)>,
 }
 
+impl Written {
+    fn note(&mut self, rec: &JobRecord<'_>) {
+        self.executions.insert((rec.id, rec.start));
+        self.last.insert(
+            rec.id,
+            (JobState::of_record(rec.status, rec.flags), rec.end),
+        );
+    }
+
+    /// Notes the records of `frames` too, as if they came after the file.
+    pub fn add(&mut self, frames: &[u8]) {
+        let _ = RecordReader::new(frames).for_each_record(|rec| -> std::io::Result<()> {
+            self.note(rec);
+            Ok(())
+        });
+    }
+}
+
 pub fn written(path: &Path) -> Result<Written> {
     let file = match File::open(path) {
         Ok(f) => f,
@@ -382,11 +462,7 @@ pub fn written(path: &Path) -> Result<Written> {
     let mut reader = RecordReader::new(std::io::BufReader::new(file));
     reader
         .for_each_record(|rec| -> std::io::Result<()> {
-            w.executions.insert((rec.id, rec.start));
-            w.last.insert(
-                rec.id,
-                (JobState::of_record(rec.status, rec.flags), rec.end),
-            );
+            w.note(rec);
             Ok(())
         })
         .with_context(|| format!("cannot read {}", path.display()))?;

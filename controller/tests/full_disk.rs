@@ -158,18 +158,21 @@ fn full_disk(sync: &str, disk: &Path) {
     assert_eq!(ids, want);
 }
 
-/// Fills the disk under the record file `disk/jobs.rec`, the page it ends
-/// in too (a tmpfs gives room by pages, and a record file's last page has
-/// room for a few more records): stray bytes up to the page's end, which
-/// readers skip.
-fn fill_records(disk: &Path) {
+/// Fills the disk under the record file `disk/jobs.rec`, and the page it
+/// ends in but `room` bytes (a tmpfs gives room by pages, and a record
+/// file's last page has room for a few more records): stray bytes, which
+/// readers skip. With less room than a record takes, the next record is
+/// cut short.
+fn fill_records(disk: &Path, room: usize) {
     let path = disk.join("jobs.rec");
     let len = std::fs::metadata(&path).unwrap().len() as usize;
     let mut f = std::fs::OpenOptions::new()
         .append(true)
         .open(&path)
         .unwrap();
-    f.write_all(&vec![0u8; 4096 - len % 4096]).unwrap();
+    let free = 4096 - len % 4096;
+    f.write_all(&vec![0u8; (free + 4096 - room) % 4096])
+        .unwrap();
     fill(disk);
 }
 
@@ -218,8 +221,10 @@ fn records_that_cannot_be_written_wait_and_their_agent_keeps_them() {
     c.wait_for("the first record", || counts().contains_key(&before[0]));
 
     // Jobs end while the disk is full: their records are not in the file,
-    // and stats say why.
-    fill_records(disk);
+    // and stats say why. The first is cut short by the last bytes there
+    // were.
+    fill_records(disk, 40);
+    let cut = std::fs::metadata(disk.join("jobs.rec")).unwrap().len() as usize;
     let during = c.submit(&["--cores", "1", "--runtime", "0.2", "--count", "3"]);
     for &id in &during {
         c.wait_state(id, "completed");
@@ -245,7 +250,8 @@ fn records_that_cannot_be_written_wait_and_their_agent_keeps_them() {
 
     // Full again, with no restart: written once there is room, and stats
     // say so.
-    fill_records(disk);
+    fill_records(disk, 40);
+    let cut_again = std::fs::metadata(disk.join("jobs.rec")).unwrap().len() as usize;
     let more = c.submit(&["--cores", "1", "--runtime", "0.2", "--count", "2"]);
     for &id in &more {
         c.wait_state(id, "completed");
@@ -264,6 +270,19 @@ fn records_that_cannot_be_written_wait_and_their_agent_keeps_them() {
         c.log()
     );
 
+    // Each time, the record cut short is there, its 40 bytes, then zeros
+    // to the length its header claims (the first time, written by the
+    // controller that came back), then the record whole: a reader that
+    // skips the torn frame finds the whole one past it, however large.
+    use formats::record::{frame_len, MAGIC};
+    let bytes = std::fs::read(disk.join("jobs.rec")).unwrap();
+    for cut in [cut, cut_again] {
+        assert_eq!(bytes[cut..cut + 4], MAGIC);
+        let claimed = frame_len(&bytes[cut..]).unwrap();
+        assert!(claimed > 40, "{claimed}");
+        assert!(bytes[cut + 40..cut + claimed].iter().all(|&b| b == 0));
+        assert_eq!(bytes[cut + claimed..cut + claimed + 4], MAGIC);
+    }
     // Every job, once.
     let n = counts();
     for id in before.iter().chain(&during).chain(&more) {

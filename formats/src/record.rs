@@ -766,6 +766,17 @@ pub fn complete_prefix(bytes: &[u8]) -> usize {
     }
 }
 
+/// The length, header included, that the frame at the start of `bytes`
+/// claims (it may be cut short or damaged): `None` without a magic and
+/// a whole header, or with an implausible length.
+pub fn frame_len(bytes: &[u8]) -> Option<usize> {
+    if bytes.len() < HEADER_LEN || bytes[..4] != MAGIC {
+        return None;
+    }
+    let len = u32::from_le_bytes([bytes[6], bytes[7], bytes[8], bytes[9]]) as usize;
+    (len <= MAX_PAYLOAD).then_some(HEADER_LEN + len)
+}
+
 /// Decodes a whole byte slice: every intact record (owned) and the stats.
 pub fn decode_all(bytes: &[u8]) -> (Vec<JobRecord<'static>>, DecodeStats) {
     let mut reader = RecordReader::new(bytes);
@@ -890,6 +901,15 @@ mod tests {
         assert_eq!(stats.corrupt, 1);
         assert_eq!(end(ProgramEnd::NOT_LAUNCHED).exit_code(), "0:53");
         assert!(!end(ProgramEnd::NOT_LAUNCHED).started());
+    }
+
+    #[test]
+    fn a_frame_says_its_length_even_cut_short() {
+        let frame = encode_to_vec(&sample(7)).unwrap();
+        assert_eq!(frame_len(&frame), Some(frame.len()));
+        assert_eq!(frame_len(&frame[..HEADER_LEN]), Some(frame.len()));
+        assert_eq!(frame_len(&frame[..HEADER_LEN - 1]), None);
+        assert_eq!(frame_len(&frame[1..]), None);
     }
 
     #[test]

@@ -49,13 +49,15 @@ impl Cluster {
         self.jobs.get(&id).is_some_and(|j| j.agent == Some(agent))
     }
 
-    /// Whether a record of job `id`, started at `start_ns` on `node`, is
-    /// of an execution that ended on `agent`'s node: the job is over, and
-    /// ran there no earlier. An agent keeps an end and its record until
-    /// told that the record is on disk, and sends them again when it
-    /// registers again: the controller before may have noted the end and
-    /// died before the record was written (or while the disk was full).
-    pub fn ran_on(&self, agent: AgentId, id: u64, node: &str, start_ns: i64) -> bool {
+    /// Whether a record of job `id` from `node` is of the job's last
+    /// execution, now over, on `agent`'s node: one of the nodes it ran on,
+    /// hosted by `agent`. An agent keeps an end and its record until told
+    /// that the record is on disk, and sends them again when it registers
+    /// again: the controller before may have noted the end and died before
+    /// the record was written (or while the disk was full). The record's
+    /// start is the host's clock, which need not agree with this one's;
+    /// an execution's record is taken once all the same (by its start).
+    pub fn ran_on(&self, agent: AgentId, id: u64, node: &str) -> bool {
         let Some(info) = self.done.get(&id) else {
             return false;
         };
@@ -63,7 +65,9 @@ impl Cluster {
             .node_index
             .get(node)
             .is_some_and(|&i| self.nodes[i].agent == Some(agent));
-        hosted && info.start_ns > 0 && start_ns >= info.start_ns
+        hosted
+            && formats::nodeset::parse(&info.nodes)
+                .is_ok_and(|set| formats::nodeset::expand(&set).iter().any(|n| n == node))
     }
 
     /// When job `id` (not yet over) last started, wall-clock ns.

@@ -141,7 +141,7 @@ impl Server {
         let ends = &mut self.record_ends;
         let (kept, dropped) = crate::records::check(frames, |r| {
             let runs = cluster.runs(agent, r.id);
-            let ours = runs || cluster.ran_on(agent, r.id, &r.node, r.start);
+            let ours = runs || cluster.ran_on(agent, r.id, &r.node);
             let keep = ours && recorded.insert((r.id, r.start));
             if keep && runs {
                 ends.insert(r.id, (r.end, r.status));

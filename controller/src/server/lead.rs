@@ -436,11 +436,15 @@ impl Server {
         self.journal.ship(true);
         // Records the primary streamed here: the jobs they end are over,
         // and their executions must not be recorded twice.
+        // Those that wait for room on the disk count as written: their
+        // agents send them again, and each must be taken once.
         if let Err(e) = self.records.flush().await {
             error!("cannot sync the record file: {e}");
         }
+        let unwritten = self.records.unwritten().await.unwrap_or_default();
         match crate::records::written(&self.record_path) {
-            Ok(written) => {
+            Ok(mut written) => {
+                written.add(&unwritten);
                 self.recorded = written.executions;
                 let now = self.clock.now();
                 self.cluster.await_agents(now);

@@ -631,7 +631,9 @@ impl Server {
         let Some(done) = self.syncing.take_if(|s| s.n == n) else {
             return;
         };
-        let ends_durable = result.journal.is_ok() && self.records_synced(result.records);
+        // Asked for only with ends to acknowledge.
+        let records = result.records.is_none_or(|r| self.records_synced(r));
+        let ends_durable = result.journal.is_ok() && records;
         match result.journal {
             Ok(()) => {
                 if let Some(line) = self.sync_failures.worked(Instant::now()) {
@@ -794,6 +796,16 @@ impl Server {
                 }
                 self.release(self.journal.written(), Vec::new(), replies);
                 let records = self.records.flush().await;
+                if let Err(e) = &records {
+                    // The agents are told to stop, and their ends go with
+                    // them: the records stay in each agent's spool file,
+                    // on its host.
+                    error!(
+                        "records of jobs on other hosts are not in {}: {e}; they remain in \
+                         their agents' record directories",
+                        self.record_path.display()
+                    );
+                }
                 if self.records_synced(records) {
                     self.acknowledge_ends(ends);
                 }
