@@ -212,13 +212,15 @@ pub fn start(path: &Path) -> Result<(Sink, std::thread::JoinHandle<()>)> {
         after: Vec::new(),
         complaint: crate::complaints::Complaint::new("writing the record file"),
     };
+    // At once: the sigsleeps of local agents are about to append theirs.
+    let _ = out.write();
     let thread = std::thread::Builder::new()
         .name("clemu-records".into())
         .spawn(move || {
             // Records that wait for room are tried again each second,
             // whatever else comes or does not (a backup's confirmation may
             // wait for them).
-            let mut retry_at: Option<Instant> = None;
+            let mut retry_at = out.waits().then(|| Instant::now() + RETRY);
             loop {
                 let work = match retry_at {
                     None => rx.recv().map_err(|_| mpsc::RecvTimeoutError::Disconnected),
@@ -233,7 +235,7 @@ pub fn start(path: &Path) -> Result<(Sink, std::thread::JoinHandle<()>)> {
                     let _ = out.write();
                     retry_at = None;
                 }
-                if out.unwritten.is_empty() {
+                if !out.waits() {
                     retry_at = None;
                 } else if retry_at.is_none() {
                     retry_at = Some(Instant::now() + RETRY);
@@ -293,9 +295,7 @@ impl Out {
                     error!(file = %self.path.display(), %e, "cannot read records for a backup")
                 }
             },
-            work @ (Work::ThenRemove(..) | Work::Then(_)) if !self.unwritten.is_empty() => {
-                self.after.push(work)
-            }
+            work @ (Work::ThenRemove(..) | Work::Then(_)) if self.waits() => self.after.push(work),
             Work::ThenRemove(done, contents) => match self.file.sync_data() {
                 Ok(()) => {
                     let same = std::fs::read_to_string(&done).is_ok_and(|c| c == contents);
@@ -320,6 +320,7 @@ impl Out {
                 // and so did what waited for it (a backup's confirmations
                 // to the primary it copied before).
                 self.unwritten.clear();
+                self.torn_rest = 0;
                 self.after.clear();
                 if let Err(e) = self.file.set_len(0) {
                     error!(file = %self.path.display(), %e, "cannot empty the record file");
@@ -338,7 +339,7 @@ impl Out {
     /// twice, none lost.
     fn write(&mut self) -> std::io::Result<()> {
         let now = Instant::now();
-        while self.torn_rest > 0 || !self.unwritten.is_empty() {
+        while self.waits() {
             let (bytes, padding) = if self.torn_rest > 0 {
                 (&ZEROS[..self.torn_rest.min(ZEROS.len())], true)
             } else {
@@ -372,6 +373,11 @@ impl Out {
         Ok(())
     }
 
+    /// Whether anything waits to be written.
+    fn waits(&self) -> bool {
+        self.torn_rest > 0 || !self.unwritten.is_empty()
+    }
+
     fn failed(&mut self, e: std::io::Error, now: Instant) -> std::io::Result<()> {
         let line = format!(
             "cannot write records to {}: {e} ({} bytes of records wait in memory, and their \
@@ -387,8 +393,8 @@ impl Out {
 }
 
 /// How many bytes the frame the file at `path` ends in lacks, if it was
-/// cut short. Frames in it are small: a torn one starts within its last
-/// [`TAIL`] bytes, or is not looked for.
+/// cut short ([`formats::record::torn_rest`]). Frames in it are small: a
+/// torn one starts within its last [`TAIL`] bytes, or is not looked for.
 fn torn_tail(path: &Path) -> std::io::Result<usize> {
     use std::io::{Read, Seek, SeekFrom};
     let mut f = File::open(path)?;
@@ -397,14 +403,7 @@ fn torn_tail(path: &Path) -> std::io::Result<usize> {
     f.seek(SeekFrom::Start(from))?;
     let mut tail = Vec::new();
     f.read_to_end(&mut tail)?;
-    // From the first frame that starts in the tail.
-    let Some(first) = tail.windows(4).position(|w| w == formats::record::MAGIC) else {
-        return Ok(0);
-    };
-    let tail = &tail[first..];
-    let whole = formats::record::complete_prefix(tail);
-    let rest = &tail[whole..];
-    Ok(formats::record::frame_len(rest).map_or(0, |claimed| claimed.saturating_sub(rest.len())))
+    Ok(formats::record::torn_rest(&tail))
 }
 
 /// How far from its end [`torn_tail`] looks for a frame cut short.

@@ -164,14 +164,16 @@ fn full_disk(sync: &str, disk: &Path) {
 /// readers skip. With less room than a record takes, the next record is
 /// cut short.
 fn fill_records(disk: &Path, room: usize) {
+    // SAFETY: sysconf(3) reads a constant.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
     let path = disk.join("jobs.rec");
     let len = std::fs::metadata(&path).unwrap().len() as usize;
     let mut f = std::fs::OpenOptions::new()
         .append(true)
         .open(&path)
         .unwrap();
-    let free = 4096 - len % 4096;
-    f.write_all(&vec![0u8; (free + 4096 - room) % 4096])
+    let free = page - len % page;
+    f.write_all(&vec![0u8; (free + page - room) % page])
         .unwrap();
     fill(disk);
 }
@@ -235,7 +237,10 @@ fn records_that_cannot_be_written_wait_and_their_agent_keeps_them() {
     let held = counts();
     assert!(during.iter().all(|id| !held.contains_key(id)), "{held:?}");
     let said = |c: &Cluster, what: &str| c.log().lines().filter(|l| l.contains(what)).count();
-    assert_eq!(said(&c, "cannot write records"), 1, "{}", c.log());
+    // Said once (again a minute later on a slow machine), not at every
+    // try.
+    let n = said(&c, "cannot write records");
+    assert!((1..=2).contains(&n), "{}", c.log());
 
     // The controller dies with them in memory; the disk has room again
     // and the controller comes back: the agent, registering again, sends

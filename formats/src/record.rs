@@ -777,6 +777,35 @@ pub fn frame_len(bytes: &[u8]) -> Option<usize> {
     (len <= MAX_PAYLOAD).then_some(HEADER_LEN + len)
 }
 
+/// How many bytes (zeros) to append to `bytes`, the end of a file of
+/// frames, so that the frame it ends in, if that one was cut short, is
+/// as long as its header claims. A writer that starts a frame after a
+/// torn one appends these first: else the new frame lies within the
+/// torn one's claimed length, where a reader may not look for frames
+/// (see `RecordReader`). Frames are walked from the first magic, their
+/// CRCs checked; only a frame cut short after the last intact one
+/// counts, and a header cut short is first completed with zeros.
+pub fn torn_rest(bytes: &[u8]) -> usize {
+    let mut pos = 0;
+    while let Some(at) = find_magic(&bytes[pos..]).map(|i| pos + i) {
+        let rest = &bytes[at..];
+        let mut header = [0u8; HEADER_LEN];
+        let got = rest.len().min(HEADER_LEN);
+        header[..got].copy_from_slice(&rest[..got]);
+        let claimed = frame_len(&header).unwrap_or(HEADER_LEN);
+        if rest.len() < claimed {
+            return claimed - rest.len();
+        }
+        let crc = u32::from_le_bytes([rest[10], rest[11], rest[12], rest[13]]);
+        pos = if crc32fast::hash(&rest[HEADER_LEN..claimed]) == crc {
+            at + claimed
+        } else {
+            at + 1
+        };
+    }
+    0
+}
+
 /// Decodes a whole byte slice: every intact record (owned) and the stats.
 pub fn decode_all(bytes: &[u8]) -> (Vec<JobRecord<'static>>, DecodeStats) {
     let mut reader = RecordReader::new(bytes);
@@ -901,6 +930,39 @@ mod tests {
         assert_eq!(stats.corrupt, 1);
         assert_eq!(end(ProgramEnd::NOT_LAUNCHED).exit_code(), "0:53");
         assert!(!end(ProgramEnd::NOT_LAUNCHED).started());
+    }
+
+    #[test]
+    fn a_torn_last_frame_is_filled_out_to_its_claimed_length() {
+        let a = encode_to_vec(&sample(1)).unwrap();
+        let b = encode_to_vec(&sample(2)).unwrap();
+        let whole = [a.clone(), b.clone()].concat();
+        assert_eq!(torn_rest(&whole), 0);
+        assert_eq!(torn_rest(&[]), 0);
+        // Cut in the payload, in the header, after the magic alone.
+        for cut in [b.len() - 1, 20, HEADER_LEN - 1, 4] {
+            let file = [&a[..], &b[..cut]].concat();
+            let fill = torn_rest(&file);
+            let mut filled = file.clone();
+            filled.resize(file.len() + fill, 0);
+            // What follows the filled-out frame is read.
+            filled.extend_from_slice(&b);
+            let (recs, _) = decode_all(&filled);
+            assert_eq!(
+                recs.iter().map(|r| r.id).collect::<Vec<_>>(),
+                [1, 2],
+                "cut at {cut}"
+            );
+            if cut >= 10 {
+                assert_eq!(file.len() + fill, a.len() + b.len(), "cut at {cut}");
+            }
+        }
+        // A damaged frame before the end is not a torn one.
+        let mut damaged = whole.clone();
+        damaged[a.len() + HEADER_LEN] ^= 1;
+        assert_eq!(torn_rest(&damaged), 0);
+        // Nor is the magic inside a payload, found first.
+        assert_eq!(torn_rest(&whole[3..]), 0);
     }
 
     #[test]

@@ -49,14 +49,15 @@ impl Cluster {
         self.jobs.get(&id).is_some_and(|j| j.agent == Some(agent))
     }
 
-    /// Whether a record of job `id` from `node` is of the job's last
-    /// execution, now over, on `agent`'s node: one of the nodes it ran on,
-    /// hosted by `agent`. An agent keeps an end and its record until told
-    /// that the record is on disk, and sends them again when it registers
-    /// again: the controller before may have noted the end and died before
-    /// the record was written (or while the disk was full). The record's
-    /// start is the host's clock, which need not agree with this one's;
-    /// an execution's record is taken once all the same (by its start).
+    /// Whether a record of job `id` from `node` may be of an execution of
+    /// the job, now over: `node` is hosted by `agent` and among the nodes
+    /// the job last ran on. An agent keeps an end and its record until
+    /// told that the record is on disk, and sends them again when it
+    /// registers again: the controller before may have noted the end and
+    /// died before the record was written (or while the disk was full).
+    /// The record's start is the host's clock, which need not agree with
+    /// this one's, so it is not compared; an execution's record is taken
+    /// once all the same (by its start).
     pub fn ran_on(&self, agent: AgentId, id: u64, node: &str) -> bool {
         let Some(info) = self.done.get(&id) else {
             return false;
@@ -66,8 +67,9 @@ impl Cluster {
             .get(node)
             .is_some_and(|&i| self.nodes[i].agent == Some(agent));
         hosted
-            && formats::nodeset::parse(&info.nodes)
-                .is_ok_and(|set| formats::nodeset::expand(&set).iter().any(|n| n == node))
+            && (info.nodes == node
+                || formats::nodeset::parse(&info.nodes)
+                    .is_ok_and(|set| set.iter().any(|n| n == node)))
     }
 
     /// When job `id` (not yet over) last started, wall-clock ns.

@@ -141,7 +141,10 @@ impl Server {
         let ends = &mut self.record_ends;
         let (kept, dropped) = crate::records::check(frames, |r| {
             let runs = cluster.runs(agent, r.id);
-            let ours = runs || cluster.ran_on(agent, r.id, &r.node);
+            // Resent records of jobs over are many at a registration:
+            // those already taken are not looked at further.
+            let ours = runs
+                || (!recorded.contains(&(r.id, r.start)) && cluster.ran_on(agent, r.id, &r.node));
             let keep = ours && recorded.insert((r.id, r.start));
             if keep && runs {
                 ends.insert(r.id, (r.end, r.status));
