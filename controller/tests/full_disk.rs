@@ -296,3 +296,63 @@ fn records_that_cannot_be_written_wait_and_their_agent_keeps_them() {
     c.ok(&["shutdown"]);
     assert!(agent.wait().unwrap().success());
 }
+
+/// A shutdown while the journal cannot be written: the controller stops
+/// in its usual time, and no job process is left behind, though the
+/// orders it held (a cancel) never went out.
+#[test]
+fn a_shutdown_on_a_full_disk_stops_every_job_and_the_controller() {
+    let disk = tempfile::tempdir().unwrap();
+    let Some(_mounted) = Mounted::tmpfs(disk.path(), "1m") else {
+        eprintln!("skipped: mounting a small tmpfs needs root (as .ci/run has)");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(disk.path(), dir.path().join("state")).unwrap();
+    let text = config_text(dir.path(), "vn[1-2]", 4, true, "");
+    let mut c = Cluster::start_text(dir, &text);
+    let ids = c.submit(&["--cores", "4", "--runtime", "1000", "--count", "2"]);
+    for &id in &ids {
+        c.wait_for("the jobs' processes", || !c.pids(id).is_empty());
+    }
+    let pids: Vec<i32> = ids.iter().map(|&id| c.pids(id)[0]).collect();
+    fill(disk.path());
+    // The journal's last page may still take a few submissions.
+    c.wait_for("the full disk to be met", || {
+        !c.ctl(&["submit", "--cores", "1", "--runtime", "1"])
+            .status
+            .success()
+    });
+    let out = c.ctl(&["cancel", &ids[0].to_string()]);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("not safely on disk"),
+        "{out:?}"
+    );
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert!(
+        proc_state(pids[0]).is_some_and(|s| s != 'Z'),
+        "the cancel went out"
+    );
+
+    let asked = std::time::Instant::now();
+    c.ok(&["shutdown"]);
+    let status = loop {
+        if let Some(s) = c.serve.try_wait().unwrap() {
+            break s;
+        }
+        // kill_grace_ms (2 s) and the 5 s the controller gives agents.
+        assert!(
+            asked.elapsed().as_secs() < 20,
+            "the controller is still up\n{}",
+            c.log()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    assert!(status.success(), "{status:?}\n{}", c.log());
+    for pid in pids {
+        assert!(
+            proc_state(pid).is_none_or(|s| s == 'Z'),
+            "process {pid} outlived the shutdown"
+        );
+    }
+}
