@@ -62,6 +62,11 @@ struct Job {
     /// Another start of the job, come while this process was still
     /// there: made once it is gone.
     next: Option<Box<StartJob>>,
+    /// An end (a cancel) come while `next` waited: that start is made all
+    /// the same and ended at once, as a job ended right after its start,
+    /// so that its end comes with its own record, not the killed
+    /// process's.
+    end_next: Option<EndWhy>,
     suspended: bool,
     /// `slurm` mode: when to follow the `SIGTSTP` with a `SIGSTOP`.
     stop_at: Option<Instant>,
@@ -412,6 +417,7 @@ async fn run(name: String, rx: Arc<Mailbox>, ctx: Arc<NodeContext>) {
                         debug!(job = id, node = %name, pid = j.pid, "start waits for the old process");
                         j.start = None;
                         j.next = Some(s);
+                        j.end_next = None;
                         signal(j.pid, Signal::SIGKILL);
                         continue;
                     }
@@ -475,6 +481,10 @@ async fn run(name: String, rx: Arc<Mailbox>, ctx: Arc<NodeContext>) {
                 }
                 Some(NodeCmd::Cancel(id, why)) => {
                     if let Some(job) = jobs.get_mut(&id) {
+                        if job.next.is_some() {
+                            job.end_next = Some(why);
+                            continue;
+                        }
                         job.start = None;
                         job.next = None;
                         cancel(job, kill_grace, why);
@@ -539,7 +549,10 @@ async fn run(name: String, rx: Arc<Mailbox>, ctx: Arc<NodeContext>) {
                         let _ = std::fs::remove_dir_all(dir);
                     }
                     if let Some((mut new, spawned)) = Box::pin(begin(&ctx, &name, s, &mut ahead)).await {
-                        if job.suspended {
+                        if let Some(why) = job.end_next {
+                            new.start = None;
+                            cancel(&mut new, kill_grace, why);
+                        } else if job.suspended {
                             suspend(&mut new, ctx.settings.suspend_mode, suspend_grace);
                         }
                         let pid = new.pid;
@@ -657,6 +670,7 @@ async fn begin(
         pid,
         start: Some(s.start_ns),
         next: None,
+        end_next: None,
         suspended: false,
         stop_at: None,
         kill_at: None,
@@ -1158,6 +1172,20 @@ mod tests {
         tokio::task::JoinHandle<()>,
         mpsc::Receiver<FromAgent>,
     ) {
+        node_running_with(dir, job, 200)
+    }
+
+    /// [`node_running`] with its time from a cancel's `SIGTERM` to the
+    /// `SIGKILL`.
+    fn node_running_with(
+        dir: &Path,
+        job: &str,
+        kill_grace_ms: u64,
+    ) -> (
+        NodeHandle,
+        tokio::task::JoinHandle<()>,
+        mpsc::Receiver<FromAgent>,
+    ) {
         let path = dir.join("job");
         std::fs::write(&path, job).unwrap();
         std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755))
@@ -1171,7 +1199,7 @@ mod tests {
                 heartbeat_ms: 1000,
                 suspend_mode: SuspendMode::Tstp,
                 suspend_grace_ms: 0,
-                kill_grace_ms: 200,
+                kill_grace_ms,
                 stream_records: false,
                 fence_ms: 0,
                 mark: Default::default(),
@@ -1312,6 +1340,48 @@ mod tests {
         assert!(said(third, &seen), "{seen:?}");
         assert!(seen.iter().all(|l| !l.starts_with("overlap")), "{seen:?}");
         assert_eq!(seen.first(), Some(&first.to_string()), "{seen:?}");
+        drop(node);
+        task.await.unwrap();
+    }
+
+    /// A cancel that comes while a start waits for the process before it
+    /// to be gone: that start is made and ended at once, so that the end
+    /// the controller hears (and, with sigsleep, the record) is its own,
+    /// not the killed process's.
+    #[tokio::test]
+    async fn a_cancel_while_a_start_waits_ends_that_start() {
+        let dir = tempfile::tempdir().unwrap();
+        // Lets in the SIGTERM a job starts with blocked, as sigsleep does,
+        // and ends by it; a SIGKILL would be the grace's end.
+        let job = "#!/usr/bin/env python3\nimport signal, time\n\
+                   signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGTERM])\n\
+                   time.sleep(30)\n";
+        let (node, task, mut from_node) = node_running_with(dir.path(), job, 30_000);
+        node.send(NodeCmd::Start(Box::new(job7(4))));
+        let first = started(&mut from_node).await;
+        node.send(NodeCmd::Start(Box::new(StartJob {
+            start_ns: 5,
+            ..job7(4)
+        })));
+        node.send(NodeCmd::Cancel(7, EndWhy::Cancelled));
+        let within = Duration::from_secs(10);
+        let second = tokio::time::timeout(within, started(&mut from_node))
+            .await
+            .expect("the waiting start was never made");
+        assert_ne!(second, first);
+        let end = tokio::time::timeout(within, async {
+            loop {
+                match from_node.recv().await {
+                    Some(FromAgent::Ended { job: 7, exit }) => return exit,
+                    Some(_) => continue,
+                    None => panic!("no end reported"),
+                }
+            }
+        })
+        .await
+        .expect("no end reported");
+        // Its SIGTERM, not the SIGKILL of the one before.
+        assert_eq!(end, Exit::Signal(libc::SIGTERM));
         drop(node);
         task.await.unwrap();
     }
