@@ -56,17 +56,24 @@ pub struct NodeContext {
 /// A job process this node owns.
 struct Job {
     pid: i32,
-    /// The start it runs for (`StartJob::start_ns`), until it is told to
-    /// end: a Start that names it again is the same start repeated.
-    start: Option<i64>,
+    /// The start it runs for (`StartJob::start_ns`): a Start that names
+    /// it again is the same start repeated, not run again.
+    start: i64,
+    /// Told to end (cancelled, killed, or set aside for `next`): a repeat
+    /// of its start is not answered any more.
+    ending: bool,
     /// Another start of the job, come while this process was still
-    /// there: made once it is gone.
+    /// there: made once it is gone. Meanwhile this process is signalled
+    /// no more (its pid may be another's once it is reaped), and what is
+    /// asked of the job is kept for that start.
     next: Option<Box<StartJob>>,
-    /// An end (a cancel) come while `next` waited: that start is made all
+    /// An end (a cancel) asked while `next` waits: that start is made all
     /// the same and ended at once, as a job ended right after its start,
     /// so that its end comes with its own record, not the killed
     /// process's.
-    end_next: Option<EndWhy>,
+    next_end: Option<EndWhy>,
+    /// A suspension asked while `next` waits (and not resumed since).
+    next_suspended: bool,
     suspended: bool,
     /// `slurm` mode: when to follow the `SIGTSTP` with a `SIGSTOP`.
     stop_at: Option<Instant>,
@@ -382,7 +389,7 @@ async fn run(name: String, rx: Arc<Mailbox>, ctx: Arc<NodeContext>) {
                     // The agent is going away: end every job, then stop.
                     closing = true;
                     for job in jobs.values_mut() {
-                        job.start = None;
+                        job.ending = true;
                         job.next = None;
                         cancel(job, kill_grace, EndWhy::Cancelled);
                     }
@@ -403,22 +410,35 @@ async fn run(name: String, rx: Arc<Mailbox>, ctx: Arc<NodeContext>) {
                         // way) is the job already running: a second
                         // process would write a second record. The
                         // controller hears of the one there is.
-                        if j.start == Some(s.start_ns) {
+                        if j.start == s.start_ns {
                             debug!(job = id, node = %name, pid = j.pid, "start repeated: runs already");
-                            let pid = j.pid as u32;
-                            report(&ctx, FromAgent::Started { job: id, pid }).await;
+                            if !j.ending {
+                                let pid = j.pid as u32;
+                                report(&ctx, FromAgent::Started { job: id, pid }).await;
+                            }
+                            continue;
+                        }
+                        if j.next.as_ref().is_some_and(|n| n.start_ns == s.start_ns) {
+                            debug!(job = id, node = %name, "start repeated: waits already");
                             continue;
                         }
                         // Another start while its old process is still
                         // there (restarted after a lost node before that
                         // one was reaped): it waits until the old one is
                         // gone, as a held process's successor does, since
-                        // both would use the job's one directory.
+                        // both would use the job's one directory. One
+                        // told to end already ends in its own time (its
+                        // record is written); else it is killed now.
                         debug!(job = id, node = %name, pid = j.pid, "start waits for the old process");
-                        j.start = None;
                         j.next = Some(s);
-                        j.end_next = None;
-                        signal(j.pid, Signal::SIGKILL);
+                        j.next_end = None;
+                        j.next_suspended = false;
+                        j.stop_at = None;
+                        if !j.ending {
+                            j.ending = true;
+                            j.kill_at = None;
+                            kill_now(j);
+                        }
                         continue;
                     }
                     if let Some((job, spawned)) = Box::pin(begin(&ctx, &name, s, &mut ahead)).await {
@@ -463,7 +483,9 @@ async fn run(name: String, rx: Arc<Mailbox>, ctx: Arc<NodeContext>) {
                 }
                 Some(NodeCmd::Suspend(id)) => {
                     if let Some(job) = jobs.get_mut(&id) {
-                        if !job.suspended {
+                        if job.next.is_some() {
+                            job.next_suspended = true;
+                        } else if !job.suspended {
                             suspend(job, ctx.settings.suspend_mode, suspend_grace);
                             debug!(job = id, node = %name, "suspended");
                         }
@@ -471,7 +493,9 @@ async fn run(name: String, rx: Arc<Mailbox>, ctx: Arc<NodeContext>) {
                 }
                 Some(NodeCmd::Resume(id)) => {
                     if let Some(job) = jobs.get_mut(&id) {
-                        if job.suspended {
+                        if job.next.is_some() {
+                            job.next_suspended = false;
+                        } else if job.suspended {
                             job.suspended = false;
                             job.stop_at = None;
                             signal(job.pid, Signal::SIGCONT);
@@ -482,23 +506,27 @@ async fn run(name: String, rx: Arc<Mailbox>, ctx: Arc<NodeContext>) {
                 Some(NodeCmd::Cancel(id, why)) => {
                     if let Some(job) = jobs.get_mut(&id) {
                         if job.next.is_some() {
-                            job.end_next = Some(why);
+                            job.next_end = Some(why);
                             continue;
                         }
-                        job.start = None;
-                        job.next = None;
+                        job.ending = true;
                         cancel(job, kill_grace, why);
                     }
                 }
                 Some(NodeCmd::Kill(id)) => {
                     if let Some(job) = jobs.get_mut(&id) {
-                        job.start = None;
+                        // A start that waits is not made: what the
+                        // controller hears is this process's end.
                         job.next = None;
-                        signal(job.pid, Signal::SIGKILL);
+                        if !std::mem::replace(&mut job.ending, true) || job.kill_at.is_some() {
+                            job.kill_at = None;
+                            kill_now(job);
+                        }
                     }
                 }
                 Some(NodeCmd::Signal(id, sig, reach)) => {
-                    if let Some(job) = jobs.get(&id).filter(|j| j.program.is_some()) {
+                    // Not to a process set aside for a start that waits.
+                    if let Some(job) = jobs.get(&id).filter(|j| j.program.is_some() && j.next.is_none()) {
                         signal_part(job.pid, sig, reach);
                     }
                 }
@@ -542,17 +570,17 @@ async fn run(name: String, rx: Arc<Mailbox>, ctx: Arc<NodeContext>) {
                     continue;
                 };
                 if let Some(s) = job.next {
-                    // Killed for a start that came meanwhile: the
-                    // controller counts that one, not this end. A
-                    // suspension sent meanwhile is the new one's.
+                    // Ended for a start that came meanwhile: the
+                    // controller counts that one, not this end. What was
+                    // asked of the job meanwhile is the new one's.
                     if let Some(dir) = job.program {
                         let _ = std::fs::remove_dir_all(dir);
                     }
                     if let Some((mut new, spawned)) = Box::pin(begin(&ctx, &name, s, &mut ahead)).await {
-                        if let Some(why) = job.end_next {
-                            new.start = None;
+                        if let Some(why) = job.next_end {
+                            new.ending = true;
                             cancel(&mut new, kill_grace, why);
-                        } else if job.suspended {
+                        } else if job.next_suspended {
                             suspend(&mut new, ctx.settings.suspend_mode, suspend_grace);
                         }
                         let pid = new.pid;
@@ -586,7 +614,7 @@ async fn run(name: String, rx: Arc<Mailbox>, ctx: Arc<NodeContext>) {
                     }
                     if job.kill_at.is_some_and(|t| t <= now) {
                         job.kill_at = None;
-                        signal(job.pid, Signal::SIGKILL);
+                        kill_now(job);
                     }
                 }
             }
@@ -598,6 +626,24 @@ async fn run(name: String, rx: Arc<Mailbox>, ctx: Arc<NodeContext>) {
             return;
         }
     }
+}
+
+/// Kills `job`'s processes at once. A program's may have left its process
+/// group (`setsid`, a daemon): they are sigsleep's descendants still (it
+/// is their subreaper), so they are stopped, that none forks meanwhile,
+/// then killed, before the group is, sigsleep with it.
+fn kill_now(job: &Job) {
+    if job.program.is_some() {
+        for sig in [libc::SIGSTOP, libc::SIGSTOP, libc::SIGKILL] {
+            for p in sigsleep::tree::descendants_of(job.pid) {
+                // SAFETY: plain kill(2) of processes read from /proc just
+                // now, below a live sigsleep, which reaps them: as in
+                // `signal_part`.
+                unsafe { libc::kill(p, sig) };
+            }
+        }
+    }
+    signal(job.pid, Signal::SIGKILL);
 }
 
 /// Suspends `job` as the agent's suspension mode says.
@@ -668,9 +714,11 @@ async fn begin(
     };
     let job = |pid, program| Job {
         pid,
-        start: Some(s.start_ns),
+        start: s.start_ns,
+        ending: false,
         next: None,
-        end_next: None,
+        next_end: None,
+        next_suspended: false,
         suspended: false,
         stop_at: None,
         kill_at: None,
@@ -1359,11 +1407,17 @@ mod tests {
         let (node, task, mut from_node) = node_running_with(dir.path(), job, 30_000);
         node.send(NodeCmd::Start(Box::new(job7(4))));
         let first = started(&mut from_node).await;
-        node.send(NodeCmd::Start(Box::new(StartJob {
-            start_ns: 5,
-            ..job7(4)
-        })));
+        let again = || {
+            NodeCmd::Start(Box::new(StartJob {
+                start_ns: 5,
+                ..job7(4)
+            }))
+        };
+        node.send(again());
         node.send(NodeCmd::Cancel(7, EndWhy::Cancelled));
+        // The waiting start said again (a message repeated on the way)
+        // is the same start: still cancelled.
+        node.send(again());
         let within = Duration::from_secs(10);
         let second = tokio::time::timeout(within, started(&mut from_node))
             .await
@@ -1382,6 +1436,58 @@ mod tests {
         .expect("no end reported");
         // Its SIGTERM, not the SIGKILL of the one before.
         assert_eq!(end, Exit::Signal(libc::SIGTERM));
+        drop(node);
+        task.await.unwrap();
+    }
+
+    /// A job suspended, then started anew while its old process is still
+    /// there: the new start runs (the suspension was the old one's), and a
+    /// suspension asked while it waits is its own.
+    #[tokio::test]
+    async fn a_start_that_waits_takes_only_what_was_asked_after_it() {
+        let dir = tempfile::tempdir().unwrap();
+        // Lets in the SIGTSTP a job starts with blocked, as sigsleep does,
+        // and stops by it.
+        let job = "#!/usr/bin/env python3\nimport signal, time\n\
+                   signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGTSTP])\n\
+                   time.sleep(30)\n";
+        let (node, task, mut from_node) = node_running(dir.path(), job);
+        let state = |pid: u32| {
+            std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .ok()
+                .and_then(|s| {
+                    s.rsplit(')')
+                        .next()?
+                        .split_whitespace()
+                        .next()
+                        .map(String::from)
+                })
+        };
+        node.send(NodeCmd::Start(Box::new(job7(4))));
+        let first = started(&mut from_node).await;
+        node.send(NodeCmd::Suspend(7));
+        node.send(NodeCmd::Start(Box::new(StartJob {
+            start_ns: 5,
+            ..job7(4)
+        })));
+        let second = started(&mut from_node).await;
+        assert_ne!(second, first);
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert_eq!(state(second).as_deref(), Some("S"), "the new start runs");
+        // Suspended while its start waits: it starts suspended.
+        node.send(NodeCmd::Start(Box::new(StartJob {
+            start_ns: 9,
+            ..job7(4)
+        })));
+        node.send(NodeCmd::Suspend(7));
+        let third = started(&mut from_node).await;
+        assert_ne!(third, second);
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert_eq!(
+            state(third).as_deref(),
+            Some("T"),
+            "the suspension asked after it"
+        );
         drop(node);
         task.await.unwrap();
     }

@@ -136,3 +136,34 @@ async fn a_cancelled_script_leaves_no_process() {
         );
     }
 }
+
+/// An agent that hears nothing from its controller for its fence time
+/// kills its jobs at once: a script's process that left the job's
+/// process group (`setsid`) goes too, though the SIGKILL to the group
+/// takes sigsleep, its subreaper, first.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_script_its_agent_fences_leaves_no_process() {
+    let c = Cluster::start_restartable("rn[1-2]", 4, false, "", 4_000);
+    let mut a = spawn_agent(&c, "rn[1-2]", "h1");
+    c.wait_nodes_up();
+    let work = tempfile::tempdir().unwrap();
+    let pids = work.path().join("pids");
+    let script = format!(
+        "#!/bin/sh\nsetsid sh -c 'echo $$ >> {p}; exec sleep 300' &\nsleep 300\n",
+        p = pids.display()
+    );
+    submit(&c, vec![spec(&script, work.path(), "")]).await;
+    let read = || std::fs::read_to_string(&pids).unwrap_or_default();
+    c.wait_for("the script's child", || !read().is_empty());
+    let pid: i32 = read().trim().parse().unwrap();
+    let controller = c.serve.id() as i32;
+    // SAFETY: kill(2) on our own child.
+    unsafe { libc::kill(controller, libc::SIGSTOP) };
+    c.wait_for("the fence to reach the child", || {
+        proc_state(pid).is_none_or(|s| s == 'Z')
+    });
+    // SAFETY: as above.
+    unsafe { libc::kill(controller, libc::SIGCONT) };
+    c.ok(&["shutdown"]);
+    a.wait().unwrap();
+}
