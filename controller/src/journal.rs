@@ -288,6 +288,10 @@ pub struct Journal {
     /// Counts writes and changes of file: a sync made elsewhere covers
     /// everything only if neither happened since it began.
     writes: u64,
+    /// The directory's sync after a fold's new journal replaced the old
+    /// one failed: until it is done, a crash of the machine may bring the
+    /// old journal back, and nothing synced since counts as durable.
+    dir_unsynced: bool,
     /// Entries appended since the last sync, and when the first of them
     /// was.
     pending: u64,
@@ -478,6 +482,7 @@ impl Journal {
                 unsynced: false,
                 torn: false,
                 writes: 0,
+                dir_unsynced: false,
                 pending: 0,
                 pending_since: None,
                 compact_at,
@@ -635,6 +640,7 @@ impl Journal {
     /// Syncs what is written, here and now; what a failed write left to
     /// write again stays pending.
     pub fn sync_written(&mut self) -> Result<()> {
+        self.sync_dir_if_needed()?;
         if self.unsynced {
             self.file
                 .sync_data()
@@ -655,7 +661,8 @@ impl Journal {
     /// write that failed leaves the rest to a later one). The server's
     /// loop never waits for the disk; [`Journal::synced`] says when it is
     /// done.
-    pub fn sync_written_elsewhere(&self) -> Result<(File, SyncCover)> {
+    pub fn sync_written_elsewhere(&mut self) -> Result<(File, SyncCover)> {
+        self.sync_dir_if_needed()?;
         let file = self
             .file
             .try_clone()
@@ -668,6 +675,16 @@ impl Journal {
                 began: std::time::Instant::now(),
             },
         ))
+    }
+
+    /// Syncs the directory, if the last fold could not: the name of the
+    /// new journal must be durable before anything in it can be.
+    fn sync_dir_if_needed(&mut self) -> Result<()> {
+        if self.dir_unsynced {
+            sync_dir(&self.dir)?;
+            self.dir_unsynced = false;
+        }
+        Ok(())
     }
 
     /// A sync handed out by [`Journal::sync_written_elsewhere`] is over: what it
@@ -779,7 +796,8 @@ impl Journal {
         self.torn = false;
         self.snapshot_size = written;
         self.writes += 1;
-        sync_dir(&self.dir)?;
+        self.dir_unsynced = true;
+        self.sync_dir_if_needed()?;
         info!(
             jobs = count,
             seq = self.seq,
@@ -1003,6 +1021,7 @@ mod tests {
             unsynced: false,
             torn: false,
             writes: 0,
+            dir_unsynced: false,
             pending: 0,
             pending_since: None,
             compact_at: 0,

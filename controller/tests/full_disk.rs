@@ -309,20 +309,36 @@ fn a_shutdown_on_a_full_disk_stops_every_job_and_the_controller() {
     };
     let dir = tempfile::tempdir().unwrap();
     std::os::unix::fs::symlink(disk.path(), dir.path().join("state")).unwrap();
-    let text = config_text(dir.path(), "vn[1-2]", 4, true, "");
+    let text = config_text(dir.path(), "vn[1-2]", 4, true, "max_jobs = 3");
     let mut c = Cluster::start_text(dir, &text);
     let ids = c.submit(&["--cores", "4", "--runtime", "1000", "--count", "2"]);
     for &id in &ids {
         c.wait_for("the jobs' processes", || !c.pids(id).is_empty());
     }
     let pids: Vec<i32> = ids.iter().map(|&id| c.pids(id)[0]).collect();
+    // A third job, which waits: the queue is full to `max_jobs`.
+    c.submit(&["--cores", "1", "--runtime", "1"]);
     fill(disk.path());
-    // The journal's last page may still take a few submissions.
+    // The journal's last page may still take a few changes.
+    let mut drained = false;
     c.wait_for("the full disk to be met", || {
-        !c.ctl(&["submit", "--cores", "1", "--runtime", "1"])
-            .status
-            .success()
+        drained = !drained;
+        let out = c.ctl(&[if drained { "drain" } else { "undrain" }, "vn2"]);
+        String::from_utf8_lossy(&out.stderr).contains("not safely on disk")
     });
+    // A queue full to `max_jobs` on a full disk: a submission is refused
+    // as any is then, not held for room that no pass can make.
+    let out = Command::new("timeout")
+        .arg("10")
+        .arg(binary("controller"))
+        .arg("--config")
+        .arg(&c.config)
+        .args(["submit", "--cores", "1", "--runtime", "1"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("cannot write its journal"), "{out:?}");
+
     let out = c.ctl(&["cancel", &ids[0].to_string()]);
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("not safely on disk"),
