@@ -74,6 +74,9 @@ struct Job {
     next_end: Option<EndWhy>,
     /// A suspension asked while `next` waits (and not resumed since).
     next_suspended: bool,
+    /// A start that waited and was dropped by a Kill: never made, though
+    /// said again.
+    dropped: Option<i64>,
     suspended: bool,
     /// `slurm` mode: when to follow the `SIGTSTP` with a `SIGSTOP`.
     stop_at: Option<Instant>,
@@ -418,8 +421,10 @@ async fn run(name: String, rx: Arc<Mailbox>, ctx: Arc<NodeContext>) {
                             }
                             continue;
                         }
-                        if j.next.as_ref().is_some_and(|n| n.start_ns == s.start_ns) {
-                            debug!(job = id, node = %name, "start repeated: waits already");
+                        if j.next.as_ref().is_some_and(|n| n.start_ns == s.start_ns)
+                            || j.dropped == Some(s.start_ns)
+                        {
+                            debug!(job = id, node = %name, "start repeated: waits already, or dropped");
                             continue;
                         }
                         // Another start while its old process is still
@@ -509,6 +514,10 @@ async fn run(name: String, rx: Arc<Mailbox>, ctx: Arc<NodeContext>) {
                             job.next_end = Some(why);
                             continue;
                         }
+                        // Killed already (its pid may be another's soon).
+                        if job.ending && job.kill_at.is_none() {
+                            continue;
+                        }
                         job.ending = true;
                         cancel(job, kill_grace, why);
                     }
@@ -517,7 +526,7 @@ async fn run(name: String, rx: Arc<Mailbox>, ctx: Arc<NodeContext>) {
                     if let Some(job) = jobs.get_mut(&id) {
                         // A start that waits is not made: what the
                         // controller hears is this process's end.
-                        job.next = None;
+                        job.dropped = job.next.take().map(|n| n.start_ns);
                         if !std::mem::replace(&mut job.ending, true) || job.kill_at.is_some() {
                             job.kill_at = None;
                             kill_now(job);
@@ -525,7 +534,9 @@ async fn run(name: String, rx: Arc<Mailbox>, ctx: Arc<NodeContext>) {
                     }
                 }
                 Some(NodeCmd::Signal(id, sig, reach)) => {
-                    // Not to a process set aside for a start that waits.
+                    // Not to a process set aside for a start that waits;
+                    // nor kept for that start: sent as it begins, it would
+                    // find no process of the program yet.
                     if let Some(job) = jobs.get(&id).filter(|j| j.program.is_some() && j.next.is_none()) {
                         signal_part(job.pid, sig, reach);
                     }
@@ -719,6 +730,7 @@ async fn begin(
         next: None,
         next_end: None,
         next_suspended: false,
+        dropped: None,
         suspended: false,
         stop_at: None,
         kill_at: None,
@@ -1446,12 +1458,18 @@ mod tests {
     #[tokio::test]
     async fn a_start_that_waits_takes_only_what_was_asked_after_it() {
         let dir = tempfile::tempdir().unwrap();
-        // Lets in the SIGTSTP a job starts with blocked, as sigsleep does,
-        // and stops by it.
-        let job = "#!/usr/bin/env python3\nimport signal, time\n\
-                   signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGTSTP])\n\
-                   time.sleep(30)\n";
-        let (node, task, mut from_node) = node_running(dir.path(), job);
+        let ready = dir.path().join("ready");
+        // Lets in the SIGTSTP a job starts with blocked, as sigsleep does
+        // (one sent before stops it there), then says so.
+        let job = format!(
+            "#!/usr/bin/env python3\nimport os, signal, time\n\
+             signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGTSTP])\n\
+             open('{r}', 'a').write(str(os.getpid()) + '\\n')\n\
+             time.sleep(30)\n",
+            r = ready.display()
+        );
+        let (node, task, mut from_node) = node_running(dir.path(), &job);
+        let has = |pid: u32| move |l: &[String]| l.iter().any(|x| *x == pid.to_string());
         let state = |pid: u32| {
             std::fs::read_to_string(format!("/proc/{pid}/stat"))
                 .ok()
@@ -1472,8 +1490,8 @@ mod tests {
         })));
         let second = started(&mut from_node).await;
         assert_ne!(second, first);
-        tokio::time::sleep(Duration::from_millis(300)).await;
-        assert_eq!(state(second).as_deref(), Some("S"), "the new start runs");
+        assert!(has(second)(&until(&ready, 30, has(second)).await));
+        assert_ne!(state(second).as_deref(), Some("T"), "the new start runs");
         // Suspended while its start waits: it starts suspended.
         node.send(NodeCmd::Start(Box::new(StartJob {
             start_ns: 9,
@@ -1482,7 +1500,11 @@ mod tests {
         node.send(NodeCmd::Suspend(7));
         let third = started(&mut from_node).await;
         assert_ne!(third, second);
-        tokio::time::sleep(Duration::from_millis(300)).await;
+        // Stopped as it lets the signal in, before it can say it is ready.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while state(third).as_deref() != Some("T") && std::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
         assert_eq!(
             state(third).as_deref(),
             Some("T"),

@@ -986,9 +986,8 @@ impl Server {
             } if self.stopping.is_none() && !self.has_room(formats::wire::jobs_of(&specs)) => {
                 // On a full disk no pass runs, so no room comes: refused
                 // as any submission is then, not held.
-                if self.write_failures.failing().is_some() {
-                    let resp = self.request(Request::Submit { specs, key }, now);
-                    self.replies.push((reply, resp));
+                if let Some(refused) = self.unjournaled(key) {
+                    self.replies.push((reply, refused));
                     return;
                 }
                 let max = self.cluster.config().max_jobs;

@@ -32,6 +32,26 @@ impl Server {
         }
     }
 
+    /// The refusal of a submission while the journal cannot be written:
+    /// jobs queued now would be lost by a controller that stops before
+    /// its disk has room. The write is tried again first (what was written
+    /// is kept, and tried again at every commit, and here). A submission
+    /// said again with its key is not refused: it is answered with its
+    /// jobs, as ever.
+    pub(super) fn unjournaled(&mut self, key: u64) -> Option<Response> {
+        if self.write_failures.failing().is_some() {
+            self.write_journal();
+        }
+        let e = self
+            .write_failures
+            .failing()
+            .filter(|_| self.cluster.submitted_with(key).is_none())?;
+        Some(Response::Error(format!(
+            "no job submitted: the controller cannot write its journal ({e}); it takes \
+             submissions again once it can"
+        )))
+    }
+
     pub(super) fn stats(&self) -> formats::wire::ClusterStats {
         let mut stats = self.cluster.stats();
         stats.journal_unsynced = self.journal.unsynced_entries();
@@ -59,23 +79,8 @@ impl Server {
                 if let Some(why) = self.scheduler.failed() {
                     return Response::Error(format!("no scheduler: {why}"));
                 }
-                // A journal that cannot be written takes no new work: jobs
-                // queued now would be lost by a controller that stops
-                // before its disk has room. What was written is kept, and
-                // the write is tried again at every commit, and here. A
-                // submission said again is answered with its jobs, as ever.
-                if self.write_failures.failing().is_some() {
-                    self.write_journal();
-                }
-                if let Some(e) = self
-                    .write_failures
-                    .failing()
-                    .filter(|_| self.cluster.submitted_with(key).is_none())
-                {
-                    return Response::Error(format!(
-                        "no job submitted: the controller cannot write its journal ({e}); it \
-                         takes submissions again once it can"
-                    ));
+                if let Some(refused) = self.unjournaled(key) {
+                    return refused;
                 }
                 match self.cluster.submit(specs, key, now, &mut self.out) {
                     Ok(ids) => Response::Submitted(ids),
