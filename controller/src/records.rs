@@ -110,15 +110,18 @@ impl Sink {
         }
     }
 
+    /// Asks the sink's thread, after everything handed over before, and
+    /// waits for its answer.
+    async fn ask<T>(&self, work: impl FnOnce(oneshot::Sender<T>) -> Work) -> std::io::Result<T> {
+        let gone = |_| std::io::Error::other("the record sink is gone");
+        let (reply, answer) = oneshot::channel();
+        self.tx.send(work(reply)).map_err(|_| gone(()))?;
+        answer.await.map_err(|_| gone(()))
+    }
+
     /// Makes every record appended so far durable.
     pub async fn flush(&self) -> std::io::Result<()> {
-        let (reply, answer) = oneshot::channel();
-        self.tx
-            .send(Work::Flush(reply))
-            .map_err(|_| std::io::Error::other("the record sink is gone"))?;
-        answer
-            .await
-            .map_err(|_| std::io::Error::other("the record sink is gone"))?
+        self.ask(Work::Flush).await?
     }
 
     /// Hands the whole file, as it stands after everything appended before,
@@ -165,24 +168,12 @@ impl Sink {
     /// The frames handed over that are not yet written (a full disk):
     /// records the file does not hold yet, but will.
     pub async fn unwritten(&self) -> std::io::Result<Vec<u8>> {
-        let (reply, answer) = oneshot::channel();
-        self.tx
-            .send(Work::Unwritten(reply))
-            .map_err(|_| std::io::Error::other("the record sink is gone"))?;
-        answer
-            .await
-            .map_err(|_| std::io::Error::other("the record sink is gone"))
+        self.ask(Work::Unwritten).await
     }
 
     /// The records of `ids`, read after everything appended before.
     pub async fn read(&self, ids: Vec<u64>) -> std::io::Result<Vec<u8>> {
-        let (reply, answer) = oneshot::channel();
-        self.tx
-            .send(Work::Read(ids, reply))
-            .map_err(|_| std::io::Error::other("the record sink is gone"))?;
-        answer
-            .await
-            .map_err(|_| std::io::Error::other("the record sink is gone"))?
+        self.ask(|reply| Work::Read(ids, reply)).await?
     }
 }
 

@@ -7,28 +7,37 @@ mod common;
 use common::*;
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
-/// A tmpfs of `size` mounted on `at`, unmounted when dropped; `None`
-/// where this process may not mount one (not root, or a container's).
-struct Mounted(PathBuf);
+/// A 1 MiB tmpfs on a directory of its own, unmounted, then the directory
+/// removed, when dropped. `None` where this process may not mount one
+/// (not root, or a container's): the test says it skipped.
+struct SmallDisk(tempfile::TempDir);
 
-impl Mounted {
-    fn tmpfs(at: &Path, size: &str) -> Option<Mounted> {
-        std::fs::create_dir_all(at).unwrap();
+impl SmallDisk {
+    fn mount() -> Option<SmallDisk> {
+        let dir = tempfile::tempdir().unwrap();
         let out = Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
-            .arg(at)
+            .args(["-t", "tmpfs", "-o", "size=1m", "tmpfs"])
+            .arg(dir.path())
             .output()
             .unwrap();
-        out.status.success().then(|| Mounted(at.to_path_buf()))
+        if !out.status.success() {
+            eprintln!("skipped: mounting a small tmpfs needs root (as .ci/run has)");
+            return None;
+        }
+        Some(SmallDisk(dir))
+    }
+
+    fn path(&self) -> &Path {
+        self.0.path()
     }
 }
 
-impl Drop for Mounted {
+impl Drop for SmallDisk {
     fn drop(&mut self) {
-        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+        let _ = Command::new("umount").arg("-l").arg(self.0.path()).status();
     }
 }
 
@@ -45,9 +54,7 @@ fn a_full_disk_refuses_new_jobs_says_so_once_and_loses_nothing_acknowledged() {
     for sync in ["answer", "background"] {
         // The disk outlives the cluster, whose directory links to it: the
         // controller is gone before it is unmounted.
-        let disk = tempfile::tempdir().unwrap();
-        let Some(_mounted) = Mounted::tmpfs(disk.path(), "1m") else {
-            eprintln!("skipped: mounting a small tmpfs needs root (as .ci/run has)");
+        let Some(disk) = SmallDisk::mount() else {
             return;
         };
         full_disk(sync, disk.path());
@@ -184,12 +191,10 @@ fn fill_records(disk: &Path, room: usize) {
 /// the outage nor a crash during it loses one.
 #[test]
 fn records_that_cannot_be_written_wait_and_their_agent_keeps_them() {
-    let disk = tempfile::tempdir().unwrap();
-    let Some(_mounted) = Mounted::tmpfs(disk.path(), "1m") else {
-        eprintln!("skipped: mounting a small tmpfs needs root (as .ci/run has)");
+    let Some(small) = SmallDisk::mount() else {
         return;
     };
-    let disk = disk.path();
+    let disk = small.path();
     let dir = tempfile::tempdir().unwrap();
     std::os::unix::fs::symlink(disk, dir.path().join("records")).unwrap();
     let text = config_text_with(
@@ -302,9 +307,7 @@ fn records_that_cannot_be_written_wait_and_their_agent_keeps_them() {
 /// orders it held (a cancel) never went out.
 #[test]
 fn a_shutdown_on_a_full_disk_stops_every_job_and_the_controller() {
-    let disk = tempfile::tempdir().unwrap();
-    let Some(_mounted) = Mounted::tmpfs(disk.path(), "1m") else {
-        eprintln!("skipped: mounting a small tmpfs needs root (as .ci/run has)");
+    let Some(disk) = SmallDisk::mount() else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
