@@ -69,9 +69,13 @@ jobset() {
   alone -J sig -o /dev/null --wrap 'kill -9 $$'
   alone -J mem -n 2 --mem=200M -o /dev/null --wrap true
   alone -J two -t 5 -N 2 -n 2 -o /dev/null --wrap true
-  # And one cancelled while it runs (its output: the step's line).
+  # And one cancelled while it runs (its output: the step's line). Its
+  # one process is the command (`exec`): with a shell waiting on a child,
+  # Slurm's SIGTERM reaches the two in either order, and a run of
+  # 2026-12-01 saw the shell report its child `Terminated` and the batch
+  # step end FAILED 15:0 rather than CANCELLED 0:15.
   local c
-  c=$(sbatch --parsable -J cancelled -o "$out/run/cancelled" --wrap 'sleep 100')
+  c=$(sbatch --parsable -J cancelled -o "$out/run/cancelled" --wrap 'exec sleep 100')
   for _ in $(seq 300); do
     [ "$(squeue -h -j "$c" -o %t)" = R ] && break
     sleep 0.1
