@@ -73,14 +73,19 @@ install_accounting() {
     || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq mariadb-server slurmdbd >/dev/null; }
 }
 
+# The PID in FILE if that process lives.
+pidof_file() {
+  local p
+  p=$(cat "$1" 2>/dev/null || true)
+  [ -n "$p" ] && kill -0 "$p" 2>/dev/null && echo "$p"
+  return 0
+}
+
 # The PIDs this cluster's daemons wrote.
 pids() {
   local f
   for f in "$dir"/run/*.pid "$dir"/ctl-*/run/*.pid; do
-    [ -f "$f" ] || continue
-    local p
-    p=$(cat "$f" 2>/dev/null || true)
-    [ -n "$p" ] && kill -0 "$p" 2>/dev/null && echo "$p"
+    [ -f "$f" ] && pidof_file "$f"
   done
   # A stale last file (a daemon killed) is no failure.
   return 0
@@ -187,15 +192,25 @@ accounting_up() {
   setsid mariadbd --no-defaults --datadir="$dir/db" --user=root --port="$db_port" \
     --bind-address=127.0.0.1 --socket="$dir/run/mariadb.sock" --pid-file="$dir/run/mariadb.pid" \
     --log-error="$dir/log/mariadb.log" < /dev/null > /dev/null 2>&1 &
-  for _ in $(seq 100); do [ -S "$dir/run/mariadb.sock" ] && break; sleep 0.1; done
-  [ -S "$dir/run/mariadb.sock" ] || die "mariadbd did not start (see $dir/log/mariadb.log)"
-  slurmdbd || die "slurmdbd did not start (see $dir/log/slurmdbd.log)"
+  # A busy host (a CI run, the first start after an install) may take tens
+  # of seconds to create the databases: wait for answers, not for files.
   local ok=0
-  for _ in $(seq 50); do
-    sacctmgr -i add cluster clemu > /dev/null 2>&1 && { ok=1; break; }
+  for _ in $(seq 600); do
+    mariadb-admin --no-defaults --socket="$dir/run/mariadb.sock" --user=root ping > /dev/null 2>&1 \
+      && { ok=1; break; }
+    sleep 0.1
+  done
+  [ "$ok" = 1 ] || die "mariadbd does not answer after 60 s: $(tail -n 3 "$dir/log/mariadb.log" 2>/dev/null | tr '\n' ' ')"
+  slurmdbd || die "slurmdbd did not start (see $dir/log/slurmdbd.log)"
+  ok=0
+  local why=
+  for _ in $(seq 300); do
+    why=$(sacctmgr -i add cluster clemu 2>&1) && { ok=1; break; }
+    # slurmdbd gives up for good on some errors: no use waiting for it then.
+    [ -n "$(pidof_file "$dir/run/slurmdbd.pid")" ] || [ ! -f "$dir/run/slurmdbd.pid" ] || break
     sleep 0.2
   done
-  [ "$ok" = 1 ] || die "slurmdbd does not answer (see $dir/log/slurmdbd.log)"
+  [ "$ok" = 1 ] || die "slurmdbd does not answer (sacctmgr: $(echo "$why" | tail -n 1)); its log ends: $(tail -n 3 "$dir/log/slurmdbd.log" 2>/dev/null | tr '\n' ' ')"
 }
 
 # Controller NAME of a cluster with --backup, in its namespaces.
