@@ -281,8 +281,11 @@ pub struct Cluster {
     /// Address of the Prometheus metrics endpoint, if any.
     pub metrics_listen: Option<String>,
     pub nodes: Vec<NodeDef>,
-    /// The nodes' names read for folding ([`Cluster::fold`]).
-    pub folder: crate::folding::Folder,
+    /// The nodes' names read for folding ([`Cluster::fold`]), on the
+    /// first fold: the Slurm commands load the config at every call and
+    /// most never fold, and on 10,000 nodes reading the names costs them
+    /// more than the rest of their work.
+    folder: std::sync::OnceLock<crate::folding::Folder>,
     pub groups: Groups,
     pub partitions: Vec<PartitionDef>,
     /// Whether `serve` hosts every node in its own process.
@@ -346,7 +349,6 @@ impl Cluster {
             groups.define(g, expr);
         }
         let mut nodes = Vec::new();
-        let mut index = HashMap::new();
         let (kinds, resources) =
             gres::node_kinds(file.nodes.iter().map(|n| (n.gpus, &n.resources)))
                 .map_err(|e| anyhow!("{name}: {e}"))?;
@@ -365,16 +367,21 @@ impl Cluster {
                 bail!("{name}: nodes[{i}]: more than {MAX_NODES} nodes in all");
             }
             let devices = kinds.counts_of(&resources[i]);
-            for node in set.iter() {
-                if index.insert(node.clone(), nodes.len()).is_some() {
-                    bail!("{name}: node {node} is defined twice");
-                }
-                nodes.push(NodeDef {
-                    name: node,
-                    cpus: n.cpus,
-                    memory_mb,
-                    devices,
-                });
+            nodes.reserve(set.len());
+            nodes.extend(set.iter().map(|node| NodeDef {
+                name: node,
+                cpus: n.cpus,
+                memory_mb,
+                devices,
+            }));
+        }
+        // Every Slurm command loads the config, so on a cluster of 10,000
+        // nodes this map is on each sbatch's path: sized once, and keyed
+        // by the names the nodes own rather than copies.
+        let mut index: HashMap<&str, usize> = HashMap::with_capacity(nodes.len());
+        for (i, n) in nodes.iter().enumerate() {
+            if index.insert(n.name.as_str(), i).is_some() {
+                bail!("{name}: node {} is defined twice", n.name);
             }
         }
         if nodes.is_empty() {
@@ -400,7 +407,7 @@ impl Cluster {
                 .iter()
                 .map(|n| {
                     index
-                        .get(&n)
+                        .get(n.as_str())
                         .copied()
                         .ok_or_else(|| anyhow!("{name}: {what}: node {n} is not in [[nodes]]"))
                 })
@@ -736,7 +743,7 @@ impl Cluster {
             sync_before_answer,
             max_jobs,
             metrics_listen: c.metrics_listen.clone(),
-            folder: crate::folding::Folder::new(nodes.iter().map(|n| n.name.as_str())),
+            folder: std::sync::OnceLock::new(),
             nodes,
             groups,
             partitions,
@@ -804,8 +811,15 @@ impl Cluster {
         self.fold_each(alloc.iter().map(|&(n, _)| n))
     }
 
-    fn fold_each(&self, idx: impl Iterator<Item = usize> + Clone) -> String {
+    /// Reads the nodes' names for [`Cluster::fold`] now, rather than at
+    /// the first fold.
+    pub fn ready_to_fold(&self) -> &crate::folding::Folder {
         self.folder
+            .get_or_init(|| crate::folding::Folder::new(self.nodes.iter().map(|n| n.name.as_str())))
+    }
+
+    fn fold_each(&self, idx: impl Iterator<Item = usize> + Clone) -> String {
+        self.ready_to_fold()
             .fold(idx.clone())
             .unwrap_or_else(|| nodeset::fold(idx.map(|i| self.nodes[i].name.as_str())))
     }

@@ -449,6 +449,9 @@ impl Cluster {
     }
 
     pub fn new(config: Arc<config::Cluster>) -> Cluster {
+        // Every start folds its job's nodes: the first should not also
+        // read the names of the whole cluster.
+        config.ready_to_fold();
         let partition_config = Arc::clone(&config);
         let device_free = if config.kinds.is_empty() {
             Vec::new()
