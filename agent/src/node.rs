@@ -5,7 +5,9 @@
 //! and reports how each ended.
 
 use std::collections::{HashMap, VecDeque};
+use std::future::Future;
 use std::path::{Path, PathBuf};
+use std::pin::Pin;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use formats::wire::{Exit, FromAgent, Reach, RunSettings, StartJob, StepInfo, SuspendMode};
@@ -353,11 +355,13 @@ fn signal_part(pid: i32, sig: i32, reach: Reach) {
     }
 }
 
-/// Sends an event to the uplink. The send's state lives on the heap while
-/// it waits: inline, it would be part of every node task's size, idle or
-/// not (as would the timer's below).
-async fn report(ctx: &NodeContext, event: FromAgent) {
-    let _ = Box::pin(ctx.events.send(event)).await;
+/// Sends an event to the uplink. The event and the send's state live on
+/// the heap while it waits: inline, they would be part of every node
+/// task's size, idle or not (as would the timer's below).
+fn report(ctx: &NodeContext, event: FromAgent) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
+    Box::pin(async move {
+        let _ = ctx.events.send(event).await;
+    })
 }
 
 async fn timer(at: Option<Instant>) {
@@ -446,10 +450,19 @@ async fn run(name: String, rx: Arc<Mailbox>, ctx: Arc<NodeContext>) {
                         }
                         continue;
                     }
-                    if let Some((job, spawned)) = Box::pin(begin(&ctx, &name, s, &mut ahead)).await {
-                        let pid = job.pid;
-                        jobs.insert(id, job);
-                        exits.push(exit_of(id, spawned));
+                    // The job is stored before the report's await: a
+                    // value alive across an await is part of the task's
+                    // size, on every node, idle or not.
+                    let started = match Box::pin(begin(&ctx, &name, s, &mut ahead)).await {
+                        Some((job, spawned)) => {
+                            let pid = job.pid;
+                            jobs.insert(id, job);
+                            exits.push(exit_of(id, spawned));
+                            Some(pid)
+                        }
+                        None => None,
+                    };
+                    if let Some(pid) = started {
                         report(&ctx, FromAgent::Started { job: id, pid: pid as u32 }).await;
                     }
                 }
@@ -577,31 +590,40 @@ async fn run(name: String, rx: Arc<Mailbox>, ctx: Arc<NodeContext>) {
                 if jobs.get(&id).is_none_or(|j| j.pid != pid) {
                     continue;
                 }
-                let Some(job) = jobs.remove(&id) else {
+                // Only the fields still needed: the whole job, alive
+                // across the awaits below, would make every node's task
+                // larger.
+                let Some(Job { next, next_end, next_suspended, program, .. }) = jobs.remove(&id) else {
                     continue;
                 };
-                if let Some(s) = job.next {
+                if let Some(s) = next {
                     // Ended for a start that came meanwhile: the
                     // controller counts that one, not this end. What was
                     // asked of the job meanwhile is the new one's.
-                    if let Some(dir) = job.program {
+                    if let Some(dir) = program {
                         let _ = std::fs::remove_dir_all(dir);
                     }
-                    if let Some((mut new, spawned)) = Box::pin(begin(&ctx, &name, s, &mut ahead)).await {
-                        if let Some(why) = job.next_end {
-                            new.ending = true;
-                            cancel(&mut new, kill_grace, why);
-                        } else if job.next_suspended {
-                            suspend(&mut new, ctx.settings.suspend_mode, suspend_grace);
+                    let started = match Box::pin(begin(&ctx, &name, s, &mut ahead)).await {
+                        Some((mut new, spawned)) => {
+                            if let Some(why) = next_end {
+                                new.ending = true;
+                                cancel(&mut new, kill_grace, why);
+                            } else if next_suspended {
+                                suspend(&mut new, ctx.settings.suspend_mode, suspend_grace);
+                            }
+                            let pid = new.pid;
+                            jobs.insert(id, new);
+                            exits.push(exit_of(id, spawned));
+                            Some(pid)
                         }
-                        let pid = new.pid;
-                        jobs.insert(id, new);
-                        exits.push(exit_of(id, spawned));
+                        None => None,
+                    };
+                    if let Some(pid) = started {
                         report(&ctx, FromAgent::Started { job: id, pid: pid as u32 }).await;
                     }
                     continue;
                 }
-                let exit = if let Some(dir) = job.program {
+                let exit = if let Some(dir) = program {
                     let (exit, steps) = program_ended(&dir, exit);
                     if !steps.is_empty() {
                         report(&ctx, FromAgent::Steps { job: id, steps }).await;
@@ -1246,6 +1268,17 @@ mod tests {
         tokio::task::JoinHandle<()>,
         mpsc::Receiver<FromAgent>,
     ) {
+        let (ctx, from_node) = context(dir, job, kill_grace_ms);
+        let (node, task) = start("vn1".into(), ctx);
+        (node, task, from_node)
+    }
+
+    /// What [`node_running_with`]'s node shares with its agent.
+    fn context(
+        dir: &Path,
+        job: &str,
+        kill_grace_ms: u64,
+    ) -> (Arc<NodeContext>, mpsc::Receiver<FromAgent>) {
         let path = dir.join("job");
         std::fs::write(&path, job).unwrap();
         std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755))
@@ -1268,8 +1301,27 @@ mod tests {
             },
             events,
         });
-        let (node, task) = start("vn1".into(), ctx);
-        (node, task, from_node)
+        (ctx, from_node)
+    }
+
+    /// Bytes, in a debug build: 608 when this was written, 992 before the
+    /// job and the event were no longer held across awaits.
+    const MAX_NODE_TASK: usize = 640;
+
+    /// Every node's task is this future, idle or not, so what it holds
+    /// across its awaits is paid once per node: the controller's memory
+    /// per idle node (BENCHMARKS.md, "Slurm's commands on clemu") grew by
+    /// a quarter when a job and a reported event were held so.
+    #[test]
+    fn a_node_task_stays_small() {
+        let dir = tempfile::tempdir().unwrap();
+        let (ctx, _events) = context(dir.path(), "#!/bin/sh\n", 200);
+        let task = run("vn1".into(), Arc::new(Mailbox::default()), ctx);
+        let size = std::mem::size_of_val(&task);
+        assert!(
+            size <= MAX_NODE_TASK,
+            "a node's task is {size} bytes, more than {MAX_NODE_TASK}: box what is held across an await"
+        );
     }
 
     /// Job 7 on `vn1`, on `cores` cores.
