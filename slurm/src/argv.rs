@@ -29,7 +29,9 @@ pub fn parse<A: Parser + CommandFactory>(argv: &[String]) -> Result<A> {
         all.push("--".into());
         all.extend(rest);
     }
-    parse_plain::<A>(&all).map_err(|e| match slurms_own(&e.to_string()) {
+    // The command built above parses too: making it is most of what a
+    // parse costs, and sbatch parses once per job.
+    parse_with::<A>(cmd, &all).map_err(|e| match slurms_own(&e.to_string()) {
         Some(option) => {
             anyhow::anyhow!("{option} is an option of Slurm's that clemu does not take yet")
         }
@@ -40,32 +42,39 @@ pub fn parse<A: Parser + CommandFactory>(argv: &[String]) -> Result<A> {
 /// A command's arguments, parsed; help is printed and exits 0, and an
 /// error is said in one line (clap's first), as Slurm's commands do.
 pub fn parse_plain<A: clap::Parser>(argv: &[String]) -> Result<A> {
+    parse_with::<A>(A::command(), argv)
+}
+
+/// [`parse_plain`] with `A`'s command already made.
+fn parse_with<A: clap::Parser>(mut cmd: clap::Command, argv: &[String]) -> Result<A> {
     use clap::error::ErrorKind;
-    A::try_parse_from(argv).map_err(|e| {
-        if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
-            let _ = e.print();
-            std::process::exit(0);
-        }
-        let text = e.render().to_string();
-        let line = text
-            .lines()
-            .next()
-            .unwrap_or("invalid arguments")
-            .trim_start_matches("error: ");
-        let program = argv
-            .first()
-            .and_then(|p| p.rsplit('/').next())
-            .unwrap_or_default();
-        if let Some(said) = not_a_number(line) {
-            return anyhow::anyhow!("{said}");
-        }
-        match slurms_own_of(program, line) {
-            Some(option) => {
-                anyhow::anyhow!("{option} is an option of Slurm's that clemu does not take yet")
+    cmd.try_get_matches_from_mut(argv)
+        .and_then(|mut m| A::from_arg_matches_mut(&mut m).map_err(|e| e.format(&mut cmd)))
+        .map_err(|e| {
+            if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+                let _ = e.print();
+                std::process::exit(0);
             }
-            None => anyhow::anyhow!("{line}"),
-        }
-    })
+            let text = e.render().to_string();
+            let line = text
+                .lines()
+                .next()
+                .unwrap_or("invalid arguments")
+                .trim_start_matches("error: ");
+            let program = argv
+                .first()
+                .and_then(|p| p.rsplit('/').next())
+                .unwrap_or_default();
+            if let Some(said) = not_a_number(line) {
+                return anyhow::anyhow!("{said}");
+            }
+            match slurms_own_of(program, line) {
+                Some(option) => {
+                    anyhow::anyhow!("{option} is an option of Slurm's that clemu does not take yet")
+                }
+                None => anyhow::anyhow!("{line}"),
+            }
+        })
 }
 
 /// clap's refusal of a number (`invalid value '-3' for '--ntasks

@@ -200,7 +200,7 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
              #!/bin/sh"
         );
     }
-    let args = with_directives(&argv, &script)?;
+    let args = with_directives(&argv, &script, first)?;
     if args.res.mem.is_some() && args.res.mem_per_cpu.is_some() {
         eprintln!("sbatch: fatal: --mem, --mem-per-cpu, and --mem-per-gpu are mutually exclusive.");
         return Ok(1);
@@ -309,10 +309,15 @@ async fn wait_over(c: &mut Cluster, id: u64) -> Result<u8> {
 }
 
 /// sbatch's options: `script`'s `#SBATCH` lines, then `argv`'s, which
-/// win.
-pub fn with_directives(argv: &[String], script: &str) -> Result<Args> {
+/// win. `plain` is `argv` parsed alone: the options when the script has
+/// no such line.
+pub fn with_directives(argv: &[String], script: &str, plain: Args) -> Result<Args> {
+    let lines = directive_lines(script)?;
+    if lines.is_empty() {
+        return Ok(plain);
+    }
     let mut all = vec![argv[0].clone()];
-    for (n, words) in directive_lines(script)? {
+    for (n, words) in lines {
         // Each line alone, so that one Slurm option clemu does not take
         // is refused with its line, and never eats the words after it.
         let mut line = vec![argv[0].clone()];

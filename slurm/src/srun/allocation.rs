@@ -175,7 +175,8 @@ async fn allocate_and_follow(args: super::Args) -> Result<u8> {
     let program = std::env::current_exe().context("cannot find this program's path")?;
     let argv = batch_argv(&args, &out, &err);
     let script = crate::sbatch::wrapped(&step_line(&program, &args));
-    let batch = crate::sbatch::with_directives(&argv, &script)?;
+    // A wrapped command has no `#SBATCH` lines: the options are argv's.
+    let batch: crate::sbatch::Args = crate::argv::parse(&argv)?;
     let mut ends = Ends::catch()?;
     let mut c = Cluster::open().await?;
     // Interruptible while the controller holds the submission (a cluster
