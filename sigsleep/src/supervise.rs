@@ -22,7 +22,6 @@
 
 use std::ffi::OsString;
 use std::fs::File;
-use std::process::{Command, Stdio};
 
 use formats::record::Status;
 
@@ -479,14 +478,9 @@ fn create_output(path: &std::path::Path) -> std::io::Result<File> {
 /// given as a shell's exit status, or as an output that could not be
 /// opened.
 fn spawn(prog: &Program) -> Result<i32, Exit> {
-    let Some((first, rest)) = prog.argv.split_first() else {
+    let Some(first) = prog.argv.first() else {
         return Err(Exit::NotStarted(127));
     };
-    let mut cmd = Command::new(first);
-    cmd.args(rest).stdin(Stdio::null());
-    if let Some(dir) = &prog.chdir {
-        cmd.current_dir(dir);
-    }
     let out = match &prog.stdout {
         Some(path) => match create_output(path) {
             Ok(f) => Some(f),
@@ -508,46 +502,119 @@ fn spawn(prog: &Program) -> Result<i32, Exit> {
         (_, Some(f)) => f.try_clone().ok(),
         _ => None,
     };
-    if let Some(f) = out {
-        cmd.stdout(f);
-    }
-    if let Some(f) = err.as_ref().and_then(|f| f.try_clone().ok()) {
-        cmd.stderr(f);
-    }
-    // The child inherits this process's mask, which blocks the job's
-    // signals (std keeps the mask since Rust 1.66): unblocked, or a
-    // script could not trap SIGTERM and would not stop on SIGTSTP. Its
-    // handlers are reset by exec, SIGPIPE by std. The group is this
-    // process's (no process_group call).
-    // SAFETY: sigemptyset and sigprocmask are async-signal-safe, and the
-    // closure touches nothing but its own stack.
-    unsafe {
-        std::os::unix::process::CommandExt::pre_exec(&mut cmd, || {
-            let mut none = std::mem::zeroed::<libc::sigset_t>();
-            libc::sigemptyset(&mut none);
-            if libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut()) != 0 {
-                return Err(std::io::Error::last_os_error());
+    let started = posix_spawn(prog, out.as_ref(), err.as_ref());
+    started.map_err(|e| {
+        let code = if e.kind() == std::io::ErrorKind::NotFound {
+            127
+        } else {
+            126
+        };
+        let said = format!("sigsleep: cannot run {}: {e}\n", show(first));
+        match err {
+            Some(mut f) => {
+                let _ = std::io::Write::write_all(&mut f, said.as_bytes());
             }
-            Ok(())
-        });
-    }
-    match cmd.spawn() {
-        Ok(child) => Ok(child.id() as i32),
-        Err(e) => {
-            let code = if e.kind() == std::io::ErrorKind::NotFound {
-                127
-            } else {
-                126
-            };
-            let said = format!("sigsleep: cannot run {}: {e}\n", show(first));
-            match err {
-                Some(mut f) => {
-                    let _ = std::io::Write::write_all(&mut f, said.as_bytes());
-                }
-                None => eprint!("{said}"),
-            }
-            Err(Exit::NotStarted(code))
+            None => eprint!("{said}"),
         }
+        Exit::NotStarted(code)
+    })
+}
+
+/// Starts `prog` with `posix_spawnp`, which glibc does by `vfork`: a job
+/// start then costs no copy of this process's pages (`fork`, which
+/// `Command` falls back to for a working directory in a static build,
+/// costs a tenth of a millisecond a job). Standard input is `/dev/null`,
+/// the outputs are `out` and `err` (else this process's), the working
+/// directory is `--chdir`'s. The signal mask is emptied, or a script
+/// could not trap SIGTERM and would not stop on SIGTSTP (this process
+/// blocks the job's signals), and SIGPIPE is back to its default, as
+/// `Command` leaves it; handlers are reset by exec, and a SIGINT the
+/// launcher left ignored stays so. The group is this process's.
+fn posix_spawn(prog: &Program, out: Option<&File>, err: Option<&File>) -> std::io::Result<i32> {
+    use std::ffi::CString;
+    use std::os::fd::AsRawFd;
+    use std::os::unix::ffi::OsStrExt;
+    let cstring = |s: &std::ffi::OsStr| {
+        CString::new(s.as_bytes()).map_err(|_| {
+            std::io::Error::new(std::io::ErrorKind::InvalidInput, "nul byte in an argument")
+        })
+    };
+    let argv = prog
+        .argv
+        .iter()
+        .map(|a| cstring(a))
+        .collect::<std::io::Result<Vec<CString>>>()?;
+    let chdir = prog
+        .chdir
+        .as_ref()
+        .map(|d| cstring(d.as_os_str()))
+        .transpose()?;
+    let mut argv_ptrs: Vec<*mut libc::c_char> =
+        argv.iter().map(|a| a.as_ptr().cast_mut()).collect();
+    argv_ptrs.push(std::ptr::null_mut());
+    let null = File::open("/dev/null")?;
+    let ok = |rc: libc::c_int| {
+        if rc == 0 {
+            Ok(())
+        } else {
+            Err(std::io::Error::from_raw_os_error(rc))
+        }
+    };
+    extern "C" {
+        static environ: *const *mut libc::c_char;
+    }
+    // SAFETY: the attribute and actions objects are initialised before
+    // use and destroyed once, below; every pointer handed to glibc (the
+    // C strings, the argument vector, the environment) outlives the call.
+    unsafe {
+        let mut files = std::mem::MaybeUninit::<libc::posix_spawn_file_actions_t>::uninit();
+        ok(libc::posix_spawn_file_actions_init(files.as_mut_ptr()))?;
+        let mut attr = std::mem::MaybeUninit::<libc::posix_spawnattr_t>::uninit();
+        if let Err(e) = ok(libc::posix_spawnattr_init(attr.as_mut_ptr())) {
+            libc::posix_spawn_file_actions_destroy(files.as_mut_ptr());
+            return Err(e);
+        }
+        let f = files.as_mut_ptr();
+        let a = attr.as_mut_ptr();
+        let mut none = std::mem::zeroed::<libc::sigset_t>();
+        libc::sigemptyset(&mut none);
+        let mut pipe = none;
+        libc::sigaddset(&mut pipe, libc::SIGPIPE);
+        let flags = (libc::POSIX_SPAWN_SETSIGMASK | libc::POSIX_SPAWN_SETSIGDEF) as libc::c_short;
+        let mut pid = 0;
+        let result = ok(libc::posix_spawn_file_actions_adddup2(
+            f,
+            null.as_raw_fd(),
+            0,
+        ))
+        .and_then(|()| match out {
+            Some(o) => ok(libc::posix_spawn_file_actions_adddup2(f, o.as_raw_fd(), 1)),
+            None => Ok(()),
+        })
+        .and_then(|()| match err {
+            Some(e) => ok(libc::posix_spawn_file_actions_adddup2(f, e.as_raw_fd(), 2)),
+            None => Ok(()),
+        })
+        .and_then(|()| match &chdir {
+            Some(d) => ok(libc::posix_spawn_file_actions_addchdir_np(f, d.as_ptr())),
+            None => Ok(()),
+        })
+        .and_then(|()| ok(libc::posix_spawnattr_setsigmask(a, &none)))
+        .and_then(|()| ok(libc::posix_spawnattr_setsigdefault(a, &pipe)))
+        .and_then(|()| ok(libc::posix_spawnattr_setflags(a, flags)))
+        .and_then(|()| {
+            ok(libc::posix_spawnp(
+                &mut pid,
+                argv[0].as_ptr(),
+                f,
+                a,
+                argv_ptrs.as_ptr(),
+                environ,
+            ))
+        });
+        libc::posix_spawnattr_destroy(a);
+        libc::posix_spawn_file_actions_destroy(f);
+        result.map(|()| pid)
     }
 }
 
