@@ -275,10 +275,17 @@ impl Cluster {
                 .iter()
                 .map(|&a| (a, self.tasks_by_index(a)))
                 .collect();
-            for task in tasks {
+            let count = tasks.len();
+            for (n, task) in tasks.into_iter().enumerate() {
                 let id = self.next_id;
                 debug!(job = id, cores = spec.cores, "job submitted");
-                let mut spec = spec.clone();
+                // The last task (a job's only one) takes the spec itself:
+                // a batch job's environment and script are not copied.
+                let mut spec = if n + 1 == count {
+                    std::mem::take(&mut spec)
+                } else {
+                    spec.clone()
+                };
                 // Each task waits for the task of its index of each array
                 // named (`aftercorr`; a job that is no array is its own
                 // only task). One whose index an array lacks waits for
