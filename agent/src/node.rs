@@ -453,15 +453,9 @@ async fn run(name: String, rx: Arc<Mailbox>, ctx: Arc<NodeContext>) {
                     // The job is stored before the report's await: a
                     // value alive across an await is part of the task's
                     // size, on every node, idle or not.
-                    let started = match Box::pin(begin(&ctx, &name, s, &mut ahead)).await {
-                        Some((job, spawned)) => {
-                            let pid = job.pid;
-                            jobs.insert(id, job);
-                            exits.push(exit_of(id, spawned));
-                            Some(pid)
-                        }
-                        None => None,
-                    };
+                    let started = Box::pin(begin(&ctx, &name, s, &mut ahead))
+                        .await
+                        .map(|(job, spawned)| keep(&mut jobs, &mut exits, id, job, exit_of(id, spawned)));
                     if let Some(pid) = started {
                         report(&ctx, FromAgent::Started { job: id, pid: pid as u32 }).await;
                     }
@@ -611,10 +605,7 @@ async fn run(name: String, rx: Arc<Mailbox>, ctx: Arc<NodeContext>) {
                             } else if next_suspended {
                                 suspend(&mut new, ctx.settings.suspend_mode, suspend_grace);
                             }
-                            let pid = new.pid;
-                            jobs.insert(id, new);
-                            exits.push(exit_of(id, spawned));
-                            Some(pid)
+                            Some(keep(&mut jobs, &mut exits, id, new, exit_of(id, spawned)))
                         }
                         None => None,
                     };
@@ -796,6 +787,21 @@ async fn begin(
 }
 
 /// The exit of job `id`'s process `spawned`, as the node task awaits it.
+/// Keeps a job just started, and the wait for its exit among those the
+/// task awaits; its pid, to report.
+fn keep<E>(
+    jobs: &mut HashMap<u64, Job>,
+    exits: &mut FuturesUnordered<E>,
+    id: u64,
+    job: Job,
+    exit: E,
+) -> i32 {
+    let pid = job.pid;
+    jobs.insert(id, job);
+    exits.push(exit);
+    pid
+}
+
 async fn exit_of(id: u64, spawned: crate::spawn::Spawned) -> (u64, i32, Exit) {
     // A dropped sender means the reaper lost the child: report it as killed.
     (
