@@ -523,7 +523,8 @@ fn spawn(prog: &Program) -> Result<i32, Exit> {
 /// Starts `prog` with `posix_spawnp`, which glibc does by `vfork`: a job
 /// start then costs no copy of this process's pages (`fork`, which
 /// `Command` falls back to for a working directory in a static build,
-/// costs a tenth of a millisecond a job). Standard input is `/dev/null`,
+/// cost 0.2 to 0.4 ms more per `sigsleep -- /bin/true` here; see
+/// BENCHMARKS.md). Standard input is `/dev/null`,
 /// the outputs are `out` and `err` (else this process's), the working
 /// directory is `--chdir`'s. The signal mask is emptied, or a script
 /// could not trap SIGTERM and would not stop on SIGTSTP (this process
