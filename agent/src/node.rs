@@ -87,6 +87,12 @@ struct Job {
     /// It runs a program: the directory of its files ([`program_dir`]),
     /// where how it ended is read.
     program: Option<PathBuf>,
+    /// Killed at once ([`NodeCmd::Kill`]): whether it ended on its own
+    /// first is read from the record file ([`recorded`]), not from its exit.
+    killed: bool,
+    /// The record file's length when the process was started: its record,
+    /// if it wrote one, is past here.
+    log_from: u64,
 }
 
 /// A job's process started ahead of the job ([`NodeCmd::Prepare`]), held
@@ -536,6 +542,7 @@ async fn run(name: String, rx: Arc<Mailbox>, ctx: Arc<NodeContext>) {
                         job.dropped = job.next.take().map(|n| n.start_ns);
                         if !std::mem::replace(&mut job.ending, true) || job.kill_at.is_some() {
                             job.kill_at = None;
+                            job.killed = true;
                             kill_now(job);
                         }
                     }
@@ -587,7 +594,7 @@ async fn run(name: String, rx: Arc<Mailbox>, ctx: Arc<NodeContext>) {
                 // Only the fields still needed: the whole job, alive
                 // across the awaits below, would make every node's task
                 // larger.
-                let Some(Job { next, next_end, next_suspended, program, .. }) = jobs.remove(&id) else {
+                let Some(Job { next, next_end, next_suspended, program, killed, log_from, .. }) = jobs.remove(&id) else {
                     continue;
                 };
                 if let Some(s) = next {
@@ -614,14 +621,24 @@ async fn run(name: String, rx: Arc<Mailbox>, ctx: Arc<NodeContext>) {
                     }
                     continue;
                 }
+                // Killed: it ended on its own first if, and only if, its
+                // record was written (a SIGKILL can land between the
+                // record and the exit it would have said, either way).
+                let record = killed.then(|| recorded(&ctx.log, log_from, id));
                 let exit = if let Some(dir) = program {
                     let (exit, steps) = program_ended(&dir, exit);
                     if !steps.is_empty() {
                         report(&ctx, FromAgent::Steps { job: id, steps }).await;
                     }
-                    exit
+                    match record {
+                        Some(None) => Exit::Signal(libc::SIGKILL),
+                        _ => exit,
+                    }
                 } else {
-                    exit
+                    match (record, exit) {
+                        (Some(Some(status)), Exit::Signal(_)) => exit_of_record(status),
+                        _ => exit,
+                    }
                 };
                 debug!(job = id, node = %name, ?exit, "ended");
                 report(&ctx, FromAgent::Ended { job: id, exit }).await;
@@ -736,6 +753,8 @@ async fn begin(
         }
         None => None,
     };
+    // Before the process can write its record.
+    let log_from = std::fs::metadata(&ctx.log).map_or(0, |m| m.len());
     let job = |pid, program| Job {
         pid,
         start: s.start_ns,
@@ -748,6 +767,8 @@ async fn begin(
         stop_at: None,
         kill_at: None,
         program,
+        killed: false,
+        log_from,
     };
     if let Some(p) = claimed {
         let pid = p.pid;
@@ -784,6 +805,37 @@ async fn begin(
             None
         }
     }
+}
+
+/// The status of job `id`'s record in the record file `log` past byte
+/// `from`, if one was written there (the last, if several).
+fn recorded(log: &Path, from: u64, id: u64) -> Option<formats::record::Status> {
+    use std::io::{Seek, SeekFrom};
+    let mut file = std::fs::File::open(log).ok()?;
+    file.seek(SeekFrom::Start(from)).ok()?;
+    let mut found = None;
+    // Damage is skipped by the reader; an error of the file ends the search
+    // with what was found before it.
+    let _ = formats::record::RecordReader::new(std::io::BufReader::new(file)).for_each_record(
+        |rec| -> std::io::Result<()> {
+            if rec.id == id {
+                found = Some(rec.status);
+            }
+            Ok(())
+        },
+    );
+    found
+}
+
+/// The exit sigsleep says for a sleep that ended with this record.
+fn exit_of_record(status: formats::record::Status) -> Exit {
+    use formats::record::Status;
+    Exit::Code(match status {
+        Status::Completed => 0,
+        Status::Timeout => sigsleep::EXIT_TIMEOUT,
+        Status::Cancelled => 128 + libc::SIGTERM,
+        Status::Failed => sigsleep::EXIT_LOG,
+    })
 }
 
 /// The exit of job `id`'s process `spawned`, as the node task awaits it.
@@ -1460,6 +1512,61 @@ mod tests {
         assert_eq!(seen.first(), Some(&first.to_string()), "{seen:?}");
         drop(node);
         task.await.unwrap();
+    }
+
+    /// Regression (a fresh-clone CI run, `runworkload`'s failure test: 101
+    /// records for 100 jobs): a job killed for a failed node just after
+    /// its sigsleep wrote its record, and before it said its exit, was
+    /// reported killed, so the controller ran it again and a second record
+    /// followed the first. A killed job's end is now what its record says:
+    /// over, if it wrote one; lost, if not.
+    #[tokio::test]
+    async fn a_killed_job_that_wrote_its_record_ended_on_its_own() {
+        use crate::records::frame_of_test_record;
+        for writes in [true, false] {
+            let dir = tempfile::tempdir().unwrap();
+            let frame = dir.path().join("frame");
+            std::fs::write(&frame, frame_of_test_record(7)).unwrap();
+            // An earlier run's record of the job, there before this start:
+            // not this run's.
+            std::fs::write(dir.path().join("rec"), frame_of_test_record(7)).unwrap();
+            let marker = dir.path().join("written");
+            // As sigsleep between its record and its exit: the record
+            // appended (or not), the process still there.
+            let job = format!(
+                "#!/bin/sh\n{append}echo x > {m}\nexec sleep 30\n",
+                append = if writes {
+                    format!(
+                        "cat {} >> {}\n",
+                        frame.display(),
+                        dir.path().join("rec").display()
+                    )
+                } else {
+                    String::new()
+                },
+                m = marker.display()
+            );
+            let (node, task, mut from_node) = node_running(dir.path(), &job);
+            node.send(NodeCmd::Start(Box::new(job7(4))));
+            started(&mut from_node).await;
+            assert_eq!(lines(&marker, 1, 30).await, ["x"], "the job never ran");
+            node.send(NodeCmd::Kill(7));
+            let exit = loop {
+                match from_node.recv().await {
+                    Some(FromAgent::Ended { job: 7, exit }) => break exit,
+                    Some(_) => continue,
+                    None => panic!("no end reported"),
+                }
+            };
+            let want = if writes {
+                Exit::Code(0)
+            } else {
+                Exit::Signal(libc::SIGKILL)
+            };
+            assert_eq!(exit, want, "record written: {writes}");
+            drop(node);
+            task.await.unwrap();
+        }
     }
 
     /// A cancel that comes while a start waits for the process before it

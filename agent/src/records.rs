@@ -62,6 +62,28 @@ impl Spool {
     }
 }
 
+/// The frame of a plain completed record of job `id`, for tests.
+#[cfg(test)]
+pub(crate) fn frame_of_test_record(id: u64) -> Vec<u8> {
+    use formats::record::{encode_to_vec, Flags, JobRecord, Status};
+    encode_to_vec(&JobRecord {
+        id,
+        cores: 1,
+        node: "n".into(),
+        submit: 0,
+        start: 0,
+        end: 1,
+        runtime: 1,
+        walltime: 0,
+        status: Status::Completed,
+        flags: Flags::default(),
+        suspensions: vec![],
+        devices: Vec::new(),
+        program: None,
+    })
+    .unwrap()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -69,29 +91,13 @@ mod tests {
 
     #[test]
     fn only_new_whole_frames_are_read() {
-        use formats::record::{encode_to_vec, Flags, JobRecord, Status};
-        let rec = |id| JobRecord {
-            id,
-            cores: 1,
-            node: "n".into(),
-            submit: 0,
-            start: 0,
-            end: 1,
-            runtime: 1,
-            walltime: 0,
-            status: Status::Completed,
-            flags: Flags::default(),
-            suspensions: vec![],
-            devices: Vec::new(),
-            program: None,
-        };
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("spool.rec");
-        std::fs::write(&path, encode_to_vec(&rec(0)).unwrap()).unwrap();
+        std::fs::write(&path, frame_of_test_record(0)).unwrap();
         let mut spool = Spool::open(&path).unwrap();
         assert!(spool.read_new().unwrap().is_empty(), "old records stay");
-        let one = encode_to_vec(&rec(1)).unwrap();
-        let two = encode_to_vec(&rec(2)).unwrap();
+        let one = frame_of_test_record(1);
+        let two = frame_of_test_record(2);
         let mut w = OpenOptions::new().append(true).open(&path).unwrap();
         w.write_all(&one).unwrap();
         w.write_all(&two[..5]).unwrap();
