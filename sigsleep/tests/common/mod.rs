@@ -57,6 +57,10 @@ pub fn launch_in_group(mut cmd: Command, pgid: libc::pid_t) -> Child {
                 libc::sigaddset(&mut set, s);
             }
             libc::sigprocmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+            // A test run a shell started in the background without job
+            // control has SIGINT ignored, which sigsleep keeps, as a
+            // shell's background job does: not what these tests are of.
+            libc::signal(libc::SIGINT, libc::SIG_DFL);
             Ok(())
         });
     }
