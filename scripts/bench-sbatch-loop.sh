@@ -4,7 +4,8 @@
 # empty, on a `clemu-slurm up` cluster of 100 nodes of 16 cores that each
 # build starts with its own controller and sigsleep. BASE is the
 # directory of the other build's binaries (clemu-slurm, controller,
-# sigsleep). The builds take turns, ROUNDS times; the medians are
+# sigsleep). The builds take turns, ROUNDS times, each first in every
+# other round, each run from a copy of its own; the medians are
 # printed side by side, with how the machine's CPU time went in this
 # build's last round (user, system, idle: /proc/stat), and what one job
 # process costs each build's sigsleep: a loop of `sigsleep -- /bin/true`
@@ -76,10 +77,26 @@ starts() {
 }
 
 declare -A rate start
+# Each build runs from a copy of its own, made the same way: a binary
+# just written by the linker and one written in one go by `cp` are held
+# differently in the page cache (15 more page faults per `sbatch` from
+# the linker's here), which is not a difference between the builds.
+for b in base new; do
+  mkdir -p "$tmp/bin-$b"
+  src=$bin
+  [ "$b" = base ] && src=$base
+  for f in clemu-slurm controller sigsleep; do
+    cp "$src/$f" "$tmp/bin-$b/$f"
+  done
+done
+
+# The builds take turns and swap places every round: the second of a
+# round runs after the first's cluster went down, which is not the same.
 for r in $(seq "$rounds"); do
-  for b in base new; do
-    dir=$bin
-    [ "$b" = base ] && dir=$base
+  order="base new"
+  [ $((r % 2)) = 0 ] && order="new base"
+  for b in $order; do
+    dir=$tmp/bin-$b
     rate[$b]+=" $(round "$dir" "$b$r")"
     [ "$b" = new ] && cp "$tmp/split" "$tmp/split.new"
     start[$b]+=" $(starts "$dir")"
