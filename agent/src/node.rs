@@ -624,7 +624,12 @@ async fn run(name: String, rx: Arc<Mailbox>, ctx: Arc<NodeContext>) {
                 // Killed: it ended on its own first if, and only if, its
                 // record was written (a SIGKILL can land between the
                 // record and the exit it would have said, either way).
-                let record = killed.then(|| recorded(&ctx.log, log_from, id));
+                let record = killed.then(|| recorded(&ctx.log, log_from, id)).and_then(|r| {
+                    // Unread, the process's own exit stands, as before
+                    // this check.
+                    r.inspect_err(|e| warn!(job = id, %e, "cannot read {}", ctx.log.display()))
+                        .ok()
+                });
                 let exit = if let Some(dir) = program {
                     let (exit, steps) = program_ended(&dir, exit);
                     if !steps.is_empty() {
@@ -808,23 +813,22 @@ async fn begin(
 }
 
 /// The status of job `id`'s record in the record file `log` past byte
-/// `from`, if one was written there (the last, if several).
-fn recorded(log: &Path, from: u64, id: u64) -> Option<formats::record::Status> {
+/// `from`, if one was written there (the last, if several). Damaged
+/// frames are skipped, as every reader of the file skips them.
+fn recorded(log: &Path, from: u64, id: u64) -> std::io::Result<Option<formats::record::Status>> {
     use std::io::{Seek, SeekFrom};
-    let mut file = std::fs::File::open(log).ok()?;
-    file.seek(SeekFrom::Start(from)).ok()?;
+    let mut file = std::fs::File::open(log)?;
+    file.seek(SeekFrom::Start(from))?;
     let mut found = None;
-    // Damage is skipped by the reader; an error of the file ends the search
-    // with what was found before it.
-    let _ = formats::record::RecordReader::new(std::io::BufReader::new(file)).for_each_record(
+    formats::record::RecordReader::new(std::io::BufReader::new(file)).for_each_record(
         |rec| -> std::io::Result<()> {
             if rec.id == id {
                 found = Some(rec.status);
             }
             Ok(())
         },
-    );
-    found
+    )?;
+    Ok(found)
 }
 
 /// The exit sigsleep says for a sleep that ended with this record.
