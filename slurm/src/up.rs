@@ -141,12 +141,18 @@ pub fn up(argv: &[String]) -> Result<u8> {
         }
         // Only a controller that serves this cluster stops a new one: not
         // a pid some other program has since, nor a killed controller that
-        // its parent has yet to reap (a zombie, seconds on some hosts).
+        // its parent has yet to reap (a zombie, seconds on some hosts), nor
+        // one still ending from its SIGKILL, which is waited for: until it
+        // is a zombie it holds its files and looks alive.
         let alive = started(&dir) == Started::Here
-            && pid
-                .trim()
-                .parse::<i32>()
-                .is_ok_and(|p| serves(nix::unistd::Pid::from_raw(p), &conf));
+            && pid.trim().parse::<i32>().is_ok_and(|p| {
+                let p = nix::unistd::Pid::from_raw(p);
+                let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+                while killed(p) && !gone(p) && std::time::Instant::now() < until {
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                }
+                serves(p, &conf)
+            });
         if alive {
             bail!(
                 "a cluster already runs in {} (controller pid {}): `clemu-slurm down --dir {}` \
@@ -298,6 +304,22 @@ fn started(dir: &Path) -> Started {
 fn gone(pid: nix::unistd::Pid) -> bool {
     nix::sys::signal::kill(pid, None) == Err(nix::errno::Errno::ESRCH)
         || std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| c.is_empty())
+}
+
+/// Whether process `pid` has a SIGKILL pending: it is ending, whatever
+/// it looks like meanwhile (SIGKILL cannot be blocked or ignored).
+fn killed(pid: nix::unistd::Pid) -> bool {
+    let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
+        return false;
+    };
+    let bit = 1u64 << (libc::SIGKILL - 1);
+    status.lines().any(|l| {
+        ["SigPnd:", "ShdPnd:"].iter().any(|k| {
+            l.strip_prefix(k)
+                .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+                .is_some_and(|v| v & bit != 0)
+        })
+    })
 }
 
 /// Whether process `pid` is alive and a controller serving the cluster
