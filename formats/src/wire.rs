@@ -17,6 +17,15 @@
 //! connection before anything it sent is acted on. Nonces are fresh on both
 //! sides, so a recorded handshake cannot be replayed.
 //!
+//! A client may send its first request right behind its `Auth`, in the
+//! same write, and check the `Welcome` before it reads the answer
+//! ([`connect_early`]): one round trip less per connection, which is a
+//! tenth of what one `sbatch` takes. The server acts on nothing before
+//! the `Auth` is checked either way; a client that sent to a server it
+//! had not yet heard prove itself gave away nothing a listener on the
+//! wire does not see (frames are sealed, not hidden), and believes no
+//! answer before the proof.
+//!
 //! Every frame after the handshake is sealed: it ends with a 16-byte tag,
 //! HMAC-SHA256 (truncated) over the frame's number on its way and its
 //! bytes, under a key of that way and that connection (derived from the
@@ -259,6 +268,9 @@ pub struct Conn<T> {
     framed: Framed<T, Frames>,
     /// The keys and frame counts of each way, once the handshake set them.
     seal: Option<Seal>,
+    /// After [`connect_early`]: the proof the server's `Welcome` must
+    /// carry, read before anything else is.
+    welcome: Option<Proof>,
 }
 
 /// What seals the frames of one connection: a keyed HMAC for each way,
@@ -343,6 +355,7 @@ impl<T: AsyncRead + AsyncWrite + Unpin> Conn<T> {
         Conn {
             framed: Framed::new(io, frames),
             seal: None,
+            welcome: None,
         }
     }
 
@@ -388,6 +401,32 @@ impl<T: AsyncRead + AsyncWrite + Unpin> Conn<T> {
 
     /// The next message; `Err(Closed)` when the peer hung up cleanly.
     pub async fn recv<M: DeserializeOwned>(&mut self) -> Result<M, WireError> {
+        self.welcomed().await?;
+        self.next_frame().await
+    }
+
+    /// After [`connect_early`], reads and checks the server's `Welcome`
+    /// (once; [`Conn::recv`] does it first). Nothing to do otherwise.
+    pub async fn welcomed(&mut self) -> Result<(), WireError> {
+        let Some(want) = self.welcome else {
+            return Ok(());
+        };
+        // The proof is still owed, and unsealed.
+        let seal = self.seal.take();
+        let welcome = timed(self.next_frame::<Welcome>()).await;
+        self.seal = seal;
+        let welcome = welcome.map_err(refused_by_closing)?;
+        if !same(&want, &welcome.proof) {
+            return Err(WireError::Refused(
+                "the server does not know the secret".into(),
+            ));
+        }
+        self.welcome = None;
+        self.set_max_frame(MAX_REPLY_FRAME);
+        Ok(())
+    }
+
+    async fn next_frame<M: DeserializeOwned>(&mut self) -> Result<M, WireError> {
         match self.framed.next().await {
             None => Err(WireError::Closed),
             Some(Err(e)) if is_frame_size(&e) => Err(WireError::TooLarge(
@@ -513,16 +552,7 @@ pub async fn connect<T: AsyncRead + AsyncWrite + Unpin>(
             proof,
         })
         .await?;
-        let welcome: Welcome = match conn.recv().await {
-            Ok(w) => w,
-            // A server that refuses us just hangs up.
-            Err(WireError::Closed | WireError::Io(_)) => {
-                return Err(WireError::Refused(
-                    "the server closed the connection (wrong secret?)".into(),
-                ))
-            }
-            Err(e) => return Err(e),
-        };
+        let welcome: Welcome = conn.recv().await.map_err(refused_by_closing)?;
         let want = mac(secret, &[b"clemu server", &client_nonce, &hello.nonce]);
         if !same(&want, &welcome.proof) {
             return Err(WireError::Refused(
@@ -534,6 +564,59 @@ pub async fn connect<T: AsyncRead + AsyncWrite + Unpin>(
         Ok(())
     })
     .await
+}
+
+/// The client's side of the handshake without waiting for the server's
+/// proof: returns once the server's `Hello` is answered, with the `Auth`
+/// queued to go out with the first message sent, in the same write. The
+/// `Welcome` is checked before the first message received is read (or
+/// by [`Conn::welcomed`]), with the same errors as [`connect`] gives.
+pub async fn connect_early<T: AsyncRead + AsyncWrite + Unpin>(
+    conn: &mut Conn<T>,
+    secret: &[u8],
+    role: Role,
+) -> Result<(), WireError> {
+    timed(async {
+        let hello: Hello = conn.recv().await?;
+        if hello.protocol != PROTOCOL {
+            return Err(WireError::Refused(format!(
+                "the server speaks protocol {} (this side speaks {PROTOCOL})",
+                hello.protocol
+            )));
+        }
+        let client_nonce = nonce()?;
+        let proof = mac(
+            secret,
+            &[
+                b"clemu client",
+                &[role_byte(role)],
+                &hello.nonce,
+                &client_nonce,
+            ],
+        );
+        conn.feed(&Auth {
+            protocol: PROTOCOL,
+            role,
+            nonce: client_nonce,
+            proof,
+        })
+        .await?;
+        conn.welcome = Some(mac(secret, &[b"clemu server", &client_nonce, &hello.nonce]));
+        conn.seal = Some(Seal::new(secret, &client_nonce, &hello.nonce, false));
+        Ok(())
+    })
+    .await
+}
+
+/// What a client makes of a server that hung up instead of welcoming it:
+/// a server that refuses the proof just hangs up.
+fn refused_by_closing(e: WireError) -> WireError {
+    match e {
+        WireError::Closed | WireError::Io(_) => {
+            WireError::Refused("the server closed the connection (wrong secret?)".into())
+        }
+        e => e,
+    }
 }
 
 /// Reads a shared secret from a file. Refuses a file that others can read
@@ -593,6 +676,127 @@ mod tests {
         let (s, c) = pair(b"k", b"not k").await;
         assert!(matches!(s, Err(WireError::Refused(_))), "{s:?}");
         assert!(matches!(c, Err(WireError::Refused(_))), "{c:?}");
+    }
+
+    /// A real loopback connection: (server end, client end).
+    async fn tcp_pair() -> (tokio::net::TcpStream, tokio::net::TcpStream) {
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let client = tokio::net::TcpStream::connect(l.local_addr().unwrap());
+        let (client, server) = tokio::join!(client, l.accept());
+        (server.unwrap().0, client.unwrap())
+    }
+
+    /// A frame as the wire carries it: its length, then its bytes.
+    fn framed(msg: &impl Serialize) -> Vec<u8> {
+        let body = encode(msg).unwrap();
+        let mut f = (body.len() as u32).to_be_bytes().to_vec();
+        f.extend_from_slice(&body);
+        f
+    }
+
+    #[tokio::test]
+    async fn an_early_client_sends_its_first_request_with_its_proof() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let (mut server, client) = tcp_pair().await;
+        let hello = Hello {
+            protocol: PROTOCOL,
+            nonce: [3; 32],
+        };
+        server.write_all(&framed(&hello)).await.unwrap();
+        let mut c = Conn::new(client);
+        connect_early(&mut c, b"k", Role::Client).await.unwrap();
+        c.send(&Request::Stats).await.unwrap();
+        // One write: the Auth and the sealed request come in one read.
+        let mut buf = vec![0u8; 4096];
+        let n = server.read(&mut buf).await.unwrap();
+        let auth_len = u32::from_be_bytes(buf[..4].try_into().unwrap()) as usize;
+        let auth: Auth = decode(&buf[4..4 + auth_len]).unwrap();
+        assert_eq!(auth.role, Role::Client);
+        let rest = &buf[4 + auth_len..n];
+        assert!(rest.len() > 4, "only the Auth came: {n} bytes");
+        let req_len = u32::from_be_bytes(rest[..4].try_into().unwrap()) as usize;
+        assert_eq!(rest.len(), 4 + req_len, "one whole request after the Auth");
+        let mut seal = Seal::new(b"k", &auth.nonce, &hello.nonce, true);
+        let req: Request = decode(seal.open(&rest[4..]).unwrap()).unwrap();
+        assert!(matches!(req, Request::Stats), "{req:?}");
+    }
+
+    #[tokio::test]
+    async fn an_early_client_and_a_server_talk_over_tcp() {
+        let (server, client) = tcp_pair().await;
+        let server = tokio::spawn(async move {
+            let mut c = Conn::new(server);
+            accept(&mut c, b"k").await.unwrap();
+            let req: Request = c.recv().await.unwrap();
+            assert!(matches!(req, Request::Stats), "{req:?}");
+            c.send(&Response::ShuttingDown).await.unwrap();
+            // A second request on the same connection, sealed in turn.
+            let _: Request = c.recv().await.unwrap();
+            c.send(&Response::ShuttingDown).await.unwrap();
+        });
+        let mut c = Conn::new(client);
+        connect_early(&mut c, b"k", Role::Client).await.unwrap();
+        for _ in 0..2 {
+            c.send(&Request::Stats).await.unwrap();
+            assert!(matches!(
+                c.recv::<Response>().await.unwrap(),
+                Response::ShuttingDown
+            ));
+        }
+        server.await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn an_early_client_with_another_secret_is_refused_and_its_request_unread() {
+        let (server, client) = tcp_pair().await;
+        let server = tokio::spawn(async move {
+            let mut c = Conn::new(server);
+            accept(&mut c, b"k").await
+        });
+        let mut c = Conn::new(client);
+        connect_early(&mut c, b"not k", Role::Client).await.unwrap();
+        // The request may or may not be written before the server hangs
+        // up; either way it is never acted on, and the client hears why.
+        let _ = c.send(&Request::Stats).await;
+        assert!(matches!(server.await.unwrap(), Err(WireError::Refused(_))));
+        let r = c.recv::<Response>().await;
+        match r {
+            Err(WireError::Refused(why)) => assert!(why.contains("wrong secret"), "{why}"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn an_early_client_believes_no_answer_from_a_server_without_the_secret() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let (mut server, client) = tcp_pair().await;
+        let hello = Hello {
+            protocol: PROTOCOL,
+            nonce: [3; 32],
+        };
+        server.write_all(&framed(&hello)).await.unwrap();
+        let mut c = Conn::new(client);
+        connect_early(&mut c, b"k", Role::Client).await.unwrap();
+        c.send(&Request::Stats).await.unwrap();
+        let mut buf = vec![0u8; 4096];
+        let _ = server.read(&mut buf).await.unwrap();
+        // An impostor: a Welcome it cannot prove, then an answer.
+        server
+            .write_all(&framed(&Welcome { proof: [9; 32] }))
+            .await
+            .unwrap();
+        server
+            .write_all(&framed(&Response::ShuttingDown))
+            .await
+            .unwrap();
+        match c.recv::<Response>().await {
+            Err(WireError::Refused(why)) => {
+                assert_eq!(why, "the server does not know the secret")
+            }
+            other => panic!("{other:?}"),
+        }
+        // Nor on a second look.
+        assert!(c.welcomed().await.is_err() || c.recv::<Response>().await.is_err());
     }
 
     #[tokio::test]
