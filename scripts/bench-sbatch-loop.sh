@@ -7,7 +7,9 @@
 # sigsleep). The builds take turns, ROUNDS times, each first in every
 # other round, each run from a copy of its own; the medians are
 # printed side by side, with how the machine's CPU time went in this
-# build's last round (user, system, idle: /proc/stat), and what one job
+# build's last round (user, system, idle: /proc/stat); what one
+# submission costs on the idle cluster after the round: a loop of 200
+# `sbatch --hold`, in ms per sbatch from start to exit; and what one job
 # process costs each build's sigsleep: a loop of `sigsleep -- /bin/true`
 # in a working directory of its own, in ms per start.
 #
@@ -37,7 +39,8 @@ now() { date +%s%N; }
 cpu() { head -1 /proc/stat; }
 
 # Jobs per second of one round on build directory $1, its cluster named
-# $2; leaves the CPU split of the round in $tmp/split.
+# $2, and ms per held sbatch after it; leaves the CPU split of the round
+# in $tmp/split.
 round() {
   local dir=$tmp/c-$2 a b t0 t1
   "$1/clemu-slurm" up --nodes 100 --cpus 16 --dir "$dir" > "$dir.env" 2>/dev/null
@@ -59,7 +62,11 @@ d = [y - x for x, y in zip(a, b)]
 t = sum(d)
 print('user %.0f %%, system %.0f %%, idle %.0f %%' % (100 * (d[0] + d[1]) / t, 100 * (d[2] + d[5] + d[6]) / t, 100 * (d[3] + d[4]) / t))
 " > "$tmp/split"
-    echo "scale=1; $jobs * 1000000000 / ($t1 - $t0)" | bc -l
+    jps=$(echo "scale=1; $jobs * 1000000000 / ($t1 - $t0)" | bc -l)
+    t0=$(now)
+    for _ in $(seq 200); do sbatch -Q -o /dev/null --hold --wrap true; done
+    t1=$(now)
+    echo "$jps $(echo "scale=3; ($t1 - $t0) / 200 / 1000000" | bc -l)"
   )
   "$1/clemu-slurm" down --dir "$dir" >/dev/null 2>&1
 }
@@ -76,7 +83,7 @@ starts() {
   echo "scale=3; ($t1 - $t0) / 300 / 1000000" | bc -l
 }
 
-declare -A rate start
+declare -A rate start held
 # Each build runs from a copy of its own, made the same way: a binary
 # just written by the linker and one written in one go by `cp` are held
 # differently in the page cache (15 more page faults per `sbatch` from
@@ -97,7 +104,9 @@ for r in $(seq "$rounds"); do
   [ $((r % 2)) = 0 ] && order="new base"
   for b in $order; do
     dir=$tmp/bin-$b
-    rate[$b]+=" $(round "$dir" "$b$r")"
+    read -r jps ms < <(round "$dir" "$b$r")
+    rate[$b]+=" $jps"
+    held[$b]+=" $ms"
     [ "$b" = new ] && cp "$tmp/split" "$tmp/split.new"
     start[$b]+=" $(starts "$dir")"
   done
@@ -109,10 +118,15 @@ rb=$(median ${rate[base]})
 # shellcheck disable=SC2086
 rn=$(median ${rate[new]})
 # shellcheck disable=SC2086
+hb=$(median ${held[base]})
+# shellcheck disable=SC2086
+hn=$(median ${held[new]})
+# shellcheck disable=SC2086
 sb=$(median ${start[base]})
 # shellcheck disable=SC2086
 sn=$(median ${start[new]})
 echo "medians of $rounds rounds            base      this build   this / base"
 printf 'jobs/s, %4d jobs, one sbatch each  %7.1f   %10.1f   %11.2f\n' "$jobs" "$rb" "$rn" "$(echo "$rn / $rb" | bc -l)"
+printf 'ms per sbatch --hold, idle cluster  %7.3f   %10.3f   %11.2f\n' "$hb" "$hn" "$(echo "$hn / $hb" | bc -l)"
 printf 'ms per sigsleep -- /bin/true        %7.3f   %10.3f   %11.2f\n' "$sb" "$sn" "$(echo "$sn / $sb" | bc -l)"
 echo "CPU in this build's last round: $(cat "$tmp/split.new")"

@@ -7,10 +7,11 @@
 //! A front end knows the controllers' addresses (one, or the primary and
 //! its backups, comma-separated) and the cluster's shared secret. A
 //! [`Session`] connects to the first that answers, authenticates with the
-//! secret ([`formats::wire::connect_early`]: the first request goes out
-//! with the client's proof, and the server's is checked before the first
-//! answer is read), and sends [`Request`]s one at a time. A backup acts on nothing: it answers `NotPrimary` with the
-//! address of the primary it follows, and the session moves there. While
+//! secret (the first connection with [`formats::wire::connect_early`]:
+//! the controller's proof is read with the first answer, a round trip
+//! sooner), and sends [`Request`]s one at a time. A backup acts on
+//! nothing: it answers `NotPrimary` with the address of the primary it
+//! follows, and the session moves there. While
 //! none leads (a takeover under way) the session goes round the list and
 //! asks again, for up to a minute; asking again is safe, since a
 //! submission carries its key. Only that minute running out is fatal, and

@@ -42,11 +42,27 @@ struct Unreached {
     error: anyhow::Error,
 }
 
-async fn open_one(addr: &str, secret: &[u8]) -> Result<Conn<TcpStream>> {
-    open_one_why(addr, secret).await.map_err(|u| u.error)
+/// How much of the handshake a connection waits for before it is used.
+#[derive(Clone, Copy)]
+enum Handshake {
+    /// All of it: the controller has proved it knows the secret.
+    Whole,
+    /// Up to the client's proof, sent ([`wire::connect_early`]): the
+    /// controller's is read with the first answer.
+    Early,
 }
 
-async fn open_one_why(addr: &str, secret: &[u8]) -> Result<Conn<TcpStream>, Unreached> {
+async fn open_one(addr: &str, secret: &[u8]) -> Result<Conn<TcpStream>> {
+    open_one_why(addr, secret, Handshake::Whole)
+        .await
+        .map_err(|u| u.error)
+}
+
+async fn open_one_why(
+    addr: &str,
+    secret: &[u8],
+    handshake: Handshake,
+) -> Result<Conn<TcpStream>, Unreached> {
     let other = |error| Unreached {
         refused: false,
         error,
@@ -74,21 +90,22 @@ async fn open_one_why(addr: &str, secret: &[u8]) -> Result<Conn<TcpStream>, Unre
     stream.set_nodelay(true).map_err(|e| other(e.into()))?;
     let mut conn = Conn::new(stream);
     // The kernel of a host that hangs still accepts the connection;
-    // nothing answers the handshake. Its last step, the server's proof,
-    // is read with the first answer: the first request goes out with the
-    // client's proof, a round trip sooner.
-    tokio::time::timeout(
-        HANDSHAKE,
-        wire::connect_early(&mut conn, secret, Role::Client),
-    )
-    .await
-    .map_err(|_| {
-        other(anyhow!(
-            "controller {addr}: accepted the connection, but no answer in {} s",
-            HANDSHAKE.as_secs()
-        ))
-    })?
-    .map_err(|e| other(anyhow!("controller {addr}: {e}")))?;
+    // nothing answers the handshake.
+    let shake = async {
+        match handshake {
+            Handshake::Whole => wire::connect(&mut conn, secret, Role::Client).await,
+            Handshake::Early => wire::connect_early(&mut conn, secret, Role::Client).await,
+        }
+    };
+    tokio::time::timeout(HANDSHAKE, shake)
+        .await
+        .map_err(|_| {
+            other(anyhow!(
+                "controller {addr}: accepted the connection, but no answer in {} s",
+                HANDSHAKE.as_secs()
+            ))
+        })?
+        .map_err(|e| other(anyhow!("controller {addr}: {e}")))?;
     Ok(conn)
 }
 
@@ -111,7 +128,14 @@ impl Session {
             let mut failed = None;
             let mut all_refused = true;
             for (at, addr) in addrs.iter().enumerate() {
-                match open_one_why(addr, secret).await {
+                // The first connection of a session does not wait for the
+                // controller's proof: the client builds its first request
+                // (an sbatch reads its script) while the controller checks
+                // the client's, a round trip sooner. The proof is read
+                // with the first answer; one that fails then fails that
+                // call (with several controllers, the session goes round
+                // the list from there, `move_on`, with whole handshakes).
+                match open_one_why(addr, secret, Handshake::Early).await {
                     Ok(conn) => {
                         return Ok(Session {
                             addrs,
@@ -359,10 +383,7 @@ async fn leads(addr: &str, secret: &[u8]) -> bool {
 /// Whether a controller at `addr` completes the handshake now: one try,
 /// no waiting for it to come (`scontrol ping`).
 pub async fn answers(addr: &str, secret: &[u8]) -> bool {
-    match open_one(addr, secret).await {
-        Ok(mut conn) => conn.welcomed().await.is_ok(),
-        Err(_) => false,
-    }
+    open_one(addr, secret).await.is_ok()
 }
 
 /// One request, one response.

@@ -17,14 +17,14 @@
 //! connection before anything it sent is acted on. Nonces are fresh on both
 //! sides, so a recorded handshake cannot be replayed.
 //!
-//! A client may send its first request right behind its `Auth`, in the
-//! same write, and check the `Welcome` before it reads the answer
-//! ([`connect_early`]): one round trip less per connection, which is a
-//! tenth of what one `sbatch` takes. The server acts on nothing before
-//! the `Auth` is checked either way; a client that sent to a server it
-//! had not yet heard prove itself gave away nothing a listener on the
-//! wire does not see (frames are sealed, not hidden), and believes no
-//! answer before the proof.
+//! A client may send its `Auth` and go on without waiting for the
+//! `Welcome`, which it checks before it reads the first answer
+//! ([`connect_early`]): its first request follows a round trip sooner,
+//! and the server checks the proof while the client builds that request.
+//! The server acts on nothing before the `Auth` is checked either way.
+//! The price: a request may reach a server that has not proved itself. A
+//! process squatting a controller's address learns what the client asks
+//! (never the secret), and its answer is never believed.
 //!
 //! Every frame after the handshake is sealed: it ends with a 16-byte tag,
 //! HMAC-SHA256 (truncated) over the frame's number on its way and its
@@ -268,9 +268,20 @@ pub struct Conn<T> {
     framed: Framed<T, Frames>,
     /// The keys and frame counts of each way, once the handshake set them.
     seal: Option<Seal>,
-    /// After [`connect_early`]: the proof the server's `Welcome` must
-    /// carry, read before anything else is.
-    welcome: Option<Proof>,
+    /// Whether the server's `Welcome` is still to be read and checked
+    /// ([`connect_early`]) before anything else is.
+    welcome: Welcomed,
+}
+
+/// Where a client stands with the server's proof of the secret.
+#[derive(Debug, Clone, Copy)]
+enum Welcomed {
+    /// Checked, or never owed (a server's end; [`connect`]).
+    Yes,
+    /// Still to be read; it must carry this proof.
+    Owed(Proof),
+    /// It did not come, or did not hold: nothing more is read or sent.
+    Refused,
 }
 
 /// What seals the frames of one connection: a keyed HMAC for each way,
@@ -341,7 +352,8 @@ impl Seal {
 
 impl<T: AsyncRead + AsyncWrite + Unpin> Conn<T> {
     /// A connection that accepts handshake-sized frames until
-    /// [`accept`]/[`connect`] raise the limit.
+    /// [`accept`] or [`connect`] raise the limit, or the `Welcome` that
+    /// [`connect_early`] owes is checked.
     pub fn new(io: T) -> Self {
         let codec = |max| {
             LengthDelimitedCodec::builder()
@@ -355,7 +367,7 @@ impl<T: AsyncRead + AsyncWrite + Unpin> Conn<T> {
         Conn {
             framed: Framed::new(io, frames),
             seal: None,
-            welcome: None,
+            welcome: Welcomed::Yes,
         }
     }
 
@@ -379,8 +391,17 @@ impl<T: AsyncRead + AsyncWrite + Unpin> Conn<T> {
     /// out of its place; a connection whose send was cancelled or failed
     /// is closed, not used again.
     pub async fn send<M: Serialize>(&mut self, msg: &M) -> Result<(), WireError> {
+        if let Welcomed::Refused = self.welcome {
+            return Err(not_proven());
+        }
         let frame = self.frame(msg)?;
-        self.framed.send(frame).await.map_err(WireError::Io)
+        let sent = self.framed.send(frame).await.map_err(WireError::Io);
+        match (sent, self.welcome) {
+            // A server that refused the Auth hung up: say so, not "broken
+            // pipe".
+            (Err(e), Welcomed::Owed(_)) => Err(refused_by_closing(e)),
+            (sent, _) => sent,
+        }
     }
 
     /// Queues a message without writing it: what is fed goes out with the
@@ -402,38 +423,50 @@ impl<T: AsyncRead + AsyncWrite + Unpin> Conn<T> {
     /// The next message; `Err(Closed)` when the peer hung up cleanly.
     pub async fn recv<M: DeserializeOwned>(&mut self) -> Result<M, WireError> {
         self.welcomed().await?;
-        self.next_frame().await
+        self.next_frame(true).await
     }
 
     /// After [`connect_early`], reads and checks the server's `Welcome`
     /// (once; [`Conn::recv`] does it first). Nothing to do otherwise.
     pub async fn welcomed(&mut self) -> Result<(), WireError> {
-        let Some(want) = self.welcome else {
-            return Ok(());
+        let want = match self.welcome {
+            Welcomed::Yes => return Ok(()),
+            Welcomed::Refused => return Err(not_proven()),
+            Welcomed::Owed(want) => want,
         };
-        // The proof is still owed, and unsealed.
-        let seal = self.seal.take();
-        let welcome = timed(self.next_frame::<Welcome>()).await;
-        self.seal = seal;
-        let welcome = welcome.map_err(refused_by_closing)?;
-        if !same(&want, &welcome.proof) {
-            return Err(WireError::Refused(
+        // The proof comes unsealed. Nothing of the connection's state
+        // changes before the frame is read, so a wait given up half-way
+        // leaves it as it was.
+        let checked = match timed(self.next_frame::<Welcome>(false)).await {
+            Ok(w) if same(&want, &w.proof) => Ok(()),
+            Ok(_) => Err(WireError::Refused(
                 "the server does not know the secret".into(),
-            ));
+            )),
+            Err(e) => Err(refused_by_closing(e)),
+        };
+        match checked {
+            Ok(()) => {
+                self.welcome = Welcomed::Yes;
+                self.set_max_frame(MAX_REPLY_FRAME);
+                Ok(())
+            }
+            Err(e) => {
+                self.welcome = Welcomed::Refused;
+                Err(e)
+            }
         }
-        self.welcome = None;
-        self.set_max_frame(MAX_REPLY_FRAME);
-        Ok(())
     }
 
-    async fn next_frame<M: DeserializeOwned>(&mut self) -> Result<M, WireError> {
+    /// The next frame's message: opened with the connection's seal, if it
+    /// has one and `sealed`.
+    async fn next_frame<M: DeserializeOwned>(&mut self, sealed: bool) -> Result<M, WireError> {
         match self.framed.next().await {
             None => Err(WireError::Closed),
             Some(Err(e)) if is_frame_size(&e) => Err(WireError::TooLarge(
                 self.framed.codec().inbound.max_frame_length(),
             )),
             Some(Err(e)) => Err(WireError::Io(e)),
-            Some(Ok(frame)) => match &mut self.seal {
+            Some(Ok(frame)) => match self.seal.as_mut().filter(|_| sealed) {
                 Some(seal) => decode(seal.open(&frame)?),
                 None => decode(&frame),
             },
@@ -567,10 +600,10 @@ pub async fn connect<T: AsyncRead + AsyncWrite + Unpin>(
 }
 
 /// The client's side of the handshake without waiting for the server's
-/// proof: returns once the server's `Hello` is answered, with the `Auth`
-/// queued to go out with the first message sent, in the same write. The
-/// `Welcome` is checked before the first message received is read (or
-/// by [`Conn::welcomed`]), with the same errors as [`connect`] gives.
+/// proof: returns once its `Auth` is sent. The `Welcome` is read and
+/// checked before the first message received (or by [`Conn::welcomed`]);
+/// until then a wrong secret shows as a refusal of the first send or
+/// receive, not here.
 pub async fn connect_early<T: AsyncRead + AsyncWrite + Unpin>(
     conn: &mut Conn<T>,
     secret: &[u8],
@@ -594,18 +627,23 @@ pub async fn connect_early<T: AsyncRead + AsyncWrite + Unpin>(
                 &client_nonce,
             ],
         );
-        conn.feed(&Auth {
+        conn.send(&Auth {
             protocol: PROTOCOL,
             role,
             nonce: client_nonce,
             proof,
         })
         .await?;
-        conn.welcome = Some(mac(secret, &[b"clemu server", &client_nonce, &hello.nonce]));
+        conn.welcome = Welcomed::Owed(mac(secret, &[b"clemu server", &client_nonce, &hello.nonce]));
         conn.seal = Some(Seal::new(secret, &client_nonce, &hello.nonce, false));
         Ok(())
     })
     .await
+}
+
+/// The error of a connection whose server did not prove itself.
+fn not_proven() -> WireError {
+    WireError::Refused("the server did not prove it knows the secret".into())
 }
 
 /// What a client makes of a server that hung up instead of welcoming it:
@@ -694,9 +732,25 @@ mod tests {
         f
     }
 
-    #[tokio::test]
-    async fn an_early_client_sends_its_first_request_with_its_proof() {
-        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    /// The next frame the raw stream `s` carries, without its length.
+    async fn raw_frame(s: &mut tokio::net::TcpStream) -> Vec<u8> {
+        use tokio::io::AsyncReadExt;
+        let mut len = [0u8; 4];
+        s.read_exact(&mut len).await.unwrap();
+        let mut body = vec![0u8; u32::from_be_bytes(len) as usize];
+        s.read_exact(&mut body).await.unwrap();
+        body
+    }
+
+    /// A raw server end that has sent its `Hello` to an early client's
+    /// `Conn`, and read its `Auth`.
+    async fn early_pair() -> (
+        tokio::net::TcpStream,
+        Conn<tokio::net::TcpStream>,
+        Hello,
+        Auth,
+    ) {
+        use tokio::io::AsyncWriteExt;
         let (mut server, client) = tcp_pair().await;
         let hello = Hello {
             protocol: PROTOCOL,
@@ -705,20 +759,40 @@ mod tests {
         server.write_all(&framed(&hello)).await.unwrap();
         let mut c = Conn::new(client);
         connect_early(&mut c, b"k", Role::Client).await.unwrap();
-        c.send(&Request::Stats).await.unwrap();
-        // One write: the Auth and the sealed request come in one read.
-        let mut buf = vec![0u8; 4096];
-        let n = server.read(&mut buf).await.unwrap();
-        let auth_len = u32::from_be_bytes(buf[..4].try_into().unwrap()) as usize;
-        let auth: Auth = decode(&buf[4..4 + auth_len]).unwrap();
+        let auth: Auth = decode(&raw_frame(&mut server).await).unwrap();
+        (server, c, hello, auth)
+    }
+
+    #[tokio::test]
+    async fn an_early_client_sends_its_request_before_the_server_proved_itself() {
+        let (mut server, mut c, hello, auth) = early_pair().await;
         assert_eq!(auth.role, Role::Client);
-        let rest = &buf[4 + auth_len..n];
-        assert!(rest.len() > 4, "only the Auth came: {n} bytes");
-        let req_len = u32::from_be_bytes(rest[..4].try_into().unwrap()) as usize;
-        assert_eq!(rest.len(), 4 + req_len, "one whole request after the Auth");
+        // No Welcome was sent, and the request comes, sealed.
+        c.send(&Request::Stats).await.unwrap();
+        let frame = raw_frame(&mut server).await;
         let mut seal = Seal::new(b"k", &auth.nonce, &hello.nonce, true);
-        let req: Request = decode(seal.open(&rest[4..]).unwrap()).unwrap();
+        let req: Request = decode(seal.open(&frame).unwrap()).unwrap();
         assert!(matches!(req, Request::Stats), "{req:?}");
+    }
+
+    #[tokio::test]
+    async fn a_wait_for_the_welcome_given_up_leaves_the_connection_sealed() {
+        use tokio::io::AsyncWriteExt;
+        let (mut server, mut c, hello, auth) = early_pair().await;
+        c.send(&Request::Stats).await.unwrap();
+        // The client gives up waiting before the server has proved itself.
+        let early = tokio::time::timeout(Duration::from_millis(50), c.recv::<Response>()).await;
+        assert!(early.is_err(), "{early:?}");
+        // Then the Welcome comes, and an answer that is not sealed: it is
+        // refused, as it would have been without the wait given up.
+        let proof = mac(b"k", &[b"clemu server", &auth.nonce, &hello.nonce]);
+        server.write_all(&framed(&Welcome { proof })).await.unwrap();
+        server
+            .write_all(&framed(&Response::ShuttingDown))
+            .await
+            .unwrap();
+        let r = c.recv::<Response>().await;
+        assert!(matches!(r, Err(WireError::Forged)), "{r:?}");
     }
 
     #[tokio::test]
@@ -747,7 +821,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn an_early_client_with_another_secret_is_refused_and_its_request_unread() {
+    async fn an_early_client_with_another_secret_is_refused() {
         let (server, client) = tcp_pair().await;
         let server = tokio::spawn(async move {
             let mut c = Conn::new(server);
@@ -755,11 +829,13 @@ mod tests {
         });
         let mut c = Conn::new(client);
         connect_early(&mut c, b"not k", Role::Client).await.unwrap();
-        // The request may or may not be written before the server hangs
-        // up; either way it is never acted on, and the client hears why.
-        let _ = c.send(&Request::Stats).await;
         assert!(matches!(server.await.unwrap(), Err(WireError::Refused(_))));
-        let r = c.recv::<Response>().await;
+        // Whether the request's write or the wait for the answer meets the
+        // server's hang-up first, the client hears why.
+        let r = match c.send(&Request::Stats).await {
+            Ok(()) => c.recv::<Response>().await.map(|_| ()),
+            Err(e) => Err(e),
+        };
         match r {
             Err(WireError::Refused(why)) => assert!(why.contains("wrong secret"), "{why}"),
             other => panic!("{other:?}"),
@@ -768,18 +844,9 @@ mod tests {
 
     #[tokio::test]
     async fn an_early_client_believes_no_answer_from_a_server_without_the_secret() {
-        use tokio::io::{AsyncReadExt, AsyncWriteExt};
-        let (mut server, client) = tcp_pair().await;
-        let hello = Hello {
-            protocol: PROTOCOL,
-            nonce: [3; 32],
-        };
-        server.write_all(&framed(&hello)).await.unwrap();
-        let mut c = Conn::new(client);
-        connect_early(&mut c, b"k", Role::Client).await.unwrap();
+        use tokio::io::AsyncWriteExt;
+        let (mut server, mut c, _, _) = early_pair().await;
         c.send(&Request::Stats).await.unwrap();
-        let mut buf = vec![0u8; 4096];
-        let _ = server.read(&mut buf).await.unwrap();
         // An impostor: a Welcome it cannot prove, then an answer.
         server
             .write_all(&framed(&Welcome { proof: [9; 32] }))
@@ -795,8 +862,16 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
-        // Nor on a second look.
-        assert!(c.welcomed().await.is_err() || c.recv::<Response>().await.is_err());
+        // The connection is done with: nothing more is read or sent.
+        assert!(matches!(c.welcomed().await, Err(WireError::Refused(_))));
+        assert!(matches!(
+            c.recv::<Response>().await,
+            Err(WireError::Refused(_))
+        ));
+        assert!(matches!(
+            c.send(&Request::Stats).await,
+            Err(WireError::Refused(_))
+        ));
     }
 
     #[tokio::test]
