@@ -561,40 +561,8 @@ pub async fn connect<T: AsyncRead + AsyncWrite + Unpin>(
     role: Role,
 ) -> Result<(), WireError> {
     timed(async {
-        let hello: Hello = conn.recv().await?;
-        if hello.protocol != PROTOCOL {
-            return Err(WireError::Refused(format!(
-                "the server speaks protocol {} (this side speaks {PROTOCOL})",
-                hello.protocol
-            )));
-        }
-        let client_nonce = nonce()?;
-        let proof = mac(
-            secret,
-            &[
-                b"clemu client",
-                &[role_byte(role)],
-                &hello.nonce,
-                &client_nonce,
-            ],
-        );
-        conn.send(&Auth {
-            protocol: PROTOCOL,
-            role,
-            nonce: client_nonce,
-            proof,
-        })
-        .await?;
-        let welcome: Welcome = conn.recv().await.map_err(refused_by_closing)?;
-        let want = mac(secret, &[b"clemu server", &client_nonce, &hello.nonce]);
-        if !same(&want, &welcome.proof) {
-            return Err(WireError::Refused(
-                "the server does not know the secret".into(),
-            ));
-        }
-        conn.seal = Some(Seal::new(secret, &client_nonce, &hello.nonce, false));
-        conn.set_max_frame(MAX_REPLY_FRAME);
-        Ok(())
+        connect_early(conn, secret, role).await?;
+        conn.welcomed().await
     })
     .await
 }
