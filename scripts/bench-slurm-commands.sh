@@ -96,10 +96,10 @@ echo "floor: a shell loop starts /bin/true $(printf %.0f "$(echo "$jobs / ($t1 -
 # per job, so no implementation beats this rate here.
 printf '#!/bin/sh\n%s\n' "$work" > "$tmp/floor-job.sh"
 chmod +x "$tmp/floor-job.sh"
-floor_port=$((20000 + RANDOM % 20000))
-coproc FLOOR { exec python3 scripts/lib/job_floor.py "$floor_port" "$jobs" "$tmp/floor-job.sh"; }
+# A port the system picks: a random one may be taken.
+coproc FLOOR { exec python3 scripts/lib/job_floor.py 0 "$jobs" "$tmp/floor-job.sh"; }
 floor_pid=$FLOOR_PID
-read -r _ <&"${FLOOR[0]}"
+read -r _ floor_port <&"${FLOOR[0]}"
 t0=$(now)
 for _ in $(seq "$jobs"); do
   /bin/true

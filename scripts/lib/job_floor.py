@@ -3,7 +3,9 @@ system, however it is built, can beat here.
 
     python3 scripts/lib/job_floor.py PORT JOBS SCRIPT
 
-Listens on 127.0.0.1:PORT. Each connection is one submission: it is
+Listens on 127.0.0.1:PORT (0: a free port the system picks), and says
+`listening PORT` on its standard output once it does. Each connection
+is one submission: it is
 closed at once, and SCRIPT (an executable batch script, run through its
 `#!` line as Slurm and clemu run theirs) is started with posix_spawn.
 Exits once JOBS submissions came and every script has ended. Nothing
@@ -24,7 +26,7 @@ def main():
     s.bind(("127.0.0.1", port))
     s.listen(1024)
     # Ready: the caller waits for this line before it submits.
-    print("listening", flush=True)
+    print("listening", s.getsockname()[1], flush=True)
     started = live = 0
     while started < jobs or live:
         if started < jobs:
