@@ -57,3 +57,34 @@ async fn a_late_answer_to_the_leader_question_is_not_taken_for_the_next() {
         other => panic!("{other:?}"),
     }
 }
+
+/// A controller that says its Hello and then nothing (its event loop
+/// stalled mid-handshake): the session's first call fails, naming the
+/// address and what went wrong, rather than waiting for ever. (One that
+/// says nothing at all fails the open itself, the same way.)
+#[tokio::test]
+async fn a_controller_silent_after_accepting_fails_the_first_call_with_why() {
+    let secret = b"0123456789abcdef0123456789abcdef".to_vec();
+    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = l.local_addr().unwrap().to_string();
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        loop {
+            let (sock, _) = l.accept().await.unwrap();
+            let mut c = Conn::new(sock);
+            let hello = wire::Hello {
+                protocol: wire::PROTOCOL,
+                nonce: [7; 32],
+            };
+            c.send(&hello).await.unwrap();
+            held.push(c);
+        }
+    });
+    let started = std::time::Instant::now();
+    let mut s = client::Session::open(&addr, &secret).await.unwrap();
+    let e = s.call(&Request::Hosts).await.unwrap_err();
+    let e = format!("{e:#}");
+    assert!(e.contains(&addr), "{e}");
+    assert!(e.contains("accepted the connection, but no"), "{e}");
+    assert!(started.elapsed() < Duration::from_secs(60), "{e}");
+}

@@ -171,6 +171,9 @@ pub enum WireError {
     /// A frame after the handshake whose tag is wrong: altered, dropped,
     /// repeated or not from this connection's peer.
     Forged,
+    /// The peer accepted the connection but did not take part in the
+    /// handshake within [`HANDSHAKE_TIMEOUT`] (a hung host, or not a
+    /// clemu peer).
     Timeout,
 }
 
@@ -186,7 +189,11 @@ impl fmt::Display for WireError {
                 f,
                 "a frame failed its tag: altered, dropped, repeated or not from this peer"
             ),
-            WireError::Timeout => write!(f, "timed out"),
+            WireError::Timeout => write!(
+                f,
+                "accepted the connection, but no handshake answer in {} s",
+                HANDSHAKE_TIMEOUT.as_secs()
+            ),
         }
     }
 }
