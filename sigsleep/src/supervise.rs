@@ -652,14 +652,18 @@ fn end_all(prog: &Program, which: impl Fn(i32) -> bool) -> i64 {
         .saturating_add(prog.kill_wait_ns.min(i64::MAX as u64) as i64)
 }
 
-/// Reaps every child that has ended, noting the program's exit.
-fn reap(main: i32, main_exit: &mut Option<Exit>) {
+/// Reaps every child that has ended, noting the program's exit. Returns
+/// whether any child is left.
+fn reap(main: i32, main_exit: &mut Option<Exit>) -> bool {
     loop {
         let mut status = 0;
         // SAFETY: a valid status pointer; WNOHANG never blocks.
         let pid = unsafe { libc::waitpid(-1, &mut status, libc::WNOHANG) };
-        if pid <= 0 {
-            return;
+        if pid == 0 {
+            return true;
+        }
+        if pid < 0 {
+            return std::io::Error::last_os_error().raw_os_error() != Some(libc::ECHILD);
         }
         if pid == main {
             *main_exit = Some(if libc::WIFSIGNALED(status) {
@@ -674,8 +678,13 @@ fn reap(main: i32, main_exit: &mut Option<Exit>) {
 /// Kills every process of the job and reaps them all, until this process
 /// has no child left (a process may fork while the others die: round
 /// again).
+///
+/// With no child left, the job has no process left at all, and `/proc`
+/// need not be read (the usual end: the program's processes all exited):
+/// this process is the subreaper of every one of them, and the kernel
+/// hands a process's orphans to it before that process can be reaped.
 fn kill_everything(main: i32, main_exit: &mut Option<Exit>) {
-    loop {
+    while reap(main, main_exit) {
         let pids = descendants();
         for &pid in &pids {
             // SAFETY: pids read just now from our own descendants; one
@@ -683,8 +692,7 @@ fn kill_everything(main: i32, main_exit: &mut Option<Exit>) {
             // is not another process's.
             unsafe { libc::kill(pid, libc::SIGKILL) };
         }
-        reap(main, main_exit);
-        if descendants().is_empty() {
+        if !reap(main, main_exit) || descendants().is_empty() {
             // Reap what died between the two looks.
             reap(main, main_exit);
             return;
