@@ -24,6 +24,10 @@ pub type AgentId = u64;
 /// ones are forgotten. Enough for the largest trace of the archive.
 pub const HISTORY: usize = 500_000;
 
+/// What the policies expect of a program job with no time limit: a year,
+/// as Slurm's backfill (`YEAR_MINUTES`) takes it.
+pub const UNLIMITED_ESTIMATE_NS: u64 = 365 * 24 * 3600 * 1_000_000_000;
+
 /// How long, and how many, finished batch jobs keep what they need to
 /// run again (`scontrol requeue` of a job over): Slurm's defaults for
 /// keeping a finished job (`MinJobAge`, 300 s) and for the jobs it holds
@@ -255,9 +259,17 @@ impl Job {
         }
     }
 
+    /// How long the policies expect the job to run: its limit; with none,
+    /// its run time if it sleeps, and a year if it runs a program, whose
+    /// run time is not known before it ends. Slurm's backfill takes a job
+    /// with no limit for a year, as here: such a job never ends "in time"
+    /// before a blocked head's reservation, nor does the head's
+    /// reservation come sooner for it.
     pub(super) fn estimate_ns(&self) -> u64 {
         if self.spec.walltime_ns > 0 {
             self.spec.walltime_ns
+        } else if self.spec.program.is_some() {
+            UNLIMITED_ESTIMATE_NS
         } else {
             self.spec.runtime_ns
         }

@@ -3152,3 +3152,56 @@ fn a_running_program_has_no_expected_end() {
         c.jobs[&ids[1]].started_mono.map(|t| t + 100 * S)
     );
 }
+
+/// A program with no time limit is expected to run for a year, as
+/// Slurm's backfill takes it: it does not pass ahead of a blocked head
+/// as though it ended at once, and a job running with none keeps the
+/// head's reservation far enough off that a short job fits before it.
+#[test]
+fn a_program_without_a_limit_is_planned_as_running_a_year() {
+    let program = |cores: u32, limit_s: u64| JobSpec {
+        program: Some(batch_script("#!/bin/sh\nsleep 100\n")),
+        walltime_ns: limit_s * S as u64,
+        ..spec(cores)
+    };
+    // A limited job runs; the head wants the whole cluster; an unlimited
+    // one would hold cores the head needs at its reservation.
+    let mut c = cluster();
+    let mut out = Recorder::default();
+    let first = c.submit(vec![program(4, 600)], 0, at(0), &mut out).unwrap();
+    pass_at(&mut c, &mut out, at(1));
+    assert_eq!(c.jobs[&first[0]].state, JobState::Running);
+    let ids = c
+        .submit(vec![program(16, 60), program(4, 0)], 0, at(1), &mut out)
+        .unwrap();
+    pass_at(&mut c, &mut out, at(2));
+    assert_eq!(c.jobs[&ids[0]].state, JobState::Pending, "the head waits");
+    assert_eq!(
+        c.jobs[&ids[1]].state,
+        JobState::Pending,
+        "an unlimited job would delay the head"
+    );
+
+    // An unlimited job runs; the head waits for it; a short job ends
+    // long before, an unlimited one does not.
+    let mut c = cluster();
+    let mut out = Recorder::default();
+    let first = c.submit(vec![program(4, 0)], 0, at(0), &mut out).unwrap();
+    pass_at(&mut c, &mut out, at(1));
+    assert_eq!(c.jobs[&first[0]].state, JobState::Running);
+    let ids = c
+        .submit(
+            vec![program(16, 60), program(4, 5), program(4, 0)],
+            0,
+            at(1),
+            &mut out,
+        )
+        .unwrap();
+    pass_at(&mut c, &mut out, at(2));
+    let states: Vec<JobState> = ids.iter().map(|id| c.jobs[id].state).collect();
+    assert_eq!(
+        states,
+        [JobState::Pending, JobState::Running, JobState::Pending],
+        "the head waits; the 5 s job fits before its reservation; the unlimited one does not"
+    );
+}
