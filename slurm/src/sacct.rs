@@ -476,6 +476,9 @@ fn value(name: &str, r: &Row<'_>, c: &Ctx<'_>) -> String {
         },
         "ReqMem" if r.step.is_some() => String::new(),
         "ReqMem" => mem(text::mem_asked(j).unwrap_or_else(|| text::nodes_memory(j, c.config))),
+        // The job's line alone: Slurm's database keeps the comment with
+        // the job, and its steps print none.
+        "Comment" if r.step.is_some() => String::new(),
         "Comment" => j
             .program
             .as_ref()
@@ -662,18 +665,22 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
     // no jobs named, the jobs in those states now; with neither, today's,
     // from midnight; with jobs named, all of theirs. With states, the
     // window ends where it starts unless told.
+    // A time Slurm's parse_time refuses: its message alone, and exit 1.
+    let when = |s: &str| text::parse_date(s).inspect_err(|e| eprintln!("{e}")).ok();
     let window_start = match &args.starttime {
-        Some(s) => Some(
-            text::parse_date(s).ok_or_else(|| anyhow::anyhow!("Invalid time specification {s}"))?,
-        ),
+        Some(s) => match when(s) {
+            Some(t) => Some(t),
+            None => return Ok(1),
+        },
         None if args.jobs.is_some() => None,
         None if states.is_some() => Some(text::now_s()),
-        None => text::parse_date("00:00"),
+        None => text::parse_date("00:00").ok(),
     };
     let window_end = match &args.endtime {
-        Some(s) => Some(
-            text::parse_date(s).ok_or_else(|| anyhow::anyhow!("Invalid time specification {s}"))?,
-        ),
+        Some(s) => match when(s) {
+            Some(t) => Some(t),
+            None => return Ok(1),
+        },
         None if states.is_some() => window_start,
         None => None,
     };
