@@ -996,9 +996,11 @@ async fn show_config() -> Result<u8> {
         ("FirstJobId", "1".into()),
         ("GresTypes", gres),
         ("JobAcctGatherType", "jobacct_gather/linux".into()),
+        // What a job gets between SIGTERM and SIGKILL: half the agents'
+        // grace, the other half their own backstop (docs/slurm.md).
         (
             "KillWait",
-            format!("{} sec", cfg.agent.kill_grace.as_secs()),
+            format!("{} sec", cfg.agent.kill_grace.as_millis() / 2 / 1000),
         ),
         (
             "MaxArraySize",

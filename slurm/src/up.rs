@@ -83,8 +83,8 @@ journal_sync = "background"
 
 [agents]
 local = true
-# As Slurm's KillWait: how long a cancelled job has between SIGTERM and
-# SIGKILL.
+# Twice Slurm's KillWait: a cancelled job gets SIGKILL half of this after
+# its SIGTERM; the agent's own backstop waits the other half.
 kill_grace_ms = 10000
 
 [[nodes]]
