@@ -726,6 +726,8 @@ fn spec(args: &Args, script: String, resolve: Resolve<'_>) -> Result<JobSpec> {
     let begin_ns = match &args.begin {
         Some(b) => Some(
             text::parse_begin(b)
+                .inspect_err(|e| eprintln!("{e}"))
+                .ok()
                 .and_then(|s| s.checked_mul(1_000_000_000))
                 .ok_or_else(|| anyhow!("Invalid --begin specification"))?,
         ),

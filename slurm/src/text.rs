@@ -113,154 +113,305 @@ pub fn date(s: i64) -> String {
     sigsleep::supervise::local_date(s).unwrap_or_else(|| "Unknown".into())
 }
 
-/// A local date as the user writes one for `sacct -S/-E`, as Slurm's
-/// `parse_time` takes it: `now`, `now±N[seconds|minutes|hours|days|
-/// weeks]`, `YYYY-MM-DD[THH:MM[:SS]]`, `MM/DD[/YY]`, `MMDD[YY]`,
-/// `HH:MM[:SS]` (today), and the words `today`, `tomorrow`, `midnight`,
-/// `noon`, `fika` (15:00) and `teatime` (16:00).
-pub fn parse_date(text: &str) -> Option<i64> {
-    parse_when(text, false)
+/// A time Slurm's `parse_time` refuses, and where in it: Slurm's message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BadTime {
+    pub pos: usize,
+    pub text: String,
+}
+
+impl std::fmt::Display for BadTime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "Invalid time specification (pos={}): {}",
+            self.pos, self.text
+        )
+    }
+}
+
+impl std::error::Error for BadTime {}
+
+/// A local time as the user writes one for `sacct -S/-E`, as Slurm's
+/// `parse_time` reads it looking back: see [`parse_time`].
+pub fn parse_date(text: &str) -> Result<i64, BadTime> {
+    parse_time(text, true)
 }
 
 /// As [`parse_date`], for a time to come (`sbatch --begin`): a time of
-/// day without a date that has passed today is tomorrow's, as Slurm
-/// takes it.
-pub fn parse_begin(text: &str) -> Option<i64> {
-    parse_when(text, true)
+/// day without a date that has passed today is tomorrow's, and a day
+/// without a year that has passed this year is next year's.
+pub fn parse_begin(text: &str) -> Result<i64, BadTime> {
+    parse_time(text, false)
 }
 
-fn parse_when(text: &str, ahead: bool) -> Option<i64> {
-    let t = text.trim();
-    let word = match t.to_ascii_lowercase().as_str() {
-        "today" => Some((0, "00:00")),
-        "tomorrow" => Some((1, "00:00")),
-        "midnight" => Some((0, "00:00")),
-        "noon" => Some((0, "12:00")),
-        "fika" => Some((0, "15:00")),
-        "teatime" => Some((0, "16:00")),
-        _ => None,
+/// Slurm's `parse_time`: Unix seconds of `text`, local time, made of
+/// parts separated by blanks, `-` or `T`, in any order:
+///
+/// - `HH:MM[:SS]`, with ` AM` or ` PM` if wanted;
+/// - `YYYY-MM-DD`, `MMDD[YY]`, `MM/DD[/YY]` or `MM.DD[.YY]`;
+/// - the words `today`, `tomorrow`, `midnight`, `noon`, `fika` (15:00)
+///   and `teatime` (16:00);
+/// - `now[{+|-}COUNT[seconds|minutes|hours|days|weeks]]`;
+/// - or the whole of it `utsSECONDS`.
+///
+/// A date alone is at midnight. A time alone is today's when `past`,
+/// else its next one. A date without a year is this year's when `past`
+/// (last year's if its month is still to come), else its next one.
+/// Nothing at all is 0, as Slurm's. Each part is checked in its range; a
+/// day the month has not (February 30th) is refused too, where Slurm
+/// would take the day it comes to.
+pub fn parse_time(text: &str, past: bool) -> Result<i64, BadTime> {
+    let b = text.as_bytes();
+    let bad = |pos: usize| BadTime {
+        pos,
+        text: text.to_string(),
     };
-    if let Some((days, clock)) = word {
-        let at = parse_when(clock, false)?.checked_add(days * 86400)?;
-        // Slurm's words of a time of day are its next one ahead.
-        let passed = ahead && days == 0 && !t.eq_ignore_ascii_case("today") && at < now_s();
-        return Some(if passed { at + 86400 } else { at });
+    if b.len() >= 3 && b[..3].eq_ignore_ascii_case(b"uts") {
+        return match text[3..].parse::<i64>() {
+            Ok(n) if n >= 1_000_000 => Ok(n),
+            _ => Err(bad(0)),
+        };
     }
-    if let Some(at) = month_day(t) {
-        return Some(at);
-    }
-    if let Some(rest) = t.strip_prefix("now") {
-        if rest.is_empty() {
-            return Some(now_s());
+    let now = now_s();
+    let now_tm = local_tm(now);
+    let day_of = |tm: &libc::tm| (tm.tm_mon, tm.tm_mday, Some(tm.tm_year));
+    let at = |p: usize| b.get(p).copied().unwrap_or(0);
+    // (hour, minute, second) and (month from 0, day, year from 1900).
+    let mut clock: Option<(i32, i32, i32)> = None;
+    let mut day: Option<(i32, i32, Option<i32>)> = None;
+    let mut pos = 0;
+    while pos < b.len() && b[pos] != b'\n' {
+        if matches!(b[pos], b' ' | b'\t' | b'-' | b'T') {
+            pos += 1;
+            continue;
         }
-        let (sign, rest) = match rest.as_bytes()[0] {
-            b'-' => (-1, &rest[1..]),
-            b'+' => (1, &rest[1..]),
-            _ => return None,
+        let word = |w: &str| {
+            b.len() >= pos + w.len() && b[pos..pos + w.len()].eq_ignore_ascii_case(w.as_bytes())
         };
-        let digits = rest
-            .find(|c: char| !c.is_ascii_digit())
-            .unwrap_or(rest.len());
-        let n: i64 = rest[..digits].parse().ok()?;
-        let unit = match &rest[digits..] {
-            "" | "s" | "sec" | "secs" | "second" | "seconds" => 1,
-            "min" | "mins" | "minute" | "minutes" => 60,
-            "hour" | "hours" => 3600,
-            "day" | "days" => 86400,
-            "week" | "weeks" => 7 * 86400,
-            _ => return None,
-        };
-        return n
-            .checked_mul(unit)
-            .and_then(|d| now_s().checked_add(sign * d));
+        let hour_word = [("midnight", 0), ("noon", 12), ("fika", 15), ("teatime", 16)]
+            .into_iter()
+            .find(|(w, _)| word(w));
+        if let Some((w, hour)) = hour_word {
+            clock = Some((hour, 0, 0));
+            pos += w.len();
+        } else if word("today") {
+            day = Some(day_of(&now_tm));
+            pos += 5;
+        } else if word("tomorrow") {
+            day = Some(day_of(&local_tm(now + 86400)));
+            pos += 8;
+        } else if word("now") {
+            pos += 3;
+            while matches!(at(pos), b' ' | b'\t') {
+                pos += 1;
+            }
+            let delta = match at(pos) {
+                0 | b'\n' => 0,
+                sign @ (b'+' | b'-') => {
+                    let d = now_delta(b, &mut pos).ok_or_else(|| bad(pos))?;
+                    if sign == b'-' {
+                        -d
+                    } else {
+                        d
+                    }
+                }
+                _ => return Err(bad(pos)),
+            };
+            let later = now.checked_add(delta).ok_or_else(|| bad(pos))?;
+            let tm = local_tm(later);
+            day = Some(day_of(&tm));
+            clock = Some((tm.tm_hour, tm.tm_min, tm.tm_sec));
+        } else if !at(pos).is_ascii_digit() {
+            return Err(bad(pos));
+        } else if at(pos + 1) == b':' || at(pos + 2) == b':' {
+            let start = pos;
+            clock = Some(time_of_day(b, &mut pos).ok_or_else(|| bad(start))?);
+        } else {
+            let start = pos;
+            day = Some(calendar_day(b, &mut pos).ok_or_else(|| bad(start))?);
+        }
     }
-    let (day, clock) = match t.split_once('T') {
-        Some((d, c)) => (Some(d), Some(c)),
-        None if t.contains(':') => (None, Some(t)),
-        None => (Some(t), None),
+    let (hour, minute, second) = match (clock, day) {
+        (None, None) => return Ok(0),
+        (None, Some(_)) => (0, 0, 0),
+        (Some(c), _) => c,
     };
-    let mut tm: libc::tm = unsafe_today();
-    if let Some(d) = day {
-        let p: Vec<&str> = d.split('-').collect();
-        if p.len() != 3 {
+    let (month, mday, year) = match day {
+        Some(d) => d,
+        None => {
+            let today =
+                past || hour > now_tm.tm_hour || (hour == now_tm.tm_hour && minute > now_tm.tm_min);
+            day_of(&if today { now_tm } else { local_tm(now + 86400) })
+        }
+    };
+    let this_year = now_tm.tm_year;
+    let year = year.unwrap_or(if past {
+        if month > now_tm.tm_mon {
+            this_year - 1
+        } else {
+            this_year
+        }
+    } else if (month, mday, hour, minute)
+        > (now_tm.tm_mon, now_tm.tm_mday, now_tm.tm_hour, now_tm.tm_min)
+    {
+        this_year
+    } else {
+        this_year + 1
+    });
+    // SAFETY: an all-zero `tm` is a valid value of the C struct; mktime
+    // reads and normalises the `tm` it is given, nothing else.
+    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
+    (tm.tm_year, tm.tm_mon, tm.tm_mday) = (year, month, mday);
+    (tm.tm_hour, tm.tm_min, tm.tm_sec) = (hour, minute, second);
+    tm.tm_isdst = -1;
+    let s = unsafe { libc::mktime(&mut tm) };
+    // A day the month has not (February 30th) came out as another.
+    if s == -1 || (tm.tm_mon, tm.tm_mday) != (month, mday) {
+        return Err(bad(0));
+    }
+    Ok(s as i64)
+}
+
+/// `now`'s `{+|-}COUNT[UNIT]` from the sign at `*pos`, in seconds; `*pos`
+/// ends past it.
+fn now_delta(b: &[u8], pos: &mut usize) -> Option<i64> {
+    const UNITS: [(&str, i64); 10] = [
+        ("seconds", 1),
+        ("second", 1),
+        ("minutes", 60),
+        ("minute", 60),
+        ("hours", 3600),
+        ("hour", 3600),
+        ("days", 86400),
+        ("day", 86400),
+        ("weeks", 7 * 86400),
+        ("week", 7 * 86400),
+    ];
+    let mut count: i64 = 0;
+    let mut digits = 0;
+    *pos += 1;
+    while *pos < b.len() && b[*pos] != b'\n' {
+        let c = b[*pos];
+        if c == b' ' || c == b'\t' {
+            *pos += 1;
+            continue;
+        }
+        let rest = &b[*pos..];
+        let unit = UNITS.iter().find(|(u, _)| {
+            rest.len() >= u.len() && rest[..u.len()].eq_ignore_ascii_case(u.as_bytes())
+        });
+        if let Some((u, times)) = unit {
+            *pos += u.len();
+            count = count.checked_mul(*times)?;
+            break;
+        }
+        if !c.is_ascii_digit() {
             return None;
         }
-        tm.tm_year = p[0].parse::<i32>().ok()? - 1900;
-        tm.tm_mon = p[1].parse::<i32>().ok()? - 1;
-        tm.tm_mday = p[2].parse().ok()?;
+        count = count.checked_mul(10)?.checked_add(i64::from(c - b'0'))?;
+        digits += 1;
+        *pos += 1;
     }
-    let c: Vec<&str> = clock.map(|c| c.split(':').collect()).unwrap_or_default();
-    if c.len() > 3 || (clock.is_some() && c.len() < 2) {
-        return None;
-    }
-    // Each part within its range, as Slurm's parse_time checks (an hour
-    // of 25 is refused, not the next day's first).
-    let field = |i: usize, most: i32| {
-        c.get(i)
-            .map_or(Some(0), |v| v.parse::<i32>().ok())
-            .filter(|v| (0..=most).contains(v))
-    };
-    tm.tm_hour = field(0, 23)?;
-    tm.tm_min = field(1, 59)?;
-    tm.tm_sec = field(2, 59)?;
-    tm.tm_isdst = -1;
-    let asked = (tm.tm_mon, tm.tm_mday);
-    if !(0..12).contains(&asked.0) || !(1..=31).contains(&asked.1) {
-        return None;
-    }
-    // SAFETY: mktime reads and normalises the `tm` it is given, nothing
-    // else.
-    let s = unsafe { libc::mktime(&mut tm) };
-    let s = (s != -1).then_some(s as i64)?;
-    // A day the month has not (February 30th) came out as another.
-    if day.is_some() && (tm.tm_mon, tm.tm_mday) != asked {
-        return None;
-    }
-    // A time of day alone, passed, is tomorrow's for a time to come.
-    Some(if ahead && day.is_none() && s < now_s() {
-        s + 86400
-    } else {
-        s
-    })
+    (digits > 0).then_some(count)
 }
 
-/// `MM/DD[/YY]` or `MMDD[YY]`: that day, this year unless given.
-fn month_day(t: &str) -> Option<i64> {
-    let (m, d, y) = if t.contains('/') {
-        let p: Vec<&str> = t.split('/').collect();
-        match p.as_slice() {
-            [m, d] => (m.parse().ok()?, d.parse().ok()?, None),
-            [m, d, y] => (
-                m.parse().ok()?,
-                d.parse().ok()?,
-                Some(y.parse::<i32>().ok()?),
-            ),
-            _ => return None,
-        }
-    } else if (t.len() == 4 || t.len() == 6) && t.bytes().all(|b| b.is_ascii_digit()) {
-        let n = |r: std::ops::Range<usize>| t[r].parse::<i32>().ok();
-        (
-            n(0..2)?,
-            n(2..4)?,
-            if t.len() == 6 { Some(n(4..6)?) } else { None },
-        )
-    } else {
+/// `HH:MM[:SS][ AM| PM]` at `*pos`; `*pos` ends past it.
+fn time_of_day(b: &[u8], pos: &mut usize) -> Option<(i32, i32, i32)> {
+    let at = |p: usize| b.get(p).copied().unwrap_or(0);
+    let digit = |p: usize| at(p).is_ascii_digit().then(|| i32::from(at(p) - b'0'));
+    let mut hour = digit(*pos)?;
+    *pos += 1;
+    if at(*pos) != b':' {
+        hour = hour * 10 + digit(*pos)?;
+        *pos += 1;
+    }
+    if hour > 23 || at(*pos) != b':' {
         return None;
+    }
+    let two = |pos: &mut usize, most: i32| {
+        let v = digit(*pos)? * 10 + digit(*pos + 1)?;
+        *pos += 2;
+        (v <= most).then_some(v)
     };
-    if !(1..=12).contains(&m) || !(1..=31).contains(&d) {
-        return None;
+    *pos += 1;
+    let minute = two(pos, 59)?;
+    let second = if at(*pos) == b':' {
+        *pos += 1;
+        two(pos, 59)?
+    } else {
+        0
+    };
+    while matches!(at(*pos), b' ' | b'\t') {
+        *pos += 1;
     }
-    let mut tm = unsafe_today();
-    tm.tm_mon = m - 1;
-    tm.tm_mday = d;
-    if let Some(y) = y {
-        tm.tm_year = if y < 100 { y + 100 } else { y - 1900 };
+    let half = |w: &[u8]| b.len() >= *pos + 2 && b[*pos..*pos + 2].eq_ignore_ascii_case(w);
+    if half(b"pm") {
+        hour = match hour + 12 {
+            24 => 12,
+            h if h > 23 => return None,
+            h => h,
+        };
+        *pos += 2;
+    } else if half(b"am") {
+        hour = match hour {
+            12 => 0,
+            h if h > 11 => return None,
+            h => h,
+        };
+        *pos += 2;
     }
-    tm.tm_isdst = -1;
-    // SAFETY: as in parse_when.
-    let s = unsafe { libc::mktime(&mut tm) };
-    // A day the month has not came out as another: refused.
-    (s != -1 && (tm.tm_mon, tm.tm_mday) == (m - 1, d)).then_some(s as i64)
+    Some((hour, minute, second))
+}
+
+/// `YYYY-MM-DD`, or `MM[/.]DD[[/.]YY]` at `*pos`: (month from 0, day,
+/// year from 1900 if given); `*pos` ends past it. A year `00` is none, as
+/// Slurm reads it.
+fn calendar_day(b: &[u8], pos: &mut usize) -> Option<(i32, i32, Option<i32>)> {
+    let at = |p: usize| b.get(p).copied().unwrap_or(0);
+    let digit = |p: usize| at(p).is_ascii_digit().then(|| i32::from(at(p) - b'0'));
+    // One or two digits, within 1..=most.
+    let small = |pos: &mut usize, most: i32| {
+        let mut v = digit(*pos)?;
+        *pos += 1;
+        if let Some(d) = digit(*pos) {
+            v = v * 10 + d;
+            *pos += 1;
+        }
+        (1..=most).contains(&v).then_some(v)
+    };
+    if at(*pos + 4) == b'-' && at(*pos + 7) == b'-' {
+        let mut year = 0;
+        for _ in 0..4 {
+            year = year * 10 + digit(*pos)?;
+            *pos += 1;
+        }
+        *pos += 1;
+        let month = small(pos, 12)?;
+        if at(*pos) != b'-' {
+            return None;
+        }
+        *pos += 1;
+        let mday = small(pos, 31)?;
+        return Some((month - 1, mday, Some(year - 1900)));
+    }
+    let month = small(pos, 12)?;
+    if matches!(at(*pos), b'.' | b'/') {
+        *pos += 1;
+    }
+    let mday = small(pos, 31)?;
+    if matches!(at(*pos), b'.' | b'/') {
+        *pos += 1;
+    }
+    let year = match digit(*pos) {
+        Some(d) => {
+            let y = d * 10 + digit(*pos + 1)?;
+            *pos += 2;
+            (y != 0).then_some(y + 100)
+        }
+        None => None,
+    };
+    Some((month - 1, mday, year))
 }
 
 /// Local time `s` as C's `ctime` writes it, as Slurm's `-l` prints the
@@ -284,16 +435,13 @@ pub fn ctime(s: i64) -> String {
     String::from_utf8_lossy(&buf[..n]).into_owned()
 }
 
-/// Today's local date, midnight.
-fn unsafe_today() -> libc::tm {
-    let t = now_s() as libc::time_t;
+/// Local time `s`, broken down.
+fn local_tm(s: i64) -> libc::tm {
+    let t = s as libc::time_t;
     // SAFETY: an all-zero `tm` is a valid value of the C struct, and
     // localtime_r only writes the `tm` it is given.
     let mut tm: libc::tm = unsafe { std::mem::zeroed() };
     unsafe { libc::localtime_r(&t, &mut tm) };
-    tm.tm_hour = 0;
-    tm.tm_min = 0;
-    tm.tm_sec = 0;
     tm
 }
 
@@ -951,12 +1099,12 @@ mod tests {
             "02/30",
             "1332",
         ] {
-            assert_eq!(parse_date(bad), None, "{bad}");
-            assert_eq!(parse_begin(bad), None, "{bad}");
+            assert!(parse_date(bad).is_err(), "{bad}");
+            assert!(parse_begin(bad).is_err(), "{bad}");
         }
-        assert!(parse_date("2026-02-28T23:59:59").is_some());
-        assert!(parse_date("2028-02-29").is_some());
-        assert!(parse_date("12/31").is_some());
+        assert!(parse_date("2026-02-28T23:59:59").is_ok());
+        assert!(parse_date("2028-02-29").is_ok());
+        assert!(parse_date("12/31").is_ok());
     }
 
     #[test]
@@ -1052,22 +1200,56 @@ mod tests {
             "2026-03-04T00:00:00"
         );
         assert!(parse_date("now-1hour").unwrap() < now_s());
-        assert_eq!(parse_date("yesterday"), None);
+        assert!(parse_date("yesterday").is_err());
         let midnight = parse_date("00:00").unwrap();
-        assert_eq!(parse_date("today"), Some(midnight));
-        assert_eq!(parse_date("tomorrow"), Some(midnight + 86400));
-        assert_eq!(parse_date("noon"), Some(midnight + 12 * 3600));
-        assert_eq!(parse_date("teatime"), Some(midnight + 16 * 3600));
-        assert_eq!(parse_date("fika"), Some(midnight + 15 * 3600));
+        assert_eq!(parse_date("today").ok(), Some(midnight));
+        assert_eq!(parse_date("tomorrow").ok(), Some(midnight + 86400));
+        assert_eq!(parse_date("noon").ok(), Some(midnight + 12 * 3600));
+        assert_eq!(parse_date("teatime").ok(), Some(midnight + 16 * 3600));
+        assert_eq!(parse_date("fika").ok(), Some(midnight + 15 * 3600));
         // For a time to come, one passed today is tomorrow's.
-        assert_eq!(parse_begin("midnight"), Some(midnight + 86400));
-        assert_eq!(parse_begin("00:00"), Some(midnight + 86400));
+        assert_eq!(parse_begin("midnight").ok(), Some(midnight + 86400));
+        assert_eq!(parse_begin("00:00").ok(), Some(midnight + 86400));
         assert!(parse_begin("23:59:59").unwrap() > now_s() - 1);
         // Month and day, with or without the year.
         assert_eq!(date(parse_date("03/04/26").unwrap()), "2026-03-04T00:00:00");
         assert_eq!(date(parse_date("030426").unwrap()), "2026-03-04T00:00:00");
         assert!(date(parse_date("0304").unwrap()).ends_with("-03-04T00:00:00"));
-        assert_eq!(parse_date("13/01"), None);
-        assert_eq!(parse_date("now+9999999999999999999weeks"), None);
+        assert!(parse_date("13/01").is_err());
+        assert!(parse_date("now+9999999999999999999weeks").is_err());
+    }
+
+    /// Every form Slurm's parse_time documents, and its message for one
+    /// it refuses.
+    #[test]
+    fn times_read_as_slurms_parse_time_reads_them() {
+        let day = |t: &str| date(parse_date(t).unwrap());
+        assert_eq!(day("12/01/25-07:30"), "2025-12-01T07:30:00");
+        assert_eq!(day("120125-07:30:05"), "2025-12-01T07:30:05");
+        assert_eq!(day("12.01.25"), "2025-12-01T00:00:00");
+        assert_eq!(day("12.01.25 7:30 PM"), "2025-12-01T19:30:00");
+        assert_eq!(day("2025-12-01T12:00am"), "2025-12-01T00:00:00");
+        assert_eq!(day("2025-12-01T12:00pm"), "2025-12-01T12:00:00");
+        assert_eq!(day("2025-12-01 noon"), "2025-12-01T12:00:00");
+        assert_eq!(parse_date("uts1796190000"), Ok(1_796_190_000));
+        assert!(parse_date("uts12").is_err());
+        assert!(parse_date("13:00pm").is_err());
+        // Looking back, a day to come this year is last year's; a time
+        // to come, a day to come, is next year's.
+        let now = now_s();
+        let month_ahead = date(now + 40 * 86400);
+        let (mm, dd) = (&month_ahead[5..7], &month_ahead[8..10]);
+        let back = parse_date(&format!("{mm}/{dd}")).unwrap();
+        let ahead = parse_begin(&format!("{mm}/{dd}")).unwrap();
+        assert!(back < now && ahead > now, "{mm}/{dd}: {back} {ahead}");
+        assert!(parse_begin("now+1hour").unwrap() >= now + 3600);
+        assert!(parse_begin("now + 2 minutes").unwrap() >= now + 120);
+        assert!(parse_date("now-1week").unwrap() <= now - 7 * 86400);
+        assert!(parse_date("now+5min").is_err());
+        assert_eq!(parse_date(""), Ok(0));
+        assert_eq!(
+            parse_date("12/01-25:00").unwrap_err().to_string(),
+            "Invalid time specification (pos=6): 12/01-25:00"
+        );
     }
 }
