@@ -197,8 +197,14 @@ fn batch_scripts_run_with_slurms_variables_and_are_accounted_as_slurm_does() {
     assert!(shown.contains(" NodeList=\n"), "{shown}");
     c.ok(w, "scancel", &[held]);
 
-    // A script on standard input that fails: its code is the job's.
-    let out = c.run(w, "sbatch", &["--parsable"], Some("#!/bin/sh\nexit 3\n"));
+    // A script on standard input that fails: its code is the job's. Its
+    // comment is the job's line's alone, as Slurm's database keeps it.
+    let out = c.run(
+        w,
+        "sbatch",
+        &["--parsable", "--comment", "rule_a"],
+        Some("#!/bin/sh\nexit 3\n"),
+    );
     let failed = String::from_utf8(out.stdout).unwrap().trim().to_string();
     assert!(failed.parse::<u64>().is_ok(), "{failed}");
     assert_eq!(c.wait_over(w, &failed), "FAILED|3:0");
@@ -211,12 +217,12 @@ fn batch_scripts_run_with_slurms_variables_and_are_accounted_as_slurm_does() {
             "-j",
             &failed,
             "--format",
-            "JobID,JobName,State,ExitCode",
+            "JobID,JobName,State,ExitCode,Comment",
         ],
     );
     assert_eq!(
         steps,
-        format!("{failed}|sbatch|FAILED|3:0\n{failed}.batch|batch|FAILED|3:0\n")
+        format!("{failed}|sbatch|FAILED|3:0|rule_a\n{failed}.batch|batch|FAILED|3:0|\n")
     );
     // afterok on it can never run, and says so; afternotok runs.
     let never = c.sbatch(
@@ -2686,7 +2692,9 @@ fn steps_asked_by_name_bad_ids_and_signals_and_the_config_are_as_on_slurm() {
         "MaxArraySize            = 1001\n",
         "SchedulerType           = sched/backfill\n",
         "SelectTypeParameters    = CR_CORE_MEMORY\n",
-        "KillWait                = 10 sec\n",
+        // The wait a cancelled job gets before SIGKILL (5 s: see the
+        // script that ignores SIGTERM above), not the agents' whole grace.
+        "KillWait                = 5 sec\n",
     ] {
         assert!(config.contains(line), "{line}: {config}");
     }
