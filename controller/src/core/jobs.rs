@@ -1171,7 +1171,10 @@ impl Cluster {
         // The queue holds what policies read of the job: taken out and
         // put back at the same place, with the new limit.
         if !j.held && !j.throttled {
-            let (p, q) = (j.partition, j.as_queued());
+            let (p, q) = (
+                j.partition,
+                j.as_queued(self.config.max_time_ns(j.partition)),
+            );
             self.unqueue(id, p);
             self.enqueue(p, q);
         }

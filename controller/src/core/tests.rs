@@ -3205,3 +3205,35 @@ fn a_program_without_a_limit_is_planned_as_running_a_year() {
         "the head waits; the 5 s job fits before its reservation; the unlimited one does not"
     );
 }
+
+/// A batch job without a limit gets its partition's as it starts, as on
+/// Slurm, and its node is told it; it is planned so while it waits. A
+/// sleep of a trace keeps none.
+#[test]
+fn a_program_without_a_limit_gets_its_partitions_as_it_starts() {
+    let mut c = cluster_with("[[partitions]]\nname = \"short\"\nmax_time_s = 60\n");
+    let mut out = Recorder::default();
+    let program = JobSpec {
+        program: Some(batch_script("#!/bin/sh\nsleep 100\n")),
+        ..spec(1)
+    };
+    let ids = c
+        .submit(vec![program, long(spec(1))], 0, at(0), &mut out)
+        .unwrap();
+    assert_eq!(c.jobs[&ids[0]].spec.walltime_ns, 0, "none of its own yet");
+    let view = c.view(at(0));
+    let queued = view.queue.iter().find(|q| q.job == ids[0]).unwrap();
+    assert_eq!(
+        queued.estimate_ns,
+        60 * S as u64,
+        "planned at its partition's"
+    );
+    pass(&mut c, &mut out);
+    assert_eq!(c.jobs[&ids[0]].spec.walltime_ns, 60 * S as u64);
+    assert_eq!(c.jobs[&ids[1]].spec.walltime_ns, 0);
+    let told = out.0.iter().find_map(|(_, m)| match m {
+        ToAgent::Start(s) if s.job == ids[0] => Some(s.walltime_ns),
+        _ => None,
+    });
+    assert_eq!(told, Some(60 * S as u64));
+}
