@@ -73,27 +73,26 @@ jobset() {
   # one process is the command (`exec`): with a shell waiting on a child,
   # Slurm's SIGTERM reaches the two in either order, and a run of
   # 2026-12-01 saw the shell report its child `Terminated` and the batch
-  # step end FAILED 15:0 rather than CANCELLED 0:15.
+  # step end FAILED 15:0 rather than CANCELLED 0:15. It has a limit:
+  # when Slurm's backfill, rather than its main scheduler, happens to
+  # start a job without one, it gives it a year (365-00:00:00), and which
+  # of the two starts it is a race on the reference's side (runs of
+  # 2026-11-29 and 2026-12-02 saw it).
   local c
-  c=$(sbatch --parsable -J cancelled -o "$out/run/cancelled" --wrap 'exec sleep 100')
+  c=$(sbatch --parsable -J cancelled -t 10 -o "$out/run/cancelled" --wrap 'exec sleep 100')
   for _ in $(seq 300); do
     [ "$(squeue -h -j "$c" -o %t)" = R ] && break
     sleep 0.1
   done
-  # Slurm's database needs a moment to have its start. With a fixed
-  # wait of 3 s, a run once recorded the cancelled job's limit as
-  # 365-00:00:00 (the year Slurm gives an unlimited job) rather than
-  # UNLIMITED; so wait until the database shows the start.
+  # Slurm's database needs a moment to have its start, and its end.
   for _ in $(seq 100); do
-    [ "$(sacct -X -n -P -j "$c" -o State,Timelimit)" = "RUNNING|UNLIMITED" ] && break
+    [ "$(sacct -X -n -P -j "$c" -o State)" = RUNNING ] && break
     sleep 0.1
   done
   sleep 1
   scancel "$c"
-  # And its end: a run of 2026-11-29 still read 365-00:00:00 after the
-  # wait above, the record's end having come in after the outputs.
   for _ in $(seq 100); do
-    [ "$(sacct -X -n -P -j "$c" -o State,Timelimit)" = "CANCELLED by 0|UNLIMITED" ] && break
+    [ "$(sacct -X -n -P -j "$c" -o State)" = "CANCELLED by 0" ] && break
     sleep 0.1
   done
   empty
@@ -170,6 +169,10 @@ jobset() {
   run sinfo -aho %F/%C
   run sinfo -a -o "%P %G %l %p %c %m"
   run sinfo -o "%N %D %t %c %m"
+  run sinfo -O partition,available,nodes,cpus,memory,statelong,nodelist
+  # As Open OnDemand lists nodes, but for the host each runs on: all of
+  # the real Slurm's run on this one.
+  run sinfo -ahNO nodelist:100,gres:512,gresused:512,statelong
   # As Open OnDemand lists jobs: the cluster named (-M), every field it
   # reads, `;` between them, but for the priority (%Q: docs/slurm.md) and
   # the time left (%L: the jobs running here started at other instants on
