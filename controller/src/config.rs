@@ -305,11 +305,6 @@ pub struct Cluster {
 }
 
 impl Cluster {
-    /// Partition `partition`'s time limit, in ns (0: none).
-    pub fn max_time_ns(&self, partition: usize) -> u64 {
-        self.partitions.get(partition).map_or(0, |p| p.max_time_ns)
-    }
-
     /// This controller's place in `[controller] hosts` (the one its
     /// `listen` names): 0 is the primary. `None` when no list is given.
     pub fn controller_index(&self) -> Result<Option<usize>> {

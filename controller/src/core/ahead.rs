@@ -129,7 +129,7 @@ impl Cluster {
                 let Some(job) = self.jobs.get(&id).filter(|j| j.held) else {
                     continue;
                 };
-                let mut q = job.as_queued(self.config.max_time_ns(job.partition));
+                let mut q = job.as_queued();
                 q.submit_ns = job.release_at.unwrap_or(then.mono);
                 let k = key(&q);
                 let at = queue.partition_point(|o| key(o) < k);

@@ -145,7 +145,7 @@ impl Cluster {
     /// A job enters the queue.
     fn queued(&mut self, job: Job) {
         let (id, partition) = (job.id, job.partition);
-        let q = job.as_queued(self.config.max_time_ns(job.partition));
+        let q = job.as_queued();
         let at_ns = job.submit_mono.max(job.since_mono);
         if self.happened.is_some() {
             // A job let into the queue late (released, or its array's
@@ -191,20 +191,9 @@ impl Cluster {
         devices: Option<Vec<(usize, Masks)>>,
         now: Now,
     ) {
-        let max_time_ns = self
-            .jobs
-            .get(&id)
-            .map_or(0, |j| self.config.max_time_ns(j.partition));
-        let Some(job) = self.jobs.get_mut(&id) else {
+        let Some(job) = self.jobs.get(&id) else {
             return;
         };
-        // A batch job without a limit of its own gets its partition's as
-        // it starts, as Slurm's does (until then it shows
-        // `Partition_Limit`). A sleep keeps its trace's run time.
-        if job.spec.walltime_ns == 0 && job.spec.program.is_some() {
-            job.spec.walltime_ns = max_time_ns;
-        }
-        let job = &*job;
         let devices = match devices {
             Some(given) => {
                 for (n, held) in &given {
@@ -721,10 +710,7 @@ impl Cluster {
         // submission of the same job; one requeued on request is
         // submitted when it enters the queue again (`queued`).
         if !asked {
-            let (p, q) = (
-                job.partition,
-                job.as_queued(self.config.max_time_ns(job.partition)),
-            );
+            let (p, q) = (job.partition, job.as_queued());
             self.enqueue(p, q);
             self.record_event(Happened::Ended {
                 job: id,

@@ -186,6 +186,13 @@ impl Cluster {
                     part.name
                 ));
             }
+            // A batch job without a limit of its own gets its partition's,
+            // as Slurm's does (squeue and scontrol show it while it waits);
+            // a sleep keeps its trace's run time. Journaled with the job:
+            // a restart keeps it, whatever the partition's is by then.
+            if spec.walltime_ns == 0 && spec.program.is_some() {
+                spec.walltime_ns = part.max_time_ns;
+            }
             // Only jobs that exist can be waited for, so waits never form
             // a cycle: a job can wait only for jobs older than itself.
             if let Some(dep) = spec
@@ -1171,10 +1178,7 @@ impl Cluster {
         // The queue holds what policies read of the job: taken out and
         // put back at the same place, with the new limit.
         if !j.held && !j.throttled {
-            let (p, q) = (
-                j.partition,
-                j.as_queued(self.config.max_time_ns(j.partition)),
-            );
+            let (p, q) = (j.partition, j.as_queued());
             self.unqueue(id, p);
             self.enqueue(p, q);
         }

@@ -216,19 +216,14 @@ pub(super) struct ArrayState {
 }
 
 impl Job {
-    /// The job as policies see it in the queue, its partition's limit
-    /// `max_time_ns` (0: none): a batch job without a limit of its own
-    /// runs at most that long once it starts.
-    pub(super) fn as_queued(&self, max_time_ns: u64) -> Queued {
+    /// The job as policies see it in the queue.
+    pub(super) fn as_queued(&self) -> Queued {
         Queued {
             job: self.id,
             partition: self.partition,
             cores: self.spec.cores,
             mem_per_cpu_mb: self.spec.mem_per_cpu_mb,
-            estimate_ns: match self.spec.walltime_ns {
-                0 if self.spec.program.is_some() && max_time_ns > 0 => max_time_ns,
-                _ => self.estimate_ns(),
-            },
+            estimate_ns: self.estimate_ns(),
             submit_ns: self.submit_mono,
             gres: self.gres,
             nodes: {

@@ -3206,11 +3206,11 @@ fn a_program_without_a_limit_is_planned_as_running_a_year() {
     );
 }
 
-/// A batch job without a limit gets its partition's as it starts, as on
-/// Slurm, and its node is told it; it is planned so while it waits. A
-/// sleep of a trace keeps none.
+/// A batch job without a limit gets its partition's as it is submitted,
+/// as on Slurm: it is planned so while it waits, and its node is told it.
+/// A sleep of a trace keeps none.
 #[test]
-fn a_program_without_a_limit_gets_its_partitions_as_it_starts() {
+fn a_program_without_a_limit_gets_its_partitions() {
     let mut c = cluster_with("[[partitions]]\nname = \"short\"\nmax_time_s = 60\n");
     let mut out = Recorder::default();
     let program = JobSpec {
@@ -3220,7 +3220,7 @@ fn a_program_without_a_limit_gets_its_partitions_as_it_starts() {
     let ids = c
         .submit(vec![program, long(spec(1))], 0, at(0), &mut out)
         .unwrap();
-    assert_eq!(c.jobs[&ids[0]].spec.walltime_ns, 0, "none of its own yet");
+    assert_eq!(c.jobs[&ids[0]].spec.walltime_ns, 60 * S as u64);
     let view = c.view(at(0));
     let queued = view.queue.iter().find(|q| q.job == ids[0]).unwrap();
     assert_eq!(
@@ -3236,4 +3236,49 @@ fn a_program_without_a_limit_gets_its_partitions_as_it_starts() {
         _ => None,
     });
     assert_eq!(told, Some(60 * S as u64));
+}
+
+/// The limit a batch job got from its partition is its own after a
+/// restart, whatever the partition's is by then, as Slurm's jobs keep
+/// theirs; one that got none keeps none.
+#[test]
+fn a_limit_got_from_the_partition_survives_a_restart_with_another() {
+    let program = || JobSpec {
+        program: Some(batch_script("#!/bin/sh\nsleep 100\n")),
+        ..spec(1)
+    };
+    let config = |max: u64| {
+        Arc::new(
+            config::Cluster::from_str(
+                &format!(
+                    "[[nodes]]\nnames = \"vn[1-4]\"\ncpus = 4\nmemory = \"8G\"\n\
+                     [[partitions]]\nname = \"p\"\nmax_time_s = {max}\n"
+                ),
+                std::path::Path::new("/tmp/t.toml"),
+            )
+            .unwrap(),
+        )
+    };
+    for (before, after) in [(60, 3600), (0, 3600)] {
+        let mut c = Cluster::new(config(before));
+        up(&mut c, 7, "h", "vn[1-4]", &[]).unwrap();
+        let mut out = Recorder::default();
+        let id = c.submit(vec![program()], 0, at(0), &mut out).unwrap()[0];
+        pass(&mut c, &mut out);
+        assert_eq!(c.jobs[&id].state, JobState::Running);
+        assert_eq!(c.jobs[&id].spec.walltime_ns, before * S as u64);
+        let restarted = Cluster::restore(
+            config(after),
+            Recovered {
+                snapshot: Default::default(),
+                entries: out.1.clone(),
+            },
+            at(20),
+        );
+        assert_eq!(
+            restarted.jobs[&id].spec.walltime_ns,
+            before * S as u64,
+            "started under {before} s, restarted under {after} s"
+        );
+    }
 }
