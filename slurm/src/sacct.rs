@@ -666,21 +666,27 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
     // from midnight; with jobs named, all of theirs. With states, the
     // window ends where it starts unless told.
     // A time Slurm's parse_time refuses: its message alone, and exit 1.
-    let when = |s: &str| text::parse_date(s).inspect_err(|e| eprintln!("{e}")).ok();
-    let window_start = match &args.starttime {
-        Some(s) => match when(s) {
-            Some(t) => Some(t),
-            None => return Ok(1),
-        },
+    // One that says nothing (0) is as if not given, as in Slurm's.
+    let when = |given: &Option<String>| match given.as_deref().map(text::parse_date) {
+        None | Some(Ok(0)) => Ok(None),
+        Some(Ok(t)) => Ok(Some(t)),
+        Some(Err(e)) => Err(e),
+    };
+    let (start, end) = match (when(&args.starttime), when(&args.endtime)) {
+        (Ok(s), Ok(e)) => (s, e),
+        (Err(e), _) | (_, Err(e)) => {
+            eprintln!("{e}");
+            return Ok(1);
+        }
+    };
+    let window_start = match start {
+        Some(t) => Some(t),
         None if args.jobs.is_some() => None,
         None if states.is_some() => Some(text::now_s()),
         None => text::parse_date("00:00").ok(),
     };
-    let window_end = match &args.endtime {
-        Some(s) => match when(s) {
-            Some(t) => Some(t),
-            None => return Ok(1),
-        },
+    let window_end = match end {
+        Some(t) => Some(t),
         None if states.is_some() => window_start,
         None => None,
     };

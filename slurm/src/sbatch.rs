@@ -725,9 +725,11 @@ fn spec(args: &Args, script: String, resolve: Resolve<'_>) -> Result<JobSpec> {
     };
     let begin_ns = match &args.begin {
         Some(b) => Some(
+            // Nothing said (0) is no time either, as Slurm's sbatch has it.
             text::parse_begin(b)
                 .inspect_err(|e| eprintln!("{e}"))
                 .ok()
+                .filter(|&s| s != 0)
                 .and_then(|s| s.checked_mul(1_000_000_000))
                 .ok_or_else(|| anyhow!("Invalid --begin specification"))?,
         ),

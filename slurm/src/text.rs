@@ -168,7 +168,7 @@ pub fn parse_time(text: &str, past: bool) -> Result<i64, BadTime> {
         text: text.to_string(),
     };
     if b.len() >= 3 && b[..3].eq_ignore_ascii_case(b"uts") {
-        return match text[3..].parse::<i64>() {
+        return match text[3..].trim_start().parse::<i64>() {
             Ok(n) if n >= 1_000_000 => Ok(n),
             _ => Err(bad(0)),
         };
@@ -229,7 +229,9 @@ pub fn parse_time(text: &str, past: bool) -> Result<i64, BadTime> {
             clock = Some(time_of_day(b, &mut pos).ok_or_else(|| bad(start))?);
         } else {
             let start = pos;
-            day = Some(calendar_day(b, &mut pos).ok_or_else(|| bad(start))?);
+            let (month, mday, year) = calendar_day(b, &mut pos).ok_or_else(|| bad(start))?;
+            // A day without a year keeps one said before (`today`).
+            day = Some((month, mday, year.or(day.and_then(|d| d.2))));
         }
     }
     let (hour, minute, second) = match (clock, day) {
@@ -1247,6 +1249,14 @@ mod tests {
         assert!(parse_date("now-1week").unwrap() <= now - 7 * 86400);
         assert!(parse_date("now+5min").is_err());
         assert_eq!(parse_date(""), Ok(0));
+        assert_eq!(parse_date("uts 1796190000"), Ok(1_796_190_000));
+        let this_year = &date(now)[..4];
+        // Ahead, a day without a year that has passed would be next
+        // year's; `today` said this year's.
+        let passed = date(now - 40 * 86400);
+        let (mm, dd) = (&passed[5..7], &passed[8..10]);
+        let kept = date(parse_begin(&format!("today {mm}/{dd}")).unwrap());
+        assert_eq!(&kept[..10], format!("{this_year}-{mm}-{dd}"));
         assert_eq!(
             parse_date("12/01-25:00").unwrap_err().to_string(),
             "Invalid time specification (pos=6): 12/01-25:00"
