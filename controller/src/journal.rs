@@ -59,8 +59,10 @@ const SNAPSHOT_MAGIC: &[u8; 4] = b"CLSN";
 /// program says them, and whether it was an array task of a record of its
 /// own or its array's only task (`ProgramInfo::tasks_per_node`,
 /// `own_record`, `only_task`). 19: a hold says whose it is, and a running
-/// job may be held (`JobImage::hold`, [`Entry::Held`]).
-const VERSION: u16 = 19;
+/// job may be held (`JobImage::hold`, [`Entry::Held`]). 20: a batch
+/// job's limit may be its partition's (`Program::partition_limit`,
+/// `ProgramInfo::partition_limit`).
+const VERSION: u16 = 20;
 const HEADER: usize = 6;
 /// Largest entry: a submission of one job is well under 1 KiB.
 const MAX_ENTRY: usize = 1 << 20;

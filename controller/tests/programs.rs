@@ -32,6 +32,7 @@ fn spec(script: &str, workdir: &std::path::Path, stdout: &str) -> JobSpec {
             args: Vec::new(),
             mem_limit_mb: 0,
             command: String::new(),
+            partition_limit: false,
         })),
         ..Default::default()
     }

@@ -100,7 +100,9 @@ use tokio_util::codec::{Decoder, Encoder, Framed, LengthDelimitedCodec};
 /// (`ClusterStats::journal_error`).
 /// 29: stats say why records of ended jobs wait to be written
 /// (`ClusterStats::records_error`).
-pub const PROTOCOL: u32 = 29;
+/// 30: a batch job's limit may be its partition's, given at submission
+/// (`Program::partition_limit`, `ProgramInfo::partition_limit`).
+pub const PROTOCOL: u32 = 30;
 /// Bytes of the tag that ends every frame after the handshake: a
 /// truncated HMAC-SHA256, as RFC 4868 truncates it for IPsec.
 pub const TAG: usize = 16;

@@ -487,8 +487,11 @@ fn value(name: &str, r: &Row<'_>, c: &Ctx<'_>) -> String {
         "Timelimit" => {
             if r.step.is_some() {
                 String::new()
-            } else if j.walltime_ns == 0 && !started {
-                // No limit of its own yet: its partition's, once it runs.
+            } else if (j.walltime_ns == 0 || j.program.as_ref().is_some_and(|p| p.partition_limit))
+                && !started
+            {
+                // No limit of its own: its partition's, which Slurm's
+                // database has once it runs.
                 "Partition_Limit".into()
             } else {
                 text::long_limit(j.walltime_ns)
@@ -1050,7 +1053,8 @@ fn job_json(r: &Row<'_>, c: &Ctx<'_>) -> serde_json::Value {
             "end": text::secs(j.end_ns), "start": text::secs(j.start_ns),
             "submission": text::secs(j.submit_ns), "suspended": suspended(j, c.now),
             "system": cpu_json(0),
-            "limit": (j.walltime_ns > 0).then(|| text::limit_minutes(j.walltime_ns)),
+            "limit": (j.walltime_ns > 0 && !p.is_some_and(|p| p.partition_limit))
+                .then(|| text::limit_minutes(j.walltime_ns)),
             "total": cpu_json(total_cpu), "user": cpu_json(total_cpu)},
         "exit_code": exit_json(&value("ExitCode", r, c)),
         "flags": if started { json!(["CLEAR_SCHEDULING", "STARTED_ON_SCHEDULE"]) } else { json!([]) },

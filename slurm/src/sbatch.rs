@@ -810,6 +810,7 @@ fn spec(args: &Args, script: String, resolve: Resolve<'_>) -> Result<JobSpec> {
                 (None, Some(path)) => here.join(path).display().to_string(),
                 _ => String::new(),
             },
+            partition_limit: false,
         })),
         hold: args.hold,
         nodes: span,

@@ -190,8 +190,11 @@ impl Cluster {
             // as Slurm's does (squeue and scontrol show it while it waits);
             // a sleep keeps its trace's run time. Journaled with the job:
             // a restart keeps it, whatever the partition's is by then.
-            if spec.walltime_ns == 0 && spec.program.is_some() {
-                spec.walltime_ns = part.max_time_ns;
+            if let Some(program) = spec.program.as_mut() {
+                program.partition_limit = spec.walltime_ns == 0 && part.max_time_ns > 0;
+                if program.partition_limit {
+                    spec.walltime_ns = part.max_time_ns;
+                }
             }
             // Only jobs that exist can be waited for, so waits never form
             // a cycle: a job can wait only for jobs older than itself.

@@ -55,6 +55,7 @@ pub(super) fn start(program: &Program, s: &Started<'_>) -> Program {
         } else {
             s.mem_per_cpu_mb * u64::from(s.alloc.first().map_or(0, |&(_, c)| c))
         },
+        partition_limit: program.partition_limit,
     }
 }
 
@@ -219,6 +220,7 @@ mod tests {
             args: Vec::new(),
             mem_limit_mb: 0,
             command: String::new(),
+            partition_limit: false,
         }
     }
 

@@ -111,6 +111,7 @@ fn batch_script(script: &str) -> Box<formats::wire::Program> {
         args: Vec::new(),
         mem_limit_mb: 0,
         command: String::new(),
+        partition_limit: false,
     })
 }
 
@@ -3228,7 +3229,14 @@ fn a_program_without_a_limit_gets_its_partitions() {
         60 * S as u64,
         "planned at its partition's"
     );
+    // Slurm's database says `Partition_Limit` until it starts.
+    let shown = |c: &Cluster| {
+        let info = c.info(&c.jobs[&ids[0]]);
+        info.program.as_ref().unwrap().partition_limit
+    };
+    assert!(shown(&c));
     pass(&mut c, &mut out);
+    assert!(!shown(&c), "started: its limit is its own");
     assert_eq!(c.jobs[&ids[0]].spec.walltime_ns, 60 * S as u64);
     assert_eq!(c.jobs[&ids[1]].spec.walltime_ns, 0);
     let told = out.0.iter().find_map(|(_, m)| match m {

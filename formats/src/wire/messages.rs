@@ -171,6 +171,10 @@ pub struct Program {
     /// bare name made absolute (as Slurm's sbatch names it); empty for
     /// `--wrap` and a script read from standard input (Slurm's `Command`).
     pub command: String,
+    /// Its time limit is its partition's, given by the controller at
+    /// submission because it asked none: Slurm's database shows
+    /// `Partition_Limit` for it until it starts. A client sends `false`.
+    pub partition_limit: bool,
 }
 
 impl JobSpec {
@@ -525,6 +529,9 @@ pub struct ProgramInfo {
     /// record, squeue shows it `12_[5]`, where the last pending task of a
     /// larger array is `12_5`.
     pub only_task: bool,
+    /// Its limit is its partition's, and it has not started: sacct shows
+    /// `Partition_Limit` ([`Program::partition_limit`]).
+    pub partition_limit: bool,
 }
 
 /// A job step: one `srun` in a batch script, as sacct shows it
