@@ -269,6 +269,13 @@ fn state(j: &JobInfo, step: bool, me: &str) -> String {
 }
 
 /// Seconds job `j` spent suspended by `now` (Unix seconds).
+/// Whether Slurm's database has no limit of the job's own yet, and sacct
+/// says `Partition_Limit`: it asked none and has not started, or (a
+/// requeued job) it has none at all.
+fn partition_limit(j: &JobInfo, started: bool) -> bool {
+    !started && (j.walltime_ns == 0 || j.program.as_ref().is_some_and(|p| p.partition_limit))
+}
+
 fn suspended(j: &JobInfo, now: i64) -> i64 {
     j.suspensions
         .iter()
@@ -378,6 +385,7 @@ fn value(name: &str, r: &Row<'_>, c: &Ctx<'_>) -> String {
         "QOSRAW" => accounts::account_of(&text::owner(j, c.me))
             .map_or("", |_| "1")
             .to_string(),
+        "TimelimitRaw" if partition_limit(j, started) => "Partition_Limit".into(),
         "TimelimitRaw" => match j.walltime_ns {
             0 => "UNLIMITED".into(),
             ns => ns.div_ceil(60_000_000_000).to_string(),
@@ -487,11 +495,7 @@ fn value(name: &str, r: &Row<'_>, c: &Ctx<'_>) -> String {
         "Timelimit" => {
             if r.step.is_some() {
                 String::new()
-            } else if (j.walltime_ns == 0 || j.program.as_ref().is_some_and(|p| p.partition_limit))
-                && !started
-            {
-                // No limit of its own: its partition's, which Slurm's
-                // database has once it runs.
+            } else if partition_limit(j, started) {
                 "Partition_Limit".into()
             } else {
                 text::long_limit(j.walltime_ns)

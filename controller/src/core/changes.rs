@@ -241,6 +241,11 @@ impl Cluster {
         let Some(job) = self.jobs.get_mut(&id) else {
             return;
         };
+        // Its partition's limit is its own once it runs, as Slurm's
+        // start makes it (a requeue keeps it).
+        if let Some(p) = job.spec.program.as_mut() {
+            p.partition_limit = false;
+        }
         job.state = JobState::Running;
         job.start_ns = now.wall;
         job.started_mono = Some(now.mono);

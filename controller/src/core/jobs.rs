@@ -191,7 +191,7 @@ impl Cluster {
             // a sleep keeps its trace's run time. Journaled with the job:
             // a restart keeps it, whatever the partition's is by then.
             if let Some(program) = spec.program.as_mut() {
-                program.partition_limit = spec.walltime_ns == 0 && part.max_time_ns > 0;
+                program.partition_limit = spec.walltime_ns == 0;
                 if program.partition_limit {
                     spec.walltime_ns = part.max_time_ns;
                 }
@@ -1161,6 +1161,10 @@ impl Cluster {
             return Ok(());
         };
         j.spec.walltime_ns = walltime_ns;
+        // A limit of its own from now on.
+        if let Some(p) = j.spec.program.as_mut() {
+            p.partition_limit = false;
+        }
         if j.state != JobState::Pending {
             j.limit_changed = true;
             // What policies expect of it: its time still to go, from

@@ -198,7 +198,7 @@ impl Cluster {
             dependency: self.dependency_text(j),
             command: p.command.clone(),
             mem_per_node_mb: p.mem_limit_mb,
-            partition_limit: p.partition_limit && j.start_ns == 0,
+            partition_limit: p.partition_limit,
             own_record: j.array.is_some()
                 && (j.restarts > 0
                     || j.spec

@@ -195,7 +195,36 @@ impl Cluster {
             c.load(image, &at, now);
         }
         c.replay_entries(rec.entries, now);
+        c.partition_limits_now();
         c
+    }
+
+    /// Waiting batch jobs that asked no limit take their partition's as
+    /// it is now: a restart under another `max_time_s` neither lets one
+    /// run past its partition's limit nor holds it to the old one, as
+    /// Slurm, which gives such a job its partition's limit as it starts.
+    fn partition_limits_now(&mut self) {
+        let stale: Vec<(u64, u64)> = self
+            .jobs
+            .values()
+            .filter(|j| j.state == JobState::Pending)
+            .filter(|j| j.spec.program.as_ref().is_some_and(|p| p.partition_limit))
+            .filter_map(|j| {
+                let now = self.config.partitions[j.partition].max_time_ns;
+                (now != j.spec.walltime_ns).then_some((j.id, now))
+            })
+            .collect();
+        for (id, walltime_ns) in stale {
+            let Some(j) = self.jobs.get_mut(&id) else {
+                continue;
+            };
+            j.spec.walltime_ns = walltime_ns;
+            if !j.held && !j.throttled {
+                let (p, q) = (j.partition, j.as_queued());
+                self.unqueue(id, p);
+                self.enqueue(p, q);
+            }
+        }
     }
 
     /// Journal entries a primary wrote, made again on its backup's copy.

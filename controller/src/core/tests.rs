@@ -3267,14 +3267,19 @@ fn a_limit_got_from_the_partition_survives_a_restart_with_another() {
             .unwrap(),
         )
     };
-    for (before, after) in [(60, 3600), (0, 3600)] {
+    for (before, after) in [(60, 3600), (0, 3600), (3600, 60)] {
         let mut c = Cluster::new(config(before));
         up(&mut c, 7, "h", "vn[1-4]", &[]).unwrap();
         let mut out = Recorder::default();
-        let id = c.submit(vec![program()], 0, at(0), &mut out).unwrap()[0];
+        let held = JobSpec {
+            hold: true,
+            ..program()
+        };
+        let ids = c.submit(vec![program(), held], 0, at(0), &mut out).unwrap();
         pass(&mut c, &mut out);
-        assert_eq!(c.jobs[&id].state, JobState::Running);
-        assert_eq!(c.jobs[&id].spec.walltime_ns, before * S as u64);
+        assert_eq!(c.jobs[&ids[0]].state, JobState::Running);
+        assert_eq!(c.jobs[&ids[0]].spec.walltime_ns, before * S as u64);
+        assert_eq!(c.jobs[&ids[1]].state, JobState::Pending);
         let restarted = Cluster::restore(
             config(after),
             Recovered {
@@ -3283,10 +3288,47 @@ fn a_limit_got_from_the_partition_survives_a_restart_with_another() {
             },
             at(20),
         );
+        let what = format!("submitted under {before} s, restarted under {after} s");
         assert_eq!(
-            restarted.jobs[&id].spec.walltime_ns,
+            restarted.jobs[&ids[0]].spec.walltime_ns,
             before * S as u64,
-            "started under {before} s, restarted under {after} s"
+            "started: {what}"
+        );
+        // One still waiting takes its partition's as it is now, as
+        // Slurm's gets it at its start.
+        assert_eq!(
+            restarted.jobs[&ids[1]].spec.walltime_ns,
+            after * S as u64,
+            "waiting: {what}"
         );
     }
+}
+
+/// A batch job's partition's limit is its own once it runs (a requeue
+/// keeps it), or once one is set for it: sacct no longer says
+/// `Partition_Limit` for it.
+#[test]
+fn a_partition_limit_becomes_the_jobs_own() {
+    let mut c = cluster_with("[[partitions]]\nname = \"short\"\nmax_time_s = 60\n");
+    let mut out = Recorder::default();
+    let program = || JobSpec {
+        program: Some(batch_script("#!/bin/sh\nsleep 100\n")),
+        ..spec(1)
+    };
+    let held = JobSpec {
+        hold: true,
+        ..program()
+    };
+    let ids = c.submit(vec![program(), held], 0, at(0), &mut out).unwrap();
+    let shown = |c: &Cluster, id: u64| {
+        let info = c.info(&c.jobs[&id]);
+        info.program.as_ref().unwrap().partition_limit
+    };
+    assert!(shown(&c, ids[0]) && shown(&c, ids[1]));
+    pass(&mut c, &mut out);
+    assert_eq!(c.requeue(&ids[..1], false, at(2), &mut out)[0].error, None);
+    assert!(!shown(&c, ids[0]), "requeued after it ran");
+    assert_eq!(c.limit(ids[1], 30 * S as u64, &mut out).error, None);
+    assert!(!shown(&c, ids[1]), "a limit set for it");
+    assert_eq!(c.jobs[&ids[1]].spec.walltime_ns, 30 * S as u64);
 }

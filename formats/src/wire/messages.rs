@@ -171,9 +171,11 @@ pub struct Program {
     /// bare name made absolute (as Slurm's sbatch names it); empty for
     /// `--wrap` and a script read from standard input (Slurm's `Command`).
     pub command: String,
-    /// Its time limit is its partition's, given by the controller at
-    /// submission because it asked none: Slurm's database shows
-    /// `Partition_Limit` for it until it starts. A client sends `false`.
+    /// It asked no time limit and has not started: its limit is its
+    /// partition's as that is now (the controller sets it at submission,
+    /// and again at a restart), and Slurm's database shows
+    /// `Partition_Limit` for it. Its own once it starts, or once a limit
+    /// is set for it. A client sends `false`.
     pub partition_limit: bool,
 }
 
