@@ -188,8 +188,9 @@ impl Cluster {
             }
             // A batch job without a limit of its own gets its partition's,
             // as Slurm's does (squeue and scontrol show it while it waits);
-            // a sleep keeps its trace's run time. Journaled with the job:
-            // a restart keeps it, whatever the partition's is by then.
+            // a sleep keeps its trace's run time. Marked as the partition's
+            // until it starts: a restart meanwhile gives it the
+            // partition's as it is then (`partition_limits_now`).
             if let Some(program) = spec.program.as_mut() {
                 program.partition_limit = spec.walltime_ns == 0;
                 if program.partition_limit {
@@ -1182,13 +1183,7 @@ impl Cluster {
             self.wants_pass = true;
             return Ok(());
         }
-        // The queue holds what policies read of the job: taken out and
-        // put back at the same place, with the new limit.
-        if !j.held && !j.throttled {
-            let (p, q) = (j.partition, j.as_queued());
-            self.unqueue(id, p);
-            self.enqueue(p, q);
-        }
+        self.requeue_view(id);
         self.wants_pass = true;
         Ok(())
     }

@@ -215,14 +215,9 @@ impl Cluster {
             })
             .collect();
         for (id, walltime_ns) in stale {
-            let Some(j) = self.jobs.get_mut(&id) else {
-                continue;
-            };
-            j.spec.walltime_ns = walltime_ns;
-            if !j.held && !j.throttled {
-                let (p, q) = (j.partition, j.as_queued());
-                self.unqueue(id, p);
-                self.enqueue(p, q);
+            if let Some(j) = self.jobs.get_mut(&id) {
+                j.spec.walltime_ns = walltime_ns;
+                self.requeue_view(id);
             }
         }
     }

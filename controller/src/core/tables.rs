@@ -684,6 +684,17 @@ impl Cluster {
         self.unqueue_key(key);
     }
 
+    /// Puts what policies read of waiting job `id` (its limit, say) in the
+    /// queue again, at the same place; a held or throttled one is not in it.
+    pub(super) fn requeue_view(&mut self, id: u64) {
+        let Some(j) = self.jobs.get(&id).filter(|j| !j.held && !j.throttled) else {
+            return;
+        };
+        let (p, q) = (j.partition, j.as_queued());
+        self.unqueue(id, p);
+        self.enqueue(p, q);
+    }
+
     /// Takes the job of `key` out of the queue: found by binary search,
     /// the rest of the queue moved up.
     fn unqueue_key(&mut self, key: QueueKey) {
