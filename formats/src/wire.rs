@@ -173,10 +173,14 @@ pub enum WireError {
     /// A frame after the handshake whose tag is wrong: altered, dropped,
     /// repeated or not from this connection's peer.
     Forged,
-    /// The peer accepted the connection but did not take part in the
-    /// handshake within [`HANDSHAKE_TIMEOUT`] (a hung host, or not a
-    /// clemu peer).
-    Timeout,
+    /// The peer did not take part in the handshake within
+    /// [`HANDSHAKE_TIMEOUT`] (a hung host, or not a clemu peer). `accepted`
+    /// says which end this is: the one that accepted the connection (the
+    /// peer connected and said nothing) or the one that connected (the
+    /// peer accepted and did not answer).
+    Timeout {
+        accepted: bool,
+    },
 }
 
 impl fmt::Display for WireError {
@@ -191,9 +195,14 @@ impl fmt::Display for WireError {
                 f,
                 "a frame failed its tag: altered, dropped, repeated or not from this peer"
             ),
-            WireError::Timeout => write!(
+            WireError::Timeout { accepted: false } => write!(
                 f,
                 "accepted the connection, but no handshake answer in {} s",
+                HANDSHAKE_TIMEOUT.as_secs()
+            ),
+            WireError::Timeout { accepted: true } => write!(
+                f,
+                "connected, but sent no handshake in {} s",
                 HANDSHAKE_TIMEOUT.as_secs()
             ),
         }
@@ -446,7 +455,7 @@ impl<T: AsyncRead + AsyncWrite + Unpin> Conn<T> {
         // The proof comes unsealed. Nothing of the connection's state
         // changes before the frame is read, so a wait given up half-way
         // leaves it as it was.
-        let checked = match timed(self.next_frame::<Welcome>(false)).await {
+        let checked = match timed(false, self.next_frame::<Welcome>(false)).await {
             Ok(w) if same(&want, &w.proof) => Ok(()),
             Ok(_) => Err(WireError::Refused(
                 "the server does not know the secret".into(),
@@ -515,12 +524,14 @@ fn same(a: &Proof, b: &Proof) -> bool {
     a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
+/// `f` within [`HANDSHAKE_TIMEOUT`]; `accepted` says which end waits.
 async fn timed<F: std::future::Future<Output = Result<R, WireError>>, R>(
+    accepted: bool,
     f: F,
 ) -> Result<R, WireError> {
     tokio::time::timeout(HANDSHAKE_TIMEOUT, f)
         .await
-        .map_err(|_| WireError::Timeout)?
+        .map_err(|_| WireError::Timeout { accepted })?
 }
 
 /// The server's side of the handshake. Returns the peer's role.
@@ -528,7 +539,7 @@ pub async fn accept<T: AsyncRead + AsyncWrite + Unpin>(
     conn: &mut Conn<T>,
     secret: &[u8],
 ) -> Result<Role, WireError> {
-    timed(async {
+    timed(true, async {
         let server_nonce = nonce()?;
         conn.send(&Hello {
             protocol: PROTOCOL,
@@ -569,7 +580,7 @@ pub async fn connect<T: AsyncRead + AsyncWrite + Unpin>(
     secret: &[u8],
     role: Role,
 ) -> Result<(), WireError> {
-    timed(async {
+    timed(false, async {
         connect_early(conn, secret, role).await?;
         conn.welcomed().await
     })
@@ -586,7 +597,7 @@ pub async fn connect_early<T: AsyncRead + AsyncWrite + Unpin>(
     secret: &[u8],
     role: Role,
 ) -> Result<(), WireError> {
-    timed(async {
+    timed(false, async {
         let hello: Hello = conn.recv().await?;
         if hello.protocol != PROTOCOL {
             return Err(WireError::Refused(format!(
@@ -1098,6 +1109,10 @@ mod tests {
     async fn a_silent_peer_times_out() {
         let (a, _b) = tokio::io::duplex(4096);
         let r = accept(&mut Conn::new(a), b"k").await;
-        assert!(matches!(r, Err(WireError::Timeout)), "{r:?}");
+        // The end that accepted says the peer was silent, not itself.
+        assert_eq!(
+            r.err().map(|e| e.to_string()).as_deref(),
+            Some("connected, but sent no handshake in 5 s")
+        );
     }
 }
