@@ -101,6 +101,11 @@ jobset() {
   # sacct lines below name.)
   alone -o "$out/run/variables" --wrap 'env | sed -n "s/^\(SLURM[A-Z_]*\)=.*/\1/p" |
     grep -v -x -e SLURM_CONF -e SLURM_TASK_PID -e SLURM_WORKING_CLUSTER | sort'
+  # All of each node's memory, and mail (sent by neither): no
+  # SLURM_MEM_PER_NODE; and the node's TMPDIR where the submitter has
+  # none.
+  (unset TMPDIR; alone --mem=0 --mail-type=END,FAIL -o "$out/run/mem0" \
+    --wrap 'echo ${SLURM_MEM_PER_NODE-unset} ${TMPDIR-unset}')
   # One whose output cannot be opened: its batch step fails to launch.
   alone -J noout -o /nonexistent/noout.out --wrap true
   # Steps whose task a signal ends: what srun says of each.
@@ -143,6 +148,7 @@ jobset() {
   run cat "$out/run/spread-2" "$out/run/spread-3" "$out/run/spread-c" "$out/run/spread-t" \
     "$out/run/cancelled"
   run cat "$out/run/variables"
+  run cat "$out/run/mem0"
   run cat "$out/run/srun-signals"
   # How each ended, and its steps' highest end (DerivedExitCode).
   run sacct -P -o JobName,State,ExitCode,DerivedExitCode --name failing,steps,sig,noout
@@ -323,7 +329,7 @@ normalise() {
   # Dates first: a date's seconds may read as a job id.
   # (And -l's date line, as C's ctime writes it.)
   sed -E 's/[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}/DATE/g;
-    s/^[A-Z][a-z]{2} [A-Z][a-z]{2} [ 0-9][0-9] [0-9]{2}:[0-9]{2}:[0-9]{2} [0-9]{4}$/DATE/;'"s#$work/(slurm|clemu)-out#WORK#g;$expr"'s/\b0:0[0-9]\b/0:0S/g; s/^slurmstepd-node[0-9]+: /slurmstepd: /' "$file"
+    s/^[A-Z][a-z]{2} [A-Z][a-z]{2} [0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2} [0-9]{4}$/DATE/;'"s#$work/(slurm|clemu)-out#WORK#g;$expr"'s/\b0:0[0-9]\b/0:0S/g; s/^slurmstepd-node[0-9]+: /slurmstepd: /' "$file"
 }
 diffs=0
 for f in "$work/slurm-out"/[0-9]* "$work/slurm-out/sbatch"; do

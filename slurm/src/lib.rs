@@ -99,6 +99,13 @@ pub fn main_of(mut argv: Vec<String>) -> ExitCode {
         "srun" => local("srun", srun::main(&argv)),
         "sacctmgr" => local("sacctmgr", accounts::sacctmgr(&argv)),
         "sshare" => local("sshare", accounts::sshare(&argv)),
+        absent if up::ABSENT.contains(&absent) => {
+            eprintln!(
+                "{absent}: error: clemu does not provide {absent}; its Slurm commands are {}",
+                up::COMMANDS.join(", ")
+            );
+            ExitCode::FAILURE
+        }
         other => {
             eprintln!("clemu-slurm: no command {other:?}");
             ExitCode::from(2)

@@ -200,6 +200,15 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
              #!/bin/sh"
         );
     }
+    // Refused as Slurm's sbatch refuses it: `/bin/bash\r` is no
+    // interpreter, and the job would fail on its node. (`--wrap` is not
+    // looked at, as on Slurm.)
+    if first.wrap.is_none() && script.contains("\r\n") {
+        bail!(
+            "Batch script contains DOS line breaks (\\r\\n)\nsbatch: error: instead of expected \
+             UNIX line breaks (\\n)."
+        );
+    }
     let args = with_directives(&argv, &script, first)?;
     if args.res.mem.is_some() && args.res.mem_per_cpu.is_some() {
         eprintln!("sbatch: fatal: --mem, --mem-per-cpu, and --mem-per-gpu are mutually exclusive.");
@@ -225,7 +234,7 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
             // Options that make no job: Slurm's sbatch exits 255 for most,
             // and 1 for what its controller refuses, a partition it does
             // not have and generic resources it cannot read.
-            let one = [REFUSED, NO_PARTITION, BAD_GRES, NO_MEMORY];
+            let one = [REFUSED, NO_PARTITION, BAD_GRES, NO_MEMORY, NO_CPUS];
             return Ok(if one.iter().any(|r| refusal.starts_with(r)) {
                 1
             } else {
@@ -407,6 +416,21 @@ pub async fn submit(
             "{NO_MEMORY}\nsbatch: error: {REFUSED}: Requested node configuration is not available"
         )));
     }
+    // More tasks on a node (`--ntasks-per-node`) than any node's cores
+    // hold: refused as Slurm refuses them, not run on fewer.
+    let per_node = spec.program.as_deref().map_or(0, |p| {
+        u64::from(p.tasks_per_node) * u64::from(p.cpus_per_task.max(1))
+    });
+    let roomiest = cfg
+        .partitions
+        .iter()
+        .find(|p| p.name == partition)
+        .and_then(|p| p.nodes.iter().map(|&n| cfg.nodes[n].cpus).max());
+    if roomiest.is_some_and(|c| per_node > u64::from(c)) {
+        return Ok(Err(format!(
+            "{NO_CPUS}\nsbatch: error: {REFUSED}: Requested node configuration is not available"
+        )));
+    }
     let ids = match c
         .call(&Request::Submit {
             specs: vec![spec],
@@ -496,6 +520,8 @@ const NO_PARTITION: &str = "invalid partition specified";
 /// sbatch's words for a `--gres` it cannot read.
 const NO_MEMORY: &str = "Memory specification can not be satisfied";
 const BAD_GRES: &str = "Invalid generic resource (gres) specification";
+/// sbatch's words for more tasks on a node than its cores hold.
+const NO_CPUS: &str = "CPU count per node can not be satisfied";
 
 /// What `--dependency` says, as the controller takes it.
 #[derive(Debug, Default, PartialEq)]
@@ -687,11 +713,37 @@ fn spec(args: &Args, script: String, resolve: Resolve<'_>) -> Result<JobSpec> {
     }
     match (&args.res.mem_per_cpu, &args.res.mem) {
         (Some(_), _) => asked("SLURM_MEM_PER_CPU", mem_per_cpu_mb.to_string()),
-        (None, Some(m)) => asked(
-            "SLURM_MEM_PER_NODE",
-            text::parse_mem_mb(m).unwrap_or_default().to_string(),
-        ),
+        // `--mem=0` (all of each node's) is said by none, as on Slurm.
+        (None, Some(m)) => match text::parse_mem_mb(m).unwrap_or_default() {
+            0 => {}
+            mb => asked("SLURM_MEM_PER_NODE", mb.to_string()),
+        },
         (None, None) => {}
+    }
+    // Mail is not sent, but a type Slurm does not know is refused as
+    // Slurm's sbatch refuses it.
+    if let Some(types) = &args.mail_type {
+        const MAIL: [&str; 13] = [
+            "NONE",
+            "BEGIN",
+            "END",
+            "FAIL",
+            "REQUEUE",
+            "ALL",
+            "INVALID_DEPEND",
+            "STAGE_OUT",
+            "TIME_LIMIT",
+            "TIME_LIMIT_90",
+            "TIME_LIMIT_80",
+            "TIME_LIMIT_50",
+            "ARRAY_TASKS",
+        ];
+        // Empty items are skipped (`ALL,,END`), as strtok skips them.
+        let mut items = types.split(',').filter(|t| !t.is_empty()).peekable();
+        if items.peek().is_none() || !items.all(|t| MAIL.iter().any(|m| m.eq_ignore_ascii_case(t)))
+        {
+            bail!("Invalid --mail-type specification");
+        }
     }
     let walltime_ns = match &args.res.time {
         Some(t) => text::parse_time_limit(t)

@@ -416,8 +416,10 @@ fn calendar_day(b: &[u8], pos: &mut usize) -> Option<(i32, i32, Option<i32>)> {
     Some((month - 1, mday, year))
 }
 
-/// Local time `s` as C's `ctime` writes it, as Slurm's `-l` prints the
-/// date above its table: `Sun Nov 29 10:45:15 2026`.
+/// Local time `s` much as C's `ctime` writes it, as Slurm's `-l` prints the
+/// date above its table: `Sun Nov 29 10:45:15 2026`, `Wed Dec 02 ...`
+/// (Slurm's `slurm_ctime2`: the day in two digits, where C's has a
+/// blank).
 pub fn ctime(s: i64) -> String {
     let t = s as libc::time_t;
     // SAFETY: an all-zero `tm` is a valid value of the C struct;
@@ -430,7 +432,7 @@ pub fn ctime(s: i64) -> String {
         libc::strftime(
             buf.as_mut_ptr().cast(),
             buf.len(),
-            c"%a %b %e %H:%M:%S %Y".as_ptr(),
+            c"%a %b %d %H:%M:%S %Y".as_ptr(),
             &tm,
         )
     };
@@ -1064,6 +1066,14 @@ pub fn top_level_pieces(list: &str) -> Vec<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_days_date_has_two_digits_as_slurms() {
+        // 2026-12-02 12:00 UTC: the 1st, 2nd or 3rd in any time zone.
+        let date = ctime(1_796_212_800);
+        let day = date.split(' ').nth(2).unwrap_or_default();
+        assert!(day.len() == 2 && day.starts_with('0'), "{date}");
+    }
 
     #[test]
     fn the_first_node_is_the_lists_first_name() {

@@ -24,6 +24,15 @@ pub const COMMANDS: [&str; 9] = [
     "sbatch", "squeue", "scancel", "sacct", "sinfo", "scontrol", "srun", "sacctmgr", "sshare",
 ];
 
+/// Slurm's other commands (Debian's slurm-client and slurm-wlm-contrib):
+/// `bin/` holds them too, each saying that clemu does not provide it, so
+/// that none falls through on the `PATH` to a real Slurm's, which would
+/// act on the real cluster (`SLURM_CONF` set or not, it has its own).
+pub const ABSENT: [&str; 13] = [
+    "salloc", "sattach", "sbcast", "scrontab", "sdiag", "seff", "sh5util", "sjstat", "sprio",
+    "sreport", "sstat", "strigger", "sview",
+];
+
 #[derive(Debug, Parser)]
 #[command(name = "clemu-slurm up")]
 pub struct UpArgs {
@@ -175,7 +184,7 @@ pub fn up(argv: &[String]) -> Result<u8> {
     }
     std::fs::write(&conf, config_text(&a, &dir))?;
     let exe = std::env::current_exe().context("cannot find this program's path")?;
-    for name in COMMANDS {
+    for name in COMMANDS.iter().chain(&ABSENT) {
         let link = dir.join("bin").join(name);
         let _ = std::fs::remove_file(&link);
         std::os::unix::fs::symlink(&exe, &link)

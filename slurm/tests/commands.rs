@@ -1950,6 +1950,29 @@ fn bad_input_gets_one_line_and_no_job() {
             "sinfo: error: unexpected argument '--frobnicate' found\n",
             1,
         ),
+        (
+            "sbatch",
+            &["--ntasks-per-node=2", "--wrap", "true"][..],
+            "sbatch: error: CPU count per node can not be satisfied\n\
+             sbatch: error: Batch job submission failed: Requested node configuration is not \
+             available\n",
+            1,
+        ),
+        (
+            "sbatch",
+            &["--mail-type=END,FOO", "--wrap", "true"][..],
+            "sbatch: error: Invalid --mail-type specification\n",
+            255,
+        ),
+        // A command of Slurm's that clemu has not: its own, never the
+        // real Slurm's that may be next on the PATH.
+        (
+            "salloc",
+            &["-N", "1"][..],
+            "salloc: error: clemu does not provide salloc; its Slurm commands are sbatch, \
+             squeue, scancel, sacct, sinfo, scontrol, srun, sacctmgr, sshare\n",
+            1,
+        ),
     ] {
         let out = c.run(w, cmd, args, None);
         assert_eq!(String::from_utf8_lossy(&out.stderr), err, "{cmd} {args:?}");
@@ -1967,6 +1990,20 @@ fn bad_input_gets_one_line_and_no_job() {
         String::from_utf8_lossy(&out.stderr),
         "sbatch: error: script line 3: --mem-per-gpu is an option of Slurm's that clemu does not \
          take yet\n"
+    );
+    assert_eq!(out.status.code(), Some(1));
+    // A script with DOS line breaks: refused as on Slurm, not failed on
+    // its node.
+    let out = c.run(
+        w,
+        "sbatch",
+        &[],
+        Some("#!/bin/bash\r\n#SBATCH -J dos\r\necho hi\r\n"),
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "sbatch: error: Batch script contains DOS line breaks (\\r\\n)\n\
+         sbatch: error: instead of expected UNIX line breaks (\\n).\n"
     );
     assert_eq!(out.status.code(), Some(1));
     // A value joined to its short option, in a line and on the command.

@@ -114,6 +114,24 @@ impl Cluster {
                     ));
                 }
             }
+            // --ntasks-per-node: that many tasks on one node.
+            let per_node = spec.program.as_ref().map_or(0, |p| p.tasks_per_node);
+            if per_node > 0 {
+                let wants = u64::from(per_node) * u64::from(task_cores);
+                let roomiest = self
+                    .node_capacities(p, spec.mem_per_cpu_mb, gres)
+                    .map(|(_, c)| c)
+                    .max()
+                    .unwrap_or(0);
+                if roomiest < wants {
+                    return Err(format!(
+                        "{}: {per_node} tasks of {task_cores} cores on each node, but the \
+                         nodes of partition {} have at most {roomiest} cores",
+                        which(i),
+                        part.name
+                    ));
+                }
+            }
             if let Some((least, most)) = spec.nodes {
                 if least == 0 || (most > 0 && most < least) || least > spec.cores {
                     return Err(format!(

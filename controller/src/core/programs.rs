@@ -28,6 +28,12 @@ pub(super) struct Started<'a> {
 pub(super) fn start(program: &Program, s: &Started<'_>) -> Program {
     let stdout = stdout_pattern(program, s.array.is_some());
     let mut env = program.env.clone();
+    // As slurmstepd: a job that brought no TMPDIR gets its node's
+    // (Slurm's TmpFS, /tmp by default), so that `cd $TMPDIR` or
+    // `cp x $TMPDIR/` never lands in $HOME or /.
+    if !env.iter().any(|(k, _)| k == "TMPDIR") {
+        env.push(("TMPDIR".into(), "/tmp".into()));
+    }
     env.extend(slurm_env(program, s));
     Program {
         env,
@@ -308,5 +314,16 @@ mod tests {
         assert_eq!(start(&program(), &started(None)).mem_limit_mb, 4000);
         assert_eq!(get("SLURM_SUBMIT_DIR"), Some("/home/ana/run"));
         assert_eq!(get("SLURM_ARRAY_TASK_ID"), None);
+        // Its node's TMPDIR unless it brought its own.
+        assert_eq!(get("TMPDIR"), Some("/tmp"));
+        let mut own = program();
+        own.env.push(("TMPDIR".into(), "/scratch/ana".into()));
+        let env = start(&own, &started(None)).env;
+        let tmpdirs: Vec<&str> = env
+            .iter()
+            .filter(|(k, _)| k == "TMPDIR")
+            .map(|(_, v)| v.as_str())
+            .collect();
+        assert_eq!(tmpdirs, ["/scratch/ana"]);
     }
 }

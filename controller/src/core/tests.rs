@@ -359,6 +359,21 @@ fn impossible_jobs_are_refused_at_submit() {
         .submit(vec![s], 0, at(0), &mut Recorder::default())
         .unwrap_err()
         .contains("no partition"));
+    // Five tasks on each node of 4 cores.
+    let mut program = batch_script("#!/bin/sh\n");
+    program.tasks_per_node = 5;
+    let s = JobSpec {
+        program: Some(program),
+        ..spec(5)
+    };
+    let err = c
+        .submit(vec![s], 0, at(0), &mut Recorder::default())
+        .unwrap_err();
+    assert!(
+        err.contains("5 tasks of 1 cores on each node, but the nodes of partition"),
+        "{err}"
+    );
+    assert!(c.jobs.is_empty());
 }
 
 #[test]
