@@ -179,6 +179,14 @@ jobset() {
   # As Open OnDemand lists nodes, but for the host each runs on: all of
   # the real Slurm's run on this one.
   run sinfo -ahNO nodelist:100,gres:512,gresused:512,statelong
+  # The users' defaults in the environment: SQUEUE_FORMAT before
+  # SQUEUE_FORMAT2, both after -o; SINFO_FORMAT under -l's date, not for
+  # -N; SACCT_FORMAT after -b.
+  run env SQUEUE_FORMAT2=jobid:6,name:8,state squeue -t PD
+  run env SQUEUE_FORMAT='%i %t' SQUEUE_FORMAT2=jobid:6 squeue -t PD
+  run env SQUEUE_FORMAT2=jobid:6 squeue -t PD -o '%i|%j'
+  run env SINFO_FORMAT='%P %D %t' sinfo -l
+  run env SINFO_FORMAT='%P %D %t' sinfo -N
   # As Open OnDemand lists jobs: the cluster named (-M), every field it
   # reads, `;` between them, but for the priority (%Q: docs/slurm.md) and
   # the time left (%L: the jobs running here started at other instants on
@@ -219,6 +227,8 @@ jobset() {
   run sacct -X -o JobID,State -s CA,F
   run sacct -X -o JobID,JobName,State -s CA,F,TO -S 00:00 -E now
   run sacct -j 999 -X
+  run env SACCT_FORMAT=JobID,JobName%12,State sacct -X --name failing,steps,sig
+  run env SACCT_FORMAT=JobID,JobName%12,State sacct -X -b --name failing,steps,sig
   run sacct -X -P -o JobID,Account,User -j "$listed"
   # Each of them, with its steps, as sacct --json writes it, key by key.
   run sh -c "sacct --json -j $listed | python3 $repo/scripts/lib/slurm_json.py"

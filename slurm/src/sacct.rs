@@ -659,10 +659,14 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
             }
         }
     }
-    let fields = parse_fields(match (&args.format, args.brief) {
-        (Some(f), _) => f,
-        (None, true) => BRIEF_FIELDS,
-        (None, false) => DEFAULT_FIELDS,
+    // The user's default (SACCT_FORMAT) yields to -o and to -b, as on
+    // Slurm.
+    let env_format = std::env::var("SACCT_FORMAT").ok();
+    let fields = parse_fields(match (&args.format, args.brief, &env_format) {
+        (Some(f), _, _) => f,
+        (None, true, _) => BRIEF_FIELDS,
+        (None, false, Some(f)) => f,
+        (None, false, None) => DEFAULT_FIELDS,
     })?;
     let states = match &args.state {
         Some(s) => text::parse_states(s).map_err(anyhow::Error::msg)?,

@@ -322,7 +322,8 @@ async fn wait_over(c: &mut Cluster, id: u64) -> Result<u8> {
 /// no such line.
 pub fn with_directives(argv: &[String], script: &str, plain: Args) -> Result<Args> {
     let lines = directive_lines(script)?;
-    if lines.is_empty() {
+    let env = from_environment(&argv[0])?;
+    if lines.is_empty() && env.is_empty() {
         return Ok(plain);
     }
     let mut all = vec![argv[0].clone()];
@@ -338,8 +339,78 @@ pub fn with_directives(argv: &[String], script: &str, plain: Args) -> Result<Arg
         }
         all.extend(words);
     }
+    // After the script's lines and before the command's: what a variable
+    // says overrides the first and yields to the second, as on Slurm.
+    all.extend(env);
     all.extend(argv[1..].iter().cloned());
     crate::argv::parse::<Args>(&all)
+}
+
+/// Slurm's sbatch input variables, the option each stands for, and
+/// whether it takes the variable's value (a flag's is ignored, as Slurm
+/// ignores it: `SBATCH_REQUEUE=0` requeues). The last ones name options
+/// clemu does not take: refused, with the variable's name.
+const INPUT_VARS: &[(&str, &str, bool)] = &[
+    ("SBATCH_ACCOUNT", "--account", true),
+    ("SBATCH_ARRAY_INX", "--array", true),
+    ("SBATCH_CLUSTERS", "--clusters", true),
+    ("SBATCH_CONSTRAINT", "--constraint", true),
+    ("SBATCH_EXCLUSIVE", "--exclusive", false),
+    ("SBATCH_EXPORT", "--export", true),
+    ("SBATCH_GPUS", "--gpus", true),
+    ("SBATCH_GPUS_PER_NODE", "--gpus-per-node", true),
+    ("SBATCH_GRES", "--gres", true),
+    ("SBATCH_JOB_NAME", "--job-name", true),
+    ("SBATCH_MEM_PER_CPU", "--mem-per-cpu", true),
+    ("SBATCH_MEM_PER_NODE", "--mem", true),
+    ("SBATCH_NO_REQUEUE", "--no-requeue", false),
+    ("SBATCH_PARTITION", "--partition", true),
+    ("SBATCH_QOS", "--qos", true),
+    ("SBATCH_REQUEUE", "--requeue", false),
+    ("SBATCH_SIGNAL", "--signal", true),
+    ("SBATCH_TIMELIMIT", "--time", true),
+    ("SBATCH_WAIT", "--wait", false),
+    ("SBATCH_ACCTG_FREQ", "--acctg-freq", true),
+    ("SBATCH_CORE_SPEC", "--core-spec", true),
+    ("SBATCH_CPUS_PER_GPU", "--cpus-per-gpu", true),
+    ("SBATCH_DEBUG", "--verbose", false),
+    ("SBATCH_DISTRIBUTION", "--distribution", true),
+    ("SBATCH_GET_USER_ENV", "--get-user-env", false),
+    ("SBATCH_GPUS_PER_TASK", "--gpus-per-task", true),
+    ("SBATCH_HINT", "--hint", true),
+    ("SBATCH_MEM_PER_GPU", "--mem-per-gpu", true),
+    ("SBATCH_NO_KILL", "--no-kill", false),
+    ("SBATCH_OPEN_MODE", "--open-mode", true),
+    ("SBATCH_OVERCOMMIT", "--overcommit", false),
+    ("SBATCH_PROFILE", "--profile", true),
+    ("SBATCH_RESERVATION", "--reservation", true),
+    ("SBATCH_SPREAD_JOB", "--spread-job", false),
+    ("SBATCH_USE_MIN_NODES", "--use-min-nodes", false),
+    ("SBATCH_WAIT_ALL_NODES", "--wait-all-nodes", true),
+    ("SBATCH_WCKEY", "--wckey", true),
+];
+
+/// The options the submitter's `SBATCH_*` variables give, each checked
+/// alone so that a refusal names its variable.
+fn from_environment(program: &str) -> Result<Vec<String>> {
+    let mut words = Vec::new();
+    for &(var, option, valued) in INPUT_VARS {
+        let Some(value) = std::env::var_os(var) else {
+            continue;
+        };
+        let word = if valued {
+            let value = value
+                .into_string()
+                .map_err(|_| anyhow!("{var}: not valid UTF-8"))?;
+            format!("{option}={value}")
+        } else {
+            option.to_string()
+        };
+        crate::argv::parse::<Args>(&[program.to_string(), word.clone()])
+            .map_err(|e| anyhow!("{var}: {e}"))?;
+        words.push(word);
+    }
+    Ok(words)
 }
 
 /// The job `args` ask for, running `script`, submitted, with what sbatch

@@ -574,7 +574,17 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
     let by_name: std::collections::HashMap<&str, &NodeInfo> =
         nodes.iter().map(|n| (n.name.as_str(), n)).collect();
     let mut prefix = String::new();
-    let (fields, part_sized, node_sized) = match (&args.long_format, &args.format) {
+    // The user's default (SINFO_FORMAT) stands for -o unless -O, -N, -s
+    // or -R asks otherwise; with -l it is still used, under the date, as
+    // on Slurm.
+    let mut format = args.format.clone();
+    if format.is_none()
+        && args.long_format.is_none()
+        && !(args.node || args.summarize || args.list_reasons)
+    {
+        format = std::env::var("SINFO_FORMAT").ok();
+    }
+    let (fields, part_sized, node_sized) = match (&args.long_format, &format) {
         (Some(f), _) => (long_fields(f)?, false, false),
         (None, Some(f)) => {
             let f = if f == "%all" { ALL } else { f.as_str() };

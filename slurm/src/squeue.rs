@@ -577,7 +577,16 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
         return Ok(0);
     }
     let mut unknown_fields = Vec::new();
-    let (prefix, fields) = match (&args.long_format, &args.format) {
+    // Without -o, -O or -l, the user's default: SQUEUE_FORMAT, else
+    // SQUEUE_FORMAT2 (-O's form), as Slurm's squeue reads them.
+    let (mut long_format, mut format) = (args.long_format.clone(), args.format.clone());
+    if long_format.is_none() && format.is_none() && !args.long {
+        format = std::env::var("SQUEUE_FORMAT").ok();
+        if format.is_none() {
+            long_format = std::env::var("SQUEUE_FORMAT2").ok();
+        }
+    }
+    let (prefix, fields) = match (&long_format, &format) {
         (Some(f), _) => {
             let (fields, unknown) = format::named(f, long_code);
             unknown_fields = unknown;
@@ -593,9 +602,7 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
         }
         (None, Some(f)) => format::percent(f),
         (None, None) if args.long => format::percent(LONG_FORMAT),
-        (None, None) => format::percent(
-            &std::env::var("SQUEUE_FORMAT").unwrap_or_else(|_| DEFAULT_FORMAT.to_string()),
-        ),
+        (None, None) => format::percent(DEFAULT_FORMAT),
     };
     let ctx = Ctx {
         now,

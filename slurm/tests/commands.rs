@@ -56,6 +56,18 @@ impl Up {
 
     /// Runs Slurm's command `name` from the cluster's bin/, in `cwd`.
     fn run(&self, cwd: &Path, name: &str, args: &[&str], stdin: Option<&str>) -> Output {
+        self.run_with(cwd, name, args, stdin, &[])
+    }
+
+    /// As [`Up::run`], with variables `env` set too.
+    fn run_with(
+        &self,
+        cwd: &Path,
+        name: &str,
+        args: &[&str],
+        stdin: Option<&str>,
+        env: &[(&str, &str)],
+    ) -> Output {
         use std::io::Write;
         let mut cmd = Command::new(self.dir.path().join("bin").join(name));
         // As the two lines `up` prints set it: the cluster's bin/ first
@@ -69,6 +81,7 @@ impl Up {
             .current_dir(cwd)
             .env("CLEMU_CONF", &self.conf)
             .env("PATH", path)
+            .envs(env.iter().copied())
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped());
@@ -2028,6 +2041,59 @@ fn bad_input_gets_one_line_and_no_job() {
     let err = String::from_utf8(out.stderr).unwrap();
     assert!(err.contains("CLEMU_CONF is not set"), "{err}");
     assert_eq!(err.lines().count(), 1, "{err}");
+}
+
+#[test]
+fn sbatch_takes_slurms_input_variables_between_the_script_and_the_command() {
+    let c = Up::start(1, 2);
+    let work = tempfile::tempdir().unwrap();
+    let w = work.path();
+    let script = "#!/bin/sh\n#SBATCH -J fromscript\n#SBATCH -t 3\nexit 3\n";
+    let submit = |args: &[&str], env: &[(&str, &str)]| {
+        let out = c.run_with(w, "sbatch", args, Some(script), env);
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).trim().to_string(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let held = |args: &[&str], env: &[(&str, &str)]| {
+        let mut all = vec!["--parsable", "--hold"];
+        all.extend(args);
+        let (code, id, err) = submit(&all, env);
+        assert_eq!(code, Some(0), "{err}");
+        c.ok(w, "squeue", &["-h", "-j", &id, "-o", "%j %l"])
+    };
+    // A variable overrides the script's line, the command's option the
+    // variable (measured on Slurm 22.05).
+    assert_eq!(
+        held(&[], &[("SBATCH_JOB_NAME", "fromenv")]),
+        "fromenv 3:00\n"
+    );
+    assert_eq!(
+        held(&["-J", "fromcmd"], &[("SBATCH_JOB_NAME", "fromenv")]),
+        "fromcmd 3:00\n"
+    );
+    assert_eq!(held(&[], &[("SBATCH_TIMELIMIT", "7")]), "fromscript 7:00\n");
+    // A flag's value is not read: SBATCH_WAIT=0 waits, and returns the
+    // script's status.
+    let (code, _, _) = submit(&["-Q"], &[("SBATCH_WAIT", "0")]);
+    assert_eq!(code, Some(3));
+    // What the cluster refuses, or clemu does not take, names itself.
+    let (code, _, err) = submit(&[], &[("SBATCH_PARTITION", "nosuch")]);
+    assert_eq!(code, Some(1));
+    assert_eq!(
+        err,
+        "sbatch: error: invalid partition specified: nosuch\n\
+         sbatch: error: Batch job submission failed: Invalid partition name specified\n"
+    );
+    let (code, _, err) = submit(&[], &[("SBATCH_OPEN_MODE", "append")]);
+    assert_eq!(code, Some(1));
+    assert_eq!(
+        err,
+        "sbatch: error: SBATCH_OPEN_MODE: --open-mode is an option of Slurm's that clemu does \
+         not take yet\n"
+    );
 }
 
 /// `after` waits for a start, `?` for any one dependency, `aftercorr`
