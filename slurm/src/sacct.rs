@@ -253,8 +253,14 @@ fn first_node_cpus(j: &JobInfo) -> u32 {
 /// A state as sacct writes it: `CANCELLED by UID` for a cancelled job.
 fn state(j: &JobInfo, step: bool, me: &str) -> String {
     match j.state {
-        // A step killed for the job's limit was cancelled, as Slurm says.
-        JobState::Timeout | JobState::Preempted if step => "CANCELLED".into(),
+        // A job told to end: its batch step ends as its script did, as
+        // Slurm says it: cancelled by the signal, or, a script that
+        // caught it and exited, failed or completed by its status.
+        JobState::Cancelled | JobState::Timeout | JobState::Preempted if step => match j.exit {
+            (_, signal) if signal != 0 => "CANCELLED".into(),
+            (0, _) => "COMPLETED".into(),
+            _ => "FAILED".into(),
+        },
         // A script killed by a signal: its job failed, its step was
         // cancelled.
         JobState::Failed if step && j.exit.1 != 0 => "CANCELLED".into(),

@@ -826,6 +826,37 @@ fn a_cancelled_job_is_completing_until_its_processes_are_gone() {
     assert_eq!(c.ok(w, "squeue", &["-h"]), "");
     let out = std::fs::read_to_string(w.join(format!("slurm-{id}.out"))).unwrap();
     assert_step_line(out.trim_end(), &id, "node1", "");
+    let batch = |id: &str| {
+        c.ok(
+            w,
+            "sacct",
+            &[
+                "-n",
+                "-P",
+                "-j",
+                &format!("{id}.batch"),
+                "-o",
+                "State,ExitCode",
+            ],
+        )
+    };
+    assert_eq!(batch(&id), "CANCELLED|0:9\n");
+    // A script that catches the SIGTERM and exits: its step ends as its
+    // status says, the job cancelled (measured on Slurm 22.05).
+    for (status, want) in [(7, "FAILED|7:0\n"), (0, "COMPLETED|0:0\n")] {
+        let _ = std::fs::remove_file(w.join("trapped"));
+        let script =
+            format!("trap 'exit {status}' TERM; touch trapped; while :; do sleep 0.1; done");
+        let id = c.sbatch(w, &["--parsable", "-o", "/dev/null", "--wrap", &script]);
+        let until = Instant::now() + Duration::from_secs(30);
+        while !w.join("trapped").exists() {
+            assert!(Instant::now() < until, "the script never set its trap");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        c.ok(w, "scancel", &[&id]);
+        assert_eq!(c.wait_over(w, &id), "CANCELLED by 0|0:0");
+        assert_eq!(batch(&id), want, "exit {status}");
+    }
 }
 
 /// `up --preempt`: a job of `urgent` ends a `batch` job in its way, which
