@@ -82,6 +82,24 @@ pub fn main(argv: &[String]) -> Result<u8> {
     let Ok(job) = std::env::var("SLURM_JOB_ID") else {
         return allocation::run(args);
     };
+    if job.parse::<u64>().is_err() {
+        eprintln!("srun: error: Invalid numeric value \"{job}\" for --jobid.");
+        return Ok(1);
+    }
+    // A job's own directory is there while it runs, and only then: a
+    // SLURM_JOB_ID without it (an ended job's, or one set by hand) is
+    // refused as Slurm's srun refuses a job its controller does not
+    // have running, rather than run on this host.
+    let Some(dir) = std::env::var_os(JOB_DIR_VAR)
+        .map(PathBuf::from)
+        .filter(|d| d.is_dir())
+    else {
+        eprintln!(
+            "srun: error: Unable to confirm allocation for job {job}: Invalid job id specified\n\
+             srun: Check SLURM_JOB_ID environment variable. Expired or invalid job {job}"
+        );
+        return Ok(1);
+    };
     let step_dir = args.alloc.step_dir()?;
     let var = |name: &str| -> Option<u32> { std::env::var(name).ok()?.parse().ok() };
     // As Slurm's srun: the job's tasks if it asked some, else a task per
@@ -125,8 +143,7 @@ pub fn main(argv: &[String]) -> Result<u8> {
              ({ntasks} tasks, {cpus} CPUs)"
         );
     }
-    let dir = std::env::var_os(JOB_DIR_VAR).map(PathBuf::from);
-    let step = next_step(dir.as_deref())?;
+    let step = next_step(&dir)?;
     let node = std::env::var("SLURMD_NODENAME").unwrap_or_default();
     // What sacct shows of the step (`JOB.N`): written now, so that a step
     // the job's end cuts short is known, and again at its end.
@@ -145,11 +162,9 @@ pub fn main(argv: &[String]) -> Result<u8> {
         max_rss_kib: 0,
     };
     let note = |info: &StepInfo| {
-        if let Some(d) = &dir {
-            // A step file that cannot be written loses sacct's line, not
-            // the step.
-            let _ = std::fs::write(d.join(format!("step-{step}")), info.line());
-        }
+        // A step file that cannot be written loses sacct's line, not the
+        // step.
+        let _ = std::fs::write(dir.join(format!("step-{step}")), info.line());
     };
     note(&info);
     // Standard error goes with standard output unless -e says otherwise,
@@ -425,9 +440,8 @@ fn expand(pattern: &str, job: &str, step: u32, task: u32, node: &str) -> String 
 
 /// The next step's number in the job: the first N for which this srun
 /// creates `dir/step-N` (creating is atomic, so two sruns at once never
-/// get the same); 0 always when the job has no directory.
-fn next_step(dir: Option<&Path>) -> Result<u32> {
-    let Some(dir) = dir else { return Ok(0) };
+/// get the same).
+fn next_step(dir: &Path) -> Result<u32> {
     for n in 0..u32::MAX {
         match OpenOptions::new()
             .write(true)
@@ -482,8 +496,7 @@ mod tests {
     #[test]
     fn steps_count_from_zero_in_the_jobs_directory() {
         let d = tempfile::tempdir().unwrap();
-        assert_eq!(next_step(Some(d.path())).unwrap(), 0);
-        assert_eq!(next_step(Some(d.path())).unwrap(), 1);
-        assert_eq!(next_step(None).unwrap(), 0);
+        assert_eq!(next_step(d.path()).unwrap(), 0);
+        assert_eq!(next_step(d.path()).unwrap(), 1);
     }
 }

@@ -2313,6 +2313,22 @@ fn srun_outside_a_job_makes_its_allocation_and_answers_as_its_tasks() {
     let work = tempfile::tempdir().unwrap();
     let w = work.path();
     let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    // A job id that is no running job's (set by hand, or an ended job's):
+    // refused as Slurm's srun refuses it, not run here.
+    let out = c.run_with(
+        w,
+        "srun",
+        &["touch", "ran"],
+        None,
+        &[("SLURM_JOB_ID", "9999")],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        text(&out.stderr),
+        "srun: error: Unable to confirm allocation for job 9999: Invalid job id specified\n\
+         srun: Check SLURM_JOB_ID environment variable. Expired or invalid job 9999\n"
+    );
+    assert!(!w.join("ran").exists());
     // Its tasks' output and errors, labelled, on srun's own, and the job
     // named after the command.
     let out = c.run(
