@@ -231,14 +231,18 @@ struct Ctx<'a> {
     config: &'a controller::config::Cluster,
 }
 
-/// A pending job Slurm has not made eligible yet: held, or waiting for
-/// other jobs or for its begin.
+/// A job Slurm has not made eligible: pending, held or waiting for other
+/// jobs or for its begin; or over (cancelled) before it ever was.
 fn not_yet_eligible(j: &JobInfo) -> bool {
-    j.state == JobState::Pending
-        && (text::held(j)
-            || j.reason.starts_with("Dependency")
-            || j.reason == "BeginTime"
-            || j.program.as_ref().is_some_and(|p| p.eligible_ns.is_none()))
+    // A job cancelled while it waited keeps the reason it waited for.
+    let waits = text::held(j)
+        || j.reason.starts_with("Dependency")
+        || j.reason == "BeginTime"
+        || j.program.as_ref().is_some_and(|p| p.eligible_ns.is_none());
+    match j.state {
+        JobState::Pending => waits,
+        s => s.is_final() && j.start_ns == 0 && waits,
+    }
 }
 
 /// The cores job `j` holds on its batch host (where its batch step and,
@@ -459,13 +463,18 @@ fn value(name: &str, r: &Row<'_>, c: &Ctx<'_>) -> String {
         "CPUTimeRAW" => (elapsed(j, c.now) * i64::from(j.cores)).to_string(),
         "Suspended" => text::long_duration(suspended(j, c.now)),
         // Over without a start: none, as Slurm's database says it.
-        "Start" if j.start_ns == 0 && j.state.is_final() => "None".into(),
+        // Over before it started (cancelled while it waited): its end,
+        // as Slurm's database has it.
+        "Start" if j.start_ns == 0 && j.state.is_final() => date(j.end_ns),
         "Start" => date(j.start_ns),
         "End" => date(j.end_ns),
         "Submit" => date(j.submit_ns),
         // Held, or waiting for other jobs: not eligible yet.
         "Eligible" => match j.program.as_ref().map(|p| p.eligible_ns) {
-            _ if j.state == JobState::Pending && j.reason.starts_with("JobHeld") => {
+            // Held, or cancelled while held.
+            _ if j.reason.starts_with("JobHeld")
+                && (j.state == JobState::Pending || j.start_ns == 0 && j.state.is_final()) =>
+            {
                 "Unknown".into()
             }
             Some(None) => "Unknown".into(),

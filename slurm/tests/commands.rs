@@ -508,6 +508,24 @@ fn the_queue_shows_what_waits_and_why_and_a_cancel_leaves_nothing_running() {
     assert_eq!(c.wait_over(w, &ids[0]), "CANCELLED by 0|0:0");
     wait_gone(&marker);
     assert_eq!(c.ok(w, "squeue", &["-h"]), "");
+    // Cancelled while they waited, they started and ended at the cancel;
+    // the one waiting for another job never was eligible, and sacct
+    // lists it only when asked by id, as Slurm's does (measured).
+    let held = c.sbatch(w, &["--parsable", "--hold", "--wrap", "true"]);
+    c.ok(w, "scancel", &[&held]);
+    let listed = c.ok(w, "sacct", &["-X", "-n", "-P", "-o", "JobID"]);
+    assert!(listed.contains(&format!("{}\n", ids[2])), "{listed}");
+    for never in [&after, &held] {
+        assert!(!listed.contains(&format!("{never}\n")), "{listed}");
+        let line = c.ok(
+            w,
+            "sacct",
+            &["-X", "-n", "-P", "-j", never, "-o", "Eligible,Start,End"],
+        );
+        let times: Vec<&str> = line.trim().split('|').collect();
+        assert_eq!(times[0], "Unknown", "{line}");
+        assert_eq!(times[1], times[2], "{line}");
+    }
 }
 
 /// Waits (up to 30 s) until `look` gives `want`.
