@@ -78,7 +78,12 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
             let Some(what) = words.get(1).map(|w| w.to_ascii_lowercase()) else {
                 bail!("show what? (job, partition, node, config, hostnames)");
             };
-            let arg = words.get(2).map(String::as_str);
+            // `show job 12` or `show jobid=12`, as Slurm's scontrol takes
+            // both.
+            let (what, arg) = match words[1].split_once('=') {
+                Some((w, a)) => (w.to_ascii_lowercase(), Some(a)),
+                None => (what, words.get(2).map(String::as_str)),
+            };
             // Slurm takes any unambiguous prefix; these are the forms
             // tools use.
             match what.as_str() {
@@ -95,6 +100,11 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
                 "partition" | "partitions" | "part" => show_partitions(arg, oneliner).await,
                 "node" | "nodes" => show_nodes(arg, oneliner).await,
                 "config" | "conf" => show_config().await,
+                // A cluster without reservations, as Slurm's says.
+                "reservation" | "reservations" | "reservationname" | "res" => {
+                    println!("No reservations in the system");
+                    Ok(0)
+                }
                 other => bail!("invalid entity: {other} for keyword: show"),
             }
         }
@@ -189,7 +199,21 @@ async fn update(words: &[String]) -> Result<u8> {
         return update_nodes(words).await;
     }
     let (mut named, mut limit) = (None, None);
-    for w in words {
+    let mut words = words.iter();
+    while let Some(w) = words.next() {
+        // `job 12` and `jobid 12` name the job as `JobId=12` does.
+        let joined;
+        let w = match words.as_slice().first() {
+            Some(id)
+                if !w.contains('=')
+                    && ["job", "jobid"].contains(&w.to_ascii_lowercase().as_str()) =>
+            {
+                joined = format!("jobid={id}");
+                words.next();
+                &joined
+            }
+            _ => w,
+        };
         let Some((k, v)) = w.split_once('=') else {
             bail!("Invalid input: {w}");
         };

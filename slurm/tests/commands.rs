@@ -1784,12 +1784,15 @@ fn a_running_jobs_time_limit_changes_as_on_slurm() {
     );
     assert_eq!(c.ok(w, "squeue", &["-h", "-j", id, "-o", "%l"]), "10:00\n");
     // Added to and taken from, as on Slurm; not below nothing.
-    c.ok(
-        w,
-        "scontrol",
-        &["update", &format!("JobId={id}"), "TimeLimit=+5"],
-    );
+    // The job named as `job N`, too, as Slurm's scontrol takes it.
+    c.ok(w, "scontrol", &["update", "job", id, "TimeLimit=+5"]);
     assert_eq!(c.ok(w, "squeue", &["-h", "-j", id, "-o", "%l"]), "15:00\n");
+    let shown = c.ok(w, "scontrol", &["show", &format!("jobid={id}")]);
+    assert!(shown.contains(" TimeLimit=00:15:00 "), "{shown}");
+    assert_eq!(
+        c.ok(w, "scontrol", &["show", "reservation"]),
+        "No reservations in the system\n"
+    );
     c.ok(
         w,
         "scontrol",
