@@ -111,6 +111,10 @@ jobset() {
   # Steps whose task a signal ends: what srun says of each.
   alone -n 1 -o "$out/run/srun-signals" --wrap 'for s in TERM KILL INT; do
     srun sh -c "kill -$s \$\$"; echo "$s $?"; done'
+  # Steps with cores of their own (-c): what their tasks are told, and
+  # steps the job's CPUs cannot hold.
+  alone -n 4 -o "$out/run/srun-c" --wrap 'srun -c 2 -n 2 sh -c "echo \$SLURM_PROCID \$SLURM_CPUS_PER_TASK" | sort
+    srun -c 2 -n 4 true; echo $?; srun -n 5 true; echo $?'
   {
     sbatch -J longname_job_x -n 4 -t 1:00:00 --wrap "sleep 120"
     sbatch --parsable -n 4 --wrap "sleep 120"
@@ -150,6 +154,7 @@ jobset() {
   run cat "$out/run/variables"
   run cat "$out/run/mem0"
   run cat "$out/run/srun-signals"
+  run cat "$out/run/srun-c"
   # How each ended, and its steps' highest end (DerivedExitCode).
   run sacct -P -o JobName,State,ExitCode,DerivedExitCode --name failing,steps,sig,noout
   run squeue
@@ -330,7 +335,9 @@ normalise() {
   local side=$1 file=$2 i=0 id expr=""
   for id in $(ids "$side"); do
     i=$((i + 1))
-    expr+="s/\\b$id\\b/J$i/g;"
+    # Not a number's part after a dot or an underscore (`v0.0.38`, an
+    # array's index `12_38`): only whole ids.
+    expr+="s/(^|[^._[:alnum:]])$id\\b/\\1J$i/g;"
   done
   # The reference Slurm runs a slurmd per node on one host, a build in
   # which the step daemon's lines carry its node's name

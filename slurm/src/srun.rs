@@ -136,12 +136,13 @@ pub fn main(argv: &[String]) -> Result<u8> {
         .ok()
         .and_then(|v| cpus_in(&v))
         .unwrap_or(1);
-    let cpt = var("SLURM_CPUS_PER_TASK").unwrap_or(1).max(1);
+    let cpt = args
+        .cpus_per_task
+        .or_else(|| var("SLURM_CPUS_PER_TASK"))
+        .unwrap_or(1)
+        .max(1);
     if ntasks > (cpus / cpt).max(1) {
-        bail!(
-            "Unable to create step for job {job}: More processors requested than permitted \
-             ({ntasks} tasks, {cpus} CPUs)"
-        );
+        bail!("Unable to create step for job {job}: More processors requested than permitted");
     }
     let step = next_step(&dir)?;
     let node = std::env::var("SLURMD_NODENAME").unwrap_or_default();
@@ -203,6 +204,10 @@ pub fn main(argv: &[String]) -> Result<u8> {
             .env("SLURM_TASKS_PER_NODE", ntasks.to_string())
             .env("SLURM_NTASKS", ntasks.to_string())
             .env("SLURM_NPROCS", ntasks.to_string());
+        // The step's own -c, as Slurm's srun gives it to its tasks.
+        if let Some(c) = args.cpus_per_task {
+            cmd.env("SLURM_CPUS_PER_TASK", c.to_string());
+        }
         let mut stream = |pattern: &Option<String>| -> Result<Stdio> {
             Ok(match pattern {
                 Some(p) => Stdio::from(files.open(&expand(p, &job, step, task, &node))?),
