@@ -114,7 +114,8 @@ jobset() {
   # Steps with cores of their own (-c): what their tasks are told, and
   # steps the job's CPUs cannot hold.
   alone -n 4 -o "$out/run/srun-c" --wrap 'srun -c 2 -n 2 sh -c "echo \$SLURM_PROCID \$SLURM_CPUS_PER_TASK" | sort
-    srun -c 2 -n 4 true; echo $?; srun -n 5 true; echo $?'
+    srun -c 2 -n 4 true; echo $?; srun -n 5 true; echo $?
+    srun -n 1 --exact echo exact; srun -n 1 --overlap echo overlap; srun --exclusive -n 1 echo exclusive'
   {
     sbatch -J longname_job_x -n 4 -t 1:00:00 --wrap "sleep 120"
     sbatch --parsable -n 4 --wrap "sleep 120"

@@ -674,6 +674,14 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
             }
         }
     }
+    // A user the system does not know: said, and nothing listed, as
+    // Slurm's sacct does.
+    for u in args.user.iter().flat_map(|u| u.split(',')) {
+        if u.parse::<u32>().is_err() && text::uid_of(u).is_none() {
+            eprintln!("sacct: error: Invalid user id: {u}");
+            return Ok(1);
+        }
+    }
     // The user's default (SACCT_FORMAT) yields to -o and to -b, as on
     // Slurm.
     let env_format = std::env::var("SACCT_FORMAT").ok();

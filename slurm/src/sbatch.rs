@@ -77,8 +77,9 @@ pub struct Args {
     mail_user: Option<String>,
     #[arg(short = 'C', long)]
     constraint: Option<String>,
-    #[arg(long)]
-    exclusive: bool,
+    /// `--exclusive[=user|mcs]`.
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "")]
+    exclusive: Option<String>,
     /// The script and its arguments ([`crate::argv`] finds where they
     /// begin).
     #[arg(trailing_var_arg = true)]
@@ -355,7 +356,7 @@ const INPUT_VARS: &[(&str, &str, bool)] = &[
     ("SBATCH_ARRAY_INX", "--array", true),
     ("SBATCH_CLUSTERS", "--clusters", true),
     ("SBATCH_CONSTRAINT", "--constraint", true),
-    ("SBATCH_EXCLUSIVE", "--exclusive", false),
+    ("SBATCH_EXCLUSIVE", "--exclusive", true),
     ("SBATCH_EXPORT", "--export", true),
     ("SBATCH_GPUS", "--gpus", true),
     ("SBATCH_GPUS_PER_NODE", "--gpus-per-node", true),
@@ -790,6 +791,16 @@ fn spec(args: &Args, script: String, resolve: Resolve<'_>) -> Result<JobSpec> {
             mb => asked("SLURM_MEM_PER_NODE", mb.to_string()),
         },
         (None, None) => {}
+    }
+    // Whole nodes are not kept for the job (docs/slurm.md), but what
+    // Slurm's sbatch refuses is refused.
+    if let Some(how) = &args.exclusive {
+        if !["", "exclusive", "oversubscribe", "user", "mcs"]
+            .iter()
+            .any(|w| w.eq_ignore_ascii_case(how))
+        {
+            bail!("Invalid --exclusive specification");
+        }
     }
     // Mail is not sent, but a type Slurm does not know is refused as
     // Slurm's sbatch refuses it.

@@ -57,6 +57,18 @@ pub struct Args {
     alloc: allocation::Options,
     #[arg(long = "cpu-bind")]
     cpu_bind: Option<String>,
+    /// Taken and not used: a step's tasks run on the job's first node,
+    /// bound to no CPUs, so steps share the job's CPUs whatever these say
+    /// (`srun -n 1 --exact CMD &`, a task farm, starts every step at once
+    /// where Slurm starts as many as the job's CPUs hold, and the others
+    /// as they free). Outside a job, `--exclusive` is the allocation's, as
+    /// sbatch's: taken, with no effect.
+    #[arg(long)]
+    exact: bool,
+    #[arg(long)]
+    overlap: bool,
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "")]
+    exclusive: Option<String>,
     #[arg(short = 'l', long)]
     label: bool,
     /// The command and its arguments ([`crate::argv`] finds where they

@@ -2024,6 +2024,12 @@ fn bad_input_gets_one_line_and_no_job() {
             1,
         ),
         (
+            "sacct",
+            &["-u", "no-such-user-of-clemu"][..],
+            "sacct: error: Invalid user id: no-such-user-of-clemu\n",
+            1,
+        ),
+        (
             "sbatch",
             &["--mail-type=END,FOO", "--wrap", "true"][..],
             "sbatch: error: Invalid --mail-type specification\n",
@@ -2350,6 +2356,14 @@ fn srun_outside_a_job_makes_its_allocation_and_answers_as_its_tasks() {
          srun: Check SLURM_JOB_ID environment variable. Expired or invalid job 9999\n"
     );
     assert!(!w.join("ran").exists());
+    // The memory asked is not told to the tasks, as Slurm's srun does not.
+    let out = c.run(
+        w,
+        "srun",
+        &["--mem=100M", "sh", "-c", "echo ${SLURM_MEM_PER_NODE-none}"],
+        None,
+    );
+    assert_eq!(text(&out.stdout), "none\n", "{}", text(&out.stderr));
     // Its tasks' output and errors, labelled, on srun's own, and the job
     // named after the command.
     let out = c.run(

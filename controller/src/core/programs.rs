@@ -112,6 +112,13 @@ pub(super) fn expand(pattern: &str, program: &Program, s: &Started<'_>) -> Strin
                 .array
                 .map_or("4294967294".to_string(), |a| a.index.to_string()))),
             Some('x') => out.push_str(s.name),
+            // Not placed yet (a waiting job's file, as scontrol shows
+            // it): left as asked, as Slurm leaves it.
+            Some('N') if s.first.is_empty() => {
+                out.push('%');
+                out.push_str(&width);
+                out.push('N');
+            }
             Some('N') => out.push_str(s.first),
             Some('u') => out.push_str(&program.user),
             Some('n' | 't') => out.push_str(&pad("0".into())),
@@ -265,6 +272,9 @@ mod tests {
         assert_eq!(expand("x-%n-%t-%s-%2t", &p, &s), "x-0-0-batch-00");
         // %J is the batch script's job; a backslash turns patterns off.
         assert_eq!(expand("p7_%J.out", &p, &s), "p7_42.out");
+        // Where it runs is not known before it starts.
+        let waiting = Started { first: "", ..s };
+        assert_eq!(expand("o-%j-%N.out", &p, &waiting), "o-42-%N.out");
         assert_eq!(expand("p6_\\%j.out", &p, &s), "p6_%j.out");
     }
 

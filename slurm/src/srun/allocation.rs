@@ -174,7 +174,12 @@ async fn allocate_and_follow(args: super::Args) -> Result<u8> {
     let (out, err) = (scratch.0.join("out"), scratch.0.join("err"));
     let program = std::env::current_exe().context("cannot find this program's path")?;
     let argv = batch_argv(&args, &out, &err);
-    let script = crate::sbatch::wrapped(&step_line(&program, &args));
+    // sbatch tells a batch job the memory it asked; Slurm's srun does not
+    // tell its allocation's tasks.
+    let script = crate::sbatch::wrapped(&format!(
+        "unset SLURM_MEM_PER_NODE SLURM_MEM_PER_CPU\n{}",
+        step_line(&program, &args)
+    ));
     // A wrapped command has no `#SBATCH` lines: the options are argv's.
     let batch: crate::sbatch::Args = crate::argv::parse(&argv)?;
     let mut ends = Ends::catch()?;
