@@ -116,6 +116,12 @@ jobset() {
   alone -n 4 -o "$out/run/srun-c" --wrap 'srun -c 2 -n 2 sh -c "echo \$SLURM_PROCID \$SLURM_CPUS_PER_TASK" | sort
     srun -c 2 -n 4 true; echo $?; srun -n 5 true; echo $?
     srun -n 1 --exact echo exact; srun -n 1 --overlap echo overlap; srun --exclusive -n 1 echo exclusive'
+  # Whole nodes: the cores each job is given and how its tasks are dealt.
+  local a
+  for a in "" "-n 2" "-n 6" "-N 2 -n 3" "-c 2" "-n 2 -c 3"; do
+    # shellcheck disable=SC2086 # the options are words
+    alone --exclusive $a -o "$out/run/exclusive-${a// /}" --wrap "$show \$SLURM_CPUS_ON_NODE"
+  done
   {
     sbatch -J longname_job_x -n 4 -t 1:00:00 --wrap "sleep 120"
     sbatch --parsable -n 4 --wrap "sleep 120"
@@ -156,6 +162,7 @@ jobset() {
   run cat "$out/run/mem0"
   run cat "$out/run/srun-signals"
   run cat "$out/run/srun-c"
+  run cat "$out/run"/exclusive-*
   # How each ended, and its steps' highest end (DerivedExitCode).
   run sacct -P -o JobName,State,ExitCode,DerivedExitCode --name failing,steps,sig,noout
   run squeue
@@ -346,8 +353,13 @@ normalise() {
   # write `slurmstepd:`.
   # Dates first: a date's seconds may read as a job id.
   # (And -l's date line, as C's ctime writes it.)
+  # A time's minutes and seconds (`1:40:00`) are kept from the ids while
+  # those are replaced: `Q` for `:` meanwhile, twice for the two.
   sed -E 's/[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}/DATE/g;
-    s/^[A-Z][a-z]{2} [A-Z][a-z]{2} [0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2} [0-9]{4}$/DATE/;'"s#$work/(slurm|clemu)-out#WORK#g;$expr"'s/\b0:0[0-9]\b/0:0S/g; s/^slurmstepd-node[0-9]+: /slurmstepd: /' "$file"
+    s/^[A-Z][a-z]{2} [A-Z][a-z]{2} [0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2} [0-9]{4}$/DATE/;'"s#$work/(slurm|clemu)-out#WORK#g;"'
+    s/([0-9]):([0-9]{2})/\1Q\2/g; s/([0-9]):([0-9]{2})/\1Q\2/g;'"$expr"'
+    s/([0-9])Q([0-9]{2})/\1:\2/g; s/([0-9])Q([0-9]{2})/\1:\2/g;
+    s/\b0:0[0-9]\b/0:0S/g; s/^slurmstepd-node[0-9]+: /slurmstepd: /' "$file"
 }
 diffs=0
 for f in "$work/slurm-out"/[0-9]* "$work/slurm-out/sbatch"; do

@@ -61,8 +61,9 @@ const SNAPSHOT_MAGIC: &[u8; 4] = b"CLSN";
 /// `own_record`, `only_task`). 19: a hold says whose it is, and a running
 /// job may be held (`JobImage::hold`, [`Entry::Held`]). 20: a batch
 /// job's limit may be its partition's (`Program::partition_limit`,
-/// `ProgramInfo::partition_limit`).
-const VERSION: u16 = 20;
+/// `ProgramInfo::partition_limit`). 21: a batch job may ask whole nodes
+/// (`Program::exclusive`).
+const VERSION: u16 = 21;
 const HEADER: usize = 6;
 /// Largest entry: a submission of one job is well under 1 KiB.
 const MAX_ENTRY: usize = 1 << 20;

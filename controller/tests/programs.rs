@@ -33,6 +33,7 @@ fn spec(script: &str, workdir: &std::path::Path, stdout: &str) -> JobSpec {
             mem_limit_mb: 0,
             command: String::new(),
             partition_limit: false,
+            exclusive: false,
         })),
         ..Default::default()
     }

@@ -503,6 +503,15 @@ pub async fn submit(
             "{NO_CPUS}\nsbatch: error: {REFUSED}: Requested node configuration is not available"
         )));
     }
+    if args.exclusive.is_some() {
+        let cpus: Vec<u32> = cfg
+            .partitions
+            .iter()
+            .find(|p| p.name == partition)
+            .map(|p| p.nodes.iter().map(|&n| cfg.nodes[n].cpus).collect())
+            .unwrap_or_default();
+        whole_nodes(&mut spec, args, &cpus);
+    }
     let ids = match c
         .call(&Request::Submit {
             specs: vec![spec],
@@ -522,6 +531,36 @@ pub async fn submit(
         parsable: args.parsable,
         wait: args.wait,
     }))
+}
+
+/// `--exclusive` on a partition whose nodes have `cpus` cores each: the
+/// job asks every core of as many nodes as it needs (`-N`, else as many
+/// as hold its tasks whole), and without `-n` a node's worth of tasks on
+/// each, as Slurm's gives it. On nodes of several sizes it is left as
+/// asked (docs/slurm.md).
+fn whole_nodes(spec: &mut JobSpec, args: &Args, cpus: &[u32]) {
+    let (Some(&size), Some(program)) = (cpus.first(), spec.program.as_deref_mut()) else {
+        return;
+    };
+    if size == 0 || cpus.iter().any(|&c| c != size) {
+        return;
+    }
+    let cpt = program.cpus_per_task.max(1);
+    let on_each = (size / cpt).max(1);
+    let nodes = match spec.nodes {
+        Some((least, _)) => least,
+        None => program.ntasks.div_ceil(on_each).max(1),
+    };
+    if args.ntasks.is_none() && args.ntasks_per_node.is_none() {
+        program.ntasks = nodes.saturating_mul(on_each);
+    }
+    program.exclusive = true;
+    spec.nodes = Some((nodes, nodes));
+    spec.cores = nodes.saturating_mul(size);
+    // Memory per node, shared by all its cores now.
+    if program.mem_limit_mb > 0 && args.res.mem_per_cpu.is_none() {
+        spec.mem_per_cpu_mb = program.mem_limit_mb.div_ceil(u64::from(size));
+    }
 }
 
 /// The partition a job asking several (`-p a,b`) goes to: the first of
@@ -945,6 +984,7 @@ fn spec(args: &Args, script: String, resolve: Resolve<'_>) -> Result<JobSpec> {
                 _ => String::new(),
             },
             partition_limit: false,
+            exclusive: false,
         })),
         hold: args.hold,
         nodes: span,
@@ -1125,6 +1165,34 @@ mod tests {
         let p = s.program.unwrap();
         assert_eq!((p.ntasks, p.cpus_per_task), (4, 2));
         assert_eq!(p.comment, "c1");
+    }
+
+    #[test]
+    fn exclusive_asks_whole_nodes_of_a_partition_of_one_size() {
+        let whole = |argv: &[&str], cpus: &[u32]| {
+            let mut all = vec!["sbatch", "--exclusive"];
+            all.extend(argv);
+            all.extend(["--wrap", "true"]);
+            let a = Args::try_parse_from(all).unwrap();
+            let mut s = spec(&a, wrapped("true"), &no_tasks).unwrap();
+            whole_nodes(&mut s, &a, cpus);
+            let p = s.program.unwrap();
+            (s.nodes, s.cores, p.ntasks, p.exclusive)
+        };
+        // As many 4-core nodes as hold its tasks whole, every core of each;
+        // without -n, a node's worth of tasks.
+        assert_eq!(whole(&[], &[4, 4]), (Some((1, 1)), 4, 4, true));
+        assert_eq!(whole(&["-n", "6"], &[4, 4]), (Some((2, 2)), 8, 6, true));
+        assert_eq!(
+            whole(&["-n", "2", "-c", "3"], &[4, 4]),
+            (Some((2, 2)), 8, 2, true)
+        );
+        assert_eq!(
+            whole(&["-N", "2", "-c", "2"], &[4, 4]),
+            (Some((2, 2)), 8, 4, true)
+        );
+        // Nodes of several sizes: left as asked.
+        assert_eq!(whole(&["-n", "2"], &[4, 8]), (None, 2, 2, false));
     }
 
     #[test]

@@ -99,7 +99,8 @@ impl Cluster {
             // A task's cores go whole on one node: the partition's nodes
             // must hold all its tasks so.
             let task_cores = spec.program.as_ref().map_or(1, |p| p.cpus_per_task.max(1));
-            if task_cores > 1 && spec.cores.is_multiple_of(task_cores) {
+            let whole_nodes = spec.program.as_ref().is_some_and(|p| p.exclusive);
+            if task_cores > 1 && !whole_nodes && spec.cores.is_multiple_of(task_cores) {
                 let holds: u64 = self
                     .node_capacities(p, spec.mem_per_cpu_mb, gres)
                     .map(|(_, c)| c / u64::from(task_cores))

@@ -62,6 +62,7 @@ pub(super) fn start(program: &Program, s: &Started<'_>) -> Program {
             s.mem_per_cpu_mb * u64::from(s.alloc.first().map_or(0, |&(_, c)| c))
         },
         partition_limit: program.partition_limit,
+        exclusive: program.exclusive,
     }
 }
 
@@ -160,11 +161,25 @@ fn per_node(counts: impl Iterator<Item = u32>) -> String {
     runs.join(",")
 }
 
+/// Its tasks on each of its nodes, folded as Slurm folds them: the whole
+/// tasks each node's cores hold (at least one); on whole nodes
+/// (`--exclusive`), its tasks dealt evenly, the first nodes taking one
+/// more, as Slurm deals them.
+fn tasks_per_node(program: &Program, alloc: &[(usize, u32)]) -> String {
+    let cpt = program.cpus_per_task.max(1);
+    let nodes = alloc.len().max(1) as u32;
+    if program.exclusive {
+        let (each, more) = (program.ntasks / nodes, program.ntasks % nodes);
+        per_node((0..nodes).map(|i| (each + u32::from(i < more)).max(1)))
+    } else {
+        per_node(alloc.iter().map(|&(_, c)| (c / cpt).max(1)))
+    }
+}
+
 /// The variables a Slurm batch job finds set.
 fn slurm_env(program: &Program, s: &Started<'_>) -> Vec<(String, String)> {
     let node_count = s.alloc.len();
     let cores_on_first = s.alloc.first().map_or(0, |&(_, c)| c);
-    let cpt = program.cpus_per_task.max(1);
     let mut v = vec![
         ("SLURM_JOB_ID", s.id.to_string()),
         ("SLURM_JOBID", s.id.to_string()),
@@ -178,11 +193,7 @@ fn slurm_env(program: &Program, s: &Started<'_>) -> Vec<(String, String)> {
             "SLURM_JOB_CPUS_PER_NODE",
             per_node(s.alloc.iter().map(|&(_, c)| c)),
         ),
-        // Whole tasks each node's cores hold (a node holds at least one).
-        (
-            "SLURM_TASKS_PER_NODE",
-            per_node(s.alloc.iter().map(|&(_, c)| (c / cpt).max(1))),
-        ),
+        ("SLURM_TASKS_PER_NODE", tasks_per_node(program, s.alloc)),
         ("SLURM_SUBMIT_DIR", program.workdir.clone()),
         ("SLURM_JOB_PARTITION", s.partition.to_string()),
         ("SLURM_JOB_USER", program.user.clone()),
@@ -234,6 +245,7 @@ mod tests {
             mem_limit_mb: 0,
             command: String::new(),
             partition_limit: false,
+            exclusive: false,
         }
     }
 
@@ -292,6 +304,20 @@ mod tests {
         ] {
             assert_eq!(env.get(k).map(String::as_str), Some(v), "{k}");
         }
+    }
+
+    #[test]
+    fn tasks_on_whole_nodes_are_dealt_evenly() {
+        let mut p = program();
+        p.exclusive = true;
+        p.cpus_per_task = 1;
+        p.ntasks = 3;
+        assert_eq!(tasks_per_node(&p, &[(0, 4), (1, 4)]), "2,1");
+        p.ntasks = 6;
+        assert_eq!(tasks_per_node(&p, &[(0, 4), (1, 4)]), "3(x2)");
+        // Not on whole nodes: what each node's cores hold.
+        p.exclusive = false;
+        assert_eq!(tasks_per_node(&p, &[(0, 4), (1, 2)]), "4,2");
     }
 
     #[test]

@@ -227,11 +227,14 @@ impl Job {
             submit_ns: self.submit_mono,
             gres: self.gres,
             nodes: {
-                // A batch script's tasks go whole on a node, as Slurm's.
+                // A batch script's tasks go whole on a node, as Slurm's;
+                // one on whole nodes asks all their cores, whatever its
+                // tasks.
                 let task_cores = self
                     .spec
                     .program
                     .as_ref()
+                    .filter(|p| !p.exclusive)
                     .map_or(1, |p| p.cpus_per_task.max(1))
                     .min(self.spec.cores.max(1));
                 let even = self

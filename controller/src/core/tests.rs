@@ -112,6 +112,7 @@ fn batch_script(script: &str) -> Box<formats::wire::Program> {
         mem_limit_mb: 0,
         command: String::new(),
         partition_limit: false,
+        exclusive: false,
     })
 }
 

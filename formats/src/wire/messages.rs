@@ -177,6 +177,10 @@ pub struct Program {
     /// `Partition_Limit` for it. Its own once it starts, or once a limit
     /// is set for it. A client sends `false`.
     pub partition_limit: bool,
+    /// Slurm's `--exclusive`: it asked whole nodes (sbatch asks their
+    /// cores for it), and its tasks are dealt evenly over them
+    /// (`SLURM_TASKS_PER_NODE`), not by the cores it holds on each.
+    pub exclusive: bool,
 }
 
 impl JobSpec {
