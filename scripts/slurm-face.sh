@@ -116,6 +116,11 @@ jobset() {
   alone -n 4 -o "$out/run/srun-c" --wrap 'srun -c 2 -n 2 sh -c "echo \$SLURM_PROCID \$SLURM_CPUS_PER_TASK" | sort
     srun -c 2 -n 4 true; echo $?; srun -n 5 true; echo $?
     srun -n 1 --exact echo exact; srun -n 1 --overlap echo overlap; srun --exclusive -n 1 echo exclusive'
+  # A hint (no threads to use or leave on these nodes), and an output
+  # file added to.
+  alone --hint=nomultithread -o "$out/run/hint" --wrap 'echo $SLURM_HINT $SLURM_CPUS_ON_NODE'
+  echo before > "$out/run/appended"
+  alone --open-mode=append -o "$out/run/appended" --wrap 'echo after'
   # Whole nodes: the cores each job is given and how its tasks are dealt.
   local a
   for a in "" "-n 2" "-n 6" "-N 2 -n 3" "-c 2" "-n 2 -c 3"; do
@@ -163,6 +168,7 @@ jobset() {
   run cat "$out/run/srun-signals"
   run cat "$out/run/srun-c"
   run cat "$out/run"/exclusive-*
+  run cat "$out/run/hint" "$out/run/appended"
   # How each ended, and its steps' highest end (DerivedExitCode).
   run sacct -P -o JobName,State,ExitCode,DerivedExitCode --name failing,steps,sig,noout
   run squeue
@@ -283,6 +289,8 @@ sys.exit(any(j["job_state"] == "PENDING" and j["state_reason"] in ("Resources", 
   run scontrol show partition
   run scontrol show partition -o
   run sbatch --wrap "true" -t soon
+  run sbatch --wrap "true" --hint=bogus
+  run sbatch --wrap "true" --open-mode=bogus
   # An administrator drains a node that runs a job, then resumes it.
   run scontrol update NodeName=node4 State=DRAIN
   run scontrol update NodeName=node4 State=DRAIN Reason=maintenance

@@ -1256,6 +1256,9 @@ fn program_args(ctx: &NodeContext, dir: &Path, p: &formats::wire::Program) -> Ve
     if p.mem_limit_mb > 0 {
         args.extend(["--mem-limit".into(), p.mem_limit_mb.to_string()]);
     }
+    if p.open_append {
+        args.push("--open-append".into());
+    }
     args
 }
 

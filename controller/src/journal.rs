@@ -62,7 +62,8 @@ const SNAPSHOT_MAGIC: &[u8; 4] = b"CLSN";
 /// job may be held (`JobImage::hold`, [`Entry::Held`]). 20: a batch
 /// job's limit may be its partition's (`Program::partition_limit`,
 /// `ProgramInfo::partition_limit`). 21: a batch job may ask whole nodes
-/// (`Program::exclusive`).
+/// (`Program::exclusive`), and output files added to
+/// (`Program::open_append`).
 const VERSION: u16 = 21;
 const HEADER: usize = 6;
 /// Largest entry: a submission of one job is well under 1 KiB.

@@ -34,6 +34,7 @@ fn spec(script: &str, workdir: &std::path::Path, stdout: &str) -> JobSpec {
             command: String::new(),
             partition_limit: false,
             exclusive: false,
+            open_append: false,
         })),
         ..Default::default()
     }

@@ -102,7 +102,8 @@ use tokio_util::codec::{Decoder, Encoder, Framed, LengthDelimitedCodec};
 /// (`ClusterStats::records_error`).
 /// 30: a batch job's limit may be its partition's, given at submission
 /// (`Program::partition_limit`, `ProgramInfo::partition_limit`).
-/// 31: a batch job may ask whole nodes (`Program::exclusive`).
+/// 31: a batch job may ask whole nodes (`Program::exclusive`), and
+/// output files added to (`Program::open_append`).
 pub const PROTOCOL: u32 = 31;
 /// Bytes of the tag that ends every frame after the handshake: a
 /// truncated HMAC-SHA256, as RFC 4868 truncates it for IPsec.

@@ -89,6 +89,8 @@ PROGRAM OPTIONS (with a PROGRAM only):
                           them is killed (SIGKILL) as an out-of-memory
                           killer would, the job goes on, and it ends
                           out_of_memory (its record: failed, flagged)
+    --open-append         add to the output files rather than empty them
+                          first (Slurm's --open-mode=append)
     --realtime            wait under real-time scheduling (SCHED_FIFO, the
                           lowest priority) once set up, where the host allows
                           it (root, or CAP_SYS_NICE; else as any process): the
@@ -194,6 +196,8 @@ pub struct Program {
     pub exit_file: Option<PathBuf>,
     /// `--mem-limit`, in KiB: what its processes may hold together.
     pub mem_limit_kib: Option<u64>,
+    /// `--open-append`: its output files are added to, not emptied.
+    pub append: bool,
 }
 
 /// `--signal [B:]SIG[@SECONDS]`.
@@ -244,6 +248,7 @@ pub fn parse(
     let mut program_flag = None;
     let mut exit_file = None;
     let mut mem_limit = None;
+    let mut append = false;
     while let Some(arg) = p.next().map_err(|e| e.to_string())? {
         match arg {
             Long("runtime") => runtime = Some(seconds("--runtime", &text(&mut p)?)?),
@@ -299,6 +304,10 @@ pub fn parse(
                 mem_limit = Some(mib.saturating_mul(1024));
                 program_flag = Some("mem-limit".into());
             }
+            Long("open-append") => {
+                append = true;
+                program_flag = Some("open-append".into());
+            }
             Long("kill-wait") => {
                 kill_wait = seconds("--kill-wait", &text(&mut p)?)?;
                 program_flag = Some("kill-wait".into());
@@ -335,6 +344,7 @@ pub fn parse(
             suspend_grace_ns: suspend_grace,
             exit_file,
             mem_limit_kib: mem_limit,
+            append,
         }))
     };
     // A program's run time is its own: only the wall-time limit bounds it.

@@ -460,15 +460,16 @@ fn not_started(code: i32) -> Ended {
     }
 }
 
-/// An output file of the job, emptied and opened for appending, as Slurm's
-/// step opens it: what sigsleep and srun's steps add to it lands at its
-/// end, never under what the program writes next.
-fn create_output(path: &std::path::Path) -> std::io::Result<File> {
+/// An output file of the job, emptied (unless `keep`: `--open-append`)
+/// and opened for appending, as Slurm's step opens it: what sigsleep and
+/// srun's steps add to it lands at its end, never under what the program
+/// writes next.
+fn create_output(path: &std::path::Path, keep: bool) -> std::io::Result<File> {
     use std::os::unix::fs::OpenOptionsExt;
     std::fs::OpenOptions::new()
         .write(true)
         .create(true)
-        .truncate(true)
+        .truncate(!keep)
         .custom_flags(libc::O_APPEND)
         .open(path)
 }
@@ -482,7 +483,7 @@ fn spawn(prog: &Program) -> Result<i32, Exit> {
         return Err(Exit::NotStarted(127));
     };
     let out = match &prog.stdout {
-        Some(path) => match create_output(path) {
+        Some(path) => match create_output(path, prog.append) {
             Ok(f) => Some(f),
             Err(e) => {
                 eprintln!("sigsleep: cannot open --stdout {}: {e}", path.display());
@@ -492,13 +493,15 @@ fn spawn(prog: &Program) -> Result<i32, Exit> {
         None => None,
     };
     let err = match (&prog.stderr, &out) {
-        (Some(path), _) if Some(path) != prog.stdout.as_ref() => match create_output(path) {
-            Ok(f) => Some(f),
-            Err(e) => {
-                eprintln!("sigsleep: cannot open --stderr {}: {e}", path.display());
-                return Err(Exit::NoOutput(e.raw_os_error().unwrap_or(0)));
+        (Some(path), _) if Some(path) != prog.stdout.as_ref() => {
+            match create_output(path, prog.append) {
+                Ok(f) => Some(f),
+                Err(e) => {
+                    eprintln!("sigsleep: cannot open --stderr {}: {e}", path.display());
+                    return Err(Exit::NoOutput(e.raw_os_error().unwrap_or(0)));
+                }
             }
-        },
+        }
         (_, Some(f)) => f.try_clone().ok(),
         _ => None,
     };

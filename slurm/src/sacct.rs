@@ -676,8 +676,11 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
     }
     // A user the system does not know: said, and nothing listed, as
     // Slurm's sacct does.
+    // (The caller's own name is known whatever the password file holds:
+    // a network directory's user is not in it, docs/slurm.md.)
+    let me_name = text::user_name();
     for u in args.user.iter().flat_map(|u| u.split(',')) {
-        if u.parse::<u32>().is_err() && text::uid_of(u).is_none() {
+        if !u.is_empty() && u != me_name && u.parse::<u32>().is_err() && text::uid_of(u).is_none() {
             eprintln!("sacct: error: Invalid user id: {u}");
             return Ok(1);
         }

@@ -77,6 +77,15 @@ pub struct Args {
     mail_user: Option<String>,
     #[arg(short = 'C', long)]
     constraint: Option<String>,
+    /// Slurm's `--hint`: told to the job (`SLURM_HINT`); clemu's nodes
+    /// have a thread per core and bind no task, so it changes nothing
+    /// else, as on Slurm with such nodes.
+    #[arg(long)]
+    hint: Option<String>,
+    /// `--open-mode=append|truncate`: its output files kept and added to,
+    /// or emptied first (the default, as Slurm's `JobFileAppend=0`).
+    #[arg(long = "open-mode")]
+    open_mode: Option<String>,
     /// `--exclusive[=user|mcs]`.
     #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "")]
     exclusive: Option<String>,
@@ -235,7 +244,14 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
             // Options that make no job: Slurm's sbatch exits 255 for most,
             // and 1 for what its controller refuses, a partition it does
             // not have and generic resources it cannot read.
-            let one = [REFUSED, NO_PARTITION, BAD_GRES, NO_MEMORY, NO_CPUS];
+            let one = [
+                REFUSED,
+                NO_PARTITION,
+                BAD_GRES,
+                NO_MEMORY,
+                NO_CPUS,
+                BAD_HINT,
+            ];
             return Ok(if one.iter().any(|r| refusal.starts_with(r)) {
                 1
             } else {
@@ -328,6 +344,8 @@ pub fn with_directives(argv: &[String], script: &str, plain: Args) -> Result<Arg
         return Ok(plain);
     }
     let mut all = vec![argv[0].clone()];
+    let asks_memory = |a: &Args| a.res.mem.is_some() || a.res.mem_per_cpu.is_some();
+    let mut memory = asks_memory(&plain);
     for (n, words) in lines {
         // Each line alone, so that one Slurm option clemu does not take
         // is refused with its line, and never eats the words after it.
@@ -338,11 +356,18 @@ pub fn with_directives(argv: &[String], script: &str, plain: Args) -> Result<Arg
         if let Some(w) = alone.script.first() {
             bail!("script line {n}: {w:?} is not an option");
         }
+        memory |= asks_memory(&alone);
         all.extend(words);
     }
     // After the script's lines and before the command's: what a variable
-    // says overrides the first and yields to the second, as on Slurm.
-    all.extend(env);
+    // says overrides the first and yields to the second, as on Slurm. A
+    // memory option given either way replaces the variables' memory
+    // (`SBATCH_MEM_PER_CPU` set for a site, `--mem` asked by a job), where
+    // both would be refused together.
+    all.extend(
+        env.into_iter()
+            .filter(|w| !(memory && (w.starts_with("--mem=") || w.starts_with("--mem-per-cpu=")))),
+    );
     all.extend(argv[1..].iter().cloned());
     crate::argv::parse::<Args>(&all)
 }
@@ -361,10 +386,12 @@ const INPUT_VARS: &[(&str, &str, bool)] = &[
     ("SBATCH_GPUS", "--gpus", true),
     ("SBATCH_GPUS_PER_NODE", "--gpus-per-node", true),
     ("SBATCH_GRES", "--gres", true),
+    ("SBATCH_HINT", "--hint", true),
     ("SBATCH_JOB_NAME", "--job-name", true),
     ("SBATCH_MEM_PER_CPU", "--mem-per-cpu", true),
     ("SBATCH_MEM_PER_NODE", "--mem", true),
     ("SBATCH_NO_REQUEUE", "--no-requeue", false),
+    ("SBATCH_OPEN_MODE", "--open-mode", true),
     ("SBATCH_PARTITION", "--partition", true),
     ("SBATCH_QOS", "--qos", true),
     ("SBATCH_REQUEUE", "--requeue", false),
@@ -378,10 +405,8 @@ const INPUT_VARS: &[(&str, &str, bool)] = &[
     ("SBATCH_DISTRIBUTION", "--distribution", true),
     ("SBATCH_GET_USER_ENV", "--get-user-env", false),
     ("SBATCH_GPUS_PER_TASK", "--gpus-per-task", true),
-    ("SBATCH_HINT", "--hint", true),
     ("SBATCH_MEM_PER_GPU", "--mem-per-gpu", true),
     ("SBATCH_NO_KILL", "--no-kill", false),
-    ("SBATCH_OPEN_MODE", "--open-mode", true),
     ("SBATCH_OVERCOMMIT", "--overcommit", false),
     ("SBATCH_PROFILE", "--profile", true),
     ("SBATCH_RESERVATION", "--reservation", true),
@@ -503,7 +528,13 @@ pub async fn submit(
             "{NO_CPUS}\nsbatch: error: {REFUSED}: Requested node configuration is not available"
         )));
     }
-    if args.exclusive.is_some() {
+    // Whole nodes for `--exclusive` alone (or `=exclusive`); `=user`,
+    // `=mcs` and `=oversubscribe` only say who may share them.
+    if args
+        .exclusive
+        .as_deref()
+        .is_some_and(|e| e.is_empty() || e.eq_ignore_ascii_case("exclusive"))
+    {
         let cpus: Vec<u32> = cfg
             .partitions
             .iter()
@@ -534,22 +565,25 @@ pub async fn submit(
 }
 
 /// `--exclusive` on a partition whose nodes have `cpus` cores each: the
-/// job asks every core of as many nodes as it needs (`-N`, else as many
-/// as hold its tasks whole), and without `-n` a node's worth of tasks on
-/// each, as Slurm's gives it. On nodes of several sizes it is left as
-/// asked (docs/slurm.md).
+/// job asks every core of as many nodes as hold its tasks whole (at
+/// least `-N`'s, at most its range's), and without `-n` a node's worth of
+/// tasks on each, as Slurm's gives it. A job no such nodes can hold, and
+/// one on nodes of several sizes, is left as asked: the controller
+/// refuses the first, and the second gets what it asked (docs/slurm.md).
 fn whole_nodes(spec: &mut JobSpec, args: &Args, cpus: &[u32]) {
     let (Some(&size), Some(program)) = (cpus.first(), spec.program.as_deref_mut()) else {
         return;
     };
-    if size == 0 || cpus.iter().any(|&c| c != size) {
+    let cpt = program.cpus_per_task.max(1);
+    if size == 0 || cpt > size || cpus.iter().any(|&c| c != size) {
         return;
     }
-    let cpt = program.cpus_per_task.max(1);
-    let on_each = (size / cpt).max(1);
+    let on_each = size / cpt;
+    let need = program.ntasks.div_ceil(on_each).max(1);
     let nodes = match spec.nodes {
-        Some((least, _)) => least,
-        None => program.ntasks.div_ceil(on_each).max(1),
+        Some((least, most)) if most >= least && need > most => return,
+        Some((least, _)) => least.max(need),
+        None => need,
     };
     if args.ntasks.is_none() && args.ntasks_per_node.is_none() {
         program.ntasks = nodes.saturating_mul(on_each);
@@ -631,6 +665,8 @@ const NO_PARTITION: &str = "invalid partition specified";
 /// sbatch's words for a `--gres` it cannot read.
 const NO_MEMORY: &str = "Memory specification can not be satisfied";
 const BAD_GRES: &str = "Invalid generic resource (gres) specification";
+/// sbatch's words for a `--hint` it does not know.
+const BAD_HINT: &str = "unrecognized --hint argument";
 /// sbatch's words for more tasks on a node than its cores hold.
 const NO_CPUS: &str = "CPU count per node can not be satisfied";
 
@@ -810,6 +846,9 @@ fn spec(args: &Args, script: String, resolve: Resolve<'_>) -> Result<JobSpec> {
     if let Some(t) = args.ntasks_per_node {
         asked("SLURM_NTASKS_PER_NODE", t.to_string());
     }
+    if let Some(h) = &args.hint {
+        asked("SLURM_HINT", h.clone());
+    }
     // Who submitted it, and from where: the job's own, as Slurm's.
     asked("SLURM_JOB_UID", nix::unistd::getuid().to_string());
     asked("SLURM_JOB_GID", nix::unistd::getgid().to_string());
@@ -841,6 +880,24 @@ fn spec(args: &Args, script: String, resolve: Resolve<'_>) -> Result<JobSpec> {
             bail!("Invalid --exclusive specification");
         }
     }
+    if let Some(h) = &args.hint {
+        const HINTS: [&str; 4] = [
+            "compute_bound",
+            "memory_bound",
+            "multithread",
+            "nomultithread",
+        ];
+        if !HINTS.iter().any(|k| k.eq_ignore_ascii_case(h)) {
+            bail!("{BAD_HINT} \"{h}\", see --hint=help");
+        }
+    }
+    // Slurm reads the first letter alone.
+    let open_append = match args.open_mode.as_deref().map(|m| m.chars().next()) {
+        None => false,
+        Some(Some('a' | 'A')) => true,
+        Some(Some('t' | 'T')) => false,
+        Some(_) => bail!("Invalid --open-mode specification"),
+    };
     // Mail is not sent, but a type Slurm does not know is refused as
     // Slurm's sbatch refuses it.
     if let Some(types) = &args.mail_type {
@@ -985,6 +1042,7 @@ fn spec(args: &Args, script: String, resolve: Resolve<'_>) -> Result<JobSpec> {
             },
             partition_limit: false,
             exclusive: false,
+            open_append,
         })),
         hold: args.hold,
         nodes: span,
@@ -1191,7 +1249,15 @@ mod tests {
             whole(&["-N", "2", "-c", "2"], &[4, 4]),
             (Some((2, 2)), 8, 4, true)
         );
-        // Nodes of several sizes: left as asked.
+        // At least -N's nodes, more within its range if its tasks need
+        // them.
+        assert_eq!(
+            whole(&["-N", "2-4", "-n", "12"], &[4, 4]),
+            (Some((3, 3)), 12, 12, true)
+        );
+        // What no such nodes hold, or nodes of several sizes: left as asked.
+        assert!(!whole(&["-N", "2", "-n", "12"], &[4, 4]).3);
+        assert!(!whole(&["-c", "8"], &[4, 4]).3);
         assert_eq!(whole(&["-n", "2"], &[4, 8]), (None, 2, 2, false));
     }
 

@@ -512,10 +512,11 @@ fn the_queue_shows_what_waits_and_why_and_a_cancel_leaves_nothing_running() {
     // the one waiting for another job never was eligible, and sacct
     // lists it only when asked by id, as Slurm's does (measured).
     let held = c.sbatch(w, &["--parsable", "--hold", "--wrap", "true"]);
-    c.ok(w, "scancel", &[&held]);
+    let later = c.sbatch(w, &["--parsable", "--begin", "now+1hour", "--wrap", "true"]);
+    c.ok(w, "scancel", &[&held, &later]);
     let listed = c.ok(w, "sacct", &["-X", "-n", "-P", "-o", "JobID"]);
     assert!(listed.contains(&format!("{}\n", ids[2])), "{listed}");
-    for never in [&after, &held] {
+    for never in [&after, &held, &later] {
         assert!(!listed.contains(&format!("{never}\n")), "{listed}");
         let line = c.ok(
             w,
@@ -2137,6 +2138,10 @@ fn sbatch_takes_slurms_input_variables_between_the_script_and_the_command() {
     // script's status.
     let (code, _, _) = submit(&["-Q"], &[("SBATCH_WAIT", "0")]);
     assert_eq!(code, Some(3));
+    // A memory option of the command's replaces the variables' memory
+    // (the two at once would be refused).
+    let (code, _, err) = submit(&["--hold", "--mem=100M"], &[("SBATCH_MEM_PER_CPU", "300")]);
+    assert_eq!(code, Some(0), "{err}");
     // What the cluster refuses, or clemu does not take, names itself.
     let (code, _, err) = submit(&[], &[("SBATCH_PARTITION", "nosuch")]);
     assert_eq!(code, Some(1));
@@ -2145,12 +2150,12 @@ fn sbatch_takes_slurms_input_variables_between_the_script_and_the_command() {
         "sbatch: error: invalid partition specified: nosuch\n\
          sbatch: error: Batch job submission failed: Invalid partition name specified\n"
     );
-    let (code, _, err) = submit(&[], &[("SBATCH_OPEN_MODE", "append")]);
+    let (code, _, err) = submit(&[], &[("SBATCH_DEBUG", "1")]);
     assert_eq!(code, Some(1));
     assert_eq!(
         err,
-        "sbatch: error: SBATCH_OPEN_MODE: --open-mode is an option of Slurm's that clemu does \
-         not take yet\n"
+        "sbatch: error: SBATCH_DEBUG: --verbose is an option of Slurm's that clemu does not \
+         take yet\n"
     );
 }
 

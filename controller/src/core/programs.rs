@@ -63,6 +63,7 @@ pub(super) fn start(program: &Program, s: &Started<'_>) -> Program {
         },
         partition_limit: program.partition_limit,
         exclusive: program.exclusive,
+        open_append: program.open_append,
     }
 }
 
@@ -246,6 +247,7 @@ mod tests {
             command: String::new(),
             partition_limit: false,
             exclusive: false,
+            open_append: false,
         }
     }
 

@@ -209,20 +209,25 @@ impl Cluster {
             only_task: j.array.is_some_and(|a| {
                 a.job == j.id && self.array_of(j.id + 1).is_none_or(|b| b.job != a.job)
             }),
-            // Once its wait for other jobs is over: when it was. One
-            // over before its wait was (cancelled meanwhile) never was.
+            // Once its wait for other jobs (and its begin) is over: when
+            // it was. One over before its wait was (cancelled meanwhile)
+            // never was.
             eligible_ns: (!j.reason.starts_with("Dependency")
-                && !(j.start_ns == 0 && j.state.is_final() && (j.deps_left > 0 || j.never)))
-                .then(|| {
-                    let deps = if j.spec.waits_for().next().is_some() {
-                        j.deps_end
-                    } else {
-                        i64::MIN
-                    };
-                    j.submit_ns
-                        .max(j.spec.begin_ns.unwrap_or(i64::MIN))
-                        .max(deps)
-                }),
+                && !(j.start_ns == 0
+                    && j.state.is_final()
+                    && (j.deps_left > 0
+                        || j.never
+                        || j.spec.begin_ns.is_some_and(|b| b > j.end_ns))))
+            .then(|| {
+                let deps = if j.spec.waits_for().next().is_some() {
+                    j.deps_end
+                } else {
+                    i64::MIN
+                };
+                j.submit_ns
+                    .max(j.spec.begin_ns.unwrap_or(i64::MIN))
+                    .max(deps)
+            }),
         }
     }
 

@@ -113,6 +113,7 @@ fn batch_script(script: &str) -> Box<formats::wire::Program> {
         command: String::new(),
         partition_limit: false,
         exclusive: false,
+        open_append: false,
     })
 }
 

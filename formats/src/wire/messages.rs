@@ -181,6 +181,9 @@ pub struct Program {
     /// cores for it), and its tasks are dealt evenly over them
     /// (`SLURM_TASKS_PER_NODE`), not by the cores it holds on each.
     pub exclusive: bool,
+    /// Slurm's `--open-mode=append`: its output files are added to, not
+    /// emptied first.
+    pub open_append: bool,
 }
 
 impl JobSpec {
