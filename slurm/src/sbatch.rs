@@ -564,6 +564,12 @@ pub async fn submit(
     }))
 }
 
+/// Whether `word` is one of `names`, in any case, as Slurm reads its
+/// options' values.
+fn named_in(word: &str, names: &[&str]) -> bool {
+    names.iter().any(|n| n.eq_ignore_ascii_case(word))
+}
+
 /// `--exclusive` on a partition whose nodes have `cpus` cores each: the
 /// job asks every core of as many nodes as hold its tasks whole (at
 /// least `-N`'s, at most its range's), and without `-n` a node's worth of
@@ -873,10 +879,7 @@ fn spec(args: &Args, script: String, resolve: Resolve<'_>) -> Result<JobSpec> {
     // Whole nodes are not kept for the job (docs/slurm.md), but what
     // Slurm's sbatch refuses is refused.
     if let Some(how) = &args.exclusive {
-        if !["", "exclusive", "oversubscribe", "user", "mcs"]
-            .iter()
-            .any(|w| w.eq_ignore_ascii_case(how))
-        {
+        if !named_in(how, &["", "exclusive", "oversubscribe", "user", "mcs"]) {
             bail!("Invalid --exclusive specification");
         }
     }
@@ -887,7 +890,7 @@ fn spec(args: &Args, script: String, resolve: Resolve<'_>) -> Result<JobSpec> {
             "multithread",
             "nomultithread",
         ];
-        if !HINTS.iter().any(|k| k.eq_ignore_ascii_case(h)) {
+        if !named_in(h, &HINTS) {
             bail!("{BAD_HINT} \"{h}\", see --hint=help");
         }
     }
@@ -918,8 +921,7 @@ fn spec(args: &Args, script: String, resolve: Resolve<'_>) -> Result<JobSpec> {
         ];
         // Empty items are skipped (`ALL,,END`), as strtok skips them.
         let mut items = types.split(',').filter(|t| !t.is_empty()).peekable();
-        if items.peek().is_none() || !items.all(|t| MAIL.iter().any(|m| m.eq_ignore_ascii_case(t)))
-        {
+        if items.peek().is_none() || !items.all(|t| named_in(t, &MAIL)) {
             bail!("Invalid --mail-type specification");
         }
     }
