@@ -127,6 +127,16 @@ jobset() {
     # shellcheck disable=SC2086 # the options are words
     alone --exclusive $a -o "$out/run/exclusive-${a// /}" --wrap "$show \$SLURM_CPUS_ON_NODE"
   done
+  # Nodes named (-w) and excluded (-x): where each job goes and how its
+  # tasks are laid out; and fewer tasks than nodes named, with sbatch's
+  # warning.
+  local named='echo $SLURM_JOB_NODELIST $SLURM_JOB_NUM_NODES $SLURM_TASKS_PER_NODE'
+  for a in "-w node4 -N 2" "-w node2 -n 6" "-w node[1,3] -N 3" "-x node[1-2] -N 2" \
+    "-w node1 -x node2 -n 8" "-w node[2-3]"; do
+    # shellcheck disable=SC2086 # the options are words
+    alone $a -o "$out/run/named-${a//[ \[\],]/}" --wrap "$named"
+  done
+  alone -n 1 -w 'node[3-4]' -o "$out/run/named-first" --wrap "$named" 2> "$out/run/named-warning"
   {
     sbatch -J longname_job_x -n 4 -t 1:00:00 --wrap "sleep 120"
     sbatch --parsable -n 4 --wrap "sleep 120"
@@ -169,6 +179,7 @@ jobset() {
   run cat "$out/run/srun-c"
   run cat "$out/run"/exclusive-*
   run cat "$out/run/hint" "$out/run/appended"
+  run cat "$out/run"/named-*
   # How each ended, and its steps' highest end (DerivedExitCode).
   run sacct -P -o JobName,State,ExitCode,DerivedExitCode --name failing,steps,sig,noout
   run squeue
@@ -291,6 +302,10 @@ sys.exit(any(j["job_state"] == "PENDING" and j["state_reason"] in ("Resources", 
   run sbatch --wrap "true" -t soon
   run sbatch --wrap "true" --hint=bogus
   run sbatch --wrap "true" --open-mode=bogus
+  run sbatch --wrap "true" -w node9
+  run sbatch --wrap "true" -x 'node[1-4]'
+  run sbatch --wrap "true" -w node1 -x node1
+  run sbatch --wrap "true" -w 'node[1-2]' -N 1
   # An administrator drains a node that runs a job, then resumes it.
   run scontrol update NodeName=node4 State=DRAIN
   run scontrol update NodeName=node4 State=DRAIN Reason=maintenance

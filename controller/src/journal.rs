@@ -63,8 +63,9 @@ const SNAPSHOT_MAGIC: &[u8; 4] = b"CLSN";
 /// job's limit may be its partition's (`Program::partition_limit`,
 /// `ProgramInfo::partition_limit`). 21: a batch job may ask whole nodes
 /// (`Program::exclusive`), and output files added to
-/// (`Program::open_append`).
-const VERSION: u16 = 21;
+/// (`Program::open_append`). 22: a batch job may name nodes it must
+/// have, or must not (`Program::nodelist`, `Program::exclude`).
+const VERSION: u16 = 22;
 const HEADER: usize = 6;
 /// Largest entry: a submission of one job is well under 1 KiB.
 const MAX_ENTRY: usize = 1 << 20;

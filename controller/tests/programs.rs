@@ -35,6 +35,8 @@ fn spec(script: &str, workdir: &std::path::Path, stdout: &str) -> JobSpec {
             partition_limit: false,
             exclusive: false,
             open_append: false,
+            nodelist: String::new(),
+            exclude: String::new(),
         })),
         ..Default::default()
     }

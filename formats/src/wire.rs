@@ -104,7 +104,9 @@ use tokio_util::codec::{Decoder, Encoder, Framed, LengthDelimitedCodec};
 /// (`Program::partition_limit`, `ProgramInfo::partition_limit`).
 /// 31: a batch job may ask whole nodes (`Program::exclusive`), and
 /// output files added to (`Program::open_append`).
-pub const PROTOCOL: u32 = 31;
+/// 32: a batch job may name nodes it must have, or must not
+/// (`Program::nodelist`, `Program::exclude`, and their `ProgramInfo`).
+pub const PROTOCOL: u32 = 32;
 /// Bytes of the tag that ends every frame after the handshake: a
 /// truncated HMAC-SHA256, as RFC 4868 truncates it for IPsec.
 pub const TAG: usize = 16;

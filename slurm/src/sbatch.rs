@@ -89,6 +89,12 @@ pub struct Args {
     /// `--exclusive[=user|mcs]`.
     #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "")]
     exclusive: Option<String>,
+    /// Nodes the job must have, each (a node set, or a file of names).
+    #[arg(short = 'w', long)]
+    nodelist: Option<String>,
+    /// Nodes it must not have.
+    #[arg(short = 'x', long)]
+    exclude: Option<String>,
     /// The script and its arguments ([`crate::argv`] finds where they
     /// begin).
     #[arg(trailing_var_arg = true)]
@@ -251,6 +257,7 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
                 NO_MEMORY,
                 NO_CPUS,
                 BAD_HINT,
+                BAD_NODE_COUNT,
             ];
             return Ok(if one.iter().any(|r| refusal.starts_with(r)) {
                 1
@@ -673,6 +680,8 @@ const NO_MEMORY: &str = "Memory specification can not be satisfied";
 const BAD_GRES: &str = "Invalid generic resource (gres) specification";
 /// sbatch's words for a `--hint` it does not know.
 const BAD_HINT: &str = "unrecognized --hint argument";
+/// Fewer nodes than `-w` names: Slurm's sbatch says so and exits 1.
+const BAD_NODE_COUNT: &str = "invalid number of nodes";
 /// sbatch's words for more tasks on a node than its cores hold.
 const NO_CPUS: &str = "CPU count per node can not be satisfied";
 
@@ -810,6 +819,17 @@ fn spec(args: &Args, script: String, resolve: Resolve<'_>) -> Result<JobSpec> {
         }
         _ => span,
     };
+    // -w: at least as many nodes as it names.
+    let mut required = match &args.nodelist {
+        Some(l) => named_nodes(l)?,
+        None => Vec::new(),
+    };
+    let span = match (u32::try_from(required.len()).unwrap_or(u32::MAX), span) {
+        (0, span) => span,
+        (k, None) => Some((k, 0)),
+        (k, Some((_, most))) if most < k => bail!("{BAD_NODE_COUNT} (-N {k}-{most})"),
+        (k, Some((least, most))) => Some((least.max(k), most)),
+    };
     let nodes = span.map(|(least, _)| least);
     let cpus_per_task = args.cpus_per_task.unwrap_or(1).max(1);
     let too_many = || anyhow!("Invalid number of tasks or CPUs per task: too many");
@@ -827,6 +847,8 @@ fn spec(args: &Args, script: String, resolve: Resolve<'_>) -> Result<JobSpec> {
         }
         (least.min(ntasks), most.min(ntasks))
     });
+    // Then only the first nodes named, as many as its tasks.
+    required.truncate(ntasks as usize);
     let cores = ntasks.checked_mul(cpus_per_task).ok_or_else(too_many)?;
     let mem_per_cpu_mb = match (&args.res.mem_per_cpu, &args.res.mem) {
         (Some(m), _) => {
@@ -1045,6 +1067,11 @@ fn spec(args: &Args, script: String, resolve: Resolve<'_>) -> Result<JobSpec> {
             partition_limit: false,
             exclusive: false,
             open_append,
+            nodelist: formats::nodeset::fold(required.iter().map(String::as_str)),
+            exclude: match &args.exclude {
+                Some(x) => formats::nodeset::fold(named_nodes(x)?.iter().map(String::as_str)),
+                None => String::new(),
+            },
         })),
         hold: args.hold,
         nodes: span,
@@ -1056,6 +1083,37 @@ fn spec(args: &Args, script: String, resolve: Resolve<'_>) -> Result<JobSpec> {
         },
         ..Default::default()
     })
+}
+
+/// The nodes `-w` or `-x` names, in order, each once: a node set
+/// (`node[1-3],node7`), or, with a slash, a file of names (as Slurm
+/// reads one). Names no node has are the controller's to refuse.
+fn named_nodes(list: &str) -> Result<Vec<String>> {
+    let bad = || anyhow!("{REFUSED}: Invalid node name specified");
+    let text = if list.contains('/') {
+        std::fs::read_to_string(list).with_context(|| format!("{list}: cannot read it"))?
+    } else {
+        list.to_string()
+    };
+    let words: Vec<&str> = text
+        .split(|c: char| c == ',' || c.is_whitespace())
+        .filter(|w| !w.is_empty())
+        .collect();
+    let set = formats::nodeset::parse(&words.join(",")).map_err(|_| bad())?;
+    let mut names = formats::nodeset::expand(&set);
+    names.sort_by_cached_key(|a| numeric_order(a));
+    names.dedup();
+    if names.is_empty() {
+        return Err(bad());
+    }
+    Ok(names)
+}
+
+/// A node name as a key that orders `node2` before `node10`.
+fn numeric_order(name: &str) -> (String, u64, usize) {
+    let digits = name.len() - name.trim_end_matches(|c: char| c.is_ascii_digit()).len();
+    let (stem, number) = name.split_at(name.len() - digits);
+    (stem.to_string(), number.parse().unwrap_or(0), digits)
 }
 
 /// What every task of array `a` is told of it, as Slurm tells it: how

@@ -693,7 +693,15 @@ fn job_record(j: &JobInfo, c: &Cluster, me: &str, now: i64, first: bool) -> Vec<
             date(j.start_ns.max(j.submit_ns))
         ),
         format!("Partition={} AllocNode:Sid=localhost:0", j.partition),
-        "ReqNodeList=(null) ExcNodeList=(null)".into(),
+        format!(
+            "ReqNodeList={} ExcNodeList={}",
+            p.map(|p| p.nodelist.as_str())
+                .filter(|l| !l.is_empty())
+                .unwrap_or("(null)"),
+            p.map(|p| p.exclude.as_str())
+                .filter(|l| !l.is_empty())
+                .unwrap_or("(null)")
+        ),
         format!("NodeList={}", j.nodes),
     ]);
     if !j.nodes.is_empty() {
@@ -704,6 +712,8 @@ fn job_record(j: &JobInfo, c: &Cluster, me: &str, now: i64, first: bool) -> Vec<
         Some((least, most)) if j.nodes.is_empty() && most > 0 => {
             format!("{}-{most}", least.min(most))
         }
+        // At least so many, as `-w` asks.
+        Some((least, 0)) if j.nodes.is_empty() => least.to_string(),
         _ => nodes.to_string(),
     };
     let tres = text::tres(j, nodes, text::mem_asked(j), false, text::mem_mb);

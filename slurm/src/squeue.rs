@@ -383,6 +383,14 @@ fn value(code: char, l: &Line<'_>, c: &Ctx<'_>) -> (String, bool) {
         'H' | 'I' | 'J' => "*".into(),
         'X' => na(),
         'z' => "*:*:*".into(),
+        'n' => j
+            .program
+            .as_ref()
+            .map_or_else(String::new, |p| p.nodelist.clone()),
+        'x' => j
+            .program
+            .as_ref()
+            .map_or_else(String::new, |p| p.exclude.clone()),
         _ => String::new(),
     };
     (v, true)
@@ -826,7 +834,7 @@ fn json(lines: &[Line<'_>], all: &[JobInfo], c: &Ctx<'_>) -> std::io::Result<()>
                 "derived_exit_code": p.and_then(|p| p.steps.iter().map(|s| (s.exit.0 << 8) | s.exit.1).max()).unwrap_or(0),
                 "eligible_time": eligible,
                 "end_time": end,
-                "excluded_nodes": "",
+                "excluded_nodes": p.map_or("", |p| p.exclude.as_str()),
                 // The raw wait status, as Slurm keeps it.
                 "exit_code": (j.exit.0 << 8) | j.exit.1,
                 "features": "",
@@ -873,7 +881,7 @@ fn json(lines: &[Line<'_>], all: &[JobInfo], c: &Ctx<'_>) -> std::io::Result<()>
                 "profile": null,
                 "qos": account.map_or("", |_| accounts::QOS),
                 "reboot": false,
-                "required_nodes": "",
+                "required_nodes": p.map_or("", |p| p.nodelist.as_str()),
                 "requeue": p.is_none_or(|p| p.requeue),
                 "resize_time": 0,
                 "restart_cnt": j.restarts,
@@ -884,10 +892,10 @@ fn json(lines: &[Line<'_>], all: &[JobInfo], c: &Ctx<'_>) -> std::io::Result<()>
                 "sockets_per_node": null,
                 "start_time": text::secs(j.start_ns),
                 // A requeue's hold is the user's, described apart.
-                "state_description": if j.reason == text::REQUEUED_HELD { text::REQUEUED_HELD } else { "" },
+                "state_description": if j.reason == text::REQUEUED_HELD || j.reason.starts_with("ReqNodeNotAvail,") { j.reason.as_str() } else { "" },
                 "state_reason": match text::reason(j, l.first_pending) {
                     r if r == text::REQUEUED_HELD => "JobHeldUser".to_string(),
-                    r => r,
+                    r => r.split(',').next().unwrap_or_default().to_string(),
                 },
                 "standard_error": stderr,
                 "standard_input": "/dev/null",

@@ -709,6 +709,13 @@ const OUT_OF_QUEUE: [&str; 9] = [
     REQUEUED_HELD,
 ];
 
+/// Whether a pending job with reason `r` waits out of the queue: one of
+/// [`OUT_OF_QUEUE`], or `ReqNodeNotAvail` with the nodes it names
+/// (`ReqNodeNotAvail, UnavailableNodes:node2`).
+fn out_of_queue(r: &str) -> bool {
+    OUT_OF_QUEUE.contains(&r) || r.starts_with("ReqNodeNotAvail,")
+}
+
 /// Whether a job is held (by its user, by the operator, or as it was
 /// requeued), whatever its state: Slurm gives it priority 0, and keeps
 /// the hold's reason on a job that runs on, or ended, held.
@@ -730,7 +737,7 @@ pub const REQUEUED_HELD: &str = formats::wire::HoldKind::Requeued.reason();
 /// [`first_in_queue`]).
 pub fn pending_reason(j: &JobInfo, first: bool) -> String {
     match j.reason.as_str() {
-        r if OUT_OF_QUEUE.contains(&r) => r.to_string(),
+        r if out_of_queue(r) => r.to_string(),
         _ if first => "Resources".into(),
         _ => "Priority".into(),
     }
@@ -741,7 +748,7 @@ pub fn pending_reason(j: &JobInfo, first: bool) -> String {
 pub fn first_in_queue<'a>(jobs: impl IntoIterator<Item = &'a JobInfo>) -> Vec<u64> {
     let mut heads: Vec<(&str, u64)> = Vec::new();
     for j in jobs {
-        if j.state != JobState::Pending || OUT_OF_QUEUE.contains(&j.reason.as_str()) {
+        if j.state != JobState::Pending || out_of_queue(&j.reason) {
             continue;
         }
         match heads.iter_mut().find(|(p, _)| *p == j.partition) {

@@ -1994,8 +1994,8 @@ fn bad_input_gets_one_line_and_no_job() {
         ),
         (
             "sbatch",
-            &["-w", "node1", "--wrap", "true"][..],
-            "sbatch: error: -w is an option of Slurm's that clemu does not take yet\n",
+            &["--nice=5", "--wrap", "true"][..],
+            "sbatch: error: --nice is an option of Slurm's that clemu does not take yet\n",
             1,
         ),
         (
@@ -3028,4 +3028,129 @@ fn a_killed_cluster_is_down_comes_up_again_and_leaves_no_job_files() {
     up();
     let (ok, err) = clemu(&["down"]);
     assert!(ok && err.contains("is down"), "down: {err}");
+}
+
+/// `-w` and `-x` as Slurm takes them: every node named and more from
+/// the first named on, none excluded, refusals in Slurm's words, and a
+/// job waiting for a drained node it names says so and holds up no one.
+#[test]
+fn named_nodes_are_given_excluded_ones_never_and_a_drained_one_is_waited_for() {
+    let c = Up::start(4, 4);
+    let work = tempfile::tempdir().unwrap();
+    let w = work.path();
+    // Where a real job ran, and what it was told.
+    let ran = |args: &[&str]| {
+        let mut all = vec!["--parsable", "-o", "out.%j"];
+        all.extend_from_slice(args);
+        all.extend(["--wrap", "echo $SLURM_JOB_NODELIST $SLURM_TASKS_PER_NODE"]);
+        let id = c.sbatch(w, &all);
+        assert_eq!(c.wait_over(w, &id), "COMPLETED|0:0");
+        std::fs::read_to_string(w.join(format!("out.{id}"))).unwrap()
+    };
+    assert_eq!(ran(&["-w", "node4", "-N", "2"]), "node[3-4] 1(x2)\n");
+    assert_eq!(ran(&["-w", "node1,node3", "-N", "3"]), "node[1-3] 1(x3)\n");
+    assert_eq!(ran(&["-w", "node2", "-n", "6"]), "node[2-3] 4,2\n");
+    assert_eq!(ran(&["--nodelist=node[2-3]"]), "node[2-3] 1(x2)\n");
+    assert_eq!(ran(&["-x", "node[1-2]", "-N", "2"]), "node[3-4] 1(x2)\n");
+    assert_eq!(ran(&["--exclude=node1", "-w", "node3"]), "node3 1\n");
+    // Fewer tasks than nodes named: the first so many, as Slurm's sbatch.
+    let out = c.run(
+        w,
+        "sbatch",
+        &[
+            "--parsable",
+            "-o",
+            "/dev/null",
+            "-n",
+            "1",
+            "-w",
+            "node[3-4]",
+            "--wrap",
+            "true",
+        ],
+        None,
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "sbatch: Warning: can't run 1 processes on 2 nodes, setting nnodes to 1\n"
+    );
+    let id = String::from_utf8(out.stdout).unwrap();
+    let shown = c.ok(w, "scontrol", &["show", "job", id.trim()]);
+    assert!(
+        shown.contains("   ReqNodeList=node3 ExcNodeList=(null)\n"),
+        "{shown}"
+    );
+    for (args, code, said) in [
+        (
+            &["-w", "node9"][..],
+            1,
+            "Batch job submission failed: Invalid node name specified",
+        ),
+        (
+            &["-x", "node[1-4]"],
+            1,
+            "Batch job submission failed: Requested node configuration is not available",
+        ),
+        (
+            &["-w", "node1", "-x", "node1"],
+            1,
+            "Batch job submission failed: Invalid node name specified",
+        ),
+        (
+            &["-w", "node[1-2]", "-N", "1"],
+            1,
+            "invalid number of nodes (-N 2-1)",
+        ),
+    ] {
+        let mut all = args.to_vec();
+        all.extend(["--wrap", "true"]);
+        let out = c.run(w, "sbatch", &all, None);
+        assert_eq!(out.status.code(), Some(code), "{args:?}");
+        assert_eq!(
+            String::from_utf8_lossy(&out.stderr),
+            format!("sbatch: error: {said}\n"),
+            "{args:?}"
+        );
+    }
+    // node2 drained: a job naming it waits, and one behind it starts.
+    c.ok(
+        w,
+        "scontrol",
+        &["update", "nodename=node2", "state=drain", "reason=fix"],
+    );
+    let waits = c.sbatch(
+        w,
+        &[
+            "--parsable",
+            "-o",
+            "/dev/null",
+            "-w",
+            "node2",
+            "--wrap",
+            "true",
+        ],
+    );
+    let marker = format!("sleep 303.{}", std::process::id());
+    let behind = c.sbatch(
+        w,
+        &[
+            "--parsable",
+            "-o",
+            "/dev/null",
+            "-x",
+            "node1",
+            "--wrap",
+            &marker,
+        ],
+    );
+    wait_shows(
+        || c.ok(w, "squeue", &["-h", "-o", "%i %t %R %n %x"]),
+        &format!(
+            "{waits} PD (ReqNodeNotAvail, UnavailableNodes:node2) node2 \n{behind} R node3  node1\n"
+        ),
+    );
+    c.ok(w, "scontrol", &["update", "nodename=node2", "state=resume"]);
+    assert_eq!(c.wait_over(w, &waits), "COMPLETED|0:0");
+    c.ok(w, "scancel", &[&behind]);
+    wait_gone(&marker);
 }

@@ -485,7 +485,9 @@ impl Cluster {
         spec.think_ns = None;
         spec.hold = hold;
         spec.begin_ns = Some(self.requeued_begin(now));
+        let within = self.within_of(&spec, partition).unwrap_or_default();
         let mut job = Job::pending(id, spec, partition, now);
+        job.within = within;
         if hold {
             job.hold = Some(HoldKind::Requeued);
         }

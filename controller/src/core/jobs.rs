@@ -11,7 +11,7 @@ use tracing::{debug, warn};
 use super::tables::{Cluster, Job, Node, SuspendedBy};
 use super::{AgentId, Effects, Now};
 use crate::journal::Entry;
-use crate::policy::{spare, ActiveState, Decision};
+use crate::policy::{spare, ActiveState, Decision, Within};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -19,6 +19,78 @@ impl Cluster {
     /// The jobs a submission with `key` made, if one did (0: none).
     pub fn submitted_with(&self, key: u64) -> Option<Vec<u64>> {
         (key != 0).then(|| self.keys.get(key)).flatten()
+    }
+
+    /// The nodes a batch job names (Slurm's `-w` and `-x`) in partition
+    /// `p`, checked as Slurm checks them, in Slurm's words: each must be a
+    /// node of the cluster and none both needed and not wanted; those
+    /// needed must be in its partition, and the nodes it may have must
+    /// have room for it. `None`: it names none.
+    pub(super) fn within_of(
+        &self,
+        spec: &JobSpec,
+        p: usize,
+    ) -> Result<Option<Arc<Within>>, String> {
+        let Some(program) = spec
+            .program
+            .as_deref()
+            .filter(|g| !g.nodelist.is_empty() || !g.exclude.is_empty())
+        else {
+            return Ok(None);
+        };
+        const INVALID: &str = "Invalid node name specified";
+        const UNAVAILABLE: &str = "Requested node configuration is not available";
+        let named = |expr: &str| -> Result<Vec<usize>, String> {
+            if expr.is_empty() {
+                return Ok(Vec::new());
+            }
+            let mut idx = self.resolve(expr).map_err(|_| INVALID.to_string())?;
+            idx.sort_unstable();
+            idx.dedup();
+            Ok(idx)
+        };
+        let required = named(&program.nodelist)?;
+        let excluded_idx = named(&program.exclude)?;
+        if required
+            .iter()
+            .any(|n| excluded_idx.binary_search(n).is_ok())
+        {
+            return Err(INVALID.into());
+        }
+        // More nodes named than it may have, or than its tasks (the
+        // client keeps the first so many, as Slurm's sbatch does).
+        let most = spec.nodes.map_or(0, |(_, most)| most);
+        let tasks = spec.cores / program.cpus_per_task.max(1);
+        if (most > 0 && required.len() as u64 > u64::from(most))
+            || required.len() as u64 > u64::from(tasks.max(1))
+        {
+            return Err(format!(
+                "invalid number of nodes (-N {}-{most})",
+                required.len()
+            ));
+        }
+        let members = &self.config.partitions[p].nodes;
+        if required.iter().any(|n| !members.contains(n)) {
+            return Err(UNAVAILABLE.into());
+        }
+        let mut excluded = Vec::new();
+        if !excluded_idx.is_empty() {
+            excluded = vec![0u64; self.nodes.len().div_ceil(64)];
+            for &n in &excluded_idx {
+                excluded[n / 64] |= 1 << (n % 64);
+            }
+        }
+        let within = Within { required, excluded };
+        let gres = self.config.kinds.request(&spec.gres).unwrap_or_default();
+        let room: u64 = self
+            .node_capacities(p, spec.mem_per_cpu_mb, gres)
+            .filter(|&(n, _)| !within.excludes(n))
+            .map(|(_, c)| c)
+            .sum();
+        if room < u64::from(spec.cores) {
+            return Err(UNAVAILABLE.into());
+        }
+        Ok(Some(Arc::new(within)))
     }
 
     /// Accepts jobs; all or none: a job that can never run is refused with
@@ -250,10 +322,11 @@ impl Cluster {
             if spec.think_ns.is_some() && spec.waits_for().next().is_none() {
                 return Err(format!("{}: a think time needs jobs to wait for", which(i)));
             }
-            checked.push((p, spec));
+            let within = self.within_of(&spec, p)?;
+            checked.push((p, spec, within));
         }
         let mut ids = Vec::with_capacity(checked.len());
-        for (p, mut spec) in checked {
+        for (p, mut spec, within) in checked {
             // Waiting for an array (its id) is waiting for all its tasks,
             // as Slurm's dependencies do.
             if !spec.exact_deps {
@@ -338,6 +411,7 @@ impl Cluster {
                 }
                 let mut job = Job::pending(id, spec, p, now);
                 job.array = task;
+                job.within = within.clone();
                 self.admitted(job, now);
                 if F::JOURNALS {
                     let image = self.image(&self.jobs[&id], now);
@@ -1472,6 +1546,7 @@ impl Job {
             exit: (0, 0),
             node_cpus: Vec::new(),
             never: false,
+            within: None,
         }
     }
 }

@@ -64,6 +64,9 @@ pub(super) fn start(program: &Program, s: &Started<'_>) -> Program {
         partition_limit: program.partition_limit,
         exclusive: program.exclusive,
         open_append: program.open_append,
+        // Its nodes are chosen: the agent has no use for them.
+        nodelist: String::new(),
+        exclude: String::new(),
     }
 }
 
@@ -248,6 +251,8 @@ mod tests {
             partition_limit: false,
             exclusive: false,
             open_append: false,
+            nodelist: String::new(),
+            exclude: String::new(),
         }
     }
 

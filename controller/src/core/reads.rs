@@ -135,7 +135,7 @@ impl Cluster {
             },
             runtime_ns: j.spec.runtime_ns,
             walltime_ns: j.spec.walltime_ns,
-            reason: j.reason.clone(),
+            reason: self.reason_of(j),
             suspensions: j.suspensions.clone(),
             array: j.array,
             gres: (!j.spec.gres.is_empty()).then(|| {
@@ -158,6 +158,28 @@ impl Cluster {
 
     /// What Slurm's commands show of job `j`'s program: its files named
     /// as far as known (the first node once it started).
+    /// Why `j` is where it is: its own reason, or, waiting in the queue
+    /// for a node it names that is drained or down, Slurm's
+    /// `ReqNodeNotAvail` with those nodes.
+    fn reason_of(&self, j: &Job) -> String {
+        let required = j.within.as_deref().map_or(&[][..], |w| &w.required[..]);
+        if j.state != JobState::Pending || !j.reason.is_empty() || required.is_empty() {
+            return j.reason.clone();
+        }
+        let unavailable: Vec<usize> = required
+            .iter()
+            .copied()
+            .filter(|&n| self.nodes.get(n).is_some_and(|node| !node.usable()))
+            .collect();
+        if unavailable.is_empty() {
+            return j.reason.clone();
+        }
+        format!(
+            "ReqNodeNotAvail, UnavailableNodes:{}",
+            self.config.fold(&unavailable)
+        )
+    }
+
     fn program_info(&self, j: &Job, p: &formats::wire::Program) -> formats::wire::ProgramInfo {
         let first = j
             .alloc
@@ -199,6 +221,8 @@ impl Cluster {
             command: p.command.clone(),
             mem_per_node_mb: p.mem_limit_mb,
             partition_limit: p.partition_limit,
+            nodelist: p.nodelist.clone(),
+            exclude: p.exclude.clone(),
             own_record: j.array.is_some()
                 && (j.restarts > 0
                     || j.spec

@@ -373,7 +373,16 @@ impl Cluster {
             None
         };
         let submitted = at(im.submit_ns);
+        // Named nodes gone from the configuration since: any will do.
+        let within = self.within_of(&im.spec, p).unwrap_or_else(|e| {
+            warn!(
+                job = id,
+                "nodes it names: {e}; it may have any of its partition's"
+            );
+            None
+        });
         let mut job = Job::pending(id, im.spec, p, submitted);
+        job.within = within;
         job.submit_ns = im.submit_ns;
         job.reason = im.reason;
         job.since_mono = at(im.since_ns).mono;

@@ -205,6 +205,9 @@ pub(super) struct Job {
     /// The cores it held on each node, in `alloc`'s order, once it gave
     /// them back: its history (sacct's steps), as `nodes`.
     pub node_cpus: Vec<u32>,
+    /// The nodes it names (`Program::nodelist`, `exclude`), by index:
+    /// found from their names at submission, and again at a restart.
+    pub within: Option<Arc<crate::policy::Within>>,
 }
 
 /// A job array with a limit: how many of its tasks are queued or
@@ -226,6 +229,7 @@ impl Job {
             estimate_ns: self.estimate_ns(),
             submit_ns: self.submit_mono,
             gres: self.gres,
+            within: self.within.clone(),
             nodes: {
                 // A batch script's tasks go whole on a node, as Slurm's;
                 // one on whole nodes asks all their cores, whatever its

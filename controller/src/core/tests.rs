@@ -114,6 +114,8 @@ fn batch_script(script: &str) -> Box<formats::wire::Program> {
         partition_limit: false,
         exclusive: false,
         open_append: false,
+        nodelist: String::new(),
+        exclude: String::new(),
     })
 }
 

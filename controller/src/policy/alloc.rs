@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use super::spare::{self, set_bit, Membership};
-use super::{Active, NodeView, Queued, View};
+use super::{Active, NodeView, Queued, Span, View};
 use crate::gres::Counts;
 
 /// Free resources during one pass, as decisions are made.
@@ -136,6 +136,9 @@ impl Free {
         if q.cores == 0 || !self.might_fit(q) {
             return None;
         }
+        if let Some(within) = q.within.as_ref().filter(|w| !w.required.is_empty()) {
+            return self.on_required(q, &within.required);
+        }
         let Some(span) = q.nodes else {
             return self.pack(q, 1);
         };
@@ -176,18 +179,99 @@ impl Free {
             .find_map(|count| self.spread(q, count as usize, unit, deal))
     }
 
-    /// The nodes `q` may use now, in order, with its room on each.
+    /// `q` on every node it names as required, each holding one of its
+    /// tasks at least, and on more nodes (those with room nearest the
+    /// first it names, up from it, then down) when it
+    /// asks more (`Span::least`) or its tasks need their room, up to its
+    /// most: as Slurm's `-w` takes the nodes named and adds to them. Its
+    /// tasks are laid one on each, then the first filled first, or dealt
+    /// evenly (`Span::even`). The nodes need not be consecutive, even in a
+    /// contiguous partition.
+    fn on_required(&self, q: &Queued, required: &[usize]) -> Option<Vec<(usize, u32)>> {
+        let span = q.nodes.unwrap_or(Span {
+            least: 0,
+            most: 0,
+            task_cores: 1,
+            even: false,
+        });
+        let unit = if q.cores.is_multiple_of(span.task_cores.max(1)) {
+            span.task_cores.max(1)
+        } else {
+            1
+        };
+        let tasks = (q.cores / unit).max(1);
+        // In node order, as `rooms` gives them.
+        let rooms: Vec<(usize, u32)> = self
+            .rooms(q)
+            .map(|(n, room)| (n, room / unit))
+            .filter(|&(_, r)| r > 0)
+            .collect();
+        let room_of = |n: usize| {
+            rooms
+                .binary_search_by_key(&n, |&(m, _)| m)
+                .ok()
+                .map(|i| rooms[i])
+        };
+        let mut chosen: Vec<(usize, u32)> = required
+            .iter()
+            .map(|&n| room_of(n))
+            .collect::<Option<_>>()?;
+        let least = span
+            .least
+            .max(u32::try_from(required.len()).unwrap_or(u32::MAX));
+        // (The controller refuses more nodes named than a job's most.)
+        let most = match span.most {
+            0 => u32::MAX,
+            m => m,
+        }
+        .min(tasks);
+        if required.len() as u64 > u64::from(most) {
+            return None;
+        }
+        // The others from the first node named up, then from it down, as
+        // Slurm adds to the nodes named (`-w node4 -N 2` is node[3-4]).
+        let from = rooms.partition_point(|&(n, _)| n < required[0]);
+        let mut others = rooms[from..]
+            .iter()
+            .chain(rooms[..from].iter().rev())
+            .filter(|&&(n, _)| required.binary_search(&n).is_err());
+        let mut held: u64 = chosen.iter().map(|&(_, r)| u64::from(r)).sum();
+        while (chosen.len() as u64) < u64::from(least) || held < u64::from(tasks) {
+            if chosen.len() as u64 >= u64::from(most) {
+                return None;
+            }
+            let &(n, r) = others.next()?;
+            chosen.push((n, r));
+            held += u64::from(r);
+        }
+        if chosen.len() as u64 > u64::from(tasks) {
+            return None;
+        }
+        chosen.sort_unstable();
+        let lay = if span.even { deal } else { block };
+        Some(
+            lay(tasks, &chosen)
+                .into_iter()
+                .map(|(n, t)| (n, t * unit))
+                .collect(),
+        )
+    }
+
+    /// The nodes `q` may use now, in order, with its room on each: its
+    /// partition's, less those it must not have.
     fn rooms<'a>(&'a self, q: &'a Queued) -> impl Iterator<Item = (usize, u32)> + 'a {
         let slotted = self.gang.get(q.partition).copied().unwrap_or(false);
         let wants_devices = crate::gres::any(&q.gres);
         let member = &self.membership.members[q.partition];
         let open = self.open.iter().zip(&self.blocked);
+        let within = q.within.as_deref();
         member
             .iter()
             .zip(open)
             .enumerate()
-            .flat_map(|(w, (&m, (&o, &b)))| {
-                let mut bits = m & o & !b;
+            .flat_map(move |(w, (&m, (&o, &b)))| {
+                let excluded = within.map_or(0, |x| x.excluded_word(w));
+                let mut bits = m & o & !b & !excluded;
                 std::iter::from_fn(move || {
                     (bits != 0).then(|| {
                         let n = w * 64 + bits.trailing_zeros() as usize;
@@ -371,7 +455,12 @@ impl Free {
     /// are such), else found, then taken.
     pub fn place(&mut self, v: &View, q: &Queued) -> Option<Vec<(usize, u32)>> {
         let contiguous = self.contiguous.get(q.partition).copied().unwrap_or(false);
-        if q.nodes.is_none() && !contiguous && q.cores > 0 && self.might_fit(q) {
+        if q.nodes.is_none()
+            && q.within.is_none()
+            && !contiguous
+            && q.cores > 0
+            && self.might_fit(q)
+        {
             return self.pack_taking(q);
         }
         let alloc = self.try_place(v, q)?;
@@ -669,6 +758,7 @@ mod tests {
                     submit_ns: 0,
                     gres: [dev.0, dev.1, 0, 0],
                     nodes: None,
+                    within: None,
                 };
                 let before = state(&one);
                 let placed = one.place(&v, &q);

@@ -84,7 +84,11 @@ pub(super) fn easy(
     // blocked, which the head's reservation must count as releases.
     let mut started = earlier;
     let mut reservation: Option<Reservation> = None;
-    for q in v.queue.iter().filter(|q| !done.contains(&q.job)) {
+    for q in v
+        .queue
+        .iter()
+        .filter(|q| !done.contains(&q.job) && !v.waits_for_nodes(q))
+    {
         match &mut reservation {
             None => match free.place(v, q) {
                 Some(alloc) => {
@@ -156,8 +160,9 @@ impl Reservation {
         decisions: &[Decision],
     ) -> Reservation {
         let mut head_nodes = vec![false; v.nodes.len()];
+        let within = head.within.as_deref();
         for &n in &v.partitions[head.partition].nodes {
-            if v.nodes[n].usable {
+            if v.nodes[n].usable && !within.is_some_and(|w| w.excludes(n)) {
                 head_nodes[n] = true;
             }
         }
@@ -203,7 +208,8 @@ impl Reservation {
         Reservation {
             head_cores_only: head.mem_per_cpu_mb == 0
                 && !crate::gres::any(&head.gres)
-                && head.nodes.is_none(),
+                && head.nodes.is_none()
+                && head.within.is_none(),
             shadow_ns,
             extra,
             head_nodes,

@@ -197,7 +197,7 @@ pub struct PartitionView {
 }
 
 /// A pending job, in queue order.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Queued {
     pub job: u64,
     pub partition: usize,
@@ -213,6 +213,34 @@ pub struct Queued {
     /// How many nodes it spans (`JobSpec::nodes`); `None`: as many as
     /// its cores need.
     pub nodes: Option<Span>,
+    /// Nodes it names (Slurm's `-w` and `-x`); `None`: its partition's,
+    /// any of them. Shared: the queue's copy of a job is made often.
+    pub within: Option<Arc<Within>>,
+}
+
+/// The nodes a job names, by index: those it must have, each (`-w`), and
+/// those it must not (`-x`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Within {
+    /// In the configuration's order.
+    pub required: Vec<usize>,
+    /// A bit set over node indices (as long as the node count's words, or
+    /// empty for none).
+    pub excluded: Vec<u64>,
+}
+
+impl Within {
+    /// Whether node `n` is one it must not have.
+    pub fn excludes(&self, n: usize) -> bool {
+        self.excluded
+            .get(n / 64)
+            .is_some_and(|w| w & (1 << (n % 64)) != 0)
+    }
+
+    /// Word `w` of the excluded set.
+    pub fn excluded_word(&self, w: usize) -> u64 {
+        self.excluded.get(w).copied().unwrap_or(0)
+    }
 }
 
 /// The nodes a job asks to span, and the cores of each of its tasks,
@@ -307,6 +335,17 @@ pub struct View {
 }
 
 impl View {
+    /// Whether `q` names a node that is drained or down: it waits for
+    /// that node, out of the queue's order (Slurm's `ReqNodeNotAvail`),
+    /// and blocks no job behind it.
+    pub fn waits_for_nodes(&self, q: &Queued) -> bool {
+        q.within.as_deref().is_some_and(|w| {
+            w.required
+                .iter()
+                .any(|&n| self.nodes.get(n).is_none_or(|node| !node.usable))
+        })
+    }
+
     /// Done with this view: its list of nodes is kept for the next one
     /// (`spare.rs`), rather than given back to the system and faulted in
     /// again.

@@ -70,6 +70,7 @@ pub(super) fn preempt(
             || done.contains(&q.job)
             || v.time_slicing(q.partition).is_some()
             || stuck.contains(&prio)
+            || v.waits_for_nodes(q)
         {
             continue;
         }

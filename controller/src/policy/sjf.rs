@@ -54,6 +54,7 @@ mod tests {
             submit_ns: job as i64,
             gres: Default::default(),
             nodes: None,
+            within: None,
         }
     }
 

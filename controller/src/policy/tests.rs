@@ -37,6 +37,7 @@ fn job(id: u64, cores: u32, estimate_s: u64) -> Queued {
         submit_ns: id as i64,
         gres: Default::default(),
         nodes: None,
+        within: None,
     }
 }
 
@@ -559,25 +560,42 @@ fn never_overbooked() {
             })
             .collect();
         let queue: Vec<Queued> = (0..rnd(30))
-            .map(|j| Queued {
-                job: j,
-                partition: rnd(2) as usize,
-                cores: 1 + rnd(40) as u32,
-                mem_per_cpu_mb: rnd(3) * 1000,
-                estimate_ns: rnd(1000) * S as u64,
-                submit_ns: j as i64,
-                gres: Default::default(),
-                // Now and then a node count: 1 to 3 at least, at most
-                // none or a few more.
-                nodes: (rnd(3) == 0).then(|| {
-                    let least = 1 + rnd(3) as u32;
-                    Span {
-                        least,
-                        most: [0, least, least + 2][rnd(3) as usize],
-                        task_cores: 1 + rnd(3) as u32,
-                        even: false,
-                    }
-                }),
+            .map(|j| {
+                let partition = rnd(2) as usize;
+                Queued {
+                    job: j,
+                    partition,
+                    cores: 1 + rnd(40) as u32,
+                    mem_per_cpu_mb: rnd(3) * 1000,
+                    estimate_ns: rnd(1000) * S as u64,
+                    submit_ns: j as i64,
+                    gres: Default::default(),
+                    // Now and then a node count: 1 to 3 at least, at most
+                    // none or a few more.
+                    nodes: (rnd(3) == 0).then(|| {
+                        let least = 1 + rnd(3) as u32;
+                        Span {
+                            least,
+                            most: [0, least, least + 2][rnd(3) as usize],
+                            task_cores: 1 + rnd(3) as u32,
+                            even: false,
+                        }
+                    }),
+                    // Now and then nodes named: needed (in its partition, as
+                    // the controller checks) or not wanted.
+                    within: (rnd(4) == 0).then(|| {
+                        let mut excluded = vec![0u64; 1];
+                        let mut required = Vec::new();
+                        for i in 0..n {
+                            match rnd(6) {
+                                0 => excluded[0] |= 1 << i,
+                                1 if partition == 0 || i % 2 == 0 => required.push(i),
+                                _ => {}
+                            }
+                        }
+                        Arc::new(Within { required, excluded })
+                    }),
+                }
             })
             .collect();
         let v = View {
@@ -628,6 +646,18 @@ fn never_overbooked() {
                     assert!(
                         alloc.iter().all(|&(_, c)| c.is_multiple_of(unit)),
                         "{alloc:?}"
+                    );
+                }
+                if let Some(w) = &q.within {
+                    let on: Vec<usize> = alloc.iter().map(|&(n, _)| n).collect();
+                    assert!(
+                        w.required.iter().all(|n| on.contains(n)),
+                        "job {job} on {on:?}, not on every node of {:?}",
+                        w.required
+                    );
+                    assert!(
+                        on.iter().all(|&n| !w.excludes(n)),
+                        "job {job} on {on:?}, a node it excludes"
                     );
                 }
                 for &(node, c) in alloc {
@@ -1002,4 +1032,76 @@ fn an_ending_job_that_a_policy_suspended_gives_back_no_cores() {
     Arc::make_mut(&mut v.active).remove(1);
     let d = fcfs_ending_victims(Preemption::Cancel).decide(&v);
     assert_eq!(d.list, [], "it waits for job 10's cores");
+}
+
+/// A job that names nodes: all of them, and more from the first named
+/// up, then down, as Slurm adds to them; never a node it excludes.
+#[test]
+fn named_nodes_are_all_taken_and_excluded_ones_never() {
+    let named = |id: u64, cores: u32, least: u32, required: Vec<usize>, excluded: u64| {
+        let mut q = job(id, cores, 10);
+        q.nodes = (least > 0).then_some(Span {
+            least,
+            most: least,
+            task_cores: 1,
+            even: false,
+        });
+        q.within = Some(Arc::new(Within {
+            required,
+            excluded: vec![excluded],
+        }));
+        q
+    };
+    let start = |q: Queued| {
+        let d = EASY.decide(&view([4, 4, 4, 4], vec![], vec![q]));
+        match d.list.first() {
+            Some(Decision::Start { alloc, .. }) => alloc.clone(),
+            other => panic!("{other:?}"),
+        }
+    };
+    // -w node4 -N 2: node[3-4]; -w node2 -N 3: node[2-4].
+    assert_eq!(start(named(1, 2, 2, vec![3], 0)), vec![(2, 1), (3, 1)]);
+    assert_eq!(
+        start(named(1, 3, 3, vec![1], 0)),
+        vec![(1, 1), (2, 1), (3, 1)]
+    );
+    // -w node[1,3] -N 3 fills the gap; -w node2 -n 6 is 4 and 2.
+    assert_eq!(
+        start(named(1, 3, 3, vec![0, 2], 0)),
+        vec![(0, 1), (1, 1), (2, 1)]
+    );
+    assert_eq!(start(named(1, 6, 0, vec![1], 0)), vec![(1, 4), (2, 2)]);
+    // -x node[1-2] -N 2: node[3-4].
+    assert_eq!(start(named(1, 2, 2, vec![], 0b11)), vec![(2, 1), (3, 1)]);
+    // -w node1 -x node2 -n 8: node1 and the next it may have.
+    assert_eq!(start(named(1, 8, 0, vec![0], 0b10)), vec![(0, 4), (2, 4)]);
+    // A node named that is full: it waits.
+    let v = view([4, 0, 4, 4], vec![], vec![named(1, 1, 0, vec![1], 0)]);
+    assert!(EASY.decide(&v).list.is_empty());
+}
+
+/// A job waiting for a drained node it names does not hold up the queue
+/// behind it, under either base policy.
+#[test]
+fn a_job_naming_a_drained_node_blocks_no_one() {
+    let mut head = job(1, 1, 10);
+    head.within = Some(Arc::new(Within {
+        required: vec![1],
+        excluded: Vec::new(),
+    }));
+    let mut v = view([4, 4, 4, 4], vec![], vec![head, job(2, 16, 10)]);
+    v.nodes[1].usable = false;
+    // Job 2 asks all 16 cores: with node 2 down it cannot start either,
+    // so ask 12 instead.
+    Arc::make_mut(&mut v.queue)[1].cores = 12;
+    for policy in [FCFS, EASY] {
+        let d = policy.decide(&v);
+        assert_eq!(
+            d.list,
+            [Decision::Start {
+                job: 2,
+                alloc: vec![(0, 4), (2, 4), (3, 4)]
+            }]
+        );
+    }
 }

@@ -184,6 +184,11 @@ pub struct Program {
     /// Slurm's `--open-mode=append`: its output files are added to, not
     /// emptied first.
     pub open_append: bool,
+    /// Slurm's `-w/--nodelist`, folded (`node[1-2]`): nodes it must have,
+    /// each of them, and others if it needs more; empty: none.
+    pub nodelist: String,
+    /// Slurm's `-x/--exclude`, folded: nodes it must not have; empty: none.
+    pub exclude: String,
 }
 
 impl JobSpec {
@@ -541,6 +546,9 @@ pub struct ProgramInfo {
     /// Its limit is its partition's, and it has not started: sacct shows
     /// `Partition_Limit` ([`Program::partition_limit`]).
     pub partition_limit: bool,
+    /// `Program::nodelist` and `Program::exclude`, as asked.
+    pub nodelist: String,
+    pub exclude: String,
 }
 
 /// A job step: one `srun` in a batch script, as sacct shows it
