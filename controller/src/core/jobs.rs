@@ -1445,8 +1445,8 @@ impl Cluster {
 /// Slurm's `ExitCode` (code, signal) of a job whose process ended so, in
 /// `state`: the script's own code or the signal that killed it, and
 /// SIGTERM for a job cancelled while it ran, as Slurm's `scancel` leaves
-/// it. A timeout says 0:0, as Slurm's does for the job (its batch step
-/// says the signal).
+/// it, and for one ended at its limit: what its batch step says (sacct's
+/// line for the job itself says 0:0).
 fn exit_code(exit: &Exit, state: JobState) -> (u32, u32) {
     const SIGTERM: u32 = 15;
     match (exit, state) {
@@ -1457,8 +1457,11 @@ fn exit_code(exit: &Exit, state: JobState) -> (u32, u32) {
         (Exit::Ran(r), JobState::Timeout | JobState::Cancelled | JobState::Preempted) => {
             (r.code.max(0) as u32, r.signal.max(0) as u32)
         }
-        (_, JobState::Timeout) => (0, 0),
-        (_, JobState::Cancelled | JobState::Preempted) => (0, SIGTERM),
+        // Its end not known to the letter (the supervisor itself was
+        // killed, or a sleep ended at its limit): the signal that ended
+        // it, else the limit's SIGTERM, as Slurm's batch step says.
+        (Exit::Signal(s), JobState::Timeout) => (0, (*s).max(0) as u32),
+        (_, JobState::Timeout | JobState::Cancelled | JobState::Preempted) => (0, SIGTERM),
         // Slurm's SIG_OOM (253) read as a wait status: signal 125.
         (_, JobState::OutOfMemory) => (0, 125),
         (Exit::Ran(r), _) => (r.code.max(0) as u32, r.signal.max(0) as u32),
@@ -1561,4 +1564,35 @@ pub(super) fn end_order(id: u64, as_state: JobState) -> ToAgent {
         _ => return ToAgent::Cancel(id),
     };
     ToAgent::End { job: id, why }
+}
+
+#[cfg(test)]
+mod tests {
+    use formats::wire::{Ran, RanState};
+
+    use super::*;
+
+    /// A job told to end says what ended its batch step: the program's
+    /// own end when known, else the signal that killed its supervisor,
+    /// else the SIGTERM it was sent.
+    #[test]
+    fn a_job_told_to_end_says_what_ended_it() {
+        let ran = |code, signal| {
+            Exit::Ran(Ran {
+                state: RanState::Timeout,
+                code,
+                signal,
+            })
+        };
+        for (exit, state, want) in [
+            (ran(0, 15), JobState::Timeout, (0, 15)),
+            (ran(7, 0), JobState::Timeout, (7, 0)),
+            (Exit::Signal(9), JobState::Timeout, (0, 9)),
+            (Exit::Code(124), JobState::Timeout, (0, 15)),
+            (Exit::Code(143), JobState::Cancelled, (0, 15)),
+            (Exit::Code(0), JobState::Completed, (0, 0)),
+        ] {
+            assert_eq!(exit_code(&exit, state), want, "{exit:?} {state:?}");
+        }
+    }
 }
