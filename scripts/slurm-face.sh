@@ -27,7 +27,13 @@ cleanup() {
 trap cleanup EXIT
 fail() { echo "slurm-face: FAIL: $*" >&2; exit 1; }
 
-scripts/slurm-local.sh up 4 4 --accounting >/dev/null
+# The reference's backfill pass runs every 30 s by default; one that lands
+# while the queue is being looked at gives its pending jobs estimated
+# starts and nodes, and may start a job of its own with a year's limit.
+# Where it lands is chance: here it waits an hour, so that every job is
+# started by the main scheduler, as clemu's queue is read against.
+SLURM_LOCAL_SCHEDULER_PARAMETERS=bf_interval=3600 \
+  scripts/slurm-local.sh up 4 4 --accounting >/dev/null
 mkdir -p "$work/clemu"
 "$bin/clemu-slurm" up --nodes 4 --cpus 4 --memory 1000M --dir "$work/clemu" > "$work/clemu.env"
 
@@ -260,6 +266,17 @@ jobset() {
   run env SACCT_FORMAT=JobID,JobName%12,State sacct -X --name failing,steps,sig
   run env SACCT_FORMAT=JobID,JobName%12,State sacct -X -b --name failing,steps,sig
   run sacct -X -P -o JobID,Account,User -j "$listed"
+  # Dates as SLURM_TIME_FORMAT asks them (the seconds since the epoch,
+  # as ReFrame reads sacct; a format of one's own; one Slurm calls
+  # invalid), with their digits set aside, as each side ran at its time.
+  local digits='s/\b1[0-9]{9}\b/EPOCH/g; s/[0-9]{2}:[0-9]{2}:[0-9]{2}/TIME/g'
+  run sh -c "SLURM_TIME_FORMAT=%s sacct -X -j $listed -o JobID,Submit,Start,End | sed -E '$digits'"
+  run sh -c "SLURM_TIME_FORMAT=%s sacct -X -P -n -j $listed -o JobID,End | sed -E '$digits'"
+  run sh -c "SLURM_TIME_FORMAT='%Y %j' squeue -h -o '%i %V' -t PD"
+  run sh -c "SLURM_TIME_FORMAT=relative scontrol show job $first | grep -o 'SubmitTime=[^ ]*' | sed -E '$digits'"
+  # (Its error after its table: the two are written in their own
+  # orders.)
+  run sh -c "SLURM_TIME_FORMAT=bogus squeue -h -o '%i %V' -j $first 2> $out/run/tf-err; cat $out/run/tf-err"
   # Each of them, with its steps, as sacct --json writes it, key by key.
   run sh -c "sacct --json -j $listed | python3 $repo/scripts/lib/slurm_json.py"
   # Open OnDemand's, but for TotalCPU and MaxRSS (above) and Elapsed

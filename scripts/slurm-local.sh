@@ -15,6 +15,9 @@
 #   scripts/slurm-local.sh leftovers     PIDs of anything of it still alive
 #                                        (daemons, job steps, job processes)
 #
+# $SLURM_LOCAL_SCHEDULER_PARAMETERS, if set, is slurm.conf's
+# SchedulerParameters (`bf_interval=3600`).
+#
 # The directory is $SLURM_LOCAL_DIR (default /tmp/clemu-slurm-$UID). Client
 # commands need `export SLURM_CONF=$SLURM_LOCAL_DIR/etc/slurm.conf` (written
 # to $SLURM_LOCAL_DIR/env). Installs slurmctld, slurmd, slurm-client and
@@ -135,6 +138,9 @@ write_conf() { # nodes cpus slice (empty: no suspension) backup-timeout (empty: 
     fi
     echo "MpiDefault=none"
     echo "SchedulerType=sched/backfill"
+    if [ -n "${SLURM_LOCAL_SCHEDULER_PARAMETERS:-}" ]; then
+      echo "SchedulerParameters=$SLURM_LOCAL_SCHEDULER_PARAMETERS"
+    fi
     echo "SelectType=select/cons_tres"
     echo "SelectTypeParameters=CR_Core"
     echo "SlurmdParameters=config_overrides"

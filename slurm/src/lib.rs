@@ -66,6 +66,7 @@ pub fn main_of(mut argv: Vec<String>) -> ExitCode {
     } else {
         name
     };
+    text::set_command(&name);
     // As Slurm's commands: `--version`, `-V` (and `scontrol version`)
     // say the release they answer as, which tools read to know what
     // output to expect.

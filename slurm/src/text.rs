@@ -106,11 +106,94 @@ pub fn limit_minutes(walltime_ns: u64) -> i64 {
     (walltime_ns.div_ceil(60_000_000_000)) as i64
 }
 
-/// Slurm's `slurm_make_time_str` with its default format: local time,
-/// `YYYY-MM-DDTHH:MM:SS`.
-/// (The step's own lines, which sigsleep writes, use the same.)
+/// Slurm's `slurm_make_time_str`: local time `s` (seconds) in the form
+/// `SLURM_TIME_FORMAT` asks, by default `YYYY-MM-DDTHH:MM:SS`. (The
+/// step's own lines, which sigsleep writes, keep the default, as
+/// slurmstepd does.)
 pub fn date(s: i64) -> String {
-    sigsleep::supervise::local_date(s).unwrap_or_else(|| "Unknown".into())
+    let shown = match time_format() {
+        TimeFormat::Standard => None,
+        TimeFormat::Relative => strftime(relative_format(s), s),
+        TimeFormat::Own(f) => strftime(f, s),
+    };
+    shown
+        .or_else(|| sigsleep::supervise::local_date(s))
+        .unwrap_or_else(|| "Unknown".into())
+}
+
+/// How dates are written, as `SLURM_TIME_FORMAT` says.
+enum TimeFormat {
+    /// Unset, empty or `standard`: `%FT%T`.
+    Standard,
+    /// `relative`: by how far the date is from today ([`relative_format`]).
+    Relative,
+    /// A format of strftime's.
+    Own(std::ffi::CString),
+}
+
+/// The command's name, for what it says of its environment.
+static COMMAND: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// Names the running command (`sacct`), once.
+pub fn set_command(name: &str) {
+    let _ = COMMAND.set(name.to_string());
+}
+
+/// `SLURM_TIME_FORMAT`, read once as Slurm reads it: a format without a
+/// `%`, or of 32 bytes or more, is said to be invalid (once) and the
+/// default is used.
+fn time_format() -> &'static TimeFormat {
+    static FORMAT: std::sync::OnceLock<TimeFormat> = std::sync::OnceLock::new();
+    FORMAT.get_or_init(|| {
+        let asked = std::env::var("SLURM_TIME_FORMAT").unwrap_or_default();
+        match asked.as_str() {
+            "" | "standard" => TimeFormat::Standard,
+            "relative" => TimeFormat::Relative,
+            f if f.contains('%') && f.len() < 32 => {
+                std::ffi::CString::new(f).map_or(TimeFormat::Standard, TimeFormat::Own)
+            }
+            f => {
+                let command = COMMAND.get().map_or("clemu-slurm", String::as_str);
+                eprintln!("{command}: error: invalid SLURM_TIME_FORMAT = '{f}'");
+                TimeFormat::Standard
+            }
+        }
+    })
+}
+
+/// Slurm's format for a date by its distance in days from today (its
+/// year's day plus a thousand per year, so that any other year is far):
+/// `%H:%M:%S` today, `Ystday %H:%M`, `Tomorr %H:%M`, the weekday within
+/// the week ahead, the day and month within the year, else the year.
+fn relative_format(s: i64) -> &'static std::ffi::CStr {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64);
+    relative_format_at(s, now)
+}
+
+/// [`relative_format`] as of `now`.
+fn relative_format_at(s: i64, now: i64) -> &'static std::ffi::CStr {
+    let day = |tm: &libc::tm| 1000 * (i64::from(tm.tm_year) + 1900) + i64::from(tm.tm_yday);
+    match day(&local_tm(s)) - day(&local_tm(now)) {
+        -1 => c"Ystday %H:%M",
+        0 => c"%H:%M:%S",
+        1 => c"Tomorr %H:%M",
+        d if !(-365..=365).contains(&d) => c"%-d %b %Y",
+        d if !(-1..=6).contains(&d) => c"%-d %b %H:%M",
+        _ => c"%a %H:%M",
+    }
+}
+
+/// Local time `s` written with strftime's `format` (at most 255 bytes, as
+/// Slurm's buffers hold less); `None` if it writes nothing.
+fn strftime(format: &std::ffi::CStr, s: i64) -> Option<String> {
+    let tm = local_tm(s);
+    let mut buf = [0u8; 256];
+    // SAFETY: strftime writes at most the buffer's length from a valid
+    // `tm` and a NUL-terminated format.
+    let n = unsafe { libc::strftime(buf.as_mut_ptr().cast(), buf.len(), format.as_ptr(), &tm) };
+    (n > 0).then(|| String::from_utf8_lossy(&buf[..n]).into_owned())
 }
 
 /// A time Slurm's `parse_time` refuses, and where in it: Slurm's message.
@@ -1208,6 +1291,34 @@ mod tests {
         assert_eq!(parse_states("all").unwrap(), None);
         assert_eq!(parse_states("CG").unwrap(), Some(vec![]));
         assert!(parse_states("bogus").is_err());
+    }
+
+    #[test]
+    fn relative_dates_are_worded_by_their_distance_from_today() {
+        // Noon of Wednesday 2 December 2026 (UTC; noon keeps the day in
+        // any zone within eleven hours).
+        let now = 1_796_212_800 + 12 * 3600;
+        let day = 86_400;
+        for (offset, want) in [
+            (0, "%H:%M:%S"),
+            (-day, "Ystday %H:%M"),
+            (day, "Tomorr %H:%M"),
+            (2 * day, "%a %H:%M"),
+            (6 * day, "%a %H:%M"),
+            (7 * day, "%-d %b %H:%M"),
+            (-2 * day, "%-d %b %H:%M"),
+            // Another year is far, however near: Slurm counts a
+            // thousand days per year.
+            (30 * day, "%-d %b %Y"),
+            (-400 * day, "%-d %b %Y"),
+        ] {
+            let got = relative_format_at(now + offset, now).to_str().unwrap();
+            assert_eq!(got, want, "{offset}");
+        }
+        assert_eq!(
+            strftime(c"Tomorr %H:%M", now + day).as_deref(),
+            Some(&*format!("Tomorr {}", &date(now + day)[11..16]))
+        );
     }
 
     #[test]

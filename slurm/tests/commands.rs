@@ -3154,3 +3154,55 @@ fn named_nodes_are_given_excluded_ones_never_and_a_drained_one_is_waited_for() {
     c.ok(w, "scancel", &[&behind]);
     wait_gone(&marker);
 }
+
+/// Dates in the form `SLURM_TIME_FORMAT` asks, in every command, as
+/// tools that set it read them (ReFrame reads sacct's in `%s`).
+#[test]
+fn dates_come_as_slurm_time_format_asks() {
+    let c = Up::start(1, 1);
+    let work = tempfile::tempdir().unwrap();
+    let w = work.path();
+    let id = c.sbatch(w, &["--parsable", "-o", "/dev/null", "--wrap", "true"]);
+    let id = id.trim();
+    c.wait_over(w, id);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    let with = |format: &str, cmd: &str, args: &[&str]| {
+        let out = c.run_with(w, cmd, args, None, &[("SLURM_TIME_FORMAT", format)]);
+        assert!(out.status.success());
+        (
+            String::from_utf8(out.stdout).unwrap(),
+            String::from_utf8(out.stderr).unwrap(),
+        )
+    };
+    let (out, _) = with(
+        "%s",
+        "sacct",
+        &["-X", "-P", "-n", "-j", id, "-o", "Submit,End"],
+    );
+    for field in out.trim().split('|') {
+        let t: i64 = field.parse().unwrap_or_else(|_| panic!("{out}"));
+        assert!((now - 120..=now).contains(&t), "{out}");
+    }
+    let (out, _) = with("%Y", "scontrol", &["show", "job", id]);
+    let year = &text_date(now)[..4];
+    assert!(out.contains(&format!(" SubmitTime={year} ")), "{out}");
+    let (out, err) = with(
+        "bogus",
+        "sacct",
+        &["-X", "-P", "-n", "-j", id, "-o", "JobID,End"],
+    );
+    assert_eq!(err, "sacct: error: invalid SLURM_TIME_FORMAT = 'bogus'\n");
+    assert_eq!(
+        out.trim().split('|').nth(1).map(str::len),
+        Some(19),
+        "{out}"
+    );
+}
+
+/// The local date of `s` as sacct writes it by default.
+fn text_date(s: i64) -> String {
+    slurm::text::date(s)
+}
