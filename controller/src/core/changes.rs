@@ -485,7 +485,14 @@ impl Cluster {
         spec.think_ns = None;
         spec.hold = hold;
         spec.begin_ns = Some(self.requeued_begin(now));
-        let within = self.within_of(&spec, partition).unwrap_or_default();
+        // Named nodes gone from the configuration since: any will do.
+        let within = self.within_of(&spec, partition).unwrap_or_else(|e| {
+            warn!(
+                job = id,
+                "nodes it names: {e}; it may have any of its partition's"
+            );
+            None
+        });
         let mut job = Job::pending(id, spec, partition, now);
         job.within = within;
         if hold {

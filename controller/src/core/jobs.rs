@@ -82,12 +82,21 @@ impl Cluster {
         }
         let within = Within { required, excluded };
         let gres = self.config.kinds.request(&spec.gres).unwrap_or_default();
-        let room: u64 = self
+        // Each node it names holds one of its tasks at least (with the
+        // memory and devices it asks), and those it may have hold it all.
+        let mut able: Vec<(usize, u64)> = self
             .node_capacities(p, spec.mem_per_cpu_mb, gres)
             .filter(|&(n, _)| !within.excludes(n))
-            .map(|(_, c)| c)
-            .sum();
-        if room < u64::from(spec.cores) {
+            .collect();
+        able.sort_unstable();
+        let task = u64::from(program.cpus_per_task.max(1));
+        let holds_a_task = |n: &usize| {
+            able.binary_search_by_key(n, |&(m, _)| m)
+                .is_ok_and(|i| able[i].1 >= task)
+        };
+        if !within.required.iter().all(holds_a_task)
+            || able.iter().map(|&(_, c)| c).sum::<u64>() < u64::from(spec.cores)
+        {
             return Err(UNAVAILABLE.into());
         }
         Ok(Some(Arc::new(within)))
@@ -127,6 +136,10 @@ impl Cluster {
                 .kinds
                 .request(&spec.gres)
                 .map_err(|e| format!("{} {e}", which(i)))?;
+            // The nodes it names, if any: the checks below count only
+            // those it may have.
+            let within = self.within_of(&spec, p)?;
+            let may = |n: usize| within.as_deref().is_none_or(|w| !w.excludes(n));
             let capacity = self.capacity(p, spec.mem_per_cpu_mb, gres);
             let part = &self.config.partitions[p];
             if spec.cores == 0 {
@@ -175,6 +188,7 @@ impl Cluster {
             if task_cores > 1 && !whole_nodes && spec.cores.is_multiple_of(task_cores) {
                 let holds: u64 = self
                     .node_capacities(p, spec.mem_per_cpu_mb, gres)
+                    .filter(|&(n, _)| may(n))
                     .map(|(_, c)| c / u64::from(task_cores))
                     .sum();
                 let tasks = spec.cores / task_cores;
@@ -193,6 +207,7 @@ impl Cluster {
                 let wants = u64::from(per_node) * u64::from(task_cores);
                 let roomiest = self
                     .node_capacities(p, spec.mem_per_cpu_mb, gres)
+                    .filter(|&(n, _)| may(n))
                     .map(|(_, c)| c)
                     .max()
                     .unwrap_or(0);
@@ -220,6 +235,7 @@ impl Cluster {
                 }
                 let mut able: Vec<(usize, u64)> = self
                     .node_capacities(p, spec.mem_per_cpu_mb, gres)
+                    .filter(|&(n, _)| may(n))
                     .filter(|&(_, c)| c > 0)
                     .collect();
                 able.sort_unstable();
@@ -322,7 +338,6 @@ impl Cluster {
             if spec.think_ns.is_some() && spec.waits_for().next().is_none() {
                 return Err(format!("{}: a think time needs jobs to wait for", which(i)));
             }
-            let within = self.within_of(&spec, p)?;
             checked.push((p, spec, within));
         }
         let mut ids = Vec::with_capacity(checked.len());
@@ -561,6 +576,24 @@ impl Cluster {
             charged += 1;
             if F::JOURNALS {
                 super::restore::add_to_runs(&mut runs, n, c);
+            }
+        }
+        // The nodes it names (a Batsim scheduler is not told them).
+        if let (None, Some(w)) = (&refused, job.within.as_deref()) {
+            if let Some(&(n, _)) = alloc.iter().find(|&&(n, _)| w.excludes(n)) {
+                refused = Some(format!(
+                    "start of job {id} on node {}, which it excludes",
+                    self.nodes[n].name
+                ));
+            } else if let Some(&n) = w
+                .required
+                .iter()
+                .find(|n| !alloc.iter().any(|(m, _)| m == *n))
+            {
+                refused = Some(format!(
+                    "start of job {id} without node {}, which it names",
+                    self.nodes[n].name
+                ));
             }
         }
         if let Some(why) = refused {

@@ -3351,3 +3351,53 @@ fn a_partition_limit_becomes_the_jobs_own() {
     assert!(!shown(&c, ids[1]), "a limit set for it");
     assert_eq!(c.jobs[&ids[1]].spec.walltime_ns, 30 * S as u64);
 }
+
+/// Named nodes are checked at submission as Slurm checks them: jobs the
+/// nodes they may have can never hold are refused, not left waiting.
+#[test]
+fn named_nodes_that_can_never_hold_a_job_refuse_it() {
+    let named = |cores: u32, nodes: Option<(u32, u32)>, cpt: u32, w: &str, x: &str| {
+        let mut program = batch_script("#!/bin/sh\ntrue\n");
+        program.nodelist = w.into();
+        program.exclude = x.into();
+        program.cpus_per_task = cpt;
+        program.ntasks = cores / cpt;
+        JobSpec {
+            program: Some(program),
+            nodes,
+            ..spec(cores)
+        }
+    };
+    let mut c = cluster();
+    let mut submit = |s: JobSpec| c.submit(vec![s], 0, at(1), &mut Recorder::default());
+    const UNAVAILABLE: &str = "Requested node configuration is not available";
+    for (s, want) in [
+        // Every node excluded; not enough left for its node count, its
+        // cores or its tasks of three cores.
+        (named(1, None, 1, "", "vn[1-4]"), "UNAVAILABLE"),
+        (named(2, Some((2, 2)), 1, "", "vn[1-3]"), "nodes"),
+        (named(13, None, 1, "", "vn1"), "UNAVAILABLE"),
+        (named(12, None, 3, "", "vn1"), "tasks"),
+        // A node named twice over, unknown, or too small for a task.
+        (
+            named(1, None, 1, "vn2", "vn2"),
+            "Invalid node name specified",
+        ),
+        (named(1, None, 1, "vn9", ""), "Invalid node name specified"),
+        (named(5, None, 5, "vn2", ""), "UNAVAILABLE"),
+        // More named than it may span.
+        (
+            named(2, Some((1, 1)), 1, "vn[1-2]", ""),
+            "invalid number of nodes (-N 2-1)",
+        ),
+    ] {
+        let want = if want == "UNAVAILABLE" {
+            UNAVAILABLE
+        } else {
+            want
+        };
+        let err = submit(s).expect_err(want);
+        assert!(err.contains(want), "{err} (wanted {want})");
+    }
+    assert!(submit(named(8, None, 1, "vn2", "vn1")).is_ok());
+}

@@ -109,7 +109,8 @@ pub(super) fn easy(
                 // without looking for a place (on a large machine most of
                 // a long queue is turned down here).
                 if !ends_in_time
-                    && (!r.head_cores_only || (r.covers[q.partition] && q.cores > r.extra))
+                    && r.covers[q.partition]
+                    && (!r.head_cores_only || q.cores > r.extra)
                 {
                     continue;
                 }
@@ -124,7 +125,10 @@ pub(super) fn easy(
                 // The reservation counts cores only: when the head needs
                 // memory or devices, a job that would still run at its
                 // start could take them, so only jobs ending in time go.
-                let spare_ok = r.head_cores_only && on_head_nodes <= r.extra;
+                // Off the head's nodes it cannot delay it, whatever it
+                // holds.
+                let spare_ok =
+                    on_head_nodes == 0 || (r.head_cores_only && on_head_nodes <= r.extra);
                 if ends_in_time || spare_ok {
                     if !ends_in_time {
                         r.extra -= on_head_nodes;
@@ -161,8 +165,24 @@ impl Reservation {
     ) -> Reservation {
         let mut head_nodes = vec![false; v.nodes.len()];
         let within = head.within.as_deref();
+        // A head that names nodes enough to hold it (`-w`) can have no
+        // other: its reservation is on them alone.
+        let only_named = within.filter(|w| {
+            !w.required.is_empty()
+                && head
+                    .nodes
+                    .is_none_or(|s| s.least as usize <= w.required.len())
+                && w.required
+                    .iter()
+                    .map(|&n| v.nodes.get(n).map_or(0, |node| u64::from(node.cpus)))
+                    .sum::<u64>()
+                    >= u64::from(head.cores)
+        });
         for &n in &v.partitions[head.partition].nodes {
-            if v.nodes[n].usable && !within.is_some_and(|w| w.excludes(n)) {
+            if v.nodes[n].usable
+                && !within.is_some_and(|w| w.excludes(n))
+                && only_named.is_none_or(|w| w.required.binary_search(&n).is_ok())
+            {
                 head_nodes[n] = true;
             }
         }
@@ -187,7 +207,14 @@ impl Reservation {
                 .map(|&(end, held)| (end, on_head(held.alloc(v, decisions)))),
         );
         releases.sort_unstable();
-        let mut avail = free.partition_free(head.partition);
+        let mut avail = if within.is_some() {
+            (0..v.nodes.len())
+                .filter(|&n| head_nodes[n])
+                .map(|n| u64::from(free.node(n).free_cpus))
+                .sum()
+        } else {
+            free.partition_free(head.partition)
+        };
         // No release in sight (the cores are held by suspended or held
         // jobs): no time to backfill into, and nothing spare.
         let mut shadow_ns = v.now_ns;

@@ -1105,3 +1105,42 @@ fn a_job_naming_a_drained_node_blocks_no_one() {
         );
     }
 }
+
+/// EASY reserves for a head that names a busy node that node alone: a
+/// long job behind it starts elsewhere, as Slurm's backfill starts it.
+#[test]
+fn a_head_naming_a_busy_node_reserves_that_node_alone() {
+    let mut head = job(1, 1, 10);
+    head.within = Some(Arc::new(Within {
+        required: vec![0],
+        excluded: Vec::new(),
+    }));
+    // Node 0 is full until t = 1000 s; the long job would outlast that.
+    let busy = running(9, 0, vec![(0, 4)], 1000);
+    let v = view([0, 4, 4, 4], vec![busy], vec![head, job(2, 4, 5000)]);
+    let d = EASY.decide(&v);
+    assert_eq!(
+        d.list,
+        [Decision::Start {
+            job: 2,
+            alloc: vec![(1, 4)]
+        }]
+    );
+    // A head of three cores on node 0 alone (`-w node1 -N 1`): one that
+    // would land on node 0 waits, as it would delay the head.
+    let mut head = job(1, 3, 10);
+    head.nodes = Some(Span {
+        least: 1,
+        most: 1,
+        task_cores: 1,
+        even: false,
+    });
+    head.within = Some(Arc::new(Within {
+        required: vec![0],
+        excluded: Vec::new(),
+    }));
+    let busy = running(9, 0, vec![(0, 2)], 1000);
+    let v = view([2, 4, 4, 4], vec![busy], vec![head, job(2, 1, 5000)]);
+    let d = EASY.decide(&v);
+    assert!(d.list.is_empty(), "{:?}", d.list);
+}
