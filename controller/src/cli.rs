@@ -397,7 +397,9 @@ async fn client_command(cli: &Cli, shutdown: &CancellationToken) -> Result<Outco
         Ok(())
     };
     match resp {
-        Response::Submitted(_) => bail!("controller {addr}: unexpected answer to {req:?}"),
+        Response::Submitted(_) | Response::Starts(_) => {
+            bail!("controller {addr}: unexpected answer to {req:?}")
+        }
         Response::Queue(jobs) => {
             if json {
                 print_json(tables::queue_json(&jobs))?;

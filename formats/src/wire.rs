@@ -105,7 +105,8 @@ use tokio_util::codec::{Decoder, Encoder, Framed, LengthDelimitedCodec};
 /// 31: a batch job may ask whole nodes (`Program::exclusive`), and
 /// output files added to (`Program::open_append`).
 /// 32: a batch job may name nodes it must have, or must not
-/// (`Program::nodelist`, `Program::exclude`, and their `ProgramInfo`).
+/// (`Program::nodelist`, `Program::exclude`, and their `ProgramInfo`);
+/// pending jobs' expected starts may be asked (`Request::Starts`).
 pub const PROTOCOL: u32 = 32;
 /// Bytes of the tag that ends every frame after the handshake: a
 /// truncated HMAC-SHA256, as RFC 4868 truncates it for IPsec.

@@ -190,7 +190,6 @@ const QUERIES_OWN: &[(&str, &[&str])] = &[
             "--qos",
             "--sibling",
             "--sort",
-            "--start",
             "--steps",
             "--verbose",
         ],

@@ -125,6 +125,15 @@ impl Cluster {
         }
     }
 
+    /// The pending jobs expected to start, and when (Slurm's `squeue
+    /// --start`).
+    pub async fn starts(&mut self) -> Result<Vec<formats::wire::ExpectedStart>> {
+        match self.call(&Request::Starts).await? {
+            Response::Starts(s) => Ok(s),
+            other => Err(anyhow!("unexpected answer to a starts request: {other:?}")),
+        }
+    }
+
     /// The name of the default partition (the first when none is marked).
     pub fn default_partition(&self) -> &str {
         self.config

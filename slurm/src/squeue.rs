@@ -18,6 +18,8 @@ pub const MIN_JOB_AGE_S: i64 = 300;
 const DEFAULT_FORMAT: &str = "%.18i %.9P %.8j %.8u %.2t %.10M %.6D %R";
 /// `-l`'s, with the date above it.
 const LONG_FORMAT: &str = "%.18i %.9P %.8j %.8u %.8T %.10M %.9l %.6D %R";
+/// `--start`'s table, as Slurm's squeue defines it.
+const START_FORMAT: &str = "%.18i %.9P %.8j %.8u %.2t %.19S %.6D %20Y %R";
 
 #[derive(Debug, Parser)]
 #[command(
@@ -67,6 +69,9 @@ pub struct Args {
     /// Jobs on any of these nodes (a node list, `node[1-3]`).
     #[arg(short = 'w', long)]
     nodelist: Option<String>,
+    /// Pending jobs with their expected starts and nodes, soonest first.
+    #[arg(long)]
+    start: bool,
 }
 
 /// The `-o` code a `-O` name stands for; the names with no code get
@@ -218,6 +223,8 @@ pub fn priority(j: &JobInfo) -> u64 {
 
 struct Ctx<'a> {
     now: i64,
+    /// Pending jobs' expected starts (seconds) and nodes, with `--start`.
+    starts: std::collections::HashMap<u64, (i64, String)>,
     me: &'a str,
     cluster: &'a Cluster,
     /// `--noconvert`: memory in megabytes as held (`1024M`, not `1G`).
@@ -284,6 +291,8 @@ fn value(code: char, l: &Line<'_>, c: &Ctx<'_>) -> (String, bool) {
         }
         'r' => text::reason(j, l.first_pending),
         'N' => return (j.nodes.clone(), false),
+        'S' if j.start_ns == 0 && c.starts.contains_key(&j.id) => text::date(c.starts[&j.id].0),
+        'Y' if j.start_ns == 0 && c.starts.contains_key(&j.id) => c.starts[&j.id].1.clone(),
         'S' => match (j.start_ns, j.program.as_ref().and_then(|p| p.eligible_ns)) {
             // Pending until a later instant (`--begin`, a requeue's
             // wait): then, as Slurm shows it.
@@ -446,6 +455,8 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
         Err(code) => return Ok(code),
     };
     let states = match &args.states {
+        // `--start` is of pending jobs, whatever else is asked.
+        _ if args.start => Some(vec![JobState::Pending]),
         Some(s) => match text::parse_states(s) {
             Ok(v) => v,
             Err(e) => {
@@ -571,12 +582,27 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
                 b.id,
             ))
     });
+    // Soonest first, those without a start last, as Slurm's `--sort S`.
+    let starts: std::collections::HashMap<u64, (i64, String)> = if args.start {
+        cluster
+            .starts()
+            .await?
+            .into_iter()
+            .map(|s| (s.id, (text::secs(s.at_ns), s.nodes)))
+            .collect()
+    } else {
+        Default::default()
+    };
+    if args.start {
+        shown.sort_by_key(|j| starts.get(&j.id).map_or(i64::MAX, |s| s.0));
+    }
     // Who heads the queue is decided over every job, not only those shown.
     let heads = text::first_in_queue(&jobs);
     let lines = fold_pending_arrays(&shown, args.array, &heads);
     if args.json {
         let ctx = Ctx {
             now,
+            starts: Default::default(),
             me: &me,
             cluster: &cluster,
             noconvert: args.noconvert,
@@ -609,11 +635,13 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
             format::percent(&all.join("|"))
         }
         (None, Some(f)) => format::percent(f),
+        (None, None) if args.start => format::percent(START_FORMAT),
         (None, None) if args.long => format::percent(LONG_FORMAT),
         (None, None) => format::percent(DEFAULT_FORMAT),
     };
     let ctx = Ctx {
         now,
+        starts,
         me: &me,
         cluster: &cluster,
         noconvert: args.noconvert,

@@ -3206,3 +3206,76 @@ fn dates_come_as_slurm_time_format_asks() {
 fn text_date(s: i64) -> String {
     slurm::text::date(s)
 }
+
+/// `squeue --start` as Slurm's: pending jobs only, soonest first, each
+/// with when the queue run forward starts it and on which nodes, held
+/// jobs without a start.
+#[test]
+fn squeue_start_shows_when_and_where_pending_jobs_are_expected_to_start() {
+    let c = Up::start(4, 4);
+    let work = tempfile::tempdir().unwrap();
+    let w = work.path();
+    let marker = format!("sleep 304.{}", std::process::id());
+    let submit = |args: &[&str]| {
+        let mut all = vec!["--parsable", "-o", "/dev/null"];
+        all.extend_from_slice(args);
+        all.extend(["--wrap", &marker]);
+        c.sbatch(w, &all).trim().to_string()
+    };
+    let running: Vec<String> = (0..4).map(|_| submit(&["-n", "4", "-t", "5"])).collect();
+    let p1 = submit(&["-n", "4", "-t", "10", "-J", "p1"]);
+    let p2 = submit(&["-n", "8", "-t", "10", "-J", "p2"]);
+    let p3 = submit(&["-n", "2", "-J", "p3"]);
+    let p4 = submit(&["-n", "2", "-H", "-J", "p4"]);
+    for id in &running {
+        wait_shows(|| c.ok(w, "squeue", &["-h", "-j", id, "-o", "%t"]), "R\n");
+    }
+    // In seconds since the epoch, as SLURM_TIME_FORMAT=%s gives them.
+    let seconds = |args: &[&str]| -> Vec<i64> {
+        let out = c.run_with(w, "squeue", args, None, &[("SLURM_TIME_FORMAT", "%s")]);
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .map(|l| l.trim().parse().unwrap_or_else(|_| panic!("{l:?}")))
+            .collect()
+    };
+    let mut ends = seconds(&["-h", "-t", "R", "-o", "%S"]);
+    ends.sort_unstable();
+    for e in &mut ends {
+        *e += 300;
+    }
+    let out = c.ok(w, "squeue", &["--start"]);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(
+        lines[0],
+        "             JOBID PARTITION     NAME     USER ST          START_TIME  NODES \
+         SCHEDNODES           NODELIST(REASON)"
+    );
+    // As the running jobs end at their five minutes: p1 on the first
+    // node free, p2 once two more are, p3 (no limit: it must not delay
+    // p2) on the last (all at once when they started in one second).
+    let at = |id: &str| seconds(&["--start", "-h", "-j", id, "-o", "%S"])[0];
+    for (id, name, nodes, sched, end) in [
+        (&p1, "p1", "1", "node1", ends[0]),
+        (&p2, "p2", "2", "node[2-3]", ends[2]),
+        (&p3, "p3", "1", "node4", ends[3]),
+    ] {
+        // (A start's second and its instant's may differ by one.)
+        assert!((at(id) - end).abs() <= 1, "{id}: {} for {end}", at(id));
+        let line = lines
+            .iter()
+            .find(|l| l.contains(&format!(" {name} ")))
+            .unwrap();
+        let words: Vec<&str> = line.split_whitespace().collect();
+        assert_eq!(&words[6..8], [nodes, sched], "{line}");
+    }
+    // Soonest first: the held job, without a start, last.
+    assert!(
+        lines[4].contains(" p4 ") && lines[4].contains(" N/A "),
+        "{out}"
+    );
+    assert!(lines[4].trim_start().starts_with(&p4), "{out}");
+    assert_eq!(lines.len(), 5, "{out}");
+    c.ok(w, "scancel", &["-u", &slurm::text::user_name()]);
+    wait_gone(&marker);
+}

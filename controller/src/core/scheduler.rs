@@ -93,6 +93,27 @@ impl Scheduler {
         self.interval == 0
     }
 
+    /// When the pending jobs are expected to start, and where: the policy
+    /// run forward from now (`policy::forecast`); none for a policy that
+    /// must not be asked but to decide (an external scheduler).
+    pub fn expected_starts(
+        &self,
+        cluster: &Cluster,
+        now: super::Now,
+    ) -> Vec<formats::wire::ExpectedStart> {
+        if !self.policy.may_look_ahead() {
+            return Vec::new();
+        }
+        crate::policy::forecast::forecast(self.policy.as_ref(), cluster.view(now))
+            .into_iter()
+            .map(|s| formats::wire::ExpectedStart {
+                id: s.job,
+                at_ns: now.wall.saturating_add(s.at_ns.saturating_sub(now.mono)),
+                nodes: cluster.config.fold_alloc(&s.alloc),
+            })
+            .collect()
+    }
+
     /// The policy's figures for the run's manifest.
     pub fn report(&self) -> Option<formats::scheduler::SchedulerReport> {
         self.policy.report()

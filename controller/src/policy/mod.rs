@@ -97,6 +97,7 @@ use crate::gres::Counts;
 mod alloc;
 mod easy;
 mod fcfs;
+pub mod forecast;
 mod gang;
 mod preempt;
 pub(crate) mod spare;

@@ -1144,3 +1144,69 @@ fn a_head_naming_a_busy_node_reserves_that_node_alone() {
     let d = EASY.decide(&v);
     assert!(d.list.is_empty(), "{:?}", d.list);
 }
+
+/// Expected starts, as Slurm's backfill plans them for `squeue --start`:
+/// the queue run forward as running jobs end at their limits; a job that
+/// can start now starts now; none beyond a day.
+#[test]
+fn expected_starts_follow_the_policy_as_jobs_end() {
+    // Four nodes full until t = 400 s (now is 100 s): jobs of 4, 8 and
+    // 2 cores (estimates 600 s) start then, on nodes 0, 1-2 and 3; one
+    // of 12 cores after the first two of them end, at 1000 s.
+    let full: Vec<Active> = (0..4)
+        .map(|n| running(10 + n as u64, 0, vec![(n, 4)], 400))
+        .collect();
+    let queue = vec![
+        job(1, 4, 600),
+        job(2, 8, 600),
+        job(3, 2, 600),
+        job(4, 12, 600),
+    ];
+    let v = view([0, 0, 0, 0], full, queue);
+    let starts = forecast::forecast(&EASY, v);
+    let at = |s: i64| s * S;
+    assert_eq!(
+        starts,
+        [
+            forecast::Start {
+                job: 1,
+                at_ns: at(400),
+                alloc: vec![(0, 4)]
+            },
+            forecast::Start {
+                job: 2,
+                at_ns: at(400),
+                alloc: vec![(1, 4), (2, 4)]
+            },
+            forecast::Start {
+                job: 3,
+                at_ns: at(400),
+                alloc: vec![(3, 2)]
+            },
+            forecast::Start {
+                job: 4,
+                at_ns: at(1000),
+                alloc: vec![(0, 4), (1, 4), (2, 4)]
+            },
+        ]
+    );
+    // A job that fits now starts now; one behind a job running for a
+    // year has no expected start.
+    let year = 365 * 24 * 3600;
+    let v = view(
+        [4, 0, 0, 0],
+        (1..4)
+            .map(|n| running(10 + n as u64, 0, vec![(n, 4)], year))
+            .collect(),
+        vec![job(1, 4, 10), job(2, 8, 10)],
+    );
+    let starts = forecast::forecast(&EASY, v);
+    assert_eq!(
+        starts,
+        [forecast::Start {
+            job: 1,
+            at_ns: at(100),
+            alloc: vec![(0, 4)]
+        }]
+    );
+}

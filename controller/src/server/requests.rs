@@ -92,6 +92,7 @@ impl Server {
                 Response::Queue(self.cluster.recent(ended_since_ns))
             }
             Request::Nodes => Response::Nodes(self.cluster.node_infos()),
+            Request::Starts => Response::Starts(self.scheduler.expected_starts(&self.cluster, now)),
             Request::Stats => Response::Stats(Box::new(self.stats())),
             Request::Hosts => Response::Hosts(self.cluster.hosts(now)),
             Request::Cancel(ids) => Response::Jobs(self.cluster.cancel(&ids, now, &mut self.out)),

@@ -867,6 +867,9 @@ pub enum Request {
     /// once no job waits out of the queue. Answered with
     /// [`Response::Noted`].
     NoMoreJobs,
+    /// When pending jobs are expected to start, and where (Slurm's
+    /// `squeue --start`): answered with [`Response::Starts`].
+    Starts,
 }
 
 /// Who holds a job, as Slurm tells holds apart: each has its reason.
@@ -943,6 +946,20 @@ pub enum Response {
     /// (empty when it does not know one).
     NotPrimary(String),
     Error(String),
+    /// The pending jobs expected to start, by when.
+    Starts(Vec<ExpectedStart>),
+}
+
+/// A pending job's expected start ([`Request::Starts`]): the scheduling
+/// policy run on the cluster as it will be as running jobs end at their
+/// limits, a day ahead at most.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExpectedStart {
+    pub id: u64,
+    /// When (CLOCK_REALTIME ns).
+    pub at_ns: i64,
+    /// Its nodes then (folded).
+    pub nodes: String,
 }
 
 /// A job to start on an agent.
