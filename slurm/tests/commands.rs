@@ -2000,8 +2000,8 @@ fn bad_input_gets_one_line_and_no_job() {
         ),
         (
             "squeue",
-            &["--start"][..],
-            "squeue: error: --start is an option of Slurm's that clemu does not take yet\n",
+            &["--sort=S"][..],
+            "squeue: error: --sort is an option of Slurm's that clemu does not take yet\n",
             1,
         ),
         (
