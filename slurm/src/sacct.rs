@@ -330,7 +330,7 @@ fn value(name: &str, r: &Row<'_>, c: &Ctx<'_>) -> String {
     };
     let date = |ns: i64| {
         if ns > 0 {
-            text::date(text::secs(ns))
+            text::date_wide(text::secs(ns))
         } else {
             "Unknown".into()
         }
@@ -557,10 +557,10 @@ fn srun_value(name: &str, s: &StepInfo, j: &JobInfo, c: &Ctx<'_>) -> Option<Stri
             _ => "FAILED".into(),
         },
         "ExitCode" => format!("{}:{}", s.exit.0, s.exit.1),
-        "Start" | "Submit" | "Eligible" => text::date(secs(s.start_ns)),
+        "Start" | "Submit" | "Eligible" => text::date_wide(secs(s.start_ns)),
         "End" => {
             if end_ns > 0 {
-                text::date(secs(end_ns))
+                text::date_wide(secs(end_ns))
             } else {
                 "Unknown".into()
             }
@@ -861,6 +861,18 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
     let mut out = String::new();
     let line = |vals: Vec<String>, header: bool, out: &mut String| {
         if parsable {
+            // A date is written into a buffer of its field's width,
+            // which cuts it even here (SLURM_TIME_FORMAT's long forms).
+            let vals: Vec<String> = vals
+                .into_iter()
+                .zip(&fields)
+                .map(|(v, f)| match f.name {
+                    "Start" | "End" | "Submit" | "Eligible" if !header => {
+                        v.chars().take(f.width.unsigned_abs() as usize).collect()
+                    }
+                    _ => v,
+                })
+                .collect();
             out.push_str(&vals.join(&delim));
             if args.parsable {
                 out.push_str(&delim);

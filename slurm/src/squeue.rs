@@ -291,15 +291,8 @@ fn value(code: char, l: &Line<'_>, c: &Ctx<'_>) -> (String, bool) {
         }
         'r' => text::reason(j, l.first_pending),
         'N' => return (j.nodes.clone(), false),
-        'S' if j.start_ns == 0 && c.starts.contains_key(&j.id) => text::date(c.starts[&j.id].0),
         'Y' if j.start_ns == 0 && c.starts.contains_key(&j.id) => c.starts[&j.id].1.clone(),
-        'S' => match (j.start_ns, j.program.as_ref().and_then(|p| p.eligible_ns)) {
-            // Pending until a later instant (`--begin`, a requeue's
-            // wait): then, as Slurm shows it.
-            (0, Some(t)) if t > j.submit_ns => text::date(text::secs(t)),
-            (0, _) => na(),
-            (s, _) => text::date(text::secs(s)),
-        },
+        'S' => shown_start(j, &c.starts).map_or_else(na, text::date),
         'V' => text::date(text::secs(j.submit_ns)),
         '6' => j.program.as_ref().map_or(1, |p| p.ntasks).to_string(),
         // Held, or waiting for other jobs: not eligible yet.
@@ -405,6 +398,23 @@ fn value(code: char, l: &Line<'_>, c: &Ctx<'_>) -> (String, bool) {
     (v, true)
 }
 
+/// A job's `%S` (seconds): its start; pending, its expected start
+/// (`--start`), else a later instant it waits for (`--begin`, a
+/// requeue's wait), as Slurm shows it; else none.
+fn shown_start(j: &JobInfo, starts: &std::collections::HashMap<u64, (i64, String)>) -> Option<i64> {
+    if j.start_ns != 0 {
+        return Some(text::secs(j.start_ns));
+    }
+    if let Some(&(at, _)) = starts.get(&j.id) {
+        return Some(at);
+    }
+    j.program
+        .as_ref()
+        .and_then(|p| p.eligible_ns)
+        .filter(|&t| t > j.submit_ns)
+        .map(text::secs)
+}
+
 /// The nodes a job holds; while pending, the least it can run on: the
 /// least it asked (`-N`), or its cores over the largest node of its
 /// partition.
@@ -455,8 +465,6 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
         Err(code) => return Ok(code),
     };
     let states = match &args.states {
-        // `--start` is of pending jobs, whatever else is asked.
-        _ if args.start => Some(vec![JobState::Pending]),
         Some(s) => match text::parse_states(s) {
             Ok(v) => v,
             Err(e) => {
@@ -468,6 +476,8 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
                 return Ok(1);
             }
         },
+        // `--start` is of pending jobs unless told otherwise.
+        None if args.start => Some(vec![JobState::Pending]),
         // Only jobs not over, even among ids given (Slurm's _filter_job).
         None => Some(vec![
             JobState::Pending,
@@ -594,7 +604,7 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
         Default::default()
     };
     if args.start {
-        shown.sort_by_key(|j| starts.get(&j.id).map_or(i64::MAX, |s| s.0));
+        shown.sort_by_key(|j| shown_start(j, &starts).unwrap_or(i64::MAX));
     }
     // Who heads the queue is decided over every job, not only those shown.
     let heads = text::first_in_queue(&jobs);

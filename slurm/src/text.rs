@@ -111,6 +111,21 @@ pub fn limit_minutes(walltime_ns: u64) -> i64 {
 /// step's own lines, which sigsleep writes, keep the default, as
 /// slurmstepd does.)
 pub fn date(s: i64) -> String {
+    // Into Slurm's buffer of 32 bytes, which cuts a longer date.
+    let mut d = date_wide(s);
+    if d.len() > 31 {
+        let mut cut = 31;
+        while !d.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        d.truncate(cut);
+    }
+    d
+}
+
+/// [`date`] uncut, as sacct writes one into a buffer of its field's
+/// width (it cuts the date itself).
+pub fn date_wide(s: i64) -> String {
     let shown = match time_format() {
         TimeFormat::Standard => None,
         TimeFormat::Relative => strftime(relative_format(s), s),
@@ -1156,6 +1171,12 @@ pub fn top_level_pieces(list: &str) -> Vec<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The standard form, whatever `SLURM_TIME_FORMAT` the one who runs
+    /// the tests has set (it shadows [`super::date`]).
+    fn date(s: i64) -> String {
+        sigsleep::supervise::local_date(s).unwrap()
+    }
 
     #[test]
     fn a_days_date_has_two_digits_as_slurms() {

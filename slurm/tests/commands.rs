@@ -81,6 +81,8 @@ impl Up {
             .current_dir(cwd)
             .env("CLEMU_CONF", &self.conf)
             .env("PATH", path)
+            // Dates in the standard form unless a test asks otherwise.
+            .env_remove("SLURM_TIME_FORMAT")
             .envs(env.iter().copied())
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
@@ -106,6 +108,7 @@ impl Up {
             .current_dir(cwd)
             .env("CLEMU_CONF", &self.conf)
             .env("PATH", path)
+            .env_remove("SLURM_TIME_FORMAT")
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
@@ -3278,4 +3281,33 @@ fn squeue_start_shows_when_and_where_pending_jobs_are_expected_to_start() {
     assert_eq!(lines.len(), 5, "{out}");
     c.ok(w, "scancel", &["-u", &slurm::text::user_name()]);
     wait_gone(&marker);
+}
+
+/// A date longer than Slurm's buffers is cut as Slurm cuts it: squeue's
+/// and scontrol's at 31 bytes, sacct's at its field's width, even with
+/// `-P`.
+#[test]
+fn a_long_date_is_cut_as_slurm_cuts_it() {
+    let c = Up::start(1, 1);
+    let work = tempfile::tempdir().unwrap();
+    let w = work.path();
+    let held = c.sbatch(
+        w,
+        &["--parsable", "-H", "-o", "/dev/null", "--wrap", "true"],
+    );
+    let held = held.trim();
+    let long = [("SLURM_TIME_FORMAT", "%FT%T %FT%T")];
+    let out = |cmd: &str, args: &[&str]| {
+        String::from_utf8(c.run_with(w, cmd, args, None, &long).stdout).unwrap()
+    };
+    let v = out("squeue", &["-h", "-j", held, "-o", "%V"]);
+    assert_eq!(v.trim_end().len(), 31, "{v:?}");
+    let p = out(
+        "sacct",
+        &["-X", "-P", "-n", "-j", held, "-o", "Submit,Submit%40"],
+    );
+    let (narrow, wide) = p.trim_end().split_once('|').unwrap();
+    assert_eq!(narrow.len(), 19, "{p:?}");
+    assert!(wide.len() == 39 && wide.starts_with(narrow), "{p:?}");
+    c.ok(w, "scancel", &[held]);
 }

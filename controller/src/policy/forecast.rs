@@ -22,69 +22,96 @@ pub struct Start {
 /// (`bf_window`); a job that would start later has no expected start.
 pub const WINDOW_NS: i64 = 24 * 3600 * 1_000_000_000;
 
-/// At most so many passes: a queue of thousands behind as many running
-/// jobs is a pass per end, and an answer must not wait for all of them.
+/// At most so many passes, and so much time: the controller answers
+/// nothing else meanwhile. A queue of thousands behind as many running
+/// jobs is a pass per end; the jobs past the last pass have no expected
+/// start.
 const MAX_PASSES: usize = 2000;
+const BUDGET: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// The starts `policy` would make from `v` on, as running jobs end at
-/// their expected ends, within [`WINDOW_NS`]: the jobs that can start now
-/// first, at `v.now_ns`. Only starts are followed: a policy that
-/// suspends or preempts is planned as if it did not.
+/// their expected ends (a job being ended, at once), within
+/// [`WINDOW_NS`]: the jobs that can start now first, at `v.now_ns`. Only
+/// starts are followed: at a pass that would suspend, resume or preempt
+/// a job (gang scheduling, preemption), the plan stops, and the jobs not
+/// yet planned have no expected start.
 pub fn forecast(policy: &dyn Policy, mut v: View) -> Vec<Start> {
+    let began = std::time::Instant::now();
     let until = v.now_ns.saturating_add(WINDOW_NS);
     let mut out = Vec::new();
     let mut passes = 0;
-    while !v.queue.is_empty() && passes < MAX_PASSES {
+    while !v.queue.is_empty() && passes < MAX_PASSES && began.elapsed() < BUDGET {
         passes += 1;
-        let started: Vec<(u64, Vec<(usize, u32)>)> = policy
-            .decide(&v)
-            .list
-            .into_iter()
-            .filter_map(|d| match d {
-                Decision::Start { job, alloc } => Some((job, alloc)),
-                _ => None,
-            })
-            .collect();
-        let any = !started.is_empty();
-        for (job, alloc) in started {
-            start(&mut v, job, &alloc);
-            out.push(Start {
+        let decided = policy.decide(&v);
+        let mut started = Vec::with_capacity(decided.list.len());
+        for d in decided.list {
+            match d {
+                Decision::Start { job, alloc } => started.push((job, alloc)),
+                _ => return out,
+            }
+        }
+        if !started.is_empty() {
+            start_all(&mut v, &started);
+            out.extend(started.into_iter().map(|(job, alloc)| Start {
                 job,
                 at_ns: v.now_ns,
                 alloc,
-            });
-        }
-        // Started at this instant: another pass then may start more
-        // (a job that waited behind them for its place in the queue).
-        if any {
+            }));
+            // Another pass at this instant may start more (a job that
+            // waited behind them for its place in the queue).
             continue;
         }
-        // The next end, and every job ending then (or already due).
-        let Some(next) = v
+        // The next end (or the policy's own wake-up), and every job
+        // ending by then.
+        let next_end = v
             .active
             .iter()
-            .filter(|a| a.state == ActiveState::Running)
-            .map(|a| a.expected_end_ns.max(v.now_ns))
-            .min()
-        else {
+            .filter_map(|a| match a.state {
+                ActiveState::Running => Some(a.expected_end_ns.max(v.now_ns)),
+                ActiveState::Ending | ActiveState::EndingSuspended => Some(v.now_ns),
+                _ => None,
+            })
+            .min();
+        let wake = decided.wake_at_ns.filter(|&w| w > v.now_ns);
+        let Some(next) = [next_end, wake].into_iter().flatten().min() else {
             break;
         };
         if next > until {
             break;
         }
-        end_until(&mut v, next);
+        // Nothing ended and nothing is due: no pass can differ.
+        if end_until(&mut v, next) == 0 && next == v.now_ns && wake.is_none() {
+            break;
+        }
         v.now_ns = next;
     }
     out
 }
 
-/// `job` out of the queue and running on `alloc` from now.
-fn start(v: &mut View, job: u64, alloc: &[(usize, u32)]) {
-    let queue = Arc::make_mut(&mut v.queue);
-    let Some(i) = queue.iter().position(|q| q.job == job) else {
-        return;
-    };
-    let q = queue.remove(i);
+/// The jobs `started` out of the queue (in one sweep of it) and running
+/// on their allocations from now.
+fn start_all(v: &mut View, started: &[(u64, Vec<(usize, u32)>)]) {
+    let mut ids: Vec<u64> = started.iter().map(|&(job, _)| job).collect();
+    ids.sort_unstable();
+    let mut taken = Vec::with_capacity(ids.len());
+    Arc::make_mut(&mut v.queue).retain(|q| {
+        if ids.binary_search(&q.job).is_ok() {
+            taken.push(q.clone());
+            false
+        } else {
+            true
+        }
+    });
+    for q in taken {
+        if let Some((_, alloc)) = started.iter().find(|(job, _)| *job == q.job) {
+            start(v, q, alloc);
+        }
+    }
+}
+
+/// Queued job `q` running on `alloc` from now.
+fn start(v: &mut View, q: super::Queued, alloc: &[(usize, u32)]) {
+    let job = q.job;
     for &(n, c) in alloc {
         if let Some(node) = v.nodes.get_mut(n) {
             node.free_cpus = node.free_cpus.saturating_sub(c);
@@ -117,16 +144,28 @@ fn start(v: &mut View, job: u64, alloc: &[(usize, u32)]) {
     );
 }
 
-/// Every running job expected to end by `t` over, what it held free.
-fn end_until(v: &mut View, t: i64) {
+/// Every running job expected to end by `t` over, and every job being
+/// ended, what it held free; how many.
+fn end_until(v: &mut View, t: i64) -> usize {
     let nodes = &mut v.nodes;
+    let before = v.active.len();
     Arc::make_mut(&mut v.active).retain(|a| {
-        if a.state != ActiveState::Running || a.expected_end_ns > t {
+        let ends = match a.state {
+            ActiveState::Running => a.expected_end_ns <= t,
+            ActiveState::Ending => true,
+            // Its cores were free already; its memory and devices go.
+            ActiveState::EndingSuspended => true,
+            _ => false,
+        };
+        if !ends {
             return true;
         }
+        let cores_held = a.state != ActiveState::EndingSuspended;
         for &(n, c) in a.alloc.iter() {
             if let Some(node) = nodes.get_mut(n) {
-                node.free_cpus = (node.free_cpus + c).min(node.cpus);
+                if cores_held {
+                    node.free_cpus = (node.free_cpus + c).min(node.cpus);
+                }
                 node.free_slots += c;
                 node.free_mem_mb += u64::from(c) * a.mem_per_cpu_mb;
                 for (f, g) in node.free_gres.iter_mut().zip(&a.gres) {
@@ -136,4 +175,5 @@ fn end_until(v: &mut View, t: i64) {
         }
         false
     });
+    before - v.active.len()
 }

@@ -1210,3 +1210,42 @@ fn expected_starts_follow_the_policy_as_jobs_end() {
         }]
     );
 }
+
+/// The plan stops at a pass that would suspend or preempt (those jobs
+/// have no expected start), and a job being ended frees its cores at once.
+#[test]
+fn expected_starts_stop_at_a_suspension_and_count_ending_jobs_as_gone() {
+    struct Suspends;
+    impl Policy for Suspends {
+        fn decide(&self, _: &View) -> Decisions {
+            Decisions {
+                list: vec![
+                    Decision::Suspend(9),
+                    Decision::Start {
+                        job: 1,
+                        alloc: vec![(0, 4)],
+                    },
+                ],
+                ..Default::default()
+            }
+        }
+    }
+    let v = view(
+        [0, 4, 4, 4],
+        vec![running(9, 0, vec![(0, 4)], 400)],
+        vec![job(1, 4, 10)],
+    );
+    assert!(forecast::forecast(&Suspends, v).is_empty());
+    let mut ending = running(9, 0, vec![(0, 4)], 400);
+    ending.state = ActiveState::Ending;
+    ending.expected_end_ns = i64::MAX;
+    let v = view([0, 0, 0, 0], vec![ending], vec![job(1, 4, 10)]);
+    assert_eq!(
+        forecast::forecast(&EASY, v),
+        [forecast::Start {
+            job: 1,
+            at_ns: 100 * S,
+            alloc: vec![(0, 4)]
+        }]
+    );
+}

@@ -207,6 +207,7 @@ fn reads_only(r: &Response) -> bool {
             | Response::Nodes(_)
             | Response::Hosts(_)
             | Response::Stats(_)
+            | Response::Starts(_)
             | Response::NotPrimary(_)
             | Response::Error(_)
     )
