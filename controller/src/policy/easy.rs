@@ -166,9 +166,12 @@ impl Reservation {
         let mut head_nodes = vec![false; v.nodes.len()];
         let within = head.within.as_deref();
         // A head that names nodes enough to hold it (`-w`) can have no
-        // other: its reservation is on them alone.
+        // other: its reservation is on them alone. (Counted in cores: a
+        // head asking memory or devices keeps its whole partition.)
         let only_named = within.filter(|w| {
             !w.required.is_empty()
+                && head.mem_per_cpu_mb == 0
+                && !crate::gres::any(&head.gres)
                 && head
                     .nodes
                     .is_none_or(|s| s.least as usize <= w.required.len())

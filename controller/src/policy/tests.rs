@@ -1126,6 +1126,17 @@ fn a_head_naming_a_busy_node_reserves_that_node_alone() {
             alloc: vec![(1, 4)]
         }]
     );
+    // A head asking memory may need more than its named nodes' cores
+    // say: it keeps its whole partition, and the long job waits.
+    let mut head = job(1, 1, 10);
+    head.mem_per_cpu_mb = 100;
+    head.within = Some(Arc::new(Within {
+        required: vec![0],
+        excluded: Vec::new(),
+    }));
+    let busy = running(9, 0, vec![(0, 4)], 1000);
+    let v = view([0, 4, 4, 4], vec![busy], vec![head, job(2, 4, 5000)]);
+    assert!(EASY.decide(&v).list.is_empty());
     // A head of three cores on node 0 alone (`-w node1 -N 1`): one that
     // would land on node 0 waits, as it would delay the head.
     let mut head = job(1, 3, 10);
