@@ -593,11 +593,18 @@ enum Cut {
 }
 
 /// Which [`Cut`] field `name`'s values get.
+/// The fields that are dates, which Slurm writes into a buffer of their
+/// width.
+fn is_date(name: &str) -> bool {
+    matches!(name, "Start" | "End" | "Submit" | "Eligible")
+}
+
 fn cut_of(name: &str) -> Cut {
     match name {
         "AllocCPUS" | "NCPUS" | "NNodes" | "ElapsedRaw" | "CPUTimeRAW" | "ReqCPUS" | "NTasks"
         | "UID" => Cut::Never,
-        "Start" | "End" | "Submit" | "Eligible" | "Elapsed" | "CPUTime" | "Suspended" => Cut::Plain,
+        d if is_date(d) => Cut::Plain,
+        "Elapsed" | "CPUTime" | "Suspended" => Cut::Plain,
         _ => Cut::Plus,
     }
 }
@@ -867,7 +874,7 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
                 .into_iter()
                 .zip(&fields)
                 .map(|(v, f)| match f.name {
-                    "Start" | "End" | "Submit" | "Eligible" if !header => {
+                    name if is_date(name) && !header => {
                         v.chars().take(f.width.unsigned_abs() as usize).collect()
                     }
                     _ => v,

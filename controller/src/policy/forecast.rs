@@ -91,21 +91,19 @@ pub fn forecast(policy: &dyn Policy, mut v: View) -> Vec<Start> {
 /// The jobs `started` out of the queue (in one sweep of it) and running
 /// on their allocations from now.
 fn start_all(v: &mut View, started: &[(u64, Vec<(usize, u32)>)]) {
-    let mut ids: Vec<u64> = started.iter().map(|&(job, _)| job).collect();
+    // By job id, each with its place in `started`.
+    let mut ids: Vec<(u64, usize)> = started.iter().enumerate().map(|(i, s)| (s.0, i)).collect();
     ids.sort_unstable();
     let mut taken = Vec::with_capacity(ids.len());
-    Arc::make_mut(&mut v.queue).retain(|q| {
-        if ids.binary_search(&q.job).is_ok() {
-            taken.push(q.clone());
+    Arc::make_mut(&mut v.queue).retain(|q| match ids.binary_search_by_key(&q.job, |&(j, _)| j) {
+        Ok(k) => {
+            taken.push((q.clone(), ids[k].1));
             false
-        } else {
-            true
         }
+        Err(_) => true,
     });
-    for q in taken {
-        if let Some((_, alloc)) = started.iter().find(|(job, _)| *job == q.job) {
-            start(v, q, alloc);
-        }
+    for (q, i) in taken {
+        start(v, q, &started[i].1);
     }
 }
 
