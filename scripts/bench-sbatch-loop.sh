@@ -88,6 +88,12 @@ declare -A rate start held
 # just written by the linker and one written in one go by `cp` are held
 # differently in the page cache (15 more page faults per `sbatch` from
 # the linker's here), which is not a difference between the builds.
+# This build's sigsleep is the one its agents take: its musl build where
+# that comes from the same code (agent::settings::sigsleep_in).
+sig=$bin/sigsleep
+musl=$PWD/target/${host%-gnu}-musl/release/sigsleep
+[ -x "$musl" ] && [ "$("$musl" --source-id)" = "$("$sig" --source-id)" ] && sig=$musl
+echo "bench-sbatch-loop: this build's sigsleep: $sig" >&2
 for b in base new; do
   mkdir -p "$tmp/bin-$b"
   src=$bin
@@ -96,6 +102,7 @@ for b in base new; do
     cp "$src/$f" "$tmp/bin-$b/$f"
   done
 done
+cp "$sig" "$tmp/bin-new/sigsleep"
 
 # The builds take turns and swap places every round: the second of a
 # round runs after the first's cluster went down, which is not the same.

@@ -23,6 +23,10 @@ jobs=${JOBS:-300}
 nodes=${NODES:-100}
 work=${WORK:-sleep 1}
 cargo build --release -q
+# sigsleep's musl build, which the agents run where it is built (README.md).
+if rustup target list --installed 2>/dev/null | grep -qx x86_64-unknown-linux-musl; then
+  cargo build --release -q -p sigsleep --target x86_64-unknown-linux-musl
+fi
 host=$(rustc -vV | sed -n 's/^host: //p')
 bin=$PWD/target/$host/release
 [ -x "$bin/clemu-slurm" ] || bin=$PWD/target/release

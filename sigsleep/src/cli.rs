@@ -214,6 +214,8 @@ pub enum Parsed {
     Run(Config),
     Help,
     Version,
+    /// `--source-id` (not in the help: for the agent): [`crate::SOURCE_ID`].
+    SourceId,
 }
 
 /// Parses `args` (the program name first, as from `std::env::args_os`).
@@ -322,6 +324,7 @@ pub fn parse(
             }
             Short('h') | Long("help") => return Ok(Parsed::Help),
             Short('V') | Long("version") => return Ok(Parsed::Version),
+            Long("source-id") => return Ok(Parsed::SourceId),
             other => return Err(other.unexpected().to_string()),
         }
     }

@@ -50,7 +50,10 @@
 //!    sooner.
 //!
 //! No async runtime, no threads, one allocation for the record at the end:
-//! thousands of these sleep at once on one host.
+//! thousands of these sleep at once on one host. It builds against glibc
+//! and musl alike; agents prefer the musl build, whose start-up asks the
+//! processor nothing (glibc's probes its caches with CPUID, which a
+//! virtual machine traps), when it says their [`SOURCE_ID`].
 
 pub mod cli;
 pub mod clock;
@@ -69,6 +72,13 @@ use formats::record::{self, Flags, JobRecord};
 use crate::cli::{Config, Parsed};
 use crate::ledger::{Event, Ledger};
 
+/// A digest of the code this build of sigsleep comes from (its sources,
+/// the record formats, the lock file), the same for every target
+/// (`build.rs`), printed by `sigsleep --source-id`: the agent runs a
+/// sigsleep of another build only if it says the digest the agent was
+/// built with.
+pub const SOURCE_ID: &str = env!("SIGSLEEP_SOURCE_ID");
+
 /// Exit code: the record could not be written.
 pub const EXIT_LOG: i32 = 1;
 /// Exit code: usage error.
@@ -76,8 +86,9 @@ pub const EXIT_USAGE: i32 = 2;
 /// Exit code: the wall-time limit ended the job (as coreutils `timeout`).
 pub const EXIT_TIMEOUT: i32 = 124;
 
-/// Runs sigsleep with the process's own arguments; returns the exit code.
-pub fn main_exit_code() -> i32 {
+/// Runs sigsleep with `args` (the program name first); returns the exit
+/// code.
+pub fn main_exit_code(args: impl IntoIterator<Item = std::ffi::OsString>) -> i32 {
     let mut waiter = match signals::install() {
         Ok(w) => w,
         Err(e) => {
@@ -86,7 +97,7 @@ pub fn main_exit_code() -> i32 {
         }
     };
     let start = clock::now();
-    let cfg = match cli::parse(std::env::args_os(), std::env::var_os("SIGSLEEP_LOG")) {
+    let cfg = match cli::parse(args, std::env::var_os("SIGSLEEP_LOG")) {
         Ok(Parsed::Run(cfg)) => cfg,
         Ok(Parsed::Help) => {
             print!("{}", cli::HELP);
@@ -94,6 +105,10 @@ pub fn main_exit_code() -> i32 {
         }
         Ok(Parsed::Version) => {
             println!("sigsleep {}", env!("CARGO_PKG_VERSION"));
+            return 0;
+        }
+        Ok(Parsed::SourceId) => {
+            println!("{SOURCE_ID}");
             return 0;
         }
         Err(e) => {
@@ -269,9 +284,21 @@ fn finish(cfg: &Config, written: Result<(), Box<dyn std::error::Error>>, code: i
 /// of a start runs as any process. Where the host refuses (no root, no
 /// CAP_SYS_NICE), the job runs as any process.
 fn wait_in_real_time() {
-    let p = libc::sched_param { sched_priority: 1 };
-    // SAFETY: plain syscall on this process; failure changes nothing.
-    unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &p) };
+    // The system call itself: musl's `sched_setscheduler` only says
+    // ENOSYS. A zeroed sched_param is valid (musl's has more fields than
+    // glibc's, which the kernel does not read).
+    // SAFETY: a plain system call on this process with a valid pointer
+    // for its duration; failure changes nothing.
+    unsafe {
+        let mut p: libc::sched_param = std::mem::zeroed();
+        p.sched_priority = 1;
+        libc::syscall(
+            libc::SYS_sched_setscheduler,
+            0,
+            libc::SCHED_FIFO,
+            &p as *const libc::sched_param,
+        )
+    };
 }
 
 /// The process name (`/proc/PID/comm`) of a sigsleep held before its

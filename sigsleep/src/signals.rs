@@ -37,8 +37,13 @@ const JOB_SIGNALS: [libc::c_int; 4] = [libc::SIGTSTP, libc::SIGCONT, libc::SIGTE
 /// last one sent is the limit. A launcher starts sigsleep with it blocked
 /// (its default action would end the process); sigsleep reads it from a
 /// signalfd and never lets it in.
+///
+/// A fixed number, not one counted from `SIGRTMIN`: the C libraries
+/// reserve different realtime signals for themselves (`SIGRTMIN` is 34
+/// with glibc, 35 with musl), and the agent and sigsleep may be built
+/// against different ones. 40 is free under both.
 pub fn limit_signal() -> libc::c_int {
-    libc::SIGRTMIN() + 2
+    40
 }
 
 /// Sends process `pid` (a sigsleep) the new wall-time limit `walltime_ns`
@@ -477,7 +482,7 @@ impl Waiter {
                     tv_nsec: 0,
                 },
                 it_value: libc::timespec {
-                    tv_sec: (ns / 1_000_000_000) as libc::time_t,
+                    tv_sec: (ns / 1_000_000_000) as _,
                     tv_nsec: (ns % 1_000_000_000) as libc::c_long,
                 },
             };

@@ -52,11 +52,13 @@ pub fn end_message(id: u64, node: &str, at: i64, why: Option<&str>) -> String {
 /// since the epoch) in local time, `YYYY-MM-DDTHH:MM:SS`; `None` for a
 /// time the C library cannot convert.
 pub fn local_date(s: i64) -> Option<String> {
-    let t = s as libc::time_t;
+    // The C library's time_t, unnamed: the libc crate marks musl's as
+    // deprecated (a 64-bit type there too, on x86-64).
+    let t = [s as _];
     // SAFETY: localtime_r reads `t` and writes only into `tm`, which
     // lives for the call; no pointer outlives it.
     let mut tm: libc::tm = unsafe { std::mem::zeroed() };
-    if unsafe { libc::localtime_r(&t, &mut tm) }.is_null() {
+    if unsafe { libc::localtime_r(t.as_ptr(), &mut tm) }.is_null() {
         return None;
     }
     Some(format!(

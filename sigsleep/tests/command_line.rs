@@ -69,3 +69,14 @@ fn help_documents_signals_and_exit_codes() {
         assert!(help.contains(needle), "--help lacks {needle}");
     }
 }
+
+/// The agent runs a sigsleep of another build only if it says the digest
+/// of the code the agent was built with: this build says its own.
+#[test]
+fn source_id_is_the_one_built_in() {
+    let out = sigsleep().arg("--source-id").output().unwrap();
+    assert!(out.status.success());
+    let said = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(said.trim(), sigsleep::SOURCE_ID);
+    assert_eq!(said.trim().len(), 16, "{said:?}");
+}

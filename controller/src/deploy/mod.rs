@@ -93,7 +93,8 @@ impl Binaries {
         let exe = std::env::current_exe().context("cannot find this program's path")?;
         let dir = exe.parent().unwrap_or(Path::new("."));
         let agent = dir.join("agent");
-        let sigsleep = dir.join("sigsleep");
+        // Its musl build where there is a fresh one, as a local agent runs.
+        let sigsleep = agent::settings::sigsleep_in(dir).unwrap_or_else(|| dir.join("sigsleep"));
         for b in [&agent, &sigsleep] {
             if !b.is_file() {
                 bail!(
