@@ -120,16 +120,18 @@ fn musl_build_of(path: &Path) -> Option<PathBuf> {
     twin.is_file().then_some(twin)
 }
 
-/// What sigsleep `path` says with `--source-id`, if it says it.
+/// The [`sigsleep::SOURCE_ID_MARK`] in sigsleep binary `path`, read from
+/// the file: running it to ask would race this process's reaper, which
+/// waits for every child ([`crate::spawn`]).
 fn source_id(path: &Path) -> Option<String> {
-    let out = std::process::Command::new(path)
-        .arg("--source-id")
-        .stdin(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .output()
-        .ok()?;
-    let id = String::from_utf8(out.stdout).ok()?;
-    out.status.success().then(|| id.trim().to_string())
+    let bytes = std::fs::read(path).ok()?;
+    let name = sigsleep::SOURCE_ID_NAME.as_bytes();
+    let len = sigsleep::SOURCE_ID.len();
+    memchr::memmem::find_iter(&bytes, name).find_map(|at| {
+        let id = bytes.get(at + name.len()..at + name.len() + len)?;
+        let ended = bytes.get(at + name.len() + len) == Some(&0);
+        (ended && id.iter().all(u8::is_ascii_hexdigit)).then(|| String::from_utf8_lossy(id).into())
+    })
 }
 
 #[cfg(test)]
@@ -144,10 +146,10 @@ mod tests {
         std::fs::create_dir_all(&gnu).unwrap();
         // No sigsleep here at all: none.
         assert_eq!(sigsleep_in(&gnu), None);
+        // A binary's bytes around its mark, and the name alone elsewhere.
         let script = |p: &Path, id: &str| {
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::write(p, format!("#!/bin/sh\necho {id}\n")).unwrap();
-            std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755)).unwrap();
+            let name = sigsleep::SOURCE_ID_NAME;
+            std::fs::write(p, format!("\x7fELF..{name}..{name}{id}\0..")).unwrap();
         };
         script(&gnu.join("sigsleep"), sigsleep::SOURCE_ID);
         // No musl build: the one here.

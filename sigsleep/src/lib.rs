@@ -79,6 +79,19 @@ use crate::ledger::{Event, Ledger};
 /// built with.
 pub const SOURCE_ID: &str = env!("SIGSLEEP_SOURCE_ID");
 
+/// What comes before [`SOURCE_ID`] in the binary ([`SOURCE_ID_MARK`]).
+pub const SOURCE_ID_NAME: &str = "clemu-sigsleep-source-id=";
+
+/// [`SOURCE_ID`] as every sigsleep binary carries it, named and ended by
+/// a NUL, so that an agent reads it from the file rather than running
+/// the program (a process that reaps every child of its own, as the
+/// agent does, cannot wait for one of them).
+pub const SOURCE_ID_MARK: &str = concat!(
+    "clemu-sigsleep-source-id=",
+    env!("SIGSLEEP_SOURCE_ID"),
+    "\0"
+);
+
 /// Exit code: the record could not be written.
 pub const EXIT_LOG: i32 = 1;
 /// Exit code: usage error.
@@ -108,7 +121,10 @@ pub fn main_exit_code(args: impl IntoIterator<Item = std::ffi::OsString>) -> i32
             return 0;
         }
         Ok(Parsed::SourceId) => {
-            println!("{SOURCE_ID}");
+            // Read from the mark at run time, so that the mark is in the
+            // binary whole, where an agent looks for it.
+            let mark = std::hint::black_box(SOURCE_ID_MARK);
+            println!("{}", &mark[SOURCE_ID_NAME.len()..mark.len() - 1]);
             return 0;
         }
         Err(e) => {

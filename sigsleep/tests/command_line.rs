@@ -79,4 +79,8 @@ fn source_id_is_the_one_built_in() {
     let said = String::from_utf8(out.stdout).unwrap();
     assert_eq!(said.trim(), sigsleep::SOURCE_ID);
     assert_eq!(said.trim().len(), 16, "{said:?}");
+    // And the binary carries it whole, where the agent reads it.
+    let bytes = std::fs::read(env!("CARGO_BIN_EXE_sigsleep")).unwrap();
+    let mark = sigsleep::SOURCE_ID_MARK.as_bytes();
+    assert!(bytes.windows(mark.len()).any(|w| w == mark));
 }
