@@ -329,10 +329,15 @@ pub fn start(name: String, ctx: Arc<NodeContext>) -> (NodeHandle, tokio::task::J
     (NodeHandle(mailbox), task)
 }
 
+/// `sig` to the process group of job process `pid`, if that is still
+/// ours: one reaped an instant ago, its exit not yet seen by its node, is
+/// left alone, since its pid may be another process's already.
 fn signal(pid: i32, sig: Signal) {
-    // The job's process group is its pid (spawned with pgroup 0). A group
-    // that is already gone (the job just ended) is not an error.
-    if let Err(e) = killpg(Pid::from_raw(pid), sig) {
+    let sent = crate::spawn::while_unreaped(pid, || {
+        // The job's process group is its pid (spawned with pgroup 0).
+        killpg(Pid::from_raw(pid), sig)
+    });
+    if let Some(Err(e)) = sent {
         debug!(pid, ?sig, %e, "signal not delivered");
     }
 }
@@ -341,6 +346,11 @@ fn signal(pid: i32, sig: Signal) {
 /// names (sigsleep itself is never one: it is the job's supervisor, not a
 /// process of Slurm's job).
 fn signal_part(pid: i32, sig: i32, reach: Reach) {
+    // Its supervisor unreaped, the tree read below it is the job's.
+    crate::spawn::while_unreaped(pid, || signal_tree(pid, sig, reach));
+}
+
+fn signal_tree(pid: i32, sig: i32, reach: Reach) {
     let pids = match reach {
         Reach::Steps => sigsleep::tree::step_tasks_of(pid),
         Reach::Batch => sigsleep::tree::program_of(pid).into_iter().collect(),
@@ -562,7 +572,10 @@ async fn run(name: String, rx: Arc<Mailbox>, ctx: Arc<NodeContext>) {
                         continue;
                     }
                     if let Some(job) = jobs.get(&id) {
-                        if let Err(e) = sigsleep::signals::send_limit(job.pid, walltime_ns) {
+                        let sent = crate::spawn::while_unreaped(job.pid, || {
+                            sigsleep::signals::send_limit(job.pid, walltime_ns)
+                        });
+                        if let Some(Err(e)) = sent {
                             warn!(job = id, "cannot send the new limit: {e}");
                         }
                     }
@@ -679,17 +692,19 @@ async fn run(name: String, rx: Arc<Mailbox>, ctx: Arc<NodeContext>) {
 /// is their subreaper), so they are stopped, that none forks meanwhile,
 /// then killed, before the group is, sigsleep with it.
 fn kill_now(job: &Job) {
-    if job.program.is_some() {
-        for sig in [libc::SIGSTOP, libc::SIGSTOP, libc::SIGKILL] {
-            for p in sigsleep::tree::descendants_of(job.pid) {
-                // SAFETY: plain kill(2) of processes read from /proc just
-                // now, below a live sigsleep, which reaps them: as in
-                // `signal_part`.
-                unsafe { libc::kill(p, sig) };
+    crate::spawn::while_unreaped(job.pid, || {
+        if job.program.is_some() {
+            for sig in [libc::SIGSTOP, libc::SIGSTOP, libc::SIGKILL] {
+                for p in sigsleep::tree::descendants_of(job.pid) {
+                    // SAFETY: plain kill(2) of processes read from /proc
+                    // just now, below a sigsleep not yet reaped, which
+                    // reaps them: as in `signal_tree`.
+                    unsafe { libc::kill(p, sig) };
+                }
             }
         }
-    }
-    signal(job.pid, Signal::SIGKILL);
+        killpg(Pid::from_raw(job.pid), Signal::SIGKILL)
+    });
 }
 
 /// Suspends `job` as the agent's suspension mode says.
@@ -715,13 +730,13 @@ fn cancel(job: &mut Job, grace: Duration, why: EndWhy) {
     if job.kill_at.is_some() {
         return;
     }
-    let sent = match why {
+    let sent = crate::spawn::while_unreaped(job.pid, || match why {
         EndWhy::Cancelled => {
             kill(Pid::from_raw(job.pid), Signal::SIGTERM).map_err(|e| e.to_string())
         }
         why => sigsleep::signals::send_end(job.pid, why).map_err(|e| e.to_string()),
-    };
-    if let Err(e) = sent {
+    });
+    if let Some(Err(e)) = sent {
         debug!(pid = job.pid, %e, "cancel not delivered");
     }
     if job.suspended {

@@ -16,7 +16,11 @@
 //!   exit to whoever spawned that pid. One thread for thousands of jobs,
 //!   no file descriptor per job. It reaps every child of the process, so
 //!   nothing else in a process that hosts agents may start children of
-//!   its own and wait for them.
+//!   its own and wait for them. It first sees an exit without reaping
+//!   (`WNOWAIT`), then reaps behind a gate that whoever signals a job
+//!   holds open ([`while_unreaped`]): a pid is signalled only while it is
+//!   still the job's, alive or a zombie, never once the kernel may have
+//!   given it to another process.
 //! - The **ends** thread reads the socket every job gets as [`END_FD`]:
 //!   sigsleep (`--end-fd`) writes its exit status there once its record is
 //!   written, before the kernel tears the process down ([`sigsleep::end`]).
@@ -35,7 +39,7 @@ use std::ffi::CString;
 use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
-use std::sync::{Arc, Condvar, Mutex, OnceLock};
+use std::sync::{Arc, Condvar, Mutex, OnceLock, RwLock};
 
 use formats::wire::Exit;
 use nix::errno::Errno;
@@ -124,12 +128,39 @@ struct Shared {
     children: Mutex<Children>,
     /// Signalled when a child is added, so the reaper can stop idling.
     added: Condvar,
+    /// Held for reading while a child is signalled, for writing while one
+    /// is reaped: see [`while_unreaped`].
+    reaping: RwLock<()>,
+}
+
+impl Shared {
+    fn while_unreaped<R>(&self, pid: i32, f: impl FnOnce() -> R) -> Option<R> {
+        let _open = self.reaping.read().unwrap_or_else(|p| p.into_inner());
+        let ours = self
+            .children
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .waiters
+            .contains_key(&pid);
+        ours.then(f)
+    }
+}
+
+/// Runs `f` (which signals `pid`, its group or its descendants) if `pid`
+/// is a child the launcher started and has not reaped, and keeps it
+/// unreaped until `f` returns: the pid cannot be another process's
+/// meanwhile. `None` when it was reaped already (or never ours). `f` must
+/// not call this again: a reap waiting between two reads would wait for
+/// ever.
+pub fn while_unreaped<R>(pid: i32, f: impl FnOnce() -> R) -> Option<R> {
+    Launcher::global().ok()?.shared.while_unreaped(pid, f)
 }
 
 /// Handle to the process's spawner and reaper threads.
 #[derive(Clone)]
 pub struct Launcher {
     requests: Arc<Queues>,
+    shared: Arc<Shared>,
 }
 
 impl Launcher {
@@ -147,6 +178,7 @@ impl Launcher {
         let shared = Arc::new(Shared {
             children: Mutex::new(Children::default()),
             added: Condvar::new(),
+            reaping: RwLock::new(()),
         });
         let queues = Arc::new(Queues::default());
         use nix::sys::socket::{
@@ -187,7 +219,10 @@ impl Launcher {
         std::thread::Builder::new()
             .name("clemu-ends".into())
             .spawn(move || ends(&s, ends_rx))?;
-        Ok(Launcher { requests: queues })
+        Ok(Launcher {
+            requests: queues,
+            shared,
+        })
     }
 
     /// Starts `program` with `args`, and `env` (name, value) on top of
@@ -369,7 +404,9 @@ fn spawner(requests: &Queues, shared: &Shared, ends: std::os::fd::OwnedFd) -> ! 
         // The requester gave up meanwhile: nothing would ever claim, end
         // or signal the child, so it goes now (and is reaped as any).
         if let Err(Ok(orphan)) = req.reply.send(result) {
-            let _ = nix::sys::signal::kill(Pid::from_raw(orphan.pid), Signal::SIGKILL);
+            shared.while_unreaped(orphan.pid, || {
+                nix::sys::signal::kill(Pid::from_raw(orphan.pid), Signal::SIGKILL)
+            });
         }
     }
 }
@@ -400,10 +437,14 @@ fn reaper(shared: &Shared) {
                     .unwrap_or_else(|p| p.into_inner());
             }
         }
-        let (pid, exit) = match waitid(Id::All, WaitPidFlag::WEXITED) {
-            Ok(WaitStatus::Exited(pid, code)) => (pid, Exit::Code(code)),
-            Ok(WaitStatus::Signaled(pid, sig, _)) => (pid, Exit::Signal(sig as i32)),
-            Ok(_) | Err(Errno::EINTR) => continue,
+        // Seen, not reaped: the pid stays this child's until the gate is
+        // shut, so that no signal meant for it reaches another process.
+        let pid = match waitid(Id::All, WaitPidFlag::WEXITED | WaitPidFlag::WNOWAIT) {
+            Ok(status) => match status.pid() {
+                Some(pid) => pid,
+                None => continue,
+            },
+            Err(Errno::EINTR) => continue,
             Err(_) => {
                 // ECHILD: the children we wait for were reaped by someone
                 // else. Forget them rather than spin.
@@ -414,12 +455,25 @@ fn reaper(shared: &Shared) {
                 continue;
             }
         };
-        let waiter = shared
-            .children
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .waiters
-            .remove(&pid.as_raw());
+        let (exit, waiter) = {
+            let _shut = shared.reaping.write().unwrap_or_else(|p| p.into_inner());
+            let exit = loop {
+                match waitid(Id::Pid(pid), WaitPidFlag::WEXITED) {
+                    Ok(WaitStatus::Exited(_, code)) => break Some(Exit::Code(code)),
+                    Ok(WaitStatus::Signaled(_, sig, _)) => break Some(Exit::Signal(sig as i32)),
+                    Err(Errno::EINTR) => continue,
+                    // Reaped by someone else meanwhile: as ECHILD above.
+                    Ok(_) | Err(_) => break None,
+                }
+            };
+            let waiter = shared
+                .children
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .waiters
+                .remove(&pid.as_raw());
+            (exit.unwrap_or(Exit::Signal(0)), waiter)
+        };
         // Told already by its end message, or never spawned here.
         if let Some(tx) = waiter.and_then(|w| w.tx) {
             let _ = tx.send(exit);
@@ -529,6 +583,49 @@ mod tests {
         let stale = r"\000\000\000\000\000\000\000\000";
         let s = sh(&l, format!("{}; exit 3", say_end("$$", 9, stale))).await;
         assert_eq!(s.exit.await.unwrap(), Exit::Code(3));
+    }
+
+    /// The state letter of process `pid` in `/proc` (`Z` for a zombie).
+    fn state(pid: i32) -> Option<char> {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        stat.rsplit_once(") ")?.1.chars().next()
+    }
+
+    #[tokio::test]
+    async fn a_process_is_not_reaped_while_it_is_signalled_nor_signalled_once_reaped() {
+        let l = Launcher::global().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let go = dir.path().join("go");
+        let s = sh(
+            &l,
+            format!(
+                "while [ ! -e '{}' ]; do sleep 0.01; done; exit 4",
+                go.display()
+            ),
+        )
+        .await;
+        let pid = s.pid;
+        let held = while_unreaped(pid, || {
+            // It ends while the gate is held: the reaper sees it, and must
+            // leave it a zombie, its pid still its own.
+            std::fs::write(&go, "").unwrap();
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+            loop {
+                match state(pid) {
+                    Some('Z') => break,
+                    None => panic!("reaped while the gate was held"),
+                    Some(_) => {}
+                }
+                assert!(std::time::Instant::now() < deadline, "it never ended");
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            state(pid)
+        });
+        assert_eq!(held, Some(Some('Z')));
+        assert_eq!(s.exit.await.unwrap(), Exit::Code(4));
+        // Reaped: not ours any more, whoever has the pid now.
+        assert_eq!(while_unreaped(pid, || ()), None);
     }
 
     #[tokio::test]
