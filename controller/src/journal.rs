@@ -64,8 +64,10 @@ const SNAPSHOT_MAGIC: &[u8; 4] = b"CLSN";
 /// `ProgramInfo::partition_limit`). 21: a batch job may ask whole nodes
 /// (`Program::exclusive`), and output files added to
 /// (`Program::open_append`). 22: a batch job may name nodes it must
-/// have, or must not (`Program::nodelist`, `Program::exclude`).
-const VERSION: u16 = 22;
+/// have, or must not (`Program::nodelist`, `Program::exclude`). 23: a
+/// program's steps say their nodes and cores (`StepInfo::nodes`,
+/// `StepInfo::cpus`).
+const VERSION: u16 = 23;
 const HEADER: usize = 6;
 /// Largest entry: a submission of one job is well under 1 KiB.
 const MAX_ENTRY: usize = 1 << 20;

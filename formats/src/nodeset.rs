@@ -600,6 +600,48 @@ pub fn count(set: &NodeSet) -> usize {
     }
 }
 
+/// Counts per node as Slurm writes them in `SLURM_JOB_CPUS_PER_NODE` and
+/// `SLURM_TASKS_PER_NODE`: runs of one count folded, `4(x2),2`.
+pub fn fold_counts(counts: impl IntoIterator<Item = u32>) -> String {
+    let mut runs: Vec<(u32, usize)> = Vec::new();
+    for c in counts {
+        match runs.last_mut() {
+            Some((last, n)) if *last == c => *n += 1,
+            _ => runs.push((c, 1)),
+        }
+    }
+    let runs: Vec<String> = runs
+        .into_iter()
+        .map(|(c, n)| {
+            if n > 1 {
+                format!("{c}(x{n})")
+            } else {
+                c.to_string()
+            }
+        })
+        .collect();
+    runs.join(",")
+}
+
+/// The counts [`fold_counts`] folded, one per node (`4(x2),2`: 4, 4, 2);
+/// `None` for a text that is not such a list, or one of more than
+/// `most` counts.
+pub fn unfold_counts(text: &str, most: usize) -> Option<Vec<u32>> {
+    let mut out = Vec::new();
+    for item in text.split(',') {
+        let (count, times) = match item.split_once("(x") {
+            Some((c, t)) => (c, t.strip_suffix(')')?.parse::<usize>().ok()?),
+            None => (item, 1),
+        };
+        let count: u32 = count.parse().ok()?;
+        if times == 0 || out.len() + times > most {
+            return None;
+        }
+        out.extend(std::iter::repeat_n(count, times));
+    }
+    Some(out)
+}
+
 /// Every name in the set, in the set's order.
 pub fn expand(set: &NodeSet) -> Vec<String> {
     // The crate may list a name twice (see `count`).
@@ -610,6 +652,23 @@ pub fn expand(set: &NodeSet) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn counts_per_node_fold_and_unfold_as_slurm_writes_them() {
+        assert_eq!(fold_counts([2, 2]), "2(x2)");
+        assert_eq!(fold_counts([4, 4, 3, 2, 2]), "4(x2),3,2(x2)");
+        assert_eq!(fold_counts([1]), "1");
+        assert_eq!(
+            unfold_counts("4(x2),3,2(x2)", 10),
+            Some(vec![4, 4, 3, 2, 2])
+        );
+        assert_eq!(unfold_counts("1", 10), Some(vec![1]));
+        for bad in ["", "3(x", "3(x0)", "a", "2,", "4(x2)x"] {
+            assert_eq!(unfold_counts(bad, 10), None, "{bad}");
+        }
+        // No more than asked for, however large a count says.
+        assert_eq!(unfold_counts("1(x4000000000)", 10), None);
+    }
 
     #[test]
     fn clustershell_forms() {

@@ -247,6 +247,18 @@ fn not_yet_eligible(j: &JobInfo) -> bool {
 
 /// The cores job `j` holds on its batch host (where its batch step and,
 /// here, its `srun` steps run): all of them there, as a Slurm step gets.
+/// Step `s`'s nodes, how many, and its cores on them: as srun laid it
+/// out, or, for a step that did not say (one of an older srun), the job's
+/// first node and its cores there.
+fn step_nodes(s: &StepInfo, j: &JobInfo) -> (String, usize, u32) {
+    match formats::nodeset::parse(&s.nodes) {
+        Ok(set) if !s.nodes.is_empty() && s.cpus > 0 => {
+            (s.nodes.clone(), formats::nodeset::count(&set), s.cpus)
+        }
+        _ => (text::first_node(&j.nodes), 1, first_node_cpus(j)),
+    }
+}
+
 fn first_node_cpus(j: &JobInfo) -> u32 {
     j.program
         .as_ref()
@@ -427,6 +439,11 @@ fn value(name: &str, r: &Row<'_>, c: &Ctx<'_>) -> String {
             Some(_) => "1".into(),
             None => String::new(),
         },
+        // A step's own: its cores on its one node, as an srun step's
+        // (no `mem=`, as there).
+        "AllocTRES" if started && r.step.is_some() => {
+            format!("cpu={},node=1", first_node_cpus(j))
+        }
         "AllocTRES" if started => text::tres(j, nodes, text::mem_asked(j), true, mem),
         "AllocTRES" => String::new(),
         // Asked: the job's alone, its nodes the least it can run on, and
@@ -546,7 +563,7 @@ fn srun_value(name: &str, s: &StepInfo, j: &JobInfo, c: &Ctx<'_>) -> Option<Stri
     } else {
         (c.now - secs(s.start_ns)).max(0)
     };
-    let cpus = first_node_cpus(j);
+    let (nodes, count, cpus) = step_nodes(s, j);
     Some(match name {
         "JobName" => s.name.clone(),
         "State" => match (s.end_ns, s.exit) {
@@ -571,10 +588,9 @@ fn srun_value(name: &str, s: &StepInfo, j: &JobInfo, c: &Ctx<'_>) -> Option<Stri
         "CPUTimeRAW" => (elapsed * i64::from(cpus)).to_string(),
         "NTasks" => s.ntasks.to_string(),
         "AllocCPUS" | "NCPUS" | "ReqCPUS" => cpus.to_string(),
-        "AllocNodes" | "NNodes" | "ReqNodes" => "1".into(),
-        // The step runs on the job's first node.
-        "NodeList" => text::first_node(&j.nodes),
-        "AllocTRES" => format!("cpu={cpus},node=1"),
+        "AllocNodes" | "NNodes" | "ReqNodes" => count.to_string(),
+        "NodeList" => nodes,
+        "AllocTRES" => format!("cpu={cpus},node={count}"),
         "TotalCPU" => cpu_time(s.cpu_ns),
         "MaxRSS" => text::convert_num_unit(s.max_rss_kib as f64, text::KILO, c.units, c.noconvert),
         _ => return None,
@@ -998,8 +1014,12 @@ fn tres_json(kind: &str, id: u32, count: serde_json::Value) -> serde_json::Value
 fn step_json(r: &Row<'_>, c: &Ctx<'_>) -> serde_json::Value {
     use serde_json::json;
     let j = r.job;
-    // Each step runs on the job's first node.
-    let nodes = text::first_node(&j.nodes);
+    // The batch step runs on the job's first node; an srun step where
+    // srun laid it out.
+    let (nodes, count, cpus) = match r.srun {
+        Some(st) => step_nodes(st, j),
+        None => (text::first_node(&j.nodes), 1, first_node_cpus(j)),
+    };
     let (id, name, cpu_ns, srun) = match r.srun {
         Some(st) => (json!(st.id), st.name.clone(), st.cpu_ns, true),
         None => {
@@ -1017,13 +1037,15 @@ fn step_json(r: &Row<'_>, c: &Ctx<'_>) -> serde_json::Value {
         Some(st) if st.end_ns > 0 => text::secs(st.end_ns),
         _ => text::secs(j.end_ns),
     };
-    let cpus = first_node_cpus(j);
+    let list: Vec<String> = formats::nodeset::parse(&nodes)
+        .map(|set| formats::nodeset::expand(&set))
+        .unwrap_or_else(|_| vec![nodes.clone()]);
     json!({
-        "nodes": {"list": [nodes], "count": 1, "range": nodes},
+        "nodes": {"list": list, "count": count, "range": nodes},
         "tres": {"requested": {"max": [], "min": [], "average": [], "total": []},
             "consumed": {"max": [], "min": [], "average": [], "total": []},
             "allocated": [tres_json("cpu", 1, json!(cpus)), tres_json("mem", 2, json!(0)),
-                tres_json("node", 4, json!(1))]},
+                tres_json("node", 4, json!(count))]},
         "time": {"elapsed": value("ElapsedRaw", r, c).parse::<i64>().unwrap_or(0), "end": end,
             "start": match r.srun { Some(st) => text::secs(st.start_ns), None => text::secs(j.start_ns) },
             "suspended": 0, "system": cpu_json(0), "total": cpu_json(cpu_ns), "user": cpu_json(cpu_ns)},

@@ -1088,7 +1088,7 @@ fn spec(args: &Args, script: String, resolve: Resolve<'_>) -> Result<JobSpec> {
 /// The nodes `-w` or `-x` names, in order, each once: a node set
 /// (`node[1-3],node7`), or, with a slash, a file of names (as Slurm
 /// reads one). Names no node has are the controller's to refuse.
-fn named_nodes(list: &str) -> Result<Vec<String>> {
+pub(crate) fn named_nodes(list: &str) -> Result<Vec<String>> {
     let bad = || anyhow!("{REFUSED}: Invalid node name specified");
     let text = if list.contains('/') {
         std::fs::read_to_string(list).with_context(|| format!("{list}: cannot read it"))?

@@ -4,9 +4,11 @@
 //! the highest exit status of them. Outside a job, srun first makes the
 //! allocation, a job of its own that runs the step ([`allocation`]).
 //!
-//! The tasks run where the batch script runs, as children of this
-//! process: sigsleep, which supervises the job, suspends, resumes and
-//! kills them with the rest of the job. Steps are numbered from 0 in
+//! Each task is told its node among the job's as Slurm's srun would lay
+//! it out ([`layout`]: `-N`, `-w`, `-x`, the job's cores on each node),
+//! but all run where the batch script runs, as children of this process:
+//! sigsleep, which supervises the job, suspends, resumes and kills them
+//! with the rest of the job. Steps are numbered from 0 in
 //! each job, in the job's own directory (`CLEMU_JOB_DIR`, which the agent
 //! sets and removes).
 
@@ -21,6 +23,7 @@ use clap::Parser;
 use formats::wire::StepInfo;
 
 pub mod allocation;
+pub mod layout;
 
 #[derive(Debug, Parser)]
 #[command(name = "srun", infer_long_args = true, disable_version_flag = true)]
@@ -34,15 +37,20 @@ pub struct Args {
     /// Accepted: task output is never buffered by srun here.
     #[arg(short = 'u', long)]
     unbuffered: bool,
-    /// Inside a job, accepted and not used (the step runs on the job's
-    /// first node, with the job's cores); outside, the allocation's.
+    /// Inside a job, the step's nodes among the job's ([`layout`]);
+    /// outside, the allocation's.
     #[arg(short = 'N', long)]
     nodes: Option<String>,
     #[arg(short = 'c', long = "cpus-per-task")]
     cpus_per_task: Option<u32>,
+    /// Nodes the step (or the allocation, outside a job) must have.
+    #[arg(short = 'w', long)]
+    nodelist: Option<String>,
+    /// Nodes it must not have.
+    #[arg(short = 'x', long)]
+    exclude: Option<String>,
     /// Outside a job, the allocation's; inside one, honoured when it
-    /// agrees with the tasks and the job's nodes, as Slurm's srun
-    /// (the step runs on the job's first node all the same).
+    /// agrees with the tasks and the step's nodes, as Slurm's srun.
     #[arg(long = "ntasks-per-node")]
     ntasks_per_node: Option<u32>,
     #[arg(short = 'J', long = "job-name")]
@@ -57,8 +65,9 @@ pub struct Args {
     alloc: allocation::Options,
     #[arg(long = "cpu-bind")]
     cpu_bind: Option<String>,
-    /// Taken and not used: a step's tasks run on the job's first node,
-    /// bound to no CPUs, so steps share the job's CPUs whatever these say
+    /// Taken, and only told to the tasks (`SLURM_CPUS_ON_NODE`): a step's
+    /// tasks run bound to no CPUs, so steps share the job's CPUs whatever
+    /// these say
     /// (`srun -n 1 --exact CMD &`, a task farm, starts every step at once
     /// where Slurm starts as many as the job's CPUs hold, and the others
     /// as they free). Outside a job, `--exclusive` is the allocation's, as
@@ -113,51 +122,64 @@ pub fn main(argv: &[String]) -> Result<u8> {
         return Ok(1);
     };
     let step_dir = args.alloc.step_dir()?;
-    let var = |name: &str| -> Option<u32> { std::env::var(name).ok()?.parse().ok() };
-    // As Slurm's srun: the job's tasks if it asked some, else a task per
-    // node.
-    let nodes = var("SLURM_JOB_NUM_NODES")
-        .or_else(|| var("SLURM_NNODES"))
-        .unwrap_or(1)
-        .max(1);
-    // -n, else the job's (srun takes SLURM_NTASKS as its -n), else
-    // --ntasks-per-node on each node, else a task per node.
-    let ntasks = args
-        .ntasks
-        .or_else(|| var("SLURM_NTASKS"))
-        .or_else(|| args.ntasks_per_node.filter(|&t| t > 0).map(|t| t * nodes))
-        .or_else(|| var("SLURM_NNODES"))
-        .unwrap_or(1)
-        .max(1);
-    // What Slurm's srun says of a layout it cannot keep.
-    if let Some(t) = args.ntasks_per_node.filter(|&t| t * nodes != ntasks) {
-        eprintln!(
-            "srun: Warning: can't honor --ntasks-per-node set to {t} which doesn't match the \
-             requested tasks {ntasks} with the number of requested nodes {nodes}. Ignoring \
-             --ntasks-per-node."
-        );
+    let Step { job: held, layout } = match step_of(&args, &job)? {
+        Ok(s) => s,
+        Err(refused) => {
+            for line in refused.lines {
+                eprintln!("srun: error: {line}");
+            }
+            return Ok(refused.code);
+        }
+    };
+    for w in &layout.warnings {
+        eprintln!("srun: {w}");
     }
-    if args.nodes.is_none() && ntasks < nodes {
-        eprintln!(
-            "srun: Warning: can't run {ntasks} processes on {nodes} nodes, setting nnodes to \
-             {ntasks}"
-        );
-    }
-    // As Slurm: no more tasks than the job's CPUs hold.
-    let cpus = std::env::var("SLURM_JOB_CPUS_PER_NODE")
-        .ok()
-        .and_then(|v| cpus_in(&v))
-        .unwrap_or(1);
-    let cpt = args
-        .cpus_per_task
-        .or_else(|| var("SLURM_CPUS_PER_TASK"))
-        .unwrap_or(1)
-        .max(1);
-    if ntasks > (cpus / cpt).max(1) {
-        bail!("Unable to create step for job {job}: More processors requested than permitted");
-    }
+    let tasks = layout.tasks();
+    let ntasks = tasks.len() as u32;
+    let step_nodes: Vec<&str> = layout
+        .nodes
+        .iter()
+        .map(|&(i, _)| held.nodes[i].as_str())
+        .collect();
+    let step_nodelist = formats::nodeset::fold(step_nodes.iter().copied());
+    let tasks_per_node = layout.tasks_per_node();
+    // Each node's tasks, by number (`SLURM_GTIDS`).
+    let mut first = 0u32;
+    let gtids: Vec<String> = layout
+        .nodes
+        .iter()
+        .map(|&(_, n)| {
+            let ids: Vec<String> = (first..first + n).map(|t| t.to_string()).collect();
+            first += n;
+            ids.join(",")
+        })
+        .collect();
+    // A step that asks its cores (`-c`, `--exact`) has only those on
+    // each node; else every core the job has there, as Slurm 22.05.
+    let cores_on = |i: usize| -> u32 {
+        let (node, n) = layout.nodes[i];
+        let all = held.cpus.get(node).copied().unwrap_or(1);
+        match args.cpus_per_task {
+            Some(c) => (n * c.max(1)).min(all),
+            None if args.exact => n.min(all),
+            None => all,
+        }
+    };
+    // As Slurm's srun says how it dealt them: one per node at most is
+    // `cyclic`, more is `block`.
+    let distribution = if ntasks as usize <= step_nodes.len() {
+        "cyclic"
+    } else {
+        "block"
+    };
+    // SAFETY: umask(2) cannot fail; the mask is put back at once, and
+    // this program starts no thread that creates files meanwhile.
+    let umask = unsafe {
+        let mask = libc::umask(0);
+        libc::umask(mask);
+        format!("{mask:04o}")
+    };
     let step = next_step(&dir)?;
-    let node = std::env::var("SLURMD_NODENAME").unwrap_or_default();
     // What sacct shows of the step (`JOB.N`): written now, so that a step
     // the job's end cuts short is known, and again at its end.
     let mut info = StepInfo {
@@ -170,6 +192,8 @@ pub fn main(argv: &[String]) -> Result<u8> {
         start_ns: wall_ns(),
         end_ns: 0,
         ntasks,
+        nodes: step_nodelist.clone(),
+        cpus: (0..layout.nodes.len()).map(cores_on).sum(),
         exit: (0, 0),
         cpu_ns: 0,
         max_rss_kib: 0,
@@ -195,41 +219,55 @@ pub fn main(argv: &[String]) -> Result<u8> {
     // One line at a time, whatever its destination: two destinations may
     // be one file (`2>&1`, or -o and -e naming the same).
     let one_line = Arc::new(Mutex::new(()));
-    for task in 0..ntasks {
+    for (task, &(at, local)) in (0u32..).zip(&tasks) {
+        let node = step_nodes[at];
         let mut cmd = Command::new(&args.command[0]);
         if let Some(d) = step_dir {
             cmd.current_dir(d);
         }
         cmd.args(&args.command[1..])
             .env("SLURM_PROCID", task.to_string())
-            .env("SLURM_LOCALID", task.to_string())
+            .env("SLURM_LOCALID", local.to_string())
             .env("SLURM_STEPID", step.to_string())
             .env("SLURM_STEP_ID", step.to_string())
-            .env("SLURM_NODEID", "0")
+            .env("SLURM_NODEID", at.to_string())
+            .env("SLURMD_NODENAME", node)
+            .env("SLURM_TOPOLOGY_ADDR", node)
+            .env("SLURM_CPUS_ON_NODE", cores_on(at).to_string())
+            .env("SLURM_GTIDS", &gtids[at])
             .env("SLURM_STEP_NUM_TASKS", ntasks.to_string())
-            .env("SLURM_STEP_NUM_NODES", "1")
-            .env("SLURM_STEP_NODELIST", &node)
-            .env("SLURM_STEP_TASKS_PER_NODE", ntasks.to_string())
+            .env("SLURM_STEP_NUM_NODES", step_nodes.len().to_string())
+            .env("SLURM_STEP_NODELIST", &step_nodelist)
+            .env("SLURM_STEP_TASKS_PER_NODE", &tasks_per_node)
             // The step's own, where the job's were: Slurm's srun sets
-            // them for its tasks (the job's stay in SLURM_JOB_*).
-            .env("SLURM_NNODES", "1")
-            .env("SLURM_TASKS_PER_NODE", ntasks.to_string())
+            // them for its tasks (the job's stay in SLURM_JOB_*, and in
+            // SLURM_NODELIST).
+            .env("SLURM_NNODES", step_nodes.len().to_string())
+            .env("SLURM_TASKS_PER_NODE", &tasks_per_node)
             .env("SLURM_NTASKS", ntasks.to_string())
-            .env("SLURM_NPROCS", ntasks.to_string());
+            .env("SLURM_NPROCS", ntasks.to_string())
+            .env("SLURM_DISTRIBUTION", distribution)
+            .env("SLURM_UMASK", &umask);
+        if let Ok(cpus) = std::env::var("SLURM_JOB_CPUS_PER_NODE") {
+            cmd.env("SLURM_JOB_CPUS_PER_NODE_PACK_GROUP_0", cpus);
+        }
+        if args.label {
+            cmd.env("SLURM_LABELIO", "1");
+        }
         // The step's own -c, as Slurm's srun gives it to its tasks.
         if let Some(c) = args.cpus_per_task {
             cmd.env("SLURM_CPUS_PER_TASK", c.to_string());
         }
         let mut stream = |pattern: &Option<String>| -> Result<Stdio> {
             Ok(match pattern {
-                Some(p) => Stdio::from(files.open(&expand(p, &job, step, task, &node))?),
+                Some(p) => Stdio::from(files.open(&expand(p, &job, step, task, (node, at)))?),
                 None => Stdio::inherit(),
             })
         };
         let started = if args.label {
             let mut dest = |pattern: &Option<String>, inherit: &Shared| -> Result<Shared> {
                 Ok(match pattern {
-                    Some(p) => shared(files.open(&expand(p, &job, step, task, &node))?),
+                    Some(p) => shared(files.open(&expand(p, &job, step, task, (node, at)))?),
                     None => Arc::clone(inherit),
                 })
             };
@@ -279,7 +317,7 @@ pub fn main(argv: &[String]) -> Result<u8> {
             match &error {
                 Some(p) => {
                     use std::io::Write as _;
-                    let mut f = files.open(&expand(p, &job, step, task, &node))?;
+                    let mut f = files.open(&expand(p, &job, step, task, (node, at)))?;
                     f.write_all(line.as_bytes())?;
                 }
                 None => eprint!("{line}"),
@@ -305,10 +343,12 @@ pub fn main(argv: &[String]) -> Result<u8> {
     // over, that the step was.
     let mut forced = false;
     for (task, code) in failed {
+        let node = step_nodes[tasks[task as usize].0];
         eprintln!("srun: error: {node}: task {task}: Exited with exit code {code}");
         worst = worst.max(code);
     }
     for (task, mut child) in children {
+        let node = step_nodes[tasks[task as usize].0];
         let status = child.wait()?;
         let code = match (
             status.code(),
@@ -354,6 +394,100 @@ pub fn main(argv: &[String]) -> Result<u8> {
     info.max_rss_kib = max_rss_kib;
     note(&info);
     Ok(worst)
+}
+
+/// A step's job, as its environment says it, and where the step's tasks
+/// go in it.
+struct Step {
+    job: layout::Job,
+    layout: layout::Layout,
+}
+
+/// Lays out the step `args` asks in job `job`; Slurm's refusal as an
+/// answer.
+fn step_of(args: &Args, job: &str) -> Result<std::result::Result<Step, layout::Refused>> {
+    let var = |name: &str| -> Option<u32> { std::env::var(name).ok()?.parse().ok() };
+    let refused = |why: &str| layout::Refused {
+        lines: vec![format!("Unable to create step for job {job}: {why}")],
+        code: 1,
+    };
+    let nodes: Vec<String> = std::env::var("SLURM_JOB_NODELIST")
+        .ok()
+        .and_then(|l| formats::nodeset::parse(&l).ok())
+        .map(|s| formats::nodeset::expand(&s))
+        .filter(|n| !n.is_empty())
+        .unwrap_or_else(|| vec![std::env::var("SLURMD_NODENAME").unwrap_or_default()]);
+    let cpus = std::env::var("SLURM_JOB_CPUS_PER_NODE")
+        .ok()
+        .and_then(|c| formats::nodeset::unfold_counts(&c, nodes.len()))
+        .filter(|c| c.len() == nodes.len())
+        .unwrap_or_else(|| vec![1; nodes.len()]);
+    let held = layout::Job { nodes, cpus };
+    let count = match args.nodes.as_deref().map(layout::node_count).transpose() {
+        Ok(c) => c.flatten(),
+        Err(r) => return Ok(Err(r)),
+    };
+    let nnodes = count.map_or(held.nodes.len() as u32, |(_, most)| most);
+    // -n, else the job's (srun takes SLURM_NTASKS as its -n), else
+    // --ntasks-per-node on each node, else a task per node.
+    let ntasks = args
+        .ntasks
+        .or_else(|| var("SLURM_NTASKS"))
+        .or_else(|| {
+            args.ntasks_per_node
+                .filter(|&t| t > 0)
+                .map(|t| t.saturating_mul(nnodes))
+        })
+        .unwrap_or(nnodes)
+        .max(1);
+    let tasks_per_node = match args.ntasks_per_node.filter(|&t| t > 0) {
+        Some(t) if t.saturating_mul(nnodes) == ntasks => Some(t),
+        Some(t) => {
+            // What Slurm's srun says of a layout it cannot keep.
+            eprintln!(
+                "srun: Warning: can't honor --ntasks-per-node set to {t} which doesn't match the \
+                 requested tasks {ntasks} with the number of requested nodes {nnodes}. Ignoring \
+                 --ntasks-per-node."
+            );
+            None
+        }
+        None => None,
+    };
+    let named = |list: &Option<String>| -> Option<Vec<String>> {
+        match list {
+            Some(l) => crate::sbatch::named_nodes(l).ok(),
+            None => Some(Vec::new()),
+        }
+    };
+    let (Some(nodelist), Some(exclude)) = (named(&args.nodelist), named(&args.exclude)) else {
+        return Ok(Err(refused("Invalid node name specified")));
+    };
+    // A node to leave out that the job does not have must still be one
+    // of the cluster's.
+    if exclude.iter().any(|n| !held.nodes.contains(n)) {
+        if let Ok(config) =
+            crate::cluster::conf_path().and_then(|p| controller::config::Cluster::load(&p))
+        {
+            if exclude
+                .iter()
+                .any(|n| !config.nodes.iter().any(|c| &c.name == n))
+            {
+                return Ok(Err(refused("Invalid node name specified")));
+            }
+        }
+    }
+    let ask = layout::Ask {
+        nodes: count,
+        ntasks,
+        tasks_per_node,
+        cpus_per_task: args
+            .cpus_per_task
+            .or_else(|| var("SLURM_CPUS_PER_TASK"))
+            .unwrap_or(1),
+        nodelist,
+        exclude,
+    };
+    Ok(layout::lay_out(&held, job, &ask).map(|layout| Step { job: held, layout }))
 }
 
 /// A signal as the C library describes it (`Terminated`, `Killed`,
@@ -429,8 +563,9 @@ impl Files {
 }
 
 /// srun's file patterns: `%j` the job, `%s` the step, `%t` the task, `%N`
-/// the node, `%n` the node's rank (0), `%%` a percent sign.
-fn expand(pattern: &str, job: &str, step: u32, task: u32, node: &str) -> String {
+/// the task's node and `%n` that node's number in the step, `%%` a
+/// percent sign.
+fn expand(pattern: &str, job: &str, step: u32, task: u32, (node, at): (&str, usize)) -> String {
     let mut out = String::new();
     let mut chars = pattern.chars();
     while let Some(c) = chars.next() {
@@ -443,7 +578,7 @@ fn expand(pattern: &str, job: &str, step: u32, task: u32, node: &str) -> String 
             Some('s') => out.push_str(&step.to_string()),
             Some('t') => out.push_str(&task.to_string()),
             Some('N') => out.push_str(node),
-            Some('n') => out.push('0'),
+            Some('n') => out.push_str(&at.to_string()),
             Some('%') => out.push('%'),
             Some(other) => {
                 out.push('%');
@@ -475,21 +610,6 @@ fn next_step(dir: &Path) -> Result<u32> {
     bail!("no step number left in {}", dir.display())
 }
 
-/// The CPUs of `SLURM_JOB_CPUS_PER_NODE` (`4(x2),2`: 10).
-fn cpus_in(per_node: &str) -> Option<u32> {
-    per_node.split(',').try_fold(0u32, |sum, item| {
-        let (count, times) = match item.split_once("(x") {
-            Some((c, t)) => (c, t.strip_suffix(')')?),
-            None => (item, "1"),
-        };
-        let n = count
-            .parse::<u32>()
-            .ok()?
-            .checked_mul(times.parse().ok()?)?;
-        sum.checked_add(n)
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -497,17 +617,9 @@ mod tests {
     #[test]
     fn patterns_name_job_step_task_and_node() {
         assert_eq!(
-            expand("out-%j.%s.%t-%N%%", "12", 1, 3, "node4"),
-            "out-12.1.3-node4%"
+            expand("out-%j.%s.%t-%N-%n%%", "12", 1, 3, ("node4", 1)),
+            "out-12.1.3-node4-1%"
         );
-    }
-
-    #[test]
-    fn cpus_per_node_add_up_as_slurm_folds_them() {
-        assert_eq!(cpus_in("4(x2),2"), Some(10));
-        assert_eq!(cpus_in("1"), Some(1));
-        assert_eq!(cpus_in("3(x"), None);
-        assert_eq!(cpus_in(""), None);
     }
 
     #[test]

@@ -400,11 +400,13 @@ fn batch_scripts_run_with_slurms_variables_and_are_accounted_as_slurm_does() {
         "step 0 task 0 of 3\nstep 0 task 1 of 3\nstep 0 task 2 of 3\n\
          0: hi\n0: there\n1: hi\n1: there\n2: hi\n2: there\n\
          srun: error: node1: task 0: Exited with exit code 4\n\
-         srun: error: node1: task 1: Exited with exit code 5\n"
+         srun: error: node2: task 1: Exited with exit code 5\n"
     );
+    // Two tasks on the job's two nodes (2 and 1 cores): one on each, the
+    // first of its node.
     for t in 0..2 {
         let f = w.join(format!("task-{job}-{t}.out"));
-        assert_eq!(std::fs::read_to_string(f).unwrap(), format!("1 {t}\n"));
+        assert_eq!(std::fs::read_to_string(f).unwrap(), "1 0\n");
     }
     // sacct shows each step under the batch step, as Slurm's does.
     let acct = c.ok(
@@ -423,8 +425,8 @@ fn batch_scripts_run_with_slurms_variables_and_are_accounted_as_slurm_does() {
         acct,
         format!(
             "{job}|steps.sh|FAILED|5:0||2\n{job}.batch|batch|FAILED|5:0|1|1\n\
-             {job}.0|sh|COMPLETED|0:0|3|1\n{job}.1|sh|COMPLETED|0:0|2|1\n\
-             {job}.2|sh|COMPLETED|0:0|3|1\n{job}.3|sh|FAILED|5:0|2|1\n"
+             {job}.0|sh|COMPLETED|0:0|3|2\n{job}.1|sh|COMPLETED|0:0|2|2\n\
+             {job}.2|sh|COMPLETED|0:0|3|2\n{job}.3|sh|FAILED|5:0|2|2\n"
         )
     );
 

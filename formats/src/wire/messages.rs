@@ -563,6 +563,9 @@ pub struct StepInfo {
     /// 0: it had not ended when its job did.
     pub end_ns: i64,
     pub ntasks: u32,
+    /// Its nodes, folded (`node[1-2]`), and its cores on them all.
+    pub nodes: String,
+    pub cpus: u32,
     /// The highest exit code of its tasks, and the signal that ended one.
     pub exit: (u32, u32),
     /// CPU time of its tasks, and the largest resident set of one (KiB).
@@ -572,14 +575,16 @@ pub struct StepInfo {
 
 impl StepInfo {
     /// The line srun writes in the job's directory (`step-N`) for the
-    /// agent to read at the job's end: `START END NTASKS CODE SIGNAL CPU
-    /// RSS NAME`.
+    /// agent to read at the job's end: `START END NTASKS NODES CPUS CODE
+    /// SIGNAL CPU RSS NAME`.
     pub fn line(&self) -> String {
         format!(
-            "{} {} {} {} {} {} {} {}\n",
+            "{} {} {} {} {} {} {} {} {} {}\n",
             self.start_ns,
             self.end_ns,
             self.ntasks,
+            self.nodes,
+            self.cpus,
             self.exit.0,
             self.exit.1,
             self.cpu_ns,
@@ -591,13 +596,15 @@ impl StepInfo {
     /// Step `id` from its [`StepInfo::line`]; `None` for a line that is
     /// not one (a step whose srun has not written it yet).
     pub fn parse(id: u32, line: &str) -> Option<StepInfo> {
-        let mut f = line.trim_end_matches('\n').splitn(8, ' ');
+        let mut f = line.trim_end_matches('\n').splitn(10, ' ');
         let mut next = || f.next();
         Some(StepInfo {
             id,
             start_ns: next()?.parse().ok()?,
             end_ns: next()?.parse().ok()?,
             ntasks: next()?.parse().ok()?,
+            nodes: next()?.to_string(),
+            cpus: next()?.parse().ok()?,
             exit: (next()?.parse().ok()?, next()?.parse().ok()?),
             cpu_ns: next()?.parse().ok()?,
             max_rss_kib: next()?.parse().ok()?,
@@ -1383,11 +1390,19 @@ mod tests {
             start_ns: 5,
             end_ns: 9,
             ntasks: 4,
+            nodes: "node[1-2]".into(),
+            cpus: 5,
             exit: (3, 0),
             cpu_ns: 1_500,
             max_rss_kib: 2048,
         };
-        assert_eq!(StepInfo::parse(2, &step.line()), Some(step));
+        assert_eq!(StepInfo::parse(2, &step.line()), Some(step.clone()));
+        // A step of no node known (an environment that said none).
+        let nowhere = StepInfo {
+            nodes: String::new(),
+            ..step
+        };
+        assert_eq!(StepInfo::parse(2, &nowhere.line()), Some(nowhere));
         assert_eq!(StepInfo::parse(0, "5 9 4"), None);
         assert_eq!(StepInfo::parse(0, ""), None);
     }

@@ -99,6 +99,8 @@ fn batch_argv(args: &super::Args, out: &Path, err: &Path) -> Vec<String> {
         &args.cpus_per_task.map(|n| n.to_string()),
     );
     pass("--export", &args.export);
+    pass("--nodelist", &args.nodelist);
+    pass("--exclude", &args.exclude);
     argv.extend(args.alloc.res.words());
     argv.push(format!("--output={}", out.display()));
     argv.push(format!("--error={}", err.display()));
