@@ -124,12 +124,16 @@ jobset() {
     srun -n 1 --exact echo exact; srun -n 1 --overlap echo overlap; srun --exclusive -n 1 echo exclusive'
   # Steps over several nodes: each task's node and its number there, and
   # the step's layout, as srun lays it out (-N, -w, -x, -c); steps it
-  # refuses; output files named by node and task. Then sacct's lines for
-  # those steps.
+  # refuses; the tasks that ended alike on a node, said in one line;
+  # output files named by node and task. Then sacct's lines for those
+  # steps.
   alone -J spread -N 3 --exclusive -o "$out/run/srun-nodes" --wrap 'show="echo \$SLURM_PROCID \$SLURM_NODEID \$SLURMD_NODENAME \$SLURM_LOCALID \$SLURM_STEP_NODELIST \$SLURM_STEP_TASKS_PER_NODE \$SLURM_NNODES \$SLURM_NTASKS \$SLURM_CPUS_ON_NODE \$SLURM_GTIDS \$SLURM_DISTRIBUTION"
     for a in "" "-n 7" "-n 5 -c 2" "-N 2 -n 5" "-n 2" "-w node2 -n 1" "-w node3 -n 6" \
       "-x node2 -N 2" "-x node2" "-N 4" "-w node9" "-n 13" "-N 2-1"; do
       echo "== $a"; { srun $a -l sh -c "$show"; echo "exit $?"; } 2>&1 | sort
+    done
+    for c in "exit 2" "exit \$((SLURM_PROCID % 2 + 1))"; do
+      echo "== $c"; { srun -n 7 sh -c "$c"; echo "exit $?"; } 2>&1 | sort
     done
     srun -n 4 -o "task-%n-%t" true; ls task-*; rm task-*'
   # A hint (no threads to use or leave on these nodes), and an output

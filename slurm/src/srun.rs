@@ -342,39 +342,45 @@ pub fn main(argv: &[String]) -> Result<u8> {
     // A task ended by SIGTERM or SIGKILL: Slurm's srun says, once all are
     // over, that the step was.
     let mut forced = false;
+    // How each task that did not end well ended, in Slurm's words.
+    let mut ends: Vec<(u32, String)> = Vec::new();
     for (task, code) in failed {
-        let node = step_nodes[tasks[task as usize].0];
-        eprintln!("srun: error: {node}: task {task}: Exited with exit code {code}");
+        ends.push((task, format!("Exited with exit code {code}")));
         worst = worst.max(code);
     }
     for (task, mut child) in children {
-        let node = step_nodes[tasks[task as usize].0];
         let status = child.wait()?;
         let code = match (
             status.code(),
             std::os::unix::process::ExitStatusExt::signal(&status),
         ) {
-            (Some(c), _) => c as u8,
+            (Some(c), _) => {
+                if c != 0 {
+                    ends.push((task, format!("Exited with exit code {c}")));
+                }
+                c as u8
+            }
             (None, Some(sig)) => {
                 let core = if std::os::unix::process::ExitStatusExt::core_dumped(&status) {
                     " (core dumped)"
                 } else {
                     ""
                 };
-                eprintln!(
-                    "srun: error: {node}: task {task}: {}{core}",
-                    signal_name(sig)
-                );
+                ends.push((task, format!("{}{core}", signal_name(sig))));
                 forced |= sig == libc::SIGTERM || sig == libc::SIGKILL;
                 signal = signal.max(sig as u32);
                 (128 + sig) as u8
             }
             (None, None) => 1,
         };
-        if code != 0 && status.code().is_some() {
-            eprintln!("srun: error: {node}: task {task}: Exited with exit code {code}");
-        }
         worst = worst.max(code);
+    }
+    for (node, ids, what) in alike_ends(ends, |t| tasks[t as usize].0) {
+        let node = step_nodes[node];
+        match ids.as_slice() {
+            [one] => eprintln!("srun: error: {node}: task {one}: {what}"),
+            _ => eprintln!("srun: error: {node}: tasks {}: {what}", ranges(&ids)),
+        }
     }
     if forced {
         eprintln!("srun: Force Terminated StepId={job}.{}", info.id);
@@ -394,6 +400,45 @@ pub fn main(argv: &[String]) -> Result<u8> {
     info.max_rss_kib = max_rss_kib;
     note(&info);
     Ok(worst)
+}
+
+/// Tasks' ends grouped as Slurm's srun says them: one line for the tasks
+/// of a node that ended alike, the step's nodes in order, each node's
+/// lines in the order of their first task.
+fn alike_ends(
+    mut ends: Vec<(u32, String)>,
+    node_of: impl Fn(u32) -> usize,
+) -> Vec<(usize, Vec<u32>, String)> {
+    ends.sort_by_key(|&(t, _)| (node_of(t), t));
+    let mut out: Vec<(usize, Vec<u32>, String)> = Vec::new();
+    for (task, what) in ends {
+        let node = node_of(task);
+        match out.iter_mut().find(|(n, _, w)| *n == node && *w == what) {
+            Some((_, ids, _)) => ids.push(task),
+            None => out.push((node, vec![task], what)),
+        }
+    }
+    out
+}
+
+/// Task numbers in order as Slurm writes them: runs as `0-3`, apart by
+/// commas (`0,2`, `0-2,5`).
+fn ranges(ids: &[u32]) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < ids.len() {
+        let mut j = i;
+        while j + 1 < ids.len() && ids[j + 1] == ids[j] + 1 {
+            j += 1;
+        }
+        out.push(if j > i {
+            format!("{}-{}", ids[i], ids[j])
+        } else {
+            ids[i].to_string()
+        });
+        i = j + 1;
+    }
+    out.join(",")
 }
 
 /// A step's job, as its environment says it, and where the step's tasks
@@ -620,6 +665,30 @@ mod tests {
             expand("out-%j.%s.%t-%N-%n%%", "12", 1, 3, ("node4", 1)),
             "out-12.1.3-node4-1%"
         );
+    }
+
+    #[test]
+    fn tasks_that_end_alike_on_a_node_are_said_in_one_line_as_slurm_says_them() {
+        // Six tasks on two nodes (0-3 and 4-5), as measured on Slurm.
+        let node_of = |t: u32| usize::from(t >= 4);
+        let exit = |c: u32| format!("Exited with exit code {c}");
+        let ends = (0..6).map(|t| (t, exit(t % 2 + 1))).collect();
+        assert_eq!(
+            alike_ends(ends, node_of),
+            [
+                (0, vec![0, 2], exit(1)),
+                (0, vec![1, 3], exit(2)),
+                (1, vec![4], exit(1)),
+                (1, vec![5], exit(2)),
+            ]
+        );
+        let ends = [5, 4, 2, 1, 0].map(|t| (t, exit(3))).to_vec();
+        let said: Vec<String> = alike_ends(ends, node_of)
+            .into_iter()
+            .map(|(n, ids, _)| format!("{n}:{}", ranges(&ids)))
+            .collect();
+        assert_eq!(said, ["0:0-2", "1:4-5"]);
+        assert_eq!(ranges(&[0, 1, 2, 5, 7, 8]), "0-2,5,7-8");
     }
 
     #[test]
