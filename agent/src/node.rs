@@ -58,6 +58,9 @@ pub struct NodeContext {
 /// A job process this node owns.
 struct Job {
     pid: i32,
+    /// Its process's [`crate::spawn::Spawned::born`]: which process the
+    /// pid is.
+    born: i64,
     /// The start it runs for (`StartJob::start_ns`): a Start that names
     /// it again is the same start repeated, not run again.
     start: i64,
@@ -99,6 +102,7 @@ struct Job {
 /// until its `Start` claims it.
 struct Prepared {
     pid: i32,
+    born: i64,
     /// What it was started with: a `Start` that differs does not claim it.
     start: Box<StartJob>,
     /// Killed if still unclaimed then.
@@ -124,7 +128,7 @@ impl Prepared {
     /// has named itself held.
     async fn kill(mut self) {
         if self.alive() {
-            signal(self.pid, Signal::SIGKILL);
+            signal(self.pid, self.born, Signal::SIGKILL);
             gone(self.pid, self.exit).await;
         }
     }
@@ -150,6 +154,7 @@ impl Preparing {
         match self.answer.try_recv() {
             Ok(Ok(spawned)) => Some(Prepared {
                 pid: spawned.pid,
+                born: spawned.born,
                 start: self.start,
                 until: self.until,
                 exit: spawned.exit,
@@ -203,7 +208,7 @@ impl Ahead {
             if let Some(mut p) = self.prepared.remove(&id) {
                 if p.alive() {
                     debug!(job = id, pid = p.pid, "prepared process unclaimed in time");
-                    signal(p.pid, Signal::SIGKILL);
+                    signal(p.pid, p.born, Signal::SIGKILL);
                     self.dying.insert(id, (p.pid, p.exit));
                 }
             }
@@ -332,8 +337,8 @@ pub fn start(name: String, ctx: Arc<NodeContext>) -> (NodeHandle, tokio::task::J
 /// `sig` to the process group of job process `pid`, if that is still
 /// ours: one reaped an instant ago, its exit not yet seen by its node, is
 /// left alone, since its pid may be another process's already.
-fn signal(pid: i32, sig: Signal) {
-    let sent = crate::spawn::while_unreaped(pid, || {
+fn signal(pid: i32, born: i64, sig: Signal) {
+    let sent = crate::spawn::while_unreaped(pid, born, || {
         // The job's process group is its pid (spawned with pgroup 0).
         killpg(Pid::from_raw(pid), sig)
     });
@@ -345,9 +350,9 @@ fn signal(pid: i32, sig: Signal) {
 /// `sig` to the processes of the job run by sigsleep `pid` that `reach`
 /// names (sigsleep itself is never one: it is the job's supervisor, not a
 /// process of Slurm's job).
-fn signal_part(pid: i32, sig: i32, reach: Reach) {
+fn signal_part(pid: i32, born: i64, sig: i32, reach: Reach) {
     // Its supervisor unreaped, the tree read below it is the job's.
-    crate::spawn::while_unreaped(pid, || signal_tree(pid, sig, reach));
+    crate::spawn::while_unreaped(pid, born, || signal_tree(pid, sig, reach));
 }
 
 fn signal_tree(pid: i32, sig: i32, reach: Reach) {
@@ -421,7 +426,7 @@ async fn run(name: String, rx: Arc<Mailbox>, ctx: Arc<NodeContext>) {
                             a.preparing.drain().filter_map(|(_, p)| p.take()).collect();
                         for mut p in a.prepared.drain().map(|(_, p)| p).chain(taken) {
                             if p.alive() {
-                                signal(p.pid, Signal::SIGKILL);
+                                signal(p.pid, p.born, Signal::SIGKILL);
                             }
                         }
                     }
@@ -526,7 +531,7 @@ async fn run(name: String, rx: Arc<Mailbox>, ctx: Arc<NodeContext>) {
                         } else if job.suspended {
                             job.suspended = false;
                             job.stop_at = None;
-                            signal(job.pid, Signal::SIGCONT);
+                            signal(job.pid, job.born, Signal::SIGCONT);
                             debug!(job = id, node = %name, "resumed");
                         }
                     }
@@ -562,7 +567,7 @@ async fn run(name: String, rx: Arc<Mailbox>, ctx: Arc<NodeContext>) {
                     // nor kept for that start: sent as it begins, it would
                     // find no process of the program yet.
                     if let Some(job) = jobs.get(&id).filter(|j| j.program.is_some() && j.next.is_none()) {
-                        signal_part(job.pid, sig, reach);
+                        signal_part(job.pid, job.born, sig, reach);
                     }
                 }
                 Some(NodeCmd::Limit(id, walltime_ns)) => {
@@ -572,7 +577,7 @@ async fn run(name: String, rx: Arc<Mailbox>, ctx: Arc<NodeContext>) {
                         continue;
                     }
                     if let Some(job) = jobs.get(&id) {
-                        let sent = crate::spawn::while_unreaped(job.pid, || {
+                        let sent = crate::spawn::while_unreaped(job.pid, job.born, || {
                             sigsleep::signals::send_limit(job.pid, walltime_ns)
                         });
                         if let Some(Err(e)) = sent {
@@ -594,6 +599,7 @@ async fn run(name: String, rx: Arc<Mailbox>, ctx: Arc<NodeContext>) {
                     debug!(job = id, node = %name, pid = spawned.pid, "prepared");
                     a.prepared.insert(id, Prepared {
                         pid: spawned.pid,
+                        born: spawned.born,
                         start: p.start,
                         until: p.until,
                         exit: spawned.exit,
@@ -669,7 +675,7 @@ async fn run(name: String, rx: Arc<Mailbox>, ctx: Arc<NodeContext>) {
                 for job in jobs.values_mut() {
                     if job.stop_at.is_some_and(|t| t <= now) {
                         job.stop_at = None;
-                        signal(job.pid, Signal::SIGSTOP);
+                        signal(job.pid, job.born, Signal::SIGSTOP);
                     }
                     if job.kill_at.is_some_and(|t| t <= now) {
                         job.kill_at = None;
@@ -692,7 +698,7 @@ async fn run(name: String, rx: Arc<Mailbox>, ctx: Arc<NodeContext>) {
 /// is their subreaper), so they are stopped, that none forks meanwhile,
 /// then killed, before the group is, sigsleep with it.
 fn kill_now(job: &Job) {
-    crate::spawn::while_unreaped(job.pid, || {
+    crate::spawn::while_unreaped(job.pid, job.born, || {
         if job.program.is_some() {
             for sig in [libc::SIGSTOP, libc::SIGSTOP, libc::SIGKILL] {
                 for p in sigsleep::tree::descendants_of(job.pid) {
@@ -711,12 +717,12 @@ fn kill_now(job: &Job) {
 fn suspend(job: &mut Job, mode: SuspendMode, grace: Duration) {
     job.suspended = true;
     match mode {
-        SuspendMode::Tstp => signal(job.pid, Signal::SIGTSTP),
+        SuspendMode::Tstp => signal(job.pid, job.born, Signal::SIGTSTP),
         SuspendMode::Slurm => {
-            signal(job.pid, Signal::SIGTSTP);
+            signal(job.pid, job.born, Signal::SIGTSTP);
             job.stop_at = Some(Instant::now() + grace);
         }
-        SuspendMode::Stop => signal(job.pid, Signal::SIGSTOP),
+        SuspendMode::Stop => signal(job.pid, job.born, Signal::SIGSTOP),
     }
 }
 
@@ -730,7 +736,7 @@ fn cancel(job: &mut Job, grace: Duration, why: EndWhy) {
     if job.kill_at.is_some() {
         return;
     }
-    let sent = crate::spawn::while_unreaped(job.pid, || match why {
+    let sent = crate::spawn::while_unreaped(job.pid, job.born, || match why {
         EndWhy::Cancelled => {
             kill(Pid::from_raw(job.pid), Signal::SIGTERM).map_err(|e| e.to_string())
         }
@@ -742,7 +748,7 @@ fn cancel(job: &mut Job, grace: Duration, why: EndWhy) {
     if job.suspended {
         job.suspended = false;
         job.stop_at = None;
-        signal(job.pid, Signal::SIGCONT);
+        signal(job.pid, job.born, Signal::SIGCONT);
     }
     job.kill_at = Some(Instant::now() + grace);
 }
@@ -775,8 +781,9 @@ async fn begin(
     };
     // Before the process can write its record.
     let log_from = std::fs::metadata(&ctx.log).map_or(0, |m| m.len());
-    let job = |pid, program| Job {
+    let job = |pid, born, program| Job {
         pid,
+        born,
         start: s.start_ns,
         ending: false,
         next: None,
@@ -791,7 +798,7 @@ async fn begin(
         log_from,
     };
     if let Some(p) = claimed {
-        let pid = p.pid;
+        let (pid, born) = (p.pid, p.born);
         // The start's instant rides on the signal: the job's run counts
         // from the controller's start.
         let from = if ctx.settings.run_from_launch {
@@ -799,18 +806,25 @@ async fn begin(
         } else {
             s.start_ns
         };
-        if let Err(e) = sigsleep::signals::send_start(pid, from) {
+        let sent =
+            crate::spawn::while_unreaped(pid, born, || sigsleep::signals::send_start(pid, from));
+        if let Some(Err(e)) = sent {
             debug!(job = id, pid, %e, "start not delivered");
         }
         debug!(job = id, node = %name, pid, "started (prepared)");
-        return Some((job(pid, None), crate::spawn::Spawned { pid, exit: p.exit }));
+        let spawned = crate::spawn::Spawned {
+            pid,
+            born,
+            exit: p.exit,
+        };
+        return Some((job(pid, born, None), spawned));
     }
     // Boxed: held inline, its state would make every idle node's task
     // larger.
     match Box::pin(launch(ctx, &s, false)).await {
         Ok((spawned, program)) => {
             debug!(job = id, node = %name, pid = spawned.pid, "started");
-            Some((job(spawned.pid, program), spawned))
+            Some((job(spawned.pid, spawned.born, program), spawned))
         }
         Err(e) => {
             warn!(job = id, node = %name, %e, "cannot start {}", ctx.sigsleep.display());

@@ -56,6 +56,10 @@ pub const END_FD: i32 = 3;
 /// A started job process.
 pub struct Spawned {
     pub pid: i32,
+    /// When it was spawned (CLOCK_MONOTONIC, ns): with its pid, which
+    /// process it is, for [`while_unreaped`] (a pid can be a later
+    /// child's once this one is reaped).
+    pub born: i64,
     /// Fires once, when the process has said it ended (its record is
     /// written; only its teardown is left) or has been reaped, whichever
     /// comes first.
@@ -134,26 +138,27 @@ struct Shared {
 }
 
 impl Shared {
-    fn while_unreaped<R>(&self, pid: i32, f: impl FnOnce() -> R) -> Option<R> {
+    fn while_unreaped<R>(&self, pid: i32, born: i64, f: impl FnOnce() -> R) -> Option<R> {
         let _open = self.reaping.read().unwrap_or_else(|p| p.into_inner());
         let ours = self
             .children
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .waiters
-            .contains_key(&pid);
+            .get(&pid)
+            .is_some_and(|w| w.since_ns == born);
         ours.then(f)
     }
 }
 
 /// Runs `f` (which signals `pid`, its group or its descendants) if `pid`
-/// is a child the launcher started and has not reaped, and keeps it
-/// unreaped until `f` returns: the pid cannot be another process's
-/// meanwhile. `None` when it was reaped already (or never ours). `f` must
-/// not call this again: a reap waiting between two reads would wait for
-/// ever.
-pub fn while_unreaped<R>(pid: i32, f: impl FnOnce() -> R) -> Option<R> {
-    Launcher::global().ok()?.shared.while_unreaped(pid, f)
+/// is still the child the launcher started at `born` ([`Spawned::born`])
+/// and has not reaped, and keeps it unreaped until `f` returns: the pid
+/// cannot be another process's meanwhile. `None` when it was reaped
+/// already (its pid perhaps a later child's by now). `f` must not call
+/// this again: a reap waiting between two reads would wait for ever.
+pub fn while_unreaped<R>(pid: i32, born: i64, f: impl FnOnce() -> R) -> Option<R> {
+    Launcher::global().ok()?.shared.while_unreaped(pid, born, f)
 }
 
 /// Handle to the process's spawner and reaper threads.
@@ -394,6 +399,7 @@ fn spawner(requests: &Queues, shared: &Shared, ends: std::os::fd::OwnedFd) -> ! 
                         shared.added.notify_one();
                         Ok(Spawned {
                             pid: pid.as_raw(),
+                            born: since_ns,
                             exit: rx,
                         })
                     }
@@ -404,7 +410,7 @@ fn spawner(requests: &Queues, shared: &Shared, ends: std::os::fd::OwnedFd) -> ! 
         // The requester gave up meanwhile: nothing would ever claim, end
         // or signal the child, so it goes now (and is reaped as any).
         if let Err(Ok(orphan)) = req.reply.send(result) {
-            shared.while_unreaped(orphan.pid, || {
+            shared.while_unreaped(orphan.pid, orphan.born, || {
                 nix::sys::signal::kill(Pid::from_raw(orphan.pid), Signal::SIGKILL)
             });
         }
@@ -605,7 +611,11 @@ mod tests {
         )
         .await;
         let pid = s.pid;
-        let held = while_unreaped(pid, || {
+        // Its pid with another birth is another process, which may have
+        // the pid once this one is reaped: not this one.
+        assert_eq!(while_unreaped(pid, s.born - 1, || ()), None);
+        assert_eq!(while_unreaped(pid, s.born, || ()), Some(()));
+        let held = while_unreaped(pid, s.born, || {
             // It ends while the gate is held: the reaper sees it, and must
             // leave it a zombie, its pid still its own.
             std::fs::write(&go, "").unwrap();
@@ -625,7 +635,7 @@ mod tests {
         assert_eq!(held, Some(Some('Z')));
         assert_eq!(s.exit.await.unwrap(), Exit::Code(4));
         // Reaped: not ours any more, whoever has the pid now.
-        assert_eq!(while_unreaped(pid, || ()), None);
+        assert_eq!(while_unreaped(pid, s.born, || ()), None);
     }
 
     #[tokio::test]

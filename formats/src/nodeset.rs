@@ -634,7 +634,7 @@ pub fn unfold_counts(text: &str, most: usize) -> Option<Vec<u32>> {
             None => (item, 1),
         };
         let count: u32 = count.parse().ok()?;
-        if times == 0 || out.len() + times > most {
+        if times == 0 || times > most.saturating_sub(out.len()) {
             return None;
         }
         out.extend(std::iter::repeat_n(count, times));
@@ -668,6 +668,7 @@ mod tests {
         }
         // No more than asked for, however large a count says.
         assert_eq!(unfold_counts("1(x4000000000)", 10), None);
+        assert_eq!(unfold_counts("1,1(x18446744073709551615)", 10), None);
     }
 
     #[test]

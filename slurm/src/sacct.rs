@@ -245,11 +245,9 @@ fn not_yet_eligible(j: &JobInfo) -> bool {
     }
 }
 
-/// The cores job `j` holds on its batch host (where its batch step and,
-/// here, its `srun` steps run): all of them there, as a Slurm step gets.
 /// Step `s`'s nodes, how many, and its cores on them: as srun laid it
-/// out, or, for a step that did not say (one of an older srun), the job's
-/// first node and its cores there.
+/// out, or, for a step that says none (srun found no node in its job's
+/// environment), the job's first node and its cores there.
 fn step_nodes(s: &StepInfo, j: &JobInfo) -> (String, usize, u32) {
     match formats::nodeset::parse(&s.nodes) {
         Ok(set) if !s.nodes.is_empty() && s.cpus > 0 => {
@@ -259,6 +257,8 @@ fn step_nodes(s: &StepInfo, j: &JobInfo) -> (String, usize, u32) {
     }
 }
 
+/// The cores job `j` holds on its batch host (where its batch step
+/// runs): all of them there, as a Slurm step gets.
 fn first_node_cpus(j: &JobInfo) -> u32 {
     j.program
         .as_ref()

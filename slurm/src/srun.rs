@@ -96,9 +96,15 @@ pub fn main(argv: &[String]) -> Result<u8> {
         eprintln!("srun: fatal: No command given to execute.");
         return Ok(1);
     }
-    if args.ntasks == Some(0) {
-        eprintln!("srun: error: Invalid numeric value \"0\" for --ntasks.");
-        return Ok(1);
+    for (value, option) in [
+        (args.ntasks, "--ntasks"),
+        (args.cpus_per_task, "--cpus-per-task"),
+        (args.ntasks_per_node, "--ntasks-per-node"),
+    ] {
+        if value == Some(0) {
+            eprintln!("srun: error: Invalid numeric value \"0\" for {option}.");
+            return Ok(1);
+        }
     }
     let Ok(job) = std::env::var("SLURM_JOB_ID") else {
         return allocation::run(args);
@@ -160,7 +166,7 @@ pub fn main(argv: &[String]) -> Result<u8> {
         let (node, n) = layout.nodes[i];
         let all = held.cpus.get(node).copied().unwrap_or(1);
         match args.cpus_per_task {
-            Some(c) => (n * c.max(1)).min(all),
+            Some(c) => (u64::from(n) * u64::from(c.max(1))).min(u64::from(all)) as u32,
             None if args.exact => n.min(all),
             None => all,
         }
@@ -193,7 +199,12 @@ pub fn main(argv: &[String]) -> Result<u8> {
         end_ns: 0,
         ntasks,
         nodes: step_nodelist.clone(),
-        cpus: (0..layout.nodes.len()).map(cores_on).sum(),
+        cpus: u32::try_from(
+            (0..layout.nodes.len())
+                .map(|i| u64::from(cores_on(i)))
+                .sum::<u64>(),
+        )
+        .unwrap_or(u32::MAX),
         exit: (0, 0),
         cpu_ns: 0,
         max_rss_kib: 0,
@@ -456,9 +467,12 @@ fn step_of(args: &Args, job: &str) -> Result<std::result::Result<Step, layout::R
         lines: vec![format!("Unable to create step for job {job}: {why}")],
         code: 1,
     };
+    // No more names than a cluster has nodes: a hand-set list must not
+    // make srun allocate without bound.
     let nodes: Vec<String> = std::env::var("SLURM_JOB_NODELIST")
         .ok()
         .and_then(|l| formats::nodeset::parse(&l).ok())
+        .filter(|s| formats::nodeset::count(s) <= layout::MAX_TASKS as usize)
         .map(|s| formats::nodeset::expand(&s))
         .filter(|n| !n.is_empty())
         .unwrap_or_else(|| vec![std::env::var("SLURMD_NODENAME").unwrap_or_default()]);
@@ -472,32 +486,10 @@ fn step_of(args: &Args, job: &str) -> Result<std::result::Result<Step, layout::R
         Ok(c) => c.flatten(),
         Err(r) => return Ok(Err(r)),
     };
-    let nnodes = count.map_or(held.nodes.len() as u32, |(_, most)| most);
-    // -n, else the job's (srun takes SLURM_NTASKS as its -n), else
-    // --ntasks-per-node on each node, else a task per node.
-    let ntasks = args
-        .ntasks
-        .or_else(|| var("SLURM_NTASKS"))
-        .or_else(|| {
-            args.ntasks_per_node
-                .filter(|&t| t > 0)
-                .map(|t| t.saturating_mul(nnodes))
-        })
-        .unwrap_or(nnodes)
-        .max(1);
-    let tasks_per_node = match args.ntasks_per_node.filter(|&t| t > 0) {
-        Some(t) if t.saturating_mul(nnodes) == ntasks => Some(t),
-        Some(t) => {
-            // What Slurm's srun says of a layout it cannot keep.
-            eprintln!(
-                "srun: Warning: can't honor --ntasks-per-node set to {t} which doesn't match the \
-                 requested tasks {ntasks} with the number of requested nodes {nnodes}. Ignoring \
-                 --ntasks-per-node."
-            );
-            None
-        }
-        None => None,
-    };
+    // SLURM_NTASKS_PER_NODE is srun's --ntasks-per-node, as on Slurm.
+    let tasks_per_node = args
+        .ntasks_per_node
+        .or_else(|| var("SLURM_NTASKS_PER_NODE"));
     let named = |list: &Option<String>| -> Option<Vec<String>> {
         match list {
             Some(l) => crate::sbatch::named_nodes(l).ok(),
@@ -509,7 +501,8 @@ fn step_of(args: &Args, job: &str) -> Result<std::result::Result<Step, layout::R
     };
     // A node to leave out that the job does not have must still be one
     // of the cluster's.
-    if exclude.iter().any(|n| !held.nodes.contains(n)) {
+    let ours: std::collections::HashSet<&str> = held.nodes.iter().map(String::as_str).collect();
+    if exclude.iter().any(|n| !ours.contains(n.as_str())) {
         if let Ok(config) =
             crate::cluster::conf_path().and_then(|p| controller::config::Cluster::load(&p))
         {
@@ -523,7 +516,8 @@ fn step_of(args: &Args, job: &str) -> Result<std::result::Result<Step, layout::R
     }
     let ask = layout::Ask {
         nodes: count,
-        ntasks,
+        // -n, else the job's (srun takes SLURM_NTASKS as its -n).
+        ntasks: args.ntasks.or_else(|| var("SLURM_NTASKS")),
         tasks_per_node,
         cpus_per_task: args
             .cpus_per_task

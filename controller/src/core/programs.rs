@@ -305,9 +305,6 @@ mod tests {
     }
 
     #[test]
-    fn counts_per_node_fold_as_slurms() {}
-
-    #[test]
     fn the_script_gets_slurms_variables_after_its_own() {
         let env = start(&program(), &started(None)).env;
         let get = |k: &str| {

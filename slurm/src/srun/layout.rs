@@ -2,10 +2,13 @@
 //! lays them out inside an allocation (each rule measured on it, 4-core
 //! nodes; the cases are the tests below).
 //!
-//! - **How many nodes**: `-N` (the most of a range), else the job's; no
-//!   more than its tasks, with Slurm's warning when `-N` was not given.
-//! - **Which**: those `-w` names (the first so many), then the job's
-//!   others in its order, never one `-x` names; in the job's order.
+//! - **How many nodes**: `-N` (the most of a range), else the job's, at
+//!   least as many as `-w` names; no more than its tasks, with Slurm's
+//!   warning (srun's own `_opt_verify`, as is `--ntasks-per-node`, kept
+//!   only when the tasks over the least nodes come to it).
+//! - **Which**: those `-w` names (the first so many, with Slurm's error
+//!   line when `-N` allows fewer), then the job's others in its order,
+//!   never one `-x` names; in the job's order.
 //! - **How many tasks on each**: no more tasks' cores (`-c` each) than
 //!   the step's nodes hold in the job; dealt one per node in turn, each
 //!   node taking what its cores hold (one at least), nor more than
@@ -30,8 +33,10 @@ pub struct Job {
 pub struct Ask {
     /// `-N`: the least and most nodes; `None` (or `-N 0`): the job's.
     pub nodes: Option<(u32, u32)>,
-    pub ntasks: u32,
-    /// `--ntasks-per-node`, when it is honoured.
+    /// `-n`, else the job's `SLURM_NTASKS`; `None`: a task per node
+    /// (times `--ntasks-per-node`).
+    pub ntasks: Option<u32>,
+    /// `--ntasks-per-node`.
     pub tasks_per_node: Option<u32>,
     pub cpus_per_task: u32,
     /// `-w`, in the order given.
@@ -39,6 +44,11 @@ pub struct Ask {
     /// `-x`.
     pub exclude: Vec<String>,
 }
+
+/// The most tasks one step may have: more could not all be started on
+/// one host anyway, and a count from a hand-set environment must not
+/// make srun allocate without bound.
+pub const MAX_TASKS: u32 = 1 << 20;
 
 /// The step's nodes, in the job's order: each node's index in the job,
 /// and its tasks there.
@@ -75,8 +85,8 @@ impl Layout {
     }
 }
 
-/// Lays out the step `ask` in job `job` (step `step`'s number only goes
-/// into Slurm's words).
+/// Lays out the step `ask` in job `job_id`, whose nodes and cores are
+/// `job`, as Slurm's srun and controller would.
 pub fn lay_out(job: &Job, job_id: &str, ask: &Ask) -> Result<Layout, Refused> {
     let refuse = |line: String| Refused {
         lines: vec![line],
@@ -93,92 +103,116 @@ pub fn lay_out(job: &Job, job_id: &str, ask: &Ask) -> Result<Layout, Refused> {
             "Unable to create step for job {job_id}: More processors requested than permitted"
         ))
     };
-    let index = |name: &str| job.nodes.iter().position(|n| n == name);
+    let index: std::collections::HashMap<&str, usize> = job
+        .nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.as_str(), i))
+        .collect();
+    let mut is_named = vec![false; job.nodes.len()];
     let mut named = Vec::new();
     for name in &ask.nodelist {
-        let i = index(name).ok_or_else(not_available)?;
-        if !named.contains(&i) {
+        let i = *index.get(name.as_str()).ok_or_else(not_available)?;
+        if !std::mem::replace(&mut is_named[i], true) {
             named.push(i);
         }
     }
-    let excluded: Vec<usize> = ask.exclude.iter().filter_map(|n| index(n)).collect();
-    if named.iter().any(|i| excluded.contains(i)) {
+    let mut excluded = vec![false; job.nodes.len()];
+    for i in ask.exclude.iter().filter_map(|n| index.get(n.as_str())) {
+        excluded[*i] = true;
+    }
+    if named.iter().any(|&i| excluded[i]) {
         return Err(not_available());
     }
-    let open: Vec<usize> = (0..job.nodes.len())
-        .filter(|i| !excluded.contains(i))
-        .collect();
+    let open: Vec<usize> = (0..job.nodes.len()).filter(|&i| !excluded[i]).collect();
     if open.is_empty() {
         return Err(refuse("Hostlist is empty!  Can't run job.".into()));
     }
+    // Slurm's srun's own reading of its options (`_opt_verify`): the
+    // job's node count unless -N; -w beyond -N's most cut; at least
+    // the nodes -w names; fewer tasks than that, fewer nodes.
     let mut warnings = Vec::new();
-    let (least, mut count) = match ask.nodes {
-        Some((least, most)) => (least, most),
-        None => {
-            let all = job.nodes.len() as u32;
-            if ask.ntasks < all {
+    let all = job.nodes.len() as u32;
+    let (mut least, mut most) = ask.nodes.unwrap_or((all, all));
+    if ask.nodes.is_some() && named.len() > most as usize {
+        warnings.push(format!(
+            "error: Required nodelist includes more nodes than permitted by max-node count \
+             ({} > {most}). Eliminating nodes from the nodelist.",
+            named.len()
+        ));
+        named.truncate(most as usize);
+    }
+    least = least.max(named.len() as u32);
+    let mut tasks_per_node = ask.tasks_per_node;
+    let ntasks = match ask.ntasks {
+        Some(n) => {
+            most = most.min(n);
+            if n < least {
                 warnings.push(format!(
-                    "Warning: can't run {} processes on {all} nodes, setting nnodes to {}",
-                    ask.ntasks, ask.ntasks
+                    "Warning: can't run {n} processes on {least} nodes, setting nnodes to {n}"
                 ));
-                (ask.ntasks, ask.ntasks)
-            } else {
-                (all, all)
+                least = n;
+                most = most.max(least);
+                named.truncate(n as usize);
             }
+            if let Some(t) = tasks_per_node.filter(|&t| least > 0 && t != n / least) {
+                if n > t {
+                    warnings.push(format!(
+                        "Warning: can't honor --ntasks-per-node set to {t} which doesn't match \
+                         the requested tasks {n} with the number of requested nodes {least}. \
+                         Ignoring --ntasks-per-node."
+                    ));
+                }
+                tasks_per_node = None;
+            }
+            n
         }
-    };
+        None => least.saturating_mul(tasks_per_node.unwrap_or(1)),
+    }
+    .max(1);
     let have = open.len() as u32;
     if least > have {
         let mut lines = Vec::new();
-        if !excluded.is_empty() {
+        if excluded.contains(&true) {
             lines.push("Are required nodes explicitly excluded?".into());
         }
         lines.push(format!("Only allocated {have} nodes asked for {least}"));
         return Err(Refused { lines, code: 1 });
     }
-    count = count.min(have).min(ask.ntasks).max(1);
-    let mut chosen: Vec<usize> = named.iter().copied().take(count as usize).collect();
+    let count = most.min(have).max(least).max(1) as usize;
+    let mut chosen = named;
+    let mut taken = vec![false; job.nodes.len()];
+    for &i in &chosen {
+        taken[i] = true;
+    }
     for &i in &open {
-        if chosen.len() >= count as usize {
+        if chosen.len() >= count {
             break;
         }
-        if !chosen.contains(&i) {
+        if !taken[i] {
+            taken[i] = true;
             chosen.push(i);
         }
     }
     chosen.sort_unstable();
     // No more tasks' cores than the step's nodes hold in the job.
     let cpt = ask.cpus_per_task.max(1);
-    let cores: u64 = chosen
-        .iter()
-        .map(|&i| u64::from(job.cpus.get(i).copied().unwrap_or(1)))
-        .sum();
-    if u64::from(ask.ntasks) * u64::from(cpt) > cores {
+    let cores_of = |i: usize| job.cpus.get(i).copied().unwrap_or(1);
+    let cores: u64 = chosen.iter().map(|&i| u64::from(cores_of(i))).sum();
+    if u64::from(ntasks) * u64::from(cpt) > cores || ntasks > MAX_TASKS {
         return Err(too_many());
     }
     // Dealt in turns, a task to each node whose cores hold one more (a
-    // node holds one at least); what is left then, one to each in turn.
+    // node holds one at least), as far as `--ntasks-per-node` lets it;
+    // what is left then, one to each in turn.
     let room: Vec<u32> = chosen
         .iter()
         .map(|&i| {
-            let fits = (job.cpus.get(i).copied().unwrap_or(1) / cpt).max(1);
-            ask.tasks_per_node.map_or(fits, |t| fits.min(t))
+            let fits = (cores_of(i) / cpt).max(1);
+            tasks_per_node.map_or(fits, |t| fits.min(t.max(1)))
         })
         .collect();
-    let mut tasks = vec![0u32; chosen.len()];
-    let mut left = ask.ntasks;
-    let mut crowded = false;
-    while left > 0 {
-        let mut dealt = false;
-        for (t, &r) in tasks.iter_mut().zip(&room) {
-            if left > 0 && (crowded || *t < r) {
-                *t += 1;
-                left -= 1;
-                dealt = true;
-            }
-        }
-        crowded |= !dealt;
-    }
+    let tasks = deal(ntasks, &room);
     // A node with no task is no node of the step.
     let nodes = chosen
         .into_iter()
@@ -186,6 +220,49 @@ pub fn lay_out(job: &Job, job_id: &str, ask: &Ask) -> Result<Layout, Refused> {
         .filter(|&(_, t)| t > 0)
         .collect();
     Ok(Layout { nodes, warnings })
+}
+
+/// `n` tasks dealt in turns to nodes that take at most `room` each (the
+/// first nodes first in each turn), then what is left one to each in
+/// turn: counted, not dealt one by one.
+fn deal(n: u32, room: &[u32]) -> Vec<u32> {
+    let n = u64::from(n);
+    let upto = |level: u64| -> u64 { room.iter().map(|&r| u64::from(r).min(level)).sum() };
+    let full: u64 = room.iter().map(|&r| u64::from(r)).sum();
+    if full <= n {
+        // Every node full, the rest over them all.
+        let extra = n - full;
+        let k = room.len().max(1) as u64;
+        return room
+            .iter()
+            .enumerate()
+            .map(|(i, &r)| {
+                let more = extra / k + u64::from((i as u64) < extra % k);
+                u32::try_from(u64::from(r) + more).unwrap_or(u32::MAX)
+            })
+            .collect();
+    }
+    // The most whole turns that do not deal more than n.
+    let (mut lo, mut hi) = (0u64, u64::from(room.iter().copied().max().unwrap_or(0)));
+    while lo < hi {
+        let mid = (lo + hi).div_ceil(2);
+        if upto(mid) <= n {
+            lo = mid;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    let mut left = n - upto(lo);
+    room.iter()
+        .map(|&r| {
+            let mut t = u64::from(r).min(lo);
+            if left > 0 && u64::from(r) > lo {
+                t += 1;
+                left -= 1;
+            }
+            t as u32
+        })
+        .collect()
 }
 
 /// `-N`'s value as Slurm's srun reads it (`2`, `1-3`, `0`: the job's),
@@ -229,7 +306,7 @@ mod tests {
 
     fn ask(ntasks: u32) -> Ask {
         Ask {
-            ntasks,
+            ntasks: Some(ntasks),
             cpus_per_task: 1,
             ..Ask::default()
         }
@@ -317,11 +394,66 @@ mod tests {
             l.warnings,
             ["Warning: can't run 2 processes on 3 nodes, setting nnodes to 2"]
         );
-        let one = Ask {
-            nodes: Some((2, 2)),
+        // With -N too, as Slurm's srun reads its options.
+        let l = lay_out(&j, "7", &ask(2).with_nodes(3)).unwrap();
+        assert_eq!(l.nodes, [(0, 1), (1, 1)]);
+        assert_eq!(
+            l.warnings,
+            ["Warning: can't run 2 processes on 3 nodes, setting nnodes to 2"]
+        );
+        assert!(lay_out(&j, "7", &ask(2).with_nodes(2))
+            .unwrap()
+            .warnings
+            .is_empty());
+    }
+
+    #[test]
+    fn tasks_per_node_is_kept_or_ignored_as_slurms_srun_decides() {
+        let j = job(&[4, 4, 4]);
+        // No tasks asked: that many on each node.
+        let per = |t: u32, nodes: (u32, u32), n: Option<u32>| Ask {
+            nodes: Some(nodes),
+            ntasks: n,
+            tasks_per_node: Some(t),
+            cpus_per_task: 1,
+            ..Ask::default()
+        };
+        assert_eq!(placed(&j, &per(3, (2, 2), None)), [(1, 3), (2, 3)]);
+        // Tasks over the least nodes, rounded down, must be it.
+        let kept = lay_out(&j, "7", &per(2, (2, 2), Some(5))).unwrap();
+        assert!(kept.warnings.is_empty());
+        assert_eq!(kept.tasks_per_node(), "3,2");
+        let l = lay_out(&j, "7", &per(2, (1, 2), Some(4))).unwrap();
+        assert_eq!(
+            l.warnings,
+            [
+                "Warning: can't honor --ntasks-per-node set to 2 which doesn't match the \
+                 requested tasks 4 with the number of requested nodes 1. Ignoring \
+                 --ntasks-per-node."
+            ]
+        );
+        assert_eq!(l.tasks_per_node(), "2(x2)");
+    }
+
+    #[test]
+    fn huge_counts_are_counted_not_dealt_and_never_overflow() {
+        let j = job(&[u32::MAX, u32::MAX]);
+        let l = lay_out(&j, "7", &ask(MAX_TASKS)).unwrap();
+        assert_eq!(l.tasks_per_node(), "524288(x2)");
+        assert!(lay_out(&j, "7", &ask(MAX_TASKS + 1)).is_err());
+        assert!(lay_out(&j, "7", &ask(4_000_000_000)).is_err());
+        let wide = Ask {
+            cpus_per_task: u32::MAX,
             ..ask(2)
         };
-        assert!(lay_out(&j, "7", &one).unwrap().warnings.is_empty());
+        assert_eq!(placed(&j, &wide), [(1, 1), (2, 1)]);
+        // Turns: 1,1,1 then 2,-,2 then 3,-,-; then one more to each in
+        // turn.
+        assert_eq!(deal(4, &[3, 1, 2]), [2, 1, 1]);
+        assert_eq!(deal(5, &[3, 1, 2]), [2, 1, 2]);
+        assert_eq!(deal(6, &[3, 1, 2]), [3, 1, 2]);
+        assert_eq!(deal(7, &[3, 1, 2]), [4, 1, 2]);
+        assert_eq!(deal(11, &[3, 1, 2]), [5, 3, 3]);
     }
 
     #[test]
@@ -334,6 +466,17 @@ mod tests {
         };
         assert_eq!(placed(&j, &w(&["node2"], 1, None)), [(2, 1)]);
         assert_eq!(placed(&j, &w(&["node2", "node3"], 1, None)), [(2, 1)]);
+        // More names than -N allows: the last ones dropped, with Slurm's
+        // error line.
+        let cut = lay_out(&j, "7", &w(&["node2", "node3"], 1, Some((1, 1)))).unwrap();
+        assert_eq!(cut.nodes, [(1, 1)]);
+        assert_eq!(
+            cut.warnings,
+            [
+                "error: Required nodelist includes more nodes than permitted by max-node count \
+              (2 > 1). Eliminating nodes from the nodelist."
+            ]
+        );
         assert_eq!(placed(&j, &w(&["node2"], 1, Some((1, 1)))), [(2, 1)]);
         assert_eq!(
             placed(&j, &w(&["node1", "node3"], 2, None)),
@@ -390,7 +533,7 @@ mod tests {
             ["Hostlist is empty!  Can't run job."]
         );
         assert_eq!(
-            refused(&job(&[4, 4]), &ask(2).with_nodes(3)),
+            refused(&job(&[4, 4]), &ask(4).with_nodes(3)),
             ["Only allocated 2 nodes asked for 3"]
         );
     }
