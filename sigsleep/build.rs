@@ -16,10 +16,11 @@ fn main() {
 }
 
 /// `SIGSLEEP_SOURCE_ID`: a digest of the code sigsleep is built from (its
-/// sources, the record formats it writes, the lock file), the same for
-/// every target. The agent, built with this crate, runs a sigsleep built
-/// for another target (musl) only if that one says the same digest
-/// (`sigsleep --source-id`): a build from other code might speak another
+/// sources, the record formats it writes, this script, the manifests and
+/// the lock file), the same for every target. The agent, built with this
+/// crate, runs a sigsleep built for another target (musl) only if that
+/// one carries the same digest (`sigsleep::SOURCE_ID_MARK`, which the
+/// agent finds in its file): a build from other code might speak another
 /// language to it.
 fn source_id() {
     let here = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("set by cargo"));
@@ -31,7 +32,9 @@ fn source_id() {
     }
     for f in [
         here.join("Cargo.toml"),
+        here.join("build.rs"),
         root.join("formats/Cargo.toml"),
+        root.join("Cargo.toml"),
         root.join("Cargo.lock"),
     ] {
         println!("cargo:rerun-if-changed={}", f.display());
@@ -56,9 +59,10 @@ fn collect(dir: &Path, out: &mut Vec<PathBuf>) {
     };
     for e in entries.flatten() {
         let p = e.path();
+        // Sources only: an editor's swap file is no change of code.
         if p.is_dir() {
             collect(&p, out);
-        } else {
+        } else if p.extension().is_some_and(|x| x == "rs") {
             out.push(p);
         }
     }

@@ -67,7 +67,9 @@ impl AgentSettings {
 /// or its musl build: [`sigsleep_in`]), else the first on the PATH, else
 /// the bare name (which will not start, and says so).
 pub fn default_sigsleep() -> PathBuf {
-    // Looked up once: telling builds apart runs a program.
+    // Looked up once, at the first start: telling builds apart reads a
+    // binary through. A musl build rebuilt or removed later is not seen
+    // until the agent starts again.
     static FOUND: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
     FOUND.get_or_init(find_sigsleep).clone()
 }
@@ -93,7 +95,7 @@ fn find_sigsleep() -> PathBuf {
 /// one: `dir/sigsleep`, or rather the same program of cargo's musl build
 /// (`cargo build -p sigsleep --target x86_64-unknown-linux-musl`, the same
 /// profile) when there is one built from the same code as this program
-/// (its `--source-id` is [`sigsleep::SOURCE_ID`]). That build starts a job
+/// (the digest its file carries is [`sigsleep::SOURCE_ID`]). That build starts a job
 /// in a third of the time and keeps half its memory, having none of
 /// glibc's start-up; one built from other code is passed over.
 pub fn sigsleep_in(dir: &Path) -> Option<PathBuf> {
@@ -101,8 +103,19 @@ pub fn sigsleep_in(dir: &Path) -> Option<PathBuf> {
     if !here.is_file() {
         return None;
     }
-    let twin =
-        musl_build_of(&here).filter(|t| source_id(t).as_deref() == Some(sigsleep::SOURCE_ID));
+    let twin = musl_build_of(&here).filter(|t| {
+        let same = source_id(t).as_deref() == Some(sigsleep::SOURCE_ID);
+        if !same {
+            // Said, so that a benchmark does not measure the glibc build
+            // unawares.
+            tracing::warn!(
+                "{} is from other code than this program (rebuild it): running {}",
+                t.display(),
+                here.display()
+            );
+        }
+        same
+    });
     Some(twin.unwrap_or(here))
 }
 
