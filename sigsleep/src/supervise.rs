@@ -52,6 +52,8 @@ pub fn end_message(id: u64, node: &str, at: i64, why: Option<&str>) -> String {
 /// since the epoch) in local time, `YYYY-MM-DDTHH:MM:SS`; `None` for a
 /// time the C library cannot convert.
 pub fn local_date(s: i64) -> Option<String> {
+    #[cfg(target_env = "musl")]
+    let _zone = zone::Pinned::new();
     // The C library's time_t, unnamed: the libc crate marks musl's as
     // deprecated (a 64-bit type there too, on x86-64).
     let t = [s as _];
@@ -70,6 +72,58 @@ pub fn local_date(s: i64) -> Option<String> {
         tm.tm_min,
         tm.tm_sec
     ))
+}
+
+/// The time zone as glibc reads `TZ`, for musl's build: a zone's name
+/// that also reads as a POSIX rule (`PST8PDT`, `EST5EDT`) is the rule to
+/// musl, which then keeps summer time all year, and musl knows no
+/// `TZDIR`; glibc reads the zone's file, `${TZDIR:-/usr/share/zoneinfo}/$TZ`.
+/// While a [`zone::Pinned`] lives, `TZ` names that file (`:PATH`), as both
+/// read it alike; then it is as it was, for the job's processes to come.
+#[cfg(target_env = "musl")]
+mod zone {
+    use std::ffi::OsString;
+    use std::os::unix::ffi::OsStrExt;
+
+    extern "C" {
+        fn tzset();
+    }
+
+    pub struct Pinned(Option<OsString>);
+
+    impl Pinned {
+        pub fn new() -> Pinned {
+            let Some(tz) = std::env::var_os("TZ") else {
+                return Pinned(None);
+            };
+            if tz.is_empty() || matches!(tz.as_bytes()[0], b':' | b'/') {
+                return Pinned(None);
+            }
+            let dir = std::env::var_os("TZDIR").unwrap_or_else(|| "/usr/share/zoneinfo".into());
+            let file = std::path::Path::new(&dir).join(&tz);
+            if !file.is_file() {
+                return Pinned(None);
+            }
+            let mut pinned = OsString::from(":");
+            pinned.push(file);
+            // sigsleep has one thread: nothing reads the environment
+            // meanwhile.
+            std::env::set_var("TZ", pinned);
+            // SAFETY: tzset takes no arguments and only reads TZ.
+            unsafe { tzset() };
+            Pinned(Some(tz))
+        }
+    }
+
+    impl Drop for Pinned {
+        fn drop(&mut self) {
+            if let Some(tz) = self.0.take() {
+                std::env::set_var("TZ", tz);
+                // SAFETY: as above.
+                unsafe { tzset() };
+            }
+        }
+    }
 }
 
 /// Appends `text` where the job's errors go (its error file, else its
