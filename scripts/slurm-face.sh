@@ -136,6 +136,19 @@ jobset() {
       echo "== $c"; { srun -n 7 sh -c "$c"; echo "exit $?"; } 2>&1 | sort
     done
     srun -n 4 -o "task-%n-%t" true; ls task-*; rm task-*'
+  # A step cancelled (scancel JOB.STEP) while its tasks run: what its
+  # srun says, and the job going on. Then sacct's lines for its steps.
+  local sc
+  rm -f started-*
+  sc=$(sbatch --parsable -J stepcancel -N 2 -n 3 -o "$out/run/step-cancel" --wrap 'srun -n 3 sh -c "touch started-\$SLURM_PROCID; exec sleep 100"
+    echo "srun said $?"; srun -n 1 echo after')
+  for _ in $(seq 300); do
+    [ -e started-0 ] && [ -e started-1 ] && [ -e started-2 ] && break
+    sleep 0.1
+  done
+  scancel "$sc.0"
+  empty
+  rm -f started-*
   # A hint (no threads to use or leave on these nodes), and an output
   # file added to.
   alone --hint=nomultithread -o "$out/run/hint" --wrap 'echo $SLURM_HINT $SLURM_CPUS_ON_NODE'
@@ -199,6 +212,9 @@ jobset() {
   run cat "$out/run/srun-c"
   run cat "$out/run/srun-nodes"
   run sacct -P -o JobName,NNodes,NodeList,NTasks,AllocCPUS --name spread
+  # Slurm's step daemon and srun say a cancelled step in either order.
+  run sort "$out/run/step-cancel"
+  run sacct -P -o JobName,State,ExitCode,NNodes,NTasks --name stepcancel
   run cat "$out/run"/exclusive-*
   run cat "$out/run/hint" "$out/run/appended"
   run cat "$out/run"/named-*

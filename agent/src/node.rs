@@ -350,16 +350,36 @@ fn signal(pid: i32, born: i64, sig: Signal) {
 /// `sig` to the processes of the job run by sigsleep `pid` that `reach`
 /// names (sigsleep itself is never one: it is the job's supervisor, not a
 /// process of Slurm's job).
-fn signal_part(pid: i32, born: i64, sig: i32, reach: Reach) {
+/// A step's tasks signalled one by one (`Reach::Step`) are told to its
+/// srun first, in the job's directory `dir`: `step-N.cancelled`, the
+/// signal and when (wall ns), so that srun says the step was cancelled,
+/// as Slurm's step daemon says it.
+fn signal_part(pid: i32, born: i64, sig: i32, reach: Reach, dir: Option<&Path>) {
     // Its supervisor unreaped, the tree read below it is the job's.
-    crate::spawn::while_unreaped(pid, born, || signal_tree(pid, sig, reach));
+    crate::spawn::while_unreaped(pid, born, || signal_tree(pid, sig, reach, dir));
 }
 
-fn signal_tree(pid: i32, sig: i32, reach: Reach) {
+fn signal_tree(pid: i32, sig: i32, reach: Reach, dir: Option<&Path>) {
     let pids = match reach {
         Reach::Steps => sigsleep::tree::step_tasks_of(pid),
         Reach::Batch => sigsleep::tree::program_of(pid).into_iter().collect(),
         Reach::Full => sigsleep::tree::descendants_of(pid),
+        Reach::Step(n) => {
+            let tasks = sigsleep::tree::step_tasks(pid, n);
+            if let (Some(dir), false) = (dir, tasks.is_empty()) {
+                let now = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_nanos());
+                let told = std::fs::write(
+                    dir.join(format!("step-{n}.cancelled")),
+                    format!("{sig} {now}\n"),
+                );
+                if let Err(e) = told {
+                    debug!(pid, step = n, %e, "cannot tell srun its step is cancelled");
+                }
+            }
+            tasks
+        }
     };
     debug!(
         pid,
@@ -567,7 +587,7 @@ async fn run(name: String, rx: Arc<Mailbox>, ctx: Arc<NodeContext>) {
                     // nor kept for that start: sent as it begins, it would
                     // find no process of the program yet.
                     if let Some(job) = jobs.get(&id).filter(|j| j.program.is_some() && j.next.is_none()) {
-                        signal_part(job.pid, job.born, sig, reach);
+                        signal_part(job.pid, job.born, sig, reach, job.program.as_deref());
                     }
                 }
                 Some(NodeCmd::Limit(id, walltime_ns)) => {

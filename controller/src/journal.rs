@@ -65,8 +65,8 @@ const SNAPSHOT_MAGIC: &[u8; 4] = b"CLSN";
 /// (`Program::exclusive`), and output files added to
 /// (`Program::open_append`). 22: a batch job may name nodes it must
 /// have, or must not (`Program::nodelist`, `Program::exclude`). 23: a
-/// program's steps say their nodes and cores (`StepInfo::nodes`,
-/// `StepInfo::cpus`).
+/// program's steps say their nodes and cores, and whether they were
+/// cancelled (`StepInfo::nodes`, `cpus`, `cancelled`).
 const VERSION: u16 = 23;
 const HEADER: usize = 6;
 /// Largest entry: a submission of one job is well under 1 KiB.

@@ -107,8 +107,9 @@ use tokio_util::codec::{Decoder, Encoder, Framed, LengthDelimitedCodec};
 /// 32: a batch job may name nodes it must have, or must not
 /// (`Program::nodelist`, `Program::exclude`, and their `ProgramInfo`);
 /// pending jobs' expected starts may be asked (`Request::Starts`).
-/// 33: a job step says its nodes and cores (`StepInfo::nodes`,
-/// `StepInfo::cpus`).
+/// 33: a job step says its nodes and cores, and whether it was
+/// cancelled (`StepInfo::nodes`, `cpus`, `cancelled`); a signal may reach
+/// one step (`Reach::Step`).
 pub const PROTOCOL: u32 = 33;
 /// Bytes of the tag that ends every frame after the handshake: a
 /// truncated HMAC-SHA256, as RFC 4868 truncates it for IPsec.

@@ -47,6 +47,35 @@ pub fn step_tasks_of(root: i32) -> Vec<i32> {
     out
 }
 
+/// The tasks of step `step` of the job below `root`: what each `srun`
+/// started for it (told `SLURM_STEP_ID=step`), and their descendants, as
+/// `scancel JOB.STEP` reaches them.
+pub fn step_tasks(root: i32, step: u32) -> Vec<i32> {
+    let want = format!("SLURM_STEP_ID={step}");
+    let mut out = Vec::new();
+    for pid in descendants_of(root) {
+        if comm(pid).as_deref() != Some("srun") {
+            continue;
+        }
+        for task in children(pid).into_iter().filter(|&c| !zombie(c)) {
+            if environ_has(task, want.as_bytes()) {
+                out.push(task);
+                out.extend(descendants_of(task));
+            }
+        }
+    }
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+/// Whether process `pid` was started with `entry` (`NAME=VALUE`) in its
+/// environment.
+fn environ_has(pid: i32, entry: &[u8]) -> bool {
+    std::fs::read(format!("/proc/{pid}/environ"))
+        .is_ok_and(|e| e.split(|&b| b == 0).any(|v| v == entry))
+}
+
 /// CPU time of this process's reaped children (a job's processes under
 /// sigsleep, a step's tasks under srun), and the largest resident set of
 /// one, in KiB.

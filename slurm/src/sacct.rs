@@ -567,6 +567,11 @@ fn srun_value(name: &str, s: &StepInfo, j: &JobInfo, c: &Ctx<'_>) -> Option<Stri
     Some(match name {
         "JobName" => s.name.clone(),
         "State" => match (s.end_ns, s.exit) {
+            // By whom Slurm's database says: here, the job's owner.
+            (_, _) if s.cancelled && s.end_ns > 0 => format!(
+                "CANCELLED by {}",
+                text::uid_of(&text::owner(j, c.me)).unwrap_or(0)
+            ),
             (0, _) if j.end_ns == 0 => "RUNNING".into(),
             (0, _) => "CANCELLED".into(),
             (_, (0, 0)) => "COMPLETED".into(),

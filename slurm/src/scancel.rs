@@ -1,5 +1,5 @@
-//! `scancel`: jobs named by id (a job, an array, one task) and/or by
-//! filters, cancelled, or sent a signal (`--signal`: to their steps'
+//! `scancel`: jobs named by id (a job, an array, one task, one step:
+//! `JOB.STEP`) and/or by filters, cancelled, or sent a signal (`--signal`: to their steps'
 //! tasks, the batch script with `--batch`, every process with `--full`).
 //! As Slurm's, it says nothing when all went well, and nothing of an id
 //! that names no job not over.
@@ -48,6 +48,9 @@ pub struct Args {
 /// then an array's task (`_3`), tasks (`_[1-3,7]`) or none (`_`); ids
 /// may be listed with commas.
 fn valid_id(id: &str) -> bool {
+    if step_id(id).is_some() {
+        return true;
+    }
     let number = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
     let range = |r: &str| match r.split_once('-') {
         Some((a, b)) => number(a) && number(b),
@@ -64,6 +67,37 @@ fn valid_id(id: &str) -> bool {
             };
             number(job) && job.bytes().any(|b| b != b'0') && tasks_ok
         })
+}
+
+/// A step's id, `JOB.STEP`.
+fn step_id(id: &str) -> Option<(u64, u32)> {
+    let (job, step) = id.split_once('.')?;
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    if !digits(job) || !digits(step) {
+        return None;
+    }
+    Some((job.parse().ok().filter(|&j| j > 0)?, step.parse().ok()?))
+}
+
+/// `signal` to the tasks of step `step` of job `job`, whose srun is told
+/// they were cancelled; Slurm's error for a job that runs no such step.
+async fn signal_step(c: &mut Cluster, job: u64, step: u32, signal: i32) -> Result<u8> {
+    let req = Request::Signal {
+        ids: vec![job],
+        signal,
+        reach: Reach::Step(step),
+    };
+    match c.call(&req).await? {
+        Response::Jobs(outcomes) if outcomes.iter().all(|o| o.error.is_none()) => Ok(0),
+        Response::Jobs(_) => {
+            eprintln!(
+                "scancel: error: Kill job error on job step id {job}.{step}: Invalid job id \
+                 specified"
+            );
+            Ok(1)
+        }
+        other => bail!("unexpected answer: {other:?}"),
+    }
 }
 
 pub async fn main(argv: Vec<String>) -> Result<u8> {
@@ -117,6 +151,14 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
         None => None,
     };
     let mut c = Cluster::open().await?;
+    // Steps (`JOB.STEP`) first, each on its own; SIGKILL unless a signal
+    // is given, as Slurm's scancel ends a step.
+    let mut status = 0;
+    for (job, step) in args.ids.iter().filter_map(|id| step_id(id)) {
+        let sig = signal.unwrap_or(libc::SIGKILL);
+        status = status.max(signal_step(&mut c, job, step, sig).await?);
+    }
+    let ids_given: Vec<&String> = args.ids.iter().filter(|id| step_id(id).is_none()).collect();
     let me = text::user_name();
     let filtered = args.user.is_some()
         || args.me
@@ -135,6 +177,9 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
     };
     if !filtered {
         args.ids.iter().for_each(|id| say(id));
+        if ids_given.is_empty() {
+            return Ok(status);
+        }
     }
     let jobs: Vec<_> = c
         .jobs(false)
@@ -142,7 +187,10 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
         .into_iter()
         .filter(|j| !j.state.is_final())
         .filter(|j| {
-            args.ids.is_empty() || args.ids.iter().any(|want| named_by(&expand_tasks(want), j))
+            ids_given.is_empty()
+                || ids_given
+                    .iter()
+                    .any(|want| named_by(&expand_tasks(want), j))
         })
         .filter(|j| states.as_ref().is_none_or(|s| s.contains(&j.state)))
         .filter(|j| args.user.as_ref().is_none_or(|u| text::owned_by(u, j, &me)))
@@ -157,7 +205,7 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
         // An id no job has, past or present: Slurm's -v says so (and
         // exits 0, as without -v it says nothing).
         let known = c.jobs(true).await?;
-        for id in &args.ids {
+        for id in &ids_given {
             let named = expand_tasks(id);
             if !known.iter().any(|j| named_by(&named, j)) {
                 eprintln!(
@@ -168,10 +216,10 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
     }
     let ids: Vec<u64> = jobs.iter().map(|j| j.id).collect();
     if ids.is_empty() {
-        return Ok(0);
+        return Ok(status);
     }
     if let Some(signal) = signal {
-        return signal_jobs(&mut c, ids, signal, reach).await;
+        return Ok(status.max(signal_jobs(&mut c, ids, signal, reach).await?));
     }
     match c.call(&Request::Cancel(ids)).await? {
         Response::Jobs(outcomes) => {
@@ -183,7 +231,7 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
                     }
                 }
             }
-            Ok(0)
+            Ok(status)
         }
         other => bail!("unexpected answer: {other:?}"),
     }

@@ -208,6 +208,7 @@ pub fn main(argv: &[String]) -> Result<u8> {
         exit: (0, 0),
         cpu_ns: 0,
         max_rss_kib: 0,
+        cancelled: false,
     };
     let note = |info: &StepInfo| {
         // A step file that cannot be written loses sacct's line, not the
@@ -386,6 +387,32 @@ pub fn main(argv: &[String]) -> Result<u8> {
         };
         worst = worst.max(code);
     }
+    // Cancelled (`scancel JOB.STEP`): said as Slurm's step daemon and
+    // srun say it, before how its tasks ended.
+    let cancel = std::fs::read_to_string(dir.join(format!("step-{step}.cancelled")))
+        .ok()
+        .and_then(|t| {
+            let (sig, at) = t.trim().split_once(' ')?;
+            Some((sig.parse::<i32>().ok()?, at.parse::<i64>().ok()?))
+        });
+    if let Some((sig, at_ns)) = cancel {
+        // Ended by scancel itself (sacct: `CANCELLED by UID`), not only
+        // sent a signal (`--signal`).
+        info.cancelled = sig == libc::SIGKILL;
+        if sig == libc::SIGKILL {
+            eprintln!(
+                "srun: Job step aborted: Waiting up to {} seconds for job step to finish.",
+                kill_wait_s() + 2
+            );
+            forced = false;
+        }
+        let at = sigsleep::supervise::local_date(at_ns.div_euclid(1_000_000_000))
+            .unwrap_or_else(|| "Unknown".into());
+        eprintln!(
+            "slurmstepd: error: *** STEP {job}.{step} ON {} CANCELLED AT {at} ***",
+            step_nodes.first().copied().unwrap_or_default()
+        );
+    }
     for (node, ids, what) in alike_ends(ends, |t| tasks[t as usize].0) {
         let node = step_nodes[node];
         match ids.as_slice() {
@@ -411,6 +438,14 @@ pub fn main(argv: &[String]) -> Result<u8> {
     info.max_rss_kib = max_rss_kib;
     note(&info);
     Ok(worst)
+}
+
+/// The cluster's `KillWait` (what `scontrol show config` says), else
+/// Slurm's default.
+fn kill_wait_s() -> u128 {
+    crate::cluster::conf_path()
+        .and_then(|p| controller::config::Cluster::load(&p))
+        .map_or(30, |c| c.agent.kill_grace.as_millis() / 2 / 1000)
 }
 
 /// Tasks' ends grouped as Slurm's srun says them: one line for the tasks

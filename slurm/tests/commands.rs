@@ -3313,3 +3313,71 @@ fn a_long_date_is_cut_as_slurm_cuts_it() {
     assert!(wide.len() == 39 && wide.starts_with(narrow), "{p:?}");
     c.ok(w, "scancel", &[held]);
 }
+
+#[test]
+fn scancel_of_a_step_ends_that_step_alone_and_its_srun_says_so_as_on_slurm() {
+    let c = Up::start(1, 2);
+    let work = tempfile::tempdir().unwrap();
+    let w = work.path();
+    let script = "#!/bin/sh\n\
+                  srun -n 2 sh -c 'touch started-$SLURM_PROCID; exec sleep 300'\n\
+                  echo \"srun said $?\"\n\
+                  srun -n 1 echo after\n";
+    let id = c.run(w, "sbatch", &["--parsable", "-n", "2"], Some(script));
+    assert!(
+        id.status.success(),
+        "{}",
+        String::from_utf8_lossy(&id.stderr)
+    );
+    let id = String::from_utf8(id.stdout).unwrap().trim().to_string();
+    let until = Instant::now() + Duration::from_secs(60);
+    while !(w.join("started-0").exists() && w.join("started-1").exists()) {
+        assert!(Instant::now() < until, "the step never started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // A step the job does not run: nothing to end, as nothing is said.
+    c.ok(w, "scancel", &[&format!("{id}.5")]);
+    c.ok(w, "scancel", &[&format!("{id}.0")]);
+    assert_eq!(c.wait_over(w, &id), "COMPLETED|0:0");
+    let out = std::fs::read_to_string(w.join(format!("slurm-{id}.out"))).unwrap();
+    let lines: Vec<&str> = out.lines().collect();
+    // KillWait (5 s) and two, as Slurm's srun says it.
+    assert_eq!(
+        lines[0], "srun: Job step aborted: Waiting up to 7 seconds for job step to finish.",
+        "{out}"
+    );
+    assert!(
+        lines[1].starts_with(&format!(
+            "slurmstepd: error: *** STEP {id}.0 ON node1 CANCELLED AT "
+        )) && lines[1].ends_with(" ***"),
+        "{out}"
+    );
+    assert_eq!(
+        lines[2..],
+        [
+            "srun: error: node1: tasks 0-1: Killed",
+            "srun said 137",
+            "after"
+        ],
+        "{out}"
+    );
+    let uid = nix::unistd::getuid();
+    assert_eq!(
+        c.ok(
+            w,
+            "sacct",
+            &["-P", "-n", "-j", &id, "-o", "JobID,State,ExitCode"]
+        ),
+        format!(
+            "{id}|COMPLETED|0:0\n{id}.batch|COMPLETED|0:0\n{id}.0|CANCELLED by {uid}|0:9\n\
+             {id}.1|COMPLETED|0:0\n"
+        )
+    );
+    // A job that is not there: Slurm's words and status.
+    let gone = c.run(w, "scancel", &["999999.0"], None);
+    assert_eq!(
+        String::from_utf8_lossy(&gone.stderr),
+        "scancel: error: Kill job error on job step id 999999.0: Invalid job id specified\n"
+    );
+    assert_eq!(gone.status.code(), Some(1));
+}

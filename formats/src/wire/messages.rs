@@ -571,15 +571,17 @@ pub struct StepInfo {
     /// CPU time of its tasks, and the largest resident set of one (KiB).
     pub cpu_ns: u64,
     pub max_rss_kib: u64,
+    /// Cancelled (`scancel JOB.STEP`, no `--signal`), rather than ended.
+    pub cancelled: bool,
 }
 
 impl StepInfo {
     /// The line srun writes in the job's directory (`step-N`) for the
     /// agent to read at the job's end: `START END NTASKS NODES CPUS CODE
-    /// SIGNAL CPU RSS NAME`.
+    /// SIGNAL CPU RSS CANCELLED NAME`.
     pub fn line(&self) -> String {
         format!(
-            "{} {} {} {} {} {} {} {} {} {}\n",
+            "{} {} {} {} {} {} {} {} {} {} {}\n",
             self.start_ns,
             self.end_ns,
             self.ntasks,
@@ -589,6 +591,7 @@ impl StepInfo {
             self.exit.1,
             self.cpu_ns,
             self.max_rss_kib,
+            u8::from(self.cancelled),
             self.name
         )
     }
@@ -596,7 +599,7 @@ impl StepInfo {
     /// Step `id` from its [`StepInfo::line`]; `None` for a line that is
     /// not one (a step whose srun has not written it yet).
     pub fn parse(id: u32, line: &str) -> Option<StepInfo> {
-        let mut f = line.trim_end_matches('\n').splitn(10, ' ');
+        let mut f = line.trim_end_matches('\n').splitn(11, ' ');
         let mut next = || f.next();
         Some(StepInfo {
             id,
@@ -608,6 +611,7 @@ impl StepInfo {
             exit: (next()?.parse().ok()?, next()?.parse().ok()?),
             cpu_ns: next()?.parse().ok()?,
             max_rss_kib: next()?.parse().ok()?,
+            cancelled: next()? == "1",
             name: next()?.to_string(),
         })
     }
@@ -914,6 +918,9 @@ pub enum Reach {
     Batch,
     /// Every process of the job (`--full`).
     Full,
+    /// The tasks of one step (`scancel JOB.STEP`), which its srun is told
+    /// were cancelled.
+    Step(u32),
 }
 
 /// Which jobs not yet over a request acts on: those that pass every
@@ -1395,6 +1402,7 @@ mod tests {
             exit: (3, 0),
             cpu_ns: 1_500,
             max_rss_kib: 2048,
+            cancelled: true,
         };
         assert_eq!(StepInfo::parse(2, &step.line()), Some(step.clone()));
         // A step of no node known (an environment that said none).
