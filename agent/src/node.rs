@@ -350,10 +350,12 @@ fn signal(pid: i32, born: i64, sig: Signal) {
 /// `sig` to the processes of the job run by sigsleep `pid` that `reach`
 /// names (sigsleep itself is never one: it is the job's supervisor, not a
 /// process of Slurm's job).
-/// A step's tasks signalled one by one (`Reach::Step`) are told to its
-/// srun first, in the job's directory `dir`: `step-N.cancelled`, the
-/// signal and when (wall ns), so that srun says the step was cancelled,
-/// as Slurm's step daemon says it.
+/// A step's tasks (`Reach::Step`) are found below the srun that wrote
+/// itself down in the job's directory `dir` (`step-N.srun`), whatever
+/// they made of their environment; when the signal ends the step, that
+/// srun is told first (`step-N.cancelled`: the signal and when, wall ns),
+/// so that it says the step was cancelled, as Slurm's step daemon says
+/// it.
 fn signal_part(pid: i32, born: i64, sig: i32, reach: Reach, dir: Option<&Path>) {
     // Its supervisor unreaped, the tree read below it is the job's.
     crate::spawn::while_unreaped(pid, born, || signal_tree(pid, sig, reach, dir));
@@ -365,8 +367,20 @@ fn signal_tree(pid: i32, sig: i32, reach: Reach, dir: Option<&Path>) {
         Reach::Batch => sigsleep::tree::program_of(pid).into_iter().collect(),
         Reach::Full => sigsleep::tree::descendants_of(pid),
         Reach::Step(n) => {
-            let tasks = sigsleep::tree::step_tasks(pid, n);
-            if let (Some(dir), false) = (dir, tasks.is_empty()) {
+            // Its srun said who it is (`step-N.srun`: pid, start ticks).
+            let srun = dir
+                .and_then(|d| std::fs::read_to_string(d.join(format!("step-{n}.srun"))).ok())
+                .and_then(|t| {
+                    let (p, ticks) = t.trim().split_once(' ')?;
+                    Some((p.parse::<i32>().ok()?, ticks.parse::<u64>().ok()?))
+                });
+            let tasks = srun.map_or_else(Vec::new, |(srun, ticks)| {
+                sigsleep::tree::srun_tasks(pid, srun, ticks)
+            });
+            // Told only of what ends a step, as Slurm's step daemon says
+            // only those (a trapped SIGUSR1 ends nothing).
+            let ends = sig == libc::SIGKILL || sig == libc::SIGTERM;
+            if let (Some(dir), false, true) = (dir, tasks.is_empty(), ends) {
                 let now = std::time::SystemTime::now()
                     .duration_since(std::time::UNIX_EPOCH)
                     .map_or(0, |d| d.as_nanos());

@@ -50,7 +50,9 @@ pub fn end_message(id: u64, node: &str, at: i64, why: Option<&str>) -> String {
 
 /// Slurm's `slurm_make_time_str` with its default format: `s` (seconds
 /// since the epoch) in local time, `YYYY-MM-DDTHH:MM:SS`; `None` for a
-/// time the C library cannot convert.
+/// time the C library cannot convert. Built against musl, it sets `TZ`
+/// for a moment ([`zone`]): only for a program of one thread, as
+/// sigsleep is (clemu's other programs are built against glibc).
 pub fn local_date(s: i64) -> Option<String> {
     #[cfg(target_env = "musl")]
     let _zone = zone::Pinned::new();
@@ -96,12 +98,20 @@ mod zone {
             let Some(tz) = std::env::var_os("TZ") else {
                 return Pinned(None);
             };
-            if tz.is_empty() || matches!(tz.as_bytes()[0], b':' | b'/') {
+            // `:NAME` is NAME's file to both; an absolute path is read alike.
+            let name = tz.as_bytes().strip_prefix(b":").unwrap_or(tz.as_bytes());
+            if name.is_empty() || name[0] == b'/' {
                 return Pinned(None);
             }
             let dir = std::env::var_os("TZDIR").unwrap_or_else(|| "/usr/share/zoneinfo".into());
-            let file = std::path::Path::new(&dir).join(&tz);
-            if !file.is_file() {
+            let file = std::path::Path::new(&dir).join(std::ffi::OsStr::from_bytes(name));
+            // Only a zone file: glibc reads anything else as a rule, as
+            // musl does.
+            let mut magic = [0u8; 4];
+            let zone_file = std::fs::File::open(&file)
+                .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut magic))
+                .is_ok_and(|()| &magic == b"TZif");
+            if !zone_file {
                 return Pinned(None);
             }
             let mut pinned = OsString::from(":");

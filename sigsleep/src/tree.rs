@@ -47,33 +47,16 @@ pub fn step_tasks_of(root: i32) -> Vec<i32> {
     out
 }
 
-/// The tasks of step `step` of the job below `root`: what each `srun`
-/// started for it (told `SLURM_STEP_ID=step`), and their descendants, as
-/// `scancel JOB.STEP` reaches them.
-pub fn step_tasks(root: i32, step: u32) -> Vec<i32> {
-    let want = format!("SLURM_STEP_ID={step}");
-    let mut out = Vec::new();
-    for pid in descendants_of(root) {
-        if comm(pid).as_deref() != Some("srun") {
-            continue;
-        }
-        for task in children(pid).into_iter().filter(|&c| !zombie(c)) {
-            if environ_has(task, want.as_bytes()) {
-                out.push(task);
-                out.extend(descendants_of(task));
-            }
-        }
+/// The tasks of a step of the job below `root`, whose srun is process
+/// `srun` started at `ticks` ([`start_ticks`], as that srun wrote them
+/// down): everything below that srun, as `scancel JOB.STEP` reaches it.
+/// None if that srun is gone, or is not the job's (its pid another
+/// process's by now).
+pub fn srun_tasks(root: i32, srun: i32, ticks: u64) -> Vec<i32> {
+    if ticks == u64::MAX || start_ticks(srun) != ticks || !descendants_of(root).contains(&srun) {
+        return Vec::new();
     }
-    out.sort_unstable();
-    out.dedup();
-    out
-}
-
-/// Whether process `pid` was started with `entry` (`NAME=VALUE`) in its
-/// environment.
-fn environ_has(pid: i32, entry: &[u8]) -> bool {
-    std::fs::read(format!("/proc/{pid}/environ"))
-        .is_ok_and(|e| e.split(|&b| b == 0).any(|v| v == entry))
+    descendants_of(srun)
 }
 
 /// CPU time of this process's reaped children (a job's processes under
@@ -142,7 +125,7 @@ fn stat_tail(pid: i32) -> Option<String> {
 }
 
 /// When `pid` started, in clock ticks since boot (field 22 of its stat).
-fn start_ticks(pid: i32) -> u64 {
+pub fn start_ticks(pid: i32) -> u64 {
     stat_tail(pid)
         .and_then(|t| t.split_whitespace().nth(19)?.parse().ok())
         .unwrap_or(u64::MAX)

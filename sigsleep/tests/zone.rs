@@ -45,4 +45,9 @@ fn a_zone_is_read_from_its_file_as_glibc_reads_it() {
         sigsleep::supervise::local_date(noon).unwrap(),
         "2025-12-03T21:00:00"
     );
+    zone(":Foo", None);
+    assert_eq!(
+        sigsleep::supervise::local_date(noon).unwrap(),
+        "2025-12-03T21:00:00"
+    );
 }

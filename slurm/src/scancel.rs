@@ -151,13 +151,6 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
         None => None,
     };
     let mut c = Cluster::open().await?;
-    // Steps (`JOB.STEP`) first, each on its own; SIGKILL unless a signal
-    // is given, as Slurm's scancel ends a step.
-    let mut status = 0;
-    for (job, step) in args.ids.iter().filter_map(|id| step_id(id)) {
-        let sig = signal.unwrap_or(libc::SIGKILL);
-        status = status.max(signal_step(&mut c, job, step, sig).await?);
-    }
     let ids_given: Vec<&String> = args.ids.iter().filter(|id| step_id(id).is_none()).collect();
     let me = text::user_name();
     let filtered = args.user.is_some()
@@ -165,21 +158,49 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
         || args.name.is_some()
         || args.partition.is_some()
         || args.state.is_some();
+    // Whether job `j` passes the filters given (all, without any).
+    let passes = |j: &formats::wire::JobInfo| {
+        states.as_ref().is_none_or(|s| s.contains(&j.state))
+            && args.user.as_ref().is_none_or(|u| text::owned_by(u, j, &me))
+            && (!args.me || text::owned_by(&me, j, &me))
+            && args.name.as_ref().is_none_or(|n| *n == j.name)
+            && args.partition.as_ref().is_none_or(|p| *p == j.partition)
+    };
     // What `-v` says: "Terminating job 12" (or "Signal 10 to job 12") for
-    // each id as given, or, with filters, for each job they match.
-    let say = |job: &str| {
+    // each id as given, or, with filters, for each job they match; and
+    // "Terminating step 12.0" ("Signal 10 to step 12.0") for a step.
+    let say = |id: &str| {
         if args.verbose > 0 {
+            let what = if step_id(id).is_some() { "step" } else { "job" };
             match signal {
-                Some(n) => eprintln!("scancel: Signal {n} to job {job}"),
-                None => eprintln!("scancel: Terminating job {job}"),
+                Some(n) => eprintln!("scancel: Signal {n} to {what} {id}"),
+                None => eprintln!("scancel: Terminating {what} {id}"),
             }
         }
     };
-    if !filtered {
-        args.ids.iter().for_each(|id| say(id));
-        if ids_given.is_empty() {
-            return Ok(status);
+    // Steps (`JOB.STEP`) first, each on its own, of a job the filters
+    // pass, as Slurm's scancel filters them; SIGKILL unless a signal is
+    // given, as it ends a step.
+    let mut status = 0;
+    let steps: Vec<(u64, u32)> = args.ids.iter().filter_map(|id| step_id(id)).collect();
+    let steps_jobs = match (filtered, steps.is_empty()) {
+        (true, false) => c.by_ids(steps.iter().map(|&(j, _)| j).collect()).await?,
+        _ => Vec::new(),
+    };
+    for (job, step) in steps {
+        if filtered && !steps_jobs.iter().any(|j| j.id == job && passes(j)) {
+            continue;
         }
+        say(&format!("{job}.{step}"));
+        let sig = signal.unwrap_or(libc::SIGKILL);
+        status = status.max(signal_step(&mut c, job, step, sig).await?);
+    }
+    // Ids given, all of steps: no job is named, whatever the filters.
+    if !args.ids.is_empty() && ids_given.is_empty() {
+        return Ok(status);
+    }
+    if !filtered {
+        ids_given.iter().for_each(|id| say(id));
     }
     let jobs: Vec<_> = c
         .jobs(false)
@@ -192,11 +213,7 @@ pub async fn main(argv: Vec<String>) -> Result<u8> {
                     .iter()
                     .any(|want| named_by(&expand_tasks(want), j))
         })
-        .filter(|j| states.as_ref().is_none_or(|s| s.contains(&j.state)))
-        .filter(|j| args.user.as_ref().is_none_or(|u| text::owned_by(u, j, &me)))
-        .filter(|j| !args.me || text::owned_by(&me, j, &me))
-        .filter(|j| args.name.as_ref().is_none_or(|n| *n == j.name))
-        .filter(|j| args.partition.as_ref().is_none_or(|p| *p == j.partition))
+        .filter(|j| passes(j))
         .filter(|j| j.state != JobState::Completed)
         .collect();
     if filtered {

@@ -186,6 +186,13 @@ pub fn main(argv: &[String]) -> Result<u8> {
         format!("{mask:04o}")
     };
     let step = next_step(&dir)?;
+    // Who runs the step, for `scancel JOB.STEP`: this process, and when
+    // it started (its pid alone could be another's by then).
+    let me = std::process::id() as i32;
+    let _ = std::fs::write(
+        dir.join(format!("step-{step}.srun")),
+        format!("{me} {}\n", sigsleep::tree::start_ticks(me)),
+    );
     // What sacct shows of the step (`JOB.N`): written now, so that a step
     // the job's end cuts short is known, and again at its end.
     let mut info = StepInfo {
@@ -231,7 +238,12 @@ pub fn main(argv: &[String]) -> Result<u8> {
     // One line at a time, whatever its destination: two destinations may
     // be one file (`2>&1`, or -o and -e naming the same).
     let one_line = Arc::new(Mutex::new(()));
+    let cancelled = dir.join(format!("step-{step}.cancelled"));
     for (task, &(at, local)) in (0u32..).zip(&tasks) {
+        // Cancelled while its tasks start: no more of them.
+        if cancelled.exists() {
+            break;
+        }
         let node = step_nodes[at];
         let mut cmd = Command::new(&args.command[0]);
         if let Some(d) = step_dir {
@@ -389,12 +401,10 @@ pub fn main(argv: &[String]) -> Result<u8> {
     }
     // Cancelled (`scancel JOB.STEP`): said as Slurm's step daemon and
     // srun say it, before how its tasks ended.
-    let cancel = std::fs::read_to_string(dir.join(format!("step-{step}.cancelled")))
-        .ok()
-        .and_then(|t| {
-            let (sig, at) = t.trim().split_once(' ')?;
-            Some((sig.parse::<i32>().ok()?, at.parse::<i64>().ok()?))
-        });
+    let cancel = std::fs::read_to_string(&cancelled).ok().and_then(|t| {
+        let (sig, at) = t.trim().split_once(' ')?;
+        Some((sig.parse::<i32>().ok()?, at.parse::<i64>().ok()?))
+    });
     if let Some((sig, at_ns)) = cancel {
         // Ended by scancel itself (sacct: `CANCELLED by UID`), not only
         // sent a signal (`--signal`).

@@ -3316,11 +3316,11 @@ fn a_long_date_is_cut_as_slurm_cuts_it() {
 
 #[test]
 fn scancel_of_a_step_ends_that_step_alone_and_its_srun_says_so_as_on_slurm() {
-    let c = Up::start(1, 2);
+    let c = Up::start(2, 2);
     let work = tempfile::tempdir().unwrap();
     let w = work.path();
     let script = "#!/bin/sh\n\
-                  srun -n 2 sh -c 'touch started-$SLURM_PROCID; exec sleep 300'\n\
+                  srun -n 2 sh -c 'touch started-$SLURM_PROCID; exec env -u SLURM_STEP_ID sleep 300'\n\
                   echo \"srun said $?\"\n\
                   srun -n 1 echo after\n";
     let id = c.run(w, "sbatch", &["--parsable", "-n", "2"], Some(script));
@@ -3335,8 +3335,21 @@ fn scancel_of_a_step_ends_that_step_alone_and_its_srun_says_so_as_on_slurm() {
         assert!(Instant::now() < until, "the step never started");
         std::thread::sleep(Duration::from_millis(50));
     }
-    // A step the job does not run: nothing to end, as nothing is said.
-    c.ok(w, "scancel", &[&format!("{id}.5")]);
+    // A step the job does not run: nothing to end, as nothing is said;
+    // and filters with it name no job of their own.
+    let other = c.sbatch(w, &["--parsable", "--wrap", "sleep 300"]);
+    wait_shows(
+        || c.ok(w, "squeue", &["-h", "-j", &other, "-o", "%t"]),
+        "R\n",
+    );
+    let me = nix::unistd::User::from_uid(nix::unistd::getuid())
+        .unwrap()
+        .unwrap()
+        .name;
+    c.ok(w, "scancel", &["-u", &me, &format!("{id}.5")]);
+    assert_eq!(c.ok(w, "squeue", &["-h", "-j", &other, "-o", "%t"]), "R\n");
+    c.ok(w, "scancel", &[&other]);
+    // Its tasks are found below its srun, whatever their environment.
     c.ok(w, "scancel", &[&format!("{id}.0")]);
     assert_eq!(c.wait_over(w, &id), "COMPLETED|0:0");
     let out = std::fs::read_to_string(w.join(format!("slurm-{id}.out"))).unwrap();

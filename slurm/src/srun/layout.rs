@@ -153,6 +153,9 @@ pub fn lay_out(job: &Job, job_id: &str, ask: &Ask) -> Result<Layout, Refused> {
                 ));
                 least = n;
                 most = most.max(least);
+                // Slurm's srun has sorted its list by now: the first in
+                // the job's order are kept.
+                named.sort_unstable();
                 named.truncate(n as usize);
             }
             if let Some(t) = tasks_per_node.filter(|&t| least > 0 && t != n / least) {
@@ -466,6 +469,7 @@ mod tests {
         };
         assert_eq!(placed(&j, &w(&["node2"], 1, None)), [(2, 1)]);
         assert_eq!(placed(&j, &w(&["node2", "node3"], 1, None)), [(2, 1)]);
+        assert_eq!(placed(&j, &w(&["node3", "node1"], 1, None)), [(1, 1)]);
         // More names than -N allows: the last ones dropped, with Slurm's
         // error line.
         let cut = lay_out(&j, "7", &w(&["node2", "node3"], 1, Some((1, 1)))).unwrap();
