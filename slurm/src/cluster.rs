@@ -145,6 +145,13 @@ impl Cluster {
     }
 }
 
+/// Slurm's `KillWait` for cluster `cfg`, in seconds: what a job gets
+/// between SIGTERM and SIGKILL, half the agents' grace (the other half is
+/// their own backstop).
+pub fn kill_wait_s(cfg: &Config) -> u128 {
+    cfg.agent.kill_grace.as_millis() / 2 / 1000
+}
+
 /// Who owns the cluster (its config file): the user its controller runs
 /// as.
 pub fn owner() -> String {

@@ -1034,7 +1034,7 @@ async fn show_config() -> Result<u8> {
         // grace, the other half their own backstop (docs/slurm.md).
         (
             "KillWait",
-            format!("{} sec", cfg.agent.kill_grace.as_millis() / 2 / 1000),
+            format!("{} sec", crate::cluster::kill_wait_s(cfg)),
         ),
         (
             "MaxArraySize",

@@ -455,7 +455,7 @@ pub fn main(argv: &[String]) -> Result<u8> {
 fn kill_wait_s() -> u128 {
     crate::cluster::conf_path()
         .and_then(|p| controller::config::Cluster::load(&p))
-        .map_or(30, |c| c.agent.kill_grace.as_millis() / 2 / 1000)
+        .map_or(30, |c| crate::cluster::kill_wait_s(&c))
 }
 
 /// Tasks' ends grouped as Slurm's srun says them: one line for the tasks
@@ -478,23 +478,9 @@ fn alike_ends(
 }
 
 /// Task numbers in order as Slurm writes them: runs as `0-3`, apart by
-/// commas (`0,2`, `0-2,5`).
+/// commas (`0,2`, `0-2,5`), as squeue folds an array's tasks.
 fn ranges(ids: &[u32]) -> String {
-    let mut out: Vec<String> = Vec::new();
-    let mut i = 0;
-    while i < ids.len() {
-        let mut j = i;
-        while j + 1 < ids.len() && ids[j + 1] == ids[j] + 1 {
-            j += 1;
-        }
-        out.push(if j > i {
-            format!("{}-{}", ids[i], ids[j])
-        } else {
-            ids[i].to_string()
-        });
-        i = j + 1;
-    }
-    out.join(",")
+    formats::intervals::format(ids).replace(' ', ",")
 }
 
 /// A step's job, as its environment says it, and where the step's tasks
